@@ -1,0 +1,882 @@
+#pragma once
+/// The calibration profile: ceilings and efficiency curves *measured* on one GPU by `roofsim-calibrate`,
+/// with the identity of the device and software they were measured on. One schema, written and read by
+/// this header (the calibrate program saves through `save_calibration`); the format is documented in
+/// docs/calibration-format.md. All stored values are SI (bytes, seconds, FLOP, hertz).
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "roofsim/detail/json_read.hpp"
+#include "roofsim/precision.hpp"
+#include "roofsim/units.hpp"
+
+namespace roofsim {
+
+/// The schema version written by this header; loading any other version is an error.
+inline constexpr int calibration_schema_version = 1;
+
+/// One measured figure: the median of `samples` timed repetitions after warm-up, with min and max.
+/// The unit is fixed by where the figure sits (documented per field) and written beside it in JSON.
+struct Measurement {
+    double median = 0.0;  ///< SI units of the field
+    double min = 0.0;
+    double max = 0.0;
+    int samples = 0;      ///< timed repetitions behind median/min/max
+    std::string method;   ///< how it was measured (kernel, sizes, timer)
+};
+
+/// Median/min/max of a sample set; `method` is left for the caller. Throws on an empty set.
+[[nodiscard]] inline Measurement summarize(std::vector<double> samples, std::string method = {}) {
+    if (samples.empty()) throw std::invalid_argument("summarize: no samples");
+    std::sort(samples.begin(), samples.end());
+    const std::size_t n = samples.size();
+    const double median = n % 2 == 1 ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+    return Measurement{median, samples.front(), samples.back(), static_cast<int>(n), std::move(method)};
+}
+
+/// Who measured what, on which device and software.
+struct DeviceIdentity {
+    std::string name;                 ///< as the driver reports it ("NVIDIA H200")
+    std::string gpu_key;              ///< datasheet key ("h200-sxm"), empty when unknown
+    int compute_capability_major = 0;
+    int compute_capability_minor = 0;
+    int sm_count = 0;
+    double l2_bytes = 0.0;
+    double memory_bytes = 0.0;
+    double sm_clock_max_hz = 0.0;     ///< the driver's maximum SM clock
+    double memory_clock_max_hz = 0.0;
+    int memory_bus_width_bits = 0;
+    std::optional<Measurement> sm_clock_measured_hz;  ///< clock64() cycles over %globaltimer during the compute probes
+    int device_count = 0;             ///< GPUs visible to the program
+    std::string driver_version;       ///< e.g. "580.159.04" (empty if NVML is not read)
+    int cuda_driver_version = 0;      ///< cudaDriverGetVersion, e.g. 13000
+    int cuda_runtime_version = 0;     ///< cudaRuntimeGetVersion
+    std::string cublas_version;       ///< "13.1.0", empty when not used
+    std::string cudnn_version;        ///< empty when not built with cuDNN
+    std::string nccl_version;         ///< empty when not built with NCCL
+    std::string date_utc;             ///< ISO-8601, e.g. "2026-11-29T10:04:05Z"
+    std::string tool_version;         ///< roofsim-calibrate version
+    std::string command_line;         ///< the exact command that produced the profile
+};
+
+/// Memory access pattern of a bandwidth kernel. Bytes counted: read = bytes read; write = bytes written;
+/// copy = read + written (b[i] = a[i]); triad = 2 read + 1 written (a[i] = b[i] + s*c[i]).
+enum class AccessPattern { read, write, copy, triad };
+inline constexpr std::array<AccessPattern, 4> all_access_patterns = {
+    AccessPattern::read, AccessPattern::write, AccessPattern::copy, AccessPattern::triad};
+
+[[nodiscard]] constexpr std::string_view to_string(AccessPattern p) {
+    switch (p) {
+        case AccessPattern::read: return "read";
+        case AccessPattern::write: return "write";
+        case AccessPattern::copy: return "copy";
+        case AccessPattern::triad: return "triad";
+    }
+    return "?";
+}
+[[nodiscard]] inline std::optional<AccessPattern> access_pattern_from_key(std::string_view k) {
+    for (AccessPattern p : all_access_patterns)
+        if (to_string(p) == k) return p;
+    return std::nullopt;
+}
+
+/// One point of the bandwidth-vs-working-set ramp (bytes/s at a working set of `working_set_bytes`).
+struct BandwidthPoint {
+    double working_set_bytes = 0.0;  ///< bytes touched by one pass (all arrays together)
+    double bytes_per_second = 0.0;   ///< median over the timed repetitions
+};
+
+/// Time = overhead + amount / rate, fitted by least squares (Eigen) over a sweep; r2 of the fit in time.
+struct AffineFit {
+    double overhead_seconds = 0.0;   ///< intercept
+    double rate_per_second = 0.0;    ///< 1 / slope, in the x unit per second (bytes/s or FLOP/s)
+    double r2 = 0.0;
+    int points = 0;
+};
+
+/// A compute ceiling from a probe: rate plus how it was obtained.
+struct ComputeCeiling {
+    Measurement flops_per_second;             ///< FLOP/s (integer ops for INT8)
+    std::string instruction;                  ///< the instruction / library call measured ("FFMA", "mma.sync m16n8k16", "cublasGemmEx")
+    std::optional<double> sm_clock_hz;        ///< SM clock measured during this probe
+    std::optional<double> issue_peak_flops_per_second;  ///< per-SM rate x SMs x measured clock, where the rate is known
+};
+
+/// One point of a mixbench-style intensity sweep: rate achieved at an arithmetic intensity.
+struct IntensityPoint {
+    double flops_per_byte = 0.0;
+    double flops_per_second = 0.0;
+    double bytes_per_second = 0.0;
+};
+
+/// One cuBLAS GEMM (column-major, C = A x B, op(A)=N, op(B)=N unless `layout` says otherwise).
+struct GemmRecord {
+    std::int64_t m = 0, n = 0, k = 0;
+    ComputeUnit unit = ComputeUnit::bf16_tensor;  ///< precision / compute mode
+    Measurement seconds;
+    double flops_per_second = 0.0;   ///< 2mnk / median seconds
+    double efficiency = 0.0;         ///< flops_per_second / best rate of this unit (sweep or ceiling), in (0, 1]
+};
+
+/// Which convolution pass.
+enum class ConvPass { forward, backward_data, backward_filter };
+[[nodiscard]] constexpr std::string_view to_string(ConvPass p) {
+    switch (p) {
+        case ConvPass::forward: return "forward";
+        case ConvPass::backward_data: return "backward-data";
+        case ConvPass::backward_filter: return "backward-filter";
+    }
+    return "?";
+}
+[[nodiscard]] inline std::optional<ConvPass> conv_pass_from_key(std::string_view k) {
+    for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter})
+        if (to_string(p) == k) return p;
+    return std::nullopt;
+}
+
+/// One cuDNN convolution (NHWC for half types, NCHW for fp32), FLOPs = 2 N K P Q C R S.
+struct ConvRecord {
+    ConvPass pass = ConvPass::forward;
+    std::int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0;
+    std::int64_t stride = 1, pad = 0;
+    ComputeUnit unit = ComputeUnit::bf16_tensor;
+    std::string algorithm;           ///< cuDNN algorithm chosen by the heuristic (as PyTorch does without benchmark mode)
+    Measurement seconds;
+    double flops_per_second = 0.0;
+    double efficiency = 0.0;         ///< against the library GEMM ceiling of the unit, capped at 1
+};
+
+/// Host-device copy direction and host memory kind.
+enum class MemcpyKind { h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable };
+inline constexpr std::array<MemcpyKind, 4> all_memcpy_kinds = {
+    MemcpyKind::h2d_pinned, MemcpyKind::d2h_pinned, MemcpyKind::h2d_pageable, MemcpyKind::d2h_pageable};
+[[nodiscard]] constexpr std::string_view to_string(MemcpyKind k) {
+    switch (k) {
+        case MemcpyKind::h2d_pinned: return "h2d-pinned";
+        case MemcpyKind::d2h_pinned: return "d2h-pinned";
+        case MemcpyKind::h2d_pageable: return "h2d-pageable";
+        case MemcpyKind::d2h_pageable: return "d2h-pageable";
+    }
+    return "?";
+}
+[[nodiscard]] inline std::optional<MemcpyKind> memcpy_kind_from_key(std::string_view k) {
+    for (MemcpyKind m : all_memcpy_kinds)
+        if (to_string(m) == k) return m;
+    return std::nullopt;
+}
+
+/// Host-device copy: bandwidth at the largest size plus the size sweep and its latency + bytes/rate fit.
+struct MemcpyFigure {
+    Measurement bytes_per_second;                 ///< at the largest size
+    std::vector<BandwidthPoint> curve;            ///< bytes per copy -> bytes/s
+    std::optional<AffineFit> fit;                 ///< seconds = overhead + bytes / rate
+};
+
+/// One NCCL collective measurement (nccl-tests conventions for algorithm and bus bandwidth).
+struct CollectiveRecord {
+    std::string op;                  ///< "all-reduce", "all-gather", "reduce-scatter"
+    int gpus = 0;
+    double bytes = 0.0;              ///< message size per rank (all-reduce: buffer size)
+    Measurement seconds;
+    double algorithm_bytes_per_second = 0.0;
+    double bus_bytes_per_second = 0.0;
+};
+
+/// Why a figure is absent from a profile.
+enum class MissingReason { failed, unsupported, skipped, not_built, timed_out };
+[[nodiscard]] constexpr std::string_view to_string(MissingReason r) {
+    switch (r) {
+        case MissingReason::failed: return "failed";
+        case MissingReason::unsupported: return "unsupported";
+        case MissingReason::skipped: return "skipped";
+        case MissingReason::not_built: return "not-built";
+        case MissingReason::timed_out: return "timed-out";
+    }
+    return "?";
+}
+[[nodiscard]] inline std::optional<MissingReason> missing_reason_from_key(std::string_view k) {
+    for (MissingReason r : {MissingReason::failed, MissingReason::unsupported, MissingReason::skipped,
+                            MissingReason::not_built, MissingReason::timed_out})
+        if (to_string(r) == k) return r;
+    return std::nullopt;
+}
+
+/// A figure (or a whole probe's figures) that the profile does not hold, and why.
+struct MissingFigure {
+    std::string figure;    ///< probe key or figure path, e.g. "nccl" or "library/fp8-tensor"
+    MissingReason reason = MissingReason::failed;
+    std::string detail;    ///< the error text or the capability that is lacking
+};
+
+/// A measured calibration profile of one GPU. Every member is optional in the sense that a probe may
+/// not have run; what did not run is listed in `missing`.
+struct Calibration {
+    int schema_version = calibration_schema_version;
+    DeviceIdentity device;
+
+    /// Bandwidth ceilings in bytes/s per level and access pattern (bytes read + written).
+    std::map<MemoryLevel, std::map<AccessPattern, Measurement>> bandwidth;
+    /// Bandwidth vs working-set size per pattern (few KiB to several times L2), sorted by size.
+    std::map<AccessPattern, std::vector<BandwidthPoint>> bandwidth_curve;
+    /// The working-set size (bytes) at which the ramp drops from L2 to DRAM bandwidth (half-way point).
+    std::optional<double> l2_to_dram_step_bytes;
+
+    /// Hand-written probe ceilings (CUDA-core FMA kernels, mma.sync tensor kernels), FLOP/s.
+    std::map<ComputeUnit, ComputeCeiling> probe_ceilings;
+    /// Library ceilings: cuBLAS/cuBLASLt at 8192^3 (what PyTorch calls), FLOP/s.
+    std::map<ComputeUnit, ComputeCeiling> library_ceilings;
+    /// Mixbench-style rate vs arithmetic intensity, per CUDA-core unit, sorted by intensity.
+    std::map<ComputeUnit, std::vector<IntensityPoint>> intensity_curves;
+
+    std::vector<GemmRecord> gemm_sweep;
+    /// Per unit: GEMM seconds = overhead + 2mnk / rate over the sweep.
+    std::map<ComputeUnit, AffineFit> gemm_fits;
+    std::vector<ConvRecord> conv_sweep;
+
+    std::optional<Measurement> launch_latency_seconds;    ///< launch + synchronize of an empty kernel
+    std::optional<Measurement> launch_interval_seconds;   ///< back-to-back launches: time per launch
+
+    std::map<MemcpyKind, MemcpyFigure> memcpy;
+
+    std::vector<CollectiveRecord> collectives;
+
+    std::vector<MissingFigure> missing;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+inline void require(bool ok, const std::string& where, const std::string& what) {
+    if (!ok) throw std::runtime_error("invalid calibration: " + where + ": " + what);
+}
+
+inline void validate_measurement(const Measurement& m, const std::string& where) {
+    require(m.samples > 0, where, "samples must be positive");
+    require(m.min > 0.0 && m.median > 0.0 && m.max > 0.0, where, "values must be positive");
+    require(m.min <= m.median && m.median <= m.max, where, "requires min <= median <= max");
+}
+
+inline void validate_fit(const AffineFit& f, const std::string& where) {
+    require(f.rate_per_second > 0.0, where, "rate must be positive");
+    require(f.overhead_seconds >= 0.0, where, "overhead must not be negative");
+    require(f.points >= 2, where, "a fit needs at least 2 points");
+}
+
+inline void validate_curve(const std::vector<BandwidthPoint>& c, const std::string& where) {
+    for (std::size_t i = 0; i < c.size(); ++i) {
+        const std::string w = where + "/" + std::to_string(i);
+        require(c[i].working_set_bytes > 0.0, w, "bytes must be positive");
+        require(c[i].bytes_per_second > 0.0, w, "bandwidth must be positive");
+        if (i > 0) require(c[i].working_set_bytes > c[i - 1].working_set_bytes, w, "sizes must increase");
+    }
+}
+
+inline void validate_efficiency(double e, const std::string& where) {
+    require(e > 0.0 && e <= 1.0, where, "efficiency must be in (0, 1]");
+}
+
+}  // namespace detail
+
+/// Throws std::runtime_error naming the offending field when the profile is not physically sane:
+/// positive values, min <= median <= max, efficiencies in (0, 1], curves sorted by their x value.
+inline void validate(const Calibration& c) {
+    using detail::require;
+    require(c.schema_version == calibration_schema_version, "schema_version",
+            "unsupported version " + std::to_string(c.schema_version));
+    require(!c.device.name.empty(), "device/name", "must not be empty");
+    require(c.device.sm_count > 0, "device/sm_count", "must be positive");
+    if (c.device.sm_clock_measured_hz)
+        detail::validate_measurement(*c.device.sm_clock_measured_hz, "device/sm_clock_measured_hz");
+    for (const auto& [level, patterns] : c.bandwidth)
+        for (const auto& [pattern, m] : patterns)
+            detail::validate_measurement(m, "bandwidth/" + std::string(to_string(level)) + "/" +
+                                                std::string(to_string(pattern)));
+    for (const auto& [pattern, curve] : c.bandwidth_curve)
+        detail::validate_curve(curve, "bandwidth_curve/" + std::string(to_string(pattern)));
+    if (c.l2_to_dram_step_bytes) require(*c.l2_to_dram_step_bytes > 0.0, "l2_to_dram_step_bytes", "must be positive");
+    for (const auto* table : {&c.probe_ceilings, &c.library_ceilings}) {
+        const std::string base = table == &c.probe_ceilings ? "compute/probe/" : "compute/library/";
+        for (const auto& [unit, ceiling] : *table) {
+            const std::string w = base + std::string(to_string(unit));
+            detail::validate_measurement(ceiling.flops_per_second, w);
+            if (ceiling.sm_clock_hz) require(*ceiling.sm_clock_hz > 0.0, w, "clock must be positive");
+            if (ceiling.issue_peak_flops_per_second)
+                require(*ceiling.issue_peak_flops_per_second > 0.0, w, "issue peak must be positive");
+        }
+    }
+    for (const auto& [unit, curve] : c.intensity_curves) {
+        const std::string w = "intensity_curves/" + std::string(to_string(unit));
+        for (std::size_t i = 0; i < curve.size(); ++i) {
+            require(curve[i].flops_per_byte > 0.0 && curve[i].flops_per_second > 0.0 &&
+                        curve[i].bytes_per_second > 0.0,
+                    w + "/" + std::to_string(i), "values must be positive");
+            if (i > 0) require(curve[i].flops_per_byte > curve[i - 1].flops_per_byte, w + "/" + std::to_string(i),
+                               "intensities must increase");
+        }
+    }
+    for (std::size_t i = 0; i < c.gemm_sweep.size(); ++i) {
+        const auto& g = c.gemm_sweep[i];
+        const std::string w = "gemm_sweep/" + std::to_string(i);
+        require(g.m > 0 && g.n > 0 && g.k > 0, w, "shape must be positive");
+        detail::validate_measurement(g.seconds, w + "/seconds");
+        require(g.flops_per_second > 0.0, w, "rate must be positive");
+        detail::validate_efficiency(g.efficiency, w + "/efficiency");
+    }
+    for (const auto& [unit, fit] : c.gemm_fits) detail::validate_fit(fit, "gemm_fits/" + std::string(to_string(unit)));
+    for (std::size_t i = 0; i < c.conv_sweep.size(); ++i) {
+        const auto& v = c.conv_sweep[i];
+        const std::string w = "conv_sweep/" + std::to_string(i);
+        require(v.n > 0 && v.c > 0 && v.h > 0 && v.w > 0 && v.k > 0 && v.r > 0 && v.s > 0 && v.stride > 0 &&
+                    v.pad >= 0,
+                w, "shape must be positive");
+        detail::validate_measurement(v.seconds, w + "/seconds");
+        require(v.flops_per_second > 0.0, w, "rate must be positive");
+        detail::validate_efficiency(v.efficiency, w + "/efficiency");
+    }
+    if (c.launch_latency_seconds) detail::validate_measurement(*c.launch_latency_seconds, "launch/latency");
+    if (c.launch_interval_seconds) detail::validate_measurement(*c.launch_interval_seconds, "launch/interval");
+    for (const auto& [kind, f] : c.memcpy) {
+        const std::string w = "memcpy/" + std::string(to_string(kind));
+        detail::validate_measurement(f.bytes_per_second, w);
+        detail::validate_curve(f.curve, w + "/curve");
+        if (f.fit) detail::validate_fit(*f.fit, w + "/fit");
+    }
+    for (std::size_t i = 0; i < c.collectives.size(); ++i) {
+        const auto& r = c.collectives[i];
+        const std::string w = "collectives/" + std::to_string(i);
+        require(r.gpus >= 2, w, "a collective needs at least 2 GPUs");
+        require(r.bytes > 0.0 && r.algorithm_bytes_per_second > 0.0 && r.bus_bytes_per_second > 0.0, w,
+                "values must be positive");
+        detail::validate_measurement(r.seconds, w + "/seconds");
+    }
+    for (std::size_t i = 0; i < c.missing.size(); ++i)
+        require(!c.missing[i].figure.empty(), "missing/" + std::to_string(i), "figure must be named");
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON: writing
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+inline nlohmann::json measurement_json(const Measurement& m, std::string_view unit) {
+    return nlohmann::json{{"unit", unit},          {"median", m.median}, {"min", m.min},
+                          {"max", m.max},          {"samples", m.samples}, {"method", m.method}};
+}
+
+inline nlohmann::json fit_json(const AffineFit& f, std::string_view rate_unit) {
+    return nlohmann::json{{"overhead_seconds", f.overhead_seconds},
+                          {"rate", f.rate_per_second},
+                          {"rate_unit", rate_unit},
+                          {"r2", f.r2},
+                          {"points", f.points}};
+}
+
+inline nlohmann::json curve_json(const std::vector<BandwidthPoint>& c) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& p : c) a.push_back({{"bytes", p.working_set_bytes}, {"bytes_per_second", p.bytes_per_second}});
+    return a;
+}
+
+inline nlohmann::json ceiling_json(const ComputeCeiling& c) {
+    nlohmann::json j = measurement_json(c.flops_per_second, "flops_per_second");
+    j["instruction"] = c.instruction;
+    if (c.sm_clock_hz) j["sm_clock_hz"] = *c.sm_clock_hz;
+    if (c.issue_peak_flops_per_second) j["issue_peak_flops_per_second"] = *c.issue_peak_flops_per_second;
+    return j;
+}
+
+}  // namespace detail
+
+/// The profile as JSON (schema in docs/calibration-format.md).
+[[nodiscard]] inline nlohmann::json to_json(const Calibration& c) {
+    using nlohmann::json;
+    const auto& d = c.device;
+    json dev = {{"name", d.name},
+                {"gpu_key", d.gpu_key},
+                {"compute_capability", std::to_string(d.compute_capability_major) + "." +
+                                           std::to_string(d.compute_capability_minor)},
+                {"sm_count", d.sm_count},
+                {"l2_bytes", d.l2_bytes},
+                {"memory_bytes", d.memory_bytes},
+                {"sm_clock_max_hz", d.sm_clock_max_hz},
+                {"memory_clock_max_hz", d.memory_clock_max_hz},
+                {"memory_bus_width_bits", d.memory_bus_width_bits},
+                {"device_count", d.device_count},
+                {"driver_version", d.driver_version},
+                {"cuda_driver_version", d.cuda_driver_version},
+                {"cuda_runtime_version", d.cuda_runtime_version},
+                {"cublas_version", d.cublas_version},
+                {"cudnn_version", d.cudnn_version},
+                {"nccl_version", d.nccl_version},
+                {"date_utc", d.date_utc},
+                {"tool_version", d.tool_version},
+                {"command_line", d.command_line}};
+    if (d.sm_clock_measured_hz) dev["sm_clock_measured"] = detail::measurement_json(*d.sm_clock_measured_hz, "hz");
+
+    json bw = json::object();
+    for (const auto& [level, patterns] : c.bandwidth) {
+        json l = json::object();
+        for (const auto& [p, m] : patterns) l[std::string(to_string(p))] = detail::measurement_json(m, "bytes_per_second");
+        bw[std::string(to_string(level))] = l;
+    }
+    json curve = json::object();
+    for (const auto& [p, pts] : c.bandwidth_curve) curve[std::string(to_string(p))] = detail::curve_json(pts);
+
+    json probe = json::object(), lib = json::object(), intens = json::object();
+    for (const auto& [u, ce] : c.probe_ceilings) probe[std::string(to_string(u))] = detail::ceiling_json(ce);
+    for (const auto& [u, ce] : c.library_ceilings) lib[std::string(to_string(u))] = detail::ceiling_json(ce);
+    for (const auto& [u, pts] : c.intensity_curves) {
+        json a = json::array();
+        for (const auto& p : pts)
+            a.push_back({{"flops_per_byte", p.flops_per_byte},
+                         {"flops_per_second", p.flops_per_second},
+                         {"bytes_per_second", p.bytes_per_second}});
+        intens[std::string(to_string(u))] = a;
+    }
+
+    json gemm = json::array();
+    for (const auto& g : c.gemm_sweep)
+        gemm.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"unit", to_string(g.unit)},
+                        {"seconds", detail::measurement_json(g.seconds, "seconds")},
+                        {"flops_per_second", g.flops_per_second}, {"efficiency", g.efficiency}});
+    json gfits = json::object();
+    for (const auto& [u, f] : c.gemm_fits) gfits[std::string(to_string(u))] = detail::fit_json(f, "flops_per_second");
+
+    json conv = json::array();
+    for (const auto& v : c.conv_sweep)
+        conv.push_back({{"pass", to_string(v.pass)}, {"n", v.n}, {"c", v.c}, {"h", v.h}, {"w", v.w}, {"k", v.k},
+                        {"r", v.r}, {"s", v.s}, {"stride", v.stride}, {"pad", v.pad}, {"unit", to_string(v.unit)},
+                        {"algorithm", v.algorithm}, {"seconds", detail::measurement_json(v.seconds, "seconds")},
+                        {"flops_per_second", v.flops_per_second}, {"efficiency", v.efficiency}});
+
+    json launch = json::object();
+    if (c.launch_latency_seconds) launch["latency"] = detail::measurement_json(*c.launch_latency_seconds, "seconds");
+    if (c.launch_interval_seconds) launch["interval"] = detail::measurement_json(*c.launch_interval_seconds, "seconds");
+
+    json mc = json::object();
+    for (const auto& [k, f] : c.memcpy) {
+        json e = detail::measurement_json(f.bytes_per_second, "bytes_per_second");
+        e["curve"] = detail::curve_json(f.curve);
+        if (f.fit) e["fit"] = detail::fit_json(*f.fit, "bytes_per_second");
+        mc[std::string(to_string(k))] = e;
+    }
+
+    json coll = json::array();
+    for (const auto& r : c.collectives)
+        coll.push_back({{"op", r.op}, {"gpus", r.gpus}, {"bytes", r.bytes},
+                        {"seconds", detail::measurement_json(r.seconds, "seconds")},
+                        {"algorithm_bytes_per_second", r.algorithm_bytes_per_second},
+                        {"bus_bytes_per_second", r.bus_bytes_per_second}});
+
+    json miss = json::array();
+    for (const auto& m : c.missing)
+        miss.push_back({{"figure", m.figure}, {"reason", to_string(m.reason)}, {"detail", m.detail}});
+
+    json out = {{"schema_version", c.schema_version},
+                {"device", dev},
+                {"bandwidth", bw},
+                {"bandwidth_curve", curve},
+                {"compute", {{"probe", probe}, {"library", lib}}},
+                {"intensity_curves", intens},
+                {"gemm_sweep", gemm},
+                {"gemm_fits", gfits},
+                {"conv_sweep", conv},
+                {"launch", launch},
+                {"memcpy", mc},
+                {"collectives", coll},
+                {"missing", miss}};
+    if (c.l2_to_dram_step_bytes) out["l2_to_dram_step_bytes"] = *c.l2_to_dram_step_bytes;
+    return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JSON: reading
+// ---------------------------------------------------------------------------------------------
+
+namespace detail {
+
+inline Measurement read_measurement(const JsonCursor& j, std::string_view unit) {
+    const std::string u = j.at("unit").string();
+    if (u != unit) j.at("unit").fail("expected unit \"" + std::string(unit) + "\", got \"" + u + "\"");
+    Measurement m;
+    m.median = j.at("median").positive();
+    m.min = j.at("min").positive();
+    m.max = j.at("max").positive();
+    m.samples = static_cast<int>(j.at("samples").positive_integer());
+    m.method = j.at("method").string();
+    if (!(m.min <= m.median)) j.at("min").fail("min must not exceed median");
+    if (!(m.median <= m.max)) j.at("max").fail("max must not be below median");
+    return m;
+}
+
+inline AffineFit read_fit(const JsonCursor& j, std::string_view rate_unit) {
+    AffineFit f;
+    f.overhead_seconds = j.at("overhead_seconds").non_negative();
+    f.rate_per_second = j.at("rate").positive();
+    const std::string u = j.at("rate_unit").string();
+    if (u != rate_unit) j.at("rate_unit").fail("expected \"" + std::string(rate_unit) + "\", got \"" + u + "\"");
+    f.r2 = j.at("r2").number();
+    f.points = static_cast<int>(j.at("points").positive_integer());
+    return f;
+}
+
+inline std::vector<BandwidthPoint> read_curve(const JsonCursor& j) {
+    std::vector<BandwidthPoint> out;
+    for (std::size_t i = 0; i < j.array_size(); ++i) {
+        const JsonCursor p = j.at(i);
+        out.push_back({p.at("bytes").positive(), p.at("bytes_per_second").positive()});
+        if (i > 0 && !(out[i].working_set_bytes > out[i - 1].working_set_bytes))
+            p.at("bytes").fail("sizes must increase along the curve");
+    }
+    return out;
+}
+
+inline ComputeCeiling read_ceiling(const JsonCursor& j) {
+    ComputeCeiling c;
+    c.flops_per_second = read_measurement(j, "flops_per_second");
+    c.instruction = j.at("instruction").string();
+    if (j.has("sm_clock_hz")) c.sm_clock_hz = j.at("sm_clock_hz").positive();
+    if (j.has("issue_peak_flops_per_second")) c.issue_peak_flops_per_second = j.at("issue_peak_flops_per_second").positive();
+    return c;
+}
+
+inline ComputeUnit read_unit(const JsonCursor& j) {
+    const std::string s = j.string();
+    auto u = compute_unit_from_key(s);
+    if (!u) j.fail("unknown compute unit \"" + s + "\"");
+    return *u;
+}
+
+inline ComputeUnit unit_key(const JsonCursor& parent, const std::string& key) {
+    auto u = compute_unit_from_key(key);
+    if (!u) parent.at(key).fail("unknown compute unit key \"" + key + "\"");
+    return *u;
+}
+
+inline double efficiency(const JsonCursor& j) {
+    const double e = j.number();
+    if (!(e > 0.0 && e <= 1.0)) j.fail("efficiency must be in (0, 1], got " + JsonCursor::format(e));
+    return e;
+}
+
+inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer()); }
+
+}  // namespace detail
+
+/// Parses and validates a profile; `origin` (usually the file name) prefixes every error message.
+[[nodiscard]] inline Calibration calibration_from_json(const nlohmann::json& json, std::string_view origin) {
+    using detail::JsonCursor;
+    const JsonCursor root(json, std::string(origin), "");
+    (void)root.object();
+    Calibration c;
+    {
+        const auto v = root.at("schema_version");
+        c.schema_version = static_cast<int>(v.integer());
+        if (c.schema_version != calibration_schema_version)
+            v.fail("unsupported schema version " + std::to_string(c.schema_version) + " (this build reads " +
+                   std::to_string(calibration_schema_version) + ")");
+    }
+    {
+        const auto d = root.at("device");
+        auto& o = c.device;
+        o.name = d.at("name").string();
+        if (o.name.empty()) d.at("name").fail("must not be empty");
+        o.gpu_key = d.at("gpu_key").string();
+        const std::string cc = d.at("compute_capability").string();
+        const auto dot = cc.find('.');
+        if (dot == std::string::npos) d.at("compute_capability").fail("expected \"major.minor\", got \"" + cc + "\"");
+        try {
+            o.compute_capability_major = std::stoi(cc.substr(0, dot));
+            o.compute_capability_minor = std::stoi(cc.substr(dot + 1));
+        } catch (const std::exception&) {
+            d.at("compute_capability").fail("expected \"major.minor\", got \"" + cc + "\"");
+        }
+        o.sm_count = static_cast<int>(d.at("sm_count").positive_integer());
+        o.l2_bytes = d.at("l2_bytes").non_negative();
+        o.memory_bytes = d.at("memory_bytes").non_negative();
+        o.sm_clock_max_hz = d.at("sm_clock_max_hz").non_negative();
+        o.memory_clock_max_hz = d.at("memory_clock_max_hz").non_negative();
+        o.memory_bus_width_bits = detail::read_int(d.at("memory_bus_width_bits"));
+        o.device_count = detail::read_int(d.at("device_count"));
+        o.driver_version = d.at("driver_version").string();
+        o.cuda_driver_version = detail::read_int(d.at("cuda_driver_version"));
+        o.cuda_runtime_version = detail::read_int(d.at("cuda_runtime_version"));
+        o.cublas_version = d.at("cublas_version").string();
+        o.cudnn_version = d.at("cudnn_version").string();
+        o.nccl_version = d.at("nccl_version").string();
+        o.date_utc = d.at("date_utc").string();
+        o.tool_version = d.at("tool_version").string();
+        o.command_line = d.at("command_line").string();
+        if (d.has("sm_clock_measured")) o.sm_clock_measured_hz = detail::read_measurement(d.at("sm_clock_measured"), "hz");
+    }
+    {
+        const auto bw = root.at("bandwidth");
+        for (const auto& [lk, lv] : bw.object().items()) {
+            const auto level = memory_level_from_key(lk);
+            if (!level) bw.at(lk).fail("unknown memory level \"" + lk + "\"");
+            const auto lj = bw.at(lk);
+            for (const auto& [pk, pv] : lj.object().items()) {
+                const auto pattern = access_pattern_from_key(pk);
+                if (!pattern) lj.at(pk).fail("unknown access pattern \"" + pk + "\"");
+                c.bandwidth[*level][*pattern] = detail::read_measurement(lj.at(pk), "bytes_per_second");
+            }
+        }
+        const auto cv = root.at("bandwidth_curve");
+        for (const auto& [pk, pv] : cv.object().items()) {
+            const auto pattern = access_pattern_from_key(pk);
+            if (!pattern) cv.at(pk).fail("unknown access pattern \"" + pk + "\"");
+            c.bandwidth_curve[*pattern] = detail::read_curve(cv.at(pk));
+        }
+        if (root.has("l2_to_dram_step_bytes")) c.l2_to_dram_step_bytes = root.at("l2_to_dram_step_bytes").positive();
+    }
+    {
+        const auto comp = root.at("compute");
+        for (const char* table : {"probe", "library"}) {
+            const auto t = comp.at(table);
+            auto& dst = std::string_view(table) == "probe" ? c.probe_ceilings : c.library_ceilings;
+            for (const auto& [uk, uv] : t.object().items()) dst[detail::unit_key(t, uk)] = detail::read_ceiling(t.at(uk));
+        }
+        const auto ic = root.at("intensity_curves");
+        for (const auto& [uk, uv] : ic.object().items()) {
+            const auto arr = ic.at(uk);
+            auto& pts = c.intensity_curves[detail::unit_key(ic, uk)];
+            for (std::size_t i = 0; i < arr.array_size(); ++i) {
+                const auto p = arr.at(i);
+                pts.push_back({p.at("flops_per_byte").positive(), p.at("flops_per_second").positive(),
+                               p.at("bytes_per_second").positive()});
+                if (i > 0 && !(pts[i].flops_per_byte > pts[i - 1].flops_per_byte))
+                    p.at("flops_per_byte").fail("intensities must increase along the curve");
+            }
+        }
+    }
+    {
+        const auto gs = root.at("gemm_sweep");
+        for (std::size_t i = 0; i < gs.array_size(); ++i) {
+            const auto g = gs.at(i);
+            GemmRecord r;
+            r.m = g.at("m").positive_integer();
+            r.n = g.at("n").positive_integer();
+            r.k = g.at("k").positive_integer();
+            r.unit = detail::read_unit(g.at("unit"));
+            r.seconds = detail::read_measurement(g.at("seconds"), "seconds");
+            r.flops_per_second = g.at("flops_per_second").positive();
+            r.efficiency = detail::efficiency(g.at("efficiency"));
+            c.gemm_sweep.push_back(std::move(r));
+        }
+        const auto gf = root.at("gemm_fits");
+        for (const auto& [uk, uv] : gf.object().items())
+            c.gemm_fits[detail::unit_key(gf, uk)] = detail::read_fit(gf.at(uk), "flops_per_second");
+        const auto cs = root.at("conv_sweep");
+        for (std::size_t i = 0; i < cs.array_size(); ++i) {
+            const auto v = cs.at(i);
+            ConvRecord r;
+            const std::string pass = v.at("pass").string();
+            const auto p = conv_pass_from_key(pass);
+            if (!p) v.at("pass").fail("unknown convolution pass \"" + pass + "\"");
+            r.pass = *p;
+            r.n = v.at("n").positive_integer();
+            r.c = v.at("c").positive_integer();
+            r.h = v.at("h").positive_integer();
+            r.w = v.at("w").positive_integer();
+            r.k = v.at("k").positive_integer();
+            r.r = v.at("r").positive_integer();
+            r.s = v.at("s").positive_integer();
+            r.stride = v.at("stride").positive_integer();
+            r.pad = v.at("pad").integer();
+            if (r.pad < 0) v.at("pad").fail("must not be negative");
+            r.unit = detail::read_unit(v.at("unit"));
+            r.algorithm = v.at("algorithm").string();
+            r.seconds = detail::read_measurement(v.at("seconds"), "seconds");
+            r.flops_per_second = v.at("flops_per_second").positive();
+            r.efficiency = detail::efficiency(v.at("efficiency"));
+            c.conv_sweep.push_back(std::move(r));
+        }
+    }
+    {
+        const auto l = root.at("launch");
+        (void)l.object();
+        if (l.has("latency")) c.launch_latency_seconds = detail::read_measurement(l.at("latency"), "seconds");
+        if (l.has("interval")) c.launch_interval_seconds = detail::read_measurement(l.at("interval"), "seconds");
+    }
+    {
+        const auto mc = root.at("memcpy");
+        for (const auto& [kk, kv] : mc.object().items()) {
+            const auto kind = memcpy_kind_from_key(kk);
+            if (!kind) mc.at(kk).fail("unknown copy kind \"" + kk + "\"");
+            const auto e = mc.at(kk);
+            MemcpyFigure f;
+            f.bytes_per_second = detail::read_measurement(e, "bytes_per_second");
+            f.curve = detail::read_curve(e.at("curve"));
+            if (e.has("fit")) f.fit = detail::read_fit(e.at("fit"), "bytes_per_second");
+            c.memcpy[*kind] = std::move(f);
+        }
+    }
+    {
+        const auto co = root.at("collectives");
+        for (std::size_t i = 0; i < co.array_size(); ++i) {
+            const auto e = co.at(i);
+            CollectiveRecord r;
+            r.op = e.at("op").string();
+            r.gpus = static_cast<int>(e.at("gpus").positive_integer());
+            r.bytes = e.at("bytes").positive();
+            r.seconds = detail::read_measurement(e.at("seconds"), "seconds");
+            r.algorithm_bytes_per_second = e.at("algorithm_bytes_per_second").positive();
+            r.bus_bytes_per_second = e.at("bus_bytes_per_second").positive();
+            c.collectives.push_back(std::move(r));
+        }
+    }
+    {
+        const auto mi = root.at("missing");
+        for (std::size_t i = 0; i < mi.array_size(); ++i) {
+            const auto e = mi.at(i);
+            MissingFigure m;
+            m.figure = e.at("figure").string();
+            const std::string reason = e.at("reason").string();
+            const auto r = missing_reason_from_key(reason);
+            if (!r) e.at("reason").fail("unknown reason \"" + reason + "\"");
+            m.reason = *r;
+            m.detail = e.at("detail").string();
+            c.missing.push_back(std::move(m));
+        }
+    }
+    try {
+        validate(c);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string(origin) + ": " + e.what());
+    }
+    return c;
+}
+
+/// Reads, parses and validates a profile file. Errors name the file and the JSON key path.
+[[nodiscard]] inline Calibration load_calibration(const std::filesystem::path& path) {
+    const std::string origin = path.filename().string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(path.string() + ": cannot open calibration profile");
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(in);
+    } catch (const nlohmann::json::parse_error& e) {
+        throw std::runtime_error(origin + ": not valid JSON: " + e.what());
+    }
+    return calibration_from_json(j, origin);
+}
+
+/// Writes the profile atomically: validate, write a temporary file in the same directory, flush,
+/// then rename over the destination (a reader sees the old file or the new one, never half of one).
+inline void save_calibration(const Calibration& c, const std::filesystem::path& path) {
+    validate(c);
+    const std::string text = to_json(c).dump(2) + "\n";
+    const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::random_device rd;
+    const std::filesystem::path tmp =
+        dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::runtime_error(tmp.string() + ": cannot create temporary file");
+        out << text;
+        out.flush();
+        if (!out) {
+            std::error_code ec;
+            std::filesystem::remove(tmp, ec);
+            throw std::runtime_error(tmp.string() + ": write failed");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::error_code ignore;
+        std::filesystem::remove(tmp, ignore);
+        throw std::runtime_error(path.string() + ": cannot replace file: " + ec.message());
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accessors the roofline uses
+// ---------------------------------------------------------------------------------------------
+
+/// The compute ceiling of a unit: the better of the hand-written probe's and the library's medians;
+/// nullopt when neither was measured.
+[[nodiscard]] inline std::optional<FlopsPerSecond> compute_ceiling(const Calibration& c, ComputeUnit u) {
+    std::optional<double> best;
+    for (const auto* table : {&c.probe_ceilings, &c.library_ceilings}) {
+        auto it = table->find(u);
+        if (it != table->end()) best = std::max(best.value_or(0.0), it->second.flops_per_second.median);
+    }
+    if (!best) return std::nullopt;
+    return FlopsPerSecond(*best);
+}
+
+/// The bandwidth ceiling of a memory level: the best access pattern's median (bytes read + written
+/// per second); nullopt when the level was not measured.
+[[nodiscard]] inline std::optional<BytesPerSecond> bandwidth_ceiling(const Calibration& c, MemoryLevel level) {
+    auto it = c.bandwidth.find(level);
+    if (it == c.bandwidth.end() || it->second.empty()) return std::nullopt;
+    double best = 0.0;
+    for (const auto& [p, m] : it->second) best = std::max(best, m.median);
+    return BytesPerSecond(best);
+}
+
+/// The bandwidth of one access pattern at one level, if measured.
+[[nodiscard]] inline std::optional<BytesPerSecond> bandwidth_of(const Calibration& c, MemoryLevel level,
+                                                                AccessPattern p) {
+    auto it = c.bandwidth.find(level);
+    if (it == c.bandwidth.end()) return std::nullopt;
+    auto jt = it->second.find(p);
+    if (jt == it->second.end()) return std::nullopt;
+    return BytesPerSecond(jt->second.median);
+}
+
+/// Kernel launch latency (launch + completion of an empty kernel, median), if measured.
+[[nodiscard]] inline std::optional<Seconds> launch_latency(const Calibration& c) {
+    if (!c.launch_latency_seconds) return std::nullopt;
+    return Seconds(c.launch_latency_seconds->median);
+}
+
+/// Time per launch when kernels are issued back to back (the host-issue floor), if measured.
+[[nodiscard]] inline std::optional<Seconds> launch_interval(const Calibration& c) {
+    if (!c.launch_interval_seconds) return std::nullopt;
+    return Seconds(c.launch_interval_seconds->median);
+}
+
+/// Host-device copy bandwidth at the largest size measured, if measured.
+[[nodiscard]] inline std::optional<BytesPerSecond> memcpy_bandwidth(const Calibration& c, MemcpyKind k) {
+    auto it = c.memcpy.find(k);
+    if (it == c.memcpy.end()) return std::nullopt;
+    return BytesPerSecond(it->second.bytes_per_second.median);
+}
+
+/// True when the profile lists `figure` (a probe key or figure path) as missing.
+[[nodiscard]] inline bool is_missing(const Calibration& c, std::string_view figure) {
+    return std::any_of(c.missing.begin(), c.missing.end(), [&](const MissingFigure& m) { return m.figure == figure; });
+}
+
+/// One line of provenance: "measured on NVIDIA H200, 2026-11-29, roofsim-calibrate 0.1.0".
+[[nodiscard]] inline std::string provenance(const Calibration& c) {
+    const std::string date = c.device.date_utc.substr(0, std::min<std::size_t>(10, c.device.date_utc.size()));
+    std::string s = "measured on " + c.device.name;
+    if (!date.empty()) s += ", " + date;
+    s += ", roofsim-calibrate " + (c.device.tool_version.empty() ? std::string("?") : c.device.tool_version);
+    return s;
+}
+
+}  // namespace roofsim

@@ -1,0 +1,401 @@
+// roofsim: GPU specs, rooflines and kernel times from the command line.
+// Exit codes: 0 ok, 1 error (bad file, failed computation), 2 usage (bad option or argument value).
+
+#include "quantity_parse.hpp"
+#include "text_table.hpp"
+
+#include <roofsim/roofsim.hpp>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using roofsim::cli::format_number;
+using roofsim::cli::TextTable;
+
+constexpr int exit_ok = 0;
+constexpr int exit_error = 1;
+constexpr int exit_usage = 2;
+
+/// A bad option value found after parsing (unknown GPU, unknown precision): exit code 2.
+struct UsageError : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
+/// The GPUs the main job compares: the seeds of the project plus the Hopper parts.
+const std::vector<std::string> seed_gpus = {"rtx-3090", "rtx-a6000", "a100-40gb-sxm", "a100-80gb-sxm",
+                                            "h100-sxm", "h200-sxm"};
+
+const roofsim::GpuSpec& gpu_arg(const std::string& key) {
+    try {
+        return roofsim::gpu_or_throw(key);
+    } catch (const std::invalid_argument& e) {
+        throw UsageError(e.what());
+    }
+}
+
+roofsim::ComputeUnit precision_arg(const std::string& text) {
+    auto unit = roofsim::parse_compute_unit(text);
+    if (!unit) {
+        std::string keys;
+        for (auto u : roofsim::all_compute_units) keys += (keys.empty() ? "" : ", ") + std::string(to_string(u));
+        throw UsageError("unknown precision '" + text + "'; use one of: " + keys +
+                         " (or the short forms tf32, fp16, bf16, fp8, int8 for tensor cores)");
+    }
+    return *unit;
+}
+
+double amount_arg(const std::string& text, const std::string& option) {
+    auto v = roofsim::cli::parse_amount(text);
+    if (!v) {
+        throw UsageError(option + ": '" + text +
+                         "' is not a non-negative amount (examples: 1e12, 4.5G, 2GiB, 300T)");
+    }
+    return *v;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) {
+        if (!item.empty()) out.push_back(item);
+    }
+    return out;
+}
+
+std::string tflops(std::optional<roofsim::FlopsPerSecond> r) {
+    return r ? format_number("%.1f", roofsim::to_tflops_per_second(*r)) : "-";
+}
+
+void write_file(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary);
+    if (!out) throw std::runtime_error(path + ": cannot open for writing");
+    out << text;
+    if (!out.flush()) throw std::runtime_error(path + ": write failed");
+}
+
+// ---- specs ---------------------------------------------------------------------------------
+
+void print_spec_table(std::ostream& out) {
+    using roofsim::ComputeUnit;
+    TextTable t({"key", "name", "arch", "SMs", "boost MHz", "FP64", "FP32", "TF32 TC", "FP16 TC", "BF16 TC",
+                 "FP8 TC", "mem GiB", "mem GB/s", "L2 MiB", "TDP W", "NVLink GB/s"});
+    for (const auto& g : roofsim::builtin_gpus()) {
+        t.add_row({g.key, g.name, g.architecture.value, std::to_string(g.sm_count.value),
+                   format_number("%.0f", g.boost_clock.value.value() / 1e6), tflops(g.peak(ComputeUnit::fp64)),
+                   tflops(g.peak(ComputeUnit::fp32)), tflops(g.peak(ComputeUnit::tf32_tensor)),
+                   tflops(g.peak(ComputeUnit::fp16_tensor)), tflops(g.peak(ComputeUnit::bf16_tensor)),
+                   tflops(g.peak(ComputeUnit::fp8_tensor)), format_number("%.0f", roofsim::to_gib(g.memory_size.value)),
+                   format_number("%.0f", roofsim::to_gb_per_second(g.memory_bandwidth.value)),
+                   format_number("%.0f", g.l2_size.value.value() / (1024.0 * 1024.0)),
+                   format_number("%.0f", g.tdp_watts.value),
+                   g.nvlink_bandwidth ? format_number("%.0f", roofsim::to_gb_per_second(g.nvlink_bandwidth->value))
+                                      : "-"});
+    }
+    t.print(out);
+    out << "\nTFLOP/s, dense. TC = tensor cores; FP16/BF16 TC with FP32 accumulate. Sources: roofsim specs --gpu KEY\n";
+}
+
+void print_spec_detail(const roofsim::GpuSpec& g, std::ostream& out) {
+    out << g.name << " (" << g.key << ")\n";
+    out << "nvidia-smi names: ";
+    for (std::size_t i = 0; i < g.nvidia_smi_names.size(); ++i) out << (i ? ", " : "") << g.nvidia_smi_names[i];
+    out << "\n\n";
+    TextTable t({"figure", "value", "source"});
+    auto row = [&](const std::string& name, const std::string& value, const std::string& source) {
+        t.add_row({name, value, g.cite(source)});
+    };
+    row("architecture", g.architecture.value, g.architecture.source);
+    row("chip", g.chip.value, g.chip.source);
+    row("compute capability", g.compute_capability.value, g.compute_capability.source);
+    row("form factor", g.form_factor.value, g.form_factor.source);
+    row("SMs", std::to_string(g.sm_count.value), g.sm_count.source);
+    row("boost clock", format_number("%.0f MHz", g.boost_clock.value.value() / 1e6), g.boost_clock.source);
+    for (const auto& [unit, p] : g.peak_compute) {
+        row(std::string(to_string(unit)), format_number("%.1f TFLOP/s", roofsim::to_tflops_per_second(p.value)),
+            p.source);
+    }
+    row("memory", g.memory_type.value, g.memory_type.source);
+    row("memory size", format_number("%.0f GiB", roofsim::to_gib(g.memory_size.value)), g.memory_size.source);
+    row("memory bandwidth", format_number("%.0f GB/s", roofsim::to_gb_per_second(g.memory_bandwidth.value)),
+        g.memory_bandwidth.source);
+    row("L2 cache", format_number("%.0f MiB", g.l2_size.value.value() / (1024.0 * 1024.0)), g.l2_size.source);
+    if (g.l2_bandwidth) {
+        row("L2 bandwidth", format_number("%.0f GB/s", roofsim::to_gb_per_second(g.l2_bandwidth->value)),
+            g.l2_bandwidth->source);
+    }
+    row("TDP", format_number("%.0f W", g.tdp_watts.value), g.tdp_watts.source);
+    row("PCIe", "Gen" + std::to_string(g.pcie_generation.value), g.pcie_generation.source);
+    row("PCIe bandwidth", format_number("%.0f GB/s bidir.", roofsim::to_gb_per_second(g.pcie_bandwidth.value)),
+        g.pcie_bandwidth.source);
+    if (g.nvlink_generation && g.nvlink_bandwidth) {
+        row("NVLink", "gen " + std::to_string(g.nvlink_generation->value), g.nvlink_generation->source);
+        row("NVLink bandwidth", format_number("%.0f GB/s bidir.", roofsim::to_gb_per_second(g.nvlink_bandwidth->value)),
+            g.nvlink_bandwidth->source);
+    }
+    t.print(out);
+}
+
+// ---- roofline ------------------------------------------------------------------------------
+
+/// The ceilings for a GPU: from the calibration when it describes that GPU, else from the datasheet.
+roofsim::Ceilings ceilings_for(const roofsim::GpuSpec& spec, const std::optional<roofsim::Calibration>& calibration) {
+    if (calibration && calibration->device.gpu_key == spec.key) {
+        return roofsim::ceilings_from_calibration(*calibration, spec);
+    }
+    return roofsim::ceilings_from_spec(spec);
+}
+
+nlohmann::json roofline_json(const roofsim::Ceilings& c, const std::vector<roofsim::ComputeUnit>& units) {
+    nlohmann::json compute = nlohmann::json::array();
+    for (auto u : units) {
+        if (!c.has(u)) continue;
+        nlohmann::json ridges = nlohmann::json::object();
+        for (const auto& [level, bw] : c.bandwidth) {
+            ridges[std::string(to_string(level))] = roofsim::ridge_point(u, level, c).value();
+        }
+        compute.push_back({{"unit", to_string(u)},
+                           {"flops_per_second", c.rate(u).value()},
+                           {"ridge_flops_per_byte", ridges},
+                           {"source", c.compute.at(u).source}});
+    }
+    nlohmann::json bandwidth = nlohmann::json::array();
+    for (const auto& [level, bw] : c.bandwidth) {
+        bandwidth.push_back({{"level", to_string(level)}, {"bytes_per_second", bw.value.value()}, {"source", bw.source}});
+    }
+    nlohmann::json j = {{"gpu", c.gpu_key}, {"name", c.gpu_name}, {"origin", c.origin},
+                        {"compute", compute}, {"bandwidth", bandwidth}};
+    if (c.launch_latency) {
+        j["launch_latency_seconds"] = {{"value", c.launch_latency->value.value()},
+                                       {"source", c.launch_latency->source}};
+    }
+    return j;
+}
+
+void print_roofline_detail(const roofsim::Ceilings& c, const std::vector<roofsim::ComputeUnit>& units,
+                           std::ostream& out) {
+    out << "Roofline of " << c.gpu_name << " (" << c.gpu_key << "), ceilings from " << c.origin << "\n\n";
+    const bool has_l2 = c.has(roofsim::MemoryLevel::l2);
+    TextTable t = has_l2 ? TextTable({"ceiling", "TFLOP/s", "ridge DRAM FLOP/B", "ridge L2 FLOP/B", "source"})
+                         : TextTable({"ceiling", "TFLOP/s", "ridge DRAM FLOP/B", "source"});
+    for (auto u : units) {
+        if (!c.has(u)) continue;
+        std::vector<std::string> row = {std::string(to_string(u)), tflops(c.rate(u)),
+                                        format_number("%.1f", roofsim::ridge_point(u, roofsim::MemoryLevel::dram, c).value())};
+        if (has_l2) row.push_back(format_number("%.1f", roofsim::ridge_point(u, roofsim::MemoryLevel::l2, c).value()));
+        row.push_back(c.compute.at(u).source);
+        t.add_row(row);
+    }
+    t.print(out);
+    out << '\n';
+    TextTable m({"memory level", "GB/s", "source"});
+    for (const auto& [level, bw] : c.bandwidth) {
+        m.add_row({std::string(to_string(level)), format_number("%.0f", roofsim::to_gb_per_second(bw.value)), bw.source});
+    }
+    if (c.launch_latency) {
+        m.add_row({"kernel floor", format_number("%.2f us", roofsim::to_microseconds(c.launch_latency->value)),
+                   c.launch_latency->source});
+    }
+    m.print(out);
+}
+
+void print_roofline_table(const std::vector<roofsim::Ceilings>& all, const std::vector<roofsim::ComputeUnit>& units,
+                          std::ostream& out) {
+    std::vector<std::string> header = {"GPU", "DRAM GB/s"};
+    for (auto u : units) header.push_back(std::string(to_string(u)) + " TFLOP/s");
+    for (auto u : units) header.push_back(std::string(to_string(u)) + " ridge");
+    header.push_back("ceilings from");
+    TextTable t(header);
+    for (const auto& c : all) {
+        std::vector<std::string> row = {c.gpu_key,
+                                        format_number("%.0f", roofsim::to_gb_per_second(c.rate(roofsim::MemoryLevel::dram)))};
+        for (auto u : units) row.push_back(c.has(u) ? tflops(c.rate(u)) : "-");
+        for (auto u : units) {
+            row.push_back(c.has(u) ? format_number("%.1f", roofsim::ridge_point(u, roofsim::MemoryLevel::dram, c).value())
+                                   : "-");
+        }
+        row.push_back(c.origin);
+        t.add_row(row);
+    }
+    t.print(out);
+    out << "\nTFLOP/s dense; ridge = FLOP per DRAM byte where compute and bandwidth ceilings meet.\n"
+           "fp16-tensor and bf16-tensor accumulate in FP32 (GeForce parts run them at half the FP16-accumulate rate).\n";
+}
+
+// ---- kernel --------------------------------------------------------------------------------
+
+void print_kernel(const roofsim::Ceilings& c, const roofsim::KernelWork& k, const roofsim::RooflineTime& r,
+                  std::ostream& out) {
+    using roofsim::to_microseconds;
+    out << "Kernel on " << c.gpu_name << " (" << c.gpu_key << "), ceilings from " << c.origin << "\n";
+    out << "  work:       " << format_number("%.4g", k.flops.value()) << " FLOP on " << to_string(k.unit) << ", "
+        << format_number("%.4g", k.dram_bytes.value()) << " DRAM bytes";
+    if (k.l2_bytes) out << ", " << format_number("%.4g", k.l2_bytes->value()) << " L2 bytes";
+    out << "\n";
+    if (k.dram_bytes.value() > 0) {
+        out << "  intensity:  " << format_number("%.3g", (k.flops / k.dram_bytes).value()) << " FLOP/B (ridge "
+            << format_number("%.3g", roofsim::ridge_point(k.unit, roofsim::MemoryLevel::dram, c).value()) << ")\n";
+    }
+    out << "  time:       " << format_number("%.3f us", to_microseconds(r.time)) << ", " << to_string(r.bound)
+        << "-bound\n";
+    out << "  compute:    " << format_number("%.3f us", to_microseconds(r.compute_time)) << "\n";
+    out << "  dram:       " << format_number("%.3f us", to_microseconds(r.dram_time)) << "\n";
+    if (k.l2_bytes) out << "  l2:         " << format_number("%.3f us", to_microseconds(r.l2_time)) << "\n";
+    if (c.launch_latency) out << "  floor:      " << format_number("%.3f us", to_microseconds(r.latency_time)) << "\n";
+    out << "  attains:    " << format_number("%.2f TFLOP/s", roofsim::to_tflops_per_second(r.attained(k))) << "\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"roofsim: GPU specs, rooflines and kernel times for PyTorch training on NVIDIA GPUs"};
+    app.require_subcommand(1);
+    app.fallthrough();
+    std::string calibration_path;
+    app.add_option("--calibration", calibration_path,
+                   "Calibration profile (JSON) measured by roofsim-calibrate; replaces datasheet ceilings for its GPU");
+
+    // specs
+    auto* specs = app.add_subcommand("specs", "List the built-in GPU datasheet specifications");
+    std::string specs_gpu;
+    bool specs_json = false;
+    specs->add_option("--gpu", specs_gpu, "One GPU by key or nvidia-smi name: all figures with their sources");
+    specs->add_flag("--json", specs_json, "Print JSON (SI units, unit in each key)");
+
+    // roofline
+    auto* roofline = app.add_subcommand("roofline", "Roofline ceilings and ridge points of one or more GPUs");
+    std::string roofline_gpus, roofline_precision, roofline_svg_path;
+    bool roofline_json_flag = false;
+    roofline->add_option("--gpu", roofline_gpus,
+                         "GPU key, or comma-separated keys (default: rtx-3090, rtx-a6000, A100s, H100, H200)");
+    roofline->add_option("--precision", roofline_precision,
+                         "One ceiling: fp64, fp32, tf32, fp16, bf16, fp8, int8, or a key such as fp16-cuda, fp16-fp16acc-tensor");
+    roofline->add_option("--svg", roofline_svg_path, "Write a log-log roofline chart (one GPU)");
+    roofline->add_flag("--json", roofline_json_flag, "Print JSON");
+
+    // kernel
+    auto* kernel = app.add_subcommand("kernel", "Time of a kernel from its FLOPs and bytes, and the ceiling it hits");
+    std::string kernel_gpu, kernel_flops, kernel_bytes, kernel_l2_bytes, kernel_precision = "fp32";
+    bool kernel_json = false;
+    kernel->add_option("--gpu", kernel_gpu, "GPU key or nvidia-smi name")->required();
+    kernel->add_option("--flops", kernel_flops, "Floating-point operations (FMA = 2); suffixes k M G T P")->required();
+    kernel->add_option("--bytes", kernel_bytes, "DRAM bytes read plus written; suffixes k M G T, Ki Mi Gi")->required();
+    kernel->add_option("--l2-bytes", kernel_l2_bytes, "Bytes through L2, where known");
+    kernel->add_option("--precision", kernel_precision, "Compute unit (default fp32 on CUDA cores)")->capture_default_str();
+    kernel->add_flag("--json", kernel_json, "Print JSON");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        app.exit(e);
+        return exit_usage;
+    }
+
+    try {
+        std::optional<roofsim::Calibration> calibration;
+        if (!calibration_path.empty()) calibration = roofsim::load_calibration(calibration_path);
+
+        if (specs->parsed()) {
+            if (!specs_gpu.empty()) {
+                const auto& g = gpu_arg(specs_gpu);
+                if (specs_json) std::cout << to_json(g).dump(2) << '\n';
+                else print_spec_detail(g, std::cout);
+            } else if (specs_json) {
+                nlohmann::json all = nlohmann::json::array();
+                for (const auto& g : roofsim::builtin_gpus()) all.push_back(to_json(g));
+                std::cout << all.dump(2) << '\n';
+            } else {
+                print_spec_table(std::cout);
+            }
+        } else if (roofline->parsed()) {
+            std::vector<std::string> keys = split_list(roofline_gpus);
+            if (keys.empty() && calibration && !calibration->device.gpu_key.empty()) {
+                keys = {calibration->device.gpu_key};
+            }
+            const bool default_set = keys.empty();
+            if (default_set) keys = seed_gpus;
+            std::vector<roofsim::ComputeUnit> units;
+            if (!roofline_precision.empty()) units = {precision_arg(roofline_precision)};
+            std::vector<roofsim::Ceilings> all;
+            for (const auto& k : keys) all.push_back(ceilings_for(gpu_arg(k), calibration));
+            if (!roofline_svg_path.empty()) {
+                if (all.size() != 1) throw UsageError("--svg draws one GPU: give --gpu KEY");
+                roofsim::RooflineSvgOptions svg_options;
+                if (!units.empty()) svg_options.only_unit = units.front();
+                write_file(roofline_svg_path, roofsim::roofline_svg(all.front(), svg_options));
+            }
+            if (units.empty()) {
+                units = (all.size() == 1) ? std::vector<roofsim::ComputeUnit>(roofsim::all_compute_units.begin(),
+                                                                              roofsim::all_compute_units.end())
+                                          : std::vector<roofsim::ComputeUnit>{
+                                                roofsim::ComputeUnit::fp32, roofsim::ComputeUnit::tf32_tensor,
+                                                roofsim::ComputeUnit::fp16_tensor, roofsim::ComputeUnit::bf16_tensor};
+            }
+            for (const auto& c : all) {
+                for (auto u : units) {
+                    if (!roofline_precision.empty()) (void)c.rate(u);  // a named precision the GPU lacks is an error
+                }
+            }
+            if (roofline_json_flag) {
+                nlohmann::json j = nlohmann::json::array();
+                for (const auto& c : all) j.push_back(roofline_json(c, units));
+                std::cout << (all.size() == 1 ? j.front() : j).dump(2) << '\n';
+            } else if (all.size() == 1) {
+                print_roofline_detail(all.front(), units, std::cout);
+            } else {
+                print_roofline_table(all, units, std::cout);
+            }
+            if (!roofline_svg_path.empty() && !roofline_json_flag) {
+                std::cout << "\nwrote " << roofline_svg_path << '\n';
+            }
+        } else if (kernel->parsed()) {
+            const auto& spec = gpu_arg(kernel_gpu);
+            roofsim::KernelWork work;
+            work.unit = precision_arg(kernel_precision);
+            work.flops = roofsim::Flops(amount_arg(kernel_flops, "--flops"));
+            work.dram_bytes = roofsim::Bytes(amount_arg(kernel_bytes, "--bytes"));
+            if (!kernel_l2_bytes.empty()) work.l2_bytes = roofsim::Bytes(amount_arg(kernel_l2_bytes, "--l2-bytes"));
+            const auto c = ceilings_for(spec, calibration);
+            const auto r = roofsim::roofline_time(work, c);
+            if (kernel_json) {
+                nlohmann::json j = {{"gpu", c.gpu_key},
+                                    {"origin", c.origin},
+                                    {"unit", to_string(work.unit)},
+                                    {"flops", work.flops.value()},
+                                    {"dram_bytes", work.dram_bytes.value()},
+                                    {"time_seconds", r.time.value()},
+                                    {"bound", to_string(r.bound)},
+                                    {"compute_seconds", r.compute_time.value()},
+                                    {"dram_seconds", r.dram_time.value()},
+                                    {"l2_seconds", r.l2_time.value()},
+                                    {"latency_seconds", r.latency_time.value()},
+                                    {"attained_flops_per_second", r.attained(work).value()}};
+                if (work.l2_bytes) j["l2_bytes"] = work.l2_bytes->value();
+                std::cout << j.dump(2) << '\n';
+            } else {
+                print_kernel(c, work, r, std::cout);
+            }
+        }
+    } catch (const UsageError& e) {
+        std::cerr << "roofsim: " << e.what() << '\n';
+        return exit_usage;
+    } catch (const std::exception& e) {
+        std::cerr << "roofsim: error: " << e.what() << '\n';
+        return exit_error;
+    }
+    return exit_ok;
+}
