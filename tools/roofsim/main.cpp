@@ -153,6 +153,11 @@ roofsim::Ceilings ceilings_for(const roofsim::GpuSpec& spec, const std::optional
     if (calibration && calibration->device.gpu_key == spec.key) {
         return roofsim::ceilings_from_calibration(*calibration, spec);
     }
+    if (calibration) {
+        std::cerr << "roofsim: note: the calibration describes "
+                  << (calibration->device.gpu_key.empty() ? calibration->device.name : calibration->device.gpu_key)
+                  << "; " << spec.key << " uses datasheet ceilings\n";
+    }
     return roofsim::ceilings_from_spec(spec);
 }
 
