@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roofsim/detail/json_read.hpp"
+#include "roofsim/ir.hpp"
 #include "roofsim/precision.hpp"
 #include "roofsim/units.hpp"
 
@@ -133,22 +134,6 @@ struct GemmRecord {
     double flops_per_second = 0.0;   ///< 2mnk / median seconds
     double efficiency = 0.0;         ///< flops_per_second / best rate of this unit (sweep or ceiling), in (0, 1]
 };
-
-/// Which convolution pass.
-enum class ConvPass { forward, backward_data, backward_filter };
-[[nodiscard]] constexpr std::string_view to_string(ConvPass p) {
-    switch (p) {
-        case ConvPass::forward: return "forward";
-        case ConvPass::backward_data: return "backward-data";
-        case ConvPass::backward_filter: return "backward-filter";
-    }
-    return "?";
-}
-[[nodiscard]] inline std::optional<ConvPass> conv_pass_from_key(std::string_view k) {
-    for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter})
-        if (to_string(p) == k) return p;
-    return std::nullopt;
-}
 
 /// One cuDNN convolution (NHWC for half types, NCHW for fp32), FLOPs = 2 N K P Q C R S.
 struct ConvRecord {

@@ -8,3 +8,13 @@
 #include <roofsim/calibration.hpp>
 #include <roofsim/roofline.hpp>
 #include <roofsim/roofline_svg.hpp>
+#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/ir.hpp>
+#include <roofsim/graph.hpp>
+#include <roofsim/precision_mode.hpp>
+#include <roofsim/lower.hpp>
+#include <roofsim/cost.hpp>
+#include <roofsim/sim.hpp>
+#include <roofsim/memory.hpp>
+#include <roofsim/predict.hpp>
+#include <roofsim/zoo/zoo.hpp>

@@ -8,7 +8,4141 @@
 namespace roofsim::detail {
 
 /// (file name, file text) of every data/calibrations/*.json file.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 0> embedded_calibrations_files = {{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 1> embedded_calibrations_files = {{
+    {"h200-sxm.json", R"roofsim_json({
+  "bandwidth": {
+    "dram": {
+      "copy": {
+        "max": 4232261909870.3647,
+        "median": 4209167812724.4443,
+        "method": "cudaMemcpyAsync device-to-device of 2048 MiB (faster than the best copy kernel, block-contiguous tiles, ld/st.global.cs, 2 x 16 B per thread per step, one tile per block x 1024 threads, at 4.119383 TB/s), bytes read + written / CUDA-event time, median of 15 after 3 warm-ups",
+        "min": 4170454350342.8228,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      },
+      "read": {
+        "max": 4645498109177.102,
+        "median": 4626921248591.791,
+        "method": "read kernel, float4 (16-byte) accesses, 1 array(s) of 2048 MiB, block-contiguous tiles, ld.global.cg, 8 x 16 B per thread per step, one tile per block x 256 threads (best of 16 kernel variants and launch shapes), bytes read + written / CUDA-event time, median of 15 after 3 warm-ups",
+        "min": 4600278505405.28,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      },
+      "triad": {
+        "max": 4392899654306.876,
+        "median": 4380950891296.9863,
+        "method": "triad kernel, float4 (16-byte) accesses, 3 array(s) of 2048 MiB, block-contiguous tiles, ld/st.global.cs, 4 x 16 B per thread per step, one tile per block x 1024 threads (best of 16 kernel variants and launch shapes), bytes read + written / CUDA-event time, median of 15 after 3 warm-ups",
+        "min": 4355644201375.3765,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      },
+      "write": {
+        "max": 4608492370082.859,
+        "median": 4592722556765.163,
+        "method": "write kernel, float4 (16-byte) accesses, 1 array(s) of 2048 MiB, block-contiguous tiles, ld/st.global.cs, 2 x 16 B per thread per step, one tile per block x 1024 threads (best of 16 kernel variants and launch shapes), bytes read + written / CUDA-event time, median of 15 after 3 warm-ups",
+        "min": 4542362445090.985,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      }
+    },
+    "l2": {
+      "copy": {
+        "max": 6664236846148.462,
+        "median": 6560006172213.098,
+        "method": "copy kernel, float4 ld.global.cg, working set 16384 KiB (best ramp point <= L2/2), 64 passes per launch, grid-stride, ld.global.cg, 4 x 16 B per thread per step, 1056 blocks x 256 threads, median of 15",
+        "min": 6275375386655.015,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      },
+      "read": {
+        "max": 8212049121446.419,
+        "median": 8095158250453.634,
+        "method": "read kernel, float4 ld.global.cg, working set 16384 KiB (best ramp point <= L2/2), 64 passes per launch, grid-stride, ld.global.cg, 4 x 16 B per thread per step, 1056 blocks x 256 threads, median of 15",
+        "min": 8017785483799.597,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      },
+      "triad": {
+        "max": 9404260281231.91,
+        "median": 9175389898186.88,
+        "method": "triad kernel, float4 ld.global.cg, working set 16384 KiB (best ramp point <= L2/2), 64 passes per launch, grid-stride, ld.global.cg, 4 x 16 B per thread per step, 1056 blocks x 256 threads, median of 15",
+        "min": 8632467136071.834,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      },
+      "write": {
+        "max": 4064740288377.6216,
+        "median": 3997430488261.327,
+        "method": "write kernel, float4 ld.global.cg, working set 16384 KiB (best ramp point <= L2/2), 64 passes per launch, grid-stride, ld.global.cg, 4 x 16 B per thread per step, 1056 blocks x 256 threads, median of 15",
+        "min": 3913966027092.324,
+        "samples": 15,
+        "unit": "bytes_per_second"
+      }
+    }
+  },
+  "bandwidth_curve": {
+    "copy": [
+      {
+        "bytes": 16384.0,
+        "bytes_per_second": 49089488101.22089
+      },
+      {
+        "bytes": 32768.0,
+        "bytes_per_second": 97897112364.71533
+      },
+      {
+        "bytes": 65536.0,
+        "bytes_per_second": 194685479666.59207
+      },
+      {
+        "bytes": 131072.0,
+        "bytes_per_second": 383970699286.14624
+      },
+      {
+        "bytes": 262144.0,
+        "bytes_per_second": 759562458420.0819
+      },
+      {
+        "bytes": 524288.0,
+        "bytes_per_second": 1456355533477.4067
+      },
+      {
+        "bytes": 1048576.0,
+        "bytes_per_second": 2799001665315.076
+      },
+      {
+        "bytes": 2097152.0,
+        "bytes_per_second": 4568958579855.326
+      },
+      {
+        "bytes": 4194304.0,
+        "bytes_per_second": 4777111662775.301
+      },
+      {
+        "bytes": 8388608.0,
+        "bytes_per_second": 5522454096070.146
+      },
+      {
+        "bytes": 16777216.0,
+        "bytes_per_second": 5870264296817.507
+      },
+      {
+        "bytes": 33554432.0,
+        "bytes_per_second": 6056756887389.39
+      },
+      {
+        "bytes": 67108864.0,
+        "bytes_per_second": 4815504037441.622
+      },
+      {
+        "bytes": 134217728.0,
+        "bytes_per_second": 3715061175166.185
+      },
+      {
+        "bytes": 268435456.0,
+        "bytes_per_second": 3493797746184.1343
+      }
+    ],
+    "read": [
+      {
+        "bytes": 16384.0,
+        "bytes_per_second": 51383151438.26851
+      },
+      {
+        "bytes": 32768.0,
+        "bytes_per_second": 100945946426.16658
+      },
+      {
+        "bytes": 65536.0,
+        "bytes_per_second": 199424876752.9936
+      },
+      {
+        "bytes": 131072.0,
+        "bytes_per_second": 395913154335.2429
+      },
+      {
+        "bytes": 262144.0,
+        "bytes_per_second": 782081657412.1365
+      },
+      {
+        "bytes": 524288.0,
+        "bytes_per_second": 1498500950702.8704
+      },
+      {
+        "bytes": 1048576.0,
+        "bytes_per_second": 2671531271489.21
+      },
+      {
+        "bytes": 2097152.0,
+        "bytes_per_second": 3298705415767.4014
+      },
+      {
+        "bytes": 4194304.0,
+        "bytes_per_second": 5041230826044.93
+      },
+      {
+        "bytes": 8388608.0,
+        "bytes_per_second": 6631310829922.358
+      },
+      {
+        "bytes": 16777216.0,
+        "bytes_per_second": 6770466479474.582
+      },
+      {
+        "bytes": 33554432.0,
+        "bytes_per_second": 6786899775912.553
+      },
+      {
+        "bytes": 67108864.0,
+        "bytes_per_second": 4084034972994.2495
+      },
+      {
+        "bytes": 134217728.0,
+        "bytes_per_second": 4006020797642.158
+      },
+      {
+        "bytes": 268435456.0,
+        "bytes_per_second": 4056387015318.632
+      }
+    ],
+    "triad": [
+      {
+        "bytes": 16368.0,
+        "bytes_per_second": 46220968500.505196
+      },
+      {
+        "bytes": 32736.0,
+        "bytes_per_second": 92450089685.50197
+      },
+      {
+        "bytes": 65520.0,
+        "bytes_per_second": 184725986678.50665
+      },
+      {
+        "bytes": 131040.0,
+        "bytes_per_second": 366689683274.00085
+      },
+      {
+        "bytes": 262128.0,
+        "bytes_per_second": 724423155428.1614
+      },
+      {
+        "bytes": 524256.0,
+        "bytes_per_second": 1408343811716.9639
+      },
+      {
+        "bytes": 1048560.0,
+        "bytes_per_second": 2562150261610.905
+      },
+      {
+        "bytes": 2097120.0,
+        "bytes_per_second": 4647357322304.4375
+      },
+      {
+        "bytes": 4194288.0,
+        "bytes_per_second": 5793215604318.22
+      },
+      {
+        "bytes": 8388576.0,
+        "bytes_per_second": 7037395996291.605
+      },
+      {
+        "bytes": 16777200.0,
+        "bytes_per_second": 7745706507020.1455
+      },
+      {
+        "bytes": 33554400.0,
+        "bytes_per_second": 7966381876804.196
+      },
+      {
+        "bytes": 67108848.0,
+        "bytes_per_second": 5945149396749.079
+      },
+      {
+        "bytes": 134217696.0,
+        "bytes_per_second": 3981303315569.107
+      },
+      {
+        "bytes": 268435440.0,
+        "bytes_per_second": 3655166646019.3384
+      }
+    ],
+    "write": [
+      {
+        "bytes": 16384.0,
+        "bytes_per_second": 93815516869.6815
+      },
+      {
+        "bytes": 32768.0,
+        "bytes_per_second": 187900016762.74295
+      },
+      {
+        "bytes": 65536.0,
+        "bytes_per_second": 375010429644.98627
+      },
+      {
+        "bytes": 131072.0,
+        "bytes_per_second": 740323689837.3726
+      },
+      {
+        "bytes": 262144.0,
+        "bytes_per_second": 1445813182458.806
+      },
+      {
+        "bytes": 524288.0,
+        "bytes_per_second": 2355688780758.2095
+      },
+      {
+        "bytes": 1048576.0,
+        "bytes_per_second": 3128910195278.476
+      },
+      {
+        "bytes": 2097152.0,
+        "bytes_per_second": 2886651058010.481
+      },
+      {
+        "bytes": 4194304.0,
+        "bytes_per_second": 3360820629072.225
+      },
+      {
+        "bytes": 8388608.0,
+        "bytes_per_second": 3650395069316.15
+      },
+      {
+        "bytes": 16777216.0,
+        "bytes_per_second": 3731587374671.129
+      },
+      {
+        "bytes": 33554432.0,
+        "bytes_per_second": 4044651958478.905
+      },
+      {
+        "bytes": 67108864.0,
+        "bytes_per_second": 4171361623854.7295
+      },
+      {
+        "bytes": 134217728.0,
+        "bytes_per_second": 3977528698553.3115
+      },
+      {
+        "bytes": 268435456.0,
+        "bytes_per_second": 3894432496299.351
+      }
+    ]
+  },
+  "collectives": [],
+  "compute": {
+    "library": {
+      "bf16-tensor": {
+        "instruction": "cublasGemmEx",
+        "max": 778320512070424.1,
+        "median": 768682845263148.8,
+        "method": "cublasGemmEx 8192^3, bf16 in/out, fp32 accumulate, random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 762888540041329.4,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "fp16-fp16acc-tensor": {
+        "instruction": "cublasGemmEx",
+        "max": 760911941863720.6,
+        "median": 752125765299075.0,
+        "method": "cublasGemmEx 8192^3, fp16 in/out, fp16 accumulate, random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 744216620903435.5,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "fp16-tensor": {
+        "instruction": "cublasGemmEx",
+        "max": 733461541728745.6,
+        "median": 730149483574834.5,
+        "method": "cublasGemmEx 8192^3, fp16 in/out, fp32 accumulate, random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 721888762771450.7,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "fp32": {
+        "instruction": "cublasGemmEx",
+        "max": 50797281019594.5,
+        "median": 50729295575855.516,
+        "method": "cublasGemmEx 8192^3, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 50669110930227.22,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "fp64-tensor": {
+        "instruction": "cublasGemmEx",
+        "max": 62531485070762.84,
+        "median": 62182483258901.484,
+        "method": "cublasGemmEx 8192^3, fp64 in/out, CUBLAS_COMPUTE_64F, random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 61766321219962.375,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "fp8-tensor": {
+        "instruction": "cublasLtMatmul",
+        "max": 1.4257152826872815e+15,
+        "median": 1.4183879181929018e+15,
+        "method": "cublasLtMatmul e4m3 x e4m3 -> bf16, fp32 compute, op(A)=T, first heuristic algorithm, 64 MiB workspace, 8192^3; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 1.4114253875474663e+15,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "int8-tensor": {
+        "instruction": "cublasGemmEx",
+        "max": 1.4410828663994103e+15,
+        "median": 1.420968904691739e+15,
+        "method": "cublasGemmEx 8192^3, int8 in, int32 out/accumulate, op(A)=T, random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 1.4017517066174017e+15,
+        "samples": 10,
+        "unit": "flops_per_second"
+      },
+      "tf32-tensor": {
+        "instruction": "cublasGemmEx",
+        "max": 409742042042767.8,
+        "median": 400407156230798.0,
+        "method": "cublasGemmEx 8192^3, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, random inputs in [-1, 1]; 2*M*N*K / CUDA events around 1 back-to-back calls, seconds per call, median of 10 after 3 untimed calls",
+        "min": 368157156843502.25,
+        "samples": 10,
+        "unit": "flops_per_second"
+      }
+    },
+    "probe": {
+      "bf16": {
+        "instruction": "HFMA2.BF16",
+        "max": 66710640012842.62,
+        "median": 66693400028580.38,
+        "method": "mixbench-style kernel, 8 independent HFMA2.BF16 chains per thread, 1056 blocks x 256 threads (one resident wave), 137472 FMAs per element, results stored only under a never-true condition; FLOPs / CUDA-event time, median of 11 after 1 warm-up; SM clock = clock64() cycles / %globaltimer ns, median over blocks",
+        "min": 66456903550778.1,
+        "samples": 11,
+        "sm_clock_hz": 1979990201.6300824,
+        "unit": "flops_per_second"
+      },
+      "bf16-tensor": {
+        "instruction": "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+        "max": 647084727401578.1,
+        "median": 646495740877140.9,
+        "method": "hand-written mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 from registers, 8 independent accumulators per warp, 1056 blocks x 256 threads, 41710 iterations; FLOPs (2*m*n*k per mma) / CUDA-event time, median of 11 after 1 warm-up; mma.sync is not Hopper's full-rate path (wgmma, sm_90a, is), so this is below the cuBLAS ceiling",
+        "min": 645061462198814.8,
+        "samples": 11,
+        "sm_clock_hz": 1799811912.539609,
+        "unit": "flops_per_second"
+      },
+      "fp16": {
+        "instruction": "HFMA2",
+        "max": 66736194816674.07,
+        "median": 66714297406704.08,
+        "method": "mixbench-style kernel, 8 independent HFMA2 chains per thread, 1056 blocks x 256 threads (one resident wave), 145920 FMAs per element, results stored only under a never-true condition; FLOPs / CUDA-event time, median of 11 after 1 warm-up; SM clock = clock64() cycles / %globaltimer ns, median over blocks",
+        "min": 66701663322697.43,
+        "samples": 11,
+        "sm_clock_hz": 1979990177.9633374,
+        "unit": "flops_per_second"
+      },
+      "fp16-fp16acc-tensor": {
+        "instruction": "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16",
+        "max": 647254700812314.1,
+        "median": 646642212400381.6,
+        "method": "hand-written mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 from registers, 8 independent accumulators per warp, 1056 blocks x 256 threads, 42182 iterations; FLOPs (2*m*n*k per mma) / CUDA-event time, median of 11 after 1 warm-up; mma.sync is not Hopper's full-rate path (wgmma, sm_90a, is), so this is below the cuBLAS ceiling",
+        "min": 645997684044477.8,
+        "samples": 11,
+        "sm_clock_hz": 1799886866.1684566,
+        "unit": "flops_per_second"
+      },
+      "fp16-tensor": {
+        "instruction": "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+        "max": 650730645054074.2,
+        "median": 647142917644383.9,
+        "method": "hand-written mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 from registers, 8 independent accumulators per warp, 1056 blocks x 256 threads, 42238 iterations; FLOPs (2*m*n*k per mma) / CUDA-event time, median of 11 after 1 warm-up; mma.sync is not Hopper's full-rate path (wgmma, sm_90a, is), so this is below the cuBLAS ceiling",
+        "min": 645729340395181.1,
+        "samples": 11,
+        "sm_clock_hz": 1799824050.744607,
+        "unit": "flops_per_second"
+      },
+      "fp32": {
+        "instruction": "FFMA",
+        "issue_peak_flops_per_second": 66907535378616.91,
+        "max": 66389360560224.88,
+        "median": 66378470660887.69,
+        "method": "mixbench-style kernel, 8 independent FFMA chains per thread, 1056 blocks x 256 threads (one resident wave), 248576 FMAs per element, results stored only under a never-true condition; FLOPs / CUDA-event time, median of 11 after 1 warm-up; SM clock = clock64() cycles / %globaltimer ns, median over blocks",
+        "min": 66329069324586.9,
+        "samples": 11,
+        "sm_clock_hz": 1979981515.7024417,
+        "unit": "flops_per_second"
+      },
+      "fp64": {
+        "instruction": "DFMA",
+        "issue_peak_flops_per_second": 33453685630870.258,
+        "max": 33358622994832.184,
+        "median": 33351654781733.543,
+        "method": "mixbench-style kernel, 8 independent DFMA chains per thread, 1056 blocks x 256 threads (one resident wave), 147712 FMAs per element, results stored only under a never-true condition; FLOPs / CUDA-event time, median of 11 after 1 warm-up; SM clock = clock64() cycles / %globaltimer ns, median over blocks",
+        "min": 33240218219571.445,
+        "samples": 11,
+        "sm_clock_hz": 1979976659.0240445,
+        "unit": "flops_per_second"
+      },
+      "fp8-tensor": {
+        "instruction": "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32",
+        "max": 1.6097220253488127e+15,
+        "median": 1.6095241955764275e+15,
+        "method": "hand-written mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 from registers, 8 independent accumulators per warp, 1056 blocks x 256 threads, 50713 iterations; FLOPs (2*m*n*k per mma) / CUDA-event time, median of 11 after 1 warm-up; mma.sync is not Hopper's full-rate path (wgmma, sm_90a, is), so this is below the cuBLAS ceiling",
+        "min": 1.609140467058786e+15,
+        "samples": 11,
+        "sm_clock_hz": 1799985232.1672153,
+        "unit": "flops_per_second"
+      },
+      "int8-tensor": {
+        "instruction": "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32",
+        "max": 1.2877188848038855e+15,
+        "median": 1.2875072391467882e+15,
+        "method": "hand-written mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 from registers, 8 independent accumulators per warp, 1056 blocks x 256 threads, 42127 iterations; FLOPs (2*m*n*k per mma) / CUDA-event time, median of 11 after 1 warm-up; mma.sync is not Hopper's full-rate path (wgmma, sm_90a, is), so this is below the cuBLAS ceiling",
+        "min": 1.286957096267686e+15,
+        "samples": 11,
+        "sm_clock_hz": 1799973002.9411259,
+        "unit": "flops_per_second"
+      },
+      "tf32-tensor": {
+        "instruction": "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32",
+        "max": 323583505414393.56,
+        "median": 323386869170846.94,
+        "method": "hand-written mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 from registers, 8 independent accumulators per warp, 1056 blocks x 256 threads, 42328 iterations; FLOPs (2*m*n*k per mma) / CUDA-event time, median of 11 after 1 warm-up; mma.sync is not Hopper's full-rate path (wgmma, sm_90a, is), so this is below the cuBLAS ceiling",
+        "min": 322974445077878.9,
+        "samples": 11,
+        "sm_clock_hz": 1799915062.3493743,
+        "unit": "flops_per_second"
+      }
+    }
+  },
+  "conv_sweep": [
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 3,
+      "efficiency": 0.02600760035823674,
+      "flops_per_second": 20394703746057.14,
+      "h": 224,
+      "k": 64,
+      "n": 32,
+      "pad": 3,
+      "pass": "forward",
+      "r": 7,
+      "s": 7,
+      "seconds": {
+        "max": 0.00037513598799705506,
+        "median": 0.0003703359961509705,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00034777599573135374,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 2,
+      "unit": "bf16-tensor",
+      "w": 224
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 3,
+      "efficiency": 0.014984863072859976,
+      "flops_per_second": 11750866625010.324,
+      "h": 224,
+      "k": 64,
+      "n": 32,
+      "pad": 3,
+      "pass": "backward-data",
+      "r": 7,
+      "s": 7,
+      "seconds": {
+        "max": 0.0006665920019149781,
+        "median": 0.0006427519917488098,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0006365119814872741,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 2,
+      "unit": "bf16-tensor",
+      "w": 224
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 3,
+      "efficiency": 0.04006735341764183,
+      "flops_per_second": 31420115334961.15,
+      "h": 224,
+      "k": 64,
+      "n": 32,
+      "pad": 3,
+      "pass": "backward-filter",
+      "r": 7,
+      "s": 7,
+      "seconds": {
+        "max": 0.0002775680124759674,
+        "median": 0.00024038399755954744,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00022959999740123748,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 2,
+      "unit": "bf16-tensor",
+      "w": 224
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 64,
+      "efficiency": 0.005285636541255613,
+      "flops_per_second": 4144903408364.696,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 0,
+      "pass": "forward",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.00022409600019454955,
+        "median": 0.00019833600521087648,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0001916159987449646,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 64,
+      "efficiency": 0.0049352782750912375,
+      "flops_per_second": 3870158605115.608,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-data",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.00022508800029754638,
+        "median": 0.00021241599321365358,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00020175999402999878,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 64,
+      "efficiency": 0.0041390239240055235,
+      "flops_per_second": 3245749917915.867,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-filter",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.0002839680016040802,
+        "median": 0.00025328001379966734,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0002499520033597946,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 64,
+      "efficiency": 0.08983649551904772,
+      "flops_per_second": 70448203081323.67,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00012732799351215362,
+        "median": 0.00010502400249242783,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00010025600343942642,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 64,
+      "efficiency": 0.09236947897183574,
+      "flops_per_second": 72434524249047.84,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.0001589760035276413,
+        "median": 0.00010214400291442871,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 9.50080007314682e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 64,
+      "efficiency": 0.10195138148727623,
+      "flops_per_second": 79948484031351.17,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.0001228799968957901,
+        "median": 9.254399687051773e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.739200234413147e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 64,
+      "efficiency": 0.019234038663437272,
+      "flops_per_second": 15082995546599.025,
+      "h": 56,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "forward",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.000248416006565094,
+        "median": 0.00021801599860191346,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0002094399929046631,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 64,
+      "efficiency": 0.02140851309509799,
+      "flops_per_second": 16788180232084.674,
+      "h": 56,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-data",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.00024502399563789367,
+        "median": 0.0001958719938993454,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0001903039962053299,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 64,
+      "efficiency": 0.011718968467428405,
+      "flops_per_second": 9189809394579.285,
+      "h": 56,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-filter",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.0004057280123233795,
+        "median": 0.0003578239977359772,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00032287999987602235,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 128,
+      "efficiency": 0.1034901302581294,
+      "flops_per_second": 81155143811142.1,
+      "h": 28,
+      "k": 128,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00011926399916410447,
+        "median": 9.116800129413605e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.348800241947174e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 28
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 128,
+      "efficiency": 0.10784322418700037,
+      "flops_per_second": 84568763669768.0,
+      "h": 28,
+      "k": 128,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00010179200023412705,
+        "median": 8.748800307512284e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.419200032949448e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 28
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 128,
+      "efficiency": 0.1127508213638307,
+      "flops_per_second": 88417215243453.55,
+      "h": 28,
+      "k": 128,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00010860799998044968,
+        "median": 8.367999643087387e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.006399869918823e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 28
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 256,
+      "efficiency": 0.11305344233273669,
+      "flops_per_second": 88654525296021.61,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00010105600208044052,
+        "median": 8.345600217580795e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 7.990399748086929e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 256,
+      "efficiency": 0.10977043533311902,
+      "flops_per_second": 86080048826406.48,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00010937599837779999,
+        "median": 8.595199882984162e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 7.523199915885926e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 256,
+      "efficiency": 0.12269804289176883,
+      "flops_per_second": 96217651783707.05,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 8.489599823951722e-05,
+        "median": 7.689599692821503e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 7.472000271081924e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 512,
+      "efficiency": 0.10385466326124508,
+      "flops_per_second": 81441004194330.05,
+      "h": 7,
+      "k": 512,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 9.177599847316742e-05,
+        "median": 9.084799885749817e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.454400300979614e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 7
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 512,
+      "efficiency": 0.10823912743431531,
+      "flops_per_second": 84879224047883.31,
+      "h": 7,
+      "k": 512,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.0001178240031003952,
+        "median": 8.716800063848495e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.348800241947174e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 7
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 512,
+      "efficiency": 0.12445900021264593,
+      "flops_per_second": 97598563608483.1,
+      "h": 7,
+      "k": 512,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 8.979199826717377e-05,
+        "median": 7.580800354480744e-05,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 7.356800138950349e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 7
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 1024,
+      "efficiency": 0.018534866754098364,
+      "flops_per_second": 14534717206340.074,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "forward",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.0002596159875392914,
+        "median": 0.00022623999416828157,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0002067839950323105,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 1024,
+      "efficiency": 0.01994543387448678,
+      "flops_per_second": 15640859185530.387,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-data",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.00022844800353050233,
+        "median": 0.0002102400064468384,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00019254399836063384,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 1024,
+      "efficiency": 0.016972089952014147,
+      "flops_per_second": 13309215066169.576,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-filter",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.0002980160117149353,
+        "median": 0.0002470719963312149,
+        "method": "cuDNN legacy API, bf16 NHWC, fp32 accumulate, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00024217599630355836,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "bf16-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 3,
+      "efficiency": 0.049581102137818314,
+      "flops_per_second": 19852628109792.57,
+      "h": 224,
+      "k": 64,
+      "n": 32,
+      "pad": 3,
+      "pass": "forward",
+      "r": 7,
+      "s": 7,
+      "seconds": {
+        "max": 0.00041020798683166505,
+        "median": 0.00038044801354408266,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00037532800436019896,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 2,
+      "unit": "tf32-tensor",
+      "w": 224
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #0",
+      "c": 3,
+      "efficiency": 0.03626390171143816,
+      "flops_per_second": 14520325758110.121,
+      "h": 224,
+      "k": 64,
+      "n": 32,
+      "pad": 3,
+      "pass": "backward-data",
+      "r": 7,
+      "s": 7,
+      "seconds": {
+        "max": 0.0005271999835968018,
+        "median": 0.0005201600193977356,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0005132480263710022,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 2,
+      "unit": "tf32-tensor",
+      "w": 224
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 3,
+      "efficiency": 0.059753649216379955,
+      "flops_per_second": 23925788757143.348,
+      "h": 224,
+      "k": 64,
+      "n": 32,
+      "pad": 3,
+      "pass": "backward-filter",
+      "r": 7,
+      "s": 7,
+      "seconds": {
+        "max": 0.0003495039939880371,
+        "median": 0.00031567999720573425,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.000312608003616333,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 2,
+      "unit": "tf32-tensor",
+      "w": 224
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 64,
+      "efficiency": 0.03412764484035024,
+      "flops_per_second": 13664953219379.305,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 0,
+      "pass": "forward",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 6.620799750089646e-05,
+        "median": 6.0159999877214436e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 5.8079998940229415e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 64,
+      "efficiency": 0.036351257951972166,
+      "flops_per_second": 14555303821961.357,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-data",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 5.801599845290184e-05,
+        "median": 5.648000165820122e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 5.584000051021576e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 64,
+      "efficiency": 0.02307912683966439,
+      "flops_per_second": 9241047546159.902,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-filter",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 9.52640026807785e-05,
+        "median": 8.895999938249588e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.284799754619598e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 64,
+      "efficiency": 0.15907431406517175,
+      "flops_per_second": 63694493724200.26,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00013663999736309053,
+        "median": 0.00011615999788045883,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00011327999830245973,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 64,
+      "efficiency": 0.14975097142182653,
+      "flops_per_second": 59961360609813.06,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00014131200313568116,
+        "median": 0.0001233920007944107,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00012080000340938568,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 64,
+      "efficiency": 0.12070228610094579,
+      "flops_per_second": 48330059128235.875,
+      "h": 56,
+      "k": 64,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00016211199760437012,
+        "median": 0.0001530880033969879,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.0001510079950094223,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 64,
+      "efficiency": 0.10192211294735636,
+      "flops_per_second": 40810343402285.16,
+      "h": 56,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "forward",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 8.54400023818016e-05,
+        "median": 8.057600259780885e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.032000064849854e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 64,
+      "efficiency": 0.11524018553590959,
+      "flops_per_second": 46142994973943.1,
+      "h": 56,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-data",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 8.195199817419052e-05,
+        "median": 7.126399874687195e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 6.800000369548798e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 64,
+      "efficiency": 0.11854036678096386,
+      "flops_per_second": 47464411161321.49,
+      "h": 56,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-filter",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 7.395199686288834e-05,
+        "median": 6.927999854087829e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 6.639999896287919e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 56
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 128,
+      "efficiency": 0.18325602899835897,
+      "flops_per_second": 73377025433381.56,
+      "h": 28,
+      "k": 128,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00012278400361537934,
+        "median": 0.00010083200037479401,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 9.920000284910202e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 28
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 128,
+      "efficiency": 0.19299457093713318,
+      "flops_per_second": 77276407316920.52,
+      "h": 28,
+      "k": 128,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.0001027199998497963,
+        "median": 9.574399888515472e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 9.497600048780441e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 28
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 128,
+      "efficiency": 0.15627598248859031,
+      "flops_per_second": 62574021735430.43,
+      "h": 28,
+      "k": 128,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00012022399902343751,
+        "median": 0.00011823999881744385,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00011724799871444702,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 28
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 256,
+      "efficiency": 0.19293008846394624,
+      "flops_per_second": 77250588073205.0,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00011193600296974182,
+        "median": 9.577599912881851e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 9.539200365543366e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 256,
+      "efficiency": 0.2092931273272713,
+      "flops_per_second": 83802465931763.02,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00014182400703430177,
+        "median": 8.828800171613694e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.671999722719193e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 256,
+      "efficiency": 0.1627049160330047,
+      "flops_per_second": 65148212733546.18,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00012518399953842163,
+        "median": 0.00011356800049543381,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00010988800227642059,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 512,
+      "efficiency": 0.16569289829119738,
+      "flops_per_second": 66344622212417.195,
+      "h": 7,
+      "k": 512,
+      "n": 32,
+      "pad": 1,
+      "pass": "forward",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00012947200238704683,
+        "median": 0.00011151999980211259,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00010796800255775453,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 7
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 512,
+      "efficiency": 0.15742632253262417,
+      "flops_per_second": 63034626121160.445,
+      "h": 7,
+      "k": 512,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-data",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.00012671999633312225,
+        "median": 0.00011737599968910218,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00011542399972677231,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 7
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 512,
+      "efficiency": 0.13501045639810136,
+      "flops_per_second": 54059152907785.914,
+      "h": 7,
+      "k": 512,
+      "n": 32,
+      "pad": 1,
+      "pass": "backward-filter",
+      "r": 3,
+      "s": 3,
+      "seconds": {
+        "max": 0.0001502079963684082,
+        "median": 0.00013686400651931763,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 0.00012867200374603273,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 7
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_FWD_ALGO #1",
+      "c": 1024,
+      "efficiency": 0.09456149373222617,
+      "flops_per_second": 37863098794257.11,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "forward",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 8.867199718952178e-05,
+        "median": 8.684799820184708e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 8.598399907350541e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_DATA_ALGO #1",
+      "c": 1024,
+      "efficiency": 0.10127856815133454,
+      "flops_per_second": 40552663460602.93,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-data",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 0.00011376000195741654,
+        "median": 8.108799904584885e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 7.900799810886383e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 14
+    },
+    {
+      "algorithm": "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #1",
+      "c": 1024,
+      "efficiency": 0.113356840799882,
+      "flops_per_second": 45388890263988.05,
+      "h": 14,
+      "k": 256,
+      "n": 32,
+      "pad": 0,
+      "pass": "backward-filter",
+      "r": 1,
+      "s": 1,
+      "seconds": {
+        "max": 7.280000299215316e-05,
+        "median": 7.24480003118515e-05,
+        "method": "cuDNN legacy API, fp32 NCHW, TF32 allowed, algorithm from the _v7 heuristic, CUDA events, median of 5 after 2 warm-ups",
+        "min": 7.011199742555619e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "stride": 1,
+      "unit": "tf32-tensor",
+      "w": 14
+    }
+  ],
+  "device": {
+    "command_line": "roofsim-calibrate --gpu-key h200-sxm -o /root/out/h200-sxm.json",
+    "compute_capability": "9.0",
+    "cublas_version": "13.1.0",
+    "cuda_driver_version": 13000,
+    "cuda_runtime_version": 13000,
+    "cudnn_version": "9.14.0",
+    "date_utc": "2026-11-29T23:09:44Z",
+    "device_count": 1,
+    "driver_version": "580.159.04",
+    "gpu_key": "h200-sxm",
+    "l2_bytes": 62914560.0,
+    "memory_bus_width_bits": 6016,
+    "memory_bytes": 150109880320.0,
+    "memory_clock_max_hz": 3201000000.0,
+    "name": "NVIDIA H200",
+    "nccl_version": "2.28.3",
+    "sm_clock_max_hz": 1980000000.0,
+    "sm_clock_measured": {
+      "max": 1979981515.7024417,
+      "median": 1979981515.7024417,
+      "method": "clock64() cycles / %globaltimer ns per block over the FP32 peak kernel (~20 ms), median over blocks",
+      "min": 1979981515.7024417,
+      "samples": 1,
+      "unit": "hz"
+    },
+    "sm_count": 132,
+    "tool_version": "0.1.0"
+  },
+  "gemm_fits": {
+    "bf16-tensor": {
+      "overhead_seconds": 1.0145775813996347e-05,
+      "points": 31,
+      "r2": 0.8844720989667888,
+      "rate": 856426395327419.6,
+      "rate_unit": "flops_per_second"
+    },
+    "fp16-tensor": {
+      "overhead_seconds": 1.0124670804143362e-05,
+      "points": 31,
+      "r2": 0.9112621803621069,
+      "rate": 819821958128012.9,
+      "rate_unit": "flops_per_second"
+    },
+    "fp32": {
+      "overhead_seconds": 1.734799910113643e-05,
+      "points": 31,
+      "r2": 0.9923041745438343,
+      "rate": 46966128784010.805,
+      "rate_unit": "flops_per_second"
+    },
+    "tf32-tensor": {
+      "overhead_seconds": 1.183262695713362e-05,
+      "points": 31,
+      "r2": 0.9826886264810986,
+      "rate": 323678016063626.5,
+      "rate_unit": "flops_per_second"
+    }
+  },
+  "gemm_sweep": [
+    {
+      "efficiency": 0.0004613617667286431,
+      "flops_per_second": 361791800188.4481,
+      "k": 128,
+      "m": 128,
+      "n": 128,
+      "seconds": {
+        "max": 1.2683428823947907e-05,
+        "median": 1.1593142790453775e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 28 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.1052571237087252e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.004190708067652121,
+      "flops_per_second": 3286279716264.11,
+      "k": 256,
+      "m": 256,
+      "n": 256,
+      "seconds": {
+        "max": 1.4353230595588685e-05,
+        "median": 1.0210461341417754e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 26 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.86461570629707e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.033550712459662166,
+      "flops_per_second": 26309879868145.938,
+      "k": 512,
+      "m": 512,
+      "n": 512,
+      "seconds": {
+        "max": 1.1940129341617707e-05,
+        "median": 1.0202838528540826e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 31 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.0078967578949467e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.1095021687494115,
+      "flops_per_second": 85869678879763.22,
+      "k": 768,
+      "m": 768,
+      "n": 768,
+      "seconds": {
+        "max": 1.1902814662014996e-05,
+        "median": 1.055051883061727e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 27 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.0190221998426651e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.24561168162628244,
+      "flops_per_second": 192604370043409.4,
+      "k": 1024,
+      "m": 1024,
+      "n": 1024,
+      "seconds": {
+        "max": 1.1864000133105688e-05,
+        "median": 1.1149714035647257e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 28 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.0714286140033178e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.7075219201588622,
+      "flops_per_second": 554826272194371.4,
+      "k": 1536,
+      "m": 1536,
+      "n": 1536,
+      "seconds": {
+        "max": 1.3214222258991667e-05,
+        "median": 1.3063111239009434e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 18 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.3006221916940477e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.8556167474045718,
+      "flops_per_second": 670959636533892.1,
+      "k": 2048,
+      "m": 2048,
+      "n": 2048,
+      "seconds": {
+        "max": 2.5811692843070395e-05,
+        "median": 2.560492203785823e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 13 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.545230663739718e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.9280301152942783,
+      "flops_per_second": 727744928718570.1,
+      "k": 3072,
+      "m": 3072,
+      "n": 3072,
+      "seconds": {
+        "max": 8.337919712066651e-05,
+        "median": 7.967360019683838e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 5 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 7.757440209388733e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.9803992142314564,
+      "flops_per_second": 768811856984154.9,
+      "k": 4096,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00018030400574207305,
+        "median": 0.00017876799404621123,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00017769600450992585,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.9785017109004234,
+      "flops_per_second": 767323868174709.9,
+      "k": 6144,
+      "m": 6144,
+      "n": 6144,
+      "seconds": {
+        "max": 0.0006080639958381653,
+        "median": 0.0006045119762420654,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0005966399908065796,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.9674969081357466,
+      "flops_per_second": 758694094990030.4,
+      "k": 8192,
+      "m": 8192,
+      "n": 8192,
+      "seconds": {
+        "max": 0.0015457919836044311,
+        "median": 0.0014492160081863404,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0014423999786376954,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.23427642180742678,
+      "flops_per_second": 183715458236637.1,
+      "k": 1000,
+      "m": 1000,
+      "n": 1000,
+      "seconds": {
+        "max": 1.1657600104808808e-05,
+        "median": 1.0886400192975999e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 20 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.0646399855613709e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.7104613167965323,
+      "flops_per_second": 557131295448792.94,
+      "k": 2000,
+      "m": 2000,
+      "n": 2000,
+      "seconds": {
+        "max": 2.9006546193903145e-05,
+        "median": 2.8718544678254558e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 11 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.8590546412901446e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.22240015622587317,
+      "flops_per_second": 174402299205855.12,
+      "k": 4100,
+      "m": 4100,
+      "n": 4100,
+      "seconds": {
+        "max": 0.0007973120212554931,
+        "median": 0.0007903680205345154,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0007867839932441711,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.002600752390115447,
+      "flops_per_second": 2039464378975.5107,
+      "k": 4096,
+      "m": 1,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7554285980406262e-05,
+        "median": 1.645257075627645e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 21 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.596647642907642e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.02032976110617985,
+      "flops_per_second": 15942241855363.67,
+      "k": 4096,
+      "m": 8,
+      "n": 4096,
+      "seconds": {
+        "max": 2.0416000857949256e-05,
+        "median": 1.683799922466278e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 16 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.6402000561356544e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.04140113979957168,
+      "flops_per_second": 32466047206617.645,
+      "k": 4096,
+      "m": 16,
+      "n": 4096,
+      "seconds": {
+        "max": 1.766247550646464e-05,
+        "median": 1.6536380563463486e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 21 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.634590540613447e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.08258357530110902,
+      "flops_per_second": 64760590341157.86,
+      "k": 4096,
+      "m": 32,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7210434312405792e-05,
+        "median": 1.6580173502797667e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 23 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.610713030980981e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.22754088124758098,
+      "flops_per_second": 178433565543907.3,
+      "k": 4096,
+      "m": 64,
+      "n": 4096,
+      "seconds": {
+        "max": 1.268319934606552e-05,
+        "median": 1.2035199999809266e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 20 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.1727999895811082e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.4671026717600906,
+      "flops_per_second": 366293717156483.2,
+      "k": 4096,
+      "m": 128,
+      "n": 4096,
+      "seconds": {
+        "max": 1.185010530446705e-05,
+        "median": 1.1725473560784992e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 19 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.0977683882964285e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.6153444830090988,
+      "flops_per_second": 482542343771700.0,
+      "k": 4096,
+      "m": 256,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7888000782798318e-05,
+        "median": 1.7801411011639763e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 17 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.76941173918107e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.8485333929461883,
+      "flops_per_second": 665404994286350.4,
+      "k": 4096,
+      "m": 512,
+      "n": 4096,
+      "seconds": {
+        "max": 2.606933315594991e-05,
+        "median": 2.5818665822347007e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 12 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.5554666916529336e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.1913598249876364,
+      "flops_per_second": 150061016232286.63,
+      "k": 64,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 1.518989550439935e-05,
+        "median": 1.4310736405222041e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 19 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.40244207884136e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.3372732323520747,
+      "flops_per_second": 264483749386635.5,
+      "k": 128,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7091765123255114e-05,
+        "median": 1.6239059322020588e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 17 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.6026353134828456e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.5079358851276026,
+      "flops_per_second": 398314406422657.6,
+      "k": 256,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 2.161828534943717e-05,
+        "median": 2.1565714052745274e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 14 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.1439999341964723e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.6843139385516678,
+      "flops_per_second": 536626980337259.6,
+      "k": 512,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 3.2389816912737764e-05,
+        "median": 3.20145460692319e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 11 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 3.167709166353399e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.8302079104097506,
+      "flops_per_second": 651034472508633.7,
+      "k": 1024,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 5.75314291885921e-05,
+        "median": 5.277714133262634e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 7 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 5.250285778726851e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.9553462268359304,
+      "flops_per_second": 749165743969209.4,
+      "k": 4096,
+      "m": 8192,
+      "n": 1024,
+      "seconds": {
+        "max": 9.254399687051773e-05,
+        "median": 9.172800183296203e-05,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 4 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.122399985790253e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.9461591925605739,
+      "flops_per_second": 741961432930516.1,
+      "k": 4096,
+      "m": 8192,
+      "n": 3072,
+      "seconds": {
+        "max": 0.0002800639867782593,
+        "median": 0.00027785599231719974,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0002710399925708771,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.971387675541059,
+      "flops_per_second": 761745166503094.0,
+      "k": 4096,
+      "m": 8192,
+      "n": 11008,
+      "seconds": {
+        "max": 0.0009772160053253174,
+        "median": 0.0009697920083999634,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0009561600089073181,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 1.0,
+      "flops_per_second": 784182449173863.6,
+      "k": 16384,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0007025600075721741,
+        "median": 0.0007010560035705566,
+        "method": "cublasGemmEx, bf16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0006962559819221497,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "bf16-tensor"
+    },
+    {
+      "efficiency": 0.0005393750434454523,
+      "flops_per_second": 405017368873.75183,
+      "k": 128,
+      "m": 128,
+      "n": 128,
+      "seconds": {
+        "max": 1.1755034841340164e-05,
+        "median": 1.0355862050220885e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 29 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.705930948257447e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.004157896807719026,
+      "flops_per_second": 3122169713959.409,
+      "k": 256,
+      "m": 256,
+      "n": 256,
+      "seconds": {
+        "max": 1.0933333274089929e-05,
+        "median": 1.0747151844429248e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 33 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.535029982075548e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.03443404114248588,
+      "flops_per_second": 25856562910535.492,
+      "k": 512,
+      "m": 512,
+      "n": 512,
+      "seconds": {
+        "max": 1.2007999633039748e-05,
+        "median": 1.0381714573928289e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 28 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.950857077326092e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.12094483077900862,
+      "flops_per_second": 90817618902215.89,
+      "k": 768,
+      "m": 768,
+      "n": 768,
+      "seconds": {
+        "max": 1.0795851548512777e-05,
+        "median": 9.9757037780903e-06,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 27 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.43051885675501e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.25554257236672706,
+      "flops_per_second": 191887224952166.56,
+      "k": 1024,
+      "m": 1024,
+      "n": 1024,
+      "seconds": {
+        "max": 1.202830786888416e-05,
+        "median": 1.1191384150431705e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 26 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.1038768749970655e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.7187910802298059,
+      "flops_per_second": 539741086693491.9,
+      "k": 1536,
+      "m": 1536,
+      "n": 1536,
+      "seconds": {
+        "max": 1.3638736386048167e-05,
+        "median": 1.3428211212158202e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 19 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.3408000531949494e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.8742093787827863,
+      "flops_per_second": 656444874011247.6,
+      "k": 2048,
+      "m": 2048,
+      "n": 2048,
+      "seconds": {
+        "max": 2.6225229868522058e-05,
+        "median": 2.617107675625728e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 13 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.610215315451989e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.9549705742623983,
+      "flops_per_second": 717088552834995.7,
+      "k": 3072,
+      "m": 3072,
+      "n": 3072,
+      "seconds": {
+        "max": 8.202880024909973e-05,
+        "median": 8.085759878158569e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 5 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 8.080639839172363e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.957761276379806,
+      "flops_per_second": 719184094411563.4,
+      "k": 4096,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0001919039934873581,
+        "median": 0.000191103994846344,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00018807999789714815,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.9822498828086941,
+      "flops_per_second": 737572618433469.0,
+      "k": 6144,
+      "m": 6144,
+      "n": 6144,
+      "seconds": {
+        "max": 0.000630623996257782,
+        "median": 0.0006288959980010986,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0006279039978981018,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.9577010876234974,
+      "flops_per_second": 719138898602057.3,
+      "k": 8192,
+      "m": 8192,
+      "n": 8192,
+      "seconds": {
+        "max": 0.001561087965965271,
+        "median": 0.0015289280414581298,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.001503872036933899,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.22414718749149523,
+      "flops_per_second": 168312392687553.0,
+      "k": 1000,
+      "m": 1000,
+      "n": 1000,
+      "seconds": {
+        "max": 1.3257143043336414e-05,
+        "median": 1.1882666321027848e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 21 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.1471238164674667e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.7226255164287771,
+      "flops_per_second": 542620369447290.0,
+      "k": 2000,
+      "m": 2000,
+      "n": 2000,
+      "seconds": {
+        "max": 3.0941090800545435e-05,
+        "median": 2.94865451075814e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 11 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.9152000492269343e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.25279937924604573,
+      "flops_per_second": 189827357938383.78,
+      "k": 4100,
+      "m": 4100,
+      "n": 4100,
+      "seconds": {
+        "max": 0.0007429119944572449,
+        "median": 0.000726144015789032,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0007165120244026185,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.0025861774040304786,
+      "flops_per_second": 1941963723293.964,
+      "k": 4096,
+      "m": 1,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7990957135739534e-05,
+        "median": 1.7278609068497368e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 23 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.6850086657897285e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.02135816328490592,
+      "flops_per_second": 16037870499848.947,
+      "k": 4096,
+      "m": 8,
+      "n": 4096,
+      "seconds": {
+        "max": 1.877119988203049e-05,
+        "median": 1.6737599670886995e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 20 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.624159961938858e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.04125396772039125,
+      "flops_per_second": 30977653980769.156,
+      "k": 4096,
+      "m": 16,
+      "n": 4096,
+      "seconds": {
+        "max": 1.8516363068060442e-05,
+        "median": 1.7330909317189998e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 22 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.5690181743014942e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.08484131153905941,
+      "flops_per_second": 63707442880277.086,
+      "k": 4096,
+      "m": 32,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7818435378696607e-05,
+        "median": 1.6854260278784712e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 23 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.629495620727539e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.2364314659842933,
+      "flops_per_second": 177536672183103.4,
+      "k": 4096,
+      "m": 64,
+      "n": 4096,
+      "seconds": {
+        "max": 1.2309894749992773e-05,
+        "median": 1.2096000345129716e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 19 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.193094724103024e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.4683015715583376,
+      "flops_per_second": 351648213347828.94,
+      "k": 4096,
+      "m": 128,
+      "n": 4096,
+      "seconds": {
+        "max": 1.3230545954270796e-05,
+        "median": 1.221381805159829e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 22 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.1386181820522655e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.6473560160344884,
+      "flops_per_second": 486100411068422.9,
+      "k": 4096,
+      "m": 256,
+      "n": 4096,
+      "seconds": {
+        "max": 1.7710222138298883e-05,
+        "median": 1.7671111557218765e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 18 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.7610667480362786e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.8410497646545612,
+      "flops_per_second": 631545279878578.4,
+      "k": 4096,
+      "m": 512,
+      "n": 4096,
+      "seconds": {
+        "max": 2.736581726507707e-05,
+        "median": 2.720290964299982e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 11 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.690618146549572e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.21140413457660948,
+      "flops_per_second": 158743618926651.37,
+      "k": 64,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 1.4532800018787385e-05,
+        "median": 1.3527999818325045e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 20 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.3476799428462983e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.35231708184563415,
+      "flops_per_second": 264555320518510.25,
+      "k": 128,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 1.8188445104493034e-05,
+        "median": 1.6234666109085083e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 18 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.590044465329912e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.5259701569810641,
+      "flops_per_second": 394951623504487.4,
+      "k": 256,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 2.3080533742904664e-05,
+        "median": 2.1749333540598554e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 15 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.160639961560567e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.7064274076189596,
+      "flops_per_second": 530457190059205.25,
+      "k": 512,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 3.263127261942083e-05,
+        "median": 3.2386909831653944e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 11 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 3.206690874966708e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.8395171221812711,
+      "flops_per_second": 630394416801950.1,
+      "k": 1024,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 5.49622859273638e-05,
+        "median": 5.450514384678432e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 7 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 5.392914158957345e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.9542459429629405,
+      "flops_per_second": 716544426320659.5,
+      "k": 4096,
+      "m": 8192,
+      "n": 1024,
+      "seconds": {
+        "max": 9.650400280952454e-05,
+        "median": 9.590400010347366e-05,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 4 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.452799707651139e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.9573337965352139,
+      "flops_per_second": 718863099282094.1,
+      "k": 4096,
+      "m": 8192,
+      "n": 3072,
+      "seconds": {
+        "max": 0.0003079679906368256,
+        "median": 0.00028678399324417114,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0002830080091953278,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.9860056872506477,
+      "flops_per_second": 740392856506345.7,
+      "k": 4096,
+      "m": 8192,
+      "n": 11008,
+      "seconds": {
+        "max": 0.0010138880014419556,
+        "median": 0.0009977599978446962,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0009910719990730286,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 1.0,
+      "flops_per_second": 750901202781941.0,
+      "k": 16384,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0007438719868659973,
+        "median": 0.0007321280241012573,
+        "method": "cublasGemmEx, fp16 in/out, fp32 accumulate, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0007250239849090576,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp16-tensor"
+    },
+    {
+      "efficiency": 0.0012146449065850269,
+      "flops_per_second": 486352512875.9339,
+      "k": 128,
+      "m": 128,
+      "n": 128,
+      "seconds": {
+        "max": 9.066666993829938e-06,
+        "median": 8.623999853928884e-06,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 36 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 8.405333591832055e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.009221036242235477,
+      "flops_per_second": 3692168899254.631,
+      "k": 256,
+      "m": 256,
+      "n": 256,
+      "seconds": {
+        "max": 9.681000374257565e-06,
+        "median": 9.088000282645227e-06,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 32 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 8.723000064492226e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.07295012533583133,
+      "flops_per_second": 29209752232400.51,
+      "k": 512,
+      "m": 512,
+      "n": 512,
+      "seconds": {
+        "max": 1.0322962646131164e-05,
+        "median": 9.189925811908863e-06,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 27 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 9.06074047088623e-06,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.13918683286233358,
+      "flops_per_second": 55731403931178.37,
+      "k": 768,
+      "m": 768,
+      "n": 768,
+      "seconds": {
+        "max": 1.7007058157640343e-05,
+        "median": 1.625599931268131e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 17 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.582494202782126e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.32647005883976976,
+      "flops_per_second": 130720947854533.5,
+      "k": 1024,
+      "m": 1024,
+      "n": 1024,
+      "seconds": {
+        "max": 1.773799955844879e-05,
+        "median": 1.642799936234951e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 16 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.5614000149071215e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.42707080640816925,
+      "flops_per_second": 171002207103088.72,
+      "k": 1536,
+      "m": 1536,
+      "n": 1536,
+      "seconds": {
+        "max": 4.28600013256073e-05,
+        "median": 4.238399863243103e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 8 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 4.2132001370191574e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.755326516213527,
+      "flops_per_second": 302438142382774.06,
+      "k": 2048,
+      "m": 2048,
+      "n": 2048,
+      "seconds": {
+        "max": 5.87337144783565e-05,
+        "median": 5.680457183292934e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 7 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 5.3938286645071846e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.7267713958796249,
+      "flops_per_second": 291004467854048.1,
+      "k": 3072,
+      "m": 3072,
+      "n": 3072,
+      "seconds": {
+        "max": 0.00020280000567436218,
+        "median": 0.00019924800097942353,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00019468800723552705,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.9076408641141431,
+      "flops_per_second": 363425897278808.2,
+      "k": 4096,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00038233599066734317,
+        "median": 0.0003781760036945343,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.000374783992767334,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.9632529608266154,
+      "flops_per_second": 385693378775481.3,
+      "k": 6144,
+      "m": 6144,
+      "n": 6144,
+      "seconds": {
+        "max": 0.001212831974029541,
+        "median": 0.0012026560306549073,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0011989760398864746,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.9008944576431457,
+      "flops_per_second": 360724587848979.06,
+      "k": 8192,
+      "m": 8192,
+      "n": 8192,
+      "seconds": {
+        "max": 0.003049599885940552,
+        "median": 0.0030480639934539794,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.002996448040008545,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.2841809339960924,
+      "flops_per_second": 113788079636387.45,
+      "k": 1000,
+      "m": 1000,
+      "n": 1000,
+      "seconds": {
+        "max": 1.8203733364741007e-05,
+        "median": 1.7576533555984495e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 15 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.7373865842819213e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.6576295391076517,
+      "flops_per_second": 263319573607465.16,
+      "k": 2000,
+      "m": 2000,
+      "n": 2000,
+      "seconds": {
+        "max": 6.372266511122387e-05,
+        "median": 6.076266864935557e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 6 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 6.061333417892457e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.5589129340819705,
+      "flops_per_second": 223792738516373.28,
+      "k": 4100,
+      "m": 4100,
+      "n": 4100,
+      "seconds": {
+        "max": 0.0006207680106163025,
+        "median": 0.0006159359812736512,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0006055679917335511,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.0034821038955578708,
+      "flops_per_second": 1394259318520.5107,
+      "k": 4096,
+      "m": 1,
+      "n": 4096,
+      "seconds": {
+        "max": 2.420906623204549e-05,
+        "median": 2.4066134293874103e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 15 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.4006400505701703e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.02544925974631057,
+      "flops_per_second": 10190065723199.135,
+      "k": 4096,
+      "m": 8,
+      "n": 4096,
+      "seconds": {
+        "max": 2.6541714157376972e-05,
+        "median": 2.6342858161245075e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 14 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.624228596687317e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.04962692072425053,
+      "flops_per_second": 19870974199688.41,
+      "k": 4096,
+      "m": 16,
+      "n": 4096,
+      "seconds": {
+        "max": 2.7153230630434478e-05,
+        "median": 2.701784555728619e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 13 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.6872614255318277e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.09693554873757426,
+      "flops_per_second": 38813687407684.03,
+      "k": 4096,
+      "m": 32,
+      "n": 4096,
+      "seconds": {
+        "max": 2.7958857161658152e-05,
+        "median": 2.766399937016623e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 14 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.758857182094029e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.18021672630167346,
+      "flops_per_second": 72160066883677.13,
+      "k": 4096,
+      "m": 64,
+      "n": 4096,
+      "seconds": {
+        "max": 3.093661482517536e-05,
+        "median": 2.976000079741845e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 13 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.957046261200538e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.3020664328121301,
+      "flops_per_second": 120949561355086.4,
+      "k": 4096,
+      "m": 128,
+      "n": 4096,
+      "seconds": {
+        "max": 3.5974401235580444e-05,
+        "median": 3.55103999376297e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 10 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 3.537600040435791e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.5829619412784475,
+      "flops_per_second": 233422133098088.63,
+      "k": 4096,
+      "m": 256,
+      "n": 4096,
+      "seconds": {
+        "max": 3.811200128661262e-05,
+        "median": 3.6800000402662495e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 9 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 3.648711244265238e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.7583168007968274,
+      "flops_per_second": 303635473729094.2,
+      "k": 4096,
+      "m": 512,
+      "n": 4096,
+      "seconds": {
+        "max": 5.770971519606454e-05,
+        "median": 5.6580573320388794e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 7 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 5.6333712169102266e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.1678113209852732,
+      "flops_per_second": 67192853819046.88,
+      "k": 64,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 3.2245332996050514e-05,
+        "median": 3.196000059445699e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 12 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 3.174133350451787e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.25383491623229765,
+      "flops_per_second": 101637316960657.12,
+      "k": 128,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 4.289777742491828e-05,
+        "median": 4.225777917438083e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 9 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 4.211555586920844e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.4686517046320604,
+      "flops_per_second": 187651496314439.22,
+      "k": 256,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 4.652399942278862e-05,
+        "median": 4.577599838376045e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 8 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 4.52600009739399e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.6367638910000211,
+      "flops_per_second": 254964818785776.25,
+      "k": 512,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 6.839466591676076e-05,
+        "median": 6.738133231798808e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 6 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 6.7221333583196e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.729164739249104,
+      "flops_per_second": 291962779666505.06,
+      "k": 1024,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00011901866396268208,
+        "median": 0.00011768533786137899,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 3 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00011665067076683046,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.7323342783690009,
+      "flops_per_second": 293231885812065.25,
+      "k": 4096,
+      "m": 8192,
+      "n": 1024,
+      "seconds": {
+        "max": 0.00024456000328063965,
+        "median": 0.0002343519926071167,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00023148800432682039,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.805736397322022,
+      "flops_per_second": 322622619523359.2,
+      "k": 4096,
+      "m": 8192,
+      "n": 3072,
+      "seconds": {
+        "max": 0.0006500800251960754,
+        "median": 0.0006390079855918884,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0006380800008773804,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.7521746227652072,
+      "flops_per_second": 301176101690389.9,
+      "k": 4096,
+      "m": 8192,
+      "n": 11008,
+      "seconds": {
+        "max": 0.002478816032409668,
+        "median": 0.0024528319835662843,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0024422080516815184,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.8922577534873806,
+      "flops_per_second": 357266389698762.44,
+      "k": 16384,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0015457600355148315,
+        "median": 0.0015387840270996093,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0015297600030899049,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "tf32-tensor"
+    },
+    {
+      "efficiency": 0.00645411493748993,
+      "flops_per_second": 331425116592.7175,
+      "k": 128,
+      "m": 128,
+      "n": 128,
+      "seconds": {
+        "max": 1.3745919466018678e-05,
+        "median": 1.2655359506607057e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 25 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.2405760288238525e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.033365663549635674,
+      "flops_per_second": 1713359467445.7473,
+      "k": 256,
+      "m": 256,
+      "n": 256,
+      "seconds": {
+        "max": 1.9765818660909477e-05,
+        "median": 1.958400011062622e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 22 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.8197818235917527e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.2644675447320035,
+      "flops_per_second": 13580667170746.486,
+      "k": 512,
+      "m": 512,
+      "n": 512,
+      "seconds": {
+        "max": 2.1015999838709833e-05,
+        "median": 1.976599916815758e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 16 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 1.860800012946129e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.44406730865812605,
+      "flops_per_second": 22803290764491.957,
+      "k": 768,
+      "m": 768,
+      "n": 768,
+      "seconds": {
+        "max": 4.010311100218031e-05,
+        "median": 3.972977730962965e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 9 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 3.954844342337714e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.6251453183600173,
+      "flops_per_second": 32101823725103.67,
+      "k": 1024,
+      "m": 1024,
+      "n": 1024,
+      "seconds": {
+        "max": 6.78719977537791e-05,
+        "median": 6.689600149790445e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 6 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 6.681066751480104e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.6173955589298957,
+      "flops_per_second": 31703865996186.555,
+      "k": 1536,
+      "m": 1536,
+      "n": 1536,
+      "seconds": {
+        "max": 0.00022937600314617158,
+        "median": 0.00022860799729824066,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0002279520034790039,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.8122858014910649,
+      "flops_per_second": 41711670627682.44,
+      "k": 2048,
+      "m": 2048,
+      "n": 2048,
+      "seconds": {
+        "max": 0.0004128960072994232,
+        "median": 0.000411871999502182,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00041097599267959597,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.7915426859007185,
+      "flops_per_second": 40646491347547.02,
+      "k": 3072,
+      "m": 3072,
+      "n": 3072,
+      "seconds": {
+        "max": 0.0014315199851989747,
+        "median": 0.0014264960289001466,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.001420639991760254,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9391148452078734,
+      "flops_per_second": 48224466109061.59,
+      "k": 4096,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0029090240001678467,
+        "median": 0.0028499839305877687,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0028198399543762206,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9722234386930886,
+      "flops_per_second": 49924624777188.11,
+      "k": 6144,
+      "m": 6144,
+      "n": 6144,
+      "seconds": {
+        "max": 0.009313055992126465,
+        "median": 0.009291135787963867,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.009290752410888671,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9798908568203086,
+      "flops_per_second": 50318354199640.46,
+      "k": 8192,
+      "m": 8192,
+      "n": 8192,
+      "seconds": {
+        "max": 0.021855295181274416,
+        "median": 0.021851104736328127,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.021737184524536133,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.7300598784604521,
+      "flops_per_second": 37489289032172.28,
+      "k": 1000,
+      "m": 1000,
+      "n": 1000,
+      "seconds": {
+        "max": 5.360000048364911e-05,
+        "median": 5.3348571062088017e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 7 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 5.2754287208829605e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.8682818509246841,
+      "flops_per_second": 44587122551302.26,
+      "k": 2000,
+      "m": 2000,
+      "n": 2000,
+      "seconds": {
+        "max": 0.000363072007894516,
+        "median": 0.0003588480055332184,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00035839998722076414,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.8083248608332992,
+      "flops_per_second": 41508272449616.0,
+      "k": 4100,
+      "m": 4100,
+      "n": 4100,
+      "seconds": {
+        "max": 0.0033249919414520264,
+        "median": 0.0033208320140838622,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0033059840202331542,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.027951888182613113,
+      "flops_per_second": 1435356805640.031,
+      "k": 4096,
+      "m": 1,
+      "n": 4096,
+      "seconds": {
+        "max": 2.3458133141199747e-05,
+        "median": 2.3377066850662233e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 15 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 2.3229867219924928e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.11797661404114775,
+      "flops_per_second": 6058214556527.245,
+      "k": 4096,
+      "m": 8,
+      "n": 4096,
+      "seconds": {
+        "max": 4.497066802448696e-05,
+        "median": 4.430933462248908e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 9 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 4.4145776165856255e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.23326485181179252,
+      "flops_per_second": 11978378361320.736,
+      "k": 4096,
+      "m": 16,
+      "n": 4096,
+      "seconds": {
+        "max": 4.5499999076128006e-05,
+        "median": 4.481999948620796e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 8 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 4.472000151872635e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.46652970362358503,
+      "flops_per_second": 23956756722641.473,
+      "k": 4096,
+      "m": 32,
+      "n": 4096,
+      "seconds": {
+        "max": 4.5340001583099364e-05,
+        "median": 4.481999948620796e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 8 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 4.4608000665903094e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.6629912596111694,
+      "flops_per_second": 34045249835919.477,
+      "k": 4096,
+      "m": 64,
+      "n": 4096,
+      "seconds": {
+        "max": 6.484266618887583e-05,
+        "median": 6.307733555634816e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 6 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 6.247466802597046e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.7999181537814126,
+      "flops_per_second": 41076579817579.31,
+      "k": 4096,
+      "m": 128,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00010751199722290039,
+        "median": 0.0001045600026845932,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 4 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00010329599678516388,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.8876660473964371,
+      "flops_per_second": 45582520005163.74,
+      "k": 4096,
+      "m": 256,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0001894560009241104,
+        "median": 0.0001884479969739914,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0001857600063085556,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.8692160178223073,
+      "flops_per_second": 44635092935461.89,
+      "k": 4096,
+      "m": 512,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00038681599497795104,
+        "median": 0.0003848960101604462,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00037923198938369753,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.580743442600254,
+      "flops_per_second": 29821743963100.23,
+      "k": 64,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 7.354133327802023e-05,
+        "median": 7.201066613197327e-05,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 6 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 7.124799986680349e-05,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.6723139704162256,
+      "flops_per_second": 34523980156877.72,
+      "k": 128,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0001249066690603892,
+        "median": 0.00012440533439318338,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 3 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00012280533711115518,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.8529067351647303,
+      "flops_per_second": 43797595314380.91,
+      "k": 256,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00019750399887561798,
+        "median": 0.0001961279958486557,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 2 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00019459199905395508,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9069949286707667,
+      "flops_per_second": 46575076969518.47,
+      "k": 512,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.00037907201051712037,
+        "median": 0.00036886399984359744,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.00036604800820350645,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9473048721292423,
+      "flops_per_second": 48645032004401.51,
+      "k": 1024,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.0007174080014228821,
+        "median": 0.0007063360214233399,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.0007051200270652772,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9708808456347028,
+      "flops_per_second": 49855681310078.87,
+      "k": 4096,
+      "m": 8192,
+      "n": 1024,
+      "seconds": {
+        "max": 0.0013829439878463746,
+        "median": 0.0013783680200576782,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.001365280032157898,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.9829064272523886,
+      "flops_per_second": 50473206691690.19,
+      "k": 4096,
+      "m": 8192,
+      "n": 3072,
+      "seconds": {
+        "max": 0.004101247787475586,
+        "median": 0.004084512233734131,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.004073631763458252,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 1.0,
+      "flops_per_second": 51350978376225.21,
+      "k": 4096,
+      "m": 8192,
+      "n": 11008,
+      "seconds": {
+        "max": 0.014405728340148926,
+        "median": 0.014385984420776368,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.014367039680480958,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    },
+    {
+      "efficiency": 0.990073699351764,
+      "flops_per_second": 50841253126281.734,
+      "k": 16384,
+      "m": 4096,
+      "n": 4096,
+      "seconds": {
+        "max": 0.010835007667541504,
+        "median": 0.010813183784484863,
+        "method": "cublasGemmEx, fp32 in/out, CUBLAS_COMPUTE_32F (torch fp32 matmul, TF32 off), CUDA events around 1 back-to-back calls, seconds per call, median of 5 after 3 untimed calls",
+        "min": 0.010803359985351563,
+        "samples": 5,
+        "unit": "seconds"
+      },
+      "unit": "fp32"
+    }
+  ],
+  "intensity_curves": {
+    "bf16": [
+      {
+        "bytes_per_second": 3392077677779.706,
+        "flops_per_byte": 0.5,
+        "flops_per_second": 1696038838889.853
+      },
+      {
+        "bytes_per_second": 3412777743263.3955,
+        "flops_per_byte": 1.0,
+        "flops_per_second": 3412777743263.3955
+      },
+      {
+        "bytes_per_second": 3396197641638.94,
+        "flops_per_byte": 2.0,
+        "flops_per_second": 6792395283277.88
+      },
+      {
+        "bytes_per_second": 3366890633794.073,
+        "flops_per_byte": 4.0,
+        "flops_per_second": 13467562535176.293
+      },
+      {
+        "bytes_per_second": 3368242537543.0854,
+        "flops_per_byte": 8.0,
+        "flops_per_second": 26945940300344.684
+      },
+      {
+        "bytes_per_second": 2924388282361.995,
+        "flops_per_byte": 16.0,
+        "flops_per_second": 46790212517791.92
+      },
+      {
+        "bytes_per_second": 1796083570524.1812,
+        "flops_per_byte": 32.0,
+        "flops_per_second": 57474674256773.8
+      },
+      {
+        "bytes_per_second": 956620828908.0015,
+        "flops_per_byte": 64.0,
+        "flops_per_second": 61223733050112.09
+      },
+      {
+        "bytes_per_second": 493810604754.7198,
+        "flops_per_byte": 128.0,
+        "flops_per_second": 63207757408604.13
+      }
+    ],
+    "fp16": [
+      {
+        "bytes_per_second": 3116124803708.1973,
+        "flops_per_byte": 0.5,
+        "flops_per_second": 1558062401854.0986
+      },
+      {
+        "bytes_per_second": 3396197641638.94,
+        "flops_per_byte": 1.0,
+        "flops_per_second": 3396197641638.94
+      },
+      {
+        "bytes_per_second": 3396885115354.072,
+        "flops_per_byte": 2.0,
+        "flops_per_second": 6793770230708.144
+      },
+      {
+        "bytes_per_second": 3362167661676.062,
+        "flops_per_byte": 4.0,
+        "flops_per_second": 13448670646704.248
+      },
+      {
+        "bytes_per_second": 3366214931540.97,
+        "flops_per_byte": 8.0,
+        "flops_per_second": 26929719452327.76
+      },
+      {
+        "bytes_per_second": 2931030144570.097,
+        "flops_per_byte": 16.0,
+        "flops_per_second": 46896482313121.555
+      },
+      {
+        "bytes_per_second": 1793203845008.459,
+        "flops_per_byte": 32.0,
+        "flops_per_second": 57382523040270.69
+      },
+      {
+        "bytes_per_second": 961775758911.631,
+        "flops_per_byte": 64.0,
+        "flops_per_second": 61553648570344.38
+      },
+      {
+        "bytes_per_second": 495399996520.72614,
+        "flops_per_byte": 128.0,
+        "flops_per_second": 63411199554652.945
+      }
+    ],
+    "fp32": [
+      {
+        "bytes_per_second": 3245109612254.906,
+        "flops_per_byte": 0.25,
+        "flops_per_second": 811277403063.7264
+      },
+      {
+        "bytes_per_second": 3205429235270.4336,
+        "flops_per_byte": 0.5,
+        "flops_per_second": 1602714617635.2168
+      },
+      {
+        "bytes_per_second": 3181721298839.4824,
+        "flops_per_byte": 1.0,
+        "flops_per_second": 3181721298839.4824
+      },
+      {
+        "bytes_per_second": 3205429235270.4336,
+        "flops_per_byte": 2.0,
+        "flops_per_second": 6410858470540.867
+      },
+      {
+        "bytes_per_second": 3144155852270.877,
+        "flops_per_byte": 4.0,
+        "flops_per_second": 12576623409083.508
+      },
+      {
+        "bytes_per_second": 2972048940132.9478,
+        "flops_per_byte": 8.0,
+        "flops_per_second": 23776391521063.582
+      },
+      {
+        "bytes_per_second": 2521373042911.379,
+        "flops_per_byte": 16.0,
+        "flops_per_second": 40341968686582.06
+      },
+      {
+        "bytes_per_second": 1605321567783.8127,
+        "flops_per_byte": 32.0,
+        "flops_per_second": 51370290169082.01
+      },
+      {
+        "bytes_per_second": 893593428522.291,
+        "flops_per_byte": 64.0,
+        "flops_per_second": 57189979425426.625
+      }
+    ],
+    "fp64": [
+      {
+        "bytes_per_second": 3809540412078.9375,
+        "flops_per_byte": 0.125,
+        "flops_per_second": 476192551509.8672
+      },
+      {
+        "bytes_per_second": 3796609283821.981,
+        "flops_per_byte": 0.25,
+        "flops_per_second": 949152320955.4952
+      },
+      {
+        "bytes_per_second": 3801771266593.8896,
+        "flops_per_byte": 0.5,
+        "flops_per_second": 1900885633296.9448
+      },
+      {
+        "bytes_per_second": 3809107848077.596,
+        "flops_per_byte": 1.0,
+        "flops_per_second": 3809107848077.596
+      },
+      {
+        "bytes_per_second": 3802201764559.549,
+        "flops_per_byte": 2.0,
+        "flops_per_second": 7604403529119.098
+      },
+      {
+        "bytes_per_second": 3771008217782.1025,
+        "flops_per_byte": 4.0,
+        "flops_per_second": 15084032871128.41
+      },
+      {
+        "bytes_per_second": 3429871495851.265,
+        "flops_per_byte": 8.0,
+        "flops_per_second": 27438971966810.12
+      },
+      {
+        "bytes_per_second": 1880853825421.2834,
+        "flops_per_byte": 16.0,
+        "flops_per_second": 30093661206740.535
+      },
+      {
+        "bytes_per_second": 981554255716.8513,
+        "flops_per_byte": 32.0,
+        "flops_per_second": 31409736182939.242
+      }
+    ]
+  },
+  "l2_to_dram_step_bytes": 47673592.564748496,
+  "launch": {
+    "interval": {
+      "max": 4.702000045776368e-06,
+      "median": 4.648499298095703e-06,
+      "method": "CUDA events around 10000 back-to-back empty-kernel launches on one stream, seconds per launch, median of 11",
+      "min": 4.433798217773437e-06,
+      "samples": 11,
+      "unit": "seconds"
+    },
+    "latency": {
+      "max": 3.483700000117551e-05,
+      "median": 1.0136000000215972e-05,
+      "method": "host steady_clock around one empty-kernel launch (1 block x 32 threads) + cudaStreamSynchronize, median of 2000 after 100 warm-up launches",
+      "min": 8.74200000566816e-06,
+      "samples": 2000,
+      "unit": "seconds"
+    }
+  },
+  "memcpy": {
+    "d2h-pageable": {
+      "curve": [
+        {
+          "bytes": 4096.0,
+          "bytes_per_second": 444589167.55535805
+        },
+        {
+          "bytes": 16384.0,
+          "bytes_per_second": 1569348657.3265238
+        },
+        {
+          "bytes": 65536.0,
+          "bytes_per_second": 3868256406.9864483
+        },
+        {
+          "bytes": 262144.0,
+          "bytes_per_second": 5967039971.275452
+        },
+        {
+          "bytes": 1048576.0,
+          "bytes_per_second": 7588094394.358393
+        },
+        {
+          "bytes": 4194304.0,
+          "bytes_per_second": 8834428605.060802
+        },
+        {
+          "bytes": 16777216.0,
+          "bytes_per_second": 9887113797.873774
+        },
+        {
+          "bytes": 67108864.0,
+          "bytes_per_second": 10226307396.329096
+        },
+        {
+          "bytes": 268435456.0,
+          "bytes_per_second": 10383125642.160921
+        }
+      ],
+      "fit": {
+        "overhead_seconds": 9.112892468349316e-06,
+        "points": 9,
+        "r2": 0.9876669561151008,
+        "rate": 9432967067.28897,
+        "rate_unit": "bytes_per_second"
+      },
+      "max": 10773286388.769577,
+      "median": 10383125642.160921,
+      "method": "cudaMemcpy (synchronous) of 256 MiB pageable (new[], pages touched) host memory, host steady_clock, median of 9 after 1 warm-up",
+      "min": 10185093648.372421,
+      "samples": 9,
+      "unit": "bytes_per_second"
+    },
+    "d2h-pinned": {
+      "curve": [
+        {
+          "bytes": 4096.0,
+          "bytes_per_second": 528720795.2865215
+        },
+        {
+          "bytes": 16384.0,
+          "bytes_per_second": 2050819878.1899164
+        },
+        {
+          "bytes": 65536.0,
+          "bytes_per_second": 7558067117.369205
+        },
+        {
+          "bytes": 262144.0,
+          "bytes_per_second": 21203914913.928165
+        },
+        {
+          "bytes": 1048576.0,
+          "bytes_per_second": 39378699112.93388
+        },
+        {
+          "bytes": 4194304.0,
+          "bytes_per_second": 50185507804.63153
+        },
+        {
+          "bytes": 16777216.0,
+          "bytes_per_second": 53910323064.65297
+        },
+        {
+          "bytes": 67108864.0,
+          "bytes_per_second": 54809994520.00072
+        },
+        {
+          "bytes": 268435456.0,
+          "bytes_per_second": 54983210419.18322
+        }
+      ],
+      "fit": {
+        "overhead_seconds": 7.6232134318108175e-06,
+        "points": 9,
+        "r2": 0.9999933277300712,
+        "rate": 55201514520.99808,
+        "rate_unit": "bytes_per_second"
+      },
+      "max": 55130710917.723076,
+      "median": 54983210419.18322,
+      "method": "cudaMemcpy (synchronous) of 256 MiB pinned (cudaMallocHost) host memory, host steady_clock, median of 9 after 1 warm-up",
+      "min": 54925878478.04131,
+      "samples": 9,
+      "unit": "bytes_per_second"
+    },
+    "h2d-pageable": {
+      "curve": [
+        {
+          "bytes": 4096.0,
+          "bytes_per_second": 610705233.5965695
+        },
+        {
+          "bytes": 16384.0,
+          "bytes_per_second": 1881272247.2335465
+        },
+        {
+          "bytes": 65536.0,
+          "bytes_per_second": 4075621888.302712
+        },
+        {
+          "bytes": 262144.0,
+          "bytes_per_second": 9335612533.291832
+        },
+        {
+          "bytes": 1048576.0,
+          "bytes_per_second": 10995396633.170769
+        },
+        {
+          "bytes": 4194304.0,
+          "bytes_per_second": 11695351755.492859
+        },
+        {
+          "bytes": 16777216.0,
+          "bytes_per_second": 11574572832.25716
+        },
+        {
+          "bytes": 67108864.0,
+          "bytes_per_second": 6365640779.798183
+        },
+        {
+          "bytes": 268435456.0,
+          "bytes_per_second": 6214454203.0343075
+        }
+      ],
+      "fit": {
+        "overhead_seconds": 6.757485797269518e-06,
+        "points": 9,
+        "r2": 0.8053814957826078,
+        "rate": 10393683896.888535,
+        "rate_unit": "bytes_per_second"
+      },
+      "max": 6331332512.853107,
+      "median": 6214454203.0343075,
+      "method": "cudaMemcpy (synchronous) of 256 MiB pageable (new[], pages touched) host memory, host steady_clock, median of 9 after 1 warm-up",
+      "min": 6024694213.089032,
+      "samples": 9,
+      "unit": "bytes_per_second"
+    },
+    "h2d-pinned": {
+      "curve": [
+        {
+          "bytes": 4096.0,
+          "bytes_per_second": 478002100.4829217
+        },
+        {
+          "bytes": 16384.0,
+          "bytes_per_second": 1616097850.7463603
+        },
+        {
+          "bytes": 65536.0,
+          "bytes_per_second": 6277394637.850841
+        },
+        {
+          "bytes": 262144.0,
+          "bytes_per_second": 18794379118.434734
+        },
+        {
+          "bytes": 1048576.0,
+          "bytes_per_second": 37341120335.2532
+        },
+        {
+          "bytes": 4194304.0,
+          "bytes_per_second": 49298933939.33344
+        },
+        {
+          "bytes": 16777216.0,
+          "bytes_per_second": 53426880919.55426
+        },
+        {
+          "bytes": 67108864.0,
+          "bytes_per_second": 54540585920.46904
+        },
+        {
+          "bytes": 268435456.0,
+          "bytes_per_second": 55031432040.78717
+        }
+      ],
+      "fit": {
+        "overhead_seconds": 9.116499260888662e-06,
+        "points": 9,
+        "r2": 0.9999962180166024,
+        "rate": 55037948096.16012,
+        "rate_unit": "bytes_per_second"
+      },
+      "max": 55197924634.785866,
+      "median": 55031432040.78717,
+      "method": "cudaMemcpy (synchronous) of 256 MiB pinned (cudaMallocHost) host memory, host steady_clock, median of 9 after 1 warm-up",
+      "min": 54791221989.10843,
+      "samples": 9,
+      "unit": "bytes_per_second"
+    }
+  },
+  "missing": [
+    {
+      "detail": "one GPU visible",
+      "figure": "nccl",
+      "reason": "unsupported"
+    }
+  ],
+  "schema_version": 1
+}
+)roofsim_json"},
 }};
 
 }  // namespace roofsim::detail

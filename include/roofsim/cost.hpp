@@ -1,0 +1,240 @@
+#pragma once
+/// Cost models: the GPU time of one kernel of the IR on one GPU. Each kind has a small function
+/// naming the equation it implements. Rates come from a CostContext: datasheet ceilings, refined
+/// by a calibration profile where one is given (measured ceilings, the bandwidth-vs-size curve, the
+/// cuBLAS GEMM sweep, the cuDNN convolution sweep). Nothing here reads a file.
+
+#include <roofsim/calibration.hpp>
+#include <roofsim/gpu.hpp>
+#include <roofsim/ir.hpp>
+#include <roofsim/roofline.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace roofsim {
+
+/// GEMM time model of one compute unit, t = t0 + F / (R · u_wave(m, n) · k / (k + k0)), with
+/// u_wave the wave-quantization utilization of 128 x 128 output tiles over the SMs. R is the unit's
+/// ceiling; t0 and k0 are fitted to the calibration's cuBLAS sweep (least squares in log time).
+struct GemmModel {
+    FlopsPerSecond rate{0};
+    Seconds fixed_time{0};   ///< t0
+    double k_half = 0;       ///< k0: the depth at which the main loop reaches half efficiency
+    int sm_count = 1;
+    std::string source;      ///< where R, t0, k0 came from
+};
+
+/// Convolution time relative to the GEMM model of its implicit GEMM, per pass: the median ratio of
+/// measured cuDNN time to the GEMM model's time over the calibration's convolution sweep.
+struct ConvModel {
+    double factor = 1.0;
+    std::string source;
+};
+
+/// Everything the cost models read, prepared once per GPU and calibration.
+struct CostContext {
+    Ceilings ceilings;
+    int sm_count = 1;
+    std::map<ComputeUnit, GemmModel> gemm;
+    std::map<std::pair<ComputeUnit, ConvPass>, ConvModel> conv;
+    std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
+    std::vector<BandwidthPoint> read_curve;  ///< read-only
+    Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
+    std::string kernel_floor_source;
+};
+
+namespace detail {
+
+/// Wave quantization: the share of SM slots busy when `tiles` tiles run in waves of `sm_count`.
+[[nodiscard]] inline double wave_utilization(double tiles, int sm_count) {
+    const double waves = std::ceil(tiles / sm_count);
+    return waves > 0 ? tiles / (waves * sm_count) : 1.0;
+}
+
+[[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d) {
+    const double tiles = std::ceil(static_cast<double>(d.m) / 128.0) * std::ceil(static_cast<double>(d.n) / 128.0) *
+                         static_cast<double>(d.batch);
+    const double k = static_cast<double>(d.k);
+    const double efficiency = wave_utilization(tiles, g.sm_count) * k / (k + g.k_half);
+    return g.fixed_time + gemm_flops(d) / (g.rate * efficiency);
+}
+
+/// Bandwidth at a working set, interpolated in log-log between curve points; the end values beyond.
+[[nodiscard]] inline std::optional<BytesPerSecond> curve_bandwidth(const std::vector<BandwidthPoint>& curve, Bytes working_set) {
+    if (curve.empty()) return std::nullopt;
+    const double x = working_set.value();
+    if (x <= curve.front().working_set_bytes) return BytesPerSecond(curve.front().bytes_per_second);
+    if (x >= curve.back().working_set_bytes) return BytesPerSecond(curve.back().bytes_per_second);
+    auto hi = std::upper_bound(curve.begin(), curve.end(), x,
+                               [](double v, const BandwidthPoint& p) { return v < p.working_set_bytes; });
+    auto lo = hi - 1;
+    const double t = std::log(x / lo->working_set_bytes) / std::log(hi->working_set_bytes / lo->working_set_bytes);
+    return BytesPerSecond(std::exp(std::log(lo->bytes_per_second) * (1 - t) + std::log(hi->bytes_per_second) * t));
+}
+
+/// Fits t0 and k0 of a GEMM model to measured (dims, seconds) pairs by a grid search that
+/// minimizes the squared log error; returns the model with the smallest error.
+[[nodiscard]] inline GemmModel fit_gemm_model(FlopsPerSecond rate, int sm_count,
+                                              const std::vector<std::pair<GemmDims, double>>& measured) {
+    GemmModel best{rate, Seconds(0), 0, sm_count, {}};
+    double best_error = 1e300;
+    for (double t0_us = 0.5; t0_us <= 40; t0_us *= 1.08) {
+        for (double k0 = 0; k0 <= 2048; k0 = k0 < 4 ? k0 + 4 : k0 * 1.15) {
+            GemmModel g{rate, Seconds(t0_us * 1e-6), k0, sm_count, {}};
+            double error = 0;
+            for (const auto& [d, seconds] : measured) {
+                const double e = std::log(gemm_model_time(g, d).value() / seconds);
+                error += e * e;
+            }
+            if (error < best_error) { best_error = error; best = g; }
+        }
+    }
+    return best;
+}
+
+[[nodiscard]] inline GemmDims implicit_gemm(const ConvDims& c) {
+    // forward: M = N P Q, N = K, K = C R S / groups; backward-data: M = N H W, N = C, K = K R S / groups;
+    // backward-filter: M = K, N = C R S / groups, K = N P Q. Grouped convolutions run `groups` GEMMs.
+    const std::int64_t npq = c.n * c.p() * c.q(), crs = c.c / c.groups * c.r * c.s;
+    switch (c.pass) {
+        case ConvPass::forward: return {npq, c.k / c.groups, crs, c.groups};
+        case ConvPass::backward_data: return {c.n * c.h * c.w, c.c / c.groups, c.k / c.groups * c.r * c.s, c.groups};
+        case ConvPass::backward_filter: return {c.k / c.groups, crs, npq, c.groups};
+    }
+    return {};
+}
+
+}  // namespace detail
+
+/// The cost context of a GPU from its datasheet alone: roofline ceilings, GEMMs at the peak rate.
+[[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration = nullptr) {
+    CostContext ctx;
+    ctx.sm_count = spec.sm_count.value;
+    ctx.ceilings = calibration ? ceilings_from_calibration(*calibration, spec) : ceilings_from_spec(spec);
+    for (const auto& [unit, ceiling] : ctx.ceilings.compute) {
+        ctx.gemm[unit] = GemmModel{ceiling.value, Seconds(0), 0, ctx.sm_count, ceiling.source};
+    }
+    if (!calibration) return ctx;
+
+    const Calibration& cal = *calibration;
+    if (cal.device.sm_count > 0) ctx.sm_count = cal.device.sm_count;
+    const std::string measured = provenance(cal);
+    // GEMM: fit t0 and k0 per unit to the cuBLAS sweep, against the unit's library ceiling.
+    std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;
+    for (const auto& r : cal.gemm_sweep) sweep[r.unit].push_back({GemmDims{r.m, r.n, r.k, 1}, r.seconds.median});
+    for (auto& [unit, points] : sweep) {
+        if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
+        GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
+        g.source = measured + " (cuBLAS sweep of " + std::to_string(points.size()) + " shapes, fitted t0 and k0)";
+        ctx.gemm[unit] = g;
+    }
+    // Convolution: median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit and pass.
+    std::map<std::pair<ComputeUnit, ConvPass>, std::vector<double>> ratios;
+    for (const auto& r : cal.conv_sweep) {
+        auto g = ctx.gemm.find(r.unit);
+        if (g == ctx.gemm.end()) continue;
+        ConvDims d;
+        d.pass = r.pass;
+        d.n = r.n; d.c = r.c; d.h = r.h; d.w = r.w; d.k = r.k; d.r = r.r; d.s = r.s;
+        d.stride_h = d.stride_w = r.stride;
+        d.pad_h = d.pad_w = r.pad;
+        ratios[{r.unit, r.pass}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
+    }
+    for (auto& [key, v] : ratios) {
+        std::sort(v.begin(), v.end());
+        ctx.conv[key] = ConvModel{v[v.size() / 2], measured + " (cuDNN sweep, median of " + std::to_string(v.size()) + " shapes)"};
+    }
+    if (auto it = cal.bandwidth_curve.find(AccessPattern::copy); it != cal.bandwidth_curve.end()) ctx.copy_curve = it->second;
+    if (auto it = cal.bandwidth_curve.find(AccessPattern::read); it != cal.bandwidth_curve.end()) ctx.read_curve = it->second;
+    if (ctx.ceilings.launch_latency) {
+        ctx.kernel_floor = ctx.ceilings.launch_latency->value;
+        ctx.kernel_floor_source = ctx.ceilings.launch_latency->source;
+    }
+    return ctx;
+}
+
+/// The time of one kernel and which limit set it.
+struct KernelCost {
+    Seconds time{0};
+    Bound bound = Bound::compute;
+};
+
+/// GEMM: the fitted wave/depth model, never faster than its DRAM traffic at the copy bandwidth.
+[[nodiscard]] inline KernelCost gemm_cost(const Kernel& k, const GemmDims& d, const CostContext& ctx) {
+    auto model = ctx.gemm.find(k.unit);
+    if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
+    const Seconds compute = detail::gemm_model_time(model->second, d);
+    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
+    return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
+}
+
+/// Convolution: the implicit GEMM's model time times the measured cuDNN/GEMM ratio of its pass;
+/// depthwise and other thin-channel convolutions are bounded by their bytes.
+[[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
+    Kernel as_gemm = k;
+    const GemmDims g = detail::implicit_gemm(d);
+    KernelCost c = gemm_cost(as_gemm, g, ctx);
+    if (auto it = ctx.conv.find({k.unit, d.pass}); it != ctx.conv.end()) c.time *= it->second.factor;
+    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
+    if (memory > c.time) c = {memory, Bound::dram};
+    return c;
+}
+
+/// Fused attention: its FLOPs as batched GEMMs of the same size (Q K^T and P V forward; five
+/// GEMMs backward), at the GEMM model's rate.
+[[nodiscard]] inline KernelCost attention_cost(const Kernel& k, const AttentionDims& a, const CostContext& ctx) {
+    const GemmDims g{a.seq_q, a.seq_kv, a.head_dim, a.batch * a.heads};
+    auto model = ctx.gemm.find(k.unit);
+    if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);
+    const Seconds one = detail::gemm_model_time(model->second, g) - model->second.fixed_time;
+    const double gemms = (a.causal ? 0.5 : 1.0) * (k.backward_pass ? 5.0 : 2.0);
+    const Seconds compute = model->second.fixed_time + one * gemms;
+    const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
+    return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
+}
+
+/// Memory-bound kernels: bytes / bandwidth at that working set (the calibration's curve for the
+/// pattern; the DRAM ceiling without one).
+[[nodiscard]] inline KernelCost streaming_cost(const Kernel& k, const CostContext& ctx, bool read_mostly) {
+    const auto& curve = read_mostly ? ctx.read_curve : ctx.copy_curve;
+    const BytesPerSecond bw = detail::curve_bandwidth(curve, k.bytes()).value_or(ctx.ceilings.rate(MemoryLevel::dram));
+    KernelCost c{k.bytes() / bw, Bound::dram};
+    if (k.flops.value() > 0 && k.unit != ComputeUnit::fp32) c.time = max(c.time, k.flops / ctx.ceilings.rate(k.unit));
+    return c;
+}
+
+/// The GPU time of one kernel, never below the kernel floor. Host-only ops take no GPU time.
+/// Unknown kernels are costed by their bytes and FLOPs on the roofline and stay flagged.
+[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx) {
+    KernelCost c;
+    switch (k.kind) {
+        case KernelKind::host_only: return {Seconds(0), Bound::latency};
+        case KernelKind::gemm:
+            c = std::holds_alternative<GemmDims>(k.dims) ? gemm_cost(k, std::get<GemmDims>(k.dims), ctx) : streaming_cost(k, ctx, false);
+            break;
+        case KernelKind::conv:
+            c = std::holds_alternative<ConvDims>(k.dims) ? conv_cost(k, std::get<ConvDims>(k.dims), ctx) : streaming_cost(k, ctx, false);
+            break;
+        case KernelKind::attention:
+            c = std::holds_alternative<AttentionDims>(k.dims) ? attention_cost(k, std::get<AttentionDims>(k.dims), ctx)
+                                                               : streaming_cost(k, ctx, false);
+            break;
+        case KernelKind::reduction: c = streaming_cost(k, ctx, true); break;
+        case KernelKind::unknown: {
+            KernelWork w{k.flops, k.unit, k.bytes(), std::nullopt};
+            const RooflineTime r = roofline_time(w, ctx.ceilings);
+            c = {r.time, r.bound};
+            break;
+        }
+        default: c = streaming_cost(k, ctx, false); break;
+    }
+    if (c.time < ctx.kernel_floor) c = {ctx.kernel_floor, Bound::latency};
+    return c;
+}
+
+}  // namespace roofsim

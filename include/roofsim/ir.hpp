@@ -1,0 +1,244 @@
+#pragma once
+/// The kernel IR: what the GPU runs for one training step, as a flat list of kernels in issue order.
+/// Each kernel has a kind, the shapes its cost model needs, its dtype and compute unit, the phase
+/// (forward, backward, optimizer) and the layer that owns it. Layer graphs are lowered into it
+/// (graph.hpp) and the PyTorch exporter writes it (docs/ir-format.md); the cost models read it.
+
+#include <roofsim/precision.hpp>
+#include <roofsim/units.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace roofsim {
+
+/// Storage type of tensor elements.
+enum class DType { f64, f32, f16, bf16, f8, i64, i32, i8, u8, boolean };
+
+inline constexpr std::array<DType, 10> all_dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8,
+                                                     DType::i64, DType::i32, DType::i8,  DType::u8,   DType::boolean};
+
+[[nodiscard]] constexpr std::string_view to_string(DType d) {
+    switch (d) {
+        case DType::f64: return "float64";
+        case DType::f32: return "float32";
+        case DType::f16: return "float16";
+        case DType::bf16: return "bfloat16";
+        case DType::f8: return "float8";
+        case DType::i64: return "int64";
+        case DType::i32: return "int32";
+        case DType::i8: return "int8";
+        case DType::u8: return "uint8";
+        case DType::boolean: return "bool";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<DType> dtype_from_key(std::string_view key) {
+    for (DType d : all_dtypes) {
+        if (to_string(d) == key) return d;
+    }
+    return std::nullopt;
+}
+
+/// Bytes of one element: the one place where element counts become bytes.
+[[nodiscard]] constexpr double bytes_per_element(DType d) {
+    switch (d) {
+        case DType::f64: case DType::i64: return 8;
+        case DType::f32: case DType::i32: return 4;
+        case DType::f16: case DType::bf16: return 2;
+        case DType::f8: case DType::i8: case DType::u8: case DType::boolean: return 1;
+    }
+    return 0;
+}
+
+/// `elements` elements of `dtype`, in bytes.
+[[nodiscard]] constexpr Bytes tensor_bytes(double elements, DType dtype) {
+    return Bytes(elements * bytes_per_element(dtype));
+}
+
+/// Which part of the training step a kernel belongs to.
+enum class Phase { forward, backward, optimizer };
+
+[[nodiscard]] constexpr std::string_view to_string(Phase p) {
+    switch (p) {
+        case Phase::forward: return "forward";
+        case Phase::backward: return "backward";
+        case Phase::optimizer: return "optimizer";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<Phase> phase_from_key(std::string_view key) {
+    for (Phase p : {Phase::forward, Phase::backward, Phase::optimizer}) {
+        if (to_string(p) == key) return p;
+    }
+    return std::nullopt;
+}
+
+/// What kind of GPU work a kernel is; selects its cost model.
+enum class KernelKind {
+    gemm,           ///< (batched) matrix multiply: cuBLAS
+    conv,           ///< convolution forward / backward-data / backward-filter: cuDNN
+    attention,      ///< fused scaled-dot-product attention (flash / memory-efficient)
+    elementwise,    ///< one pass over its operands: activations, add, mul, casts, dropout
+    reduction,      ///< sums and norms over one or more dimensions (bias gradients, losses)
+    normalization,  ///< batch/layer/group/RMS norm (statistics + normalize)
+    softmax,        ///< softmax / log-softmax along a dimension
+    embedding,      ///< gather (forward) or scatter-add (backward) of rows
+    copy,           ///< contiguous copies: transpose().contiguous(), cat, layout changes
+    optimizer,      ///< a (multi-tensor) optimizer update
+    host_only,      ///< an op the host dispatches that launches no kernel (views, reshapes)
+    unknown,        ///< an op with no cost model: kept with its shapes and flagged, never counted as zero
+};
+
+inline constexpr std::array<KernelKind, 12> all_kernel_kinds = {
+    KernelKind::gemm,      KernelKind::conv,    KernelKind::attention, KernelKind::elementwise,
+    KernelKind::reduction, KernelKind::normalization, KernelKind::softmax, KernelKind::embedding,
+    KernelKind::copy,      KernelKind::optimizer, KernelKind::host_only, KernelKind::unknown};
+
+[[nodiscard]] constexpr std::string_view to_string(KernelKind k) {
+    switch (k) {
+        case KernelKind::gemm: return "gemm";
+        case KernelKind::conv: return "conv";
+        case KernelKind::attention: return "attention";
+        case KernelKind::elementwise: return "elementwise";
+        case KernelKind::reduction: return "reduction";
+        case KernelKind::normalization: return "normalization";
+        case KernelKind::softmax: return "softmax";
+        case KernelKind::embedding: return "embedding";
+        case KernelKind::copy: return "copy";
+        case KernelKind::optimizer: return "optimizer";
+        case KernelKind::host_only: return "host-only";
+        case KernelKind::unknown: return "unknown";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<KernelKind> kernel_kind_from_key(std::string_view key) {
+    for (KernelKind k : all_kernel_kinds) {
+        if (to_string(k) == key) return k;
+    }
+    return std::nullopt;
+}
+
+/// C[batch] (m x n) = A[batch] (m x k) · B[batch] (k x n).
+struct GemmDims {
+    std::int64_t m = 0, n = 0, k = 0;
+    std::int64_t batch = 1;
+};
+
+/// Which convolution pass.
+enum class ConvPass { forward, backward_data, backward_filter };
+
+[[nodiscard]] constexpr std::string_view to_string(ConvPass p) {
+    switch (p) {
+        case ConvPass::forward: return "forward";
+        case ConvPass::backward_data: return "backward-data";
+        case ConvPass::backward_filter: return "backward-filter";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<ConvPass> conv_pass_from_key(std::string_view k) {
+    for (ConvPass p : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
+        if (to_string(p) == k) return p;
+    }
+    return std::nullopt;
+}
+
+/// A 2-D convolution (1-D is h = r = 1): input N x C x H x W, filter K x C/groups x R x S.
+struct ConvDims {
+    ConvPass pass = ConvPass::forward;
+    std::int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 1, s = 1;
+    std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+    std::int64_t groups = 1;
+
+    /// Output height: (H + 2 pad - dilation (R - 1) - 1) / stride + 1 (PyTorch Conv2d docs).
+    [[nodiscard]] std::int64_t p() const { return (h + 2 * pad_h - dilation_h * (r - 1) - 1) / stride_h + 1; }
+    /// Output width, likewise.
+    [[nodiscard]] std::int64_t q() const { return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1; }
+};
+
+/// Which attention implementation runs (PyTorch's SDPA backends).
+enum class AttentionBackend { flash, efficient, math };
+
+[[nodiscard]] constexpr std::string_view to_string(AttentionBackend b) {
+    switch (b) {
+        case AttentionBackend::flash: return "flash";
+        case AttentionBackend::efficient: return "efficient";
+        case AttentionBackend::math: return "math";
+    }
+    return "?";
+}
+
+[[nodiscard]] inline std::optional<AttentionBackend> attention_backend_from_key(std::string_view k) {
+    for (AttentionBackend b : {AttentionBackend::flash, AttentionBackend::efficient, AttentionBackend::math}) {
+        if (to_string(b) == k) return b;
+    }
+    return std::nullopt;
+}
+
+/// A fused attention kernel over Q (batch x heads x seq_q x head_dim) and K, V (... seq_kv ...).
+struct AttentionDims {
+    std::int64_t batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+    bool causal = false;
+    AttentionBackend backend = AttentionBackend::flash;
+};
+
+/// One GPU kernel (or one host-only dispatch) of a training step.
+struct Kernel {
+    std::string op;                          ///< the operator that issues it ("aten::addmm", "linear.forward")
+    KernelKind kind = KernelKind::unknown;
+    Phase phase = Phase::forward;
+    std::string layer;                       ///< owning layer / module path ("layer1.0.conv1")
+    DType dtype = DType::f32;                ///< storage type of its main operands
+    ComputeUnit unit = ComputeUnit::fp32;    ///< the compute ceiling its arithmetic runs on
+    Flops flops{0};                          ///< arithmetic work (FMA = 2)
+    Bytes bytes_read{0};                     ///< least DRAM bytes read (each operand once)
+    Bytes bytes_written{0};                  ///< least DRAM bytes written
+    std::variant<std::monostate, GemmDims, ConvDims, AttentionDims> dims;  ///< shapes for shape-aware costs
+    bool backward_pass = false;              ///< attention: the backward kernel of the pair
+    bool host_dispatch = true;               ///< an eager op dispatch on the host precedes this kernel
+    std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise
+
+    [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }
+};
+
+/// A training step's kernels, in the order the host issues them, with what produced them.
+struct KernelList {
+    std::string model;      ///< what the kernels describe ("resnet50")
+    std::string precision;  ///< the precision mode they were lowered under ("amp-bf16")
+    std::string origin;     ///< "lowered from <graph>" or "exported by roofsim_export <version>"
+    std::vector<Kernel> kernels;
+};
+
+/// FLOPs of a GEMM: 2 m n k per batch.
+[[nodiscard]] inline Flops gemm_flops(const GemmDims& g) {
+    return Flops(2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k) *
+                 static_cast<double>(g.batch));
+}
+
+/// FLOPs of a convolution pass: 2 N K P Q (C / groups) R S, the same for all three passes.
+[[nodiscard]] inline Flops conv_flops(const ConvDims& c) {
+    return Flops(2.0 * static_cast<double>(c.n) * static_cast<double>(c.k) * static_cast<double>(c.p()) *
+                 static_cast<double>(c.q()) * static_cast<double>(c.c / c.groups) * static_cast<double>(c.r) *
+                 static_cast<double>(c.s));
+}
+
+/// FLOPs of attention: forward 4 B H Lq Lkv D (QK^T and PV), backward 2.5x that (five GEMMs of the
+/// same size less the one recomputed in flash), halved for a causal mask; the FlashAttention-2 paper's count.
+[[nodiscard]] inline Flops attention_flops(const AttentionDims& a, bool backward) {
+    double f = 4.0 * static_cast<double>(a.batch) * static_cast<double>(a.heads) * static_cast<double>(a.seq_q) *
+               static_cast<double>(a.seq_kv) * static_cast<double>(a.head_dim);
+    if (backward) f *= 2.5;
+    if (a.causal) f *= 0.5;
+    return Flops(f);
+}
+
+}  // namespace roofsim

@@ -1,0 +1,162 @@
+#pragma once
+/// The public entry: a layer graph (or a kernel list) on a GPU under PyTorch's settings, to the
+/// time of each layer's forward and backward pass, the optimizer step, the whole step, and memory.
+
+#include <roofsim/cost.hpp>
+#include <roofsim/lower.hpp>
+#include <roofsim/memory.hpp>
+#include <roofsim/sim.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace roofsim {
+
+/// One row of the report: a layer (or "optimizer"), its forward and backward time and work.
+struct LayerTime {
+    std::string layer;
+    std::string op;
+    Seconds forward_gpu{0}, backward_gpu{0};    ///< GPU busy time of its kernels
+    Seconds forward_host{0}, backward_host{0};  ///< host issue time of its ops
+    Flops flops{0};
+    Bytes bytes{0};
+    Bound bound = Bound::compute;               ///< the bound of its longest kernel
+    int kernels = 0;
+    int flagged = 0;                            ///< kernels with no cost model (unknown ops)
+    double share = 0;                           ///< of the step's GPU time
+};
+
+struct Prediction {
+    std::string gpu_key;
+    std::string ceilings_origin;
+    std::string host_costs_source;
+    std::string precision;
+    std::int64_t batch = 0;
+    std::vector<LayerTime> layers;  ///< in forward order, then the optimizer
+    Seconds step_time{0};           ///< simulated: host issue and GPU stream together
+    Seconds forward_time{0}, backward_time{0}, optimizer_time{0};  ///< wall time of each phase in the simulation
+    Seconds gpu_time{0}, host_time{0};
+    MemoryEstimate memory;
+    double parameters = 0;
+    int flagged_kernels = 0;
+    Seconds flagged_gpu_time{0};
+    KernelList kernels;
+    Timeline timeline;
+};
+
+/// Predicts from a kernel list (lowered or exported). `memory` is filled by the graph overload.
+[[nodiscard]] inline Prediction predict_kernels(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
+    Prediction p;
+    p.gpu_key = ctx.ceilings.gpu_key;
+    p.ceilings_origin = ctx.ceilings.origin;
+    p.host_costs_source = host.source;
+    p.precision = list.precision;
+    p.kernels = list;
+    p.timeline = simulate(list, ctx, host);
+    p.step_time = p.timeline.step_time;
+    p.gpu_time = p.timeline.gpu_time;
+    p.host_time = p.timeline.host_time;
+
+    std::map<std::string, std::size_t> row_of;
+    std::map<std::string, Seconds> longest;
+    Seconds phase_end[3] = {Seconds(0), Seconds(0), Seconds(0)};
+    for (std::size_t i = 0; i < list.kernels.size(); ++i) {
+        const Kernel& k = list.kernels[i];
+        const SimulatedKernel& s = p.timeline.kernels[i];
+        auto [it, inserted] = row_of.emplace(k.layer, p.layers.size());
+        if (inserted) p.layers.push_back(LayerTime{k.layer, k.phase == Phase::optimizer ? "optimizer" : ""});
+        LayerTime& row = p.layers[it->second];
+        if (row.op.empty() && k.phase == Phase::forward) row.op = k.op;
+        const bool forward = k.phase == Phase::forward;
+        (forward ? row.forward_gpu : row.backward_gpu) += s.gpu_time;
+        (forward ? row.forward_host : row.backward_host) += s.host_time;
+        row.flops += k.flops;
+        row.bytes += k.bytes();
+        if (k.kind != KernelKind::host_only) row.kernels += 1;
+        if (k.kind == KernelKind::unknown) {
+            row.flagged += 1;
+            p.flagged_kernels += 1;
+            p.flagged_gpu_time += s.gpu_time;
+        }
+        if (s.gpu_time > longest[k.layer]) { longest[k.layer] = s.gpu_time; row.bound = s.bound; }
+        phase_end[static_cast<int>(k.phase)] = max(phase_end[static_cast<int>(k.phase)], max(s.start + s.gpu_time, s.issued));
+    }
+    p.forward_time = phase_end[0];
+    p.backward_time = max(Seconds(0), phase_end[1] - phase_end[0]);
+    p.optimizer_time = max(Seconds(0), p.step_time - max(phase_end[0], phase_end[1]));
+    for (auto& row : p.layers) {
+        row.share = p.gpu_time.value() > 0 ? (row.forward_gpu + row.backward_gpu) / p.gpu_time : 0.0;
+    }
+    return p;
+}
+
+/// Options of a graph prediction: batch, precision mode, optimizer; host costs default to the
+/// calibration's launch rate.
+struct PredictOptions {
+    LoweringOptions lowering;
+    std::optional<HostCosts> host;
+};
+
+/// Predicts a training step of a layer graph.
+[[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
+    const LoweredStep step = lower(graph, options.lowering);
+    const HostCosts host = options.host ? *options.host : host_costs_from_launch_rate(ctx);
+    Prediction p = predict_kernels(step.kernels, ctx, host);
+    p.batch = options.lowering.batch;
+    p.parameters = step.parameter_count();
+    p.memory = estimate_memory(step, options.lowering);
+    std::map<std::string, std::string> ops;
+    for (const auto& l : step.layers) ops[l.name] = l.op;
+    for (auto& row : p.layers) {
+        if (auto it = ops.find(row.layer); it != ops.end()) row.op = it->second;
+    }
+    return p;
+}
+
+/// The prediction as JSON (SI units, unit in each key).
+[[nodiscard]] inline nlohmann::json to_json(const Prediction& p) {
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& r : p.layers) {
+        layers.push_back({{"layer", r.layer},
+                          {"op", r.op},
+                          {"forward_gpu_seconds", r.forward_gpu.value()},
+                          {"backward_gpu_seconds", r.backward_gpu.value()},
+                          {"forward_host_seconds", r.forward_host.value()},
+                          {"backward_host_seconds", r.backward_host.value()},
+                          {"flops", r.flops.value()},
+                          {"bytes", r.bytes.value()},
+                          {"bound", to_string(r.bound)},
+                          {"kernels", r.kernels},
+                          {"flagged_kernels", r.flagged},
+                          {"share_of_gpu_time", r.share}});
+    }
+    return {{"gpu", p.gpu_key},
+            {"ceilings", p.ceilings_origin},
+            {"host_costs", p.host_costs_source},
+            {"precision", p.precision},
+            {"batch", p.batch},
+            {"parameters", p.parameters},
+            {"step_seconds", p.step_time.value()},
+            {"forward_seconds", p.forward_time.value()},
+            {"backward_seconds", p.backward_time.value()},
+            {"optimizer_seconds", p.optimizer_time.value()},
+            {"gpu_busy_seconds", p.gpu_time.value()},
+            {"host_issue_seconds", p.host_time.value()},
+            {"flagged_kernels", p.flagged_kernels},
+            {"flagged_gpu_seconds", p.flagged_gpu_time.value()},
+            {"memory_bytes",
+             {{"parameters", p.memory.parameters.value()},
+              {"gradients", p.memory.gradients.value()},
+              {"optimizer_state", p.memory.optimizer_state.value()},
+              {"inputs", p.memory.inputs.value()},
+              {"activations", p.memory.activations.value()},
+              {"autocast_copies", p.memory.autocast_copies.value()},
+              {"peak", p.memory.peak.value()}}},
+            {"layers", layers}};
+}
+
+}  // namespace roofsim
