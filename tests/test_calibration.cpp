@@ -285,3 +285,17 @@ TEST_CASE("fits recover known parameters from synthetic data", "[calibration][fi
         CHECK(detail::find_cache_step(flat, 50e6) < 0.0);
     }
 }
+
+TEST_CASE("the committed H200 profile loads, validates and has its headline figures", "[calibration]") {
+    const fs::path p = fs::path(ROOFSIM_SOURCE_DIR) / "data/calibrations/h200-sxm.json";
+    const Calibration c = load_calibration(p);
+    CHECK(c.device.gpu_key == "h200-sxm");
+    CHECK(c.device.sm_count == 132);
+    REQUIRE(bandwidth_ceiling(c, MemoryLevel::dram).has_value());
+    CHECK(bandwidth_ceiling(c, MemoryLevel::dram)->value() > 4.0e12);
+    REQUIRE(compute_ceiling(c, ComputeUnit::bf16_tensor).has_value());
+    CHECK(compute_ceiling(c, ComputeUnit::bf16_tensor)->value() > 700e12);
+    CHECK(launch_latency(c).has_value());
+    CHECK(is_missing(c, "nccl"));
+    CHECK(provenance(c).rfind("measured on NVIDIA H200, 2026-11-29", 0) == 0);
+}

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -260,6 +261,55 @@ void print_kernel(const roofsim::Ceilings& c, const roofsim::KernelWork& k, cons
     out << "  attains:    " << format_number("%.2f TFLOP/s", roofsim::to_tflops_per_second(r.attained(k))) << "\n";
 }
 
+// ---- predict -------------------------------------------------------------------------------
+
+std::string ms(roofsim::Seconds t) { return format_number("%.3f", roofsim::to_milliseconds(t)); }
+
+void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostream& out) {
+    out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << p.precision
+        << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
+    std::vector<const roofsim::LayerTime*> rows;
+    for (const auto& r : p.layers) rows.push_back(&r);
+    if (top > 0 && top < rows.size()) {
+        std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(top), rows.end(), [](auto* a, auto* b) {
+            return (a->forward_gpu + a->backward_gpu) > (b->forward_gpu + b->backward_gpu);
+        });
+        rows.resize(top);
+    }
+    TextTable t({"layer", "op", "fwd ms", "bwd ms", "host ms", "GFLOP", "MB", "bound", "share %"});
+    for (const auto* r : rows) {
+        t.add_row({r->layer, r->op, ms(r->forward_gpu), ms(r->backward_gpu), ms(r->forward_host + r->backward_host),
+                   format_number("%.2f", r->flops.value() / 1e9), format_number("%.1f", r->bytes.value() / 1e6),
+                   std::string(to_string(r->bound)) + (r->flagged ? " (flagged)" : ""), format_number("%.1f", 100 * r->share)});
+    }
+    t.print(out);
+    if (top > 0 && top < p.layers.size()) out << "(top " << top << " of " << p.layers.size() << " rows by GPU time)\n";
+    out << "\nstep " << ms(p.step_time) << " ms = forward " << ms(p.forward_time) << " + backward " << ms(p.backward_time)
+        << " + optimizer " << ms(p.optimizer_time) << " (GPU busy " << ms(p.gpu_time) << " ms, host issue " << ms(p.host_time)
+        << " ms, " << p.kernels.kernels.size() << " kernels)\n";
+    out << format_number("%.1f", static_cast<double>(p.batch) / p.step_time.value()) << " samples/s; "
+        << format_number("%.2f", p.parameters / 1e6) << " M parameters\n";
+    const auto gib = [](roofsim::Bytes b) { return format_number("%.2f", roofsim::to_gib(b)); };
+    out << "memory GiB: peak " << gib(p.memory.peak) << " = parameters " << gib(p.memory.parameters) << ", gradients "
+        << gib(p.memory.gradients) << ", optimizer state " << gib(p.memory.optimizer_state) << ", activations "
+        << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast copies "
+        << gib(p.memory.autocast_copies) << "\n";
+    if (p.flagged_kernels > 0) {
+        out << "flagged: " << p.flagged_kernels << " kernels have no cost model (costed on the roofline, "
+            << ms(p.flagged_gpu_time) << " ms, " << format_number("%.1f", 100 * (p.flagged_gpu_time / p.gpu_time))
+            << "% of GPU time)\n";
+    }
+}
+
+void print_prediction_csv(const roofsim::Prediction& p, std::ostream& out) {
+    out << "layer,op,forward_gpu_seconds,backward_gpu_seconds,host_seconds,flops,bytes,bound,share\n";
+    for (const auto& r : p.layers) {
+        out << r.layer << ',' << r.op << ',' << r.forward_gpu.value() << ',' << r.backward_gpu.value() << ','
+            << (r.forward_host + r.backward_host).value() << ',' << r.flops.value() << ',' << r.bytes.value() << ','
+            << to_string(r.bound) << ',' << r.share << '\n';
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -298,6 +348,25 @@ int main(int argc, char** argv) {
     kernel->add_option("--l2-bytes", kernel_l2_bytes, "Bytes through L2, where known");
     kernel->add_option("--precision", kernel_precision, "Compute unit (default fp32 on CUDA cores)")->capture_default_str();
     kernel->add_flag("--json", kernel_json, "Print JSON");
+
+    // predict
+    auto* predict = app.add_subcommand("predict", "Predict one training step: per-layer times, totals, memory");
+    std::string predict_graph, predict_model, predict_gpu, predict_precision = "fp32", predict_optimizer = "sgd";
+    std::int64_t predict_batch = 32, predict_size = 0;
+    std::size_t predict_top = 0;
+    bool predict_json = false, predict_csv = false, predict_datasheet = false, predict_fused = false;
+    auto* graph_option = predict->add_option("--graph", predict_graph, "Layer graph JSON (docs/graph-format.md)");
+    predict->add_option("--model", predict_model, "A built-in model: resnet50, bert-base, gpt2-small")->excludes(graph_option);
+    predict->add_option("--size", predict_size, "Built-in model's image size or sequence length (default 224 / 128 / 1024)");
+    predict->add_option("--gpu", predict_gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
+    predict->add_option("--precision", predict_precision, "fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
+    predict->add_option("--batch", predict_batch, "Batch size")->capture_default_str();
+    predict->add_option("--optimizer", predict_optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
+    predict->add_flag("--fused", predict_fused, "The optimizer's fused=True implementation (default: foreach)");
+    predict->add_flag("--datasheet", predict_datasheet, "Datasheet ceilings even where a measured profile is built in");
+    predict->add_option("--top", predict_top, "Show the K layers with the most GPU time");
+    predict->add_flag("--json", predict_json, "Print JSON");
+    predict->add_flag("--csv", predict_csv, "Print CSV, one row per layer");
 
     try {
         app.parse(argc, argv);
@@ -367,6 +436,39 @@ int main(int argc, char** argv) {
             if (!roofline_svg_path.empty() && !roofline_json_flag) {
                 std::cout << "\nwrote " << roofline_svg_path << '\n';
             }
+        } else if (predict->parsed()) {
+            if (predict_graph.empty() == predict_model.empty()) throw UsageError("predict needs --graph FILE or --model NAME");
+            if (predict_gpu.empty()) {
+                if (!calibration || calibration->device.gpu_key.empty()) throw UsageError("predict needs --gpu KEY");
+                predict_gpu = calibration->device.gpu_key;
+            }
+            const auto& spec = gpu_arg(predict_gpu);
+            roofsim::PredictOptions options;
+            const auto mode = roofsim::precision_mode_from_key(predict_precision);
+            if (!mode) throw UsageError("unknown precision mode '" + predict_precision + "'; use fp32, fp32-strict, tf32, amp-bf16, amp-fp16 or bf16");
+            const auto optimizer = roofsim::optimizer_from_key(predict_optimizer);
+            if (!optimizer) throw UsageError("unknown optimizer '" + predict_optimizer + "'; use sgd, adam, adamw or none");
+            if (predict_batch <= 0) throw UsageError("--batch must be positive");
+            options.lowering.batch = predict_batch;
+            options.lowering.precision = *mode;
+            options.lowering.optimizer.kind = *optimizer;
+            options.lowering.optimizer.fused = predict_fused;
+            roofsim::Graph graph;
+            if (!predict_model.empty()) {
+                auto g = roofsim::zoo::model(predict_model, predict_size);
+                if (!g) throw UsageError("unknown model '" + predict_model + "'; built in: resnet50, bert-base, gpt2-small");
+                graph = std::move(*g);
+            } else {
+                graph = roofsim::load_graph(predict_graph);
+            }
+            const roofsim::Calibration* measured = nullptr;
+            if (calibration && calibration->device.gpu_key == spec.key) measured = &*calibration;
+            else if (!predict_datasheet && !calibration) measured = roofsim::find_builtin_calibration(spec.key);
+            const auto ctx = roofsim::make_cost_context(spec, measured);
+            const auto p = roofsim::predict(graph, ctx, options);
+            if (predict_json) std::cout << to_json(p).dump(2) << '\n';
+            else if (predict_csv) print_prediction_csv(p, std::cout);
+            else print_prediction(p, predict_top, std::cout);
         } else if (kernel->parsed()) {
             const auto& spec = gpu_arg(kernel_gpu);
             roofsim::KernelWork work;

@@ -1,0 +1,454 @@
+#!/usr/bin/env python3
+"""Measure PyTorch's framework (host-side) costs, as calibration figures for roofsim's predictor.
+
+These figures may feed the predictor (they describe the framework on the machine at hand);
+tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figures:
+
+  eager_op_<op>[_autograd][_autocast]
+      Host seconds to issue one small eager op: N calls (default 2000) on tiny tensors, so that
+      the GPU is never the bottleneck, one synchronize at the end; (wall time) / N.  <op> is add
+      (torch.add on 1-element tensors), linear (F.linear, addmm), conv2d (cuDNN), layernorm.
+      _autograd: inputs and weights require grad, so autograd records a node per op.
+      _autocast: the loop runs inside torch.autocast(bfloat16).  eager_op_add_out is
+      torch.add(x, y, out=z), the dispatch floor with no allocation.
+  backward_node_mul, backward_fixed, backward_layer_linear
+      Backward host cost: a chain of K tiny ops with requires_grad; (backward time at K2 minus
+      at K1) / (K2 - K1) per node; the intercept is the fixed cost of one backward() call.
+      _linear uses F.linear layers whose weights require grad (AccumulateGrad per weight).
+  optimizer_<sgd|adamw>_<foreach|for_loop|fused>_per_param, ..._per_step, ..._large
+      optimizer.step() on many tiny parameters at two counts: the slope is seconds per
+      parameter, the intercept seconds per step; _large is one step over 4 parameters of 4M
+      elements each (bandwidth-bound, for contrast).  SGD has momentum 0.9; AdamW is default.
+  cuda_synchronize_idle, cuda_event_record, cuda_event_elapsed_time, launch_sync_roundtrip,
+  item_roundtrip
+      torch.cuda.synchronize() on an idle GPU, Event.record(), Event.elapsed_time() on two
+      finished events, one tiny kernel + synchronize, and tensor.item() of a fresh reduction.
+
+Every figure is the median over --repeats measurements (after a warm-up), with min, max and
+the sample count, in seconds.  Host wall time comes from time.perf_counter().  The document is
+JSON with kind "roofsim-framework-profile", written atomically (temporary file + os.replace).
+A figure that cannot be measured (API missing, no GPU) is listed under "skipped" with the reason.
+Python 3.11+ standard library and torch only; works with torch 1.13 and 2.x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError as exc:
+    sys.exit(f"torch_framework_probe.py needs PyTorch: {exc}")
+
+SCHEMA_VERSION = 1
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# torch.cuda.get_device_name() -> roofsim GPU key (data/gpus/<key>.json); other names become a slug.
+GPU_KEYS = {
+    "NVIDIA H200": "h200-sxm",
+    "NVIDIA H100 80GB HBM3": "h100-sxm",
+    "NVIDIA H100 PCIe": "h100-pcie",
+    "NVIDIA A100-SXM4-80GB": "a100-80gb-sxm",
+    "NVIDIA A100-SXM4-40GB": "a100-40gb-sxm",
+    "NVIDIA A100-PCIE-40GB": "a100-40gb-pcie",
+    "NVIDIA A100 80GB PCIe": "a100-80gb-pcie",
+    "NVIDIA RTX A6000": "rtx-a6000",
+    "NVIDIA GeForce RTX 3090": "rtx-3090",
+    "NVIDIA GeForce RTX 4090": "rtx-4090",
+    "NVIDIA A40": "a40",
+    "NVIDIA A10": "a10",
+    "NVIDIA L40S": "l40s",
+    "Tesla V100-SXM2-32GB": "v100-sxm2-32gb",
+}
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
+
+
+class Probe:
+    """Collects figures; each one is the median of per-repetition values in seconds."""
+
+    def __init__(self, device: torch.device, repeats: int, warmup: int):
+        self.device = device
+        self.cuda = device.type == "cuda"
+        self.repeats = repeats
+        self.warmup = warmup
+        self.figures: dict = {}
+        self.skipped: list = []
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def record(self, key: str, samples_s: list[float], method: str, **extra) -> None:
+        self.figures[key] = {"seconds": statistics.median(samples_s), "min": min(samples_s),
+                             "max": max(samples_s), "samples": len(samples_s), "method": method, **extra}
+        print(f"  {key:44s} {self.figures[key]['seconds'] * 1e6:10.3f} us", flush=True)
+
+    def skip(self, key: str, reason: str) -> None:
+        self.skipped.append({"key": key, "reason": reason})
+        print(f"  {key:44s} skipped: {reason}", flush=True)
+
+    def repeat(self, measure) -> list[float]:
+        """Run measure() warmup times untimed, then repeats times; return its values."""
+        for _ in range(self.warmup):
+            measure()
+        return [measure() for _ in range(self.repeats)]
+
+
+# ----------------------------------------------------------------------------- (a) eager ops
+
+def autocast_bf16(device: torch.device):
+    return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+
+
+def eager_op_probes(p: Probe, n_ops: int) -> None:
+    dev = p.device
+
+    def tensors(requires_grad: bool):
+        g = requires_grad
+        r = lambda *shape: torch.randn(*shape, device=dev).requires_grad_(g)  # noqa: E731
+        return {
+            "add": (lambda a, b: torch.add(a, b), (r(1), r(1))),
+            "linear": (lambda x, w, b: F.linear(x, w, b), (r(1, 8), r(8, 8), r(8))),
+            "conv2d": (lambda x, w: F.conv2d(x, w, padding=1), (r(1, 1, 4, 4), r(1, 1, 3, 3))),
+            "layernorm": (lambda x, w, b: F.layer_norm(x, (8,), w, b), (r(1, 8), r(8), r(8))),
+        }
+
+    def issue_loop(fn, args, use_autocast: bool):
+        """Wall seconds per op for n_ops calls plus one synchronize, and issue-only seconds."""
+        def measure():
+            ctx = autocast_bf16(dev) if use_autocast else contextlib.nullcontext()
+            with ctx:
+                p.sync()
+                t0 = time.perf_counter()
+                for _ in range(n_ops):
+                    fn(*args)
+                t_issue = time.perf_counter() - t0
+                p.sync()
+                t_total = time.perf_counter() - t0
+            issue.append(t_issue / n_ops)
+            return t_total / n_ops
+        issue: list[float] = []
+        samples = p.repeat(measure)
+        return samples, statistics.median(issue[-len(samples):])
+
+    for requires_grad in (False, True):
+        ops = tensors(requires_grad)
+        for use_autocast in (False, True):
+            for op, (fn, args) in ops.items():
+                key = f"eager_op_{op}" + ("_autograd" if requires_grad else "") + \
+                    ("_autocast" if use_autocast else "")
+                try:
+                    samples, issue_s = issue_loop(fn, args, use_autocast)
+                except Exception as exc:  # e.g. autocast bf16 unsupported here
+                    p.skip(key, first_line(exc))
+                    continue
+                p.record(key, samples,
+                         f"{n_ops} x {op} on tiny tensors, one synchronize, wall / {n_ops}; inputs "
+                         f"requires_grad={requires_grad}; "
+                         + ("inside torch.autocast(bfloat16)" if use_autocast else "no autocast"),
+                         issue_only_seconds=issue_s)
+
+    x, y, z = (torch.randn(1, device=dev) for _ in range(3))
+    samples, issue_s = issue_loop(lambda: torch.add(x, y, out=z), (), False)
+    p.record("eager_op_add_out", samples,
+             f"{n_ops} x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / {n_ops}",
+             issue_only_seconds=issue_s)
+
+
+# ----------------------------------------------------------------------------- (b) backward
+
+def backward_probes(p: Probe, k1: int, k2: int) -> None:
+    dev = p.device
+
+    def mul_chain(k):
+        x = torch.randn(16, device=dev, requires_grad=True)
+        y = x
+        for _ in range(k):
+            y = y * 1.0001
+        return y.sum()
+
+    weights = [torch.randn(8, 8, device=dev, requires_grad=True) for _ in range(k2)]
+
+    def linear_chain(k):
+        y = torch.randn(1, 8, device=dev, requires_grad=True)
+        for w in weights[:k]:
+            y = F.linear(y, w)
+        return y.sum()
+
+    def backward_time(build, k) -> float:
+        for w in weights:  # every backward starts from .grad None, as after zero_grad()
+            w.grad = None
+        loss = build(k)  # graph built outside the timed region
+        p.sync()
+        t0 = time.perf_counter()
+        loss.backward()
+        p.sync()
+        return time.perf_counter() - t0
+
+    for key, build, what in (("mul", mul_chain, "y = y * c"), ("linear", linear_chain, "F.linear(y, w_i)")):
+        slopes, intercepts = [], []
+
+        def measure():
+            t1, t2 = backward_time(build, k1), backward_time(build, k2)
+            slope = (t2 - t1) / (k2 - k1)
+            intercepts.append(t1 - slope * k1)
+            return slope
+
+        slopes = p.repeat(measure)
+        intercepts = intercepts[-len(slopes):]
+        name = "backward_node_mul" if key == "mul" else "backward_layer_linear"
+        p.record(name, slopes, f"backward() of a chain of {what} ({k1} and {k2} long), tiny "
+                               f"tensors; (T({k2}) - T({k1})) / {k2 - k1}; synchronize around backward")
+        if key == "mul":
+            p.record("backward_fixed", intercepts, f"intercept of the {what} chain fit: "
+                                                   f"T({k1}) - slope * {k1}; one backward() call")
+
+
+# ----------------------------------------------------------------------------- (c) optimizers
+
+def make_optimizer(kind: str, impl: str, params):
+    flags = {"foreach": {"foreach": True}, "for_loop": {"foreach": False}, "fused": {"fused": True}}[impl]
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9, **flags)
+    return torch.optim.AdamW(params, lr=1e-4, **flags)
+
+
+def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: int) -> None:
+    dev = p.device
+
+    def params_with_grads(count: int, numel: int):
+        ps = [torch.randn(numel, device=dev, requires_grad=True) for _ in range(count)]
+        for q in ps:
+            q.grad = torch.randn_like(q)
+        return ps
+
+    def step_time(opt) -> float:
+        p.sync()
+        t0 = time.perf_counter()
+        opt.step()
+        p.sync()
+        return time.perf_counter() - t0
+
+    for kind in ("sgd", "adamw"):
+        for impl in ("foreach", "for_loop", "fused"):
+            base = f"optimizer_{kind}_{impl}"
+            try:
+                opt1 = make_optimizer(kind, impl, params_with_grads(n1, small_numel))
+                opt2 = make_optimizer(kind, impl, params_with_grads(n2, small_numel))
+                for opt in (opt1, opt2):  # the first steps create the optimizer state
+                    opt.step()
+                    opt.step()
+            except Exception as exc:  # fused not supported for this optimizer, device or version
+                p.skip(base, first_line(exc))
+                continue
+            intercepts: list[float] = []
+
+            def measure():
+                t1, t2 = step_time(opt1), step_time(opt2)
+                slope = (t2 - t1) / (n2 - n1)
+                intercepts.append(t1 - slope * n1)
+                return slope
+
+            slopes = p.repeat(measure)
+            shape = {"small_param_numel": small_numel, "param_counts": [n1, n2]}
+            p.record(f"{base}_per_param", slopes,
+                     f"optimizer.step() on {n1} and {n2} fp32 parameters of {small_numel} elements; "
+                     f"(T({n2}) - T({n1})) / {n2 - n1}; synchronize around step", params=shape)
+            p.record(f"{base}_per_step", intercepts[-len(slopes):],
+                     f"intercept of the same fit: T({n1}) - slope * {n1}", params=shape)
+            try:
+                big = make_optimizer(kind, impl, params_with_grads(4, large_numel))
+                big.step()
+                samples = p.repeat(lambda: step_time(big))
+                p.record(f"{base}_large", samples,
+                         f"optimizer.step() on 4 fp32 parameters of {large_numel} elements",
+                         params={"param_count": 4, "param_numel": large_numel})
+            except Exception as exc:  # e.g. out of memory on a small device
+                p.skip(f"{base}_large", first_line(exc))
+
+
+# ----------------------------------------------------------------------------- (d) sync, events
+
+def sync_probes(p: Probe, n_calls: int) -> None:
+    keys = ("cuda_synchronize_idle", "cuda_event_record", "cuda_event_elapsed_time",
+            "launch_sync_roundtrip", "item_roundtrip")
+    if not p.cuda:
+        for key in keys:
+            p.skip(key, "needs a CUDA device")
+        return
+    x = torch.randn(16, device=p.device)
+
+    def per_call(body):
+        def measure():
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(n_calls):
+                body()
+            return (time.perf_counter() - t0) / n_calls
+        return p.repeat(measure)
+
+    p.record("cuda_synchronize_idle", per_call(torch.cuda.synchronize),
+             f"{n_calls} x torch.cuda.synchronize() with no work queued; wall / {n_calls}")
+    ev = torch.cuda.Event(enable_timing=True)
+    p.record("cuda_event_record", per_call(ev.record),
+             f"{n_calls} x Event(enable_timing=True).record(); host wall / {n_calls}")
+    ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ev0.record()
+    ev1.record()
+    torch.cuda.synchronize()
+    p.record("cuda_event_elapsed_time", per_call(lambda: ev0.elapsed_time(ev1)),
+             f"{n_calls} x elapsed_time() of two finished events; wall / {n_calls}")
+
+    def launch_sync():
+        x.add_(1.0)
+        torch.cuda.synchronize()
+
+    p.record("launch_sync_roundtrip", per_call(launch_sync),
+             f"{n_calls} x (one tiny in-place add + torch.cuda.synchronize()); wall / {n_calls}")
+    p.record("item_roundtrip", per_call(lambda: x.sum().item()),
+             f"{n_calls} x x.sum().item() on 16 elements (kernel + copy to host); wall / {n_calls}")
+
+
+# ----------------------------------------------------------------------------- document
+
+def gpu_key_for(name: str) -> str:
+    if name in GPU_KEYS:
+        return GPU_KEYS[name]
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
+
+
+def host_cpu_name() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def describe_device(device: torch.device, key_override: str | None) -> dict:
+    host = {"host_cpu": host_cpu_name(), "host_logical_cpus": os.cpu_count(),
+            "platform": platform.platform()}
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        name = torch.cuda.get_device_name(device)
+        return {"name": name, "key": key_override or gpu_key_for(name),
+                "sm_count": props.multi_processor_count, "memory_bytes": props.total_memory,
+                "compute_capability": f"{props.major}.{props.minor}", **host}
+    return {"name": host["host_cpu"], "key": key_override or "cpu", "sm_count": None,
+            "memory_bytes": None, "compute_capability": None, **host}
+
+
+def write_json_atomic(path: str, doc: dict) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a data file is world-readable
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(
+        description="Measure PyTorch framework host costs (eager op issue, autograd backward, "
+                    "optimizer step, synchronize/events) and write a roofsim-framework-profile "
+                    "JSON document. See docs/validation.md.")
+    ap.add_argument("--out", help="output JSON path (default: data/calibrations/"
+                                  "<gpu-key>-torch-framework-<date>.json in the repository)")
+    ap.add_argument("--gpu-key", help="roofsim GPU key to record (default: mapped from the device name)")
+    ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu for testing)")
+    ap.add_argument("--smoke", action="store_true",
+                    help="few ops, few repetitions and tiny sizes, to test the script itself")
+    ap.add_argument("--repeats", type=int, default=None,
+                    help="measurements per figure (default 11; 3 with --smoke)")
+    ap.add_argument("--warmup", type=int, default=None,
+                    help="untimed measurements before them (default 2; 1 with --smoke)")
+    ap.add_argument("--ops", type=int, default=None,
+                    help="ops issued per eager measurement (default 2000; 50 with --smoke)")
+    args = ap.parse_args(argv)
+    smoke = args.smoke
+    repeats = args.repeats or (3 if smoke else 11)
+    warmup = args.warmup if args.warmup is not None else (1 if smoke else 2)
+    n_ops = args.ops or (50 if smoke else 2000)
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("error: CUDA is not available (use --device cpu --smoke to test without a GPU)", file=sys.stderr)
+        return 2
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)
+    now = dt.datetime.now(dt.timezone.utc)
+    info = describe_device(device, args.gpu_key)
+    out = args.out or os.path.join(REPO_ROOT, "data", "calibrations",
+                                   f"{info['key']}-torch-framework-{now:%Y-%m-%d}.json")
+    print(f"torch framework probe: {info['name']}, torch {torch.__version__} -> {out}", flush=True)
+    torch.manual_seed(0)
+    p = Probe(device, repeats, warmup)
+    t0 = time.perf_counter()
+    settings = {"repeats": repeats, "warmup": warmup, "eager_ops_per_measurement": n_ops,
+                "backward_chain_lengths": [20, 100] if smoke else [100, 1000],
+                "optimizer_param_counts": [8, 32] if smoke else [64, 512],
+                "optimizer_small_param_numel": 256,
+                "optimizer_large_param_numel": 4096 if smoke else 4 * 1024 * 1024,
+                "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke}
+    groups = (
+        ("eager ops", lambda: eager_op_probes(p, n_ops)),
+        ("backward", lambda: backward_probes(p, *settings["backward_chain_lengths"])),
+        ("optimizers", lambda: optimizer_probes(p, *settings["optimizer_param_counts"],
+                                                settings["optimizer_small_param_numel"],
+                                                settings["optimizer_large_param_numel"])),
+        ("synchronize and events", lambda: sync_probes(p, settings["sync_calls_per_measurement"])),
+    )
+    for name, run in groups:
+        print(f"[{time.perf_counter() - t0:6.1f} s] {name}", flush=True)
+        try:
+            run()
+        except Exception as exc:  # one group failing must not lose the others
+            p.skip(name.replace(" ", "_"), first_line(exc))
+
+    cudnn = None
+    with contextlib.suppress(Exception):
+        cudnn = torch.backends.cudnn.version()
+    doc = {
+        "schema_version": SCHEMA_VERSION,
+        "kind": "roofsim-framework-profile",
+        "device": info,
+        "software": {"torch": torch.__version__, "cuda": torch.version.cuda, "cudnn": cudnn,
+                     "python": platform.python_version()},
+        "date_utc": now.isoformat(timespec="seconds"),
+        "command": " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv),
+        "settings": settings,
+        "figures": p.figures,
+        "skipped": p.skipped,
+    }
+    write_json_atomic(out, doc)
+    print(f"[{time.perf_counter() - t0:6.1f} s] done: {len(p.figures)} figures, "
+          f"{len(p.skipped)} skipped -> {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

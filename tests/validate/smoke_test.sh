@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# CPU smoke test of the PyTorch measurement scripts:
+#   tools/validate/measure_pytorch.py and calibrate/torch_framework_probe.py,
+# each run with --device cpu --smoke into a temporary folder, then the JSON is checked
+# (parses, required keys, positive finite times, every case measured or skipped with a reason).
+# Skips (exit 0, prints "skipped: no torch") when no Python here can import torch.
+# Python: $PYTHON if set, else the first of python3, /usr/bin/python3 that imports torch.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+py=""
+for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
+    if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -c 'import torch' >/dev/null 2>&1; then
+        py=$candidate
+        break
+    fi
+done
+if [ -z "$py" ]; then
+    echo "skipped: no torch"
+    exit 0
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+run() {  # run NAME CMD...: show the log only when the command fails
+    local name=$1
+    shift
+    if ! "$@" >"$tmp/$name.log" 2>&1; then
+        cat "$tmp/$name.log"
+        echo "FAIL: $name exited non-zero"
+        echo "0 passed, 1 failed"
+        exit 1
+    fi
+}
+
+run measure_pytorch "$py" "$root/tools/validate/measure_pytorch.py" --device cpu --smoke \
+    --out "$tmp/out/validation.json"
+"$py" "$root/tools/validate/measure_pytorch.py" --smoke --list >"$tmp/ids.txt"
+run torch_framework_probe "$py" "$root/calibrate/torch_framework_probe.py" --device cpu --smoke \
+    --out "$tmp/out/framework.json"
+
+if ! "$py" - "$tmp/out/validation.json" "$tmp/out/framework.json" "$tmp/ids.txt" <<'PYEOF'
+import json, math, os, sys
+
+validation_path, framework_path, ids_path = sys.argv[1:4]
+failures = []
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+
+def timing_ok(t):
+    return (isinstance(t, dict) and t.get("samples", 0) >= 1
+            and all(isinstance(t.get(k), float) and math.isfinite(t[k]) and t[k] > 0
+                    for k in ("median", "min", "max"))
+            and t["min"] <= t["median"] <= t["max"])
+
+with open(validation_path) as f:
+    v = json.load(f)
+for key in ("schema_version", "kind", "gpu", "software", "date_utc", "command", "method",
+            "layer_cases", "model_cases", "skipped"):
+    check(key in v, f"validation: missing top-level key {key!r}")
+check(v.get("kind") == "roofsim-validation", "validation: kind")
+check(v.get("complete") is True, "validation: complete is not true")
+for key in ("name", "key", "sm_count", "memory_bytes", "compute_capability"):
+    check(key in v.get("gpu", {}), f"validation: gpu.{key} missing")
+for key in ("torch", "cuda", "cudnn", "python", "torchvision", "transformers"):
+    check(key in v.get("software", {}), f"validation: software.{key} missing")
+layers, models, skipped = v.get("layer_cases", []), v.get("model_cases", []), v.get("skipped", [])
+check(len(layers) >= 20, f"validation: only {len(layers)} layer cases measured")
+check(len(models) >= 1, "validation: no model case measured (the torch-only mlp should run)")
+for c in layers:
+    for key in ("id", "op", "precision", "params", "inputs", "output", "precision_settings",
+                "peak_memory_bytes", "baseline_memory_bytes"):
+        check(key in c, f"layer {c.get('id')}: missing {key!r}")
+    for key in ("forward_seconds", "forward_backward_seconds"):
+        check(timing_ok(c.get(key)), f"layer {c.get('id')}: bad {key}")
+for c in models:
+    for key in ("id", "model", "batch", "precision", "optimizer_info", "parameter_count", "peak_memory_bytes"):
+        check(key in c, f"model {c.get('id')}: missing {key!r}")
+    for key in ("step_seconds", "forward_seconds", "forward_backward_seconds", "optimizer_seconds"):
+        check(timing_ok(c.get(key)), f"model {c.get('id')}: bad {key}")
+for s in skipped:
+    check(s.get("id") and s.get("reason"), f"skipped entry without id or reason: {s}")
+with open(ids_path) as f:
+    listed = [line.strip() for line in f if line.strip()]
+seen = [c["id"] for c in layers + models] + [s["id"] for s in skipped]
+check(sorted(seen) == sorted(listed), "validation: measured + skipped ids differ from --list")
+
+with open(framework_path) as f:
+    fw = json.load(f)
+for key in ("schema_version", "kind", "device", "software", "date_utc", "command", "figures"):
+    check(key in fw, f"framework: missing top-level key {key!r}")
+check(fw.get("kind") == "roofsim-framework-profile", "framework: kind")
+figures = fw.get("figures", {})
+for key in ("eager_op_add", "eager_op_add_autograd", "backward_node_mul", "optimizer_sgd_foreach_per_param"):
+    check(key in figures, f"framework: figure {key!r} missing")
+for key, fig in figures.items():
+    check(all(k in fig for k in ("seconds", "min", "max", "samples", "method")), f"framework: {key} fields")
+    check(isinstance(fig.get("seconds"), float) and math.isfinite(fig["seconds"]), f"framework: {key} seconds")
+
+leftovers = [n for n in os.listdir(os.path.dirname(validation_path)) if n.startswith(".tmp-")]
+check(not leftovers, f"temporary files left behind: {leftovers}")
+
+for failure in failures:
+    print("FAIL:", failure)
+print(f"validation: {len(layers)} layer cases, {len(models)} model cases, {len(skipped)} skipped; "
+      f"framework: {len(figures)} figures")
+sys.exit(1 if failures else 0)
+PYEOF
+then
+    echo "0 passed, 2 failed"
+    exit 1
+fi
+echo "2 passed, 0 failed"
