@@ -71,14 +71,42 @@ void fill(void* p, std::size_t n, cudaDataType_t t, std::uint32_t seed) {
     }
 }
 
-/// Buffers for the largest GEMM of a run, reused across shapes.
-struct GemmBuffers {
-    DeviceBuffer<char> a, b, c;
-    GemmBuffers(std::size_t a_bytes, std::size_t b_bytes, std::size_t c_bytes) : a(a_bytes), b(b_bytes), c(c_bytes) {}
+/// One GEMM call in cuBLAS's column-major terms; batch > 1 uses cublasGemmStridedBatchedEx.
+struct Shape {
+    int m, n, k;
+    cublasOperation_t opa = CUBLAS_OP_N, opb = CUBLAS_OP_N;
+    int batch = 1;
 };
 
-/// Enqueues one C = op(A) B with the unit's types (column-major, m x n result, inner dimension k).
-void gemm(cublasHandle_t h, const GemmType& t, const GemmBuffers& buf, int m, int n, int k) {
+std::string layout_of(const Shape& s) {
+    return std::string(s.opa == CUBLAS_OP_T ? "T" : "N") + (s.opb == CUBLAS_OP_T ? "T" : "N");
+}
+
+/// Elements of A, B, C for one call of `s` (all `batch` products).
+std::size_t a_elems(const Shape& s) { return std::size_t(s.m) * s.k * s.batch; }
+std::size_t b_elems(const Shape& s) { return std::size_t(s.k) * s.n * s.batch; }
+std::size_t c_elems(const Shape& s) { return std::size_t(s.m) * s.n * s.batch; }
+
+/// Bytes of one operand set (A, B and C, each 256-byte aligned) of `s` with type `t`.
+std::size_t set_bytes(const Shape& s, const GemmType& t) {
+    return align256(a_elems(s) * t.elem_bytes) + align256(b_elems(s) * t.elem_bytes) + align256(c_elems(s) * t.c_bytes);
+}
+
+/// A cuBLAS handle bound to a non-default stream with a fixed workspace, so that calls can be
+/// captured into a CUDA graph (cuBLAS must not allocate during capture).
+struct CapturableHandle {
+    Handle h;
+    Stream stream;
+    static constexpr std::size_t workspace_bytes = std::size_t(32) << 20;  // NVIDIA's recommendation for Hopper
+    DeviceBuffer<char> workspace{workspace_bytes};
+    CapturableHandle() {
+        RS_CUBLAS(cublasSetStream(h.get(), stream.get()));  // resets the workspace: set it after
+        RS_CUBLAS(cublasSetWorkspace(h.get(), workspace.get(), workspace_bytes));
+    }
+};
+
+/// Enqueues one call of `s` with the unit's types on the handle's stream, operands at `a`, `b`, `c`.
+void gemm(cublasHandle_t h, const GemmType& t, const Shape& s, const void* a, const void* b, void* c) {
     const float alpha_f = 1.0f, beta_f = 0.0f;
     const double alpha_d = 1.0, beta_d = 0.0;
     const __half alpha_h = __float2half(1.0f), beta_h = __float2half(0.0f);
@@ -88,20 +116,28 @@ void gemm(cublasHandle_t h, const GemmType& t, const GemmBuffers& buf, int m, in
     if (t.compute == CUBLAS_COMPUTE_64F) { alpha = &alpha_d; beta = &beta_d; }
     if (t.compute == CUBLAS_COMPUTE_16F) { alpha = &alpha_h; beta = &beta_h; }
     if (t.compute == CUBLAS_COMPUTE_32I) { alpha = &alpha_i; beta = &beta_i; }
-    const cublasOperation_t opa = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const int lda = t.transpose_a ? k : m;
-    RS_CUBLAS(cublasGemmEx(h, opa, CUBLAS_OP_N, m, n, k, alpha, buf.a.get(), t.ab, lda, buf.b.get(), t.ab, k, beta,
-                           buf.c.get(), t.c, m, t.compute, CUBLAS_GEMM_DEFAULT));
+    // Leading dimensions of tightly packed column-major operands: op(A) is m x k, op(B) is k x n.
+    const int lda = s.opa == CUBLAS_OP_N ? s.m : s.k;
+    const int ldb = s.opb == CUBLAS_OP_N ? s.k : s.n;
+    if (s.batch == 1) {
+        RS_CUBLAS(cublasGemmEx(h, s.opa, s.opb, s.m, s.n, s.k, alpha, a, t.ab, lda, b, t.ab, ldb, beta, c, t.c, s.m,
+                               t.compute, CUBLAS_GEMM_DEFAULT));
+    } else {
+        RS_CUBLAS(cublasGemmStridedBatchedEx(h, s.opa, s.opb, s.m, s.n, s.k, alpha, a, t.ab, lda,
+                                             static_cast<long long>(s.m) * s.k, b, t.ab, ldb,
+                                             static_cast<long long>(s.k) * s.n, beta, c, t.c, s.m,
+                                             static_cast<long long>(s.m) * s.n, s.batch, t.compute, CUBLAS_GEMM_DEFAULT));
+    }
 }
 
-/// Seconds per GEMM: launches are batched so that one timed sample lasts >= ~0.5 ms.
-Measurement time_gemm(const std::function<void()>& one, int samples) {
-    const double single = summarize(time_samples(one, 2, 3)).median;
-    const int batch = std::clamp(static_cast<int>(5e-4 / std::max(single, 1e-7)), 1, 200);
-    const auto t = time_samples([&] { for (int i = 0; i < batch; ++i) one(); }, 1, samples, batch);
-    Measurement m = summarize(t);
-    m.method = "CUDA events around " + std::to_string(batch) + " back-to-back calls, seconds per call, median of " +
-               std::to_string(samples) + " after 3 untimed calls";
+/// GPU seconds per call of `call(i)` (operand set i mod `sets`), by CUDA-graph replay; `what` names
+/// the call in the method text.
+Measurement time_gpu_calls(cudaStream_t stream, const std::function<void(int)>& call, int sets, int samples,
+                           const std::string& what) {
+    const double pilot = pilot_seconds(stream, call);
+    const GraphTiming g = time_graph(stream, call, graph_calls(pilot, sets), samples);
+    Measurement m = summarize(g.seconds_per_call);
+    m.method = g.method(what);
     return m;
 }
 
@@ -154,12 +190,13 @@ Measurement fp8_gemm(int m, int n, int k, int samples, std::string& algo_text) {
     RS_LT(cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.a, g.b, g.c, g.c, g.pref, 1, &heur, &found));
     if (found == 0) throw std::runtime_error("cuBLASLt found no FP8 algorithm");
     const float alpha = 1.0f, beta = 0.0f;
-    auto one = [&] {
+    Stream stream;
+    auto call = [&](int) {
         RS_LT(cublasLtMatmul(lt, g.op, &alpha, A.get(), g.a, B.get(), g.b, &beta, C.get(), g.c, C.get(), g.c, &heur.algo,
-                             ws.get(), ws_bytes, nullptr));
+                             ws.get(), ws_bytes, stream.get()));
     };
     algo_text = "cublasLtMatmul e4m3 x e4m3 -> bf16, fp32 compute, op(A)=T, first heuristic algorithm, 64 MiB workspace";
-    return time_gemm(one, samples);
+    return time_gpu_calls(stream.get(), call, 1, samples, "cublasLtMatmul calls");
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -167,8 +204,9 @@ Measurement fp8_gemm(int m, int n, int k, int samples, std::string& algo_text) {
 void run_cublas_peak(ProbeContext& ctx) {
     const int s = 8192;
     const int samples = ctx.quick ? 5 : 10;
-    Handle h;
-    GemmBuffers buf(std::size_t(s) * s * 8, std::size_t(s) * s * 8, std::size_t(s) * s * 8);
+    CapturableHandle h;
+    // 8192^3 operands (>= 3 x 64 MiB) exceed the L2, so one operand set is used.
+    DeviceBuffer<char> a(std::size_t(s) * s * 8), b(std::size_t(s) * s * 8), cbuf(std::size_t(s) * s * 8);
     const std::vector<ComputeUnit> units = ctx.quick
         ? std::vector<ComputeUnit>{ComputeUnit::fp32, ComputeUnit::tf32_tensor, ComputeUnit::bf16_tensor, ComputeUnit::fp16_tensor}
         : std::vector<ComputeUnit>{ComputeUnit::fp32, ComputeUnit::tf32_tensor, ComputeUnit::fp16_tensor,
@@ -181,9 +219,12 @@ void run_cublas_peak(ProbeContext& ctx) {
         // DGEMM runs on FP64 tensor cores only on GA100 and GH100.
         if (u == ComputeUnit::fp64_tensor && ctx.device.cc() != 80 && ctx.device.cc() != 90) record_as = ComputeUnit::fp64;
         try {
-            fill(buf.a.get(), std::size_t(s) * s, t.ab, 21);
-            fill(buf.b.get(), std::size_t(s) * s, t.ab, 22);
-            Measurement sec = time_gemm([&] { gemm(h.get(), t, buf, s, s, s); }, samples);
+            fill(a.get(), std::size_t(s) * s, t.ab, 21);
+            fill(b.get(), std::size_t(s) * s, t.ab, 22);
+            const Shape sh{s, s, s, t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, 1};
+            Measurement sec = time_gpu_calls(
+                h.stream.get(), [&](int) { gemm(h.h.get(), t, sh, a.get(), b.get(), cbuf.get()); }, 1, samples,
+                "cublasGemmEx calls (" + layout_of(sh) + ")");
             const double flops = 2.0 * s * double(s) * s;
             ComputeCeiling c;
             c.flops_per_second = Measurement{flops / sec.median, flops / sec.max, flops / sec.min, sec.samples,
@@ -218,48 +259,88 @@ void run_cublas_peak(ProbeContext& ctx) {
     }
 }
 
-struct Shape {
-    int m, n, k;
-};
+/// PyTorch nn.Linear in training on row-major tensors x[M,K], W[N,K], y[M,N] (M tokens), as cuBLAS
+/// column-major calls: forward y = x W^T is (m,n,k) = (N,M,K) "TN"; backward-data dX = dY W is
+/// (K,M,N) "NN"; backward-weight dW = dY^T X is (K,N,M) "NT".
+void add_linear(std::vector<Shape>& v, int tokens, int n_out, int k_in) {
+    v.push_back({n_out, tokens, k_in, CUBLAS_OP_T, CUBLAS_OP_N, 1});
+    v.push_back({k_in, tokens, n_out, CUBLAS_OP_N, CUBLAS_OP_N, 1});
+    v.push_back({k_in, n_out, tokens, CUBLAS_OP_N, CUBLAS_OP_T, 1});
+}
 
-std::vector<Shape> sweep_shapes(bool quick) {
-    if (quick) return {{256, 256, 256}, {1024, 1024, 1024}, {4096, 4096, 4096}, {64, 4096, 4096}, {8192, 8192, 8192}};
+std::vector<Shape> sweep_shapes(bool quick, ComputeUnit u) {
     std::vector<Shape> s;
-    for (int x : {128, 256, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) s.push_back({x, x, x});
+    if (quick) {
+        for (int x : {128, 512, 1024, 4096}) s.push_back({x, x, x});
+        add_linear(s, 8192, 3072, 768);
+        s.push_back({768, 32, 768, CUBLAS_OP_T, CUBLAS_OP_N, 1});
+        s.push_back({1024, 1024, 64, CUBLAS_OP_T, CUBLAS_OP_N, 192});
+        return s;
+    }
+    for (int x : {64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) s.push_back({x, x, x});
+    for (int x : {64, 128, 256, 512}) s.push_back({x, x, x, CUBLAS_OP_T, CUBLAS_OP_N, 1});  // small, forward layout
     for (int x : {1000, 2000, 4100}) s.push_back({x, x, x});                  // not multiples of the tile
-    for (int m : {1, 8, 16, 32, 64, 128, 256, 512}) s.push_back({m, 4096, 4096}); // skinny: small token counts
+    for (int m : {1, 8, 16, 32, 64, 128, 256, 512}) s.push_back({m, 4096, 4096}); // skinny, column-major M
     for (int k : {64, 128, 256, 512, 1024}) s.push_back({4096, 4096, k});     // small inner dimension
     for (int n : {1024, 3072, 11008}) s.push_back({8192, n, 4096});           // transformer projections
-    s.push_back({4096, 4096, 16384});                                          // large K (weight gradient-like)
+    s.push_back({4096, 4096, 16384});                                          // large K
+    // nn.Linear training GEMMs (GPT-2 small widths), all three of forward / backward-data / backward-weight
+    std::vector<std::pair<int, int>> nk = {{768, 768}, {3072, 768}, {768, 3072}, {2304, 768}};
+    if (u == ComputeUnit::bf16_tensor) nk.push_back({50257, 768});            // LM head (vocabulary)
+    for (int tokens : {2048, 4096, 8192, 16384})
+        for (const auto& [n_out, k_in] : nk) add_linear(s, tokens, n_out, k_in);
+    // skinny: few tokens (inference-like, small micro-batches)
+    for (int tokens : {8, 32, 64})
+        for (const auto& [n_out, k_in] : std::vector<std::pair<int, int>>{{768, 768}, {3072, 768}, {768, 3072}, {4096, 4096}})
+            add_linear(s, tokens, n_out, k_in);
+    // attention-like strided batched GEMMs: batch = sequences x heads
+    for (int batch : {96, 384, 192})
+        for (const Shape& b : {Shape{128, 128, 64}, Shape{128, 64, 128}, Shape{1024, 1024, 64}, Shape{1024, 64, 1024}})
+            for (cublasOperation_t opa : {CUBLAS_OP_T, CUBLAS_OP_N})
+                s.push_back({b.m, b.n, b.k, opa, CUBLAS_OP_N, batch});
     return s;
 }
 
 void run_gemm_sweep(ProbeContext& ctx) {
-    const auto shapes = sweep_shapes(ctx.quick);
     const std::vector<ComputeUnit> units = ctx.quick ? std::vector<ComputeUnit>{ComputeUnit::bf16_tensor}
                                                      : std::vector<ComputeUnit>{ComputeUnit::bf16_tensor, ComputeUnit::fp16_tensor,
                                                                                 ComputeUnit::tf32_tensor, ComputeUnit::fp32};
-    std::size_t max_a = 0, max_b = 0, max_c = 0;
-    for (const auto& s : shapes) {
-        max_a = std::max(max_a, std::size_t(s.m) * s.k);
-        max_b = std::max(max_b, std::size_t(s.k) * s.n);
-        max_c = std::max(max_c, std::size_t(s.m) * s.n);
-    }
-    Handle h;
-    GemmBuffers buf(max_a * 4, max_b * 4, max_c * 4);
+    const std::size_t l2 = ctx.device.l2_bytes > 0 ? ctx.device.l2_bytes : (std::size_t(50) << 20);
+    CapturableHandle h;
     const int samples = ctx.quick ? 3 : 5;
+    // One pool per run, sized for the largest (sets x set bytes) over all units and shapes.
+    std::size_t pool_bytes = 0;
+    for (ComputeUnit u : units)
+        for (const auto& sh : sweep_shapes(ctx.quick, u)) {
+            const std::size_t b = set_bytes(sh, type_of(u));
+            pool_bytes = std::max(pool_bytes, b * static_cast<std::size_t>(rotation_sets(b, l2)));
+        }
+    DeviceBuffer<char> pool(pool_bytes);
     for (ComputeUnit u : units) {
         const GemmType& t = type_of(u);
-        fill(buf.a.get(), max_a, t.ab, 31);
-        fill(buf.b.get(), max_b, t.ab, 32);
+        const auto shapes = sweep_shapes(ctx.quick, u);
+        fill(pool.get(), pool_bytes / t.elem_bytes, t.ab, 31);  // every set's A and B (C is overwritten)
         std::vector<double> flops_v, secs_v;
-        for (const auto& s : shapes) {
+        for (const auto& sh : shapes) {
             ctx.check_deadline("gemm sweep " + std::string(to_string(u)));
+            const std::size_t sb = set_bytes(sh, t);
+            const int sets = rotation_sets(sb, l2);
+            const std::size_t a_off = 0, b_off = align256(a_elems(sh) * t.elem_bytes),
+                              c_off = b_off + align256(b_elems(sh) * t.elem_bytes);
+            auto call = [&](int i) {
+                char* base = pool.get() + static_cast<std::size_t>(i % sets) * sb;
+                gemm(h.h.get(), t, sh, base + a_off, base + b_off, base + c_off);
+            };
             GemmRecord r;
-            r.m = s.m; r.n = s.n; r.k = s.k; r.unit = u;
-            r.seconds = time_gemm([&] { gemm(h.get(), t, buf, s.m, s.n, s.k); }, samples);
-            r.seconds.method = std::string("cublasGemmEx, ") + t.text + ", " + r.seconds.method;
-            const double flops = 2.0 * s.m * double(s.n) * s.k;
+            r.m = sh.m; r.n = sh.n; r.k = sh.k; r.unit = u;
+            r.layout = layout_of(sh);
+            r.batch = sh.batch;
+            const std::string fn = sh.batch > 1 ? "cublasGemmStridedBatchedEx" : "cublasGemmEx";
+            r.seconds = time_gpu_calls(h.stream.get(), call, sets, samples, fn + " calls");
+            r.seconds.method = fn + " " + r.layout + ", " + t.text + ", random inputs in [-1, 1], operands rotated over " +
+                               std::to_string(sets) + (sets > 1 ? " sets (to span 2 x L2, at most 200)" : " set (larger than L2)") +
+                               ", 32 MiB cuBLAS workspace; " + r.seconds.method;
+            const double flops = 2.0 * sh.m * double(sh.n) * sh.k * sh.batch;
             r.flops_per_second = flops / r.seconds.median;
             r.efficiency = 1.0;  // set against the unit's best rate once all shapes are in
             ctx.out.gemm_sweep.push_back(r);
@@ -290,8 +371,8 @@ Probe make_cublas_peak_probe() {
 }
 
 Probe make_gemm_sweep_probe() {
-    return Probe{"gemm_sweep", "cuBLAS GEMM time over a grid of (M, N, K) shapes incl. small and skinny, per precision",
-                 2.0, 15.0,
+    return Probe{"gemm_sweep", "cuBLAS GEMM GPU time (CUDA-graph replay) over square, skinny, nn.Linear training and batched attention shapes, per precision",
+                 3.0, 40.0,
                  [](const DeviceInfo& d) { return d.cc() >= 80 ? std::string() : std::string("needs compute capability 8.0"); },
                  run_gemm_sweep};
 }

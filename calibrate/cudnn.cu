@@ -6,6 +6,7 @@
 #ifdef ROOFSIM_HAVE_CUDNN
 #include <cudnn.h>
 
+#include <array>
 #include <sstream>
 
 namespace roofsim::calib {
@@ -19,21 +20,37 @@ void cudnn_check(cudnnStatus_t s, const char* call, const char* file, int line) 
 #define RS_CUDNN(call) cudnn_check((call), #call, __FILE__, __LINE__)
 
 struct ConvShape {
-    int n, c, h, w, k, r, s, stride, pad;
+    int n, c, h, w, k, r, s, stride, pad, groups = 1, dilation = 1;
+};
+
+/// Distinct convolutions of torchvision resnet50 (v1.5: stride on the 3x3) at 224 x 224, batch 1:
+/// {C, H, K, R, stride, pad}; square inputs and filters.
+struct ResNetConv {
+    int c, h, k, r, stride, pad;
+};
+const ResNetConv kResNet50[] = {
+    {3, 224, 64, 7, 2, 3},                                                                  // stem
+    {64, 56, 64, 1, 1, 0}, {64, 56, 64, 3, 1, 1}, {64, 56, 256, 1, 1, 0}, {256, 56, 64, 1, 1, 0},  // layer1 (+ downsample = 64->256)
+    {256, 56, 128, 1, 1, 0}, {128, 56, 128, 3, 2, 1}, {128, 28, 512, 1, 1, 0}, {256, 56, 512, 1, 2, 0},  // layer2 block 0
+    {512, 28, 128, 1, 1, 0}, {128, 28, 128, 3, 1, 1},                                        // layer2 blocks 1-3
+    {512, 28, 256, 1, 1, 0}, {256, 28, 256, 3, 2, 1}, {256, 14, 1024, 1, 1, 0}, {512, 28, 1024, 1, 2, 0},
+    {1024, 14, 256, 1, 1, 0}, {256, 14, 256, 3, 1, 1},
+    {1024, 14, 512, 1, 1, 0}, {512, 14, 512, 3, 2, 1}, {512, 7, 2048, 1, 1, 0}, {1024, 14, 2048, 1, 2, 0},
+    {2048, 7, 512, 1, 1, 0}, {512, 7, 512, 3, 1, 1},
 };
 
 std::vector<ConvShape> conv_shapes(bool quick) {
     if (quick) return {{32, 64, 56, 56, 64, 3, 3, 1, 1}, {32, 256, 14, 14, 256, 3, 3, 1, 1}};
-    return {
-        {32, 3, 224, 224, 64, 7, 7, 2, 3},    // stem
-        {32, 64, 56, 56, 64, 1, 1, 1, 0},     // bottleneck 1x1 reduce
-        {32, 64, 56, 56, 64, 3, 3, 1, 1},     // bottleneck 3x3
-        {32, 64, 56, 56, 256, 1, 1, 1, 0},    // bottleneck 1x1 expand
-        {32, 128, 28, 28, 128, 3, 3, 1, 1},
-        {32, 256, 14, 14, 256, 3, 3, 1, 1},
-        {32, 512, 7, 7, 512, 3, 3, 1, 1},
-        {32, 1024, 14, 14, 256, 1, 1, 1, 0},
-    };
+    std::vector<ConvShape> v;
+    for (int n : {32, 128})
+        for (const auto& l : kResNet50) v.push_back({n, l.c, l.h, l.h, l.k, l.r, l.r, l.stride, l.pad});
+    // depthwise 3x3 (MobileNet/EfficientNet-like), groups = C
+    for (const auto& [c, h, stride] : std::vector<std::array<int, 3>>{{32, 112, 1}, {144, 56, 2}, {576, 14, 1}, {960, 7, 1}})
+        v.push_back({32, c, h, h, c, 3, 3, stride, 1, c, 1});
+    // dilated 3x3 (DeepLab-like), pad = dilation keeps the size
+    for (const auto& [c, h, d] : std::vector<std::array<int, 3>>{{256, 28, 2}, {512, 28, 4}, {256, 56, 2}})
+        v.push_back({32, c, h, h, c, 3, 3, 1, d, 1, d});
+    return v;
 }
 
 struct Descs {
@@ -56,8 +73,47 @@ struct Handle {
     ~Handle() { cudnnDestroy(h); }
 };
 
+/// Spins for about `ns` nanoseconds of GPU time (used only when graph capture is refused).
+__global__ void spin_kernel(unsigned long long ns) {
+    const unsigned long long t0 = global_ns();
+    while (global_ns() - t0 < ns) {
+    }
+}
+
+/// GPU seconds per call: CUDA-graph replay when cuDNN's calls can be captured; otherwise CUDA events
+/// around one call queued behind a ~100 us spin kernel (the host is then ahead of the GPU).
+Measurement time_conv(cudaStream_t stream, const std::function<void(int)>& call, int sets, int samples, bool& captured) {
+    captured = true;
+    try {
+        const double pilot = pilot_seconds(stream, call);
+        const GraphTiming g = time_graph(stream, call, graph_calls(pilot, sets), samples);
+        Measurement m = summarize(g.seconds_per_call);
+        m.method = g.method("cuDNN calls");
+        return m;
+    } catch (const std::runtime_error&) {
+        captured = false;
+    }
+    RS_CUDA(cudaStreamSynchronize(stream));
+    EventTimer t;
+    std::vector<double> v;
+    for (int i = 0; i < 2 + samples; ++i) {
+        spin_kernel<<<1, 1, 0, stream>>>(100000ull);
+        RS_CUDA_LAUNCH();
+        t.start(stream);
+        call(i);
+        const double sec = t.stop(stream);
+        if (i >= 2) v.push_back(sec);
+    }
+    Measurement m = summarize(v);
+    m.method = "GPU time: CUDA events around one call queued behind a 100 us spin kernel (graph capture was refused), median of " +
+               std::to_string(samples) + " after 2 warm-ups";
+    return m;
+}
+
 void run_conv(ProbeContext& ctx) {
     Handle handle;
+    Stream stream;
+    RS_CUDNN(cudnnSetStream(handle.h, stream.get()));
     const auto shapes = conv_shapes(ctx.quick);
     struct Prec {
         ComputeUnit unit;
@@ -68,27 +124,42 @@ void run_conv(ProbeContext& ctx) {
         int bytes;
         const char* text;
     };
-    // fp32 convs in PyTorch run with TF32 allowed by default (torch.backends.cudnn.allow_tf32 = True).
+    // fp32 convs in PyTorch run with TF32 allowed by default (torch.backends.cudnn.allow_tf32 = True);
+    // PyTorch passes NCHW unless the tensors are channels_last, bf16 included.
+    const Prec bf16_nchw{ComputeUnit::bf16_tensor, CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_TENSOR_OP_MATH, 2,
+                         "bf16 NCHW (PyTorch's contiguous layout), fp32 accumulate"};
     const std::vector<Prec> precs = ctx.quick
-        ? std::vector<Prec>{{ComputeUnit::bf16_tensor, CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, 2, "bf16 NHWC, fp32 accumulate"}}
-        : std::vector<Prec>{{ComputeUnit::bf16_tensor, CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, 2, "bf16 NHWC, fp32 accumulate"},
-                            {ComputeUnit::tf32_tensor, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_DEFAULT_MATH, 4, "fp32 NCHW, TF32 allowed"}};
-    std::size_t max_x = 0, max_y = 0, max_w = 0;
+        ? std::vector<Prec>{bf16_nchw}
+        : std::vector<Prec>{bf16_nchw,
+                            {ComputeUnit::bf16_tensor, CUDNN_DATA_BFLOAT16, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, CUDNN_TENSOR_OP_MATH, 2,
+                             "bf16 NHWC (channels_last), fp32 accumulate"},
+                            {ComputeUnit::tf32_tensor, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_DEFAULT_MATH, 4,
+                             "fp32 NCHW, TF32 allowed (CUDNN_DEFAULT_MATH)"},
+                            {ComputeUnit::fp32, CUDNN_DATA_FLOAT, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, CUDNN_FMA_MATH, 4,
+                             "fp32 NCHW, FP32 math only (CUDNN_FMA_MATH forbids TF32)"}};
+    const std::size_t l2 = ctx.device.l2_bytes > 0 ? ctx.device.l2_bytes : (std::size_t(50) << 20);
+    auto sizes = [](const ConvShape& s, int bytes) {
+        const std::int64_t p = conv_out_extent(s.h, s.r, s.pad, s.stride, s.dilation);
+        const std::int64_t q = conv_out_extent(s.w, s.s, s.pad, s.stride, s.dilation);
+        return std::array<std::size_t, 3>{align256(std::size_t(s.n) * s.c * s.h * s.w * bytes),
+                                          align256(std::size_t(s.n) * s.k * p * q * bytes),
+                                          align256(std::size_t(s.k) * (s.c / s.groups) * s.r * s.s * bytes)};
+    };
+    std::size_t pool_bytes = 0;
     for (const auto& s : shapes) {
-        const int p = (s.h + 2 * s.pad - s.r) / s.stride + 1, q = (s.w + 2 * s.pad - s.s) / s.stride + 1;
-        max_x = std::max(max_x, std::size_t(s.n) * s.c * s.h * s.w);
-        max_y = std::max(max_y, std::size_t(s.n) * s.k * p * q);
-        max_w = std::max(max_w, std::size_t(s.k) * s.c * s.r * s.s);
+        const auto z = sizes(s, 4);
+        const std::size_t set = z[0] + z[1] + z[2];
+        pool_bytes = std::max(pool_bytes, set * static_cast<std::size_t>(rotation_sets(set, l2)));
     }
-    DeviceBuffer<float> x(max_x), y(max_y), w(max_w);
-    fill_random(x.get(), max_x, 41);
-    fill_random(y.get(), max_y, 42);
-    fill_random(w.get(), max_w, 43);
+    DeviceBuffer<float> pool(pool_bytes / 4 + 1);
     const std::size_t ws_limit = std::size_t(1) << 30;
     DeviceBuffer<char> ws(ws_limit);
     const int samples = ctx.quick ? 3 : 5;
     const float alpha = 1.0f, beta = 0.0f;
+    bool all_captured = true;
     for (const auto& pr : precs) {
+        if (pr.bytes == 2) fill_random_bf16(pool.get(), pool_bytes / 2, 41);
+        else fill_random(pool.get(), pool_bytes / 4, 41);
         for (const auto& s : shapes) {
             ctx.check_deadline("conv");
             Descs d;
@@ -97,79 +168,105 @@ void run_conv(ProbeContext& ctx) {
             RS_CUDNN(cudnnCreateFilterDescriptor(&d.w));
             RS_CUDNN(cudnnCreateConvolutionDescriptor(&d.conv));
             RS_CUDNN(cudnnSetTensor4dDescriptor(d.x, pr.format, pr.data, s.n, s.c, s.h, s.w));
-            RS_CUDNN(cudnnSetFilter4dDescriptor(d.w, pr.data, pr.format, s.k, s.c, s.r, s.s));
-            RS_CUDNN(cudnnSetConvolution2dDescriptor(d.conv, s.pad, s.pad, s.stride, s.stride, 1, 1,
+            RS_CUDNN(cudnnSetFilter4dDescriptor(d.w, pr.data, pr.format, s.k, s.c / s.groups, s.r, s.s));
+            RS_CUDNN(cudnnSetConvolution2dDescriptor(d.conv, s.pad, s.pad, s.stride, s.stride, s.dilation, s.dilation,
                                                      CUDNN_CROSS_CORRELATION, pr.compute));
+            RS_CUDNN(cudnnSetConvolutionGroupCount(d.conv, s.groups));
             RS_CUDNN(cudnnSetConvolutionMathType(d.conv, pr.math));
             int on = 0, oc = 0, oh = 0, ow = 0;
             RS_CUDNN(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &on, &oc, &oh, &ow));
             RS_CUDNN(cudnnSetTensor4dDescriptor(d.y, pr.format, pr.data, on, oc, oh, ow));
-            const double flops = 2.0 * s.n * double(s.k) * oh * ow * s.c * s.r * s.s;
+            const double flops = 2.0 * s.n * double(s.k) * oh * ow * (s.c / s.groups) * s.r * s.s;
+            const auto z = sizes(s, pr.bytes);
+            const std::size_t set = z[0] + z[1] + z[2];
+            const int sets = rotation_sets(set, l2);
+            auto at = [&](int i, int which) -> void* {
+                std::size_t off = static_cast<std::size_t>(i % sets) * set;
+                for (int j = 0; j < which; ++j) off += z[j];
+                return reinterpret_cast<char*>(pool.get()) + off;
+            };
             for (ConvPass pass : {ConvPass::forward, ConvPass::backward_data, ConvPass::backward_filter}) {
                 std::string algo_name;
-                std::function<void()> one;
-                if (pass == ConvPass::forward) {
-                    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-                    int cnt = 0;
-                    RS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle.h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &cnt, perf));
-                    int pick = -1;
-                    for (int i = 0; i < cnt; ++i)
-                        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit) { pick = i; break; }
-                    if (pick < 0) throw std::runtime_error("no forward algorithm fits the workspace");
-                    const auto algo = perf[pick].algo;
-                    algo_name = "CUDNN_CONVOLUTION_FWD_ALGO #" + std::to_string(static_cast<int>(algo));
-                    one = [&, algo] {
-                        RS_CUDNN(cudnnConvolutionForward(handle.h, &alpha, d.x, x.get(), d.w, w.get(), d.conv, algo, ws.get(), ws_limit, &beta, d.y, y.get()));
-                    };
-                } else if (pass == ConvPass::backward_data) {
-                    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-                    int cnt = 0;
-                    RS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle.h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &cnt, perf));
-                    int pick = -1;
-                    for (int i = 0; i < cnt; ++i)
-                        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit) { pick = i; break; }
-                    if (pick < 0) throw std::runtime_error("no backward-data algorithm fits the workspace");
-                    const auto algo = perf[pick].algo;
-                    algo_name = "CUDNN_CONVOLUTION_BWD_DATA_ALGO #" + std::to_string(static_cast<int>(algo));
-                    one = [&, algo] {
-                        RS_CUDNN(cudnnConvolutionBackwardData(handle.h, &alpha, d.w, w.get(), d.y, y.get(), d.conv, algo, ws.get(), ws_limit, &beta, d.x, x.get()));
-                    };
-                } else {
-                    cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-                    int cnt = 0;
-                    RS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle.h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &cnt, perf));
-                    int pick = -1;
-                    for (int i = 0; i < cnt; ++i)
-                        if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit) { pick = i; break; }
-                    if (pick < 0) throw std::runtime_error("no backward-filter algorithm fits the workspace");
-                    const auto algo = perf[pick].algo;
-                    algo_name = "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #" + std::to_string(static_cast<int>(algo));
-                    one = [&, algo] {
-                        RS_CUDNN(cudnnConvolutionBackwardFilter(handle.h, &alpha, d.x, x.get(), d.y, y.get(), d.conv, algo, ws.get(), ws_limit, &beta, d.w, w.get()));
-                    };
+                std::function<void(int)> call;
+                try {
+                    if (pass == ConvPass::forward) {
+                        cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+                        int cnt = 0;
+                        RS_CUDNN(cudnnGetConvolutionForwardAlgorithm_v7(handle.h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &cnt, perf));
+                        int pick = -1;
+                        for (int i = 0; i < cnt; ++i)
+                            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit) { pick = i; break; }
+                        if (pick < 0) throw std::runtime_error("no forward algorithm fits the workspace");
+                        const auto algo = perf[pick].algo;
+                        algo_name = "CUDNN_CONVOLUTION_FWD_ALGO #" + std::to_string(static_cast<int>(algo));
+                        call = [&, algo](int i) {
+                            RS_CUDNN(cudnnConvolutionForward(handle.h, &alpha, d.x, at(i, 0), d.w, at(i, 2), d.conv, algo, ws.get(), ws_limit, &beta, d.y, at(i, 1)));
+                        };
+                    } else if (pass == ConvPass::backward_data) {
+                        cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+                        int cnt = 0;
+                        RS_CUDNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle.h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &cnt, perf));
+                        int pick = -1;
+                        for (int i = 0; i < cnt; ++i)
+                            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit) { pick = i; break; }
+                        if (pick < 0) throw std::runtime_error("no backward-data algorithm fits the workspace");
+                        const auto algo = perf[pick].algo;
+                        algo_name = "CUDNN_CONVOLUTION_BWD_DATA_ALGO #" + std::to_string(static_cast<int>(algo));
+                        call = [&, algo](int i) {
+                            RS_CUDNN(cudnnConvolutionBackwardData(handle.h, &alpha, d.w, at(i, 2), d.y, at(i, 1), d.conv, algo, ws.get(), ws_limit, &beta, d.x, at(i, 0)));
+                        };
+                    } else {
+                        cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+                        int cnt = 0;
+                        RS_CUDNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle.h, d.x, d.y, d.conv, d.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &cnt, perf));
+                        int pick = -1;
+                        for (int i = 0; i < cnt; ++i)
+                            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ws_limit) { pick = i; break; }
+                        if (pick < 0) throw std::runtime_error("no backward-filter algorithm fits the workspace");
+                        const auto algo = perf[pick].algo;
+                        algo_name = "CUDNN_CONVOLUTION_BWD_FILTER_ALGO #" + std::to_string(static_cast<int>(algo));
+                        call = [&, algo](int i) {
+                            RS_CUDNN(cudnnConvolutionBackwardFilter(handle.h, &alpha, d.x, at(i, 0), d.y, at(i, 1), d.conv, algo, ws.get(), ws_limit, &beta, d.w, at(i, 2)));
+                        };
+                    }
+                    bool captured = true;
+                    ConvRecord r;
+                    r.seconds = time_conv(stream.get(), call, sets, samples, captured);
+                    all_captured = all_captured && captured;
+                    r.pass = pass;
+                    r.n = s.n; r.c = s.c; r.h = s.h; r.w = s.w; r.k = s.k; r.r = s.r; r.s = s.s; r.stride = s.stride; r.pad = s.pad;
+                    r.groups = s.groups;
+                    r.dilation = s.dilation;
+                    r.layout = pr.format == CUDNN_TENSOR_NHWC ? "NHWC" : "NCHW";
+                    r.unit = pr.unit;
+                    r.algorithm = algo_name;
+                    r.seconds.method = std::string("cuDNN legacy API, ") + pr.text + ", algorithm: first _v7 heuristic result that fits 1 GiB workspace, operands rotated over " +
+                                       std::to_string(sets) + " set(s); " + r.seconds.method;
+                    r.flops_per_second = flops / r.seconds.median;
+                    r.efficiency = 1.0;  // set against the library GEMM ceiling when the profile is assembled
+                    ctx.out.conv_sweep.push_back(r);
+                } catch (const ProbeTimeout&) {
+                    throw;
+                } catch (const std::exception& e) {
+                    RS_CUDA(cudaStreamSynchronize(stream.get()));
+                    ctx.missing("conv_sweep/" + std::string(to_string(pr.unit)) + "/" + std::string(to_string(pass)) + "/n" +
+                                    std::to_string(s.n) + "c" + std::to_string(s.c) + "h" + std::to_string(s.h) + "k" +
+                                    std::to_string(s.k) + "r" + std::to_string(s.r) + "u" + std::to_string(s.stride) + "g" +
+                                    std::to_string(s.groups) + "d" + std::to_string(s.dilation) + "-" +
+                                    (pr.format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw"),
+                                MissingReason::failed, e.what());
                 }
-                const auto t = time_samples(one, 2, samples);
-                ConvRecord r;
-                r.pass = pass;
-                r.n = s.n; r.c = s.c; r.h = s.h; r.w = s.w; r.k = s.k; r.r = s.r; r.s = s.s; r.stride = s.stride; r.pad = s.pad;
-                r.unit = pr.unit;
-                r.algorithm = algo_name;
-                r.seconds = summarize(t);
-                r.seconds.method = std::string("cuDNN legacy API, ") + pr.text + ", algorithm from the _v7 heuristic, CUDA events, median of " +
-                                   std::to_string(samples) + " after 2 warm-ups";
-                r.flops_per_second = flops / r.seconds.median;
-                r.efficiency = 1.0;  // set against the library GEMM ceiling when the profile is assembled
-                ctx.out.conv_sweep.push_back(r);
             }
         }
-        ctx.log("conv " + std::string(to_string(pr.unit)) + ": " + std::to_string(shapes.size()) + " shapes x 3 passes");
+        ctx.log(std::string("conv ") + pr.text + ": " + std::to_string(shapes.size()) + " shapes x 3 passes");
     }
+    ctx.log(all_captured ? "conv: every call timed by CUDA-graph replay" : "conv: some calls were timed behind a spin kernel (capture refused)");
 }
 
 }  // namespace
 
 Probe make_conv_probe() {
-    return Probe{"conv_sweep", "cuDNN convolution forward / backward-data / backward-filter over ResNet-50 shapes", 2.0, 8.0,
+    return Probe{"conv_sweep", "cuDNN convolution GPU time, forward / backward-data / backward-filter, ResNet-50 + depthwise + dilated shapes", 3.0, 45.0,
                  [](const DeviceInfo& d) { return d.cc() >= 80 ? std::string() : std::string("needs compute capability 8.0"); },
                  run_conv};
 }

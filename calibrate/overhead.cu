@@ -52,6 +52,23 @@ void run_launch(ProbeContext& ctx) {
                " back-to-back empty-kernel launches on one stream, seconds per launch, median of " + std::to_string(samples);
     ctx.out.launch_interval_seconds = b;
     ctx.log("back-to-back launch: " + std::to_string(b.median * 1e6) + " us per launch");
+
+    // GPU side: empty kernels back to back inside one CUDA graph, so the host issue rate is out of it.
+    ctx.check_deadline("launch gpu_interval");
+    Stream stream;
+    const int kernels = 1000;
+    const GraphTiming g = time_graph(
+        stream.get(),
+        [&](int) {
+            empty_kernel<<<1, 32, 0, stream.get()>>>();
+            RS_CUDA_LAUNCH();
+        },
+        kernels, ctx.quick ? 5 : 11);
+    Measurement gi = summarize(g.seconds_per_call);
+    gi.method = g.method("empty-kernel launches (1 block x 32 threads)") +
+                "; the least GPU time a kernel occupies in a stream, without host issue cost";
+    ctx.out.launch_gpu_interval_seconds = gi;
+    ctx.log("GPU interval of back-to-back kernels (graph): " + std::to_string(gi.median * 1e6) + " us per kernel");
 }
 
 struct PinnedDeleter {
@@ -112,7 +129,7 @@ void run_memcpy(ProbeContext& ctx) {
 }  // namespace
 
 Probe make_launch_probe() {
-    return Probe{"launch", "kernel launch latency and back-to-back launch throughput", 0.5, 1.0,
+    return Probe{"launch", "kernel launch latency, back-to-back launch throughput (host) and the GPU interval of graph-replayed kernels", 0.5, 1.0,
                  [](const DeviceInfo&) { return std::string(); }, run_launch};
 }
 

@@ -15,6 +15,21 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       Backward host cost: a chain of K tiny ops with requires_grad; (backward time at K2 minus
       at K1) / (K2 - K1) per node; the intercept is the fixed cost of one backward() call.
       _linear uses F.linear layers whose weights require grad (AccumulateGrad per weight).
+  backward_call
+      Fixed host cost of one backward() call: the intercept of backward time over short chains of
+      1 to 16 tiny multiplications (least squares), timed with CUDA events as layer_* are.
+  layer_forward_<op>[_autocast], layer_backward_<op>[_autocast]
+      Host cost of one layer of roofsim's graph vocabulary (docs/graph-format.md) on tiny tensors,
+      timed as tools/validate/measure_pytorch.py times a layer (CUDA events around the forward,
+      and around forward + out.backward(grad), synchronize before and after), so that the GPU
+      work is negligible: forward = median forward time; backward = median (forward + backward)
+      minus median forward minus backward_call.  _autocast: under torch.autocast(bfloat16).
+  op_timings (a list, not figures)
+      GPU time of PyTorch's own kernels for roofsim's memory-bound and attention ops, on
+      calibration shapes chosen apart from tools/validate's cases and large enough that the GPU,
+      not the host, sets the pace: K forward calls back to back between two CUDA events, and K
+      torch.autograd.grad(out, inputs, grad, retain_graph=True) calls likewise; seconds per call.
+      roofsim derives each op's efficiency against its own byte and FLOP counts from these.
   optimizer_<sgd|adamw>_<foreach|for_loop|fused>_per_param, ..._per_step, ..._large
       optimizer.step() on many tiny parameters at two counts: the slope is seconds per
       parameter, the intercept seconds per step; _large is one step over 4 parameters of 4M
@@ -220,6 +235,309 @@ def backward_probes(p: Probe, k1: int, k2: int) -> None:
                                                    f"T({k1}) - slope * {k1}; one backward() call")
 
 
+# ----------------------------------------------------------------------------- (b2) layers
+
+class SelfAttention(torch.nn.Module):
+    """nn.MultiheadAttention called as self-attention, mha(x, x, x), as in the validation cases."""
+
+    def __init__(self, embed_dim: int, heads: int):
+        super().__init__()
+        self.mha = torch.nn.MultiheadAttention(embed_dim, heads, batch_first=True)
+
+    def forward(self, x):
+        return self.mha(x, x, x)[0]
+
+
+def layer_cases(dev):
+    """Tiny instances of roofsim's graph ops: name -> (build, make_inputs); build() -> callable."""
+    nn = torch.nn
+    r = lambda *shape: torch.randn(*shape, device=dev)  # noqa: E731
+
+    def module(m):
+        return lambda: m.to(dev).train()
+
+    cases = {
+        "linear": (module(nn.Linear(8, 8)), lambda: [r(4, 8)]),
+        "matmul": (lambda: torch.matmul, lambda: [r(8, 8), r(8, 8)]),
+        "bmm": (lambda: torch.bmm, lambda: [r(2, 8, 8), r(2, 8, 8)]),
+        "conv2d": (module(nn.Conv2d(4, 4, 3, padding=1)), lambda: [r(1, 4, 8, 8)]),
+        "conv1d": (module(nn.Conv1d(4, 4, 3, padding=1)), lambda: [r(1, 4, 8)]),
+        "batchnorm2d": (module(nn.BatchNorm2d(4)), lambda: [r(2, 4, 4, 4)]),
+        "layernorm": (module(nn.LayerNorm(8)), lambda: [r(4, 8)]),
+        "groupnorm": (module(nn.GroupNorm(2, 4)), lambda: [r(2, 4, 4, 4)]),
+        "relu": (module(nn.ReLU()), lambda: [r(4, 8)]),
+        "gelu": (module(nn.GELU()), lambda: [r(4, 8)]),
+        "silu": (module(nn.SiLU()), lambda: [r(4, 8)]),
+        "tanh": (module(nn.Tanh()), lambda: [r(4, 8)]),
+        "sigmoid": (module(nn.Sigmoid()), lambda: [r(4, 8)]),
+        "dropout": (module(nn.Dropout(0.1)), lambda: [r(4, 8)]),
+        "add": (lambda: torch.add, lambda: [r(4, 8), r(4, 8)]),
+        "mul": (lambda: torch.mul, lambda: [r(4, 8), r(4, 8)]),
+        "softmax": (lambda: (lambda x: F.softmax(x, dim=-1)), lambda: [r(4, 8)]),
+        "log_softmax": (lambda: (lambda x: F.log_softmax(x, dim=-1)), lambda: [r(4, 8)]),
+        "cross_entropy": (lambda: (lambda x: F.cross_entropy(x, torch.arange(4, device=dev))), lambda: [r(4, 8)]),
+        "embedding": (module(nn.Embedding(16, 8)), lambda: [torch.randint(0, 16, (4,), device=dev)]),
+        "maxpool2d": (module(nn.MaxPool2d(2)), lambda: [r(1, 4, 8, 8)]),
+        "avgpool2d": (module(nn.AvgPool2d(2)), lambda: [r(1, 4, 8, 8)]),
+        "adaptive_avgpool2d": (module(nn.AdaptiveAvgPool2d(1)), lambda: [r(1, 4, 8, 8)]),
+        "flatten": (module(nn.Flatten()), lambda: [r(2, 4, 1, 1)]),
+        "reshape": (lambda: (lambda x: x.view(-1)), lambda: [r(4, 8)]),
+        "slice": (lambda: (lambda x: x.narrow(1, 0, 4)), lambda: [r(4, 8)]),
+        "transpose_contiguous": (lambda: (lambda x: x.transpose(0, 1).contiguous()), lambda: [r(4, 8)]),
+        "cat": (lambda: (lambda a, b: torch.cat([a, b], 0)), lambda: [r(4, 8), r(4, 8)]),
+        "gelu_tanh_composite": (lambda: (lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))),
+                                lambda: [r(4, 8)]),
+        "mha": (module(SelfAttention(8, 2)), lambda: [r(1, 4, 8)]),
+    }
+    if hasattr(nn, "RMSNorm"):
+        cases["rmsnorm"] = (module(nn.RMSNorm(8)), lambda: [r(4, 8)])
+    if hasattr(F, "scaled_dot_product_attention"):
+        cases["sdpa"] = (lambda: F.scaled_dot_product_attention, lambda: [r(1, 2, 8, 8), r(1, 2, 8, 8), r(1, 2, 8, 8)])
+    return cases
+
+
+def event_timer(p: Probe):
+    """Seconds of `body` between two CUDA events (wall seconds on CPU), synchronizing around it."""
+    def timed(body) -> float:
+        p.sync()
+        if p.cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            body()
+            end.record()
+            torch.cuda.synchronize()
+            return start.elapsed_time(end) / 1e3
+        t0 = time.perf_counter()
+        body()
+        return time.perf_counter() - t0
+    return timed
+
+
+def layer_probes(p: Probe, samples: int) -> None:
+    dev = p.device
+    timed = event_timer(p)
+
+    def median_of(body) -> list[float]:
+        for _ in range(max(3, samples // 5)):
+            timed(body)
+        return [timed(body) for _ in range(samples)]
+
+    # backward_call: intercept of backward time over chains of 1..16 multiplications.
+    lengths = [1, 2, 4, 8, 16]
+    chain_medians = []
+    for k in lengths:
+        x = torch.randn(16, device=dev, requires_grad=True)
+
+        def chain(k=k, x=x):
+            y = x
+            for _ in range(k):
+                y = y * 1.0001
+            return y
+
+        graph_outputs = []
+        def prepare(chain=chain):
+            graph_outputs.append(chain())
+        def backward():
+            graph_outputs.pop().backward(torch.ones(16, device=dev))
+        values = []
+        for _ in range(samples + 3):
+            x.grad = None
+            prepare()
+            values.append(timed(backward))
+        chain_medians.append(statistics.median(values[3:]))
+    n = len(lengths)
+    mean_k = sum(lengths) / n
+    mean_t = sum(chain_medians) / n
+    slope = sum((k - mean_k) * (t - mean_t) for k, t in zip(lengths, chain_medians)) / \
+        sum((k - mean_k) ** 2 for k in lengths)
+    backward_call = mean_t - slope * mean_k
+    p.record("backward_call", [backward_call], "intercept of median backward() time (CUDA events) over "
+             "chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call "
+             f"with its AccumulateGrad; per-multiplication slope {slope * 1e6:.2f} us",
+             chain_lengths=lengths, chain_median_seconds=chain_medians)
+
+    for op, (build, make_inputs) in layer_cases(dev).items():
+        for use_autocast in (False, True):
+            suffix = "_autocast" if use_autocast else ""
+            try:
+                fn = build()
+                inputs = make_inputs()
+                for t in inputs:
+                    if t.is_floating_point():
+                        t.requires_grad_(True)
+                ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+                with ctx():
+                    probe_out = fn(*inputs)
+                if isinstance(probe_out, tuple):
+                    probe_out = probe_out[0]
+                grad = torch.randn_like(probe_out)
+                params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+
+                def forward():
+                    with ctx():
+                        out = fn(*inputs)
+                    return out[0] if isinstance(out, tuple) else out
+
+                def forward_backward():
+                    forward().backward(grad)
+
+                def reset():
+                    for t in params + inputs:
+                        t.grad = None
+
+                def run_fwd():
+                    reset()
+                    forward()
+
+                def run_fwd_bwd():
+                    reset()
+                    forward_backward()
+
+                fwd = median_of(run_fwd)
+                fwd_bwd = median_of(run_fwd_bwd)
+            except Exception as exc:
+                p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
+                continue
+            where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+            p.record(f"layer_forward_{op}{suffix}", fwd,
+                     f"one tiny {op} layer forward with autograd recording, CUDA events, {where}")
+            bwd = [max(0.0, fb - statistics.median(fwd) - backward_call) for fb in fwd_bwd]
+            p.record(f"layer_backward_{op}{suffix}", bwd,
+                     f"one tiny {op} layer: (forward + out.backward(grad)) - median forward - backward_call, "
+                     f"CUDA events, {where}")
+
+
+# ----------------------------------------------------------------------------- (b3) op GPU time
+
+def op_timing_cases():
+    """(op, params, input specs, precision) for GPU-bound timing; shapes differ from tools/validate's."""
+    f32 = "float32"
+    big = [16, 512, 48, 48]          # 18.9 M elements, NCHW
+    rows = [16384, 1024]             # 16.8 M elements, (tokens, hidden)
+    cases = [
+        ("batchnorm2d", {"num_features": 512}, [(big, f32, True)]),
+        ("layernorm", {"normalized_shape": [1024], "elementwise_affine": True}, [(rows, f32, True)]),
+        ("groupnorm", {"num_groups": 32, "num_channels": 512}, [(big, f32, True)]),
+        ("rmsnorm", {"normalized_shape": [1024]}, [(rows, f32, True)]),
+        ("relu", {}, [(big, f32, True)]),
+        ("gelu", {"approximate": "none"}, [(rows, f32, True)]),
+        ("silu", {}, [(rows, f32, True)]),
+        ("tanh", {}, [(rows, f32, True)]),
+        ("sigmoid", {}, [(rows, f32, True)]),
+        ("dropout", {"p": 0.1}, [(rows, f32, True)]),
+        ("add", {}, [(rows, f32, True), (rows, f32, True)]),
+        ("mul", {}, [(rows, f32, True), (rows, f32, True)]),
+        ("softmax", {"dim": -1}, [([16, 16, 256, 256], f32, True)]),
+        ("log_softmax", {"dim": -1}, [([2048, 8192], f32, True)]),
+        ("cross_entropy", {}, [([2048, 8192], f32, True), ([2048], "int64", False)]),
+        ("embedding", {"num_embeddings": 32000, "embedding_dim": 1024}, [([16, 1024], "int64", False)]),
+        ("maxpool2d", {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}, [(big, f32, True)]),
+        ("avgpool2d", {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]}, [(big, f32, True)]),
+        ("adaptive_avgpool2d", {"output_size": [1, 1]}, [([256, 1024, 14, 14], f32, True)]),
+        ("transpose_contiguous", {"dim0": 1, "dim1": 2}, [([16, 2048, 16, 32], f32, True)]),
+        ("cat", {"dim": 1}, [([16, 1024, 512], f32, True), ([16, 1024, 512], f32, True)]),
+        ("gelu_tanh_composite", {}, [(rows, f32, True)]),
+        ("sdpa", {"is_causal": False, "backend": "flash"}, [([4, 16, 2048, 64], f32, True)] * 3),
+        ("sdpa", {"is_causal": False, "backend": "efficient"}, [([4, 16, 2048, 64], f32, True)] * 3),
+    ]
+    out = []
+    for op, params, inputs in cases:
+        precisions = ["amp-bf16"] if params.get("backend") == "flash" else ["fp32", "amp-bf16"]
+        for precision in precisions:
+            out.append((op, params, inputs, precision))
+    return out
+
+
+def build_op(op, params, dev):
+    nn = torch.nn
+    p = params
+    if op == "batchnorm2d": return nn.BatchNorm2d(p["num_features"]).to(dev).train()
+    if op == "layernorm": return nn.LayerNorm(p["normalized_shape"]).to(dev)
+    if op == "groupnorm": return nn.GroupNorm(p["num_groups"], p["num_channels"]).to(dev)
+    if op == "rmsnorm": return nn.RMSNorm(p["normalized_shape"]).to(dev)
+    if op == "relu": return nn.ReLU()
+    if op == "gelu": return nn.GELU(approximate=p["approximate"])
+    if op == "silu": return nn.SiLU()
+    if op == "tanh": return nn.Tanh()
+    if op == "sigmoid": return nn.Sigmoid()
+    if op == "dropout": return nn.Dropout(p["p"]).train()
+    if op == "add": return torch.add
+    if op == "mul": return torch.mul
+    if op == "softmax": return lambda x: F.softmax(x, dim=p["dim"])
+    if op == "log_softmax": return lambda x: F.log_softmax(x, dim=p["dim"])
+    if op == "cross_entropy": return F.cross_entropy
+    if op == "embedding": return nn.Embedding(p["num_embeddings"], p["embedding_dim"]).to(dev)
+    if op == "maxpool2d": return nn.MaxPool2d(p["kernel_size"], p["stride"], p["padding"])
+    if op == "avgpool2d": return nn.AvgPool2d(p["kernel_size"], p["stride"], p["padding"])
+    if op == "adaptive_avgpool2d": return nn.AdaptiveAvgPool2d(p["output_size"])
+    if op == "transpose_contiguous": return lambda x: x.transpose(p["dim0"], p["dim1"]).contiguous()
+    if op == "cat": return lambda a, b: torch.cat([a, b], p["dim"])
+    if op == "gelu_tanh_composite":
+        return lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))
+    if op == "sdpa":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}[p["backend"]]
+
+        def attention(q, k, v):
+            with sdpa_kernel(backend):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=p["is_causal"])
+        return attention
+    raise ValueError(f"unknown op {op}")
+
+
+def op_timing_probes(p: Probe, calls: int) -> list:
+    dev = p.device
+    results = []
+    timed = event_timer(p)
+    cases = op_timing_cases()
+    if not p.cuda:
+        cases = cases[:2]  # on a CPU only the code path is tested
+    for op, params, specs, precision in cases:
+        entry = {"op": op, "params": params, "precision": precision,
+                 "inputs": [{"shape": s, "dtype": d, "requires_grad": g} for s, d, g in specs]}
+        try:
+            fn = build_op(op, params, dev)
+            inputs = []
+            for shape, dtype, grad in specs:
+                if dtype == "int64":
+                    high = params.get("num_embeddings") or shape and 8192
+                    inputs.append(torch.randint(0, int(high), shape, device=dev))
+                else:
+                    inputs.append(torch.randn(*shape, device=dev, requires_grad=grad))
+            ctx = (lambda: autocast_bf16(dev)) if precision == "amp-bf16" else contextlib.nullcontext
+            with ctx():
+                out = fn(*inputs)
+            grad_out = torch.randn_like(out)
+            wrt = [t for t in inputs if t.requires_grad]
+            if isinstance(fn, torch.nn.Module):
+                wrt += [q for q in fn.parameters() if q.requires_grad]
+
+            def forward():
+                with ctx():
+                    for _ in range(calls):
+                        fn(*inputs)
+
+            def backward():
+                for _ in range(calls):
+                    torch.autograd.grad(out, wrt, grad_out, retain_graph=True)
+
+            fwd = [timed(forward) / calls for _ in range(p.repeats // 2 + 1)]
+            bwd = [timed(backward) / calls for _ in range(p.repeats // 2 + 1)]
+        except Exception as exc:
+            p.skip(f"op_timing_{op}_{precision}", first_line(exc))
+            continue
+        summary = lambda v: {"seconds": statistics.median(v), "min": min(v), "max": max(v), "samples": len(v)}  # noqa: E731
+        entry["forward_gpu_seconds"] = summary(fwd)
+        entry["backward_gpu_seconds"] = summary(bwd)
+        entry["method"] = (f"{calls} calls back to back between CUDA events (forward), and {calls} "
+                           "torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls "
+                           "(backward); seconds per call; median of the repetitions")
+        print(f"  op {op:22s} {precision:9s} fwd {entry['forward_gpu_seconds']['seconds'] * 1e6:9.1f} us  "
+              f"bwd {entry['backward_gpu_seconds']['seconds'] * 1e6:9.1f} us", flush=True)
+        results.append(entry)
+    return results
+
+
 # ----------------------------------------------------------------------------- (c) optimizers
 
 def make_optimizer(kind: str, impl: str, params):
@@ -413,15 +731,25 @@ def main(argv=None) -> int:
                 "optimizer_param_counts": [8, 32] if smoke else [64, 512],
                 "optimizer_small_param_numel": 256,
                 "optimizer_large_param_numel": 4096 if smoke else 4 * 1024 * 1024,
-                "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke}
+                "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke,
+                "layer_samples": 5 if smoke else 41, "op_timing_calls": 2 if smoke else 10}
     groups = (
         ("eager ops", lambda: eager_op_probes(p, n_ops)),
         ("backward", lambda: backward_probes(p, *settings["backward_chain_lengths"])),
+        ("layers", lambda: layer_probes(p, settings["layer_samples"])),
         ("optimizers", lambda: optimizer_probes(p, *settings["optimizer_param_counts"],
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),
         ("synchronize and events", lambda: sync_probes(p, settings["sync_calls_per_measurement"])),
     )
+    op_timings: list = []
+
+    def run_op_timings():
+        op_timings.extend(op_timing_probes(p, settings["op_timing_calls"]))
+
+    groups = groups + (("op timings", run_op_timings),)
+    if smoke:  # tiny shapes would not be GPU-bound anyway; a few cases test the code path
+        settings["op_timing_smoke"] = True
     for name, run in groups:
         print(f"[{time.perf_counter() - t0:6.1f} s] {name}", flush=True)
         try:
@@ -442,6 +770,7 @@ def main(argv=None) -> int:
         "command": " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv),
         "settings": settings,
         "figures": p.figures,
+        "op_timings": op_timings,
         "skipped": p.skipped,
     }
     write_json_atomic(out, doc)

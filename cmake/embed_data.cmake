@@ -3,7 +3,7 @@
 #   cmake -P cmake/embed_data.cmake
 # tests/test_embedded.cpp fails when an embedded copy and its file differ.
 get_filename_component(root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
-foreach(set gpus calibrations)
+foreach(set gpus calibrations framework)
   file(GLOB files RELATIVE "${root}/data/${set}" "${root}/data/${set}/*.json")
   list(SORT files)
   list(LENGTH files count)

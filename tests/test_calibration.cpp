@@ -52,11 +52,13 @@ Calibration make_full() {
     c.library_ceilings[ComputeUnit::fp32] = {meas(51e12), "cublasGemmEx", std::nullopt, std::nullopt};
     c.intensity_curves[ComputeUnit::fp32] = {{0.25, 1e12, 4e12}, {1.0, 4e12, 4e12}, {64, 63e12, 1e12}};
     c.gemm_sweep.push_back({4096, 4096, 4096, ComputeUnit::bf16_tensor, meas(2e-4), 687e12, 0.9});
+    c.gemm_sweep.push_back({1024, 1024, 64, ComputeUnit::bf16_tensor, meas(1e-4), 2.6e14, 0.4, "TN", 192});
     c.gemm_fits[ComputeUnit::bf16_tensor] = {5e-6, 760e12, 0.99, 12};
     c.conv_sweep.push_back({ConvPass::backward_filter, 32, 64, 56, 56, 64, 3, 3, 1, 1, ComputeUnit::bf16_tensor,
                             "CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1", meas(1e-4), 3.7e14, 0.5});
     c.launch_latency_seconds = meas(5e-6);
     c.launch_interval_seconds = meas(2.2e-6);
+    c.launch_gpu_interval_seconds = meas(1.1e-6);
     c.memcpy[MemcpyKind::h2d_pinned] = {meas(55e9), {{4096, 1e9}, {1 << 26, 54e9}}, AffineFit{4e-6, 55e9, 0.999, 2}};
     c.collectives.push_back({"all-reduce", 2, 1 << 28, meas(1e-3), 268e9, 268e9});
     c.missing.push_back({"nccl", MissingReason::unsupported, "one GPU visible"});
@@ -93,12 +95,62 @@ TEST_CASE("a profile survives to_json / calibration_from_json unchanged", "[cali
     CHECK(to_json(back) == j);
     CHECK(back.device.name == "NVIDIA H200");
     CHECK(back.device.compute_capability_major == 9);
-    CHECK(back.gemm_sweep.size() == 1);
+    REQUIRE(back.gemm_sweep.size() == 2);
+    CHECK(back.gemm_sweep[0].layout == "NN");
+    CHECK(back.gemm_sweep[0].batch == 1);
+    CHECK(back.gemm_sweep[1].layout == "TN");
+    CHECK(back.gemm_sweep[1].batch == 192);
+    CHECK(j.at("launch").at("gpu_interval").at("unit") == "seconds");
     CHECK(back.conv_sweep.at(0).pass == ConvPass::backward_filter);
     CHECK(back.memcpy.at(MemcpyKind::h2d_pinned).fit->rate_per_second == 55e9);
     CHECK(back.missing.at(0).reason == MissingReason::unsupported);
     CHECK(j.at("schema_version") == 1);
     CHECK(j.at("bandwidth").at("dram").at("copy").at("unit") == "bytes_per_second");
+}
+
+TEST_CASE("optional sweep fields default when absent and are checked when present", "[calibration]") {
+    Calibration full = make_full();
+    full.conv_sweep.push_back(full.conv_sweep[0]);
+    full.conv_sweep[1].unit = ComputeUnit::tf32_tensor;
+    full.conv_sweep[1].groups = 64;
+    full.conv_sweep[1].dilation = 2;
+    nlohmann::json j = to_json(full);
+    SECTION("a profile written before layout, batch, groups, dilation and gpu_interval loads") {
+        for (auto& g : j.at("gemm_sweep")) { g.erase("layout"); g.erase("batch"); }
+        for (auto& v : j.at("conv_sweep")) { v.erase("groups"); v.erase("dilation"); v.erase("layout"); }
+        j.at("launch").erase("gpu_interval");
+        const Calibration c = calibration_from_json(j, "old.json");
+        CHECK(c.gemm_sweep[1].layout == "NN");
+        CHECK(c.gemm_sweep[1].batch == 1);
+        CHECK(c.conv_sweep[0].groups == 1);
+        CHECK(c.conv_sweep[0].dilation == 1);
+        CHECK(c.conv_sweep[0].layout == "NHWC");  // the old convention: NHWC for 16-bit types
+        CHECK(c.conv_sweep[1].layout == "NCHW");  // and NCHW for fp32
+        CHECK_FALSE(launch_gpu_interval(c).has_value());
+    }
+    SECTION("present fields round-trip") {
+        const Calibration c = calibration_from_json(j, "new.json");
+        CHECK(c.conv_sweep[1].groups == 64);
+        CHECK(c.conv_sweep[1].dilation == 2);
+        CHECK(c.conv_sweep[1].layout == "NCHW");
+    }
+    SECTION("bad values are refused with their path") {
+        j["gemm_sweep"][1]["layout"] = "XN";
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/gemm_sweep/1/layout"));
+        j = to_json(full);
+        j["gemm_sweep"][1]["batch"] = 0;
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/gemm_sweep/1/batch"));
+        j = to_json(full);
+        j["conv_sweep"][1]["groups"] = 3;
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/conv_sweep/1/groups"));
+        j = to_json(full);
+        j["conv_sweep"][0]["layout"] = "CHWN";
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/conv_sweep/0/layout"));
+    }
+    SECTION("validate refuses an unknown layout") {
+        full.gemm_sweep[0].layout = "nn";
+        CHECK_THROWS(validate(full));
+    }
 }
 
 TEST_CASE("accessors pick the best measured figure", "[calibration]") {
@@ -116,6 +168,7 @@ TEST_CASE("accessors pick the best measured figure", "[calibration]") {
     SECTION("launch and provenance") {
         CHECK(launch_latency(c)->value() == 5e-6);
         CHECK(launch_interval(c)->value() == 2.2e-6);
+        CHECK(launch_gpu_interval(c)->value() == 1.1e-6);
         CHECK(provenance(c) == "measured on NVIDIA H200, 2026-11-29, roofsim-calibrate 0.1.0");
         CHECK(is_missing(c, "nccl"));
     }

@@ -126,16 +126,25 @@ struct IntensityPoint {
     double bytes_per_second = 0.0;
 };
 
-/// One cuBLAS GEMM (column-major, C = A x B, op(A)=N, op(B)=N unless `layout` says otherwise).
+/// One cuBLAS GEMM in cuBLAS's column-major terms: C (m x n) = op(A) (m x k) op(B) (k x n), `batch`
+/// such products per call (cublasGemmStridedBatchedEx when batch > 1). A row-major PyTorch
+/// `y[M,N] = x[M,K] W[N,K]^T` is the cuBLAS call (m, n, k) = (N, M, K) with layout "TN".
 struct GemmRecord {
     std::int64_t m = 0, n = 0, k = 0;
     ComputeUnit unit = ComputeUnit::bf16_tensor;  ///< precision / compute mode
-    Measurement seconds;
-    double flops_per_second = 0.0;   ///< 2mnk / median seconds
+    Measurement seconds;             ///< GPU time per call (all `batch` products)
+    double flops_per_second = 0.0;   ///< 2mnk x batch / median seconds
     double efficiency = 0.0;         ///< flops_per_second / best rate of this unit (sweep or ceiling), in (0, 1]
+    std::string layout = "NN";       ///< op(A) op(B) as passed to cuBLAS: "NN", "NT", "TN" or "TT"
+    std::int64_t batch = 1;          ///< independent products per call (strided batched GEMM)
 };
 
-/// One cuDNN convolution (NHWC for half types, NCHW for fp32), FLOPs = 2 N K P Q C R S.
+/// True for the four cuBLAS operand layouts "NN", "NT", "TN", "TT".
+[[nodiscard]] inline bool is_gemm_layout(std::string_view l) {
+    return l == "NN" || l == "NT" || l == "TN" || l == "TT";
+}
+
+/// One cuDNN convolution, FLOPs = 2 N K P Q (C / groups) R S, P x Q the output size.
 struct ConvRecord {
     ConvPass pass = ConvPass::forward;
     std::int64_t n = 0, c = 0, h = 0, w = 0, k = 0, r = 0, s = 0;
@@ -145,7 +154,16 @@ struct ConvRecord {
     Measurement seconds;
     double flops_per_second = 0.0;
     double efficiency = 0.0;         ///< against the library GEMM ceiling of the unit, capped at 1
+    std::int64_t groups = 1;         ///< C / groups input channels per group (groups = C: depthwise)
+    std::int64_t dilation = 1;       ///< filter dilation, both spatial dimensions
+    std::string layout = "NCHW";     ///< tensor and filter layout: "NCHW" or "NHWC"
 };
+
+/// Output extent of a convolution along one spatial dimension (cuDNN's formula).
+[[nodiscard]] constexpr std::int64_t conv_out_extent(std::int64_t in, std::int64_t filter, std::int64_t pad,
+                                                     std::int64_t stride, std::int64_t dilation) {
+    return (in + 2 * pad - ((filter - 1) * dilation + 1)) / stride + 1;
+}
 
 /// Host-device copy direction and host memory kind.
 enum class MemcpyKind { h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable };
@@ -236,6 +254,9 @@ struct Calibration {
 
     std::optional<Measurement> launch_latency_seconds;    ///< launch + synchronize of an empty kernel
     std::optional<Measurement> launch_interval_seconds;   ///< back-to-back launches: time per launch
+    /// The least GPU time a kernel occupies in a stream: empty kernels back to back in one CUDA
+    /// graph, GPU time per kernel (no host issue cost in it).
+    std::optional<Measurement> launch_gpu_interval_seconds;
 
     std::map<MemcpyKind, MemcpyFigure> memcpy;
 
@@ -321,7 +342,8 @@ inline void validate(const Calibration& c) {
     for (std::size_t i = 0; i < c.gemm_sweep.size(); ++i) {
         const auto& g = c.gemm_sweep[i];
         const std::string w = "gemm_sweep/" + std::to_string(i);
-        require(g.m > 0 && g.n > 0 && g.k > 0, w, "shape must be positive");
+        require(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0, w, "shape must be positive");
+        require(is_gemm_layout(g.layout), w + "/layout", "must be NN, NT, TN or TT");
         detail::validate_measurement(g.seconds, w + "/seconds");
         require(g.flops_per_second > 0.0, w, "rate must be positive");
         detail::validate_efficiency(g.efficiency, w + "/efficiency");
@@ -331,14 +353,18 @@ inline void validate(const Calibration& c) {
         const auto& v = c.conv_sweep[i];
         const std::string w = "conv_sweep/" + std::to_string(i);
         require(v.n > 0 && v.c > 0 && v.h > 0 && v.w > 0 && v.k > 0 && v.r > 0 && v.s > 0 && v.stride > 0 &&
-                    v.pad >= 0,
+                    v.pad >= 0 && v.groups > 0 && v.dilation > 0,
                 w, "shape must be positive");
+        require(v.c % v.groups == 0 && v.k % v.groups == 0, w + "/groups", "must divide c and k");
+        require(v.layout == "NCHW" || v.layout == "NHWC", w + "/layout", "must be NCHW or NHWC");
         detail::validate_measurement(v.seconds, w + "/seconds");
         require(v.flops_per_second > 0.0, w, "rate must be positive");
         detail::validate_efficiency(v.efficiency, w + "/efficiency");
     }
     if (c.launch_latency_seconds) detail::validate_measurement(*c.launch_latency_seconds, "launch/latency");
     if (c.launch_interval_seconds) detail::validate_measurement(*c.launch_interval_seconds, "launch/interval");
+    if (c.launch_gpu_interval_seconds)
+        detail::validate_measurement(*c.launch_gpu_interval_seconds, "launch/gpu_interval");
     for (const auto& [kind, f] : c.memcpy) {
         const std::string w = "memcpy/" + std::string(to_string(kind));
         detail::validate_measurement(f.bytes_per_second, w);
@@ -443,7 +469,8 @@ inline nlohmann::json ceiling_json(const ComputeCeiling& c) {
     for (const auto& g : c.gemm_sweep)
         gemm.push_back({{"m", g.m}, {"n", g.n}, {"k", g.k}, {"unit", to_string(g.unit)},
                         {"seconds", detail::measurement_json(g.seconds, "seconds")},
-                        {"flops_per_second", g.flops_per_second}, {"efficiency", g.efficiency}});
+                        {"flops_per_second", g.flops_per_second}, {"efficiency", g.efficiency},
+                        {"layout", g.layout}, {"batch", g.batch}});
     json gfits = json::object();
     for (const auto& [u, f] : c.gemm_fits) gfits[std::string(to_string(u))] = detail::fit_json(f, "flops_per_second");
 
@@ -452,11 +479,14 @@ inline nlohmann::json ceiling_json(const ComputeCeiling& c) {
         conv.push_back({{"pass", to_string(v.pass)}, {"n", v.n}, {"c", v.c}, {"h", v.h}, {"w", v.w}, {"k", v.k},
                         {"r", v.r}, {"s", v.s}, {"stride", v.stride}, {"pad", v.pad}, {"unit", to_string(v.unit)},
                         {"algorithm", v.algorithm}, {"seconds", detail::measurement_json(v.seconds, "seconds")},
-                        {"flops_per_second", v.flops_per_second}, {"efficiency", v.efficiency}});
+                        {"flops_per_second", v.flops_per_second}, {"efficiency", v.efficiency},
+                        {"groups", v.groups}, {"dilation", v.dilation}, {"layout", v.layout}});
 
     json launch = json::object();
     if (c.launch_latency_seconds) launch["latency"] = detail::measurement_json(*c.launch_latency_seconds, "seconds");
     if (c.launch_interval_seconds) launch["interval"] = detail::measurement_json(*c.launch_interval_seconds, "seconds");
+    if (c.launch_gpu_interval_seconds)
+        launch["gpu_interval"] = detail::measurement_json(*c.launch_gpu_interval_seconds, "seconds");
 
     json mc = json::object();
     for (const auto& [k, f] : c.memcpy) {
@@ -666,6 +696,11 @@ inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer());
             r.seconds = detail::read_measurement(g.at("seconds"), "seconds");
             r.flops_per_second = g.at("flops_per_second").positive();
             r.efficiency = detail::efficiency(g.at("efficiency"));
+            if (g.has("layout")) {  // optional: profiles before it was recorded measured "NN"
+                r.layout = g.at("layout").string();
+                if (!is_gemm_layout(r.layout)) g.at("layout").fail("must be NN, NT, TN or TT, got \"" + r.layout + "\"");
+            }
+            if (g.has("batch")) r.batch = g.at("batch").positive_integer();
             c.gemm_sweep.push_back(std::move(r));
         }
         const auto gf = root.at("gemm_fits");
@@ -694,6 +729,15 @@ inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer());
             r.seconds = detail::read_measurement(v.at("seconds"), "seconds");
             r.flops_per_second = v.at("flops_per_second").positive();
             r.efficiency = detail::efficiency(v.at("efficiency"));
+            if (v.has("groups")) r.groups = v.at("groups").positive_integer();
+            if (r.c % r.groups != 0 || r.k % r.groups != 0) v.at("groups").fail("must divide c and k");
+            if (v.has("dilation")) r.dilation = v.at("dilation").positive_integer();
+            // optional: profiles before it was recorded used NHWC for 16-bit types and NCHW for fp32
+            r.layout = (r.unit == ComputeUnit::bf16_tensor || r.unit == ComputeUnit::fp16_tensor) ? "NHWC" : "NCHW";
+            if (v.has("layout")) {
+                r.layout = v.at("layout").string();
+                if (r.layout != "NCHW" && r.layout != "NHWC") v.at("layout").fail("must be NCHW or NHWC, got \"" + r.layout + "\"");
+            }
             c.conv_sweep.push_back(std::move(r));
         }
     }
@@ -702,6 +746,7 @@ inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer());
         (void)l.object();
         if (l.has("latency")) c.launch_latency_seconds = detail::read_measurement(l.at("latency"), "seconds");
         if (l.has("interval")) c.launch_interval_seconds = detail::read_measurement(l.at("interval"), "seconds");
+        if (l.has("gpu_interval")) c.launch_gpu_interval_seconds = detail::read_measurement(l.at("gpu_interval"), "seconds");
     }
     {
         const auto mc = root.at("memcpy");
@@ -841,6 +886,12 @@ inline void save_calibration(const Calibration& c, const std::filesystem::path& 
 [[nodiscard]] inline std::optional<Seconds> launch_interval(const Calibration& c) {
     if (!c.launch_interval_seconds) return std::nullopt;
     return Seconds(c.launch_interval_seconds->median);
+}
+
+/// The least GPU time a kernel occupies in a stream (empty kernels replayed from a CUDA graph), if measured.
+[[nodiscard]] inline std::optional<Seconds> launch_gpu_interval(const Calibration& c) {
+    if (!c.launch_gpu_interval_seconds) return std::nullopt;
+    return Seconds(c.launch_gpu_interval_seconds->median);
 }
 
 /// Host-device copy bandwidth at the largest size measured, if measured.

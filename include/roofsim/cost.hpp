@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace roofsim {
@@ -26,7 +27,8 @@ struct GemmModel {
     Seconds fixed_time{0};   ///< t0
     double k_half = 0;       ///< k0: the depth at which the main loop reaches half efficiency
     int sm_count = 1;
-    std::string source;      ///< where R, t0, k0 came from
+    double unaligned_factor = 1;  ///< time multiplier when m, n or k is not a multiple of 8 (fitted)
+    std::string source;           ///< where R, t0, k0 came from
 };
 
 /// Convolution time relative to the GEMM model of its implicit GEMM, per pass: the median ratio of
@@ -46,6 +48,10 @@ struct CostContext {
     std::vector<BandwidthPoint> read_curve;  ///< read-only
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
     std::string kernel_floor_source;
+    /// Measured / modelled GPU time of PyTorch's own kernels for a graph op, by (op, phase, 16-bit):
+    /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp).
+    std::map<std::tuple<std::string, Phase, bool>, double> op_factor;
+    std::string op_factor_source;
 };
 
 namespace detail {
@@ -56,12 +62,17 @@ namespace detail {
     return waves > 0 ? tiles / (waves * sm_count) : 1.0;
 }
 
+/// cuBLAS picks its fastest (tensor-core, vectorized) kernels only for dimensions that are
+/// multiples of 8 elements (16-byte aligned rows for 16-bit types).
+[[nodiscard]] inline bool is_aligned(const GemmDims& d) { return d.m % 8 == 0 && d.n % 8 == 0 && d.k % 8 == 0; }
+
 [[nodiscard]] inline Seconds gemm_model_time(const GemmModel& g, const GemmDims& d) {
     const double tiles = std::ceil(static_cast<double>(d.m) / 128.0) * std::ceil(static_cast<double>(d.n) / 128.0) *
                          static_cast<double>(d.batch);
     const double k = static_cast<double>(d.k);
     const double efficiency = wave_utilization(tiles, g.sm_count) * k / (k + g.k_half);
-    return g.fixed_time + gemm_flops(d) / (g.rate * efficiency);
+    const Seconds t = g.fixed_time + gemm_flops(d) / (g.rate * efficiency);
+    return is_aligned(d) ? t : t * g.unaligned_factor;
 }
 
 /// Bandwidth at a working set, interpolated in log-log between curve points; the end values beyond.
@@ -81,18 +92,28 @@ namespace detail {
 /// minimizes the squared log error; returns the model with the smallest error.
 [[nodiscard]] inline GemmModel fit_gemm_model(FlopsPerSecond rate, int sm_count,
                                               const std::vector<std::pair<GemmDims, double>>& measured) {
-    GemmModel best{rate, Seconds(0), 0, sm_count, {}};
+    GemmModel best{rate, Seconds(0), 0, sm_count, 1, {}};
     double best_error = 1e300;
     for (double t0_us = 0.5; t0_us <= 40; t0_us *= 1.08) {
         for (double k0 = 0; k0 <= 2048; k0 = k0 < 4 ? k0 + 4 : k0 * 1.15) {
-            GemmModel g{rate, Seconds(t0_us * 1e-6), k0, sm_count, {}};
+            GemmModel g{rate, Seconds(t0_us * 1e-6), k0, sm_count, 1, {}};
             double error = 0;
             for (const auto& [d, seconds] : measured) {
+                if (!is_aligned(d)) continue;
                 const double e = std::log(gemm_model_time(g, d).value() / seconds);
                 error += e * e;
             }
             if (error < best_error) { best_error = error; best = g; }
         }
+    }
+    // Unaligned shapes: the median ratio of measured to aligned-model time.
+    std::vector<double> ratios;
+    for (const auto& [d, seconds] : measured) {
+        if (!is_aligned(d)) ratios.push_back(seconds / gemm_model_time(best, d).value());
+    }
+    if (!ratios.empty()) {
+        std::sort(ratios.begin(), ratios.end());
+        best.unaligned_factor = std::max(1.0, ratios[ratios.size() / 2]);
     }
     return best;
 }
@@ -117,7 +138,7 @@ namespace detail {
     ctx.sm_count = spec.sm_count.value;
     ctx.ceilings = calibration ? ceilings_from_calibration(*calibration, spec) : ceilings_from_spec(spec);
     for (const auto& [unit, ceiling] : ctx.ceilings.compute) {
-        ctx.gemm[unit] = GemmModel{ceiling.value, Seconds(0), 0, ctx.sm_count, ceiling.source};
+        ctx.gemm[unit] = GemmModel{ceiling.value, Seconds(0), 0, ctx.sm_count, 1, ceiling.source};
     }
     if (!calibration) return ctx;
 
@@ -126,7 +147,7 @@ namespace detail {
     const std::string measured = provenance(cal);
     // GEMM: fit t0 and k0 per unit to the cuBLAS sweep, against the unit's library ceiling.
     std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;
-    for (const auto& r : cal.gemm_sweep) sweep[r.unit].push_back({GemmDims{r.m, r.n, r.k, 1}, r.seconds.median});
+    for (const auto& r : cal.gemm_sweep) sweep[r.unit].push_back({GemmDims{r.m, r.n, r.k, r.batch}, r.seconds.median});
     for (auto& [unit, points] : sweep) {
         if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
         GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
@@ -232,6 +253,11 @@ struct KernelCost {
             break;
         }
         default: c = streaming_cost(k, ctx, false); break;
+    }
+    if (!k.source_op.empty() && !ctx.op_factor.empty() && k.kind != KernelKind::gemm && k.kind != KernelKind::conv) {
+        const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
+        auto it = ctx.op_factor.find({k.source_op, k.phase, low});
+        if (it != ctx.op_factor.end()) c.time *= it->second;
     }
     if (c.time < ctx.kernel_floor) c = {ctx.kernel_floor, Bound::latency};
     return c;

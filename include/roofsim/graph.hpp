@@ -158,6 +158,58 @@ private:
     Graph graph_;
 };
 
+/// A graph of one layer over its own inputs (`input0`, `input1`, ...): how single-layer
+/// measurements are rebuilt for prediction.
+[[nodiscard]] inline Graph one_layer_graph(const std::string& op, std::map<std::string, AttrValue> attrs,
+                                           std::vector<GraphInput> inputs) {
+    Graph g;
+    g.name = op;
+    Layer layer{op, op, {}, std::move(attrs)};
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        inputs[i].name = "input" + std::to_string(i);
+        layer.inputs.push_back(inputs[i].name);
+    }
+    g.inputs = std::move(inputs);
+    g.layers.push_back(std::move(layer));
+    return g;
+}
+
+namespace detail {
+inline AttrValue attr_from_json(const JsonCursor& c) {
+    const nlohmann::json& v = c.json();
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_number_integer()) return v.get<std::int64_t>();
+    if (v.is_number()) return c.number();
+    if (v.is_string()) return v.get<std::string>();
+    if (!v.is_array()) c.fail("an attribute is an integer, number, boolean, string or list of integers");
+    std::vector<std::int64_t> list;
+    for (std::size_t i = 0; i < c.array_size(); ++i) list.push_back(c.at(i).integer());
+    return list;
+}
+
+/// A measured single layer as the measurement scripts write it: {"op", "params", "inputs": [{"shape",
+/// "dtype", "requires_grad"}]} (tools/validate, calibrate/torch_framework_probe.py).
+inline Graph one_layer_graph_from_json(const JsonCursor& c) {
+    std::map<std::string, AttrValue> attrs;
+    const JsonCursor params = c.at("params");
+    for (const auto& [key, value] : params.object().items()) attrs[key] = attr_from_json(params.at(key));
+    std::vector<GraphInput> inputs;
+    const JsonCursor list = c.at("inputs");
+    for (std::size_t i = 0; i < list.array_size(); ++i) {
+        const JsonCursor in = list.at(i);
+        GraphInput gi;
+        const JsonCursor shape = in.at("shape");
+        for (std::size_t d = 0; d < shape.array_size(); ++d) gi.shape.push_back(Dim(shape.at(d).positive_integer()));
+        auto dt = dtype_from_key(in.at("dtype").string());
+        if (!dt) in.at("dtype").fail("unknown dtype");
+        gi.dtype = *dt;
+        gi.requires_grad = in.has("requires_grad") && in.at("requires_grad").boolean();
+        inputs.push_back(std::move(gi));
+    }
+    return one_layer_graph(c.at("op").string(), std::move(attrs), std::move(inputs));
+}
+}  // namespace detail
+
 /// Parses a layer graph (schema_version 1, kind "roofsim-layer-graph"). Errors name the file and the
 /// JSON pointer; structural checks (unknown input names, duplicates) name the layer.
 [[nodiscard]] inline Graph graph_from_json(const nlohmann::json& document, std::string_view origin) {
@@ -200,20 +252,7 @@ private:
         for (std::size_t k = 0; k < ins.array_size(); ++k) l.inputs.push_back(ins.at(k).string());
         if (lj.has("attrs")) {
             const JsonCursor attrs = lj.at("attrs");
-            for (const auto& [key, value] : attrs.object().items()) {
-                const JsonCursor a = attrs.at(key);
-                if (value.is_boolean()) l.attrs[key] = value.get<bool>();
-                else if (value.is_number_integer()) l.attrs[key] = value.get<std::int64_t>();
-                else if (value.is_number()) l.attrs[key] = a.number();
-                else if (value.is_string()) l.attrs[key] = value.get<std::string>();
-                else if (value.is_array()) {
-                    std::vector<std::int64_t> v;
-                    for (std::size_t k = 0; k < a.array_size(); ++k) v.push_back(a.at(k).integer());
-                    l.attrs[key] = std::move(v);
-                } else {
-                    a.fail("an attribute is an integer, number, boolean, string or list of integers");
-                }
-            }
+            for (const auto& [key, value] : attrs.object().items()) l.attrs[key] = detail::attr_from_json(attrs.at(key));
         }
         g.layers.push_back(std::move(l));
     }

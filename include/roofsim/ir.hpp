@@ -204,7 +204,9 @@ struct Kernel {
     Bytes bytes_written{0};                  ///< least DRAM bytes written
     std::variant<std::monostate, GemmDims, ConvDims, AttentionDims> dims;  ///< shapes for shape-aware costs
     bool backward_pass = false;              ///< attention: the backward kernel of the pair
-    bool host_dispatch = true;               ///< an eager op dispatch on the host precedes this kernel
+    bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
+    std::string host_op;                     ///< host-only markers: the framework op whose dispatch it stands for
+    std::string source_op;                   ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise
 
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }

@@ -208,14 +208,24 @@ private:
         k.flops = Flops(flops);
         k.bytes_read = tensor_bytes(read_elements, dtype);
         k.bytes_written = tensor_bytes(write_elements, dtype);
+        k.host_dispatch = false;  // the layer's dispatch marker carries the host cost
+        k.source_op = l.op;
         auto& list = phase == Phase::forward ? step_.kernels.kernels : backward_.back();
         list.push_back(std::move(k));
         return list.back();
     }
 
-    void host_only(const Layer& l, Phase phase, std::string op) {
-        Kernel& k = kernel(l, phase, std::move(op), KernelKind::host_only, DType::f32, 0, 0);
+    /// The host-side dispatch of a layer (module call, autograd node): no GPU work, the host cost
+    /// of the layer's op as the framework profile measured it.
+    static Kernel marker(const std::string& layer, const std::string& op, Phase phase) {
+        Kernel k;
+        k.op = "dispatch " + op;
+        k.kind = KernelKind::host_only;
+        k.phase = phase;
+        k.layer = layer;
+        k.host_op = op;
         k.host_dispatch = true;
+        return k;
     }
 
     /// An elementwise cast of `elements` from one dtype to another (aten::_to_copy).
@@ -270,10 +280,15 @@ private:
         if (values_.count(l.name)) throw layer_error(l, "name: used twice (layer names must be unique)");
         backward_.emplace_back();
         LayerSummary s{l.name, l.op, {}, DType::f32, 0, Bytes(0), Bytes(0)};
+        const auto first_forward = static_cast<std::ptrdiff_t>(step_.kernels.kernels.size());
         Value out = dispatch(l, s);
         bool any_grad = false;
         for (std::size_t i = 0; i < l.inputs.size(); ++i) any_grad = any_grad || input(l, i).needs_grad;
         out.needs_grad = out.needs_grad || any_grad || s.parameters > 0;
+        auto& forward = step_.kernels.kernels;
+        forward.insert(forward.begin() + first_forward, marker(l.name, l.op, Phase::forward));
+        if (out.needs_grad) backward_.back().insert(backward_.back().begin(), marker(l.name, l.op, Phase::backward));
+        else backward_.back().clear();
         // A value read by several layers gets its gradient summed in backward: one add per extra reader.
         for (std::size_t i = 0; i < l.inputs.size(); ++i) {
             const Value& v = input(l, i);
@@ -597,12 +612,11 @@ private:
         f.bytes_written += tensor_bytes(rows, DType::f32);  // log-sum-exp per row
         f.dims = a;
         // backward: a preprocessing pass (rowsum(dO * O)) and the fused backward kernel.
-        kernel(l, Phase::backward, name + "_backward", KernelKind::reduction, dt, 2 * o, 0).host_dispatch = true;
+        kernel(l, Phase::backward, name + "_backward", KernelKind::reduction, dt, 2 * o, 0);
         Kernel& b = kernel(l, Phase::backward, name + "_backward", KernelKind::attention, dt, qkv + 2 * o, qkv,
                            attention_flops(a, true).value(), matmul_unit(dt));
         b.dims = a;
         b.backward_pass = true;
-        b.host_dispatch = false;  // the same aten op as the preprocessing pass
         (void)owner_op;
     }
 
@@ -642,6 +656,27 @@ private:
         weight_cast(l, static_cast<double>(4 * e * e + 4 * e), dt);
         const double te = tokens * static_cast<double>(e);
         const double scores = static_cast<double>(bh * len * len);
+        if (!attr_bool(l, "need_weights", true)) {
+            // need_weights=False: the packed projection, a copy to split heads, SDPA (flash for 16-bit,
+            // memory-efficient for float32), a copy to merge heads, the output projection.
+            gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1}, dt);
+            kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
+            AttentionDims a{b, heads, len, len, d, false,
+                            dt == DType::f32 ? AttentionBackend::efficient : AttentionBackend::flash};
+            attention_kernels(l, a, dt, "mha");
+            kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
+            gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
+            s.saved_for_backward = tensor_bytes(6 * te, dt);
+            gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, e, 1}, dt);
+            gemm(l, Phase::backward, "aten::mm", dt, {e, e, b * len, 1}, dt);
+            kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, te, static_cast<double>(e));
+            kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, te, te);
+            kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
+            if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, 3 * e, 1}, dt);
+            gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, b * len, 1}, dt);
+            kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, 3 * te, static_cast<double>(3 * e));
+            return Value{x.shape, dt, true};
+        }
         // forward
         gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1}, dt);
         kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);  // split heads
@@ -685,12 +720,9 @@ private:
         s.saved_for_backward = tensor_bytes(lookups, idx.dtype);
         kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::elementwise, dt, 0,
                static_cast<double>(rows * dim));
-        Kernel& sort = kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::copy, idx.dtype,
-                              4 * lookups, 4 * lookups);
-        sort.host_dispatch = false;
-        Kernel& acc = kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::embedding, dt,
+        kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::copy, idx.dtype, 4 * lookups, 4 * lookups);
+        kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::embedding, dt,
                              lookups * static_cast<double>(dim), lookups * static_cast<double>(dim));
-        acc.host_dispatch = false;
         Value y{idx.shape, dt, true};
         y.shape.push_back(dim);
         return y;
@@ -761,9 +793,6 @@ private:
             const double n = numel(x.shape);
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, x.dtype, n, n);
             kernel(l, Phase::backward, "aten::clone", KernelKind::copy, x.dtype, n, n);
-        } else {
-            host_only(l, Phase::forward, "aten::view");
-            host_only(l, Phase::backward, "aten::view");
         }
         return y;
     }
@@ -782,7 +811,6 @@ private:
         }
         Value y = x;
         y.shape[static_cast<std::size_t>(dim)] = length;
-        host_only(l, Phase::forward, "aten::slice");
         if (x.needs_grad) kernel(l, Phase::backward, "aten::slice_backward", KernelKind::copy, x.dtype, numel(y.shape), numel(x.shape));
         return y;
     }
@@ -830,7 +858,6 @@ private:
         y.shape[static_cast<std::size_t>(dim)] += b.shape[static_cast<std::size_t>(dim)];
         const double n = numel(y.shape);
         kernel(l, Phase::forward, "aten::cat", KernelKind::copy, a.dtype, n, n);
-        host_only(l, Phase::backward, "aten::narrow");
         y.needs_grad = a.needs_grad || b.needs_grad;
         return y;
     }
@@ -860,7 +887,7 @@ private:
             k.bytes_read = tensor_bytes(reads * elements / launches, dt);
             k.bytes_written = tensor_bytes(writes * elements / launches, dt);
             k.flops = Flops(2.0 * elements / launches);
-            k.host_dispatch = i == 0;
+            k.host_dispatch = false;  // optimizer.step()'s marker carries the host cost
             step_.kernels.kernels.push_back(std::move(k));
         }
     }
@@ -868,6 +895,7 @@ private:
     void lower_optimizer() {
         const auto& o = options_.optimizer;
         if (o.kind == OptimizerKind::none || step_.parameter_tensors.empty()) return;
+        step_.kernels.kernels.push_back(marker("optimizer", "optimizer", Phase::optimizer));
         if (o.kind == OptimizerKind::sgd) {
             // torch.optim.sgd._multi_tensor_sgd: grad += wd p; buf = m buf + grad; p -= lr buf.
             if (o.fused) { foreach_op("aten::_fused_sgd_", o.momentum ? 3 : 2, o.momentum ? 2 : 1, 3); return; }

@@ -3,6 +3,7 @@
 /// time of each layer's forward and backward pass, the optimizer step, the whole step, and memory.
 
 #include <roofsim/cost.hpp>
+#include <roofsim/framework.hpp>
 #include <roofsim/lower.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/sim.hpp>
@@ -94,17 +95,23 @@ struct Prediction {
     return p;
 }
 
-/// Options of a graph prediction: batch, precision mode, optimizer; host costs default to the
-/// calibration's launch rate.
+/// Options of a graph prediction: batch, precision mode, optimizer, and the framework profile that
+/// gives host costs (without one: the calibration's launch rate, a lower bound).
 struct PredictOptions {
     LoweringOptions lowering;
-    std::optional<HostCosts> host;
+    const FrameworkProfile* framework = nullptr;
 };
 
 /// Predicts a training step of a layer graph.
 [[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
     const LoweredStep step = lower(graph, options.lowering);
-    const HostCosts host = options.host ? *options.host : host_costs_from_launch_rate(ctx);
+    HostCosts host = options.framework
+                         ? host_costs_from_framework(*options.framework, options.lowering.precision, options.lowering.optimizer,
+                                                     step.parameter_tensors.size())
+                         : host_costs_from_launch_rate(ctx);
+    if (options.framework && options.framework->gpu_key != ctx.ceilings.gpu_key) {
+        host.source = "derived: host costs " + host.source + ", taken for this GPU's host unchanged";
+    }
     Prediction p = predict_kernels(step.kernels, ctx, host);
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();

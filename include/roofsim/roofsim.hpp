@@ -8,6 +8,7 @@
 #include <roofsim/calibration.hpp>
 #include <roofsim/roofline.hpp>
 #include <roofsim/roofline_svg.hpp>
+#include <roofsim/framework.hpp>
 #include <roofsim/builtin_profiles.hpp>
 #include <roofsim/ir.hpp>
 #include <roofsim/graph.hpp>

@@ -7,17 +7,22 @@
 #include <roofsim/cost.hpp>
 #include <roofsim/ir.hpp>
 
+#include <map>
 #include <string>
 #include <vector>
 
 namespace roofsim {
 
-/// Host time per eager dispatch, by phase; from a framework profile or the measured launch rate.
+/// Host time of a step's dispatches: per layer op (forward, backward), the fixed cost of one
+/// backward() call, optimizer.step(), and a cost per kernel where nothing better is known.
 struct HostCosts {
-    Seconds forward_dispatch{0};    ///< a forward aten op: Python, dispatcher, autograd recording, launch
-    Seconds backward_dispatch{0};   ///< one autograd node run by the engine, its launch included
-    Seconds optimizer_dispatch{0};  ///< one torch._foreach_* / fused optimizer op
-    Seconds extra_launch{0};        ///< each further kernel the same op launches
+    std::map<std::string, Seconds> forward;   ///< a layer's forward, by graph op ("linear")
+    std::map<std::string, Seconds> backward;  ///< a layer's backward nodes, by graph op
+    Seconds default_forward{0};               ///< a layer whose op has no figure
+    Seconds default_backward{0};
+    Seconds backward_call{0};                 ///< once per step, before the first backward node
+    Seconds optimizer_step{0};                ///< the whole optimizer.step()
+    Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     std::string source;
 };
 
@@ -27,7 +32,8 @@ struct HostCosts {
     HostCosts h;
     if (ctx.ceilings.launch_latency) {
         const Seconds launch = ctx.ceilings.launch_latency->value;
-        h = {launch, launch, launch, launch, ctx.ceilings.launch_latency->source};
+        h.default_forward = h.default_backward = h.per_kernel = h.optimizer_step = launch;
+        h.source = ctx.ceilings.launch_latency->source + "; no framework profile: PyTorch's dispatch cost not included";
     } else {
         h.source = "none (no calibration: host time not modelled)";
     }
@@ -51,14 +57,17 @@ struct Timeline {
     Seconds gpu_time{0};                   ///< total GPU busy time
 };
 
+/// Host time before kernel `k` can be launched: a layer's dispatch marker (host-only, naming its
+/// op) costs that op's figure; a kernel dispatched on its own costs `per_kernel`.
 [[nodiscard]] inline Seconds host_cost(const Kernel& k, const HostCosts& h) {
-    if (!k.host_dispatch) return k.kind == KernelKind::host_only ? Seconds(0) : h.extra_launch;
-    switch (k.phase) {
-        case Phase::forward: return h.forward_dispatch;
-        case Phase::backward: return h.backward_dispatch;
-        case Phase::optimizer: return h.optimizer_dispatch;
+    if (k.kind == KernelKind::host_only && !k.host_op.empty()) {
+        if (k.phase == Phase::optimizer) return h.optimizer_step;
+        const auto& table = k.phase == Phase::forward ? h.forward : h.backward;
+        auto it = table.find(k.host_op);
+        if (it != table.end()) return it->second;
+        return k.phase == Phase::forward ? h.default_forward : h.default_backward;
     }
-    return Seconds(0);
+    return k.host_dispatch ? h.per_kernel : Seconds(0);
 }
 
 /// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i;
@@ -67,9 +76,14 @@ struct Timeline {
     Timeline t;
     t.kernels.reserve(list.kernels.size());
     Seconds host_clock{0}, gpu_free{0};
+    bool in_backward = false;
     for (const Kernel& k : list.kernels) {
         SimulatedKernel s;
         s.host_time = host_cost(k, host);
+        if (k.phase == Phase::backward && !in_backward) {
+            s.host_time += host.backward_call;
+            in_backward = true;
+        }
         host_clock += s.host_time;
         s.issued = host_clock;
         const KernelCost c = kernel_cost(k, ctx);

@@ -363,6 +363,9 @@ int main(int argc, char** argv) {
     predict->add_option("--batch", predict_batch, "Batch size")->capture_default_str();
     predict->add_option("--optimizer", predict_optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
     predict->add_flag("--fused", predict_fused, "The optimizer's fused=True implementation (default: foreach)");
+    std::string predict_framework;
+    predict->add_option("--framework", predict_framework,
+                        "Framework profile (host costs) from calibrate/torch_framework_probe.py (default: the built-in one)");
     predict->add_flag("--datasheet", predict_datasheet, "Datasheet ceilings even where a measured profile is built in");
     predict->add_option("--top", predict_top, "Show the K layers with the most GPU time");
     predict->add_flag("--json", predict_json, "Print JSON");
@@ -464,7 +467,13 @@ int main(int argc, char** argv) {
             const roofsim::Calibration* measured = nullptr;
             if (calibration && calibration->device.gpu_key == spec.key) measured = &*calibration;
             else if (!predict_datasheet && !calibration) measured = roofsim::find_builtin_calibration(spec.key);
-            const auto ctx = roofsim::make_cost_context(spec, measured);
+            std::optional<roofsim::FrameworkProfile> framework_file;
+            if (!predict_framework.empty()) framework_file = roofsim::load_framework_profile(predict_framework);
+            options.framework = framework_file ? &*framework_file : roofsim::find_builtin_framework_profile(spec.key);
+            if (!options.framework && !roofsim::builtin_framework_profiles().empty()) {
+                options.framework = &roofsim::builtin_framework_profiles().front();
+            }
+            const auto ctx = roofsim::make_cost_context(spec, measured, options.framework);
             const auto p = roofsim::predict(graph, ctx, options);
             if (predict_json) std::cout << to_json(p).dump(2) << '\n';
             else if (predict_csv) print_prediction_csv(p, std::cout);

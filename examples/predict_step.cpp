@@ -1,0 +1,34 @@
+// Predicts one training step of a small MLP built in C++, on an A100 by its datasheet and on the
+// H200 with the measured profile and framework costs that ship with roofsim.
+#include <roofsim/roofsim.hpp>
+
+#include <cstdio>
+
+int main() {
+    using namespace roofsim;
+    GraphBuilder b("mlp");
+    auto x = b.input("x", {GraphBuilder::batch, 1024});
+    auto labels = b.input("labels", {GraphBuilder::batch}, DType::i64);
+    auto h = b.layer("fc1", "linear", {x}, {{"in_features", std::int64_t(1024)}, {"out_features", std::int64_t(4096)}});
+    h = b.layer("act", "gelu", {h});
+    h = b.layer("fc2", "linear", {h}, {{"in_features", std::int64_t(4096)}, {"out_features", std::int64_t(1000)}});
+    b.layer("loss", "cross_entropy", {h, labels});
+    const Graph graph = std::move(b).build();
+
+    PredictOptions options;
+    options.lowering.batch = 4096;
+    options.lowering.precision = PrecisionMode::amp_bf16;
+    options.lowering.optimizer.kind = OptimizerKind::adamw;
+
+    const Prediction datasheet = predict(graph, make_cost_context(gpu_or_throw("a100-80gb-sxm")), options);
+    std::printf("a100-80gb-sxm (datasheet): step %.3f ms, peak memory %.2f GiB\n", to_milliseconds(datasheet.step_time),
+                to_gib(datasheet.memory.peak));
+
+    const FrameworkProfile* framework = find_builtin_framework_profile("h200-sxm");
+    options.framework = framework;
+    const CostContext h200 = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"), framework);
+    const Prediction measured = predict(graph, h200, options);
+    std::printf("h200-sxm (measured profile): step %.3f ms, %zu kernels\n", to_milliseconds(measured.step_time),
+                measured.kernels.kernels.size());
+    return 0;
+}

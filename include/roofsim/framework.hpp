@@ -1,0 +1,168 @@
+#pragma once
+/// The framework profile: PyTorch's host-side costs measured on one machine by
+/// calibrate/torch_framework_probe.py (per-layer forward and backward dispatch, the fixed cost of
+/// backward(), optimizer steps), and the host costs of a step derived from it.
+
+#include <roofsim/detail/json_file.hpp>
+#include <roofsim/detail/json_read.hpp>
+#include <roofsim/cost.hpp>
+#include <roofsim/lower.hpp>
+#include <roofsim/sim.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace roofsim {
+
+/// One measured host cost, in seconds, with its spread and method.
+struct FrameworkFigure {
+    double seconds = 0, min = 0, max = 0;
+    int samples = 0;
+    std::string method;
+};
+
+/// GPU time of one PyTorch op at a calibration shape (forward, and backward through autograd.grad).
+struct OpTiming {
+    Graph graph;            ///< the op as a one-layer graph
+    std::string precision;  ///< the mode key it ran under
+    double forward_seconds = 0;
+    double backward_seconds = 0;
+};
+
+struct FrameworkProfile {
+    std::string device_name;  ///< "NVIDIA H200"
+    std::string gpu_key;      ///< "h200-sxm"
+    std::string torch_version;
+    std::string date_utc;
+    std::map<std::string, FrameworkFigure> figures;
+    std::vector<OpTiming> op_timings;
+
+    /// "measured on NVIDIA H200 with torch 2.11.0+cu130, 2026-11-29, torch_framework_probe.py"
+    [[nodiscard]] std::string provenance() const {
+        return "measured on " + device_name + " with torch " + torch_version + ", " + date_utc.substr(0, 10) +
+               ", calibrate/torch_framework_probe.py";
+    }
+
+    [[nodiscard]] std::optional<Seconds> seconds(const std::string& key) const {
+        auto it = figures.find(key);
+        if (it == figures.end()) return std::nullopt;
+        return Seconds(it->second.seconds);
+    }
+};
+
+/// Parses a framework profile (kind "roofsim-framework-profile", schema_version 1).
+[[nodiscard]] inline FrameworkProfile framework_profile_from_json(const nlohmann::json& document, std::string_view origin) {
+    using detail::JsonCursor;
+    const JsonCursor root(document, std::string(origin), "");
+    if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("unsupported version (expected 1)");
+    if (root.at("kind").string() != "roofsim-framework-profile") root.at("kind").fail("expected \"roofsim-framework-profile\"");
+    FrameworkProfile f;
+    f.device_name = root.at("device").at("name").string();
+    f.gpu_key = root.at("device").at("key").string();
+    f.torch_version = root.at("software").at("torch").string();
+    f.date_utc = root.at("date_utc").string();
+    const JsonCursor figures = root.at("figures");
+    for (const auto& [key, value] : figures.object().items()) {
+        const JsonCursor fig = figures.at(key);
+        FrameworkFigure x;
+        x.seconds = fig.at("seconds").non_negative();
+        x.min = fig.at("min").number();
+        x.max = fig.at("max").number();
+        x.samples = static_cast<int>(fig.at("samples").positive_integer());
+        x.method = fig.at("method").string();
+        if (!(x.min <= x.seconds && x.seconds <= x.max)) fig.fail("expected min <= seconds <= max");
+        f.figures[key] = x;
+        (void)value;
+    }
+    if (root.has("op_timings")) {
+        const JsonCursor list = root.at("op_timings");
+        for (std::size_t i = 0; i < list.array_size(); ++i) {
+            const JsonCursor t = list.at(i);
+            OpTiming o;
+            o.graph = detail::one_layer_graph_from_json(t);
+            o.precision = t.at("precision").string();
+            if (!precision_mode_from_key(o.precision)) t.at("precision").fail("unknown precision mode");
+            o.forward_seconds = t.at("forward_gpu_seconds").at("seconds").positive();
+            o.backward_seconds = t.at("backward_gpu_seconds").at("seconds").positive();
+            f.op_timings.push_back(std::move(o));
+        }
+    }
+    return f;
+}
+
+[[nodiscard]] inline FrameworkProfile load_framework_profile(const std::filesystem::path& path) {
+    return framework_profile_from_json(detail::read_json_file(path), path.filename().string());
+}
+
+/// Fills ctx.op_factor from the profile's op timings: for each op, phase and precision class, the
+/// measured GPU time over roofsim's modelled GPU time of the same layer (its kernels' costs summed,
+/// with no factor). Ops measured only in float32 or only in 16-bit apply to that class alone.
+inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
+    ctx.op_factor.clear();
+    for (const auto& t : f.op_timings) {
+        LoweringOptions o;
+        o.precision = *precision_mode_from_key(t.precision);
+        o.optimizer.kind = OptimizerKind::none;
+        const LoweredStep step = lower(t.graph, o);
+        Seconds modelled[2] = {Seconds(0), Seconds(0)};
+        bool low = false;
+        CostContext plain = ctx;
+        plain.kernel_floor = Seconds(0);
+        for (const Kernel& k : step.kernels.kernels) {
+            if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
+            modelled[k.phase == Phase::forward ? 0 : 1] += kernel_cost(k, plain).time;
+            if (k.source_op == t.graph.layers.front().op && (k.dtype == DType::bf16 || k.dtype == DType::f16)) low = true;
+        }
+        const std::string& op = t.graph.layers.front().op;
+        if (modelled[0].value() > 0) ctx.op_factor[{op, Phase::forward, low}] = t.forward_seconds / modelled[0].value();
+        if (modelled[1].value() > 0) ctx.op_factor[{op, Phase::backward, low}] = t.backward_seconds / modelled[1].value();
+    }
+    ctx.op_factor_source = f.provenance() + " (op timings)";
+}
+
+/// The cost context of a GPU with its calibration and the framework profile measured with it: the
+/// per-op efficiencies apply only when the profile was measured on this GPU model.
+[[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration,
+                                                   const FrameworkProfile* framework) {
+    CostContext ctx = make_cost_context(spec, calibration);
+    if (framework && framework->gpu_key == spec.key && !framework->op_timings.empty()) calibrate_op_factors(ctx, *framework);
+    return ctx;
+}
+
+/// Host costs of a step from a framework profile: each layer's forward and backward dispatch by
+/// its graph op (the autocast figures under amp modes), one backward() call, and optimizer.step()
+/// as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
+/// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
+[[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
+                                                         const OptimizerOptions& optimizer, std::size_t parameter_tensors) {
+    HostCosts h;
+    const bool amp = rules_for(mode).autocast;
+    const std::string suffix = amp ? "_autocast" : "";
+    const std::string forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
+    for (const auto& [key, fig] : f.figures) {
+        const bool autocast = key.size() > suffix.size() && key.rfind("_autocast") == key.size() - 9;
+        if (autocast != amp) continue;
+        const std::string base = amp ? key.substr(0, key.size() - 9) : key;
+        if (base.rfind(forward_prefix, 0) == 0) h.forward[base.substr(forward_prefix.size())] = Seconds(fig.seconds);
+        if (base.rfind(backward_prefix, 0) == 0) h.backward[base.substr(backward_prefix.size())] = Seconds(fig.seconds);
+    }
+    h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
+    h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
+    h.backward_call = f.seconds("backward_call").value_or(Seconds(0));
+    if (optimizer.kind != OptimizerKind::none) {
+        const std::string kind = optimizer.kind == OptimizerKind::sgd ? "sgd" : "adamw";
+        const std::string impl = optimizer.fused ? "fused" : "foreach";
+        const std::string base = "optimizer_" + kind + "_" + impl;
+        h.optimizer_step = f.seconds(base + "_per_step").value_or(Seconds(0)) +
+                           static_cast<double>(parameter_tensors) * f.seconds(base + "_per_param").value_or(Seconds(0));
+    }
+    h.per_kernel = Seconds(0);
+    h.source = f.provenance();
+    return h;
+}
+
+}  // namespace roofsim

@@ -1,0 +1,166 @@
+#pragma once
+/// Accuracy against real PyTorch: reads the measurements of tools/validate/measure_pytorch.py
+/// (data/validation/*.json), rebuilds each layer case as a one-layer graph and each model case
+/// from the zoo, predicts them, and reports the errors. The measurements only check the model.
+
+#include <roofsim/detail/json_file.hpp>
+#include <roofsim/detail/json_read.hpp>
+#include <roofsim/predict.hpp>
+#include <roofsim/zoo/zoo.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace roofsim {
+
+/// One measured case, rebuilt for prediction.
+struct ValidationCase {
+    std::string id;         ///< "linear/b8x1024x768->3072/fp32"
+    std::string family;     ///< the op ("linear") or model ("resnet50")
+    std::string precision;  ///< the mode key
+    bool model = false;     ///< a whole training step (else one layer's forward + backward)
+    Graph graph;
+    LoweringOptions options;
+    double measured_seconds = 0;           ///< layer: forward + backward; model: the step
+    std::optional<double> measured_peak_bytes;
+};
+
+struct ValidationSet {
+    std::string gpu_key;
+    std::string origin;                     ///< file, GPU, torch version, date
+    std::vector<ValidationCase> cases;
+    std::vector<std::pair<std::string, std::string>> not_modelled;  ///< (case id, reason)
+};
+
+namespace detail {
+
+inline ValidationCase layer_case(const JsonCursor& c) {
+    ValidationCase v;
+    v.id = c.at("id").string();
+    v.family = c.at("op").string();
+    v.precision = c.at("precision").string();
+    v.graph = one_layer_graph_from_json(c);
+    v.graph.name = v.id;
+    if (c.has("implementation") && c.at("implementation").has("call")) {
+        // nn.MultiheadAttention called with need_weights=False takes the SDPA path.
+        if (c.at("implementation").at("call").string().find("need_weights=False") != std::string::npos) {
+            v.graph.layers.front().attrs["need_weights"] = false;
+        }
+    }
+    auto mode = precision_mode_from_key(v.precision);
+    if (!mode) c.at("precision").fail("unknown precision mode");
+    v.options.batch = 1;  // shapes are fixed in layer cases
+    v.options.precision = *mode;
+    v.options.optimizer.kind = OptimizerKind::none;
+    v.measured_seconds = c.at("forward_backward_seconds").at("median").positive();
+    return v;
+}
+
+inline std::optional<ValidationCase> model_case(const JsonCursor& c) {
+    ValidationCase v;
+    v.id = c.at("id").string();
+    v.family = c.at("model").string();
+    v.precision = c.at("precision").string();
+    v.model = true;
+    const std::int64_t size = c.has("image_size") ? c.at("image_size").positive_integer()
+                                                  : (c.has("seq_len") ? c.at("seq_len").positive_integer() : 0);
+    auto graph = zoo::model(v.family, size);
+    if (!graph) return std::nullopt;
+    v.graph = std::move(*graph);
+    auto mode = precision_mode_from_key(v.precision);
+    if (!mode) c.at("precision").fail("unknown precision mode");
+    v.options.batch = c.at("batch").positive_integer();
+    v.options.precision = *mode;
+    auto opt = optimizer_from_key(c.at("optimizer").string());
+    if (!opt) c.at("optimizer").fail("unknown optimizer");
+    v.options.optimizer.kind = *opt;
+    if (c.has("optimizer_info") && c.at("optimizer_info").has("implementation")) {
+        v.options.optimizer.fused = c.at("optimizer_info").at("implementation").string() == "fused";
+    }
+    v.measured_seconds = c.at("step_seconds").at("median").positive();
+    if (c.has("peak_memory_bytes")) v.measured_peak_bytes = c.at("peak_memory_bytes").positive();
+    return v;
+}
+
+}  // namespace detail
+
+/// Reads a validation file; cases whose op or model roofsim does not model are listed, not dropped.
+[[nodiscard]] inline ValidationSet load_validation(const std::filesystem::path& path) {
+    using detail::JsonCursor;
+    const nlohmann::json document = detail::read_json_file(path);
+    const JsonCursor root(document, path.filename().string(), "");
+    if (root.at("kind").string() != "roofsim-validation") root.at("kind").fail("expected \"roofsim-validation\"");
+    ValidationSet set;
+    set.gpu_key = root.at("gpu").at("key").string();
+    set.origin = path.filename().string() + ": measured on " + root.at("gpu").at("name").string() + " with torch " +
+                 root.at("software").at("torch").string() + ", " + root.at("date_utc").string().substr(0, 10);
+    const JsonCursor layers = root.at("layer_cases");
+    for (std::size_t i = 0; i < layers.array_size(); ++i) {
+        const JsonCursor c = layers.at(i);
+        if (detail::known_ops().count(c.at("op").string()) == 0) {
+            set.not_modelled.emplace_back(c.at("id").string(), "op not modelled: " + c.at("op").string());
+            continue;
+        }
+        set.cases.push_back(detail::layer_case(c));
+    }
+    const JsonCursor models = root.at("model_cases");
+    for (std::size_t i = 0; i < models.array_size(); ++i) {
+        auto v = detail::model_case(models.at(i));
+        if (v) set.cases.push_back(std::move(*v));
+        else set.not_modelled.emplace_back(models.at(i).at("id").string(), "model not in the zoo");
+    }
+    return set;
+}
+
+/// One case's prediction against its measurement.
+struct CaseError {
+    const ValidationCase* c = nullptr;
+    double predicted_seconds = 0;
+    double error = 0;  ///< (predicted - measured) / measured
+    std::optional<double> predicted_peak_bytes;
+    std::optional<double> memory_error;
+};
+
+/// Predicts every case on `ctx` with host costs from `framework` (or the launch rate).
+[[nodiscard]] inline std::vector<CaseError> evaluate(const ValidationSet& set, const CostContext& ctx,
+                                                     const FrameworkProfile* framework) {
+    std::vector<CaseError> out;
+    for (const auto& c : set.cases) {
+        PredictOptions o;
+        o.lowering = c.options;
+        o.framework = framework;
+        const Prediction p = predict(c.graph, ctx, o);
+        CaseError e;
+        e.c = &c;
+        e.predicted_seconds = p.step_time.value();
+        e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
+        if (c.model && c.measured_peak_bytes) {
+            e.predicted_peak_bytes = p.memory.peak.value();
+            e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
+        }
+        out.push_back(e);
+    }
+    return out;
+}
+
+/// The q-quantile (0..1) of |error| over the cases `pick` selects.
+template <class Pick>
+[[nodiscard]] double error_quantile(const std::vector<CaseError>& errors, double q, Pick pick) {
+    std::vector<double> v;
+    for (const auto& e : errors) {
+        if (pick(e)) v.push_back(std::abs(e.error));
+    }
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+}  // namespace roofsim

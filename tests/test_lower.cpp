@@ -1,0 +1,178 @@
+#include "catch.hpp"
+
+#include <roofsim/lower.hpp>
+#include <roofsim/validation.hpp>
+#include <roofsim/zoo/zoo.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+using namespace roofsim;
+
+namespace {
+std::vector<const Kernel*> of_kind(const LoweredStep& s, KernelKind kind, Phase phase) {
+    std::vector<const Kernel*> out;
+    for (const auto& k : s.kernels.kernels) {
+        if (k.kind == kind && k.phase == phase) out.push_back(&k);
+    }
+    return out;
+}
+
+Graph mlp() {
+    GraphBuilder b("mlp");
+    auto x = b.input("x", {GraphBuilder::batch, 784});
+    auto y = b.input("y", {GraphBuilder::batch}, DType::i64);
+    auto h = b.layer("fc1", "linear", {x}, {{"in_features", std::int64_t(784)}, {"out_features", std::int64_t(256)}});
+    h = b.layer("act", "relu", {h});
+    h = b.layer("fc2", "linear", {h}, {{"in_features", std::int64_t(256)}, {"out_features", std::int64_t(10)}});
+    b.layer("loss", "cross_entropy", {h, y});
+    return std::move(b).build();
+}
+
+std::string lowering_error(const Graph& g) {
+    try {
+        (void)lower(g, LoweringOptions{});
+    } catch (const GraphError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+}  // namespace
+
+TEST_CASE("a linear layer trains as three GEMMs", "[lower]") {
+    LoweringOptions o;
+    o.batch = 64;
+    const LoweredStep s = lower(mlp(), o);
+    // fc2's input needs a gradient (it comes from fc1), so it has dX and dW; fc1's input is data.
+    const auto fwd = of_kind(s, KernelKind::gemm, Phase::forward);
+    const auto bwd = of_kind(s, KernelKind::gemm, Phase::backward);
+    REQUIRE(fwd.size() == 2);
+    REQUIRE(bwd.size() == 3);
+    const auto& f = std::get<GemmDims>(fwd[1]->dims);  // fc2: (64 x 256) (256 x 10)
+    CHECK(f.m == 64); CHECK(f.n == 10); CHECK(f.k == 256);
+    // backward of fc2 first: dX (64 x 256 = 64 x 10 . 10 x 256), dW (10 x 256 = 10 x 64 . 64 x 256)
+    const auto& dx = std::get<GemmDims>(bwd[0]->dims);
+    const auto& dw = std::get<GemmDims>(bwd[1]->dims);
+    CHECK(dx.m == 64); CHECK(dx.n == 256); CHECK(dx.k == 10);
+    CHECK(dw.m == 10); CHECK(dw.n == 256); CHECK(dw.k == 64);
+    CHECK(gemm_flops(f).value() + gemm_flops(dx).value() + gemm_flops(dw).value() == Catch::Approx(3 * 2.0 * 64 * 10 * 256));
+    CHECK(s.parameter_count() == 784 * 256 + 256 + 256 * 10 + 10);
+}
+
+TEST_CASE("precision modes follow PyTorch's rules", "[lower][precision]") {
+    GraphBuilder b("conv-linear");
+    auto x = b.input("x", {GraphBuilder::batch, 16, 8, 8});
+    auto h = b.layer("conv", "conv2d", {x}, {{"in_channels", std::int64_t(16)}, {"out_channels", std::int64_t(16)}, {"kernel_size", std::int64_t(3)}, {"padding", std::int64_t(1)}});
+    h = b.layer("flat", "flatten", {h});
+    b.layer("fc", "linear", {h}, {{"in_features", std::int64_t(1024)}, {"out_features", std::int64_t(8)}});
+    const Graph g = std::move(b).build();
+    auto units = [&](PrecisionMode m) {
+        LoweringOptions o;
+        o.batch = 4;
+        o.precision = m;
+        const LoweredStep s = lower(g, o);
+        return std::pair{of_kind(s, KernelKind::conv, Phase::forward).at(0)->unit, of_kind(s, KernelKind::gemm, Phase::forward).at(0)->unit};
+    };
+    CHECK(units(PrecisionMode::fp32) == std::pair{ComputeUnit::tf32_tensor, ComputeUnit::fp32});  // cuDNN TF32 on, matmul off
+    CHECK(units(PrecisionMode::fp32_strict) == std::pair{ComputeUnit::fp32, ComputeUnit::fp32});
+    CHECK(units(PrecisionMode::tf32) == std::pair{ComputeUnit::tf32_tensor, ComputeUnit::tf32_tensor});
+    CHECK(units(PrecisionMode::amp_bf16) == std::pair{ComputeUnit::bf16_tensor, ComputeUnit::bf16_tensor});
+    CHECK(units(PrecisionMode::amp_fp16) == std::pair{ComputeUnit::fp16_tensor, ComputeUnit::fp16_tensor});
+    CHECK(units(PrecisionMode::bf16) == std::pair{ComputeUnit::bf16_tensor, ComputeUnit::bf16_tensor});
+
+    SECTION("autocast casts inputs and weights, and casts weight gradients back") {
+        LoweringOptions o;
+        o.batch = 4;
+        o.precision = PrecisionMode::amp_bf16;
+        const LoweredStep s = lower(g, o);
+        int forward_casts = 0, backward_casts = 0;
+        for (const auto& k : s.kernels.kernels) {
+            if (k.op != "aten::_to_copy") continue;
+            (k.phase == Phase::forward ? forward_casts : backward_casts) += 1;
+        }
+        CHECK(forward_casts == 3);   // conv input, conv weight, fc weight
+        CHECK(backward_casts == 2);  // the two weight gradients
+        LoweringOptions plain = o;
+        plain.precision = PrecisionMode::bf16;
+        for (const auto& k : lower(g, plain).kernels.kernels) CHECK(k.op != "aten::_to_copy");
+    }
+}
+
+TEST_CASE("backward runs in reverse layer order, after the whole forward", "[lower]") {
+    LoweringOptions o;
+    o.batch = 8;
+    o.optimizer.kind = OptimizerKind::adamw;
+    const LoweredStep s = lower(mlp(), o);
+    std::vector<std::string> backward_layers;
+    Phase last = Phase::forward;
+    for (const auto& k : s.kernels.kernels) {
+        CHECK(static_cast<int>(k.phase) >= static_cast<int>(last));  // forward, then backward, then optimizer
+        last = k.phase;
+        if (k.phase == Phase::backward && (backward_layers.empty() || backward_layers.back() != k.layer)) backward_layers.push_back(k.layer);
+    }
+    CHECK(backward_layers == std::vector<std::string>{"loss", "fc2", "act", "fc1"});
+    // AdamW foreach: eight torch._foreach_* ops over 4 parameter tensors, one launch each.
+    CHECK(of_kind(s, KernelKind::optimizer, Phase::optimizer).size() == 8);
+}
+
+TEST_CASE("the zoo's parameter counts equal what PyTorch counted", "[lower][zoo]") {
+    // parameter_count in the validation file was read from the real models by
+    // tools/validate/measure_pytorch.py (sum of p.numel()).
+    const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
+    const ValidationSet set = load_validation(dir / "h200-sxm-2026-11-29.json");
+    const nlohmann::json raw = detail::read_json_file(dir / "h200-sxm-2026-11-29.json");
+    int checked = 0;
+    for (const auto& m : raw.at("model_cases")) {
+        auto g = zoo::model(m.at("model").get<std::string>(), m.contains("seq_len") ? m.at("seq_len").get<std::int64_t>() : 0);
+        REQUIRE(g.has_value());
+        LoweringOptions o;
+        o.batch = 2;
+        INFO(m.at("id").get<std::string>());
+        CHECK(lower(*g, o).parameter_count() == m.at("parameter_count").get<double>());
+        ++checked;
+    }
+    CHECK(checked >= 3);
+}
+
+TEST_CASE("ResNet-50 forward FLOPs match the published 4.1 GMACs per image", "[lower][zoo]") {
+    LoweringOptions o;
+    o.batch = 1;
+    const LoweredStep s = lower(zoo::resnet50(), o);
+    double flops = 0;
+    for (const auto& k : s.kernels.kernels) {
+        if (k.phase == Phase::forward && (k.kind == KernelKind::conv || k.kind == KernelKind::gemm)) flops += k.flops.value();
+    }
+    // He et al. 2016, Table 1: 3.8e9 multiply-adds for ResNet-50 v1; torchvision's v1.5 reports 4.09 GMACs.
+    CHECK(flops / 2 == Catch::Approx(4.09e9).epsilon(0.02));
+}
+
+TEST_CASE("bad graphs are errors that name the layer and the field", "[lower][graph]") {
+    GraphBuilder b("bad");
+    auto x = b.input("x", {GraphBuilder::batch, 10});
+    Graph g = b.graph();
+    g.layers.push_back(Layer{"fc", "linear", {x}, {{"in_features", std::int64_t(12)}, {"out_features", std::int64_t(4)}}});
+    CHECK(lowering_error(g) == "layer 'fc' (linear): in_features: 12 does not match the input's last dimension");
+    g.layers[0].attrs.erase("in_features");
+    CHECK(lowering_error(g) == "layer 'fc' (linear): in_features: missing");
+    g.layers[0] = Layer{"fc", "linear", {"nowhere"}, {}};
+    CHECK(lowering_error(g).find("'nowhere' is neither a graph input nor an earlier layer") != std::string::npos);
+    g.layers[0] = Layer{"w", "warp_drive", {x}, {}};
+    CHECK(lowering_error(g) == "layer 'w' (warp_drive): unknown op (docs/graph-format.md lists the ops)");
+    g.layers[0] = Layer{"p", "maxpool2d", {x}, {{"kernel_size", std::int64_t(2)}}};
+    CHECK(lowering_error(g) == "layer 'p' (maxpool2d): input: expected N x C x H x W");
+    g.layers[0] = Layer{"c", "conv2d", {x}, {{"in_channels", std::string("many")}}};
+    CHECK(lowering_error(g).find("layer 'c' (conv2d): input must be N x C x spatial") != std::string::npos);
+}
+
+TEST_CASE("graph JSON round-trips and rejects malformed files", "[graph][json]") {
+    const Graph g = zoo::gpt2_small(64);
+    const Graph again = graph_from_json(to_json(g), "round-trip");
+    CHECK(to_json(again) == to_json(g));
+    nlohmann::json j = to_json(mlp());
+    j["layers"][0].erase("op");
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"), "m.json: /layers/0/op: missing");
+    j = to_json(mlp());
+    j["inputs"][0]["shape"][0] = "tokens";
+    CHECK_THROWS_WITH(graph_from_json(j, "m.json"), Catch::Matchers::Contains("/inputs/0/shape/0: a symbolic dimension must be \"batch\""));
+}
