@@ -47,6 +47,7 @@ void merge(Calibration& into, Calibration&& from) {
     for (auto& v : from.conv_sweep) into.conv_sweep.push_back(std::move(v));
     if (from.launch_latency_seconds) into.launch_latency_seconds = from.launch_latency_seconds;
     if (from.launch_interval_seconds) into.launch_interval_seconds = from.launch_interval_seconds;
+    if (from.launch_gpu_interval_seconds) into.launch_gpu_interval_seconds = from.launch_gpu_interval_seconds;
     for (auto& [k, f] : from.memcpy) into.memcpy[k] = std::move(f);
     for (auto& r : from.collectives) into.collectives.push_back(std::move(r));
     for (auto& m : from.missing) into.missing.push_back(std::move(m));

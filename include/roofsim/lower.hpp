@@ -62,6 +62,9 @@ struct LayerSummary {
     DType output_dtype = DType::f32;
     double parameters = 0;      ///< trainable elements
     Bytes saved_for_backward{0};  ///< activations autograd keeps until this layer's backward
+    /// The same, tensor by tensor: (tensor, bytes). A tensor saved by several layers (an activation's
+    /// output that the next convolution saves too) has one key, so memory counts it once.
+    std::vector<std::pair<std::string, Bytes>> saved;
     Bytes output_bytes{0};
 };
 
@@ -157,7 +160,7 @@ private:
     std::map<std::string, Value> values_;
     std::map<std::string, int> consumers_;
     std::vector<std::vector<Kernel>> backward_;  // one list per layer, in forward order
-    std::set<std::string> cast_weights_;         // autocast casts each weight once per forward
+    std::map<std::string, std::string> alias_;   // in-place outputs -> the tensor they overwrite
 
     // ---- bookkeeping --------------------------------------------------------------------------
 
@@ -262,6 +265,25 @@ private:
         cast(l, Phase::backward, elements, compute, rules_.parameter_dtype);
     }
 
+    /// The tensor a value name stands for: an in-place layer's output is its input's tensor.
+    std::string tensor_of(const std::string& value) const {
+        auto it = alias_.find(value);
+        return it == alias_.end() ? "value:" + value : it->second;
+    }
+
+    /// Records a tensor autograd saves for this layer's backward.
+    static void save(LayerSummary& s, std::string tensor, Bytes bytes) {
+        s.saved.emplace_back(std::move(tensor), bytes);
+        s.saved_for_backward += bytes;
+    }
+
+    /// Saves input i as the op computes on it: the input's own tensor, or the cast copy autocast made.
+    void save_input(LayerSummary& s, const Layer& l, std::size_t i, DType compute) {
+        const Value& v = input(l, i);
+        if (compute == v.dtype) save(s, tensor_of(l.inputs[i]), tensor_bytes(numel(v.shape), v.dtype));
+        else save(s, l.name + ":cast" + std::to_string(i), tensor_bytes(numel(v.shape), compute));
+    }
+
     ComputeUnit matmul_unit(DType d) const { return tensor_unit_for(d, rules_.matmul_unit); }
     ComputeUnit conv_unit(DType d) const { return tensor_unit_for(d, rules_.conv_unit); }
 
@@ -279,7 +301,7 @@ private:
     void lower_layer(const Layer& l) {
         if (values_.count(l.name)) throw layer_error(l, "name: used twice (layer names must be unique)");
         backward_.emplace_back();
-        LayerSummary s{l.name, l.op, {}, DType::f32, 0, Bytes(0), Bytes(0)};
+        LayerSummary s{l.name, l.op, {}, DType::f32, 0, Bytes(0), {}, Bytes(0)};
         const auto first_forward = static_cast<std::ptrdiff_t>(step_.kernels.kernels.size());
         Value out = dispatch(l, s);
         bool any_grad = false;
@@ -361,7 +383,7 @@ private:
         if (tied) kernel(l, Phase::backward, "aten::add_", KernelKind::elementwise, rules_.parameter_dtype,
                          2.0 * static_cast<double>(in_f * out_f), static_cast<double>(in_f * out_f));
         gemm(l, Phase::forward, bias ? "aten::addmm" : "aten::mm", dt, {rows, out_f, in_f, 1}, dt);
-        s.saved_for_backward = tensor_bytes(numel(x.shape), dt);
+        save_input(s, l, 0, dt);
         if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {rows, in_f, out_f, 1}, dt);
         gemm(l, Phase::backward, "aten::mm", dt, {out_f, in_f, rows, 1}, dt);
         if (bias) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, m * static_cast<double>(out_f), static_cast<double>(out_f));
@@ -386,7 +408,8 @@ private:
         if (b.dtype != dt && rules_.autocast) cast(l, Phase::forward, numel(b.shape), b.dtype, dt);
         const std::string name = batch > 1 ? "aten::bmm" : "aten::mm";
         gemm(l, Phase::forward, name, dt, {m, n, k, batch}, dt);
-        s.saved_for_backward = tensor_bytes(numel(a.shape) + numel(b.shape), dt);
+        save_input(s, l, 0, dt);
+        save_input(s, l, 1, dt);
         if (a.needs_grad) gemm(l, Phase::backward, name, dt, {m, k, n, batch}, dt);
         if (b.needs_grad) gemm(l, Phase::backward, name, dt, {k, n, m, batch}, dt);
         Value c{a.shape, dt, a.needs_grad || b.needs_grad};
@@ -435,7 +458,7 @@ private:
             if (p != ConvPass::forward) kk.op = "aten::convolution_backward";
         };
         pass(Phase::forward, ConvPass::forward, in_el + weights, out_el);
-        s.saved_for_backward = tensor_bytes(in_el, dt);
+        save_input(s, l, 0, dt);
         if (x.needs_grad) pass(Phase::backward, ConvPass::backward_data, out_el + weights, in_el);
         pass(Phase::backward, ConvPass::backward_filter, out_el + in_el, weights);
         if (bias) kernel(l, Phase::backward, "aten::convolution_backward", KernelKind::reduction, dt, out_el, static_cast<double>(k));
@@ -455,7 +478,7 @@ private:
         add_parameter(s, 2.0 * static_cast<double>(features));
         const double n = numel(x.shape);
         kernel(l, Phase::forward, "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0);
-        s.saved_for_backward = tensor_bytes(n, x.dtype);
+        save_input(s, l, 0, x.dtype);
         kernel(l, Phase::backward, "aten::cudnn_batch_norm_backward", KernelKind::normalization, x.dtype, 4 * n, n, 0);
         return Value{x.shape, x.dtype, true};
     }
@@ -478,7 +501,7 @@ private:
         const double n = numel(x.shape);
         const std::string fwd = rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm";
         kernel(l, Phase::forward, fwd, KernelKind::normalization, dt, n, n, 0);
-        s.saved_for_backward = tensor_bytes(n, dt);
+        save_input(s, l, 0, dt);
         kernel(l, Phase::backward, fwd + "_backward", KernelKind::normalization, dt, 2 * n, n, 0);
         if (affine) kernel(l, Phase::backward, fwd + "_backward", KernelKind::reduction, dt, 2 * n, normalized);
         return Value{x.shape, dt, true};
@@ -496,7 +519,7 @@ private:
         const double n = numel(x.shape);
         kernel(l, Phase::forward, "aten::native_group_norm", KernelKind::reduction, dt, n, 0);
         kernel(l, Phase::forward, "aten::native_group_norm", KernelKind::normalization, dt, n, n);
-        s.saved_for_backward = tensor_bytes(n, dt);
+        save_input(s, l, 0, dt);
         kernel(l, Phase::backward, "aten::native_group_norm_backward", KernelKind::reduction, dt, 2 * n, 0);
         kernel(l, Phase::backward, "aten::native_group_norm_backward", KernelKind::normalization, dt, 2 * n, n);
         return Value{x.shape, dt, true};
@@ -508,7 +531,11 @@ private:
         const Value& x = input(l, 0);
         const double n = numel(x.shape);
         kernel(l, Phase::forward, "aten::" + l.op, KernelKind::elementwise, x.dtype, n, n);
-        s.saved_for_backward = tensor_bytes(n, x.dtype);
+        // relu, tanh and sigmoid save their output; gelu and silu their input. inplace=True (torchvision's
+        // ReLU) writes the output over the input: no new tensor.
+        if (attr_bool(l, "inplace", false)) alias_[l.name] = tensor_of(l.inputs[0]);
+        const bool saves_output = l.op == "relu" || l.op == "tanh" || l.op == "sigmoid";
+        save(s, saves_output ? tensor_of(l.name) : tensor_of(l.inputs[0]), tensor_bytes(n, x.dtype));
         kernel(l, Phase::backward, "aten::" + l.op + "_backward", KernelKind::elementwise, x.dtype, 2 * n, n);
         return Value{x.shape, x.dtype, x.needs_grad};
     }
@@ -521,7 +548,7 @@ private:
         const double n = numel(x.shape);
         Kernel& f = kernel(l, Phase::forward, "aten::native_dropout", KernelKind::elementwise, x.dtype, n, n);
         f.bytes_written += tensor_bytes(n, DType::boolean);
-        s.saved_for_backward = tensor_bytes(n, DType::boolean);
+        save(s, l.name + ":mask", tensor_bytes(n, DType::boolean));
         Kernel& b = kernel(l, Phase::backward, "aten::native_dropout_backward", KernelKind::elementwise, x.dtype, n, n);
         b.bytes_read += tensor_bytes(n, DType::boolean);
         return Value{x.shape, x.dtype, x.needs_grad};
@@ -545,7 +572,8 @@ private:
         kernel(l, Phase::forward, "aten::" + l.op, KernelKind::elementwise, dt, n + numel(b.shape), n);
         if (broadcast && b.needs_grad) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, n, numel(b.shape));
         if (l.op == "mul") {
-            s.saved_for_backward = tensor_bytes(2 * n, dt);
+            save_input(s, l, 0, dt);
+            save_input(s, l, 1, dt);
             if (a.needs_grad) kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, 2 * n, n);
             if (b.needs_grad) kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, 2 * n, n);
         }
@@ -559,7 +587,7 @@ private:
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
         kernel(l, Phase::forward, "aten::_" + l.op, KernelKind::softmax, dt, n, n);
-        s.saved_for_backward = tensor_bytes(n, dt);
+        save(s, tensor_of(l.name), tensor_bytes(n, dt));
         kernel(l, Phase::backward, "aten::_" + l.op + "_backward_data", KernelKind::softmax, dt, 2 * n, n);
         return Value{x.shape, dt, x.needs_grad};
     }
@@ -577,7 +605,7 @@ private:
         kernel(l, Phase::forward, "aten::_log_softmax", KernelKind::softmax, dt, n, n);
         Kernel& nll = kernel(l, Phase::forward, "aten::nll_loss_forward", KernelKind::reduction, dt, rows, 1);
         nll.bytes_read += tensor_bytes(rows, t.dtype);
-        s.saved_for_backward = tensor_bytes(n, dt);
+        save(s, l.name + ":log_softmax", tensor_bytes(n, dt));
         kernel(l, Phase::backward, "aten::nll_loss_backward", KernelKind::elementwise, dt, 0, n);
         kernel(l, Phase::backward, "aten::nll_loss_backward", KernelKind::elementwise, dt, rows, rows);
         kernel(l, Phase::backward, "aten::_log_softmax_backward_data", KernelKind::softmax, dt, 2 * n, n);
@@ -635,7 +663,8 @@ private:
         a.backend = *backend;
         const DType dt = compute_dtype(l, q);
         attention_kernels(l, a, dt, "sdpa");
-        s.saved_for_backward = tensor_bytes(3 * numel(q.shape) + numel(q.shape), dt);
+        for (std::size_t i = 0; i < 3; ++i) save_input(s, l, i, dt);
+        save(s, tensor_of(l.name), tensor_bytes(numel(q.shape), dt));
         return Value{q.shape, dt, true};
     }
 
@@ -666,7 +695,7 @@ private:
             attention_kernels(l, a, dt, "mha");
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
             gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
-            s.saved_for_backward = tensor_bytes(6 * te, dt);
+            save(s, l.name + ":internals", tensor_bytes(6 * te, dt));
             gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, e, 1}, dt);
             gemm(l, Phase::backward, "aten::mm", dt, {e, e, b * len, 1}, dt);
             kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, te, static_cast<double>(e));
@@ -687,7 +716,7 @@ private:
         kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);            // merge heads
         gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
         kernel(l, Phase::forward, "aten::mean", KernelKind::reduction, dt, scores, static_cast<double>(b * len * len));
-        s.saved_for_backward = tensor_bytes(4 * te + scores, dt);
+        save(s, l.name + ":internals", tensor_bytes(4 * te + scores, dt));
         // backward (reverse order)
         gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, e, 1}, dt);
         gemm(l, Phase::backward, "aten::mm", dt, {e, e, b * len, 1}, dt);
@@ -717,7 +746,7 @@ private:
         Kernel& f = kernel(l, Phase::forward, "aten::embedding", KernelKind::embedding, dt, lookups * static_cast<double>(dim),
                            lookups * static_cast<double>(dim));
         f.bytes_read += tensor_bytes(lookups, idx.dtype);
-        s.saved_for_backward = tensor_bytes(lookups, idx.dtype);
+        save(s, tensor_of(l.inputs[0]), tensor_bytes(lookups, idx.dtype));
         kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::elementwise, dt, 0,
                static_cast<double>(rows * dim));
         kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::copy, idx.dtype, 4 * lookups, 4 * lookups);
@@ -746,7 +775,8 @@ private:
         Kernel& f = kernel(l, Phase::forward, max ? "aten::max_pool2d_with_indices" : "aten::avg_pool2d",
                            KernelKind::elementwise, x.dtype, n_in, n_out);
         if (max) f.bytes_written += tensor_bytes(n_out, DType::i64);
-        s.saved_for_backward = max ? tensor_bytes(n_out, DType::i64) + tensor_bytes(n_in, x.dtype) : tensor_bytes(n_in, x.dtype);
+        save(s, tensor_of(l.inputs[0]), tensor_bytes(n_in, x.dtype));
+        if (max) save(s, l.name + ":indices", tensor_bytes(n_out, DType::i64));
         Kernel& b = kernel(l, Phase::backward, max ? "aten::max_pool2d_with_indices_backward" : "aten::avg_pool2d_backward",
                            KernelKind::elementwise, x.dtype, n_out, n_in);
         if (max) b.bytes_read += tensor_bytes(n_out, DType::i64);
@@ -824,7 +854,7 @@ private:
         const double n = numel(x.shape);
         const int forward_reads[] = {1, 1, 2, 1, 1, 1, 1, 2};
         for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, x.dtype, r * n, n);
-        s.saved_for_backward = tensor_bytes(4 * n, x.dtype);
+        save(s, l.name + ":internals", tensor_bytes(4 * n, x.dtype));
         const int backward_reads[] = {2, 2, 1, 2, 1, 2, 1, 1, 1, 2, 2};
         for (int r : backward_reads) kernel(l, Phase::backward, "aten::elementwise", KernelKind::elementwise, x.dtype, r * n, n);
         return Value{x.shape, x.dtype, x.needs_grad};

@@ -6,6 +6,8 @@
 #include <roofsim/lower.hpp>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 namespace roofsim {
 
@@ -37,10 +39,12 @@ struct MemoryEstimate {
     }
     m.inputs = step.input_bytes;
     Bytes largest_output{0};
+    std::map<std::string, Bytes> saved;  // each saved tensor once, however many layers keep it
     for (const auto& l : step.layers) {
-        m.activations += l.saved_for_backward;
+        for (const auto& [tensor, bytes] : l.saved) saved[tensor] = max(saved[tensor], bytes);
         largest_output = max(largest_output, l.output_bytes);
     }
+    for (const auto& [tensor, bytes] : saved) m.activations += bytes;
     const PrecisionRules rules = rules_for(options.precision);
     if (rules.autocast) m.autocast_copies = Bytes(p * bytes_per_element(rules.low_dtype));
     const Bytes forward_end = m.parameters + m.optimizer_state + m.inputs + m.activations + m.autocast_copies + 2.0 * largest_output;

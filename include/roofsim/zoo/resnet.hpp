@@ -15,7 +15,7 @@ inline std::string conv_bn(GraphBuilder& b, const std::string& name, const std::
                             {{"in_channels", c_in}, {"out_channels", c_out}, {"kernel_size", k}, {"stride", stride},
                              {"padding", k / 2}, {"bias", false}});
     x = b.layer(name + ".bn", "batchnorm2d", {x}, {{"num_features", c_out}});
-    if (relu) x = b.layer(name + ".relu", "relu", {x});
+    if (relu) x = b.layer(name + ".relu", "relu", {x}, {{"inplace", true}});
     return x;
 }
 
@@ -28,7 +28,7 @@ inline std::string bottleneck(GraphBuilder& b, const std::string& name, const st
     std::string shortcut = in;
     if (stride != 1 || c_in != c_out) shortcut = conv_bn(b, name + ".downsample", in, c_in, c_out, 1, stride, false);
     y = b.layer(name + ".add", "add", {y, shortcut});
-    return b.layer(name + ".relu", "relu", {y});
+    return b.layer(name + ".relu", "relu", {y}, {{"inplace", true}});
 }
 }  // namespace detail
 
