@@ -159,6 +159,7 @@ private:
     LoweredStep step_;
     std::map<std::string, Value> values_;
     std::map<std::string, int> consumers_;
+    std::map<std::string, std::string> first_reader_;  // value -> the first layer that reads it
     std::vector<std::vector<Kernel>> backward_;  // one list per layer, in forward order
     std::map<std::string, std::string> alias_;   // in-place outputs -> the tensor they overwrite
 
@@ -186,7 +187,10 @@ private:
                 throw layer_error(l, "inputs: expected " + std::to_string(op->second) + ", got " +
                                          std::to_string(l.inputs.size()));
             }
-            for (const auto& i : l.inputs) consumers_[i] += 1;
+            for (const auto& i : l.inputs) {
+                consumers_[i] += 1;
+                first_reader_.emplace(i, l.name);
+            }
         }
     }
 
@@ -302,19 +306,17 @@ private:
         if (values_.count(l.name)) throw layer_error(l, "name: used twice (layer names must be unique)");
         backward_.emplace_back();
         LayerSummary s{l.name, l.op, {}, DType::f32, 0, Bytes(0), {}, Bytes(0)};
-        const auto first_forward = static_cast<std::ptrdiff_t>(step_.kernels.kernels.size());
+        step_.kernels.kernels.push_back(marker(l.name, l.op, Phase::forward));
         Value out = dispatch(l, s);
         bool any_grad = false;
         for (std::size_t i = 0; i < l.inputs.size(); ++i) any_grad = any_grad || input(l, i).needs_grad;
         out.needs_grad = out.needs_grad || any_grad || s.parameters > 0;
-        auto& forward = step_.kernels.kernels;
-        forward.insert(forward.begin() + first_forward, marker(l.name, l.op, Phase::forward));
         if (out.needs_grad) backward_.back().insert(backward_.back().begin(), marker(l.name, l.op, Phase::backward));
         else backward_.back().clear();
         // A value read by several layers gets its gradient summed in backward: one add per extra reader.
         for (std::size_t i = 0; i < l.inputs.size(); ++i) {
             const Value& v = input(l, i);
-            if (v.needs_grad && consumers_[l.inputs[i]] > 1 && first_reader(l.inputs[i]) != l.name) {
+            if (v.needs_grad && consumers_[l.inputs[i]] > 1 && first_reader_[l.inputs[i]] != l.name) {
                 kernel(l, Phase::backward, "aten::add_", KernelKind::elementwise, v.dtype, 2 * numel(v.shape), numel(v.shape));
             }
         }
@@ -328,12 +330,6 @@ private:
         values_[l.name] = std::move(out);
     }
 
-    std::string first_reader(const std::string& value) const {
-        for (const auto& l : graph_.layers) {
-            if (std::find(l.inputs.begin(), l.inputs.end(), value) != l.inputs.end()) return l.name;
-        }
-        return {};
-    }
 
     Value dispatch(const Layer& l, LayerSummary& s) {
         const std::string& op = l.op;

@@ -63,14 +63,23 @@ struct Prediction {
     p.host_time = p.timeline.host_time;
 
     std::map<std::string, std::size_t> row_of;
-    std::map<std::string, Seconds> longest;
+    std::vector<Seconds> longest;
+    std::size_t row_index = 0;
+    const std::string* previous_layer = nullptr;
     Seconds phase_end[3] = {Seconds(0), Seconds(0), Seconds(0)};
     for (std::size_t i = 0; i < list.kernels.size(); ++i) {
         const Kernel& k = list.kernels[i];
         const SimulatedKernel& s = p.timeline.kernels[i];
-        auto [it, inserted] = row_of.emplace(k.layer, p.layers.size());
-        if (inserted) p.layers.push_back(LayerTime{k.layer, k.phase == Phase::optimizer ? "optimizer" : ""});
-        LayerTime& row = p.layers[it->second];
+        if (!previous_layer || *previous_layer != k.layer) {  // consecutive kernels mostly share a layer
+            auto [it, inserted] = row_of.emplace(k.layer, p.layers.size());
+            if (inserted) {
+                p.layers.push_back(LayerTime{k.layer, k.phase == Phase::optimizer ? "optimizer" : ""});
+                longest.push_back(Seconds(0));
+            }
+            row_index = it->second;
+            previous_layer = &k.layer;
+        }
+        LayerTime& row = p.layers[row_index];
         if (row.op.empty() && k.phase == Phase::forward) row.op = k.op;
         const bool forward = k.phase == Phase::forward;
         (forward ? row.forward_gpu : row.backward_gpu) += s.gpu_time;
@@ -83,7 +92,7 @@ struct Prediction {
             p.flagged_kernels += 1;
             p.flagged_gpu_time += s.gpu_time;
         }
-        if (s.gpu_time > longest[k.layer]) { longest[k.layer] = s.gpu_time; row.bound = s.bound; }
+        if (s.gpu_time > longest[row_index]) { longest[row_index] = s.gpu_time; row.bound = s.bound; }
         phase_end[static_cast<int>(k.phase)] = max(phase_end[static_cast<int>(k.phase)], max(s.start + s.gpu_time, s.issued));
     }
     p.forward_time = phase_end[0];
