@@ -7,9 +7,7 @@
 
 namespace roofsim::detail {
 
-/// (file name, file text) of every data/framework/*.json file.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 1> embedded_framework_files = {{
-    {"h200-sxm-torch-2.11.json", R"roofsim_json({
+inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_json({
  "schema_version": 1,
  "kind": "roofsim-framework-profile",
  "device": {
@@ -1395,7 +1393,11 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 1> em
  },
  "skipped": []
 }
-)roofsim_json"},
+)roofsim_json";
+
+/// (file name, file text) of every data/framework/*.json file.
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 1> embedded_framework_files = {{
+    {"h200-sxm-torch-2.11.json", std::string_view(embedded_framework_h200_sxm_torch_2_11_json, sizeof(embedded_framework_h200_sxm_torch_2_11_json) - 1)},
 }};
 
 }  // namespace roofsim::detail

@@ -7,9 +7,7 @@
 
 namespace roofsim::detail {
 
-/// (file name, file text) of every data/gpus/*.json file.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> embedded_gpus_files = {{
-    {"a10.json", R"roofsim_json({
+inline constexpr char embedded_gpus_a10_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "a10",
   "name": "NVIDIA A10",
@@ -109,8 +107,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "public-compilation"
   }
 }
-)roofsim_json"},
-    {"a100-40gb-pcie.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_a100_40gb_pcie_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "a100-40gb-pcie",
   "name": "NVIDIA A100 PCIe 40GB",
@@ -232,8 +230,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "a100-pcie-product-brief"
   }
 }
-)roofsim_json"},
-    {"a100-40gb-sxm.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_a100_40gb_sxm_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "a100-40gb-sxm",
   "name": "NVIDIA A100 SXM4 40GB",
@@ -353,8 +351,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "a100-blog"
   }
 }
-)roofsim_json"},
-    {"a100-80gb-pcie.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_a100_80gb_pcie_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "a100-80gb-pcie",
   "name": "NVIDIA A100 PCIe 80GB",
@@ -475,8 +473,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "a100-pcie-product-brief"
   }
 }
-)roofsim_json"},
-    {"a100-80gb-sxm.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_a100_80gb_sxm_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "a100-80gb-sxm",
   "name": "NVIDIA A100 SXM4 80GB",
@@ -597,8 +595,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "a100-blog"
   }
 }
-)roofsim_json"},
-    {"a40.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_a40_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "a40",
   "name": "NVIDIA A40",
@@ -707,8 +705,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "a40-datasheet"
   }
 }
-)roofsim_json"},
-    {"h100-pcie.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_h100_pcie_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "h100-pcie",
   "name": "NVIDIA H100 PCIe 80GB",
@@ -828,8 +826,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "h100-datasheet"
   }
 }
-)roofsim_json"},
-    {"h100-sxm.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_h100_sxm_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "h100-sxm",
   "name": "NVIDIA H100 SXM5 80GB",
@@ -949,8 +947,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "h100-datasheet"
   }
 }
-)roofsim_json"},
-    {"h200-sxm.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_h200_sxm_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "h200-sxm",
   "name": "NVIDIA H200 SXM 141GB",
@@ -1073,8 +1071,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "h200-page"
   }
 }
-)roofsim_json"},
-    {"l40s.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_l40s_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "l40s",
   "name": "NVIDIA L40S",
@@ -1183,8 +1181,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "l40s-datasheet"
   }
 }
-)roofsim_json"},
-    {"rtx-3090.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_rtx_3090_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "rtx-3090",
   "name": "NVIDIA GeForce RTX 3090",
@@ -1294,8 +1292,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "ga102-whitepaper"
   }
 }
-)roofsim_json"},
-    {"rtx-4090.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_rtx_4090_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "rtx-4090",
   "name": "NVIDIA GeForce RTX 4090",
@@ -1404,8 +1402,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "derived: PCIe Gen4 x16 (public-compilation) = 64 GB/s bidirectional, the figure NVIDIA quotes for Gen4 x16 boards (a40-datasheet)"
   }
 }
-)roofsim_json"},
-    {"rtx-a6000.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_rtx_a6000_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "rtx-a6000",
   "name": "NVIDIA RTX A6000",
@@ -1514,8 +1512,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "derived: GA102 third-generation NVLink, 4 x4 links = 112.5 GB/s total between two GPUs (ga102-whitepaper), same 2-way bridge figure as the A40 (a40-datasheet)"
   }
 }
-)roofsim_json"},
-    {"v100-sxm2-32gb.json", R"roofsim_json({
+)roofsim_json";
+inline constexpr char embedded_gpus_v100_sxm2_32gb_json[] = R"roofsim_json({
   "schema_version": 1,
   "key": "v100-sxm2-32gb",
   "name": "NVIDIA Tesla V100 SXM2 32GB",
@@ -1614,7 +1612,24 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> e
     "source": "a100-blog"
   }
 }
-)roofsim_json"},
+)roofsim_json";
+
+/// (file name, file text) of every data/gpus/*.json file.
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> embedded_gpus_files = {{
+    {"a10.json", std::string_view(embedded_gpus_a10_json, sizeof(embedded_gpus_a10_json) - 1)},
+    {"a100-40gb-pcie.json", std::string_view(embedded_gpus_a100_40gb_pcie_json, sizeof(embedded_gpus_a100_40gb_pcie_json) - 1)},
+    {"a100-40gb-sxm.json", std::string_view(embedded_gpus_a100_40gb_sxm_json, sizeof(embedded_gpus_a100_40gb_sxm_json) - 1)},
+    {"a100-80gb-pcie.json", std::string_view(embedded_gpus_a100_80gb_pcie_json, sizeof(embedded_gpus_a100_80gb_pcie_json) - 1)},
+    {"a100-80gb-sxm.json", std::string_view(embedded_gpus_a100_80gb_sxm_json, sizeof(embedded_gpus_a100_80gb_sxm_json) - 1)},
+    {"a40.json", std::string_view(embedded_gpus_a40_json, sizeof(embedded_gpus_a40_json) - 1)},
+    {"h100-pcie.json", std::string_view(embedded_gpus_h100_pcie_json, sizeof(embedded_gpus_h100_pcie_json) - 1)},
+    {"h100-sxm.json", std::string_view(embedded_gpus_h100_sxm_json, sizeof(embedded_gpus_h100_sxm_json) - 1)},
+    {"h200-sxm.json", std::string_view(embedded_gpus_h200_sxm_json, sizeof(embedded_gpus_h200_sxm_json) - 1)},
+    {"l40s.json", std::string_view(embedded_gpus_l40s_json, sizeof(embedded_gpus_l40s_json) - 1)},
+    {"rtx-3090.json", std::string_view(embedded_gpus_rtx_3090_json, sizeof(embedded_gpus_rtx_3090_json) - 1)},
+    {"rtx-4090.json", std::string_view(embedded_gpus_rtx_4090_json, sizeof(embedded_gpus_rtx_4090_json) - 1)},
+    {"rtx-a6000.json", std::string_view(embedded_gpus_rtx_a6000_json, sizeof(embedded_gpus_rtx_a6000_json) - 1)},
+    {"v100-sxm2-32gb.json", std::string_view(embedded_gpus_v100_sxm2_32gb_json, sizeof(embedded_gpus_v100_sxm2_32gb_json) - 1)},
 }};
 
 }  // namespace roofsim::detail
