@@ -19,7 +19,9 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       Fixed host cost of one backward() call: the intercept of backward time over short chains of
       1 to 16 tiny multiplications (least squares), timed with CUDA events as layer_* are.
   layer_forward_<op>[_autocast], layer_backward_<op>[_autocast]
-      Host cost of one layer of roofsim's graph vocabulary (docs/graph-format.md) on tiny tensors,
+      Host cost of one layer of roofsim's graph vocabulary (docs/graph-format.md) on tiny tensors.
+      Ops that keep their input's shape are measured in chains of 1, 4 and 16 layers, the per-layer
+      slope being the figure (as inside a model, without per-call costs); the others one at a time,
       timed as tools/validate/measure_pytorch.py times a layer (CUDA events around the forward,
       and around forward + out.backward(grad), synchronize before and after), so that the GPU
       work is negligible: forward = median forward time; backward = median (forward + backward)
@@ -356,7 +358,12 @@ def layer_probes(p: Probe, samples: int) -> None:
              f"with its AccumulateGrad; per-multiplication slope {slope * 1e6:.2f} us",
              chain_lengths=lengths, chain_median_seconds=chain_medians)
 
+    chain_ops = chain_cases(dev)
     for op, (build, make_inputs) in layer_cases(dev).items():
+        if op in chain_ops:
+            for use_autocast in (False, True):
+                chain_layer_probe(p, op, chain_ops[op], use_autocast, samples, timed)
+            continue
         for use_autocast in (False, True):
             suffix = "_autocast" if use_autocast else ""
             try:
@@ -405,6 +412,113 @@ def layer_probes(p: Probe, samples: int) -> None:
             p.record(f"layer_backward_{op}{suffix}", bwd,
                      f"one tiny {op} layer: (forward + out.backward(grad)) - median forward - backward_call, "
                      f"CUDA events, {where}")
+
+
+def chain_cases(dev):
+    """Ops whose tiny instance maps a tensor to one of the same shape, so that K of them chain:
+    name -> (make_layer() -> callable(y) -> y, make_input() -> tensor)."""
+    nn = torch.nn
+    r = lambda *shape: torch.randn(*shape, device=dev, requires_grad=True)  # noqa: E731
+
+    def mod(factory):
+        return lambda: factory().to(dev).train()
+
+    def with_param(shape, f):
+        def make():
+            w = r(*shape)
+            return lambda y: f(y, w)
+        return make
+
+    cases = {
+        "linear": (mod(lambda: nn.Linear(8, 8)), lambda: r(4, 8)),
+        "matmul": (with_param((8, 8), torch.matmul), lambda: r(8, 8)),
+        "bmm": (with_param((2, 8, 8), torch.bmm), lambda: r(2, 8, 8)),
+        "conv2d": (mod(lambda: nn.Conv2d(4, 4, 3, padding=1)), lambda: r(1, 4, 8, 8)),
+        "conv1d": (mod(lambda: nn.Conv1d(4, 4, 3, padding=1)), lambda: r(1, 4, 8)),
+        "batchnorm2d": (mod(lambda: nn.BatchNorm2d(4)), lambda: r(2, 4, 4, 4)),
+        "layernorm": (mod(lambda: nn.LayerNorm(8)), lambda: r(4, 8)),
+        "groupnorm": (mod(lambda: nn.GroupNorm(2, 4)), lambda: r(2, 4, 4, 4)),
+        "relu": (mod(nn.ReLU), lambda: r(4, 8)),
+        "gelu": (mod(nn.GELU), lambda: r(4, 8)),
+        "silu": (mod(nn.SiLU), lambda: r(4, 8)),
+        "tanh": (mod(nn.Tanh), lambda: r(4, 8)),
+        "sigmoid": (mod(nn.Sigmoid), lambda: r(4, 8)),
+        "dropout": (mod(lambda: nn.Dropout(0.1)), lambda: r(4, 8)),
+        "add": (with_param((4, 8), torch.add), lambda: r(4, 8)),
+        "mul": (with_param((4, 8), torch.mul), lambda: r(4, 8)),
+        "softmax": (lambda: (lambda y: F.softmax(y, dim=-1)), lambda: r(4, 8)),
+        "log_softmax": (lambda: (lambda y: F.log_softmax(y, dim=-1)), lambda: r(4, 8)),
+        "transpose_contiguous": (lambda: (lambda y: y.transpose(0, 1).contiguous()), lambda: r(8, 8)),
+        "gelu_tanh_composite": (lambda: (lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))),
+                                lambda: r(4, 8)),
+        "mha": (mod(lambda: SelfAttention(8, 2)), lambda: r(1, 4, 8)),
+    }
+    if hasattr(nn, "RMSNorm"):
+        cases["rmsnorm"] = (mod(lambda: nn.RMSNorm(8)), lambda: r(4, 8))
+    if hasattr(F, "scaled_dot_product_attention"):
+        cases["sdpa"] = (lambda: (lambda y: F.scaled_dot_product_attention(y, y, y)), lambda: r(1, 2, 8, 8))
+    return cases
+
+
+def chain_layer_probe(p: Probe, op: str, case, use_autocast: bool, samples: int, timed) -> None:
+    """Per-layer host cost inside a sequence of layers, as in a model: forward and forward + backward
+    of chains of 1, 4 and 16 such layers, CUDA events; the least-squares slope over the chain length
+    is the cost of one more layer (its backward: slope of forward + backward minus slope of forward),
+    so one-off costs of a backward() call stay out."""
+    dev = p.device
+    suffix = "_autocast" if use_autocast else ""
+    make_layer, make_input = case
+    lengths = [1, 4, 16]
+    try:
+        layers = [make_layer() for _ in range(max(lengths))]
+        params = [q for layer in layers if isinstance(layer, torch.nn.Module) for q in layer.parameters()]
+        x = make_input()
+        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        fwd_medians, fb_medians = [], []
+        for k in lengths:
+            def forward(k=k):
+                with ctx():
+                    y = x
+                    for layer in layers[:k]:
+                        y = layer(y)
+                return y
+            grad = torch.randn_like(forward())
+
+            def reset():
+                x.grad = None
+                for q in params:
+                    q.grad = None
+
+            def run_fwd():
+                reset()
+                forward()
+
+            def run_fwd_bwd():
+                reset()
+                forward().backward(grad)
+
+            for body, medians in ((run_fwd, fwd_medians), (run_fwd_bwd, fb_medians)):
+                for _ in range(3):
+                    timed(body)
+                medians.append(statistics.median([timed(body) for _ in range(samples)]))
+    except Exception as exc:
+        p.skip(f"layer_forward_{op}{suffix}", first_line(exc))
+        return
+
+    def slope(ys):
+        mk = sum(lengths) / len(lengths)
+        my = sum(ys) / len(ys)
+        return sum((k - mk) * (y - my) for k, y in zip(lengths, ys)) / sum((k - mk) ** 2 for k in lengths)
+
+    where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+    forward_s = max(0.0, slope(fwd_medians))
+    backward_s = max(0.0, slope(fb_medians) - slope(fwd_medians))
+    p.record(f"layer_forward_{op}{suffix}", [forward_s],
+             f"per-layer slope of median forward time over chains of {lengths} tiny {op} layers, CUDA events, {where}",
+             chain_lengths=lengths, chain_forward_seconds=fwd_medians)
+    p.record(f"layer_backward_{op}{suffix}", [backward_s],
+             f"per-layer slope of median (forward + backward) minus that of forward over chains of {lengths} tiny "
+             f"{op} layers, CUDA events, {where}", chain_lengths=lengths, chain_forward_backward_seconds=fb_medians)
 
 
 # ----------------------------------------------------------------------------- (b3) op GPU time

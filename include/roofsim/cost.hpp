@@ -43,7 +43,13 @@ struct CostContext {
     Ceilings ceilings;
     int sm_count = 1;
     std::map<ComputeUnit, GemmModel> gemm;
-    std::map<std::pair<ComputeUnit, ConvPass>, ConvModel> conv;
+    /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
+    /// cuDNN times the calibration measured, by exact shape (NCHW, PyTorch's default layout).
+    std::map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+             Seconds>
+        conv_measured;
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
     std::vector<BandwidthPoint> read_curve;  ///< read-only
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
@@ -132,6 +138,13 @@ namespace detail {
 
 }  // namespace detail
 
+namespace detail {
+/// The exact-shape key of a convolution (unit, pass, N, C, H, W, K, R, S, stride, pad, groups, dilation).
+[[nodiscard]] inline auto conv_key(ComputeUnit unit, const ConvDims& d) {
+    return std::tuple{unit, d.pass, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
+}
+}  // namespace detail
+
 /// The cost context of a GPU from its datasheet alone: roofline ceilings, GEMMs at the peak rate.
 [[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration = nullptr) {
     CostContext ctx;
@@ -154,17 +167,23 @@ namespace detail {
         g.source = measured + " (cuBLAS sweep of " + std::to_string(points.size()) + " shapes, fitted t0 and k0)";
         ctx.gemm[unit] = g;
     }
-    // Convolution: median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit and pass.
-    std::map<std::pair<ComputeUnit, ConvPass>, std::vector<double>> ratios;
+    // Convolution, NCHW records only (PyTorch's default layout): the measured time by exact shape, and
+    // the median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit, pass and
+    // depthwise-or-dense, for shapes the sweep did not measure.
+    std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<double>> ratios;
     for (const auto& r : cal.conv_sweep) {
         auto g = ctx.gemm.find(r.unit);
-        if (g == ctx.gemm.end()) continue;
+        if (g == ctx.gemm.end() || r.layout != "NCHW") continue;
         ConvDims d;
         d.pass = r.pass;
         d.n = r.n; d.c = r.c; d.h = r.h; d.w = r.w; d.k = r.k; d.r = r.r; d.s = r.s;
         d.stride_h = d.stride_w = r.stride;
         d.pad_h = d.pad_w = r.pad;
-        ratios[{r.unit, r.pass}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
+        d.dilation_h = d.dilation_w = r.dilation;
+        d.groups = r.groups;
+        const bool depthwise = r.groups > 1 && r.groups == r.c;
+        ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
+        ctx.conv_measured[detail::conv_key(r.unit, d)] = Seconds(r.seconds.median);
     }
     for (auto& [key, v] : ratios) {
         std::sort(v.begin(), v.end());
@@ -197,10 +216,16 @@ struct KernelCost {
 /// Convolution: the implicit GEMM's model time times the measured cuDNN/GEMM ratio of its pass;
 /// depthwise and other thin-channel convolutions are bounded by their bytes.
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
-    Kernel as_gemm = k;
+    const bool square = d.stride_h == d.stride_w && d.pad_h == d.pad_w && d.dilation_h == d.dilation_w;
+    if (square) {
+        if (auto it = ctx.conv_measured.find(detail::conv_key(k.unit, d)); it != ctx.conv_measured.end()) {
+            return {it->second, Bound::compute};  // the calibration timed this very shape
+        }
+    }
     const GemmDims g = detail::implicit_gemm(d);
-    KernelCost c = gemm_cost(as_gemm, g, ctx);
-    if (auto it = ctx.conv.find({k.unit, d.pass}); it != ctx.conv.end()) c.time *= it->second.factor;
+    KernelCost c = gemm_cost(k, g, ctx);
+    const bool depthwise = d.groups > 1 && d.groups == d.c;
+    if (auto it = ctx.conv.find({k.unit, d.pass, depthwise}); it != ctx.conv.end()) c.time *= it->second.factor;
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     if (memory > c.time) c = {memory, Bound::dram};
     return c;

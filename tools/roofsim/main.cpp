@@ -5,6 +5,7 @@
 #include "text_table.hpp"
 
 #include <roofsim/roofsim.hpp>
+#include <roofsim/validation.hpp>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -371,6 +373,14 @@ int main(int argc, char** argv) {
     predict->add_flag("--json", predict_json, "Print JSON");
     predict->add_flag("--csv", predict_csv, "Print CSV, one row per layer");
 
+    // validate
+    auto* validate = app.add_subcommand("validate", "Compare predictions with PyTorch timings from tools/validate/measure_pytorch.py");
+    std::string validate_file, validate_framework;
+    bool validate_cases = false;
+    validate->add_option("--measurements", validate_file, "A data/validation/*.json file")->required();
+    validate->add_option("--framework", validate_framework, "Framework profile (default: the built-in one of the measured GPU)");
+    validate->add_flag("--cases", validate_cases, "Print every case, not only the summary per op and mode");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::CallForHelp& e) {
@@ -478,6 +488,55 @@ int main(int argc, char** argv) {
             if (predict_json) std::cout << to_json(p).dump(2) << '\n';
             else if (predict_csv) print_prediction_csv(p, std::cout);
             else print_prediction(p, predict_top, std::cout);
+        } else if (validate->parsed()) {
+            const roofsim::ValidationSet set = roofsim::load_validation(validate_file);
+            const auto& spec = gpu_arg(set.gpu_key);
+            const roofsim::Calibration* measured = calibration && calibration->device.gpu_key == spec.key
+                                                       ? &*calibration
+                                                       : roofsim::find_builtin_calibration(spec.key);
+            std::optional<roofsim::FrameworkProfile> framework_file;
+            if (!validate_framework.empty()) framework_file = roofsim::load_framework_profile(validate_framework);
+            const roofsim::FrameworkProfile* framework =
+                framework_file ? &*framework_file : roofsim::find_builtin_framework_profile(spec.key);
+            const auto ctx = roofsim::make_cost_context(spec, measured, framework);
+            const auto errors = roofsim::evaluate(set, ctx, framework);
+            std::cout << set.origin << "\n  ceilings: " << ctx.ceilings.origin << "\n  host costs: "
+                      << (framework ? framework->provenance() : std::string("launch rate only")) << "\n\n";
+            if (validate_cases) {
+                TextTable t({"case", "measured ms", "predicted ms", "error %"});
+                for (const auto& e : errors) {
+                    t.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3),
+                               format_number("%.3f", e.predicted_seconds * 1e3), format_number("%+.1f", 100 * e.error)});
+                }
+                t.print(std::cout);
+                std::cout << '\n';
+            }
+            std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
+            for (const auto& e : errors) groups[{e.c->family, e.c->precision}].push_back(e.error);
+            TextTable t({"op or model", "mode", "cases", "median |error| %", "worst error %"});
+            for (auto& [key, v] : groups) {
+                std::vector<double> a;
+                for (double x : v) a.push_back(std::abs(x));
+                std::sort(a.begin(), a.end());
+                const double worst = *std::max_element(v.begin(), v.end(), [](double x, double y) { return std::abs(x) < std::abs(y); });
+                t.add_row({key.first, key.second, std::to_string(v.size()), format_number("%.1f", 100 * a[a.size() / 2]),
+                           format_number("%+.1f", 100 * worst)});
+            }
+            t.print(std::cout);
+            auto layers = [](const roofsim::CaseError& e) { return !e.c->model; };
+            auto models = [](const roofsim::CaseError& e) { return e.c->model; };
+            std::cout << "\nlayer cases: median |error| " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 0.5, layers))
+                      << "%, 90th percentile " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 0.9, layers))
+                      << "%; model steps: median " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 0.5, models))
+                      << "%, worst " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 1.0, models)) << "%\n";
+            for (const auto& e : errors) {
+                if (e.memory_error) {
+                    std::cout << "peak memory " << e.c->id << ": measured " << format_number("%.2f", *e.c->measured_peak_bytes / 1073741824.0)
+                              << " GiB, predicted " << format_number("%.2f", *e.predicted_peak_bytes / 1073741824.0) << " GiB ("
+                              << format_number("%+.1f", 100 * *e.memory_error) << "%)\n";
+                }
+            }
+            for (const auto& [id, why] : set.not_modelled) std::cout << "not modelled: " << id << " (" << why << ")\n";
         } else if (kernel->parsed()) {
             const auto& spec = gpu_arg(kernel_gpu);
             roofsim::KernelWork work;

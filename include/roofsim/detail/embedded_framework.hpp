@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-29T23:25:51+00:00",
+ "date_utc": "2026-11-29T23:47:50+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -44,172 +44,173 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "optimizer_large_param_numel": 4194304,
   "sync_calls_per_measurement": 1000,
   "smoke": false,
-  "layer_samples": 41
+  "layer_samples": 41,
+  "op_timing_calls": 10
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 1.1122624500000455e-05,
-   "min": 1.004848300000205e-05,
-   "max": 1.1786699000001732e-05,
+   "seconds": 1.1102971000003237e-05,
+   "min": 1.0966320999997948e-05,
+   "max": 1.1534468000000686e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.1074789500000292e-05
+   "issue_only_seconds": 1.1054022999999803e-05
   },
   "eager_op_linear": {
-   "seconds": 2.0003750500002583e-05,
-   "min": 1.9381077999998553e-05,
-   "max": 2.030862200000172e-05,
+   "seconds": 1.3874631499998457e-05,
+   "min": 1.3683324999998802e-05,
+   "max": 1.4689868000001383e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.9948807000002233e-05
+   "issue_only_seconds": 1.3833972000000471e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.8058609500002375e-05,
-   "min": 1.787003400000131e-05,
-   "max": 1.8771288500001758e-05,
+   "seconds": 1.2708550500001081e-05,
+   "min": 1.2089751999997845e-05,
+   "max": 1.3120462499998097e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.8003629500000785e-05
+   "issue_only_seconds": 1.2660786000001422e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.8765990500000383e-05,
-   "min": 1.7660844999998203e-05,
-   "max": 2.0701680999998472e-05,
+   "seconds": 1.1469972499998704e-05,
+   "min": 1.1117841000000794e-05,
+   "max": 1.28647289999968e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.8714300999999266e-05
+   "issue_only_seconds": 1.1446550999998806e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 1.1017805499999866e-05,
-   "min": 1.0782269499998165e-05,
-   "max": 1.129266999999956e-05,
+   "seconds": 7.283350999998106e-06,
+   "min": 7.111491500001677e-06,
+   "max": 7.593167500001386e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.0963014000001436e-05
+   "issue_only_seconds": 7.27008249999983e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 6.092689749999991e-05,
-   "min": 5.862339749999989e-05,
-   "max": 6.295857850000174e-05,
+   "seconds": 5.957829149999938e-05,
+   "min": 5.5293710999997356e-05,
+   "max": 6.047343750000067e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 6.087304349999911e-05
+   "issue_only_seconds": 5.952162450000031e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 4.2110763000000165e-05,
-   "min": 4.05014940000008e-05,
-   "max": 4.368352050000013e-05,
+   "seconds": 3.9913521499997275e-05,
+   "min": 3.1362692999998385e-05,
+   "max": 4.619371800000138e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 4.205280300000069e-05
+   "issue_only_seconds": 3.986118599999955e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.9118369000000967e-05,
-   "min": 1.8581566000001713e-05,
-   "max": 2.1157632000001314e-05,
+   "seconds": 1.7282290499998966e-05,
+   "min": 1.2206809500000304e-05,
+   "max": 2.402014599999802e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.9067190999997762e-05
+   "issue_only_seconds": 1.7223376999996987e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 1.3835380999999813e-05,
-   "min": 1.3472678999999488e-05,
-   "max": 1.4074354000001677e-05,
+   "seconds": 1.1645220999998429e-05,
+   "min": 9.317980500000545e-06,
+   "max": 1.6635374999999897e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.378184449999864e-05
+   "issue_only_seconds": 1.1601898500000373e-05
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.5949245499997886e-05,
-   "min": 2.570470299999883e-05,
-   "max": 2.6476914999999934e-05,
+   "seconds": 1.82919995000006e-05,
+   "min": 1.690330499999959e-05,
+   "max": 2.727130749999773e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.5890754999998932e-05
+   "issue_only_seconds": 1.8244525000000067e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.4277404500001153e-05,
-   "min": 2.265275649999765e-05,
-   "max": 2.5418759499999055e-05,
+   "seconds": 2.195367750000088e-05,
+   "min": 1.769539100000017e-05,
+   "max": 3.054371300000014e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.4218363500001062e-05
+   "issue_only_seconds": 2.1898837500000214e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.3556896999998855e-05,
-   "min": 2.2677283500001977e-05,
-   "max": 2.4111174499999777e-05,
+   "seconds": 2.21440159999986e-05,
+   "min": 1.5278560500000537e-05,
+   "max": 2.5829656500000907e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.350129799999934e-05
+   "issue_only_seconds": 2.2099592000000002e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.3960785999998393e-05,
-   "min": 1.377060299999755e-05,
-   "max": 1.4112019999998893e-05,
+   "seconds": 1.2714596500000397e-05,
+   "min": 9.695784999998125e-06,
+   "max": 1.578457099999753e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.3905081499999029e-05
+   "issue_only_seconds": 1.2667739499999441e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.8730909000000082e-05,
-   "min": 2.7216338000002337e-05,
-   "max": 2.9629422999999377e-05,
+   "seconds": 2.3439088500001758e-05,
+   "min": 2.1342240999999264e-05,
+   "max": 4.246883149999903e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.8671732000002947e-05
+   "issue_only_seconds": 2.3390951500001478e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.19090185000006e-05,
-   "min": 2.1726648999997876e-05,
-   "max": 2.230508250000085e-05,
+   "seconds": 2.052254600000225e-05,
+   "min": 1.484282300000217e-05,
+   "max": 2.662059100000036e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.1853643500001853e-05
+   "issue_only_seconds": 2.0473544499999717e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.3918590500002777e-05,
-   "min": 2.2658794000001593e-05,
-   "max": 2.569390949999928e-05,
+   "seconds": 1.9609450000000805e-05,
+   "min": 1.54390950000014e-05,
+   "max": 2.6037038500000166e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.3865069999999377e-05
+   "issue_only_seconds": 1.954940150000084e-05
   },
   "eager_op_add_out": {
-   "seconds": 9.191624500001439e-06,
-   "min": 8.713222499999063e-06,
-   "max": 9.282240000000996e-06,
+   "seconds": 8.029383500002041e-06,
+   "min": 6.591955499999358e-06,
+   "max": 1.1716558500001639e-05,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 9.144040500000727e-06
+   "issue_only_seconds": 7.976334500000349e-06
   },
   "backward_node_mul": {
-   "seconds": 1.648156777778335e-05,
-   "min": 1.2101714444444016e-05,
-   "max": 1.7377848888892166e-05,
+   "seconds": 1.5580342222231517e-05,
+   "min": 1.1985851111112487e-05,
+   "max": 1.618992333333501e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0007025374444451259,
-   "min": 0.0005339920000027279,
-   "max": 0.001383200555555359,
+   "seconds": 0.0006367669999991993,
+   "min": 0.0005039631111098213,
+   "max": 0.0007736078888890398,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_layer_linear": {
-   "seconds": 6.068397111110673e-05,
-   "min": 5.843367000001049e-05,
-   "max": 6.300810666666558e-05,
+   "seconds": 5.251090222223019e-05,
+   "min": 5.146932777778248e-05,
+   "max": 5.5189602222224863e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 0.00016264400693277522,
-   "min": 0.00016264400693277522,
-   "max": 0.00016264400693277522,
+   "seconds": 0.00011884933089216547,
+   "min": 0.00011884933089216547,
+   "max": 0.00011884933089216547,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 25.08 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 20.69 us",
    "chain_lengths": [
     1,
     2,
@@ -218,913 +219,1833 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.000185248002409935,
-    0.00022406400740146638,
-    0.0002670719921588898,
-    0.0003421120047569275,
-    0.0005722879767417907
+    0.0001026879996061325,
+    0.0001438080072402954,
+    0.0002919679880142212,
+    0.000246751993894577,
+    0.0004505600035190582
    ]
   },
   "layer_forward_linear": {
-   "seconds": 5.7344000786542894e-05,
-   "min": 4.419200122356415e-05,
-   "max": 9.251199662685394e-05,
-   "samples": 41,
-   "method": "one tiny linear layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 3.316876309968176e-05,
+   "min": 3.316876309968176e-05,
+   "max": 3.316876309968176e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.411199852824211e-05,
+    0.0001483519971370697,
+    0.000549888014793396
+   ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00028858796817560987,
-   "min": 0.00018474800450106457,
-   "max": 0.0007968759344269832,
-   "samples": 41,
-   "method": "one tiny linear layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 0.00010250209892789523,
+   "min": 0.00010250209892789523,
+   "max": 0.00010250209892789523,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.000270143985748291,
+    0.0008941439986228943,
+    0.0023775360584259034
+   ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 0.00017888000607490538,
-   "min": 0.0001409599930047989,
-   "max": 0.000270687997341156,
-   "samples": 41,
-   "method": "one tiny linear layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 4.3708188902764086e-05,
+   "min": 4.3708188902764086e-05,
+   "max": 4.3708188902764086e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00014310400187969208,
+    0.0002471359968185425,
+    0.0007896959781646728
+   ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0004084280052532752,
-   "min": 0.00031351601270337894,
-   "max": 0.0005379319706310828,
-   "samples": 41,
-   "method": "one tiny linear layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.00016354285464400335,
+   "min": 0.00016354285464400335,
+   "max": 0.00016354285464400335,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0007173759937286377,
+    0.0012011840343475343,
+    0.0037801599502563475
+   ]
   },
   "layer_forward_matmul": {
-   "seconds": 4.047999903559685e-05,
-   "min": 3.6639999598264696e-05,
-   "max": 6.524799764156342e-05,
-   "samples": 41,
-   "method": "one tiny matmul layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.4703237584659032e-05,
+   "min": 1.4703237584659032e-05,
+   "max": 1.4703237584659032e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.4831999093294143e-05,
+    6.988800317049027e-05,
+    0.00024569599330425264
+   ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.961200696726637e-05,
-   "min": 2.2315989558895403e-05,
-   "max": 0.0001728759811570247,
-   "samples": 41,
-   "method": "one tiny matmul layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 8.240533016976857e-05,
+   "min": 8.240533016976857e-05,
+   "max": 8.240533016976857e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0001720000058412552,
+    0.0006659200191497803,
+    0.0016961599588394165
+   ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 0.00012559999525547027,
-   "min": 0.00010931199789047241,
-   "max": 0.00025216001272201536,
-   "samples": 41,
-   "method": "one tiny matmul layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.9723426770596276e-05,
+   "min": 2.9723426770596276e-05,
+   "max": 2.9723426770596276e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.428799778223038e-05,
+    0.00017776000499725343,
+    0.0005182399749755859
+   ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.000277835971986254,
-   "min": 0.00019729200688501196,
-   "max": 0.0003533560105909904,
-   "samples": 41,
-   "method": "one tiny matmul layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.0001096327719943864,
+   "min": 0.0001096327719943864,
+   "max": 0.0001096327719943864,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00036739200353622434,
+    0.0009054399728775025,
+    0.002497728109359741
+   ]
   },
   "layer_forward_bmm": {
-   "seconds": 5.1072001457214356e-05,
-   "min": 4.5983999967575076e-05,
-   "max": 8.320000022649766e-05,
-   "samples": 41,
-   "method": "one tiny bmm layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.9177142796771867e-05,
+   "min": 1.9177142796771867e-05,
+   "max": 1.9177142796771867e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.8095999732613562e-05,
+    7.724799960851669e-05,
+    0.00031295999884605407
+   ]
   },
   "layer_backward_bmm": {
-   "seconds": 0.00013201200154920413,
-   "min": 5.9179983412226025e-05,
-   "max": 0.00019425200608869388,
-   "samples": 41,
-   "method": "one tiny bmm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 9.18880043817418e-05,
+   "min": 9.18880043817418e-05,
+   "max": 9.18880043817418e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00021609599888324738,
+    0.0006137279868125916,
+    0.0019035520553588867
+   ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 9.868799895048142e-05,
-   "min": 9.308800101280212e-05,
-   "max": 0.00013872000575065614,
-   "samples": 41,
-   "method": "one tiny bmm layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.7918475192217602e-05,
+   "min": 2.7918475192217602e-05,
+   "max": 2.7918475192217602e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.115199998021126e-05,
+    0.00014473600685596465,
+    0.0004798719882965088
+   ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00028417196807761986,
-   "min": 0.0001617400043954452,
-   "max": 0.00047377201852699116,
-   "samples": 41,
-   "method": "one tiny bmm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.00012665981320398196,
+   "min": 0.00012665981320398196,
+   "max": 0.00012665981320398196,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00040118399262428284,
+    0.0009041280150413513,
+    0.0027329280376434326
+   ]
   },
   "layer_forward_conv2d": {
-   "seconds": 9.209600090980529e-05,
-   "min": 7.119999825954437e-05,
-   "max": 0.0001478720009326935,
-   "samples": 41,
-   "method": "one tiny conv2d layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 2.763809583016804e-05,
+   "min": 2.763809583016804e-05,
+   "max": 2.763809583016804e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    9.491200000047683e-05,
+    0.00027590399980545043,
+    0.0005421760082244873
+   ]
   },
   "layer_backward_conv2d": {
-   "seconds": 0.0001306039908279975,
-   "min": 7.210799244542916e-05,
-   "max": 0.0004372280159344276,
-   "samples": 41,
-   "method": "one tiny conv2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 8.824381551572257e-05,
+   "min": 8.824381551572257e-05,
+   "max": 8.824381551572257e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0004818879961967468,
+    0.000967519998550415,
+    0.0022661120891571047
+   ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 0.00017804799973964691,
-   "min": 0.00013984000682830812,
-   "max": 0.0002537280023097992,
-   "samples": 41,
-   "method": "one tiny conv2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 8.599466440223512e-05,
+   "min": 8.599466440223512e-05,
+   "max": 8.599466440223512e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    9.647999703884124e-05,
+    0.00041071999073028566,
+    0.0014051519632339478
+   ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00044689200011392434,
-   "min": 0.00024372396556039642,
-   "max": 0.0005530680188288291,
-   "samples": 41,
-   "method": "one tiny conv2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.00015660115295932408,
+   "min": 0.00015660115295932408,
+   "max": 0.00015660115295932408,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0006450560092926026,
+    0.0013945599794387817,
+    0.004291232109069824
+   ]
   },
   "layer_forward_conv1d": {
-   "seconds": 9.097599983215332e-05,
-   "min": 7.859200239181519e-05,
-   "max": 0.00013072000443935394,
-   "samples": 41,
-   "method": "one tiny conv1d layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 4.892952385402861e-05,
+   "min": 4.892952385402861e-05,
+   "max": 4.892952385402861e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    8.534400165081024e-05,
+    0.00024031999707221986,
+    0.0008220160007476806
+   ]
   },
   "layer_backward_conv1d": {
-   "seconds": 0.00020634799388547732,
-   "min": 0.00010874798086782288,
-   "max": 0.00037441202191015085,
-   "samples": 41,
-   "method": "one tiny conv1d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 8.005714274588087e-05,
+   "min": 8.005714274588087e-05,
+   "max": 8.005714274588087e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0003967039883136749,
+    0.0009580479860305786,
+    0.002389631986618042
+   ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 0.00017955200374126436,
-   "min": 0.00016575999557971955,
-   "max": 0.00026652801036834717,
-   "samples": 41,
-   "method": "one tiny conv1d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 7.587809151127224e-05,
+   "min": 7.587809151127224e-05,
+   "max": 7.587809151127224e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.0001552640050649643,
+    0.0004151679873466492,
+    0.0013041919469833374
+   ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00050061998454233,
-   "min": 0.0003346680173029502,
-   "max": 0.0006069239744295676,
-   "samples": 41,
-   "method": "one tiny conv1d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.00016403581202030184,
+   "min": 0.00016403581202030184,
+   "max": 0.00016403581202030184,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0006103360056877136,
+    0.001455199956893921,
+    0.004250751972198486
+   ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 0.00010230399668216705,
-   "min": 8.694399893283844e-05,
-   "max": 0.00015990400314331056,
-   "samples": 41,
-   "method": "one tiny batchnorm2d layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 6.128304664577756e-05,
+   "min": 6.128304664577756e-05,
+   "max": 6.128304664577756e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    9.12640020251274e-05,
+    0.00027689599990844726,
+    0.0010111039876937865
+   ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 0.00017153198209901644,
-   "min": 1.3964004193743027e-05,
-   "max": 0.0004930359789480766,
-   "samples": 41,
-   "method": "one tiny batchnorm2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 5.353448043266932e-05,
+   "min": 5.353448043266932e-05,
+   "max": 5.353448043266932e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00030044800043106077,
+    0.000742464005947113,
+    0.002055232048034668
+   ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 0.00010316800326108933,
-   "min": 9.612800180912018e-05,
-   "max": 0.000212799996137619,
-   "samples": 41,
-   "method": "one tiny batchnorm2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 5.550095438957214e-05,
+   "min": 5.550095438957214e-05,
+   "max": 5.550095438957214e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00010230399668216705,
+    0.00027801600098609924,
+    0.0009378880262374878
+   ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 7.671597537895042e-05,
-   "min": 3.518000183006125e-05,
-   "max": 0.00031236401138206313,
-   "samples": 41,
-   "method": "one tiny batchnorm2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 6.41417077609471e-05,
+   "min": 6.41417077609471e-05,
+   "max": 6.41417077609471e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00031884801387786863,
+    0.0007285119891166687,
+    0.0021303999423980713
+   ]
   },
   "layer_forward_layernorm": {
-   "seconds": 3.945599868893623e-05,
-   "min": 3.6416001617908476e-05,
-   "max": 7.67040029168129e-05,
-   "samples": 41,
-   "method": "one tiny layernorm layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 2.6896761819010688e-05,
+   "min": 2.6896761819010688e-05,
+   "max": 2.6896761819010688e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.4863998889923095e-05,
+    0.00012144000083208084,
+    0.00044694399833679197
+   ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.9867990737160025e-05,
-   "min": 0.0,
-   "max": 0.0003343479962398608,
-   "samples": 41,
-   "method": "one tiny layernorm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 5.7087240651959464e-05,
+   "min": 5.7087240651959464e-05,
+   "max": 5.7087240651959464e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00020076799392700195,
+    0.0004756160080432892,
+    0.0014681600332260131
+   ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 5.8527998626232146e-05,
-   "min": 5.507199838757515e-05,
-   "max": 8.790399879217148e-05,
-   "samples": 41,
-   "method": "one tiny layernorm layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.7022476707186017e-05,
+   "min": 2.7022476707186017e-05,
+   "max": 2.7022476707186017e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.310400366783142e-05,
+    0.000146016001701355,
+    0.00046905601024627684
+   ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 1.876398858924704e-05,
-   "min": 0.0,
-   "max": 0.00014548399982353043,
-   "samples": 41,
-   "method": "one tiny layernorm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 5.345066956111364e-05,
+   "min": 5.345066956111364e-05,
+   "max": 5.345066956111364e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00022246399521827698,
+    0.00043702399730682375,
+    0.0014206080436706544
+   ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 9.190399944782258e-05,
-   "min": 6.313599646091461e-05,
-   "max": 0.0003452480137348175,
-   "samples": 41,
-   "method": "one tiny groupnorm layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 4.9010283890224635e-05,
+   "min": 4.9010283890224635e-05,
+   "max": 4.9010283890224635e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    7.212799787521362e-05,
+    0.00021987199783325196,
+    0.0008075199723243713
+   ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 6.922800031801063e-05,
-   "min": 2.1931982909639656e-05,
-   "max": 0.00028948397127290563,
-   "samples": 41,
-   "method": "one tiny groupnorm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 9.70537109034402e-05,
+   "min": 9.70537109034402e-05,
+   "max": 9.70537109034402e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00028784000873565677,
+    0.0008104640245437622,
+    0.002506943941116333
+   ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 8.88959988951683e-05,
-   "min": 8.22720006108284e-05,
-   "max": 0.00011664000153541566,
-   "samples": 41,
-   "method": "one tiny groupnorm layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 4.8599618176619215e-05,
+   "min": 4.8599618176619215e-05,
+   "max": 4.8599618176619215e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    9.254399687051773e-05,
+    0.00024476799368858336,
+    0.0008236799836158753
+   ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00012737199602027728,
-   "min": 8.37559991826613e-05,
-   "max": 0.0008046839827050765,
-   "samples": 41,
-   "method": "one tiny groupnorm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 9.829257747956686e-05,
+   "min": 9.829257747956686e-05,
+   "max": 9.829257747956686e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0003481599986553192,
+    0.0008479040265083312,
+    0.002571232080459595
+   ]
   },
   "layer_forward_relu": {
-   "seconds": 3.3312000334262846e-05,
-   "min": 3.097599931061268e-05,
-   "max": 6.598400324583054e-05,
-   "samples": 41,
-   "method": "one tiny relu layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.62384756619022e-05,
+   "min": 1.62384756619022e-05,
+   "max": 1.62384756619022e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.0400000512599945e-05,
+    8.479999750852585e-05,
+    0.00027587199211120603
+   ]
   },
   "layer_backward_relu": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 3.9435996984442016e-05,
-   "samples": 41,
-   "method": "one tiny relu layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 3.319390632566951e-05,
+   "min": 3.319390632566951e-05,
+   "max": 3.319390632566951e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00014124800264835358,
+    0.00029123198986053466,
+    0.0008832960128784179
+   ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 6.831999868154525e-05,
-   "min": 5.766399949789047e-05,
-   "max": 0.00010623999685049056,
-   "samples": 41,
-   "method": "one tiny relu layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.2503618817953836e-05,
+   "min": 1.2503618817953836e-05,
+   "max": 1.2503618817953836e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.403200328350067e-05,
+    7.744000107049942e-05,
+    0.00024355199933052062
+   ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 1.8987997745474144e-05,
-   "min": 0.0,
-   "max": 7.978799877067405e-05,
-   "samples": 41,
-   "method": "one tiny relu layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 3.135695361665317e-05,
+   "min": 3.135695361665317e-05,
+   "max": 3.135695361665317e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0002045760005712509,
+    0.0002513279914855957,
+    0.0008342080116271973
+   ]
   },
   "layer_forward_gelu": {
-   "seconds": 3.7119999527931215e-05,
-   "min": 3.2864000648260114e-05,
-   "max": 7.475200295448303e-05,
-   "samples": 41,
-   "method": "one tiny gelu layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.5417142815533137e-05,
+   "min": 1.5417142815533137e-05,
+   "max": 1.5417142815533137e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.167999908328056e-05,
+    8.073599636554718e-05,
+    0.0002638719975948334
+   ]
   },
   "layer_backward_gelu": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 3.4571997200449255e-05,
-   "samples": 41,
-   "method": "one tiny gelu layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 1.8332188505501976e-05,
+   "min": 1.8332188505501976e-05,
+   "max": 1.8332188505501976e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00013548800349235535,
+    0.00022915199398994445,
+    0.0006391999721527099
+   ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 6.0927998274564745e-05,
-   "min": 5.7119999080896376e-05,
-   "max": 0.0001159679964184761,
-   "samples": 41,
-   "method": "one tiny gelu layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.567999912159783e-05,
+   "min": 1.567999912159783e-05,
+   "max": 1.567999912159783e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.9663998186588286e-05,
+    9.42080020904541e-05,
+    0.00028403198719024656
+   ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.0003000760183980067,
-   "samples": 41,
-   "method": "one tiny gelu layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.902400103353319e-05,
+   "min": 2.902400103353319e-05,
+   "max": 2.902400103353319e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0001621440052986145,
+    0.0002791680097579956,
+    0.0008270080089569092
+   ]
   },
   "layer_forward_silu": {
-   "seconds": 3.996799886226654e-05,
-   "min": 3.52960005402565e-05,
-   "max": 6.931199878454208e-05,
-   "samples": 41,
-   "method": "one tiny silu layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.686171530967667e-05,
+   "min": 1.686171530967667e-05,
+   "max": 1.686171530967667e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.1536000072956085e-05,
+    9.113600105047225e-05,
+    0.00028080001473426816
+   ]
   },
   "layer_backward_silu": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 7.307998215158742e-06,
-   "samples": 41,
-   "method": "one tiny silu layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 2.451276158293088e-05,
+   "min": 2.451276158293088e-05,
+   "max": 2.451276158293088e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0001892479956150055,
+    0.0002911680042743683,
+    0.0008024640083312988
+   ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 6.729599833488465e-05,
-   "min": 5.94559982419014e-05,
-   "max": 0.00016899199783802034,
-   "samples": 41,
-   "method": "one tiny silu layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.8700191130240758e-05,
+   "min": 1.8700191130240758e-05,
+   "max": 1.8700191130240758e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.409599632024765e-05,
+    0.00011945600062608718,
+    0.00034435200691223145
+   ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.4955989395578658e-05,
-   "min": 0.0,
-   "max": 0.00010017200497289494,
-   "samples": 41,
-   "method": "one tiny silu layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.6614857394070848e-05,
+   "min": 2.6614857394070848e-05,
+   "max": 2.6614857394070848e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00022041599452495575,
+    0.0003578560054302216,
+    0.0009006400108337402
+   ]
   },
   "layer_forward_tanh": {
-   "seconds": 3.920000046491623e-05,
-   "min": 3.478400036692619e-05,
-   "max": 6.713599711656571e-05,
-   "samples": 41,
-   "method": "one tiny tanh layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.501790540558951e-05,
+   "min": 1.501790540558951e-05,
+   "max": 1.501790540558951e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.532800078392029e-05,
+    7.436800003051758e-05,
+    0.00025859200954437254
+   ]
   },
   "layer_backward_tanh": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 7.684400615592797e-05,
-   "samples": 41,
-   "method": "one tiny tanh layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 2.7638854015441168e-05,
+   "min": 2.7638854015441168e-05,
+   "max": 2.7638854015441168e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00015353600680828095,
+    0.0002688960134983063,
+    0.0007891839742660522
+   ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 6.707199662923813e-05,
-   "min": 5.86559996008873e-05,
-   "max": 0.00010345599800348282,
-   "samples": 41,
-   "method": "one tiny tanh layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.707428569595019e-05,
+   "min": 1.707428569595019e-05,
+   "max": 1.707428569595019e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.513599932193756e-05,
+    0.00010127999633550644,
+    0.0002962239980697632
+   ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.0667993997534088e-05,
-   "min": 0.0,
-   "max": 0.00022388398585220174,
-   "samples": 41,
-   "method": "one tiny tanh layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.270857333427384e-05,
+   "min": 2.270857333427384e-05,
+   "max": 2.270857333427384e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00021267199516296386,
+    0.00034486401081085206,
+    0.000813696026802063
+   ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 4.227200150489807e-05,
-   "min": 3.603199869394302e-05,
-   "max": 5.967999994754791e-05,
-   "samples": 41,
-   "method": "one tiny sigmoid layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.628571420553184e-05,
+   "min": 1.628571420553184e-05,
+   "max": 1.628571420553184e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.123199939727783e-05,
+    5.744000151753426e-05,
+    0.0002679679989814758
+   ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 1.3707987343271523e-05,
-   "samples": 41,
-   "method": "one tiny sigmoid layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 2.65516196155832e-05,
+   "min": 2.65516196155832e-05,
+   "max": 2.65516196155832e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00014764800667762756,
+    0.00028249600529670717,
+    0.0007923200130462647
+   ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 6.304000318050384e-05,
-   "min": 5.225599929690361e-05,
-   "max": 8.982399851083755e-05,
-   "samples": 41,
-   "method": "one tiny sigmoid layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.5739428500334424e-05,
+   "min": 1.5739428500334424e-05,
+   "max": 1.5739428500334424e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.244800075888634e-05,
+    9.967999905347824e-05,
+    0.0002885439991950989
+   ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 4.141998973985507e-05,
-   "samples": 41,
-   "method": "one tiny sigmoid layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.2284190214815597e-05,
+   "min": 2.2284190214815597e-05,
+   "max": 2.2284190214815597e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0002088319957256317,
+    0.0003264000117778778,
+    0.000780351996421814
+   ]
   },
   "layer_forward_dropout": {
-   "seconds": 4.9855999648571016e-05,
-   "min": 4.492799937725067e-05,
-   "max": 8.65280032157898e-05,
-   "samples": 41,
-   "method": "one tiny dropout layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 2.348266701613154e-05,
+   "min": 2.348266701613154e-05,
+   "max": 2.348266701613154e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.012800008058548e-05,
+    0.00011225599795579911,
+    0.00039292800426483156
+   ]
   },
   "layer_backward_dropout": {
-   "seconds": 3.4315987800558376e-05,
-   "min": 0.0,
-   "max": 0.00021031600174804525,
-   "samples": 41,
-   "method": "one tiny dropout layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 2.1857522605430506e-05,
+   "min": 2.1857522605430506e-05,
+   "max": 2.1857522605430506e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00017270399630069731,
+    0.0003202239871025085,
+    0.0008566399812698364
+   ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 7.24800005555153e-05,
-   "min": 5.3759999573230744e-05,
-   "max": 0.0001016639992594719,
-   "samples": 41,
-   "method": "one tiny dropout layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.4159238097213563e-05,
+   "min": 2.4159238097213563e-05,
+   "max": 2.4159238097213563e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.961599946022034e-05,
+    0.00013184000551700592,
+    0.0004219200015068054
+   ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 3.322799441715074e-05,
-   "min": 0.0,
-   "max": 0.0002518519901980956,
-   "samples": 41,
-   "method": "one tiny dropout layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.478476258970442e-05,
+   "min": 2.478476258970442e-05,
+   "max": 2.478476258970442e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00020729599893093108,
+    0.0003543680012226105,
+    0.000941536009311676
+   ]
   },
   "layer_forward_add": {
-   "seconds": 3.31839993596077e-05,
-   "min": 2.9184000566601752e-05,
-   "max": 7.664000242948532e-05,
-   "samples": 41,
-   "method": "one tiny add layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.1668570871864047e-05,
+   "min": 1.1668570871864047e-05,
+   "max": 1.1668570871864047e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.8384000062942505e-05,
+    6.400000303983688e-05,
+    0.00020361599326133728
+   ]
   },
   "layer_backward_add": {
-   "seconds": 7.6600008954604e-06,
-   "min": 0.0,
-   "max": 0.00010938800809284047,
-   "samples": 41,
-   "method": "one tiny add layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 2.4956189273368737e-05,
+   "min": 2.4956189273368737e-05,
+   "max": 2.4956189273368737e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00016236799955368042,
+    0.00026879999041557313,
+    0.000710591971874237
+   ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 5.8368001133203504e-05,
-   "min": 3.82080003619194e-05,
-   "max": 8.697599917650222e-05,
-   "samples": 41,
-   "method": "one tiny add layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.2687999577749342e-05,
+   "min": 1.2687999577749342e-05,
+   "max": 1.2687999577749342e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.694399982690811e-05,
+    8.371199667453766e-05,
+    0.00023683199286460876
+   ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.725998414059477e-05,
-   "min": 0.0,
-   "max": 0.00016471599352856474,
-   "samples": 41,
-   "method": "one tiny add layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.5163429124014713e-05,
+   "min": 2.5163429124014713e-05,
+   "max": 2.5163429124014713e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0002070080041885376,
+    0.0002980160117149353,
+    0.0007672640085220337
+   ]
   },
   "layer_forward_mul": {
-   "seconds": 3.385600075125694e-05,
-   "min": 3.0368000268936157e-05,
-   "max": 6.748799979686737e-05,
-   "samples": 41,
-   "method": "one tiny mul layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.2486094874995095e-05,
+   "min": 1.2486094874995095e-05,
+   "max": 1.2486094874995095e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.8287999331951143e-05,
+    6.815999746322632e-05,
+    0.00021638399362564086
+   ]
   },
   "layer_backward_mul": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 3.978798848887282e-05,
-   "samples": 41,
-   "method": "one tiny mul layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 5.371352498020444e-05,
+   "min": 5.371352498020444e-05,
+   "max": 5.371352498020444e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00017174400389194489,
+    0.00033510398864746094,
+    0.001152992010116577
+   ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 5.894400179386139e-05,
-   "min": 5.286400020122528e-05,
-   "max": 9.39520001411438e-05,
-   "samples": 41,
-   "method": "one tiny mul layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.336457065883137e-05,
+   "min": 1.336457065883137e-05,
+   "max": 1.336457065883137e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.710400104522705e-05,
+    0.00010105600208044052,
+    0.00025219199061393737
+   ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 1.9563994680841737e-05,
-   "min": 0.0,
-   "max": 0.0002449079820265372,
-   "samples": 41,
-   "method": "one tiny mul layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 5.219885618204163e-05,
+   "min": 5.219885618204163e-05,
+   "max": 5.219885618204163e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00023708799481391907,
+    0.0004382080137729645,
+    0.0012220159769058229
+   ]
   },
   "layer_forward_softmax": {
-   "seconds": 3.31839993596077e-05,
-   "min": 2.9952000826597214e-05,
-   "max": 5.5711999535560605e-05,
-   "samples": 41,
-   "method": "one tiny softmax layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.3002667043890272e-05,
+   "min": 1.3002667043890272e-05,
+   "max": 1.3002667043890272e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.7904000133275985e-05,
+    6.672000139951706e-05,
+    0.00022288000583648682
+   ]
   },
   "layer_backward_softmax": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 5.028399763007952e-05,
-   "samples": 41,
-   "method": "one tiny softmax layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 3.2524188714368e-05,
+   "min": 3.2524188714368e-05,
+   "max": 3.2524188714368e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00015955199301242827,
+    0.00031478399038314817,
+    0.0008486719727516174
+   ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 5.936000123620033e-05,
-   "min": 5.407999828457832e-05,
-   "max": 0.00011011199653148651,
-   "samples": 41,
-   "method": "one tiny softmax layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.3452952106793721e-05,
+   "min": 1.3452952106793721e-05,
+   "max": 1.3452952106793721e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.620800167322159e-05,
+    8.435200154781341e-05,
+    0.00024726399779319763
+   ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 1.082799149056273e-05,
-   "min": 0.0,
-   "max": 0.0003418040157606205,
-   "samples": 41,
-   "method": "one tiny softmax layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 3.300114543665023e-05,
+   "min": 3.300114543665023e-05,
+   "max": 3.300114543665023e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0001940159946680069,
+    0.00034294399619102476,
+    0.0008940160274505615
+   ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 3.4272000193595885e-05,
-   "min": 3.177599981427193e-05,
-   "max": 5.536000058054924e-05,
-   "samples": 41,
-   "method": "one tiny log_softmax layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.2584380628097625e-05,
+   "min": 1.2584380628097625e-05,
+   "max": 1.2584380628097625e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.8319999575614928e-05,
+    6.752000004053115e-05,
+    0.00021756799519062042
+   ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.3051998888452808e-05,
-   "samples": 41,
-   "method": "one tiny log_softmax layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 2.2389335114331472e-05,
+   "min": 2.2389335114331472e-05,
+   "max": 2.2389335114331472e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00014944000542163849,
+    0.00026204800605773924,
+    0.0006766080260276795
+   ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 5.4464001208543776e-05,
-   "min": 5.040000006556511e-05,
-   "max": 8.265600353479385e-05,
-   "samples": 41,
-   "method": "one tiny log_softmax layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.3140571436711719e-05,
+   "min": 1.3140571436711719e-05,
+   "max": 1.3140571436711719e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.851200059056282e-05,
+    8.767999708652496e-05,
+    0.0002455359995365143
+   ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.002030891898398598,
-   "samples": 41,
-   "method": "one tiny log_softmax layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.441523596644402e-05,
+   "min": 2.441523596644402e-05,
+   "max": 2.441523596644402e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00017395199835300445,
+    0.00030992001295089723,
+    0.0007450559735298157
+   ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 7.081600278615952e-05,
-   "min": 6.0224000364542006e-05,
-   "max": 0.00010735999792814255,
+   "seconds": 5.385600030422211e-05,
+   "min": 5.09440004825592e-05,
+   "max": 8.828800171613694e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 5.258798537154989e-05,
-   "min": 0.0,
-   "max": 0.00013268399176498253,
+   "seconds": 8.063866818944617e-05,
+   "min": 6.073466564218206e-05,
+   "max": 0.00013078265512983007,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 0.00010825599730014801,
-   "min": 9.564799815416335e-05,
-   "max": 0.00016256000101566316,
+   "seconds": 8.352000266313553e-05,
+   "min": 7.747200131416321e-05,
+   "max": 0.00012179200351238251,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00013370800701280433,
-   "min": 7.358000365396337e-05,
-   "max": 0.00026541996685167156,
+   "seconds": 6.783866758147878e-05,
+   "min": 2.2558672974507064e-05,
+   "max": 0.0001418866800765197,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 4.4319998472929e-05,
-   "min": 3.951999917626381e-05,
-   "max": 6.0224000364542006e-05,
+   "seconds": 3.507199883460998e-05,
+   "min": 3.2800000160932544e-05,
+   "max": 6.012799963355064e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.0003501240120579799,
+   "seconds": 1.7694673190514276e-05,
+   "min": 4.79867185155554e-06,
+   "max": 7.878266895810766e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.24480003118515e-05,
-   "min": 6.617599725723267e-05,
-   "max": 0.00013043199479579926,
+   "seconds": 5.488000065088272e-05,
+   "min": 5.177599936723709e-05,
+   "max": 9.04960036277771e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 9.140399781366185e-05,
-   "min": 2.516398516794042e-05,
-   "max": 0.0002183159956087668,
+   "seconds": 2.8446673105160427e-05,
+   "min": 6.238667915264807e-06,
+   "max": 9.177467102805775e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 4.2656000703573226e-05,
-   "min": 3.920000046491623e-05,
-   "max": 6.585600227117538e-05,
+   "seconds": 3.347200155258179e-05,
+   "min": 3.1168000772595404e-05,
+   "max": 5.7599999010562895e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.4971987431247975e-05,
-   "min": 0.0,
-   "max": 0.0001732599989821513,
+   "seconds": 1.4718672881523792e-05,
+   "min": 3.198674569527345e-06,
+   "max": 3.427066529790564e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 7.142399996519089e-05,
-   "min": 6.351999938488007e-05,
-   "max": 0.00016947199404239655,
+   "seconds": 5.321599915623665e-05,
+   "min": 4.896000027656555e-05,
+   "max": 9.273599833250046e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 3.207600054641561e-05,
-   "min": 0.0,
-   "max": 0.00018001198706527546,
+   "seconds": 2.8830664853254977e-05,
+   "min": 1.5454667309920027e-05,
+   "max": 0.00011567865560452144,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.196800127625465e-05,
-   "min": 2.9791999608278276e-05,
-   "max": 5.849599838256836e-05,
+   "seconds": 2.924799919128418e-05,
+   "min": 2.6815999299287795e-05,
+   "max": 4.614400118589401e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.251993899544024e-06,
+   "max": 1.5966674933830927e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.040000006556511e-05,
-   "min": 4.732799902558327e-05,
-   "max": 8.134400099515915e-05,
+   "seconds": 5.004800111055374e-05,
+   "min": 4.6271998435258866e-05,
+   "max": 8.064000308513641e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 3.639863183100623e-07,
+   "seconds": 1.580667371551197e-05,
    "min": 0.0,
-   "max": 5.4635982339580835e-05,
+   "max": 4.8990665624539106e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.8143999874591825e-05,
-   "min": 3.2607998698949814e-05,
-   "max": 7.164800167083741e-05,
+   "seconds": 3.311999887228012e-05,
+   "min": 3.1360000371932985e-05,
+   "max": 5.4976001381874084e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 8.619993304212855e-06,
-   "min": 0.0,
-   "max": 0.0001710519933452208,
+   "seconds": 1.5454663584629714e-05,
+   "min": 6.70670221249273e-07,
+   "max": 4.505467290679617e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.505600363016128e-05,
-   "min": 6.0224000364542006e-05,
-   "max": 0.00012380799651145934,
+   "seconds": 5.577600002288818e-05,
+   "min": 5.212799832224846e-05,
+   "max": 8.515200018882751e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.092397687335803e-05,
-   "min": 0.0,
-   "max": 9.165997741123033e-05,
+   "seconds": 2.7390665064255424e-05,
+   "min": 1.1678672085205732e-05,
+   "max": 5.295867348710699e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 2.5056000798940658e-05,
-   "min": 2.112000063061714e-05,
-   "max": 5.967999994754791e-05,
+   "seconds": 2.0031999796628952e-05,
+   "min": 1.9071999937295912e-05,
+   "max": 2.9311999678611756e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 1.8359975268443008e-06,
+   "max": 2.398664752642336e-06,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.59199994802475e-05,
-   "min": 4.0224000811576846e-05,
-   "max": 7.993599772453308e-05,
+   "seconds": 3.7888001650571824e-05,
+   "min": 3.536000102758408e-05,
+   "max": 6.703999638557434e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001361720034231742,
+   "max": 3.870661060015378e-06,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.9840000197291375e-05,
-   "min": 1.7472000792622568e-05,
-   "max": 4.428799822926521e-05,
+   "seconds": 1.692800037562847e-05,
+   "min": 1.6256000846624374e-05,
+   "max": 2.1536000072956085e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 1.4110662663976384e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 4.16640006005764e-05,
-   "min": 3.936000168323517e-05,
-   "max": 7.321599870920181e-05,
+   "seconds": 3.385600075125694e-05,
+   "min": 3.235200047492981e-05,
+   "max": 5.632000043988228e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.1692004625995895e-05,
+   "max": 0.0,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 2.329600043594837e-05,
-   "min": 2.099199965596199e-05,
-   "max": 4.502400010824204e-05,
+   "seconds": 1.8400000408291815e-05,
+   "min": 1.7472000792622568e-05,
+   "max": 2.3072000592947006e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 1.725999017556504e-05,
+   "seconds": 5.854670579234788e-06,
    "min": 0.0,
-   "max": 6.164399286111188e-05,
+   "max": 3.404666918019455e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 4.614400118589401e-05,
-   "min": 3.968000039458275e-05,
-   "max": 7.049600034952164e-05,
+   "seconds": 3.580800071358681e-05,
+   "min": 3.3695999532938e-05,
+   "max": 5.932800099253654e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 5.809199747939899e-05,
-   "min": 1.0315998767813e-05,
-   "max": 0.00014375600156684714,
+   "seconds": 1.852667580048246e-05,
+   "min": 3.678667048613246e-06,
+   "max": 4.710266242424649e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 4.24639992415905e-05,
-   "min": 3.558399900794029e-05,
-   "max": 7.03359991312027e-05,
-   "samples": 41,
-   "method": "one tiny transpose_contiguous layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 1.938285714104062e-05,
+   "min": 1.938285714104062e-05,
+   "max": 1.938285714104062e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    3.718400001525879e-05,
+    9.468799829483033e-05,
+    0.00032771199941635133
+   ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 6.333998901148635e-05,
-   "min": 2.119598848124342e-05,
-   "max": 0.0002091640041520198,
-   "samples": 41,
-   "method": "one tiny transpose_contiguous layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 1.6968381546792527e-05,
+   "min": 1.6968381546792527e-05,
+   "max": 1.6968381546792527e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0001841599941253662,
+    0.0002698239982128143,
+    0.0007216320037841797
+   ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 6.675200164318084e-05,
-   "min": 6.0896001756191256e-05,
-   "max": 0.00010780800133943558,
-   "samples": 41,
-   "method": "one tiny transpose_contiguous layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.849523896262759e-05,
+   "min": 1.849523896262759e-05,
+   "max": 1.849523896262759e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.5135998874902726e-05,
+    0.00010998400300741196,
+    0.00033235201239585876
+   ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 4.494000164171057e-05,
-   "min": 0.0,
-   "max": 0.0001824759909262259,
-   "samples": 41,
-   "method": "one tiny transpose_contiguous layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 1.6682666682061696e-05,
+   "min": 1.6682666682061696e-05,
+   "max": 1.6682666682061696e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0002181439995765686,
+    0.0003203519880771637,
+    0.000744704008102417
+   ]
   },
   "layer_forward_cat": {
-   "seconds": 3.244800120592117e-05,
-   "min": 2.953599952161312e-05,
-   "max": 5.606399849057198e-05,
+   "seconds": 2.6655999943614006e-05,
+   "min": 2.534399926662445e-05,
+   "max": 5.030399933457375e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 4.335866185526055e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.161599814891815e-05,
-   "min": 4.0704000741243366e-05,
-   "max": 0.00011369600147008896,
+   "seconds": 4.6560000628232954e-05,
+   "min": 4.27200011909008e-05,
+   "max": 7.926400005817413e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.924002086122793e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00017706800190111,
+   "max": 5.337467292944591e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.0001449279934167862,
-   "min": 0.00012671999633312225,
-   "max": 0.00020496000349521637,
-   "samples": 41,
-   "method": "one tiny gelu_tanh_composite layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 0.00010457371601036615,
+   "min": 0.00010457371601036615,
+   "max": 0.00010457371601036615,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00012953600287437438,
+    0.000467168003320694,
+    0.001706112027168274
+   ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00036622000423570467,
-   "min": 0.0002572919794668753,
-   "max": 0.0005086519786467155,
-   "samples": 41,
-   "method": "one tiny gelu_tanh_composite layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 0.00017212722627889544,
+   "min": 0.00017212722627889544,
+   "max": 0.00017212722627889544,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0005392320156097412,
+    0.0014916800260543824,
+    0.004730527877807617
+   ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00019804799556732177,
-   "min": 0.00017715199291706084,
-   "max": 0.0002569279968738556,
-   "samples": 41,
-   "method": "one tiny gelu_tanh_composite layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.00011397943184489295,
+   "min": 0.00011397943184489295,
+   "max": 0.00011397943184489295,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00019299200177192688,
+    0.0005961920022964477,
+    0.0019231040477752685
+   ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0002799480178703865,
-   "min": 0.00023889198092122874,
-   "max": 0.00037373997954030834,
-   "samples": 41,
-   "method": "one tiny gelu_tanh_composite layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.00017379506003288993,
+   "min": 0.00017379506003288993,
+   "max": 0.00017379506003288993,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0006859200000762939,
+    0.0016647039651870729,
+    0.005041024208068848
+   ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0005810559988021851,
-   "min": 0.00048736000061035155,
-   "max": 0.0008404800295829773,
-   "samples": 41,
-   "method": "one tiny mha layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 0.0005145432466552372,
+   "min": 0.0005145432466552372,
+   "max": 0.0005145432466552372,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.000522816002368927,
+    0.001030303955078125,
+    0.007895584106445313
+   ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0008474999883522589,
-   "min": 0.0007386039712776741,
-   "max": 0.001225260041033228,
-   "samples": 41,
-   "method": "one tiny mha layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 0.0003781607576778956,
+   "min": 0.0003781607576778956,
+   "max": 0.0003781607576778956,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.001963296055793762,
+    0.005383872032165528,
+    0.015601344108581543
+   ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0008052800297737122,
-   "min": 0.0007412480115890503,
-   "max": 0.0009226880073547364,
-   "samples": 41,
-   "method": "one tiny mha layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.0005295626748175848,
+   "min": 0.0005295626748175848,
+   "max": 0.0005295626748175848,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.0007099199891090393,
+    0.0027607040405273437,
+    0.008807392120361328
+   ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0008959159472336371,
-   "min": 0.0006996599057068428,
-   "max": 0.0012040439465393622,
-   "samples": 41,
-   "method": "one tiny mha layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 0.0006398171271596636,
+   "min": 0.0006398171271596636,
+   "max": 0.0006398171271596636,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.002090143918991089,
+    0.005875360012054443,
+    0.019723199844360353
+   ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 4.064000025391579e-05,
-   "min": 3.731200098991394e-05,
-   "max": 7.13919997215271e-05,
-   "samples": 41,
-   "method": "one tiny rmsnorm layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 2.566780930473691e-05,
+   "min": 2.566780930473691e-05,
+   "max": 2.566780930473691e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.0144001841545105e-05,
+    0.00012755200266838075,
+    0.0004352959990501404
+   ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 1.547995333870219e-06,
-   "min": 0.0,
-   "max": 8.922799242039518e-05,
-   "samples": 41,
-   "method": "one tiny rmsnorm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 5.010666378906795e-05,
+   "min": 5.010666378906795e-05,
+   "max": 5.010666378906795e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00021526400744915008,
+    0.00046108800172805787,
+    0.0013580479621887207
+   ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 7.654400169849396e-05,
-   "min": 5.7312000542879106e-05,
-   "max": 0.00011913599818944931,
-   "samples": 41,
-   "method": "one tiny rmsnorm layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 2.7184762770221347e-05,
+   "min": 2.7184762770221347e-05,
+   "max": 2.7184762770221347e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    7.571200281381607e-05,
+    0.00015900799632072448,
+    0.0004840640127658844
+   ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.5999077459169956e-07,
-   "min": 0.0,
-   "max": 0.00023261997786660986,
-   "samples": 41,
-   "method": "one tiny rmsnorm layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 4.2929526241052696e-05,
+   "min": 4.2929526241052696e-05,
+   "max": 4.2929526241052696e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.000289216011762619,
+    0.0005103999972343445,
+    0.0013445440530776977
+   ]
   },
   "layer_forward_sdpa": {
-   "seconds": 5.2767999470233916e-05,
-   "min": 3.488000109791756e-05,
-   "max": 8.249600231647491e-05,
-   "samples": 41,
-   "method": "one tiny sdpa layer forward with autograd recording, CUDA events, no autocast"
+   "seconds": 3.226590529084205e-05,
+   "min": 3.226590529084205e-05,
+   "max": 3.226590529084205e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.257600173354149e-05,
+    0.00014537599682807922,
+    0.0005352320075035095
+   ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00011325998542209464,
-   "min": 4.890797970195609e-05,
-   "max": 0.00018861998555560905,
-   "samples": 41,
-   "method": "one tiny sdpa layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+   "seconds": 0.00010682437728558269,
+   "min": 0.00010682437728558269,
+   "max": 0.00010682437728558269,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00031388801336288454,
+    0.0007214080095291138,
+    0.002396991968154907
+   ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 0.00015491199493408204,
-   "min": 0.00013219200074672698,
-   "max": 0.0002369280010461807,
-   "samples": 41,
-   "method": "one tiny sdpa layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 4.22811433672905e-05,
+   "min": 4.22811433672905e-05,
+   "max": 4.22811433672905e-05,
+   "samples": 1,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    8.767999708652496e-05,
+    0.00024348799884319305,
+    0.000731552004814148
+   ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 4.087599304815128e-05,
-   "min": 0.0,
-   "max": 0.00020734002379079654,
-   "samples": 41,
-   "method": "one tiny sdpa layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+   "seconds": 9.897448087022416e-05,
+   "min": 9.897448087022416e-05,
+   "max": 9.897448087022416e-05,
+   "samples": 1,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.000622816026210785,
+    0.0009757760167121887,
+    0.002718048095703125
+   ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.2884174107261146e-06,
-   "min": 2.003573660726486e-06,
-   "max": 2.927058035712931e-06,
+   "seconds": 3.943718749978485e-06,
+   "min": 3.7600892857409766e-06,
+   "max": 4.010957589300241e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -1136,9 +2057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 9.305671427942537e-05,
-   "min": 5.075528571398178e-05,
-   "max": 0.000187650285712136,
+   "seconds": 0.00023011271428328783,
+   "min": 0.00018528057143336288,
+   "max": 0.0002619162857066775,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -1150,9 +2071,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018528000000372913,
-   "min": 0.00018284100000443004,
-   "max": 0.00019253800000029742,
+   "seconds": 0.00022198499999603882,
+   "min": 0.00021615899999005705,
+   "max": 0.00023099000000570413,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -1161,9 +2082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.1343573660715306e-05,
-   "min": 2.8651183035696297e-05,
-   "max": 4.015694642857591e-05,
+   "seconds": 3.732135267859553e-05,
+   "min": 3.6759578124989645e-05,
+   "max": 3.900881249999496e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -1175,9 +2096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00025541128571607676,
-   "min": -0.00027704357143067343,
-   "max": 0.0005742722857208702,
+   "seconds": 0.00043143314285032375,
+   "min": 0.000180165000001255,
+   "max": 0.0005550795714169355,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -1189,9 +2110,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017578099999582264,
-   "min": 0.00017058200000263923,
-   "max": 0.00019429900000034195,
+   "seconds": 0.0002198119999974324,
+   "min": 0.00020969399999160032,
+   "max": 0.00024235399999383844,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -1200,9 +2121,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.7231026785701218e-06,
-   "min": 2.268658482153439e-06,
-   "max": 2.837265624999752e-06,
+   "seconds": 3.2191875000301247e-06,
+   "min": 3.0221696428586346e-06,
+   "max": 3.359310267831666e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -1214,9 +2135,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00011982142856936662,
-   "min": 1.9753714290970947e-05,
-   "max": 0.00016839585713971213,
+   "seconds": 0.0001625641428546487,
+   "min": 0.0001320900000020434,
+   "max": 0.00020474114284801153,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -1228,9 +2149,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014437799999456047,
-   "min": 0.00014029700000151024,
-   "max": 0.0001729609999969739,
+   "seconds": 0.0001653959999998733,
+   "min": 0.00015812099999834572,
+   "max": 0.00021038599999201324,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -1239,9 +2160,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.368606919643118e-05,
-   "min": 1.2971649553574136e-05,
-   "max": 1.587018973213196e-05,
+   "seconds": 1.6515756696414536e-05,
+   "min": 1.5820220982152933e-05,
+   "max": 1.8512149553570216e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -1253,9 +2174,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00049774128571605,
-   "min": 0.0003765585714288834,
-   "max": 0.0005957768571473057,
+   "seconds": 0.0008392605714289761,
+   "min": 0.0006499044285744407,
+   "max": 0.000975329857139075,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -1267,9 +2188,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005495970000026773,
-   "min": 0.0004569509999967636,
-   "max": 0.000758794999995871,
+   "seconds": 0.0005406420000042544,
+   "min": 0.0005125630000009096,
+   "max": 0.0005606630000016821,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -1278,9 +2199,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 9.680717633927685e-05,
-   "min": 9.552353794642762e-05,
-   "max": 0.00010049658035712497,
+   "seconds": 0.00012372831249999168,
+   "min": 0.00012208481473214533,
+   "max": 0.0001262065357143159,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -1292,9 +2213,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.000700831714285398,
-   "min": -7.002714285217048e-05,
-   "max": 0.000997999571429732,
+   "seconds": 0.0008201539999938799,
+   "min": 0.0005688452857250635,
+   "max": 0.001141131999992646,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -1306,9 +2227,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.000491001000000324,
-   "min": 0.00040127500000153304,
-   "max": 0.0006053150000013829,
+   "seconds": 0.0006120740000028491,
+   "min": 0.0005740569999943546,
+   "max": 0.0006575919999960433,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -1317,9 +2238,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.341959821415767e-06,
-   "min": 3.6120580357052693e-06,
-   "max": 4.637926339280872e-06,
+   "seconds": 4.932997767825853e-06,
+   "min": 4.736988839277549e-06,
+   "max": 5.117794642866309e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -1331,9 +2252,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001584004285675178,
-   "min": 1.385571433080014e-06,
-   "max": 0.00021878285714040303,
+   "seconds": 0.00020946328571166565,
+   "min": 0.00017948600000547036,
+   "max": 0.00023938357144004385,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -1345,9 +2266,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0002170730000017329,
-   "min": 0.00018969300000293288,
-   "max": 0.00024183899999741243,
+   "seconds": 0.00023652400000173657,
+   "min": 0.00022991699999863613,
+   "max": 0.00025078099999120695,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -1356,41 +2277,1654 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 8.418065000000751e-06,
-   "min": 7.867226999998423e-06,
-   "max": 8.607290000000489e-06,
+   "seconds": 9.690001999999254e-06,
+   "min": 9.546876000001704e-06,
+   "max": 9.796450999999706e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 1.0703202999998495e-05,
-   "min": 1.0073646000002157e-05,
-   "max": 1.1013559000005557e-05,
+   "seconds": 1.2443168999993759e-05,
+   "min": 1.2153272000006154e-05,
+   "max": 1.2618627999998467e-05,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.747653000002458e-06,
-   "min": 1.4488819999982637e-06,
-   "max": 1.810576000004005e-06,
+   "seconds": 1.9992500000114434e-06,
+   "min": 1.9231149999967555e-06,
+   "max": 2.0432099999965204e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.0266400000004126e-05,
-   "min": 1.9376861999994332e-05,
-   "max": 2.1266668000002653e-05,
+   "seconds": 2.447008500000436e-05,
+   "min": 2.4158429999999954e-05,
+   "max": 2.4869031999998014e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.0489167000000918e-05,
-   "min": 1.879512299999675e-05,
-   "max": 2.3823454999998716e-05,
+   "seconds": 2.645253699999728e-05,
+   "min": 2.618776100000275e-05,
+   "max": 2.669252500000141e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   }
  },
+ "op_timings": [
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.579199910163879e-05,
+    "min": 8.49183976650238e-05,
+    "max": 0.00011741119623184205,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00015549920201301574,
+    "min": 0.00014237120151519775,
+    "max": 0.000340451192855835,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.273599982261658e-05,
+    "min": 9.088640213012695e-05,
+    "max": 0.00010796159505844117,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00016711519956588746,
+    "min": 0.00014697279930114745,
+    "max": 0.00020935359001159667,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.8147200942039494e-05,
+    "min": 5.7670402526855464e-05,
+    "max": 5.993599891662598e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00014744479656219483,
+    "min": 0.00013647680282592774,
+    "max": 0.00018587839603424072,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.120799779891969e-05,
+    "min": 6.01631999015808e-05,
+    "max": 6.263679862022399e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001500752031803131,
+    "min": 0.0001385632038116455,
+    "max": 0.00019625920057296753,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "groupnorm",
+   "params": {
+    "num_groups": 32,
+    "num_channels": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00010760319828987121,
+    "min": 0.00010715520381927491,
+    "max": 0.00010954560041427613,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00023576799631118775,
+    "min": 0.00019842560291290283,
+    "max": 0.000260483193397522,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "groupnorm",
+   "params": {
+    "num_groups": 32,
+    "num_channels": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0001144432008266449,
+    "min": 0.00010990079641342164,
+    "max": 0.00011809279918670655,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00019533119797706603,
+    "min": 0.00016756160259246826,
+    "max": 0.0002595455884933472,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "rmsnorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ]
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.1879999637603756e-05,
+    "min": 4.142400026321411e-05,
+    "max": 4.419519901275635e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00013918560147285463,
+    "min": 0.00012677760124206542,
+    "max": 0.00019854400157928468,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "rmsnorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ]
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.4422399997711185e-05,
+    "min": 4.3808001279830935e-05,
+    "max": 4.639039933681488e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00013796960115432737,
+    "min": 0.00013476159572601318,
+    "max": 0.00018147519826889038,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "relu",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.0537600219249724e-05,
+    "min": 4.0400001406669614e-05,
+    "max": 4.284799993038177e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010828480124473572,
+    "min": 0.00010234240293502807,
+    "max": 0.00013387199640274046,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "relu",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.3903999030590055e-05,
+    "min": 4.296959936618805e-05,
+    "max": 4.587520062923431e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010149120092391968,
+    "min": 9.821439981460572e-05,
+    "max": 0.00015113279819488524,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu",
+   "params": {
+    "approximate": "none"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.709280043840408e-05,
+    "min": 3.677119910717011e-05,
+    "max": 3.851520121097565e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010764639973640442,
+    "min": 9.946879744529725e-05,
+    "max": 0.00013545600175857543,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu",
+   "params": {
+    "approximate": "none"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.0134400129318234e-05,
+    "min": 3.9340800046920775e-05,
+    "max": 4.119040071964264e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010761920213699341,
+    "min": 0.00010002559423446654,
+    "max": 0.00012731839418411256,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "silu",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.721600025892258e-05,
+    "min": 3.659839928150177e-05,
+    "max": 3.908799886703491e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001007887989282608,
+    "min": 9.515519738197327e-05,
+    "max": 0.00013899519443511964,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "silu",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.008959978818894e-05,
+    "min": 3.941760063171387e-05,
+    "max": 4.051840007305145e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010272799730300902,
+    "min": 9.838079810142517e-05,
+    "max": 0.00012936320304870606,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "tanh",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.6776000261306766e-05,
+    "min": 3.622719943523407e-05,
+    "max": 3.7279999256134035e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010649759769439698,
+    "min": 9.007999897003174e-05,
+    "max": 0.00011983360052108764,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "tanh",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.9476799964904783e-05,
+    "min": 3.9132800698280334e-05,
+    "max": 3.998079895973205e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010231519937515258,
+    "min": 9.903039932250977e-05,
+    "max": 0.0001370527982711792,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sigmoid",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.7459200620651244e-05,
+    "min": 3.692159950733185e-05,
+    "max": 3.950720131397247e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.70768004655838e-05,
+    "min": 9.113280177116394e-05,
+    "max": 0.0001356160044670105,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sigmoid",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.99728000164032e-05,
+    "min": 3.908799886703491e-05,
+    "max": 4.220159947872162e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.883679747581481e-05,
+    "min": 9.127359986305237e-05,
+    "max": 0.00013354239463806152,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "dropout",
+   "params": {
+    "p": 0.1
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.33951997756958e-05,
+    "min": 5.274559855461121e-05,
+    "max": 5.4307198524475105e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010240960121154786,
+    "min": 9.645119905471801e-05,
+    "max": 0.00014614399671554566,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "dropout",
+   "params": {
+    "p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.6129601597785955e-05,
+    "min": 5.535039901733398e-05,
+    "max": 5.775039792060852e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.940800070762633e-05,
+    "min": 9.725120067596435e-05,
+    "max": 0.0001448256015777588,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "add",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.20143985748291e-05,
+    "min": 5.131199955940247e-05,
+    "max": 5.241919755935669e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 8.719039857387543e-05,
+    "min": 7.948160171508789e-05,
+    "max": 0.00012125760316848756,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "add",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.3703999519348145e-05,
+    "min": 5.316799879074097e-05,
+    "max": 5.889919996261597e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 7.988159954547882e-05,
+    "min": 7.825599908828735e-05,
+    "max": 0.00010135680437088012,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "mul",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.138239860534668e-05,
+    "min": 5.0976002216339106e-05,
+    "max": 5.175039768218994e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00012099679708480835,
+    "min": 0.0001167840003967285,
+    "max": 0.00017995840311050415,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "mul",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.429920256137848e-05,
+    "min": 5.380160212516785e-05,
+    "max": 5.6214398145675657e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00013771679997444153,
+    "min": 0.000124835205078125,
+    "max": 0.00017177599668502806,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "softmax",
+   "params": {
+    "dim": -1
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      16,
+      256,
+      256
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.7225601077079775e-05,
+    "min": 3.6646398901939395e-05,
+    "max": 3.9123201370239254e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00011652800440788269,
+    "min": 0.00011267520189285278,
+    "max": 0.00016649600267410277,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "softmax",
+   "params": {
+    "dim": -1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      16,
+      256,
+      256
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.101759940385819e-05,
+    "min": 3.988479971885681e-05,
+    "max": 4.275200068950653e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001161024034023285,
+    "min": 0.00010576319694519042,
+    "max": 0.00015238080024719238,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "log_softmax",
+   "params": {
+    "dim": -1
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      8192
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.653759777545929e-05,
+    "min": 6.606400012969971e-05,
+    "max": 6.80832028388977e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00010110879838466644,
+    "min": 9.468160271644592e-05,
+    "max": 0.0001562976002693176,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "log_softmax",
+   "params": {
+    "dim": -1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      8192
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.058080136775971e-05,
+    "min": 6.910079717636108e-05,
+    "max": 7.115839719772339e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.477920234203338e-05,
+    "min": 8.632959723472595e-05,
+    "max": 0.00014936319589614868,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "cross_entropy",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      8192
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      2048
+     ],
+     "dtype": "int64",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.411360085010529e-05,
+    "min": 8.364160060882569e-05,
+    "max": 8.490560054779053e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001344591975212097,
+    "min": 0.00013119679689407347,
+    "max": 0.00019679360389709472,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "cross_entropy",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      8192
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      2048
+     ],
+     "dtype": "int64",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.844959735870362e-05,
+    "min": 8.784000277519227e-05,
+    "max": 8.988800048828125e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001716863989830017,
+    "min": 0.00016537920236587525,
+    "max": 0.00021496639251708982,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "embedding",
+   "params": {
+    "num_embeddings": 32000,
+    "embedding_dim": 1024
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      1024
+     ],
+     "dtype": "int64",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.3411199748516076e-05,
+    "min": 4.0761598944664005e-05,
+    "max": 7.051839828491211e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004322400093078613,
+    "min": 0.0003746687889099121,
+    "max": 0.0018940448760986328,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "embedding",
+   "params": {
+    "num_embeddings": 32000,
+    "embedding_dim": 1024
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      1024
+     ],
+     "dtype": "int64",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.125760048627853e-05,
+    "min": 3.9427199959754945e-05,
+    "max": 4.3615999817848205e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0003899232029914856,
+    "min": 0.00037199680805206296,
+    "max": 0.0006261280059814453,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "maxpool2d",
+   "params": {
+    "kernel_size": [
+     2,
+     2
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     0,
+     0
+    ]
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.200479865074157e-05,
+    "min": 6.117759943008422e-05,
+    "max": 6.583999991416932e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00021155359745025633,
+    "min": 0.00020909759998321534,
+    "max": 0.00022249600887298582,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "maxpool2d",
+   "params": {
+    "kernel_size": [
+     2,
+     2
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     0,
+     0
+    ]
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.470720171928406e-05,
+    "min": 6.351680159568786e-05,
+    "max": 6.620799899101258e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00020838719606399537,
+    "min": 0.0002037888050079346,
+    "max": 0.00024154560565948485,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "avgpool2d",
+   "params": {
+    "kernel_size": [
+     3,
+     3
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     1,
+     1
+    ]
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.961120069026946e-05,
+    "min": 6.828160285949707e-05,
+    "max": 7.136960029602051e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00042991359233856196,
+    "min": 0.000425929594039917,
+    "max": 0.0004365056037902832,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "avgpool2d",
+   "params": {
+    "kernel_size": [
+     3,
+     3
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     1,
+     1
+    ]
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.03440010547638e-05,
+    "min": 6.997759938240051e-05,
+    "max": 7.196800112724305e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004257392168045044,
+    "min": 0.00041788158416748044,
+    "max": 0.00044080958366394044,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "adaptive_avgpool2d",
+   "params": {
+    "output_size": [
+     1,
+     1
+    ]
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      256,
+      1024,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.311679899692535e-05,
+    "min": 9.211199879646302e-05,
+    "max": 9.698560237884522e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00013413119912147523,
+    "min": 0.0001327296018600464,
+    "max": 0.00021380159854888914,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "adaptive_avgpool2d",
+   "params": {
+    "output_size": [
+     1,
+     1
+    ]
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      256,
+      1024,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.620319902896882e-05,
+    "min": 9.430720210075378e-05,
+    "max": 9.87712025642395e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001350224018096924,
+    "min": 0.00013350720405578615,
+    "max": 0.00018129600286483763,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "transpose_contiguous",
+   "params": {
+    "dim0": 1,
+    "dim1": 2
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      2048,
+      16,
+      32
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.7868799567222594e-05,
+    "min": 5.73087990283966e-05,
+    "max": 5.993599891662598e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 8.91327977180481e-05,
+    "min": 8.524799942970275e-05,
+    "max": 0.00010520000457763673,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "transpose_contiguous",
+   "params": {
+    "dim0": 1,
+    "dim1": 2
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      2048,
+      16,
+      32
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.049759984016418e-05,
+    "min": 5.954560041427612e-05,
+    "max": 6.0860800743103026e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 8.45551997423172e-05,
+    "min": 8.210880160331726e-05,
+    "max": 0.00011746879816055297,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "cat",
+   "params": {
+    "dim": 1
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      1024,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      1024,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.752640038728713e-05,
+    "min": 3.698239922523499e-05,
+    "max": 3.864000141620636e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.842399954795839e-05,
+    "min": 9.059519767761231e-05,
+    "max": 0.00012318400144577027,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "cat",
+   "params": {
+    "dim": 1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      1024,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      1024,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.9476799964904783e-05,
+    "min": 3.874239921569824e-05,
+    "max": 4.0355199575424196e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00011139039993286133,
+    "min": 0.00010908160209655761,
+    "max": 0.00012634559869766237,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu_tanh_composite",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0003110703945159912,
+    "min": 0.0003107680082321167,
+    "max": 0.00031174399852752684,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0005136288166046142,
+    "min": 0.0004859776020050049,
+    "max": 0.0005341311931610107,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu_tanh_composite",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00036297760009765625,
+    "min": 0.0003142528057098389,
+    "max": 0.0003763999938964844,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004991247892379761,
+    "min": 0.0004849055767059326,
+    "max": 0.0005611743927001953,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "flash"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0002693455934524536,
+    "min": 0.0002507904052734375,
+    "max": 0.0003013727903366089,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0008210671901702881,
+    "min": 0.0008072832107543944,
+    "max": 0.0026299615859985354,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "efficient"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.002054206371307373,
+    "min": 0.002050271987915039,
+    "max": 0.0020719167709350584,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.004994577598571777,
+    "min": 0.00497820167541504,
+    "max": 0.005130748748779297,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "efficient"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0005798367977142335,
+    "min": 0.0005729119777679443,
+    "max": 0.0005835840225219726,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0018351408004760742,
+    "min": 0.0018101440429687502,
+    "max": 0.0032375328063964843,
+    "samples": 6
+   },
+   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  }
+ ],
  "skipped": []
 }
 )roofsim_json";
