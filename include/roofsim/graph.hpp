@@ -187,6 +187,30 @@ inline AttrValue attr_from_json(const JsonCursor& c) {
     return list;
 }
 
+/// A graph input: {"shape", "dtype" (float32), "requires_grad" (false)}, "name" where `named`; shape
+/// entries are positive integers or, in a graph file, "batch".
+inline GraphInput graph_input_from_json(const JsonCursor& in, bool named) {
+    GraphInput gi;
+    if (named) gi.name = in.at("name").string();
+    const JsonCursor shape = in.at("shape");
+    for (std::size_t d = 0; d < shape.array_size(); ++d) {
+        const JsonCursor dim = shape.at(d);
+        if (named && dim.json().is_string()) {
+            if (dim.string() != "batch") dim.fail("a symbolic dimension must be \"batch\"");
+            gi.shape.push_back(Dim{0, true});
+        } else {
+            gi.shape.push_back(Dim(dim.positive_integer()));
+        }
+    }
+    if (in.has("dtype")) {
+        auto dt = dtype_from_key(in.at("dtype").string());
+        if (!dt) in.at("dtype").fail("unknown dtype (float32, float16, bfloat16, int64, ...)");
+        gi.dtype = *dt;
+    }
+    gi.requires_grad = in.has("requires_grad") && in.at("requires_grad").boolean();
+    return gi;
+}
+
 /// A measured single layer as the measurement scripts write it: {"op", "params", "inputs": [{"shape",
 /// "dtype", "requires_grad"}]} (tools/validate, calibrate/torch_framework_probe.py).
 inline Graph one_layer_graph_from_json(const JsonCursor& c) {
@@ -195,17 +219,7 @@ inline Graph one_layer_graph_from_json(const JsonCursor& c) {
     for (const auto& [key, value] : params.object().items()) attrs[key] = attr_from_json(params.at(key));
     std::vector<GraphInput> inputs;
     const JsonCursor list = c.at("inputs");
-    for (std::size_t i = 0; i < list.array_size(); ++i) {
-        const JsonCursor in = list.at(i);
-        GraphInput gi;
-        const JsonCursor shape = in.at("shape");
-        for (std::size_t d = 0; d < shape.array_size(); ++d) gi.shape.push_back(Dim(shape.at(d).positive_integer()));
-        auto dt = dtype_from_key(in.at("dtype").string());
-        if (!dt) in.at("dtype").fail("unknown dtype");
-        gi.dtype = *dt;
-        gi.requires_grad = in.has("requires_grad") && in.at("requires_grad").boolean();
-        inputs.push_back(std::move(gi));
-    }
+    for (std::size_t i = 0; i < list.array_size(); ++i) inputs.push_back(graph_input_from_json(list.at(i), false));
     return one_layer_graph(c.at("op").string(), std::move(attrs), std::move(inputs));
 }
 }  // namespace detail
@@ -220,28 +234,7 @@ inline Graph one_layer_graph_from_json(const JsonCursor& c) {
     Graph g;
     g.name = root.at("name").string();
     const JsonCursor inputs = root.at("inputs");
-    for (std::size_t i = 0; i < inputs.array_size(); ++i) {
-        const JsonCursor in = inputs.at(i);
-        GraphInput gi;
-        gi.name = in.at("name").string();
-        const JsonCursor shape = in.at("shape");
-        for (std::size_t d = 0; d < shape.array_size(); ++d) {
-            const JsonCursor dim = shape.at(d);
-            if (dim.json().is_string()) {
-                if (dim.string() != "batch") dim.fail("a symbolic dimension must be \"batch\"");
-                gi.shape.push_back(Dim{0, true});
-            } else {
-                gi.shape.push_back(Dim{dim.positive_integer(), false});
-            }
-        }
-        if (in.has("dtype")) {
-            auto dt = dtype_from_key(in.at("dtype").string());
-            if (!dt) in.at("dtype").fail("unknown dtype (float32, float16, bfloat16, int64, ...)");
-            gi.dtype = *dt;
-        }
-        if (in.has("requires_grad")) gi.requires_grad = in.at("requires_grad").boolean();
-        g.inputs.push_back(std::move(gi));
-    }
+    for (std::size_t i = 0; i < inputs.array_size(); ++i) g.inputs.push_back(detail::graph_input_from_json(inputs.at(i), true));
     const JsonCursor layers = root.at("layers");
     for (std::size_t i = 0; i < layers.array_size(); ++i) {
         const JsonCursor lj = layers.at(i);

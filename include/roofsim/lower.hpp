@@ -816,11 +816,16 @@ private:
         }
         if (attr_bool(l, "copy", false)) {
             // reshape of a non-contiguous tensor (e.g. heads merged after attention): one copy each way.
-            const double n = numel(x.shape);
-            kernel(l, Phase::forward, "aten::clone", KernelKind::copy, x.dtype, n, n);
-            kernel(l, Phase::backward, "aten::clone", KernelKind::copy, x.dtype, n, n);
+            copy_both_ways(l, x);
         }
         return y;
+    }
+
+    /// A contiguous copy of x forward, and of its gradient backward (aten::clone both ways).
+    void copy_both_ways(const Layer& l, const Value& x) {
+        const double n = numel(x.shape);
+        kernel(l, Phase::forward, "aten::clone", KernelKind::copy, x.dtype, n, n);
+        kernel(l, Phase::backward, "aten::clone", KernelKind::copy, x.dtype, n, n);
     }
 
     // slice along a dimension (x.narrow / split / chunk): a view; its backward writes the slice's
@@ -866,9 +871,7 @@ private:
         if (d0 < 0 || d1 < 0 || d0 >= rank || d1 >= rank) throw layer_error(l, "dim0/dim1: out of range");
         Value y = x;
         std::swap(y.shape[static_cast<std::size_t>(d0)], y.shape[static_cast<std::size_t>(d1)]);
-        const double n = numel(x.shape);
-        kernel(l, Phase::forward, "aten::clone", KernelKind::copy, x.dtype, n, n);
-        kernel(l, Phase::backward, "aten::clone", KernelKind::copy, x.dtype, n, n);
+        copy_both_ways(l, x);
         return y;
     }
 
