@@ -27,7 +27,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       work is negligible: forward = median forward time; backward = median (forward + backward)
       minus median forward minus backward_call.  _autocast: under torch.autocast(bfloat16).
   op_timings (a list, not figures)
-      GPU time of PyTorch's own kernels for roofsim's memory-bound and attention ops, on
+      GPU time of PyTorch's own kernels for roofsim's memory-bound and attention ops (under
+      amp-bf16 on bfloat16 activations, as inside an autocast model), on
       calibration shapes chosen apart from tools/validate's cases and large enough that the GPU,
       not the host, sets the pace: K forward calls back to back between two CUDA events, and K
       torch.autograd.grad(out, inputs, grad, retain_graph=True) calls likewise; seconds per call.
@@ -617,7 +618,12 @@ def op_timing_probes(p: Probe, calls: int) -> list:
                     high = params.get("num_embeddings") or shape and 8192
                     inputs.append(torch.randint(0, int(high), shape, device=dev))
                 else:
-                    inputs.append(torch.randn(*shape, device=dev, requires_grad=grad))
+                    # Under autocast a memory-bound op inside a model reads the bfloat16 output of
+                    # the matmul or convolution before it: time it on bfloat16 activations.
+                    low = precision == "amp-bf16" and op != "sdpa"
+                    dtype_t = torch.bfloat16 if low else torch.float32
+                    inputs.append(torch.randn(*shape, device=dev, dtype=dtype_t, requires_grad=grad))
+                    entry["inputs"][len(inputs) - 1]["dtype"] = "bfloat16" if low else "float32"
             ctx = (lambda: autocast_bf16(dev)) if precision == "amp-bf16" else contextlib.nullcontext
             with ctx():
                 out = fn(*inputs)

@@ -169,8 +169,9 @@ private:
         for (const auto& in : graph_.inputs) {
             Value v;
             for (const auto& d : in.shape) v.shape.push_back(d.is_batch ? options_.batch : d.size);
-            const bool floating = in.dtype == DType::f32 || in.dtype == DType::f16 || in.dtype == DType::bf16;
-            v.dtype = floating ? rules_.input_dtype : in.dtype;
+            // bf16 mode converts float32 inputs (model.to(torch.bfloat16) and its data); any other
+            // declared dtype is kept (a bfloat16 activation entering an autocast layer stays bfloat16).
+            v.dtype = in.dtype == DType::f32 ? rules_.input_dtype : in.dtype;
             v.needs_grad = in.requires_grad;
             if (values_.count(in.name)) throw GraphError("input '" + in.name + "' is declared twice");
             step_.input_bytes += tensor_bytes(numel(v.shape), v.dtype);

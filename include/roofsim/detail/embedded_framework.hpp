@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-29T23:47:50+00:00",
+ "date_utc": "2026-11-29T23:57:58+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -49,168 +49,168 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 1.1102971000003237e-05,
-   "min": 1.0966320999997948e-05,
-   "max": 1.1534468000000686e-05,
+   "seconds": 9.78153199999987e-06,
+   "min": 9.727531999999428e-06,
+   "max": 1.0232054499999421e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.1054022999999803e-05
+   "issue_only_seconds": 9.742221499999815e-06
   },
   "eager_op_linear": {
-   "seconds": 1.3874631499998457e-05,
-   "min": 1.3683324999998802e-05,
-   "max": 1.4689868000001383e-05,
+   "seconds": 1.826906900000047e-05,
+   "min": 1.8166770500000596e-05,
+   "max": 1.8398852999998993e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.3833972000000471e-05
+   "issue_only_seconds": 1.8222418000000572e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.2708550500001081e-05,
-   "min": 1.2089751999997845e-05,
-   "max": 1.3120462499998097e-05,
+   "seconds": 1.771723399999914e-05,
+   "min": 1.762974049999855e-05,
+   "max": 1.789844650000205e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.2660786000001422e-05
+   "issue_only_seconds": 1.766899549999934e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.1469972499998704e-05,
-   "min": 1.1117841000000794e-05,
-   "max": 1.28647289999968e-05,
+   "seconds": 1.6594888500002014e-05,
+   "min": 1.6377488999999912e-05,
+   "max": 1.6772575999997486e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.1446550999998806e-05
+   "issue_only_seconds": 1.655209249999956e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 7.283350999998106e-06,
-   "min": 7.111491500001677e-06,
-   "max": 7.593167500001386e-06,
+   "seconds": 9.876884500002347e-06,
+   "min": 9.585892500002303e-06,
+   "max": 1.0373678499998817e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 7.27008249999983e-06
+   "issue_only_seconds": 9.835769000002158e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.957829149999938e-05,
-   "min": 5.5293710999997356e-05,
-   "max": 6.047343750000067e-05,
+   "seconds": 5.339728099999874e-05,
+   "min": 5.2356912000000474e-05,
+   "max": 6.445834900000236e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 5.952162450000031e-05
+   "issue_only_seconds": 5.3345730000000205e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.9913521499997275e-05,
-   "min": 3.1362692999998385e-05,
-   "max": 4.619371800000138e-05,
+   "seconds": 3.736157699999865e-05,
+   "min": 3.6762516000003134e-05,
+   "max": 3.9212733499997655e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 3.986118599999955e-05
+   "issue_only_seconds": 3.7312920000001526e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.7282290499998966e-05,
-   "min": 1.2206809500000304e-05,
-   "max": 2.402014599999802e-05,
+   "seconds": 1.6844225999999907e-05,
+   "min": 1.6680183999998377e-05,
+   "max": 1.7056602000000255e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.7223376999996987e-05
+   "issue_only_seconds": 1.6798170000001276e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1645220999998429e-05,
-   "min": 9.317980500000545e-06,
-   "max": 1.6635374999999897e-05,
+   "seconds": 1.1851576499999794e-05,
+   "min": 1.1713253500001741e-05,
+   "max": 1.2088656999999614e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.1601898500000373e-05
+   "issue_only_seconds": 1.1805644500000767e-05
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.82919995000006e-05,
-   "min": 1.690330499999959e-05,
-   "max": 2.727130749999773e-05,
+   "seconds": 2.3745304000001964e-05,
+   "min": 2.322175799999826e-05,
+   "max": 2.960748850000172e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.8244525000000067e-05
+   "issue_only_seconds": 2.369409900000008e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.195367750000088e-05,
-   "min": 1.769539100000017e-05,
-   "max": 3.054371300000014e-05,
+   "seconds": 2.078842550000104e-05,
+   "min": 2.0445118999997903e-05,
+   "max": 2.193790049999933e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1898837500000214e-05
+   "issue_only_seconds": 2.0740638999999562e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.21440159999986e-05,
-   "min": 1.5278560500000537e-05,
-   "max": 2.5829656500000907e-05,
+   "seconds": 2.2017216500000103e-05,
+   "min": 2.169570850000113e-05,
+   "max": 2.3100603499997872e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.2099592000000002e-05
+   "issue_only_seconds": 2.197014499999739e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2714596500000397e-05,
-   "min": 9.695784999998125e-06,
-   "max": 1.578457099999753e-05,
+   "seconds": 1.2623491500001193e-05,
+   "min": 1.2392652999999143e-05,
+   "max": 1.284479699999963e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2667739499999441e-05
+   "issue_only_seconds": 1.2577565500002663e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.3439088500001758e-05,
-   "min": 2.1342240999999264e-05,
-   "max": 4.246883149999903e-05,
+   "seconds": 2.599905800000002e-05,
+   "min": 2.5781304500000602e-05,
+   "max": 2.6208792999998563e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.3390951500001478e-05
+   "issue_only_seconds": 2.5943022999999954e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.052254600000225e-05,
-   "min": 1.484282300000217e-05,
-   "max": 2.662059100000036e-05,
+   "seconds": 2.0380811499997264e-05,
+   "min": 2.006051300000067e-05,
+   "max": 2.330468950000153e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.0473544499999717e-05
+   "issue_only_seconds": 2.0331603499997188e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.9609450000000805e-05,
-   "min": 1.54390950000014e-05,
-   "max": 2.6037038500000166e-05,
+   "seconds": 2.2306374999999433e-05,
+   "min": 2.1771264499999887e-05,
+   "max": 2.258891150000153e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.954940150000084e-05
+   "issue_only_seconds": 2.225887599999865e-05
   },
   "eager_op_add_out": {
-   "seconds": 8.029383500002041e-06,
-   "min": 6.591955499999358e-06,
-   "max": 1.1716558500001639e-05,
+   "seconds": 8.610880500000917e-06,
+   "min": 8.371281500000549e-06,
+   "max": 8.824778499999297e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 7.976334500000349e-06
+   "issue_only_seconds": 8.552750500001594e-06
   },
   "backward_node_mul": {
-   "seconds": 1.5580342222231517e-05,
-   "min": 1.1985851111112487e-05,
-   "max": 1.618992333333501e-05,
+   "seconds": 1.624101666666415e-05,
+   "min": 1.5784181111102827e-05,
+   "max": 1.707252777777847e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0006367669999991993,
-   "min": 0.0005039631111098213,
-   "max": 0.0007736078888890398,
+   "seconds": 0.000694120333339438,
+   "min": 0.0005976553333345198,
+   "max": 0.0007589096666696566,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_layer_linear": {
-   "seconds": 5.251090222223019e-05,
-   "min": 5.146932777778248e-05,
-   "max": 5.5189602222224863e-05,
+   "seconds": 6.384179888889384e-05,
+   "min": 6.114707444443152e-05,
+   "max": 6.520055777777934e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 0.00011884933089216547,
-   "min": 0.00011884933089216547,
-   "max": 0.00011884933089216547,
+   "seconds": 0.00010604933090507983,
+   "min": 0.00010604933090507983,
+   "max": 0.00010604933090507983,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 20.69 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.23 us",
    "chain_lengths": [
     1,
     2,
@@ -219,17 +219,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.0001026879996061325,
-    0.0001438080072402954,
-    0.0002919679880142212,
-    0.000246751993894577,
-    0.0004505600035190582
+    0.00013577599823474883,
+    0.00015600000321865082,
+    0.0001934719979763031,
+    0.00024303999543190004,
+    0.0004600000083446503
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.316876309968176e-05,
-   "min": 3.316876309968176e-05,
-   "max": 3.316876309968176e-05,
+   "seconds": 3.123047841446741e-05,
+   "min": 3.123047841446741e-05,
+   "max": 3.123047841446741e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -238,15 +238,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.411199852824211e-05,
-    0.0001483519971370697,
-    0.000549888014793396
+    5.164799839258194e-05,
+    0.00014041599631309508,
+    0.0005184640288352966
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010250209892789523,
-   "min": 0.00010250209892789523,
-   "max": 0.00010250209892789523,
+   "seconds": 9.559619249332518e-05,
+   "min": 9.559619249332518e-05,
+   "max": 9.559619249332518e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -255,15 +255,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000270143985748291,
-    0.0008941439986228943,
-    0.0023775360584259034
+    0.00031711998581886294,
+    0.00074617600440979,
+    0.0022357120513916014
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.3708188902764086e-05,
-   "min": 4.3708188902764086e-05,
-   "max": 4.3708188902764086e-05,
+   "seconds": 7.039009318465278e-05,
+   "min": 7.039009318465278e-05,
+   "max": 7.039009318465278e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -272,15 +272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014310400187969208,
-    0.0002471359968185425,
-    0.0007896959781646728
+    0.0001273919939994812,
+    0.0003349759876728058,
+    0.001182047963142395
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00016354285464400335,
-   "min": 0.00016354285464400335,
-   "max": 0.00016354285464400335,
+   "seconds": 0.00012621486257939114,
+   "min": 0.00012621486257939114,
+   "max": 0.00012621486257939114,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -289,15 +289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007173759937286377,
-    0.0012011840343475343,
-    0.0037801599502563475
+    0.0006280959844589233,
+    0.0012848639488220214,
+    0.0035994880199432372
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.4703237584659032e-05,
-   "min": 1.4703237584659032e-05,
-   "max": 1.4703237584659032e-05,
+   "seconds": 1.925181047547431e-05,
+   "min": 1.925181047547431e-05,
+   "max": 1.925181047547431e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -306,15 +306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4831999093294143e-05,
-    6.988800317049027e-05,
-    0.00024569599330425264
+    3.574400022625923e-05,
+    9.059199690818786e-05,
+    0.00032355201244354246
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 8.240533016976857e-05,
-   "min": 8.240533016976857e-05,
-   "max": 8.240533016976857e-05,
+   "seconds": 7.170514354393595e-05,
+   "min": 7.170514354393595e-05,
+   "max": 7.170514354393595e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -323,15 +323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001720000058412552,
-    0.0006659200191497803,
-    0.0016961599588394165
+    0.00022291199862957,
+    0.0005399360060691833,
+    0.0016019840240478515
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.9723426770596276e-05,
-   "min": 2.9723426770596276e-05,
-   "max": 2.9723426770596276e-05,
+   "seconds": 4.247542683567319e-05,
+   "min": 4.247542683567319e-05,
+   "max": 4.247542683567319e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -340,15 +340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.428799778223038e-05,
-    0.00017776000499725343,
-    0.0005182399749755859
+    8.934400230646134e-05,
+    0.00021827200055122377,
+    0.0007269759774208069
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.0001096327719943864,
-   "min": 0.0001096327719943864,
-   "max": 0.0001096327719943864,
+   "seconds": 0.00010960076926719577,
+   "min": 0.00010960076926719577,
+   "max": 0.00010960076926719577,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -357,15 +357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036739200353622434,
-    0.0009054399728775025,
-    0.002497728109359741
+    0.0004149119853973389,
+    0.0008847039937973023,
+    0.0027005760669708253
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.9177142796771867e-05,
-   "min": 1.9177142796771867e-05,
-   "max": 1.9177142796771867e-05,
+   "seconds": 2.38156190940312e-05,
+   "min": 2.38156190940312e-05,
+   "max": 2.38156190940312e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -374,15 +374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8095999732613562e-05,
-    7.724799960851669e-05,
-    0.00031295999884605407
+    4.009599983692169e-05,
+    0.00010908800363540649,
+    0.0003965120017528534
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 9.18880043817418e-05,
-   "min": 9.18880043817418e-05,
-   "max": 9.18880043817418e-05,
+   "seconds": 8.361600268454778e-05,
+   "min": 8.361600268454778e-05,
+   "max": 8.361600268454778e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -391,15 +391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021609599888324738,
-    0.0006137279868125916,
-    0.0019035520553588867
+    0.00029862400889396666,
+    0.0006711680293083191,
+    0.00192684805393219
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.7918475192217602e-05,
-   "min": 2.7918475192217602e-05,
-   "max": 2.7918475192217602e-05,
+   "seconds": 4.109866455906913e-05,
+   "min": 4.109866455906913e-05,
+   "max": 4.109866455906913e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -408,15 +408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.115199998021126e-05,
-    0.00014473600685596465,
-    0.0004798719882965088
+    8.646400272846222e-05,
+    0.0002475840002298355,
+    0.0007155519723892212
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00012665981320398196,
-   "min": 0.00012665981320398196,
-   "max": 0.00012665981320398196,
+   "seconds": 0.00010048762496028627,
+   "min": 0.00010048762496028627,
+   "max": 0.00010048762496028627,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -425,15 +425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040118399262428284,
-    0.0009041280150413513,
-    0.0027329280376434326
+    0.0005708799958229065,
+    0.0011544640064239501,
+    0.0027476160526275634
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 2.763809583016804e-05,
-   "min": 2.763809583016804e-05,
-   "max": 2.763809583016804e-05,
+   "seconds": 4.531961821374439e-05,
+   "min": 4.531961821374439e-05,
+   "max": 4.531961821374439e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -442,15 +442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.491200000047683e-05,
-    0.00027590399980545043,
-    0.0005421760082244873
+    7.382400333881378e-05,
+    0.000220768004655838,
+    0.0007572799921035766
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.824381551572257e-05,
-   "min": 8.824381551572257e-05,
-   "max": 8.824381551572257e-05,
+   "seconds": 7.109029236293974e-05,
+   "min": 7.109029236293974e-05,
+   "max": 7.109029236293974e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -459,15 +459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004818879961967468,
-    0.000967519998550415,
-    0.0022661120891571047
+    0.0004884159862995148,
+    0.0008145920038223266,
+    0.002226880073547363
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 8.599466440223512e-05,
-   "min": 8.599466440223512e-05,
-   "max": 8.599466440223512e-05,
+   "seconds": 7.413028393472943e-05,
+   "min": 7.413028393472943e-05,
+   "max": 7.413028393472943e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -476,15 +476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.647999703884124e-05,
-    0.00041071999073028566,
-    0.0014051519632339478
+    0.00013494400680065155,
+    0.00037945601344108583,
+    0.0012542719841003417
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015660115295932408,
-   "min": 0.00015660115295932408,
-   "max": 0.00015660115295932408,
+   "seconds": 0.0001536510544163841,
+   "min": 0.0001536510544163841,
+   "max": 0.0001536510544163841,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -493,15 +493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006450560092926026,
-    0.0013945599794387817,
-    0.004291232109069824
+    0.0005979520082473754,
+    0.0013429759740829468,
+    0.004035232067108155
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.892952385402861e-05,
-   "min": 4.892952385402861e-05,
-   "max": 4.892952385402861e-05,
+   "seconds": 4.524495204289754e-05,
+   "min": 4.524495204289754e-05,
+   "max": 4.524495204289754e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -510,15 +510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.534400165081024e-05,
-    0.00024031999707221986,
-    0.0008220160007476806
+    6.735999882221223e-05,
+    0.0001967040002346039,
+    0.0007439039945602417
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.005714274588087e-05,
-   "min": 8.005714274588087e-05,
-   "max": 8.005714274588087e-05,
+   "seconds": 9.381485694930666e-05,
+   "min": 9.381485694930666e-05,
+   "max": 9.381485694930666e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -527,15 +527,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003967039883136749,
-    0.0009580479860305786,
-    0.002389631986618042
+    0.0003344959914684296,
+    0.0007806400060653687,
+    0.0024300479888916017
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.587809151127224e-05,
-   "min": 7.587809151127224e-05,
-   "max": 7.587809151127224e-05,
+   "seconds": 7.549638052781424e-05,
+   "min": 7.549638052781424e-05,
+   "max": 7.549638052781424e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -544,15 +544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001552640050649643,
-    0.0004151679873466492,
-    0.0013041919469833374
+    0.00014880000054836275,
+    0.00039420801401138304,
+    0.001287551999092102
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00016403581202030184,
-   "min": 0.00016403581202030184,
-   "max": 0.00016403581202030184,
+   "seconds": 0.0001674346789008095,
+   "min": 0.0001674346789008095,
+   "max": 0.0001674346789008095,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -561,15 +561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006103360056877136,
-    0.001455199956893921,
-    0.004250751972198486
+    0.0007582719922065734,
+    0.001623968005180359,
+    0.004447872161865234
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.128304664577756e-05,
-   "min": 6.128304664577756e-05,
-   "max": 6.128304664577756e-05,
+   "seconds": 5.8018283829802556e-05,
+   "min": 5.8018283829802556e-05,
+   "max": 5.8018283829802556e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -578,15 +578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.12640020251274e-05,
-    0.00027689599990844726,
-    0.0010111039876937865
+    8.14400017261505e-05,
+    0.00024982400238513945,
+    0.0009498239755630493
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.353448043266932e-05,
-   "min": 5.353448043266932e-05,
-   "max": 5.353448043266932e-05,
+   "seconds": 6.620572329986662e-05,
+   "min": 6.620572329986662e-05,
+   "max": 6.620572329986662e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -595,15 +595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030044800043106077,
-    0.000742464005947113,
-    0.002055232048034668
+    0.0003816640079021454,
+    0.0007955200076103211,
+    0.0022587521076202393
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.550095438957214e-05,
-   "min": 5.550095438957214e-05,
-   "max": 5.550095438957214e-05,
+   "seconds": 6.230095241750989e-05,
+   "min": 6.230095241750989e-05,
+   "max": 6.230095241750989e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -612,15 +612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010230399668216705,
-    0.00027801600098609924,
-    0.0009378880262374878
+    0.00010697600245475768,
+    0.0002862400114536285,
+    0.0010389440059661865
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.41417077609471e-05,
-   "min": 6.41417077609471e-05,
-   "max": 6.41417077609471e-05,
+   "seconds": 5.5526863251413627e-05,
+   "min": 5.5526863251413627e-05,
+   "max": 5.5526863251413627e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -629,15 +629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031884801387786863,
-    0.0007285119891166687,
-    0.0021303999423980713
+    0.00036214399337768555,
+    0.0008113600015640258,
+    0.0021614720821380613
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.6896761819010688e-05,
-   "min": 2.6896761819010688e-05,
-   "max": 2.6896761819010688e-05,
+   "seconds": 2.982933260500431e-05,
+   "min": 2.982933260500431e-05,
+   "max": 2.982933260500431e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -646,15 +646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4863998889923095e-05,
-    0.00012144000083208084,
-    0.00044694399833679197
+    3.001599945127964e-05,
+    8.06720033288002e-05,
+    0.00046451199054718017
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.7087240651959464e-05,
-   "min": 5.7087240651959464e-05,
-   "max": 5.7087240651959464e-05,
+   "seconds": 5.6761905462259344e-05,
+   "min": 5.6761905462259344e-05,
+   "max": 5.6761905462259344e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -663,15 +663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020076799392700195,
-    0.0004756160080432892,
-    0.0014681600332260131
+    0.0001712000072002411,
+    0.0004530879855155945,
+    0.0014774399995803834
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.7022476707186017e-05,
-   "min": 2.7022476707186017e-05,
-   "max": 2.7022476707186017e-05,
+   "seconds": 2.7576380187556857e-05,
+   "min": 2.7576380187556857e-05,
+   "max": 2.7576380187556857e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -680,15 +680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.310400366783142e-05,
-    0.000146016001701355,
-    0.00046905601024627684
+    6.57920017838478e-05,
+    0.00014838400483131408,
+    0.0004793919920921326
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.345066956111364e-05,
-   "min": 5.345066956111364e-05,
-   "max": 5.345066956111364e-05,
+   "seconds": 5.4047235065982446e-05,
+   "min": 5.4047235065982446e-05,
+   "max": 5.4047235065982446e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -697,15 +697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022246399521827698,
-    0.00043702399730682375,
-    0.0014206080436706544
+    0.0003095679879188538,
+    0.0006007040143013,
+    0.0015493439435958862
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.9010283890224635e-05,
-   "min": 4.9010283890224635e-05,
-   "max": 4.9010283890224635e-05,
+   "seconds": 5.2963046090943475e-05,
+   "min": 5.2963046090943475e-05,
+   "max": 5.2963046090943475e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -714,15 +714,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.212799787521362e-05,
-    0.00021987199783325196,
-    0.0008075199723243713
+    7.046400010585785e-05,
+    0.00022604799270629884,
+    0.0008638079762458801
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.70537109034402e-05,
-   "min": 9.70537109034402e-05,
-   "max": 9.70537109034402e-05,
+   "seconds": 0.00010088914987586793,
+   "min": 0.00010088914987586793,
+   "max": 0.00010088914987586793,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -731,15 +731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028784000873565677,
-    0.0008104640245437622,
-    0.002506943941116333
+    0.0004055039882659912,
+    0.0009241600036621094,
+    0.0027323200702667238
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.8599618176619215e-05,
-   "min": 4.8599618176619215e-05,
-   "max": 4.8599618176619215e-05,
+   "seconds": 3.518857239257722e-05,
+   "min": 3.518857239257722e-05,
+   "max": 3.518857239257722e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -748,15 +748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.254399687051773e-05,
-    0.00024476799368858336,
-    0.0008236799836158753
+    6.304000318050384e-05,
+    0.00024870400130748747,
+    0.0006175680160522461
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.829257747956686e-05,
-   "min": 9.829257747956686e-05,
-   "max": 9.829257747956686e-05,
+   "seconds": 0.00010502476670912333,
+   "min": 0.00010502476670912333,
+   "max": 0.00010502476670912333,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -765,15 +765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003481599986553192,
-    0.0008479040265083312,
-    0.002571232080459595
+    0.00035606399178504943,
+    0.000810591995716095,
+    0.0024705600738525392
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.62384756619022e-05,
-   "min": 1.62384756619022e-05,
-   "max": 1.62384756619022e-05,
+   "seconds": 1.6350476692120236e-05,
+   "min": 1.6350476692120236e-05,
+   "max": 1.6350476692120236e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -782,15 +782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0400000512599945e-05,
-    8.479999750852585e-05,
-    0.00027587199211120603
+    3.590400144457817e-05,
+    8.079999685287475e-05,
+    0.000279776006937027
    ]
   },
   "layer_backward_relu": {
-   "seconds": 3.319390632566951e-05,
-   "min": 3.319390632566951e-05,
-   "max": 3.319390632566951e-05,
+   "seconds": 2.166399838668959e-05,
+   "min": 2.166399838668959e-05,
+   "max": 2.166399838668959e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -799,15 +799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014124800264835358,
-    0.00029123198986053466,
-    0.0008832960128784179
+    0.00012697599828243256,
+    0.00025241601467132567,
+    0.0007009919881820678
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.2503618817953836e-05,
-   "min": 1.2503618817953836e-05,
-   "max": 1.2503618817953836e-05,
+   "seconds": 1.6243046593098415e-05,
+   "min": 1.6243046593098415e-05,
+   "max": 1.6243046593098415e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -816,15 +816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.403200328350067e-05,
-    7.744000107049942e-05,
-    0.00024355199933052062
+    5.38880005478859e-05,
+    0.00010262399911880493,
+    0.0002975359857082367
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 3.135695361665317e-05,
-   "min": 3.135695361665317e-05,
-   "max": 3.135695361665317e-05,
+   "seconds": 2.7192382230645128e-05,
+   "min": 2.7192382230645128e-05,
+   "max": 2.7192382230645128e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -833,15 +833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002045760005712509,
-    0.0002513279914855957,
-    0.0008342080116271973
+    0.00017001600563526154,
+    0.00030556800961494446,
+    0.0008232960104942322
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5417142815533137e-05,
-   "min": 1.5417142815533137e-05,
-   "max": 1.5417142815533137e-05,
+   "seconds": 1.5970284917524884e-05,
+   "min": 1.5970284917524884e-05,
+   "max": 1.5970284917524884e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -850,15 +850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.167999908328056e-05,
-    8.073599636554718e-05,
-    0.0002638719975948334
+    3.219199925661087e-05,
+    7.644800096750259e-05,
+    0.0002705279886722565
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 1.8332188505501976e-05,
-   "min": 1.8332188505501976e-05,
-   "max": 1.8332188505501976e-05,
+   "seconds": 2.1938285834732506e-05,
+   "min": 2.1938285834732506e-05,
+   "max": 2.1938285834732506e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -867,15 +867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013548800349235535,
-    0.00022915199398994445,
-    0.0006391999721527099
+    0.0001356479972600937,
+    0.00024844799935817716,
+    0.0007039679884910583
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.567999912159783e-05,
-   "min": 1.567999912159783e-05,
-   "max": 1.567999912159783e-05,
+   "seconds": 1.2011428496667318e-05,
+   "min": 1.2011428496667318e-05,
+   "max": 1.2011428496667318e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -884,15 +884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.9663998186588286e-05,
-    9.42080020904541e-05,
-    0.00028403198719024656
+    4.16640006005764e-05,
+    6.921599805355071e-05,
+    0.0002190079987049103
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.902400103353319e-05,
-   "min": 2.902400103353319e-05,
-   "max": 2.902400103353319e-05,
+   "seconds": 1.7000381967851093e-05,
+   "min": 1.7000381967851093e-05,
+   "max": 1.7000381967851093e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -901,15 +901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001621440052986145,
-    0.0002791680097579956,
-    0.0008270080089569092
+    0.00013225600123405455,
+    0.00019785599410533904,
+    0.0005602880120277405
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.686171530967667e-05,
-   "min": 1.686171530967667e-05,
-   "max": 1.686171530967667e-05,
+   "seconds": 1.029180974832603e-05,
+   "min": 1.029180974832603e-05,
+   "max": 1.029180974832603e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -918,15 +918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1536000072956085e-05,
-    9.113600105047225e-05,
-    0.00028080001473426816
+    2.054399996995926e-05,
+    5.0624001771211624e-05,
+    0.0001746560037136078
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.451276158293088e-05,
-   "min": 2.451276158293088e-05,
-   "max": 2.451276158293088e-05,
+   "seconds": 2.5656380912377723e-05,
+   "min": 2.5656380912377723e-05,
+   "max": 2.5656380912377723e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -935,15 +935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001892479956150055,
-    0.0002911680042743683,
-    0.0008024640083312988
+    9.801600128412247e-05,
+    0.00017343999445438386,
+    0.0006264320015907288
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.8700191130240758e-05,
-   "min": 1.8700191130240758e-05,
-   "max": 1.8700191130240758e-05,
+   "seconds": 1.1145142394871936e-05,
+   "min": 1.1145142394871936e-05,
+   "max": 1.1145142394871936e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -952,15 +952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.409599632024765e-05,
-    0.00011945600062608718,
-    0.00034435200691223145
+    3.084800019860268e-05,
+    6.358399987220764e-05,
+    0.00019779199361801147
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.6614857394070848e-05,
-   "min": 2.6614857394070848e-05,
-   "max": 2.6614857394070848e-05,
+   "seconds": 1.7843811817112427e-05,
+   "min": 1.7843811817112427e-05,
+   "max": 1.7843811817112427e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -969,15 +969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022041599452495575,
-    0.0003578560054302216,
-    0.0009006400108337402
+    0.00013500800728797913,
+    0.0001912959963083267,
+    0.0005596160292625428
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.501790540558951e-05,
-   "min": 1.501790540558951e-05,
-   "max": 1.501790540558951e-05,
+   "seconds": 1.0377143199245136e-05,
+   "min": 1.0377143199245136e-05,
+   "max": 1.0377143199245136e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -986,15 +986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.532800078392029e-05,
-    7.436800003051758e-05,
-    0.00025859200954437254
+    2.1247999742627146e-05,
+    5.177599936723709e-05,
+    0.00017670400440692903
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.7638854015441168e-05,
-   "min": 2.7638854015441168e-05,
-   "max": 2.7638854015441168e-05,
+   "seconds": 1.7201524671344525e-05,
+   "min": 1.7201524671344525e-05,
+   "max": 1.7201524671344525e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1003,15 +1003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015353600680828095,
-    0.0002688960134983063,
-    0.0007891839742660522
+    9.971199929714203e-05,
+    0.00016627199947834016,
+    0.0005080000162124633
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.707428569595019e-05,
-   "min": 1.707428569595019e-05,
-   "max": 1.707428569595019e-05,
+   "seconds": 8.489905013924553e-06,
+   "min": 8.489905013924553e-06,
+   "max": 8.489905013924553e-06,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1020,15 +1020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.513599932193756e-05,
-    0.00010127999633550644,
-    0.0002962239980697632
+    4.879999905824661e-05,
+    9.58079993724823e-05,
+    0.0001833280026912689
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.270857333427384e-05,
-   "min": 2.270857333427384e-05,
-   "max": 2.270857333427384e-05,
+   "seconds": 2.23017122064318e-05,
+   "min": 2.23017122064318e-05,
+   "max": 2.23017122064318e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1037,15 +1037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021267199516296386,
-    0.00034486401081085206,
-    0.000813696026802063
+    0.00011187200248241425,
+    0.00019171200692653657,
+    0.0005695679783821106
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.628571420553184e-05,
-   "min": 1.628571420553184e-05,
-   "max": 1.628571420553184e-05,
+   "seconds": 1.0686475872283889e-05,
+   "min": 1.0686475872283889e-05,
+   "max": 1.0686475872283889e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1054,15 +1054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.123199939727783e-05,
-    5.744000151753426e-05,
-    0.0002679679989814758
+    2.0959999412298203e-05,
+    5.020799860358238e-05,
+    0.00018031999468803405
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.65516196155832e-05,
-   "min": 2.65516196155832e-05,
-   "max": 2.65516196155832e-05,
+   "seconds": 1.894933313486122e-05,
+   "min": 1.894933313486122e-05,
+   "max": 1.894933313486122e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1071,15 +1071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014764800667762756,
-    0.00028249600529670717,
-    0.0007923200130462647
+    9.619200229644776e-05,
+    0.00016697600483894348,
+    0.0005346879959106445
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.5739428500334424e-05,
-   "min": 1.5739428500334424e-05,
-   "max": 1.5739428500334424e-05,
+   "seconds": 1.0874666539686066e-05,
+   "min": 1.0874666539686066e-05,
+   "max": 1.0874666539686066e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1088,15 +1088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.244800075888634e-05,
-    9.967999905347824e-05,
-    0.0002885439991950989
+    3.103999979794026e-05,
+    6.140799820423126e-05,
+    0.00019340799748897552
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.2284190214815597e-05,
-   "min": 2.2284190214815597e-05,
-   "max": 2.2284190214815597e-05,
+   "seconds": 1.5708190788115777e-05,
+   "min": 1.5708190788115777e-05,
+   "max": 1.5708190788115777e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1105,15 +1105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002088319957256317,
-    0.0003264000117778778,
-    0.000780351996421814
+    0.0001130559965968132,
+    0.00020127999782562257,
+    0.0005146239995956421
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.348266701613154e-05,
-   "min": 2.348266701613154e-05,
-   "max": 2.348266701613154e-05,
+   "seconds": 1.56784752117736e-05,
+   "min": 1.56784752117736e-05,
+   "max": 1.56784752117736e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1122,15 +1122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.012800008058548e-05,
-    0.00011225599795579911,
-    0.00039292800426483156
+    2.6208000257611275e-05,
+    7.648000121116638e-05,
+    0.0002624639868736267
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.1857522605430506e-05,
-   "min": 2.1857522605430506e-05,
-   "max": 2.1857522605430506e-05,
+   "seconds": 2.664457057558355e-05,
+   "min": 2.664457057558355e-05,
+   "max": 2.664457057558355e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1139,15 +1139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017270399630069731,
-    0.0003202239871025085,
-    0.0008566399812698364
+    0.00011292800307273865,
+    0.00032179200649261477,
+    0.0007750719785690307
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.4159238097213563e-05,
-   "min": 2.4159238097213563e-05,
-   "max": 2.4159238097213563e-05,
+   "seconds": 1.5173333563974926e-05,
+   "min": 1.5173333563974926e-05,
+   "max": 1.5173333563974926e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1156,15 +1156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.961599946022034e-05,
-    0.00013184000551700592,
-    0.0004219200015068054
+    3.728000074625015e-05,
+    8.505599945783615e-05,
+    0.0002656320035457611
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.478476258970442e-05,
-   "min": 2.478476258970442e-05,
-   "max": 2.478476258970442e-05,
+   "seconds": 3.1583236264331e-05,
+   "min": 3.1583236264331e-05,
+   "max": 3.1583236264331e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1173,15 +1173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020729599893093108,
-    0.0003543680012226105,
-    0.000941536009311676
+    0.00013468800485134125,
+    0.00020812800526618958,
+    0.000813759982585907
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1668570871864047e-05,
-   "min": 1.1668570871864047e-05,
-   "max": 1.1668570871864047e-05,
+   "seconds": 1.118780965251582e-05,
+   "min": 1.118780965251582e-05,
+   "max": 1.118780965251582e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1190,15 +1190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8384000062942505e-05,
-    6.400000303983688e-05,
-    0.00020361599326133728
+    2.707199938595295e-05,
+    6.0704000294208526e-05,
+    0.00019491200149059296
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.4956189273368737e-05,
-   "min": 2.4956189273368737e-05,
-   "max": 2.4956189273368737e-05,
+   "seconds": 2.638704711127849e-05,
+   "min": 2.638704711127849e-05,
+   "max": 2.638704711127849e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1207,15 +1207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016236799955368042,
-    0.00026879999041557313,
-    0.000710591971874237
+    0.00015539200603961945,
+    0.0002721279859542847,
+    0.0007203519940376282
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2687999577749342e-05,
-   "min": 1.2687999577749342e-05,
-   "max": 1.2687999577749342e-05,
+   "seconds": 1.1676952420246034e-05,
+   "min": 1.1676952420246034e-05,
+   "max": 1.1676952420246034e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1224,15 +1224,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.694399982690811e-05,
-    8.371199667453766e-05,
-    0.00023683199286460876
+    4.112000018358231e-05,
+    7.619199901819228e-05,
+    0.0002162880003452301
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.5163429124014713e-05,
-   "min": 2.5163429124014713e-05,
-   "max": 2.5163429124014713e-05,
+   "seconds": 2.6180572985183626e-05,
+   "min": 2.6180572985183626e-05,
+   "max": 2.6180572985183626e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1241,15 +1241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002070080041885376,
-    0.0002980160117149353,
-    0.0007672640085220337
+    0.0001910720020532608,
+    0.0003044799864292145,
+    0.0007588800191879273
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2486094874995095e-05,
-   "min": 1.2486094874995095e-05,
-   "max": 1.2486094874995095e-05,
+   "seconds": 1.209904732448714e-05,
+   "min": 1.209904732448714e-05,
+   "max": 1.209904732448714e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1258,15 +1258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8287999331951143e-05,
-    6.815999746322632e-05,
-    0.00021638399362564086
+    2.72000003606081e-05,
+    6.134400144219398e-05,
+    0.00020796799659729003
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.371352498020444e-05,
-   "min": 5.371352498020444e-05,
-   "max": 5.371352498020444e-05,
+   "seconds": 4.922209201114519e-05,
+   "min": 4.922209201114519e-05,
+   "max": 4.922209201114519e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1275,15 +1275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017174400389194489,
-    0.00033510398864746094,
-    0.001152992010116577
+    0.00016438399255275726,
+    0.0003255679905414581,
+    0.0010766079425811768
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.336457065883137e-05,
-   "min": 1.336457065883137e-05,
-   "max": 1.336457065883137e-05,
+   "seconds": 1.2237714337451117e-05,
+   "min": 1.2237714337451117e-05,
+   "max": 1.2237714337451117e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1292,15 +1292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.710400104522705e-05,
-    0.00010105600208044052,
-    0.00025219199061393737
+    4.444799944758415e-05,
+    8.448000252246857e-05,
+    0.00022912000119686127
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.219885618204163e-05,
-   "min": 5.219885618204163e-05,
-   "max": 5.219885618204163e-05,
+   "seconds": 5.665143171236628e-05,
+   "min": 5.665143171236628e-05,
+   "max": 5.665143171236628e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1309,15 +1309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023708799481391907,
-    0.0004382080137729645,
-    0.0012220159769058229
+    0.00019513599574565887,
+    0.0004092159867286682,
+    0.0012309440374374389
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.3002667043890272e-05,
-   "min": 1.3002667043890272e-05,
-   "max": 1.3002667043890272e-05,
+   "seconds": 1.20967621249812e-05,
+   "min": 1.20967621249812e-05,
+   "max": 1.20967621249812e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1326,15 +1326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7904000133275985e-05,
-    6.672000139951706e-05,
-    0.00022288000583648682
+    2.6143999770283698e-05,
+    6.028800085186958e-05,
+    0.00020688000321388245
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.2524188714368e-05,
-   "min": 3.2524188714368e-05,
-   "max": 3.2524188714368e-05,
+   "seconds": 3.2426667887540084e-05,
+   "min": 3.2426667887540084e-05,
+   "max": 3.2426667887540084e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1343,15 +1343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015955199301242827,
-    0.00031478399038314817,
-    0.0008486719727516174
+    0.0001286720037460327,
+    0.00022371199727058412,
+    0.0007836800217628478
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.3452952106793721e-05,
-   "min": 1.3452952106793721e-05,
-   "max": 1.3452952106793721e-05,
+   "seconds": 1.2716951824369886e-05,
+   "min": 1.2716951824369886e-05,
+   "max": 1.2716951824369886e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1360,15 +1360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.620800167322159e-05,
-    8.435200154781341e-05,
-    0.00024726399779319763
+    4.464000090956688e-05,
+    8.451200276613235e-05,
+    0.0002359679937362671
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.300114543665023e-05,
-   "min": 3.300114543665023e-05,
-   "max": 3.300114543665023e-05,
+   "seconds": 2.305600118069421e-05,
+   "min": 2.305600118069421e-05,
+   "max": 2.305600118069421e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1377,15 +1377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001940159946680069,
-    0.00034294399619102476,
-    0.0008940160274505615
+    0.0001857600063085556,
+    0.00032892799377441407,
+    0.0007343040108680725
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2584380628097625e-05,
-   "min": 1.2584380628097625e-05,
-   "max": 1.2584380628097625e-05,
+   "seconds": 1.1641143155949457e-05,
+   "min": 1.1641143155949457e-05,
+   "max": 1.1641143155949457e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1394,15 +1394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8319999575614928e-05,
-    6.752000004053115e-05,
-    0.00021756799519062042
+    2.739199995994568e-05,
+    6.300800293684005e-05,
+    0.0002022400051355362
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.2389335114331472e-05,
-   "min": 2.2389335114331472e-05,
-   "max": 2.2389335114331472e-05,
+   "seconds": 1.7966474982954204e-05,
+   "min": 1.7966474982954204e-05,
+   "max": 1.7966474982954204e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1411,15 +1411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014944000542163849,
-    0.00026204800605773924,
-    0.0006766080260276795
+    0.0001223360002040863,
+    0.00022655999660491942,
+    0.0005715839862823486
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3140571436711719e-05,
-   "min": 1.3140571436711719e-05,
-   "max": 1.3140571436711719e-05,
+   "seconds": 1.3120761584667934e-05,
+   "min": 1.3120761584667934e-05,
+   "max": 1.3120761584667934e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1428,15 +1428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.851200059056282e-05,
-    8.767999708652496e-05,
-    0.0002455359995365143
+    4.595199972391129e-05,
+    8.336000144481659e-05,
+    0.00024211199581623079
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.441523596644402e-05,
-   "min": 2.441523596644402e-05,
-   "max": 2.441523596644402e-05,
+   "seconds": 2.6770284842877166e-05,
+   "min": 2.6770284842877166e-05,
+   "max": 2.6770284842877166e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1445,239 +1445,239 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017395199835300445,
-    0.00030992001295089723,
-    0.0007450559735298157
+    0.00015763199329376222,
+    0.00025935998558998107,
+    0.0007500159740447998
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.385600030422211e-05,
-   "min": 5.09440004825592e-05,
-   "max": 8.828800171613694e-05,
+   "seconds": 5.321599915623665e-05,
+   "min": 4.8415999859571457e-05,
+   "max": 6.97920024394989e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 8.063866818944617e-05,
-   "min": 6.073466564218206e-05,
-   "max": 0.00013078265512983007,
+   "seconds": 7.582673802971842e-06,
+   "min": 0.0,
+   "max": 4.652666486799719e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.352000266313553e-05,
-   "min": 7.747200131416321e-05,
-   "max": 0.00012179200351238251,
+   "seconds": 7.545600086450576e-05,
+   "min": 6.838399916887283e-05,
+   "max": 0.00010601600259542466,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 6.783866758147878e-05,
-   "min": 2.2558672974507064e-05,
-   "max": 0.0001418866800765197,
+   "seconds": 4.438266716897489e-05,
+   "min": 3.05586662143469e-05,
+   "max": 8.134265802800658e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 3.507199883460998e-05,
-   "min": 3.2800000160932544e-05,
-   "max": 6.012799963355064e-05,
+   "seconds": 3.200000151991844e-05,
+   "min": 2.8672000393271447e-05,
+   "max": 5.9967998415231706e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 1.7694673190514276e-05,
-   "min": 4.79867185155554e-06,
-   "max": 7.878266895810766e-05,
+   "seconds": 8.286671712994588e-06,
+   "min": 7.986743003130295e-07,
+   "max": 3.45586705952883e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.488000065088272e-05,
-   "min": 5.177599936723709e-05,
-   "max": 9.04960036277771e-05,
+   "seconds": 4.8191998153924945e-05,
+   "min": 4.339199885725975e-05,
+   "max": 6.489600241184234e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 2.8446673105160427e-05,
-   "min": 6.238667915264807e-06,
-   "max": 9.177467102805775e-05,
+   "seconds": 9.246671572327641e-06,
+   "min": 3.067590296270675e-08,
+   "max": 2.5950664654374135e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.347200155258179e-05,
-   "min": 3.1168000772595404e-05,
-   "max": 5.7599999010562895e-05,
+   "seconds": 3.0368000268936157e-05,
+   "min": 2.844800055027008e-05,
+   "max": 5.379199981689453e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 1.4718672881523792e-05,
-   "min": 3.198674569527345e-06,
-   "max": 3.427066529790564e-05,
+   "seconds": 2.1746736019850053e-06,
+   "min": 0.0,
+   "max": 2.4478672072291406e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.321599915623665e-05,
-   "min": 4.896000027656555e-05,
-   "max": 9.273599833250046e-05,
+   "seconds": 4.755200073122978e-05,
+   "min": 4.185599833726883e-05,
+   "max": 7.64160007238388e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.8830664853254977e-05,
-   "min": 1.5454667309920027e-05,
-   "max": 0.00011567865560452144,
+   "seconds": 1.5006663277745267e-05,
+   "min": 2.9106754809618253e-06,
+   "max": 7.555066235363482e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.924799919128418e-05,
-   "min": 2.6815999299287795e-05,
-   "max": 4.614400118589401e-05,
+   "seconds": 2.7264000847935676e-05,
+   "min": 2.473600022494793e-05,
+   "max": 4.646399989724159e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 1.5966674933830927e-05,
+   "max": 9.790670126676588e-06,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.004800111055374e-05,
-   "min": 4.6271998435258866e-05,
-   "max": 8.064000308513641e-05,
+   "seconds": 4.7008000314235686e-05,
+   "min": 4.150399938225746e-05,
+   "max": 7.56480023264885e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.580667371551197e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 4.8990665624539106e-05,
+   "max": 5.823867581784725e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.311999887228012e-05,
-   "min": 3.1360000371932985e-05,
-   "max": 5.4976001381874084e-05,
+   "seconds": 3.248000144958496e-05,
+   "min": 2.848000079393387e-05,
+   "max": 4.85760010778904e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 1.5454663584629714e-05,
-   "min": 6.70670221249273e-07,
-   "max": 4.505467290679617e-05,
+   "seconds": 4.0306728333235075e-06,
+   "min": 0.0,
+   "max": 6.831866316497329e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.577600002288818e-05,
-   "min": 5.212799832224846e-05,
-   "max": 8.515200018882751e-05,
+   "seconds": 4.915200173854828e-05,
+   "min": 4.547199979424477e-05,
+   "max": 6.886400282382965e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.7390665064255424e-05,
-   "min": 1.1678672085205732e-05,
-   "max": 5.295867348710699e-05,
+   "seconds": 1.385466568171981e-05,
+   "min": 3.0066650360822793e-06,
+   "max": 3.935867361724377e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 2.0031999796628952e-05,
-   "min": 1.9071999937295912e-05,
-   "max": 2.9311999678611756e-05,
+   "seconds": 1.8400000408291815e-05,
+   "min": 1.679999940097332e-05,
+   "max": 2.4159999564290046e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.398664752642336e-06,
+   "max": 0.0,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.7888001650571824e-05,
-   "min": 3.536000102758408e-05,
-   "max": 6.703999638557434e-05,
+   "seconds": 3.558399900794029e-05,
+   "min": 3.270399942994118e-05,
+   "max": 4.646399989724159e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.870661060015378e-06,
+   "max": 3.5067088901999215e-07,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.692800037562847e-05,
-   "min": 1.6256000846624374e-05,
-   "max": 2.1536000072956085e-05,
+   "seconds": 1.5200000256299973e-05,
+   "min": 1.4240000396966935e-05,
+   "max": 3.3440001308918e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 1.4110662663976384e-05,
+   "max": 0.0,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.385600075125694e-05,
-   "min": 3.235200047492981e-05,
-   "max": 5.632000043988228e-05,
+   "seconds": 3.075199946761131e-05,
+   "min": 2.8255999088287354e-05,
+   "max": 4.16640006005764e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 2.268667705357074e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 1.8400000408291815e-05,
-   "min": 1.7472000792622568e-05,
-   "max": 2.3072000592947006e-05,
+   "seconds": 1.727999933063984e-05,
+   "min": 1.63199994713068e-05,
+   "max": 3.2127998769283294e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 5.854670579234788e-06,
+   "seconds": 6.590675562620171e-06,
    "min": 0.0,
-   "max": 3.404666918019455e-05,
+   "max": 2.6622664183378235e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.580800071358681e-05,
-   "min": 3.3695999532938e-05,
-   "max": 5.932800099253654e-05,
+   "seconds": 3.267199918627739e-05,
+   "min": 3.062400035560131e-05,
+   "max": 4.902400076389313e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 1.852667580048246e-05,
-   "min": 3.678667048613246e-06,
-   "max": 4.710266242424649e-05,
+   "seconds": 1.6094671562314058e-05,
+   "min": 8.478673174977305e-06,
+   "max": 4.7518672421574586e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.938285714104062e-05,
-   "min": 1.938285714104062e-05,
-   "max": 1.938285714104062e-05,
+   "seconds": 1.6732191046079e-05,
+   "min": 1.6732191046079e-05,
+   "max": 1.6732191046079e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1686,15 +1686,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.718400001525879e-05,
-    9.468799829483033e-05,
-    0.00032771199941635133
+    3.1808000057935716e-05,
+    8.265600353479385e-05,
+    0.0002830080091953278
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.6968381546792527e-05,
-   "min": 1.6968381546792527e-05,
-   "max": 1.6968381546792527e-05,
+   "seconds": 1.5683044989903772e-05,
+   "min": 1.5683044989903772e-05,
+   "max": 1.5683044989903772e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1703,15 +1703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001841599941253662,
-    0.0002698239982128143,
-    0.0007216320037841797
+    0.0001462080031633377,
+    0.00023100799322128295,
+    0.0006282879710197449
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.849523896262759e-05,
-   "min": 1.849523896262759e-05,
-   "max": 1.849523896262759e-05,
+   "seconds": 1.8764190021015347e-05,
+   "min": 1.8764190021015347e-05,
+   "max": 1.8764190021015347e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1720,15 +1720,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.5135998874902726e-05,
-    0.00010998400300741196,
-    0.00033235201239585876
+    3.2767999917268756e-05,
+    9.484799951314926e-05,
+    0.00031615999341011046
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.6682666682061696e-05,
-   "min": 1.6682666682061696e-05,
-   "max": 1.6682666682061696e-05,
+   "seconds": 2.6100571311655506e-05,
+   "min": 2.6100571311655506e-05,
+   "max": 2.6100571311655506e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1737,43 +1737,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002181439995765686,
-    0.0003203519880771637,
-    0.000744704008102417
+    0.00014467200636863708,
+    0.00021347199380397796,
+    0.0007957119941711426
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.6655999943614006e-05,
-   "min": 2.534399926662445e-05,
-   "max": 5.030399933457375e-05,
+   "seconds": 2.969600073993206e-05,
+   "min": 2.7103999629616738e-05,
+   "max": 5.1392000168561934e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 1.1506676673889198e-06,
    "min": 0.0,
-   "max": 4.335866185526055e-05,
+   "max": 4.37106639146805e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.6560000628232954e-05,
-   "min": 4.27200011909008e-05,
-   "max": 7.926400005817413e-05,
+   "seconds": 4.761600121855736e-05,
+   "min": 4.543999955058098e-05,
+   "max": 7.440000027418137e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 5.337467292944591e-05,
+   "seconds": 2.3070665076375003e-05,
+   "min": 1.3630675151944175e-05,
+   "max": 4.860666580498222e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00010457371601036615,
-   "min": 0.00010457371601036615,
-   "max": 0.00010457371601036615,
+   "seconds": 0.00010863237721579414,
+   "min": 0.00010863237721579414,
+   "max": 0.00010863237721579414,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1782,15 +1782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012953600287437438,
-    0.000467168003320694,
-    0.001706112027168274
+    0.0001308799982070923,
+    0.0004648000001907349,
+    0.0017630399465560912
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00017212722627889544,
-   "min": 0.00017212722627889544,
-   "max": 0.00017212722627889544,
+   "seconds": 0.00019312456675938197,
+   "min": 0.00019312456675938197,
+   "max": 0.00019312456675938197,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1799,15 +1799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005392320156097412,
-    0.0014916800260543824,
-    0.004730527877807617
+    0.0005201280117034912,
+    0.001523360013961792,
+    0.00507913589477539
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011397943184489295,
-   "min": 0.00011397943184489295,
-   "max": 0.00011397943184489295,
+   "seconds": 0.00011840685421512241,
+   "min": 0.00011840685421512241,
+   "max": 0.00011840685421512241,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1816,15 +1816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00019299200177192688,
-    0.0005961920022964477,
-    0.0019231040477752685
+    0.0001568319946527481,
+    0.00040115201473236084,
+    0.001895967960357666
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017379506003288993,
-   "min": 0.00017379506003288993,
-   "max": 0.00017379506003288993,
+   "seconds": 0.00017262781588804155,
+   "min": 0.00017262781588804155,
+   "max": 0.00017262781588804155,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1833,15 +1833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006859200000762939,
-    0.0016647039651870729,
-    0.005041024208068848
+    0.0005301120281219482,
+    0.0015266239643096924,
+    0.004936768054962158
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0005145432466552372,
-   "min": 0.0005145432466552372,
-   "max": 0.0005145432466552372,
+   "seconds": 0.00038133181986354646,
+   "min": 0.00038133181986354646,
+   "max": 0.00038133181986354646,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1850,15 +1850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000522816002368927,
-    0.001030303955078125,
-    0.007895584106445313
+    0.0004822399914264679,
+    0.0016242879629135131,
+    0.0062015681266784665
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0003781607576778956,
-   "min": 0.0003781607576778956,
-   "max": 0.0003781607576778956,
+   "seconds": 0.0007188890647320522,
+   "min": 0.0007188890647320522,
+   "max": 0.0007188890647320522,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1867,15 +1867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001963296055793762,
-    0.005383872032165528,
-    0.015601344108581543
+    0.0014792640209197998,
+    0.004941440105438232,
+    0.018036415100097656
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005295626748175848,
-   "min": 0.0005295626748175848,
-   "max": 0.0005295626748175848,
+   "seconds": 0.000589777546269553,
+   "min": 0.000589777546269553,
+   "max": 0.000589777546269553,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1884,15 +1884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007099199891090393,
-    0.0027607040405273437,
-    0.008807392120361328
+    0.0006691840291023254,
+    0.002326848030090332,
+    0.009478624343872071
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0006398171271596636,
-   "min": 0.0006398171271596636,
-   "max": 0.0006398171271596636,
+   "seconds": 0.0005744685246830895,
+   "min": 0.0005744685246830895,
+   "max": 0.0005744685246830895,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1901,15 +1901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.002090143918991089,
-    0.005875360012054443,
-    0.019723199844360353
+    0.0019536960124969483,
+    0.00632374382019043,
+    0.019709823608398437
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.566780930473691e-05,
-   "min": 2.566780930473691e-05,
-   "max": 2.566780930473691e-05,
+   "seconds": 2.606704742425964e-05,
+   "min": 2.606704742425964e-05,
+   "max": 2.606704742425964e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1918,15 +1918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.0144001841545105e-05,
-    0.00012755200266838075,
-    0.0004352959990501404
+    4.732799902558327e-05,
+    0.0001271679997444153,
+    0.00043887999653816225
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.010666378906795e-05,
-   "min": 5.010666378906795e-05,
-   "max": 5.010666378906795e-05,
+   "seconds": 4.568228214269593e-05,
+   "min": 4.568228214269593e-05,
+   "max": 4.568228214269593e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1935,15 +1935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021526400744915008,
-    0.00046108800172805787,
-    0.0013580479621887207
+    0.00023241600394248964,
+    0.0005420799851417542,
+    0.0013401279449462892
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.7184762770221347e-05,
-   "min": 2.7184762770221347e-05,
-   "max": 2.7184762770221347e-05,
+   "seconds": 2.559238033635276e-05,
+   "min": 2.559238033635276e-05,
+   "max": 2.559238033635276e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1952,15 +1952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.571200281381607e-05,
-    0.00015900799632072448,
-    0.0004840640127658844
+    8.323200047016143e-05,
+    0.00015775999426841735,
+    0.00046636798977851867
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.2929526241052696e-05,
-   "min": 4.2929526241052696e-05,
-   "max": 4.2929526241052696e-05,
+   "seconds": 4.723885726361047e-05,
+   "min": 4.723885726361047e-05,
+   "max": 4.723885726361047e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1969,15 +1969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000289216011762619,
-    0.0005103999972343445,
-    0.0013445440530776977
+    0.00027136000990867615,
+    0.0005264639854431153,
+    0.0013760319948196412
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 3.226590529084205e-05,
-   "min": 3.226590529084205e-05,
-   "max": 3.226590529084205e-05,
+   "seconds": 2.8382475887026106e-05,
+   "min": 2.8382475887026106e-05,
+   "max": 2.8382475887026106e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1986,15 +1986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.257600173354149e-05,
-    0.00014537599682807922,
-    0.0005352320075035095
+    4.975999891757965e-05,
+    0.00012691199779510498,
+    0.00047283199429512025
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010682437728558269,
-   "min": 0.00010682437728558269,
-   "max": 0.00010682437728558269,
+   "seconds": 0.00010770057638486227,
+   "min": 0.00010770057638486227,
+   "max": 0.00010770057638486227,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2003,15 +2003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031388801336288454,
-    0.0007214080095291138,
-    0.002396991968154907
+    0.0003869119882583618,
+    0.0009519360065460205,
+    0.0024804160594940187
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.22811433672905e-05,
-   "min": 4.22811433672905e-05,
-   "max": 4.22811433672905e-05,
+   "seconds": 4.701257248719533e-05,
+   "min": 4.701257248719533e-05,
+   "max": 4.701257248719533e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2020,15 +2020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.767999708652496e-05,
-    0.00024348799884319305,
-    0.000731552004814148
+    0.00013174399733543397,
+    0.0002564480006694794,
+    0.0008314880132675171
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.897448087022416e-05,
-   "min": 9.897448087022416e-05,
-   "max": 9.897448087022416e-05,
+   "seconds": 6.676038461072106e-05,
+   "min": 6.676038461072106e-05,
+   "max": 6.676038461072106e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2037,15 +2037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000622816026210785,
-    0.0009757760167121887,
-    0.002718048095703125
+    0.0006100800037384033,
+    0.0010770560503005982,
+    0.002358560085296631
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.943718749978485e-06,
-   "min": 3.7600892857409766e-06,
-   "max": 4.010957589300241e-06,
+   "seconds": 3.4535156250134084e-06,
+   "min": 2.1480937499873676e-06,
+   "max": 3.5847656249928965e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2057,9 +2057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00023011271428328783,
-   "min": 0.00018528057143336288,
-   "max": 0.0002619162857066775,
+   "seconds": 0.00019469299999842957,
+   "min": 0.00013020914285683766,
+   "max": 0.00024640300000555726,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2071,9 +2071,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00022198499999603882,
-   "min": 0.00021615899999005705,
-   "max": 0.00023099000000570413,
+   "seconds": 0.00021540099999839413,
+   "min": 0.00020863499999990154,
+   "max": 0.00023753499999656924,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2082,9 +2082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.732135267859553e-05,
-   "min": 3.6759578124989645e-05,
-   "max": 3.900881249999496e-05,
+   "seconds": 3.2606033482144147e-05,
+   "min": 3.128279687500005e-05,
+   "max": 3.405738169642054e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2096,9 +2096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00043143314285032375,
-   "min": 0.000180165000001255,
-   "max": 0.0005550795714169355,
+   "seconds": 0.0003360841428608247,
+   "min": 6.886857142924478e-05,
+   "max": 0.0006459354285774615,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2110,9 +2110,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0002198119999974324,
-   "min": 0.00020969399999160032,
-   "max": 0.00024235399999383844,
+   "seconds": 0.0002021849999991332,
+   "min": 0.00017117400000188354,
+   "max": 0.00022411200000505005,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2121,9 +2121,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 3.2191875000301247e-06,
-   "min": 3.0221696428586346e-06,
-   "max": 3.359310267831666e-06,
+   "seconds": 2.899660714285522e-06,
+   "min": 2.7633549107207245e-06,
+   "max": 3.020801339277084e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2135,9 +2135,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.0001625641428546487,
-   "min": 0.0001320900000020434,
-   "max": 0.00020474114284801153,
+   "seconds": 0.0001318318571402902,
+   "min": 8.468300000024392e-05,
+   "max": 0.00018943042857192234,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2149,9 +2149,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001653959999998733,
-   "min": 0.00015812099999834572,
-   "max": 0.00021038599999201324,
+   "seconds": 0.00014762700000403584,
+   "min": 0.00014198000000220645,
+   "max": 0.00017402299999957904,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2160,9 +2160,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.6515756696414536e-05,
-   "min": 1.5820220982152933e-05,
-   "max": 1.8512149553570216e-05,
+   "seconds": 1.3696412946430567e-05,
+   "min": 1.2806129464288623e-05,
+   "max": 1.4766984375001537e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2174,9 +2174,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0008392605714289761,
-   "min": 0.0006499044285744407,
-   "max": 0.000975329857139075,
+   "seconds": 0.0005294924285733162,
+   "min": 0.00033474942857582486,
+   "max": 0.0007317005714315071,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2188,9 +2188,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005406420000042544,
-   "min": 0.0005125630000009096,
-   "max": 0.0005606630000016821,
+   "seconds": 0.0005646940000048062,
+   "min": 0.0005373659999960978,
+   "max": 0.0006067059999992352,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2199,9 +2199,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00012372831249999168,
-   "min": 0.00012208481473214533,
-   "max": 0.0001262065357143159,
+   "seconds": 0.00010799928794643801,
+   "min": 0.00010187983035714332,
+   "max": 0.00011009420982144302,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2213,9 +2213,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0008201539999938799,
-   "min": 0.0005688452857250635,
-   "max": 0.001141131999992646,
+   "seconds": 0.0005304717142879311,
+   "min": 0.00017735514285379013,
+   "max": 0.001057772857144812,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2227,9 +2227,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0006120740000028491,
-   "min": 0.0005740569999943546,
-   "max": 0.0006575919999960433,
+   "seconds": 0.0005515980000012632,
+   "min": 0.00048619499999347227,
+   "max": 0.0006739359999983208,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2238,9 +2238,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.932997767825853e-06,
-   "min": 4.736988839277549e-06,
-   "max": 5.117794642866309e-06,
+   "seconds": 4.3950803571319545e-06,
+   "min": 3.446484375002612e-06,
+   "max": 4.755287946443611e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2252,9 +2252,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00020946328571166565,
-   "min": 0.00017948600000547036,
-   "max": 0.00023938357144004385,
+   "seconds": 0.00024294585714557115,
+   "min": 0.00017482528571832745,
+   "max": 0.0003016479999971011,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2266,9 +2266,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00023652400000173657,
-   "min": 0.00022991699999863613,
-   "max": 0.00025078099999120695,
+   "seconds": 0.00022225200000036693,
+   "min": 0.00021094799999588076,
+   "max": 0.00025080500000029815,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2277,37 +2277,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 9.690001999999254e-06,
-   "min": 9.546876000001704e-06,
-   "max": 9.796450999999706e-06,
+   "seconds": 8.706478999997103e-06,
+   "min": 8.316489000009142e-06,
+   "max": 8.9464659999976e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 1.2443168999993759e-05,
-   "min": 1.2153272000006154e-05,
-   "max": 1.2618627999998467e-05,
+   "seconds": 1.1390640000001894e-05,
+   "min": 1.0041380000004097e-05,
+   "max": 1.177086099998803e-05,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.9992500000114434e-06,
-   "min": 1.9231149999967555e-06,
-   "max": 2.0432099999965204e-06,
+   "seconds": 1.7442740000035428e-06,
+   "min": 1.6661220000031563e-06,
+   "max": 1.8387180000019043e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.447008500000436e-05,
-   "min": 2.4158429999999954e-05,
-   "max": 2.4869031999998014e-05,
+   "seconds": 2.1543283999989172e-05,
+   "min": 2.1210994000000482e-05,
+   "max": 2.1882386000001475e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.645253699999728e-05,
-   "min": 2.618776100000275e-05,
-   "max": 2.669252500000141e-05,
+   "seconds": 2.4149360000009778e-05,
+   "min": 2.3812558000003037e-05,
+   "max": 2.4698580999995557e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   }
@@ -2332,15 +2332,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.579199910163879e-05,
-    "min": 8.49183976650238e-05,
-    "max": 0.00011741119623184205,
+    "seconds": 8.876799941062927e-05,
+    "min": 8.221759796142578e-05,
+    "max": 0.0001263327956199646,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015549920201301574,
-    "min": 0.00014237120151519775,
-    "max": 0.000340451192855835,
+    "seconds": 0.00015046560168266297,
+    "min": 0.0001428096055984497,
+    "max": 0.0002663680076599121,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2359,20 +2359,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       48,
       48
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.273599982261658e-05,
-    "min": 9.088640213012695e-05,
-    "max": 0.00010796159505844117,
+    "seconds": 0.00010493760108947755,
+    "min": 0.00010323840379714965,
+    "max": 0.00011523200273513795,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016711519956588746,
-    "min": 0.00014697279930114745,
-    "max": 0.00020935359001159667,
+    "seconds": 0.0001289039969444275,
+    "min": 0.0001208448052406311,
+    "max": 0.00019027520418167114,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2397,15 +2397,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8147200942039494e-05,
-    "min": 5.7670402526855464e-05,
-    "max": 5.993599891662598e-05,
+    "seconds": 5.819840133190155e-05,
+    "min": 5.7327997684478755e-05,
+    "max": 6.054080128669739e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014744479656219483,
-    "min": 0.00013647680282592774,
-    "max": 0.00018587839603424072,
+    "seconds": 0.00014898720383644105,
+    "min": 0.00013636800050735473,
+    "max": 0.00018057279586791993,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2425,20 +2425,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.120799779891969e-05,
-    "min": 6.01631999015808e-05,
-    "max": 6.263679862022399e-05,
+    "seconds": 0.00011366879940032958,
+    "min": 0.00011016960144042968,
+    "max": 0.00011711360216140746,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001500752031803131,
-    "min": 0.0001385632038116455,
-    "max": 0.00019625920057296753,
+    "seconds": 0.00016582240462303163,
+    "min": 0.00016183040142059326,
+    "max": 0.0001904896020889282,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2463,15 +2463,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010760319828987121,
-    "min": 0.00010715520381927491,
-    "max": 0.00010954560041427613,
+    "seconds": 0.00010807520151138306,
+    "min": 0.0001068127989768982,
+    "max": 0.00011045119762420654,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00023576799631118775,
-    "min": 0.00019842560291290283,
-    "max": 0.000260483193397522,
+    "seconds": 0.00017419999837875368,
+    "min": 0.00016572480201721193,
+    "max": 0.00021707520484924315,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2491,20 +2491,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       48,
       48
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001144432008266449,
-    "min": 0.00010990079641342164,
-    "max": 0.00011809279918670655,
+    "seconds": 0.00017027360200881956,
+    "min": 0.00016759040355682374,
+    "max": 0.00017755199670791626,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019533119797706603,
-    "min": 0.00016756160259246826,
-    "max": 0.0002595455884933472,
+    "seconds": 0.00021261119842529293,
+    "min": 0.0001859007954597473,
+    "max": 0.0002285887956619263,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2528,15 +2528,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1879999637603756e-05,
-    "min": 4.142400026321411e-05,
-    "max": 4.419519901275635e-05,
+    "seconds": 4.1624000668525693e-05,
+    "min": 4.058560132980347e-05,
+    "max": 4.2508798837661744e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013918560147285463,
-    "min": 0.00012677760124206542,
-    "max": 0.00019854400157928468,
+    "seconds": 0.00012076320052146911,
+    "min": 0.00011687680482864379,
+    "max": 0.00014154239892959594,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2555,20 +2555,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4422399997711185e-05,
-    "min": 4.3808001279830935e-05,
-    "max": 4.639039933681488e-05,
+    "seconds": 0.0002517584085464478,
+    "min": 0.0002490047931671143,
+    "max": 0.00025530560016632077,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013796960115432737,
-    "min": 0.00013476159572601318,
-    "max": 0.00018147519826889038,
+    "seconds": 0.0005907792091369628,
+    "min": 0.0005842304229736328,
+    "max": 0.000646124792098999,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2590,15 +2590,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0537600219249724e-05,
-    "min": 4.0400001406669614e-05,
-    "max": 4.284799993038177e-05,
+    "seconds": 3.981120139360428e-05,
+    "min": 3.944959938526154e-05,
+    "max": 4.067200124263763e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010828480124473572,
-    "min": 0.00010234240293502807,
-    "max": 0.00013387199640274046,
+    "seconds": 7.434560060501099e-05,
+    "min": 6.758400201797485e-05,
+    "max": 0.00010540800094604491,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2615,20 +2615,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       48,
       48
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3903999030590055e-05,
-    "min": 4.296959936618805e-05,
-    "max": 4.587520062923431e-05,
+    "seconds": 2.3100800067186356e-05,
+    "min": 2.2732800245285034e-05,
+    "max": 2.4383999407291415e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010149120092391968,
-    "min": 9.821439981460572e-05,
-    "max": 0.00015113279819488524,
+    "seconds": 6.598719954490662e-05,
+    "min": 6.0207998752593996e-05,
+    "max": 8.459200263023376e-05,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2650,15 +2650,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.709280043840408e-05,
-    "min": 3.677119910717011e-05,
-    "max": 3.851520121097565e-05,
+    "seconds": 3.587359935045242e-05,
+    "min": 3.565120100975037e-05,
+    "max": 3.61952006816864e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010764639973640442,
-    "min": 9.946879744529725e-05,
-    "max": 0.00013545600175857543,
+    "seconds": 8.033919930458068e-05,
+    "min": 7.561920285224915e-05,
+    "max": 0.00010647679567337036,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2675,20 +2675,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0134400129318234e-05,
-    "min": 3.9340800046920775e-05,
-    "max": 4.119040071964264e-05,
+    "seconds": 2.7364799380302428e-05,
+    "min": 2.6704001426696777e-05,
+    "max": 2.9148799180984498e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010761920213699341,
-    "min": 0.00010002559423446654,
-    "max": 0.00012731839418411256,
+    "seconds": 7.667039930820465e-05,
+    "min": 7.268480062484742e-05,
+    "max": 0.00012325119972229003,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2708,15 +2708,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.721600025892258e-05,
-    "min": 3.659839928150177e-05,
-    "max": 3.908799886703491e-05,
+    "seconds": 3.5815998911857604e-05,
+    "min": 3.5631999373435973e-05,
+    "max": 3.6185601353645326e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001007887989282608,
-    "min": 9.515519738197327e-05,
-    "max": 0.00013899519443511964,
+    "seconds": 7.621119916439057e-05,
+    "min": 7.267519831657409e-05,
+    "max": 9.831680059432983e-05,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2731,20 +2731,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.008959978818894e-05,
-    "min": 3.941760063171387e-05,
-    "max": 4.051840007305145e-05,
+    "seconds": 2.250079959630966e-05,
+    "min": 2.189120054244995e-05,
+    "max": 2.5007998943328856e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010272799730300902,
-    "min": 9.838079810142517e-05,
-    "max": 0.00012936320304870606,
+    "seconds": 7.615199983119965e-05,
+    "min": 7.334079742431641e-05,
+    "max": 0.0001159808039665222,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2764,15 +2764,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6776000261306766e-05,
-    "min": 3.622719943523407e-05,
-    "max": 3.7279999256134035e-05,
+    "seconds": 3.566560000181198e-05,
+    "min": 3.527680039405823e-05,
+    "max": 3.614720106124878e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010649759769439698,
-    "min": 9.007999897003174e-05,
-    "max": 0.00011983360052108764,
+    "seconds": 7.543359994888305e-05,
+    "min": 7.296640276908874e-05,
+    "max": 0.00010019199848175049,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2787,20 +2787,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9476799964904783e-05,
-    "min": 3.9132800698280334e-05,
-    "max": 3.998079895973205e-05,
+    "seconds": 2.1993599832057953e-05,
+    "min": 2.1116800606250765e-05,
+    "max": 2.3580799996852876e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010231519937515258,
-    "min": 9.903039932250977e-05,
-    "max": 0.0001370527982711792,
+    "seconds": 7.7811199426651e-05,
+    "min": 7.573760151863098e-05,
+    "max": 0.00011233919858932495,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2820,15 +2820,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7459200620651244e-05,
-    "min": 3.692159950733185e-05,
-    "max": 3.950720131397247e-05,
+    "seconds": 3.584960103034973e-05,
+    "min": 3.5702401399612426e-05,
+    "max": 3.61952006816864e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.70768004655838e-05,
-    "min": 9.113280177116394e-05,
-    "max": 0.0001356160044670105,
+    "seconds": 7.767840027809143e-05,
+    "min": 7.290560007095337e-05,
+    "max": 0.00010300799608230591,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2843,20 +2843,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.99728000164032e-05,
-    "min": 3.908799886703491e-05,
-    "max": 4.220159947872162e-05,
+    "seconds": 2.2287999838590622e-05,
+    "min": 2.1967999637126922e-05,
+    "max": 2.3430399596691132e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.883679747581481e-05,
-    "min": 9.127359986305237e-05,
-    "max": 0.00013354239463806152,
+    "seconds": 7.654719948768616e-05,
+    "min": 7.350080013275148e-05,
+    "max": 0.00010944960117340088,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2878,15 +2878,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.33951997756958e-05,
-    "min": 5.274559855461121e-05,
-    "max": 5.4307198524475105e-05,
+    "seconds": 5.1227200031280517e-05,
+    "min": 5.073599815368652e-05,
+    "max": 5.176640152931213e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010240960121154786,
-    "min": 9.645119905471801e-05,
-    "max": 0.00014614399671554566,
+    "seconds": 8.123679757118224e-05,
+    "min": 7.60927975177765e-05,
+    "max": 0.00011382720470428467,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2903,20 +2903,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.6129601597785955e-05,
-    "min": 5.535039901733398e-05,
-    "max": 5.775039792060852e-05,
+    "seconds": 3.4187199175357823e-05,
+    "min": 3.339839875698089e-05,
+    "max": 3.542400002479553e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.940800070762633e-05,
-    "min": 9.725120067596435e-05,
-    "max": 0.0001448256015777588,
+    "seconds": 7.689760029315948e-05,
+    "min": 7.504000067710876e-05,
+    "max": 0.00011465280055999755,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2944,15 +2944,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.20143985748291e-05,
-    "min": 5.131199955940247e-05,
-    "max": 5.241919755935669e-05,
+    "seconds": 5.035519897937775e-05,
+    "min": 4.9728000164031985e-05,
+    "max": 5.05952000617981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.719039857387543e-05,
-    "min": 7.948160171508789e-05,
-    "max": 0.00012125760316848756,
+    "seconds": 6.494239866733552e-05,
+    "min": 6.260480284690857e-05,
+    "max": 8.449599742889403e-05,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2967,7 +2967,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     },
     {
@@ -2975,20 +2975,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.3703999519348145e-05,
-    "min": 5.316799879074097e-05,
-    "max": 5.889919996261597e-05,
+    "seconds": 2.774400115013123e-05,
+    "min": 2.7446401119232178e-05,
+    "max": 2.8352001309394835e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.988159954547882e-05,
-    "min": 7.825599908828735e-05,
-    "max": 0.00010135680437088012,
+    "seconds": 6.05455994606018e-05,
+    "min": 5.315520167350769e-05,
+    "max": 7.511360049247741e-05,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3016,15 +3016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.138239860534668e-05,
-    "min": 5.0976002216339106e-05,
-    "max": 5.175039768218994e-05,
+    "seconds": 5.0284799933433534e-05,
+    "min": 5.001279711723327e-05,
+    "max": 5.069760084152222e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012099679708480835,
-    "min": 0.0001167840003967285,
-    "max": 0.00017995840311050415,
+    "seconds": 0.00010789120197296143,
+    "min": 0.0001040608048439026,
+    "max": 0.000124889600276947,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3039,7 +3039,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     },
     {
@@ -3047,20 +3047,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.429920256137848e-05,
-    "min": 5.380160212516785e-05,
-    "max": 5.6214398145675657e-05,
+    "seconds": 2.796639949083328e-05,
+    "min": 2.749119997024536e-05,
+    "max": 2.9039999842643738e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013771679997444153,
-    "min": 0.000124835205078125,
-    "max": 0.00017177599668502806,
+    "seconds": 9.935359954833984e-05,
+    "min": 9.12768006324768e-05,
+    "max": 0.00011396479606628418,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3084,15 +3084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7225601077079775e-05,
-    "min": 3.6646398901939395e-05,
-    "max": 3.9123201370239254e-05,
+    "seconds": 3.618239909410477e-05,
+    "min": 3.577280044555664e-05,
+    "max": 3.681919872760773e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011652800440788269,
-    "min": 0.00011267520189285278,
-    "max": 0.00016649600267410277,
+    "seconds": 0.0001088320016860962,
+    "min": 0.00010743999481201171,
+    "max": 0.00012325439453125,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3111,20 +3111,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       256,
       256
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.101759940385819e-05,
-    "min": 3.988479971885681e-05,
-    "max": 4.275200068950653e-05,
+    "seconds": 8.921919763088227e-05,
+    "min": 8.854399919509888e-05,
+    "max": 9.104959964752197e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001161024034023285,
-    "min": 0.00010576319694519042,
-    "max": 0.00015238080024719238,
+    "seconds": 0.00013199519515037536,
+    "min": 0.00013045120239257814,
+    "max": 0.00016230080127716066,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3146,15 +3146,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.653759777545929e-05,
-    "min": 6.606400012969971e-05,
-    "max": 6.80832028388977e-05,
+    "seconds": 6.541920006275177e-05,
+    "min": 6.468799710273743e-05,
+    "max": 6.605119705200195e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010110879838466644,
-    "min": 9.468160271644592e-05,
-    "max": 0.0001562976002693176,
+    "seconds": 7.942080199718475e-05,
+    "min": 7.420480251312256e-05,
+    "max": 0.00010772800445556639,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3171,20 +3171,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       2048,
       8192
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.058080136775971e-05,
-    "min": 6.910079717636108e-05,
-    "max": 7.115839719772339e-05,
+    "seconds": 0.00011804159879684448,
+    "min": 0.0001178272008895874,
+    "max": 0.00012186880111694335,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.477920234203338e-05,
-    "min": 8.632959723472595e-05,
-    "max": 0.00014936319589614868,
+    "seconds": 9.554240107536316e-05,
+    "min": 9.43552017211914e-05,
+    "max": 0.0001375391960144043,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3211,15 +3211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.411360085010529e-05,
-    "min": 8.364160060882569e-05,
-    "max": 8.490560054779053e-05,
+    "seconds": 8.316799998283385e-05,
+    "min": 8.2668799161911e-05,
+    "max": 8.335360288619996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001344591975212097,
-    "min": 0.00013119679689407347,
-    "max": 0.00019679360389709472,
+    "seconds": 0.00010426719784736633,
+    "min": 0.00010106879472732543,
+    "max": 0.00013789440393447875,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3234,7 +3234,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       2048,
       8192
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     },
     {
@@ -3246,15 +3246,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.844959735870362e-05,
-    "min": 8.784000277519227e-05,
-    "max": 8.988800048828125e-05,
+    "seconds": 0.00012899680137634276,
+    "min": 0.00012814400196075438,
+    "max": 0.0001489151954650879,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001716863989830017,
-    "min": 0.00016537920236587525,
-    "max": 0.00021496639251708982,
+    "seconds": 0.0001407983958721161,
+    "min": 0.00012751679420471191,
+    "max": 0.00020357120037078858,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3277,15 +3277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3411199748516076e-05,
-    "min": 4.0761598944664005e-05,
-    "max": 7.051839828491211e-05,
+    "seconds": 3.9492799341678616e-05,
+    "min": 3.835520148277283e-05,
+    "max": 4.424639940261841e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004322400093078613,
-    "min": 0.0003746687889099121,
-    "max": 0.0018940448760986328,
+    "seconds": 0.0003761360049247742,
+    "min": 0.0003640127897262573,
+    "max": 0.0013012895584106445,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3308,15 +3308,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.125760048627853e-05,
-    "min": 3.9427199959754945e-05,
-    "max": 4.3615999817848205e-05,
+    "seconds": 4.441279917955399e-05,
+    "min": 4.2803201079368586e-05,
+    "max": 4.8713600635528563e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003899232029914856,
-    "min": 0.00037199680805206296,
-    "max": 0.0006261280059814453,
+    "seconds": 0.0003766831994056702,
+    "min": 0.00037118079662323,
+    "max": 0.0004282048225402832,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3351,15 +3351,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.200479865074157e-05,
-    "min": 6.117759943008422e-05,
-    "max": 6.583999991416932e-05,
+    "seconds": 6.245439946651459e-05,
+    "min": 6.173760294914246e-05,
+    "max": 6.40991985797882e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021155359745025633,
-    "min": 0.00020909759998321534,
-    "max": 0.00022249600887298582,
+    "seconds": 0.00021175040006637572,
+    "min": 0.00020835840702056885,
+    "max": 0.00021935999393463135,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3389,20 +3389,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       48,
       48
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.470720171928406e-05,
-    "min": 6.351680159568786e-05,
-    "max": 6.620799899101258e-05,
+    "seconds": 6.571840047836305e-05,
+    "min": 6.464639902114869e-05,
+    "max": 6.771839857101441e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020838719606399537,
-    "min": 0.0002037888050079346,
-    "max": 0.00024154560565948485,
+    "seconds": 0.00020520319938659666,
+    "min": 0.00020085120201110838,
+    "max": 0.00022100799083709716,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3437,15 +3437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.961120069026946e-05,
-    "min": 6.828160285949707e-05,
-    "max": 7.136960029602051e-05,
+    "seconds": 6.954240202903748e-05,
+    "min": 6.910719871520995e-05,
+    "max": 7.255359888076782e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042991359233856196,
-    "min": 0.000425929594039917,
-    "max": 0.0004365056037902832,
+    "seconds": 0.0004296224117279053,
+    "min": 0.00042775039672851556,
+    "max": 0.0004308288097381592,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3475,20 +3475,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       48,
       48
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.03440010547638e-05,
-    "min": 6.997759938240051e-05,
-    "max": 7.196800112724305e-05,
+    "seconds": 7.008000016212463e-05,
+    "min": 6.800320148468017e-05,
+    "max": 7.32576012611389e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004257392168045044,
-    "min": 0.00041788158416748044,
-    "max": 0.00044080958366394044,
+    "seconds": 0.0004340735912322998,
+    "min": 0.00043006081581115725,
+    "max": 0.000444700813293457,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3515,15 +3515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.311679899692535e-05,
-    "min": 9.211199879646302e-05,
-    "max": 9.698560237884522e-05,
+    "seconds": 9.69072014093399e-05,
+    "min": 9.407359957695008e-05,
+    "max": 9.832640290260316e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013413119912147523,
-    "min": 0.0001327296018600464,
-    "max": 0.00021380159854888914,
+    "seconds": 0.00013797919750213624,
+    "min": 0.00013375359773635864,
+    "max": 0.0002277407884597778,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3545,20 +3545,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       14,
       14
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.620319902896882e-05,
-    "min": 9.430720210075378e-05,
-    "max": 9.87712025642395e-05,
+    "seconds": 6.357920169830322e-05,
+    "min": 6.224960088729858e-05,
+    "max": 6.487680077552795e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001350224018096924,
-    "min": 0.00013350720405578615,
-    "max": 0.00018129600286483763,
+    "seconds": 0.00011745120286941527,
+    "min": 0.00010813440084457397,
+    "max": 0.00016680959463119508,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3583,15 +3583,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.7868799567222594e-05,
-    "min": 5.73087990283966e-05,
-    "max": 5.993599891662598e-05,
+    "seconds": 5.8150398731231684e-05,
+    "min": 5.741440057754517e-05,
+    "max": 5.881919860839844e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.91327977180481e-05,
-    "min": 8.524799942970275e-05,
-    "max": 0.00010520000457763673,
+    "seconds": 0.00010332800149917602,
+    "min": 9.646080136299133e-05,
+    "max": 0.00011822079420089722,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3611,20 +3611,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16,
       32
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.049759984016418e-05,
-    "min": 5.954560041427612e-05,
-    "max": 6.0860800743103026e-05,
+    "seconds": 5.544160008430481e-05,
+    "min": 5.512319803237916e-05,
+    "max": 5.757120251655578e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.45551997423172e-05,
-    "min": 8.210880160331726e-05,
-    "max": 0.00011746879816055297,
+    "seconds": 8.95359992980957e-05,
+    "min": 8.59391987323761e-05,
+    "max": 0.00011390719413757324,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3656,15 +3656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.752640038728713e-05,
-    "min": 3.698239922523499e-05,
-    "max": 3.864000141620636e-05,
+    "seconds": 3.7987199425697324e-05,
+    "min": 3.76800000667572e-05,
+    "max": 3.883840143680572e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.842399954795839e-05,
-    "min": 9.059519767761231e-05,
-    "max": 0.00012318400144577027,
+    "seconds": 9.283680021762849e-05,
+    "min": 8.995199799537659e-05,
+    "max": 0.0001197216033935547,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3682,7 +3682,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       1024,
       512
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     },
     {
@@ -3691,20 +3691,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       1024,
       512
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9476799964904783e-05,
-    "min": 3.874239921569824e-05,
-    "max": 4.0355199575424196e-05,
+    "seconds": 2.3105599731206892e-05,
+    "min": 2.239679992198944e-05,
+    "max": 2.7014398574829102e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011139039993286133,
-    "min": 0.00010908160209655761,
-    "max": 0.00012634559869766237,
+    "seconds": 9.383199810981751e-05,
+    "min": 8.841919898986817e-05,
+    "max": 0.00011295039653778077,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3724,15 +3724,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003110703945159912,
-    "min": 0.0003107680082321167,
-    "max": 0.00031174399852752684,
+    "seconds": 0.0003156576037406921,
+    "min": 0.0003092063903808594,
+    "max": 0.000317737603187561,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005136288166046142,
-    "min": 0.0004859776020050049,
-    "max": 0.0005341311931610107,
+    "seconds": 0.0004893535852432251,
+    "min": 0.00048609600067138676,
+    "max": 0.000509065580368042,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3747,20 +3747,20 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
       16384,
       1024
      ],
-     "dtype": "float32",
+     "dtype": "bfloat16",
      "requires_grad": true
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036297760009765625,
-    "min": 0.0003142528057098389,
-    "max": 0.0003763999938964844,
+    "seconds": 0.00038715039491653443,
+    "min": 0.0003833983898162842,
+    "max": 0.00043272957801818846,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004991247892379761,
-    "min": 0.0004849055767059326,
-    "max": 0.0005611743927001953,
+    "seconds": 0.0005201231956481933,
+    "min": 0.0005107711791992188,
+    "max": 0.000575705623626709,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3805,15 +3805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002693455934524536,
-    "min": 0.0002507904052734375,
-    "max": 0.0003013727903366089,
+    "seconds": 0.00025329920053482054,
+    "min": 0.0002499743938446045,
+    "max": 0.00025961918830871584,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0008210671901702881,
-    "min": 0.0008072832107543944,
-    "max": 0.0026299615859985354,
+    "seconds": 0.0008127615928649902,
+    "min": 0.000809881591796875,
+    "max": 0.001967737579345703,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3858,15 +3858,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.002054206371307373,
-    "min": 0.002050271987915039,
-    "max": 0.0020719167709350584,
+    "seconds": 0.002043545532226562,
+    "min": 0.0020301183700561524,
+    "max": 0.002047088050842285,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004994577598571777,
-    "min": 0.00497820167541504,
-    "max": 0.005130748748779297,
+    "seconds": 0.004970169639587402,
+    "min": 0.004966889572143555,
+    "max": 0.005105289459228515,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3911,15 +3911,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005798367977142335,
-    "min": 0.0005729119777679443,
-    "max": 0.0005835840225219726,
+    "seconds": 0.0005734528064727784,
+    "min": 0.0005716479778289795,
+    "max": 0.0005829311847686768,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0018351408004760742,
-    "min": 0.0018101440429687502,
-    "max": 0.0032375328063964843,
+    "seconds": 0.0018018128395080567,
+    "min": 0.0017984479904174806,
+    "max": 0.0031230432510375977,
     "samples": 6
    },
    "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
