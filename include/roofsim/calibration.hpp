@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "roofsim/detail/json_read.hpp"
+#include "roofsim/detail/json_file.hpp"
 #include "roofsim/ir.hpp"
 #include "roofsim/precision.hpp"
 #include "roofsim/units.hpp"
@@ -799,16 +800,7 @@ inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer());
 
 /// Reads, parses and validates a profile file. Errors name the file and the JSON key path.
 [[nodiscard]] inline Calibration load_calibration(const std::filesystem::path& path) {
-    const std::string origin = path.filename().string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error(path.string() + ": cannot open calibration profile");
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(in);
-    } catch (const nlohmann::json::parse_error& e) {
-        throw std::runtime_error(origin + ": not valid JSON: " + e.what());
-    }
-    return calibration_from_json(j, origin);
+    return calibration_from_json(detail::read_json_file(path), path.filename().string());
 }
 
 /// Writes the profile atomically: validate, write a temporary file in the same directory, flush,

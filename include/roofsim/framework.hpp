@@ -66,7 +66,8 @@ struct FrameworkProfile {
     f.torch_version = root.at("software").at("torch").string();
     f.date_utc = root.at("date_utc").string();
     const JsonCursor figures = root.at("figures");
-    for (const auto& [key, value] : figures.object().items()) {
+    for (const auto& item : figures.object().items()) {
+        const std::string& key = item.key();
         const JsonCursor fig = figures.at(key);
         FrameworkFigure x;
         x.seconds = fig.at("seconds").non_negative();
@@ -76,7 +77,6 @@ struct FrameworkProfile {
         x.method = fig.at("method").string();
         if (!(x.min <= x.seconds && x.seconds <= x.max)) fig.fail("expected min <= seconds <= max");
         f.figures[key] = x;
-        (void)value;
     }
     if (root.has("op_timings")) {
         const JsonCursor list = root.at("op_timings");

@@ -609,7 +609,7 @@ private:
         return Value{{1}, dt, x.needs_grad};
     }
 
-    void attention_kernels(const Layer& l, AttentionDims a, DType dt, const std::string& owner_op) {
+    void attention_kernels(const Layer& l, AttentionDims a, DType dt) {
         const double qkv = static_cast<double>(a.batch * a.heads * a.head_dim) * static_cast<double>(a.seq_q + 2 * a.seq_kv);
         const double o = static_cast<double>(a.batch * a.heads * a.seq_q * a.head_dim);
         const double rows = static_cast<double>(a.batch * a.heads * a.seq_q);
@@ -642,7 +642,6 @@ private:
                            attention_flops(a, true).value(), matmul_unit(dt));
         b.dims = a;
         b.backward_pass = true;
-        (void)owner_op;
     }
 
     // sdpa(q, k, v) with q B x H x L x D: the backend's fused kernels (flash / memory-efficient) or
@@ -659,7 +658,7 @@ private:
         if (!backend) throw layer_error(l, "backend: expected flash, efficient or math");
         a.backend = *backend;
         const DType dt = compute_dtype(l, q);
-        attention_kernels(l, a, dt, "sdpa");
+        attention_kernels(l, a, dt);
         for (std::size_t i = 0; i < 3; ++i) save_input(s, l, i, dt);
         save(s, tensor_of(l.name), tensor_bytes(numel(q.shape), dt));
         return Value{q.shape, dt, true};
@@ -689,7 +688,7 @@ private:
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
             AttentionDims a{b, heads, len, len, d, false,
                             dt == DType::f32 ? AttentionBackend::efficient : AttentionBackend::flash};
-            attention_kernels(l, a, dt, "mha");
+            attention_kernels(l, a, dt);
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
             gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
             save(s, l.name + ":internals", tensor_bytes(6 * te, dt));
