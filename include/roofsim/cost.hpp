@@ -43,6 +43,9 @@ struct CostContext {
     Ceilings ceilings;
     int sm_count = 1;
     std::map<ComputeUnit, GemmModel> gemm;
+    /// cuBLAS GPU times the calibration measured, by exact shape (unit, min(m, n), max(m, n), k,
+    /// batch): the median over the operand layouts measured for that shape.
+    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, Seconds> gemm_measured;
     /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
     /// cuDNN times the calibration measured, by exact shape (NCHW, PyTorch's default layout).
@@ -139,6 +142,11 @@ namespace detail {
 }  // namespace detail
 
 namespace detail {
+/// The exact-shape key of a GEMM: C and its transpose are the same work, so (m, n) is unordered.
+[[nodiscard]] inline auto gemm_key(ComputeUnit unit, const GemmDims& d) {
+    return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch};
+}
+
 /// The exact-shape key of a convolution (unit, pass, N, C, H, W, K, R, S, stride, pad, groups, dilation).
 [[nodiscard]] inline auto conv_key(ComputeUnit unit, const ConvDims& d) {
     return std::tuple{unit, d.pass, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
@@ -161,6 +169,14 @@ namespace detail {
     // GEMM: fit t0 and k0 per unit to the cuBLAS sweep, against the unit's library ceiling.
     std::map<ComputeUnit, std::vector<std::pair<GemmDims, double>>> sweep;
     for (const auto& r : cal.gemm_sweep) sweep[r.unit].push_back({GemmDims{r.m, r.n, r.k, r.batch}, r.seconds.median});
+    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, std::vector<double>> by_shape;
+    for (const auto& r : cal.gemm_sweep) {
+        by_shape[detail::gemm_key(r.unit, GemmDims{r.m, r.n, r.k, r.batch})].push_back(r.seconds.median);
+    }
+    for (auto& [key, times] : by_shape) {
+        std::sort(times.begin(), times.end());
+        ctx.gemm_measured[key] = Seconds(times[times.size() / 2]);
+    }
     for (auto& [unit, points] : sweep) {
         if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
         GemmModel g = detail::fit_gemm_model(ctx.ceilings.rate(unit), ctx.sm_count, points);
@@ -208,7 +224,9 @@ struct KernelCost {
 [[nodiscard]] inline KernelCost gemm_cost(const Kernel& k, const GemmDims& d, const CostContext& ctx) {
     auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
-    const Seconds compute = detail::gemm_model_time(model->second, d);
+    const auto measured = ctx.gemm_measured.find(detail::gemm_key(k.unit, d));
+    const Seconds compute = measured != ctx.gemm_measured.end() ? measured->second  // the calibration timed this shape
+                                                                : detail::gemm_model_time(model->second, d);
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }
