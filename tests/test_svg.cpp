@@ -41,3 +41,23 @@ TEST_CASE("one precision draws one compute ceiling; points are drawn", "[svg]") 
     o.only_unit = ComputeUnit::fp8_tensor;
     CHECK_THROWS_AS(roofline_svg(c, o), std::invalid_argument);
 }
+
+#include <roofsim/report_svg.hpp>
+#include <roofsim/zoo/zoo.hpp>
+
+TEST_CASE("the prediction report draws layers on the roofline and the slowest layers as bars", "[svg][predict]") {
+    const CostContext ctx = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
+    PredictOptions o;
+    o.lowering.batch = 16;
+    const Prediction p = predict(zoo::resnet50(), ctx, o);
+    const std::string svg = prediction_svg(p, ctx.ceilings, 5);
+    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
+    CHECK(count(svg, "<svg") == 2);  // the report and the nested roofline
+    CHECK(count(svg, "</svg>") == 2);
+    CHECK(count(svg, "<text") == count(svg, "</text>"));
+    CHECK(svg.find("<title>conv1 forward</title>") != std::string::npos);
+    CHECK(svg.find("<title>fc backward</title>") != std::string::npos);
+    CHECK(svg.find("GPU time per layer: resnet50, batch 16") != std::string::npos);
+    CHECK(count(svg, " ms, ") == 5);  // five bars, each labelled with its time and bound
+    CHECK(svg.find("nan") == std::string::npos);
+}

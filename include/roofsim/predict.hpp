@@ -25,6 +25,8 @@ struct LayerTime {
     Seconds forward_host{0}, backward_host{0};  ///< host issue time of its ops
     Flops flops{0};
     Bytes bytes{0};
+    Flops forward_flops{0};                     ///< the forward pass's share of `flops`
+    Bytes forward_bytes{0};                     ///< the forward pass's share of `bytes`
     Bound bound = Bound::compute;               ///< the bound of its longest kernel
     int kernels = 0;
     int flagged = 0;                            ///< kernels with no cost model (unknown ops)
@@ -86,6 +88,10 @@ struct Prediction {
         (forward ? row.forward_host : row.backward_host) += s.host_time;
         row.flops += k.flops;
         row.bytes += k.bytes();
+        if (forward) {
+            row.forward_flops += k.flops;
+            row.forward_bytes += k.bytes();
+        }
         if (k.kind != KernelKind::host_only) row.kernels += 1;
         if (k.kind == KernelKind::unknown) {
             row.flagged += 1;

@@ -18,4 +18,5 @@
 #include <roofsim/sim.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
+#include <roofsim/report_svg.hpp>
 #include <roofsim/zoo/zoo.hpp>

@@ -372,6 +372,8 @@ int main(int argc, char** argv) {
     predict->add_option("--top", predict_top, "Show the K layers with the most GPU time");
     predict->add_flag("--json", predict_json, "Print JSON");
     predict->add_flag("--csv", predict_csv, "Print CSV, one row per layer");
+    std::string predict_svg;
+    predict->add_option("--svg", predict_svg, "Write an SVG report: roofline with every layer as a point, per-layer time bars");
 
     // validate
     auto* validate = app.add_subcommand("validate", "Compare predictions with PyTorch timings from tools/validate/measure_pytorch.py");
@@ -485,6 +487,7 @@ int main(int argc, char** argv) {
             }
             const auto ctx = roofsim::make_cost_context(spec, measured, options.framework);
             const auto p = roofsim::predict(graph, ctx, options);
+            if (!predict_svg.empty()) write_file(predict_svg, roofsim::prediction_svg(p, ctx.ceilings));
             if (predict_json) std::cout << to_json(p).dump(2) << '\n';
             else if (predict_csv) print_prediction_csv(p, std::cout);
             else print_prediction(p, predict_top, std::cout);
