@@ -1,6 +1,7 @@
 #include "catch.hpp"
 
 #include <roofsim/detail/embedded_calibrations.hpp>
+#include <roofsim/detail/embedded_framework.hpp>
 #include <roofsim/detail/embedded_gpus.hpp>
 #include <roofsim/detail/json_file.hpp>
 
@@ -33,4 +34,5 @@ void check_embedded(const Files& files, const std::string& set) {
 TEST_CASE("embedded data equals data/ (run cmake -P cmake/embed_data.cmake after editing data/)", "[embedded]") {
     check_embedded(roofsim::detail::embedded_gpus_files, "gpus");
     check_embedded(roofsim::detail::embedded_calibrations_files, "calibrations");
+    check_embedded(roofsim::detail::embedded_framework_files, "framework");
 }
