@@ -136,6 +136,8 @@ public:
         step_.kernels.precision = std::string(to_string(options_.precision));
         step_.kernels.origin = "lowered from layer graph '" + graph_.name + "'";
         step_.parameter_dtype = rules_.parameter_dtype;
+        step_.kernels.kernels.reserve(graph_.layers.size() * 8);
+        backward_.reserve(graph_.layers.size());
         declare_inputs();
         count_consumers();
         for (const auto& layer : graph_.layers) lower_layer(layer);

@@ -52,13 +52,14 @@ struct Prediction {
 };
 
 /// Predicts from a kernel list (lowered or exported). `memory` is filled by the graph overload.
-[[nodiscard]] inline Prediction predict_kernels(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
+[[nodiscard]] inline Prediction predict_kernels(KernelList kernels, const CostContext& ctx, const HostCosts& host) {
     Prediction p;
     p.gpu_key = ctx.ceilings.gpu_key;
     p.ceilings_origin = ctx.ceilings.origin;
     p.host_costs_source = host.source;
-    p.precision = list.precision;
-    p.kernels = list;
+    p.precision = kernels.precision;
+    p.kernels = std::move(kernels);
+    const KernelList& list = p.kernels;
     p.timeline = simulate(list, ctx, host);
     p.step_time = p.timeline.step_time;
     p.gpu_time = p.timeline.gpu_time;
@@ -119,7 +120,7 @@ struct PredictOptions {
 
 /// Predicts a training step of a layer graph.
 [[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
-    const LoweredStep step = lower(graph, options.lowering);
+    LoweredStep step = lower(graph, options.lowering);
     HostCosts host = options.framework
                          ? host_costs_from_framework(*options.framework, options.lowering.precision, options.lowering.optimizer,
                                                      step.parameter_tensors.size())
@@ -127,7 +128,7 @@ struct PredictOptions {
     if (options.framework && options.framework->gpu_key != ctx.ceilings.gpu_key) {
         host.source = "derived: host costs " + host.source + ", taken for this GPU's host unchanged";
     }
-    Prediction p = predict_kernels(step.kernels, ctx, host);
+    Prediction p = predict_kernels(std::move(step.kernels), ctx, host);
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
     p.memory = estimate_memory(step, options.lowering);
