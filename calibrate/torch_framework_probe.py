@@ -73,23 +73,10 @@ except ImportError as exc:
 SCHEMA_VERSION = 1
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# torch.cuda.get_device_name() -> roofsim GPU key (data/gpus/<key>.json); other names become a slug.
-GPU_KEYS = {
-    "NVIDIA H200": "h200-sxm",
-    "NVIDIA H100 80GB HBM3": "h100-sxm",
-    "NVIDIA H100 PCIe": "h100-pcie",
-    "NVIDIA A100-SXM4-80GB": "a100-80gb-sxm",
-    "NVIDIA A100-SXM4-40GB": "a100-40gb-sxm",
-    "NVIDIA A100-PCIE-40GB": "a100-40gb-pcie",
-    "NVIDIA A100 80GB PCIe": "a100-80gb-pcie",
-    "NVIDIA RTX A6000": "rtx-a6000",
-    "NVIDIA GeForce RTX 3090": "rtx-3090",
-    "NVIDIA GeForce RTX 4090": "rtx-4090",
-    "NVIDIA A40": "a40",
-    "NVIDIA A10": "a10",
-    "NVIDIA L40S": "l40s",
-    "Tesla V100-SXM2-32GB": "v100-sxm2-32gb",
-}
+# Device naming is shared with the validation script: one mapping from device names to GPU keys.
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "validate"))
+from measure_pytorch import gpu_key_for, host_cpu_name  # noqa: E402
+
 
 
 def first_line(exc: BaseException) -> str:
@@ -764,21 +751,6 @@ def sync_probes(p: Probe, n_calls: int) -> None:
 
 
 # ----------------------------------------------------------------------------- document
-
-def gpu_key_for(name: str) -> str:
-    if name in GPU_KEYS:
-        return GPU_KEYS[name]
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
-
-
-def host_cpu_name() -> str:
-    with contextlib.suppress(OSError):
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
 
 def describe_device(device: torch.device, key_override: str | None) -> dict:
     host = {"host_cpu": host_cpu_name(), "host_logical_cpus": os.cpu_count(),

@@ -666,6 +666,26 @@ private:
         return Value{q.shape, dt, true};
     }
 
+    /// Backward of nn.MultiheadAttention's output projection (dX, dW, db) and of the copy that
+    /// merged the heads; `tokens` rows of width `e`.
+    void mha_out_projection_backward(const Layer& l, DType dt, std::int64_t tokens, std::int64_t e) {
+        const double te = static_cast<double>(tokens * e);
+        gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, e, 1}, dt);
+        gemm(l, Phase::backward, "aten::mm", dt, {e, e, tokens, 1}, dt);
+        kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, te, static_cast<double>(e));
+        kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, te, te);
+    }
+
+    /// Backward of the copy that split the heads and of the packed input projection (dX when the
+    /// input needs it, dW, db).
+    void mha_in_projection_backward(const Layer& l, DType dt, std::int64_t tokens, std::int64_t e, bool input_grad) {
+        const double te = static_cast<double>(tokens * e);
+        kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
+        if (input_grad) gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, 3 * e, 1}, dt);
+        gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, tokens, 1}, dt);
+        kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, 3 * te, static_cast<double>(3 * e));
+    }
+
     // nn.MultiheadAttention(x, x, x) in training (need_weights=True, the default): packed input
     // projection, a copy to split heads, scaled Q K^T (baddbmm), softmax, P V (bmm), the head-averaged
     // weights, and the output projection (torch.nn.functional.multi_head_attention_forward).
@@ -694,14 +714,8 @@ private:
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
             gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
             save(s, l.name + ":internals", tensor_bytes(6 * te, dt));
-            gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, e, 1}, dt);
-            gemm(l, Phase::backward, "aten::mm", dt, {e, e, b * len, 1}, dt);
-            kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, te, static_cast<double>(e));
-            kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, te, te);
-            kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
-            if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, 3 * e, 1}, dt);
-            gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, b * len, 1}, dt);
-            kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, 3 * te, static_cast<double>(3 * e));
+            mha_out_projection_backward(l, dt, b * len, e);
+            mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
             return Value{x.shape, dt, true};
         }
         // forward
@@ -716,20 +730,14 @@ private:
         kernel(l, Phase::forward, "aten::mean", KernelKind::reduction, dt, scores, static_cast<double>(b * len * len));
         save(s, l.name + ":internals", tensor_bytes(4 * te + scores, dt));
         // backward (reverse order)
-        gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, e, 1}, dt);
-        gemm(l, Phase::backward, "aten::mm", dt, {e, e, b * len, 1}, dt);
-        kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, te, static_cast<double>(e));
-        kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, te, te);
+        mha_out_projection_backward(l, dt, b * len, e);
         gemm(l, Phase::backward, "aten::bmm", dt, {len, len, d, bh}, dt);
         gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh}, dt);
         kernel(l, Phase::backward, "aten::_softmax_backward_data", KernelKind::softmax, dt, 2 * scores, scores);
         gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh}, dt);
         gemm(l, Phase::backward, "aten::bmm", dt, {len, d, len, bh}, dt);
         kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, te, te);
-        kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
-        if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {b * len, e, 3 * e, 1}, dt);
-        gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, b * len, 1}, dt);
-        kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, 3 * te, static_cast<double>(3 * e));
+        mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
         return Value{x.shape, dt, true};
     }
 

@@ -59,23 +59,6 @@ except ImportError as exc:  # the smoke test checks for torch itself; say plainl
 SCHEMA_VERSION = 1
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# torch.cuda.get_device_name() -> roofsim GPU key (data/gpus/<key>.json); other names become a slug.
-GPU_KEYS = {
-    "NVIDIA H200": "h200-sxm",
-    "NVIDIA H100 80GB HBM3": "h100-sxm",
-    "NVIDIA H100 PCIe": "h100-pcie",
-    "NVIDIA A100-SXM4-80GB": "a100-80gb-sxm",
-    "NVIDIA A100-SXM4-40GB": "a100-40gb-sxm",
-    "NVIDIA A100-PCIE-40GB": "a100-40gb-pcie",
-    "NVIDIA A100 80GB PCIe": "a100-80gb-pcie",
-    "NVIDIA RTX A6000": "rtx-a6000",
-    "NVIDIA GeForce RTX 3090": "rtx-3090",
-    "NVIDIA GeForce RTX 4090": "rtx-4090",
-    "NVIDIA A40": "a40",
-    "NVIDIA A10": "a10",
-    "NVIDIA L40S": "l40s",
-    "Tesla V100-SXM2-32GB": "v100-sxm2-32gb",
-}
 
 # Precision mode -> (matmul allow_tf32, cudnn allow_tf32, autocast dtype, parameter/input dtype).
 # fp32 is PyTorch's default: cuBLAS matmuls in full fp32, cuDNN convolutions allowed TF32.
@@ -139,9 +122,21 @@ def optional_version(module_name: str):
         return None
 
 
+def _normalized(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
 def gpu_key_for(name: str) -> str:
-    if name in GPU_KEYS:
-        return GPU_KEYS[name]
+    """The roofsim GPU key of a device name, from the nvidia_smi_names in data/gpus/*.json (case and
+    punctuation ignored, as roofsim's own lookup does); other names become a slug."""
+    wanted = _normalized(name)
+    gpus = os.path.join(REPO_ROOT, "data", "gpus")
+    for entry in sorted(os.listdir(gpus)) if os.path.isdir(gpus) else []:
+        if entry.endswith(".json"):
+            with open(os.path.join(gpus, entry), encoding="utf-8") as f:
+                spec = json.load(f)
+            if any(_normalized(n) == wanted for n in spec.get("nvidia_smi_names", [])):
+                return spec["key"]
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unknown"
 
 

@@ -24,6 +24,12 @@ inline std::string attention_core(GraphBuilder& b, const std::string& name, cons
 }
 
 inline std::int64_t i64(std::int64_t v) { return v; }
+
+/// An nn.Linear(in_features, out_features) with bias.
+inline std::string linear(GraphBuilder& b, const std::string& name, const std::string& in, std::int64_t in_features,
+                          std::int64_t out_features) {
+    return b.layer(name, "linear", {in}, {{"in_features", in_features}, {"out_features", out_features}});
+}
 }  // namespace detail
 
 /// BertForSequenceClassification(BertConfig(num_labels=2)): 12 layers, hidden 768, 12 heads,
@@ -45,20 +51,17 @@ inline std::int64_t i64(std::int64_t v) { return v; }
     x = b.layer("embeddings.dropout", "dropout", {x}, {{"p", 0.1}});
     for (std::int64_t i = 0; i < layers; ++i) {
         const std::string n = "encoder.layer." + std::to_string(i);
-        auto lin = [&](const std::string& name, const std::string& in, std::int64_t fi, std::int64_t fo) {
-            return b.layer(name, "linear", {in}, {{"in_features", fi}, {"out_features", fo}});
-        };
-        std::string q = detail::heads_view(b, n + ".attention.q_heads", lin(n + ".attention.query", x, hidden, hidden), heads, seq, head_dim);
-        std::string k = detail::heads_view(b, n + ".attention.k_heads", lin(n + ".attention.key", x, hidden, hidden), heads, seq, head_dim);
-        std::string v = detail::heads_view(b, n + ".attention.v_heads", lin(n + ".attention.value", x, hidden, hidden), heads, seq, head_dim);
+        std::string q = detail::heads_view(b, n + ".attention.q_heads", detail::linear(b, n + ".attention.query", x, hidden, hidden), heads, seq, head_dim);
+        std::string k = detail::heads_view(b, n + ".attention.k_heads", detail::linear(b, n + ".attention.key", x, hidden, hidden), heads, seq, head_dim);
+        std::string v = detail::heads_view(b, n + ".attention.v_heads", detail::linear(b, n + ".attention.value", x, hidden, hidden), heads, seq, head_dim);
         std::string a = detail::attention_core(b, n + ".attention", q, k, v, false, seq, hidden);
-        a = lin(n + ".attention.output.dense", a, hidden, hidden);
+        a = detail::linear(b, n + ".attention.output.dense", a, hidden, hidden);
         a = b.layer(n + ".attention.output.dropout", "dropout", {a}, {{"p", 0.1}});
         a = b.layer(n + ".attention.output.add", "add", {a, x});
         x = b.layer(n + ".attention.output.norm", "layernorm", {a}, {{"normalized_shape", std::vector<std::int64_t>{hidden}}});
-        std::string h = lin(n + ".intermediate.dense", x, hidden, ffn);
+        std::string h = detail::linear(b, n + ".intermediate.dense", x, hidden, ffn);
         h = b.layer(n + ".intermediate.gelu", "gelu", {h});
-        h = lin(n + ".output.dense", h, ffn, hidden);
+        h = detail::linear(b, n + ".output.dense", h, ffn, hidden);
         h = b.layer(n + ".output.dropout", "dropout", {h}, {{"p", 0.1}});
         h = b.layer(n + ".output.add", "add", {h, x});
         x = b.layer(n + ".output.norm", "layernorm", {h}, {{"normalized_shape", std::vector<std::int64_t>{hidden}}});
@@ -89,24 +92,21 @@ inline std::int64_t i64(std::int64_t v) { return v; }
     x = b.layer("drop", "dropout", {x}, {{"p", 0.1}});
     for (std::int64_t i = 0; i < layers; ++i) {
         const std::string n = "h." + std::to_string(i);
-        auto lin = [&](const std::string& name, const std::string& in, std::int64_t fi, std::int64_t fo) {
-            return b.layer(name, "linear", {in}, {{"in_features", fi}, {"out_features", fo}});
-        };
         std::string a = b.layer(n + ".ln_1", "layernorm", {x}, {{"normalized_shape", std::vector<std::int64_t>{hidden}}});
-        a = lin(n + ".attn.c_attn", a, hidden, 3 * hidden);
+        a = detail::linear(b, n + ".attn.c_attn", a, hidden, 3 * hidden);
         auto part = [&](const char* which, std::int64_t index) {
             std::string s = b.layer(n + ".attn." + which, "slice", {a}, {{"dim", i64(2)}, {"start", index * hidden}, {"length", hidden}});
             return detail::heads_view(b, n + ".attn." + which + "_heads", s, heads, seq, head_dim);
         };
         std::string q = part("q", 0), k = part("k", 1), v = part("v", 2);
         a = detail::attention_core(b, n + ".attn", q, k, v, true, seq, hidden);
-        a = lin(n + ".attn.c_proj", a, hidden, hidden);
+        a = detail::linear(b, n + ".attn.c_proj", a, hidden, hidden);
         a = b.layer(n + ".attn.resid_dropout", "dropout", {a}, {{"p", 0.1}});
         x = b.layer(n + ".add_attn", "add", {a, x});
         std::string h = b.layer(n + ".ln_2", "layernorm", {x}, {{"normalized_shape", std::vector<std::int64_t>{hidden}}});
-        h = lin(n + ".mlp.c_fc", h, hidden, 4 * hidden);
+        h = detail::linear(b, n + ".mlp.c_fc", h, hidden, 4 * hidden);
         h = b.layer(n + ".mlp.act", "gelu_tanh_composite", {h});
-        h = lin(n + ".mlp.c_proj", h, 4 * hidden, hidden);
+        h = detail::linear(b, n + ".mlp.c_proj", h, 4 * hidden, hidden);
         h = b.layer(n + ".mlp.dropout", "dropout", {h}, {{"p", 0.1}});
         x = b.layer(n + ".add_mlp", "add", {h, x});
     }
