@@ -807,29 +807,7 @@ inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer());
 /// then rename over the destination (a reader sees the old file or the new one, never half of one).
 inline void save_calibration(const Calibration& c, const std::filesystem::path& path) {
     validate(c);
-    const std::string text = to_json(c).dump(2) + "\n";
-    const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-    std::random_device rd;
-    const std::filesystem::path tmp =
-        dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) throw std::runtime_error(tmp.string() + ": cannot create temporary file");
-        out << text;
-        out.flush();
-        if (!out) {
-            std::error_code ec;
-            std::filesystem::remove(tmp, ec);
-            throw std::runtime_error(tmp.string() + ": write failed");
-        }
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp, path, ec);
-    if (ec) {
-        std::error_code ignore;
-        std::filesystem::remove(tmp, ignore);
-        throw std::runtime_error(path.string() + ": cannot replace file: " + ec.message());
-    }
+    detail::write_text_atomically(to_json(c).dump(2) + "\n", path);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@
 #include <roofsim/framework.hpp>
 #include <roofsim/builtin_profiles.hpp>
 #include <roofsim/ir.hpp>
+#include <roofsim/ir_json.hpp>
 #include <roofsim/graph.hpp>
 #include <roofsim/precision_mode.hpp>
 #include <roofsim/lower.hpp>
@@ -18,5 +19,6 @@
 #include <roofsim/sim.hpp>
 #include <roofsim/memory.hpp>
 #include <roofsim/predict.hpp>
+#include <roofsim/predict_ir.hpp>
 #include <roofsim/report_svg.hpp>
 #include <roofsim/zoo/zoo.hpp>

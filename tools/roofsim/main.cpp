@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace {
@@ -297,10 +299,37 @@ void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostrea
         << gib(p.memory.activations) << ", inputs " << gib(p.memory.inputs) << ", autocast copies "
         << gib(p.memory.autocast_copies) << "\n";
     if (p.flagged_kernels > 0) {
-        out << "flagged: " << p.flagged_kernels << " kernels have no cost model (costed on the roofline, "
+        out << "flagged: " << p.flagged_kernels << " kernels have no cost model (costed on the roofline from their bytes, "
             << ms(p.flagged_gpu_time) << " ms, " << format_number("%.1f", 100 * (p.flagged_gpu_time / p.gpu_time))
-            << "% of GPU time)\n";
+            << "% of GPU time; their real time is unknown):";
+        std::map<std::string, int> ops;
+        for (const auto* k : roofsim::flagged_kernels(p.kernels)) ops[k->op] += 1;
+        for (const auto& [op, n] : ops) out << ' ' << op << " x" << n;
+        out << '\n';
     }
+}
+
+void print_operators(const roofsim::Prediction& p, std::size_t top, std::ostream& out) {
+    const auto ops = roofsim::time_by_operator(p);
+    TextTable t({"operator", "kind", "kernels", "GPU ms", "GFLOP", "MB", "share %"});
+    std::size_t shown = 0;
+    for (const auto& o : ops) {
+        if (top > 0 && shown == top) break;
+        t.add_row({o.op, std::string(to_string(o.kind)), std::to_string(o.kernels), ms(o.gpu_time),
+                   format_number("%.2f", o.flops.value() / 1e9), format_number("%.1f", o.bytes.value() / 1e6),
+                   format_number("%.1f", 100 * o.share)});
+        ++shown;
+    }
+    t.print(out);
+    if (shown < ops.size()) out << "(top " << shown << " of " << ops.size() << " operators by GPU time; --by-op lists all)\n";
+}
+
+/// What `predict --graph/--ir FILE` reads: a layer graph or a kernel IR, the file's `kind` says which.
+std::variant<roofsim::Graph, roofsim::KernelIr> load_model_file(const std::string& path) {
+    const nlohmann::json doc = roofsim::detail::read_json_file(path);
+    const std::string name = std::filesystem::path(path).filename().string();
+    if (doc.is_object() && doc.contains("kind") && doc["kind"] == "roofsim-kernel-ir") return roofsim::kernel_ir_from_json(doc, name);
+    return roofsim::graph_from_json(doc, name);
 }
 
 void print_prediction_csv(const roofsim::Prediction& p, std::ostream& out) {
@@ -357,14 +386,30 @@ int main(int argc, char** argv) {
     std::int64_t predict_batch = 32, predict_size = 0;
     std::size_t predict_top = 0;
     bool predict_json = false, predict_csv = false, predict_datasheet = false, predict_fused = false;
-    auto* graph_option = predict->add_option("--graph", predict_graph, "Layer graph JSON (docs/graph-format.md)");
-    predict->add_option("--model", predict_model, "A built-in model: resnet50, bert-base, gpt2-small")->excludes(graph_option);
+    auto* graph_option = predict->add_option("--graph", predict_graph,
+                                             "Layer graph JSON (docs/graph-format.md), or a kernel IR file (its kind says which)");
+    std::string predict_ir;
+    auto* ir_option = predict->add_option("--ir,--torch-ir", predict_ir,
+                                          "Kernel IR JSON (docs/ir-format.md), e.g. from python3 -m roofsim_export; "
+                                          "its precision, batch and optimizer are the ones it was captured with")
+                          ->excludes(graph_option);
+    auto* model_option = predict->add_option("--model", predict_model, "A built-in model: resnet50, bert-base, gpt2-small")
+                             ->excludes(graph_option)
+                             ->excludes(ir_option);
+    (void)model_option;
+    bool predict_strict = false, predict_by_op = false;
+    std::string predict_emit_ir;
+    predict->add_flag("--strict", predict_strict, "Refuse a model with ops that have no cost model (flagged), listing them");
+    predict->add_flag("--by-op", predict_by_op, "Table by operator (aten op or kernel) instead of by layer");
+    predict->add_option("--emit-ir", predict_emit_ir, "Also write the kernel IR the graph or model lowers to (docs/ir-format.md)");
     predict->add_option("--size", predict_size, "Built-in model's image size or sequence length (default 224 / 128 / 1024)");
     predict->add_option("--gpu", predict_gpu, "GPU key or nvidia-smi name (default: the calibration's GPU)");
-    predict->add_option("--precision", predict_precision, "fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
-    predict->add_option("--batch", predict_batch, "Batch size")->capture_default_str();
-    predict->add_option("--optimizer", predict_optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
-    predict->add_flag("--fused", predict_fused, "The optimizer's fused=True implementation (default: foreach)");
+    auto* precision_option =
+        predict->add_option("--precision", predict_precision, "fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16")->capture_default_str();
+    auto* batch_option = predict->add_option("--batch", predict_batch, "Batch size")->capture_default_str();
+    auto* optimizer_option =
+        predict->add_option("--optimizer", predict_optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
+    auto* fused_option = predict->add_flag("--fused", predict_fused, "The optimizer's fused=True implementation (default: foreach)");
     std::string predict_framework;
     predict->add_option("--framework", predict_framework,
                         "Framework profile (host costs) from calibrate/torch_framework_probe.py (default: the built-in one)");
@@ -452,7 +497,9 @@ int main(int argc, char** argv) {
                 std::cout << "\nwrote " << roofline_svg_path << '\n';
             }
         } else if (predict->parsed()) {
-            if (predict_graph.empty() == predict_model.empty()) throw UsageError("predict needs --graph FILE or --model NAME");
+            if (predict_graph.empty() && predict_model.empty() && predict_ir.empty()) {
+                throw UsageError("predict needs --graph FILE, --ir FILE or --model NAME");
+            }
             if (predict_gpu.empty()) {
                 if (!calibration || calibration->device.gpu_key.empty()) throw UsageError("predict needs --gpu KEY");
                 predict_gpu = calibration->device.gpu_key;
@@ -468,13 +515,31 @@ int main(int argc, char** argv) {
             options.lowering.precision = *mode;
             options.lowering.optimizer.kind = *optimizer;
             options.lowering.optimizer.fused = predict_fused;
-            roofsim::Graph graph;
+            std::variant<roofsim::Graph, roofsim::KernelIr> input;
             if (!predict_model.empty()) {
                 auto g = roofsim::zoo::model(predict_model, predict_size);
                 if (!g) throw UsageError("unknown model '" + predict_model + "'; built in: resnet50, bert-base, gpt2-small");
-                graph = std::move(*g);
+                input = std::move(*g);
             } else {
-                graph = roofsim::load_graph(predict_graph);
+                input = load_model_file(predict_graph.empty() ? predict_ir : predict_graph);
+            }
+            if (const auto* ir = std::get_if<roofsim::KernelIr>(&input)) {
+                // The IR's shapes and kernels are fixed when it is captured: options that would change them are refused.
+                const std::string again = "; export the model again to change it";
+                if (precision_option->count() > 0 && predict_precision != ir->list.precision) {
+                    throw UsageError("--precision " + predict_precision + ": the IR was captured under " + ir->list.precision + again);
+                }
+                if (batch_option->count() > 0 && predict_batch != ir->batch) {
+                    throw UsageError("--batch " + std::to_string(predict_batch) + ": the IR was captured at batch " +
+                                     std::to_string(ir->batch) + again);
+                }
+                if ((optimizer_option->count() > 0 && *optimizer != ir->optimizer.kind) ||
+                    (fused_option->count() > 0 && predict_fused != ir->optimizer.fused)) {
+                    throw UsageError("--optimizer/--fused: the IR was captured with " + std::string(to_string(ir->optimizer.kind)) +
+                                     (ir->optimizer.fused ? " (fused)" : "") + again);
+                }
+                if (!predict_emit_ir.empty()) throw UsageError("--emit-ir: the input is already a kernel IR");
+                if (predict_size > 0) throw UsageError("--size applies to built-in models only");
             }
             const roofsim::Calibration* measured = nullptr;
             if (calibration && calibration->device.gpu_key == spec.key) measured = &*calibration;
@@ -486,11 +551,35 @@ int main(int argc, char** argv) {
                 options.framework = &roofsim::builtin_framework_profiles().front();
             }
             const auto ctx = roofsim::make_cost_context(spec, measured, options.framework);
-            const auto p = roofsim::predict(graph, ctx, options);
+            roofsim::Prediction p;
+            if (const auto* graph = std::get_if<roofsim::Graph>(&input)) {
+                if (!predict_emit_ir.empty()) {
+                    const auto ir = roofsim::to_kernel_ir(roofsim::lower(*graph, options.lowering), options.lowering);
+                    roofsim::detail::write_json_atomically(roofsim::to_json(ir), predict_emit_ir);
+                }
+                p = roofsim::predict(*graph, ctx, options);
+            } else {
+                p = roofsim::predict(std::get<roofsim::KernelIr>(input), ctx, options.framework);
+            }
+            if (predict_strict && p.flagged_kernels > 0) {
+                std::ostringstream why;
+                why << p.flagged_kernels << " kernels have no cost model (--strict):";
+                for (const auto* k : roofsim::flagged_kernels(p.kernels)) {
+                    why << "\n  " << (k->layer.empty() ? "(model code)" : k->layer) << ": " << k->op << " (" << k->flag << ")";
+                }
+                throw std::runtime_error(why.str());
+            }
             if (!predict_svg.empty()) write_file(predict_svg, roofsim::prediction_svg(p, ctx.ceilings));
             if (predict_json) std::cout << to_json(p).dump(2) << '\n';
             else if (predict_csv) print_prediction_csv(p, std::cout);
-            else print_prediction(p, predict_top, std::cout);
+            else if (predict_by_op) print_operators(p, predict_top, std::cout);
+            else {
+                print_prediction(p, predict_top, std::cout);
+                if (std::holds_alternative<roofsim::KernelIr>(input)) {
+                    std::cout << "\nGPU time by operator:\n";
+                    print_operators(p, 10, std::cout);
+                }
+            }
         } else if (validate->parsed()) {
             const roofsim::ValidationSet set = roofsim::load_validation(validate_file);
             const auto& spec = gpu_arg(set.gpu_key);

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <system_error>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -28,6 +30,37 @@ namespace roofsim::detail {
     std::ostringstream text;
     text << in.rdbuf();
     return parse_json_text(text.str(), path.filename().string());
+}
+
+/// Writes text atomically: a temporary file in the same directory, flushed, then renamed over the
+/// destination (a reader sees the old file or the new one, never half of one; a failure leaves no file).
+inline void write_text_atomically(const std::string& text, const std::filesystem::path& path) {
+    const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+    std::random_device rd;
+    const std::filesystem::path tmp = dir / ("." + path.filename().string() + ".tmp-" + std::to_string(rd()));
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) throw std::runtime_error(tmp.string() + ": cannot create temporary file");
+        out << text;
+        out.flush();
+        if (!out) {
+            std::error_code ec;
+            std::filesystem::remove(tmp, ec);
+            throw std::runtime_error(tmp.string() + ": write failed");
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path, ec);
+    if (ec) {
+        std::error_code ignore;
+        std::filesystem::remove(tmp, ignore);
+        throw std::runtime_error(path.string() + ": cannot replace file: " + ec.message());
+    }
+}
+
+/// Writes a JSON document atomically, indented, with a final newline.
+inline void write_json_atomically(const nlohmann::json& document, const std::filesystem::path& path) {
+    write_text_atomically(document.dump(1) + "\n", path);
 }
 
 }  // namespace roofsim::detail

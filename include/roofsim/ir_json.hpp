@@ -1,0 +1,281 @@
+#pragma once
+/// The kernel IR's JSON form (`roofsim-kernel-ir`, schema version 1, docs/ir-format.md): read what
+/// the PyTorch exporter (tools/roofsim_export) writes, and write what a layer graph lowers to.
+/// Reading is strict: unknown fields, bad kinds, negative counts and malformed shapes are errors that
+/// name the file and the JSON pointer; nothing is returned from a partly read document.
+
+#include <roofsim/detail/json_file.hpp>
+#include <roofsim/detail/json_read.hpp>
+#include <roofsim/ir.hpp>
+#include <roofsim/lower.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <filesystem>
+#include <initializer_list>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+namespace roofsim {
+
+/// The step's memory as the IR's producer counted it (the exporter tracks live tensor storages).
+struct IrMemory {
+    Bytes parameters{0};
+    Bytes gradients{0};
+    Bytes optimizer_state{0};
+    Bytes peak{0};
+    std::string method;
+};
+
+/// A kernel IR document: the kernel list and what the step it describes was captured with.
+struct KernelIr {
+    KernelList list;
+    std::int64_t batch = 0;                  ///< the batch size of the captured shapes (0: not given)
+    OptimizerOptions optimizer = [] { OptimizerOptions o; o.kind = OptimizerKind::none; return o; }();
+    double parameter_elements = 0;           ///< 0: not given
+    std::int64_t parameter_tensors = 0;      ///< tensors optimizer.step() updates (0: not given)
+    std::optional<IrMemory> memory;
+};
+
+namespace detail {
+
+/// Refuses members of an object that the format does not define.
+inline void check_fields(const JsonCursor& c, std::initializer_list<std::string_view> known) {
+    for (const auto& [key, value] : c.object().items()) {
+        bool ok = false;
+        for (auto k : known) ok = ok || k == key;
+        if (!ok) c.at(key).fail("unknown field (docs/ir-format.md lists the fields)");
+    }
+}
+
+/// [h, w] of integers >= `least`, or `fallback` when absent.
+inline std::array<std::int64_t, 2> pair_field(const JsonCursor& c, std::string_view key, std::int64_t least,
+                                              std::array<std::int64_t, 2> fallback) {
+    if (!c.has(key)) return fallback;
+    const JsonCursor v = c.at(key);
+    if (v.json().is_array() && v.json().size() == 2 && v.json()[0].is_number_integer() && v.json()[1].is_number_integer()) {
+        const std::array<std::int64_t, 2> out{v.json()[0].get<std::int64_t>(), v.json()[1].get<std::int64_t>()};
+        if (out[0] >= least && out[1] >= least) return out;
+    }
+    v.fail("expected [h, w] of integers >= " + std::to_string(least));
+}
+
+inline std::int64_t positive_field(const JsonCursor& c, std::string_view key, std::int64_t fallback) {
+    return c.has(key) ? c.at(key).positive_integer() : fallback;
+}
+
+inline GemmDims gemm_dims_from_json(const JsonCursor& c) {
+    check_fields(c, {"m", "n", "k", "batch"});
+    return GemmDims{c.at("m").positive_integer(), c.at("n").positive_integer(), c.at("k").positive_integer(),
+                    positive_field(c, "batch", 1)};
+}
+
+inline ConvDims conv_dims_from_json(const JsonCursor& c) {
+    check_fields(c, {"pass", "n", "c", "h", "w", "k", "r", "s", "stride", "padding", "dilation", "groups"});
+    ConvDims d;
+    const auto pass = conv_pass_from_key(c.at("pass").string());
+    if (!pass) c.at("pass").fail("expected forward, backward-data or backward-filter");
+    d.pass = *pass;
+    d.n = c.at("n").positive_integer();
+    d.c = c.at("c").positive_integer();
+    d.h = c.at("h").positive_integer();
+    d.w = c.at("w").positive_integer();
+    d.k = c.at("k").positive_integer();
+    d.r = c.at("r").positive_integer();
+    d.s = c.at("s").positive_integer();
+    const auto stride = pair_field(c, "stride", 1, {1, 1});
+    const auto padding = pair_field(c, "padding", 0, {0, 0});
+    const auto dilation = pair_field(c, "dilation", 1, {1, 1});
+    d.stride_h = stride[0]; d.stride_w = stride[1];
+    d.pad_h = padding[0]; d.pad_w = padding[1];
+    d.dilation_h = dilation[0]; d.dilation_w = dilation[1];
+    d.groups = positive_field(c, "groups", 1);
+    if (d.c % d.groups != 0 || d.k % d.groups != 0) c.at("groups").fail("must divide c and k");
+    if (d.p() <= 0 || d.q() <= 0) c.fail("the filter does not fit the padded input (output size <= 0)");
+    return d;
+}
+
+inline AttentionDims attention_dims_from_json(const JsonCursor& c, bool& backward) {
+    check_fields(c, {"batch", "heads", "seq_q", "seq_kv", "head_dim", "causal", "backend", "backward"});
+    AttentionDims a;
+    a.batch = c.at("batch").positive_integer();
+    a.heads = c.at("heads").positive_integer();
+    a.seq_q = c.at("seq_q").positive_integer();
+    a.seq_kv = c.at("seq_kv").positive_integer();
+    a.head_dim = c.at("head_dim").positive_integer();
+    a.causal = c.has("causal") && c.at("causal").boolean();
+    if (c.has("backend")) {
+        const auto b = attention_backend_from_key(c.at("backend").string());
+        if (!b) c.at("backend").fail("expected flash, efficient or math");
+        a.backend = *b;
+    }
+    backward = c.has("backward") && c.at("backward").boolean();
+    return a;
+}
+
+inline std::string optional_string(const JsonCursor& c, std::string_view key) {
+    return c.has(key) ? c.at(key).string() : std::string();
+}
+
+inline Kernel kernel_from_json(const JsonCursor& c) {
+    check_fields(c, {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
+                     "conv", "attention", "host_dispatch", "host_op", "source_op", "flag", "args"});
+    Kernel k;
+    k.op = c.at("op").string();
+    if (k.op.empty()) c.at("op").fail("must not be empty");
+    const auto kind = kernel_kind_from_key(c.at("kind").string());
+    if (!kind) c.at("kind").fail("unknown kernel kind (docs/ir-format.md lists them)");
+    k.kind = *kind;
+    const auto phase = phase_from_key(c.at("phase").string());
+    if (!phase) c.at("phase").fail("expected forward, backward or optimizer");
+    k.phase = *phase;
+    k.layer = c.at("layer").string();
+    if (c.has("dtype")) {
+        const auto d = dtype_from_key(c.at("dtype").string());
+        if (!d) c.at("dtype").fail("unknown dtype (float32, float16, bfloat16, int64, ...)");
+        k.dtype = *d;
+    }
+    if (c.has("unit")) {
+        const auto u = compute_unit_from_key(c.at("unit").string());
+        if (!u) c.at("unit").fail("unknown compute unit (fp32, tf32-tensor, bf16-tensor, ...)");
+        k.unit = *u;
+    }
+    if (c.has("flops")) k.flops = Flops(c.at("flops").non_negative());
+    if (c.has("bytes_read")) k.bytes_read = Bytes(c.at("bytes_read").non_negative());
+    if (c.has("bytes_written")) k.bytes_written = Bytes(c.at("bytes_written").non_negative());
+    int shapes = 0;
+    if (c.has("gemm")) { k.dims = gemm_dims_from_json(c.at("gemm")); ++shapes; }
+    if (c.has("conv")) { k.dims = conv_dims_from_json(c.at("conv")); ++shapes; }
+    if (c.has("attention")) { k.dims = attention_dims_from_json(c.at("attention"), k.backward_pass); ++shapes; }
+    if (shapes > 1) c.fail("more than one of gemm, conv, attention");
+    const bool shape_fits = (c.has("gemm") && k.kind == KernelKind::gemm) || (c.has("conv") && k.kind == KernelKind::conv) ||
+                            (c.has("attention") && k.kind == KernelKind::attention);
+    if (shapes == 1 && !shape_fits) c.at("kind").fail("does not match its shape object (gemm, conv or attention)");
+    if (c.has("host_dispatch")) k.host_dispatch = c.at("host_dispatch").boolean();
+    k.host_op = optional_string(c, "host_op");
+    k.source_op = optional_string(c, "source_op");
+    k.flag = optional_string(c, "flag");
+    if (k.kind == KernelKind::unknown && k.flag.empty()) c.fail("an unknown kernel needs a flag saying why");
+    if (k.kind == KernelKind::host_only && (k.flops.value() > 0 || k.bytes().value() > 0)) {
+        c.fail("a host-only kernel does no GPU work: flops and bytes must be 0");
+    }
+    return k;
+}
+
+inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohmann::json::array({h, w}); }
+
+}  // namespace detail
+
+/// Parses a kernel IR document (schema_version 1, kind "roofsim-kernel-ir").
+[[nodiscard]] inline KernelIr kernel_ir_from_json(const nlohmann::json& document, std::string_view origin) {
+    using detail::JsonCursor;
+    const JsonCursor root(document, std::string(origin), "");
+    detail::check_fields(root, {"schema_version", "kind", "model", "precision", "batch", "optimizer", "origin",
+                                "parameters", "memory", "kernels"});
+    if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("unsupported version (expected 1)");
+    if (root.at("kind").string() != "roofsim-kernel-ir") root.at("kind").fail("expected \"roofsim-kernel-ir\"");
+    KernelIr ir;
+    ir.list.model = detail::optional_string(root, "model");
+    ir.list.origin = detail::optional_string(root, "origin");
+    if (root.has("precision")) {
+        ir.list.precision = root.at("precision").string();
+        if (!precision_mode_from_key(ir.list.precision)) {
+            root.at("precision").fail("unknown precision mode (fp32, fp32-strict, tf32, amp-bf16, amp-fp16, bf16)");
+        }
+    }
+    if (root.has("batch")) ir.batch = root.at("batch").positive_integer();
+    if (root.has("optimizer")) {
+        const JsonCursor o = root.at("optimizer");
+        detail::check_fields(o, {"kind", "fused"});
+        const auto kind = optimizer_from_key(o.at("kind").string());
+        if (!kind) o.at("kind").fail("expected none, sgd, adam or adamw");
+        ir.optimizer.kind = *kind;
+        ir.optimizer.fused = o.has("fused") && o.at("fused").boolean();
+    }
+    if (root.has("parameters")) {
+        const JsonCursor p = root.at("parameters");
+        detail::check_fields(p, {"elements", "tensors"});
+        ir.parameter_elements = p.at("elements").non_negative();
+        ir.parameter_tensors = p.at("tensors").integer();
+        if (ir.parameter_tensors < 0) p.at("tensors").fail("must not be negative");
+    }
+    if (root.has("memory")) {
+        const JsonCursor m = root.at("memory");
+        detail::check_fields(m, {"parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "peak_bytes", "method"});
+        IrMemory mem;
+        mem.parameters = Bytes(m.at("parameters_bytes").non_negative());
+        mem.gradients = Bytes(m.at("gradients_bytes").non_negative());
+        mem.optimizer_state = Bytes(m.at("optimizer_state_bytes").non_negative());
+        mem.peak = Bytes(m.at("peak_bytes").non_negative());
+        mem.method = m.at("method").string();
+        ir.memory = mem;
+    }
+    const JsonCursor kernels = root.at("kernels");
+    const std::size_t n = kernels.array_size();
+    if (n == 0) kernels.fail("no kernels");
+    ir.list.kernels.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) ir.list.kernels.push_back(detail::kernel_from_json(kernels.at(i)));
+    return ir;
+}
+
+/// Reads a kernel IR file.
+[[nodiscard]] inline KernelIr load_kernel_ir(const std::filesystem::path& path) {
+    return kernel_ir_from_json(detail::read_json_file(path), path.filename().string());
+}
+
+/// One kernel in its JSON form; fields at their default are left out.
+[[nodiscard]] inline nlohmann::json to_json(const Kernel& k) {
+    nlohmann::json j = {{"op", k.op}, {"kind", to_string(k.kind)}, {"phase", to_string(k.phase)}, {"layer", k.layer}};
+    if (k.kind != KernelKind::host_only) {
+        j["dtype"] = to_string(k.dtype);
+        j["unit"] = to_string(k.unit);
+        if (k.flops.value() > 0) j["flops"] = k.flops.value();
+        j["bytes_read"] = k.bytes_read.value();
+        j["bytes_written"] = k.bytes_written.value();
+    }
+    if (const auto* g = std::get_if<GemmDims>(&k.dims)) {
+        j["gemm"] = {{"m", g->m}, {"n", g->n}, {"k", g->k}, {"batch", g->batch}};
+    } else if (const auto* c = std::get_if<ConvDims>(&k.dims)) {
+        j["conv"] = {{"pass", to_string(c->pass)}, {"n", c->n}, {"c", c->c}, {"h", c->h}, {"w", c->w}, {"k", c->k},
+                     {"r", c->r}, {"s", c->s}, {"stride", detail::pair_json(c->stride_h, c->stride_w)},
+                     {"padding", detail::pair_json(c->pad_h, c->pad_w)},
+                     {"dilation", detail::pair_json(c->dilation_h, c->dilation_w)}, {"groups", c->groups}};
+    } else if (const auto* a = std::get_if<AttentionDims>(&k.dims)) {
+        j["attention"] = {{"batch", a->batch},       {"heads", a->heads},   {"seq_q", a->seq_q},
+                          {"seq_kv", a->seq_kv},     {"head_dim", a->head_dim}, {"causal", a->causal},
+                          {"backend", to_string(a->backend)}, {"backward", k.backward_pass}};
+    }
+    if (!k.host_dispatch) j["host_dispatch"] = false;
+    if (!k.host_op.empty()) j["host_op"] = k.host_op;
+    if (!k.source_op.empty()) j["source_op"] = k.source_op;
+    if (!k.flag.empty()) j["flag"] = k.flag;
+    return j;
+}
+
+/// The IR document (kernel_ir_from_json(to_json(ir)) gives the same kernels back).
+[[nodiscard]] inline nlohmann::json to_json(const KernelIr& ir) {
+    nlohmann::json kernels = nlohmann::json::array();
+    for (const Kernel& k : ir.list.kernels) kernels.push_back(to_json(k));
+    nlohmann::json j = {{"schema_version", 1}, {"kind", "roofsim-kernel-ir"}, {"model", ir.list.model},
+                        {"origin", ir.list.origin}};
+    if (!ir.list.precision.empty()) j["precision"] = ir.list.precision;
+    if (ir.batch > 0) j["batch"] = ir.batch;
+    j["optimizer"] = {{"kind", to_string(ir.optimizer.kind)}, {"fused", ir.optimizer.fused}};
+    if (ir.parameter_tensors > 0 || ir.parameter_elements > 0) {
+        j["parameters"] = {{"elements", ir.parameter_elements}, {"tensors", ir.parameter_tensors}};
+    }
+    if (ir.memory) {
+        j["memory"] = {{"parameters_bytes", ir.memory->parameters.value()},
+                       {"gradients_bytes", ir.memory->gradients.value()},
+                       {"optimizer_state_bytes", ir.memory->optimizer_state.value()},
+                       {"peak_bytes", ir.memory->peak.value()},
+                       {"method", ir.memory->method}};
+    }
+    j["kernels"] = std::move(kernels);
+    return j;
+}
+
+}  // namespace roofsim

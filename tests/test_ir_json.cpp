@@ -1,0 +1,177 @@
+#include "catch.hpp"
+
+#include <roofsim/builtin_profiles.hpp>
+#include <roofsim/predict_ir.hpp>
+#include <roofsim/zoo/zoo.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace roofsim;
+
+namespace {
+const std::string data_dir = std::string(ROOFSIM_SOURCE_DIR) + "/tests/data/";
+
+LoweringOptions lowering(std::int64_t batch, PrecisionMode mode, OptimizerKind optimizer) {
+    LoweringOptions o;
+    o.batch = batch;
+    o.precision = mode;
+    o.optimizer.kind = optimizer;
+    return o;
+}
+
+std::string error_of(const nlohmann::json& doc) {
+    try {
+        (void)kernel_ir_from_json(doc, "ir.json");
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+nlohmann::json small_ir() { return detail::read_json_file(data_dir + "ir-small.json"); }
+}  // namespace
+
+TEST_CASE("a lowered step survives the IR's JSON form kernel for kernel", "[ir][json]") {
+    const std::string model = GENERATE("resnet50", "bert-base", "gpt2-small");
+    const PrecisionMode mode = GENERATE(PrecisionMode::fp32, PrecisionMode::amp_bf16);
+    INFO(model << " " << to_string(mode));
+    const auto options = lowering(4, mode, OptimizerKind::adamw);
+    const LoweredStep step = lower(*zoo::model(model, model == "resnet50" ? 224 : 128), options);
+    const KernelIr ir = to_kernel_ir(step, options);
+    const nlohmann::json text = to_json(ir);
+    const KernelIr back = kernel_ir_from_json(nlohmann::json::parse(text.dump()), "roundtrip");
+    REQUIRE(back.list.kernels.size() == step.kernels.kernels.size());
+    for (std::size_t i = 0; i < back.list.kernels.size(); ++i) {
+        INFO("kernel " << i << " " << step.kernels.kernels[i].op);
+        CHECK(to_json(back.list.kernels[i]) == to_json(step.kernels.kernels[i]));
+        CHECK(back.list.kernels[i].backward_pass == step.kernels.kernels[i].backward_pass);
+    }
+    CHECK(back.batch == 4);
+    CHECK(back.optimizer.kind == OptimizerKind::adamw);
+    CHECK(back.list.precision == to_string(mode));
+    CHECK(back.parameter_tensors == static_cast<std::int64_t>(step.parameter_tensors.size()));
+    REQUIRE(back.memory);
+    CHECK(back.memory->peak.value() > back.memory->parameters.value());
+}
+
+TEST_CASE("predicting from the IR of a graph gives the graph's prediction", "[ir][predict]") {
+    const GpuSpec& spec = gpu_or_throw("h200-sxm");
+    const FrameworkProfile* framework = find_builtin_framework_profile("h200-sxm");
+    REQUIRE(framework != nullptr);
+    const CostContext ctx = make_cost_context(spec, find_builtin_calibration("h200-sxm"), framework);
+    const std::string model = GENERATE("resnet50", "bert-base");
+    const PrecisionMode mode = GENERATE(PrecisionMode::fp32, PrecisionMode::amp_bf16);
+    INFO(model << " " << to_string(mode));
+    PredictOptions o;
+    o.lowering = lowering(16, mode, OptimizerKind::sgd);
+    o.framework = framework;
+    const Graph g = *zoo::model(model, model == "resnet50" ? 224 : 128);
+    const Prediction from_graph = predict(g, ctx, o);
+    const KernelIr ir = kernel_ir_from_json(to_json(to_kernel_ir(lower(g, o.lowering), o.lowering)), "ir");
+    const Prediction from_ir = predict(ir, ctx, framework);
+    CHECK(from_ir.step_time.value() == Catch::Approx(from_graph.step_time.value()).epsilon(1e-12));
+    CHECK(from_ir.host_time.value() == Catch::Approx(from_graph.host_time.value()).epsilon(1e-12));
+    CHECK(from_ir.gpu_time.value() == Catch::Approx(from_graph.gpu_time.value()).epsilon(1e-12));
+    CHECK(from_ir.memory.peak.value() == Catch::Approx(from_graph.memory.peak.value()));
+    REQUIRE(from_ir.layers.size() == from_graph.layers.size());
+    for (std::size_t i = 0; i < from_ir.layers.size(); ++i) {
+        CHECK(from_ir.layers[i].layer == from_graph.layers[i].layer);
+        CHECK(from_ir.layers[i].op == from_graph.layers[i].op);
+    }
+    const auto ops = time_by_operator(from_ir);
+    double sum = 0;
+    for (const auto& op : ops) sum += op.gpu_time.value();
+    CHECK(sum == Catch::Approx(from_ir.gpu_time.value()));
+}
+
+TEST_CASE("an unknown op is costed on the roofline, counted and flagged, never zero", "[ir][predict]") {
+    const KernelIr ir = load_kernel_ir(data_dir + "ir-small.json");
+    CHECK(ir.list.model == "two-layer-mlp");
+    CHECK(ir.batch == 64);
+    const CostContext ctx = make_cost_context(gpu_or_throw("a100-80gb-sxm"));
+    const Prediction p = predict(ir, ctx, nullptr);
+    CHECK(p.flagged_kernels == 1);
+    // 128 KiB at the A100 80GB's 2039 GB/s datasheet bandwidth.
+    CHECK(p.flagged_gpu_time.value() == Catch::Approx(131072.0 / 2039e9));
+    const auto flagged = flagged_kernels(p.kernels);
+    REQUIRE(flagged.size() == 1);
+    CHECK(flagged.front()->op == "aten::erfinv");
+    CHECK(flagged.front()->layer == "act");
+    CHECK(p.memory.peak.value() == 3000000);
+    CHECK(p.parameters == 203530);
+}
+
+TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors]") {
+    SECTION("unknown field") {
+        CHECK(error_of(detail::read_json_file(data_dir + "ir-unknown-field.json")) ==
+              "ir.json: /kernels/1/gemm/colour: unknown field (docs/ir-format.md lists the fields)");
+    }
+    SECTION("stride of zero") {
+        CHECK(error_of(detail::read_json_file(data_dir + "ir-bad-stride.json")) ==
+              "ir.json: /kernels/1/conv/stride: expected [h, w] of integers >= 1");
+    }
+    nlohmann::json doc = small_ir();
+    SECTION("version") {
+        doc["schema_version"] = 2;
+        CHECK(error_of(doc) == "ir.json: /schema_version: unsupported version (expected 1)");
+    }
+    SECTION("a layer graph is not an IR") {
+        doc["kind"] = "roofsim-layer-graph";
+        CHECK(error_of(doc) == "ir.json: /kind: expected \"roofsim-kernel-ir\"");
+    }
+    SECTION("no kernels") {
+        doc["kernels"] = nlohmann::json::array();
+        CHECK(error_of(doc) == "ir.json: /kernels: no kernels");
+    }
+    SECTION("kind") {
+        doc["kernels"][1]["kind"] = "gem";
+        CHECK(error_of(doc) == "ir.json: /kernels/1/kind: unknown kernel kind (docs/ir-format.md lists them)");
+    }
+    SECTION("shape object of another kind") {
+        doc["kernels"][1]["kind"] = "elementwise";
+        CHECK(error_of(doc) == "ir.json: /kernels/1/kind: does not match its shape object (gemm, conv or attention)");
+    }
+    SECTION("unknown op without a reason") {
+        doc["kernels"][2].erase("flag");
+        CHECK(error_of(doc) == "ir.json: /kernels/2: an unknown kernel needs a flag saying why");
+    }
+    SECTION("negative bytes") {
+        doc["kernels"][1]["bytes_read"] = -1;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/bytes_read: must not be negative, got -1.0");
+    }
+    SECTION("GEMM dimension of zero") {
+        doc["kernels"][1]["gemm"]["k"] = 0;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/gemm/k: must be a positive integer, got 0");
+    }
+    SECTION("host-only with GPU work") {
+        doc["kernels"][0]["bytes_read"] = 4;
+        CHECK(error_of(doc) == "ir.json: /kernels/0: a host-only kernel does no GPU work: flops and bytes must be 0");
+    }
+    SECTION("precision mode") {
+        doc["precision"] = "fp12";
+        CHECK(error_of(doc).find("ir.json: /precision: unknown precision mode") == 0);
+    }
+    SECTION("optimizer") {
+        doc["optimizer"]["kind"] = "lamb";
+        CHECK(error_of(doc) == "ir.json: /optimizer/kind: expected none, sgd, adam or adamw");
+    }
+    SECTION("missing layer") {
+        doc["kernels"][3].erase("layer");
+        CHECK(error_of(doc) == "ir.json: /kernels/3/layer: missing");
+    }
+}
+
+TEST_CASE("the IR is written atomically and read back", "[ir][json]") {
+    const auto dir = std::filesystem::temp_directory_path() / "roofsim-test-ir";
+    std::filesystem::create_directories(dir);
+    const auto path = dir / "mlp-ir.json";
+    const KernelIr ir = load_kernel_ir(data_dir + "ir-small.json");
+    detail::write_json_atomically(to_json(ir), path);
+    const KernelIr back = load_kernel_ir(path);
+    CHECK(to_json(back) == to_json(ir));
+    // Writing into a directory that does not exist fails and leaves nothing behind.
+    CHECK_THROWS(detail::write_json_atomically(to_json(ir), dir / "missing" / "x.json"));
+    CHECK_FALSE(std::filesystem::exists(dir / "missing"));
+    std::filesystem::remove_all(dir);
+}
