@@ -692,7 +692,7 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
 
 def model_cases(smoke: bool) -> list[dict]:
     def case(model, batch, size, mode, optimizer):
-        size_key = {"resnet50": "image_size", "mlp": "in_features"}.get(model, "seq_len")
+        size_key = {"resnet50": "image_size", "vit-b-16": "image_size", "mlp": "in_features"}.get(model, "seq_len")
         tag = f"b{batch}xs{size}" if size_key == "seq_len" else f"b{batch}x{size}"
         return {"id": f"{model}/{tag}/{mode}", "model": model, "batch": batch, size_key: size,
                 "precision": mode, "optimizer": optimizer}
@@ -702,6 +702,7 @@ def model_cases(smoke: bool) -> list[dict]:
             case("mlp", 8, 64, "fp32", "sgd"),
             case("mlp", 8, 64, "amp-bf16", "adamw"),
             case("resnet50", 2, 32, "amp-bf16", "sgd"),
+            case("vit-b-16", 2, 32, "amp-bf16", "adamw"),
             case("bert-base", 2, 16, "amp-bf16", "adamw"),
             case("gpt2-small", 2, 16, "amp-bf16", "adamw"),
         ]
@@ -713,6 +714,8 @@ def model_cases(smoke: bool) -> list[dict]:
         case("bert-base", 128, 128, "amp-bf16", "adamw"),
         case("gpt2-small", 4, 1024, "amp-bf16", "adamw"),
         case("gpt2-small", 16, 1024, "amp-bf16", "adamw"),
+        case("vit-b-16", 32, 224, "amp-bf16", "adamw"),
+        case("vit-b-16", 128, 224, "amp-bf16", "adamw"),
     ]
 
 
@@ -759,6 +762,18 @@ def build_model(spec: dict, device: torch.device, smoke: bool):
         s = spec["image_size"]
         batch = {"x": torch.randn(b, 3, s, s), "y": torch.randint(0, 1000, (b,))}
         info.update({"constructor": "torchvision.models.resnet50()", "memory_format": "contiguous (NCHW)",
+                     "loss": "cross_entropy over 1000 classes"})
+        return model, batch, lambda m, d: F.cross_entropy(m(d["x"]), d["y"]), info
+    if name == "vit-b-16":
+        try:
+            import torchvision
+        except Exception as exc:
+            raise Skip(f"torchvision not available ({first_line(exc)})")
+        s = spec["image_size"]
+        # Smoke runs: a 32-pixel image in 16-pixel patches (torchvision checks image_size at forward).
+        model = torchvision.models.vit_b_16(image_size=s) if s != 224 else torchvision.models.vit_b_16()
+        batch = {"x": torch.randn(b, 3, s, s), "y": torch.randint(0, 1000, (b,))}
+        info.update({"constructor": f"torchvision.models.vit_b_16({'' if s == 224 else f'image_size={s}'})",
                      "loss": "cross_entropy over 1000 classes"})
         return model, batch, lambda m, d: F.cross_entropy(m(d["x"]), d["y"]), info
     try:
