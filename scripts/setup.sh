@@ -4,10 +4,13 @@ set -euo pipefail
 
 roofsim_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 roofsim_packages=(g++ make cmake libeigen3-dev catch2 libcli11-dev nlohmann-json3-dev libbenchmark-dev)
+# The exporter's tests (tools/roofsim_export) run on Debian's CPU build of PyTorch.
+roofsim_test_packages=(python3 python3-torch python3-torchvision)
 
+# roofsim_install_packages [extra package...]: the build packages, plus any given.
 roofsim_install_packages() {
   local missing=()
-  for p in "${roofsim_packages[@]}"; do
+  for p in "${roofsim_packages[@]}" "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if ((${#missing[@]})); then
