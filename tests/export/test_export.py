@@ -1,0 +1,459 @@
+"""Tests of tools/roofsim_export: PYTHONPATH=tools python3 -m unittest discover -s tests/export
+
+Expected numbers are computed here from the models themselves (their modules, hooked shapes, the
+rules of docs/ir-format.md and include/roofsim/lower.hpp), never read back from the exporter."""
+
+import collections
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+TOOLS = os.path.join(ROOT, "tools")
+MODELS = os.path.join(HERE, "models.py")
+for path in (TOOLS, HERE):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+
+import ir_rules  # noqa: E402
+import models  # noqa: E402
+import roofsim_export  # noqa: E402
+
+try:
+    import torchvision
+except ImportError:  # pragma: no cover
+    torchvision = None
+
+EXPORTED = []  # every document the tests produce; checked against docs/ir-format.md at the end
+
+
+def export(model, inputs, **kw):
+    doc = roofsim_export.export(model, inputs, **kw)
+    EXPORTED.append(doc)
+    return doc
+
+
+def run_cli(*args, timeout=240):
+    env = dict(os.environ, PYTHONPATH=TOOLS + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-m", "roofsim_export", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=ROOT)
+
+
+def aten(doc, op, phase=None):
+    return [k for k in doc["kernels"] if k["op"] == "aten::" + op and (phase is None or k["phase"] == phase)]
+
+
+def of_kind(doc, kind, phase=None):
+    return [k for k in doc["kernels"] if k["kind"] == kind and (phase is None or k["phase"] == phase)]
+
+
+def conv_output_shapes(model, x):
+    """(module, output shape) of every Conv2d call of a real forward pass on the CPU."""
+    calls = []
+    hooks = [m.register_forward_hook(lambda m, i, o: calls.append((m, tuple(o.shape))))
+             for m in model.modules() if isinstance(m, nn.Conv2d)]
+    with torch.no_grad():
+        model.eval()(x)
+    for h in hooks:
+        h.remove()
+    return calls
+
+
+@unittest.skipIf(torchvision is None, "torchvision is not installed")
+class TorchvisionResNet(unittest.TestCase):
+    batch, size = 2, 64
+
+    def check(self, name):
+        model = getattr(torchvision.models, name)()
+        calls = conv_output_shapes(model, torch.randn(self.batch, 3, self.size, self.size))
+        expected_flops = sum(2 * math.prod(shape) * (m.in_channels // m.groups) * m.kernel_size[0] * m.kernel_size[1]
+                             for m, shape in calls)
+        param_bytes = sum(p.numel() * 4 for p in model.parameters())
+        doc = export(model, {"x": torch.empty(self.batch, 3, self.size, self.size),
+                             "y": torch.empty(self.batch, dtype=torch.long)}, precision="fp32", optimizer="sgd")
+        convs = of_kind(doc, "conv")
+        passes = collections.Counter(k["conv"]["pass"] for k in convs)
+        self.assertEqual(passes["forward"], len(calls))
+        self.assertEqual(passes["backward-filter"], len(calls))
+        self.assertEqual(passes["backward-data"], len(calls) - 1)  # the stem's input needs no gradient
+        stem = [k["conv"]["pass"] for k in convs if k["layer"] == "conv1"]
+        self.assertEqual(sorted(stem), ["backward-filter", "forward"])
+        forward = [k for k in convs if k["conv"]["pass"] == "forward"]
+        self.assertEqual(sum(k["flops"] for k in forward), expected_flops)
+        for k in convs:  # fp32 mode: cuDNN convolutions may use TF32 (PyTorch's default)
+            self.assertEqual(k["unit"], "tf32-tensor")
+            self.assertEqual(k["phase"], "forward" if k["conv"]["pass"] == "forward" else "backward")
+        self.assertEqual(doc["memory"]["parameters_bytes"], param_bytes)
+        self.assertEqual(doc["memory"]["gradients_bytes"], param_bytes)
+        self.assertEqual(doc["memory"]["optimizer_state_bytes"], param_bytes)  # SGD momentum buffers
+        self.assertGreater(doc["memory"]["peak_bytes"], 3 * param_bytes)
+        self.assertEqual(doc["parameters"], {"elements": param_bytes // 4,
+                                             "tensors": len(list(model.parameters()))})
+        self.assertFalse(of_kind(doc, "unknown"), [k["op"] for k in of_kind(doc, "unknown")])
+        # one host marker per module call: a forward conv marker before each forward conv kernel
+        markers = [k for k in doc["kernels"] if k["op"] == "dispatch conv2d" and k["phase"] == "forward"]
+        self.assertEqual(len(markers), len(calls))
+        # the model is handed back with its own (real) parameters
+        self.assertTrue(all(type(p) is nn.Parameter and p.device.type == "cpu" for p in model.parameters()))
+        return doc
+
+    def test_resnet18(self):
+        self.check("resnet18")
+
+    def test_resnet50(self):
+        doc = self.check("resnet50")
+        # SGD (momentum, weight decay), foreach, as lower.hpp: add (wd), mul_, add_, add_
+        opt = [(k["op"], k["args"]) for k in doc["kernels"] if k["kind"] == "optimizer"]
+        ops = [op for i, (op, args) in enumerate(opt) if i == 0 or (op, args) != opt[i - 1]]  # one per call
+        self.assertEqual(ops, ["aten::_foreach_add", "aten::_foreach_mul_", "aten::_foreach_add_",
+                               "aten::_foreach_add_"])
+        p = doc["memory"]["parameters_bytes"]
+        mul = [k for k in doc["kernels"] if k["op"] == "aten::_foreach_mul_"]
+        self.assertEqual(sum(k["bytes_read"] for k in mul), p)
+        self.assertEqual(sum(k["bytes_written"] for k in mul), p)
+        markers = [k for k in doc["kernels"] if k["phase"] == "optimizer" and k["kind"] == "host-only"
+                   and k.get("host_op")]
+        self.assertEqual([(k["host_op"], k["layer"]) for k in markers], [("optimizer", "optimizer")])
+        self.assertTrue(all(k["host_dispatch"] is False for k in doc["kernels"]
+                            if k["phase"] == "optimizer" and k["kind"] == "optimizer"))
+
+
+class MlpAgainstLowering(unittest.TestCase):
+    """Linear - GELU - Linear: the GEMMs and bias reductions lower.hpp's linear rule gives."""
+
+    B, IN, H, C = 8, 64, 256, 10
+
+    def test_fp32_gemms_and_reductions(self):
+        model, inputs = models.mlp(self.IN, self.H, self.C, self.B)
+        doc = export(model, inputs, precision="fp32", optimizer="sgd")
+        B, IN, H, C = self.B, self.IN, self.H, self.C
+
+        def key(op, phase, m, n, k):
+            return (op, phase, min(m, n), max(m, n), k)
+
+        # lower.hpp linear: forward addmm {rows, out, in}; backward dX mm {rows, in, out} (only when the
+        # input needs a gradient), dW mm {out, in, rows}, db sum over rows
+        expected = [key("aten::addmm", "forward", B, H, IN), key("aten::addmm", "forward", B, C, H),
+                    key("aten::mm", "backward", B, H, C), key("aten::mm", "backward", C, H, B),
+                    key("aten::mm", "backward", H, IN, B)]
+        got = [key(k["op"], k["phase"], k["gemm"]["m"], k["gemm"]["n"], k["gemm"]["k"]) for k in of_kind(doc, "gemm")]
+        self.assertEqual(sorted(got), sorted(expected))
+        for k in of_kind(doc, "gemm"):
+            g = k["gemm"]
+            self.assertEqual(g["batch"], 1)
+            self.assertEqual(k["flops"], 2 * g["m"] * g["n"] * g["k"])
+            self.assertEqual(k["unit"] if "unit" in k else "fp32", "fp32")  # fp32 mode: matmul TF32 off
+        fc1 = [k for k in aten(doc, "addmm") if k["layer"] == "0"][0]
+        # bytes: each distinct input once (bias, x, W) plus the output
+        self.assertEqual(fc1["bytes_read"], 4 * (H + B * IN + IN * H))
+        self.assertEqual(fc1["bytes_written"], 4 * B * H)
+        sums = aten(doc, "sum", "backward")
+        self.assertEqual(sorted((k["layer"], k["bytes_read"], k["bytes_written"]) for k in sums),
+                         [("0", 4 * B * H, 4 * H), ("2", 4 * B * C, 4 * C)])
+        # backward in reverse layer order: fc2's kernels before fc1's
+        layers = [k["layer"] for k in doc["kernels"] if k["phase"] == "backward" and k["kind"] == "gemm"]
+        self.assertEqual(layers, ["2", "2", "0"])
+        # markers: linear, gelu, linear forward; each backward run of a module gets one
+        fwd = [k["host_op"] for k in doc["kernels"] if k["phase"] == "forward" and k.get("host_op")
+               and k["op"].startswith("dispatch") and k["layer"] in ("0", "1", "2")]
+        self.assertEqual(fwd, ["linear", "gelu", "linear"])
+        bwd = [(k["host_op"], k["layer"]) for k in doc["kernels"] if k["phase"] == "backward"
+               and k["op"].startswith("dispatch") and k["layer"] in ("0", "1", "2")]
+        self.assertEqual(bwd, [("linear", "2"), ("gelu", "1"), ("linear", "0")])
+        for k in doc["kernels"]:
+            if k["layer"] in ("0", "2") and not k["op"].startswith("dispatch"):
+                self.assertEqual((k["host_dispatch"], k["source_op"]), (False, "linear"))
+        gelu = aten(doc, "gelu")[0]
+        self.assertEqual((gelu["kind"], gelu["bytes_read"], gelu["bytes_written"]), ("elementwise", 4 * B * H, 4 * B * H))
+        back = aten(doc, "gelu_backward")[0]
+        self.assertEqual((back["bytes_read"], back["bytes_written"]), (8 * B * H, 4 * B * H))
+
+    def test_amp_bf16_casts(self):
+        model, inputs = models.mlp(self.IN, self.H, self.C, self.B)
+        doc = export(model, inputs, precision="amp-bf16", optimizer="adamw")
+        B, IN, H, C = self.B, self.IN, self.H, self.C
+        casts = aten(doc, "_to_copy", "forward")
+        weights = {(IN * H * 4, IN * H * 2), (H * 4, H * 2), (H * C * 4, H * C * 2), (C * 4, C * 2)}
+        down = {(k["bytes_read"], k["bytes_written"]) for k in casts if k["dtype"] == "float32"}
+        self.assertTrue(weights <= down, down)  # every weight and bias cast to bfloat16 once per forward
+        self.assertIn((B * IN * 4, B * IN * 2), down)  # and the input of the first linear
+        for k in casts:
+            if (k["bytes_read"], k["bytes_written"]) in weights:
+                self.assertEqual((k["kind"], k["source_op"], k["host_dispatch"]), ("elementwise", "linear", False))
+                self.assertIn(k["layer"], ("0", "2"))
+        for k in of_kind(doc, "gemm"):
+            self.assertEqual((k["dtype"], k["unit"]), ("bfloat16", "bf16-tensor"))
+        # the weight gradients are cast back to float32 in backward
+        up = {(k["bytes_read"], k["bytes_written"]) for k in aten(doc, "_to_copy", "backward")
+              if k["dtype"] == "bfloat16"}
+        self.assertTrue({(r2, r4) for r4, r2 in weights} <= up, up)
+        # cross_entropy under autocast: log_softmax in the logits' dtype, nll_loss (autocast's float32
+        # list) on a float32 copy
+        loss = [(k["op"], k["dtype"]) for k in doc["kernels"] if k["layer"] == "loss" and k["phase"] == "forward"
+                and k["op"].startswith("aten::") and k["kind"] != "host-only"]
+        self.assertEqual(loss, [("aten::_log_softmax", "bfloat16"), ("aten::_to_copy", "bfloat16"),
+                                ("aten::nll_loss_forward", "float32")])
+        # AdamW: two state tensors per parameter
+        self.assertEqual(doc["memory"]["optimizer_state_bytes"], 2 * doc["memory"]["parameters_bytes"])
+
+    def test_bf16_mode(self):
+        model, inputs = models.mlp(self.IN, self.H, self.C, self.B)
+        doc = export(model, inputs, precision="bf16", optimizer="sgd")
+        elements = sum(p.numel() for p in model.parameters())
+        self.assertEqual(doc["memory"]["parameters_bytes"], 2 * elements)
+        self.assertFalse(aten(doc, "_to_copy", "forward")[:0])
+        self.assertTrue(all(k["dtype"] == "bfloat16" for k in of_kind(doc, "gemm")))
+        self.assertTrue(all(k["dtype"] == "bfloat16" for k in of_kind(doc, "optimizer")))
+
+    def test_amp_fp16_grad_scaler(self):
+        model, inputs = models.mlp(self.IN, self.H, self.C, self.B)
+        doc = export(model, inputs, precision="amp-fp16", optimizer="sgd")
+        self.assertTrue(all(k["dtype"] == "float16" for k in of_kind(doc, "gemm")))
+        scaler = [k["op"] for k in doc["kernels"] if k["layer"] == "grad_scaler"]
+        self.assertIn("aten::_amp_foreach_non_finite_check_and_unscale_", scaler)
+        self.assertEqual(scaler[-1], "aten::_amp_update_scale_")
+
+
+class TransformerBlock(unittest.TestCase):
+    """A GPT-2-like model: embeddings, LayerNorm, causal attention, GELU MLP, tied LM head."""
+
+    def test_gpt_like(self):
+        layers, batch, seq = 2, 2, 16
+        model, inputs = models.tiny_gpt(batch=batch, seq=seq, use_sdpa=True, layers=layers)
+        heads, dim = model.h[0].attn.heads, model.wte.embedding_dim
+        doc = export(model, inputs, precision="amp-bf16", optimizer="adamw")
+        norms = [k for k in aten(doc, "native_layer_norm", "forward")]
+        self.assertEqual(len(norms), 2 * layers + 1)
+        self.assertTrue(all(k["kind"] == "normalization" and k["dtype"] == "float32" for k in norms))
+        self.assertEqual(len([k for k in aten(doc, "native_layer_norm_backward") if k["kind"] == "normalization"]),
+                         2 * layers + 1)
+        gelu = aten(doc, "gelu", "forward")
+        self.assertEqual(len(gelu), layers)
+        self.assertEqual({k["source_op"] for k in gelu}, {"gelu"})
+        self.assertEqual(len(aten(doc, "embedding", "forward")), 2)
+        self.assertEqual(len([k for k in aten(doc, "embedding_dense_backward") if k["kind"] == "embedding"]), 2)
+        self.assertEqual(len(aten(doc, "native_dropout", "forward")), 1 + 2 * layers - (1 if model.h[0].attn.use_sdpa
+                                                                                         else 0) * layers)
+        self.assertEqual(len(aten(doc, "_log_softmax", "forward")), 1)
+        attention = of_kind(doc, "attention")
+        if model.h[0].attn.use_sdpa:  # torch >= 2.0: fused scaled-dot-product attention
+            forward = [k for k in attention if k["phase"] == "forward"]
+            self.assertEqual(len(forward), layers)
+            a = forward[0]["attention"]
+            self.assertEqual((a["batch"], a["heads"], a["seq_q"], a["seq_kv"], a["head_dim"], a["causal"]),
+                             (batch, heads, seq, seq, dim // heads, True))
+            self.assertEqual(forward[0]["flops"], 4 * batch * heads * seq * seq * (dim // heads) // 2)
+            self.assertEqual(len([k for k in attention if k["phase"] == "backward"]), layers)
+        else:  # torch 1.13: the math path, QK^T and PV as batched GEMMs, softmax in between
+            self.assertEqual(attention, [])
+            bmm = [k for k in aten(doc, "bmm", "forward") if k["layer"].endswith(".attn")]
+            self.assertEqual(len(bmm), 2 * layers)
+            self.assertTrue(all(k["gemm"]["batch"] == batch * heads for k in bmm))
+            self.assertEqual({(k["gemm"]["m"], k["gemm"]["k"]) for k in bmm}, {(seq, dim // heads), (seq, seq)})
+            softmax = [k for k in of_kind(doc, "softmax", "forward") if k["layer"].endswith(".attn")]
+            self.assertEqual(len(softmax), layers)
+            self.assertEqual(softmax[0]["dtype"], "float32")  # autocast runs softmax in float32
+        # the tied LM head: one parameter, its two gradients summed
+        self.assertEqual(doc["parameters"]["tensors"], len(list(model.parameters())))
+        lm = [k for k in of_kind(doc, "gemm", "forward") if k["layer"] == "lm_head"]
+        self.assertEqual(len(lm), 1)
+        self.assertEqual(lm[0]["gemm"]["n"] * lm[0]["gemm"]["m"], batch * seq * model.wte.num_embeddings)
+
+    def test_multihead_attention_module(self):
+        model, inputs = models.mha()
+        doc = export(model, inputs, optimizer="none")
+        fwd = [k for k in doc["kernels"] if k["phase"] == "forward" and k["layer"] == "attn"]
+        self.assertEqual(fwd[0]["op"], "dispatch mha")
+        self.assertEqual([k for k in fwd if k["op"].startswith("dispatch")], fwd[:1])  # one marker for the call
+        self.assertTrue(all(k["source_op"] == "mha" for k in fwd[1:]))
+        self.assertEqual(len([k for k in fwd if k["op"] == "aten::bmm"]), 2)
+        self.assertEqual(doc["optimizer"], {"kind": "none", "fused": False})
+        self.assertFalse([k for k in doc["kernels"] if k["phase"] == "optimizer"])
+
+
+class Convolutions(unittest.TestCase):
+    def test_conv1d_grouped_bias_groupnorm(self):
+        model, inputs = models.convnet()
+        doc = export(model, inputs, optimizer="sgd")
+        convs = of_kind(doc, "conv")
+        c1 = [k for k in convs if k["layer"] == "conv1d" and k["conv"]["pass"] == "forward"][0]["conv"]
+        self.assertEqual((c1["h"], c1["r"], c1["w"], c1["s"], c1["padding"]), (1, 1, 10, 3, [0, 1]))
+        dw = [k for k in convs if k["layer"] == "dw" and k["conv"]["pass"] == "forward"][0]["conv"]
+        self.assertEqual((dw["groups"], dw["dilation"], dw["padding"]), (16, [2, 2], [2, 2]))
+        # biases: one reduction of dY each in backward (aten::convolution_backward)
+        bias = [k for k in doc["kernels"] if k["op"] == "aten::convolution_backward" and k["kind"] == "reduction"]
+        self.assertEqual(sorted(k["layer"] for k in bias), ["conv", "conv1d", "dw"])
+        # the image and sequence inputs need no gradient: the first conv of each path has no backward-data
+        data = sorted(k["layer"] for k in convs if k["conv"]["pass"] == "backward-data")
+        self.assertEqual(data, ["dw"])
+        gn = aten(doc, "native_group_norm", "forward")
+        self.assertEqual([k["kind"] for k in gn], ["reduction", "normalization"])
+        self.assertEqual(aten(doc, "cat", "forward")[0]["kind"], "copy")
+
+
+class UnknownOps(unittest.TestCase):
+    def test_flagged_not_dropped(self):
+        model, inputs = models.unknown_op()
+        doc = export(model, inputs, optimizer="sgd")
+        unknown = of_kind(doc, "unknown")
+        self.assertEqual({k["op"] for k in unknown}, {"aten::cumsum", "aten::erfinv"})
+        for k in unknown:
+            self.assertEqual(k["layer"], "1")
+            self.assertIn(k["op"], k["flag"])
+            self.assertIn("float32[4, 32]", k["flag"])
+            self.assertEqual((k["bytes_read"], k["bytes_written"]), (4 * 4 * 32, 4 * 4 * 32))
+        with self.assertRaises(roofsim_export.ExportError) as ctx:
+            roofsim_export.export(model, inputs, strict=True)
+        self.assertIn("aten::cumsum", str(ctx.exception))
+        self.assertIn("aten::erfinv", str(ctx.exception))
+
+    def test_strict_cli_refuses(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "u.json")
+            r = run_cli(f"{MODELS}:unknown_op", "--strict", "-o", out)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("aten::cumsum", r.stderr)
+            self.assertIn("aten::erfinv", r.stderr)
+            self.assertFalse(os.path.exists(out))
+            self.assertEqual(os.listdir(tmp), [])
+            r = run_cli(f"{MODELS}:unknown_op", "-o", out)  # without --strict it is written, flagged
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("unknown", r.stderr)
+            with open(out) as f:
+                self.assertEqual(ir_rules.violations(json.load(f)), [])
+
+
+class Failures(unittest.TestCase):
+    def test_data_dependent_control_flow(self):
+        model, inputs = models.data_dependent()
+        with self.assertRaises(roofsim_export.ExportError) as ctx:
+            roofsim_export.export(model, inputs)
+        text = str(ctx.exception)
+        self.assertIn("module '1' (Gate)", text)
+        self.assertIn("aten::_local_scalar_dense", text)
+        self.assertIn("tensor values", text)
+        self.assertTrue(all(type(p) is nn.Parameter for p in model.parameters()))  # parameters restored
+
+    def test_known_values_answer_item(self):
+        # a mask of ones checked with `if torch.all(mask == 1)` and a torch.full scale read with .item():
+        # values fake tensors can know without data
+        model, inputs = models.masked_encoder()
+        doc = export(model, inputs)
+        questions = aten(doc, "_local_scalar_dense", "forward")
+        self.assertEqual(len(questions), 3)
+        self.assertTrue(all(k["kind"] == "host-only" for k in questions))
+
+    def test_failed_export_writes_nothing(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "dd.json")
+            r = run_cli(f"{MODELS}:data_dependent", "-o", out)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("module '1' (Gate)", r.stderr)
+            self.assertEqual(os.listdir(tmp), [])
+            with open(out, "w") as f:  # an existing file is left as it was
+                f.write("old")
+            self.assertEqual(run_cli(f"{MODELS}:data_dependent", "-o", out).returncode, 1)
+            with open(out) as f:
+                self.assertEqual(f.read(), "old")
+            self.assertEqual(os.listdir(tmp), ["dd.json"])
+
+    def test_usage_errors(self):
+        r = run_cli("torchvision:resnet18", "--input", "x=float32[B,three]", "-o", "/nonexistent/x.json")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--input", r.stderr)
+        self.assertEqual(run_cli("torchvision:resnet18", "--precision", "fp8", "-o", "x.json").returncode, 2)
+        r = run_cli("no_such_package:factory", "-o", "x.json")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("no_such_package", r.stderr)
+
+    def test_help(self):
+        r = run_cli("--help")
+        self.assertEqual(r.returncode, 0)
+        for word in ("torchvision:resnet50", "transformers:gpt2", "--precision", "--strict", "--summary",
+                     "roofsim predict --ir"):
+            self.assertIn(word, r.stdout)
+
+
+class Cli(unittest.TestCase):
+    def test_torchvision_cli_summary(self):
+        if torchvision is None:
+            self.skipTest("torchvision is not installed")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "r18.json")
+            r = run_cli("torchvision:resnet18", "--batch", "2", "--input", "x=float32[B,3,64,64]", "--precision",
+                        "amp-bf16", "--summary", "-o", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertRegex(r.stdout, r"forward +conv +20 ")
+            self.assertRegex(r.stdout, r"backward +conv +39 ")
+            with open(out) as f:
+                doc = json.load(f)
+            EXPORTED.append(doc)
+            self.assertEqual((doc["model"], doc["precision"], doc["batch"]), ("resnet18", "amp-bf16", 2))
+            self.assertEqual(doc["optimizer"], {"kind": "sgd", "fused": False})
+            self.assertIn("roofsim_export 1.0.0", doc["origin"])
+            x = [k for k in aten(doc, "_to_copy", "forward") if k["layer"] == "conv1"]
+            self.assertIn(2 * 3 * 64 * 64 * 4, [k["bytes_read"] for k in x])  # the image, cast to bfloat16
+
+
+@unittest.skipUnless(os.path.isfile(os.environ.get("ROOFSIM_CLI", "")), "ROOFSIM_CLI (the roofsim binary) is not set")
+class PredictFromIr(unittest.TestCase):
+    """roofsim predict --ir reads what the exporter writes (ctest sets ROOFSIM_CLI)."""
+
+    def predict(self, doc, *args):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "ir.json")
+            roofsim_export.write(doc, path)
+            return subprocess.run([os.environ["ROOFSIM_CLI"], "predict", "--ir", path, "--gpu", "h200-sxm", *args],
+                                  capture_output=True, text=True, timeout=120)
+
+    def test_predicts_an_exported_model(self):
+        model, inputs = models.tiny_gpt()
+        r = self.predict(export(model, inputs, precision="amp-bf16", optimizer="adamw"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"step [0-9.]+ ms")
+
+    def test_strict_refuses_unknown_ops(self):
+        model, inputs = models.unknown_op()
+        doc = export(model, inputs)
+        self.assertEqual(self.predict(doc).returncode, 0)
+        r = self.predict(doc, "--strict")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("cumsum", r.stdout + r.stderr)
+
+
+class ZFormat(unittest.TestCase):
+    """Runs last (unittest sorts classes by name): every document the tests exported follows
+    docs/ir-format.md."""
+
+    def test_all_exports_follow_the_format(self):
+        if not EXPORTED:
+            model, inputs = models.mlp()
+            export(model, inputs)
+        for doc in EXPORTED:
+            self.assertEqual(ir_rules.violations(doc), [], doc.get("model"))
+            json.loads(json.dumps(doc))
+
+    def test_validator_can_fail(self):
+        model, inputs = models.mlp()
+        doc = export(model, inputs)
+        broken = json.loads(json.dumps(doc))
+        broken["kernels"][1]["kind"] = "warp"
+        broken["kernels"][2]["typo"] = 1
+        broken["kernels"].append({"op": "aten::x", "kind": "unknown", "phase": "forward", "layer": ""})
+        found = ir_rules.violations(broken)
+        self.assertTrue(any("kind" in v for v in found))
+        self.assertTrue(any("typo" in v for v in found))
+        self.assertTrue(any("flag" in v for v in found))
+        self.assertTrue(any("forward after" in v for v in found))
+
+
+if __name__ == "__main__":
+    unittest.main()

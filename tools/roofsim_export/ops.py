@@ -1,0 +1,115 @@
+"""Which layer-graph op (docs/graph-format.md) stands for a module call or an aten op.
+
+Host markers name these ops: the framework profile measured the host cost of each one
+(`layer_forward_<op>`, `layer_backward_<op>`), and per-op GPU efficiencies are keyed by them."""
+
+from __future__ import annotations
+
+import torch.nn as nn
+
+# Module classes of torch.nn, most specific first (isinstance: subclasses such as
+# NonDynamicallyQuantizableLinear count as their base).
+_TORCH_MODULES = [
+    ("MultiheadAttention", "mha"),
+    ("Linear", "linear"),
+    ("Conv2d", "conv2d"),
+    ("Conv1d", "conv1d"),
+    ("BatchNorm2d", "batchnorm2d"),
+    ("LayerNorm", "layernorm"),
+    ("GroupNorm", "groupnorm"),
+    ("RMSNorm", "rmsnorm"),
+    ("ReLU", "relu"),
+    ("GELU", "gelu"),
+    ("SiLU", "silu"),
+    ("Tanh", "tanh"),
+    ("Sigmoid", "sigmoid"),
+    ("Dropout", "dropout"),
+    ("Embedding", "embedding"),
+    ("MaxPool2d", "maxpool2d"),
+    ("AvgPool2d", "avgpool2d"),
+    ("AdaptiveAvgPool2d", "adaptive_avgpool2d"),
+    ("Softmax", "softmax"),
+    ("LogSoftmax", "log_softmax"),
+    ("Flatten", "flatten"),
+    ("CrossEntropyLoss", "cross_entropy"),
+]
+MODULE_CLASSES = [(getattr(nn, name), op) for name, op in _TORCH_MODULES if hasattr(nn, name)]
+
+# Classes of other libraries, by qualified class name (the exporter never imports them).
+_NAMED_MODULES = {
+    "transformers.pytorch_utils.Conv1D": "linear",          # GPT-2's projections: addmm(b, x, W)
+    "transformers.modeling_utils.Conv1D": "linear",
+    "transformers.activations.NewGELUActivation": "gelu_tanh_composite",  # GPT-2's gelu_new in Python
+    "transformers.activations.GELUActivation": "gelu",
+    "transformers.activations.GELUTanh": "gelu",
+    "transformers.activations.PytorchGELUTanh": "gelu",
+    "transformers.activations.SiLUActivation": "silu",
+}
+
+
+def module_op(module: nn.Module) -> str | None:
+    """The layer-graph op of a module call, or None when the module type is not one roofsim knows."""
+    cls = type(module)
+    qual = f"{cls.__module__}.{cls.__qualname__}"
+    if qual in _NAMED_MODULES:
+        return _NAMED_MODULES[qual]
+    for base, op in MODULE_CLASSES:
+        if isinstance(module, base):
+            return op
+    return None
+
+
+# aten op (overload packet name, in-place '_' suffix removed) -> layer-graph op, for markers of ops
+# called outside any known module. Anything not listed takes "add" (one eager op).
+_ATEN_GRAPH_OPS = {
+    "linear": ["addmm", "_addmm_activation", "addmv", "linear"],
+    "matmul": ["mm", "mv", "dot", "vdot", "matmul"],
+    "bmm": ["bmm", "baddbmm", "addbmm"],
+    "conv2d": ["convolution", "_convolution", "convolution_backward", "convolution_overrideable",
+               "convolution_backward_overrideable", "cudnn_convolution", "mkldnn_convolution"],
+    "batchnorm2d": ["native_batch_norm", "cudnn_batch_norm", "miopen_batch_norm", "_native_batch_norm_legit",
+                    "_native_batch_norm_legit_no_training", "_native_batch_norm_legit_functional",
+                    "_batch_norm_with_update", "_batch_norm_with_update_functional", "_batch_norm_no_update",
+                    "native_batch_norm_backward", "cudnn_batch_norm_backward", "miopen_batch_norm_backward",
+                    "batch_norm_backward"],
+    "layernorm": ["native_layer_norm", "native_layer_norm_backward"],
+    "groupnorm": ["native_group_norm", "native_group_norm_backward"],
+    "rmsnorm": ["_fused_rms_norm", "_fused_rms_norm_backward", "rms_norm"],
+    "relu": ["relu", "threshold_backward"],
+    "gelu": ["gelu", "gelu_backward"],
+    "silu": ["silu", "silu_backward"],
+    "tanh": ["tanh", "tanh_backward"],
+    "sigmoid": ["sigmoid", "sigmoid_backward"],
+    "dropout": ["native_dropout", "native_dropout_backward", "bernoulli"],
+    "mul": ["mul", "div"],
+    "softmax": ["_softmax", "_softmax_backward_data", "_safe_softmax", "_masked_softmax",
+                "_masked_softmax_backward"],
+    "log_softmax": ["_log_softmax", "_log_softmax_backward_data"],
+    "cross_entropy": ["nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward"],
+    "sdpa": ["_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+             "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
+             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
+             "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+             "_scaled_dot_product_fused_attention_overrideable",
+             "_scaled_dot_product_fused_attention_overrideable_backward",
+             "_flash_attention_forward", "_flash_attention_backward", "_efficient_attention_forward",
+             "_efficient_attention_backward"],
+    "embedding": ["embedding", "embedding_dense_backward"],
+    "maxpool2d": ["max_pool2d_with_indices", "max_pool2d_with_indices_backward", "max_pool2d"],
+    "avgpool2d": ["avg_pool2d", "avg_pool2d_backward"],
+    "adaptive_avgpool2d": ["_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "adaptive_avg_pool2d"],
+    "cat": ["cat", "stack"],
+    "slice": ["slice_backward", "select_backward", "narrow"],
+    "transpose_contiguous": ["clone"],
+}
+ATEN_GRAPH_OP = {aten: graph for graph, atens in _ATEN_GRAPH_OPS.items() for aten in atens}
+
+
+def aten_graph_op(name: str, is_view: bool) -> str:
+    """The layer-graph op of an aten op called outside known modules ("reshape" for views)."""
+    if is_view:
+        return "reshape"
+    if name in ATEN_GRAPH_OP:
+        return ATEN_GRAPH_OP[name]
+    base = name[:-1] if name.endswith("_") and not name.startswith("_foreach") else name
+    return ATEN_GRAPH_OP.get(base, "add")
