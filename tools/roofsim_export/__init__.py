@@ -104,7 +104,8 @@ def origin(description: str, cap: Capture, optimizer: str, notes=None) -> str:
     step = "zero_grad, forward, loss, backward" + (f", {optimizer}.step" if optimizer != "none" else "")
     if cap.emulated:
         how = ("fake CPU tensors standing in for CUDA (this torch cannot run autograd on fake CUDA tensors "
-               "without a CUDA device), with CUDA's autocast op lists and fused dropout emulated")
+               "without a CUDA device), with CUDA's autocast op lists, cross-entropy, fused dropout and fused "
+               "attention emulated")
     else:
         how = "fake CUDA tensors"
     text = f"exported by roofsim_export {__version__} from {description} (torch {compat.TORCH_VERSION}): " \
