@@ -644,21 +644,49 @@ def _run_step(session: Session, spec: StepSpec, model, inputs, opt, scaler, emul
     session.phase = "optimizer"
     if opt is not None:
         grads = [p.grad for p in model.parameters() if p.grad is not None]
-        if scaler is not None:  # GradScaler.unscale_ (the found_inf .item() sync is not modelled)
-            session.region = "grad_scaler"
-            inv_scale = scaler["scale"].double().reciprocal().float()
-            found_inf = torch.full((), 0.0, dtype=torch.float32, device=scaler["scale"].device)
-            torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+        if scaler is not None:
+            found_inf = _grad_scaler_step(session, opt, grads, scaler, spec.fused)
         session.region = "optimizer"
         if record:
             session.kernels.append(marker("optimizer", "optimizer", "optimizer"))
         opt.step()
         if scaler is not None:  # GradScaler.update
             session.region = "grad_scaler"
+            if spec.fused:
+                del opt.grad_scale, opt.found_inf
             torch._amp_update_scale_(scaler["scale"], scaler["growth"], found_inf, 2.0, 0.5, 2000)
         session.region = None
     session.phase = None
     session.recording = False
+
+
+def _grad_scaler_step(session: Session, opt, grads, scaler, fused: bool):
+    """The ops torch.amp.GradScaler.step runs before optimizer.step(), assuming (as in steady-state
+    training) that no gradient is inf or NaN. A fused optimizer unscales inside its kernel: the
+    scaler only checks the gradients and hands it grad_scale and found_inf; otherwise unscale_
+    multiplies the gradients by 1/scale and step() reads found_inf back (.item(), a sync)."""
+    session.region = "grad_scaler"
+    scale = scaler["scale"]
+    device = scale.device
+
+    def unscale_grads(inv_scale, found_inf):
+        # _unscale_grads_: one copy of found_inf and of inv_scale per device (_MultiDeviceReplicator)
+        found_inf = found_inf.to(device=device, non_blocking=True, copy=True)
+        inv_scale = inv_scale.to(device=device, non_blocking=True, copy=True)
+        torch._amp_foreach_non_finite_check_and_unscale_(grads, found_inf, inv_scale)
+        return found_inf
+
+    if fused:  # _check_inf_per_device, then the fused kernel unscales
+        dummy_inv_scale = torch.full((), 1.0, dtype=torch.float32, device=device)
+        found_inf = unscale_grads(dummy_inv_scale, torch.full((), 0.0, dtype=torch.float32, device=device))
+        found_inf = 0 + found_inf  # sum() over devices
+        opt.grad_scale = scale * 1
+        opt.found_inf = found_inf
+        return found_inf
+    inv_scale = scale.double().reciprocal().float()  # unscale_
+    found_inf = unscale_grads(inv_scale, torch.full((), 0.0, dtype=torch.float32, device=device))
+    found_inf.item()  # _maybe_opt_step: a sync in the real step
+    return found_inf
 
 
 def _resident(model, inputs, opt, scaler):

@@ -110,6 +110,7 @@ class Built:
     description: str
     default_optimizer: str = "sgd"
     notes: list = field(default_factory=list)
+    highs: dict = field(default_factory=dict)  # integer inputs: values in [0, high) (for real runs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,14 +185,14 @@ def split_targets(names, explicit=None):
 
 # ---------------------------------------------------------------------------------------------
 
-def meta_device():
+def meta_device(enabled: bool = True):
     """`with torch.device('meta'):` where torch has it (2.0+): builds a model without memory or
-    initialization time; elsewhere a no-op (the model is built on the CPU)."""
+    initialization time; elsewhere (or when not enabled) a no-op: the model is built on the CPU."""
     device = torch.device("meta")
-    return device if hasattr(device, "__enter__") else contextlib.nullcontext()
+    return device if enabled and hasattr(device, "__enter__") else contextlib.nullcontext()
 
 
-def build_torchvision(name: str, batch: int, config: dict, inputs: list) -> Built:
+def build_torchvision(name: str, batch: int, config: dict, inputs: list, meta: bool = True) -> Built:
     try:
         import torchvision
     except Exception as exc:
@@ -203,9 +204,8 @@ def build_torchvision(name: str, batch: int, config: dict, inputs: list) -> Buil
             raise UsageError(f"torchvision.models has no model '{name}'")
     if not callable(target):
         raise UsageError(f"torchvision.models.{name} is not a model constructor")
-    ctx = meta_device()
     try:
-        with ctx:
+        with meta_device(meta):
             try:
                 model = target(weights=None, **config)
             except TypeError:
@@ -225,11 +225,11 @@ def build_torchvision(name: str, batch: int, config: dict, inputs: list) -> Buil
 
     cls = type(model)
     return Built(model, tensors, loss_fn, name, f"{cls.__module__}.{cls.__qualname__}", "sgd",
-                 [f"cross_entropy over {num_classes} classes"])
+                 [f"cross_entropy over {num_classes} classes"], {"y": num_classes})
 
 
 def build_transformers(model_type: str, batch: int, seq_len: int, config: dict, inputs: list,
-                       task: str = "auto") -> Built:
+                       task: str = "auto", meta: bool = True) -> Built:
     try:
         import transformers
     except Exception as exc:
@@ -256,7 +256,7 @@ def build_transformers(model_type: str, batch: int, seq_len: int, config: dict, 
         raise UsageError(f"--task '{task}': expected auto, causal-lm or sequence-classification")
     notes, attempts = [], []
     model = None
-    for where in ("meta", "cpu"):  # meta: no memory, no initialization; the CPU where meta fails
+    for where in ("meta", "cpu") if meta else ("cpu",):  # meta: no memory, no initialization
         for how in ("attn_implementation='sdpa'", "default attention"):
             try:
                 with meta_device() if where == "meta" else contextlib.nullcontext():
@@ -297,7 +297,8 @@ def build_transformers(model_type: str, batch: int, seq_len: int, config: dict, 
     name = f"{model_type}"
     mcls = type(model)
     notes.append(f"vocab {vocab}, {task}")
-    return Built(model, tensors, loss_fn, name, f"{mcls.__module__}.{mcls.__qualname__}", "adamw", notes)
+    highs = {"input_ids": vocab or 2, "labels": int(getattr(cfg, "num_labels", 2) or 2)}
+    return Built(model, tensors, loss_fn, name, f"{mcls.__module__}.{mcls.__qualname__}", "adamw", notes, highs)
 
 
 def load_factory(ref: str):
@@ -374,15 +375,15 @@ def resolve_batch(built_inputs: dict) -> int:
 
 
 def build(ref: str, *, batch: int | None, seq_len: int | None, config: dict, inputs: list,
-          task: str = "auto") -> Built:
+          task: str = "auto", meta: bool = True) -> Built:
     kind, _, name = ref.partition(":")
     if not name:
         raise UsageError(f"MODEL '{ref}': expected torchvision:NAME, transformers:TYPE, file.py:FACTORY or "
                          f"package.module:FACTORY")
     if kind == "torchvision":
-        return build_torchvision(name, batch or 32, config, inputs)
+        return build_torchvision(name, batch or 32, config, inputs, meta)
     if kind == "transformers":
-        return build_transformers(name, batch or 32, seq_len or 128, config, inputs, task)
+        return build_transformers(name, batch or 32, seq_len or 128, config, inputs, task, meta)
     return build_factory(ref, batch, seq_len or 128, config, inputs)
 
 

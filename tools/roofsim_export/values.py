@@ -102,6 +102,8 @@ def compute(func, args, kwargs):
 def propagate(func, name: str, args, kwargs, out) -> None:
     """Gives the outputs of one op their value where it is known; forgets values overwritten with
     unknown data."""
+    if name == "_amp_foreach_non_finite_check_and_unscale_":
+        return  # found_inf keeps its 0: the exporter assumes finite gradients (steady-state training)
     outs = flat_tensors(out)
     mutated = flat_tensors(compat.mutated_args(func, args, kwargs))
     targets = outs if outs else mutated
