@@ -6,6 +6,7 @@
 #include <roofsim/detail/json_file.hpp>
 #include <roofsim/detail/json_read.hpp>
 #include <roofsim/predict.hpp>
+#include <roofsim/predict_ir.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <algorithm>
@@ -24,6 +25,7 @@ struct ValidationCase {
     std::string family;     ///< the op ("linear") or model ("resnet50")
     std::string precision;  ///< the mode key
     bool model = false;     ///< a whole training step (else one layer's forward + backward)
+    bool in_zoo = true;     ///< model cases: the zoo builds it (else only an exported IR predicts it)
     Graph graph;
     LoweringOptions options;
     double measured_seconds = 0;           ///< layer: forward + backward; model: the step
@@ -33,7 +35,8 @@ struct ValidationCase {
 struct ValidationSet {
     std::string gpu_key;
     std::string origin;                     ///< file, GPU, torch version, date
-    std::vector<ValidationCase> cases;
+    std::vector<ValidationCase> cases;      ///< every case the layer-graph path predicts
+    std::vector<ValidationCase> exported_only;  ///< model cases only an exported IR predicts (not in the zoo)
     std::vector<std::pair<std::string, std::string>> not_modelled;  ///< (case id, reason)
 };
 
@@ -61,7 +64,7 @@ inline ValidationCase layer_case(const JsonCursor& c) {
     return v;
 }
 
-inline std::optional<ValidationCase> model_case(const JsonCursor& c) {
+inline ValidationCase model_case(const JsonCursor& c) {
     ValidationCase v;
     v.id = c.at("id").string();
     v.family = c.at("model").string();
@@ -70,8 +73,8 @@ inline std::optional<ValidationCase> model_case(const JsonCursor& c) {
     const std::int64_t size = c.has("image_size") ? c.at("image_size").positive_integer()
                                                   : (c.has("seq_len") ? c.at("seq_len").positive_integer() : 0);
     auto graph = zoo::model(v.family, size);
-    if (!graph) return std::nullopt;
-    v.graph = std::move(*graph);
+    if (graph) v.graph = std::move(*graph);
+    else v.in_zoo = false;
     auto mode = precision_mode_from_key(v.precision);
     if (!mode) c.at("precision").fail("unknown precision mode");
     v.options.batch = c.at("batch").positive_integer();
@@ -111,8 +114,12 @@ inline std::optional<ValidationCase> model_case(const JsonCursor& c) {
     const JsonCursor models = root.at("model_cases");
     for (std::size_t i = 0; i < models.array_size(); ++i) {
         auto v = detail::model_case(models.at(i));
-        if (v) set.cases.push_back(std::move(*v));
-        else set.not_modelled.emplace_back(models.at(i).at("id").string(), "model not in the zoo");
+        if (v.in_zoo) {
+            set.cases.push_back(std::move(v));
+        } else {
+            set.not_modelled.emplace_back(v.id, "model not in the zoo: predicted from an exported IR only");
+            set.exported_only.push_back(std::move(v));
+        }
     }
     return set;
 }
@@ -145,6 +152,44 @@ struct CaseError {
         }
         out.push_back(e);
     }
+    return out;
+}
+
+/// The file an exported IR of a model case is kept in: its id with '/' as '_' ("resnet50_b32x224_amp-bf16.json").
+[[nodiscard]] inline std::string exported_ir_file_name(const ValidationCase& c) {
+    std::string name = c.id;
+    std::replace(name.begin(), name.end(), '/', '_');
+    return name + ".json";
+}
+
+/// Predicts every model case that has an exported IR in `dir` (tools/roofsim_export, docs/ir-format.md)
+/// from that IR. An IR captured at another batch or precision than its case is an error.
+[[nodiscard]] inline std::vector<CaseError> evaluate_exported(const ValidationSet& set, const std::filesystem::path& dir,
+                                                              const CostContext& ctx, const FrameworkProfile* framework) {
+    std::vector<CaseError> out;
+    auto one = [&](const ValidationCase& c) {
+        if (!c.model) return;
+        const std::filesystem::path path = dir / exported_ir_file_name(c);
+        if (!std::filesystem::exists(path)) return;
+        const KernelIr ir = load_kernel_ir(path);
+        if (ir.batch != c.options.batch || ir.list.precision != c.precision) {
+            throw std::runtime_error(path.filename().string() + ": captured at batch " + std::to_string(ir.batch) + ", " +
+                                     ir.list.precision + "; the case " + c.id + " was measured at batch " +
+                                     std::to_string(c.options.batch) + ", " + c.precision);
+        }
+        const Prediction p = predict(ir, ctx, framework);
+        CaseError e;
+        e.c = &c;
+        e.predicted_seconds = p.step_time.value();
+        e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
+        if (c.measured_peak_bytes && ir.memory) {
+            e.predicted_peak_bytes = p.memory.peak.value();
+            e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
+        }
+        out.push_back(e);
+    };
+    for (const auto& c : set.cases) one(c);
+    for (const auto& c : set.exported_only) one(c);
     return out;
 }
 

@@ -427,6 +427,11 @@ int main(int argc, char** argv) {
     validate->add_option("--measurements", validate_file, "A data/validation/*.json file")->required();
     validate->add_option("--framework", validate_framework, "Framework profile (default: the built-in one of the measured GPU)");
     validate->add_flag("--cases", validate_cases, "Print every case, not only the summary per op and mode");
+    std::string validate_exported;
+    validate->add_option("--exported", validate_exported,
+                         "Directory of kernel IRs exported from the measured models (roofsim_export), one per model case "
+                         "named <case id with / as _>.json: also predict the model cases from them")
+        ->check(CLI::ExistingDirectory);
 
     try {
         app.parse(argc, argv);
@@ -629,6 +634,19 @@ int main(int argc, char** argv) {
                 }
             }
             for (const auto& [id, why] : set.not_modelled) std::cout << "not modelled: " << id << " (" << why << ")\n";
+            if (!validate_exported.empty()) {
+                const auto exported = roofsim::evaluate_exported(set, validate_exported, ctx, framework);
+                std::cout << "\nModel steps predicted from the exported IRs in " << validate_exported << ":\n";
+                TextTable table({"case", "measured ms", "predicted ms", "error %", "measured peak GiB", "predicted peak GiB", "memory error %"});
+                for (const auto& e : exported) {
+                    const auto gib = [](std::optional<double> b) { return b ? format_number("%.2f", *b / 1073741824.0) : "-"; };
+                    table.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3), format_number("%.3f", e.predicted_seconds * 1e3),
+                               format_number("%+.1f", 100 * e.error), gib(e.c->measured_peak_bytes), gib(e.predicted_peak_bytes),
+                               e.memory_error ? format_number("%+.1f", 100 * *e.memory_error) : "-"});
+                }
+                table.print(std::cout);
+                if (exported.empty()) std::cout << "(no IR file matches a model case)\n";
+            }
         } else if (kernel->parsed()) {
             const auto& spec = gpu_arg(kernel_gpu);
             roofsim::KernelWork work;
