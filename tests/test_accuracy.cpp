@@ -7,6 +7,7 @@
 #include <roofsim/builtin_profiles.hpp>
 #include <roofsim/validation.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -52,6 +53,39 @@ TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch mea
         CHECK(p90 <= regression_bounds.layer_p90);
         CHECK(model_worst <= regression_bounds.model_worst);
         CHECK(memory_worst <= regression_bounds.memory_worst);
+    }
+    CHECK(sets >= 1);
+}
+
+TEST_CASE("model steps predicted from IRs exported from the measured models stay within their bounds", "[accuracy][export]") {
+    // data/validation/exported/<set>/: the validation models exported by tools/roofsim_export on the
+    // machine of the measurements (tools/validate/device-validate.sh), one IR per model case.
+    const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
+    int sets = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+        if (entry.path().extension() != ".json") continue;
+        const auto exported = dir / "exported" / entry.path().stem();
+        if (!std::filesystem::is_directory(exported)) continue;
+        const ValidationSet set = load_validation(entry.path());
+        const Calibration* calibration = find_builtin_calibration(set.gpu_key);
+        if (!calibration) continue;
+        ++sets;
+        const FrameworkProfile* framework = find_builtin_framework_profile(set.gpu_key);
+        const CostContext ctx = make_cost_context(gpu_or_throw(set.gpu_key), calibration, framework);
+        const auto errors = evaluate_exported(set, exported, ctx, framework);
+        double model_worst = 0, memory_worst = 0;
+        for (const auto& e : errors) {
+            model_worst = std::max(model_worst, std::abs(e.error));
+            REQUIRE(e.memory_error);
+            memory_worst = std::max(memory_worst, std::abs(*e.memory_error));
+            std::printf("  exported %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%), peak memory %+.1f%%\n", e.c->id.c_str(),
+                        e.c->measured_seconds * 1e3, e.predicted_seconds * 1e3, 100 * e.error, 100 * *e.memory_error);
+        }
+        INFO(set.origin);
+        CHECK(errors.size() == set.exported_only.size() + static_cast<std::size_t>(std::count_if(
+                                   set.cases.begin(), set.cases.end(), [](const ValidationCase& c) { return c.model; })));
+        CHECK(model_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST);
+        CHECK(memory_worst <= ROOFSIM_ACC_EXPORT_MEMORY_WORST);
     }
     CHECK(sets >= 1);
 }

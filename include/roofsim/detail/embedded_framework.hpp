@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-29T23:57:58+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --out /root/out/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-11-30T01:29:28+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -49,168 +49,168 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.78153199999987e-06,
-   "min": 9.727531999999428e-06,
-   "max": 1.0232054499999421e-05,
+   "seconds": 8.15485150000228e-06,
+   "min": 7.791929499997963e-06,
+   "max": 9.30332799999789e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 9.742221499999815e-06
+   "issue_only_seconds": 8.117852499999855e-06
   },
   "eager_op_linear": {
-   "seconds": 1.826906900000047e-05,
-   "min": 1.8166770500000596e-05,
-   "max": 1.8398852999998993e-05,
+   "seconds": 1.334510499999908e-05,
+   "min": 1.3081009500002238e-05,
+   "max": 1.50210340000001e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.8222418000000572e-05
+   "issue_only_seconds": 1.3295164999998831e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.771723399999914e-05,
-   "min": 1.762974049999855e-05,
-   "max": 1.789844650000205e-05,
+   "seconds": 1.6647251999998503e-05,
+   "min": 1.5996183500000426e-05,
+   "max": 1.7082484999999536e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.766899549999934e-05
+   "issue_only_seconds": 1.6594477499999983e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.6594888500002014e-05,
-   "min": 1.6377488999999912e-05,
-   "max": 1.6772575999997486e-05,
+   "seconds": 1.6275484000001226e-05,
+   "min": 1.5998423499997473e-05,
+   "max": 1.694696350000058e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.655209249999956e-05
+   "issue_only_seconds": 1.6223118000002758e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 9.876884500002347e-06,
-   "min": 9.585892500002303e-06,
-   "max": 1.0373678499998817e-05,
+   "seconds": 1.0034833999998938e-05,
+   "min": 9.312004499999916e-06,
+   "max": 1.0363485999999256e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 9.835769000002158e-06
+   "issue_only_seconds": 9.982010999998181e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.339728099999874e-05,
-   "min": 5.2356912000000474e-05,
-   "max": 6.445834900000236e-05,
+   "seconds": 4.731843899999788e-05,
+   "min": 4.1922408000001354e-05,
+   "max": 5.55584429999989e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 5.3345730000000205e-05
+   "issue_only_seconds": 4.726462249999841e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.736157699999865e-05,
-   "min": 3.6762516000003134e-05,
-   "max": 3.9212733499997655e-05,
+   "seconds": 2.8474920000000737e-05,
+   "min": 2.753338999999855e-05,
+   "max": 3.765106750000058e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 3.7312920000001526e-05
+   "issue_only_seconds": 2.8431198500001642e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.6844225999999907e-05,
-   "min": 1.6680183999998377e-05,
-   "max": 1.7056602000000255e-05,
+   "seconds": 1.1910460999999372e-05,
+   "min": 1.1507958500001081e-05,
+   "max": 1.2770446499999366e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.6798170000001276e-05
+   "issue_only_seconds": 1.1877529500001316e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1851576499999794e-05,
-   "min": 1.1713253500001741e-05,
-   "max": 1.2088656999999614e-05,
+   "seconds": 9.076933500001162e-06,
+   "min": 8.814357999998635e-06,
+   "max": 1.43951720000004e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.1805644500000767e-05
+   "issue_only_seconds": 9.056732499999498e-06
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.3745304000001964e-05,
-   "min": 2.322175799999826e-05,
-   "max": 2.960748850000172e-05,
+   "seconds": 1.6460092999999176e-05,
+   "min": 1.6156105499998575e-05,
+   "max": 1.7121394000000124e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.369409900000008e-05
+   "issue_only_seconds": 1.6421095499996597e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.078842550000104e-05,
-   "min": 2.0445118999997903e-05,
-   "max": 2.193790049999933e-05,
+   "seconds": 1.6193023500001403e-05,
+   "min": 1.472589249999956e-05,
+   "max": 2.09124359999997e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.0740638999999562e-05
+   "issue_only_seconds": 1.6155382000000883e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.2017216500000103e-05,
-   "min": 2.169570850000113e-05,
-   "max": 2.3100603499997872e-05,
+   "seconds": 2.2013810499998954e-05,
+   "min": 2.1327533000000897e-05,
+   "max": 2.2527579000001908e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.197014499999739e-05
+   "issue_only_seconds": 2.1958658999999158e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2623491500001193e-05,
-   "min": 1.2392652999999143e-05,
-   "max": 1.284479699999963e-05,
+   "seconds": 1.2523548499999038e-05,
+   "min": 1.195288349999757e-05,
+   "max": 1.3100805499998813e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2577565500002663e-05
+   "issue_only_seconds": 1.2461795000000108e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.599905800000002e-05,
-   "min": 2.5781304500000602e-05,
-   "max": 2.6208792999998563e-05,
+   "seconds": 2.5189187500000544e-05,
+   "min": 2.443585299999995e-05,
+   "max": 2.5687285499998324e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.5943022999999954e-05
+   "issue_only_seconds": 2.5135718000001362e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.0380811499997264e-05,
-   "min": 2.006051300000067e-05,
-   "max": 2.330468950000153e-05,
+   "seconds": 1.5380213000000252e-05,
+   "min": 1.4358647499999932e-05,
+   "max": 2.301535149999978e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.0331603499997188e-05
+   "issue_only_seconds": 1.532983150000078e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.2306374999999433e-05,
-   "min": 2.1771264499999887e-05,
-   "max": 2.258891150000153e-05,
+   "seconds": 1.5932969999997936e-05,
+   "min": 1.5442230000001445e-05,
+   "max": 2.7999750500001142e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.225887599999865e-05
+   "issue_only_seconds": 1.5890936499999953e-05
   },
   "eager_op_add_out": {
-   "seconds": 8.610880500000917e-06,
-   "min": 8.371281500000549e-06,
-   "max": 8.824778499999297e-06,
+   "seconds": 6.788490499999966e-06,
+   "min": 6.445650999999941e-06,
+   "max": 6.997515500000162e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 8.552750500001594e-06
+   "issue_only_seconds": 6.756987500001088e-06
   },
   "backward_node_mul": {
-   "seconds": 1.624101666666415e-05,
-   "min": 1.5784181111102827e-05,
-   "max": 1.707252777777847e-05,
+   "seconds": 1.6688506666666413e-05,
+   "min": 1.0831869999997757e-05,
+   "max": 1.7766933333334124e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.000694120333339438,
-   "min": 0.0005976553333345198,
-   "max": 0.0007589096666696566,
+   "seconds": 0.0008245129999993296,
+   "min": 6.845633333243625e-05,
+   "max": 0.0012688010000011395,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_layer_linear": {
-   "seconds": 6.384179888889384e-05,
-   "min": 6.114707444443152e-05,
-   "max": 6.520055777777934e-05,
+   "seconds": 6.295500777777679e-05,
+   "min": 4.53464311111181e-05,
+   "max": 8.592003888888971e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 0.00010604933090507983,
-   "min": 0.00010604933090507983,
-   "max": 0.00010604933090507983,
+   "seconds": 8.511333043376607e-05,
+   "min": 8.511333043376607e-05,
+   "max": 8.511333043376607e-05,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.23 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 26.28 us",
    "chain_lengths": [
     1,
     2,
@@ -219,17 +219,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00013577599823474883,
-    0.00015600000321865082,
-    0.0001934719979763031,
-    0.00024303999543190004,
-    0.0004600000083446503
+    0.00011116799712181092,
+    0.00012806400656700134,
+    0.00018403199315071106,
+    0.0003219200074672699,
+    0.0004951040148735047
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.123047841446741e-05,
-   "min": 3.123047841446741e-05,
-   "max": 3.123047841446741e-05,
+   "seconds": 3.248838175620351e-05,
+   "min": 3.248838175620351e-05,
+   "max": 3.248838175620351e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -238,15 +238,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.164799839258194e-05,
-    0.00014041599631309508,
-    0.0005184640288352966
+    3.388800099492073e-05,
+    0.0001451839953660965,
+    0.0005258240103721618
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.559619249332518e-05,
-   "min": 9.559619249332518e-05,
-   "max": 9.559619249332518e-05,
+   "seconds": 9.852113876314392e-05,
+   "min": 9.852113876314392e-05,
+   "max": 9.852113876314392e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -255,15 +255,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031711998581886294,
-    0.00074617600440979,
-    0.0022357120513916014
+    0.0002742080092430115,
+    0.0006855999827384949,
+    0.002245471954345703
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 7.039009318465278e-05,
-   "min": 7.039009318465278e-05,
-   "max": 7.039009318465278e-05,
+   "seconds": 7.128837917532239e-05,
+   "min": 7.128837917532239e-05,
+   "max": 7.128837917532239e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -272,15 +272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001273919939994812,
-    0.0003349759876728058,
-    0.001182047963142395
+    0.00011788800358772278,
+    0.0004317440092563629,
+    0.0012205439805984498
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00012621486257939114,
-   "min": 0.00012621486257939114,
-   "max": 0.00012621486257939114,
+   "seconds": 0.00012094171770981383,
+   "min": 0.00012094171770981383,
+   "max": 0.00012094171770981383,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -289,15 +289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006280959844589233,
-    0.0012848639488220214,
-    0.0035994880199432372
+    0.0005321919918060303,
+    0.0012671040296554565,
+    0.003468384027481079
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.925181047547431e-05,
-   "min": 1.925181047547431e-05,
-   "max": 1.925181047547431e-05,
+   "seconds": 2.4233905155034292e-05,
+   "min": 2.4233905155034292e-05,
+   "max": 2.4233905155034292e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -306,15 +306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.574400022625923e-05,
-    9.059199690818786e-05,
-    0.00032355201244354246
+    3.5936001688241956e-05,
+    0.00011664000153541566,
+    0.00040211200714111326
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.170514354393595e-05,
-   "min": 7.170514354393595e-05,
-   "max": 7.170514354393595e-05,
+   "seconds": 6.343771605974151e-05,
+   "min": 6.343771605974151e-05,
+   "max": 6.343771605974151e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -323,15 +323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022291199862957,
-    0.0005399360060691833,
-    0.0016019840240478515
+    0.0002213120013475418,
+    0.0006619200110435485,
+    0.0015955840349197387
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.247542683567319e-05,
-   "min": 4.247542683567319e-05,
-   "max": 4.247542683567319e-05,
+   "seconds": 3.826133268220084e-05,
+   "min": 3.826133268220084e-05,
+   "max": 3.826133268220084e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -340,15 +340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.934400230646134e-05,
-    0.00021827200055122377,
-    0.0007269759774208069
+    8.790399879217148e-05,
+    0.00021833600103855134,
+    0.0006670399904251099
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00010960076926719577,
-   "min": 0.00010960076926719577,
-   "max": 0.00010960076926719577,
+   "seconds": 8.089295881135125e-05,
+   "min": 8.089295881135125e-05,
+   "max": 8.089295881135125e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -357,15 +357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004149119853973389,
-    0.0008847039937973023,
-    0.0027005760669708253
+    0.0004596799910068512,
+    0.0008251519799232483,
+    0.002249664068222046
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.38156190940312e-05,
-   "min": 2.38156190940312e-05,
-   "max": 2.38156190940312e-05,
+   "seconds": 2.556114306762105e-05,
+   "min": 2.556114306762105e-05,
+   "max": 2.556114306762105e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -374,15 +374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.009599983692169e-05,
-    0.00010908800363540649,
-    0.0003965120017528534
+    4.0704000741243366e-05,
+    0.00010896000266075134,
+    0.00042131200432777405
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 8.361600268454778e-05,
-   "min": 8.361600268454778e-05,
-   "max": 8.361600268454778e-05,
+   "seconds": 7.429485963214012e-05,
+   "min": 7.429485963214012e-05,
+   "max": 7.429485963214012e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -391,15 +391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029862400889396666,
-    0.0006711680293083191,
-    0.00192684805393219
+    0.00022627200186252594,
+    0.0005745599865913391,
+    0.0017403520345687865
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.109866455906913e-05,
-   "min": 4.109866455906913e-05,
-   "max": 4.109866455906913e-05,
+   "seconds": 4.318933259873163e-05,
+   "min": 4.318933259873163e-05,
+   "max": 4.318933259873163e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -408,15 +408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.646400272846222e-05,
-    0.0002475840002298355,
-    0.0007155519723892212
+    0.00010159999877214432,
+    0.00023231999576091766,
+    0.0007498239874839783
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00010048762496028627,
-   "min": 0.00010048762496028627,
-   "max": 0.00010048762496028627,
+   "seconds": 9.882362399782452e-05,
+   "min": 9.882362399782452e-05,
+   "max": 9.882362399782452e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -425,15 +425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005708799958229065,
-    0.0011544640064239501,
-    0.0027476160526275634
+    0.0005899519920349121,
+    0.0010172799825668335,
+    0.002720576047897339
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.531961821374439e-05,
-   "min": 4.531961821374439e-05,
-   "max": 4.531961821374439e-05,
+   "seconds": 4.9916189696107585e-05,
+   "min": 4.9916189696107585e-05,
+   "max": 4.9916189696107585e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -442,15 +442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.382400333881378e-05,
-    0.000220768004655838,
-    0.0007572799921035766
+    0.00011020799726247788,
+    0.00019359999895095825,
+    0.0008368319869041442
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.109029236293974e-05,
-   "min": 7.109029236293974e-05,
-   "max": 7.109029236293974e-05,
+   "seconds": 8.83588645429838e-05,
+   "min": 8.83588645429838e-05,
+   "max": 8.83588645429838e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -459,15 +459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004884159862995148,
-    0.0008145920038223266,
-    0.002226880073547363
+    0.0003163520097732544,
+    0.0006102719902992249,
+    0.002350176095962524
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.413028393472943e-05,
-   "min": 7.413028393472943e-05,
-   "max": 7.413028393472943e-05,
+   "seconds": 6.944381161814645e-05,
+   "min": 6.944381161814645e-05,
+   "max": 6.944381161814645e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -476,15 +476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013494400680065155,
-    0.00037945601344108583,
-    0.0012542719841003417
+    0.0001229119971394539,
+    0.000350271999835968,
+    0.0011709120273590088
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.0001536510544163841,
-   "min": 0.0001536510544163841,
-   "max": 0.0001536510544163841,
+   "seconds": 0.00016194286126466022,
+   "min": 0.00016194286126466022,
+   "max": 0.00016194286126466022,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -493,15 +493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005979520082473754,
-    0.0013429759740829468,
-    0.004035232067108155
+    0.0005462719798088074,
+    0.0013583680391311644,
+    0.004056384086608886
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.524495204289754e-05,
-   "min": 4.524495204289754e-05,
-   "max": 4.524495204289754e-05,
+   "seconds": 4.150476129282088e-05,
+   "min": 4.150476129282088e-05,
+   "max": 4.150476129282088e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -510,15 +510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.735999882221223e-05,
-    0.0001967040002346039,
-    0.0007439039945602417
+    6.361600011587143e-05,
+    0.0001924159973859787,
+    0.0006876159906387329
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.381485694930666e-05,
-   "min": 9.381485694930666e-05,
-   "max": 9.381485694930666e-05,
+   "seconds": 8.287923321837474e-05,
+   "min": 8.287923321837474e-05,
+   "max": 8.287923321837474e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -527,15 +527,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003344959914684296,
-    0.0007806400060653687,
-    0.0024300479888916017
+    0.0002829119861125946,
+    0.0007534080147743225,
+    0.0021811199188232423
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.549638052781424e-05,
-   "min": 7.549638052781424e-05,
-   "max": 7.549638052781424e-05,
+   "seconds": 7.071237975642796e-05,
+   "min": 7.071237975642796e-05,
+   "max": 7.071237975642796e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -544,15 +544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014880000054836275,
-    0.00039420801401138304,
-    0.001287551999092102
+    0.0001268160045146942,
+    0.0003800959885120392,
+    0.0012012159824371339
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.0001674346789008095,
-   "min": 0.0001674346789008095,
-   "max": 0.0001674346789008095,
+   "seconds": 0.00013094095318090347,
+   "min": 0.00013094095318090347,
+   "max": 0.00013094095318090347,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -561,15 +561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007582719922065734,
-    0.001623968005180359,
-    0.004447872161865234
+    0.0004947839975357056,
+    0.0013836159706115722,
+    0.0036142079830169677
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.8018283829802556e-05,
-   "min": 5.8018283829802556e-05,
-   "max": 5.8018283829802556e-05,
+   "seconds": 6.835275888442992e-05,
+   "min": 6.835275888442992e-05,
+   "max": 6.835275888442992e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -578,15 +578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.14400017261505e-05,
-    0.00024982400238513945,
-    0.0009498239755630493
+    8.316799998283387e-05,
+    0.00038179200887680055,
+    0.0011396479606628417
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.620572329986662e-05,
-   "min": 6.620572329986662e-05,
-   "max": 6.620572329986662e-05,
+   "seconds": 5.1120759475798845e-05,
+   "min": 5.1120759475798845e-05,
+   "max": 5.1120759475798845e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -595,15 +595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003816640079021454,
-    0.0007955200076103211,
-    0.0022587521076202393
+    0.00036931198835372925,
+    0.0008953279852867127,
+    0.0022172799110412597
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.230095241750989e-05,
-   "min": 6.230095241750989e-05,
-   "max": 6.230095241750989e-05,
+   "seconds": 7.055085329782395e-05,
+   "min": 7.055085329782395e-05,
+   "max": 7.055085329782395e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -612,15 +612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010697600245475768,
-    0.0002862400114536285,
-    0.0010389440059661865
+    0.000155008003115654,
+    0.0003717760145664215,
+    0.0012149759531021119
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.5526863251413627e-05,
-   "min": 5.5526863251413627e-05,
-   "max": 5.5526863251413627e-05,
+   "seconds": 4.6119630336761475e-05,
+   "min": 4.6119630336761475e-05,
+   "max": 4.6119630336761475e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -629,15 +629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036214399337768555,
-    0.0008113600015640258,
-    0.0021614720821380613
+    0.0003930560052394867,
+    0.000888480007648468,
+    0.0021915841102600098
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.982933260500431e-05,
-   "min": 2.982933260500431e-05,
-   "max": 2.982933260500431e-05,
+   "seconds": 3.0299427076464602e-05,
+   "min": 3.0299427076464602e-05,
+   "max": 3.0299427076464602e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -646,15 +646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.001599945127964e-05,
-    8.06720033288002e-05,
-    0.00046451199054718017
+    5.718399956822395e-05,
+    0.00015222400426864624,
+    0.0005130559802055359
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.6761905462259344e-05,
-   "min": 5.6761905462259344e-05,
-   "max": 5.6761905462259344e-05,
+   "seconds": 4.6700956743387955e-05,
+   "min": 4.6700956743387955e-05,
+   "max": 4.6700956743387955e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -663,15 +663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001712000072002411,
-    0.0004530879855155945,
-    0.0014774399995803834
+    0.00030508801341056825,
+    0.000583616018295288,
+    0.0014759360551834108
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.7576380187556857e-05,
-   "min": 2.7576380187556857e-05,
-   "max": 2.7576380187556857e-05,
+   "seconds": 1.5572572038287208e-05,
+   "min": 1.5572572038287208e-05,
+   "max": 1.5572572038287208e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -680,15 +680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.57920017838478e-05,
-    0.00014838400483131408,
-    0.0004793919920921326
+    8.297599852085114e-05,
+    0.00018963199853897094,
+    0.000336544007062912
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.4047235065982446e-05,
-   "min": 5.4047235065982446e-05,
-   "max": 5.4047235065982446e-05,
+   "seconds": 5.1311241728918895e-05,
+   "min": 5.1311241728918895e-05,
+   "max": 5.1311241728918895e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -697,15 +697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003095679879188538,
-    0.0006007040143013,
-    0.0015493439435958862
+    0.0003215999901294708,
+    0.000521120011806488,
+    0.0013244800567626953
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.2963046090943475e-05,
-   "min": 5.2963046090943475e-05,
-   "max": 5.2963046090943475e-05,
+   "seconds": 4.893714402403151e-05,
+   "min": 4.893714402403151e-05,
+   "max": 4.893714402403151e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -714,15 +714,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.046400010585785e-05,
-    0.00022604799270629884,
-    0.0008638079762458801
+    8.14400017261505e-05,
+    0.00022495999932289123,
+    0.0008144000172615051
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010088914987586793,
-   "min": 0.00010088914987586793,
-   "max": 0.00010088914987586793,
+   "seconds": 0.00010418133153801876,
+   "min": 0.00010418133153801876,
+   "max": 0.00010418133153801876,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -731,15 +731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004055039882659912,
-    0.0009241600036621094,
-    0.0027323200702667238
+    0.0003421440124511719,
+    0.0006554560065269471,
+    0.002590240001678467
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 3.518857239257722e-05,
-   "min": 3.518857239257722e-05,
-   "max": 3.518857239257722e-05,
+   "seconds": 6.779124126547857e-05,
+   "min": 6.779124126547857e-05,
+   "max": 6.779124126547857e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -748,15 +748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.304000318050384e-05,
-    0.00024870400130748747,
-    0.0006175680160522461
+    9.123200178146362e-05,
+    0.000254175990819931,
+    0.0010946240425109863
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010502476670912333,
-   "min": 0.00010502476670912333,
-   "max": 0.00010502476670912333,
+   "seconds": 0.00010784685256935303,
+   "min": 0.00010784685256935303,
+   "max": 0.00010784685256935303,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -765,15 +765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00035606399178504943,
-    0.000810591995716095,
-    0.0024705600738525392
+    0.00035497599840164185,
+    0.0011686079502105714,
+    0.003085119962692261
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.6350476692120236e-05,
-   "min": 1.6350476692120236e-05,
-   "max": 1.6350476692120236e-05,
+   "seconds": 1.0380190841498829e-05,
+   "min": 1.0380190841498829e-05,
+   "max": 1.0380190841498829e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -782,15 +782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.590400144457817e-05,
-    8.079999685287475e-05,
-    0.000279776006937027
+    2.3072000592947006e-05,
+    5.7312000542879106e-05,
+    0.00017980800569057464
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.166399838668959e-05,
-   "min": 2.166399838668959e-05,
-   "max": 2.166399838668959e-05,
+   "seconds": 2.824609327529158e-05,
+   "min": 2.824609327529158e-05,
+   "max": 2.824609327529158e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -799,15 +799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012697599828243256,
-    0.00025241601467132567,
-    0.0007009919881820678
+    0.00012495999783277513,
+    0.00021721599996089936,
+    0.0006964799761772156
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.6243046593098415e-05,
-   "min": 1.6243046593098415e-05,
-   "max": 1.6243046593098415e-05,
+   "seconds": 1.268952428585007e-05,
+   "min": 1.268952428585007e-05,
+   "max": 1.268952428585007e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -816,15 +816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.38880005478859e-05,
-    0.00010262399911880493,
-    0.0002975359857082367
+    3.420799970626831e-05,
+    7.081600278615952e-05,
+    0.00022406400740146638
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.7192382230645128e-05,
-   "min": 2.7192382230645128e-05,
-   "max": 2.7192382230645128e-05,
+   "seconds": 2.2686475976592016e-05,
+   "min": 2.2686475976592016e-05,
+   "max": 2.2686475976592016e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -833,15 +833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017001600563526154,
-    0.00030556800961494446,
-    0.0008232960104942322
+    0.00014214399456977843,
+    0.00025571200251579287,
+    0.0006752640008926391
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5970284917524884e-05,
-   "min": 1.5970284917524884e-05,
-   "max": 1.5970284917524884e-05,
+   "seconds": 1.1025523412085716e-05,
+   "min": 1.1025523412085716e-05,
+   "max": 1.1025523412085716e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -850,15 +850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.219199925661087e-05,
-    7.644800096750259e-05,
-    0.0002705279886722565
+    2.227200008928776e-05,
+    5.35999983549118e-05,
+    0.00018707199394702912
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.1938285834732506e-05,
-   "min": 2.1938285834732506e-05,
-   "max": 2.1938285834732506e-05,
+   "seconds": 3.334095373394943e-05,
+   "min": 3.334095373394943e-05,
+   "max": 3.334095373394943e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -867,15 +867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001356479972600937,
-    0.00024844799935817716,
-    0.0007039679884910583
+    0.00011724799871444702,
+    0.00023145599663257599,
+    0.0007764480113983155
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.2011428496667318e-05,
-   "min": 1.2011428496667318e-05,
-   "max": 1.2011428496667318e-05,
+   "seconds": 1.1219809452692668e-05,
+   "min": 1.1219809452692668e-05,
+   "max": 1.1219809452692668e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -884,15 +884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.16640006005764e-05,
-    6.921599805355071e-05,
-    0.0002190079987049103
+    3.337600082159042e-05,
+    6.940799951553344e-05,
+    0.00020246399939060212
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 1.7000381967851093e-05,
-   "min": 1.7000381967851093e-05,
-   "max": 1.7000381967851093e-05,
+   "seconds": 3.275961748191289e-05,
+   "min": 3.275961748191289e-05,
+   "max": 3.275961748191289e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -901,15 +901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013225600123405455,
-    0.00019785599410533904,
-    0.0005602880120277405
+    0.00013760000467300415,
+    0.00024751999974250794,
+    0.0007899519801139831
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.029180974832603e-05,
-   "min": 1.029180974832603e-05,
-   "max": 1.029180974832603e-05,
+   "seconds": 1.0537904288087573e-05,
+   "min": 1.0537904288087573e-05,
+   "max": 1.0537904288087573e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -918,15 +918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.054399996995926e-05,
-    5.0624001771211624e-05,
-    0.0001746560037136078
+    2.1439999341964723e-05,
+    7.872000336647034e-05,
+    0.00018806399405002595
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.5656380912377723e-05,
-   "min": 2.5656380912377723e-05,
-   "max": 2.5656380912377723e-05,
+   "seconds": 3.4152382541270485e-05,
+   "min": 3.4152382541270485e-05,
+   "max": 3.4152382541270485e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -935,15 +935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.801600128412247e-05,
-    0.00017343999445438386,
-    0.0006264320015907288
+    0.00016364799439907074,
+    0.00032655999064445495,
+    0.0008436160087585449
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.1145142394871936e-05,
-   "min": 1.1145142394871936e-05,
-   "max": 1.1145142394871936e-05,
+   "seconds": 8.397714722724189e-06,
+   "min": 8.397714722724189e-06,
+   "max": 8.397714722724189e-06,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -952,15 +952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.084800019860268e-05,
-    6.358399987220764e-05,
-    0.00019779199361801147
+    5.8816000819206235e-05,
+    0.00010422399640083313,
+    0.00019152000546455384
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.7843811817112427e-05,
-   "min": 1.7843811817112427e-05,
-   "max": 1.7843811817112427e-05,
+   "seconds": 3.228114332471575e-05,
+   "min": 3.228114332471575e-05,
+   "max": 3.228114332471575e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -969,15 +969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013500800728797913,
-    0.0001912959963083267,
-    0.0005596160292625428
+    0.00021651199460029602,
+    0.0003172160089015961,
+    0.0008195840120315552
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.0377143199245136e-05,
-   "min": 1.0377143199245136e-05,
-   "max": 1.0377143199245136e-05,
+   "seconds": 1.1515428001681965e-05,
+   "min": 1.1515428001681965e-05,
+   "max": 1.1515428001681965e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -986,15 +986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1247999742627146e-05,
-    5.177599936723709e-05,
-    0.00017670400440692903
+    2.2048000246286393e-05,
+    5.3536001592874524e-05,
+    0.0001937599927186966
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.7201524671344525e-05,
-   "min": 1.7201524671344525e-05,
-   "max": 1.7201524671344525e-05,
+   "seconds": 2.619276080457937e-05,
+   "min": 2.619276080457937e-05,
+   "max": 2.619276080457937e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1003,15 +1003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.971199929714203e-05,
-    0.00016627199947834016,
-    0.0005080000162124633
+    0.0001290239989757538,
+    0.0002178879976272583,
+    0.0006865599751472473
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 8.489905013924553e-06,
-   "min": 8.489905013924553e-06,
-   "max": 8.489905013924553e-06,
+   "seconds": 1.5043810364745911e-05,
+   "min": 1.5043810364745911e-05,
+   "max": 1.5043810364745911e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1020,15 +1020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.879999905824661e-05,
-    9.58079993724823e-05,
-    0.0001833280026912689
+    3.235200047492981e-05,
+    6.588800251483917e-05,
+    0.000254144012928009
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.23017122064318e-05,
-   "min": 2.23017122064318e-05,
-   "max": 2.23017122064318e-05,
+   "seconds": 2.7408759154024575e-05,
+   "min": 2.7408759154024575e-05,
+   "max": 2.7408759154024575e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1037,15 +1037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011187200248241425,
-    0.00019171200692653657,
-    0.0005695679783821106
+    0.0001337919980287552,
+    0.0003110080063343048,
+    0.0007871999740600586
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.0686475872283889e-05,
-   "min": 1.0686475872283889e-05,
-   "max": 1.0686475872283889e-05,
+   "seconds": 1.14354281021016e-05,
+   "min": 1.14354281021016e-05,
+   "max": 1.14354281021016e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1054,15 +1054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0959999412298203e-05,
-    5.020799860358238e-05,
-    0.00018031999468803405
+    2.2304000332951547e-05,
+    5.35999983549118e-05,
+    0.00019283199310302736
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 1.894933313486122e-05,
-   "min": 1.894933313486122e-05,
-   "max": 1.894933313486122e-05,
+   "seconds": 2.459733551811604e-05,
+   "min": 2.459733551811604e-05,
+   "max": 2.459733551811604e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1071,15 +1071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.619200229644776e-05,
-    0.00016697600483894348,
-    0.0005346879959106445
+    0.00011657600104808808,
+    0.00020448000729084015,
+    0.0006503360271453857
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.0874666539686066e-05,
-   "min": 1.0874666539686066e-05,
-   "max": 1.0874666539686066e-05,
+   "seconds": 1.7280762039479757e-05,
+   "min": 1.7280762039479757e-05,
+   "max": 1.7280762039479757e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1088,15 +1088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.103999979794026e-05,
-    6.140799820423126e-05,
-    0.00019340799748897552
+    6.326399743556976e-05,
+    0.00011372800171375275,
+    0.0003220160007476807
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.5708190788115777e-05,
-   "min": 1.5708190788115777e-05,
-   "max": 1.5708190788115777e-05,
+   "seconds": 2.5710475231919958e-05,
+   "min": 2.5710475231919958e-05,
+   "max": 2.5710475231919958e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1105,15 +1105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001130559965968132,
-    0.00020127999782562257,
-    0.0005146239995956421
+    0.0002574400007724762,
+    0.00038851198554039004,
+    0.0009030079841613769
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.56784752117736e-05,
-   "min": 1.56784752117736e-05,
-   "max": 1.56784752117736e-05,
+   "seconds": 1.5094856953337076e-05,
+   "min": 1.5094856953337076e-05,
+   "max": 1.5094856953337076e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1122,15 +1122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6208000257611275e-05,
-    7.648000121116638e-05,
-    0.0002624639868736267
+    5.023999884724617e-05,
+    7.423999905586243e-05,
+    0.000269567996263504
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.664457057558355e-05,
-   "min": 2.664457057558355e-05,
-   "max": 2.664457057558355e-05,
+   "seconds": 4.6090667623849156e-05,
+   "min": 4.6090667623849156e-05,
+   "max": 4.6090667623849156e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1139,15 +1139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011292800307273865,
-    0.00032179200649261477,
-    0.0007750719785690307
+    0.00013728000223636627,
+    0.0002539519965648651,
+    0.0010327680110931397
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 1.5173333563974926e-05,
-   "min": 1.5173333563974926e-05,
-   "max": 1.5173333563974926e-05,
+   "seconds": 2.703695176612763e-05,
+   "min": 2.703695176612763e-05,
+   "max": 2.703695176612763e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1156,15 +1156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.728000074625015e-05,
-    8.505599945783615e-05,
-    0.0002656320035457611
+    7.542400062084198e-05,
+    0.00015811200439929963,
+    0.0004815039932727814
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 3.1583236264331e-05,
-   "min": 3.1583236264331e-05,
-   "max": 3.1583236264331e-05,
+   "seconds": 2.877104601689748e-05,
+   "min": 2.877104601689748e-05,
+   "max": 2.877104601689748e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1173,15 +1173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013468800485134125,
-    0.00020812800526618958,
-    0.000813759982585907
+    0.000284608006477356,
+    0.00046057599782943726,
+    0.001124575972557068
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.118780965251582e-05,
-   "min": 1.118780965251582e-05,
-   "max": 1.118780965251582e-05,
+   "seconds": 1.2708571695146107e-05,
+   "min": 1.2708571695146107e-05,
+   "max": 1.2708571695146107e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1190,15 +1190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.707199938595295e-05,
-    6.0704000294208526e-05,
-    0.00019491200149059296
+    3.235200047492981e-05,
+    7.21919983625412e-05,
+    0.00022355200350284576
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.638704711127849e-05,
-   "min": 2.638704711127849e-05,
-   "max": 2.638704711127849e-05,
+   "seconds": 3.125485494023279e-05,
+   "min": 3.125485494023279e-05,
+   "max": 3.125485494023279e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1207,15 +1207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015539200603961945,
-    0.0002721279859542847,
-    0.0007203519940376282
+    0.00023718400299549102,
+    0.00037465599179267885,
+    0.0008984959721565247
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1676952420246034e-05,
-   "min": 1.1676952420246034e-05,
-   "max": 1.1676952420246034e-05,
+   "seconds": 1.3830096239135379e-05,
+   "min": 1.3830096239135379e-05,
+   "max": 1.3830096239135379e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1224,15 +1224,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.112000018358231e-05,
-    7.619199901819228e-05,
-    0.0002162880003452301
+    5.500800162553787e-05,
+    9.574399888515472e-05,
+    0.0002622080147266388
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.6180572985183626e-05,
-   "min": 2.6180572985183626e-05,
-   "max": 2.6180572985183626e-05,
+   "seconds": 1.5836187771388467e-05,
+   "min": 1.5836187771388467e-05,
+   "max": 1.5836187771388467e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1241,15 +1241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001910720020532608,
-    0.0003044799864292145,
-    0.0007588800191879273
+    0.00029027199745178223,
+    0.00046297600865364077,
+    0.0007631679773330689
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.209904732448714e-05,
-   "min": 1.209904732448714e-05,
-   "max": 1.209904732448714e-05,
+   "seconds": 1.3481905240388143e-05,
+   "min": 1.3481905240388143e-05,
+   "max": 1.3481905240388143e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1258,15 +1258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.72000003606081e-05,
-    6.134400144219398e-05,
-    0.00020796799659729003
+    2.8896000236272813e-05,
+    6.82239979505539e-05,
+    0.00023075200617313384
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.922209201114519e-05,
-   "min": 4.922209201114519e-05,
-   "max": 4.922209201114519e-05,
+   "seconds": 5.4107429548388424e-05,
+   "min": 5.4107429548388424e-05,
+   "max": 5.4107429548388424e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1275,15 +1275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016438399255275726,
-    0.0003255679905414581,
-    0.0010766079425811768
+    0.00017830400168895722,
+    0.0003872640132904053,
+    0.001194208025932312
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.2237714337451117e-05,
-   "min": 1.2237714337451117e-05,
-   "max": 1.2237714337451117e-05,
+   "seconds": 1.3180951986994062e-05,
+   "min": 1.3180951986994062e-05,
+   "max": 1.3180951986994062e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1292,15 +1292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.444799944758415e-05,
-    8.448000252246857e-05,
-    0.00022912000119686127
+    5.283199995756149e-05,
+    9.548799693584443e-05,
+    0.000251583993434906
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.665143171236628e-05,
-   "min": 5.665143171236628e-05,
-   "max": 5.665143171236628e-05,
+   "seconds": 5.725333733218056e-05,
+   "min": 5.725333733218056e-05,
+   "max": 5.725333733218056e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1309,15 +1309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019513599574565887,
-    0.0004092159867286682,
-    0.0012309440374374389
+    0.00024160000681877137,
+    0.0004918720126152039,
+    0.0013111040592193603
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.20967621249812e-05,
-   "min": 1.20967621249812e-05,
-   "max": 1.20967621249812e-05,
+   "seconds": 1.237561943985167e-05,
+   "min": 1.237561943985167e-05,
+   "max": 1.237561943985167e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1326,15 +1326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6143999770283698e-05,
-    6.028800085186958e-05,
-    0.00020688000321388245
+    3.129599988460541e-05,
+    7.13919997215271e-05,
+    0.00021792000532150268
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.2426667887540084e-05,
-   "min": 3.2426667887540084e-05,
-   "max": 3.2426667887540084e-05,
+   "seconds": 3.6544760068257655e-05,
+   "min": 3.6544760068257655e-05,
+   "max": 3.6544760068257655e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1343,15 +1343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001286720037460327,
-    0.00022371199727058412,
-    0.0007836800217628478
+    0.00017334400117397308,
+    0.0003388800024986267,
+    0.0009134079813957214
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.2716951824369886e-05,
-   "min": 1.2716951824369886e-05,
-   "max": 1.2716951824369886e-05,
+   "seconds": 1.400000069822584e-05,
+   "min": 1.400000069822584e-05,
+   "max": 1.400000069822584e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1360,15 +1360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.464000090956688e-05,
-    8.451200276613235e-05,
-    0.0002359679937362671
+    4.790399968624115e-05,
+    8.937600255012512e-05,
+    0.00025772801041603087
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.305600118069421e-05,
-   "min": 2.305600118069421e-05,
-   "max": 2.305600118069421e-05,
+   "seconds": 3.793904398168837e-05,
+   "min": 3.793904398168837e-05,
+   "max": 3.793904398168837e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1377,15 +1377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001857600063085556,
-    0.00032892799377441407,
-    0.0007343040108680725
+    0.0002082879990339279,
+    0.00041705599427223204,
+    0.0010050239562988282
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.1641143155949457e-05,
-   "min": 1.1641143155949457e-05,
-   "max": 1.1641143155949457e-05,
+   "seconds": 1.2851809461911517e-05,
+   "min": 1.2851809461911517e-05,
+   "max": 1.2851809461911517e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1394,15 +1394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.739199995994568e-05,
-    6.300800293684005e-05,
-    0.0002022400051355362
+    2.985600009560585e-05,
+    7.203199714422226e-05,
+    0.00022383999824523925
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.7966474982954204e-05,
-   "min": 1.7966474982954204e-05,
-   "max": 1.7966474982954204e-05,
+   "seconds": 2.9476572360311233e-05,
+   "min": 2.9476572360311233e-05,
+   "max": 2.9476572360311233e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1411,15 +1411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001223360002040863,
-    0.00022655999660491942,
-    0.0005715839862823486
+    0.00014604799449443817,
+    0.00025119999051094054,
+    0.0007736960053443909
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3120761584667934e-05,
-   "min": 1.3120761584667934e-05,
-   "max": 1.3120761584667934e-05,
+   "seconds": 1.3881904738289972e-05,
+   "min": 1.3881904738289972e-05,
+   "max": 1.3881904738289972e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1428,15 +1428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.595199972391129e-05,
-    8.336000144481659e-05,
-    0.00024211199581623079
+    5.475199967622757e-05,
+    8.832000195980072e-05,
+    0.00026028800010681154
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.6770284842877166e-05,
-   "min": 2.6770284842877166e-05,
-   "max": 2.6770284842877166e-05,
+   "seconds": 2.8329906009492425e-05,
+   "min": 2.8329906009492425e-05,
+   "max": 2.8329906009492425e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1445,239 +1445,239 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015763199329376222,
-    0.00025935998558998107,
-    0.0007500159740447998
+    0.00020848000049591064,
+    0.0003537600040435791,
+    0.000847872018814087
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.321599915623665e-05,
-   "min": 4.8415999859571457e-05,
-   "max": 6.97920024394989e-05,
+   "seconds": 6.0479998588562014e-05,
+   "min": 5.641600117087364e-05,
+   "max": 8.601599931716918e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 7.582673802971842e-06,
-   "min": 0.0,
-   "max": 4.652666486799719e-05,
+   "seconds": 5.2806676675875945e-05,
+   "min": 2.064667766292887e-05,
+   "max": 0.0003189826769133409,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 7.545600086450576e-05,
-   "min": 6.838399916887283e-05,
-   "max": 0.00010601600259542466,
+   "seconds": 9.052799642086029e-05,
+   "min": 8.06720033288002e-05,
+   "max": 0.00012531200051307679,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 4.438266716897489e-05,
-   "min": 3.05586662143469e-05,
-   "max": 8.134265802800658e-05,
+   "seconds": 0.00014973467712601026,
+   "min": 8.11586690445741e-05,
+   "max": 0.0003936387014885743,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 3.200000151991844e-05,
-   "min": 2.8672000393271447e-05,
-   "max": 5.9967998415231706e-05,
+   "seconds": 3.3055998384952545e-05,
+   "min": 2.300800010561943e-05,
+   "max": 5.385600030422211e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 8.286671712994588e-06,
-   "min": 7.986743003130295e-07,
-   "max": 3.45586705952883e-05,
+   "seconds": 3.2806673397620486e-05,
+   "min": 7.750668873389535e-06,
+   "max": 0.00017421466981371243,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 4.8191998153924945e-05,
-   "min": 4.339199885725975e-05,
-   "max": 6.489600241184234e-05,
+   "seconds": 3.484800085425377e-05,
+   "min": 3.187200054526329e-05,
+   "max": 4.854400083422661e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 9.246671572327641e-06,
-   "min": 3.067590296270675e-08,
-   "max": 2.5950664654374135e-05,
+   "seconds": 0.00012051867445309956,
+   "min": 4.134667416413624e-06,
+   "max": 0.00023994265993436176,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.0368000268936157e-05,
-   "min": 2.844800055027008e-05,
-   "max": 5.379199981689453e-05,
+   "seconds": 2.3552000522613525e-05,
+   "min": 2.1568000316619873e-05,
+   "max": 5.2767999470233916e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.1746736019850053e-06,
-   "min": 0.0,
-   "max": 2.4478672072291406e-05,
+   "seconds": 4.9702675392230335e-05,
+   "min": 1.2134672453006096e-05,
+   "max": 0.00020154266183574992,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 4.755200073122978e-05,
-   "min": 4.185599833726883e-05,
-   "max": 7.64160007238388e-05,
+   "seconds": 3.4944001585245135e-05,
+   "min": 3.2800000160932544e-05,
+   "max": 5.8111999183893203e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 1.5006663277745267e-05,
-   "min": 2.9106754809618253e-06,
-   "max": 7.555066235363482e-05,
+   "seconds": 4.474267115195588e-05,
+   "min": 1.6806674500306426e-05,
+   "max": 0.0001532866780956586,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.7264000847935676e-05,
-   "min": 2.473600022494793e-05,
-   "max": 4.646399989724159e-05,
+   "seconds": 2.0416000857949256e-05,
+   "min": 1.8592000007629396e-05,
+   "max": 4.16640006005764e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 5.293466833730537e-05,
    "min": 0.0,
-   "max": 9.790670126676588e-06,
+   "max": 0.00012871066418786842,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.7008000314235686e-05,
-   "min": 4.150399938225746e-05,
-   "max": 7.56480023264885e-05,
+   "seconds": 3.190400078892708e-05,
+   "min": 2.8863999992609024e-05,
+   "max": 6.396800279617309e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 5.823867581784725e-05,
+   "seconds": 0.000146950659652551,
+   "min": 5.926666160424522e-06,
+   "max": 0.00020976668347915008,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.248000144958496e-05,
-   "min": 2.848000079393387e-05,
-   "max": 4.85760010778904e-05,
+   "seconds": 2.287999913096428e-05,
+   "min": 2.1568000316619873e-05,
+   "max": 3.324799984693527e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 4.0306728333235075e-06,
-   "min": 0.0,
-   "max": 6.831866316497329e-05,
+   "seconds": 2.096666892369587e-05,
+   "min": 2.4066691597302616e-06,
+   "max": 0.0001039746751387914,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.915200173854828e-05,
-   "min": 4.547199979424477e-05,
-   "max": 6.886400282382965e-05,
+   "seconds": 3.376000002026558e-05,
+   "min": 3.0880000442266465e-05,
+   "max": 5.33440001308918e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 1.385466568171981e-05,
-   "min": 3.0066650360822793e-06,
-   "max": 3.935867361724377e-05,
+   "seconds": 3.0278665324052156e-05,
+   "min": 1.2230676909287747e-05,
+   "max": 0.0001131906633575757,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 1.8400000408291815e-05,
-   "min": 1.679999940097332e-05,
-   "max": 2.4159999564290046e-05,
+   "seconds": 1.3344000093638897e-05,
+   "min": 1.2608000077307224e-05,
+   "max": 2.72000003606081e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 3.370266252507764e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.558399900794029e-05,
-   "min": 3.270399942994118e-05,
-   "max": 4.646399989724159e-05,
+   "seconds": 4.2208001017570495e-05,
+   "min": 2.239999920129776e-05,
+   "max": 0.00011910399794578553,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.135066812237103e-05,
    "min": 0.0,
-   "max": 3.5067088901999215e-07,
+   "max": 4.1638673593600586e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.5200000256299973e-05,
-   "min": 1.4240000396966935e-05,
-   "max": 3.3440001308918e-05,
+   "seconds": 1.8464000895619392e-05,
+   "min": 1.6992000862956048e-05,
+   "max": 4.8735998570919034e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
-   "seconds": 0.0,
+   "seconds": 5.9906685103972555e-06,
    "min": 0.0,
-   "max": 0.0,
+   "max": 3.034266767402486e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.075199946761131e-05,
-   "min": 2.8255999088287354e-05,
-   "max": 4.16640006005764e-05,
+   "seconds": 3.827200084924698e-05,
+   "min": 3.407999873161316e-05,
+   "max": 6.927999854087829e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.9222675909598662e-05,
    "min": 0.0,
-   "max": 2.268667705357074e-05,
+   "max": 7.463067149122556e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 1.727999933063984e-05,
-   "min": 1.63199994713068e-05,
-   "max": 3.2127998769283294e-05,
+   "seconds": 2.0479999482631683e-05,
+   "min": 1.8303999677300454e-05,
+   "max": 3.26399989426136e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 6.590675562620171e-06,
-   "min": 0.0,
-   "max": 2.6622664183378235e-05,
+   "seconds": 7.456667100389798e-05,
+   "min": 3.053466354807216e-05,
+   "max": 0.0001421506640811761,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.267199918627739e-05,
-   "min": 3.062400035560131e-05,
-   "max": 4.902400076389313e-05,
+   "seconds": 3.82080003619194e-05,
+   "min": 2.070399932563305e-05,
+   "max": 6.652799993753433e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 1.6094671562314058e-05,
-   "min": 8.478673174977305e-06,
-   "max": 4.7518672421574586e-05,
+   "seconds": 6.272667025526363e-05,
+   "min": 0.0,
+   "max": 0.00016554265593489008,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.6732191046079e-05,
-   "min": 1.6732191046079e-05,
-   "max": 1.6732191046079e-05,
+   "seconds": 1.120533315198762e-05,
+   "min": 1.120533315198762e-05,
+   "max": 1.120533315198762e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1686,15 +1686,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1808000057935716e-05,
-    8.265600353479385e-05,
-    0.0002830080091953278
+    3.6896001547574996e-05,
+    9.753599762916565e-05,
+    0.00021398399770259857
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.5683044989903772e-05,
-   "min": 1.5683044989903772e-05,
-   "max": 1.5683044989903772e-05,
+   "seconds": 3.102247718544234e-05,
+   "min": 3.102247718544234e-05,
+   "max": 3.102247718544234e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1703,15 +1703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001462080031633377,
-    0.00023100799322128295,
-    0.0006282879710197449
+    0.00025404798984527587,
+    0.0003131200075149536,
+    0.0008649280071258545
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.8764190021015347e-05,
-   "min": 1.8764190021015347e-05,
-   "max": 1.8764190021015347e-05,
+   "seconds": 1.8182857050782157e-05,
+   "min": 1.8182857050782157e-05,
+   "max": 1.8182857050782157e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1720,15 +1720,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2767999917268756e-05,
-    9.484799951314926e-05,
-    0.00031615999341011046
+    7.411199808120728e-05,
+    0.00010579200088977814,
+    0.00033923199772834775
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 2.6100571311655506e-05,
-   "min": 2.6100571311655506e-05,
-   "max": 2.6100571311655506e-05,
+   "seconds": 1.8082286985147564e-05,
+   "min": 1.8082286985147564e-05,
+   "max": 1.8082286985147564e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1737,43 +1737,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014467200636863708,
-    0.00021347199380397796,
-    0.0007957119941711426
+    0.0002784000039100647,
+    0.000343968003988266,
+    0.0008079680204391479
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.969600073993206e-05,
-   "min": 2.7103999629616738e-05,
-   "max": 5.1392000168561934e-05,
+   "seconds": 1.900799944996834e-05,
+   "min": 1.753599941730499e-05,
+   "max": 4.1023999452590943e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
-   "seconds": 1.1506676673889198e-06,
+   "seconds": 1.666670044263123e-07,
    "min": 0.0,
-   "max": 4.37106639146805e-05,
+   "max": 5.2294669051965046e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 4.761600121855736e-05,
-   "min": 4.543999955058098e-05,
-   "max": 7.440000027418137e-05,
+   "seconds": 3.1647998839616774e-05,
+   "min": 2.8896000236272813e-05,
+   "max": 4.88319993019104e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.3070665076375003e-05,
-   "min": 1.3630675151944175e-05,
-   "max": 4.860666580498222e-05,
+   "seconds": 8.83866598208743e-06,
+   "min": 0.0,
+   "max": 8.602267255385714e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00010863237721579414,
-   "min": 0.00010863237721579414,
-   "max": 0.00010863237721579414,
+   "seconds": 0.00012968532670111884,
+   "min": 0.00012968532670111884,
+   "max": 0.00012968532670111884,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1782,15 +1782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001308799982070923,
-    0.0004648000001907349,
-    0.0017630399465560912
+    0.0001337919980287552,
+    0.00035283198952674864,
+    0.00202239990234375
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00019312456675938197,
-   "min": 0.00019312456675938197,
-   "max": 0.00019312456675938197,
+   "seconds": 0.0001713676225571405,
+   "min": 0.0001713676225571405,
+   "max": 0.0001713676225571405,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1799,15 +1799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005201280117034912,
-    0.001523360013961792,
-    0.00507913589477539
+    0.0004924159944057465,
+    0.0016223679780960083,
+    0.005083807945251465
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011840685421512241,
-   "min": 0.00011840685421512241,
-   "max": 0.00011840685421512241,
+   "seconds": 0.0001224129448334376,
+   "min": 0.0001224129448334376,
+   "max": 0.0001224129448334376,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1816,15 +1816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001568319946527481,
-    0.00040115201473236084,
-    0.001895967960357666
+    0.00018223999440670013,
+    0.0005239359736442566,
+    0.0020099198818206787
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017262781588804155,
-   "min": 0.00017262781588804155,
-   "max": 0.00017262781588804155,
+   "seconds": 0.00018619887956551143,
+   "min": 0.00018619887956551143,
+   "max": 0.00018619887956551143,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1833,15 +1833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005301120281219482,
-    0.0015266239643096924,
-    0.004936768054962158
+    0.0007358080148696899,
+    0.0017726399898529053,
+    0.0054019842147827145
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00038133181986354646,
-   "min": 0.00038133181986354646,
-   "max": 0.00038133181986354646,
+   "seconds": 0.00020891124010086057,
+   "min": 0.00020891124010086057,
+   "max": 0.00020891124010086057,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1850,15 +1850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004822399914264679,
-    0.0016242879629135131,
-    0.0062015681266784665
+    0.0005722879767417907,
+    0.0017711679935455322,
+    0.0038966720104217528
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0007188890647320522,
-   "min": 0.0007188890647320522,
-   "max": 0.0007188890647320522,
+   "seconds": 0.0006392731638181779,
+   "min": 0.0006392731638181779,
+   "max": 0.0006392731638181779,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1867,15 +1867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014792640209197998,
-    0.004941440105438232,
-    0.018036415100097656
+    0.0019936959743499755,
+    0.0040382399559020996,
+    0.014549792289733887
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.000589777546269553,
-   "min": 0.000589777546269553,
-   "max": 0.000589777546269553,
+   "seconds": 0.00030620571829023815,
+   "min": 0.00030620571829023815,
+   "max": 0.00030620571829023815,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1884,15 +1884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006691840291023254,
-    0.002326848030090332,
-    0.009478624343872071
+    0.0005727999806404114,
+    0.002296191930770874,
+    0.005434144020080567
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0005744685246830895,
-   "min": 0.0005744685246830895,
-   "max": 0.0005744685246830895,
+   "seconds": 0.0010109897482962836,
+   "min": 0.0010109897482962836,
+   "max": 0.0010109897482962836,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1901,15 +1901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019536960124969483,
-    0.00632374382019043,
-    0.019709823608398437
+    0.001882815957069397,
+    0.006630015850067139,
+    0.02190595245361328
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.606704742425964e-05,
-   "min": 2.606704742425964e-05,
-   "max": 2.606704742425964e-05,
+   "seconds": 1.6875428369357473e-05,
+   "min": 1.6875428369357473e-05,
+   "max": 1.6875428369357473e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1918,15 +1918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.732799902558327e-05,
-    0.0001271679997444153,
-    0.00043887999653816225
+    2.956799976527691e-05,
+    9.062399715185165e-05,
+    0.00028617599606513977
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.568228214269593e-05,
-   "min": 4.568228214269593e-05,
-   "max": 4.568228214269593e-05,
+   "seconds": 5.1948190888478647e-05,
+   "min": 5.1948190888478647e-05,
+   "max": 5.1948190888478647e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1935,15 +1935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023241600394248964,
-    0.0005420799851417542,
-    0.0013401279449462892
+    0.00015385599434375764,
+    0.00035791999101638793,
+    0.0011854079961776734
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.559238033635276e-05,
-   "min": 2.559238033635276e-05,
-   "max": 2.559238033635276e-05,
+   "seconds": 1.6471619052546365e-05,
+   "min": 1.6471619052546365e-05,
+   "max": 1.6471619052546365e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1952,15 +1952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.323200047016143e-05,
-    0.00015775999426841735,
-    0.00046636798977851867
+    4.4863998889923095e-05,
+    9.561599791049957e-05,
+    0.00029238399863243104
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.723885726361047e-05,
-   "min": 4.723885726361047e-05,
-   "max": 4.723885726361047e-05,
+   "seconds": 6.851352502902348e-05,
+   "min": 6.851352502902348e-05,
+   "max": 6.851352502902348e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1969,15 +1969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027136000990867615,
-    0.0005264639854431153,
-    0.0013760319948196412
+    0.00015007999539375306,
+    0.0003160640001296997,
+    0.0013952000141143799
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.8382475887026106e-05,
-   "min": 2.8382475887026106e-05,
-   "max": 2.8382475887026106e-05,
+   "seconds": 2.608304683651243e-05,
+   "min": 2.608304683651243e-05,
+   "max": 2.608304683651243e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1986,15 +1986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.975999891757965e-05,
-    0.00012691199779510498,
-    0.00047283199429512025
+    4.255999997258186e-05,
+    0.00012403199821710588,
+    0.00043487998843193054
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010770057638486227,
-   "min": 0.00010770057638486227,
-   "max": 0.00010770057638486227,
+   "seconds": 0.00011714819322029749,
+   "min": 0.00011714819322029749,
+   "max": 0.00011714819322029749,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2003,15 +2003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003869119882583618,
-    0.0009519360065460205,
-    0.0024804160594940187
+    0.00031644800305366517,
+    0.000926751971244812,
+    0.0025251200199127195
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.701257248719533e-05,
-   "min": 4.701257248719533e-05,
-   "max": 4.701257248719533e-05,
+   "seconds": 4.236952428306852e-05,
+   "min": 4.236952428306852e-05,
+   "max": 4.236952428306852e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2020,15 +2020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013174399733543397,
-    0.0002564480006694794,
-    0.0008314880132675171
+    8.556800335645676e-05,
+    0.00018755200505256653,
+    0.0007127360105514527
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 6.676038461072106e-05,
-   "min": 6.676038461072106e-05,
-   "max": 6.676038461072106e-05,
+   "seconds": 9.195200211945033e-05,
+   "min": 9.195200211945033e-05,
+   "max": 9.195200211945033e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2037,15 +2037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006100800037384033,
-    0.0010770560503005982,
-    0.002358560085296631
+    0.0003740479946136475,
+    0.0009441279768943787,
+    0.0024445760250091553
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.4535156250134084e-06,
-   "min": 2.1480937499873676e-06,
-   "max": 3.5847656249928965e-06,
+   "seconds": 3.632866071428304e-06,
+   "min": 3.3666718749967927e-06,
+   "max": 3.8298705357256835e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2057,9 +2057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00019469299999842957,
-   "min": 0.00013020914285683766,
-   "max": 0.00024640300000555726,
+   "seconds": 0.00019313799999208316,
+   "min": 0.0001395030000058536,
+   "max": 0.00024729385715716035,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2071,9 +2071,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00021540099999839413,
-   "min": 0.00020863499999990154,
-   "max": 0.00023753499999656924,
+   "seconds": 0.0002065210000097295,
+   "min": 0.00020383400000412166,
+   "max": 0.00023724499999389081,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2082,9 +2082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.2606033482144147e-05,
-   "min": 3.128279687500005e-05,
-   "max": 3.405738169642054e-05,
+   "seconds": 3.520950223214113e-05,
+   "min": 3.050936830357414e-05,
+   "max": 4.206233705355318e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2096,9 +2096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0003360841428608247,
-   "min": 6.886857142924478e-05,
-   "max": 0.0006459354285774615,
+   "seconds": 0.0002276242857115157,
+   "min": -7.146157141895478e-05,
+   "max": 0.0015620754285764957,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2110,9 +2110,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0002021849999991332,
-   "min": 0.00017117400000188354,
-   "max": 0.00022411200000505005,
+   "seconds": 0.00019862099999556904,
+   "min": 0.00017248599999675207,
+   "max": 0.00022200399999405818,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2121,9 +2121,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.899660714285522e-06,
-   "min": 2.7633549107207245e-06,
-   "max": 3.020801339277084e-06,
+   "seconds": 2.7879933035546145e-06,
+   "min": 2.6629754464403888e-06,
+   "max": 3.1049263392749334e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2135,9 +2135,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.0001318318571402902,
-   "min": 8.468300000024392e-05,
-   "max": 0.00018943042857192234,
+   "seconds": 0.00013489928570769344,
+   "min": 0.0001076881428596315,
+   "max": 0.00017301899998350173,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2149,9 +2149,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014762700000403584,
-   "min": 0.00014198000000220645,
-   "max": 0.00017402299999957904,
+   "seconds": 0.00014899399999990237,
+   "min": 0.00014328399998930763,
+   "max": 0.00017462200000295525,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2160,9 +2160,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.3696412946430567e-05,
-   "min": 1.2806129464288623e-05,
-   "max": 1.4766984375001537e-05,
+   "seconds": 1.527180357143086e-05,
+   "min": 1.3560310267842926e-05,
+   "max": 1.9766397321438083e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2174,9 +2174,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0005294924285733162,
-   "min": 0.00033474942857582486,
-   "max": 0.0007317005714315071,
+   "seconds": 0.0005530984285684326,
+   "min": 0.0003143412857095232,
+   "max": 0.0014427768571424946,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2188,9 +2188,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005646940000048062,
-   "min": 0.0005373659999960978,
-   "max": 0.0006067059999992352,
+   "seconds": 0.0005367350000113902,
+   "min": 0.0005049460000066119,
+   "max": 0.0006097939999989421,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2199,9 +2199,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010799928794643801,
-   "min": 0.00010187983035714332,
-   "max": 0.00011009420982144302,
+   "seconds": 0.00011666491517860398,
+   "min": 0.00010776984821427225,
+   "max": 0.00012446547767857346,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2213,9 +2213,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005304717142879311,
-   "min": 0.00017735514285379013,
-   "max": 0.001057772857144812,
+   "seconds": 0.0001272320000132209,
+   "min": -0.00038992285715063867,
+   "max": 0.002679693428583667,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2227,9 +2227,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0005515980000012632,
-   "min": 0.00048619499999347227,
-   "max": 0.0006739359999983208,
+   "seconds": 0.0005874399999896696,
+   "min": 0.0005079869999917719,
+   "max": 0.0006071180000049026,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2238,9 +2238,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.3950803571319545e-06,
-   "min": 3.446484375002612e-06,
-   "max": 4.755287946443611e-06,
+   "seconds": 4.221633928531381e-06,
+   "min": 3.991390624965721e-06,
+   "max": 4.404392857157039e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2252,9 +2252,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00024294585714557115,
-   "min": 0.00017482528571832745,
-   "max": 0.0003016479999971011,
+   "seconds": 0.00014952242858003374,
+   "min": 0.00011053400000905967,
+   "max": 0.00022032900001127994,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2266,9 +2266,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00022225200000036693,
-   "min": 0.00021094799999588076,
-   "max": 0.00025080500000029815,
+   "seconds": 0.0002818330000025071,
+   "min": 0.00023797099999001148,
+   "max": 0.00035387200000513985,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2277,37 +2277,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 8.706478999997103e-06,
-   "min": 8.316489000009142e-06,
-   "max": 8.9464659999976e-06,
+   "seconds": 9.512085999986652e-06,
+   "min": 8.092312999991692e-06,
+   "max": 1.442380100000662e-05,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 1.1390640000001894e-05,
-   "min": 1.0041380000004097e-05,
-   "max": 1.177086099998803e-05,
+   "seconds": 1.1395051000008038e-05,
+   "min": 9.959584000000632e-06,
+   "max": 1.5853163999992147e-05,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.7442740000035428e-06,
-   "min": 1.6661220000031563e-06,
-   "max": 1.8387180000019043e-06,
+   "seconds": 1.7326630000127351e-06,
+   "min": 1.6860260000015614e-06,
+   "max": 2.0077840000141125e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.1543283999989172e-05,
-   "min": 2.1210994000000482e-05,
-   "max": 2.1882386000001475e-05,
+   "seconds": 2.193571299999064e-05,
+   "min": 1.997626899999716e-05,
+   "max": 2.6060040999993817e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.4149360000009778e-05,
-   "min": 2.3812558000003037e-05,
-   "max": 2.4698580999995557e-05,
+   "seconds": 2.565543599999387e-05,
+   "min": 2.4165123000003063e-05,
+   "max": 2.8814582999999062e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   }
@@ -2332,18 +2332,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.876799941062927e-05,
-    "min": 8.221759796142578e-05,
-    "max": 0.0001263327956199646,
+    "seconds": 7.517504999999989e-05,
+    "min": 7.48698e-05,
+    "max": 7.56369999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015046560168266297,
-    "min": 0.0001428096055984497,
-    "max": 0.0002663680076599121,
+    "seconds": 0.00010433654999999998,
+    "min": 0.00010421589999999997,
+    "max": 0.00010437660000000002,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "batchnorm2d",
@@ -2364,18 +2364,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010493760108947755,
-    "min": 0.00010323840379714965,
-    "max": 0.00011523200273513795,
+    "seconds": 9.114114999999998e-05,
+    "min": 9.107979999999997e-05,
+    "max": 9.137779999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001289039969444275,
-    "min": 0.0001208448052406311,
-    "max": 0.00019027520418167114,
+    "seconds": 9.5513e-05,
+    "min": 9.53877e-05,
+    "max": 9.566249999999996e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "layernorm",
@@ -2397,18 +2397,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.819840133190155e-05,
-    "min": 5.7327997684478755e-05,
-    "max": 6.054080128669739e-05,
+    "seconds": 5.356425000000002e-05,
+    "min": 5.3461500000000044e-05,
+    "max": 5.3708599999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014898720383644105,
-    "min": 0.00013636800050735473,
-    "max": 0.00018057279586791993,
+    "seconds": 0.00012603105,
+    "min": 0.00012549410000000006,
+    "max": 0.00012618069999999998,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "layernorm",
@@ -2430,18 +2430,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011366879940032958,
-    "min": 0.00011016960144042968,
-    "max": 0.00011711360216140746,
+    "seconds": 0.00010400845000000003,
+    "min": 0.0001035391,
+    "max": 0.00010421870000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016582240462303163,
-    "min": 0.00016183040142059326,
-    "max": 0.0001904896020889282,
+    "seconds": 0.00015043209999999986,
+    "min": 0.0001501164,
+    "max": 0.00015080080000000006,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "groupnorm",
@@ -2463,18 +2463,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010807520151138306,
-    "min": 0.0001068127989768982,
-    "max": 0.00011045119762420654,
+    "seconds": 0.00010145185000000006,
+    "min": 0.00010118579999999996,
+    "max": 0.00010186660000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017419999837875368,
-    "min": 0.00016572480201721193,
-    "max": 0.00021707520484924315,
+    "seconds": 0.0001439833,
+    "min": 0.0001438156999999999,
+    "max": 0.00014458349999999979,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "groupnorm",
@@ -2496,18 +2496,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017027360200881956,
-    "min": 0.00016759040355682374,
-    "max": 0.00017755199670791626,
+    "seconds": 0.00015781284999999987,
+    "min": 0.0001574517999999999,
+    "max": 0.00015794329999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021261119842529293,
-    "min": 0.0001859007954597473,
-    "max": 0.0002285887956619263,
+    "seconds": 0.00017082824999999996,
+    "min": 0.00017039020000000004,
+    "max": 0.00017132940000000007,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "rmsnorm",
@@ -2528,18 +2528,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1624000668525693e-05,
-    "min": 4.058560132980347e-05,
-    "max": 4.2508798837661744e-05,
+    "seconds": 3.772260000000006e-05,
+    "min": 3.7567200000000036e-05,
+    "max": 3.7958099999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012076320052146911,
-    "min": 0.00011687680482864379,
-    "max": 0.00014154239892959594,
+    "seconds": 0.00010604699999999996,
+    "min": 0.00010593799999999997,
+    "max": 0.00010642090000000002,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "rmsnorm",
@@ -2560,18 +2560,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002517584085464478,
-    "min": 0.0002490047931671143,
-    "max": 0.00025530560016632077,
+    "seconds": 0.00023549604999999988,
+    "min": 0.0002353214999999998,
+    "max": 0.0002358554999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005907792091369628,
-    "min": 0.0005842304229736328,
-    "max": 0.000646124792098999,
+    "seconds": 0.0005542589999999998,
+    "min": 0.0005536388999999994,
+    "max": 0.0005547208000000004,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "relu",
@@ -2590,18 +2590,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.981120139360428e-05,
-    "min": 3.944959938526154e-05,
-    "max": 4.067200124263763e-05,
+    "seconds": 3.7108199999999985e-05,
+    "min": 3.696249999999998e-05,
+    "max": 3.724140000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.434560060501099e-05,
-    "min": 6.758400201797485e-05,
-    "max": 0.00010540800094604491,
+    "seconds": 5.326475000000006e-05,
+    "min": 5.28601e-05,
+    "max": 5.346529999999993e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "relu",
@@ -2620,18 +2620,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3100800067186356e-05,
-    "min": 2.2732800245285034e-05,
-    "max": 2.4383999407291415e-05,
+    "seconds": 1.9194699999999994e-05,
+    "min": 1.890859999999998e-05,
+    "max": 1.9279800000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.598719954490662e-05,
-    "min": 6.0207998752593996e-05,
-    "max": 8.459200263023376e-05,
+    "seconds": 2.7332700000000003e-05,
+    "min": 2.718959999999997e-05,
+    "max": 2.7845700000000034e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "gelu",
@@ -2650,18 +2650,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.587359935045242e-05,
-    "min": 3.565120100975037e-05,
-    "max": 3.61952006816864e-05,
+    "seconds": 3.3351350000000004e-05,
+    "min": 3.305870000000001e-05,
+    "max": 3.340769999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.033919930458068e-05,
-    "min": 7.561920285224915e-05,
-    "max": 0.00010647679567337036,
+    "seconds": 4.743775000000001e-05,
+    "min": 4.709410000000001e-05,
+    "max": 4.7561e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "gelu",
@@ -2680,18 +2680,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7364799380302428e-05,
-    "min": 2.6704001426696777e-05,
-    "max": 2.9148799180984498e-05,
+    "seconds": 2.3993450000000003e-05,
+    "min": 2.389069999999997e-05,
+    "max": 2.4060399999999892e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.667039930820465e-05,
-    "min": 7.268480062484742e-05,
-    "max": 0.00012325119972229003,
+    "seconds": 3.181085000000004e-05,
+    "min": 3.170199999999999e-05,
+    "max": 3.195190000000001e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "silu",
@@ -2708,18 +2708,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5815998911857604e-05,
-    "min": 3.5631999373435973e-05,
-    "max": 3.6185601353645326e-05,
+    "seconds": 3.3449050000000015e-05,
+    "min": 3.3173800000000024e-05,
+    "max": 3.359050000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.621119916439057e-05,
-    "min": 7.267519831657409e-05,
-    "max": 9.831680059432983e-05,
+    "seconds": 4.774650000000002e-05,
+    "min": 4.7452700000000055e-05,
+    "max": 4.807920000000007e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "silu",
@@ -2736,18 +2736,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.250079959630966e-05,
-    "min": 2.189120054244995e-05,
-    "max": 2.5007998943328856e-05,
+    "seconds": 1.883469999999998e-05,
+    "min": 1.8735700000000008e-05,
+    "max": 1.906859999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.615199983119965e-05,
-    "min": 7.334079742431641e-05,
-    "max": 0.0001159808039665222,
+    "seconds": 2.584270000000001e-05,
+    "min": 2.5650700000000005e-05,
+    "max": 2.6386999999999966e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "tanh",
@@ -2764,18 +2764,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.566560000181198e-05,
-    "min": 3.527680039405823e-05,
-    "max": 3.614720106124878e-05,
+    "seconds": 3.335145e-05,
+    "min": 3.3045700000000055e-05,
+    "max": 3.364470000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.543359994888305e-05,
-    "min": 7.296640276908874e-05,
-    "max": 0.00010019199848175049,
+    "seconds": 4.7504949999999997e-05,
+    "min": 4.701409999999995e-05,
+    "max": 4.772450000000008e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "tanh",
@@ -2792,18 +2792,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1993599832057953e-05,
-    "min": 2.1116800606250765e-05,
-    "max": 2.3580799996852876e-05,
+    "seconds": 1.8223849999999997e-05,
+    "min": 1.7970799999999964e-05,
+    "max": 1.8367500000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.7811199426651e-05,
-    "min": 7.573760151863098e-05,
-    "max": 0.00011233919858932495,
+    "seconds": 2.445535e-05,
+    "min": 2.432919999999999e-05,
+    "max": 2.4662100000000145e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "sigmoid",
@@ -2820,18 +2820,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.584960103034973e-05,
-    "min": 3.5702401399612426e-05,
-    "max": 3.61952006816864e-05,
+    "seconds": 3.358209999999998e-05,
+    "min": 3.3477499999999986e-05,
+    "max": 3.376630000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.767840027809143e-05,
-    "min": 7.290560007095337e-05,
-    "max": 0.00010300799608230591,
+    "seconds": 4.7557550000000003e-05,
+    "min": 4.713219999999992e-05,
+    "max": 4.824269999999997e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "sigmoid",
@@ -2848,18 +2848,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2287999838590622e-05,
-    "min": 2.1967999637126922e-05,
-    "max": 2.3430399596691132e-05,
+    "seconds": 1.926534999999997e-05,
+    "min": 1.91678e-05,
+    "max": 1.937890000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.654719948768616e-05,
-    "min": 7.350080013275148e-05,
-    "max": 0.00010944960117340088,
+    "seconds": 2.4849450000000027e-05,
+    "min": 2.43035e-05,
+    "max": 2.5171200000000024e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "dropout",
@@ -2878,18 +2878,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1227200031280517e-05,
-    "min": 5.073599815368652e-05,
-    "max": 5.176640152931213e-05,
+    "seconds": 4.779684999999999e-05,
+    "min": 4.76767e-05,
+    "max": 4.794199999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.123679757118224e-05,
-    "min": 7.60927975177765e-05,
-    "max": 0.00011382720470428467,
+    "seconds": 3.665115000000005e-05,
+    "min": 3.631030000000005e-05,
+    "max": 3.7100099999999926e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "dropout",
@@ -2908,18 +2908,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4187199175357823e-05,
-    "min": 3.339839875698089e-05,
-    "max": 3.542400002479553e-05,
+    "seconds": 2.9922949999999988e-05,
+    "min": 2.9673600000000024e-05,
+    "max": 2.9974999999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.689760029315948e-05,
-    "min": 7.504000067710876e-05,
-    "max": 0.00011465280055999755,
+    "seconds": 2.084295000000002e-05,
+    "min": 2.0703599999999915e-05,
+    "max": 2.1522900000000027e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "add",
@@ -2944,18 +2944,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.035519897937775e-05,
-    "min": 4.9728000164031985e-05,
-    "max": 5.05952000617981e-05,
+    "seconds": 5.156320035457611e-05,
+    "min": 5.098559856414795e-05,
+    "max": 5.586879849433898e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.494239866733552e-05,
-    "min": 6.260480284690857e-05,
-    "max": 8.449599742889403e-05,
+    "seconds": 7.37744003534317e-05,
+    "min": 7.295039892196656e-05,
+    "max": 0.00010310399532318115,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
   },
   {
    "op": "add",
@@ -2980,18 +2980,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.774400115013123e-05,
-    "min": 2.7446401119232178e-05,
-    "max": 2.8352001309394835e-05,
+    "seconds": 2.925440073013306e-05,
+    "min": 2.8665599226951598e-05,
+    "max": 3.788799941539764e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.05455994606018e-05,
-    "min": 5.315520167350769e-05,
-    "max": 7.511360049247741e-05,
+    "seconds": 7.462719976902008e-05,
+    "min": 7.214400172233581e-05,
+    "max": 0.0001044927954673767,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
   },
   {
    "op": "mul",
@@ -3016,18 +3016,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0284799933433534e-05,
-    "min": 5.001279711723327e-05,
-    "max": 5.069760084152222e-05,
+    "seconds": 4.793855e-05,
+    "min": 4.760870000000001e-05,
+    "max": 4.807299999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010789120197296143,
-    "min": 0.0001040608048439026,
-    "max": 0.000124889600276947,
+    "seconds": 9.530914999999997e-05,
+    "min": 9.50252999999998e-05,
+    "max": 9.573370000000008e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "mul",
@@ -3052,18 +3052,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.796639949083328e-05,
-    "min": 2.749119997024536e-05,
-    "max": 2.9039999842643738e-05,
+    "seconds": 2.4505500000000018e-05,
+    "min": 2.4351799999999993e-05,
+    "max": 2.48379e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.935359954833984e-05,
-    "min": 9.12768006324768e-05,
-    "max": 0.00011396479606628418,
+    "seconds": 4.8882900000000074e-05,
+    "min": 4.854029999999993e-05,
+    "max": 4.925699999999984e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "softmax",
@@ -3084,18 +3084,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.618239909410477e-05,
-    "min": 3.577280044555664e-05,
-    "max": 3.681919872760773e-05,
+    "seconds": 3.416920000000003e-05,
+    "min": 3.3932799999999974e-05,
+    "max": 3.421719999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001088320016860962,
-    "min": 0.00010743999481201171,
-    "max": 0.00012325439453125,
+    "seconds": 9.566329999999995e-05,
+    "min": 9.52085e-05,
+    "max": 9.618160000000008e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "softmax",
@@ -3116,18 +3116,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.921919763088227e-05,
-    "min": 8.854399919509888e-05,
-    "max": 9.104959964752197e-05,
+    "seconds": 8.408720000000001e-05,
+    "min": 8.387529999999989e-05,
+    "max": 8.429100000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013199519515037536,
-    "min": 0.00013045120239257814,
-    "max": 0.00016230080127716066,
+    "seconds": 0.00012054550000000001,
+    "min": 0.00012028040000000001,
+    "max": 0.00012087540000000009,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "log_softmax",
@@ -3146,18 +3146,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.541920006275177e-05,
-    "min": 6.468799710273743e-05,
-    "max": 6.605119705200195e-05,
+    "seconds": 6.360114999999999e-05,
+    "min": 6.326980000000001e-05,
+    "max": 6.393550000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.942080199718475e-05,
-    "min": 7.420480251312256e-05,
-    "max": 0.00010772800445556639,
+    "seconds": 4.9471499999999996e-05,
+    "min": 4.940379999999998e-05,
+    "max": 4.972459999999997e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "log_softmax",
@@ -3176,18 +3176,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011804159879684448,
-    "min": 0.0001178272008895874,
-    "max": 0.00012186880111694335,
+    "seconds": 0.00011370764999999995,
+    "min": 0.00011342280000000001,
+    "max": 0.00011405659999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.554240107536316e-05,
-    "min": 9.43552017211914e-05,
-    "max": 0.0001375391960144043,
+    "seconds": 7.398555000000006e-05,
+    "min": 7.357619999999999e-05,
+    "max": 7.419460000000012e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "cross_entropy",
@@ -3211,18 +3211,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.316799998283385e-05,
-    "min": 8.2668799161911e-05,
-    "max": 8.335360288619996e-05,
+    "seconds": 7.987260000000003e-05,
+    "min": 7.94103e-05,
+    "max": 8.007210000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010426719784736633,
-    "min": 0.00010106879472732543,
-    "max": 0.00013789440393447875,
+    "seconds": 7.598584999999998e-05,
+    "min": 7.569749999999996e-05,
+    "max": 7.608240000000005e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "cross_entropy",
@@ -3246,18 +3246,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012899680137634276,
-    "min": 0.00012814400196075438,
-    "max": 0.0001489151954650879,
+    "seconds": 0.00012458995000000004,
+    "min": 0.0001243156,
+    "max": 0.00012484170000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001407983958721161,
-    "min": 0.00012751679420471191,
-    "max": 0.00020357120037078858,
+    "seconds": 7.827939999999989e-05,
+    "min": 7.80625e-05,
+    "max": 7.852679999999993e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "embedding",
@@ -3277,18 +3277,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9492799341678616e-05,
-    "min": 3.835520148277283e-05,
-    "max": 4.424639940261841e-05,
+    "seconds": 3.5850999999999966e-05,
+    "min": 3.5664299999999956e-05,
+    "max": 3.607640000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003761360049247742,
-    "min": 0.0003640127897262573,
-    "max": 0.0013012895584106445,
+    "seconds": 0.0003393830500000001,
+    "min": 0.00033895970000000095,
+    "max": 0.0003396729000000009,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "embedding",
@@ -3308,18 +3308,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.441279917955399e-05,
-    "min": 4.2803201079368586e-05,
-    "max": 4.8713600635528563e-05,
+    "seconds": 3.588535e-05,
+    "min": 3.5756699999999935e-05,
+    "max": 3.603769999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003766831994056702,
-    "min": 0.00037118079662323,
-    "max": 0.0004282048225402832,
+    "seconds": 0.00034037490000000037,
+    "min": 0.00034001430000000067,
+    "max": 0.00034127810000000056,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "maxpool2d",
@@ -3351,18 +3351,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.245439946651459e-05,
-    "min": 6.173760294914246e-05,
-    "max": 6.40991985797882e-05,
+    "seconds": 5.894590000000001e-05,
+    "min": 5.884660000000001e-05,
+    "max": 5.9029799999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021175040006637572,
-    "min": 0.00020835840702056885,
-    "max": 0.00021935999393463135,
+    "seconds": 0.000196747,
+    "min": 0.0001967106000000001,
+    "max": 0.00019737009999999997,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "maxpool2d",
@@ -3394,18 +3394,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.571840047836305e-05,
-    "min": 6.464639902114869e-05,
-    "max": 6.771839857101441e-05,
+    "seconds": 5.873800000000001e-05,
+    "min": 5.866529999999998e-05,
+    "max": 5.8863000000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020520319938659666,
-    "min": 0.00020085120201110838,
-    "max": 0.00022100799083709716,
+    "seconds": 0.00019142799999999994,
+    "min": 0.00019140820000000002,
+    "max": 0.000191555,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "avgpool2d",
@@ -3437,18 +3437,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.954240202903748e-05,
-    "min": 6.910719871520995e-05,
-    "max": 7.255359888076782e-05,
+    "seconds": 6.611785000000002e-05,
+    "min": 6.607879999999999e-05,
+    "max": 6.621109999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004296224117279053,
-    "min": 0.00042775039672851556,
-    "max": 0.0004308288097381592,
+    "seconds": 0.00041425715000000007,
+    "min": 0.0004141091000000001,
+    "max": 0.0004146951,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "avgpool2d",
@@ -3480,18 +3480,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.008000016212463e-05,
-    "min": 6.800320148468017e-05,
-    "max": 7.32576012611389e-05,
+    "seconds": 6.35646e-05,
+    "min": 6.349100000000005e-05,
+    "max": 6.386479999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004340735912322998,
-    "min": 0.00043006081581115725,
-    "max": 0.000444700813293457,
+    "seconds": 0.0004199035499999999,
+    "min": 0.00041976200000000006,
+    "max": 0.0004201482999999999,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "adaptive_avgpool2d",
@@ -3515,18 +3515,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.69072014093399e-05,
-    "min": 9.407359957695008e-05,
-    "max": 9.832640290260316e-05,
+    "seconds": 8.849570000000002e-05,
+    "min": 8.78035e-05,
+    "max": 8.885260000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013797919750213624,
-    "min": 0.00013375359773635864,
-    "max": 0.0002277407884597778,
+    "seconds": 0.00012270624999999996,
+    "min": 0.00012263179999999995,
+    "max": 0.00012279410000000005,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "adaptive_avgpool2d",
@@ -3550,18 +3550,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.357920169830322e-05,
-    "min": 6.224960088729858e-05,
-    "max": 6.487680077552795e-05,
+    "seconds": 5.48727e-05,
+    "min": 5.478009999999999e-05,
+    "max": 5.51417e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011745120286941527,
-    "min": 0.00010813440084457397,
-    "max": 0.00016680959463119508,
+    "seconds": 8.990265000000003e-05,
+    "min": 8.979710000000004e-05,
+    "max": 9.000900000000001e-05,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "transpose_contiguous",
@@ -3583,18 +3583,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8150398731231684e-05,
-    "min": 5.741440057754517e-05,
-    "max": 5.881919860839844e-05,
+    "seconds": 5.7404798269271846e-05,
+    "min": 5.722879767417907e-05,
+    "max": 6.422399878501892e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010332800149917602,
-    "min": 9.646080136299133e-05,
-    "max": 0.00011822079420089722,
+    "seconds": 8.33983987569809e-05,
+    "min": 8.0348801612854e-05,
+    "max": 0.00011719039678573608,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
   },
   {
    "op": "transpose_contiguous",
@@ -3616,18 +3616,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.544160008430481e-05,
-    "min": 5.512319803237916e-05,
-    "max": 5.757120251655578e-05,
+    "seconds": 5.323359966278076e-05,
+    "min": 5.224000215530395e-05,
+    "max": 6.378880143165588e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.95359992980957e-05,
-    "min": 8.59391987323761e-05,
-    "max": 0.00011390719413757324,
+    "seconds": 7.887200117111206e-05,
+    "min": 7.714239954948425e-05,
+    "max": 0.00010332800149917604,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
   },
   {
    "op": "cat",
@@ -3656,18 +3656,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7987199425697324e-05,
-    "min": 3.76800000667572e-05,
-    "max": 3.883840143680572e-05,
+    "seconds": 3.781760036945343e-05,
+    "min": 3.7385600805282595e-05,
+    "max": 4.444479942321778e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.283680021762849e-05,
-    "min": 8.995199799537659e-05,
-    "max": 0.0001197216033935547,
+    "seconds": 8.345440030097961e-05,
+    "min": 8.153280019760131e-05,
+    "max": 0.00011562880277633668,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
   },
   {
    "op": "cat",
@@ -3696,18 +3696,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3105599731206892e-05,
-    "min": 2.239679992198944e-05,
-    "max": 2.7014398574829102e-05,
+    "seconds": 2.4075199663639066e-05,
+    "min": 2.197120040655136e-05,
+    "max": 3.1679999828338624e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.383199810981751e-05,
-    "min": 8.841919898986817e-05,
-    "max": 0.00011295039653778077,
+    "seconds": 8.124960064888e-05,
+    "min": 7.856320142745973e-05,
+    "max": 0.00010727039575576783,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
   },
   {
    "op": "gelu_tanh_composite",
@@ -3724,18 +3724,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003156576037406921,
-    "min": 0.0003092063903808594,
-    "max": 0.000317737603187561,
+    "seconds": 0.0002955824499999998,
+    "min": 0.0002952445999999999,
+    "max": 0.00029567879999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004893535852432251,
-    "min": 0.00048609600067138676,
-    "max": 0.000509065580368042,
+    "seconds": 0.00045395579999999976,
+    "min": 0.00045338139999999953,
+    "max": 0.0004544169999999998,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "gelu_tanh_composite",
@@ -3752,18 +3752,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00038715039491653443,
-    "min": 0.0003833983898162842,
-    "max": 0.00043272957801818846,
+    "seconds": 0.00036696780000000016,
+    "min": 0.00036674419999999975,
+    "max": 0.000367432,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005201231956481933,
-    "min": 0.0005107711791992188,
-    "max": 0.000575705623626709,
+    "seconds": 0.00047754325,
+    "min": 0.00047714270000000025,
+    "max": 0.0004786415,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "sdpa",
@@ -3805,18 +3805,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00025329920053482054,
-    "min": 0.0002499743938446045,
-    "max": 0.00025961918830871584,
+    "seconds": 0.00024224659999999999,
+    "min": 0.00024144369999999998,
+    "max": 0.0002428118,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0008127615928649902,
-    "min": 0.000809881591796875,
-    "max": 0.001967737579345703,
+    "seconds": 0.0007793794499999996,
+    "min": 0.0007784558000000002,
+    "max": 0.0007810952999999993,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "sdpa",
@@ -3858,18 +3858,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.002043545532226562,
-    "min": 0.0020301183700561524,
-    "max": 0.002047088050842285,
+    "seconds": 0.00202447745,
+    "min": 0.0020189494999999997,
+    "max": 0.0020280359999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004970169639587402,
-    "min": 0.004966889572143555,
-    "max": 0.005105289459228515,
+    "seconds": 0.0048684105,
+    "min": 0.0048629581,
+    "max": 0.004875522800000002,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "sdpa",
@@ -3911,18 +3911,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005734528064727784,
-    "min": 0.0005716479778289795,
-    "max": 0.0005829311847686768,
+    "seconds": 0.0005489748500000001,
+    "min": 0.0005480105000000001,
+    "max": 0.0005494545999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0018018128395080567,
-    "min": 0.0017984479904174806,
-    "max": 0.0031230432510375977,
+    "seconds": 0.0017489910000000014,
+    "min": 0.001746729100000002,
+    "max": 0.0017497845999999997,
     "samples": 6
    },
-   "method": "10 calls back to back between CUDA events (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   }
  ],
  "skipped": []
