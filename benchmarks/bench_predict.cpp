@@ -1,5 +1,6 @@
-// Speed of the predictor: one kernel's cost, lowering ResNet-50, and a full ResNet-50 training-step
-// prediction (lower + cost + simulate + memory), on the built-in H200 profiles.
+// Speed of the predictor: one kernel's cost, lowering ResNet-50, and full training-step predictions
+// (lower + cost + simulate + memory) of ResNet-50, BERT-base and GPT-2 small, on the built-in H200
+// profiles.
 // Run: build/benchmarks/bench_predict
 #include <roofsim/roofsim.hpp>
 
@@ -70,6 +71,18 @@ void predict_resnet50_step(benchmark::State& state) {
     }
 }
 BENCHMARK(predict_resnet50_step)->Unit(benchmark::kMicrosecond);
+
+/// A transformer step at batch 32, amp-bf16 (sequence 128 for BERT, 1024 for GPT-2).
+void predict_transformer_step(benchmark::State& state, const roofsim::Graph& g) {
+    auto o = resnet_options();
+    o.lowering.batch = 32;
+    for (auto _ : state) {
+        auto p = roofsim::predict(g, h200(), o);
+        benchmark::DoNotOptimize(p);
+    }
+}
+BENCHMARK_CAPTURE(predict_transformer_step, bert_base, roofsim::zoo::bert_base())->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(predict_transformer_step, gpt2_small, roofsim::zoo::gpt2_small())->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

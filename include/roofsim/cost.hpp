@@ -10,10 +10,14 @@
 #include <roofsim/roofline.hpp>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -59,7 +63,8 @@ struct CostContext {
     std::string kernel_floor_source;
     /// Measured / modelled GPU time of PyTorch's own kernels for a graph op, by (op, phase, 16-bit):
     /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp).
-    std::map<std::tuple<std::string, Phase, bool>, double> op_factor;
+    /// Looked up by (std::string_view, Phase, bool) without a copy of the op.
+    std::map<std::tuple<std::string, Phase, bool>, double, std::less<>> op_factor;
     std::string op_factor_source;
 };
 
@@ -262,48 +267,106 @@ struct KernelCost {
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }
 
+namespace detail {
+
+/// The bandwidths of a context's curves while the kernels of a step are costed: curve_bandwidth,
+/// each working set's taken once (a step has a few dozen distinct tensor sizes).
+class BandwidthMemo {
+public:
+    explicit BandwidthMemo(const CostContext& ctx) : ctx_(ctx) {}
+
+    /// curve_bandwidth of the read-only or the copy curve.
+    [[nodiscard]] std::optional<BytesPerSecond> bandwidth(bool read_mostly, Bytes working_set) {
+        const auto& curve = read_mostly ? ctx_.read_curve : ctx_.copy_curve;
+        if (curve.empty()) return std::nullopt;
+        const double x = working_set.value();
+        const std::uint64_t key = std::bit_cast<std::uint64_t>(x) ^ (read_mostly ? 1 : 0);
+        Slot& slot = slots_[static_cast<std::size_t>((key * 0x9e3779b97f4a7c15) >> 58)];
+        if (!(slot.filled && slot.read_mostly == read_mostly && slot.working_set == x)) {
+            slot = {true, read_mostly, x, curve_bandwidth(curve, working_set)->value()};
+        }
+        return BytesPerSecond(slot.bandwidth);
+    }
+
+private:
+    struct Slot {
+        bool filled = false, read_mostly = false;
+        double working_set = 0, bandwidth = 0;
+    };
+    const CostContext& ctx_;
+    std::array<Slot, 64> slots_{};  ///< by a hash of the working set; a collision recomputes
+};
+
+}  // namespace detail
+
 /// Memory-bound kernels: bytes / bandwidth at that working set (the calibration's curve for the
-/// pattern; the DRAM ceiling without one).
-[[nodiscard]] inline KernelCost streaming_cost(const Kernel& k, const CostContext& ctx, bool read_mostly) {
+/// pattern; the DRAM ceiling without one). `memo`, where given, remembers the curves' bandwidths.
+[[nodiscard]] inline KernelCost streaming_cost(const Kernel& k, const CostContext& ctx, bool read_mostly,
+                                               detail::BandwidthMemo* memo = nullptr) {
     const auto& curve = read_mostly ? ctx.read_curve : ctx.copy_curve;
-    const BytesPerSecond bw = detail::curve_bandwidth(curve, k.bytes()).value_or(ctx.ceilings.rate(MemoryLevel::dram));
+    const std::optional<BytesPerSecond> measured =
+        memo ? memo->bandwidth(read_mostly, k.bytes()) : detail::curve_bandwidth(curve, k.bytes());
+    const BytesPerSecond bw = measured.value_or(ctx.ceilings.rate(MemoryLevel::dram));
     KernelCost c{k.bytes() / bw, Bound::dram};
     if (k.flops.value() > 0 && k.unit != ComputeUnit::fp32) c.time = max(c.time, k.flops / ctx.ceilings.rate(k.unit));
     return c;
 }
 
-/// The GPU time of one kernel, never below the kernel floor. Host-only ops take no GPU time.
-/// Unknown kernels are costed by their bytes and FLOPs on the roofline and stay flagged.
-[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx) {
+/// Whether a kernel's time takes its graph op's measured efficiency: the memory-bound and attention
+/// kernels a graph op lowered to, where the context has per-op efficiencies.
+[[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
+    return !k.source_op.empty() && !ctx.op_factor.empty() && k.kind != KernelKind::gemm && k.kind != KernelKind::conv;
+}
+
+/// The per-op efficiency that multiplies a kernel's time: the factor of its op, phase and precision
+/// class (16-bit or not), 1 where there is none.
+[[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
+    if (!takes_op_factor(k, ctx)) return 1.0;
+    const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
+    auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{k.source_op, k.phase, low});
+    return it != ctx.op_factor.end() ? it->second : 1.0;
+}
+
+namespace detail {
+
+/// kernel_cost, for a caller costing many kernels: with the kernel's per-op efficiency `factor`
+/// (op_factor) looked up beforehand, and the curves' bandwidths remembered where `memo` is given.
+[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx, double factor, BandwidthMemo* memo) {
     KernelCost c;
     switch (k.kind) {
         case KernelKind::host_only: return {Seconds(0), Bound::latency};
         case KernelKind::gemm:
-            c = std::holds_alternative<GemmDims>(k.dims) ? gemm_cost(k, std::get<GemmDims>(k.dims), ctx) : streaming_cost(k, ctx, false);
+            c = std::holds_alternative<GemmDims>(k.dims) ? gemm_cost(k, std::get<GemmDims>(k.dims), ctx)
+                                                          : streaming_cost(k, ctx, false, memo);
             break;
         case KernelKind::conv:
-            c = std::holds_alternative<ConvDims>(k.dims) ? conv_cost(k, std::get<ConvDims>(k.dims), ctx) : streaming_cost(k, ctx, false);
+            c = std::holds_alternative<ConvDims>(k.dims) ? conv_cost(k, std::get<ConvDims>(k.dims), ctx)
+                                                          : streaming_cost(k, ctx, false, memo);
             break;
         case KernelKind::attention:
             c = std::holds_alternative<AttentionDims>(k.dims) ? attention_cost(k, std::get<AttentionDims>(k.dims), ctx)
-                                                               : streaming_cost(k, ctx, false);
+                                                               : streaming_cost(k, ctx, false, memo);
             break;
-        case KernelKind::reduction: c = streaming_cost(k, ctx, true); break;
+        case KernelKind::reduction: c = streaming_cost(k, ctx, true, memo); break;
         case KernelKind::unknown: {
             KernelWork w{k.flops, k.unit, k.bytes(), std::nullopt};
             const RooflineTime r = roofline_time(w, ctx.ceilings);
             c = {r.time, r.bound};
             break;
         }
-        default: c = streaming_cost(k, ctx, false); break;
+        default: c = streaming_cost(k, ctx, false, memo); break;
     }
-    if (!k.source_op.empty() && !ctx.op_factor.empty() && k.kind != KernelKind::gemm && k.kind != KernelKind::conv) {
-        const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
-        auto it = ctx.op_factor.find({k.source_op, k.phase, low});
-        if (it != ctx.op_factor.end()) c.time *= it->second;
-    }
+    c.time *= factor;
     if (c.time < ctx.kernel_floor) c = {ctx.kernel_floor, Bound::latency};
     return c;
+}
+
+}  // namespace detail
+
+/// The GPU time of one kernel, never below the kernel floor. Host-only ops take no GPU time. Unknown
+/// kernels are costed by their bytes and FLOPs on the roofline and stay flagged.
+[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx) {
+    return detail::kernel_cost(k, ctx, op_factor(k, ctx), nullptr);
 }
 
 }  // namespace roofsim

@@ -11,10 +11,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace roofsim {
 
@@ -133,22 +136,28 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     return ctx;
 }
 
-/// Host costs of a step from a framework profile: each layer's forward and backward dispatch by
-/// its graph op (the autocast figures under amp modes), one backward() call, and optimizer.step()
-/// as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
-/// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
+namespace detail {
+
+/// host_costs_from_framework, with the per-op figures of `ops` alone where given (all a prediction
+/// of a graph of those ops looks up; the add layer's give the defaults).
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
-                                                         const OptimizerOptions& optimizer, std::size_t parameter_tensors) {
+                                                         const OptimizerOptions& optimizer, std::size_t parameter_tensors,
+                                                         const std::vector<std::string_view>* ops) {
     HostCosts h;
     const bool amp = rules_for(mode).autocast;
-    const std::string suffix = amp ? "_autocast" : "";
-    const std::string forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
-    for (const auto& [key, fig] : f.figures) {
-        const bool autocast = key.size() > suffix.size() && key.rfind("_autocast") == key.size() - 9;
-        if (autocast != amp) continue;
-        const std::string base = amp ? key.substr(0, key.size() - 9) : key;
-        if (base.rfind(forward_prefix, 0) == 0) h.forward[base.substr(forward_prefix.size())] = Seconds(fig.seconds);
-        if (base.rfind(backward_prefix, 0) == 0) h.backward[base.substr(backward_prefix.size())] = Seconds(fig.seconds);
+    constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
+    const auto wanted = [ops](std::string_view op) { return !ops || op == "add" || std::find(ops->begin(), ops->end(), op) != ops->end(); };
+    for (auto it = f.figures.lower_bound("layer_"); it != f.figures.end() && it->first.starts_with("layer_"); ++it) {
+        std::string_view base = it->first;
+        if (base.ends_with(suffix) != amp) continue;
+        if (amp) base.remove_suffix(suffix.size());
+        const Seconds seconds(it->second.seconds);
+        if (base.starts_with(forward_prefix) && wanted(base.substr(forward_prefix.size()))) {
+            h.forward.emplace_hint(h.forward.end(), base.substr(forward_prefix.size()), seconds);
+        }
+        if (base.starts_with(backward_prefix) && wanted(base.substr(backward_prefix.size()))) {
+            h.backward.emplace_hint(h.backward.end(), base.substr(backward_prefix.size()), seconds);
+        }
     }
     h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
     h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
@@ -163,6 +172,17 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     h.per_kernel = Seconds(0);
     h.source = f.provenance();
     return h;
+}
+
+}  // namespace detail
+
+/// Host costs of a step from a framework profile: each layer's forward and backward dispatch by
+/// its graph op (the autocast figures under amp modes), one backward() call, and optimizer.step()
+/// as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
+/// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
+[[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
+                                                         const OptimizerOptions& optimizer, std::size_t parameter_tensors) {
+    return detail::host_costs_from_framework(f, mode, optimizer, parameter_tensors, nullptr);
 }
 
 }  // namespace roofsim

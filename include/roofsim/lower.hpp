@@ -5,18 +5,24 @@
 /// operand read once, every result written once) unless the rule says the implementation makes
 /// more passes.
 
+#include <roofsim/detail/name_index.hpp>
 #include <roofsim/graph.hpp>
 #include <roofsim/ir.hpp>
 #include <roofsim/precision_mode.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <set>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace roofsim {
@@ -83,45 +89,174 @@ struct LoweredStep {
 
 namespace detail {
 
-[[nodiscard]] inline double numel(const std::vector<std::int64_t>& shape) {
-    double n = 1;
-    for (auto d : shape) n *= static_cast<double>(d);
-    return n;
-}
+/// A tensor shape while lowering: up to eight dimensions in place (no allocation), more on the heap;
+/// its element count is remembered until the shape changes.
+class Shape {
+public:
+    Shape() = default;
+    Shape(std::initializer_list<std::int64_t> dims) { assign(dims.begin(), dims.end()); }
+    explicit Shape(const std::vector<std::int64_t>& dims) { assign(dims.begin(), dims.end()); }
 
-/// The ops lowering knows, with their arity (inputs), for validation before any work.
-inline const std::map<std::string, int>& known_ops() {
-    static const std::map<std::string, int> ops = {
-        {"linear", 1},       {"matmul", 2},        {"bmm", 2},          {"conv2d", 1},
-        {"conv1d", 1},       {"batchnorm2d", 1},   {"layernorm", 1},    {"groupnorm", 1},
-        {"rmsnorm", 1},      {"relu", 1},          {"gelu", 1},         {"silu", 1},
-        {"tanh", 1},         {"sigmoid", 1},       {"dropout", 1},      {"add", 2},
-        {"mul", 2},          {"softmax", 1},       {"log_softmax", 1},  {"cross_entropy", 2},
-        {"sdpa", 3},         {"mha", 1},           {"embedding", 1},    {"maxpool2d", 1},
-        {"avgpool2d", 1},    {"adaptive_avgpool2d", 1}, {"flatten", 1}, {"reshape", 1},
-        {"transpose_contiguous", 1}, {"cat", 2},  {"gelu_tanh_composite", 1}, {"slice", 1},
+    [[nodiscard]] std::size_t size() const { return size_; }
+    [[nodiscard]] bool empty() const { return size_ == 0; }
+    [[nodiscard]] const std::int64_t* begin() const { return size_ <= in_place ? dims_.data() : more_.data(); }
+    [[nodiscard]] const std::int64_t* end() const { return begin() + size_; }
+    [[nodiscard]] std::int64_t* begin() {
+        changed();  // the caller may write through it
+        return size_ <= in_place ? dims_.data() : more_.data();
+    }
+    [[nodiscard]] std::int64_t* end() { return begin() + size_; }
+    [[nodiscard]] auto rbegin() const { return std::make_reverse_iterator(end()); }
+    [[nodiscard]] auto rend() const { return std::make_reverse_iterator(begin()); }
+    [[nodiscard]] std::int64_t& operator[](std::size_t i) { return begin()[i]; }
+    [[nodiscard]] std::int64_t operator[](std::size_t i) const { return begin()[i]; }
+    [[nodiscard]] std::int64_t& back() { return end()[-1]; }
+    [[nodiscard]] std::int64_t back() const { return end()[-1]; }
+    [[nodiscard]] std::int64_t front() const { return *begin(); }
+
+    void push_back(std::int64_t d) {
+        changed();
+        if (size_ < in_place) {
+            dims_[size_] = d;
+        } else {
+            if (size_ == in_place) more_.assign(dims_.begin(), dims_.end());
+            more_.push_back(d);
+        }
+        ++size_;
+    }
+
+    /// Replaces the dimensions with [first, last), which must not be this shape's own.
+    template <class It>
+    void assign(It first, It last) {
+        size_ = 0;
+        more_.clear();
+        for (; first != last; ++first) push_back(*first);
+    }
+
+    /// The product of the dimensions.
+    [[nodiscard]] double elements() const {
+        if (elements_ < 0) {
+            double n = 1;
+            for (auto d : *this) n *= static_cast<double>(d);
+            elements_ = n;
+        }
+        return elements_;
+    }
+
+    [[nodiscard]] std::vector<std::int64_t> to_vector() const { return {begin(), end()}; }
+
+    friend bool operator==(const Shape& a, const Shape& b) { return std::equal(a.begin(), a.end(), b.begin(), b.end()); }
+
+private:
+    static constexpr std::size_t in_place = 8;
+    std::array<std::int64_t, in_place> dims_{};
+    std::vector<std::int64_t> more_;  ///< all the dimensions, when there are more than in_place
+    std::size_t size_ = 0;
+    mutable double elements_ = -1;    ///< the product, while known
+
+    void changed() { elements_ = -1; }
+};
+
+/// Elements of a tensor of `shape`.
+[[nodiscard]] inline double numel(const Shape& shape) { return shape.elements(); }
+
+/// The lowering rule of a graph op (several ops share one: the activations, the poolings, ...).
+enum class OpRule {
+    linear, matmul, conv2d, conv1d, batchnorm, layernorm, groupnorm, activation, dropout, binary, softmax,
+    cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat,
+};
+
+/// Autocast's op lists (torch.amp docs): "CUDA Ops that can autocast to float16" (matmuls,
+/// convolutions, attention, the RNN cells) run in the lower precision; "CUDA Ops that can autocast
+/// to float32" run in float32 even when their input is lower precision.
+enum class AutocastList { none, lower_precision, float32 };
+
+/// What lowering knows of an op: its arity (inputs, checked before any work), its rule, its autocast list.
+struct KnownOp {
+    int arity = 1;
+    OpRule rule = OpRule::linear;
+    AutocastList autocast = AutocastList::none;
+};
+
+/// The ops lowering knows.
+inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
+    using R = OpRule;
+    constexpr auto low = AutocastList::lower_precision, fp32 = AutocastList::float32;
+    static const std::map<std::string, KnownOp, std::less<>> ops = {
+        {"linear", {1, R::linear, low}},       {"matmul", {2, R::matmul, low}},        {"bmm", {2, R::matmul, low}},
+        {"conv2d", {1, R::conv2d, low}},       {"conv1d", {1, R::conv1d, low}},        {"batchnorm2d", {1, R::batchnorm}},
+        {"layernorm", {1, R::layernorm, fp32}}, {"groupnorm", {1, R::groupnorm, fp32}}, {"rmsnorm", {1, R::layernorm, fp32}},
+        {"relu", {1, R::activation}},          {"gelu", {1, R::activation}},           {"silu", {1, R::activation}},
+        {"tanh", {1, R::activation}},          {"sigmoid", {1, R::activation}},        {"dropout", {1, R::dropout}},
+        {"add", {2, R::binary}},               {"mul", {2, R::binary}},                {"softmax", {1, R::softmax, fp32}},
+        {"log_softmax", {1, R::softmax, fp32}}, {"cross_entropy", {2, R::cross_entropy, fp32}},
+        {"sdpa", {3, R::sdpa, low}},           {"mha", {1, R::mha, low}},              {"embedding", {1, R::embedding}},
+        {"maxpool2d", {1, R::pool}},           {"avgpool2d", {1, R::pool}},            {"adaptive_avgpool2d", {1, R::adaptive_pool}},
+        {"flatten", {1, R::reshape}},          {"reshape", {1, R::reshape}},           {"slice", {1, R::slice}},
+        {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
+        {"gelu_tanh_composite", {1, R::gelu_tanh_composite}},
     };
     return ops;
 }
 
-/// Autocast's float32 list (torch.amp docs, "CUDA Ops that can autocast to float32"): these run in
-/// float32 even when their input is lower precision.
-inline bool autocast_to_fp32(const std::string& op) {
-    static const std::set<std::string> ops = {"layernorm", "groupnorm", "softmax", "log_softmax", "cross_entropy",
-                                              "rmsnorm"};
-    return ops.count(op) != 0;
+/// The known op named `op`, or null: known_ops() indexed once, for the lookup of every layer's op.
+inline const KnownOp* find_known_op(std::string_view op) {
+    static const auto index = [] {
+        std::pair<NameIndex, std::vector<const KnownOp*>> by_name{NameIndex(known_ops().size()), {}};
+        for (const auto& [name, known] : known_ops()) {
+            by_name.first.insert(name, by_name.second.size());
+            by_name.second.push_back(&known);
+        }
+        return by_name;
+    }();
+    const std::size_t i = index.first.find(op);
+    return i == NameIndex::none ? nullptr : index.second[i];
 }
 
-/// Autocast's lower-precision list ("CUDA Ops that can autocast to float16"): matmuls, convolutions,
-/// attention, and the RNN cells.
-inline bool autocast_to_low(const std::string& op) {
-    static const std::set<std::string> ops = {"linear", "matmul", "bmm", "conv2d", "conv1d", "sdpa", "mha"};
-    return ops.count(op) != 0;
+/// `a`, `b` and `c` in one string, allocated once.
+[[nodiscard]] inline std::string concat(std::string_view a, std::string_view b, std::string_view c = {}) {
+    std::string s;
+    s.reserve(a.size() + b.size() + c.size());
+    s.append(a).append(b).append(c);
+    return s;
 }
+
+/// The report row of each kernel of a lowered step: its layer's, in graph order; the optimizer's
+/// last (rows appear in order: every layer's forward comes first).
+struct KernelRows {
+    std::vector<std::uint32_t> of_kernel;
+    std::size_t count = 0;
+};
+
+/// The bytes of saved tensors given as (key, bytes), each key once at its largest size: the same
+/// tensor saved by several layers (an activation's output that the next convolution saves too)
+/// counts once. Holds views of the keys.
+class SavedTotal {
+public:
+    explicit SavedTotal(std::size_t tensors = 0) : index_(tensors) {}
+
+    void add(std::string_view key, Bytes bytes) {
+        const std::size_t i = index_.insert(key, bytes_.size());
+        if (i == bytes_.size()) bytes_.push_back(Bytes(0));
+        bytes_[i] = max(bytes_[i], bytes);
+    }
+
+    /// The total, added in the order the tensors were first seen (byte counts are whole numbers, so
+    /// the order does not change the sum).
+    [[nodiscard]] Bytes bytes() const {
+        Bytes total{0};
+        for (const Bytes b : bytes_) total += b;
+        return total;
+    }
+
+private:
+    NameIndex index_;
+    std::vector<Bytes> bytes_;
+};
 
 /// A value flowing between layers.
 struct Value {
-    std::vector<std::int64_t> shape;
+    Shape shape;
     DType dtype = DType::f32;
     bool needs_grad = false;
 };
@@ -130,112 +265,222 @@ class Lowerer {
 public:
     Lowerer(const Graph& g, const LoweringOptions& o) : graph_(g), options_(o), rules_(rules_for(o.precision)) {}
 
-    LoweredStep run() {
+    /// Lowers the graph. With `summaries`, the step has a summary of each layer (lower()); without,
+    /// only what a prediction needs: the kernels and parameters, and the memory totals the
+    /// summaries add up to (saved_bytes, largest_output).
+    LoweredStep run(bool summaries = true) {
+        summaries_ = summaries;
         if (options_.batch <= 0) throw GraphError("batch size must be positive");
         step_.kernels.model = graph_.name;
         step_.kernels.precision = std::string(to_string(options_.precision));
         step_.kernels.origin = "lowered from layer graph '" + graph_.name + "'";
         step_.parameter_dtype = rules_.parameter_dtype;
         step_.kernels.kernels.reserve(graph_.layers.size() * 8);
-        backward_.reserve(graph_.layers.size());
+        if (summaries_) step_.layers.reserve(graph_.layers.size());
+        backward_.reserve(graph_.layers.size() * 4);  // ample for the zoo models (at most 3.4 per layer)
+        backward_begin_.reserve(graph_.layers.size() + 1);
+        rows_.of_kernel.reserve(step_.kernels.kernels.capacity());
         declare_inputs();
         count_consumers();
-        for (const auto& layer : graph_.layers) lower_layer(layer);
+        for (layer_ = 0; layer_ < graph_.layers.size(); ++layer_) lower_layer(graph_.layers[layer_]);
         // Backward: a scalar loss starts from ones_like (one fill); then the layers in reverse.
         const auto& last = graph_.layers.back();
-        if (numel(values_.at(last.name).shape) == 1) {
-            kernel(last, Phase::backward, "aten::ones_like", KernelKind::elementwise, values_.at(last.name).dtype, 0, 1);
-            std::rotate(backward_.back().rbegin(), backward_.back().rbegin() + 1, backward_.back().rend());
+        const Value& loss = values_[graph_.inputs.size() + graph_.layers.size() - 1];
+        if (numel(loss.shape) == 1) {
+            layer_ = graph_.layers.size() - 1;
+            kernel(last, Phase::backward, "aten::ones_like", KernelKind::elementwise, loss.dtype, 0, 1);
+            std::rotate(backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_.back()), backward_.end() - 1,
+                        backward_.end());
         }
-        for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
-            for (auto& k : *it) step_.kernels.kernels.push_back(std::move(k));
+        backward_begin_.push_back(backward_.size());
+        auto& kernels = step_.kernels.kernels;
+        kernels.reserve(kernels.size() + backward_.size() + 16);
+        for (std::size_t i = graph_.layers.size(); i-- > 0;) {
+            const auto begin = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i]);
+            const auto end = backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin_[i + 1]);
+            kernels.insert(kernels.end(), std::make_move_iterator(begin), std::make_move_iterator(end));
+            rows_.of_kernel.resize(kernels.size(), static_cast<std::uint32_t>(i));
         }
+        // The optimizer's kernels go to a row of their own, or to the layer that has its name.
+        const std::size_t named = names_.find("optimizer");
+        optimizer_row_ = named != none && named >= graph_.inputs.size() ? named - graph_.inputs.size() : graph_.layers.size();
+        rows_.count = graph_.layers.size() + 1;
         lower_optimizer();
+        if (summaries_) {
+            for (std::size_t i = 0; i < step_.layers.size(); ++i) {
+                step_.layers[i].output_shape = values_[graph_.inputs.size() + i].shape.to_vector();
+            }
+            for (const Saved& t : saved_) step_.layers[t.layer].saved.emplace_back(saved_key(t), t.bytes);
+        }
         return std::move(step_);
     }
 
+    /// The bytes of the tensors autograd saves, each once (after run).
+    [[nodiscard]] Bytes saved_bytes() const {
+        SavedTotal total(saved_.size());
+        for (const Saved& t : saved_) total.add(saved_key(t), t.bytes);
+        return total.bytes();
+    }
+
+    /// The largest layer output (after run).
+    [[nodiscard]] Bytes largest_output() const { return largest_output_; }
+
+    /// The report row of each kernel (after run).
+    [[nodiscard]] KernelRows take_rows() { return std::move(rows_); }
+
+    /// The graph's ops, each once (after run).
+    [[nodiscard]] const std::vector<std::string_view>& ops() const { return op_names_; }
+
 private:
+    static constexpr std::size_t none = NameIndex::none;
+
     const Graph& graph_;
     LoweringOptions options_;
     PrecisionRules rules_;
     LoweredStep step_;
-    std::map<std::string, Value> values_;
-    std::map<std::string, int> consumers_;
-    std::map<std::string, std::string> first_reader_;  // value -> the first layer that reads it
-    std::vector<std::vector<Kernel>> backward_;  // one list per layer, in forward order
-    std::map<std::string, std::string> alias_;   // in-place outputs -> the tensor they overwrite
+    // Values by id: the graph inputs, then each layer's output in graph order (as they are
+    // defined). Layer inputs are resolved to ids once, before lowering.
+    std::vector<Value> values_;
+    NameIndex names_;                        // value names to ids
+    std::vector<bool> name_taken_;           // per layer: an earlier value has its name
+    std::vector<const KnownOp*> op_;         // per layer: its op
+    std::vector<const KnownOp*> distinct_ops_;  // the ops of the graph, each once
+    std::vector<std::string_view> op_names_;    // and their names
+    std::vector<std::size_t> input_ids_;     // every layer's input ids, layer after layer (none: no such value)
+    std::vector<std::size_t> first_input_;   // per layer: where its ids start in input_ids_
+    std::vector<int> consumers_;             // per value: how many layer inputs read it
+    std::vector<std::size_t> first_reader_;  // per value: the first layer that reads it
+    std::vector<std::size_t> tensor_;        // per value: the value whose tensor it is (in-place outputs)
+    std::size_t layer_ = 0;                  // the layer being lowered
+    // Backward kernels, one run per layer in forward order: layer i's start at backward_begin_[i].
+    std::vector<Kernel> backward_;
+    std::vector<std::size_t> backward_begin_;
+    // Tensors autograd saves, in order: the layer, the key's place in saved_keys_, the bytes.
+    struct Saved {
+        std::size_t layer, key_begin, key_size;
+        Bytes bytes;
+    };
+    std::vector<Saved> saved_;
+    std::string saved_keys_;
+    Bytes largest_output_{0};
+    KernelRows rows_;
+    std::size_t optimizer_row_ = 0;
+    double parameter_elements_ = 0, parameter_chunks_ = 0;  // the optimizer's
+    bool summaries_ = true;
+    // New kernels start as copies of a default one (cheaper than value-initialized ones, which are
+    // zero-filled whole first); a layer's, as copies of one with its name and op, dispatched by the
+    // layer's marker.
+    const Kernel blank_;
+    Kernel layer_kernel_ = [] {
+        Kernel k;
+        k.host_dispatch = false;  // the layer's dispatch marker carries the host cost
+        return k;
+    }();
 
     // ---- bookkeeping --------------------------------------------------------------------------
 
+    [[nodiscard]] std::string_view saved_key(const Saved& t) const {
+        return std::string_view(saved_keys_).substr(t.key_begin, t.key_size);
+    }
+
+    [[nodiscard]] std::size_t value_count() const { return graph_.inputs.size() + graph_.layers.size(); }
+
+    [[nodiscard]] const std::string& value_name(std::size_t id) const {
+        return id < graph_.inputs.size() ? graph_.inputs[id].name : graph_.layers[id - graph_.inputs.size()].name;
+    }
+
     void declare_inputs() {
-        for (const auto& in : graph_.inputs) {
+        values_.reserve(value_count());
+        names_ = NameIndex(value_count());
+        for (std::size_t id = 0; id < graph_.inputs.size(); ++id) {
+            const auto& in = graph_.inputs[id];
             Value v;
             for (const auto& d : in.shape) v.shape.push_back(d.is_batch ? options_.batch : d.size);
             // bf16 mode converts float32 inputs (model.to(torch.bfloat16) and its data); any other
             // declared dtype is kept (a bfloat16 activation entering an autocast layer stays bfloat16).
             v.dtype = in.dtype == DType::f32 ? rules_.input_dtype : in.dtype;
             v.needs_grad = in.requires_grad;
-            if (values_.count(in.name)) throw GraphError("input '" + in.name + "' is declared twice");
+            if (names_.insert(in.name, id) != id) throw GraphError("input '" + in.name + "' is declared twice");
             step_.input_bytes += tensor_bytes(numel(v.shape), v.dtype);
-            values_[in.name] = v;
+            values_.push_back(std::move(v));
         }
         if (graph_.layers.empty()) throw GraphError("graph '" + graph_.name + "' has no layers");
     }
 
+    /// Checks each layer's op and arity, resolves its inputs to the values defined before it, and
+    /// counts the readers of each value.
     void count_consumers() {
-        for (const auto& l : graph_.layers) {
-            auto op = known_ops().find(l.op);
-            if (op == known_ops().end()) throw layer_error(l, "unknown op (docs/graph-format.md lists the ops)");
-            if (static_cast<int>(l.inputs.size()) != op->second) {
-                throw layer_error(l, "inputs: expected " + std::to_string(op->second) + ", got " +
+        consumers_.assign(value_count(), 0);
+        first_reader_.assign(value_count(), none);
+        tensor_.resize(value_count());
+        std::iota(tensor_.begin(), tensor_.end(), std::size_t{0});
+        first_input_.reserve(graph_.layers.size());
+        op_.reserve(graph_.layers.size());
+        name_taken_.assign(graph_.layers.size(), false);
+        for (std::size_t li = 0; li < graph_.layers.size(); ++li) {
+            const Layer& l = graph_.layers[li];
+            const KnownOp* op = find_known_op(l.op);
+            if (!op) throw layer_error(l, "unknown op (docs/graph-format.md lists the ops)");
+            if (static_cast<int>(l.inputs.size()) != op->arity) {
+                throw layer_error(l, "inputs: expected " + std::to_string(op->arity) + ", got " +
                                          std::to_string(l.inputs.size()));
             }
-            for (const auto& i : l.inputs) {
-                consumers_[i] += 1;
-                first_reader_.emplace(i, l.name);
+            op_.push_back(op);
+            if (std::find(distinct_ops_.begin(), distinct_ops_.end(), op) == distinct_ops_.end()) {
+                distinct_ops_.push_back(op);
+                op_names_.push_back(l.op);
             }
+            first_input_.push_back(input_ids_.size());
+            for (const auto& name : l.inputs) {
+                const std::size_t id = names_.find(name);  // none: reported when the layer is lowered
+                input_ids_.push_back(id);
+                if (id == none) continue;
+                consumers_[id] += 1;
+                if (first_reader_[id] == none) first_reader_[id] = li;
+            }
+            const std::size_t own = graph_.inputs.size() + li;
+            name_taken_[li] = names_.insert(l.name, own) != own;
         }
     }
 
+    /// The id of input i of the layer being lowered.
+    [[nodiscard]] std::size_t input_id(std::size_t i) const { return input_ids_[first_input_[layer_] + i]; }
+
     const Value& input(const Layer& l, std::size_t i) const {
-        auto it = values_.find(l.inputs[i]);
-        if (it == values_.end()) {
+        const std::size_t id = input_id(i);
+        if (id == none) {
             throw layer_error(l, "inputs[" + std::to_string(i) + "]: '" + l.inputs[i] +
                                      "' is neither a graph input nor an earlier layer");
         }
-        return it->second;
+        return values_[id];
     }
 
-    Kernel& kernel(const Layer& l, Phase phase, std::string op, KernelKind kind, DType dtype, double read_elements,
+    /// A kernel of layer `l`, the layer being lowered (layer_kernel_ holds its name and op).
+    Kernel& kernel(const Layer& /*l*/, Phase phase, std::string_view op, KernelKind kind, DType dtype, double read_elements,
                    double write_elements, double flops = 0, ComputeUnit unit = ComputeUnit::fp32) {
-        Kernel k;
-        k.op = std::move(op);
+        auto& list = phase == Phase::forward ? step_.kernels.kernels : backward_;
+        Kernel& k = list.emplace_back(layer_kernel_);
+        if (phase == Phase::forward) rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
+        k.op = op;
         k.kind = kind;
         k.phase = phase;
-        k.layer = l.name;
         k.dtype = dtype;
         k.unit = unit;
         k.flops = Flops(flops);
         k.bytes_read = tensor_bytes(read_elements, dtype);
         k.bytes_written = tensor_bytes(write_elements, dtype);
-        k.host_dispatch = false;  // the layer's dispatch marker carries the host cost
-        k.source_op = l.op;
-        auto& list = phase == Phase::forward ? step_.kernels.kernels : backward_.back();
-        list.push_back(std::move(k));
-        return list.back();
+        return k;
     }
 
     /// The host-side dispatch of a layer (module call, autograd node): no GPU work, the host cost
     /// of the layer's op as the framework profile measured it.
-    static Kernel marker(const std::string& layer, const std::string& op, Phase phase) {
-        Kernel k;
-        k.op = "dispatch " + op;
+    static void marker(Kernel& k, std::string_view layer, std::string_view op, Phase phase) {
+        k.op = concat("dispatch ", op);
         k.kind = KernelKind::host_only;
         k.phase = phase;
         k.layer = layer;
         k.host_op = op;
         k.host_dispatch = true;
-        return k;
     }
 
     /// An elementwise cast of `elements` from one dtype to another (aten::_to_copy).
@@ -252,14 +497,17 @@ private:
     /// The dtype an op computes in, inserting autocast's input casts (and their backward casts).
     DType compute_dtype(const Layer& l, const Value& in) {
         if (!rules_.autocast || !(in.dtype == DType::f32 || in.dtype == rules_.low_dtype)) return in.dtype;
-        if (autocast_to_low(l.op) && in.dtype != rules_.low_dtype) {
-            cast(l, Phase::forward, numel(in.shape), in.dtype, rules_.low_dtype);
-            if (in.needs_grad) cast(l, Phase::backward, numel(in.shape), rules_.low_dtype, in.dtype);
+        const AutocastList list = op_[layer_]->autocast;
+        if (list == AutocastList::lower_precision && in.dtype != rules_.low_dtype) {
+            const double n = numel(in.shape);
+            cast(l, Phase::forward, n, in.dtype, rules_.low_dtype);
+            if (in.needs_grad) cast(l, Phase::backward, n, rules_.low_dtype, in.dtype);
             return rules_.low_dtype;
         }
-        if (autocast_to_fp32(l.op) && in.dtype != DType::f32) {
-            cast(l, Phase::forward, numel(in.shape), in.dtype, DType::f32);
-            if (in.needs_grad) cast(l, Phase::backward, numel(in.shape), DType::f32, in.dtype);
+        if (list == AutocastList::float32 && in.dtype != DType::f32) {
+            const double n = numel(in.shape);
+            cast(l, Phase::forward, n, in.dtype, DType::f32);
+            if (in.needs_grad) cast(l, Phase::backward, n, DType::f32, in.dtype);
             return DType::f32;
         }
         return in.dtype;
@@ -272,29 +520,71 @@ private:
         cast(l, Phase::backward, elements, compute, rules_.parameter_dtype);
     }
 
-    /// The tensor a value name stands for: an in-place layer's output is its input's tensor.
-    std::string tensor_of(const std::string& value) const {
-        auto it = alias_.find(value);
-        return it == alias_.end() ? "value:" + value : it->second;
+    /// The id of the layer being lowered, as a value.
+    [[nodiscard]] std::size_t own_id() const { return graph_.inputs.size() + layer_; }
+
+    /// Records a tensor autograd saves for this layer's backward, keyed `key` + `suffix` (the same
+    /// key for the same tensor, however many layers save it).
+    void save(LayerSummary& s, std::string_view key, std::string_view suffix, Bytes bytes) {
+        saved_.push_back(Saved{layer_, saved_keys_.size(), key.size() + suffix.size(), bytes});
+        saved_keys_.append(key).append(suffix);
+        s.saved_for_backward += bytes;
     }
 
-    /// Records a tensor autograd saves for this layer's backward.
-    static void save(LayerSummary& s, std::string tensor, Bytes bytes) {
-        s.saved.emplace_back(std::move(tensor), bytes);
-        s.saved_for_backward += bytes;
+    /// Saves the tensor a value stands for: an in-place layer's output is its input's tensor.
+    void save_value(LayerSummary& s, std::size_t value, Bytes bytes) {
+        save(s, "value:", value_name(tensor_[value]), bytes);
     }
 
     /// Saves input i as the op computes on it: the input's own tensor, or the cast copy autocast made.
     void save_input(LayerSummary& s, const Layer& l, std::size_t i, DType compute) {
         const Value& v = input(l, i);
-        if (compute == v.dtype) save(s, tensor_of(l.inputs[i]), tensor_bytes(numel(v.shape), v.dtype));
-        else save(s, l.name + ":cast" + std::to_string(i), tensor_bytes(numel(v.shape), compute));
+        if (compute == v.dtype) save_value(s, input_id(i), tensor_bytes(numel(v.shape), v.dtype));
+        else save(s, l.name, ":cast" + std::to_string(i), tensor_bytes(numel(v.shape), compute));
+    }
+
+    // Attributes, as graph.hpp's attr_int, attr_bool and attr_ints read them (their errors too), found
+    // by a scan for an equal name: a layer has a handful, most rejected at their length, where the
+    // map's ordered search compares the characters of each name it passes.
+
+    [[nodiscard]] static const AttrValue* find_attr(const Layer& l, std::string_view key) {
+        for (const auto& [name, value] : l.attrs) {
+            if (name == key) return &value;
+        }
+        return nullptr;
+    }
+
+    [[nodiscard]] static std::int64_t int_attr(const Layer& l, std::string_view key,
+                                               std::optional<std::int64_t> fallback = std::nullopt) {
+        const AttrValue* v = find_attr(l, key);
+        if (const auto* i = v ? std::get_if<std::int64_t>(v) : nullptr) return *i;
+        if (!v && fallback) return *fallback;
+        return attr_int(l, std::string(key), fallback);  // throws, naming the attribute and the fault
+    }
+
+    [[nodiscard]] static bool bool_attr(const Layer& l, std::string_view key, std::optional<bool> fallback = std::nullopt) {
+        const AttrValue* v = find_attr(l, key);
+        if (const auto* b = v ? std::get_if<bool>(v) : nullptr) return *b;
+        if (!v && fallback) return *fallback;
+        return attr_bool(l, std::string(key), fallback);
+    }
+
+    /// A 1- or 2-dimensional attribute (kernel size, stride, padding); a single integer is repeated.
+    [[nodiscard]] static std::array<std::int64_t, 2> dims_attr(const Layer& l, std::string_view key, std::size_t rank,
+                                                               std::optional<std::int64_t> fallback = std::nullopt) {
+        const AttrValue* v = find_attr(l, key);
+        if (const auto* i = v ? std::get_if<std::int64_t>(v) : nullptr) return {*i, *i};
+        const auto* list = v ? std::get_if<std::vector<std::int64_t>>(v) : nullptr;
+        if (list && list->size() == rank) return {list->front(), list->back()};
+        if (!v && fallback) return {*fallback, *fallback};
+        const auto dims = attr_ints(l, std::string(key), rank, fallback);
+        return {dims.front(), dims.back()};
     }
 
     ComputeUnit matmul_unit(DType d) const { return tensor_unit_for(d, rules_.matmul_unit); }
     ComputeUnit conv_unit(DType d) const { return tensor_unit_for(d, rules_.conv_unit); }
 
-    Kernel& gemm(const Layer& l, Phase phase, const std::string& op, DType dtype, GemmDims g, DType out_dtype) {
+    Kernel& gemm(const Layer& l, Phase phase, std::string_view op, DType dtype, GemmDims g, DType out_dtype) {
         const double in_elements = static_cast<double>(g.batch) * (static_cast<double>(g.m) * static_cast<double>(g.k) +
                                                                    static_cast<double>(g.k) * static_cast<double>(g.n));
         Kernel& k = kernel(l, phase, op, KernelKind::gemm, dtype, in_elements, 0, gemm_flops(g).value(), matmul_unit(dtype));
@@ -306,58 +596,67 @@ private:
     // ---- layers -------------------------------------------------------------------------------
 
     void lower_layer(const Layer& l) {
-        if (values_.count(l.name)) throw layer_error(l, "name: used twice (layer names must be unique)");
-        backward_.emplace_back();
-        LayerSummary s{l.name, l.op, {}, DType::f32, 0, Bytes(0), {}, Bytes(0)};
-        step_.kernels.kernels.push_back(marker(l.name, l.op, Phase::forward));
+        if (name_taken_[layer_]) throw layer_error(l, "name: used twice (layer names must be unique)");
+        layer_kernel_.layer = l.name;
+        layer_kernel_.source_op = l.op;
+        LayerSummary s;
+        if (summaries_) {
+            s.name = l.name;
+            s.op = l.op;
+        }
+        Kernel& forward_marker = step_.kernels.kernels.emplace_back(blank_);
+        marker(forward_marker, l.name, l.op, Phase::forward);
+        rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
+        const std::size_t backward_begin = backward_.size();
+        backward_begin_.push_back(backward_begin);
+        backward_.emplace_back(forward_marker).phase = Phase::backward;  // the backward marker, unless nothing needs a gradient
         Value out = dispatch(l, s);
         bool any_grad = false;
         for (std::size_t i = 0; i < l.inputs.size(); ++i) any_grad = any_grad || input(l, i).needs_grad;
         out.needs_grad = out.needs_grad || any_grad || s.parameters > 0;
-        if (out.needs_grad) backward_.back().insert(backward_.back().begin(), marker(l.name, l.op, Phase::backward));
-        else backward_.back().clear();
+        if (!out.needs_grad) backward_.erase(backward_.begin() + static_cast<std::ptrdiff_t>(backward_begin), backward_.end());
         // A value read by several layers gets its gradient summed in backward: one add per extra reader.
         for (std::size_t i = 0; i < l.inputs.size(); ++i) {
             const Value& v = input(l, i);
-            if (v.needs_grad && consumers_[l.inputs[i]] > 1 && first_reader_[l.inputs[i]] != l.name) {
+            if (v.needs_grad && consumers_[input_id(i)] > 1 && first_reader_[input_id(i)] != layer_) {
                 kernel(l, Phase::backward, "aten::add_", KernelKind::elementwise, v.dtype, 2 * numel(v.shape), numel(v.shape));
             }
         }
         for (auto d : out.shape) {
             if (d <= 0) throw layer_error(l, "output shape has a non-positive dimension (check the attributes)");
         }
-        s.output_shape = out.shape;
         s.output_dtype = out.dtype;
         s.output_bytes = tensor_bytes(numel(out.shape), out.dtype);
-        step_.layers.push_back(std::move(s));
-        values_[l.name] = std::move(out);
+        largest_output_ = max(largest_output_, s.output_bytes);
+        if (summaries_) step_.layers.push_back(std::move(s));  // its output shape and saved tensors come in run()
+        values_.push_back(std::move(out));  // the value own_id()
     }
 
-
     Value dispatch(const Layer& l, LayerSummary& s) {
-        const std::string& op = l.op;
-        if (op == "linear") return linear(l, s);
-        if (op == "matmul" || op == "bmm") return matmul(l, s);
-        if (op == "conv2d") return conv(l, s, 2);
-        if (op == "conv1d") return conv(l, s, 1);
-        if (op == "batchnorm2d") return batchnorm(l, s);
-        if (op == "layernorm" || op == "rmsnorm") return layernorm(l, s);
-        if (op == "groupnorm") return groupnorm(l, s);
-        if (op == "relu" || op == "gelu" || op == "silu" || op == "tanh" || op == "sigmoid") return activation(l, s);
-        if (op == "dropout") return dropout(l, s);
-        if (op == "add" || op == "mul") return binary(l, s);
-        if (op == "softmax" || op == "log_softmax") return softmax(l, s);
-        if (op == "cross_entropy") return cross_entropy(l, s);
-        if (op == "sdpa") return sdpa(l, s);
-        if (op == "mha") return mha(l, s);
-        if (op == "embedding") return embedding(l, s);
-        if (op == "maxpool2d" || op == "avgpool2d") return pool(l, s);
-        if (op == "adaptive_avgpool2d") return adaptive_pool(l, s);
-        if (op == "flatten" || op == "reshape") return reshape(l, s);
-        if (op == "slice") return slice(l, s);
-        if (op == "gelu_tanh_composite") return gelu_tanh_composite(l, s);
-        if (op == "transpose_contiguous") return transpose(l, s);
-        if (op == "cat") return cat(l, s);
+        switch (op_[layer_]->rule) {
+            case OpRule::linear: return linear(l, s);
+            case OpRule::matmul: return matmul(l, s);
+            case OpRule::conv2d: return conv(l, s, 2);
+            case OpRule::conv1d: return conv(l, s, 1);
+            case OpRule::batchnorm: return batchnorm(l, s);
+            case OpRule::layernorm: return layernorm(l, s);
+            case OpRule::groupnorm: return groupnorm(l, s);
+            case OpRule::activation: return activation(l, s);
+            case OpRule::dropout: return dropout(l, s);
+            case OpRule::binary: return binary(l, s);
+            case OpRule::softmax: return softmax(l, s);
+            case OpRule::cross_entropy: return cross_entropy(l, s);
+            case OpRule::sdpa: return sdpa(l, s);
+            case OpRule::mha: return mha(l, s);
+            case OpRule::embedding: return embedding(l, s);
+            case OpRule::pool: return pool(l, s);
+            case OpRule::adaptive_pool: return adaptive_pool(l, s);
+            case OpRule::reshape: return reshape(l, s);
+            case OpRule::slice: return slice(l, s);
+            case OpRule::gelu_tanh_composite: return gelu_tanh_composite(l, s);
+            case OpRule::transpose: return transpose(l, s);
+            case OpRule::cat: return cat(l, s);
+        }
         throw layer_error(l, "unknown op");
     }
 
@@ -365,8 +664,8 @@ private:
     // input); backward dX = dY W, dW = dY^T X, db = sum(dY) (aten::linear / addmm derivatives).
     Value linear(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
-        const std::int64_t in_f = attr_int(l, "in_features"), out_f = attr_int(l, "out_features");
-        const bool bias = attr_bool(l, "bias", true);
+        const std::int64_t in_f = int_attr(l, "in_features"), out_f = int_attr(l, "out_features");
+        const bool bias = bool_attr(l, "bias", true);
         if (x.shape.empty() || x.shape.back() != in_f) {
             throw layer_error(l, "in_features: " + std::to_string(in_f) + " does not match the input's last dimension");
         }
@@ -374,7 +673,7 @@ private:
         const auto rows = static_cast<std::int64_t>(m);
         // tied: the weight is another layer's (GPT-2's lm_head shares the token embedding); its
         // gradient is summed into that parameter's gradient.
-        const bool tied = attr_bool(l, "tied", false);
+        const bool tied = bool_attr(l, "tied", false);
         if (!tied) add_parameter(s, static_cast<double>(in_f * out_f));
         if (bias) add_parameter(s, static_cast<double>(out_f));
         const DType dt = compute_dtype(l, x);
@@ -405,7 +704,7 @@ private:
         const auto batch = static_cast<std::int64_t>(batch_a);
         DType dt = compute_dtype(l, a);
         if (b.dtype != dt && rules_.autocast) cast(l, Phase::forward, numel(b.shape), b.dtype, dt);
-        const std::string name = batch > 1 ? "aten::bmm" : "aten::mm";
+        const std::string_view name = batch > 1 ? "aten::bmm" : "aten::mm";
         gemm(l, Phase::forward, name, dt, {m, n, k, batch}, dt);
         save_input(s, l, 0, dt);
         save_input(s, l, 1, dt);
@@ -421,11 +720,11 @@ private:
     Value conv(const Layer& l, LayerSummary& s, std::size_t rank) {
         const Value& x = input(l, 0);
         if (x.shape.size() != rank + 2) throw layer_error(l, "input must be N x C x spatial (" + std::to_string(rank + 2) + " dimensions)");
-        const std::int64_t c = attr_int(l, "in_channels"), k = attr_int(l, "out_channels");
-        const auto ks = attr_ints(l, "kernel_size", rank), st = attr_ints(l, "stride", rank, 1);
-        const auto pad = attr_ints(l, "padding", rank, 0), dil = attr_ints(l, "dilation", rank, 1);
-        const std::int64_t groups = attr_int(l, "groups", 1);
-        const bool bias = attr_bool(l, "bias", true);
+        const std::int64_t c = int_attr(l, "in_channels"), k = int_attr(l, "out_channels");
+        const auto ks = dims_attr(l, "kernel_size", rank), st = dims_attr(l, "stride", rank, 1);
+        const auto pad = dims_attr(l, "padding", rank, 0), dil = dims_attr(l, "dilation", rank, 1);
+        const std::int64_t groups = int_attr(l, "groups", 1);
+        const bool bias = bool_attr(l, "bias", true);
         if (x.shape[1] != c) throw layer_error(l, "in_channels: " + std::to_string(c) + " does not match the input");
         if (groups <= 0 || c % groups != 0 || k % groups != 0) throw layer_error(l, "groups: must divide in_channels and out_channels");
         ConvDims d;
@@ -441,20 +740,21 @@ private:
             d.h = 1; d.w = x.shape[2]; d.r = 1; d.s = ks[0];
             d.stride_w = st[0]; d.pad_w = pad[0]; d.dilation_w = dil[0];
         }
-        if (d.p() <= 0 || d.q() <= 0) throw layer_error(l, "kernel_size: larger than the padded input");
+        const std::int64_t out_h = d.p(), out_w = d.q();
+        if (out_h <= 0 || out_w <= 0) throw layer_error(l, "kernel_size: larger than the padded input");
         const double weights = static_cast<double>(k * (c / groups) * d.r * d.s);
         add_parameter(s, weights);
         if (bias) add_parameter(s, static_cast<double>(k));
         const DType dt = compute_dtype(l, x);
         weight_cast(l, weights + (bias ? static_cast<double>(k) : 0.0), dt);
         const double in_el = numel(x.shape);
-        const double out_el = static_cast<double>(d.n * k * d.p() * d.q());
+        const double out_el = static_cast<double>(d.n * k * out_h * out_w);
+        const double flops = conv_flops(d).value();  // the same for the three passes
         auto pass = [&](Phase ph, ConvPass p, double read_el, double write_el) {
-            ConvDims dp = d;
-            dp.pass = p;
-            Kernel& kk = kernel(l, ph, "aten::convolution", KernelKind::conv, dt, read_el, write_el, conv_flops(dp).value(), conv_unit(dt));
-            kk.dims = dp;
-            if (p != ConvPass::forward) kk.op = "aten::convolution_backward";
+            Kernel& kk = kernel(l, ph, p == ConvPass::forward ? "aten::convolution" : "aten::convolution_backward", KernelKind::conv,
+                                dt, read_el, write_el, flops, conv_unit(dt));
+            kk.dims = d;
+            std::get<ConvDims>(kk.dims).pass = p;
         };
         pass(Phase::forward, ConvPass::forward, in_el + weights, out_el);
         save_input(s, l, 0, dt);
@@ -463,8 +763,8 @@ private:
         if (bias) kernel(l, Phase::backward, "aten::convolution_backward", KernelKind::reduction, dt, out_el, static_cast<double>(k));
         Value y{x.shape, dt, true};
         y.shape[1] = k;
-        if (rank == 2) { y.shape[2] = d.p(); y.shape[3] = d.q(); }
-        else y.shape[2] = d.q();
+        if (rank == 2) { y.shape[2] = out_h; y.shape[3] = out_w; }
+        else y.shape[2] = out_w;
         return y;
     }
 
@@ -472,7 +772,7 @@ private:
     // writes y; backward reads x and dY twice (reductions, then dX) and writes dX.
     Value batchnorm(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
-        const std::int64_t features = attr_int(l, "num_features");
+        const std::int64_t features = int_attr(l, "num_features");
         if (x.shape.size() != 4 || x.shape[1] != features) throw layer_error(l, "num_features: does not match input channels");
         add_parameter(s, 2.0 * static_cast<double>(features));
         const double n = numel(x.shape);
@@ -487,7 +787,7 @@ private:
     Value layernorm(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         const auto shape = attr_ints(l, "normalized_shape", 0);
-        const bool affine = attr_bool(l, "elementwise_affine", true);
+        const bool affine = bool_attr(l, "elementwise_affine", true);
         double normalized = 1;
         for (auto d : shape) normalized *= static_cast<double>(d);
         if (shape.empty() || shape.size() > x.shape.size() ||
@@ -498,11 +798,11 @@ private:
         if (affine) add_parameter(s, rms ? normalized : 2 * normalized);
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
-        const std::string fwd = rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm";
+        const std::string_view fwd = rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm";
         kernel(l, Phase::forward, fwd, KernelKind::normalization, dt, n, n, 0);
         save_input(s, l, 0, dt);
-        kernel(l, Phase::backward, fwd + "_backward", KernelKind::normalization, dt, 2 * n, n, 0);
-        if (affine) kernel(l, Phase::backward, fwd + "_backward", KernelKind::reduction, dt, 2 * n, normalized);
+        kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::normalization, dt, 2 * n, n, 0);
+        if (affine) kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::reduction, dt, 2 * n, normalized);
         return Value{x.shape, dt, true};
     }
 
@@ -510,7 +810,7 @@ private:
     // reductions, then dX, then weight/bias gradients.
     Value groupnorm(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
-        const std::int64_t groups = attr_int(l, "num_groups"), channels = attr_int(l, "num_channels");
+        const std::int64_t groups = int_attr(l, "num_groups"), channels = int_attr(l, "num_channels");
         if (x.shape.size() < 2 || x.shape[1] != channels) throw layer_error(l, "num_channels: does not match the input");
         if (groups <= 0 || channels % groups != 0) throw layer_error(l, "num_groups: must divide num_channels");
         add_parameter(s, 2.0 * static_cast<double>(channels));
@@ -529,13 +829,13 @@ private:
     Value activation(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         const double n = numel(x.shape);
-        kernel(l, Phase::forward, "aten::" + l.op, KernelKind::elementwise, x.dtype, n, n);
+        kernel(l, Phase::forward, concat("aten::", l.op), KernelKind::elementwise, x.dtype, n, n);
         // relu, tanh and sigmoid save their output; gelu and silu their input. inplace=True (torchvision's
         // ReLU) writes the output over the input: no new tensor.
-        if (attr_bool(l, "inplace", false)) alias_[l.name] = tensor_of(l.inputs[0]);
+        if (bool_attr(l, "inplace", false)) tensor_[own_id()] = tensor_[input_id(0)];
         const bool saves_output = l.op == "relu" || l.op == "tanh" || l.op == "sigmoid";
-        save(s, saves_output ? tensor_of(l.name) : tensor_of(l.inputs[0]), tensor_bytes(n, x.dtype));
-        kernel(l, Phase::backward, "aten::" + l.op + "_backward", KernelKind::elementwise, x.dtype, 2 * n, n);
+        save_value(s, saves_output ? own_id() : input_id(0), tensor_bytes(n, x.dtype));
+        kernel(l, Phase::backward, concat("aten::", l.op, "_backward"), KernelKind::elementwise, x.dtype, 2 * n, n);
         return Value{x.shape, x.dtype, x.needs_grad};
     }
 
@@ -547,7 +847,7 @@ private:
         const double n = numel(x.shape);
         Kernel& f = kernel(l, Phase::forward, "aten::native_dropout", KernelKind::elementwise, x.dtype, n, n);
         f.bytes_written += tensor_bytes(n, DType::boolean);
-        save(s, l.name + ":mask", tensor_bytes(n, DType::boolean));
+        save(s, l.name, ":mask", tensor_bytes(n, DType::boolean));
         Kernel& b = kernel(l, Phase::backward, "aten::native_dropout_backward", KernelKind::elementwise, x.dtype, n, n);
         b.bytes_read += tensor_bytes(n, DType::boolean);
         return Value{x.shape, x.dtype, x.needs_grad};
@@ -560,15 +860,17 @@ private:
         const Value& b = input(l, 1);
         // The second input may broadcast over leading dimensions (b's shape a suffix of a's, leading 1s
         // allowed): its gradient is then reduced over them.
-        std::vector<std::int64_t> b_core = b.shape;
-        while (!b_core.empty() && b_core.front() == 1 && b_core.size() > 1) b_core.erase(b_core.begin());
+        std::size_t ones = 0;  // b's leading 1s, all but its last dimension
+        while (ones + 1 < b.shape.size() && b.shape[ones] == 1) ++ones;
+        const std::size_t b_core = b.shape.size() - ones;
         const bool broadcast = a.shape != b.shape;
-        if (broadcast && (b_core.size() > a.shape.size() || !std::equal(b_core.rbegin(), b_core.rend(), a.shape.rbegin()))) {
+        if (broadcast && (b_core > a.shape.size() ||
+                          !std::equal(b.shape.rbegin(), b.shape.rbegin() + static_cast<std::ptrdiff_t>(b_core), a.shape.rbegin()))) {
             throw layer_error(l, "inputs: the second must have the first's shape or broadcast over its leading dimensions");
         }
         const DType dt = (a.dtype == DType::f32 || b.dtype == DType::f32) ? DType::f32 : a.dtype;  // type promotion
         const double n = numel(a.shape);
-        kernel(l, Phase::forward, "aten::" + l.op, KernelKind::elementwise, dt, n + numel(b.shape), n);
+        kernel(l, Phase::forward, concat("aten::", l.op), KernelKind::elementwise, dt, n + numel(b.shape), n);
         if (broadcast && b.needs_grad) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, n, numel(b.shape));
         if (l.op == "mul") {
             save_input(s, l, 0, dt);
@@ -582,12 +884,12 @@ private:
     // softmax / log_softmax along a dimension: one pass each way; backward reads Y and dY.
     Value softmax(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
-        (void)attr_int(l, "dim", -1);
+        (void)int_attr(l, "dim", -1);
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
-        kernel(l, Phase::forward, "aten::_" + l.op, KernelKind::softmax, dt, n, n);
-        save(s, tensor_of(l.name), tensor_bytes(n, dt));
-        kernel(l, Phase::backward, "aten::_" + l.op + "_backward_data", KernelKind::softmax, dt, 2 * n, n);
+        kernel(l, Phase::forward, concat("aten::_", l.op), KernelKind::softmax, dt, n, n);
+        save_value(s, own_id(), tensor_bytes(n, dt));
+        kernel(l, Phase::backward, concat("aten::_", l.op, "_backward_data"), KernelKind::softmax, dt, 2 * n, n);
         return Value{x.shape, dt, x.needs_grad};
     }
 
@@ -604,7 +906,7 @@ private:
         kernel(l, Phase::forward, "aten::_log_softmax", KernelKind::softmax, dt, n, n);
         Kernel& nll = kernel(l, Phase::forward, "aten::nll_loss_forward", KernelKind::reduction, dt, rows, 1);
         nll.bytes_read += tensor_bytes(rows, t.dtype);
-        save(s, l.name + ":log_softmax", tensor_bytes(n, dt));
+        save(s, l.name, ":log_softmax", tensor_bytes(n, dt));
         kernel(l, Phase::backward, "aten::nll_loss_backward", KernelKind::elementwise, dt, 0, n);
         kernel(l, Phase::backward, "aten::nll_loss_backward", KernelKind::elementwise, dt, rows, rows);
         kernel(l, Phase::backward, "aten::_log_softmax_backward_data", KernelKind::softmax, dt, 2 * n, n);
@@ -632,15 +934,15 @@ private:
             kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, o, o);
             return;
         }
-        const std::string name = a.backend == AttentionBackend::flash ? "aten::_scaled_dot_product_flash_attention"
-                                                                      : "aten::_scaled_dot_product_efficient_attention";
+        const std::string_view name = a.backend == AttentionBackend::flash ? "aten::_scaled_dot_product_flash_attention"
+                                                                           : "aten::_scaled_dot_product_efficient_attention";
         Kernel& f = kernel(l, Phase::forward, name, KernelKind::attention, dt, qkv, o,
                            attention_flops(a, false).value(), matmul_unit(dt));
         f.bytes_written += tensor_bytes(rows, DType::f32);  // log-sum-exp per row
         f.dims = a;
         // backward: a preprocessing pass (rowsum(dO * O)) and the fused backward kernel.
-        kernel(l, Phase::backward, name + "_backward", KernelKind::reduction, dt, 2 * o, 0);
-        Kernel& b = kernel(l, Phase::backward, name + "_backward", KernelKind::attention, dt, qkv + 2 * o, qkv,
+        kernel(l, Phase::backward, concat(name, "_backward"), KernelKind::reduction, dt, 2 * o, 0);
+        Kernel& b = kernel(l, Phase::backward, concat(name, "_backward"), KernelKind::attention, dt, qkv + 2 * o, qkv,
                            attention_flops(a, true).value(), matmul_unit(dt));
         b.dims = a;
         b.backward_pass = true;
@@ -655,14 +957,14 @@ private:
         AttentionDims a;
         a.batch = q.shape[0]; a.heads = q.shape[1]; a.seq_q = q.shape[2]; a.head_dim = q.shape[3];
         a.seq_kv = k.shape[2];
-        a.causal = attr_bool(l, "is_causal", false);
+        a.causal = bool_attr(l, "is_causal", false);
         const auto backend = attention_backend_from_key(attr_string(l, "backend", "flash"));
         if (!backend) throw layer_error(l, "backend: expected flash, efficient or math");
         a.backend = *backend;
         const DType dt = compute_dtype(l, q);
         attention_kernels(l, a, dt);
         for (std::size_t i = 0; i < 3; ++i) save_input(s, l, i, dt);
-        save(s, tensor_of(l.name), tensor_bytes(numel(q.shape), dt));
+        save_value(s, own_id(), tensor_bytes(numel(q.shape), dt));
         return Value{q.shape, dt, true};
     }
 
@@ -692,7 +994,7 @@ private:
     Value mha(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         if (x.shape.size() != 3) throw layer_error(l, "input: expected B x L x E (batch_first)");
-        const std::int64_t e = attr_int(l, "embed_dim"), heads = attr_int(l, "num_heads");
+        const std::int64_t e = int_attr(l, "embed_dim"), heads = int_attr(l, "num_heads");
         if (x.shape[2] != e) throw layer_error(l, "embed_dim: does not match the input");
         if (heads <= 0 || e % heads != 0) throw layer_error(l, "num_heads: must divide embed_dim");
         const std::int64_t b = x.shape[0], len = x.shape[1], d = e / heads, bh = b * heads;
@@ -703,7 +1005,7 @@ private:
         weight_cast(l, static_cast<double>(4 * e * e + 4 * e), dt);
         const double te = tokens * static_cast<double>(e);
         const double scores = static_cast<double>(bh * len * len);
-        if (!attr_bool(l, "need_weights", true)) {
+        if (!bool_attr(l, "need_weights", true)) {
             // need_weights=False: the packed projection, a copy to split heads, SDPA (flash for 16-bit,
             // memory-efficient for float32), a copy to merge heads, the output projection.
             gemm(l, Phase::forward, "aten::addmm", dt, {b * len, 3 * e, e, 1}, dt);
@@ -713,7 +1015,7 @@ private:
             attention_kernels(l, a, dt);
             kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);
             gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
-            save(s, l.name + ":internals", tensor_bytes(6 * te, dt));
+            save(s, l.name, ":internals", tensor_bytes(6 * te, dt));
             mha_out_projection_backward(l, dt, b * len, e);
             mha_in_projection_backward(l, dt, b * len, e, x.needs_grad);
             return Value{x.shape, dt, true};
@@ -728,7 +1030,7 @@ private:
         kernel(l, Phase::forward, "aten::clone", KernelKind::copy, dt, te, te);            // merge heads
         gemm(l, Phase::forward, "aten::addmm", dt, {b * len, e, e, 1}, dt);
         kernel(l, Phase::forward, "aten::mean", KernelKind::reduction, dt, scores, static_cast<double>(b * len * len));
-        save(s, l.name + ":internals", tensor_bytes(4 * te + scores, dt));
+        save(s, l.name, ":internals", tensor_bytes(4 * te + scores, dt));
         // backward (reverse order)
         mha_out_projection_backward(l, dt, b * len, e);
         gemm(l, Phase::backward, "aten::bmm", dt, {len, len, d, bh}, dt);
@@ -745,14 +1047,14 @@ private:
     // accumulates rows (aten::embedding_dense_backward).
     Value embedding(const Layer& l, LayerSummary& s) {
         const Value& idx = input(l, 0);
-        const std::int64_t rows = attr_int(l, "num_embeddings"), dim = attr_int(l, "embedding_dim");
+        const std::int64_t rows = int_attr(l, "num_embeddings"), dim = int_attr(l, "embedding_dim");
         const double lookups = numel(idx.shape);
         add_parameter(s, static_cast<double>(rows * dim));
         const DType dt = rules_.parameter_dtype;
         Kernel& f = kernel(l, Phase::forward, "aten::embedding", KernelKind::embedding, dt, lookups * static_cast<double>(dim),
                            lookups * static_cast<double>(dim));
         f.bytes_read += tensor_bytes(lookups, idx.dtype);
-        save(s, tensor_of(l.inputs[0]), tensor_bytes(lookups, idx.dtype));
+        save_value(s, input_id(0), tensor_bytes(lookups, idx.dtype));
         kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::elementwise, dt, 0,
                static_cast<double>(rows * dim));
         kernel(l, Phase::backward, "aten::embedding_dense_backward", KernelKind::copy, idx.dtype, 4 * lookups, 4 * lookups);
@@ -768,7 +1070,7 @@ private:
     Value pool(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         if (x.shape.size() != 4) throw layer_error(l, "input: expected N x C x H x W");
-        const auto ks = attr_ints(l, "kernel_size", 2), st = attr_ints(l, "stride", 2, ks[0]), pad = attr_ints(l, "padding", 2, 0);
+        const auto ks = dims_attr(l, "kernel_size", 2), st = dims_attr(l, "stride", 2, ks[0]), pad = dims_attr(l, "padding", 2, 0);
         Value y = x;
         for (int i = 0; i < 2; ++i) {
             if (st[static_cast<std::size_t>(i)] <= 0) throw layer_error(l, "stride: must be positive");
@@ -781,8 +1083,8 @@ private:
         Kernel& f = kernel(l, Phase::forward, max ? "aten::max_pool2d_with_indices" : "aten::avg_pool2d",
                            KernelKind::elementwise, x.dtype, n_in, n_out);
         if (max) f.bytes_written += tensor_bytes(n_out, DType::i64);
-        save(s, tensor_of(l.inputs[0]), tensor_bytes(n_in, x.dtype));
-        if (max) save(s, l.name + ":indices", tensor_bytes(n_out, DType::i64));
+        save_value(s, input_id(0), tensor_bytes(n_in, x.dtype));
+        if (max) save(s, l.name, ":indices", tensor_bytes(n_out, DType::i64));
         Kernel& b = kernel(l, Phase::backward, max ? "aten::max_pool2d_with_indices_backward" : "aten::avg_pool2d_backward",
                            KernelKind::elementwise, x.dtype, n_out, n_in);
         if (max) b.bytes_read += tensor_bytes(n_out, DType::i64);
@@ -793,7 +1095,7 @@ private:
     Value adaptive_pool(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         if (x.shape.size() != 4) throw layer_error(l, "input: expected N x C x H x W");
-        const auto out = attr_ints(l, "output_size", 2);
+        const auto out = dims_attr(l, "output_size", 2);
         Value y = x;
         y.shape[2] = out[0];
         y.shape[3] = out[1];
@@ -809,12 +1111,12 @@ private:
         const Value& x = input(l, 0);
         Value y = x;
         if (l.op == "flatten") {
-            const std::int64_t start = attr_int(l, "start_dim", 1);
+            const std::int64_t start = int_attr(l, "start_dim", 1);
             if (start < 0 || start >= static_cast<std::int64_t>(x.shape.size())) throw layer_error(l, "start_dim: out of range");
             y.shape.assign(x.shape.begin(), x.shape.begin() + start);
             y.shape.push_back(static_cast<std::int64_t>(numel(x.shape) / numel(y.shape)));
         } else {
-            y.shape = attr_ints(l, "shape", 0);
+            y.shape = Shape(attr_ints(l, "shape", 0));
             std::int64_t known = 1;
             int infer = -1;
             for (std::size_t i = 0; i < y.shape.size(); ++i) {
@@ -824,7 +1126,7 @@ private:
             if (infer >= 0 && known > 0) y.shape[static_cast<std::size_t>(infer)] = static_cast<std::int64_t>(numel(x.shape)) / known;
             if (numel(y.shape) != numel(x.shape)) throw layer_error(l, "shape: element count differs from the input");
         }
-        if (attr_bool(l, "copy", false)) {
+        if (bool_attr(l, "copy", false)) {
             // reshape of a non-contiguous tensor (e.g. heads merged after attention): one copy each way.
             copy_both_ways(l, x);
         }
@@ -842,8 +1144,8 @@ private:
     // gradient into a zero-filled full-size tensor (aten::slice_backward).
     Value slice(const Layer& l, LayerSummary&) {
         const Value& x = input(l, 0);
-        auto dim = attr_int(l, "dim");
-        const auto start = attr_int(l, "start"), length = attr_int(l, "length");
+        auto dim = int_attr(l, "dim");
+        const auto start = int_attr(l, "start"), length = int_attr(l, "length");
         const auto rank = static_cast<std::int64_t>(x.shape.size());
         if (dim < 0) dim += rank;
         if (dim < 0 || dim >= rank) throw layer_error(l, "dim: out of range");
@@ -865,7 +1167,7 @@ private:
         const double n = numel(x.shape);
         const int forward_reads[] = {1, 1, 2, 1, 1, 1, 1, 2};
         for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, x.dtype, r * n, n);
-        save(s, l.name + ":internals", tensor_bytes(4 * n, x.dtype));
+        save(s, l.name, ":internals", tensor_bytes(4 * n, x.dtype));
         const int backward_reads[] = {2, 2, 1, 2, 1, 2, 1, 1, 1, 2, 2};
         for (int r : backward_reads) kernel(l, Phase::backward, "aten::elementwise", KernelKind::elementwise, x.dtype, r * n, n);
         return Value{x.shape, x.dtype, x.needs_grad};
@@ -874,7 +1176,7 @@ private:
     // x.transpose(d0, d1).contiguous(): one copy each way.
     Value transpose(const Layer& l, LayerSummary&) {
         const Value& x = input(l, 0);
-        auto d0 = attr_int(l, "dim0"), d1 = attr_int(l, "dim1");
+        auto d0 = int_attr(l, "dim0"), d1 = int_attr(l, "dim1");
         const auto rank = static_cast<std::int64_t>(x.shape.size());
         if (d0 < 0) d0 += rank;
         if (d1 < 0) d1 += rank;
@@ -889,7 +1191,7 @@ private:
     Value cat(const Layer& l, LayerSummary&) {
         const Value& a = input(l, 0);
         const Value& b = input(l, 1);
-        auto dim = attr_int(l, "dim", 0);
+        auto dim = int_attr(l, "dim", 0);
         const auto rank = static_cast<std::int64_t>(a.shape.size());
         if (dim < 0) dim += rank;
         if (a.shape.size() != b.shape.size() || dim < 0 || dim >= rank) throw layer_error(l, "dim: out of range or ranks differ");
@@ -906,18 +1208,18 @@ private:
     /// One torch._foreach_* op over every parameter-sized tensor list: multi_tensor_apply launches
     /// one kernel per 110 tensors / 320 blocks of 64 Ki elements (ATen MultiTensorApply.cuh, depth 1;
     /// deeper lists hold fewer tensors), reading `reads` and writing `writes` tensors per parameter.
-    void foreach_op(const std::string& name, int reads, int writes, int depth) {
+    void foreach_op(std::string_view name, int reads, int writes, int depth) {
         static constexpr int tensors_per_launch[] = {110, 64, 48, 36, 30};
         const int per_launch = tensors_per_launch[std::clamp(depth, 1, 5) - 1];
-        const double chunk = 65536, blocks_per_launch = 320;
-        double chunks = 0;
-        for (double p : step_.parameter_tensors) chunks += std::ceil(p / chunk);
+        const double blocks_per_launch = 320;
         const double tensors = static_cast<double>(step_.parameter_tensors.size());
-        const auto launches = static_cast<int>(std::max(std::ceil(tensors / per_launch), std::ceil(chunks / blocks_per_launch)));
-        const double elements = step_.parameter_count();
+        const auto launches =
+            static_cast<int>(std::max(std::ceil(tensors / per_launch), std::ceil(parameter_chunks_ / blocks_per_launch)));
+        const double elements = parameter_elements_;
         const DType dt = rules_.parameter_dtype;
         for (int i = 0; i < launches; ++i) {
-            Kernel k;
+            Kernel& k = step_.kernels.kernels.emplace_back(blank_);
+            rows_.of_kernel.push_back(static_cast<std::uint32_t>(optimizer_row_));
             k.op = name;
             k.kind = KernelKind::optimizer;
             k.phase = Phase::optimizer;
@@ -927,14 +1229,17 @@ private:
             k.bytes_written = tensor_bytes(writes * elements / launches, dt);
             k.flops = Flops(2.0 * elements / launches);
             k.host_dispatch = false;  // optimizer.step()'s marker carries the host cost
-            step_.kernels.kernels.push_back(std::move(k));
         }
     }
 
     void lower_optimizer() {
         const auto& o = options_.optimizer;
         if (o.kind == OptimizerKind::none || step_.parameter_tensors.empty()) return;
-        step_.kernels.kernels.push_back(marker("optimizer", "optimizer", Phase::optimizer));
+        // The parameters' elements, and the 64 Ki-element chunks multi_tensor_apply splits them into.
+        parameter_elements_ = step_.parameter_count();
+        for (double p : step_.parameter_tensors) parameter_chunks_ += std::ceil(p / 65536);
+        marker(step_.kernels.kernels.emplace_back(blank_), "optimizer", "optimizer", Phase::optimizer);
+        rows_.of_kernel.push_back(static_cast<std::uint32_t>(optimizer_row_));
         if (o.kind == OptimizerKind::sgd) {
             // torch.optim.sgd._multi_tensor_sgd: grad += wd p; buf = m buf + grad; p -= lr buf.
             if (o.fused) { foreach_op("aten::_fused_sgd_", o.momentum ? 3 : 2, o.momentum ? 2 : 1, 3); return; }
@@ -968,5 +1273,30 @@ private:
 [[nodiscard]] inline LoweredStep lower(const Graph& graph, const LoweringOptions& options) {
     return detail::Lowerer(graph, options).run();
 }
+
+namespace detail {
+
+/// A step lowered for a prediction: no layer summaries, but the memory totals they add up to and
+/// the report row of each kernel.
+struct PredictionLowering {
+    LoweredStep step;
+    Bytes saved{0};           ///< saved for backward, each tensor once
+    Bytes largest_output{0};  ///< the largest layer output
+    KernelRows rows;
+    std::vector<std::string_view> ops;  ///< the graph's ops, each once
+};
+
+[[nodiscard]] inline PredictionLowering lower_for_prediction(const Graph& graph, const LoweringOptions& options) {
+    Lowerer lowerer(graph, options);
+    PredictionLowering out;
+    out.step = lowerer.run(false);
+    out.saved = lowerer.saved_bytes();
+    out.largest_output = lowerer.largest_output();
+    out.rows = lowerer.take_rows();
+    out.ops = lowerer.ops();
+    return out;
+}
+
+}  // namespace detail
 
 }  // namespace roofsim

@@ -6,8 +6,8 @@
 #include <roofsim/lower.hpp>
 
 #include <algorithm>
-#include <map>
 #include <string>
+#include <vector>
 
 namespace roofsim {
 
@@ -21,11 +21,12 @@ struct MemoryEstimate {
     Bytes peak{0};
 };
 
-/// Peak = the larger of the end of forward (parameters, state, inputs, saved activations, weight
-/// copies, plus the largest layer output twice: its gradient and its input's gradient in flight) and
-/// the optimizer step (parameters, gradients, state, and one parameter-sized temporary for Adam's
-/// sqrt(v)). Allocator rounding (512-byte blocks) is ignored.
-[[nodiscard]] inline MemoryEstimate estimate_memory(const LoweredStep& step, const LoweringOptions& options) {
+namespace detail {
+
+/// estimate_memory from the step's totals: the bytes saved for backward (each tensor once) and the
+/// largest layer output.
+[[nodiscard]] inline MemoryEstimate estimate_memory(const LoweredStep& step, const LoweringOptions& options, Bytes saved,
+                                                    Bytes largest_output) {
     MemoryEstimate m;
     const double p = step.parameter_count();
     const double param_bytes = bytes_per_element(step.parameter_dtype);
@@ -38,13 +39,7 @@ struct MemoryEstimate {
         case OptimizerKind::adamw: m.optimizer_state = 2.0 * m.parameters; break;
     }
     m.inputs = step.input_bytes;
-    Bytes largest_output{0};
-    std::map<std::string, Bytes> saved;  // each saved tensor once, however many layers keep it
-    for (const auto& l : step.layers) {
-        for (const auto& [tensor, bytes] : l.saved) saved[tensor] = max(saved[tensor], bytes);
-        largest_output = max(largest_output, l.output_bytes);
-    }
-    for (const auto& [tensor, bytes] : saved) m.activations += bytes;
+    m.activations = saved;
     const PrecisionRules rules = rules_for(options.precision);
     if (rules.autocast) m.autocast_copies = Bytes(p * bytes_per_element(rules.low_dtype));
     const Bytes forward_end = m.parameters + m.optimizer_state + m.inputs + m.activations + m.autocast_copies + 2.0 * largest_output;
@@ -53,6 +48,22 @@ struct MemoryEstimate {
     if (adam && !options.optimizer.fused) optimizer_step += m.parameters;
     m.peak = max(forward_end, optimizer_step);
     return m;
+}
+
+}  // namespace detail
+
+/// Peak = the larger of the end of forward (parameters, state, inputs, saved activations, weight
+/// copies, plus the largest layer output twice: its gradient and its input's gradient in flight) and
+/// the optimizer step (parameters, gradients, state, and one parameter-sized temporary for Adam's
+/// sqrt(v)). Allocator rounding (512-byte blocks) is ignored.
+[[nodiscard]] inline MemoryEstimate estimate_memory(const LoweredStep& step, const LoweringOptions& options) {
+    detail::SavedTotal saved;  // each saved tensor once, however many layers keep it
+    Bytes largest_output{0};
+    for (const auto& l : step.layers) {
+        for (const auto& [tensor, bytes] : l.saved) saved.add(tensor, bytes);
+        largest_output = max(largest_output, l.output_bytes);
+    }
+    return detail::estimate_memory(step, options, saved.bytes(), largest_output);
 }
 
 }  // namespace roofsim

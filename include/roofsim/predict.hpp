@@ -3,6 +3,7 @@
 /// time of each layer's forward and backward pass, the optimizer step, the whole step, and memory.
 
 #include <roofsim/cost.hpp>
+#include <roofsim/detail/name_index.hpp>
 #include <roofsim/framework.hpp>
 #include <roofsim/lower.hpp>
 #include <roofsim/memory.hpp>
@@ -51,8 +52,12 @@ struct Prediction {
     Timeline timeline;
 };
 
-/// Predicts from a kernel list (lowered or exported). `memory` is filled by the graph overload.
-[[nodiscard]] inline Prediction predict_kernels(KernelList kernels, const CostContext& ctx, const HostCosts& host) {
+namespace detail {
+
+/// predict_kernels; with `rows` (a lowered graph's), each kernel's report row comes from there and
+/// rows get no op (the graph overload names each row's graph op itself).
+[[nodiscard]] inline Prediction predict_kernels(KernelList kernels, const CostContext& ctx, const HostCosts& host,
+                                                const KernelRows* rows) {
     Prediction p;
     p.gpu_key = ctx.ceilings.gpu_key;
     p.ceilings_origin = ctx.ceilings.origin;
@@ -65,25 +70,28 @@ struct Prediction {
     p.gpu_time = p.timeline.gpu_time;
     p.host_time = p.timeline.host_time;
 
-    std::map<std::string, std::size_t> row_of;
-    std::vector<Seconds> longest;
+    // A row per layer, in the order layers first appear.
+    p.layers.reserve(rows ? rows->count : 0);
+    NameIndex row_of(rows ? 0 : list.kernels.size() / 4);  // a layer has a few kernels
+    std::vector<Seconds> longest(p.layers.capacity());
     std::size_t row_index = 0;
     const std::string* previous_layer = nullptr;
     Seconds phase_end[3] = {Seconds(0), Seconds(0), Seconds(0)};
     for (std::size_t i = 0; i < list.kernels.size(); ++i) {
         const Kernel& k = list.kernels[i];
         const SimulatedKernel& s = p.timeline.kernels[i];
-        if (!previous_layer || *previous_layer != k.layer) {  // consecutive kernels mostly share a layer
-            auto [it, inserted] = row_of.emplace(k.layer, p.layers.size());
-            if (inserted) {
-                p.layers.push_back(LayerTime{k.layer, k.phase == Phase::optimizer ? "optimizer" : ""});
-                longest.push_back(Seconds(0));
-            }
-            row_index = it->second;
+        if (rows) {
+            row_index = rows->of_kernel[i];
+        } else if (!previous_layer || *previous_layer != k.layer) {  // consecutive kernels mostly share a layer
+            row_index = row_of.insert(k.layer, p.layers.size());
             previous_layer = &k.layer;
         }
+        if (row_index == p.layers.size()) {
+            p.layers.push_back(LayerTime{k.layer, k.phase == Phase::optimizer ? "optimizer" : ""});
+            if (longest.size() < p.layers.size()) longest.resize(p.layers.size());
+        }
         LayerTime& row = p.layers[row_index];
-        if (row.op.empty() && k.phase == Phase::forward) row.op = k.op;
+        if (!rows && row.op.empty() && k.phase == Phase::forward) row.op = k.op;
         const bool forward = k.phase == Phase::forward;
         (forward ? row.forward_gpu : row.backward_gpu) += s.gpu_time;
         (forward ? row.forward_host : row.backward_host) += s.host_time;
@@ -111,6 +119,13 @@ struct Prediction {
     return p;
 }
 
+}  // namespace detail
+
+/// Predicts from a kernel list (lowered or exported). `memory` is filled by the graph overload.
+[[nodiscard]] inline Prediction predict_kernels(KernelList kernels, const CostContext& ctx, const HostCosts& host) {
+    return detail::predict_kernels(std::move(kernels), ctx, host, nullptr);
+}
+
 /// Options of a graph prediction: batch, precision mode, optimizer, and the framework profile that
 /// gives host costs (without one: the calibration's launch rate, a lower bound).
 struct PredictOptions {
@@ -120,23 +135,21 @@ struct PredictOptions {
 
 /// Predicts a training step of a layer graph.
 [[nodiscard]] inline Prediction predict(const Graph& graph, const CostContext& ctx, const PredictOptions& options) {
-    LoweredStep step = lower(graph, options.lowering);
+    detail::PredictionLowering lowered = detail::lower_for_prediction(graph, options.lowering);
+    LoweredStep& step = lowered.step;
     HostCosts host = options.framework
-                         ? host_costs_from_framework(*options.framework, options.lowering.precision, options.lowering.optimizer,
-                                                     step.parameter_tensors.size())
+                         ? detail::host_costs_from_framework(*options.framework, options.lowering.precision,
+                                                             options.lowering.optimizer, step.parameter_tensors.size(), &lowered.ops)
                          : host_costs_from_launch_rate(ctx);
     if (options.framework && options.framework->gpu_key != ctx.ceilings.gpu_key) {
         host.source = "derived: host costs " + host.source + ", taken for this GPU's host unchanged";
     }
-    Prediction p = predict_kernels(std::move(step.kernels), ctx, host);
+    Prediction p = detail::predict_kernels(std::move(step.kernels), ctx, host, &lowered.rows);
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();
-    p.memory = estimate_memory(step, options.lowering);
-    std::map<std::string, std::string> ops;
-    for (const auto& l : step.layers) ops[l.name] = l.op;
-    for (auto& row : p.layers) {
-        if (auto it = ops.find(row.layer); it != ops.end()) row.op = it->second;
-    }
+    p.memory = detail::estimate_memory(step, options.lowering, lowered.saved, lowered.largest_output);
+    // Each layer's row gets its graph op: row i is layer i (the optimizer's row comes after them all).
+    for (std::size_t i = 0; i < p.layers.size() && i < graph.layers.size(); ++i) p.layers[i].op = graph.layers[i].op;
     return p;
 }
 

@@ -5,10 +5,13 @@
 /// time; compute-bound ones as GPU time.
 
 #include <roofsim/cost.hpp>
+#include <roofsim/detail/name_index.hpp>
 #include <roofsim/ir.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace roofsim {
@@ -70,31 +73,85 @@ struct Timeline {
     return k.host_dispatch ? h.per_kernel : Seconds(0);
 }
 
+namespace detail {
+
+/// A kernel list's host costs and per-op efficiencies, looked up once per distinct graph op, phase
+/// and precision class rather than once per kernel (a step has a handful of distinct ops). Gives the
+/// same values as host_cost and op_factor. Holds views of the list's strings.
+class OpLookups {
+public:
+    OpLookups(const CostContext& ctx, const HostCosts& host) : ctx_(ctx), host_(host) {}
+
+    /// host_cost(k, host)
+    [[nodiscard]] Seconds host_cost(const Kernel& k) {
+        if (k.kind != KernelKind::host_only || k.host_op.empty() || k.phase == Phase::optimizer) {
+            return roofsim::host_cost(k, host_);
+        }
+        std::optional<Seconds>& cost = entry(k.host_op).host[k.phase == Phase::forward ? 0 : 1];
+        if (!cost) cost = roofsim::host_cost(k, host_);
+        return *cost;
+    }
+
+    /// op_factor(k, ctx)
+    [[nodiscard]] double op_factor(const Kernel& k) {
+        if (!takes_op_factor(k, ctx_)) return 1.0;
+        const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
+        std::optional<double>& factor = entry(k.source_op).factor[static_cast<int>(k.phase)][low ? 1 : 0];
+        if (!factor) factor = roofsim::op_factor(k, ctx_);
+        return *factor;
+    }
+
+private:
+    struct Entry {
+        std::string_view op;
+        std::optional<Seconds> host[2];      ///< forward, backward dispatch
+        std::optional<double> factor[3][2];  ///< by phase and 16-bit
+    };
+    const CostContext& ctx_;
+    const HostCosts& host_;
+    NameIndex index_;
+    std::vector<Entry> entries_;
+    std::size_t last_ = NameIndex::none;  ///< consecutive kernels mostly share an op
+
+    Entry& entry(std::string_view op) {
+        if (last_ != NameIndex::none && entries_[last_].op == op) return entries_[last_];
+        last_ = index_.insert(op, entries_.size());
+        if (last_ == entries_.size()) entries_.push_back(Entry{op, {}, {}});
+        return entries_[last_];
+    }
+};
+
+}  // namespace detail
+
 /// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i;
 /// start_i = max(issued_i, start_{i-1} + gpu_{i-1}); the step ends when the last kernel does.
 [[nodiscard]] inline Timeline simulate(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
     Timeline t;
     t.kernels.reserve(list.kernels.size());
-    Seconds host_clock{0}, gpu_free{0};
+    detail::OpLookups lookups(ctx, host);
+    detail::BandwidthMemo bandwidths(ctx);
+    Seconds host_clock{0}, gpu_free{0}, host_total{0}, gpu_total{0};
     bool in_backward = false;
     for (const Kernel& k : list.kernels) {
         SimulatedKernel s;
-        s.host_time = host_cost(k, host);
+        s.host_time = lookups.host_cost(k);
         if (k.phase == Phase::backward && !in_backward) {
             s.host_time += host.backward_call;
             in_backward = true;
         }
         host_clock += s.host_time;
         s.issued = host_clock;
-        const KernelCost c = kernel_cost(k, ctx);
+        const KernelCost c = detail::kernel_cost(k, ctx, lookups.op_factor(k), &bandwidths);
         s.gpu_time = c.time;
         s.bound = c.bound;
         s.start = max(s.issued, gpu_free);
         if (k.kind != KernelKind::host_only) gpu_free = s.start + s.gpu_time;
-        t.host_time += s.host_time;
-        t.gpu_time += s.gpu_time;
+        host_total += s.host_time;
+        gpu_total += s.gpu_time;
         t.kernels.push_back(s);
     }
+    t.host_time = host_total;
+    t.gpu_time = gpu_total;
     t.step_time = max(gpu_free, host_clock);
     return t;
 }
