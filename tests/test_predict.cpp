@@ -67,3 +67,37 @@ TEST_CASE("prediction JSON carries totals, memory and every layer", "[predict][j
     CHECK(j.at("step_seconds").get<double>() == p.step_time.value());
     CHECK(j.at("memory_bytes").at("peak").get<double>() > 0);
 }
+
+TEST_CASE("a convolution the sweep timed at another batch size scales from that measurement", "[predict][cost][conv]") {
+    const Calibration* cal = find_builtin_calibration("h200-sxm");
+    REQUIRE(cal != nullptr);
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), cal);
+    // A ResNet-50 3x3 convolution (64 -> 64 channels, 56 x 56) that the cuDNN sweep measured at N = 32.
+    const ConvRecord* record = nullptr;
+    for (const auto& r : cal->conv_sweep) {
+        if (r.unit == ComputeUnit::bf16_tensor && r.layout == "NCHW" && r.pass == ConvPass::forward && r.n == 32 &&
+            r.c == 64 && r.h == 56 && r.k == 64 && r.r == 3 && r.stride == 1 && r.groups == 1 && r.dilation == 1) {
+            record = &r;
+        }
+    }
+    REQUIRE(record != nullptr);
+    auto conv_at = [&](std::int64_t n) {
+        Kernel k;
+        k.kind = KernelKind::conv;
+        k.unit = ComputeUnit::bf16_tensor;
+        k.dtype = DType::bf16;
+        ConvDims d;
+        d.n = n; d.c = 64; d.h = d.w = 56; d.k = 64; d.r = d.s = 3;
+        d.pad_h = d.pad_w = record->pad;
+        k.dims = d;
+        k.flops = conv_flops(d);
+        return kernel_cost(k, ctx).time.value();
+    };
+    CHECK(conv_at(32) == Catch::Approx(record->seconds.median));  // the measured shape itself
+    // Twice the batch is twice the work: between 1.7x and 2.3x the measured time (wave quantization aside),
+    // and never less time for more images.
+    CHECK(conv_at(64) / record->seconds.median > 1.7);
+    CHECK(conv_at(64) / record->seconds.median < 2.3);
+    CHECK(conv_at(48) < conv_at(64));
+    CHECK(conv_at(24) < conv_at(32));
+}

@@ -57,6 +57,12 @@ struct CostContext {
                         std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
              Seconds>
         conv_measured;
+    /// The same cuDNN times by shape less the batch: every batch size the sweep measured for a
+    /// convolution geometry (N -> seconds), for shapes that differ from a measured one only in N.
+    std::map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                        std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+             std::map<std::int64_t, Seconds>>
+        conv_measured_by_batch;
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
     std::vector<BandwidthPoint> read_curve;  ///< read-only
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
@@ -156,6 +162,11 @@ namespace detail {
 [[nodiscard]] inline auto conv_key(ComputeUnit unit, const ConvDims& d) {
     return std::tuple{unit, d.pass, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
 }
+
+/// The same key without the batch size N.
+[[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
+    return std::tuple{unit, d.pass, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
+}
 }  // namespace detail
 
 /// The cost context of a GPU from its datasheet alone: roofline ceilings, GEMMs at the peak rate.
@@ -205,6 +216,7 @@ namespace detail {
         const bool depthwise = r.groups > 1 && r.groups == r.c;
         ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
         ctx.conv_measured[detail::conv_key(r.unit, d)] = Seconds(r.seconds.median);
+        ctx.conv_measured_by_batch[detail::conv_geometry_key(r.unit, d)][d.n] = Seconds(r.seconds.median);
     }
     for (auto& [key, v] : ratios) {
         std::sort(v.begin(), v.end());
@@ -246,6 +258,26 @@ struct KernelCost {
         }
     }
     const GemmDims g = detail::implicit_gemm(d);
+    if (square) {
+        // The sweep timed this geometry at other batch sizes: the measured time at the nearest batch
+        // (by ratio), scaled by the implicit GEMM model's time ratio between the two batches,
+        // t(N) = t_measured(N0) model(N) / model(N0): the work and its wave quantization change with
+        // N, the algorithm's efficiency on the geometry is kept.
+        auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d));
+        auto model = ctx.gemm.find(k.unit);
+        if (it != ctx.conv_measured_by_batch.end() && model != ctx.gemm.end()) {
+            const auto distance = [&](const auto& point) {
+                return std::abs(std::log(static_cast<double>(point.first) / static_cast<double>(d.n)));
+            };
+            const auto nearest = std::min_element(it->second.begin(), it->second.end(),
+                                                  [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
+            ConvDims measured = d;
+            measured.n = nearest->first;
+            const double ratio = detail::gemm_model_time(model->second, g) /
+                                 detail::gemm_model_time(model->second, detail::implicit_gemm(measured));
+            return {nearest->second * ratio, Bound::compute};
+        }
+    }
     KernelCost c = gemm_cost(k, g, ctx);
     const bool depthwise = d.groups > 1 && d.groups == d.c;
     if (auto it = ctx.conv.find({k.unit, d.pass, depthwise}); it != ctx.conv.end()) c.time *= it->second.factor;
