@@ -17,7 +17,7 @@ namespace {
 struct Bounds {
     double layer_median, layer_p90, model_worst, memory_worst;
 };
-// Regression bounds (2026-11-29, H200 validation set): measured accuracy plus a margin.
+// Regression bounds (2026-11-30, H200 validation set): measured accuracy plus a margin.
 constexpr Bounds regression_bounds{ROOFSIM_ACC_LAYER_MEDIAN, ROOFSIM_ACC_LAYER_P90, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MEMORY_WORST};
 }  // namespace
 
