@@ -133,6 +133,19 @@ struct CaseError {
     std::optional<double> memory_error;
 };
 
+/// A case's prediction against its measurement; the peak memory too when `with_memory`.
+[[nodiscard]] inline CaseError case_error(const ValidationCase& c, const Prediction& p, bool with_memory) {
+    CaseError e;
+    e.c = &c;
+    e.predicted_seconds = p.step_time.value();
+    e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
+    if (with_memory && c.measured_peak_bytes) {
+        e.predicted_peak_bytes = p.memory.peak.value();
+        e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
+    }
+    return e;
+}
+
 /// Predicts every case on `ctx` with host costs from `framework` (or the launch rate).
 [[nodiscard]] inline std::vector<CaseError> evaluate(const ValidationSet& set, const CostContext& ctx,
                                                      const FrameworkProfile* framework) {
@@ -141,16 +154,7 @@ struct CaseError {
         PredictOptions o;
         o.lowering = c.options;
         o.framework = framework;
-        const Prediction p = predict(c.graph, ctx, o);
-        CaseError e;
-        e.c = &c;
-        e.predicted_seconds = p.step_time.value();
-        e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
-        if (c.model && c.measured_peak_bytes) {
-            e.predicted_peak_bytes = p.memory.peak.value();
-            e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
-        }
-        out.push_back(e);
+        out.push_back(case_error(c, predict(c.graph, ctx, o), c.model));
     }
     return out;
 }
@@ -177,16 +181,7 @@ struct CaseError {
                                      ir.list.precision + "; the case " + c.id + " was measured at batch " +
                                      std::to_string(c.options.batch) + ", " + c.precision);
         }
-        const Prediction p = predict(ir, ctx, framework);
-        CaseError e;
-        e.c = &c;
-        e.predicted_seconds = p.step_time.value();
-        e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
-        if (c.measured_peak_bytes && ir.memory) {
-            e.predicted_peak_bytes = p.memory.peak.value();
-            e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
-        }
-        out.push_back(e);
+        out.push_back(case_error(c, predict(ir, ctx, framework), ir.memory.has_value()));
     };
     for (const auto& c : set.cases) one(c);
     for (const auto& c : set.exported_only) one(c);
