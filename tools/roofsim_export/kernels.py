@@ -97,6 +97,10 @@ REDUCTION_OPS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "norm", "l
                  "mse_loss_backward", "l1_loss_backward", "binary_cross_entropy_backward", "native_norm",
                  "sum_to_size", "aminmax", "_foreach_norm_scalar"}
 
+# inclusive scans: one read and one write pass over the tensor (CUB's decoupled look-back scan is
+# bandwidth-bound); cumsum's backward is a flipped cumsum
+SCAN_OPS = {"cumsum", "cumsum_", "cumprod", "logcumsumexp"}
+
 COPY_OPS = {"clone", "cat", "stack", "slice_backward", "select_backward", "slice_scatter", "select_scatter",
             "as_strided_scatter", "diagonal_backward", "unfold_backward", "repeat", "constant_pad_nd",
             "flip", "roll", "index_copy", "narrow_copy", "expand_copy", "permute_copy", "transpose_copy",
@@ -403,7 +407,7 @@ class Mapper:
         if base in REDUCTION_OPS:
             return [self.kernel(name, "reduction", dtype, sum_bytes(reads), sum_bytes(written, out_bytes))], \
                 False, None
-        if base in ELEMENTWISE_OPS:
+        if base in ELEMENTWISE_OPS or base in SCAN_OPS:
             return [self.kernel(name, "elementwise", dtype, sum_bytes(reads), sum_bytes(written, out_bytes))], \
                 False, None
         if not inputs and not outputs and not mutated:
