@@ -54,14 +54,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import json
 import os
 import platform
-import re
 import shlex
 import statistics
 import sys
-import tempfile
 import time
 
 try:
@@ -75,7 +72,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Device naming is shared with the validation script: one mapping from device names to GPU keys.
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "validate"))
-from measure_pytorch import gpu_key_for, host_cpu_name  # noqa: E402
+from measure_pytorch import gpu_key_for, host_cpu_name, write_json_atomic  # noqa: E402
 
 
 
@@ -801,22 +798,6 @@ def describe_device(device: torch.device, key_override: str | None) -> dict:
                 "compute_capability": f"{props.major}.{props.minor}", **host}
     return {"name": host["host_cpu"], "key": key_override or "cpu", "sm_count": None,
             "memory_bytes": None, "compute_capability": None, **host}
-
-
-def write_json_atomic(path: str, doc: dict) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a data file is world-readable
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def main(argv=None) -> int:

@@ -19,20 +19,38 @@ struct Bounds {
 };
 // Regression bounds (2026-11-30, H200 validation set): measured accuracy plus a margin.
 constexpr Bounds regression_bounds{ROOFSIM_ACC_LAYER_MEDIAN, ROOFSIM_ACC_LAYER_P90, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MEMORY_WORST};
-}  // namespace
 
-TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch measurements", "[accuracy]") {
+/// A stored measurement set with the built-in profiles of its GPU (calibration and framework).
+struct MeasuredSet {
+    ValidationSet set;
+    const FrameworkProfile* framework;
+    CostContext ctx;
+};
+
+/// Every data/validation/*.json whose GPU has a built-in calibration; `with_set(path, measured)` for each.
+template <class F>
+int for_each_measured_set(F&& with_set) {
     const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
     int sets = 0;
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
         if (entry.path().extension() != ".json") continue;
-        const ValidationSet set = load_validation(entry.path());
+        ValidationSet set = load_validation(entry.path());
         const Calibration* calibration = find_builtin_calibration(set.gpu_key);
         if (!calibration) continue;
         ++sets;
         const FrameworkProfile* framework = find_builtin_framework_profile(set.gpu_key);
-        const CostContext ctx = make_cost_context(gpu_or_throw(set.gpu_key), calibration, framework);
-        const auto errors = evaluate(set, ctx, framework);
+        CostContext ctx = make_cost_context(gpu_or_throw(set.gpu_key), calibration, framework);
+        const MeasuredSet m{std::move(set), framework, std::move(ctx)};
+        with_set(entry.path(), m);
+    }
+    return sets;
+}
+}  // namespace
+
+TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch measurements", "[accuracy]") {
+    const int sets = for_each_measured_set([](const std::filesystem::path&, const MeasuredSet& m) {
+        const ValidationSet& set = m.set;
+        const auto errors = evaluate(set, m.ctx, m.framework);
         auto layers = [](const CaseError& e) { return !e.c->model; };
         const double median = error_quantile(errors, 0.5, layers);
         const double p90 = error_quantile(errors, 0.9, layers);
@@ -53,26 +71,20 @@ TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch mea
         CHECK(p90 <= regression_bounds.layer_p90);
         CHECK(model_worst <= regression_bounds.model_worst);
         CHECK(memory_worst <= regression_bounds.memory_worst);
-    }
+    });
     CHECK(sets >= 1);
 }
 
 TEST_CASE("model steps predicted from IRs exported from the measured models stay within their bounds", "[accuracy][export]") {
     // data/validation/exported/<set>/: the validation models exported by tools/roofsim_export on the
     // machine of the measurements (tools/validate/device-validate.sh), one IR per model case.
-    const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
     int sets = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        if (entry.path().extension() != ".json") continue;
-        const auto exported = dir / "exported" / entry.path().stem();
-        if (!std::filesystem::is_directory(exported)) continue;
-        const ValidationSet set = load_validation(entry.path());
-        const Calibration* calibration = find_builtin_calibration(set.gpu_key);
-        if (!calibration) continue;
+    for_each_measured_set([&](const std::filesystem::path& path, const MeasuredSet& m) {
+        const auto exported = path.parent_path() / "exported" / path.stem();
+        if (!std::filesystem::is_directory(exported)) return;
         ++sets;
-        const FrameworkProfile* framework = find_builtin_framework_profile(set.gpu_key);
-        const CostContext ctx = make_cost_context(gpu_or_throw(set.gpu_key), calibration, framework);
-        const auto errors = evaluate_exported(set, exported, ctx, framework);
+        const ValidationSet& set = m.set;
+        const auto errors = evaluate_exported(set, exported, m.ctx, m.framework);
         double model_worst = 0, memory_worst = 0;
         for (const auto& e : errors) {
             model_worst = std::max(model_worst, std::abs(e.error));
@@ -86,6 +98,6 @@ TEST_CASE("model steps predicted from IRs exported from the measured models stay
                                    set.cases.begin(), set.cases.end(), [](const ValidationCase& c) { return c.model; })));
         CHECK(model_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST);
         CHECK(memory_worst <= ROOFSIM_ACC_EXPORT_MEMORY_WORST);
-    }
+    });
     CHECK(sets >= 1);
 }

@@ -185,4 +185,9 @@ namespace detail {
     return detail::host_costs_from_framework(f, mode, optimizer, parameter_tensors, nullptr);
 }
 
+/// Host costs measured with another GPU's host are used unchanged; the source says so.
+inline void note_host_of_other_gpu(HostCosts& h, const FrameworkProfile& f, const CostContext& ctx) {
+    if (f.gpu_key != ctx.ceilings.gpu_key) h.source = "derived: host costs " + h.source + ", taken for this GPU's host unchanged";
+}
+
 }  // namespace roofsim

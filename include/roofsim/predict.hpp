@@ -141,9 +141,7 @@ struct PredictOptions {
                          ? detail::host_costs_from_framework(*options.framework, options.lowering.precision,
                                                              options.lowering.optimizer, step.parameter_tensors.size(), &lowered.ops)
                          : host_costs_from_launch_rate(ctx);
-    if (options.framework && options.framework->gpu_key != ctx.ceilings.gpu_key) {
-        host.source = "derived: host costs " + host.source + ", taken for this GPU's host unchanged";
-    }
+    if (options.framework) note_host_of_other_gpu(host, *options.framework, ctx);
     Prediction p = detail::predict_kernels(std::move(step.kernels), ctx, host, &lowered.rows);
     p.batch = options.lowering.batch;
     p.parameters = step.parameter_count();

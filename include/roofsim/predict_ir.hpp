@@ -22,9 +22,7 @@ namespace roofsim {
     HostCosts h = host_costs_from_framework(*framework, mode, ir.optimizer, static_cast<std::size_t>(ir.parameter_tensors));
     const bool amp = rules_for(mode).autocast;
     h.per_kernel = framework->seconds(amp ? "eager_op_add_autocast" : "eager_op_add").value_or(Seconds(0));
-    if (framework->gpu_key != ctx.ceilings.gpu_key) {
-        h.source = "derived: host costs " + h.source + ", taken for this GPU's host unchanged";
-    }
+    note_host_of_other_gpu(h, *framework, ctx);
     return h;
 }
 
