@@ -26,13 +26,26 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       and around forward + out.backward(grad), synchronize before and after), so that the GPU
       work is negligible: forward = median forward time; backward = median (forward + backward)
       minus median forward minus backward_call.  _autocast: under torch.autocast(bfloat16).
+  layer_steady_<op>[_autocast]
+      Host cost of one tiny layer's forward + backward as a layer timed on its own runs: grads
+      set to None, forward, backward(grad), 50 times back to back with no synchronize between,
+      CUDA events around them; per repetition. It includes the per-call costs (autocast entry,
+      the backward() call) that the chain slopes above leave out; roofsim uses it for a graph of
+      that one op.
+  backward_call_before_first_kernel[_autocast], backward_call_after_last_kernel[_autocast]
+      Where the fixed cost of a backward() call falls: a chain of 4 tiny Linear layers on an idle
+      GPU; CUDA events recorded before backward(), by the first autograd node's pre-hook, by the
+      input's gradient hook (after the last node's kernels) and after backward() returns. The time
+      from the call to its first node, and from its last node to its return; roofsim splits
+      backward_call in these shares (the hooks' own cost is in both).
   op_timings (a list, not figures)
       GPU time of PyTorch's own kernels for roofsim's memory-bound and attention ops (under
       amp-bf16 on bfloat16 activations, as inside an autocast model), on
       calibration shapes chosen apart from tools/validate's cases and large enough that the GPU,
-      not the host, sets the pace: K forward calls back to back between two CUDA events, and K
-      torch.autograd.grad(out, inputs, grad, retain_graph=True) calls likewise; seconds per call.
-      roofsim derives each op's efficiency against its own byte and FLOP counts from these.
+      not the host, sets the pace: the sum of the kernel durations torch.profiler (CUPTI) records
+      for K forward calls, and for K torch.autograd.grad(out, inputs, grad, retain_graph=True)
+      calls; seconds per call. Batch norm is timed over 24 shapes of channels and elements per
+      channel. roofsim derives each op's efficiency against its own byte and FLOP counts from these.
   optimizer_<sgd|adamw>_<foreach|for_loop|fused>_per_param, ..._per_step, ..._large
       optimizer.step() on many tiny parameters at two counts: the slope is seconds per
       parameter, the intercept seconds per step; _large is one step over 4 parameters of 4M
@@ -300,6 +313,22 @@ def event_timer(p: Probe):
     return timed
 
 
+def tiny_layer(dev, build, make_inputs, use_autocast: bool):
+    """A layer case of layer_cases() made ready to time: (fn, inputs with float ones requiring grad,
+    the module's parameters, the autocast context or a null one, a random upstream gradient)."""
+    fn = build()
+    inputs = make_inputs()
+    for t in inputs:
+        if t.is_floating_point():
+            t.requires_grad_(True)
+    ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+    with ctx():
+        out = fn(*inputs)
+    grad = torch.randn_like(out[0] if isinstance(out, tuple) else out)
+    params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+    return fn, inputs, params, ctx, grad
+
+
 def layer_probes(p: Probe, samples: int) -> None:
     dev = p.device
     timed = event_timer(p)
@@ -352,18 +381,7 @@ def layer_probes(p: Probe, samples: int) -> None:
         for use_autocast in (False, True):
             suffix = "_autocast" if use_autocast else ""
             try:
-                fn = build()
-                inputs = make_inputs()
-                for t in inputs:
-                    if t.is_floating_point():
-                        t.requires_grad_(True)
-                ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
-                with ctx():
-                    probe_out = fn(*inputs)
-                if isinstance(probe_out, tuple):
-                    probe_out = probe_out[0]
-                grad = torch.randn_like(probe_out)
-                params = list(fn.parameters()) if isinstance(fn, torch.nn.Module) else []
+                fn, inputs, params, ctx, grad = tiny_layer(dev, build, make_inputs, use_autocast)
 
                 def forward():
                     with ctx():
@@ -397,6 +415,86 @@ def layer_probes(p: Probe, samples: int) -> None:
             p.record(f"layer_backward_{op}{suffix}", bwd,
                      f"one tiny {op} layer: (forward + out.backward(grad)) - median forward - backward_call, "
                      f"CUDA events, {where}")
+
+
+def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
+    """Host cost of one tiny layer's forward + backward repeated back to back, as a layer measured
+    on its own runs in a loop: per-call costs included (the chain slopes leave them out)."""
+    dev = p.device
+    timed = event_timer(p)
+    for op, (build, make_inputs) in layer_cases(dev).items():
+        for use_autocast in (False, True):
+            suffix = "_autocast" if use_autocast else ""
+            try:
+                fn, inputs, params, ctx, grad = tiny_layer(dev, build, make_inputs, use_autocast)
+                leaves = [t for t in inputs if t.requires_grad] + [q for q in params if q.requires_grad]
+
+                def loop():
+                    for _ in range(reps):
+                        for t in leaves:
+                            t.grad = None
+                        with ctx():
+                            out = fn(*inputs)
+                        (out[0] if isinstance(out, tuple) else out).backward(grad)
+
+                timed(loop)
+                values = [timed(loop) / reps for _ in range(batches)]
+            except Exception as exc:
+                p.skip(f"layer_steady_{op}{suffix}", first_line(exc))
+                continue
+            where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+            p.record(f"layer_steady_{op}{suffix}", values,
+                     f"one tiny {op} layer: grads set to None, forward, backward(grad), {reps} times back to back "
+                     f"with no synchronize between, CUDA events around them; per repetition; {where}")
+
+
+def backward_split_probes(p: Probe, samples: int) -> None:
+    """Where a backward() call's own host cost falls relative to the GPU work it issues."""
+    if not p.cuda:
+        p.skip("backward_call_before_first_kernel", "needs CUDA (events recorded from autograd hooks)")
+        return
+    dev = p.device
+    for use_autocast in (False, True):
+        suffix = "_autocast" if use_autocast else ""
+        ctx = (lambda: autocast_bf16(dev)) if use_autocast else contextlib.nullcontext
+        layers = [torch.nn.Linear(8, 8).to(dev) for _ in range(4)]
+        x = torch.randn(2, 8, device=dev, requires_grad=True)
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        before, after = [], []
+        try:
+            for i in range(samples + 3):
+                x.grad = None
+                for layer in layers:
+                    layer.zero_grad(set_to_none=True)
+                with ctx():
+                    y = x
+                    for layer in layers:
+                        y = layer(y)
+                grad = torch.ones_like(y)
+                # The first node's pre-hook runs just before it launches the first backward kernel;
+                # x's hook once the last node (the first layer's) has launched its kernels.
+                first = y.grad_fn.register_prehook(lambda grad_outputs: events[1].record())
+                last = x.register_hook(lambda g: events[2].record())
+                torch.cuda.synchronize()
+                events[0].record()
+                y.backward(grad)
+                events[3].record()
+                events[3].synchronize()
+                first.remove()
+                last.remove()
+                if i >= 3:  # the GPU is idle throughout: event times are host times
+                    before.append(events[0].elapsed_time(events[1]) / 1e3)
+                    after.append(events[2].elapsed_time(events[3]) / 1e3)
+        except Exception as exc:  # torch 1.13 has no Node.register_prehook
+            p.skip(f"backward_call_before_first_kernel{suffix}", first_line(exc))
+            continue
+        where = "inside torch.autocast(bfloat16)" if use_autocast else "no autocast"
+        p.record(f"backward_call_before_first_kernel{suffix}", before,
+                 "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event "
+                 f"recorded by the first autograd node's pre-hook (before its first kernel); {where}")
+        p.record(f"backward_call_after_last_kernel{suffix}", after,
+                 "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient "
+                 f"hook (after the last node's kernels) to an event after backward() returned; {where}")
 
 
 def chain_cases(dev):
@@ -515,6 +613,16 @@ def op_timing_cases():
     rows = [16384, 1024]             # 16.8 M elements, (tokens, hidden)
     cases = [
         ("batchnorm2d", {"num_features": 512}, [(big, f32, True)]),
+    ]
+    # PyTorch's native batch-norm kernels (what runs on bfloat16 activations under autocast) use
+    # one thread block per channel: their speed depends on the channel count and the elements per
+    # channel, not on bytes alone. Batch norm is timed over the (channels, height) pairs of
+    # ResNet-style networks at batch sizes 24 and 96 (not the validation's 32, 64 and 128).
+    for channels, size in ((64, 112), (64, 56), (128, 56), (256, 56), (128, 28), (256, 28), (512, 28),
+                           (256, 14), (512, 14), (1024, 14), (512, 7), (2048, 7)):
+        for batch in (24, 96):
+            cases.append(("batchnorm2d", {"num_features": channels}, [([batch, channels, size, size], f32, True)]))
+    cases += [
         ("layernorm", {"normalized_shape": [1024], "elementwise_affine": True}, [(rows, f32, True)]),
         ("groupnorm", {"num_groups": 32, "num_channels": 512}, [(big, f32, True)]),
         ("rmsnorm", {"normalized_shape": [1024]}, [(rows, f32, True)]),
@@ -843,11 +951,16 @@ def main(argv=None) -> int:
                 "optimizer_small_param_numel": 256,
                 "optimizer_large_param_numel": 4096 if smoke else 4 * 1024 * 1024,
                 "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke,
-                "layer_samples": 5 if smoke else 41, "op_timing_calls": 2 if smoke else 10}
+                "layer_samples": 5 if smoke else 41, "op_timing_calls": 2 if smoke else 10,
+                "split_samples": 3 if smoke else 21, "steady_batches": 3 if smoke else 11,
+                "steady_repetitions": 5 if smoke else 50}
     groups = (
         ("eager ops", lambda: eager_op_probes(p, n_ops)),
         ("backward", lambda: backward_probes(p, *settings["backward_chain_lengths"])),
         ("layers", lambda: layer_probes(p, settings["layer_samples"])),
+        ("backward call split", lambda: backward_split_probes(p, settings["split_samples"])),
+        ("layers in steady state", lambda: steady_layer_probes(p, settings["steady_batches"],
+                                                               settings["steady_repetitions"])),
         ("optimizers", lambda: optimizer_probes(p, *settings["optimizer_param_counts"],
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),

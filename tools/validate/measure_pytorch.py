@@ -3,8 +3,11 @@
 
 What it measures
   * Layer cases: one layer or functional op on fixed shapes under one precision mode.  Per case:
-    forward time (autograd recording on, as in training), forward+backward time, peak memory over
-    one forward+backward, the memory allocated before it, and the output's shape and dtype.
+    forward time (autograd recording on, as in training), forward+backward time (one repetition
+    between synchronizes), forward+backward in steady state (repetitions back to back with no
+    synchronize between them, per repetition: as a layer runs inside a training loop, the host's
+    per-call costs overlapping the GPU's work), peak memory over one forward+backward, the memory
+    allocated before it, and the output's shape and dtype.
   * Model cases: whole training steps of ResNet-50 (torchvision), a BERT-base encoder and GPT-2
     small (transformers), built from their configs (no weights are downloaded).  Per case: step
     time (zero_grad + forward + loss + backward + optimizer.step), the forward, forward+backward
@@ -15,7 +18,10 @@ How
     before and after every repetition (time.perf_counter() on --device cpu).
   * Warm-up repetitions first (default 5, never fewer than 1), then timed repetitions (default 30
     for layers, 15 for models, fewer where a case is slow so that --time-budget-s holds).  The
-    JSON keeps median, min, max and the sample count.
+    JSON keeps median, min, max and the sample count.  Model cases are timed in two rounds (all
+    models, then all models again: --model-rounds) and their samples pooled, so that a burst of
+    host interference during one pass does not set a host-bound step's median; model records keep
+    every sample ("values").
   * Before each repetition every parameter's and input's .grad is set to None, as
     optimizer.zero_grad() does by default.  Backward is out.backward(grad) with a random gradient
     of the output's shape and dtype, made once per case.
@@ -99,14 +105,29 @@ def first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"[:300]
 
 
-def stats(samples_s: list[float]) -> dict:
-    """Median, min and max of a list of durations in seconds."""
-    return {
+def stats(samples_s: list[float], keep_values: bool = False) -> dict:
+    """Median, min and max of a list of durations in seconds (and the durations, with keep_values)."""
+    out = {
         "median": statistics.median(samples_s),
         "min": min(samples_s),
         "max": max(samples_s),
         "samples": len(samples_s),
     }
+    if keep_values:
+        out["values"] = list(samples_s)
+    return out
+
+
+MODEL_PHASES = ("step_seconds", "forward_seconds", "forward_backward_seconds", "optimizer_seconds")
+
+
+def merge_model_rounds(first: dict, later: dict) -> dict:
+    """A model case measured in two rounds: the timings' samples pooled, the rest from the first."""
+    merged = dict(first)
+    for key in MODEL_PHASES:
+        merged[key] = stats(first[key]["values"] + later[key]["values"], keep_values=True)
+    merged["rounds"] = first.get("rounds", 1) + 1
+    return merged
 
 
 def case_seed(case_id: str) -> int:
@@ -660,6 +681,26 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         forward_s = [forward_once() for _ in range(repeats)]
         forward_backward_s = [forward_backward_once() for _ in range(repeats)]
 
+        # Steady state, as a layer runs inside a training loop: forward + backward repeated back to
+        # back with no synchronize between repetitions, so the host's per-call costs overlap the
+        # GPU's work of the repetition before; the time of a batch of them over their count.
+        reps = max(4, min(100, round(5e-3 / max(fb_wall_s, 1e-9))))
+        batches = max(3, min(9, int(target_s / max(reps * fb_wall_s, 1e-9))))
+
+        def forward_backward_steady() -> float:
+            clock.sync()
+            clock.start()
+            for _ in range(reps):
+                set_grads_to_none(grad_leaves)
+                with forward_ctx():
+                    out = fn(*inputs)
+                out.backward(grad)
+                del out
+            return clock.stop() / reps
+
+        forward_backward_steady()  # its own warm-up: the allocator's pool for several repetitions
+        steady_s = [forward_backward_steady() for _ in range(batches)]
+
         peak = baseline = None
         if device.type == "cuda":
             set_grads_to_none(grad_leaves)
@@ -682,6 +723,8 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         "warmup": warmup,
         "forward_seconds": stats(forward_s),
         "forward_backward_seconds": stats(forward_backward_s),
+        "forward_backward_steady_seconds": stats(steady_s),
+        "steady_repetitions": reps,
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
     })
@@ -987,10 +1030,11 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
         "param_dtype": dtype_name(next(model.parameters()).dtype),
         "warmup": warmup,
         "build_wall_seconds": build_s,
-        "step_seconds": stats(step_s),
-        "forward_seconds": stats(forward_s),
-        "forward_backward_seconds": stats(forward_backward_s),
-        "optimizer_seconds": stats(optimizer_s),
+        "step_seconds": stats(step_s, keep_values=True),
+        "forward_seconds": stats(forward_s, keep_values=True),
+        "forward_backward_seconds": stats(forward_backward_s, keep_values=True),
+        "optimizer_seconds": stats(optimizer_s, keep_values=True),
+        "rounds": 1,
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
     })
@@ -1080,6 +1124,10 @@ def parse_args(argv=None):
                          "at least 1 always runs)")
     ap.add_argument("--model-repeats", type=int, default=None,
                     help="timed repetitions per model case and phase (default 15; 2 with --smoke)")
+    ap.add_argument("--model-rounds", type=int, default=None,
+                    help="passes over the model cases, each timing every case anew (default 2; 1 with "
+                         "--smoke); the samples of all passes are pooled, so that a burst of host "
+                         "interference during one case's pass does not set its median")
     ap.add_argument("--model-warmup", type=int, default=None,
                     help="warm-up training steps per model case (default 5; 1 with --smoke)")
     ap.add_argument("--cudnn-benchmark", action="store_true",
@@ -1087,12 +1135,12 @@ def parse_args(argv=None):
     ap.add_argument("--list", action="store_true", help="print the case ids and exit")
     args = ap.parse_args(argv)
     smoke = args.smoke
-    for name, full, tiny in (("repeats", 30, 3), ("warmup", 5, 1), ("model_repeats", 15, 2),
+    for name, full, tiny in (("repeats", 30, 3), ("warmup", 5, 1), ("model_repeats", 15, 2), ("model_rounds", 2, 1),
                              ("model_warmup", 5, 1), ("time_budget_s", 240.0, 120.0)):
         if getattr(args, name) is None:
             setattr(args, name, tiny if smoke else full)
-    if args.repeats < 1 or args.model_repeats < 1:
-        ap.error("--repeats and --model-repeats must be at least 1")
+    if args.repeats < 1 or args.model_repeats < 1 or args.model_rounds < 1:
+        ap.error("--repeats, --model-repeats and --model-rounds must be at least 1")
     return args
 
 
@@ -1135,6 +1183,7 @@ def main(argv=None) -> int:
             "timer": clock.name, "device": str(device), "smoke": args.smoke,
             "warmup": max(1, args.warmup), "repeats": args.repeats,
             "model_warmup": max(1, args.model_warmup), "model_repeats": args.model_repeats,
+            "model_rounds": args.model_rounds,
             "min_repeats": 3, "time_budget_s": args.time_budget_s,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_deterministic": torch.backends.cudnn.deterministic,
@@ -1202,27 +1251,40 @@ def main(argv=None) -> int:
 
     if layers:
         clear_memory(device)
-    for j, spec in enumerate(models):
+    model_passes = [(r, spec) for r in range(args.model_rounds) for spec in models]
+    recorded: dict = {}  # case id -> index in doc["model_cases"]
+    for j, (round_index, spec) in enumerate(model_passes):
         t_case = time.perf_counter()
-        left = len(models) - j
-        print(f"[{elapsed():7.1f} s] model {j + 1}/{len(models)} {spec['id']}  "
+        left = len(model_passes) - j
+        print(f"[{elapsed():7.1f} s] model {j + 1}/{len(model_passes)} {spec['id']} (round {round_index + 1})  "
               f"(~{left_estimate(0.0, 0, left):.0f} s left)", flush=True)
+        if round_index > 0 and spec["id"] not in recorded:
+            continue  # skipped in the first round: said so then
         if t_case > deadline:
-            skip("model", spec, f"time budget exhausted (--time-budget-s {args.time_budget_s:g})")
-            continue
+            if round_index == 0:
+                skip("model", spec, f"time budget exhausted (--time-budget-s {args.time_budget_s:g})")
+            continue  # a later round that runs out of time leaves the first round's samples alone
         target_s = max(0.1, 0.6 * (deadline - t_case) / left)
         try:
             rec = measure_model(spec, device, clock, args, target_s)
-            doc["model_cases"].append(rec)
+            if round_index == 0:
+                recorded[spec["id"]] = len(doc["model_cases"])
+                doc["model_cases"].append(rec)
+            else:
+                index = recorded[spec["id"]]
+                doc["model_cases"][index] = rec = merge_model_rounds(doc["model_cases"][index], rec)
             print(f"[{elapsed():7.1f} s]   step {rec['step_seconds']['median'] * 1e3:.2f} ms  "
                   f"fwd {rec['forward_seconds']['median'] * 1e3:.2f} ms  "
                   f"fwd+bwd {rec['forward_backward_seconds']['median'] * 1e3:.2f} ms  "
                   f"opt {rec['optimizer_seconds']['median'] * 1e3:.2f} ms  "
                   f"x{rec['step_seconds']['samples']}", flush=True)
-        except Skip as exc:
-            skip("model", spec, str(exc))
-        except Exception as exc:
-            skip("model", spec, first_line(exc))
+        except Exception as exc:  # Skip included
+            reason = str(exc) if isinstance(exc, Skip) else first_line(exc)
+            if round_index == 0:
+                skip("model", spec, reason)
+            else:  # the first round's record stands, and says that it holds that round alone
+                doc["model_cases"][recorded[spec["id"]]]["later_round_failed"] = reason
+                print(f"[{elapsed():7.1f} s]   round {round_index + 1} failed: {reason}", flush=True)
         clear_memory(device)
         done_model_s.append(time.perf_counter() - t_case)
         write_json_atomic(out, doc)
