@@ -130,7 +130,19 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
     }
     SECTION("shape object of another kind") {
         doc["kernels"][1]["kind"] = "elementwise";
-        CHECK(error_of(doc) == "ir.json: /kernels/1/kind: does not match its shape object (gemm, conv or attention)");
+        CHECK(error_of(doc) == "ir.json: /kernels/1/kind: does not match its shape object (gemm, conv, attention or norm)");
+    }
+    SECTION("a norm shape on a GEMM") {
+        doc["kernels"][1]["norm"] = {{"groups", 64}, {"group_elements", 4096}};
+        CHECK(error_of(doc) == "ir.json: /kernels/1: more than one of gemm, conv, attention, norm");
+        doc["kernels"][1].erase("gemm");
+        CHECK(error_of(doc) == "ir.json: /kernels/1/kind: does not match its shape object (gemm, conv, attention or norm)");
+    }
+    SECTION("a norm shape without its group length") {
+        doc["kernels"][2]["kind"] = "normalization";
+        doc["kernels"][2].erase("flag");
+        doc["kernels"][2]["norm"] = {{"groups", 64}};
+        CHECK(error_of(doc) == "ir.json: /kernels/2/norm/group_elements: missing");
     }
     SECTION("unknown op without a reason") {
         doc["kernels"][2].erase("flag");
@@ -174,4 +186,17 @@ TEST_CASE("the IR is written atomically and read back", "[ir][json]") {
     CHECK_THROWS(detail::write_json_atomically(to_json(ir), dir / "missing" / "x.json"));
     CHECK_FALSE(std::filesystem::exists(dir / "missing"));
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a normalization's reduction shape survives the JSON form", "[ir][json]") {
+    nlohmann::json doc = small_ir();
+    doc["kernels"][2] = {{"op", "aten::native_batch_norm"}, {"kind", "normalization"}, {"phase", "forward"},
+                         {"layer", "bn"}, {"dtype", "bfloat16"}, {"bytes_read", 2e6}, {"bytes_written", 1e6},
+                         {"norm", {{"groups", 64}, {"group_elements", 8192}}}};
+    const KernelIr ir = kernel_ir_from_json(doc, "ir.json");
+    const auto* norm = std::get_if<NormDims>(&ir.list.kernels[2].dims);
+    REQUIRE(norm != nullptr);
+    CHECK(norm->groups == 64);
+    CHECK(norm->group_elements == 8192);
+    CHECK(to_json(ir.list.kernels[2])["norm"] == doc["kernels"][2]["norm"]);
 }

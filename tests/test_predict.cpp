@@ -101,3 +101,101 @@ TEST_CASE("a convolution the sweep timed at another batch size scales from that 
     CHECK(conv_at(48) < conv_at(64));
     CHECK(conv_at(24) < conv_at(32));
 }
+
+TEST_CASE("a normalization's op efficiency follows its reduction shape", "[predict][cost]") {
+    const auto point = [](std::int64_t groups, std::int64_t length, double factor) {
+        return OpFactorPoint{NormDims{groups, length}, std::nullopt, factor};
+    };
+    // Timed at 64 and 512 channels, two lengths each; a plain point first (no shape).
+    const std::vector<OpFactorPoint> points = {OpFactorPoint{std::nullopt, std::nullopt, 1.5}, point(64, 1000, 2.0),
+                                               point(64, 100000, 8.0), point(512, 1000, 1.0), point(512, 100000, 1.2)};
+    const auto at = [&](std::int64_t groups, std::int64_t length) {
+        Kernel k;
+        k.kind = KernelKind::normalization;
+        k.dims = NormDims{groups, length};
+        return op_factor_at(points, k);
+    };
+    CHECK(at(64, 1000) == Catch::Approx(2.0));          // a timed shape: its own factor
+    CHECK(at(64, 10000) == Catch::Approx(4.0));         // halfway in log length: geometric mean of 2 and 8
+    CHECK(at(64, 10) == Catch::Approx(2.0));            // beyond the shortest: the end point
+    CHECK(at(64, 10000000) == Catch::Approx(8.0));      // beyond the longest
+    CHECK(at(100, 100000) == Catch::Approx(8.0));       // 100 channels are nearer 64 than 512 (log scale)
+    CHECK(at(300, 1000) == Catch::Approx(1.0));         // 300 nearer 512
+    Kernel plain;
+    plain.kind = KernelKind::normalization;  // no reduction shape (an IR written without one)
+    CHECK(op_factor_at(points, plain) == Catch::Approx(1.5));
+    Kernel flash;
+    flash.kind = KernelKind::attention;
+    AttentionDims a;
+    a.backend = AttentionBackend::efficient;
+    flash.dims = a;
+    const std::vector<OpFactorPoint> backends = {{std::nullopt, AttentionBackend::flash, 0.9},
+                                                 {std::nullopt, AttentionBackend::efficient, 2.1}};
+    CHECK(op_factor_at(backends, flash) == Catch::Approx(2.1));  // its own backend's timing, wherever listed
+}
+
+TEST_CASE("the part of backward()'s cost after its last kernel overlaps the GPU's tail", "[predict][sim]") {
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    KernelList list;
+    Kernel forward;
+    forward.kind = KernelKind::elementwise;
+    forward.bytes_read = forward.bytes_written = Bytes(1e9);  // a long kernel: ~0.5 ms on the GPU
+    forward.host_dispatch = true;
+    Kernel backward = forward;
+    backward.phase = Phase::backward;
+    list.kernels = {forward, backward};
+    HostCosts all_before;
+    all_before.per_kernel = Seconds(10e-6);
+    all_before.backward_call = Seconds(100e-6);
+    HostCosts split = all_before;
+    split.backward_call = Seconds(40e-6);
+    split.backward_call_end = Seconds(60e-6);
+    const Timeline a = simulate(list, ctx, all_before), b = simulate(list, ctx, split);
+    // The GPU is busy with the forward kernel while the host enters backward(): the cost before the
+    // first backward kernel hides behind it either way, and the cost after the last one behind the
+    // backward kernel, so both come to GPU time plus the first dispatch.
+    const double gpu = a.gpu_time.value();
+    CHECK(a.step_time.value() == Catch::Approx(10e-6 + gpu));
+    CHECK(b.step_time.value() == Catch::Approx(10e-6 + gpu));
+    CHECK(b.host_time.value() == Catch::Approx(a.host_time.value()));
+    // With no GPU work to hide behind, all of it shows, wherever it falls.
+    list.kernels[0].bytes_read = list.kernels[0].bytes_written = list.kernels[1].bytes_read = list.kernels[1].bytes_written = Bytes(0);
+    list.kernels[0].kind = list.kernels[1].kind = KernelKind::host_only;
+    const Timeline c = simulate(list, ctx, split);
+    CHECK(c.step_time.value() == Catch::Approx(10e-6 + 10e-6 + 100e-6));
+}
+
+TEST_CASE("a layer on its own pays the per-call host cost that its steady-state figure measured", "[predict][sim]") {
+    FrameworkProfile f;
+    f.device_name = "NVIDIA H200";
+    f.gpu_key = "h200-sxm";
+    f.torch_version = "2.11.0";
+    f.date_utc = "2026-11-30T00:00:00+00:00";
+    const auto figure = [&f](const std::string& key, double seconds) {
+        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test"};
+    };
+    figure("layer_forward_relu", 10e-6);
+    figure("layer_backward_relu", 20e-6);
+    figure("layer_forward_add", 4e-6);
+    figure("layer_backward_add", 6e-6);
+    figure("backward_call", 50e-6);
+    figure("layer_steady_relu", 130e-6);
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    PredictOptions o;
+    o.lowering.batch = 2;
+    o.lowering.optimizer.kind = OptimizerKind::none;
+    o.framework = &f;
+    Graph g;
+    g.name = "relu";
+    g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16}, DType::f32, true});
+    g.layers.push_back(Layer{"act", "relu", {"x"}, {}});
+    const Prediction alone = predict(g, ctx, o);
+    CHECK(alone.host_time.value() == Catch::Approx(130e-6));  // the steady figure, all of it
+    g.layers.push_back(Layer{"act2", "relu", {"act"}, {}});
+    const Prediction two = predict(g, ctx, o);
+    CHECK(two.host_time.value() == Catch::Approx(2 * (10e-6 + 20e-6) + 50e-6));  // slopes and one backward() call
+    // The split of the per-call cost moves none of it out of the host total.
+    figure("backward_call_before_first_kernel", 30e-6);
+    figure("backward_call_after_last_kernel", 10e-6);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(two.host_time.value()));
+}

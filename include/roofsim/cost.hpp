@@ -42,6 +42,14 @@ struct ConvModel {
     std::string source;
 };
 
+/// One op timing's per-op efficiency: measured / modelled GPU time, at the reduction shape it was
+/// timed at where the op is a normalization.
+struct OpFactorPoint {
+    std::optional<NormDims> norm;
+    std::optional<AttentionBackend> backend;  ///< the attention backend it ran, for sdpa
+    double factor = 1;
+};
+
 /// Everything the cost models read, prepared once per GPU and calibration.
 struct CostContext {
     Ceilings ceilings;
@@ -68,9 +76,10 @@ struct CostContext {
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
     std::string kernel_floor_source;
     /// Measured / modelled GPU time of PyTorch's own kernels for a graph op, by (op, phase, 16-bit):
-    /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp).
-    /// Looked up by (std::string_view, Phase, bool) without a copy of the op.
-    std::map<std::tuple<std::string, Phase, bool>, double, std::less<>> op_factor;
+    /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp), one
+    /// point per op timing (normalizations at several reduction shapes). Looked up by
+    /// (std::string_view, Phase, bool) without a copy of the op.
+    std::map<std::tuple<std::string, Phase, bool>, std::vector<OpFactorPoint>, std::less<>> op_factor;
     std::string op_factor_source;
 };
 
@@ -350,13 +359,51 @@ private:
     return !k.source_op.empty() && !ctx.op_factor.empty() && k.kind != KernelKind::gemm && k.kind != KernelKind::conv;
 }
 
+/// The op factor at a kernel's shape among an op's points: an attention kernel takes the first point
+/// of its backend; a normalization kernel with its reduction shape, the points timed at the nearest
+/// group count (log scale), interpolated in log factor over log group length between the two that
+/// bracket it (the end point's beyond); otherwise the op's first op timing.
+[[nodiscard]] inline double op_factor_at(const std::vector<OpFactorPoint>& points, const Kernel& k) {
+    if (points.empty()) return 1.0;
+    if (const auto* a = std::get_if<AttentionDims>(&k.dims)) {
+        for (const auto& p : points) {
+            if (p.backend == a->backend) return p.factor;
+        }
+        return points.front().factor;
+    }
+    const auto* norm = std::get_if<NormDims>(&k.dims);
+    if (!norm || points.size() == 1) return points.front().factor;
+    const auto distance = [](double a, double b) { return a > b ? a / b : b / a; };  // |log(a/b)|, ordered alike
+    const double groups = static_cast<double>(norm->groups), length = static_cast<double>(norm->group_elements);
+    const OpFactorPoint* nearest = nullptr;
+    for (const auto& p : points) {
+        if (p.norm && (!nearest || distance(static_cast<double>(p.norm->groups), groups) <
+                                       distance(static_cast<double>(nearest->norm->groups), groups))) {
+            nearest = &p;
+        }
+    }
+    if (!nearest) return points.front().factor;
+    const OpFactorPoint *below = nullptr, *above = nullptr;  // same group count, bracketing the length
+    for (const auto& p : points) {
+        if (!p.norm || p.norm->groups != nearest->norm->groups) continue;
+        const double l = static_cast<double>(p.norm->group_elements);
+        if (l <= length && (!below || l > static_cast<double>(below->norm->group_elements))) below = &p;
+        if (l >= length && (!above || l < static_cast<double>(above->norm->group_elements))) above = &p;
+    }
+    if (!below) return above->factor;
+    if (!above || below == above) return below->factor;
+    const double l0 = static_cast<double>(below->norm->group_elements), l1 = static_cast<double>(above->norm->group_elements);
+    const double t = std::log(length / l0) / std::log(l1 / l0);
+    return std::exp(std::log(below->factor) * (1 - t) + std::log(above->factor) * t);
+}
+
 /// The per-op efficiency that multiplies a kernel's time: the factor of its op, phase and precision
-/// class (16-bit or not), 1 where there is none.
+/// class (16-bit or not) at its shape (op_factor_at), 1 where there is none.
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
     const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
     auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{k.source_op, k.phase, low});
-    return it != ctx.op_factor.end() ? it->second : 1.0;
+    return it != ctx.op_factor.end() ? op_factor_at(it->second, k) : 1.0;
 }
 
 namespace detail {

@@ -103,9 +103,12 @@ struct FrameworkProfile {
 
 /// Fills ctx.op_factor from the profile's op timings: for each op, phase and precision class, the
 /// measured GPU time over roofsim's modelled GPU time of the same layer (its kernels' costs summed,
-/// with no factor). Ops measured only in float32 or only in 16-bit apply to that class alone.
+/// with no factor), one point per timing, with the reduction shape of a normalization (op_factor_at
+/// picks among them by shape). Ops measured only in float32 or only in 16-bit apply to that class alone.
 inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     ctx.op_factor.clear();
+    CostContext plain = ctx;  // the cost models alone: no per-op factor, no floor
+    plain.kernel_floor = Seconds(0);
     for (const auto& t : f.op_timings) {
         LoweringOptions o;
         o.precision = *precision_mode_from_key(t.precision);
@@ -113,16 +116,18 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         const LoweredStep step = lower(t.graph, o);
         Seconds modelled[2] = {Seconds(0), Seconds(0)};
         bool low = false;
-        CostContext plain = ctx;
-        plain.kernel_floor = Seconds(0);
+        std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
+        std::optional<AttentionBackend> backend;
         for (const Kernel& k : step.kernels.kernels) {
             if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
             modelled[k.phase == Phase::forward ? 0 : 1] += kernel_cost(k, plain).time;
+            if (const auto* d = std::get_if<NormDims>(&k.dims)) norm = *d;
+            if (const auto* a = std::get_if<AttentionDims>(&k.dims)) backend = a->backend;
             if (k.source_op == t.graph.layers.front().op && (k.dtype == DType::bf16 || k.dtype == DType::f16)) low = true;
         }
         const std::string& op = t.graph.layers.front().op;
-        if (modelled[0].value() > 0) ctx.op_factor[{op, Phase::forward, low}] = t.forward_seconds / modelled[0].value();
-        if (modelled[1].value() > 0) ctx.op_factor[{op, Phase::backward, low}] = t.backward_seconds / modelled[1].value();
+        if (modelled[0].value() > 0) ctx.op_factor[{op, Phase::forward, low}].push_back({norm, backend, t.forward_seconds / modelled[0].value()});
+        if (modelled[1].value() > 0) ctx.op_factor[{op, Phase::backward, low}].push_back({norm, backend, t.backward_seconds / modelled[1].value()});
     }
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }
@@ -139,10 +144,11 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 namespace detail {
 
 /// host_costs_from_framework, with the per-op figures of `ops` alone where given (all a prediction
-/// of a graph of those ops looks up; the add layer's give the defaults).
+/// of a graph of those ops looks up; the add layer's give the defaults); `single_layer`: the graph is
+/// one layer of the one op in `ops`.
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
                                                          const OptimizerOptions& optimizer, std::size_t parameter_tensors,
-                                                         const std::vector<std::string_view>* ops) {
+                                                         const std::vector<std::string_view>* ops, bool single_layer = false) {
     HostCosts h;
     const bool amp = rules_for(mode).autocast;
     constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
@@ -162,6 +168,30 @@ namespace detail {
     h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
     h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
     h.backward_call = f.seconds("backward_call").value_or(Seconds(0));
+    const std::string_view amp_suffix = amp ? suffix : std::string_view();
+    // A graph of one op (a layer on its own) pays the per-call costs that the per-layer figures, chain
+    // slopes, leave out: the op's steady-state figure is the whole host cost of one forward + backward,
+    // and what the per-layer figures do not account for is this step's per-call cost.
+    if (single_layer && ops && ops->size() == 1) {
+        if (const auto steady = f.seconds(concat("layer_steady_", ops->front(), amp_suffix))) {
+            const auto figure = [](const std::map<std::string, Seconds>& table, std::string_view op, Seconds fallback) {
+                const auto it = table.find(std::string(op));
+                return it != table.end() ? it->second : fallback;
+            };
+            const Seconds layer = figure(h.forward, ops->front(), h.default_forward) +
+                                  figure(h.backward, ops->front(), h.default_backward);
+            h.backward_call = max(Seconds(0), *steady - layer);
+        }
+    }
+    // Where the per-call cost falls: before the first backward kernel (host ahead of the GPU) or
+    // after the last one (overlapping the GPU's tail), in the shares measured on an idle GPU.
+    const auto before = f.seconds(concat("backward_call_before_first_kernel", amp_suffix));
+    const auto after = f.seconds(concat("backward_call_after_last_kernel", amp_suffix));
+    if (before && after && (*before + *after).value() > 0) {
+        const double share_before = *before / (*before + *after);
+        h.backward_call_end = h.backward_call * (1 - share_before);
+        h.backward_call = h.backward_call * share_before;
+    }
     if (optimizer.kind != OptimizerKind::none) {
         const std::string kind = optimizer.kind == OptimizerKind::sgd ? "sgd" : "adamw";
         const std::string impl = optimizer.fused ? "fused" : "foreach";
@@ -177,7 +207,8 @@ namespace detail {
 }  // namespace detail
 
 /// Host costs of a step from a framework profile: each layer's forward and backward dispatch by
-/// its graph op (the autocast figures under amp modes), one backward() call, and optimizer.step()
+/// its graph op (the autocast figures under amp modes), one backward() call (split into the part
+/// before its first kernel and the part after its last), and optimizer.step()
 /// as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
 /// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,

@@ -191,6 +191,13 @@ struct AttentionDims {
     AttentionBackend backend = AttentionBackend::flash;
 };
 
+/// A normalization kernel's reduction shape: `groups` independent groups (batch norm: channels;
+/// layer and RMS norm: rows; group norm: batch x groups) of `group_elements` elements each. PyTorch's
+/// native batch-norm kernels run one thread block per channel, so their speed depends on both.
+struct NormDims {
+    std::int64_t groups = 0, group_elements = 0;
+};
+
 /// One GPU kernel (or one host-only dispatch) of a training step.
 struct Kernel {
     std::string op;                          ///< the operator that issues it ("aten::addmm", "linear.forward")
@@ -202,7 +209,7 @@ struct Kernel {
     Flops flops{0};                          ///< arithmetic work (FMA = 2)
     Bytes bytes_read{0};                     ///< least DRAM bytes read (each operand once)
     Bytes bytes_written{0};                  ///< least DRAM bytes written
-    std::variant<std::monostate, GemmDims, ConvDims, AttentionDims> dims;  ///< shapes for shape-aware costs
+    std::variant<std::monostate, GemmDims, ConvDims, AttentionDims, NormDims> dims;  ///< shapes for shape-aware costs
     bool backward_pass = false;              ///< attention: the backward kernel of the pair
     bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
     std::string host_op;                     ///< host-only markers: the framework op whose dispatch it stands for

@@ -116,13 +116,18 @@ inline AttentionDims attention_dims_from_json(const JsonCursor& c, bool& backwar
     return a;
 }
 
+inline NormDims norm_dims_from_json(const JsonCursor& c) {
+    check_fields(c, {"groups", "group_elements"});
+    return NormDims{c.at("groups").positive_integer(), c.at("group_elements").positive_integer()};
+}
+
 inline std::string optional_string(const JsonCursor& c, std::string_view key) {
     return c.has(key) ? c.at(key).string() : std::string();
 }
 
 inline Kernel kernel_from_json(const JsonCursor& c) {
     check_fields(c, {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-                     "conv", "attention", "host_dispatch", "host_op", "source_op", "flag", "args"});
+                     "conv", "attention", "norm", "host_dispatch", "host_op", "source_op", "flag", "args"});
     Kernel k;
     k.op = c.at("op").string();
     if (k.op.empty()) c.at("op").fail("must not be empty");
@@ -150,10 +155,12 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
     if (c.has("gemm")) { k.dims = gemm_dims_from_json(c.at("gemm")); ++shapes; }
     if (c.has("conv")) { k.dims = conv_dims_from_json(c.at("conv")); ++shapes; }
     if (c.has("attention")) { k.dims = attention_dims_from_json(c.at("attention"), k.backward_pass); ++shapes; }
-    if (shapes > 1) c.fail("more than one of gemm, conv, attention");
+    if (c.has("norm")) { k.dims = norm_dims_from_json(c.at("norm")); ++shapes; }
+    if (shapes > 1) c.fail("more than one of gemm, conv, attention, norm");
     const bool shape_fits = (c.has("gemm") && k.kind == KernelKind::gemm) || (c.has("conv") && k.kind == KernelKind::conv) ||
-                            (c.has("attention") && k.kind == KernelKind::attention);
-    if (shapes == 1 && !shape_fits) c.at("kind").fail("does not match its shape object (gemm, conv or attention)");
+                            (c.has("attention") && k.kind == KernelKind::attention) ||
+                            (c.has("norm") && (k.kind == KernelKind::normalization || k.kind == KernelKind::reduction));
+    if (shapes == 1 && !shape_fits) c.at("kind").fail("does not match its shape object (gemm, conv, attention or norm)");
     if (c.has("host_dispatch")) k.host_dispatch = c.at("host_dispatch").boolean();
     k.host_op = optional_string(c, "host_op");
     k.source_op = optional_string(c, "source_op");
@@ -247,6 +254,8 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
         j["attention"] = {{"batch", a->batch},       {"heads", a->heads},   {"seq_q", a->seq_q},
                           {"seq_kv", a->seq_kv},     {"head_dim", a->head_dim}, {"causal", a->causal},
                           {"backend", to_string(a->backend)}, {"backward", k.backward_pass}};
+    } else if (const auto* nd = std::get_if<NormDims>(&k.dims)) {
+        j["norm"] = {{"groups", nd->groups}, {"group_elements", nd->group_elements}};
     }
     if (!k.host_dispatch) j["host_dispatch"] = false;
     if (!k.host_op.empty()) j["host_op"] = k.host_op;

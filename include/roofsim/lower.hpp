@@ -776,9 +776,10 @@ private:
         if (x.shape.size() != 4 || x.shape[1] != features) throw layer_error(l, "num_features: does not match input channels");
         add_parameter(s, 2.0 * static_cast<double>(features));
         const double n = numel(x.shape);
-        kernel(l, Phase::forward, "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0);
+        const NormDims per_channel{features, static_cast<std::int64_t>(n) / features};
+        kernel(l, Phase::forward, "aten::cudnn_batch_norm", KernelKind::normalization, x.dtype, 2 * n, n, 0).dims = per_channel;
         save_input(s, l, 0, x.dtype);
-        kernel(l, Phase::backward, "aten::cudnn_batch_norm_backward", KernelKind::normalization, x.dtype, 4 * n, n, 0);
+        kernel(l, Phase::backward, "aten::cudnn_batch_norm_backward", KernelKind::normalization, x.dtype, 4 * n, n, 0).dims = per_channel;
         return Value{x.shape, x.dtype, true};
     }
 
@@ -798,10 +799,11 @@ private:
         if (affine) add_parameter(s, rms ? normalized : 2 * normalized);
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
+        const NormDims per_row{static_cast<std::int64_t>(n / normalized), static_cast<std::int64_t>(normalized)};
         const std::string_view fwd = rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm";
-        kernel(l, Phase::forward, fwd, KernelKind::normalization, dt, n, n, 0);
+        kernel(l, Phase::forward, fwd, KernelKind::normalization, dt, n, n, 0).dims = per_row;
         save_input(s, l, 0, dt);
-        kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::normalization, dt, 2 * n, n, 0);
+        kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::normalization, dt, 2 * n, n, 0).dims = per_row;
         if (affine) kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::reduction, dt, 2 * n, normalized);
         return Value{x.shape, dt, true};
     }
@@ -917,6 +919,18 @@ private:
         const double qkv = static_cast<double>(a.batch * a.heads * a.head_dim) * static_cast<double>(a.seq_q + 2 * a.seq_kv);
         const double o = static_cast<double>(a.batch * a.heads * a.seq_q * a.head_dim);
         const double rows = static_cast<double>(a.batch * a.heads * a.seq_q);
+        if (a.backend == AttentionBackend::math && (dt == DType::bf16 || dt == DType::f16)) {
+            // The math path upcasts 16-bit inputs to float32 and computes in float32
+            // (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp, False by default since
+            // torch 2.5; an H200 kernel trace of the amp-bf16 case shows fp32 GEMMs): Q, K, V cast
+            // up, the output cast down, and their gradients the other way.
+            kernel(l, Phase::forward, "aten::_to_copy", KernelKind::elementwise, dt, qkv, 0).bytes_written = tensor_bytes(qkv, DType::f32);
+            attention_kernels(l, a, DType::f32);
+            kernel(l, Phase::forward, "aten::_to_copy", KernelKind::elementwise, DType::f32, o, 0).bytes_written = tensor_bytes(o, dt);
+            kernel(l, Phase::backward, "aten::_to_copy", KernelKind::elementwise, dt, o, 0).bytes_written = tensor_bytes(o, DType::f32);
+            kernel(l, Phase::backward, "aten::_to_copy", KernelKind::elementwise, DType::f32, qkv, 0).bytes_written = tensor_bytes(qkv, dt);
+            return;
+        }
         if (a.backend == AttentionBackend::math) {
             // math path: bmm(Q, K^T) -> softmax -> bmm(P, V), with the score matrix in memory.
             const std::int64_t bh = a.batch * a.heads;

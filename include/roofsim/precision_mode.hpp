@@ -46,8 +46,8 @@ inline constexpr std::array<PrecisionMode, 6> all_precision_modes = {
 
 /// What a precision mode means for the kernels PyTorch runs.
 struct PrecisionRules {
-    ComputeUnit matmul_unit;  ///< linear / matmul / bmm / baddbmm (cuBLAS)
-    ComputeUnit conv_unit;    ///< convolutions (cuDNN)
+    ComputeUnit matmul_unit;  ///< linear / matmul / bmm / baddbmm (cuBLAS) on float32 operands
+    ComputeUnit conv_unit;    ///< convolutions (cuDNN) on float32 operands
     DType parameter_dtype;    ///< dtype of parameters, gradients and optimizer state
     DType input_dtype;        ///< dtype of floating-point graph inputs
     bool autocast;            ///< autocast casts inputs of its op lists (and back for the fp32 list)
@@ -65,12 +65,14 @@ struct PrecisionRules {
             return {ComputeUnit::fp32, ComputeUnit::fp32, DType::f32, DType::f32, false, DType::f32};
         case PrecisionMode::tf32:
             return {ComputeUnit::tf32_tensor, ComputeUnit::tf32_tensor, DType::f32, DType::f32, false, DType::f32};
+        // 16-bit operands take the 16-bit tensor cores (tensor_unit_for); float32 operands left in
+        // float32 (autocast's fp32 list, the math attention path) keep PyTorch's TF32 defaults.
         case PrecisionMode::amp_bf16:
-            return {ComputeUnit::bf16_tensor, ComputeUnit::bf16_tensor, DType::f32, DType::f32, true, DType::bf16};
+            return {ComputeUnit::fp32, ComputeUnit::tf32_tensor, DType::f32, DType::f32, true, DType::bf16};
         case PrecisionMode::amp_fp16:
-            return {ComputeUnit::fp16_tensor, ComputeUnit::fp16_tensor, DType::f32, DType::f32, true, DType::f16};
+            return {ComputeUnit::fp32, ComputeUnit::tf32_tensor, DType::f32, DType::f32, true, DType::f16};
         case PrecisionMode::bf16:
-            return {ComputeUnit::bf16_tensor, ComputeUnit::bf16_tensor, DType::bf16, DType::bf16, false, DType::bf16};
+            return {ComputeUnit::fp32, ComputeUnit::tf32_tensor, DType::bf16, DType::bf16, false, DType::bf16};
     }
     return {ComputeUnit::fp32, ComputeUnit::fp32, DType::f32, DType::f32, false, DType::f32};
 }

@@ -139,7 +139,8 @@ struct PredictOptions {
     LoweredStep& step = lowered.step;
     HostCosts host = options.framework
                          ? detail::host_costs_from_framework(*options.framework, options.lowering.precision,
-                                                             options.lowering.optimizer, step.parameter_tensors.size(), &lowered.ops)
+                                                             options.lowering.optimizer, step.parameter_tensors.size(), &lowered.ops,
+                                                             graph.layers.size() == 1)
                          : host_costs_from_launch_rate(ctx);
     if (options.framework) note_host_of_other_gpu(host, *options.framework, ctx);
     Prediction p = detail::predict_kernels(std::move(step.kernels), ctx, host, &lowered.rows);

@@ -24,6 +24,7 @@ struct HostCosts {
     Seconds default_forward{0};               ///< a layer whose op has no figure
     Seconds default_backward{0};
     Seconds backward_call{0};                 ///< once per step, before the first backward node
+    Seconds backward_call_end{0};             ///< once per step, after the last backward node
     Seconds optimizer_step{0};                ///< the whole optimizer.step()
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     std::string source;
@@ -96,19 +97,36 @@ public:
     [[nodiscard]] double op_factor(const Kernel& k) {
         if (!takes_op_factor(k, ctx_)) return 1.0;
         const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
-        std::optional<double>& factor = entry(k.source_op).factor[static_cast<int>(k.phase)][low ? 1 : 0];
-        if (!factor) factor = roofsim::op_factor(k, ctx_);
-        return *factor;
+        std::optional<const std::vector<OpFactorPoint>*>& points = entry(k.source_op).factor[static_cast<int>(k.phase)][low ? 1 : 0];
+        if (!points) {
+            auto it = ctx_.op_factor.find(std::tuple<std::string_view, Phase, bool>{k.source_op, k.phase, low});
+            points = it != ctx_.op_factor.end() ? &it->second : nullptr;
+        }
+        if (!*points) return 1.0;
+        const auto* norm = std::get_if<NormDims>(&k.dims);
+        if (!norm || (*points)->size() == 1) return op_factor_at(**points, k);
+        // A normalization's factor depends on its shape: remembered per shape (a network repeats few).
+        for (const NormFactor& m : norm_factors_) {
+            if (m.points == *points && m.groups == norm->groups && m.group_elements == norm->group_elements) return m.factor;
+        }
+        norm_factors_.push_back({*points, norm->groups, norm->group_elements, op_factor_at(**points, k)});
+        return norm_factors_.back().factor;
     }
 
 private:
     struct Entry {
         std::string_view op;
         std::optional<Seconds> host[2];      ///< forward, backward dispatch
-        std::optional<double> factor[3][2];  ///< by phase and 16-bit
+        std::optional<const std::vector<OpFactorPoint>*> factor[3][2];  ///< the op's points, by phase and 16-bit
+    };
+    struct NormFactor {
+        const std::vector<OpFactorPoint>* points;
+        std::int64_t groups, group_elements;
+        double factor;
     };
     const CostContext& ctx_;
     const HostCosts& host_;
+    std::vector<NormFactor> norm_factors_;
     NameIndex index_;
     std::vector<Entry> entries_;
     std::size_t last_ = NameIndex::none;  ///< consecutive kernels mostly share an op
@@ -124,20 +142,24 @@ private:
 }  // namespace detail
 
 /// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i;
-/// start_i = max(issued_i, start_{i-1} + gpu_{i-1}); the step ends when the last kernel does.
+/// start_i = max(issued_i, start_{i-1} + gpu_{i-1}); the step ends when the last kernel does, or
+/// when the host is done (backward() returned, last dispatch issued), whichever is later.
 [[nodiscard]] inline Timeline simulate(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
     Timeline t;
     t.kernels.reserve(list.kernels.size());
     detail::OpLookups lookups(ctx, host);
     detail::BandwidthMemo bandwidths(ctx);
     Seconds host_clock{0}, gpu_free{0}, host_total{0}, gpu_total{0};
-    bool in_backward = false;
+    bool in_backward = false, backward_done = false;
     for (const Kernel& k : list.kernels) {
         SimulatedKernel s;
         s.host_time = lookups.host_cost(k);
         if (k.phase == Phase::backward && !in_backward) {
             s.host_time += host.backward_call;
             in_backward = true;
+        } else if (k.phase != Phase::backward && in_backward && !backward_done) {
+            s.host_time += host.backward_call_end;  // backward() returns before optimizer.step() begins
+            backward_done = true;
         }
         host_clock += s.host_time;
         s.issued = host_clock;
@@ -149,6 +171,10 @@ private:
         host_total += s.host_time;
         gpu_total += s.gpu_time;
         t.kernels.push_back(s);
+    }
+    if (in_backward && !backward_done) {  // a step without optimizer ends when backward() returns
+        host_clock += host.backward_call_end;
+        host_total += host.backward_call_end;
     }
     t.host_time = host_total;
     t.gpu_time = gpu_total;

@@ -5,7 +5,7 @@ import numbers
 TOP = {"schema_version", "kind", "kernels", "model", "origin", "precision", "batch", "optimizer", "parameters",
        "memory"}
 KERNEL = {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm", "conv",
-          "attention", "host_dispatch", "host_op", "source_op", "flag", "args"}
+          "attention", "norm", "host_dispatch", "host_op", "source_op", "flag", "args"}
 KINDS = {"gemm", "conv", "attention", "elementwise", "reduction", "normalization", "softmax", "embedding", "copy",
          "optimizer", "host-only", "unknown"}
 PHASES = ["forward", "backward", "optimizer"]
@@ -110,9 +110,14 @@ def violations(doc):
                 marker_seen[k["phase"]] = True
         if k.get("host_dispatch") is False and k.get("kind") != "host-only" and not marker_seen[k["phase"]]:
             err(f"{p}.host_dispatch: false with no host-only marker before it in its phase")
-        shapes = [s for s in ("gemm", "conv", "attention") if s in k]
-        if len(shapes) > 1 or (shapes and shapes[0] != k.get("kind")):
+        shapes = [s for s in ("gemm", "conv", "attention", "norm") if s in k]
+        allowed = {"norm": ("normalization", "reduction")}
+        if len(shapes) > 1 or (shapes and k.get("kind") not in allowed.get(shapes[0], (shapes[0],))):
             err(f"{p}: shape object does not match the kind")
+        if "norm" in k:
+            nd = k["norm"]
+            if set(nd) != {"groups", "group_elements"} or not all(_pos_int(v) for v in nd.values()):
+                err(f"{p}.norm: groups and group_elements, positive integers")
         if "gemm" in k:
             g = k["gemm"]
             if set(g) - {"m", "n", "k", "batch"} or not all(_pos_int(g.get(d, 1)) for d in ("m", "n", "k", "batch")) \

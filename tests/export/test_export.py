@@ -101,6 +101,20 @@ class TorchvisionResNet(unittest.TestCase):
         # one host marker per module call: a forward conv marker before each forward conv kernel
         markers = [k for k in doc["kernels"] if k["op"] == "dispatch conv2d" and k["phase"] == "forward"]
         self.assertEqual(len(markers), len(calls))
+        # batch norms carry their reduction shape: channels, and batch x height x width per channel,
+        # from the shapes the modules saw (a hook on each BatchNorm2d)
+        seen = {}
+        hooks = [m.register_forward_hook(lambda m, i, o, name=name: seen.__setitem__(name, tuple(i[0].shape)))
+                 for name, m in model.named_modules() if isinstance(m, nn.BatchNorm2d)]
+        with torch.no_grad():
+            model.eval()(torch.randn(self.batch, 3, self.size, self.size))
+        for h in hooks:
+            h.remove()
+        norms = [k for k in doc["kernels"] if k["kind"] == "normalization"]
+        self.assertEqual(len(norms), 2 * len(seen))  # forward and backward
+        for k in norms:
+            n, c, h, w = seen[k["layer"]]
+            self.assertEqual(k["norm"], {"groups": c, "group_elements": n * h * w}, k["layer"])
         # the model is handed back with its own (real) parameters
         self.assertTrue(all(type(p) is nn.Parameter and p.device.type == "cpu" for p in model.parameters()))
         return doc
@@ -233,6 +247,7 @@ class TransformerBlock(unittest.TestCase):
         norms = [k for k in aten(doc, "native_layer_norm", "forward")]
         self.assertEqual(len(norms), 2 * layers + 1)
         self.assertTrue(all(k["kind"] == "normalization" and k["dtype"] == "float32" for k in norms))
+        self.assertTrue(all(k["norm"] == {"groups": batch * seq, "group_elements": dim} for k in norms))
         self.assertEqual(len([k for k in aten(doc, "native_layer_norm_backward") if k["kind"] == "normalization"]),
                          2 * layers + 1)
         gelu = aten(doc, "gelu", "forward")

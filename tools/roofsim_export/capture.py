@@ -406,7 +406,7 @@ def marker(op: str, phase: str, layer: str) -> dict:
 
 
 _KEY_ORDER = ["op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-              "conv", "attention", "host_dispatch", "host_op", "source_op", "flag", "args"]
+              "conv", "attention", "norm", "host_dispatch", "host_op", "source_op", "flag", "args"]
 
 
 def _ordered(k: dict) -> dict:

@@ -207,6 +207,25 @@ def distinct(tensors):
     return out
 
 
+def per_channel(x) -> dict:
+    """The "norm" shape of a batch norm over x (N, C, ...): C groups of N*H*W elements."""
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.shape[1] <= 0 or x.numel() == 0:
+        return {}
+    return {"norm": {"groups": int(x.shape[1]), "group_elements": int(x.numel() // x.shape[1])}}
+
+
+def per_row(x, normalized_shape) -> dict:
+    """The "norm" shape of a layer or RMS norm: one group per row of the normalized trailing dims."""
+    if not isinstance(x, torch.Tensor) or x.numel() == 0 or normalized_shape is None:
+        return {}
+    row = 1
+    for d in normalized_shape:
+        row *= int(d)
+    if row <= 0 or x.numel() % row:
+        return {}
+    return {"norm": {"groups": int(x.numel() // row), "group_elements": row}}
+
+
 def sum_bytes(tensors, fn=tensor_bytes) -> int:
     return sum(fn(t) for t in distinct(tensors))
 
@@ -329,11 +348,13 @@ class Mapper:
         if base in BATCH_NORM_OPS:
             x = na.get("input")
             read = sum_bytes(inputs) + (tensor_bytes(x) if x is not None else 0)  # statistics pass + normalize
-            return [self.kernel(name, "normalization", dtype, read, sum_bytes(written, out_bytes))], False, None
+            return [self.kernel(name, "normalization", dtype, read, sum_bytes(written, out_bytes),
+                                **per_channel(x))], False, None
         if base in BATCH_NORM_BACKWARD_OPS:
             x, dy = na.get("input"), na.get("grad_out", na.get("grad_output"))
             read = sum_bytes(inputs) + sum(tensor_bytes(t) for t in (x, dy) if t is not None)  # two passes
-            return [self.kernel(name, "normalization", dtype, read, sum_bytes(written, out_bytes))], False, None
+            return [self.kernel(name, "normalization", dtype, read, sum_bytes(written, out_bytes),
+                                **per_channel(x))], False, None
         if base == "native_group_norm":
             x = na.get("input")
             stats = [t for t in outputs[1:]]
@@ -348,8 +369,8 @@ class Mapper:
                 ks.append(self.kernel(name, "normalization", dtype, sum_bytes(inputs), out_bytes(dx)))
             return ks, False, None
         if base in NORM_OPS:
-            return [self.kernel(name, "normalization", dtype, sum_bytes(inputs), sum_bytes(written, out_bytes))], \
-                False, None
+            return [self.kernel(name, "normalization", dtype, sum_bytes(inputs), sum_bytes(written, out_bytes),
+                                **per_row(na.get("input"), na.get("normalized_shape")))], False, None
         if base in NORM_BACKWARD_OPS:
             return self.norm_backward(name, na, inputs, positional(out), dtype), False, None
         if base in SOFTMAX_OPS:
@@ -594,7 +615,8 @@ class Mapper:
         small = sum_bytes([t for t in inputs if t is not dy and t is not x])
         ks = []
         if mask[0] and _defined(grads[0]):
-            ks.append(self.kernel(name, "normalization", dtype, two_n + small, out_bytes(grads[0])))
+            ks.append(self.kernel(name, "normalization", dtype, two_n + small, out_bytes(grads[0]),
+                                  **per_row(x, na.get("normalized_shape"))))
         param_grads = [g for g, m in zip(grads[1:3], mask[1:3]) if m and _defined(g)]
         if param_grads:
             ks.append(self.kernel(name, "reduction", dtype, two_n, sum(out_bytes(g) for g in param_grads)))

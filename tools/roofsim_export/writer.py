@@ -18,7 +18,7 @@ UNITS = ("fp64", "fp32", "fp16", "bf16", "fp64-tensor", "tf32-tensor", "fp16-ten
 TOP_FIELDS = ("schema_version", "kind", "model", "precision", "batch", "optimizer", "parameters", "origin", "memory",
               "kernels")
 KERNEL_FIELDS = ("op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-                 "conv", "attention", "host_dispatch", "host_op", "source_op", "flag", "args")
+                 "conv", "attention", "norm", "host_dispatch", "host_op", "source_op", "flag", "args")
 MEMORY_FIELDS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "peak_bytes", "method")
 
 
@@ -107,9 +107,14 @@ def problems(doc: dict) -> list[str]:
             bad(f"{p}.flag", "required on unknown kernels")
         if k.get("kind") == "host-only" and (k.get("flops", 0) or k.get("bytes_read", 0) or k.get("bytes_written", 0)):
             bad(p, "a host-only kernel does no GPU work: flops and bytes must be 0")
-        shapes = [s for s in ("gemm", "conv", "attention") if s in k]
-        if len(shapes) > 1 or (shapes and shapes[0] != k.get("kind")):
+        shapes = [s for s in ("gemm", "conv", "attention", "norm") if s in k]
+        fits = {"norm": ("normalization", "reduction")}
+        if len(shapes) > 1 or (shapes and k.get("kind") not in fits.get(shapes[0], (shapes[0],))):
             bad(f"{p}.kind", "does not match its shape object")
+        if "norm" in k:
+            nd = k["norm"]
+            if set(nd) != {"groups", "group_elements"} or not all(isinstance(v, int) and v > 0 for v in nd.values()):
+                bad(f"{p}.norm", "expected positive integers groups and group_elements")
         if "gemm" in k:
             g = k["gemm"]
             if set(g) - {"m", "n", "k", "batch"} or not all(isinstance(g.get(d, 1), int) and g.get(d, 1) > 0

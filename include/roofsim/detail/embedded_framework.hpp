@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T01:29:28+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-11-30T03:53:00+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -45,172 +45,175 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "sync_calls_per_measurement": 1000,
   "smoke": false,
   "layer_samples": 41,
-  "op_timing_calls": 10
+  "op_timing_calls": 10,
+  "split_samples": 21,
+  "steady_batches": 11,
+  "steady_repetitions": 50
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 8.15485150000228e-06,
-   "min": 7.791929499997963e-06,
-   "max": 9.30332799999789e-06,
+   "seconds": 9.942270500001627e-06,
+   "min": 9.852325000000661e-06,
+   "max": 1.0080420499999577e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 8.117852499999855e-06
+   "issue_only_seconds": 9.931815000001621e-06
   },
   "eager_op_linear": {
-   "seconds": 1.334510499999908e-05,
-   "min": 1.3081009500002238e-05,
-   "max": 1.50210340000001e-05,
+   "seconds": 1.749160099999969e-05,
+   "min": 1.714872499999842e-05,
+   "max": 2.0723062000001847e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.3295164999998831e-05
+   "issue_only_seconds": 1.747060099999942e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.6647251999998503e-05,
-   "min": 1.5996183500000426e-05,
-   "max": 1.7082484999999536e-05,
+   "seconds": 1.6620129999999735e-05,
+   "min": 1.6293785999998534e-05,
+   "max": 1.682082600000001e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.6594477499999983e-05
+   "issue_only_seconds": 1.6602652999999635e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.6275484000001226e-05,
-   "min": 1.5998423499997473e-05,
-   "max": 1.694696350000058e-05,
+   "seconds": 1.7140453500001483e-05,
+   "min": 1.653641300000075e-05,
+   "max": 1.7374225999997606e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.6223118000002758e-05
+   "issue_only_seconds": 1.7126729499999272e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 1.0034833999998938e-05,
-   "min": 9.312004499999916e-06,
-   "max": 1.0363485999999256e-05,
+   "seconds": 1.0135384499999845e-05,
+   "min": 1.0030509500001727e-05,
+   "max": 1.030257600000084e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 9.982010999998181e-06
+   "issue_only_seconds": 1.0124302999997781e-05
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.731843899999788e-05,
-   "min": 4.1922408000001354e-05,
-   "max": 5.55584429999989e-05,
+   "seconds": 5.2048638000002255e-05,
+   "min": 5.0784331500000946e-05,
+   "max": 5.2777979999998334e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 4.726462249999841e-05
+   "issue_only_seconds": 5.1998994499999895e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.8474920000000737e-05,
-   "min": 2.753338999999855e-05,
-   "max": 3.765106750000058e-05,
+   "seconds": 3.726310899999774e-05,
+   "min": 3.701433499999851e-05,
+   "max": 3.79321664999992e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.8431198500001642e-05
+   "issue_only_seconds": 3.72344180000006e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.1910460999999372e-05,
-   "min": 1.1507958500001081e-05,
-   "max": 1.2770446499999366e-05,
+   "seconds": 1.712119499999787e-05,
+   "min": 1.69046150000014e-05,
+   "max": 1.7838138999998422e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.1877529500001316e-05
+   "issue_only_seconds": 1.710152899999784e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 9.076933500001162e-06,
-   "min": 8.814357999998635e-06,
-   "max": 1.43951720000004e-05,
+   "seconds": 1.2679572999999777e-05,
+   "min": 1.2535924499999851e-05,
+   "max": 1.276546600000117e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 9.056732499999498e-06
+   "issue_only_seconds": 1.2668202000000405e-05
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.6460092999999176e-05,
-   "min": 1.6156105499998575e-05,
-   "max": 1.7121394000000124e-05,
+   "seconds": 2.2545108500001022e-05,
+   "min": 2.2256890999997837e-05,
+   "max": 2.330681300000137e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.6421095499996597e-05
+   "issue_only_seconds": 2.2523754000001616e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.6193023500001403e-05,
-   "min": 1.472589249999956e-05,
-   "max": 2.09124359999997e-05,
+   "seconds": 2.0563573500002265e-05,
+   "min": 2.034269299999991e-05,
+   "max": 2.086288550000148e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.6155382000000883e-05
+   "issue_only_seconds": 2.0542124000002104e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.2013810499998954e-05,
-   "min": 2.1327533000000897e-05,
-   "max": 2.2527579000001908e-05,
+   "seconds": 2.1137370499999974e-05,
+   "min": 2.0857539499999688e-05,
+   "max": 2.143961100000169e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1958658999999158e-05
+   "issue_only_seconds": 2.111839100000168e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2523548499999038e-05,
-   "min": 1.195288349999757e-05,
-   "max": 1.3100805499998813e-05,
+   "seconds": 1.2205862999998374e-05,
+   "min": 1.2068776499997824e-05,
+   "max": 1.23765930000026e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2461795000000108e-05
+   "issue_only_seconds": 1.219288500000104e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.5189187500000544e-05,
-   "min": 2.443585299999995e-05,
-   "max": 2.5687285499998324e-05,
+   "seconds": 2.4318178999997997e-05,
+   "min": 2.380883449999871e-05,
+   "max": 2.567968099999973e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.5135718000001362e-05
+   "issue_only_seconds": 2.4279771999999865e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.5380213000000252e-05,
-   "min": 1.4358647499999932e-05,
-   "max": 2.301535149999978e-05,
+   "seconds": 1.9183379499999377e-05,
+   "min": 1.867620049999985e-05,
+   "max": 2.0389221999998595e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.532983150000078e-05
+   "issue_only_seconds": 1.9152612999999264e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.5932969999997936e-05,
-   "min": 1.5442230000001445e-05,
-   "max": 2.7999750500001142e-05,
+   "seconds": 2.2313182500003138e-05,
+   "min": 2.1097545499998205e-05,
+   "max": 2.279170549999776e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.5890936499999953e-05
+   "issue_only_seconds": 2.229477650000078e-05
   },
   "eager_op_add_out": {
-   "seconds": 6.788490499999966e-06,
-   "min": 6.445650999999941e-06,
-   "max": 6.997515500000162e-06,
+   "seconds": 8.394732499997559e-06,
+   "min": 8.310187000002856e-06,
+   "max": 8.52143800000249e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 6.756987500001088e-06
+   "issue_only_seconds": 8.385940000000147e-06
   },
   "backward_node_mul": {
-   "seconds": 1.6688506666666413e-05,
-   "min": 1.0831869999997757e-05,
-   "max": 1.7766933333334124e-05,
+   "seconds": 1.4267118888895425e-05,
+   "min": 1.1119241111114459e-05,
+   "max": 1.6434514444441106e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0008245129999993296,
-   "min": 6.845633333243625e-05,
-   "max": 0.0012688010000011395,
+   "seconds": 0.0004959271111128298,
+   "min": 0.00010636355555959653,
+   "max": 0.0008075738888880185,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_layer_linear": {
-   "seconds": 6.295500777777679e-05,
-   "min": 4.53464311111181e-05,
-   "max": 8.592003888888971e-05,
+   "seconds": 5.537975111111216e-05,
+   "min": 3.7242302222221865e-05,
+   "max": 6.495664777777361e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 8.511333043376607e-05,
-   "min": 8.511333043376607e-05,
-   "max": 8.511333043376607e-05,
+   "seconds": 0.00011375066389640175,
+   "min": 0.00011375066389640175,
+   "max": 0.00011375066389640175,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 26.28 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.62 us",
    "chain_lengths": [
     1,
     2,
@@ -219,17 +222,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00011116799712181092,
-    0.00012806400656700134,
-    0.00018403199315071106,
-    0.0003219200074672699,
-    0.0004951040148735047
+    0.00013728000223636627,
+    0.00014902399480342865,
+    0.0001905599981546402,
+    0.0002727999985218048,
+    0.000427264004945755
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.248838175620351e-05,
-   "min": 3.248838175620351e-05,
-   "max": 3.248838175620351e-05,
+   "seconds": 2.9776762106588907e-05,
+   "min": 2.9776762106588907e-05,
+   "max": 2.9776762106588907e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -238,15 +241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.388800099492073e-05,
-    0.0001451839953660965,
-    0.0005258240103721618
+    4.867200180888176e-05,
+    0.00013984000682830812,
+    0.0004959360063076019
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.852113876314392e-05,
-   "min": 9.852113876314392e-05,
-   "max": 9.852113876314392e-05,
+   "seconds": 0.00010207771243793626,
+   "min": 0.00010207771243793626,
+   "max": 0.00010207771243793626,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -255,15 +258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002742080092430115,
-    0.0006855999827384949,
-    0.002245471954345703
+    0.0003327679932117462,
+    0.0006960960030555725,
+    0.002299839973449707
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 7.128837917532239e-05,
-   "min": 7.128837917532239e-05,
-   "max": 7.128837917532239e-05,
+   "seconds": 5.9147428189005176e-05,
+   "min": 5.9147428189005176e-05,
+   "max": 5.9147428189005176e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -272,15 +275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011788800358772278,
-    0.0004317440092563629,
-    0.0012205439805984498
+    0.0001252480000257492,
+    0.0003396160006523132,
+    0.0010247679948806763
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00012094171770981383,
-   "min": 0.00012094171770981383,
-   "max": 0.00012094171770981383,
+   "seconds": 0.00015568151715255918,
+   "min": 0.00015568151715255918,
+   "max": 0.00015568151715255918,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -289,15 +292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005321919918060303,
-    0.0012671040296554565,
-    0.003468384027481079
+    0.0004911360144615174,
+    0.001193503975868225,
+    0.003732863903045654
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.4233905155034292e-05,
-   "min": 2.4233905155034292e-05,
-   "max": 2.4233905155034292e-05,
+   "seconds": 1.9674667112884067e-05,
+   "min": 1.9674667112884067e-05,
+   "max": 1.9674667112884067e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -306,15 +309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5936001688241956e-05,
-    0.00011664000153541566,
-    0.00040211200714111326
+    3.491200134158135e-05,
+    8.707199990749359e-05,
+    0.0003277440071105957
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.343771605974151e-05,
-   "min": 6.343771605974151e-05,
-   "max": 6.343771605974151e-05,
+   "seconds": 7.401219240966297e-05,
+   "min": 7.401219240966297e-05,
+   "max": 7.401219240966297e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -323,15 +326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002213120013475418,
-    0.0006619200110435485,
-    0.0015955840349197387
+    0.0002364480048418045,
+    0.0005783039927482605,
+    0.0016620160341262818
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.826133268220084e-05,
-   "min": 3.826133268220084e-05,
-   "max": 3.826133268220084e-05,
+   "seconds": 3.8265903790791834e-05,
+   "min": 3.8265903790791834e-05,
+   "max": 3.8265903790791834e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -340,15 +343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.790399879217148e-05,
-    0.00021833600103855134,
-    0.0006670399904251099
+    8.832000195980072e-05,
+    0.00020982399582862853,
+    0.0006645439863204956
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 8.089295881135125e-05,
-   "min": 8.089295881135125e-05,
-   "max": 8.089295881135125e-05,
+   "seconds": 0.00010953294947033836,
+   "min": 0.00010953294947033836,
+   "max": 0.00010953294947033836,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -357,15 +360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004596799910068512,
-    0.0008251519799232483,
-    0.002249664068222046
+    0.00037142398953437806,
+    0.0008226240277290344,
+    0.002591007947921753
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.556114306762105e-05,
-   "min": 2.556114306762105e-05,
-   "max": 2.556114306762105e-05,
+   "seconds": 2.1847618477685108e-05,
+   "min": 2.1847618477685108e-05,
+   "max": 2.1847618477685108e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -374,15 +377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0704000741243366e-05,
-    0.00010896000266075134,
-    0.00042131200432777405
+    5.286400020122528e-05,
+    0.00013596799969673156,
+    0.0003864319920539856
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.429485963214012e-05,
-   "min": 7.429485963214012e-05,
-   "max": 7.429485963214012e-05,
+   "seconds": 8.362514632088797e-05,
+   "min": 8.362514632088797e-05,
+   "max": 8.362514632088797e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -391,15 +394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022627200186252594,
-    0.0005745599865913391,
-    0.0017403520345687865
+    0.00028201600909233095,
+    0.0006632000207901001,
+    0.0018856960535049438
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.318933259873163e-05,
-   "min": 4.318933259873163e-05,
-   "max": 4.318933259873163e-05,
+   "seconds": 4.288076112667719e-05,
+   "min": 4.288076112667719e-05,
+   "max": 4.288076112667719e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -408,15 +411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010159999877214432,
-    0.00023231999576091766,
-    0.0007498239874839783
+    0.00011727999895811081,
+    0.0002548159956932068,
+    0.0007634559869766235
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.882362399782452e-05,
-   "min": 9.882362399782452e-05,
-   "max": 9.882362399782452e-05,
+   "seconds": 9.652342931145712e-05,
+   "min": 9.652342931145712e-05,
+   "max": 9.652342931145712e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -425,15 +428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005899519920349121,
-    0.0010172799825668335,
-    0.002720576047897339
+    0.0004206399917602539,
+    0.0008557760119438172,
+    0.002517343997955322
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.9916189696107585e-05,
-   "min": 4.9916189696107585e-05,
-   "max": 4.9916189696107585e-05,
+   "seconds": 5.300571556602205e-05,
+   "min": 5.300571556602205e-05,
+   "max": 5.300571556602205e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -442,15 +445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011020799726247788,
-    0.00019359999895095825,
-    0.0008368319869041442
+    9.574399888515472e-05,
+    0.00023887999355793,
+    0.0008855360150337219
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.83588645429838e-05,
-   "min": 8.83588645429838e-05,
-   "max": 8.83588645429838e-05,
+   "seconds": 6.727313676050732e-05,
+   "min": 6.727313676050732e-05,
+   "max": 6.727313676050732e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -459,15 +462,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003163520097732544,
-    0.0006102719902992249,
-    0.002350176095962524
+    0.0003527680039405823,
+    0.0007574080228805542,
+    0.0021715519428253172
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 6.944381161814645e-05,
-   "min": 6.944381161814645e-05,
-   "max": 6.944381161814645e-05,
+   "seconds": 8.200228710969289e-05,
+   "min": 8.200228710969289e-05,
+   "max": 8.200228710969289e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -476,15 +479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001229119971394539,
-    0.000350271999835968,
-    0.0011709120273590088
+    0.00017008000612258911,
+    0.0004260160028934479,
+    0.0014034240245819091
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00016194286126466022,
-   "min": 0.00016194286126466022,
-   "max": 0.00016194286126466022,
+   "seconds": 0.0001647931429601851,
+   "min": 0.0001647931429601851,
+   "max": 0.0001647931429601851,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -493,15 +496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005462719798088074,
-    0.0013583680391311644,
-    0.004056384086608886
+    0.0006309760212898255,
+    0.00158953595161438,
+    0.004405632019042969
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.150476129282088e-05,
-   "min": 4.150476129282088e-05,
-   "max": 4.150476129282088e-05,
+   "seconds": 4.939276228348415e-05,
+   "min": 4.939276228348415e-05,
+   "max": 4.939276228348415e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -510,15 +513,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.361600011587143e-05,
-    0.0001924159973859787,
-    0.0006876159906387329
+    6.748799979686737e-05,
+    0.00016364799439907074,
+    0.0007910400032997132
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.287923321837474e-05,
-   "min": 8.287923321837474e-05,
-   "max": 8.287923321837474e-05,
+   "seconds": 9.378286380143391e-05,
+   "min": 9.378286380143391e-05,
+   "max": 9.378286380143391e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -527,15 +530,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002829119861125946,
-    0.0007534080147743225,
-    0.0021811199188232423
+    0.00046380800008773805,
+    0.0009164159893989563,
+    0.002619136095046997
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.071237975642796e-05,
-   "min": 7.071237975642796e-05,
-   "max": 7.071237975642796e-05,
+   "seconds": 8.998551964759827e-05,
+   "min": 8.998551964759827e-05,
+   "max": 8.998551964759827e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -544,15 +547,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001268160045146942,
-    0.0003800959885120392,
-    0.0012012159824371339
+    0.00013049599528312683,
+    0.0002752000093460083,
+    0.0014385279417037963
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00013094095318090347,
-   "min": 0.00013094095318090347,
-   "max": 0.00013094095318090347,
+   "seconds": 0.0001555878250371842,
+   "min": 0.0001555878250371842,
+   "max": 0.0001555878250371842,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -561,15 +564,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004947839975357056,
-    0.0013836159706115722,
-    0.0036142079830169677
+    0.0007014399766921997,
+    0.0014600000381469727,
+    0.004392320156097412
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.835275888442992e-05,
-   "min": 6.835275888442992e-05,
-   "max": 6.835275888442992e-05,
+   "seconds": 3.616380904402052e-05,
+   "min": 3.616380904402052e-05,
+   "max": 3.616380904402052e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -578,15 +581,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.316799998283387e-05,
-    0.00038179200887680055,
-    0.0011396479606628417
+    9.020800143480302e-05,
+    0.00019257600605487825,
+    0.000630623996257782
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.1120759475798845e-05,
-   "min": 5.1120759475798845e-05,
-   "max": 5.1120759475798845e-05,
+   "seconds": 7.010057071844738e-05,
+   "min": 7.010057071844738e-05,
+   "max": 7.010057071844738e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -595,15 +598,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036931198835372925,
-    0.0008953279852867127,
-    0.0022172799110412597
+    0.000286080002784729,
+    0.0006292160153388977,
+    0.001888159990310669
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 7.055085329782395e-05,
-   "min": 7.055085329782395e-05,
-   "max": 7.055085329782395e-05,
+   "seconds": 5.103695108777e-05,
+   "min": 5.103695108777e-05,
+   "max": 5.103695108777e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -612,15 +615,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000155008003115654,
-    0.0003717760145664215,
-    0.0012149759531021119
+    7.878399640321732e-05,
+    0.00021302400529384614,
+    0.000838047981262207
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 4.6119630336761475e-05,
-   "min": 4.6119630336761475e-05,
-   "max": 4.6119630336761475e-05,
+   "seconds": 5.332647618793306e-05,
+   "min": 5.332647618793306e-05,
+   "max": 5.332647618793306e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -629,15 +632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003930560052394867,
-    0.000888480007648468,
-    0.0021915841102600098
+    0.00036428800225257876,
+    0.0006238719820976257,
+    0.001911903977394104
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 3.0299427076464602e-05,
-   "min": 3.0299427076464602e-05,
-   "max": 3.0299427076464602e-05,
+   "seconds": 2.809523826553708e-05,
+   "min": 2.809523826553708e-05,
+   "max": 2.809523826553708e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -646,15 +649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.718399956822395e-05,
-    0.00015222400426864624,
-    0.0005130559802055359
+    4.809600114822388e-05,
+    0.0001316480040550232,
+    0.0004692800045013428
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.6700956743387955e-05,
-   "min": 4.6700956743387955e-05,
-   "max": 4.6700956743387955e-05,
+   "seconds": 5.3213709876650836e-05,
+   "min": 5.3213709876650836e-05,
+   "max": 5.3213709876650836e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -663,15 +666,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030508801341056825,
-    0.000583616018295288,
-    0.0014759360551834108
+    0.00020057600736618042,
+    0.0004668160080909729,
+    0.0014276479482650756
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 1.5572572038287208e-05,
-   "min": 1.5572572038287208e-05,
-   "max": 1.5572572038287208e-05,
+   "seconds": 2.7283047281560445e-05,
+   "min": 2.7283047281560445e-05,
+   "max": 2.7283047281560445e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -680,15 +683,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.297599852085114e-05,
-    0.00018963199853897094,
-    0.000336544007062912
+    6.623999774456024e-05,
+    0.0001568319946527481,
+    0.00047839999198913576
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.1311241728918895e-05,
-   "min": 5.1311241728918895e-05,
-   "max": 5.1311241728918895e-05,
+   "seconds": 5.769371525162743e-05,
+   "min": 5.769371525162743e-05,
+   "max": 5.769371525162743e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -697,15 +700,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003215999901294708,
-    0.000521120011806488,
-    0.0013244800567626953
+    0.0002114879935979843,
+    0.0004143039882183075,
+    0.0014687680006027222
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.893714402403151e-05,
-   "min": 4.893714402403151e-05,
-   "max": 4.893714402403151e-05,
+   "seconds": 6.052266593490329e-05,
+   "min": 6.052266593490329e-05,
+   "max": 6.052266593490329e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -714,15 +717,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.14400017261505e-05,
-    0.00022495999932289123,
-    0.0008144000172615051
+    6.438399851322174e-05,
+    0.00023020799458026885,
+    0.0009669759869575501
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010418133153801876,
-   "min": 0.00010418133153801876,
-   "max": 0.00010418133153801876,
+   "seconds": 8.422248242866426e-05,
+   "min": 8.422248242866426e-05,
+   "max": 8.422248242866426e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -731,15 +734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003421440124511719,
-    0.0006554560065269471,
-    0.002590240001678467
+    0.00033446401357650757,
+    0.0009209280014038086,
+    0.002556384086608887
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 6.779124126547857e-05,
-   "min": 6.779124126547857e-05,
-   "max": 6.779124126547857e-05,
+   "seconds": 6.363276143868765e-05,
+   "min": 6.363276143868765e-05,
+   "max": 6.363276143868765e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -748,15 +751,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.123200178146362e-05,
-    0.000254175990819931,
-    0.0010946240425109863
+    0.00012547199428081512,
+    0.00033443200588226317,
+    0.0010859839916229248
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010784685256935303,
-   "min": 0.00010784685256935303,
-   "max": 0.00010784685256935303,
+   "seconds": 0.00011844876195703233,
+   "min": 0.00011844876195703233,
+   "max": 0.00011844876195703233,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -765,15 +768,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00035497599840164185,
-    0.0011686079502105714,
-    0.003085119962692261
+    0.000505407989025116,
+    0.0011773439645767212,
+    0.0032785279750823975
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.0380190841498829e-05,
-   "min": 1.0380190841498829e-05,
-   "max": 1.0380190841498829e-05,
+   "seconds": 1.8267429478111718e-05,
+   "min": 1.8267429478111718e-05,
+   "max": 1.8267429478111718e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -782,15 +785,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3072000592947006e-05,
-    5.7312000542879106e-05,
-    0.00017980800569057464
+    4.1728001087903975e-05,
+    9.731200337409973e-05,
+    0.0003160000145435333
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.824609327529158e-05,
-   "min": 2.824609327529158e-05,
-   "max": 2.824609327529158e-05,
+   "seconds": 2.2201901922623317e-05,
+   "min": 2.2201901922623317e-05,
+   "max": 2.2201901922623317e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -799,15 +802,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012495999783277513,
-    0.00021721599996089936,
-    0.0006964799761772156
+    0.00020236800611019134,
+    0.00034489598870277407,
+    0.0008164479732513428
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.268952428585007e-05,
-   "min": 1.268952428585007e-05,
-   "max": 1.268952428585007e-05,
+   "seconds": 1.9750857104857763e-05,
+   "min": 1.9750857104857763e-05,
+   "max": 1.9750857104857763e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -816,15 +819,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.420799970626831e-05,
-    7.081600278615952e-05,
-    0.00022406400740146638
+    5.824000015854836e-05,
+    0.0001252480000257492,
+    0.00035708799958229066
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.2686475976592016e-05,
-   "min": 2.2686475976592016e-05,
-   "max": 2.2686475976592016e-05,
+   "seconds": 3.0372571909711476e-05,
+   "min": 3.0372571909711476e-05,
+   "max": 3.0372571909711476e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -833,15 +836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014214399456977843,
-    0.00025571200251579287,
-    0.0006752640008926391
+    0.00021916800737380981,
+    0.0004238399863243103,
+    0.0009891200065612793
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.1025523412085716e-05,
-   "min": 1.1025523412085716e-05,
-   "max": 1.1025523412085716e-05,
+   "seconds": 1.599466641034399e-05,
+   "min": 1.599466641034399e-05,
+   "max": 1.599466641034399e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -850,15 +853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.227200008928776e-05,
-    5.35999983549118e-05,
-    0.00018707199394702912
+    3.6416001617908476e-05,
+    8.195199817419052e-05,
+    0.00027551999688148497
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 3.334095373394943e-05,
-   "min": 3.334095373394943e-05,
-   "max": 3.334095373394943e-05,
+   "seconds": 2.836876415780612e-05,
+   "min": 2.836876415780612e-05,
+   "max": 2.836876415780612e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -867,15 +870,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011724799871444702,
-    0.00023145599663257599,
-    0.0007764480113983155
+    0.00019008000195026398,
+    0.00031219199299812315,
+    0.0008518720269203186
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.1219809452692668e-05,
-   "min": 1.1219809452692668e-05,
-   "max": 1.1219809452692668e-05,
+   "seconds": 1.600152307323047e-05,
+   "min": 1.600152307323047e-05,
+   "max": 1.600152307323047e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -884,15 +887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.337600082159042e-05,
-    6.940799951553344e-05,
-    0.00020246399939060212
+    5.9776000678539275e-05,
+    0.0001058880016207695,
+    0.0002991679906845093
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 3.275961748191289e-05,
-   "min": 3.275961748191289e-05,
-   "max": 3.275961748191289e-05,
+   "seconds": 2.2514286672785172e-05,
+   "min": 2.2514286672785172e-05,
+   "max": 2.2514286672785172e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -901,15 +904,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013760000467300415,
-    0.00024751999974250794,
-    0.0007899519801139831
+    0.00021689599752426148,
+    0.00035363200306892396,
+    0.000801696002483368
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.0537904288087573e-05,
-   "min": 1.0537904288087573e-05,
-   "max": 1.0537904288087573e-05,
+   "seconds": 1.557790532353378e-05,
+   "min": 1.557790532353378e-05,
+   "max": 1.557790532353378e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -918,15 +921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1439999341964723e-05,
-    7.872000336647034e-05,
-    0.00018806399405002595
+    2.953599952161312e-05,
+    7.615999877452851e-05,
+    0.0002631680071353912
    ]
   },
   "layer_backward_silu": {
-   "seconds": 3.4152382541270485e-05,
-   "min": 3.4152382541270485e-05,
-   "max": 3.4152382541270485e-05,
+   "seconds": 2.068571240774223e-05,
+   "min": 2.068571240774223e-05,
+   "max": 2.068571240774223e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -935,15 +938,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016364799439907074,
-    0.00032655999064445495,
-    0.0008436160087585449
+    0.0001510079950094223,
+    0.00031638398766517637,
+    0.0007138239741325378
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 8.397714722724189e-06,
-   "min": 8.397714722724189e-06,
-   "max": 8.397714722724189e-06,
+   "seconds": 1.5267810473839443e-05,
+   "min": 1.5267810473839443e-05,
+   "max": 1.5267810473839443e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -952,15 +955,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8816000819206235e-05,
-    0.00010422399640083313,
-    0.00019152000546455384
+    5.2287999540567396e-05,
+    9.878399968147278e-05,
+    0.00028153601288795474
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 3.228114332471575e-05,
-   "min": 3.228114332471575e-05,
-   "max": 3.228114332471575e-05,
+   "seconds": 2.3132188866535822e-05,
+   "min": 2.3132188866535822e-05,
+   "max": 2.3132188866535822e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -969,15 +972,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021651199460029602,
-    0.0003172160089015961,
-    0.0008195840120315552
+    0.0001722559928894043,
+    0.0003338240087032318,
+    0.0007637119889259338
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.1515428001681965e-05,
-   "min": 1.1515428001681965e-05,
-   "max": 1.1515428001681965e-05,
+   "seconds": 1.4764951985506786e-05,
+   "min": 1.4764951985506786e-05,
+   "max": 1.4764951985506786e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -986,15 +989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2048000246286393e-05,
-    5.3536001592874524e-05,
-    0.0001937599927186966
+    4.0288001298904416e-05,
+    7.862400263547898e-05,
+    0.00025977599620819093
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.619276080457937e-05,
-   "min": 2.619276080457937e-05,
-   "max": 2.619276080457937e-05,
+   "seconds": 2.7276952884026934e-05,
+   "min": 2.7276952884026934e-05,
+   "max": 2.7276952884026934e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1003,15 +1006,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001290239989757538,
-    0.0002178879976272583,
-    0.0006865599751472473
+    0.00014777599275112152,
+    0.00027532801032066346,
+    0.0007788800001144409
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.5043810364745911e-05,
-   "min": 1.5043810364745911e-05,
-   "max": 1.5043810364745911e-05,
+   "seconds": 1.3947427982375736e-05,
+   "min": 1.3947427982375736e-05,
+   "max": 1.3947427982375736e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1020,15 +1023,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.235200047492981e-05,
-    6.588800251483917e-05,
-    0.000254144012928009
+    5.200000107288361e-05,
+    9.059199690818786e-05,
+    0.000260127991437912
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.7408759154024575e-05,
-   "min": 2.7408759154024575e-05,
-   "max": 2.7408759154024575e-05,
+   "seconds": 2.5740954847562875e-05,
+   "min": 2.5740954847562875e-05,
+   "max": 2.5740954847562875e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1037,15 +1040,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001337919980287552,
-    0.0003110080063343048,
-    0.0007871999740600586
+    0.00017148800194263458,
+    0.000311488002538681,
+    0.000773792028427124
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.14354281021016e-05,
-   "min": 1.14354281021016e-05,
-   "max": 1.14354281021016e-05,
+   "seconds": 1.433752370732171e-05,
+   "min": 1.433752370732171e-05,
+   "max": 1.433752370732171e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1054,15 +1057,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2304000332951547e-05,
-    5.35999983549118e-05,
-    0.00019283199310302736
+    3.241600096225738e-05,
+    8.09279978275299e-05,
+    0.00024931199848651883
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.459733551811604e-05,
-   "min": 2.459733551811604e-05,
-   "max": 2.459733551811604e-05,
+   "seconds": 2.419657189221609e-05,
+   "min": 2.419657189221609e-05,
+   "max": 2.419657189221609e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1071,15 +1074,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011657600104808808,
-    0.00020448000729084015,
-    0.0006503360271453857
+    0.00015961599349975585,
+    0.0002539199888706207,
+    0.0007305279970169068
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.7280762039479757e-05,
-   "min": 1.7280762039479757e-05,
-   "max": 1.7280762039479757e-05,
+   "seconds": 1.51001913916497e-05,
+   "min": 1.51001913916497e-05,
+   "max": 1.51001913916497e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1088,15 +1091,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.326399743556976e-05,
-    0.00011372800171375275,
-    0.0003220160007476807
+    4.944000020623207e-05,
+    9.702400118112564e-05,
+    0.00027670401334762575
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.5710475231919958e-05,
-   "min": 2.5710475231919958e-05,
-   "max": 2.5710475231919958e-05,
+   "seconds": 2.8207999964555098e-05,
+   "min": 2.8207999964555098e-05,
+   "max": 2.8207999964555098e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1105,15 +1108,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002574400007724762,
-    0.00038851198554039004,
-    0.0009030079841613769
+    0.00015715199708938598,
+    0.00028681600093841554,
+    0.0008066880106925964
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.5094856953337076e-05,
-   "min": 1.5094856953337076e-05,
-   "max": 1.5094856953337076e-05,
+   "seconds": 3.057219079207806e-05,
+   "min": 3.057219079207806e-05,
+   "max": 3.057219079207806e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1122,15 +1125,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.023999884724617e-05,
-    7.423999905586243e-05,
-    0.000269567996263504
+    2.921600081026554e-05,
+    8.025600016117096e-05,
+    0.0004742400050163269
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 4.6090667623849156e-05,
-   "min": 4.6090667623849156e-05,
-   "max": 4.6090667623849156e-05,
+   "seconds": 2.944380905301799e-05,
+   "min": 2.944380905301799e-05,
+   "max": 2.944380905301799e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1139,15 +1142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013728000223636627,
-    0.0002539519965648651,
-    0.0010327680110931397
+    0.0001483200043439865,
+    0.0003872640132904053,
+    0.0010681920051574707
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.703695176612763e-05,
-   "min": 2.703695176612763e-05,
-   "max": 2.703695176612763e-05,
+   "seconds": 2.5170285254716872e-05,
+   "min": 2.5170285254716872e-05,
+   "max": 2.5170285254716872e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1156,15 +1159,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.542400062084198e-05,
-    0.00015811200439929963,
-    0.0004815039932727814
+    5.8304000645875934e-05,
+    0.0001353919953107834,
+    0.000436383992433548
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.877104601689748e-05,
-   "min": 2.877104601689748e-05,
-   "max": 2.877104601689748e-05,
+   "seconds": 2.9113904883464183e-05,
+   "min": 2.9113904883464183e-05,
+   "max": 2.9113904883464183e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1173,15 +1176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000284608006477356,
-    0.00046057599782943726,
-    0.001124575972557068
+    0.00017980800569057464,
+    0.0003396160006523132,
+    0.0009930559992790222
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.2708571695146107e-05,
-   "min": 1.2708571695146107e-05,
-   "max": 1.2708571695146107e-05,
+   "seconds": 1.3004952243396214e-05,
+   "min": 1.3004952243396214e-05,
+   "max": 1.3004952243396214e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1190,15 +1193,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.235200047492981e-05,
-    7.21919983625412e-05,
-    0.00022355200350284576
+    3.296000137925148e-05,
+    7.705599814653397e-05,
+    0.00022972799837589264
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.125485494023279e-05,
-   "min": 3.125485494023279e-05,
-   "max": 3.125485494023279e-05,
+   "seconds": 3.1993907122384936e-05,
+   "min": 3.1993907122384936e-05,
+   "max": 3.1993907122384936e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1207,15 +1210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023718400299549102,
-    0.00037465599179267885,
-    0.0008984959721565247
+    0.00017132799327373505,
+    0.0002932479977607727,
+    0.0008419520258903504
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.3830096239135379e-05,
-   "min": 1.3830096239135379e-05,
-   "max": 1.3830096239135379e-05,
+   "seconds": 1.6591237325753485e-05,
+   "min": 1.6591237325753485e-05,
+   "max": 1.6591237325753485e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1224,15 +1227,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.500800162553787e-05,
-    9.574399888515472e-05,
-    0.0002622080147266388
+    3.215999901294708e-05,
+    5.897599831223488e-05,
+    0.0002733759880065918
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 1.5836187771388467e-05,
-   "min": 1.5836187771388467e-05,
-   "max": 1.5836187771388467e-05,
+   "seconds": 3.6108953700888716e-05,
+   "min": 3.6108953700888716e-05,
+   "max": 3.6108953700888716e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1241,15 +1244,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029027199745178223,
-    0.00046297600865364077,
-    0.0007631679773330689
+    0.00015590399503707887,
+    0.00043465599417686463,
+    0.000986624002456665
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.3481905240388143e-05,
-   "min": 1.3481905240388143e-05,
-   "max": 1.3481905240388143e-05,
+   "seconds": 1.4850285879912828e-05,
+   "min": 1.4850285879912828e-05,
+   "max": 1.4850285879912828e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1258,15 +1261,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8896000236272813e-05,
-    6.82239979505539e-05,
-    0.00023075200617313384
+    2.0447999238967895e-05,
+    4.953600093722343e-05,
+    0.0002380480021238327
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.4107429548388424e-05,
-   "min": 5.4107429548388424e-05,
-   "max": 5.4107429548388424e-05,
+   "seconds": 5.2099051131379035e-05,
+   "min": 5.2099051131379035e-05,
+   "max": 5.2099051131379035e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1275,15 +1278,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017830400168895722,
-    0.0003872640132904053,
-    0.001194208025932312
+    0.00016387200355529784,
+    0.00037350401282310486,
+    0.0011710400581359864
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.3180951986994062e-05,
-   "min": 1.3180951986994062e-05,
-   "max": 1.3180951986994062e-05,
+   "seconds": 1.2984381190368106e-05,
+   "min": 1.2984381190368106e-05,
+   "max": 1.2984381190368106e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1292,15 +1295,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.283199995756149e-05,
-    9.548799693584443e-05,
-    0.000251583993434906
+    4.0608000010252e-05,
+    7.903999835252761e-05,
+    0.00023520000278949736
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.725333733218056e-05,
-   "min": 5.725333733218056e-05,
-   "max": 5.725333733218056e-05,
+   "seconds": 5.6586662573473785e-05,
+   "min": 5.6586662573473785e-05,
+   "max": 5.6586662573473785e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1309,15 +1312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024160000681877137,
-    0.0004918720126152039,
-    0.0013111040592193603
+    0.00016412800550460815,
+    0.00035676801204681394,
+    0.0012023359537124633
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.237561943985167e-05,
-   "min": 1.237561943985167e-05,
-   "max": 1.237561943985167e-05,
+   "seconds": 1.3756952292862391e-05,
+   "min": 1.3756952292862391e-05,
+   "max": 1.3756952292862391e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1326,15 +1329,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.129599988460541e-05,
-    7.13919997215271e-05,
-    0.00021792000532150268
+    3.465599939227104e-05,
+    7.184000313282012e-05,
+    0.0002396479994058609
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.6544760068257655e-05,
-   "min": 3.6544760068257655e-05,
-   "max": 3.6544760068257655e-05,
+   "seconds": 4.143161841091656e-05,
+   "min": 4.143161841091656e-05,
+   "max": 4.143161841091656e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1343,15 +1346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017334400117397308,
-    0.0003388800024986267,
-    0.0009134079813957214
+    0.00017209599912166595,
+    0.00038838401436805723,
+    0.0010168319940567017
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.400000069822584e-05,
-   "min": 1.400000069822584e-05,
-   "max": 1.400000069822584e-05,
+   "seconds": 1.5701333326952795e-05,
+   "min": 1.5701333326952795e-05,
+   "max": 1.5701333326952795e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1360,15 +1363,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.790399968624115e-05,
-    8.937600255012512e-05,
-    0.00025772801041603087
+    3.219199925661087e-05,
+    9.494400024414062e-05,
+    0.00027292799949645995
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.793904398168837e-05,
-   "min": 3.793904398168837e-05,
-   "max": 3.793904398168837e-05,
+   "seconds": 1.8345144178186142e-05,
+   "min": 1.8345144178186142e-05,
+   "max": 1.8345144178186142e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1377,15 +1380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002082879990339279,
-    0.00041705599427223204,
-    0.0010050239562988282
+    0.00021667200326919554,
+    0.000498879998922348,
+    0.0007873920202255249
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2851809461911517e-05,
-   "min": 1.2851809461911517e-05,
-   "max": 1.2851809461911517e-05,
+   "seconds": 1.0684190406685784e-05,
+   "min": 1.0684190406685784e-05,
+   "max": 1.0684190406685784e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1394,15 +1397,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.985600009560585e-05,
-    7.203199714422226e-05,
-    0.00022383999824523925
+    2.585599943995476e-05,
+    4.780799895524978e-05,
+    0.00018275199830532075
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.9476572360311233e-05,
-   "min": 2.9476572360311233e-05,
-   "max": 2.9476572360311233e-05,
+   "seconds": 2.281752619005385e-05,
+   "min": 2.281752619005385e-05,
+   "max": 2.281752619005385e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1411,15 +1414,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014604799449443817,
-    0.00025119999051094054,
-    0.0007736960053443909
+    0.00011110399663448334,
+    0.00019011199474334718,
+    0.0006064640283584595
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3881904738289972e-05,
-   "min": 1.3881904738289972e-05,
-   "max": 1.3881904738289972e-05,
+   "seconds": 1.4665142854764345e-05,
+   "min": 1.4665142854764345e-05,
+   "max": 1.4665142854764345e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1428,15 +1431,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.475199967622757e-05,
-    8.832000195980072e-05,
-    0.00026028800010681154
+    3.574400022625923e-05,
+    6.12800009548664e-05,
+    0.00024956800043582914
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.8329906009492425e-05,
-   "min": 2.8329906009492425e-05,
-   "max": 2.8329906009492425e-05,
+   "seconds": 2.5086478374543655e-05,
+   "min": 2.5086478374543655e-05,
+   "max": 2.5086478374543655e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1445,239 +1448,239 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020848000049591064,
-    0.0003537600040435791,
-    0.000847872018814087
+    0.00013897599279880525,
+    0.0002742080092430115,
+    0.0007405760288238525
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.0479998588562014e-05,
-   "min": 5.641600117087364e-05,
-   "max": 8.601599931716918e-05,
+   "seconds": 6.067200005054474e-05,
+   "min": 5.660799890756607e-05,
+   "max": 9.011200070381165e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 5.2806676675875945e-05,
-   "min": 2.064667766292887e-05,
-   "max": 0.0003189826769133409,
+   "seconds": 4.30173302690188e-05,
+   "min": 2.461733172337213e-05,
+   "max": 0.00023994533965984976,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 9.052799642086029e-05,
-   "min": 8.06720033288002e-05,
-   "max": 0.00012531200051307679,
+   "seconds": 8.316799998283387e-05,
+   "min": 7.705599814653397e-05,
+   "max": 0.0001096320003271103,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00014973467712601026,
-   "min": 8.11586690445741e-05,
-   "max": 0.0003936387014885743,
+   "seconds": 5.264933655659351e-05,
+   "min": 0.0,
+   "max": 0.00033383333931366594,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 3.3055998384952545e-05,
-   "min": 2.300800010561943e-05,
-   "max": 5.385600030422211e-05,
+   "seconds": 3.587200120091438e-05,
+   "min": 3.3312000334262846e-05,
+   "max": 6.543999910354615e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 3.2806673397620486e-05,
-   "min": 7.750668873389535e-06,
-   "max": 0.00017421466981371243,
+   "seconds": 2.3529334614674237e-05,
+   "min": 2.217336247364651e-06,
+   "max": 8.007334048549332e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 3.484800085425377e-05,
-   "min": 3.187200054526329e-05,
-   "max": 4.854400083422661e-05,
+   "seconds": 4.867200180888176e-05,
+   "min": 4.524800181388855e-05,
+   "max": 8.153600245714187e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00012051867445309956,
-   "min": 4.134667416413624e-06,
-   "max": 0.00023994265993436176,
+   "seconds": 4.0937340507904673e-05,
+   "min": 1.3769334803024914e-05,
+   "max": 0.000136073342214028,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.3552000522613525e-05,
-   "min": 2.1568000316619873e-05,
-   "max": 5.2767999470233916e-05,
+   "seconds": 3.791999816894531e-05,
+   "min": 3.3695999532938e-05,
+   "max": 6.889600306749344e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 4.9702675392230335e-05,
-   "min": 1.2134672453006096e-05,
-   "max": 0.00020154266183574992,
+   "seconds": 3.3001335958639764e-05,
+   "min": 1.0633337001005787e-05,
+   "max": 0.00010148135075966513,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.4944001585245135e-05,
-   "min": 3.2800000160932544e-05,
-   "max": 5.8111999183893203e-05,
+   "seconds": 5.9264000505208966e-05,
+   "min": 5.417599901556969e-05,
+   "max": 0.00011468800157308579,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 4.474267115195588e-05,
-   "min": 1.6806674500306426e-05,
-   "max": 0.0001532866780956586,
+   "seconds": 7.271333659688626e-05,
+   "min": 4.567333186666168e-05,
+   "max": 0.00023159334684411684,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.0416000857949256e-05,
-   "min": 1.8592000007629396e-05,
-   "max": 4.16640006005764e-05,
+   "seconds": 3.340800106525421e-05,
+   "min": 2.9311999678611756e-05,
+   "max": 8.28159973025322e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
-   "seconds": 5.293466833730537e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00012871066418786842,
+   "max": 3.540133188168206e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.190400078892708e-05,
-   "min": 2.8863999992609024e-05,
-   "max": 6.396800279617309e-05,
+   "seconds": 5.433600023388863e-05,
+   "min": 4.758400097489357e-05,
+   "max": 7.923199981451035e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.000146950659652551,
-   "min": 5.926666160424522e-06,
-   "max": 0.00020976668347915008,
+   "seconds": 3.581733877460158e-05,
+   "min": 1.6137330482403404e-05,
+   "max": 0.00017143334324161208,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.287999913096428e-05,
-   "min": 2.1568000316619873e-05,
-   "max": 3.324799984693527e-05,
+   "seconds": 3.58400009572506e-05,
+   "min": 3.324799984693527e-05,
+   "max": 5.475199967622757e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.096666892369587e-05,
-   "min": 2.4066691597302616e-06,
-   "max": 0.0001039746751387914,
+   "seconds": 9.673333416382448e-06,
+   "min": 0.0,
+   "max": 0.00011312932396928467,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.376000002026558e-05,
-   "min": 3.0880000442266465e-05,
-   "max": 5.33440001308918e-05,
+   "seconds": 5.648000165820122e-05,
+   "min": 5.2799999713897704e-05,
+   "max": 0.00010825599730014801,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.0278665324052156e-05,
-   "min": 1.2230676909287747e-05,
-   "max": 0.0001131906633575757,
+   "seconds": 1.1305338392655017e-05,
+   "min": 0.0,
+   "max": 0.00022224932039777433,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 1.3344000093638897e-05,
-   "min": 1.2608000077307224e-05,
-   "max": 2.72000003606081e-05,
+   "seconds": 2.1695999428629874e-05,
+   "min": 2.0384000614285468e-05,
+   "max": 2.8991999104619025e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.370266252507764e-05,
+   "max": 2.7977336818973205e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.2208001017570495e-05,
-   "min": 2.239999920129776e-05,
-   "max": 0.00011910399794578553,
+   "seconds": 3.987200185656547e-05,
+   "min": 3.772800043225288e-05,
+   "max": 6.969600170850754e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 2.135066812237103e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 4.1638673593600586e-05,
+   "max": 2.1801328907410263e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.8464000895619392e-05,
+   "seconds": 1.7952000722289084e-05,
    "min": 1.6992000862956048e-05,
-   "max": 4.8735998570919034e-05,
+   "max": 2.9279999434947967e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
-   "seconds": 5.9906685103972555e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 3.034266767402486e-05,
+   "max": 4.944933640460173e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.827200084924698e-05,
-   "min": 3.407999873161316e-05,
-   "max": 6.927999854087829e-05,
+   "seconds": 3.6959998309612273e-05,
+   "min": 3.420799970626831e-05,
+   "max": 5.744000151753426e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 2.9222675909598662e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 7.463067149122556e-05,
+   "max": 0.0001598173479239146,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 2.0479999482631683e-05,
-   "min": 1.8303999677300454e-05,
-   "max": 3.26399989426136e-05,
+   "seconds": 1.9295999780297278e-05,
+   "min": 1.8559999763965608e-05,
+   "max": 3.676800057291984e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 7.456667100389798e-05,
-   "min": 3.053466354807216e-05,
-   "max": 0.0001421506640811761,
+   "seconds": 1.9689329589406637e-05,
+   "min": 0.0,
+   "max": 0.0002858653298268715,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.82080003619194e-05,
-   "min": 2.070399932563305e-05,
-   "max": 6.652799993753433e-05,
+   "seconds": 3.942399844527245e-05,
+   "min": 3.724800050258636e-05,
+   "max": 4.975999891757965e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 6.272667025526363e-05,
-   "min": 0.0,
-   "max": 0.00016554265593489008,
+   "seconds": 1.335333908597625e-05,
+   "min": 1.0534251729645353e-07,
+   "max": 3.885733212033907e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.120533315198762e-05,
-   "min": 1.120533315198762e-05,
-   "max": 1.120533315198762e-05,
+   "seconds": 1.8377143534876053e-05,
+   "min": 1.8377143534876053e-05,
+   "max": 1.8377143534876053e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1686,15 +1689,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6896001547574996e-05,
-    9.753599762916565e-05,
-    0.00021398399770259857
+    3.683200106024742e-05,
+    9.50080007314682e-05,
+    0.0003135040104389191
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 3.102247718544234e-05,
-   "min": 3.102247718544234e-05,
-   "max": 3.102247718544234e-05,
+   "seconds": 1.4915809922275089e-05,
+   "min": 1.4915809922275089e-05,
+   "max": 1.4915809922275089e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1703,15 +1706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025404798984527587,
-    0.0003131200075149536,
-    0.0008649280071258545
+    0.00016448000073432923,
+    0.00025407999753952027,
+    0.0006604480147361755
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.8182857050782157e-05,
-   "min": 1.8182857050782157e-05,
-   "max": 1.8182857050782157e-05,
+   "seconds": 1.9249524566389266e-05,
+   "min": 1.9249524566389266e-05,
+   "max": 1.9249524566389266e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1720,15 +1723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.411199808120728e-05,
-    0.00010579200088977814,
-    0.00033923199772834775
+    5.536000058054924e-05,
+    0.000118367999792099,
+    0.0003458560109138489
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.8082286985147564e-05,
-   "min": 1.8082286985147564e-05,
-   "max": 1.8082286985147564e-05,
+   "seconds": 1.6177522107249217e-05,
+   "min": 1.6177522107249217e-05,
+   "max": 1.6177522107249217e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1737,43 +1740,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002784000039100647,
-    0.000343968003988266,
-    0.0008079680204391479
+    0.00020451200008392333,
+    0.0003041279911994934,
+    0.0007336959838867188
    ]
   },
   "layer_forward_cat": {
-   "seconds": 1.900799944996834e-05,
-   "min": 1.753599941730499e-05,
-   "max": 4.1023999452590943e-05,
+   "seconds": 2.9952000826597214e-05,
+   "min": 2.803199924528599e-05,
+   "max": 4.934399947524071e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
-   "seconds": 1.666670044263123e-07,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 5.2294669051965046e-05,
+   "max": 1.0377338776985793e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.1647998839616774e-05,
-   "min": 2.8896000236272813e-05,
-   "max": 4.88319993019104e-05,
+   "seconds": 5.1231998950243e-05,
+   "min": 4.684799909591675e-05,
+   "max": 8.902399986982346e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
-   "seconds": 8.83866598208743e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 8.602267255385714e-05,
+   "max": 0.00013792933399478594,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00012968532670111884,
-   "min": 0.00012968532670111884,
-   "max": 0.00012968532670111884,
+   "seconds": 0.00011819504485243842,
+   "min": 0.00011819504485243842,
+   "max": 0.00011819504485243842,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1782,15 +1785,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001337919980287552,
-    0.00035283198952674864,
-    0.00202239990234375
+    0.0001353600025177002,
+    0.0004723840057849884,
+    0.0019024319648742675
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001713676225571405,
-   "min": 0.0001713676225571405,
-   "max": 0.0001713676225571405,
+   "seconds": 0.00019700570262613754,
+   "min": 0.00019700570262613754,
+   "max": 0.00019700570262613754,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1799,15 +1802,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004924159944057465,
-    0.0016223679780960083,
-    0.005083807945251465
+    0.0004842880070209503,
+    0.001445888042449951,
+    0.005217631816864013
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0001224129448334376,
-   "min": 0.0001224129448334376,
-   "max": 0.0001224129448334376,
+   "seconds": 7.766628194422949e-05,
+   "min": 7.766628194422949e-05,
+   "max": 7.766628194422949e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1816,15 +1819,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018223999440670013,
-    0.0005239359736442566,
-    0.0020099198818206787
+    0.00017507199943065643,
+    0.0003703359961509705,
+    0.0013274879455566406
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00018619887956551143,
-   "min": 0.00018619887956551143,
-   "max": 0.00018619887956551143,
+   "seconds": 0.00022708877566314877,
+   "min": 0.00022708877566314877,
+   "max": 0.00022708877566314877,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1833,15 +1836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007358080148696899,
-    0.0017726399898529053,
-    0.0054019842147827145
+    0.0005334720015525817,
+    0.0016965759992599487,
+    0.005187744140625
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00020891124010086057,
-   "min": 0.00020891124010086057,
-   "max": 0.00020891124010086057,
+   "seconds": 0.0003950781055859157,
+   "min": 0.0003950781055859157,
+   "max": 0.0003950781055859157,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1850,15 +1853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005722879767417907,
-    0.0017711679935455322,
-    0.0038966720104217528
+    0.0005818560123443604,
+    0.00185206401348114,
+    0.0065363521575927735
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006392731638181779,
-   "min": 0.0006392731638181779,
-   "max": 0.0006392731638181779,
+   "seconds": 0.0006440974559102739,
+   "min": 0.0006440974559102739,
+   "max": 0.0006440974559102739,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1867,15 +1870,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019936959743499755,
-    0.0040382399559020996,
-    0.014549792289733887
+    0.00186735999584198,
+    0.0047810239791870116,
+    0.017387039184570314
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00030620571829023815,
-   "min": 0.00030620571829023815,
-   "max": 0.00030620571829023815,
+   "seconds": 0.0005959847342400323,
+   "min": 0.0005959847342400323,
+   "max": 0.0005959847342400323,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1884,15 +1887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005727999806404114,
-    0.002296191930770874,
-    0.005434144020080567
+    0.0005308799743652344,
+    0.0018088959455490113,
+    0.009300671577453613
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0010109897482962836,
-   "min": 0.0010109897482962836,
-   "max": 0.0010109897482962836,
+   "seconds": 0.0008954255495752609,
+   "min": 0.0008954255495752609,
+   "max": 0.0008954255495752609,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1901,15 +1904,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001882815957069397,
-    0.006630015850067139,
-    0.02190595245361328
+    0.0016696640253067016,
+    0.004844192028045654,
+    0.02360758399963379
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.6875428369357473e-05,
-   "min": 1.6875428369357473e-05,
-   "max": 1.6875428369357473e-05,
+   "seconds": 2.2998856114489693e-05,
+   "min": 2.2998856114489693e-05,
+   "max": 2.2998856114489693e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1918,15 +1921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.956799976527691e-05,
-    9.062399715185165e-05,
-    0.00028617599606513977
+    4.0288001298904416e-05,
+    0.00011007999628782272,
+    0.00038553598523139956
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.1948190888478647e-05,
-   "min": 5.1948190888478647e-05,
-   "max": 5.1948190888478647e-05,
+   "seconds": 4.0300194528840834e-05,
+   "min": 4.0300194528840834e-05,
+   "max": 4.0300194528840834e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1935,15 +1938,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015385599434375764,
-    0.00035791999101638793,
-    0.0011854079961776734
+    0.00017123199999332427,
+    0.0003705919981002808,
+    0.0011238720417022705
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.6471619052546365e-05,
-   "min": 1.6471619052546365e-05,
-   "max": 1.6471619052546365e-05,
+   "seconds": 2.383619138882274e-05,
+   "min": 2.383619138882274e-05,
+   "max": 2.383619138882274e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1952,15 +1955,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4863998889923095e-05,
-    9.561599791049957e-05,
-    0.00029238399863243104
+    6.111999973654748e-05,
+    0.00012953600287437438,
+    0.00041763201355934145
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 6.851352502902348e-05,
-   "min": 6.851352502902348e-05,
-   "max": 6.851352502902348e-05,
+   "seconds": 4.221790798363231e-05,
+   "min": 4.221790798363231e-05,
+   "max": 4.221790798363231e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1969,15 +1972,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015007999539375306,
-    0.0003160640001296997,
-    0.0013952000141143799
+    0.0001916159987449646,
+    0.0004158079922199249,
+    0.0011911040544509888
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.608304683651243e-05,
-   "min": 2.608304683651243e-05,
-   "max": 2.608304683651243e-05,
+   "seconds": 2.642437993060975e-05,
+   "min": 2.642437993060975e-05,
+   "max": 2.642437993060975e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1986,15 +1989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.255999997258186e-05,
-    0.00012403199821710588,
-    0.00043487998843193054
+    4.275200143456459e-05,
+    0.00012044800072908401,
+    0.00043859198689460754
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00011714819322029749,
-   "min": 0.00011714819322029749,
-   "max": 0.00011714819322029749,
+   "seconds": 0.00010437334116016115,
+   "min": 0.00010437334116016115,
+   "max": 0.00010437334116016115,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2003,15 +2006,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031644800305366517,
-    0.000926751971244812,
-    0.0025251200199127195
+    0.0004208959937095642,
+    0.0007262719869613648,
+    0.002353856086730957
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.236952428306852e-05,
-   "min": 4.236952428306852e-05,
-   "max": 4.236952428306852e-05,
+   "seconds": 3.765790377344404e-05,
+   "min": 3.765790377344404e-05,
+   "max": 3.765790377344404e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2020,15 +2023,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.556800335645676e-05,
-    0.00018755200505256653,
-    0.0007127360105514527
+    0.00010041599720716476,
+    0.00015087999403476715,
+    0.0006444479823112488
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.195200211945033e-05,
-   "min": 9.195200211945033e-05,
-   "max": 9.195200211945033e-05,
+   "seconds": 9.07398121697562e-05,
+   "min": 9.07398121697562e-05,
+   "max": 9.07398121697562e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2037,15 +2040,491 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003740479946136475,
-    0.0009441279768943787,
-    0.0024445760250091553
+    0.0002919679880142212,
+    0.0007790719866752624,
+    0.002251904010772705
    ]
   },
+  "backward_call_before_first_kernel": {
+   "seconds": 0.0001698240041732788,
+   "min": 0.00015011200308799743,
+   "max": 0.0002916159927845001,
+   "samples": 21,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast"
+  },
+  "backward_call_after_last_kernel": {
+   "seconds": 0.0001520639955997467,
+   "min": 0.0001080000028014183,
+   "max": 0.0022241599559783935,
+   "samples": 21,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast"
+  },
+  "backward_call_before_first_kernel_autocast": {
+   "seconds": 0.0001499519944190979,
+   "min": 0.0001096320003271103,
+   "max": 0.00022659200429916382,
+   "samples": 21,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16)"
+  },
+  "backward_call_after_last_kernel_autocast": {
+   "seconds": 0.00017209599912166595,
+   "min": 0.00011763200163841247,
+   "max": 0.00034944000840187074,
+   "samples": 21,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_linear": {
+   "seconds": 0.0003089030456542969,
+   "min": 0.0002494758415222168,
+   "max": 0.00046013824462890623,
+   "samples": 11,
+   "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_linear_autocast": {
+   "seconds": 0.00040122753143310546,
+   "min": 0.00036444030761718753,
+   "max": 0.0005829536056518555,
+   "samples": 11,
+   "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_matmul": {
+   "seconds": 0.00016267007827758788,
+   "min": 0.00015994175910949708,
+   "max": 0.00016567743301391602,
+   "samples": 11,
+   "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_matmul_autocast": {
+   "seconds": 0.00029810880661010743,
+   "min": 0.00029191936492919924,
+   "max": 0.00030549247741699215,
+   "samples": 11,
+   "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_bmm": {
+   "seconds": 0.00018888000488281252,
+   "min": 0.00017986495971679688,
+   "max": 0.00019958656311035158,
+   "samples": 11,
+   "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_bmm_autocast": {
+   "seconds": 0.00036151615142822265,
+   "min": 0.00028688064575195315,
+   "max": 0.0006560652923583984,
+   "samples": 11,
+   "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_conv2d": {
+   "seconds": 0.00027489919662475586,
+   "min": 0.00022980224609374999,
+   "max": 0.0003457401657104492,
+   "samples": 11,
+   "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_conv2d_autocast": {
+   "seconds": 0.0006019673538208008,
+   "min": 0.0004866668701171875,
+   "max": 0.0006758438110351562,
+   "samples": 11,
+   "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_conv1d": {
+   "seconds": 0.00019038015365600586,
+   "min": 0.00017324224472045898,
+   "max": 0.00020583999633789061,
+   "samples": 11,
+   "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_conv1d_autocast": {
+   "seconds": 0.0005839910507202149,
+   "min": 0.00032264446258544924,
+   "max": 0.0006577164459228515,
+   "samples": 11,
+   "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_batchnorm2d": {
+   "seconds": 0.00034598209381103516,
+   "min": 0.00033235008239746095,
+   "max": 0.00039230590820312503,
+   "samples": 11,
+   "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_batchnorm2d_autocast": {
+   "seconds": 0.00043469249725341794,
+   "min": 0.00039825729370117184,
+   "max": 0.0005211334228515625,
+   "samples": 11,
+   "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_layernorm": {
+   "seconds": 0.0001953459167480469,
+   "min": 0.00013759103775024415,
+   "max": 0.00022861183166503904,
+   "samples": 11,
+   "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_layernorm_autocast": {
+   "seconds": 0.0001668659210205078,
+   "min": 0.00014066752433776854,
+   "max": 0.00017483711242675782,
+   "samples": 11,
+   "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_groupnorm": {
+   "seconds": 0.0001893459129333496,
+   "min": 0.000179289608001709,
+   "max": 0.000275728645324707,
+   "samples": 11,
+   "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_groupnorm_autocast": {
+   "seconds": 0.00023442560195922852,
+   "min": 0.0001959219169616699,
+   "max": 0.00034433406829833987,
+   "samples": 11,
+   "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_relu": {
+   "seconds": 9.829440116882325e-05,
+   "min": 9.601280212402344e-05,
+   "max": 0.00010828736305236817,
+   "samples": 11,
+   "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_relu_autocast": {
+   "seconds": 0.00011868864059448243,
+   "min": 0.00011088255882263185,
+   "max": 0.00024741504669189456,
+   "samples": 11,
+   "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_gelu": {
+   "seconds": 0.0001030303955078125,
+   "min": 8.60108757019043e-05,
+   "max": 0.0001109331226348877,
+   "samples": 11,
+   "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_gelu_autocast": {
+   "seconds": 0.00014634048461914062,
+   "min": 0.0001386393642425537,
+   "max": 0.00016603136062622072,
+   "samples": 11,
+   "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_silu": {
+   "seconds": 0.00011896384239196778,
+   "min": 0.00011404224395751953,
+   "max": 0.00012198719978332519,
+   "samples": 11,
+   "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_silu_autocast": {
+   "seconds": 0.00014959424018859863,
+   "min": 0.00014030336380004883,
+   "max": 0.00016773056030273438,
+   "samples": 11,
+   "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_tanh": {
+   "seconds": 0.00012006719589233398,
+   "min": 0.0001103059196472168,
+   "max": 0.00012448767662048339,
+   "samples": 11,
+   "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_tanh_autocast": {
+   "seconds": 0.00013624832153320314,
+   "min": 0.00013333375930786134,
+   "max": 0.0001445126438140869,
+   "samples": 11,
+   "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_sigmoid": {
+   "seconds": 0.00011680319786071777,
+   "min": 0.00011021439552307128,
+   "max": 0.0001240998363494873,
+   "samples": 11,
+   "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_sigmoid_autocast": {
+   "seconds": 0.00014509696006774904,
+   "min": 0.0001415231990814209,
+   "max": 0.00015077887535095214,
+   "samples": 11,
+   "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_dropout": {
+   "seconds": 0.0001240569591522217,
+   "min": 0.00011756799697875976,
+   "max": 0.00012843968391418458,
+   "samples": 11,
+   "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_dropout_autocast": {
+   "seconds": 0.0001459603214263916,
+   "min": 0.00013812992095947266,
+   "max": 0.00014770751953124998,
+   "samples": 11,
+   "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_add": {
+   "seconds": 0.00012377280235290527,
+   "min": 0.00011724672317504882,
+   "max": 0.00012980799674987793,
+   "samples": 11,
+   "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_add_autocast": {
+   "seconds": 0.00015226880073547361,
+   "min": 0.0001447001552581787,
+   "max": 0.00016016511917114255,
+   "samples": 11,
+   "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_mul": {
+   "seconds": 0.00012736384391784668,
+   "min": 0.00011793791770935059,
+   "max": 0.00013542847633361816,
+   "samples": 11,
+   "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_mul_autocast": {
+   "seconds": 0.00015461119651794433,
+   "min": 0.00014949503898620606,
+   "max": 0.00016238143920898438,
+   "samples": 11,
+   "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_softmax": {
+   "seconds": 0.00011743935585021972,
+   "min": 0.00011363200187683106,
+   "max": 0.00012569664001464844,
+   "samples": 11,
+   "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_softmax_autocast": {
+   "seconds": 0.00014975423812866212,
+   "min": 0.0001307097625732422,
+   "max": 0.0001566579246520996,
+   "samples": 11,
+   "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_log_softmax": {
+   "seconds": 0.00010361663818359376,
+   "min": 9.615679740905763e-05,
+   "max": 0.0001161190414428711,
+   "samples": 11,
+   "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_log_softmax_autocast": {
+   "seconds": 0.00014033984184265137,
+   "min": 0.000130697603225708,
+   "max": 0.0001477676773071289,
+   "samples": 11,
+   "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_cross_entropy": {
+   "seconds": 0.00019924543380737305,
+   "min": 0.00019095232009887694,
+   "max": 0.00020247999191284178,
+   "samples": 11,
+   "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_cross_entropy_autocast": {
+   "seconds": 0.00021050432205200196,
+   "min": 0.00019940799713134765,
+   "max": 0.00022648191452026366,
+   "samples": 11,
+   "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_embedding": {
+   "seconds": 0.00012724736213684082,
+   "min": 0.00012183615684509277,
+   "max": 0.00013907008171081542,
+   "samples": 11,
+   "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_embedding_autocast": {
+   "seconds": 0.00015065216064453124,
+   "min": 0.00014673343658447267,
+   "max": 0.00016303167343139648,
+   "samples": 11,
+   "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_maxpool2d": {
+   "seconds": 0.00011600704193115233,
+   "min": 0.00010676032066345215,
+   "max": 0.00012816767692565918,
+   "samples": 11,
+   "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_maxpool2d_autocast": {
+   "seconds": 0.00014598208427429198,
+   "min": 0.00014114815711975098,
+   "max": 0.00015724608421325683,
+   "samples": 11,
+   "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_avgpool2d": {
+   "seconds": 0.00010414400100708009,
+   "min": 0.00010215423583984375,
+   "max": 0.00010805312156677247,
+   "samples": 11,
+   "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_avgpool2d_autocast": {
+   "seconds": 0.00013664511680603028,
+   "min": 0.00013178048133850097,
+   "max": 0.0001419167995452881,
+   "samples": 11,
+   "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_adaptive_avgpool2d": {
+   "seconds": 0.00012221952438354493,
+   "min": 0.00011438655853271484,
+   "max": 0.00013003775596618652,
+   "samples": 11,
+   "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_adaptive_avgpool2d_autocast": {
+   "seconds": 0.00014545791625976564,
+   "min": 0.00013612223625183105,
+   "max": 0.0001593145561218262,
+   "samples": 11,
+   "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_flatten": {
+   "seconds": 7.081408023834229e-05,
+   "min": 6.88915205001831e-05,
+   "max": 7.690559864044189e-05,
+   "samples": 11,
+   "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_flatten_autocast": {
+   "seconds": 0.0001049503993988037,
+   "min": 0.00010144448280334473,
+   "max": 0.00010981632232666015,
+   "samples": 11,
+   "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_reshape": {
+   "seconds": 7.332543849945069e-05,
+   "min": 7.198847770690918e-05,
+   "max": 7.571392059326172e-05,
+   "samples": 11,
+   "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_reshape_autocast": {
+   "seconds": 9.268159866333008e-05,
+   "min": 8.990464210510254e-05,
+   "max": 9.859328269958496e-05,
+   "samples": 11,
+   "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_slice": {
+   "seconds": 9.893119812011719e-05,
+   "min": 9.811903953552247e-05,
+   "max": 0.00010098431587219238,
+   "samples": 11,
+   "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_slice_autocast": {
+   "seconds": 0.00011916864395141602,
+   "min": 0.00011657407760620117,
+   "max": 0.0001235174369812012,
+   "samples": 11,
+   "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_transpose_contiguous": {
+   "seconds": 0.00013223103523254395,
+   "min": 0.00011313535690307618,
+   "max": 0.0001392531204223633,
+   "samples": 11,
+   "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_transpose_contiguous_autocast": {
+   "seconds": 0.00017135103225708007,
+   "min": 0.00016392704010009766,
+   "max": 0.0001758720016479492,
+   "samples": 11,
+   "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_cat": {
+   "seconds": 0.00010483263969421386,
+   "min": 0.00010131456375122071,
+   "max": 0.00010871935844421386,
+   "samples": 11,
+   "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_cat_autocast": {
+   "seconds": 0.0001318233585357666,
+   "min": 0.00012415103912353517,
+   "max": 0.00014114944458007813,
+   "samples": 11,
+   "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_gelu_tanh_composite": {
+   "seconds": 0.00045418750762939457,
+   "min": 0.0003867718505859375,
+   "max": 0.0005212716674804688,
+   "samples": 11,
+   "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_gelu_tanh_composite_autocast": {
+   "seconds": 0.0005291622543334961,
+   "min": 0.0005105696105957031,
+   "max": 0.0005843494415283204,
+   "samples": 11,
+   "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_mha": {
+   "seconds": 0.001551739501953125,
+   "min": 0.0013398931884765625,
+   "max": 0.001687175750732422,
+   "samples": 11,
+   "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_mha_autocast": {
+   "seconds": 0.001729859161376953,
+   "min": 0.0016246553039550781,
+   "max": 0.0019695622253417967,
+   "samples": 11,
+   "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_rmsnorm": {
+   "seconds": 0.00014922687530517578,
+   "min": 0.0001401632022857666,
+   "max": 0.00015911295890808108,
+   "samples": 11,
+   "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_rmsnorm_autocast": {
+   "seconds": 0.00017136640548706054,
+   "min": 0.00016134719848632812,
+   "max": 0.00017756736755371094,
+   "samples": 11,
+   "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
+  "layer_steady_sdpa": {
+   "seconds": 0.0002425177574157715,
+   "min": 0.0001965382385253906,
+   "max": 0.0002672876739501953,
+   "samples": 11,
+   "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_sdpa_autocast": {
+   "seconds": 0.0003596928024291992,
+   "min": 0.0003334707260131836,
+   "max": 0.00044735103607177737,
+   "samples": 11,
+   "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.632866071428304e-06,
-   "min": 3.3666718749967927e-06,
-   "max": 3.8298705357256835e-06,
+   "seconds": 3.0113749999965175e-06,
+   "min": 2.699700892870384e-06,
+   "max": 3.091640625000177e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2057,9 +2536,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00019313799999208316,
-   "min": 0.0001395030000058536,
-   "max": 0.00024729385715716035,
+   "seconds": 0.00016685085713926843,
+   "min": 0.00013991199999858445,
+   "max": 0.0002168851428600809,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2071,9 +2550,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.0002065210000097295,
-   "min": 0.00020383400000412166,
-   "max": 0.00023724499999389081,
+   "seconds": 0.00019973400000594665,
+   "min": 0.00019472600000369766,
+   "max": 0.00021315800000820673,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2082,9 +2561,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.520950223214113e-05,
-   "min": 3.050936830357414e-05,
-   "max": 4.206233705355318e-05,
+   "seconds": 3.077613839283114e-05,
+   "min": 3.0524816964305757e-05,
+   "max": 3.170045758928351e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2096,9 +2575,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0002276242857115157,
-   "min": -7.146157141895478e-05,
-   "max": 0.0015620754285764957,
+   "seconds": 0.00019591528572147692,
+   "min": -0.00015376928571088572,
+   "max": 0.00024704571428303896,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2110,9 +2589,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00019862099999556904,
-   "min": 0.00017248599999675207,
-   "max": 0.00022200399999405818,
+   "seconds": 0.00017922000000680782,
+   "min": 0.00017297799999482777,
+   "max": 0.00021403099999872666,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2121,9 +2600,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.7879933035546145e-06,
-   "min": 2.6629754464403888e-06,
-   "max": 3.1049263392749334e-06,
+   "seconds": 2.5109419642875352e-06,
+   "min": 1.900928571441085e-06,
+   "max": 2.6511294642769405e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2135,9 +2614,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00013489928570769344,
-   "min": 0.0001076881428596315,
-   "max": 0.00017301899998350173,
+   "seconds": 0.0001258681428534406,
+   "min": 6.262057142691901e-05,
+   "max": 0.00016151014284560006,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2149,9 +2628,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014899399999990237,
-   "min": 0.00014328399998930763,
-   "max": 0.00017462200000295525,
+   "seconds": 0.00014723099999969236,
+   "min": 0.00014245200000573277,
+   "max": 0.00016178300001001844,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2160,9 +2639,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.527180357143086e-05,
-   "min": 1.3560310267842926e-05,
-   "max": 1.9766397321438083e-05,
+   "seconds": 1.281103794644903e-05,
+   "min": 1.1843261160723476e-05,
+   "max": 1.3054216517855671e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2174,9 +2653,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0005530984285684326,
-   "min": 0.0003143412857095232,
-   "max": 0.0014427768571424946,
+   "seconds": 0.00044987099999868206,
+   "min": 0.0002772051428589098,
+   "max": 0.0005823208571322473,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2188,9 +2667,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005367350000113902,
-   "min": 0.0005049460000066119,
-   "max": 0.0006097939999989421,
+   "seconds": 0.0005161180000072818,
+   "min": 0.0005028909999964526,
+   "max": 0.0005300870000013447,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2199,9 +2678,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00011666491517860398,
-   "min": 0.00010776984821427225,
-   "max": 0.00012446547767857346,
+   "seconds": 8.631059151780513e-05,
+   "min": 7.739987946428098e-05,
+   "max": 0.00010388121651787914,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2213,9 +2692,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0001272320000132209,
-   "min": -0.00038992285715063867,
-   "max": 0.002679693428583667,
+   "seconds": 0.00040335099999465156,
+   "min": -0.000277346428573212,
+   "max": 0.0019724782857183853,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2227,9 +2706,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0005874399999896696,
-   "min": 0.0005079869999917719,
-   "max": 0.0006071180000049026,
+   "seconds": 0.0004118629999965151,
+   "min": 0.00038916600000504786,
+   "max": 0.001067226999992954,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2238,9 +2717,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.221633928531381e-06,
-   "min": 3.991390624965721e-06,
-   "max": 4.404392857157039e-06,
+   "seconds": 2.810066964295136e-06,
+   "min": 2.5752924107193465e-06,
+   "max": 4.133917410736083e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2252,9 +2731,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00014952242858003374,
-   "min": 0.00011053400000905967,
-   "max": 0.00022032900001127994,
+   "seconds": 0.0001303209999922014,
+   "min": 3.1873285712841974e-05,
+   "max": 0.0002251905714152664,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2266,9 +2745,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0002818330000025071,
-   "min": 0.00023797099999001148,
-   "max": 0.00035387200000513985,
+   "seconds": 0.0001957610000005161,
+   "min": 0.0001839439999997694,
+   "max": 0.00021445600000902232,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2277,37 +2756,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 9.512085999986652e-06,
-   "min": 8.092312999991692e-06,
-   "max": 1.442380100000662e-05,
+   "seconds": 5.3311919999998735e-06,
+   "min": 4.927786999999739e-06,
+   "max": 5.917279999991365e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 1.1395051000008038e-05,
-   "min": 9.959584000000632e-06,
-   "max": 1.5853163999992147e-05,
+   "seconds": 7.067696999996542e-06,
+   "min": 6.7093749999997955e-06,
+   "max": 8.015090000000669e-06,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.7326630000127351e-06,
-   "min": 1.6860260000015614e-06,
-   "max": 2.0077840000141125e-06,
+   "seconds": 8.505910000025097e-07,
+   "min": 8.100080000019716e-07,
+   "max": 1.1763459999940552e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.193571299999064e-05,
-   "min": 1.997626899999716e-05,
-   "max": 2.6060040999993817e-05,
+   "seconds": 1.4619065999994519e-05,
+   "min": 1.4174248999992756e-05,
+   "max": 1.5296292000002154e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.565543599999387e-05,
-   "min": 2.4165123000003063e-05,
-   "max": 2.8814582999999062e-05,
+   "seconds": 1.8006303999996475e-05,
+   "min": 1.7758325000002627e-05,
+   "max": 1.8592984000008527e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   }
@@ -2332,15 +2811,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.517504999999989e-05,
-    "min": 7.48698e-05,
-    "max": 7.56369999999999e-05,
+    "seconds": 7.562544999999997e-05,
+    "min": 7.555179999999992e-05,
+    "max": 7.567419999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010433654999999998,
-    "min": 0.00010421589999999997,
-    "max": 0.00010437660000000002,
+    "seconds": 0.0001047327,
+    "min": 0.00010438040000000006,
+    "max": 0.00010478360000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2364,15 +2843,1551 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.114114999999998e-05,
-    "min": 9.107979999999997e-05,
-    "max": 9.137779999999967e-05,
+    "seconds": 9.340810000000003e-05,
+    "min": 9.321279999999994e-05,
+    "max": 9.369549999999981e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.5513e-05,
-    "min": 9.53877e-05,
-    "max": 9.566249999999996e-05,
+    "seconds": 9.717245e-05,
+    "min": 9.672960000000003e-05,
+    "max": 9.756390000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      64,
+      112,
+      112
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00017906554999999995,
+    "min": 0.000178954,
+    "max": 0.00017964090000000015,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004580776999999999,
+    "min": 0.00045777100000000005,
+    "max": 0.000458467,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      64,
+      112,
+      112
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00029136415,
+    "min": 0.0002907315999999998,
+    "max": 0.0002921797000000001,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0005457895499999999,
+    "min": 0.0005454031,
+    "max": 0.0005461085,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      64,
+      112,
+      112
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0006978160500000002,
+    "min": 0.0006965188000000001,
+    "max": 0.0006985349,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0017973470999999995,
+    "min": 0.0017969701000000002,
+    "max": 0.0017983775999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      64,
+      112,
+      112
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0011727553500000005,
+    "min": 0.0011720302,
+    "max": 0.0011741920000000001,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0021633070500000004,
+    "min": 0.0021616068,
+    "max": 0.0021644367000000003,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      64,
+      56,
+      56
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.4665649999999985e-05,
+    "min": 3.453449999999998e-05,
+    "max": 3.5164700000000026e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.955510000000007e-05,
+    "min": 9.932759999999998e-05,
+    "max": 0.00010007010000000002,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      64,
+      56,
+      56
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.815994999999997e-05,
+    "min": 4.8095900000000015e-05,
+    "max": 4.972190000000011e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 7.111990000000004e-05,
+    "min": 7.104679999999999e-05,
+    "max": 7.239959999999997e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      64,
+      56,
+      56
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00017839204999999994,
+    "min": 0.00017812779999999993,
+    "max": 0.00017851570000000002,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.000454779,
+    "min": 0.00045463230000000006,
+    "max": 0.0004562256000000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 64
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      64,
+      56,
+      56
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0003287727000000001,
+    "min": 0.0003273167,
+    "max": 0.00032922660000000005,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0006155114500000001,
+    "min": 0.000614592,
+    "max": 0.0006160602999999999,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      128,
+      56,
+      56
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.2088100000000054e-05,
+    "min": 5.197110000000004e-05,
+    "max": 5.2419000000000014e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00012452204999999997,
+    "min": 0.00012418289999999995,
+    "max": 0.00012503719999999995,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      128,
+      56,
+      56
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.849875000000005e-05,
+    "min": 6.661290000000007e-05,
+    "max": 7.056829999999999e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00013212754999999997,
+    "min": 0.00013104809999999996,
+    "max": 0.00013272279999999997,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      128,
+      56,
+      56
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00020136510000000004,
+    "min": 0.00020128409999999988,
+    "max": 0.0002016013,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004784979000000001,
+    "min": 0.00047777150000000016,
+    "max": 0.00047868879999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      128,
+      56,
+      56
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00038885044999999993,
+    "min": 0.0003883569999999999,
+    "max": 0.00038989900000000003,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0006368512999999999,
+    "min": 0.0006364319999999999,
+    "max": 0.0006379184999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      256,
+      56,
+      56
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.959089999999996e-05,
+    "min": 7.927630000000005e-05,
+    "max": 7.990769999999999e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00014369249999999996,
+    "min": 0.00014322869999999999,
+    "max": 0.00014410220000000002,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      256,
+      56,
+      56
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012557619999999998,
+    "min": 0.0001253598000000001,
+    "max": 0.00012604190000000006,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00017112810000000003,
+    "min": 0.00017082160000000008,
+    "max": 0.00017177640000000003,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      256,
+      56,
+      56
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00030781845,
+    "min": 0.0003073538999999999,
+    "max": 0.00030857529999999995,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00055785855,
+    "min": 0.0005574801000000002,
+    "max": 0.0005581134999999999,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      256,
+      56,
+      56
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0004814728500000001,
+    "min": 0.00048114710000000005,
+    "max": 0.00048163469999999996,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00067536435,
+    "min": 0.0006738571999999999,
+    "max": 0.0006766803000000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      128,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.443399999999963e-06,
+    "min": 9.42710000000003e-06,
+    "max": 9.491200000000003e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.5137800000000016e-05,
+    "min": 1.5053099999999995e-05,
+    "max": 1.5251399999999967e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      128,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.1226550000000055e-05,
+    "min": 2.1170699999999977e-05,
+    "max": 2.1321700000000054e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.0257600000000014e-05,
+    "min": 2.020490000000002e-05,
+    "max": 2.0415799999999968e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      128,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.163475000000001e-05,
+    "min": 5.134099999999994e-05,
+    "max": 5.186850000000008e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00012650300000000003,
+    "min": 0.0001262394,
+    "max": 0.00012695759999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 128
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      128,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.898664999999994e-05,
+    "min": 7.777399999999999e-05,
+    "max": 8.253730000000001e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001536650999999999,
+    "min": 0.00015281350000000002,
+    "max": 0.0001538418,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      256,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.298724999999999e-05,
+    "min": 1.2950099999999997e-05,
+    "max": 1.3836800000000018e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.471679999999996e-05,
+    "min": 3.432930000000019e-05,
+    "max": 3.5142700000000025e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      256,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.7017699999999967e-05,
+    "min": 2.6969300000000033e-05,
+    "max": 2.7273300000000117e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.7194949999999996e-05,
+    "min": 2.711390000000006e-05,
+    "max": 2.743659999999992e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      256,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.013125e-05,
+    "min": 8.00317e-05,
+    "max": 8.092699999999995e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00014789394999999996,
+    "min": 0.0001475734,
+    "max": 0.00014831060000000004,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      256,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00014136935,
+    "min": 0.00014112640000000005,
+    "max": 0.00014212339999999997,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00020130749999999997,
+    "min": 0.00020082500000000012,
+    "max": 0.0002016344000000003,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      512,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.494354999999998e-05,
+    "min": 3.4626699999999985e-05,
+    "max": 3.5322099999999944e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 5.9065500000000073e-05,
+    "min": 5.886040000000005e-05,
+    "max": 5.94111000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      512,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.536100000000002e-05,
+    "min": 4.505569999999999e-05,
+    "max": 4.5888099999999985e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 5.230564999999995e-05,
+    "min": 5.207659999999999e-05,
+    "max": 5.333140000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      512,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00015378264999999985,
+    "min": 0.00015332170000000007,
+    "max": 0.00015392960000000012,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00021478289999999993,
+    "min": 0.0002145403,
+    "max": 0.0002150456,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      512,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00020090419999999995,
+    "min": 0.00020061999999999996,
+    "max": 0.00020106949999999994,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00022935194999999998,
+    "min": 0.00022866900000000006,
+    "max": 0.00022953240000000004,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      256,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.435299999999979e-06,
+    "min": 6.406299999999988e-06,
+    "max": 6.4831000000000125e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 6.180999999999972e-06,
+    "min": 6.166300000000024e-06,
+    "max": 6.214100000000019e-06,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      256,
+      14,
+      14
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.3678199999999997e-05,
+    "min": 1.3670599999999989e-05,
+    "max": 1.3705899999999963e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.539199999999983e-06,
+    "min": 9.52600000000008e-06,
+    "max": 9.63200000000005e-06,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      256,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.4576049999999997e-05,
+    "min": 1.4547100000000034e-05,
+    "max": 1.5321500000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.0916699999999995e-05,
+    "min": 3.079029999999999e-05,
+    "max": 3.1477999999999986e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 256
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      256,
+      14,
+      14
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.4305349999999934e-05,
+    "min": 3.427230000000005e-05,
+    "max": 3.459199999999993e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.362084999999997e-05,
+    "min": 3.356120000000001e-05,
+    "max": 3.3872100000000024e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      512,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.1065750000000035e-05,
+    "min": 1.0944100000000003e-05,
+    "max": 1.1181100000000016e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.1646299999999933e-05,
+    "min": 1.149749999999998e-05,
+    "max": 1.1788799999999993e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      512,
+      14,
+      14
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.1084799999999954e-05,
+    "min": 2.1039900000000036e-05,
+    "max": 2.1100500000000033e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.6334450000000028e-05,
+    "min": 1.626579999999999e-05,
+    "max": 1.634879999999996e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      512,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.70452e-05,
+    "min": 3.690859999999998e-05,
+    "max": 3.7212900000000045e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 5.702045e-05,
+    "min": 5.65304e-05,
+    "max": 5.733699999999995e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      512,
+      14,
+      14
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.002759999999999e-05,
+    "min": 5.9830199999999934e-05,
+    "max": 6.019279999999994e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 6.520255000000001e-05,
+    "min": 6.449210000000005e-05,
+    "max": 6.594230000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 1024
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      1024,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.167029999999998e-05,
+    "min": 2.1477999999999953e-05,
+    "max": 2.2185400000000003e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.570715000000006e-05,
+    "min": 3.539200000000004e-05,
+    "max": 3.5750200000000016e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 1024
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      1024,
+      14,
+      14
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.578679999999998e-05,
+    "min": 3.576850000000005e-05,
+    "max": 3.580499999999993e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.932315000000004e-05,
+    "min": 2.9276600000000017e-05,
+    "max": 2.9398299999999982e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 1024
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      1024,
+      14,
+      14
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.141599999999998e-05,
+    "min": 7.126769999999996e-05,
+    "max": 7.172110000000001e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00011211604999999999,
+    "min": 0.00011207699999999999,
+    "max": 0.00011259429999999997,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 1024
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      1024,
+      14,
+      14
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00011919725000000008,
+    "min": 0.00011912279999999999,
+    "max": 0.00011968849999999998,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00013024545000000002,
+    "min": 0.00012993290000000007,
+    "max": 0.00013044509999999995,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      512,
+      7,
+      7
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.268950000000008e-06,
+    "min": 7.2286999999999804e-06,
+    "max": 7.325100000000009e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 6.412800000000016e-06,
+    "min": 6.4093999999999365e-06,
+    "max": 6.483300000000121e-06,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      512,
+      7,
+      7
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.6609499999999947e-05,
+    "min": 1.6592000000000088e-05,
+    "max": 1.6621199999999986e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 6.617549999999982e-06,
+    "min": 6.585900000000016e-06,
+    "max": 6.661799999999971e-06,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      512,
+      7,
+      7
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.162069999999996e-05,
+    "min": 1.1599999999999864e-05,
+    "max": 1.1795299999999987e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.2268700000000019e-05,
+    "min": 1.2224099999999999e-05,
+    "max": 1.2502300000000014e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 512
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      512,
+      7,
+      7
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.314569999999988e-05,
+    "min": 4.312639999999998e-05,
+    "max": 4.318070000000001e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.764150000000001e-05,
+    "min": 1.7577599999999982e-05,
+    "max": 1.771210000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 2048
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      2048,
+      7,
+      7
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.241249999999999e-05,
+    "min": 2.2329099999999996e-05,
+    "max": 2.2652899999999964e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.2478399999999954e-05,
+    "min": 2.24416000000002e-05,
+    "max": 2.2620800000000033e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 2048
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      24,
+      2048,
+      7,
+      7
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.100925e-05,
+    "min": 5.097950000000007e-05,
+    "max": 5.1036599999999985e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.151379999999987e-05,
+    "min": 2.1433500000000187e-05,
+    "max": 2.1551800000000047e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 2048
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      2048,
+      7,
+      7
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.403994999999999e-05,
+    "min": 5.375040000000002e-05,
+    "max": 5.441250000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 7.307995000000005e-05,
+    "min": 7.301059999999994e-05,
+    "max": 7.326419999999994e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "batchnorm2d",
+   "params": {
+    "num_features": 2048
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      2048,
+      7,
+      7
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00015543350000000008,
+    "min": 0.00015534370000000014,
+    "max": 0.00015582539999999998,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 6.619820000000005e-05,
+    "min": 6.595819999999997e-05,
+    "max": 6.623990000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2397,15 +4412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.356425000000002e-05,
-    "min": 5.3461500000000044e-05,
-    "max": 5.3708599999999955e-05,
+    "seconds": 5.403154999999994e-05,
+    "min": 5.3884799999999955e-05,
+    "max": 5.4396400000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012603105,
-    "min": 0.00012549410000000006,
-    "max": 0.00012618069999999998,
+    "seconds": 0.00012685435000000007,
+    "min": 0.00012642519999999988,
+    "max": 0.00012701109999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2430,15 +4445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010400845000000003,
-    "min": 0.0001035391,
-    "max": 0.00010421870000000009,
+    "seconds": 0.0001052911,
+    "min": 0.00010497859999999994,
+    "max": 0.00010557690000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015043209999999986,
-    "min": 0.0001501164,
-    "max": 0.00015080080000000006,
+    "seconds": 0.00015172789999999997,
+    "min": 0.00015124809999999997,
+    "max": 0.0001519776999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2463,15 +4478,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010145185000000006,
-    "min": 0.00010118579999999996,
-    "max": 0.00010186660000000003,
+    "seconds": 0.00010349414999999997,
+    "min": 0.00010299119999999994,
+    "max": 0.00010384950000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001439833,
-    "min": 0.0001438156999999999,
-    "max": 0.00014458349999999979,
+    "seconds": 0.00014482865000000022,
+    "min": 0.0001444251999999999,
+    "max": 0.00014553230000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2496,15 +4511,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015781284999999987,
-    "min": 0.0001574517999999999,
-    "max": 0.00015794329999999987,
+    "seconds": 0.00016102869999999999,
+    "min": 0.0001608904,
+    "max": 0.00016123159999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017082824999999996,
-    "min": 0.00017039020000000004,
-    "max": 0.00017132940000000007,
+    "seconds": 0.0001729265999999998,
+    "min": 0.00017267190000000014,
+    "max": 0.00017304780000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2528,15 +4543,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.772260000000006e-05,
-    "min": 3.7567200000000036e-05,
-    "max": 3.7958099999999964e-05,
+    "seconds": 3.7940550000000004e-05,
+    "min": 3.770520000000002e-05,
+    "max": 3.802560000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010604699999999996,
-    "min": 0.00010593799999999997,
-    "max": 0.00010642090000000002,
+    "seconds": 0.00010596259999999993,
+    "min": 0.0001057916,
+    "max": 0.00010608979999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2560,15 +4575,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023549604999999988,
-    "min": 0.0002353214999999998,
-    "max": 0.0002358554999999997,
+    "seconds": 0.00023869525,
+    "min": 0.00023845779999999992,
+    "max": 0.00023897300000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005542589999999998,
-    "min": 0.0005536388999999994,
-    "max": 0.0005547208000000004,
+    "seconds": 0.0005546468,
+    "min": 0.0005536604000000002,
+    "max": 0.0005550539999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2590,15 +4605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7108199999999985e-05,
-    "min": 3.696249999999998e-05,
-    "max": 3.724140000000002e-05,
+    "seconds": 3.7236899999999975e-05,
+    "min": 3.7055900000000026e-05,
+    "max": 3.75228e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.326475000000006e-05,
-    "min": 5.28601e-05,
-    "max": 5.346529999999993e-05,
+    "seconds": 5.303359999999997e-05,
+    "min": 5.286039999999998e-05,
+    "max": 5.343369999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2620,15 +4635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9194699999999994e-05,
-    "min": 1.890859999999998e-05,
-    "max": 1.9279800000000025e-05,
+    "seconds": 1.9340549999999996e-05,
+    "min": 1.91904e-05,
+    "max": 1.952660000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7332700000000003e-05,
-    "min": 2.718959999999997e-05,
-    "max": 2.7845700000000034e-05,
+    "seconds": 2.7376049999999993e-05,
+    "min": 2.7123e-05,
+    "max": 2.763209999999981e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2650,15 +4665,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3351350000000004e-05,
-    "min": 3.305870000000001e-05,
-    "max": 3.340769999999997e-05,
+    "seconds": 3.349415e-05,
+    "min": 3.3178e-05,
+    "max": 3.3728000000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.743775000000001e-05,
-    "min": 4.709410000000001e-05,
-    "max": 4.7561e-05,
+    "seconds": 4.7308399999999996e-05,
+    "min": 4.690199999999997e-05,
+    "max": 4.762230000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2680,15 +4695,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3993450000000003e-05,
-    "min": 2.389069999999997e-05,
-    "max": 2.4060399999999892e-05,
+    "seconds": 2.413775e-05,
+    "min": 2.402930000000001e-05,
+    "max": 2.4245999999999947e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.181085000000004e-05,
-    "min": 3.170199999999999e-05,
-    "max": 3.195190000000001e-05,
+    "seconds": 3.199635000000001e-05,
+    "min": 3.186579999999994e-05,
+    "max": 3.215369999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2708,15 +4723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3449050000000015e-05,
-    "min": 3.3173800000000024e-05,
-    "max": 3.359050000000001e-05,
+    "seconds": 3.341555000000001e-05,
+    "min": 3.3190200000000054e-05,
+    "max": 3.369309999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.774650000000002e-05,
-    "min": 4.7452700000000055e-05,
-    "max": 4.807920000000007e-05,
+    "seconds": 4.7750450000000094e-05,
+    "min": 4.7356699999999987e-05,
+    "max": 4.821120000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2736,15 +4751,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.883469999999998e-05,
-    "min": 1.8735700000000008e-05,
-    "max": 1.906859999999997e-05,
+    "seconds": 1.920969999999998e-05,
+    "min": 1.8998400000000038e-05,
+    "max": 1.9353299999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.584270000000001e-05,
-    "min": 2.5650700000000005e-05,
-    "max": 2.6386999999999966e-05,
+    "seconds": 2.6278350000000016e-05,
+    "min": 2.59999e-05,
+    "max": 2.6575999999999906e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2764,15 +4779,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.335145e-05,
-    "min": 3.3045700000000055e-05,
-    "max": 3.364470000000007e-05,
+    "seconds": 3.34499e-05,
+    "min": 3.329249999999997e-05,
+    "max": 3.351030000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7504949999999997e-05,
-    "min": 4.701409999999995e-05,
-    "max": 4.772450000000008e-05,
+    "seconds": 4.75951e-05,
+    "min": 4.7510400000000025e-05,
+    "max": 4.7692899999999965e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2792,15 +4807,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8223849999999997e-05,
-    "min": 1.7970799999999964e-05,
-    "max": 1.8367500000000017e-05,
+    "seconds": 1.8299049999999992e-05,
+    "min": 1.8227200000000018e-05,
+    "max": 1.852130000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.445535e-05,
-    "min": 2.432919999999999e-05,
-    "max": 2.4662100000000145e-05,
+    "seconds": 2.454584999999998e-05,
+    "min": 2.4204700000000002e-05,
+    "max": 2.4943899999999943e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2820,15 +4835,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.358209999999998e-05,
-    "min": 3.3477499999999986e-05,
-    "max": 3.376630000000002e-05,
+    "seconds": 3.36511e-05,
+    "min": 3.353939999999995e-05,
+    "max": 3.368010000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7557550000000003e-05,
-    "min": 4.713219999999992e-05,
-    "max": 4.824269999999997e-05,
+    "seconds": 4.7295150000000024e-05,
+    "min": 4.697299999999998e-05,
+    "max": 4.765760000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2848,15 +4863,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.926534999999997e-05,
-    "min": 1.91678e-05,
-    "max": 1.937890000000001e-05,
+    "seconds": 1.9644599999999978e-05,
+    "min": 1.9523300000000007e-05,
+    "max": 1.968310000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4849450000000027e-05,
-    "min": 2.43035e-05,
-    "max": 2.5171200000000024e-05,
+    "seconds": 2.4592199999999968e-05,
+    "min": 2.4304199999999922e-05,
+    "max": 2.4982400000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2878,15 +4893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.779684999999999e-05,
-    "min": 4.76767e-05,
-    "max": 4.794199999999998e-05,
+    "seconds": 4.867139999999998e-05,
+    "min": 4.8390699999999984e-05,
+    "max": 4.8833799999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.665115000000005e-05,
-    "min": 3.631030000000005e-05,
-    "max": 3.7100099999999926e-05,
+    "seconds": 3.675350000000001e-05,
+    "min": 3.637410000000006e-05,
+    "max": 3.71808e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2908,15 +4923,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9922949999999988e-05,
-    "min": 2.9673600000000024e-05,
-    "max": 2.9974999999999976e-05,
+    "seconds": 3.0040199999999997e-05,
+    "min": 2.988399999999997e-05,
+    "max": 3.005479999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.084295000000002e-05,
-    "min": 2.0703599999999915e-05,
-    "max": 2.1522900000000027e-05,
+    "seconds": 2.0774400000000023e-05,
+    "min": 2.0646299999999952e-05,
+    "max": 2.1183700000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2944,15 +4959,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.156320035457611e-05,
-    "min": 5.098559856414795e-05,
-    "max": 5.586879849433898e-05,
+    "seconds": 5.2310401201248166e-05,
+    "min": 5.2009600400924686e-05,
+    "max": 5.764160156250001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.37744003534317e-05,
-    "min": 7.295039892196656e-05,
-    "max": 0.00010310399532318115,
+    "seconds": 8.62384021282196e-05,
+    "min": 8.087679743766785e-05,
+    "max": 0.0001120192050933838,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -2980,15 +4995,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.925440073013306e-05,
-    "min": 2.8665599226951598e-05,
-    "max": 3.788799941539764e-05,
+    "seconds": 3.183359950780868e-05,
+    "min": 3.062720000743866e-05,
+    "max": 3.871679902076721e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.462719976902008e-05,
-    "min": 7.214400172233581e-05,
-    "max": 0.0001044927954673767,
+    "seconds": 8.60832005739212e-05,
+    "min": 7.765439748764038e-05,
+    "max": 0.00011116479635238648,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -3016,15 +5031,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.793855e-05,
-    "min": 4.760870000000001e-05,
-    "max": 4.807299999999997e-05,
+    "seconds": 4.7654150000000026e-05,
+    "min": 4.748190000000003e-05,
+    "max": 4.8032300000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.530914999999997e-05,
-    "min": 9.50252999999998e-05,
-    "max": 9.573370000000008e-05,
+    "seconds": 9.495225e-05,
+    "min": 9.470069999999998e-05,
+    "max": 9.529579999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3052,15 +5067,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4505500000000018e-05,
-    "min": 2.4351799999999993e-05,
-    "max": 2.48379e-05,
+    "seconds": 2.4455800000000017e-05,
+    "min": 2.4160100000000013e-05,
+    "max": 2.463990000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8882900000000074e-05,
-    "min": 4.854029999999993e-05,
-    "max": 4.925699999999984e-05,
+    "seconds": 4.876935000000003e-05,
+    "min": 4.855650000000005e-05,
+    "max": 4.891840000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3084,15 +5099,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.416920000000003e-05,
-    "min": 3.3932799999999974e-05,
-    "max": 3.421719999999999e-05,
+    "seconds": 3.391005e-05,
+    "min": 3.362590000000001e-05,
+    "max": 3.4317300000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.566329999999995e-05,
-    "min": 9.52085e-05,
-    "max": 9.618160000000008e-05,
+    "seconds": 9.549419999999995e-05,
+    "min": 9.515959999999995e-05,
+    "max": 9.598580000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3116,15 +5131,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.408720000000001e-05,
-    "min": 8.387529999999989e-05,
-    "max": 8.429100000000004e-05,
+    "seconds": 8.535070000000001e-05,
+    "min": 8.51742e-05,
+    "max": 8.548810000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012054550000000001,
-    "min": 0.00012028040000000001,
-    "max": 0.00012087540000000009,
+    "seconds": 0.00012031754999999994,
+    "min": 0.00012006729999999989,
+    "max": 0.00012058199999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3146,15 +5161,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.360114999999999e-05,
-    "min": 6.326980000000001e-05,
-    "max": 6.393550000000001e-05,
+    "seconds": 6.430634999999996e-05,
+    "min": 6.410650000000001e-05,
+    "max": 6.466219999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9471499999999996e-05,
-    "min": 4.940379999999998e-05,
-    "max": 4.972459999999997e-05,
+    "seconds": 4.9660700000000004e-05,
+    "min": 4.9475700000000005e-05,
+    "max": 4.98398000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3176,15 +5191,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011370764999999995,
-    "min": 0.00011342280000000001,
-    "max": 0.00011405659999999995,
+    "seconds": 0.00011574455,
+    "min": 0.00011557770000000011,
+    "max": 0.00011591259999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.398555000000006e-05,
-    "min": 7.357619999999999e-05,
-    "max": 7.419460000000012e-05,
+    "seconds": 7.427055000000003e-05,
+    "min": 7.405469999999993e-05,
+    "max": 7.438999999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3211,15 +5226,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.987260000000003e-05,
-    "min": 7.94103e-05,
-    "max": 8.007210000000005e-05,
+    "seconds": 8.099484999999997e-05,
+    "min": 8.082860000000003e-05,
+    "max": 8.135519999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.598584999999998e-05,
-    "min": 7.569749999999996e-05,
-    "max": 7.608240000000005e-05,
+    "seconds": 7.642464999999996e-05,
+    "min": 7.615030000000006e-05,
+    "max": 7.662959999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3246,15 +5261,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012458995000000004,
-    "min": 0.0001243156,
-    "max": 0.00012484170000000001,
+    "seconds": 0.00012639954999999994,
+    "min": 0.00012631030000000005,
+    "max": 0.00012679679999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.827939999999989e-05,
-    "min": 7.80625e-05,
-    "max": 7.852679999999993e-05,
+    "seconds": 7.874245000000002e-05,
+    "min": 7.839650000000013e-05,
+    "max": 7.879709999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3277,15 +5292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5850999999999966e-05,
-    "min": 3.5664299999999956e-05,
-    "max": 3.607640000000001e-05,
+    "seconds": 3.610884999999999e-05,
+    "min": 3.59265e-05,
+    "max": 3.631319999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003393830500000001,
-    "min": 0.00033895970000000095,
-    "max": 0.0003396729000000009,
+    "seconds": 0.00034621865000000014,
+    "min": 0.000345606000000001,
+    "max": 0.0003472435000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3308,15 +5323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.588535e-05,
-    "min": 3.5756699999999935e-05,
-    "max": 3.603769999999995e-05,
+    "seconds": 3.621125e-05,
+    "min": 3.610880000000003e-05,
+    "max": 3.6306799999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034037490000000037,
-    "min": 0.00034001430000000067,
-    "max": 0.00034127810000000056,
+    "seconds": 0.0003457478000000008,
+    "min": 0.0003450567999999996,
+    "max": 0.0003464511999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3351,15 +5366,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.894590000000001e-05,
-    "min": 5.884660000000001e-05,
-    "max": 5.9029799999999995e-05,
+    "seconds": 5.9291850000000004e-05,
+    "min": 5.916489999999997e-05,
+    "max": 5.946199999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000196747,
-    "min": 0.0001967106000000001,
-    "max": 0.00019737009999999997,
+    "seconds": 0.0001977654999999998,
+    "min": 0.00019767769999999986,
+    "max": 0.0001984575999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3394,15 +5409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.873800000000001e-05,
-    "min": 5.866529999999998e-05,
-    "max": 5.8863000000000016e-05,
+    "seconds": 5.8966549999999975e-05,
+    "min": 5.892120000000003e-05,
+    "max": 5.916830000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019142799999999994,
-    "min": 0.00019140820000000002,
-    "max": 0.000191555,
+    "seconds": 0.00019213030000000004,
+    "min": 0.00019208259999999996,
+    "max": 0.00019238020000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3437,15 +5452,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.611785000000002e-05,
-    "min": 6.607879999999999e-05,
-    "max": 6.621109999999996e-05,
+    "seconds": 6.680915e-05,
+    "min": 6.67417e-05,
+    "max": 6.693379999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00041425715000000007,
-    "min": 0.0004141091000000001,
-    "max": 0.0004146951,
+    "seconds": 0.00041647224999999996,
+    "min": 0.0004163045,
+    "max": 0.0004165780000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3480,15 +5495,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.35646e-05,
-    "min": 6.349100000000005e-05,
-    "max": 6.386479999999994e-05,
+    "seconds": 6.403490000000001e-05,
+    "min": 6.398680000000002e-05,
+    "max": 6.435190000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004199035499999999,
-    "min": 0.00041976200000000006,
-    "max": 0.0004201482999999999,
+    "seconds": 0.0004210336,
+    "min": 0.00042092330000000007,
+    "max": 0.00042126110000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3515,15 +5530,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.849570000000002e-05,
-    "min": 8.78035e-05,
-    "max": 8.885260000000004e-05,
+    "seconds": 8.86556e-05,
+    "min": 8.83968e-05,
+    "max": 8.880339999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012270624999999996,
-    "min": 0.00012263179999999995,
-    "max": 0.00012279410000000005,
+    "seconds": 0.00012285795000000003,
+    "min": 0.00012279829999999997,
+    "max": 0.00012291850000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3550,15 +5565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.48727e-05,
-    "min": 5.478009999999999e-05,
-    "max": 5.51417e-05,
+    "seconds": 5.5508900000000007e-05,
+    "min": 5.530540000000003e-05,
+    "max": 5.565819999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.990265000000003e-05,
-    "min": 8.979710000000004e-05,
-    "max": 9.000900000000001e-05,
+    "seconds": 9.005074999999999e-05,
+    "min": 8.998030000000005e-05,
+    "max": 9.014080000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3583,15 +5598,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.7404798269271846e-05,
-    "min": 5.722879767417907e-05,
-    "max": 6.422399878501892e-05,
+    "seconds": 5.75296014547348e-05,
+    "min": 5.7296001911163334e-05,
+    "max": 6.425600051879883e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.33983987569809e-05,
-    "min": 8.0348801612854e-05,
-    "max": 0.00011719039678573608,
+    "seconds": 6.72192007303238e-05,
+    "min": 6.625279784202575e-05,
+    "max": 8.957759737968446e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -3616,15 +5631,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.323359966278076e-05,
-    "min": 5.224000215530395e-05,
-    "max": 6.378880143165588e-05,
+    "seconds": 5.2513599395751955e-05,
+    "min": 5.190719962120057e-05,
+    "max": 6.102399826049805e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.887200117111206e-05,
-    "min": 7.714239954948425e-05,
-    "max": 0.00010332800149917604,
+    "seconds": 6.837759912014008e-05,
+    "min": 6.539520025253296e-05,
+    "max": 9.563199877738954e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -3656,15 +5671,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.781760036945343e-05,
-    "min": 3.7385600805282595e-05,
-    "max": 4.444479942321778e-05,
+    "seconds": 3.882399946451187e-05,
+    "min": 3.818559944629669e-05,
+    "max": 4.412479996681213e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.345440030097961e-05,
-    "min": 8.153280019760131e-05,
-    "max": 0.00011562880277633668,
+    "seconds": 9.04559999704361e-05,
+    "min": 8.572480082511902e-05,
+    "max": 0.00013312000036239626,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -3696,15 +5711,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4075199663639066e-05,
-    "min": 2.197120040655136e-05,
-    "max": 3.1679999828338624e-05,
+    "seconds": 2.1529600024223328e-05,
+    "min": 2.0640000700950622e-05,
+    "max": 2.857919931411743e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.124960064888e-05,
-    "min": 7.856320142745973e-05,
-    "max": 0.00010727039575576783,
+    "seconds": 7.300480008125305e-05,
+    "min": 6.967359781265259e-05,
+    "max": 9.423999786376954e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -3724,15 +5739,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002955824499999998,
-    "min": 0.0002952445999999999,
-    "max": 0.00029567879999999996,
+    "seconds": 0.00029613834999999995,
+    "min": 0.0002959534000000001,
+    "max": 0.000296418,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045395579999999976,
-    "min": 0.00045338139999999953,
-    "max": 0.0004544169999999998,
+    "seconds": 0.00045350580000000015,
+    "min": 0.00045269669999999974,
+    "max": 0.0004540053999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3752,15 +5767,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036696780000000016,
-    "min": 0.00036674419999999975,
-    "max": 0.000367432,
+    "seconds": 0.0003711128499999999,
+    "min": 0.0003708656000000003,
+    "max": 0.00037185470000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047754325,
-    "min": 0.00047714270000000025,
-    "max": 0.0004786415,
+    "seconds": 0.00047871084999999967,
+    "min": 0.0004780267000000004,
+    "max": 0.00047894040000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3805,15 +5820,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024224659999999999,
-    "min": 0.00024144369999999998,
-    "max": 0.0002428118,
+    "seconds": 0.00024156300000000006,
+    "min": 0.00024106220000000002,
+    "max": 0.00024333419999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007793794499999996,
-    "min": 0.0007784558000000002,
-    "max": 0.0007810952999999993,
+    "seconds": 0.0007819757999999997,
+    "min": 0.0007811441999999996,
+    "max": 0.0007827219,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3858,15 +5873,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00202447745,
-    "min": 0.0020189494999999997,
-    "max": 0.0020280359999999996,
+    "seconds": 0.00202186075,
+    "min": 0.0020206700000000005,
+    "max": 0.0020261686000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0048684105,
-    "min": 0.0048629581,
-    "max": 0.004875522800000002,
+    "seconds": 0.004938940100000001,
+    "min": 0.004922372700000002,
+    "max": 0.004948577300000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3911,15 +5926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005489748500000001,
-    "min": 0.0005480105000000001,
-    "max": 0.0005494545999999998,
+    "seconds": 0.00054829815,
+    "min": 0.0005478621000000001,
+    "max": 0.0005487755999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017489910000000014,
-    "min": 0.001746729100000002,
-    "max": 0.0017497845999999997,
+    "seconds": 0.0017544036499999997,
+    "min": 0.0017526657000000011,
+    "max": 0.0017557845000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
