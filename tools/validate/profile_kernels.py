@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Where the GPU time of a real PyTorch training step goes: one step of a model from
-tools/validate/measure_pytorch.py's model cases, after warm-up, under torch.profiler; writes the
-CUDA kernels grouped by name (calls, total and mean GPU seconds) and the step's CPU-side op
-counts as JSON. Like measure_pytorch.py it only checks roofsim (data/validation/profiles/), it never
-feeds it.
+tools/validate/measure_pytorch.py's model cases (or 10 back-to-back repetitions of a layer case, as
+its steady-state timing runs them), after warm-up, under torch.profiler; writes the CUDA kernels
+grouped by name (calls, total GPU seconds), how long the GPU sat idle between them (waiting for the
+host), the host's synchronizing calls, and the aten ops with the most host (CPU self) time, as JSON.
+Like measure_pytorch.py it only checks roofsim (data/validation/profiles/), it never feeds it; the
+profiler slows the host, so its host times are relative, not figures to compare with a prediction.
 
 Usage: python3 tools/validate/profile_kernels.py --out DIR [--case resnet50/b128x224/amp-bf16 ...]
 """
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import datetime as dt
 import json
 import os
+import re
 import sys
 
 import torch
@@ -43,23 +47,88 @@ def profile_case(case: dict, device: torch.device, warmup: int) -> dict:
             loss.backward()
             opt.step()
 
-        for _ in range(warmup):
-            step()
+        result = profiled(step, warmup)
+    result.update({"id": case["id"], "model_info": info})
+    return result
+
+
+def profile_layer_case(case: dict, device: torch.device, warmup: int, repetitions: int = 10) -> dict:
+    """A layer case's forward + backward repeated back to back, as measure_pytorch's steady state."""
+    mode = case["precision"]
+    with mp.tf32_flags(mode):
+        torch.manual_seed(mp.case_seed(case["id"]))
+        module, fn, notes = mp.build_layer(case, device)
+        leaves = []
+        if module is not None:
+            module.to(device)
+            if mp.PRECISIONS[mode][3] == "bfloat16":
+                module.to(torch.bfloat16)
+            module.train()
+            leaves = [q for q in module.parameters() if q.requires_grad]
+        inputs = mp.make_inputs(case, device)
+        leaves += [x for x in inputs if x.requires_grad]
+        backend = mp.sdpa_backend_ctx_factory(case["params"]["backend"])[0] if case["op"] == "sdpa" else None
+        with mp.autocast_ctx(mode, device.type):
+            grad = torch.randn_like(fn(*inputs))
+
+        def steady():
+            for _ in range(repetitions):
+                mp.set_grads_to_none(leaves)
+                with contextlib.ExitStack() as stack:
+                    if backend is not None:
+                        stack.enter_context(backend())
+                    stack.enter_context(mp.autocast_ctx(mode, device.type))
+                    out = fn(*inputs)
+                out.backward(grad)
+
+        result = profiled(steady, warmup)
+    result.update({"id": case["id"], "repetitions": repetitions, "implementation": notes})
+    return result
+
+
+def profiled(region, warmup: int) -> dict:
+    """Kernels, GPU idle time, host synchronizations and host time by op of `region` (after warm-up)."""
+    for _ in range(warmup):
+        region()
+    torch.cuda.synchronize()
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
+                                            torch.profiler.ProfilerActivity.CUDA]) as prof:
+        region()
         torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU,
-                                                torch.profiler.ProfilerActivity.CUDA]) as prof:
-            step()
-            torch.cuda.synchronize()
+    events = list(prof.events())
     kernels = collections.defaultdict(lambda: [0, 0.0])
-    for e in prof.events():
+    spans = []
+    for e in events:
         if e.device_type == torch.autograd.DeviceType.CUDA:
             k = kernels[e.name]
             k[0] += 1
             k[1] += e.device_time_total / 1e6 if hasattr(e, "device_time_total") else e.cuda_time_total / 1e6
+            spans.append((e.time_range.start, e.time_range.end))
+    spans.sort()
+    idle_us, busy_end = 0.0, None
+    for start, end in spans:  # gaps in the GPU's busy time between its first and last kernel
+        if busy_end is not None and start > busy_end:
+            idle_us += start - busy_end
+        busy_end = end if busy_end is None else max(busy_end, end)
+    syncs = collections.Counter(e.name for e in events if e.device_type == torch.autograd.DeviceType.CPU
+                                and "Synchronize" in e.name)
+    host = collections.defaultdict(lambda: [0, 0.0])
+    for e in events:
+        if e.device_type == torch.autograd.DeviceType.CPU and e.name.startswith("aten::"):
+            h = host[e.name]
+            h[0] += 1
+            h[1] += e.self_cpu_time_total / 1e6
     rows = sorted(({"kernel": n, "calls": c, "gpu_seconds": s} for n, (c, s) in kernels.items()),
                   key=lambda r: -r["gpu_seconds"])
-    return {"id": case["id"], "model_info": info, "kernel_gpu_seconds_total": sum(r["gpu_seconds"] for r in rows),
-            "kernel_launches": sum(r["calls"] for r in rows), "kernels": rows}
+    host_rows = sorted(({"op": n, "calls": c, "host_self_seconds": s} for n, (c, s) in host.items()),
+                       key=lambda r: -r["host_self_seconds"])
+    return {"kernel_gpu_seconds_total": sum(r["gpu_seconds"] for r in rows),
+            "kernel_launches": sum(r["calls"] for r in rows),
+            "gpu_span_seconds": (spans[-1][1] - spans[0][0]) / 1e6 if spans else 0.0,
+            "gpu_idle_seconds": idle_us / 1e6,
+            "host_synchronizations": dict(syncs),
+            "aten_ops": sum(c for c, _ in host.values()),
+            "kernels": rows, "host_ops": host_rows[:40]}
 
 
 def main() -> int:
@@ -70,18 +139,22 @@ def main() -> int:
     args = ap.parse_args()
     device = torch.device("cuda")
     cases = {c["id"]: c for c in mp.model_cases(smoke=False)}
+    layers = {c["id"]: c for c in mp.layer_cases(smoke=False)}
     os.makedirs(args.out, exist_ok=True)
     for cid in args.case or DEFAULT_CASES:
-        if cid not in cases:
-            print(f"unknown case {cid}; known: {', '.join(cases)}", file=sys.stderr)
+        if cid not in cases and cid not in layers:
+            print(f"unknown case {cid}; known: {', '.join(list(cases) + list(layers))}", file=sys.stderr)
             return 2
-        result = profile_case(cases[cid], device, args.warmup)
+        result = (profile_case(cases[cid], device, args.warmup) if cid in cases
+                  else profile_layer_case(layers[cid], device, args.warmup))
         result.update({"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                        "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")})
-        path = os.path.join(args.out, cid.replace("/", "_") + ".json")
+        path = os.path.join(args.out, re.sub(r"[^A-Za-z0-9._-]", "_", cid) + ".json")  # "->", "@" out of names
         with open(path, "w") as f:
             json.dump(result, f, indent=1)
-        print(f"{cid}: {result['kernel_launches']} launches, {result['kernel_gpu_seconds_total'] * 1e3:.2f} ms of kernels -> {path}")
+        print(f"{cid}: {result['kernel_launches']} launches, {result['kernel_gpu_seconds_total'] * 1e3:.2f} ms of "
+              f"kernels in a {result['gpu_span_seconds'] * 1e3:.2f} ms span ({result['gpu_idle_seconds'] * 1e3:.2f} ms "
+              f"idle), {result['aten_ops']} aten ops, synchronizations {result['host_synchronizations']} -> {path}")
         for r in result["kernels"][:12]:
             print(f"   {r['gpu_seconds'] * 1e3:8.3f} ms {r['calls']:5d}x {r['kernel'][:110]}")
     return 0
