@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Where the GPU time of a real PyTorch training step goes: one step of a model from
-tools/validate/measure_pytorch.py's model cases (or 10 back-to-back repetitions of a layer case, as
+"""Where the time of a real PyTorch training step or layer goes, under torch.profiler.
+
+One step of a model from tools/validate/measure_pytorch.py's model cases (or 10 back-to-back repetitions of a layer case, as
 its steady-state timing runs them), after warm-up, under torch.profiler; writes the CUDA kernels
 grouped by name (calls, total GPU seconds), how long the GPU sat idle between them (waiting for the
 host), the host's synchronizing calls, and the aten ops with the most host (CPU self) time, as JSON.
