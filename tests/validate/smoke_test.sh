@@ -75,13 +75,18 @@ for c in layers:
     for key in ("id", "op", "precision", "params", "inputs", "output", "precision_settings",
                 "peak_memory_bytes", "baseline_memory_bytes"):
         check(key in c, f"layer {c.get('id')}: missing {key!r}")
-    for key in ("forward_seconds", "forward_backward_seconds"):
+    for key in ("forward_seconds", "forward_backward_seconds", "forward_backward_steady_seconds"):
         check(timing_ok(c.get(key)), f"layer {c.get('id')}: bad {key}")
+    check(isinstance(c.get("steady_repetitions"), int) and c["steady_repetitions"] >= 4,
+          f"layer {c.get('id')}: steady_repetitions")
 for c in models:
     for key in ("id", "model", "batch", "precision", "optimizer_info", "parameter_count", "peak_memory_bytes"):
         check(key in c, f"model {c.get('id')}: missing {key!r}")
     for key in ("step_seconds", "forward_seconds", "forward_backward_seconds", "optimizer_seconds"):
         check(timing_ok(c.get(key)), f"model {c.get('id')}: bad {key}")
+        check(len(c.get(key, {}).get("values", [])) == c.get(key, {}).get("samples"),
+              f"model {c.get('id')}: {key} keeps a value per sample")
+    check(c.get("rounds", 0) >= 1, f"model {c.get('id')}: rounds")
 for s in skipped:
     check(s.get("id") and s.get("reason"), f"skipped entry without id or reason: {s}")
 with open(ids_path) as f:
@@ -95,7 +100,8 @@ for key in ("schema_version", "kind", "device", "software", "date_utc", "command
     check(key in fw, f"framework: missing top-level key {key!r}")
 check(fw.get("kind") == "roofsim-framework-profile", "framework: kind")
 figures = fw.get("figures", {})
-for key in ("eager_op_add", "eager_op_add_autograd", "backward_node_mul", "optimizer_sgd_foreach_per_param"):
+for key in ("eager_op_add", "eager_op_add_autograd", "backward_node_mul", "optimizer_sgd_foreach_per_param",
+            "layer_steady_linear", "layer_steady_linear_autocast"):
     check(key in figures, f"framework: figure {key!r} missing")
 for key, fig in figures.items():
     check(all(k in fig for k in ("seconds", "min", "max", "samples", "method")), f"framework: {key} fields")
