@@ -199,3 +199,37 @@ TEST_CASE("a layer on its own pays the per-call host cost that its steady-state 
     figure("backward_call_after_last_kernel", 10e-6);
     CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(two.host_time.value()));
 }
+
+TEST_CASE("fused attention pads sequences to blocks of 64 and takes sdpa's timings whoever calls it", "[predict][cost]") {
+    const FrameworkProfile* framework = find_builtin_framework_profile("h200-sxm");
+    REQUIRE(framework != nullptr);
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"), framework);
+    const auto attention = [](std::int64_t seq, const std::string& source_op) {
+        Kernel k;
+        k.kind = KernelKind::attention;
+        k.unit = ComputeUnit::bf16_tensor;
+        k.dtype = DType::bf16;
+        k.source_op = source_op;
+        AttentionDims a;
+        a.batch = 128;
+        a.heads = 12;
+        a.seq_q = a.seq_kv = seq;
+        a.head_dim = 64;
+        k.dims = a;
+        k.flops = attention_flops(a, false);
+        return k;
+    };
+    // ViT-B/16's 197 tokens run as 256 (four blocks of 64): the time of 256, more than 192's, and
+    // far from cuBLAS's unaligned slow path (several times slower).
+    const double t197 = kernel_cost(attention(197, "sdpa"), ctx).time.value();
+    CHECK(t197 == Catch::Approx(kernel_cost(attention(256, "sdpa"), ctx).time.value()).epsilon(0.01));
+    CHECK(t197 > kernel_cost(attention(192, "sdpa"), ctx).time.value());
+    // nn.MultiheadAttention's fused kernel is sdpa's: the same efficiency.
+    CHECK(op_factor(attention(197, "mha"), ctx) == op_factor(attention(197, "sdpa"), ctx));
+    CHECK(op_factor(attention(197, "sdpa"), ctx) != 1.0);
+    Kernel copy;
+    copy.kind = KernelKind::copy;
+    copy.source_op = "mha";
+    copy.dtype = DType::bf16;
+    CHECK(op_factor(copy, ctx) == 1.0);  // mha's other kernels keep mha's own (none timed)
+}

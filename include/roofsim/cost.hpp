@@ -298,7 +298,11 @@ struct KernelCost {
 /// Fused attention: its FLOPs as batched GEMMs of the same size (Q K^T and P V forward; five
 /// GEMMs backward), at the GEMM model's rate.
 [[nodiscard]] inline KernelCost attention_cost(const Kernel& k, const AttentionDims& a, const CostContext& ctx) {
-    const GemmDims g{a.seq_q, a.seq_kv, a.head_dim, a.batch * a.heads};
+    // Fused attention works on blocks of 64 query and key rows (FlashAttention-2; cuDNN's H200 kernels
+    // are 64 x 64 and 64 x 128 tiles): a sequence length is padded up to a multiple of 64, and an odd
+    // length costs that padding, not cuBLAS's slow path for unaligned GEMMs.
+    const auto blocks_of_64 = [](std::int64_t n) { return (n + 63) / 64 * 64; };
+    const GemmDims g{blocks_of_64(a.seq_q), blocks_of_64(a.seq_kv), a.head_dim, a.batch * a.heads};
     auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);
     const Seconds one = detail::gemm_model_time(model->second, g) - model->second.fixed_time;
@@ -359,6 +363,13 @@ private:
     return !k.source_op.empty() && !ctx.op_factor.empty() && k.kind != KernelKind::gemm && k.kind != KernelKind::conv;
 }
 
+/// The op whose timings a kernel's efficiency comes from: its graph op, but for a fused attention
+/// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels).
+[[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
+    return k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims) ? std::string_view("sdpa")
+                                                                                            : std::string_view(k.source_op);
+}
+
 /// The op factor at a kernel's shape among an op's points: an attention kernel takes the first point
 /// of its backend; a normalization kernel with its reduction shape, the points timed at the nearest
 /// group count (log scale), interpolated in log factor over log group length between the two that
@@ -402,7 +413,7 @@ private:
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
     const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
-    auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{k.source_op, k.phase, low});
+    auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{factor_op(k), k.phase, low});
     return it != ctx.op_factor.end() ? op_factor_at(it->second, k) : 1.0;
 }
 
