@@ -20,7 +20,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit -
 echo "=== framework profile ==="
 "$PY" calibrate/torch_framework_probe.py --gpu-key "$KEY" --out "$OUT/$KEY-torch-$TORCH.json" 2>&1 | tail -20
 echo "=== validation measurements ==="
-"$PY" tools/validate/measure_pytorch.py --gpu-key "$KEY" --time-budget-s "${VALIDATE_BUDGET_S:-200}" \
+"$PY" tools/validate/measure_pytorch.py --gpu-key "$KEY" --time-budget-s "${VALIDATE_BUDGET_S:-300}" \
   --out "$OUT/$KEY-$DATE.json" 2>&1 | grep -vE "^\[ *[0-9.]+ s\]   " | tail -40
 
 echo "=== exported IRs of the model cases ==="
