@@ -11,9 +11,11 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       _autograd: inputs and weights require grad, so autograd records a node per op.
       _autocast: the loop runs inside torch.autocast(bfloat16).  eager_op_add_out is
       torch.add(x, y, out=z), the dispatch floor with no allocation.
-  backward_node_mul, backward_fixed, backward_layer_linear
+  backward_node_mul, backward_node_view, backward_node_transpose, backward_fixed, backward_layer_linear
       Backward host cost: a chain of K tiny ops with requires_grad; (backward time at K2 minus
       at K1) / (K2 - K1) per node; the intercept is the fixed cost of one backward() call.
+      view and transpose nodes launch no kernel: their figure is the autograd engine's own cost of
+      a node plus one view op.
       _linear uses F.linear layers whose weights require grad (AccumulateGrad per weight).
   backward_call
       Fixed host cost of one backward() call: the intercept of backward time over short chains of
@@ -198,6 +200,21 @@ def backward_probes(p: Probe, k1: int, k2: int) -> None:
             y = y * 1.0001
         return y.sum()
 
+    def view_chain(k):
+        # alternating views, as the head splits and merges of attention (ViewBackward per node, no kernel)
+        x = torch.randn(4, 16, device=dev, requires_grad=True)
+        y = x
+        for i in range(k):
+            y = y.view(8, 8) if i % 2 == 0 else y.view(4, 16)
+        return y.sum()
+
+    def transpose_chain(k):
+        x = torch.randn(4, 16, device=dev, requires_grad=True)
+        y = x
+        for _ in range(k):
+            y = y.transpose(0, 1)
+        return y.sum()
+
     weights = [torch.randn(8, 8, device=dev, requires_grad=True) for _ in range(k2)]
 
     def linear_chain(k):
@@ -216,7 +233,9 @@ def backward_probes(p: Probe, k1: int, k2: int) -> None:
         p.sync()
         return time.perf_counter() - t0
 
-    for key, build, what in (("mul", mul_chain, "y = y * c"), ("linear", linear_chain, "F.linear(y, w_i)")):
+    for key, build, what in (("mul", mul_chain, "y = y * c"), ("view", view_chain, "y = y.view(...)"),
+                             ("transpose", transpose_chain, "y = y.transpose(0, 1)"),
+                             ("linear", linear_chain, "F.linear(y, w_i)")):
         slopes, intercepts = [], []
 
         def measure():
@@ -227,7 +246,7 @@ def backward_probes(p: Probe, k1: int, k2: int) -> None:
 
         slopes = p.repeat(measure)
         intercepts = intercepts[-len(slopes):]
-        name = "backward_node_mul" if key == "mul" else "backward_layer_linear"
+        name = "backward_layer_linear" if key == "linear" else f"backward_node_{key}"
         p.record(name, slopes, f"backward() of a chain of {what} ({k1} and {k2} long), tiny "
                                f"tensors; (T({k2}) - T({k1})) / {k2 - k1}; synchronize around backward")
         if key == "mul":
@@ -622,8 +641,21 @@ def op_timing_cases():
                            (256, 14), (512, 14), (1024, 14), (512, 7), (2048, 7)):
         for batch in (24, 96):
             cases.append(("batchnorm2d", {"num_features": channels}, [([batch, channels, size, size], f32, True)]))
+    # Layer norm's kernels (a row-wise forward and input gradient, a column-wise reduction for the
+    # weight and bias gradients) change efficiency with the row count: timed over rows x hidden
+    # sizes apart from the validation's (4096 to 25216 rows of 768).
+    for n_rows in (2048, 6144, 12288, 32768):
+        for hidden in (512, 1024):
+            cases.append(("layernorm", {"normalized_shape": [hidden], "elementwise_affine": True},
+                          [([n_rows, hidden], f32, True)]))
+    # Casts (aten::_to_copy): PyTorch runs float32 -> bfloat16 in a vectorized kernel and
+    # bfloat16 -> float32 in its unrolled copy kernel, at different speeds.
+    square = [4096, 4096]
     cases += [
-        ("layernorm", {"normalized_shape": [1024], "elementwise_affine": True}, [(rows, f32, True)]),
+        ("cast", {"dtype": "bfloat16"}, [(square, "float32!", True)]),
+        ("cast", {"dtype": "float32"}, [(square, "bfloat16!", True)]),
+    ]
+    cases += [
         ("groupnorm", {"num_groups": 32, "num_channels": 512}, [(big, f32, True)]),
         ("rmsnorm", {"normalized_shape": [1024]}, [(rows, f32, True)]),
         ("relu", {}, [(big, f32, True)]),
@@ -646,10 +678,19 @@ def op_timing_cases():
         ("gelu_tanh_composite", {}, [(rows, f32, True)]),
         ("sdpa", {"is_causal": False, "backend": "flash"}, [([4, 16, 2048, 64], f32, True)] * 3),
         ("sdpa", {"is_causal": False, "backend": "efficient"}, [([4, 16, 2048, 64], f32, True)] * 3),
+        # cuDNN's fused attention, which PyTorch 2.11 picks by default on Hopper for 16-bit inputs,
+        # and flash, at a short sequence too (fused attention's efficiency falls with the length)
+        ("sdpa", {"is_causal": False, "backend": "flash"}, [([64, 12, 256, 64], f32, True)] * 3),
+        ("sdpa", {"is_causal": False, "backend": "cudnn"}, [([4, 16, 2048, 64], f32, True)] * 3),
+        ("sdpa", {"is_causal": True, "backend": "cudnn"}, [([4, 16, 2048, 64], f32, True)] * 3),
+        ("sdpa", {"is_causal": False, "backend": "cudnn"}, [([64, 12, 256, 64], f32, True)] * 3),
     ]
     out = []
     for op, params, inputs in cases:
-        precisions = ["amp-bf16"] if params.get("backend") == "flash" else ["fp32", "amp-bf16"]
+        if op == "cast":  # an explicit x.to(dtype): no autocast involved
+            out.append((op, params, inputs, "fp32"))
+            continue
+        precisions = ["amp-bf16"] if params.get("backend") in ("flash", "cudnn") else ["fp32", "amp-bf16"]
         for precision in precisions:
             out.append((op, params, inputs, precision))
     return out
@@ -679,11 +720,13 @@ def build_op(op, params, dev):
     if op == "adaptive_avgpool2d": return nn.AdaptiveAvgPool2d(p["output_size"])
     if op == "transpose_contiguous": return lambda x: x.transpose(p["dim0"], p["dim1"]).contiguous()
     if op == "cat": return lambda a, b: torch.cat([a, b], p["dim"])
+    if op == "cast": return lambda x: x.to(getattr(torch, p["dtype"]))
     if op == "gelu_tanh_composite":
         return lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))
     if op == "sdpa":
         from torch.nn.attention import SDPBackend, sdpa_kernel
-        backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}[p["backend"]]
+        backend = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                   "cudnn": SDPBackend.CUDNN_ATTENTION}[p["backend"]]
 
         def attention(q, k, v):
             with sdpa_kernel(backend):
@@ -733,6 +776,9 @@ def op_timing_probes(p: Probe, calls: int) -> list:
                 if dtype == "int64":
                     high = params.get("num_embeddings") or shape and 8192
                     inputs.append(torch.randint(0, int(high), shape, device=dev))
+                elif dtype.endswith("!"):  # this dtype whatever the mode
+                    inputs.append(torch.randn(*shape, device=dev, dtype=getattr(torch, dtype[:-1]), requires_grad=grad))
+                    entry["inputs"][len(inputs) - 1]["dtype"] = dtype[:-1]
                 else:
                     # Under autocast a memory-bound op inside a model reads the bfloat16 output of
                     # the matmul or convolution before it: time it on bfloat16 activations.

@@ -124,14 +124,33 @@ TEST_CASE("a normalization's op efficiency follows its reduction shape", "[predi
     Kernel plain;
     plain.kind = KernelKind::normalization;  // no reduction shape (an IR written without one)
     CHECK(op_factor_at(points, plain) == Catch::Approx(1.5));
-    Kernel flash;
-    flash.kind = KernelKind::attention;
-    AttentionDims a;
-    a.backend = AttentionBackend::efficient;
-    flash.dims = a;
-    const std::vector<OpFactorPoint> backends = {{std::nullopt, AttentionBackend::flash, 0.9},
-                                                 {std::nullopt, AttentionBackend::efficient, 2.1}};
-    CHECK(op_factor_at(backends, flash) == Catch::Approx(2.1));  // its own backend's timing, wherever listed
+}
+
+TEST_CASE("an attention kernel takes its backend's op efficiency at the nearest sequence length", "[predict][cost]") {
+    const auto timed = [](AttentionBackend backend, std::int64_t seq, bool causal, double factor) {
+        AttentionDims a{8, 12, seq, seq, 64, causal, backend};
+        return OpFactorPoint{std::nullopt, a, factor};
+    };
+    const std::vector<OpFactorPoint> points = {timed(AttentionBackend::flash, 2048, false, 0.9),
+                                               timed(AttentionBackend::efficient, 2048, false, 2.1),
+                                               timed(AttentionBackend::cudnn, 256, false, 1.6),
+                                               timed(AttentionBackend::cudnn, 2048, false, 1.1),
+                                               timed(AttentionBackend::cudnn, 2048, true, 1.3)};
+    const auto at = [&](AttentionBackend backend, std::int64_t seq, bool causal) {
+        Kernel k;
+        k.kind = KernelKind::attention;
+        k.dims = AttentionDims{32, 12, seq, seq, 64, causal, backend};
+        return op_factor_at(points, k);
+    };
+    CHECK(at(AttentionBackend::efficient, 1024, false) == Catch::Approx(2.1));  // its own backend, wherever listed
+    CHECK(at(AttentionBackend::cudnn, 128, false) == Catch::Approx(1.6));       // nearest length: 256
+    CHECK(at(AttentionBackend::cudnn, 1024, false) == Catch::Approx(1.1));      // 2048 is nearer than 256
+    CHECK(at(AttentionBackend::cudnn, 128, true) == Catch::Approx(1.3));        // causality first, then length
+    const std::vector<OpFactorPoint> no_cudnn(points.begin(), points.begin() + 2);
+    Kernel k;
+    k.kind = KernelKind::attention;
+    k.dims = AttentionDims{32, 12, 128, 128, 64, false, AttentionBackend::cudnn};
+    CHECK(op_factor_at(no_cudnn, k) == Catch::Approx(0.9));  // no cuDNN timing: flash's (the same tiling)
 }
 
 TEST_CASE("the part of backward()'s cost after its last kernel overlaps the GPU's tail", "[predict][sim]") {

@@ -46,7 +46,7 @@ struct ConvModel {
 /// timed at where the op is a normalization.
 struct OpFactorPoint {
     std::optional<NormDims> norm;
-    std::optional<AttentionBackend> backend;  ///< the attention backend it ran, for sdpa
+    std::optional<AttentionDims> attention;  ///< the attention shape and backend it ran at, for sdpa
     double factor = 1;
 };
 
@@ -357,34 +357,54 @@ private:
     return c;
 }
 
+/// Whether a kernel is a dtype conversion (aten::_to_copy, or copy_ between dtypes: written as an
+/// elementwise kernel; a same-dtype copy is a `copy` kernel).
+[[nodiscard]] inline bool is_cast(const Kernel& k) {
+    return k.kind == KernelKind::elementwise && (k.op == "aten::_to_copy" || k.op == "aten::copy_");
+}
+
 /// Whether a kernel's time takes its graph op's measured efficiency: the memory-bound and attention
-/// kernels a graph op lowered to, where the context has per-op efficiencies.
+/// kernels a graph op lowered to, and every cast, where the context has per-op efficiencies.
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
-    return !k.source_op.empty() && !ctx.op_factor.empty() && k.kind != KernelKind::gemm && k.kind != KernelKind::conv;
+    return (!k.source_op.empty() || is_cast(k)) && !ctx.op_factor.empty() && k.kind != KernelKind::gemm &&
+           k.kind != KernelKind::conv;
 }
 
 /// The op whose timings a kernel's efficiency comes from: its graph op, but for a fused attention
-/// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels).
+/// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels),
+/// and for a cast the cast op's, whichever layer casts (its precision class is the source dtype's).
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
-    return k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims) ? std::string_view("sdpa")
-                                                                                            : std::string_view(k.source_op);
+    if (k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims)) return "sdpa";
+    if (is_cast(k)) return "cast";
+    return k.source_op;
 }
 
-/// The op factor at a kernel's shape among an op's points: an attention kernel takes the first point
-/// of its backend; a normalization kernel with its reduction shape, the points timed at the nearest
-/// group count (log scale), interpolated in log factor over log group length between the two that
-/// bracket it (the end point's beyond); otherwise the op's first op timing.
+/// The op factor at a kernel's shape among an op's points: an attention kernel takes the point of its
+/// backend (cuDNN's, where there is none, flash's: the same tiling) with its causality, at the nearest
+/// key length (log scale); a normalization kernel with its reduction shape, the points timed at the
+/// nearest group count (log scale), interpolated in log factor over log group length between the two
+/// that bracket it (the end point's beyond); otherwise the op's first op timing.
 [[nodiscard]] inline double op_factor_at(const std::vector<OpFactorPoint>& points, const Kernel& k) {
     if (points.empty()) return 1.0;
+    const auto distance = [](double a, double b) { return a > b ? a / b : b / a; };  // |log(a/b)|, ordered alike
     if (const auto* a = std::get_if<AttentionDims>(&k.dims)) {
-        for (const auto& p : points) {
-            if (p.backend == a->backend) return p.factor;
-        }
-        return points.front().factor;
+        const auto nearest_of = [&](AttentionBackend backend) -> const OpFactorPoint* {
+            const OpFactorPoint* best = nullptr;
+            double best_score = 0;
+            for (const auto& p : points) {
+                if (!p.attention || p.attention->backend != backend) continue;
+                const double score = distance(static_cast<double>(a->seq_kv), static_cast<double>(p.attention->seq_kv)) *
+                                     (p.attention->causal == a->causal ? 1.0 : 1e6);
+                if (!best || score < best_score) best = &p, best_score = score;
+            }
+            return best;
+        };
+        const OpFactorPoint* p = nearest_of(a->backend);
+        if (!p && a->backend == AttentionBackend::cudnn) p = nearest_of(AttentionBackend::flash);
+        return p ? p->factor : points.front().factor;
     }
     const auto* norm = std::get_if<NormDims>(&k.dims);
     if (!norm || points.size() == 1) return points.front().factor;
-    const auto distance = [](double a, double b) { return a > b ? a / b : b / a; };  // |log(a/b)|, ordered alike
     const double groups = static_cast<double>(norm->groups), length = static_cast<double>(norm->group_elements);
     const OpFactorPoint* nearest = nullptr;
     for (const auto& p : points) {

@@ -103,31 +103,58 @@ struct FrameworkProfile {
 
 /// Fills ctx.op_factor from the profile's op timings: for each op, phase and precision class, the
 /// measured GPU time over roofsim's modelled GPU time of the same layer (its kernels' costs summed,
-/// with no factor), one point per timing, with the reduction shape of a normalization (op_factor_at
-/// picks among them by shape). Ops measured only in float32 or only in 16-bit apply to that class alone.
+/// with no factor), one point per timing, with the reduction shape of a normalization or the shape
+/// of an attention (op_factor_at picks among them by shape). Ops measured only in float32 or only in
+/// 16-bit apply to that class alone. Casts are calibrated first, from the cast op's timings, each
+/// phase by its kernel's source dtype; the casts inside another op's timing (autocast's, of its
+/// inputs and their gradients) are then charged at that efficiency and the op's factor covers the rest.
 inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     ctx.op_factor.clear();
     CostContext plain = ctx;  // the cost models alone: no per-op factor, no floor
     plain.kernel_floor = Seconds(0);
-    for (const auto& t : f.op_timings) {
+    const auto is_16_bit = [](DType d) { return d == DType::bf16 || d == DType::f16; };
+    const auto lowered = [](const OpTiming& t) {
         LoweringOptions o;
         o.precision = *precision_mode_from_key(t.precision);
         o.optimizer.kind = OptimizerKind::none;
-        const LoweredStep step = lower(t.graph, o);
-        Seconds modelled[2] = {Seconds(0), Seconds(0)};
+        return lower(t.graph, o);
+    };
+    const auto measured = [](const OpTiming& t, Phase phase) {
+        return phase == Phase::forward ? t.forward_seconds : t.backward_seconds;
+    };
+    for (const auto& t : f.op_timings) {
+        if (t.graph.layers.front().op != "cast") continue;
+        for (const Kernel& k : lowered(t).kernels.kernels) {
+            if (!is_cast(k) || k.phase == Phase::optimizer) continue;
+            const Seconds modelled = kernel_cost(k, plain).time;
+            if (modelled.value() > 0) ctx.op_factor[{"cast", k.phase, is_16_bit(k.dtype)}].push_back({std::nullopt, std::nullopt, measured(t, k.phase) / modelled.value()});
+        }
+    }
+    CostContext with_casts = plain;  // the casts' own efficiency, nothing else
+    with_casts.op_factor = ctx.op_factor;
+    for (const auto& t : f.op_timings) {
+        const std::string& op = t.graph.layers.front().op;
+        if (op == "cast") continue;
+        Seconds modelled[2] = {Seconds(0), Seconds(0)}, casts[2] = {Seconds(0), Seconds(0)};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
-        std::optional<AttentionBackend> backend;
-        for (const Kernel& k : step.kernels.kernels) {
+        std::optional<AttentionDims> attention;
+        for (const Kernel& k : lowered(t).kernels.kernels) {
             if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
-            modelled[k.phase == Phase::forward ? 0 : 1] += kernel_cost(k, plain).time;
+            const int i = k.phase == Phase::forward ? 0 : 1;
+            if (is_cast(k) && !with_casts.op_factor.empty()) casts[i] += kernel_cost(k, with_casts).time;
+            else modelled[i] += kernel_cost(k, plain).time;
             if (const auto* d = std::get_if<NormDims>(&k.dims)) norm = *d;
-            if (const auto* a = std::get_if<AttentionDims>(&k.dims)) backend = a->backend;
-            if (k.source_op == t.graph.layers.front().op && (k.dtype == DType::bf16 || k.dtype == DType::f16)) low = true;
+            if (const auto* a = std::get_if<AttentionDims>(&k.dims)) attention = *a;
+            if (k.source_op == op && is_16_bit(k.dtype)) low = true;
         }
-        const std::string& op = t.graph.layers.front().op;
-        if (modelled[0].value() > 0) ctx.op_factor[{op, Phase::forward, low}].push_back({norm, backend, t.forward_seconds / modelled[0].value()});
-        if (modelled[1].value() > 0) ctx.op_factor[{op, Phase::backward, low}].push_back({norm, backend, t.backward_seconds / modelled[1].value()});
+        for (const Phase phase : {Phase::forward, Phase::backward}) {
+            const int i = phase == Phase::forward ? 0 : 1;
+            if (modelled[i].value() <= 0) continue;
+            // what the op's own kernels took: the measurement less its casts, at least a tenth of it
+            const double own = std::max(measured(t, phase) - casts[i].value(), 0.1 * measured(t, phase));
+            ctx.op_factor[{op, phase, low}].push_back({norm, attention, own / modelled[i].value()});
+        }
     }
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }

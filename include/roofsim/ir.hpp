@@ -165,20 +165,23 @@ struct ConvDims {
     [[nodiscard]] std::int64_t q() const { return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1; }
 };
 
-/// Which attention implementation runs (PyTorch's SDPA backends).
-enum class AttentionBackend { flash, efficient, math };
+/// Which attention implementation runs (PyTorch's SDPA backends; `cudnn` is cuDNN's fused attention,
+/// which PyTorch 2.11 picks first on Hopper for 16-bit inputs).
+enum class AttentionBackend { flash, efficient, math, cudnn };
 
 [[nodiscard]] constexpr std::string_view to_string(AttentionBackend b) {
     switch (b) {
         case AttentionBackend::flash: return "flash";
         case AttentionBackend::efficient: return "efficient";
         case AttentionBackend::math: return "math";
+        case AttentionBackend::cudnn: return "cudnn";
     }
     return "?";
 }
 
 [[nodiscard]] inline std::optional<AttentionBackend> attention_backend_from_key(std::string_view k) {
-    for (AttentionBackend b : {AttentionBackend::flash, AttentionBackend::efficient, AttentionBackend::math}) {
+    for (AttentionBackend b : {AttentionBackend::flash, AttentionBackend::efficient, AttentionBackend::math,
+                               AttentionBackend::cudnn}) {
         if (to_string(b) == k) return b;
     }
     return std::nullopt;

@@ -109,7 +109,7 @@ inline AttentionDims attention_dims_from_json(const JsonCursor& c, bool& backwar
     a.causal = c.has("causal") && c.at("causal").boolean();
     if (c.has("backend")) {
         const auto b = attention_backend_from_key(c.at("backend").string());
-        if (!b) c.at("backend").fail("expected flash, efficient or math");
+        if (!b) c.at("backend").fail("expected flash, efficient, math or cudnn");
         a.backend = *b;
     }
     backward = c.has("backward") && c.at("backward").boolean();

@@ -163,7 +163,7 @@ private:
 /// The lowering rule of a graph op (several ops share one: the activations, the poolings, ...).
 enum class OpRule {
     linear, matmul, conv2d, conv1d, batchnorm, layernorm, groupnorm, activation, dropout, binary, softmax,
-    cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat,
+    cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat, cast,
 };
 
 /// Autocast's op lists (torch.amp docs): "CUDA Ops that can autocast to float16" (matmuls,
@@ -194,7 +194,7 @@ inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
         {"maxpool2d", {1, R::pool}},           {"avgpool2d", {1, R::pool}},            {"adaptive_avgpool2d", {1, R::adaptive_pool}},
         {"flatten", {1, R::reshape}},          {"reshape", {1, R::reshape}},           {"slice", {1, R::slice}},
         {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
-        {"gelu_tanh_composite", {1, R::gelu_tanh_composite}},
+        {"gelu_tanh_composite", {1, R::gelu_tanh_composite}}, {"cast", {1, R::cast}},
     };
     return ops;
 }
@@ -656,6 +656,7 @@ private:
             case OpRule::gelu_tanh_composite: return gelu_tanh_composite(l, s);
             case OpRule::transpose: return transpose(l, s);
             case OpRule::cat: return cat(l, s);
+            case OpRule::cast: return cast_layer(l, s);
         }
         throw layer_error(l, "unknown op");
     }
@@ -948,8 +949,9 @@ private:
             kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, o, o);
             return;
         }
-        const std::string_view name = a.backend == AttentionBackend::flash ? "aten::_scaled_dot_product_flash_attention"
-                                                                           : "aten::_scaled_dot_product_efficient_attention";
+        const std::string_view name = a.backend == AttentionBackend::flash   ? "aten::_scaled_dot_product_flash_attention"
+                                      : a.backend == AttentionBackend::cudnn ? "aten::_scaled_dot_product_cudnn_attention"
+                                                                             : "aten::_scaled_dot_product_efficient_attention";
         Kernel& f = kernel(l, Phase::forward, name, KernelKind::attention, dt, qkv, o,
                            attention_flops(a, false).value(), matmul_unit(dt));
         f.bytes_written += tensor_bytes(rows, DType::f32);  // log-sum-exp per row
@@ -973,7 +975,7 @@ private:
         a.seq_kv = k.shape[2];
         a.causal = bool_attr(l, "is_causal", false);
         const auto backend = attention_backend_from_key(attr_string(l, "backend", "flash"));
-        if (!backend) throw layer_error(l, "backend: expected flash, efficient or math");
+        if (!backend) throw layer_error(l, "backend: expected flash, efficient, math or cudnn");
         a.backend = *backend;
         const DType dt = compute_dtype(l, q);
         attention_kernels(l, a, dt);
@@ -1175,16 +1177,22 @@ private:
     // GPT-2's "gelu_new" written out in Python (transformers NewGELUActivation):
     // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))): eight elementwise kernels forward (pow, mul,
     // add, mul, tanh, add, mul, mul) and eleven backward (the autograd of each, plus the sums of the
-    // three gradient paths into x).
+    // three gradient paths into x). Under autocast torch.pow is on the float32 list: x is cast up
+    // for it, and type promotion carries every later product into float32, so a 16-bit x comes out
+    // as a float32 activation (as an H200 kernel trace of GPT-2 shows: float32 pow, tanh and muls).
     Value gelu_tanh_composite(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         const double n = numel(x.shape);
+        const bool upcast = rules_.autocast && (x.dtype == DType::bf16 || x.dtype == DType::f16);
+        const DType dt = upcast ? DType::f32 : x.dtype;
+        if (upcast) cast(l, Phase::forward, n, x.dtype, dt);
         const int forward_reads[] = {1, 1, 2, 1, 1, 1, 1, 2};
-        for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, x.dtype, r * n, n);
-        save(s, l.name, ":internals", tensor_bytes(4 * n, x.dtype));
+        for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
+        save(s, l.name, ":internals", tensor_bytes(4 * n, dt));
         const int backward_reads[] = {2, 2, 1, 2, 1, 2, 1, 1, 1, 2, 2};
-        for (int r : backward_reads) kernel(l, Phase::backward, "aten::elementwise", KernelKind::elementwise, x.dtype, r * n, n);
-        return Value{x.shape, x.dtype, x.needs_grad};
+        for (int r : backward_reads) kernel(l, Phase::backward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
+        if (upcast && x.needs_grad) cast(l, Phase::backward, n, dt, x.dtype);
+        return Value{x.shape, dt, x.needs_grad};
     }
 
     // x.transpose(d0, d1).contiguous(): one copy each way.
@@ -1214,6 +1222,21 @@ private:
         const double n = numel(y.shape);
         kernel(l, Phase::forward, "aten::cat", KernelKind::copy, a.dtype, n, n);
         y.needs_grad = a.needs_grad || b.needs_grad;
+        return y;
+    }
+
+    // x.to(dtype) (x.float(), x.bfloat16()): one elementwise cast forward and the gradient's cast
+    // back (ToCopyBackward); nothing saved. A cast to the dtype x has is a no-op, as in PyTorch.
+    Value cast_layer(const Layer& l, LayerSummary&) {
+        const Value& x = input(l, 0);
+        const auto to = dtype_from_key(attr_string(l, "dtype", ""));
+        if (!to) throw layer_error(l, "dtype: expected float32, bfloat16, float16, ...");
+        Value y = x;
+        if (*to == x.dtype) return y;
+        const double n = numel(x.shape);
+        cast(l, Phase::forward, n, x.dtype, *to);
+        if (x.needs_grad) cast(l, Phase::backward, n, *to, x.dtype);
+        y.dtype = *to;
         return y;
     }
 

@@ -145,7 +145,7 @@ def violations(doc):
             for d in ("batch", "heads", "seq_q", "seq_kv", "head_dim"):
                 if not _pos_int(a.get(d)):
                     err(f"{p}.attention.{d}: positive integer")
-            if a.get("backend", "flash") not in ("flash", "efficient", "math"):
+            if a.get("backend", "flash") not in ("flash", "efficient", "math", "cudnn"):
                 err(f"{p}.attention.backend")
             for d in ("causal", "backward"):
                 if d in a and not isinstance(a[d], bool):

@@ -38,8 +38,8 @@ ATTENTION_OPS = {
     "_scaled_dot_product_flash_attention_backward": ("flash", True, "BHLD"),
     "_scaled_dot_product_efficient_attention": ("efficient", False, "BHLD"),
     "_scaled_dot_product_efficient_attention_backward": ("efficient", True, "BHLD"),
-    "_scaled_dot_product_cudnn_attention": ("flash", False, "BHLD"),  # cuDNN's fused flash-style kernel
-    "_scaled_dot_product_cudnn_attention_backward": ("flash", True, "BHLD"),
+    "_scaled_dot_product_cudnn_attention": ("cudnn", False, "BHLD"),  # cuDNN's fused attention
+    "_scaled_dot_product_cudnn_attention_backward": ("cudnn", True, "BHLD"),
     "_scaled_dot_product_fused_attention_overrideable": ("flash", False, "BHLD"),
     "_scaled_dot_product_fused_attention_overrideable_backward": ("flash", True, "BHLD"),
     "_scaled_dot_product_flash_attention_for_cpu": ("cpu", False, "BHLD"),

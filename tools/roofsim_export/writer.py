@@ -138,8 +138,8 @@ def problems(doc: dict) -> list[str]:
             for d in ("batch", "heads", "seq_q", "seq_kv", "head_dim"):
                 if not isinstance(a.get(d), int) or a[d] <= 0:
                     bad(f"{p}.attention.{d}", "expected a positive integer")
-            if a.get("backend", "flash") not in ("flash", "efficient", "math"):
-                bad(f"{p}.attention.backend", "expected flash, efficient or math")
+            if a.get("backend", "flash") not in ("flash", "efficient", "math", "cudnn"):
+                bad(f"{p}.attention.backend", "expected flash, efficient, math or cudnn")
     return out
 
 

@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T03:53:00+00:00",
+ "date_utc": "2026-11-30T05:05:56+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,168 +52,182 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.942270500001627e-06,
-   "min": 9.852325000000661e-06,
-   "max": 1.0080420499999577e-05,
+   "seconds": 9.479660000000223e-06,
+   "min": 9.197195500000532e-06,
+   "max": 9.577774499998526e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 9.931815000001621e-06
+   "issue_only_seconds": 9.468924500001918e-06
   },
   "eager_op_linear": {
-   "seconds": 1.749160099999969e-05,
-   "min": 1.714872499999842e-05,
-   "max": 2.0723062000001847e-05,
+   "seconds": 1.7685336999999634e-05,
+   "min": 1.701363700000158e-05,
+   "max": 1.817900500000036e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.747060099999942e-05
+   "issue_only_seconds": 1.766624599999744e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.6620129999999735e-05,
-   "min": 1.6293785999998534e-05,
-   "max": 1.682082600000001e-05,
+   "seconds": 1.795189999999991e-05,
+   "min": 1.644112549999832e-05,
+   "max": 1.8670993000000636e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.6602652999999635e-05
+   "issue_only_seconds": 1.7889514000000163e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.7140453500001483e-05,
-   "min": 1.653641300000075e-05,
-   "max": 1.7374225999997606e-05,
+   "seconds": 1.732449600000052e-05,
+   "min": 1.5842032999998423e-05,
+   "max": 1.8241918499999342e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.7126729499999272e-05
+   "issue_only_seconds": 1.727525549999953e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 1.0135384499999845e-05,
-   "min": 1.0030509500001727e-05,
-   "max": 1.030257600000084e-05,
+   "seconds": 8.099545500002137e-06,
+   "min": 6.9805470000012804e-06,
+   "max": 1.0014140500000934e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.0124302999997781e-05
+   "issue_only_seconds": 8.065025000000503e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.2048638000002255e-05,
-   "min": 5.0784331500000946e-05,
-   "max": 5.2777979999998334e-05,
+   "seconds": 4.0769501999999846e-05,
+   "min": 3.874026049999913e-05,
+   "max": 5.3298198500002057e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 5.1998994499999895e-05
+   "issue_only_seconds": 4.072479450000088e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.726310899999774e-05,
-   "min": 3.701433499999851e-05,
-   "max": 3.79321664999992e-05,
+   "seconds": 3.633877549999909e-05,
+   "min": 3.540639950000113e-05,
+   "max": 3.830334849999772e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 3.72344180000006e-05
+   "issue_only_seconds": 3.630491250000034e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.712119499999787e-05,
-   "min": 1.69046150000014e-05,
-   "max": 1.7838138999998422e-05,
+   "seconds": 1.734467799999706e-05,
+   "min": 1.7012332500002004e-05,
+   "max": 1.7468963999998977e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.710152899999784e-05
+   "issue_only_seconds": 1.732669349999938e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 1.2679572999999777e-05,
-   "min": 1.2535924499999851e-05,
-   "max": 1.276546600000117e-05,
+   "seconds": 1.257579849999857e-05,
+   "min": 1.23193145000009e-05,
+   "max": 1.2757923999998866e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.2668202000000405e-05
+   "issue_only_seconds": 1.256045599999922e-05
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.2545108500001022e-05,
-   "min": 2.2256890999997837e-05,
-   "max": 2.330681300000137e-05,
+   "seconds": 2.350970450000034e-05,
+   "min": 2.301745699999813e-05,
+   "max": 2.363257200000035e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.2523754000001616e-05
+   "issue_only_seconds": 2.3488859000000416e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.0563573500002265e-05,
-   "min": 2.034269299999991e-05,
-   "max": 2.086288550000148e-05,
+   "seconds": 2.0863273999999878e-05,
+   "min": 2.046672150000006e-05,
+   "max": 2.1046407500001863e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.0542124000002104e-05
+   "issue_only_seconds": 2.0840187999997538e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.1137370499999974e-05,
-   "min": 2.0857539499999688e-05,
-   "max": 2.143961100000169e-05,
+   "seconds": 2.123084999999847e-05,
+   "min": 2.0819634999998725e-05,
+   "max": 2.1556995000000966e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.111839100000168e-05
+   "issue_only_seconds": 2.1214417999999567e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2205862999998374e-05,
-   "min": 1.2068776499997824e-05,
-   "max": 1.23765930000026e-05,
+   "seconds": 1.2448013499998467e-05,
+   "min": 1.226131900000027e-05,
+   "max": 1.2763510499997465e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.219288500000104e-05
+   "issue_only_seconds": 1.2432756999999129e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.4318178999997997e-05,
-   "min": 2.380883449999871e-05,
-   "max": 2.567968099999973e-05,
+   "seconds": 2.4964624500000808e-05,
+   "min": 2.4599055499997745e-05,
+   "max": 2.5206897500002156e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.4279771999999865e-05
+   "issue_only_seconds": 2.4922944499998323e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.9183379499999377e-05,
-   "min": 1.867620049999985e-05,
-   "max": 2.0389221999998595e-05,
+   "seconds": 1.909137999999899e-05,
+   "min": 1.8893284000000675e-05,
+   "max": 1.9297312499997333e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.9152612999999264e-05
+   "issue_only_seconds": 1.90693144999976e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.2313182500003138e-05,
-   "min": 2.1097545499998205e-05,
-   "max": 2.279170549999776e-05,
+   "seconds": 2.0887948999998683e-05,
+   "min": 2.0705806500000534e-05,
+   "max": 2.164465599999943e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.229477650000078e-05
+   "issue_only_seconds": 2.0869634000000302e-05
   },
   "eager_op_add_out": {
-   "seconds": 8.394732499997559e-06,
-   "min": 8.310187000002856e-06,
-   "max": 8.52143800000249e-06,
+   "seconds": 8.407390000002124e-06,
+   "min": 8.258203499998729e-06,
+   "max": 8.479533500000968e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 8.385940000000147e-06
+   "issue_only_seconds": 8.397062000000233e-06
   },
   "backward_node_mul": {
-   "seconds": 1.4267118888895425e-05,
-   "min": 1.1119241111114459e-05,
-   "max": 1.6434514444441106e-05,
+   "seconds": 1.5566570000002696e-05,
+   "min": 1.5355154444449682e-05,
+   "max": 1.5794053333340546e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0004959271111128298,
-   "min": 0.00010636355555959653,
-   "max": 0.0008075738888880185,
+   "seconds": 0.0004825035555526822,
+   "min": 0.00043432655555856537,
+   "max": 0.0005362289999995243,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
+  "backward_node_view": {
+   "seconds": 6.899439999988506e-06,
+   "min": 6.597874444448988e-06,
+   "max": 7.137160000007094e-06,
+   "samples": 11,
+   "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
+  },
+  "backward_node_transpose": {
+   "seconds": 6.432424444445436e-06,
+   "min": 6.233684444446731e-06,
+   "max": 6.5637666666636585e-06,
+   "samples": 11,
+   "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
+  },
   "backward_layer_linear": {
-   "seconds": 5.537975111111216e-05,
-   "min": 3.7242302222221865e-05,
-   "max": 6.495664777777361e-05,
+   "seconds": 5.420965555554997e-05,
+   "min": 3.6165412222217695e-05,
+   "max": 5.7600751111108495e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 0.00011375066389640175,
-   "min": 0.00011375066389640175,
-   "max": 0.00011375066389640175,
+   "seconds": 9.92879985521237e-05,
+   "min": 9.92879985521237e-05,
+   "max": 9.92879985521237e-05,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.62 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.81 us",
    "chain_lengths": [
     1,
     2,
@@ -222,17 +236,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00013728000223636627,
-    0.00014902399480342865,
-    0.0001905599981546402,
-    0.0002727999985218048,
-    0.000427264004945755
+    0.00012665599584579467,
+    0.0001462399959564209,
+    0.00018848000466823578,
+    0.0002739839851856232,
+    0.00046822398900985717
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.9776762106588907e-05,
-   "min": 2.9776762106588907e-05,
-   "max": 2.9776762106588907e-05,
+   "seconds": 2.6982094560350693e-05,
+   "min": 2.6982094560350693e-05,
+   "max": 2.6982094560350693e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -241,15 +255,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.867200180888176e-05,
-    0.00013984000682830812,
-    0.0004959360063076019
+    4.684799909591675e-05,
+    0.00012828800082206727,
+    0.0004517439901828766
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010207771243793626,
-   "min": 0.00010207771243793626,
-   "max": 0.00010207771243793626,
+   "seconds": 0.00010045562400704338,
+   "min": 0.00010045562400704338,
+   "max": 0.00010045562400704338,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -258,15 +272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003327679932117462,
-    0.0006960960030555725,
-    0.002299839973449707
+    0.00024089600145816802,
+    0.0006670399904251099,
+    0.002167072057723999
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.9147428189005176e-05,
-   "min": 5.9147428189005176e-05,
-   "max": 5.9147428189005176e-05,
+   "seconds": 4.04662855324291e-05,
+   "min": 4.04662855324291e-05,
+   "max": 4.04662855324291e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -275,15 +289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001252480000257492,
-    0.0003396160006523132,
-    0.0010247679948806763
+    0.00010649599879980087,
+    0.0003176960051059723,
+    0.0007434239983558654
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00015568151715255918,
-   "min": 0.00015568151715255918,
-   "max": 0.00015568151715255918,
+   "seconds": 0.00019154743105173112,
+   "min": 0.00019154743105173112,
+   "max": 0.00019154743105173112,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -292,15 +306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004911360144615174,
-    0.001193503975868225,
-    0.003732863903045654
+    0.0004659839868545532,
+    0.0011593919992446899,
+    0.003945312023162842
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.9674667112884067e-05,
-   "min": 1.9674667112884067e-05,
-   "max": 1.9674667112884067e-05,
+   "seconds": 1.798704816471963e-05,
+   "min": 1.798704816471963e-05,
+   "max": 1.798704816471963e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -309,15 +323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.491200134158135e-05,
-    8.707199990749359e-05,
-    0.0003277440071105957
+    4.0063999593257904e-05,
+    0.00010416000336408616,
+    0.0003132480084896088
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.401219240966297e-05,
-   "min": 7.401219240966297e-05,
-   "max": 7.401219240966297e-05,
+   "seconds": 6.866590767389252e-05,
+   "min": 6.866590767389252e-05,
+   "max": 6.866590767389252e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -326,15 +340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002364480048418045,
-    0.0005783039927482605,
-    0.0016620160341262818
+    0.00026099199056625367,
+    0.0005437440276145935,
+    0.001568384051322937
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.8265903790791834e-05,
-   "min": 3.8265903790791834e-05,
-   "max": 3.8265903790791834e-05,
+   "seconds": 5.0232380983375364e-05,
+   "min": 5.0232380983375364e-05,
+   "max": 5.0232380983375364e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -343,15 +357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.832000195980072e-05,
-    0.00020982399582862853,
-    0.0006645439863204956
+    9.747199714183807e-05,
+    0.0001486719995737076,
+    0.000817791998386383
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00010953294947033836,
-   "min": 0.00010953294947033836,
-   "max": 0.00010953294947033836,
+   "seconds": 9.462856785172509e-05,
+   "min": 9.462856785172509e-05,
+   "max": 9.462856785172509e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -360,15 +374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037142398953437806,
-    0.0008226240277290344,
-    0.002591007947921753
+    0.00027529600262641906,
+    0.000983519971370697,
+    0.002539423942565918
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.1847618477685108e-05,
-   "min": 2.1847618477685108e-05,
-   "max": 2.1847618477685108e-05,
+   "seconds": 2.3878095405442373e-05,
+   "min": 2.3878095405442373e-05,
+   "max": 2.3878095405442373e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -377,15 +391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.286400020122528e-05,
-    0.00013596799969673156,
-    0.0003864319920539856
+    4.899200052022934e-05,
+    0.00012515200674533843,
+    0.0004086720049381256
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 8.362514632088797e-05,
-   "min": 8.362514632088797e-05,
-   "max": 8.362514632088797e-05,
+   "seconds": 7.593447324775513e-05,
+   "min": 7.593447324775513e-05,
+   "max": 7.593447324775513e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -394,15 +408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028201600909233095,
-    0.0006632000207901001,
-    0.0018856960535049438
+    0.0002874239981174469,
+    0.0006451200246810913,
+    0.0018040319681167601
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.288076112667719e-05,
-   "min": 4.288076112667719e-05,
-   "max": 4.288076112667719e-05,
+   "seconds": 4.087466462737038e-05,
+   "min": 4.087466462737038e-05,
+   "max": 4.087466462737038e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -411,15 +425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011727999895811081,
-    0.0002548159956932068,
-    0.0007634559869766235
+    9.228800237178802e-05,
+    0.00014348800480365752,
+    0.0006815999746322632
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.652342931145712e-05,
-   "min": 9.652342931145712e-05,
-   "max": 9.652342931145712e-05,
+   "seconds": 0.0001001851498371079,
+   "min": 0.0001001851498371079,
+   "max": 0.0001001851498371079,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -428,15 +442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004206399917602539,
-    0.0008557760119438172,
-    0.002517343997955322
+    0.00027136000990867615,
+    0.0008522880077362061,
+    0.002439840078353882
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 5.300571556602205e-05,
-   "min": 5.300571556602205e-05,
-   "max": 5.300571556602205e-05,
+   "seconds": 4.34811416836012e-05,
+   "min": 4.34811416836012e-05,
+   "max": 4.34811416836012e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -445,15 +459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.574399888515472e-05,
-    0.00023887999355793,
-    0.0008855360150337219
+    6.927999854087829e-05,
+    0.00019465599954128265,
+    0.0007198079824447632
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 6.727313676050732e-05,
-   "min": 6.727313676050732e-05,
-   "max": 6.727313676050732e-05,
+   "seconds": 8.848532856929867e-05,
+   "min": 8.848532856929867e-05,
+   "max": 8.848532856929867e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -462,15 +476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003527680039405823,
-    0.0007574080228805542,
-    0.0021715519428253172
+    0.00031862398982048033,
+    0.0007612479925155639,
+    0.0023136959075927732
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 8.200228710969289e-05,
-   "min": 8.200228710969289e-05,
-   "max": 8.200228710969289e-05,
+   "seconds": 4.640914144970122e-05,
+   "min": 4.640914144970122e-05,
+   "max": 4.640914144970122e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -479,15 +493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00017008000612258911,
-    0.0004260160028934479,
-    0.0014034240245819091
+    0.00013676799833774566,
+    0.0004007680118083954,
+    0.0008744959831237793
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.0001647931429601851,
-   "min": 0.0001647931429601851,
-   "max": 0.0001647931429601851,
+   "seconds": 0.00011566171191987539,
+   "min": 0.00011566171191987539,
+   "max": 0.00011566171191987539,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -496,15 +510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006309760212898255,
-    0.00158953595161438,
-    0.004405632019042969
+    0.0006081600189208984,
+    0.0011968319416046144,
+    0.003073375940322876
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.939276228348415e-05,
-   "min": 4.939276228348415e-05,
-   "max": 4.939276228348415e-05,
+   "seconds": 2.984838045778729e-05,
+   "min": 2.984838045778729e-05,
+   "max": 2.984838045778729e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -513,15 +527,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.748799979686737e-05,
-    0.00016364799439907074,
-    0.0007910400032997132
+    4.6048000454902646e-05,
+    0.0001255680024623871,
+    0.0004904319941997528
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.378286380143391e-05,
-   "min": 9.378286380143391e-05,
-   "max": 9.378286380143391e-05,
+   "seconds": 9.995428224404656e-05,
+   "min": 9.995428224404656e-05,
+   "max": 9.995428224404656e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -530,15 +544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046380800008773805,
-    0.0009164159893989563,
-    0.002619136095046997
+    0.00024147200584411621,
+    0.0005703039765357971,
+    0.0021683199405670168
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.998551964759827e-05,
-   "min": 8.998551964759827e-05,
-   "max": 8.998551964759827e-05,
+   "seconds": 7.349409269435066e-05,
+   "min": 7.349409269435066e-05,
+   "max": 7.349409269435066e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -547,15 +561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013049599528312683,
-    0.0002752000093460083,
-    0.0014385279417037963
+    8.736000210046769e-05,
+    0.0002504960000514984,
+    0.0011706559658050538
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.0001555878250371842,
-   "min": 0.0001555878250371842,
-   "max": 0.0001555878250371842,
+   "seconds": 0.00012009371994506742,
+   "min": 0.00012009371994506742,
+   "max": 0.00012009371994506742,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -564,15 +578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007014399766921997,
-    0.0014600000381469727,
-    0.004392320156097412
+    0.00039107200503349306,
+    0.0014882880449295045,
+    0.0034670400619506835
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 3.616380904402052e-05,
-   "min": 3.616380904402052e-05,
-   "max": 3.616380904402052e-05,
+   "seconds": 5.3753902869565155e-05,
+   "min": 5.3753902869565155e-05,
+   "max": 5.3753902869565155e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -581,15 +595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.020800143480302e-05,
-    0.00019257600605487825,
-    0.000630623996257782
+    7.766400277614594e-05,
+    0.000243136003613472,
+    0.0008853759765625
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 7.010057071844738e-05,
-   "min": 7.010057071844738e-05,
-   "max": 7.010057071844738e-05,
+   "seconds": 5.8914287814072195e-05,
+   "min": 5.8914287814072195e-05,
+   "max": 5.8914287814072195e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -598,15 +612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000286080002784729,
-    0.0006292160153388977,
-    0.001888159990310669
+    0.00025833600759506224,
+    0.000593824028968811,
+    0.0019475200176239014
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.103695108777e-05,
-   "min": 5.103695108777e-05,
-   "max": 5.103695108777e-05,
+   "seconds": 6.792381157477697e-05,
+   "min": 6.792381157477697e-05,
+   "max": 6.792381157477697e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -615,15 +629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.878399640321732e-05,
-    0.00021302400529384614,
-    0.000838047981262207
+    6.950400024652481e-05,
+    0.0002792960107326508,
+    0.0010903680324554443
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.332647618793306e-05,
-   "min": 5.332647618793306e-05,
-   "max": 5.332647618793306e-05,
+   "seconds": 6.678018222252531e-05,
+   "min": 6.678018222252531e-05,
+   "max": 6.678018222252531e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -632,15 +646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036428800225257876,
-    0.0006238719820976257,
-    0.001911903977394104
+    0.00026441600918769836,
+    0.0009200000166893006,
+    0.002368799924850464
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.809523826553708e-05,
-   "min": 2.809523826553708e-05,
-   "max": 2.809523826553708e-05,
+   "seconds": 2.788876174461274e-05,
+   "min": 2.788876174461274e-05,
+   "max": 2.788876174461274e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -649,15 +663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.809600114822388e-05,
-    0.0001316480040550232,
-    0.0004692800045013428
+    5.0655998289585113e-05,
+    0.00012838399410247802,
+    0.00046700799465179444
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.3213709876650836e-05,
-   "min": 5.3213709876650836e-05,
-   "max": 5.3213709876650836e-05,
+   "seconds": 5.9482665643805535e-05,
+   "min": 5.9482665643805535e-05,
+   "max": 5.9482665643805535e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -666,15 +680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020057600736618042,
-    0.0004668160080909729,
-    0.0014276479482650756
+    0.00021801599860191346,
+    0.0005346239805221558,
+    0.0015467519760131835
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.7283047281560445e-05,
-   "min": 2.7283047281560445e-05,
-   "max": 2.7283047281560445e-05,
+   "seconds": 2.8966856854302548e-05,
+   "min": 2.8966856854302548e-05,
+   "max": 2.8966856854302548e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -683,15 +697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.623999774456024e-05,
-    0.0001568319946527481,
-    0.00047839999198913576
+    7.155200093984604e-05,
+    0.0001685120016336441,
+    0.0005094079971313477
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.769371525162743e-05,
-   "min": 5.769371525162743e-05,
-   "max": 5.769371525162743e-05,
+   "seconds": 5.801828702290852e-05,
+   "min": 5.801828702290852e-05,
+   "max": 5.801828702290852e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -700,15 +714,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002114879935979843,
-    0.0004143039882183075,
-    0.0014687680006027222
+    0.00029631999135017395,
+    0.000618399977684021,
+    0.0016214720010757446
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 6.052266593490329e-05,
-   "min": 6.052266593490329e-05,
-   "max": 6.052266593490329e-05,
+   "seconds": 5.185066553808394e-05,
+   "min": 5.185066553808394e-05,
+   "max": 5.185066553808394e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -717,15 +731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.438399851322174e-05,
-    0.00023020799458026885,
-    0.0009669759869575501
+    8.851200342178344e-05,
+    0.0002472320050001144,
+    0.0008673279881477356
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.422248242866426e-05,
-   "min": 8.422248242866426e-05,
-   "max": 8.422248242866426e-05,
+   "seconds": 0.00010734400117681138,
+   "min": 0.00010734400117681138,
+   "max": 0.00010734400117681138,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -734,15 +748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033446401357650757,
-    0.0009209280014038086,
-    0.002556384086608887
+    0.00035980799794197083,
+    0.001009567975997925,
+    0.00280511999130249
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 6.363276143868765e-05,
-   "min": 6.363276143868765e-05,
-   "max": 6.363276143868765e-05,
+   "seconds": 5.186285681667782e-05,
+   "min": 5.186285681667782e-05,
+   "max": 5.186285681667782e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -751,15 +765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012547199428081512,
-    0.00033443200588226317,
-    0.0010859839916229248
+    9.424000233411789e-05,
+    0.0002985279858112335,
+    0.0008884159922599793
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00011844876195703233,
-   "min": 0.00011844876195703233,
-   "max": 0.00011844876195703233,
+   "seconds": 0.00010838704911016281,
+   "min": 0.00010838704911016281,
+   "max": 0.00010838704911016281,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -768,15 +782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000505407989025116,
-    0.0011773439645767212,
-    0.0032785279750823975
+    0.00040489599108695985,
+    0.0009570559859275818,
+    0.0028324480056762693
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.8267429478111718e-05,
-   "min": 1.8267429478111718e-05,
-   "max": 1.8267429478111718e-05,
+   "seconds": 1.5519238121452784e-05,
+   "min": 1.5519238121452784e-05,
+   "max": 1.5519238121452784e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -785,15 +799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1728001087903975e-05,
-    9.731200337409973e-05,
-    0.0003160000145435333
+    3.6191999912261964e-05,
+    8.048000186681748e-05,
+    0.0002682240009307861
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.2201901922623317e-05,
-   "min": 2.2201901922623317e-05,
-   "max": 2.2201901922623317e-05,
+   "seconds": 2.7510857830444976e-05,
+   "min": 2.7510857830444976e-05,
+   "max": 2.7510857830444976e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -802,15 +816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020236800611019134,
-    0.00034489598870277407,
-    0.0008164479732513428
+    0.00015119999647140504,
+    0.0002776640057563782,
+    0.0007957760095596314
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.9750857104857763e-05,
-   "min": 1.9750857104857763e-05,
-   "max": 1.9750857104857763e-05,
+   "seconds": 1.5474285043421244e-05,
+   "min": 1.5474285043421244e-05,
+   "max": 1.5474285043421244e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -819,15 +833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.824000015854836e-05,
-    0.0001252480000257492,
-    0.00035708799958229066
+    5.8752000331878665e-05,
+    0.0001010880023241043,
+    0.0002895039916038513
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 3.0372571909711476e-05,
-   "min": 3.0372571909711476e-05,
-   "max": 3.0372571909711476e-05,
+   "seconds": 2.9817145140398112e-05,
+   "min": 2.9817145140398112e-05,
+   "max": 2.9817145140398112e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -836,15 +850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021916800737380981,
-    0.0004238399863243103,
-    0.0009891200065612793
+    0.00018108800053596497,
+    0.00031203201413154604,
+    0.0008588160276412964
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.599466641034399e-05,
-   "min": 1.599466641034399e-05,
-   "max": 1.599466641034399e-05,
+   "seconds": 1.0926476369301478e-05,
+   "min": 1.0926476369301478e-05,
+   "max": 1.0926476369301478e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -853,15 +867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6416001617908476e-05,
-    8.195199817419052e-05,
-    0.00027551999688148497
+    2.0800000056624414e-05,
+    5.244800075888634e-05,
+    0.00018432000279426574
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.836876415780612e-05,
-   "min": 2.836876415780612e-05,
-   "max": 2.836876415780612e-05,
+   "seconds": 3.8704001655181255e-05,
+   "min": 3.8704001655181255e-05,
+   "max": 3.8704001655181255e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -870,15 +884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019008000195026398,
-    0.00031219199299812315,
-    0.0008518720269203186
+    0.00011673600226640701,
+    0.00021164800226688386,
+    0.0008432000279426575
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.600152307323047e-05,
-   "min": 1.600152307323047e-05,
-   "max": 1.600152307323047e-05,
+   "seconds": 1.5756191419703618e-05,
+   "min": 1.5756191419703618e-05,
+   "max": 1.5756191419703618e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -887,15 +901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9776000678539275e-05,
-    0.0001058880016207695,
-    0.0002991679906845093
+    5.049600079655647e-05,
+    0.00010527999699115753,
+    0.00028934401273727415
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.2514286672785172e-05,
-   "min": 2.2514286672785172e-05,
-   "max": 2.2514286672785172e-05,
+   "seconds": 2.512457097570101e-05,
+   "min": 2.512457097570101e-05,
+   "max": 2.512457097570101e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -904,15 +918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021689599752426148,
-    0.00035363200306892396,
-    0.000801696002483368
+    0.00020761600136756897,
+    0.00029743999242782594,
+    0.0008098880052566528
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.557790532353378e-05,
-   "min": 1.557790532353378e-05,
-   "max": 1.557790532353378e-05,
+   "seconds": 1.4978286233686265e-05,
+   "min": 1.4978286233686265e-05,
+   "max": 1.4978286233686265e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -921,15 +935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.953599952161312e-05,
-    7.615999877452851e-05,
-    0.0002631680071353912
+    3.167999908328056e-05,
+    8.179199695587158e-05,
+    0.00025808000564575193
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.068571240774223e-05,
-   "min": 2.068571240774223e-05,
-   "max": 2.068571240774223e-05,
+   "seconds": 2.597714162298611e-05,
+   "min": 2.597714162298611e-05,
+   "max": 2.597714162298611e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -938,15 +952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001510079950094223,
-    0.00031638398766517637,
-    0.0007138239741325378
+    0.00015065599977970122,
+    0.00027113598585128785,
+    0.00076419198513031
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.5267810473839443e-05,
-   "min": 1.5267810473839443e-05,
-   "max": 1.5267810473839443e-05,
+   "seconds": 1.3954285177446548e-05,
+   "min": 1.3954285177446548e-05,
+   "max": 1.3954285177446548e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -955,15 +969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2287999540567396e-05,
-    9.878399968147278e-05,
-    0.00028153601288795474
+    5.369599908590317e-05,
+    9.920000284910202e-05,
+    0.00026422399282455446
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.3132188866535822e-05,
-   "min": 2.3132188866535822e-05,
-   "max": 2.3132188866535822e-05,
+   "seconds": 3.081752377606573e-05,
+   "min": 3.081752377606573e-05,
+   "max": 3.081752377606573e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -972,15 +986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001722559928894043,
-    0.0003338240087032318,
-    0.0007637119889259338
+    0.00018457600474357605,
+    0.0003213120102882385,
+    0.0008569599986076355
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4764951985506786e-05,
-   "min": 1.4764951985506786e-05,
-   "max": 1.4764951985506786e-05,
+   "seconds": 1.4629333590467773e-05,
+   "min": 1.4629333590467773e-05,
+   "max": 1.4629333590467773e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -989,15 +1003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0288001298904416e-05,
-    7.862400263547898e-05,
-    0.00025977599620819093
+    2.908799983561039e-05,
+    7.187200337648391e-05,
+    0.0002481600046157837
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.7276952884026934e-05,
-   "min": 2.7276952884026934e-05,
-   "max": 2.7276952884026934e-05,
+   "seconds": 2.0145524381881665e-05,
+   "min": 2.0145524381881665e-05,
+   "max": 2.0145524381881665e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1006,15 +1020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014777599275112152,
-    0.00027532801032066346,
-    0.0007788800001144409
+    0.0001271679997444153,
+    0.00023296000063419343,
+    0.0006492800116539002
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.3947427982375736e-05,
-   "min": 1.3947427982375736e-05,
-   "max": 1.3947427982375736e-05,
+   "seconds": 1.410971369062151e-05,
+   "min": 1.410971369062151e-05,
+   "max": 1.410971369062151e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1023,15 +1037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.200000107288361e-05,
-    9.059199690818786e-05,
-    0.000260127991437912
+    4.473600164055824e-05,
+    8.419200032949447e-05,
+    0.00025542399287223816
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.5740954847562875e-05,
-   "min": 2.5740954847562875e-05,
-   "max": 2.5740954847562875e-05,
+   "seconds": 2.2266665384882975e-05,
+   "min": 2.2266665384882975e-05,
+   "max": 2.2266665384882975e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1040,15 +1054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017148800194263458,
-    0.000311488002538681,
-    0.000773792028427124
+    0.00015411199629306794,
+    0.0002518720030784607,
+    0.000695967972278595
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.433752370732171e-05,
-   "min": 1.433752370732171e-05,
-   "max": 1.433752370732171e-05,
+   "seconds": 1.4690285814659937e-05,
+   "min": 1.4690285814659937e-05,
+   "max": 1.4690285814659937e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1057,15 +1071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.241600096225738e-05,
-    8.09279978275299e-05,
-    0.00024931199848651883
+    2.1568000316619873e-05,
+    7.16800019145012e-05,
+    0.00024393600225448608
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.419657189221609e-05,
-   "min": 2.419657189221609e-05,
-   "max": 2.419657189221609e-05,
+   "seconds": 2.9299046844243994e-05,
+   "min": 2.9299046844243994e-05,
+   "max": 2.9299046844243994e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1074,15 +1088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015961599349975585,
-    0.0002539199888706207,
-    0.0007305279970169068
+    0.00013097600638866424,
+    0.0004092479944229126,
+    0.0008395839929580688
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.51001913916497e-05,
-   "min": 1.51001913916497e-05,
-   "max": 1.51001913916497e-05,
+   "seconds": 1.530209449785096e-05,
+   "min": 1.530209449785096e-05,
+   "max": 1.530209449785096e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1091,15 +1105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.944000020623207e-05,
-    9.702400118112564e-05,
-    0.00027670401334762575
+    4.464000090956688e-05,
+    0.000100832000374794,
+    0.0002775999903678894
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.8207999964555098e-05,
-   "min": 2.8207999964555098e-05,
-   "max": 2.8207999964555098e-05,
+   "seconds": 2.2447999212003893e-05,
+   "min": 2.2447999212003893e-05,
+   "max": 2.2447999212003893e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1108,15 +1122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015715199708938598,
-    0.00028681600093841554,
-    0.0008066880106925964
+    0.0001730560064315796,
+    0.00030883198976516726,
+    0.0007468159794807434
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 3.057219079207806e-05,
-   "min": 3.057219079207806e-05,
-   "max": 3.057219079207806e-05,
+   "seconds": 2.3514666727610996e-05,
+   "min": 2.3514666727610996e-05,
+   "max": 2.3514666727610996e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1125,15 +1139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.921600081026554e-05,
-    8.025600016117096e-05,
-    0.0004742400050163269
+    4.041599854826927e-05,
+    0.00011139199882745743,
+    0.0003932799994945526
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.944380905301799e-05,
-   "min": 2.944380905301799e-05,
-   "max": 2.944380905301799e-05,
+   "seconds": 1.7751617091042656e-05,
+   "min": 1.7751617091042656e-05,
+   "max": 1.7751617091042656e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1142,15 +1156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001483200043439865,
-    0.0003872640132904053,
-    0.0010681920051574707
+    0.0001730560064315796,
+    0.00030985599756240843,
+    0.0007963839769363403
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.5170285254716872e-05,
-   "min": 2.5170285254716872e-05,
-   "max": 2.5170285254716872e-05,
+   "seconds": 2.3356952305350982e-05,
+   "min": 2.3356952305350982e-05,
+   "max": 2.3356952305350982e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1159,15 +1173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8304000645875934e-05,
-    0.0001353919953107834,
-    0.000436383992433548
+    6.0416001826524736e-05,
+    0.00013638399541378022,
+    0.00041273599863052366
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.9113904883464183e-05,
-   "min": 2.9113904883464183e-05,
-   "max": 2.9113904883464183e-05,
+   "seconds": 2.7652571421293982e-05,
+   "min": 2.7652571421293982e-05,
+   "max": 2.7652571421293982e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1176,15 +1190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017980800569057464,
-    0.0003396160006523132,
-    0.0009930559992790222
+    0.00019472000002861023,
+    0.00034019199013710024,
+    0.0009573439955711364
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.3004952243396214e-05,
-   "min": 1.3004952243396214e-05,
-   "max": 1.3004952243396214e-05,
+   "seconds": 1.1971809236066682e-05,
+   "min": 1.1971809236066682e-05,
+   "max": 1.1971809236066682e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1193,15 +1207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.296000137925148e-05,
-    7.705599814653397e-05,
-    0.00022972799837589264
+    2.7103999629616738e-05,
+    6.649599969387054e-05,
+    0.0002078399956226349
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.1993907122384936e-05,
-   "min": 3.1993907122384936e-05,
-   "max": 3.1993907122384936e-05,
+   "seconds": 3.050056960256326e-05,
+   "min": 3.050056960256326e-05,
+   "max": 3.050056960256326e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1210,15 +1224,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017132799327373505,
-    0.0002932479977607727,
-    0.0008419520258903504
+    0.0001499200016260147,
+    0.00027273601293563844,
+    0.0007854719758033752
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.6591237325753485e-05,
-   "min": 1.6591237325753485e-05,
-   "max": 1.6591237325753485e-05,
+   "seconds": 1.1882667030606951e-05,
+   "min": 1.1882667030606951e-05,
+   "max": 1.1882667030606951e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1227,15 +1241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.215999901294708e-05,
-    5.897599831223488e-05,
-    0.0002733759880065918
+    4.758400097489357e-05,
+    7.977599650621414e-05,
+    0.00022467200458049774
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.6108953700888716e-05,
-   "min": 3.6108953700888716e-05,
-   "max": 3.6108953700888716e-05,
+   "seconds": 2.4746667061533245e-05,
+   "min": 2.4746667061533245e-05,
+   "max": 2.4746667061533245e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1244,15 +1258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015590399503707887,
-    0.00043465599417686463,
-    0.000986624002456665
+    0.0001904959976673126,
+    0.00031315198540687563,
+    0.0007441920042037963
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.4850285879912828e-05,
-   "min": 1.4850285879912828e-05,
-   "max": 1.4850285879912828e-05,
+   "seconds": 1.2813714732016836e-05,
+   "min": 1.2813714732016836e-05,
+   "max": 1.2813714732016836e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1261,15 +1275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0447999238967895e-05,
-    4.953600093722343e-05,
-    0.0002380480021238327
+    2.7168000116944314e-05,
+    6.480000168085098e-05,
+    0.00021910400688648224
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.2099051131379035e-05,
-   "min": 5.2099051131379035e-05,
-   "max": 5.2099051131379035e-05,
+   "seconds": 4.339809458525407e-05,
+   "min": 4.339809458525407e-05,
+   "max": 4.339809458525407e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1278,15 +1292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016387200355529784,
-    0.00037350401282310486,
-    0.0011710400581359864
+    0.0001520639955997467,
+    0.0003274880051612854,
+    0.0009975039958953858
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.2984381190368106e-05,
-   "min": 1.2984381190368106e-05,
-   "max": 1.2984381190368106e-05,
+   "seconds": 1.3120000206288836e-05,
+   "min": 1.3120000206288836e-05,
+   "max": 1.3120000206288836e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1295,15 +1309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0608000010252e-05,
-    7.903999835252761e-05,
-    0.00023520000278949736
+    4.601600021123886e-05,
+    8.595199882984161e-05,
+    0.00024300800263881683
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.6586662573473785e-05,
-   "min": 5.6586662573473785e-05,
-   "max": 5.6586662573473785e-05,
+   "seconds": 4.437028332835153e-05,
+   "min": 4.437028332835153e-05,
+   "max": 4.437028332835153e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1312,15 +1326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016412800550460815,
-    0.00035676801204681394,
-    0.0012023359537124633
+    0.00017750400304794312,
+    0.00037574398517608643,
+    0.0010484479665756226
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.3756952292862391e-05,
-   "min": 1.3756952292862391e-05,
-   "max": 1.3756952292862391e-05,
+   "seconds": 1.2907429021738827e-05,
+   "min": 1.2907429021738827e-05,
+   "max": 1.2907429021738827e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1329,15 +1343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.465599939227104e-05,
-    7.184000313282012e-05,
-    0.0002396479994058609
+    2.908799983561039e-05,
+    6.55680000782013e-05,
+    0.00022195200622081757
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 4.143161841091656e-05,
-   "min": 4.143161841091656e-05,
-   "max": 4.143161841091656e-05,
+   "seconds": 3.817904572046939e-05,
+   "min": 3.817904572046939e-05,
+   "max": 3.817904572046939e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1346,15 +1360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017209599912166595,
-    0.00038838401436805723,
-    0.0010168319940567017
+    0.00013977600634098054,
+    0.00025705599784851075,
+    0.0008940799832344056
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.5701333326952795e-05,
-   "min": 1.5701333326952795e-05,
-   "max": 1.5701333326952795e-05,
+   "seconds": 1.3399619431722734e-05,
+   "min": 1.3399619431722734e-05,
+   "max": 1.3399619431722734e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1363,15 +1377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.219199925661087e-05,
-    9.494400024414062e-05,
-    0.00027292799949645995
+    4.61760014295578e-05,
+    8.454400300979614e-05,
+    0.0002465600073337555
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 1.8345144178186142e-05,
-   "min": 1.8345144178186142e-05,
-   "max": 1.8345144178186142e-05,
+   "seconds": 3.64259055682591e-05,
+   "min": 3.64259055682591e-05,
+   "max": 3.64259055682591e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1380,15 +1394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021667200326919554,
-    0.000498879998922348,
-    0.0007873920202255249
+    0.00020265600085258483,
+    0.000363103985786438,
+    0.0009536960124969482
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.0684190406685784e-05,
-   "min": 1.0684190406685784e-05,
-   "max": 1.0684190406685784e-05,
+   "seconds": 1.2272761425092108e-05,
+   "min": 1.2272761425092108e-05,
+   "max": 1.2272761425092108e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1397,15 +1411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.585599943995476e-05,
-    4.780799895524978e-05,
-    0.00018275199830532075
+    2.4800000712275504e-05,
+    6.086400151252747e-05,
+    0.000208639994263649
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.281752619005385e-05,
-   "min": 2.281752619005385e-05,
-   "max": 2.281752619005385e-05,
+   "seconds": 2.7380571744981267e-05,
+   "min": 2.7380571744981267e-05,
+   "max": 2.7380571744981267e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1414,15 +1428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011110399663448334,
-    0.00019011199474334718,
-    0.0006064640283584595
+    0.0001388480067253113,
+    0.00026188799738883974,
+    0.0007350080013275147
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.4665142854764345e-05,
-   "min": 1.4665142854764345e-05,
-   "max": 1.4665142854764345e-05,
+   "seconds": 1.2727618572257813e-05,
+   "min": 1.2727618572257813e-05,
+   "max": 1.2727618572257813e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1431,15 +1445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.574400022625923e-05,
-    6.12800009548664e-05,
-    0.00024956800043582914
+    4.454400017857552e-05,
+    8.38719978928566e-05,
+    0.00023583999276161193
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.5086478374543655e-05,
-   "min": 2.5086478374543655e-05,
-   "max": 2.5086478374543655e-05,
+   "seconds": 2.596114114636467e-05,
+   "min": 2.596114114636467e-05,
+   "max": 2.596114114636467e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1448,239 +1462,239 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013897599279880525,
-    0.0002742080092430115,
-    0.0007405760288238525
+    0.0001857919991016388,
+    0.0002758080065250397,
+    0.0007574399709701538
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.067200005054474e-05,
-   "min": 5.660799890756607e-05,
-   "max": 9.011200070381165e-05,
+   "seconds": 6.255999952554703e-05,
+   "min": 5.577600002288818e-05,
+   "max": 8.65280032157898e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 4.30173302690188e-05,
-   "min": 2.461733172337213e-05,
-   "max": 0.00023994533965984976,
+   "seconds": 7.965600055952866e-05,
+   "min": 3.5207997386654214e-05,
+   "max": 0.00014026401502390703,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.316799998283387e-05,
-   "min": 7.705599814653397e-05,
-   "max": 0.0001096320003271103,
+   "seconds": 7.846400141716004e-05,
+   "min": 7.056000083684921e-05,
+   "max": 0.00011555200070142746,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 5.264933655659351e-05,
-   "min": 0.0,
-   "max": 0.00033383333931366594,
+   "seconds": 7.920800459881625e-05,
+   "min": 4.00079966833194e-05,
+   "max": 0.00014020000708599885,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 3.587200120091438e-05,
-   "min": 3.3312000334262846e-05,
-   "max": 6.543999910354615e-05,
+   "seconds": 3.670400008559227e-05,
+   "min": 3.3087998628616334e-05,
+   "max": 6.42239972949028e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 2.3529334614674237e-05,
-   "min": 2.217336247364651e-06,
-   "max": 8.007334048549332e-05,
+   "seconds": 3.917599407335124e-05,
+   "min": 1.210399655004343e-05,
+   "max": 7.79600062717994e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 4.867200180888176e-05,
-   "min": 4.524800181388855e-05,
-   "max": 8.153600245714187e-05,
+   "seconds": 5.692800134420395e-05,
+   "min": 5.3087998181581494e-05,
+   "max": 9.136000275611877e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 4.0937340507904673e-05,
-   "min": 1.3769334803024914e-05,
-   "max": 0.000136073342214028,
+   "seconds": 3.940000695486863e-05,
+   "min": 1.847199661036332e-05,
+   "max": 0.00015060001177092392,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.791999816894531e-05,
-   "min": 3.3695999532938e-05,
-   "max": 6.889600306749344e-05,
+   "seconds": 3.404799848794937e-05,
+   "min": 3.103999979794026e-05,
+   "max": 5.916799977421761e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 3.3001335958639764e-05,
-   "min": 1.0633337001005787e-05,
-   "max": 0.00010148135075966513,
+   "seconds": 3.4407998745640116e-05,
+   "min": 1.3224001352985697e-05,
+   "max": 0.00011188000005980334,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.9264000505208966e-05,
-   "min": 5.417599901556969e-05,
-   "max": 0.00011468800157308579,
+   "seconds": 5.817599967122078e-05,
+   "min": 5.142400041222572e-05,
+   "max": 8.975999802350998e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 7.271333659688626e-05,
-   "min": 4.567333186666168e-05,
-   "max": 0.00023159334684411684,
+   "seconds": 7.661600348850091e-05,
+   "min": 4.986400840183101e-05,
+   "max": 0.00014346399841209254,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.340800106525421e-05,
-   "min": 2.9311999678611756e-05,
-   "max": 8.28159973025322e-05,
+   "seconds": 3.3312000334262846e-05,
+   "min": 2.9600000008940698e-05,
+   "max": 4.59199994802475e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 1.3767998044689501e-05,
    "min": 0.0,
-   "max": 3.540133188168206e-05,
+   "max": 7.920799714823562e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.433600023388863e-05,
-   "min": 4.758400097489357e-05,
-   "max": 7.923199981451035e-05,
+   "seconds": 4.90880012512207e-05,
+   "min": 4.540799930691719e-05,
+   "max": 8.59839990735054e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 3.581733877460158e-05,
-   "min": 1.6137330482403404e-05,
-   "max": 0.00017143334324161208,
+   "seconds": 2.4583998446663216e-05,
+   "min": 9.736004595955225e-06,
+   "max": 9.984800529976685e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.58400009572506e-05,
-   "min": 3.324799984693527e-05,
-   "max": 5.475199967622757e-05,
+   "seconds": 3.532800078392029e-05,
+   "min": 3.1840000301599505e-05,
+   "max": 6.777600198984146e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 9.673333416382448e-06,
-   "min": 0.0,
-   "max": 0.00011312932396928467,
+   "seconds": 1.5752005701263742e-05,
+   "min": 2.823996668060606e-06,
+   "max": 5.287200522919496e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.648000165820122e-05,
-   "min": 5.2799999713897704e-05,
-   "max": 0.00010825599730014801,
+   "seconds": 5.523199960589409e-05,
+   "min": 4.5536000281572345e-05,
+   "max": 8.739200234413147e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 1.1305338392655017e-05,
-   "min": 0.0,
-   "max": 0.00022224932039777433,
+   "seconds": 7.258399513860545e-05,
+   "min": 4.359199789663156e-05,
+   "max": 0.0001254479953398307,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 2.1695999428629874e-05,
-   "min": 2.0384000614285468e-05,
-   "max": 2.8991999104619025e-05,
+   "seconds": 2.300800010561943e-05,
+   "min": 2.0767999812960626e-05,
+   "max": 4.1280001401901244e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.7977336818973205e-05,
+   "max": 1.3864002500971152e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.987200185656547e-05,
-   "min": 3.772800043225288e-05,
-   "max": 6.969600170850754e-05,
+   "seconds": 3.840000182390213e-05,
+   "min": 3.532800078392029e-05,
+   "max": 6.857600063085556e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.1801328907410263e-05,
+   "max": 6.548000437517961e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.7952000722289084e-05,
-   "min": 1.6992000862956048e-05,
-   "max": 2.9279999434947967e-05,
+   "seconds": 1.7472000792622568e-05,
+   "min": 1.635199971497059e-05,
+   "max": 4.4608000665903094e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.944933640460173e-05,
+   "max": 5.840001006921121e-07,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.6959998309612273e-05,
-   "min": 3.420799970626831e-05,
-   "max": 5.744000151753426e-05,
+   "seconds": 3.8336001336574555e-05,
+   "min": 3.4719999879598617e-05,
+   "max": 6.995200365781785e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001598173479239146,
+   "max": 2.5800000255306576e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 1.9295999780297278e-05,
-   "min": 1.8559999763965608e-05,
-   "max": 3.676800057291984e-05,
+   "seconds": 2.0031999796628952e-05,
+   "min": 1.836800016462803e-05,
+   "max": 2.796800062060356e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 1.9689329589406637e-05,
-   "min": 0.0,
-   "max": 0.0002858653298268715,
+   "seconds": 2.163999465604625e-05,
+   "min": 4.840000843008376e-06,
+   "max": 5.2904001747568446e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.942399844527245e-05,
-   "min": 3.724800050258636e-05,
-   "max": 4.975999891757965e-05,
+   "seconds": 4.105599969625473e-05,
+   "min": 3.660799935460091e-05,
+   "max": 6.534399837255478e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 1.335333908597625e-05,
-   "min": 1.0534251729645353e-07,
-   "max": 3.885733212033907e-05,
+   "seconds": 2.4968008821209275e-05,
+   "min": 1.0919998710354185e-05,
+   "max": 0.00010544800323744616,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.8377143534876053e-05,
-   "min": 1.8377143534876053e-05,
-   "max": 1.8377143534876053e-05,
+   "seconds": 1.7976381062042145e-05,
+   "min": 1.7976381062042145e-05,
+   "max": 1.7976381062042145e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1689,15 +1703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.683200106024742e-05,
-    9.50080007314682e-05,
-    0.0003135040104389191
+    3.443200141191483e-05,
+    8.419200032949447e-05,
+    0.00030268800258636473
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.4915809922275089e-05,
-   "min": 1.4915809922275089e-05,
-   "max": 1.4915809922275089e-05,
+   "seconds": 1.9050667151099155e-05,
+   "min": 1.9050667151099155e-05,
+   "max": 1.9050667151099155e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1706,15 +1720,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016448000073432923,
-    0.00025407999753952027,
-    0.0006604480147361755
+    0.0001740799993276596,
+    0.0002736000120639801,
+    0.0007256320118904113
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.9249524566389266e-05,
-   "min": 1.9249524566389266e-05,
-   "max": 1.9249524566389266e-05,
+   "seconds": 1.940952330118134e-05,
+   "min": 1.940952330118134e-05,
+   "max": 1.940952330118134e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1723,15 +1737,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.536000058054924e-05,
-    0.000118367999792099,
-    0.0003458560109138489
+    5.8079998940229415e-05,
+    0.00012569600343704225,
+    0.0003523519933223724
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.6177522107249217e-05,
-   "min": 1.6177522107249217e-05,
-   "max": 1.6177522107249217e-05,
+   "seconds": 1.895542779848689e-05,
+   "min": 1.895542779848689e-05,
+   "max": 1.895542779848689e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1740,43 +1754,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020451200008392333,
-    0.0003041279911994934,
-    0.0007336959838867188
+    0.00022307200729846955,
+    0.0003140160143375397,
+    0.0007904959917068482
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.9952000826597214e-05,
-   "min": 2.803199924528599e-05,
-   "max": 4.934399947524071e-05,
+   "seconds": 3.388800099492073e-05,
+   "min": 2.812799997627735e-05,
+   "max": 6.611199676990509e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 4.488005613287289e-06,
    "min": 0.0,
-   "max": 1.0377338776985793e-05,
+   "max": 4.048800406356652e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.1231998950243e-05,
-   "min": 4.684799909591675e-05,
-   "max": 8.902399986982346e-05,
+   "seconds": 3.0079999938607215e-05,
+   "min": 2.707199938595295e-05,
+   "max": 6.483200192451477e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00013792933399478594,
+   "max": 5.8151998867591226e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00011819504485243842,
-   "min": 0.00011819504485243842,
-   "max": 0.00011819504485243842,
+   "seconds": 7.625066418023336e-05,
+   "min": 7.625066418023336e-05,
+   "max": 7.625066418023336e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1785,15 +1799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001353600025177002,
-    0.0004723840057849884,
-    0.0019024319648742675
+    8.579199761152268e-05,
+    0.000327455997467041,
+    0.001233855962753296
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00019700570262613754,
-   "min": 0.00019700570262613754,
-   "max": 0.00019700570262613754,
+   "seconds": 0.0001729363710397766,
+   "min": 0.0001729363710397766,
+   "max": 0.0001729363710397766,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1802,15 +1816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004842880070209503,
-    0.001445888042449951,
-    0.005217631816864013
+    0.00041622400283813476,
+    0.0012637759447097778,
+    0.004187359809875489
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 7.766628194422949e-05,
-   "min": 7.766628194422949e-05,
-   "max": 7.766628194422949e-05,
+   "seconds": 7.578056766873316e-05,
+   "min": 7.578056766873316e-05,
+   "max": 7.578056766873316e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1819,15 +1833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00017507199943065643,
-    0.0003703359961509705,
-    0.0013274879455566406
+    9.414400160312652e-05,
+    0.0003139840066432953,
+    0.0012283519506454468
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00022708877566314877,
-   "min": 0.00022708877566314877,
-   "max": 0.00022708877566314877,
+   "seconds": 0.00017653868595759065,
+   "min": 0.00017653868595759065,
+   "max": 0.00017653868595759065,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1836,15 +1850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005334720015525817,
-    0.0016965759992599487,
-    0.005187744140625
+    0.00039958399534225465,
+    0.001171839952468872,
+    0.004189472198486328
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0003950781055859157,
-   "min": 0.0003950781055859157,
-   "max": 0.0003950781055859157,
+   "seconds": 0.00022459352300280614,
+   "min": 0.00022459352300280614,
+   "max": 0.00022459352300280614,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1853,15 +1867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005818560123443604,
-    0.00185206401348114,
-    0.0065363521575927735
+    0.00023984000086784362,
+    0.0009062079787254334,
+    0.003606271982192993
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006440974559102739,
-   "min": 0.0006440974559102739,
-   "max": 0.0006440974559102739,
+   "seconds": 0.0006817340992745899,
+   "min": 0.0006817340992745899,
+   "max": 0.0006817340992745899,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1870,15 +1884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00186735999584198,
-    0.0047810239791870116,
-    0.017387039184570314
+    0.0013343679904937744,
+    0.0038977279663085936,
+    0.014877408027648927
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005959847342400323,
-   "min": 0.0005959847342400323,
-   "max": 0.0005959847342400323,
+   "seconds": 0.00028496229222842623,
+   "min": 0.00028496229222842623,
+   "max": 0.00028496229222842623,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1887,15 +1901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005308799743652344,
-    0.0018088959455490113,
-    0.009300671577453613
+    0.00039103999733924866,
+    0.001316383957862854,
+    0.004688960075378418
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0008954255495752609,
-   "min": 0.0008954255495752609,
-   "max": 0.0008954255495752609,
+   "seconds": 0.000782467789593197,
+   "min": 0.000782467789593197,
+   "max": 0.000782467789593197,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1904,15 +1918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016696640253067016,
-    0.004844192028045654,
-    0.02360758399963379
+    0.0017044800519943237,
+    0.004906591892242432,
+    0.017715871810913084
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.2998856114489693e-05,
-   "min": 2.2998856114489693e-05,
-   "max": 2.2998856114489693e-05,
+   "seconds": 2.164647541940212e-05,
+   "min": 2.164647541940212e-05,
+   "max": 2.164647541940212e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1921,15 +1935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0288001298904416e-05,
-    0.00011007999628782272,
-    0.00038553598523139956
+    2.627200074493885e-05,
+    9.977599978446961e-05,
+    0.00035382398962974546
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.0300194528840834e-05,
-   "min": 4.0300194528840834e-05,
-   "max": 4.0300194528840834e-05,
+   "seconds": 4.8487620782994086e-05,
+   "min": 4.8487620782994086e-05,
+   "max": 4.8487620782994086e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1938,15 +1952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017123199999332427,
-    0.0003705919981002808,
-    0.0011238720417022705
+    0.00013920000195503235,
+    0.0004022719860076904,
+    0.0012087680101394653
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.383619138882274e-05,
-   "min": 2.383619138882274e-05,
-   "max": 2.383619138882274e-05,
+   "seconds": 2.1596189588308334e-05,
+   "min": 2.1596189588308334e-05,
+   "max": 2.1596189588308334e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1955,15 +1969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.111999973654748e-05,
-    0.00012953600287437438,
-    0.00041763201355934145
+    5.5711999535560605e-05,
+    0.00011807999759912491,
+    0.00037884798645973207
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.221790798363231e-05,
-   "min": 4.221790798363231e-05,
-   "max": 4.221790798363231e-05,
+   "seconds": 4.739200377038546e-05,
+   "min": 4.739200377038546e-05,
+   "max": 4.739200377038546e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1972,15 +1986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001916159987449646,
-    0.0004158079922199249,
-    0.0011911040544509888
+    0.00017929600179195405,
+    0.00040035200119018557,
+    0.0012188160419464111
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.642437993060975e-05,
-   "min": 2.642437993060975e-05,
-   "max": 2.642437993060975e-05,
+   "seconds": 2.6469332831246515e-05,
+   "min": 2.6469332831246515e-05,
+   "max": 2.6469332831246515e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1989,15 +2003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.275200143456459e-05,
-    0.00012044800072908401,
-    0.00043859198689460754
+    4.307200014591217e-05,
+    0.00011724799871444702,
+    0.00043836799263954164
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010437334116016115,
-   "min": 0.00010437334116016115,
-   "max": 0.00010437334116016115,
+   "seconds": 0.00011216838586898074,
+   "min": 0.00011216838586898074,
+   "max": 0.00011216838586898074,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2006,15 +2020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004208959937095642,
-    0.0007262719869613648,
-    0.002353856086730957
+    0.00027983999252319334,
+    0.0007457280158996582,
+    0.00237606406211853
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.765790377344404e-05,
-   "min": 3.765790377344404e-05,
-   "max": 3.765790377344404e-05,
+   "seconds": 3.72320002033597e-05,
+   "min": 3.72320002033597e-05,
+   "max": 3.72320002033597e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2023,15 +2037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010041599720716476,
-    0.00015087999403476715,
-    0.0006444479823112488
+    8.716800063848495e-05,
+    0.00019996799528598785,
+    0.000646016001701355
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.07398121697562e-05,
-   "min": 9.07398121697562e-05,
-   "max": 9.07398121697562e-05,
+   "seconds": 7.283885138375417e-05,
+   "min": 7.283885138375417e-05,
+   "max": 7.283885138375417e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2040,491 +2054,491 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002919679880142212,
-    0.0007790719866752624,
-    0.002251904010772705
+    0.00047260800004005434,
+    0.0009817919731140137,
+    0.0021833279132843016
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001698240041732788,
-   "min": 0.00015011200308799743,
-   "max": 0.0002916159927845001,
+   "seconds": 0.00011868800222873687,
+   "min": 0.00010208000242710113,
+   "max": 0.000156031996011734,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast"
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.0001520639955997467,
-   "min": 0.0001080000028014183,
-   "max": 0.0022241599559783935,
+   "seconds": 8.934400230646134e-05,
+   "min": 7.731200009584427e-05,
+   "max": 0.00011296000331640244,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast"
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001499519944190979,
-   "min": 0.0001096320003271103,
-   "max": 0.00022659200429916382,
+   "seconds": 0.0001761920005083084,
+   "min": 0.00011840000003576279,
+   "max": 0.00022089600563049316,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16)"
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00017209599912166595,
-   "min": 0.00011763200163841247,
-   "max": 0.00034944000840187074,
+   "seconds": 0.00015705600380897523,
+   "min": 0.00013187199831008912,
+   "max": 0.00022047999501228333,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16)"
   },
   "layer_steady_linear": {
-   "seconds": 0.0003089030456542969,
-   "min": 0.0002494758415222168,
-   "max": 0.00046013824462890623,
+   "seconds": 0.00023628671646118164,
+   "min": 0.00021480768203735353,
+   "max": 0.00024786880493164065,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00040122753143310546,
-   "min": 0.00036444030761718753,
-   "max": 0.0005829536056518555,
+   "seconds": 0.0006217414474487305,
+   "min": 0.0004953836822509766,
+   "max": 0.0009212108612060547,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_matmul": {
-   "seconds": 0.00016267007827758788,
-   "min": 0.00015994175910949708,
-   "max": 0.00016567743301391602,
+   "seconds": 0.0001826495933532715,
+   "min": 0.0001578880023956299,
+   "max": 0.00018808639526367188,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00029810880661010743,
-   "min": 0.00029191936492919924,
-   "max": 0.00030549247741699215,
+   "seconds": 0.00026625919342041014,
+   "min": 0.00022050048828124998,
+   "max": 0.00039937599182128904,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_bmm": {
-   "seconds": 0.00018888000488281252,
-   "min": 0.00017986495971679688,
-   "max": 0.00019958656311035158,
+   "seconds": 0.00016864639282226563,
+   "min": 0.00014903615951538087,
+   "max": 0.00018079103469848632,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00036151615142822265,
-   "min": 0.00028688064575195315,
-   "max": 0.0006560652923583984,
+   "seconds": 0.0002918233680725098,
+   "min": 0.00025950656890869143,
+   "max": 0.0005023737716674804,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00027489919662475586,
-   "min": 0.00022980224609374999,
-   "max": 0.0003457401657104492,
+   "seconds": 0.0002235251235961914,
+   "min": 0.0002212486457824707,
+   "max": 0.00022473920822143557,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0006019673538208008,
-   "min": 0.0004866668701171875,
-   "max": 0.0006758438110351562,
+   "seconds": 0.0003370751953125,
+   "min": 0.00030729663848876954,
+   "max": 0.0004220217514038086,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00019038015365600586,
-   "min": 0.00017324224472045898,
-   "max": 0.00020583999633789061,
+   "seconds": 0.00017761983871459962,
+   "min": 0.0001714739227294922,
+   "max": 0.00018508224487304688,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005839910507202149,
-   "min": 0.00032264446258544924,
-   "max": 0.0006577164459228515,
+   "seconds": 0.00046174144744873046,
+   "min": 0.0003432275390625,
+   "max": 0.0005228575897216796,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00034598209381103516,
-   "min": 0.00033235008239746095,
-   "max": 0.00039230590820312503,
+   "seconds": 0.00016860160827636718,
+   "min": 0.00015789823532104494,
+   "max": 0.00021778303146362303,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00043469249725341794,
-   "min": 0.00039825729370117184,
-   "max": 0.0005211334228515625,
+   "seconds": 0.00018061311721801756,
+   "min": 0.00017431039810180665,
+   "max": 0.00019592384338378905,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001953459167480469,
-   "min": 0.00013759103775024415,
-   "max": 0.00022861183166503904,
+   "seconds": 0.00011961471557617188,
+   "min": 0.00011562751770019532,
+   "max": 0.00012264960289001464,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001668659210205078,
-   "min": 0.00014066752433776854,
-   "max": 0.00017483711242675782,
+   "seconds": 0.0001210585594177246,
+   "min": 0.0001188326358795166,
+   "max": 0.00015348223686218262,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0001893459129333496,
-   "min": 0.000179289608001709,
-   "max": 0.000275728645324707,
+   "seconds": 0.00016700096130371094,
+   "min": 0.00016175359725952148,
+   "max": 0.000184333438873291,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00023442560195922852,
-   "min": 0.0001959219169616699,
-   "max": 0.00034433406829833987,
+   "seconds": 0.00018849279403686521,
+   "min": 0.00018526847839355469,
+   "max": 0.00024218687057495116,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_relu": {
-   "seconds": 9.829440116882325e-05,
-   "min": 9.601280212402344e-05,
-   "max": 0.00010828736305236817,
+   "seconds": 9.775872230529786e-05,
+   "min": 9.315263748168946e-05,
+   "max": 0.00010075712203979492,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011868864059448243,
-   "min": 0.00011088255882263185,
-   "max": 0.00024741504669189456,
+   "seconds": 0.00010829055786132812,
+   "min": 9.657792091369629e-05,
+   "max": 0.00013454655647277832,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu": {
-   "seconds": 0.0001030303955078125,
-   "min": 8.60108757019043e-05,
-   "max": 0.0001109331226348877,
+   "seconds": 9.027839660644531e-05,
+   "min": 7.799551963806152e-05,
+   "max": 9.634431838989257e-05,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00014634048461914062,
-   "min": 0.0001386393642425537,
-   "max": 0.00016603136062622072,
+   "seconds": 0.00010484800338745118,
+   "min": 9.245951652526856e-05,
+   "max": 0.00014542911529541016,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_silu": {
-   "seconds": 0.00011896384239196778,
-   "min": 0.00011404224395751953,
-   "max": 0.00012198719978332519,
+   "seconds": 0.00010294207572937011,
+   "min": 9.850111961364746e-05,
+   "max": 0.00011171648025512695,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00014959424018859863,
-   "min": 0.00014030336380004883,
-   "max": 0.00016773056030273438,
+   "seconds": 0.00010479167938232422,
+   "min": 0.00010314751625061034,
+   "max": 0.00011190719604492187,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_tanh": {
-   "seconds": 0.00012006719589233398,
-   "min": 0.0001103059196472168,
-   "max": 0.00012448767662048339,
+   "seconds": 9.04364776611328e-05,
+   "min": 8.394623756408692e-05,
+   "max": 0.00010653568267822265,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00013624832153320314,
-   "min": 0.00013333375930786134,
-   "max": 0.0001445126438140869,
+   "seconds": 0.00011317312240600586,
+   "min": 0.00010203007698059083,
+   "max": 0.0001301478385925293,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00011680319786071777,
-   "min": 0.00011021439552307128,
-   "max": 0.0001240998363494873,
+   "seconds": 8.72326374053955e-05,
+   "min": 8.482624053955078e-05,
+   "max": 9.957695960998536e-05,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00014509696006774904,
-   "min": 0.0001415231990814209,
-   "max": 0.00015077887535095214,
+   "seconds": 0.00010525823593139649,
+   "min": 0.00010310848236083985,
+   "max": 0.0001077888011932373,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_dropout": {
-   "seconds": 0.0001240569591522217,
-   "min": 0.00011756799697875976,
-   "max": 0.00012843968391418458,
+   "seconds": 9.516415596008301e-05,
+   "min": 9.321663856506348e-05,
+   "max": 9.598527908325195e-05,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001459603214263916,
-   "min": 0.00013812992095947266,
-   "max": 0.00014770751953124998,
+   "seconds": 0.00012384127616882324,
+   "min": 0.00010969984054565429,
+   "max": 0.00014411520004272463,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_add": {
-   "seconds": 0.00012377280235290527,
-   "min": 0.00011724672317504882,
-   "max": 0.00012980799674987793,
+   "seconds": 0.00010130944252014161,
+   "min": 9.87775993347168e-05,
+   "max": 0.00011262271881103516,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00015226880073547361,
-   "min": 0.0001447001552581787,
-   "max": 0.00016016511917114255,
+   "seconds": 0.00011685888290405272,
+   "min": 0.000115600004196167,
+   "max": 0.00011863295555114746,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mul": {
-   "seconds": 0.00012736384391784668,
-   "min": 0.00011793791770935059,
-   "max": 0.00013542847633361816,
+   "seconds": 0.00011268223762512207,
+   "min": 9.919103622436523e-05,
+   "max": 0.00011813695907592775,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00015461119651794433,
-   "min": 0.00014949503898620606,
-   "max": 0.00016238143920898438,
+   "seconds": 0.00010901568412780761,
+   "min": 9.946880340576171e-05,
+   "max": 0.00015900927543640136,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_softmax": {
-   "seconds": 0.00011743935585021972,
-   "min": 0.00011363200187683106,
-   "max": 0.00012569664001464844,
+   "seconds": 7.870975971221925e-05,
+   "min": 7.6495361328125e-05,
+   "max": 8.544384002685546e-05,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00014975423812866212,
-   "min": 0.0001307097625732422,
-   "max": 0.0001566579246520996,
+   "seconds": 9.750783920288087e-05,
+   "min": 9.298175811767577e-05,
+   "max": 0.00010422016143798828,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010361663818359376,
-   "min": 9.615679740905763e-05,
-   "max": 0.0001161190414428711,
+   "seconds": 7.050367832183838e-05,
+   "min": 6.796031951904297e-05,
+   "max": 7.222847938537597e-05,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00014033984184265137,
-   "min": 0.000130697603225708,
-   "max": 0.0001477676773071289,
+   "seconds": 8.547712326049804e-05,
+   "min": 8.397760391235351e-05,
+   "max": 8.866047859191895e-05,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00019924543380737305,
-   "min": 0.00019095232009887694,
-   "max": 0.00020247999191284178,
+   "seconds": 0.00011651776313781738,
+   "min": 0.00011382080078125,
+   "max": 0.00014036928176879883,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00021050432205200196,
-   "min": 0.00019940799713134765,
-   "max": 0.00022648191452026366,
+   "seconds": 0.00014511167526245117,
+   "min": 0.0001346399974822998,
+   "max": 0.00017582399368286134,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_embedding": {
-   "seconds": 0.00012724736213684082,
-   "min": 0.00012183615684509277,
-   "max": 0.00013907008171081542,
+   "seconds": 8.72640037536621e-05,
+   "min": 8.168767929077149e-05,
+   "max": 0.00010475263595581056,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00015065216064453124,
-   "min": 0.00014673343658447267,
-   "max": 0.00016303167343139648,
+   "seconds": 0.00010224960327148437,
+   "min": 0.0001002406406402588,
+   "max": 0.00011114303588867187,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00011600704193115233,
-   "min": 0.00010676032066345215,
-   "max": 0.00012816767692565918,
+   "seconds": 0.00010303680419921874,
+   "min": 8.419520378112792e-05,
+   "max": 0.00011282367706298828,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00014598208427429198,
-   "min": 0.00014114815711975098,
-   "max": 0.00015724608421325683,
+   "seconds": 0.0001448300838470459,
+   "min": 0.00012590335845947265,
+   "max": 0.00015920576095581056,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010414400100708009,
-   "min": 0.00010215423583984375,
-   "max": 0.00010805312156677247,
+   "seconds": 0.0001082975959777832,
+   "min": 0.00010340096473693848,
+   "max": 0.0001158463954925537,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00013664511680603028,
-   "min": 0.00013178048133850097,
-   "max": 0.0001419167995452881,
+   "seconds": 9.442303657531739e-05,
+   "min": 9.22815990447998e-05,
+   "max": 0.0001370847988128662,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012221952438354493,
-   "min": 0.00011438655853271484,
-   "max": 0.00013003775596618652,
+   "seconds": 9.664640426635743e-05,
+   "min": 8.470527648925781e-05,
+   "max": 0.00010117376327514649,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00014545791625976564,
-   "min": 0.00013612223625183105,
-   "max": 0.0001593145561218262,
+   "seconds": 0.00013570176124572754,
+   "min": 0.00011293696403503419,
+   "max": 0.00015226240158081056,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_flatten": {
-   "seconds": 7.081408023834229e-05,
-   "min": 6.88915205001831e-05,
-   "max": 7.690559864044189e-05,
+   "seconds": 5.923200130462647e-05,
+   "min": 5.789440155029297e-05,
+   "max": 6.095935821533203e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.0001049503993988037,
-   "min": 0.00010144448280334473,
-   "max": 0.00010981632232666015,
+   "seconds": 7.457151889801025e-05,
+   "min": 7.296448230743408e-05,
+   "max": 9.557184219360351e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_reshape": {
-   "seconds": 7.332543849945069e-05,
-   "min": 7.198847770690918e-05,
-   "max": 7.571392059326172e-05,
+   "seconds": 6.61683177947998e-05,
+   "min": 6.420928001403809e-05,
+   "max": 6.678912162780761e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.268159866333008e-05,
-   "min": 8.990464210510254e-05,
-   "max": 9.859328269958496e-05,
+   "seconds": 8.530879974365234e-05,
+   "min": 8.402239799499512e-05,
+   "max": 8.720895767211915e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_slice": {
-   "seconds": 9.893119812011719e-05,
-   "min": 9.811903953552247e-05,
-   "max": 0.00010098431587219238,
+   "seconds": 9.31123161315918e-05,
+   "min": 8.385151863098144e-05,
+   "max": 9.499199867248535e-05,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011916864395141602,
-   "min": 0.00011657407760620117,
-   "max": 0.0001235174369812012,
+   "seconds": 0.00011320511817932128,
+   "min": 0.00010402367591857911,
+   "max": 0.00011925312042236328,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00013223103523254395,
-   "min": 0.00011313535690307618,
-   "max": 0.0001392531204223633,
+   "seconds": 0.00011387840270996093,
+   "min": 0.00011126720428466796,
+   "max": 0.00011798080444335937,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00017135103225708007,
-   "min": 0.00016392704010009766,
-   "max": 0.0001758720016479492,
+   "seconds": 0.000124136962890625,
+   "min": 0.00011818176269531249,
+   "max": 0.0001387769603729248,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cat": {
-   "seconds": 0.00010483263969421386,
-   "min": 0.00010131456375122071,
-   "max": 0.00010871935844421386,
+   "seconds": 7.979839801788331e-05,
+   "min": 7.769087791442872e-05,
+   "max": 8.281087875366211e-05,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.0001318233585357666,
-   "min": 0.00012415103912353517,
-   "max": 0.00014114944458007813,
+   "seconds": 0.00010082176208496094,
+   "min": 9.929280281066895e-05,
+   "max": 0.00010427968025207519,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00045418750762939457,
-   "min": 0.0003867718505859375,
-   "max": 0.0005212716674804688,
+   "seconds": 0.0003053254318237305,
+   "min": 0.00029845951080322263,
+   "max": 0.00030967552185058594,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005291622543334961,
-   "min": 0.0005105696105957031,
-   "max": 0.0005843494415283204,
+   "seconds": 0.0004170463943481445,
+   "min": 0.00036179649353027346,
+   "max": 0.00045457344055175783,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mha": {
-   "seconds": 0.001551739501953125,
-   "min": 0.0013398931884765625,
-   "max": 0.001687175750732422,
+   "seconds": 0.0013812396240234376,
+   "min": 0.0011723558044433593,
+   "max": 0.0016353517150878908,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001729859161376953,
-   "min": 0.0016246553039550781,
-   "max": 0.0019695622253417967,
+   "seconds": 0.0018398066711425782,
+   "min": 0.0016452096557617187,
+   "max": 0.002174670104980469,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00014922687530517578,
-   "min": 0.0001401632022857666,
-   "max": 0.00015911295890808108,
+   "seconds": 0.00015196096420288087,
+   "min": 0.0001430604839324951,
+   "max": 0.00015738880157470703,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00017136640548706054,
-   "min": 0.00016134719848632812,
-   "max": 0.00017756736755371094,
+   "seconds": 0.00018145343780517578,
+   "min": 0.00017790592193603515,
+   "max": 0.00018425792694091796,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002425177574157715,
-   "min": 0.0001965382385253906,
-   "max": 0.0002672876739501953,
+   "seconds": 0.0002652511978149414,
+   "min": 0.00024451904296875,
+   "max": 0.00026892288208007814,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0003596928024291992,
-   "min": 0.0003334707260131836,
-   "max": 0.00044735103607177737,
+   "seconds": 0.0004069823837280274,
+   "min": 0.0003575807952880859,
+   "max": 0.0005220787048339844,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.0113749999965175e-06,
-   "min": 2.699700892870384e-06,
-   "max": 3.091640625000177e-06,
+   "seconds": 3.354513392839209e-06,
+   "min": 3.220500000011839e-06,
+   "max": 3.495453125009921e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2536,9 +2550,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00016685085713926843,
-   "min": 0.00013991199999858445,
-   "max": 0.0002168851428600809,
+   "seconds": 0.0002395772857214849,
+   "min": 0.00018507157143281866,
+   "max": 0.00030754600000193477,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2550,9 +2564,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019973400000594665,
-   "min": 0.00019472600000369766,
-   "max": 0.00021315800000820673,
+   "seconds": 0.0002112189999934344,
+   "min": 0.0002024070000032907,
+   "max": 0.0002369569999984833,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2561,9 +2575,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.077613839283114e-05,
-   "min": 3.0524816964305757e-05,
-   "max": 3.170045758928351e-05,
+   "seconds": 2.906998214286765e-05,
+   "min": 2.8193549107166254e-05,
+   "max": 2.9567803571423873e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2575,9 +2589,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00019591528572147692,
-   "min": -0.00015376928571088572,
-   "max": 0.00024704571428303896,
+   "seconds": 0.00025819628572573304,
+   "min": 0.0001657110000061429,
+   "max": 0.00032547957142371937,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2589,9 +2603,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017922000000680782,
-   "min": 0.00017297799999482777,
-   "max": 0.00021403099999872666,
+   "seconds": 0.00017580600000144386,
+   "min": 0.00017074400000183232,
+   "max": 0.00020947699999851466,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2600,9 +2614,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.5109419642875352e-06,
-   "min": 1.900928571441085e-06,
-   "max": 2.6511294642769405e-06,
+   "seconds": 2.5885602678497676e-06,
+   "min": 2.5047611607360257e-06,
+   "max": 2.7705513393007564e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2614,9 +2628,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.0001258681428534406,
-   "min": 6.262057142691901e-05,
-   "max": 0.00016151014284560006,
+   "seconds": 0.0001877210000031937,
+   "min": 0.00016562171428396205,
+   "max": 0.00021888057143014197,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2628,9 +2642,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00014723099999969236,
-   "min": 0.00014245200000573277,
-   "max": 0.00016178300001001844,
+   "seconds": 0.00015286000000003241,
+   "min": 0.00014888799999823732,
+   "max": 0.00015729099999362006,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2639,9 +2653,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.281103794644903e-05,
-   "min": 1.1843261160723476e-05,
-   "max": 1.3054216517855671e-05,
+   "seconds": 1.253634151786111e-05,
+   "min": 1.2065466517853705e-05,
+   "max": 1.340889508928887e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2653,9 +2667,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00044987099999868206,
-   "min": 0.0002772051428589098,
-   "max": 0.0005823208571322473,
+   "seconds": 0.0005076251428529791,
+   "min": 0.00044888028570864795,
+   "max": 0.0006774497142803934,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2667,9 +2681,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005161180000072818,
-   "min": 0.0005028909999964526,
-   "max": 0.0005300870000013447,
+   "seconds": 0.0005518760000029488,
+   "min": 0.0005125579999969432,
+   "max": 0.0005841790000005176,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2678,9 +2692,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 8.631059151780513e-05,
-   "min": 7.739987946428098e-05,
-   "max": 0.00010388121651787914,
+   "seconds": 0.00010135138839282933,
+   "min": 9.487867410716357e-05,
+   "max": 0.00010570205357142624,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2692,9 +2706,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.00040335099999465156,
-   "min": -0.000277346428573212,
-   "max": 0.0019724782857183853,
+   "seconds": 0.0005982895714242075,
+   "min": 0.00027382785713671483,
+   "max": 0.0008366421428657334,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2706,9 +2720,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0004118629999965151,
-   "min": 0.00038916600000504786,
-   "max": 0.001067226999992954,
+   "seconds": 0.0006034270000014885,
+   "min": 0.0005530330000027561,
+   "max": 0.0006607809999934489,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2717,9 +2731,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.810066964295136e-06,
-   "min": 2.5752924107193465e-06,
-   "max": 4.133917410736083e-06,
+   "seconds": 4.016218749981958e-06,
+   "min": 3.8879754463864e-06,
+   "max": 4.551870535702511e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2731,9 +2745,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001303209999922014,
-   "min": 3.1873285712841974e-05,
-   "max": 0.0002251905714152664,
+   "seconds": 0.0002025944285821067,
+   "min": 0.00015011528571408562,
+   "max": 0.00024261800000147105,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2745,9 +2759,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0001957610000005161,
-   "min": 0.0001839439999997694,
-   "max": 0.00021445600000902232,
+   "seconds": 0.00021669299999871328,
+   "min": 0.00020490800000061427,
+   "max": 0.00022974799999531115,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2756,37 +2770,37 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.3311919999998735e-06,
-   "min": 4.927786999999739e-06,
-   "max": 5.917279999991365e-06,
+   "seconds": 7.561639000002174e-06,
+   "min": 7.42725499999608e-06,
+   "max": 7.691965999995887e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 7.067696999996542e-06,
-   "min": 6.7093749999997955e-06,
-   "max": 8.015090000000669e-06,
+   "seconds": 1.0287720999997419e-05,
+   "min": 9.976374000004285e-06,
+   "max": 1.113146299999812e-05,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.505910000025097e-07,
-   "min": 8.100080000019716e-07,
-   "max": 1.1763459999940552e-06,
+   "seconds": 1.6452409999914153e-06,
+   "min": 1.6194970000071863e-06,
+   "max": 1.7441600000012158e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.4619065999994519e-05,
-   "min": 1.4174248999992756e-05,
-   "max": 1.5296292000002154e-05,
+   "seconds": 1.9945876000008412e-05,
+   "min": 1.9590202000003388e-05,
+   "max": 2.057432099999801e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 1.8006303999996475e-05,
-   "min": 1.7758325000002627e-05,
-   "max": 1.8592984000008527e-05,
+   "seconds": 2.340520499998888e-05,
+   "min": 2.32171139999906e-05,
+   "max": 2.381139199999893e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   }
@@ -2811,15 +2825,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.562544999999997e-05,
-    "min": 7.555179999999992e-05,
-    "max": 7.567419999999989e-05,
+    "seconds": 7.568504999999994e-05,
+    "min": 7.560649999999993e-05,
+    "max": 7.598509999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001047327,
-    "min": 0.00010438040000000006,
-    "max": 0.00010478360000000013,
+    "seconds": 0.00010465910000000001,
+    "min": 0.00010444680000000002,
+    "max": 0.00010516190000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2843,15 +2857,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.340810000000003e-05,
-    "min": 9.321279999999994e-05,
-    "max": 9.369549999999981e-05,
+    "seconds": 9.33856999999998e-05,
+    "min": 9.313890000000005e-05,
+    "max": 9.379909999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.717245e-05,
-    "min": 9.672960000000003e-05,
-    "max": 9.756390000000001e-05,
+    "seconds": 9.724060000000005e-05,
+    "min": 9.681850000000002e-05,
+    "max": 9.737209999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2875,15 +2889,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017906554999999995,
-    "min": 0.000178954,
-    "max": 0.00017964090000000015,
+    "seconds": 0.00017921575000000008,
+    "min": 0.00017902139999999994,
+    "max": 0.00017934469999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004580776999999999,
-    "min": 0.00045777100000000005,
-    "max": 0.000458467,
+    "seconds": 0.00045930475000000004,
+    "min": 0.00045888080000000016,
+    "max": 0.0004603125999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2907,15 +2921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029136415,
-    "min": 0.0002907315999999998,
-    "max": 0.0002921797000000001,
+    "seconds": 0.0002916221499999999,
+    "min": 0.00029127179999999985,
+    "max": 0.0002934077000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005457895499999999,
-    "min": 0.0005454031,
-    "max": 0.0005461085,
+    "seconds": 0.0005492054499999999,
+    "min": 0.0005490414000000001,
+    "max": 0.0005496505,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2939,15 +2953,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006978160500000002,
-    "min": 0.0006965188000000001,
-    "max": 0.0006985349,
+    "seconds": 0.0006977745000000001,
+    "min": 0.0006974344000000002,
+    "max": 0.0006984852000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017973470999999995,
-    "min": 0.0017969701000000002,
-    "max": 0.0017983775999999996,
+    "seconds": 0.00179994005,
+    "min": 0.0017995310999999996,
+    "max": 0.0018003988000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2971,15 +2985,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011727553500000005,
-    "min": 0.0011720302,
-    "max": 0.0011741920000000001,
+    "seconds": 0.0011722281499999998,
+    "min": 0.0011709851,
+    "max": 0.0011732376999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021633070500000004,
-    "min": 0.0021616068,
-    "max": 0.0021644367000000003,
+    "seconds": 0.0021636964,
+    "min": 0.0021627488,
+    "max": 0.0021639919000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3003,15 +3017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4665649999999985e-05,
-    "min": 3.453449999999998e-05,
-    "max": 3.5164700000000026e-05,
+    "seconds": 3.465604999999995e-05,
+    "min": 3.460799999999995e-05,
+    "max": 3.529580000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.955510000000007e-05,
-    "min": 9.932759999999998e-05,
-    "max": 0.00010007010000000002,
+    "seconds": 9.961734999999995e-05,
+    "min": 9.87225e-05,
+    "max": 0.00010037400000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3035,15 +3049,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.815994999999997e-05,
-    "min": 4.8095900000000015e-05,
-    "max": 4.972190000000011e-05,
+    "seconds": 4.8192049999999945e-05,
+    "min": 4.812420000000006e-05,
+    "max": 4.93913e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.111990000000004e-05,
-    "min": 7.104679999999999e-05,
-    "max": 7.239959999999997e-05,
+    "seconds": 7.171175e-05,
+    "min": 7.164779999999991e-05,
+    "max": 7.272980000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3067,15 +3081,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017839204999999994,
-    "min": 0.00017812779999999993,
-    "max": 0.00017851570000000002,
+    "seconds": 0.00017833380000000003,
+    "min": 0.00017810240000000005,
+    "max": 0.0001785440000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000454779,
-    "min": 0.00045463230000000006,
-    "max": 0.0004562256000000001,
+    "seconds": 0.00045645525,
+    "min": 0.00045588799999999994,
+    "max": 0.00045679999999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3099,15 +3113,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003287727000000001,
-    "min": 0.0003273167,
-    "max": 0.00032922660000000005,
+    "seconds": 0.00032863879999999975,
+    "min": 0.00032836270000000014,
+    "max": 0.00032995680000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006155114500000001,
-    "min": 0.000614592,
-    "max": 0.0006160602999999999,
+    "seconds": 0.0006163704500000001,
+    "min": 0.0006160741,
+    "max": 0.0006183482,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3131,15 +3145,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2088100000000054e-05,
-    "min": 5.197110000000004e-05,
-    "max": 5.2419000000000014e-05,
+    "seconds": 5.2188599999999983e-05,
+    "min": 5.184629999999997e-05,
+    "max": 5.2361599999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012452204999999997,
-    "min": 0.00012418289999999995,
-    "max": 0.00012503719999999995,
+    "seconds": 0.0001246461,
+    "min": 0.00012452170000000002,
+    "max": 0.000124819,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3163,15 +3177,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.849875000000005e-05,
-    "min": 6.661290000000007e-05,
-    "max": 7.056829999999999e-05,
+    "seconds": 6.856150000000003e-05,
+    "min": 6.765470000000001e-05,
+    "max": 7.04569999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013212754999999997,
-    "min": 0.00013104809999999996,
-    "max": 0.00013272279999999997,
+    "seconds": 0.00013284135000000004,
+    "min": 0.0001325662,
+    "max": 0.00013402500000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3195,15 +3209,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020136510000000004,
-    "min": 0.00020128409999999988,
-    "max": 0.0002016013,
+    "seconds": 0.0002015551499999999,
+    "min": 0.00020108380000000001,
+    "max": 0.00020207340000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004784979000000001,
-    "min": 0.00047777150000000016,
-    "max": 0.00047868879999999996,
+    "seconds": 0.00048049985,
+    "min": 0.0004798415999999999,
+    "max": 0.00048107910000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3227,15 +3241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00038885044999999993,
-    "min": 0.0003883569999999999,
-    "max": 0.00038989900000000003,
+    "seconds": 0.0003894743000000002,
+    "min": 0.0003890707999999998,
+    "max": 0.0003906783000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006368512999999999,
-    "min": 0.0006364319999999999,
-    "max": 0.0006379184999999998,
+    "seconds": 0.0006389683500000001,
+    "min": 0.0006384923000000002,
+    "max": 0.0006390660999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3259,15 +3273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.959089999999996e-05,
-    "min": 7.927630000000005e-05,
-    "max": 7.990769999999999e-05,
+    "seconds": 7.950915000000001e-05,
+    "min": 7.924479999999994e-05,
+    "max": 8.00812e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014369249999999996,
-    "min": 0.00014322869999999999,
-    "max": 0.00014410220000000002,
+    "seconds": 0.00014408125,
+    "min": 0.00014388759999999992,
+    "max": 0.00014451210000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3291,15 +3305,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012557619999999998,
-    "min": 0.0001253598000000001,
-    "max": 0.00012604190000000006,
+    "seconds": 0.00012582629999999996,
+    "min": 0.0001255105999999999,
+    "max": 0.00012614379999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017112810000000003,
-    "min": 0.00017082160000000008,
-    "max": 0.00017177640000000003,
+    "seconds": 0.00017126874999999996,
+    "min": 0.00017103750000000006,
+    "max": 0.00017139829999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3323,15 +3337,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030781845,
-    "min": 0.0003073538999999999,
-    "max": 0.00030857529999999995,
+    "seconds": 0.00030771645,
+    "min": 0.00030746439999999994,
+    "max": 0.0003081214,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055785855,
-    "min": 0.0005574801000000002,
-    "max": 0.0005581134999999999,
+    "seconds": 0.0005584382499999999,
+    "min": 0.00055829,
+    "max": 0.0005589027000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3355,15 +3369,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004814728500000001,
-    "min": 0.00048114710000000005,
-    "max": 0.00048163469999999996,
+    "seconds": 0.0004820296499999999,
+    "min": 0.0004816791999999998,
+    "max": 0.00048277300000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00067536435,
-    "min": 0.0006738571999999999,
-    "max": 0.0006766803000000001,
+    "seconds": 0.0006755722999999998,
+    "min": 0.0006744492999999999,
+    "max": 0.0006766303,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3387,15 +3401,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.443399999999963e-06,
-    "min": 9.42710000000003e-06,
-    "max": 9.491200000000003e-06,
+    "seconds": 9.34559999999999e-06,
+    "min": 9.331199999999945e-06,
+    "max": 9.382399999999973e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5137800000000016e-05,
-    "min": 1.5053099999999995e-05,
-    "max": 1.5251399999999967e-05,
+    "seconds": 1.5342250000000014e-05,
+    "min": 1.5299199999999997e-05,
+    "max": 1.5705300000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3419,15 +3433,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1226550000000055e-05,
-    "min": 2.1170699999999977e-05,
-    "max": 2.1321700000000054e-05,
+    "seconds": 2.1261149999999955e-05,
+    "min": 2.1235099999999942e-05,
+    "max": 2.1331200000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0257600000000014e-05,
-    "min": 2.020490000000002e-05,
-    "max": 2.0415799999999968e-05,
+    "seconds": 2.1195449999999994e-05,
+    "min": 2.1135899999999968e-05,
+    "max": 2.13884e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3451,15 +3465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.163475000000001e-05,
-    "min": 5.134099999999994e-05,
-    "max": 5.186850000000008e-05,
+    "seconds": 5.1852899999999986e-05,
+    "min": 5.1590499999999987e-05,
+    "max": 5.2022400000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012650300000000003,
-    "min": 0.0001262394,
-    "max": 0.00012695759999999996,
+    "seconds": 0.00012640655000000002,
+    "min": 0.00012637490000000002,
+    "max": 0.00012663419999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3483,15 +3497,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.898664999999994e-05,
-    "min": 7.777399999999999e-05,
-    "max": 8.253730000000001e-05,
+    "seconds": 7.975369999999997e-05,
+    "min": 7.897219999999993e-05,
+    "max": 8.090860000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001536650999999999,
-    "min": 0.00015281350000000002,
-    "max": 0.0001538418,
+    "seconds": 0.0001559832,
+    "min": 0.0001551977,
+    "max": 0.00015645499999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3515,15 +3529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.298724999999999e-05,
-    "min": 1.2950099999999997e-05,
-    "max": 1.3836800000000018e-05,
+    "seconds": 1.3086599999999976e-05,
+    "min": 1.3001599999999972e-05,
+    "max": 1.3702399999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.471679999999996e-05,
-    "min": 3.432930000000019e-05,
-    "max": 3.5142700000000025e-05,
+    "seconds": 3.4705850000000006e-05,
+    "min": 3.4480299999999874e-05,
+    "max": 3.528669999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3547,15 +3561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7017699999999967e-05,
-    "min": 2.6969300000000033e-05,
-    "max": 2.7273300000000117e-05,
+    "seconds": 2.704644999999996e-05,
+    "min": 2.701740000000005e-05,
+    "max": 2.748449999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7194949999999996e-05,
-    "min": 2.711390000000006e-05,
-    "max": 2.743659999999992e-05,
+    "seconds": 2.7539399999999976e-05,
+    "min": 2.749110000000001e-05,
+    "max": 2.7727999999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3579,15 +3593,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.013125e-05,
-    "min": 8.00317e-05,
-    "max": 8.092699999999995e-05,
+    "seconds": 8.023635000000006e-05,
+    "min": 7.989319999999992e-05,
+    "max": 8.037420000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014789394999999996,
-    "min": 0.0001475734,
-    "max": 0.00014831060000000004,
+    "seconds": 0.00014808445000000003,
+    "min": 0.00014790079999999994,
+    "max": 0.00014841130000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3611,15 +3625,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00014136935,
-    "min": 0.00014112640000000005,
-    "max": 0.00014212339999999997,
+    "seconds": 0.00014164705,
+    "min": 0.00014152670000000008,
+    "max": 0.00014227239999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020130749999999997,
-    "min": 0.00020082500000000012,
-    "max": 0.0002016344000000003,
+    "seconds": 0.00020198320000000005,
+    "min": 0.00020188189999999998,
+    "max": 0.0002022041999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3643,15 +3657,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.494354999999998e-05,
-    "min": 3.4626699999999985e-05,
-    "max": 3.5322099999999944e-05,
+    "seconds": 3.5121250000000036e-05,
+    "min": 3.502409999999994e-05,
+    "max": 3.531840000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9065500000000073e-05,
-    "min": 5.886040000000005e-05,
-    "max": 5.94111000000001e-05,
+    "seconds": 5.9055849999999974e-05,
+    "min": 5.890209999999998e-05,
+    "max": 5.937899999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3675,15 +3689,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.536100000000002e-05,
-    "min": 4.505569999999999e-05,
-    "max": 4.5888099999999985e-05,
+    "seconds": 4.5490150000000024e-05,
+    "min": 4.5414399999999956e-05,
+    "max": 4.564129999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.230564999999995e-05,
-    "min": 5.207659999999999e-05,
-    "max": 5.333140000000001e-05,
+    "seconds": 5.261285e-05,
+    "min": 5.245439999999996e-05,
+    "max": 5.326019999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3707,15 +3721,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015378264999999985,
-    "min": 0.00015332170000000007,
-    "max": 0.00015392960000000012,
+    "seconds": 0.0001536024499999999,
+    "min": 0.00015327990000000002,
+    "max": 0.00015419830000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021478289999999993,
-    "min": 0.0002145403,
-    "max": 0.0002150456,
+    "seconds": 0.00021490289999999998,
+    "min": 0.0002144441,
+    "max": 0.00021531819999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3739,15 +3753,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020090419999999995,
-    "min": 0.00020061999999999996,
-    "max": 0.00020106949999999994,
+    "seconds": 0.0002009631999999999,
+    "min": 0.00020068130000000005,
+    "max": 0.0002013332999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022935194999999998,
-    "min": 0.00022866900000000006,
-    "max": 0.00022953240000000004,
+    "seconds": 0.00022972504999999998,
+    "min": 0.00022921929999999996,
+    "max": 0.00023044440000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3771,15 +3785,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.435299999999979e-06,
-    "min": 6.406299999999988e-06,
-    "max": 6.4831000000000125e-06,
+    "seconds": 6.427200000000015e-06,
+    "min": 6.390300000000037e-06,
+    "max": 6.4449000000000185e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.180999999999972e-06,
-    "min": 6.166300000000024e-06,
-    "max": 6.214100000000019e-06,
+    "seconds": 6.26725000000003e-06,
+    "min": 6.252699999999914e-06,
+    "max": 6.3007000000000285e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3803,15 +3817,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3678199999999997e-05,
-    "min": 1.3670599999999989e-05,
-    "max": 1.3705899999999963e-05,
+    "seconds": 1.3660849999999971e-05,
+    "min": 1.3641399999999952e-05,
+    "max": 1.3686600000000078e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.539199999999983e-06,
-    "min": 9.52600000000008e-06,
-    "max": 9.63200000000005e-06,
+    "seconds": 9.595299999999986e-06,
+    "min": 9.558499999999992e-06,
+    "max": 9.64150000000002e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3835,15 +3849,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4576049999999997e-05,
-    "min": 1.4547100000000034e-05,
-    "max": 1.5321500000000002e-05,
+    "seconds": 1.4809750000000002e-05,
+    "min": 1.4732799999999999e-05,
+    "max": 1.550719999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0916699999999995e-05,
-    "min": 3.079029999999999e-05,
-    "max": 3.1477999999999986e-05,
+    "seconds": 3.090714999999995e-05,
+    "min": 3.064319999999999e-05,
+    "max": 3.1312200000000056e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3867,15 +3881,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4305349999999934e-05,
-    "min": 3.427230000000005e-05,
-    "max": 3.459199999999993e-05,
+    "seconds": 3.443040000000001e-05,
+    "min": 3.435489999999995e-05,
+    "max": 3.464010000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.362084999999997e-05,
-    "min": 3.356120000000001e-05,
-    "max": 3.3872100000000024e-05,
+    "seconds": 3.364645e-05,
+    "min": 3.358729999999995e-05,
+    "max": 3.37761e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3899,15 +3913,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1065750000000035e-05,
-    "min": 1.0944100000000003e-05,
-    "max": 1.1181100000000016e-05,
+    "seconds": 1.111984999999998e-05,
+    "min": 1.1027200000000005e-05,
+    "max": 1.128650000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1646299999999933e-05,
-    "min": 1.149749999999998e-05,
-    "max": 1.1788799999999993e-05,
+    "seconds": 1.1739100000000031e-05,
+    "min": 1.1619300000000021e-05,
+    "max": 1.1997000000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3931,15 +3945,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1084799999999954e-05,
-    "min": 2.1039900000000036e-05,
-    "max": 2.1100500000000033e-05,
+    "seconds": 2.109454999999992e-05,
+    "min": 2.105300000000002e-05,
+    "max": 2.11047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6334450000000028e-05,
-    "min": 1.626579999999999e-05,
-    "max": 1.634879999999996e-05,
+    "seconds": 1.631694999999998e-05,
+    "min": 1.6255899999999883e-05,
+    "max": 1.6329599999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3963,15 +3977,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.70452e-05,
-    "min": 3.690859999999998e-05,
-    "max": 3.7212900000000045e-05,
+    "seconds": 3.692149999999996e-05,
+    "min": 3.681260000000002e-05,
+    "max": 3.711040000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.702045e-05,
-    "min": 5.65304e-05,
-    "max": 5.733699999999995e-05,
+    "seconds": 5.668990000000001e-05,
+    "min": 5.636510000000001e-05,
+    "max": 5.697930000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3995,15 +4009,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.002759999999999e-05,
-    "min": 5.9830199999999934e-05,
-    "max": 6.019279999999994e-05,
+    "seconds": 6.015849999999993e-05,
+    "min": 6.002579999999999e-05,
+    "max": 6.03841000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.520255000000001e-05,
-    "min": 6.449210000000005e-05,
-    "max": 6.594230000000001e-05,
+    "seconds": 6.494865e-05,
+    "min": 6.434250000000004e-05,
+    "max": 6.521270000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4027,15 +4041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.167029999999998e-05,
-    "min": 2.1477999999999953e-05,
-    "max": 2.2185400000000003e-05,
+    "seconds": 2.171995000000004e-05,
+    "min": 2.1670500000000002e-05,
+    "max": 2.223029999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.570715000000006e-05,
-    "min": 3.539200000000004e-05,
-    "max": 3.5750200000000016e-05,
+    "seconds": 3.5703900000000056e-05,
+    "min": 3.557419999999991e-05,
+    "max": 3.594849999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4059,15 +4073,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.578679999999998e-05,
-    "min": 3.576850000000005e-05,
-    "max": 3.580499999999993e-05,
+    "seconds": 3.5771200000000035e-05,
+    "min": 3.574390000000003e-05,
+    "max": 3.59076999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.932315000000004e-05,
-    "min": 2.9276600000000017e-05,
-    "max": 2.9398299999999982e-05,
+    "seconds": 2.908009999999998e-05,
+    "min": 2.9004799999999865e-05,
+    "max": 2.914870000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4091,15 +4105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.141599999999998e-05,
-    "min": 7.126769999999996e-05,
-    "max": 7.172110000000001e-05,
+    "seconds": 7.14446999999999e-05,
+    "min": 7.109390000000005e-05,
+    "max": 7.184639999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011211604999999999,
-    "min": 0.00011207699999999999,
-    "max": 0.00011259429999999997,
+    "seconds": 0.00011243820000000001,
+    "min": 0.00011214500000000002,
+    "max": 0.00011272359999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4123,15 +4137,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011919725000000008,
-    "min": 0.00011912279999999999,
-    "max": 0.00011968849999999998,
+    "seconds": 0.00011941750000000003,
+    "min": 0.00011923130000000006,
+    "max": 0.00011980030000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013024545000000002,
-    "min": 0.00012993290000000007,
-    "max": 0.00013044509999999995,
+    "seconds": 0.00013050724999999995,
+    "min": 0.00013008300000000008,
+    "max": 0.00013066340000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4155,15 +4169,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.268950000000008e-06,
-    "min": 7.2286999999999804e-06,
-    "max": 7.325100000000009e-06,
+    "seconds": 7.187299999999959e-06,
+    "min": 7.148900000000083e-06,
+    "max": 7.289699999999994e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.412800000000016e-06,
-    "min": 6.4093999999999365e-06,
-    "max": 6.483300000000121e-06,
+    "seconds": 6.433550000000036e-06,
+    "min": 6.425499999999965e-06,
+    "max": 6.502399999999989e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4187,15 +4201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6609499999999947e-05,
-    "min": 1.6592000000000088e-05,
-    "max": 1.6621199999999986e-05,
+    "seconds": 1.6681249999999955e-05,
+    "min": 1.6662400000000035e-05,
+    "max": 1.6694400000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.617549999999982e-06,
-    "min": 6.585900000000016e-06,
-    "max": 6.661799999999971e-06,
+    "seconds": 6.779150000000015e-06,
+    "min": 6.751700000000005e-06,
+    "max": 6.847900000000026e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4219,15 +4233,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.162069999999996e-05,
-    "min": 1.1599999999999864e-05,
-    "max": 1.1795299999999987e-05,
+    "seconds": 1.1675050000000118e-05,
+    "min": 1.1600100000000203e-05,
+    "max": 1.1842799999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2268700000000019e-05,
-    "min": 1.2224099999999999e-05,
-    "max": 1.2502300000000014e-05,
+    "seconds": 1.2367700000000002e-05,
+    "min": 1.2224100000000044e-05,
+    "max": 1.2428800000000048e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4251,15 +4265,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.314569999999988e-05,
-    "min": 4.312639999999998e-05,
-    "max": 4.318070000000001e-05,
+    "seconds": 4.321100000000004e-05,
+    "min": 4.3196999999999966e-05,
+    "max": 4.323169999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.764150000000001e-05,
-    "min": 1.7577599999999982e-05,
-    "max": 1.771210000000001e-05,
+    "seconds": 1.777109999999998e-05,
+    "min": 1.7718399999999976e-05,
+    "max": 1.7836900000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4283,15 +4297,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.241249999999999e-05,
-    "min": 2.2329099999999996e-05,
-    "max": 2.2652899999999964e-05,
+    "seconds": 2.242415000000004e-05,
+    "min": 2.2361799999999983e-05,
+    "max": 2.2732599999999925e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2478399999999954e-05,
-    "min": 2.24416000000002e-05,
-    "max": 2.2620800000000033e-05,
+    "seconds": 2.2495900000000016e-05,
+    "min": 2.241590000000001e-05,
+    "max": 2.2610999999999943e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4315,15 +4329,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.100925e-05,
-    "min": 5.097950000000007e-05,
-    "max": 5.1036599999999985e-05,
+    "seconds": 5.1049499999999946e-05,
+    "min": 5.103680000000005e-05,
+    "max": 5.107810000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.151379999999987e-05,
-    "min": 2.1433500000000187e-05,
-    "max": 2.1551800000000047e-05,
+    "seconds": 2.1503900000000023e-05,
+    "min": 2.1468600000000108e-05,
+    "max": 2.1529800000000114e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4347,15 +4361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.403994999999999e-05,
-    "min": 5.375040000000002e-05,
-    "max": 5.441250000000002e-05,
+    "seconds": 5.416585e-05,
+    "min": 5.404790000000003e-05,
+    "max": 5.430679999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.307995000000005e-05,
-    "min": 7.301059999999994e-05,
-    "max": 7.326419999999994e-05,
+    "seconds": 7.324129999999998e-05,
+    "min": 7.306239999999999e-05,
+    "max": 7.330880000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4379,15 +4393,81 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015543350000000008,
-    "min": 0.00015534370000000014,
-    "max": 0.00015582539999999998,
+    "seconds": 0.00015541925000000015,
+    "min": 0.0001552814000000001,
+    "max": 0.00015575639999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.619820000000005e-05,
-    "min": 6.595819999999997e-05,
-    "max": 6.623990000000006e-05,
+    "seconds": 6.616009999999998e-05,
+    "min": 6.60864e-05,
+    "max": 6.650209999999997e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.633550000000002e-06,
+    "min": 6.6111999999999165e-06,
+    "max": 6.684799999999985e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.1088150000000024e-05,
+    "min": 1.1046499999999856e-05,
+    "max": 1.1139099999999996e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.0294250000000051e-05,
+    "min": 1.0207900000000018e-05,
+    "max": 1.0342299999999989e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 1.3033550000000105e-05,
+    "min": 1.3020600000000195e-05,
+    "max": 1.3106899999999929e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4404,7 +4484,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    "inputs": [
     {
      "shape": [
-      16384,
+      2048,
       1024
      ],
      "dtype": "float32",
@@ -4412,15 +4492,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.403154999999994e-05,
-    "min": 5.3884799999999955e-05,
-    "max": 5.4396400000000007e-05,
+    "seconds": 8.451300000000042e-06,
+    "min": 8.42539999999999e-06,
+    "max": 8.502200000000017e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012685435000000007,
-    "min": 0.00012642519999999988,
-    "max": 0.00012701109999999996,
+    "seconds": 1.3076799999999996e-05,
+    "min": 1.3058899999999905e-05,
+    "max": 1.3087999999999963e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4437,7 +4517,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    "inputs": [
     {
      "shape": [
-      16384,
+      2048,
       1024
      ],
      "dtype": "bfloat16",
@@ -4445,15 +4525,471 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001052911,
-    "min": 0.00010497859999999994,
-    "max": 0.00010557690000000003,
+    "seconds": 1.4428899999999953e-05,
+    "min": 1.4368000000000053e-05,
+    "max": 1.4934200000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015172789999999997,
-    "min": 0.00015124809999999997,
-    "max": 0.0001519776999999998,
+    "seconds": 1.5678550000000064e-05,
+    "min": 1.5635300000000077e-05,
+    "max": 1.5788500000000047e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      6144,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.535989999999998e-05,
+    "min": 1.535359999999997e-05,
+    "max": 1.554870000000003e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.022395000000005e-05,
+    "min": 2.9942400000000007e-05,
+    "max": 3.0393599999999983e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      6144,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.3842900000000015e-05,
+    "min": 2.373399999999997e-05,
+    "max": 2.395509999999997e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.70513e-05,
+    "min": 3.6959600000000045e-05,
+    "max": 3.708140000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      6144,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.2496199999999993e-05,
+    "min": 2.245780000000002e-05,
+    "max": 2.263970000000005e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 5.2924300000000004e-05,
+    "min": 5.2502299999999967e-05,
+    "max": 5.317709999999988e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      6144,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.1089400000000014e-05,
+    "min": 4.1068199999999954e-05,
+    "max": 4.11872e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 6.367154999999995e-05,
+    "min": 6.335980000000004e-05,
+    "max": 6.397829999999998e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      12288,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.999014999999999e-05,
+    "min": 2.9913600000000018e-05,
+    "max": 3.00513e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 7.899824999999991e-05,
+    "min": 7.868209999999996e-05,
+    "max": 7.911709999999993e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      12288,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.9502949999999987e-05,
+    "min": 4.9419e-05,
+    "max": 4.995200000000008e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 8.992934999999996e-05,
+    "min": 8.970269999999998e-05,
+    "max": 9.012120000000005e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      12288,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.187959999999997e-05,
+    "min": 4.1689499999999994e-05,
+    "max": 4.2070399999999996e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.797615000000013e-05,
+    "min": 9.768319999999971e-05,
+    "max": 9.820510000000007e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      12288,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.087279999999998e-05,
+    "min": 8.064019999999997e-05,
+    "max": 8.12024e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00011686794999999999,
+    "min": 0.0001166516,
+    "max": 0.00011709419999999999,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.614700000000001e-05,
+    "min": 7.58217e-05,
+    "max": 7.624950000000008e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00019376299999999998,
+    "min": 0.00019322129999999992,
+    "max": 0.00019424079999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     512
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012709545000000002,
+    "min": 0.00012700100000000007,
+    "max": 0.00012729510000000004,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00021948925000000004,
+    "min": 0.00021929350000000005,
+    "max": 0.0002197148999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00010285555,
+    "min": 0.00010279019999999996,
+    "max": 0.00010303020000000001,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00024496885000000005,
+    "min": 0.0002447229000000001,
+    "max": 0.00024533499999999985,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "layernorm",
+   "params": {
+    "normalized_shape": [
+     1024
+    ],
+    "elementwise_affine": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00020302669999999997,
+    "min": 0.00020276770000000007,
+    "max": 0.00020326509999999998,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00029204095000000003,
+    "min": 0.0002917755999999998,
+    "max": 0.00029251030000000005,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "cast",
+   "params": {
+    "dtype": "bfloat16"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      4096,
+      4096
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.465775000000001e-05,
+    "min": 2.458549999999998e-05,
+    "max": 2.47424e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 5.0928149999999974e-05,
+    "min": 5.0811999999999994e-05,
+    "max": 5.111699999999994e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "cast",
+   "params": {
+    "dtype": "float32"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      4096,
+      4096
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.1057750000000035e-05,
+    "min": 5.10398e-05,
+    "max": 5.1385400000000025e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.4619250000000047e-05,
+    "min": 2.4396699999999962e-05,
+    "max": 2.4866700000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4478,15 +5014,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010349414999999997,
-    "min": 0.00010299119999999994,
-    "max": 0.00010384950000000008,
+    "seconds": 0.00010349875000000008,
+    "min": 0.00010323789999999975,
+    "max": 0.00010361220000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014482865000000022,
-    "min": 0.0001444251999999999,
-    "max": 0.00014553230000000008,
+    "seconds": 0.00014535729999999992,
+    "min": 0.00014504590000000012,
+    "max": 0.00014592579999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4511,15 +5047,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016102869999999999,
-    "min": 0.0001608904,
-    "max": 0.00016123159999999998,
+    "seconds": 0.00016080204999999992,
+    "min": 0.00016054389999999984,
+    "max": 0.00016117830000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001729265999999998,
-    "min": 0.00017267190000000014,
-    "max": 0.00017304780000000007,
+    "seconds": 0.00017273130000000007,
+    "min": 0.00017262390000000026,
+    "max": 0.0001728282,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4543,15 +5079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7940550000000004e-05,
-    "min": 3.770520000000002e-05,
-    "max": 3.802560000000001e-05,
+    "seconds": 3.8007899999999986e-05,
+    "min": 3.78817e-05,
+    "max": 3.808320000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010596259999999993,
-    "min": 0.0001057916,
-    "max": 0.00010608979999999994,
+    "seconds": 0.00010611010000000005,
+    "min": 0.00010600300000000002,
+    "max": 0.00010652729999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4575,15 +5111,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023869525,
-    "min": 0.00023845779999999992,
-    "max": 0.00023897300000000004,
+    "seconds": 0.00023876565,
+    "min": 0.00023859150000000033,
+    "max": 0.0002390261999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005546468,
-    "min": 0.0005536604000000002,
-    "max": 0.0005550539999999999,
+    "seconds": 0.0005541125,
+    "min": 0.0005533428999999998,
+    "max": 0.0005544087000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4605,15 +5141,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7236899999999975e-05,
-    "min": 3.7055900000000026e-05,
-    "max": 3.75228e-05,
+    "seconds": 3.726705000000001e-05,
+    "min": 3.696279999999997e-05,
+    "max": 3.740529999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.303359999999997e-05,
-    "min": 5.286039999999998e-05,
-    "max": 5.343369999999998e-05,
+    "seconds": 5.2912450000000015e-05,
+    "min": 5.272940000000005e-05,
+    "max": 5.328249999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4635,15 +5171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9340549999999996e-05,
-    "min": 1.91904e-05,
-    "max": 1.952660000000003e-05,
+    "seconds": 1.9240199999999986e-05,
+    "min": 1.9152199999999982e-05,
+    "max": 1.9558400000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7376049999999993e-05,
-    "min": 2.7123e-05,
-    "max": 2.763209999999981e-05,
+    "seconds": 2.7391949999999947e-05,
+    "min": 2.70206999999999e-05,
+    "max": 2.7952199999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4665,15 +5201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.349415e-05,
-    "min": 3.3178e-05,
-    "max": 3.3728000000000006e-05,
+    "seconds": 3.3443199999999985e-05,
+    "min": 3.341750000000002e-05,
+    "max": 3.374030000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7308399999999996e-05,
-    "min": 4.690199999999997e-05,
-    "max": 4.762230000000004e-05,
+    "seconds": 4.748759999999996e-05,
+    "min": 4.723539999999989e-05,
+    "max": 4.779490000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4695,15 +5231,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.413775e-05,
-    "min": 2.402930000000001e-05,
-    "max": 2.4245999999999947e-05,
+    "seconds": 2.4174450000000014e-05,
+    "min": 2.403199999999997e-05,
+    "max": 2.4300999999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.199635000000001e-05,
-    "min": 3.186579999999994e-05,
-    "max": 3.215369999999997e-05,
+    "seconds": 3.205884999999994e-05,
+    "min": 3.1788699999999996e-05,
+    "max": 3.225630000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4723,15 +5259,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.341555000000001e-05,
-    "min": 3.3190200000000054e-05,
-    "max": 3.369309999999998e-05,
+    "seconds": 3.3521799999999995e-05,
+    "min": 3.3376e-05,
+    "max": 3.363499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7750450000000094e-05,
-    "min": 4.7356699999999987e-05,
-    "max": 4.821120000000007e-05,
+    "seconds": 4.7761799999999994e-05,
+    "min": 4.74976e-05,
+    "max": 4.804410000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4751,15 +5287,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.920969999999998e-05,
-    "min": 1.8998400000000038e-05,
-    "max": 1.9353299999999966e-05,
+    "seconds": 1.9153350000000005e-05,
+    "min": 1.8928e-05,
+    "max": 1.9270299999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6278350000000016e-05,
-    "min": 2.59999e-05,
-    "max": 2.6575999999999906e-05,
+    "seconds": 2.609305e-05,
+    "min": 2.5897499999999987e-05,
+    "max": 2.6559900000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4779,15 +5315,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.34499e-05,
-    "min": 3.329249999999997e-05,
-    "max": 3.351030000000002e-05,
+    "seconds": 3.336465000000002e-05,
+    "min": 3.316119999999998e-05,
+    "max": 3.363559999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.75951e-05,
-    "min": 4.7510400000000025e-05,
-    "max": 4.7692899999999965e-05,
+    "seconds": 4.7209550000000026e-05,
+    "min": 4.690890000000004e-05,
+    "max": 4.740439999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4807,15 +5343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8299049999999992e-05,
-    "min": 1.8227200000000018e-05,
-    "max": 1.852130000000001e-05,
+    "seconds": 1.8447950000000027e-05,
+    "min": 1.8268600000000027e-05,
+    "max": 1.849259999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.454584999999998e-05,
-    "min": 2.4204700000000002e-05,
-    "max": 2.4943899999999943e-05,
+    "seconds": 2.453935000000002e-05,
+    "min": 2.4316700000000038e-05,
+    "max": 2.4831999999999968e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4835,15 +5371,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.36511e-05,
-    "min": 3.353939999999995e-05,
-    "max": 3.368010000000003e-05,
+    "seconds": 3.3606299999999983e-05,
+    "min": 3.351700000000001e-05,
+    "max": 3.376999999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7295150000000024e-05,
-    "min": 4.697299999999998e-05,
-    "max": 4.765760000000009e-05,
+    "seconds": 4.7433500000000026e-05,
+    "min": 4.710039999999998e-05,
+    "max": 4.7862400000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4863,15 +5399,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9644599999999978e-05,
-    "min": 1.9523300000000007e-05,
-    "max": 1.968310000000001e-05,
+    "seconds": 1.9595250000000036e-05,
+    "min": 1.9548699999999998e-05,
+    "max": 1.9670600000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4592199999999968e-05,
-    "min": 2.4304199999999922e-05,
-    "max": 2.4982400000000027e-05,
+    "seconds": 2.4568099999999986e-05,
+    "min": 2.4233599999999978e-05,
+    "max": 2.4787200000000053e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4893,15 +5429,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.867139999999998e-05,
-    "min": 4.8390699999999984e-05,
-    "max": 4.8833799999999986e-05,
+    "seconds": 4.8594750000000014e-05,
+    "min": 4.82424e-05,
+    "max": 4.872319999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.675350000000001e-05,
-    "min": 3.637410000000006e-05,
-    "max": 3.71808e-05,
+    "seconds": 3.66512e-05,
+    "min": 3.6476700000000037e-05,
+    "max": 3.687089999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4923,15 +5459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0040199999999997e-05,
-    "min": 2.988399999999997e-05,
-    "max": 3.005479999999999e-05,
+    "seconds": 3.0083250000000048e-05,
+    "min": 3.0016200000000002e-05,
+    "max": 3.051810000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0774400000000023e-05,
-    "min": 2.0646299999999952e-05,
-    "max": 2.1183700000000046e-05,
+    "seconds": 2.1081650000000015e-05,
+    "min": 2.0623999999999923e-05,
+    "max": 2.1161700000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4959,15 +5495,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2310401201248166e-05,
-    "min": 5.2009600400924686e-05,
-    "max": 5.764160156250001e-05,
+    "seconds": 5.1063999533653256e-05,
+    "min": 5.0598400831222535e-05,
+    "max": 5.5446398258209225e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.62384021282196e-05,
-    "min": 8.087679743766785e-05,
-    "max": 0.0001120192050933838,
+    "seconds": 7.438879907131196e-05,
+    "min": 7.143679857254029e-05,
+    "max": 9.751039743423462e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -4995,15 +5531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.183359950780868e-05,
-    "min": 3.062720000743866e-05,
-    "max": 3.871679902076721e-05,
+    "seconds": 2.9604800045490262e-05,
+    "min": 2.9004800319671634e-05,
+    "max": 3.940159976482392e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.60832005739212e-05,
-    "min": 7.765439748764038e-05,
-    "max": 0.00011116479635238648,
+    "seconds": 7.297919988632202e-05,
+    "min": 7.134400010108948e-05,
+    "max": 0.0001279904007911682,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5031,15 +5567,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7654150000000026e-05,
-    "min": 4.748190000000003e-05,
-    "max": 4.8032300000000025e-05,
+    "seconds": 4.76799e-05,
+    "min": 4.7296099999999996e-05,
+    "max": 4.787200000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.495225e-05,
-    "min": 9.470069999999998e-05,
-    "max": 9.529579999999999e-05,
+    "seconds": 9.499115000000005e-05,
+    "min": 9.494749999999995e-05,
+    "max": 9.533119999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5067,15 +5603,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4455800000000017e-05,
-    "min": 2.4160100000000013e-05,
-    "max": 2.463990000000002e-05,
+    "seconds": 2.443359999999998e-05,
+    "min": 2.4317000000000018e-05,
+    "max": 2.4618000000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.876935000000003e-05,
-    "min": 4.855650000000005e-05,
-    "max": 4.891840000000005e-05,
+    "seconds": 4.857640000000001e-05,
+    "min": 4.827199999999995e-05,
+    "max": 4.880299999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5099,15 +5635,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.391005e-05,
-    "min": 3.362590000000001e-05,
-    "max": 3.4317300000000045e-05,
+    "seconds": 3.384189999999999e-05,
+    "min": 3.358400000000006e-05,
+    "max": 3.396509999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.549419999999995e-05,
-    "min": 9.515959999999995e-05,
-    "max": 9.598580000000001e-05,
+    "seconds": 9.549419999999999e-05,
+    "min": 9.512209999999986e-05,
+    "max": 9.565879999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5131,15 +5667,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.535070000000001e-05,
-    "min": 8.51742e-05,
-    "max": 8.548810000000011e-05,
+    "seconds": 8.517575000000001e-05,
+    "min": 8.512319999999999e-05,
+    "max": 8.532839999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012031754999999994,
-    "min": 0.00012006729999999989,
-    "max": 0.00012058199999999998,
+    "seconds": 0.00012032504999999989,
+    "min": 0.0001201344,
+    "max": 0.00012051590000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5161,15 +5697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.430634999999996e-05,
-    "min": 6.410650000000001e-05,
-    "max": 6.466219999999999e-05,
+    "seconds": 6.418715e-05,
+    "min": 6.369959999999998e-05,
+    "max": 6.446690000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9660700000000004e-05,
-    "min": 4.9475700000000005e-05,
-    "max": 4.98398000000002e-05,
+    "seconds": 4.9771249999999985e-05,
+    "min": 4.94723e-05,
+    "max": 5.002890000000021e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5191,15 +5727,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011574455,
-    "min": 0.00011557770000000011,
-    "max": 0.00011591259999999999,
+    "seconds": 0.00011561125,
+    "min": 0.00011528729999999994,
+    "max": 0.00011588749999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.427055000000003e-05,
-    "min": 7.405469999999993e-05,
-    "max": 7.438999999999988e-05,
+    "seconds": 7.440125e-05,
+    "min": 7.427620000000002e-05,
+    "max": 7.458860000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5226,15 +5762,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.099484999999997e-05,
-    "min": 8.082860000000003e-05,
-    "max": 8.135519999999998e-05,
+    "seconds": 8.147934999999998e-05,
+    "min": 8.125930000000005e-05,
+    "max": 8.171840000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.642464999999996e-05,
-    "min": 7.615030000000006e-05,
-    "max": 7.662959999999991e-05,
+    "seconds": 7.612350000000001e-05,
+    "min": 7.571259999999986e-05,
+    "max": 7.638020000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5261,15 +5797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012639954999999994,
-    "min": 0.00012631030000000005,
-    "max": 0.00012679679999999999,
+    "seconds": 0.00012688505000000002,
+    "min": 0.00012670940000000008,
+    "max": 0.00012710009999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.874245000000002e-05,
-    "min": 7.839650000000013e-05,
-    "max": 7.879709999999992e-05,
+    "seconds": 7.85218499999999e-05,
+    "min": 7.838389999999993e-05,
+    "max": 7.880699999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5292,15 +5828,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.610884999999999e-05,
-    "min": 3.59265e-05,
-    "max": 3.631319999999998e-05,
+    "seconds": 3.627079999999999e-05,
+    "min": 3.614080000000001e-05,
+    "max": 3.635260000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034621865000000014,
-    "min": 0.000345606000000001,
-    "max": 0.0003472435000000002,
+    "seconds": 0.0003465621500000002,
+    "min": 0.0003462589999999995,
+    "max": 0.00034663309999999976,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5323,15 +5859,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.621125e-05,
-    "min": 3.610880000000003e-05,
-    "max": 3.6306799999999955e-05,
+    "seconds": 3.617109999999998e-05,
+    "min": 3.604469999999998e-05,
+    "max": 3.645130000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003457478000000008,
-    "min": 0.0003450567999999996,
-    "max": 0.0003464511999999995,
+    "seconds": 0.0003470948999999997,
+    "min": 0.0003462725000000007,
+    "max": 0.0003477965999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5366,15 +5902,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9291850000000004e-05,
-    "min": 5.916489999999997e-05,
-    "max": 5.946199999999995e-05,
+    "seconds": 5.924175000000001e-05,
+    "min": 5.908209999999998e-05,
+    "max": 5.9299500000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001977654999999998,
-    "min": 0.00019767769999999986,
-    "max": 0.0001984575999999999,
+    "seconds": 0.00019781735,
+    "min": 0.00019774090000000008,
+    "max": 0.0001980506,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5409,15 +5945,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8966549999999975e-05,
-    "min": 5.892120000000003e-05,
-    "max": 5.916830000000002e-05,
+    "seconds": 5.8975699999999965e-05,
+    "min": 5.89597e-05,
+    "max": 5.907110000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019213030000000004,
-    "min": 0.00019208259999999996,
-    "max": 0.00019238020000000004,
+    "seconds": 0.00019233095000000002,
+    "min": 0.00019213219999999993,
+    "max": 0.0001924351,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5452,15 +5988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.680915e-05,
-    "min": 6.67417e-05,
-    "max": 6.693379999999999e-05,
+    "seconds": 6.70226e-05,
+    "min": 6.691220000000001e-05,
+    "max": 6.70973999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00041647224999999996,
-    "min": 0.0004163045,
-    "max": 0.0004165780000000001,
+    "seconds": 0.0004169623999999999,
+    "min": 0.00041684979999999995,
+    "max": 0.00041707319999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5495,15 +6031,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.403490000000001e-05,
-    "min": 6.398680000000002e-05,
-    "max": 6.435190000000006e-05,
+    "seconds": 6.407770000000001e-05,
+    "min": 6.392649999999999e-05,
+    "max": 6.434790000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004210336,
-    "min": 0.00042092330000000007,
-    "max": 0.00042126110000000007,
+    "seconds": 0.0004208523,
+    "min": 0.0004207806,
+    "max": 0.0004211881,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5530,15 +6066,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.86556e-05,
-    "min": 8.83968e-05,
-    "max": 8.880339999999998e-05,
+    "seconds": 8.865215000000001e-05,
+    "min": 8.74233e-05,
+    "max": 8.890239999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012285795000000003,
-    "min": 0.00012279829999999997,
-    "max": 0.00012291850000000003,
+    "seconds": 0.00012280540000000003,
+    "min": 0.0001227929,
+    "max": 0.000122913,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5565,15 +6101,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5508900000000007e-05,
-    "min": 5.530540000000003e-05,
-    "max": 5.565819999999999e-05,
+    "seconds": 5.534214999999998e-05,
+    "min": 5.5193799999999986e-05,
+    "max": 5.556449999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.005074999999999e-05,
-    "min": 8.998030000000005e-05,
-    "max": 9.014080000000006e-05,
+    "seconds": 9.014410000000003e-05,
+    "min": 9.005099999999998e-05,
+    "max": 9.019309999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5598,15 +6134,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.75296014547348e-05,
-    "min": 5.7296001911163334e-05,
-    "max": 6.425600051879883e-05,
+    "seconds": 5.952320098876954e-05,
+    "min": 5.865280032157898e-05,
+    "max": 6.543999910354615e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.72192007303238e-05,
-    "min": 6.625279784202575e-05,
-    "max": 8.957759737968446e-05,
+    "seconds": 7.944799959659578e-05,
+    "min": 6.260480284690857e-05,
+    "max": 0.00010960639715194701,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5631,15 +6167,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2513599395751955e-05,
-    "min": 5.190719962120057e-05,
-    "max": 6.102399826049805e-05,
+    "seconds": 5.2374398708343505e-05,
+    "min": 5.1507198810577396e-05,
+    "max": 6.134080290794372e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.837759912014008e-05,
-    "min": 6.539520025253296e-05,
-    "max": 9.563199877738954e-05,
+    "seconds": 7.529599964618684e-05,
+    "min": 6.725119948387146e-05,
+    "max": 8.706880211830139e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5671,15 +6207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.882399946451187e-05,
-    "min": 3.818559944629669e-05,
-    "max": 4.412479996681213e-05,
+    "seconds": 5.649920105934143e-05,
+    "min": 3.9305600523948674e-05,
+    "max": 6.202239990234375e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.04559999704361e-05,
-    "min": 8.572480082511902e-05,
-    "max": 0.00013312000036239626,
+    "seconds": 9.252800047397614e-05,
+    "min": 7.174720168113708e-05,
+    "max": 0.00016004799604415896,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5711,15 +6247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1529600024223328e-05,
-    "min": 2.0640000700950622e-05,
-    "max": 2.857919931411743e-05,
+    "seconds": 6.768960058689117e-05,
+    "min": 4.222719967365265e-05,
+    "max": 7.999359965324402e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.300480008125305e-05,
-    "min": 6.967359781265259e-05,
-    "max": 9.423999786376954e-05,
+    "seconds": 9.618239998817444e-05,
+    "min": 8.24064016342163e-05,
+    "max": 0.00014990719556808472,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5739,15 +6275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029613834999999995,
-    "min": 0.0002959534000000001,
-    "max": 0.000296418,
+    "seconds": 0.00029617435000000013,
+    "min": 0.0002954594999999997,
+    "max": 0.0002964344000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045350580000000015,
-    "min": 0.00045269669999999974,
-    "max": 0.0004540053999999998,
+    "seconds": 0.0004538088500000003,
+    "min": 0.00045305230000000006,
+    "max": 0.0004539757999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5767,15 +6303,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003711128499999999,
-    "min": 0.0003708656000000003,
-    "max": 0.00037185470000000004,
+    "seconds": 0.00037114395,
+    "min": 0.00037037400000000025,
+    "max": 0.0003715060000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047871084999999967,
-    "min": 0.0004780267000000004,
-    "max": 0.00047894040000000016,
+    "seconds": 0.00047842095,
+    "min": 0.0004782859000000005,
+    "max": 0.0004789095000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5820,15 +6356,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024156300000000006,
-    "min": 0.00024106220000000002,
-    "max": 0.00024333419999999999,
+    "seconds": 0.0002394578,
+    "min": 0.00023912629999999993,
+    "max": 0.00024109820000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007819757999999997,
-    "min": 0.0007811441999999996,
-    "max": 0.0007827219,
+    "seconds": 0.0007766725499999997,
+    "min": 0.0007750738000000003,
+    "max": 0.0007824180000000011,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5873,15 +6409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00202186075,
-    "min": 0.0020206700000000005,
-    "max": 0.0020261686000000003,
+    "seconds": 0.0020214186500000005,
+    "min": 0.0020121721999999996,
+    "max": 0.0020265014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004938940100000001,
-    "min": 0.004922372700000002,
-    "max": 0.004948577300000003,
+    "seconds": 0.004907350249999999,
+    "min": 0.004901468499999999,
+    "max": 0.0049141315,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5926,15 +6462,227 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00054829815,
-    "min": 0.0005478621000000001,
-    "max": 0.0005487755999999999,
+    "seconds": 0.0005494132500000001,
+    "min": 0.0005486034,
+    "max": 0.0005497894,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017544036499999997,
-    "min": 0.0017526657000000011,
-    "max": 0.0017557845000000009,
+    "seconds": 0.0017540258999999996,
+    "min": 0.0017523644000000007,
+    "max": 0.0017613489000000003,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "flash"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.810295e-05,
+    "min": 6.7795e-05,
+    "max": 6.838699999999997e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00040225014999999977,
+    "min": 0.00040166610000000037,
+    "max": 0.0004030201000000005,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "cudnn"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0001577183,
+    "min": 0.00015742210000000006,
+    "max": 0.00015811219999999998,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004961899000000002,
+    "min": 0.0004939359999999998,
+    "max": 0.0004964796000000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "cudnn"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00010266905,
+    "min": 0.00010222739999999997,
+    "max": 0.00010362540000000015,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00036811630000002426,
+    "min": 0.00036762579999999995,
+    "max": 0.00036883060000000037,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "cudnn"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.719509999999997e-05,
+    "min": 4.709769999999989e-05,
+    "max": 4.792669999999976e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0002880084000000003,
+    "min": 0.00028723759999999985,
+    "max": 0.0002882787000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
