@@ -47,11 +47,19 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       not the host, sets the pace: the sum of the kernel durations torch.profiler (CUPTI) records
       for K forward calls, and for K torch.autograd.grad(out, inputs, grad, retain_graph=True)
       calls; seconds per call. Batch norm is timed over 24 shapes of channels and elements per
-      channel. roofsim derives each op's efficiency against its own byte and FLOP counts from these.
+      channel, layer norm over rows x hidden sizes, column sums (bias gradients) over rows x columns,
+      casts both ways, fused attention per backend at two sequence lengths. roofsim derives each
+      op's efficiency against its own byte and FLOP counts from these (a sum's backward, a view,
+      is recorded as 0).
   optimizer_<sgd|adamw>_<foreach|for_loop|fused>_per_param, ..._per_step, ..._large
       optimizer.step() on many tiny parameters at two counts: the slope is seconds per
       parameter, the intercept seconds per step; _large is one step over 4 parameters of 4M
       elements each (bandwidth-bound, for contrast).  SGD has momentum 0.9; AdamW is default.
+  gpu_kernel_gap
+      The GPU's own time between two back-to-back kernels of a stream (the next one's launch on the
+      GPU): CUDA events around 200 adds of 16 M bfloat16 elements (GPU-bound) per kernel, less
+      the kernels' CUPTI durations. roofsim adds it after every kernel whose time comes from kernel
+      durations or bandwidth (GEMM and convolution sweeps are timed back to back and include it).
   cuda_synchronize_idle, cuda_event_record, cuda_event_elapsed_time, launch_sync_roundtrip,
   item_roundtrip
       torch.cuda.synchronize() on an idle GPU, Event.record(), Event.elapsed_time() on two
@@ -648,6 +656,12 @@ def op_timing_cases():
         for hidden in (512, 1024):
             cases.append(("layernorm", {"normalized_shape": [hidden], "elementwise_affine": True},
                           [([n_rows, hidden], f32, True)]))
+    # Column sums (what a bias gradient is: dY [rows, C] summed over rows): PyTorch's reduction
+    # kernel changes efficiency with the column count and the rows, over a grid apart from the
+    # validation's bias gradients (768 to 3072 columns of 4096 to 25216 rows).
+    for n_rows in (2048, 8192, 32768):
+        for columns in (512, 1024, 4096):
+            cases.append(("sum", {}, [([n_rows, columns], f32, True)]))
     # Casts (aten::_to_copy): PyTorch runs float32 -> bfloat16 in a vectorized kernel and
     # bfloat16 -> float32 in its unrolled copy kernel, at different speeds.
     square = [4096, 4096]
@@ -721,6 +735,7 @@ def build_op(op, params, dev):
     if op == "transpose_contiguous": return lambda x: x.transpose(p["dim0"], p["dim1"]).contiguous()
     if op == "cat": return lambda a, b: torch.cat([a, b], p["dim"])
     if op == "cast": return lambda x: x.to(getattr(torch, p["dtype"]))
+    if op == "sum": return lambda x: x.sum(dim=tuple(range(x.dim() - 1)))
     if op == "gelu_tanh_composite":
         return lambda x: 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))
     if op == "sdpa":
@@ -809,7 +824,8 @@ def op_timing_probes(p: Probe, calls: int) -> list:
             how = "kernel durations"
             try:
                 fwd = [kernel_seconds(forward) / calls for _ in range(p.repeats // 2 + 1)]
-                bwd = [kernel_seconds(backward) / calls for _ in range(p.repeats // 2 + 1)]
+                # a sum's backward is an expand (a view): no kernel to time
+                bwd = [0.0] if op == "sum" else [kernel_seconds(backward) / calls for _ in range(p.repeats // 2 + 1)]
             except KernelTimesUnavailable as exc:
                 how = f"timer around the calls, no kernel durations: {exc}"
                 fwd = [timed(forward) / calls for _ in range(p.repeats // 2 + 1)]
@@ -937,6 +953,35 @@ def sync_probes(p: Probe, n_calls: int) -> None:
              f"{n_calls} x (one tiny in-place add + torch.cuda.synchronize()); wall / {n_calls}")
     p.record("item_roundtrip", per_call(lambda: x.sum().item()),
              f"{n_calls} x x.sum().item() on 16 elements (kernel + copy to host); wall / {n_calls}")
+    gpu_gap_probe(p)
+
+
+def gpu_gap_probe(p: Probe, launches: int = 200) -> None:
+    """The GPU's own time between back-to-back kernels of one stream: `launches` adds of 16 M bfloat16
+    elements (about 25 us of GPU work each, far more than their host cost, so the queue never runs
+    dry), CUDA events around them, less the kernels' own durations (CUPTI) of the same loop."""
+    n = 1 << 24
+    a = torch.randn(n, device=p.device, dtype=torch.bfloat16)
+    b = torch.randn(n, device=p.device, dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+
+    def loop():
+        for _ in range(launches):
+            torch.add(a, b, out=c)
+
+    try:
+        timed = event_timer(p)
+        loop()
+        gaps = []
+        for _ in range(p.repeats):
+            interval = timed(loop) / launches
+            gaps.append(max(0.0, interval - kernel_seconds(loop) / launches))
+    except KernelTimesUnavailable as exc:
+        p.skip("gpu_kernel_gap", first_line(exc))
+        return
+    p.record("gpu_kernel_gap", gaps,
+             f"{launches} back-to-back adds of {n} bfloat16 elements: CUDA-event interval per kernel minus "
+             f"the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)")
 
 
 # ----------------------------------------------------------------------------- document

@@ -58,6 +58,38 @@ TEST_CASE("a linear layer trains as three GEMMs", "[lower]") {
     CHECK(dw.m == 10); CHECK(dw.n == 256); CHECK(dw.k == 64);
     CHECK(gemm_flops(f).value() + gemm_flops(dx).value() + gemm_flops(dw).value() == Catch::Approx(3 * 2.0 * 64 * 10 * 256));
     CHECK(s.parameter_count() == 784 * 256 + 256 + 256 * 10 + 10);
+    // the bias gradients: dY summed over the 64 rows, carrying (columns, rows) for their efficiency
+    const auto sums = of_kind(s, KernelKind::reduction, Phase::backward);
+    REQUIRE(sums.size() == 2);
+    CHECK(is_column_sum(*sums[0]));
+    CHECK(std::get<NormDims>(sums[0]->dims).groups == 10);
+    CHECK(std::get<NormDims>(sums[0]->dims).group_elements == 64);
+    CHECK(std::get<NormDims>(sums[1]->dims).groups == 256);
+}
+
+TEST_CASE("casts and GPT-2's gelu_new follow autocast's dtypes", "[lower][precision]") {
+    GraphBuilder b("g");
+    auto x = b.input("x", {GraphBuilder::batch, 64}, DType::bf16);
+    auto up = b.layer("up", "cast", {x}, {{"dtype", std::string("float32")}});
+    b.layer("act", "gelu_tanh_composite", {x});
+    b.layer("same", "cast", {up}, {{"dtype", std::string("float32")}});
+    Graph g = std::move(b).build();
+    g.inputs.front().requires_grad = true;
+    LoweringOptions o;
+    o.batch = 8;
+    o.precision = PrecisionMode::amp_bf16;
+    o.optimizer.kind = OptimizerKind::none;
+    const LoweredStep s = lower(g, o);
+    int casts_up = 0, casts_down = 0, fp32_elementwise = 0;
+    for (const Kernel& k : s.kernels.kernels) {
+        if (is_cast(k)) (k.dtype == DType::bf16 ? casts_up : casts_down) += 1;
+        if (k.kind == KernelKind::elementwise && !is_cast(k) && k.dtype == DType::f32) ++fp32_elementwise;
+    }
+    // `up` and gelu_new's pow each cast x up forward and their gradients back down; a cast to the
+    // dtype a tensor has is nothing
+    CHECK(casts_up == 2);
+    CHECK(casts_down == 2);
+    CHECK(fp32_elementwise == 8 + 11);  // gelu_new computes in float32 under autocast, forward and backward
 }
 
 TEST_CASE("precision modes follow PyTorch's rules", "[lower][precision]") {

@@ -126,6 +126,24 @@ TEST_CASE("a normalization's op efficiency follows its reduction shape", "[predi
     CHECK(op_factor_at(points, plain) == Catch::Approx(1.5));
 }
 
+TEST_CASE("casts and column sums take their own op's efficiency whatever layer runs them", "[predict][cost]") {
+    Kernel cast;
+    cast.kind = KernelKind::elementwise;
+    cast.op = "aten::_to_copy";
+    cast.source_op = "linear";
+    CHECK(factor_op(cast) == "cast");
+    Kernel bias;
+    bias.kind = KernelKind::reduction;
+    bias.op = "aten::sum";
+    bias.source_op = "linear";
+    CHECK(factor_op(bias) == "linear");  // no reduction shape: not known to be a column sum
+    bias.dims = NormDims{768, 4096};
+    CHECK(factor_op(bias) == "sum");
+    Kernel copy = cast;
+    copy.kind = KernelKind::copy;  // a same-dtype copy is no cast
+    CHECK(factor_op(copy) == "linear");
+}
+
 TEST_CASE("an attention kernel takes its backend's op efficiency at the nearest sequence length", "[predict][cost]") {
     const auto timed = [](AttentionBackend backend, std::int64_t seq, bool causal, double factor) {
         AttentionDims a{8, 12, seq, seq, 64, causal, backend};
@@ -182,6 +200,34 @@ TEST_CASE("the part of backward()'s cost after its last kernel overlaps the GPU'
     list.kernels[0].kind = list.kernels[1].kind = KernelKind::host_only;
     const Timeline c = simulate(list, ctx, split);
     CHECK(c.step_time.value() == Catch::Approx(10e-6 + 10e-6 + 100e-6));
+}
+
+TEST_CASE("a synchronizing host op waits for the GPU, and back-to-back kernels leave a gap", "[predict][sim]") {
+    CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    Kernel big;
+    big.kind = KernelKind::elementwise;
+    big.bytes_read = big.bytes_written = Bytes(1e9);  // ~0.5 ms on the GPU
+    Kernel item;
+    item.kind = KernelKind::host_only;
+    item.host_sync = true;
+    KernelList list;
+    list.kernels = {big, item, big};
+    HostCosts h;
+    h.per_kernel = Seconds(10e-6);
+    h.synchronize = Seconds(5e-6);
+    const Timeline t = simulate(list, ctx, h);
+    const double first_end = (t.kernels[0].start + t.kernels[0].gpu_time).value();
+    // the host issues the last kernel only after the first has finished and the wait has returned
+    CHECK(t.kernels[2].issued.value() == Catch::Approx(first_end + 5e-6 + 10e-6));
+    CHECK(t.step_time.value() == Catch::Approx(first_end + 15e-6 + t.kernels[2].gpu_time.value()));
+    list.kernels[1].host_sync = false;
+    const Timeline free = simulate(list, ctx, h);
+    CHECK(free.step_time.value() == Catch::Approx(10e-6 + free.gpu_time.value()));  // the host ran ahead
+    // a gap between back-to-back kernels adds after each bandwidth-costed kernel, not after a GEMM
+    ctx.kernel_gap = Seconds(2e-6);
+    const Timeline gapped = simulate(list, ctx, h);
+    CHECK(gapped.gpu_gap_time.value() == Catch::Approx(4e-6));  // after each of the two: the last one's ends nothing
+    CHECK(gapped.step_time.value() == Catch::Approx(10e-6 + gapped.gpu_time.value() + 2e-6));
 }
 
 TEST_CASE("a layer on its own pays the per-call host cost that its steady-state figure measured", "[predict][sim]") {

@@ -75,6 +75,11 @@ struct CostContext {
     std::vector<BandwidthPoint> read_curve;  ///< read-only
     Seconds kernel_floor{0};                 ///< the least GPU time of any kernel
     std::string kernel_floor_source;
+    /// The GPU's own time between back-to-back kernels of a stream, added after each kernel whose time
+    /// comes from kernel durations or bandwidth (GEMM and convolution sweeps, timed back to back,
+    /// include it; a kernel at the floor too)
+    Seconds kernel_gap{0};
+    std::string kernel_gap_source;
     /// Measured / modelled GPU time of PyTorch's own kernels for a graph op, by (op, phase, 16-bit):
     /// the efficiency of its implementation against the byte and FLOP counts (framework.hpp), one
     /// point per op timing (normalizations at several reduction shapes). Looked up by
@@ -312,6 +317,16 @@ struct KernelCost {
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }
 
+/// The GPU time after a kernel before the next one of its stream can start: ctx.kernel_gap, except
+/// after GEMMs and convolutions (their sweep timings include it) and kernels at the latency floor.
+[[nodiscard]] inline Seconds gap_after(const Kernel& k, const KernelCost& c, const CostContext& ctx) {
+    if (k.kind == KernelKind::host_only || k.kind == KernelKind::gemm || k.kind == KernelKind::conv ||
+        c.bound == Bound::latency) {
+        return Seconds(0);
+    }
+    return ctx.kernel_gap;
+}
+
 namespace detail {
 
 /// The bandwidths of a context's curves while the kernels of a step are costed: curve_bandwidth,
@@ -363,19 +378,28 @@ private:
     return k.kind == KernelKind::elementwise && (k.op == "aten::_to_copy" || k.op == "aten::copy_");
 }
 
+/// Whether a kernel is a sum over the leading dimensions that keeps the last (aten::sum carrying its
+/// reduction shape as NormDims: columns, rows), as bias gradients are.
+[[nodiscard]] inline bool is_column_sum(const Kernel& k) {
+    return k.kind == KernelKind::reduction && std::holds_alternative<NormDims>(k.dims) && k.op == "aten::sum";
+}
+
 /// Whether a kernel's time takes its graph op's measured efficiency: the memory-bound and attention
-/// kernels a graph op lowered to, and every cast, where the context has per-op efficiencies.
+/// kernels a graph op lowered to, every cast and every column sum, where the context has per-op
+/// efficiencies.
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
-    return (!k.source_op.empty() || is_cast(k)) && !ctx.op_factor.empty() && k.kind != KernelKind::gemm &&
-           k.kind != KernelKind::conv;
+    return (!k.source_op.empty() || is_cast(k) || is_column_sum(k)) && !ctx.op_factor.empty() &&
+           k.kind != KernelKind::gemm && k.kind != KernelKind::conv;
 }
 
 /// The op whose timings a kernel's efficiency comes from: its graph op, but for a fused attention
 /// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels),
-/// and for a cast the cast op's, whichever layer casts (its precision class is the source dtype's).
+/// for a cast the cast op's, whichever layer casts (its precision class is the source dtype's), and
+/// for a column sum (a bias gradient, with its reduction shape) the sum op's.
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
     if (k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims)) return "sdpa";
     if (is_cast(k)) return "cast";
+    if (is_column_sum(k)) return "sum";
     return k.source_op;
 }
 

@@ -90,7 +90,7 @@ struct FrameworkProfile {
             o.precision = t.at("precision").string();
             if (!precision_mode_from_key(o.precision)) t.at("precision").fail("unknown precision mode");
             o.forward_seconds = t.at("forward_gpu_seconds").at("seconds").positive();
-            o.backward_seconds = t.at("backward_gpu_seconds").at("seconds").positive();
+            o.backward_seconds = t.at("backward_gpu_seconds").at("seconds").non_negative();  // a view's: none
             f.op_timings.push_back(std::move(o));
         }
     }
@@ -150,21 +150,31 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         }
         for (const Phase phase : {Phase::forward, Phase::backward}) {
             const int i = phase == Phase::forward ? 0 : 1;
-            if (modelled[i].value() <= 0) continue;
+            if (modelled[i].value() <= 0 || measured(t, phase) <= 0) continue;
             // what the op's own kernels took: the measurement less its casts, at least a tenth of it
             const double own = std::max(measured(t, phase) - casts[i].value(), 0.1 * measured(t, phase));
-            ctx.op_factor[{op, phase, low}].push_back({norm, attention, own / modelled[i].value()});
+            const OpFactorPoint point{norm, attention, own / modelled[i].value()};
+            ctx.op_factor[{op, phase, low}].push_back(point);
+            // a column sum is timed forward and runs as bias gradients in the backward: the same kernel
+            if (op == "sum") ctx.op_factor[{op, Phase::backward, low}].push_back(point);
         }
     }
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }
 
 /// The cost context of a GPU with its calibration and the framework profile measured with it: the
-/// per-op efficiencies apply only when the profile was measured on this GPU model.
+/// per-op efficiencies and the gap between back-to-back kernels apply only when the profile was
+/// measured on this GPU model.
 [[nodiscard]] inline CostContext make_cost_context(const GpuSpec& spec, const Calibration* calibration,
                                                    const FrameworkProfile* framework) {
     CostContext ctx = make_cost_context(spec, calibration);
     if (framework && framework->gpu_key == spec.key && !framework->op_timings.empty()) calibrate_op_factors(ctx, *framework);
+    if (framework && framework->gpu_key == spec.key) {
+        if (const auto gap = framework->seconds("gpu_kernel_gap")) {
+            ctx.kernel_gap = *gap;
+            ctx.kernel_gap_source = framework->provenance() + " (gpu_kernel_gap)";
+        }
+    }
     return ctx;
 }
 
@@ -195,6 +205,7 @@ namespace detail {
     h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
     h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
     h.backward_call = f.seconds("backward_call").value_or(Seconds(0));
+    h.synchronize = f.seconds("cuda_synchronize_idle").value_or(Seconds(0));
     const std::string_view amp_suffix = amp ? suffix : std::string_view();
     // A graph of one op (a layer on its own) pays the per-call costs that the per-layer figures, chain
     // slopes, leave out: the op's steady-state figure is the whole host cost of one forward + backward,

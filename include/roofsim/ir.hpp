@@ -215,6 +215,7 @@ struct Kernel {
     std::variant<std::monostate, GemmDims, ConvDims, AttentionDims, NormDims> dims;  ///< shapes for shape-aware costs
     bool backward_pass = false;              ///< attention: the backward kernel of the pair
     bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
+    bool host_sync = false;                  ///< host-only: the host waits here until the GPU has drained (.item())
     std::string host_op;                     ///< host-only markers: the framework op whose dispatch it stands for
     std::string source_op;                   ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise

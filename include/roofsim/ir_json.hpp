@@ -127,7 +127,7 @@ inline std::string optional_string(const JsonCursor& c, std::string_view key) {
 
 inline Kernel kernel_from_json(const JsonCursor& c) {
     check_fields(c, {"op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-                     "conv", "attention", "norm", "host_dispatch", "host_op", "source_op", "flag", "args"});
+                     "conv", "attention", "norm", "host_dispatch", "sync", "host_op", "source_op", "flag", "args"});
     Kernel k;
     k.op = c.at("op").string();
     if (k.op.empty()) c.at("op").fail("must not be empty");
@@ -162,6 +162,10 @@ inline Kernel kernel_from_json(const JsonCursor& c) {
                             (c.has("norm") && (k.kind == KernelKind::normalization || k.kind == KernelKind::reduction));
     if (shapes == 1 && !shape_fits) c.at("kind").fail("does not match its shape object (gemm, conv, attention or norm)");
     if (c.has("host_dispatch")) k.host_dispatch = c.at("host_dispatch").boolean();
+    if (c.has("sync")) {
+        k.host_sync = c.at("sync").boolean();
+        if (k.host_sync && k.kind != KernelKind::host_only) c.at("sync").fail("only a host-only kernel can synchronize");
+    }
     k.host_op = optional_string(c, "host_op");
     k.source_op = optional_string(c, "source_op");
     k.flag = optional_string(c, "flag");
@@ -258,6 +262,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
         j["norm"] = {{"groups", nd->groups}, {"group_elements", nd->group_elements}};
     }
     if (!k.host_dispatch) j["host_dispatch"] = false;
+    if (k.host_sync) j["sync"] = true;
     if (!k.host_op.empty()) j["host_op"] = k.host_op;
     if (!k.source_op.empty()) j["source_op"] = k.source_op;
     if (!k.flag.empty()) j["flag"] = k.flag;

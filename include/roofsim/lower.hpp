@@ -163,7 +163,7 @@ private:
 /// The lowering rule of a graph op (several ops share one: the activations, the poolings, ...).
 enum class OpRule {
     linear, matmul, conv2d, conv1d, batchnorm, layernorm, groupnorm, activation, dropout, binary, softmax,
-    cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat, cast,
+    cross_entropy, sdpa, mha, embedding, pool, adaptive_pool, reshape, slice, gelu_tanh_composite, transpose, cat, cast, sum,
 };
 
 /// Autocast's op lists (torch.amp docs): "CUDA Ops that can autocast to float16" (matmuls,
@@ -195,6 +195,7 @@ inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
         {"flatten", {1, R::reshape}},          {"reshape", {1, R::reshape}},           {"slice", {1, R::slice}},
         {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
         {"gelu_tanh_composite", {1, R::gelu_tanh_composite}}, {"cast", {1, R::cast}},
+        {"sum", {1, R::sum}},
     };
     return ops;
 }
@@ -483,6 +484,15 @@ private:
         k.host_dispatch = true;
     }
 
+    /// A bias gradient: dY (rows x columns) summed over its rows (aten::sum over the leading dims),
+    /// with its reduction shape (the speed of PyTorch's column reduction depends on both).
+    Kernel& column_sum(const Layer& l, DType dt, std::int64_t rows, std::int64_t columns, Phase phase = Phase::backward) {
+        const double c = static_cast<double>(columns);
+        Kernel& k = kernel(l, phase, "aten::sum", KernelKind::reduction, dt, static_cast<double>(rows) * c, c);
+        k.dims = NormDims{columns, rows};
+        return k;
+    }
+
     /// An elementwise cast of `elements` from one dtype to another (aten::_to_copy).
     void cast(const Layer& l, Phase phase, double elements, DType from, DType to) {
         Kernel& k = kernel(l, phase, "aten::_to_copy", KernelKind::elementwise, from, elements, 0);
@@ -657,6 +667,7 @@ private:
             case OpRule::transpose: return transpose(l, s);
             case OpRule::cat: return cat(l, s);
             case OpRule::cast: return cast_layer(l, s);
+            case OpRule::sum: return sum_layer(l, s);
         }
         throw layer_error(l, "unknown op");
     }
@@ -685,7 +696,7 @@ private:
         save_input(s, l, 0, dt);
         if (x.needs_grad) gemm(l, Phase::backward, "aten::mm", dt, {rows, in_f, out_f, 1}, dt);
         gemm(l, Phase::backward, "aten::mm", dt, {out_f, in_f, rows, 1}, dt);
-        if (bias) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, m * static_cast<double>(out_f), static_cast<double>(out_f));
+        if (bias) column_sum(l, dt, rows, out_f);
         Value y{x.shape, dt, true};
         y.shape.back() = out_f;
         return y;
@@ -990,7 +1001,7 @@ private:
         const double te = static_cast<double>(tokens * e);
         gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, e, 1}, dt);
         gemm(l, Phase::backward, "aten::mm", dt, {e, e, tokens, 1}, dt);
-        kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, te, static_cast<double>(e));
+        column_sum(l, dt, tokens, e);
         kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, te, te);
     }
 
@@ -1001,7 +1012,7 @@ private:
         kernel(l, Phase::backward, "aten::clone", KernelKind::copy, dt, 3 * te, 3 * te);
         if (input_grad) gemm(l, Phase::backward, "aten::mm", dt, {tokens, e, 3 * e, 1}, dt);
         gemm(l, Phase::backward, "aten::mm", dt, {3 * e, e, tokens, 1}, dt);
-        kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, 3 * te, static_cast<double>(3 * e));
+        column_sum(l, dt, tokens, 3 * e);
     }
 
     // nn.MultiheadAttention(x, x, x) in training (need_weights=True, the default): packed input
@@ -1238,6 +1249,16 @@ private:
         if (x.needs_grad) cast(l, Phase::backward, n, *to, x.dtype);
         y.dtype = *to;
         return y;
+    }
+
+    // x [..., C] summed over every dimension but the last (x.sum(dim=(0, ..., n-2)), what a bias
+    // gradient is): one column reduction forward; its backward is an expand (a view, no kernel).
+    Value sum_layer(const Layer& l, LayerSummary&) {
+        const Value& x = input(l, 0);
+        if (x.shape.size() < 2) throw layer_error(l, "input: expected at least 2 dimensions");
+        const std::int64_t columns = x.shape.back();
+        column_sum(l, x.dtype, static_cast<std::int64_t>(numel(x.shape)) / columns, columns, Phase::forward);
+        return Value{{columns}, x.dtype, x.needs_grad};
     }
 
     // ---- optimizer ----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ struct Prediction {
     Seconds step_time{0};           ///< simulated: host issue and GPU stream together
     Seconds forward_time{0}, backward_time{0}, optimizer_time{0};  ///< wall time of each phase in the simulation
     Seconds gpu_time{0}, host_time{0};
+    Seconds gpu_gap_time{0};  ///< GPU time between back-to-back kernels, on top of gpu_time
     MemoryEstimate memory;
     double parameters = 0;
     int flagged_kernels = 0;
@@ -68,6 +69,7 @@ namespace detail {
     p.timeline = simulate(list, ctx, host);
     p.step_time = p.timeline.step_time;
     p.gpu_time = p.timeline.gpu_time;
+    p.gpu_gap_time = p.timeline.gpu_gap_time;
     p.host_time = p.timeline.host_time;
 
     // A row per layer, in the order layers first appear.
@@ -180,6 +182,7 @@ struct PredictOptions {
             {"backward_seconds", p.backward_time.value()},
             {"optimizer_seconds", p.optimizer_time.value()},
             {"gpu_busy_seconds", p.gpu_time.value()},
+            {"gpu_gap_seconds", p.gpu_gap_time.value()},
             {"host_issue_seconds", p.host_time.value()},
             {"flagged_kernels", p.flagged_kernels},
             {"flagged_gpu_seconds", p.flagged_gpu_time.value()},

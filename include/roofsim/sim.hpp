@@ -27,6 +27,7 @@ struct HostCosts {
     Seconds backward_call_end{0};             ///< once per step, after the last backward node
     Seconds optimizer_step{0};                ///< the whole optimizer.step()
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
+    Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
     std::string source;
 };
 
@@ -58,7 +59,8 @@ struct Timeline {
     std::vector<SimulatedKernel> kernels;  ///< parallel to the kernel list
     Seconds step_time{0};                  ///< until the GPU finishes the last kernel
     Seconds host_time{0};                  ///< total host issue time
-    Seconds gpu_time{0};                   ///< total GPU busy time
+    Seconds gpu_time{0};                   ///< total GPU busy time (the kernels' own)
+    Seconds gpu_gap_time{0};               ///< total time between back-to-back kernels (gap_after)
 };
 
 /// Host time before kernel `k` can be launched: a layer's dispatch marker (host-only, naming its
@@ -142,15 +144,16 @@ private:
 
 }  // namespace detail
 
-/// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i;
-/// start_i = max(issued_i, start_{i-1} + gpu_{i-1}); the step ends when the last kernel does, or
+/// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i (a synchronizing
+/// host-only kernel then waits until the GPU is free, plus the cost of returning from the wait);
+/// start_i = max(issued_i, start_{i-1} + gpu_{i-1} + gap_{i-1}) (gap_after); the step ends when the last kernel does, or
 /// when the host is done (backward() returned, last dispatch issued), whichever is later.
 [[nodiscard]] inline Timeline simulate(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
     Timeline t;
     t.kernels.reserve(list.kernels.size());
     detail::OpLookups lookups(ctx, host);
     detail::BandwidthMemo bandwidths(ctx);
-    Seconds host_clock{0}, gpu_free{0}, host_total{0}, gpu_total{0};
+    Seconds host_clock{0}, gpu_free{0}, gpu_end{0}, host_total{0}, gpu_total{0};
     bool in_backward = false, backward_done = false;
     for (const Kernel& k : list.kernels) {
         SimulatedKernel s;
@@ -164,11 +167,21 @@ private:
         }
         host_clock += s.host_time;
         s.issued = host_clock;
+        if (k.host_sync) {  // .item(), bool(tensor): the host waits for everything queued before it
+            const Seconds waited = max(Seconds(0), gpu_end - host_clock) + host.synchronize;
+            host_clock += waited;
+            s.host_time += waited;
+        }
         const KernelCost c = detail::kernel_cost(k, ctx, lookups.op_factor(k), &bandwidths);
         s.gpu_time = c.time;
         s.bound = c.bound;
         s.start = max(s.issued, gpu_free);
-        if (k.kind != KernelKind::host_only) gpu_free = s.start + s.gpu_time;
+        if (k.kind != KernelKind::host_only) {
+            const Seconds gap = gap_after(k, c, ctx);
+            gpu_end = s.start + s.gpu_time;
+            gpu_free = gpu_end + gap;  // the next kernel of the stream starts after the gap
+            t.gpu_gap_time += gap;
+        }
         host_total += s.host_time;
         gpu_total += s.gpu_time;
         t.kernels.push_back(s);
@@ -179,7 +192,7 @@ private:
     }
     t.host_time = host_total;
     t.gpu_time = gpu_total;
-    t.step_time = max(gpu_free, host_clock);
+    t.step_time = max(gpu_end, host_clock);
     return t;
 }
 

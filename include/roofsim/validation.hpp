@@ -147,7 +147,7 @@ struct CaseError {
 [[nodiscard]] inline CaseError case_error(const ValidationCase& c, const Prediction& p, bool with_memory) {
     CaseError e;
     e.c = &c;
-    e.predicted_seconds = c.steady_state ? max(p.host_time, p.gpu_time).value() : p.step_time.value();
+    e.predicted_seconds = c.steady_state ? max(p.host_time, p.gpu_time + p.gpu_gap_time).value() : p.step_time.value();
     e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
     if (with_memory && c.measured_peak_bytes) {
         e.predicted_peak_bytes = p.memory.peak.value();

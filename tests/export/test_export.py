@@ -250,6 +250,13 @@ class TransformerBlock(unittest.TestCase):
         self.assertTrue(all(k["norm"] == {"groups": batch * seq, "group_elements": dim} for k in norms))
         self.assertEqual(len([k for k in aten(doc, "native_layer_norm_backward") if k["kind"] == "normalization"]),
                          2 * layers + 1)
+        # bias gradients: sums of dY over its rows, with their shape (columns, rows)
+        bias_sums = [k for k in aten(doc, "sum", "backward") if "norm" in k]
+        self.assertTrue(bias_sums)
+        for k in bias_sums:
+            self.assertEqual(k["kind"], "reduction")
+            self.assertEqual(k["norm"]["group_elements"], batch * seq, k["layer"])
+            self.assertIn(k["norm"]["groups"], (dim, 3 * dim, 4 * dim), k["layer"])
         gelu = aten(doc, "gelu", "forward")
         self.assertEqual(len(gelu), layers)
         self.assertEqual({k["source_op"] for k in gelu}, {"gelu"})
@@ -368,6 +375,11 @@ class Failures(unittest.TestCase):
         questions = aten(doc, "_local_scalar_dense", "forward")
         self.assertEqual(len(questions), 3)
         self.assertTrue(all(k["kind"] == "host-only" for k in questions))
+        # each is a copy of a device tensor to the host: the host waits for the GPU there
+        self.assertTrue(all(k.get("sync") is True for k in questions))
+        # the optimizer's step counters live on the host: reading them waits for nothing
+        self.assertFalse([k for k in doc["kernels"] if k["phase"] == "optimizer" and k.get("sync")])
+        self.assertEqual(ir_rules.violations(doc), [])
 
     def test_failed_export_writes_nothing(self):
         with tempfile.TemporaryDirectory() as tmp:

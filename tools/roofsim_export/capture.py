@@ -283,6 +283,10 @@ class Session:
         operands = flat_tensors(args) + flat_tensors(kwargs) + flat_tensors(out)
         host = bool(operands) and all(self.is_host(t) for t in operands)
         kernels, is_view, hint = self.mapper.map(name, func, args, kwargs, out, host)
+        if name in values.QUESTIONS and not host:
+            # .item() / bool() of a GPU tensor: a copy to the host and a wait for the GPU to drain
+            for k in kernels:
+                k["sync"] = True
         if kernels:
             if self.phase == "backward":
                 self.counts["backward_ops"] += 1
@@ -406,7 +410,7 @@ def marker(op: str, phase: str, layer: str) -> dict:
 
 
 _KEY_ORDER = ["op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",
-              "conv", "attention", "norm", "host_dispatch", "host_op", "source_op", "flag", "args"]
+              "conv", "attention", "norm", "host_dispatch", "sync", "host_op", "source_op", "flag", "args"]
 
 
 def _ordered(k: dict) -> dict:

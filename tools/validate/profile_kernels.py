@@ -4,7 +4,9 @@
 One step of a model from tools/validate/measure_pytorch.py's model cases (or 10 back-to-back repetitions of a layer case, as
 its steady-state timing runs them), after warm-up, under torch.profiler; writes the CUDA kernels
 grouped by name (calls, total GPU seconds), how long the GPU sat idle between them (waiting for the
-host), the host's synchronizing calls, and the aten ops with the most host (CPU self) time, as JSON.
+host), the host's synchronizing calls, and the aten ops with the most host (CPU self) time, as JSON;
+for a model, also the kernels of each phase (forward, backward, optimizer) from a second profiled
+step with a synchronize after each phase (`by_phase`).
 Like measure_pytorch.py it only checks roofsim (data/validation/profiles/), it never feeds it; the
 profiler slows the host, so its host times are relative, not figures to compare with a prediction.
 
@@ -48,7 +50,23 @@ def profile_case(case: dict, device: torch.device, warmup: int) -> dict:
             loss.backward()
             opt.step()
 
+        def step_by_phase():
+            # the same step with a synchronize after each phase, so that every kernel runs inside
+            # its phase's host range: for the GPU time of each phase, not for the step's overlap
+            opt.zero_grad(set_to_none=True)
+            with torch.profiler.record_function(PHASE_PREFIX + "forward"):
+                with mp.autocast_ctx(mode, device.type):
+                    loss = loss_fn(model, batch)
+                torch.cuda.synchronize()
+            with torch.profiler.record_function(PHASE_PREFIX + "backward"):
+                loss.backward()
+                torch.cuda.synchronize()
+            with torch.profiler.record_function(PHASE_PREFIX + "optimizer"):
+                opt.step()
+                torch.cuda.synchronize()
+
         result = profiled(step, warmup)
+        result["by_phase"] = profiled(step_by_phase, 1)["phases"]
     result.update({"id": case["id"], "model_info": info})
     return result
 
@@ -87,6 +105,9 @@ def profile_layer_case(case: dict, device: torch.device, warmup: int, repetition
     return result
 
 
+PHASE_PREFIX = "roofsim.phase."
+
+
 def profiled(region, warmup: int) -> dict:
     """Kernels, GPU idle time, host synchronizations and host time by op of `region` (after warm-up)."""
     for _ in range(warmup):
@@ -121,6 +142,28 @@ def profiled(region, warmup: int) -> dict:
             h[1] += e.self_cpu_time_total / 1e6
     rows = sorted(({"kernel": n, "calls": c, "gpu_seconds": s} for n, (c, s) in kernels.items()),
                   key=lambda r: -r["gpu_seconds"])
+    # kernels by phase, where the region marks its phases (host ranges that end with a synchronize)
+    phases = {}
+    for e in events:
+        if e.device_type == torch.autograd.DeviceType.CPU and e.name.startswith(PHASE_PREFIX):
+            phases[e.name[len(PHASE_PREFIX):]] = {"host_seconds": (e.time_range.end - e.time_range.start) / 1e6,
+                                                 "range": (e.time_range.start, e.time_range.end),
+                                                 "kernels": collections.defaultdict(lambda: [0, 0.0])}
+    for e in events:
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        for ph in phases.values():
+            if ph["range"][0] <= e.time_range.start <= ph["range"][1]:
+                k = ph["kernels"][e.name]
+                k[0] += 1
+                k[1] += e.device_time_total / 1e6 if hasattr(e, "device_time_total") else e.cuda_time_total / 1e6
+    phase_rows = {}
+    for name, ph in phases.items():
+        ks = sorted(({"kernel": n, "calls": c, "gpu_seconds": s} for n, (c, s) in ph["kernels"].items()),
+                    key=lambda r: -r["gpu_seconds"])
+        phase_rows[name] = {"host_seconds_under_profiler": ph["host_seconds"],
+                            "kernel_gpu_seconds_total": sum(r["gpu_seconds"] for r in ks),
+                            "kernel_launches": sum(r["calls"] for r in ks), "kernels": ks}
     host_rows = sorted(({"op": n, "calls": c, "host_self_seconds": s} for n, (c, s) in host.items()),
                        key=lambda r: -r["host_self_seconds"])
     return {"kernel_gpu_seconds_total": sum(r["gpu_seconds"] for r in rows),
@@ -129,7 +172,7 @@ def profiled(region, warmup: int) -> dict:
             "gpu_idle_seconds": idle_us / 1e6,
             "host_synchronizations": dict(syncs),
             "aten_ops": sum(c for c, _ in host.values()),
-            "kernels": rows, "host_ops": host_rows[:40]}
+            "kernels": rows, "host_ops": host_rows[:40], "phases": phase_rows}
 
 
 def main() -> int:
@@ -158,6 +201,8 @@ def main() -> int:
               f"idle), {result['aten_ops']} aten ops, synchronizations {result['host_synchronizations']} -> {path}")
         for r in result["kernels"][:12]:
             print(f"   {r['gpu_seconds'] * 1e3:8.3f} ms {r['calls']:5d}x {r['kernel'][:110]}")
+        for name, ph in result.get("by_phase", {}).items():
+            print(f"   {name}: {ph['kernel_gpu_seconds_total'] * 1e3:.2f} ms of kernels, {ph['kernel_launches']} launches")
     return 0
 
 

@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T05:05:56+00:00",
+ "date_utc": "2026-11-30T05:34:54+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,182 +52,182 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.479660000000223e-06,
-   "min": 9.197195500000532e-06,
-   "max": 9.577774499998526e-06,
+   "seconds": 7.56399199999791e-06,
+   "min": 6.953883499999591e-06,
+   "max": 9.299666499998694e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 9.468924500001918e-06
+   "issue_only_seconds": 7.520678000002334e-06
   },
   "eager_op_linear": {
-   "seconds": 1.7685336999999634e-05,
-   "min": 1.701363700000158e-05,
-   "max": 1.817900500000036e-05,
+   "seconds": 1.6596034000002648e-05,
+   "min": 1.5634049500000913e-05,
+   "max": 1.707427699999897e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.766624599999744e-05
+   "issue_only_seconds": 1.6550445000000023e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.795189999999991e-05,
-   "min": 1.644112549999832e-05,
-   "max": 1.8670993000000636e-05,
+   "seconds": 1.2070821500000051e-05,
+   "min": 1.1492841999999115e-05,
+   "max": 1.2413827999999683e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.7889514000000163e-05
+   "issue_only_seconds": 1.2058672499996703e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.732449600000052e-05,
-   "min": 1.5842032999998423e-05,
-   "max": 1.8241918499999342e-05,
+   "seconds": 1.0473786500000414e-05,
+   "min": 1.0236977999998232e-05,
+   "max": 1.0801244999999682e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.727525549999953e-05
+   "issue_only_seconds": 1.0441391499998787e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 8.099545500002137e-06,
-   "min": 6.9805470000012804e-06,
-   "max": 1.0014140500000934e-05,
+   "seconds": 6.952343000001804e-06,
+   "min": 6.6894734999998205e-06,
+   "max": 7.181582000001186e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 8.065025000000503e-06
+   "issue_only_seconds": 6.9441020000020615e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.0769501999999846e-05,
-   "min": 3.874026049999913e-05,
-   "max": 5.3298198500002057e-05,
+   "seconds": 5.278929900000051e-05,
+   "min": 4.711579650000175e-05,
+   "max": 5.7875221999999835e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 4.072479450000088e-05
+   "issue_only_seconds": 5.273723950000076e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.633877549999909e-05,
-   "min": 3.540639950000113e-05,
-   "max": 3.830334849999772e-05,
+   "seconds": 2.6391208999999804e-05,
+   "min": 2.619168850000264e-05,
+   "max": 3.378877449999962e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 3.630491250000034e-05
+   "issue_only_seconds": 2.6345289000001772e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.734467799999706e-05,
-   "min": 1.7012332500002004e-05,
-   "max": 1.7468963999998977e-05,
+   "seconds": 1.1748263499999467e-05,
+   "min": 1.1236627999998916e-05,
+   "max": 1.2942632499999718e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.732669349999938e-05
+   "issue_only_seconds": 1.1708966000000487e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 1.257579849999857e-05,
-   "min": 1.23193145000009e-05,
-   "max": 1.2757923999998866e-05,
+   "seconds": 8.412750000001523e-06,
+   "min": 8.109605999997882e-06,
+   "max": 9.276352499998807e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.256045599999922e-05
+   "issue_only_seconds": 8.390469000001844e-06
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.350970450000034e-05,
-   "min": 2.301745699999813e-05,
-   "max": 2.363257200000035e-05,
+   "seconds": 2.2658248999999133e-05,
+   "min": 2.2047329000002945e-05,
+   "max": 2.3207827000000236e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.3488859000000416e-05
+   "issue_only_seconds": 2.2602984999998908e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.0863273999999878e-05,
-   "min": 2.046672150000006e-05,
-   "max": 2.1046407500001863e-05,
+   "seconds": 2.161385349999989e-05,
+   "min": 1.9735778999997677e-05,
+   "max": 2.2312497000001486e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.0840187999997538e-05
+   "issue_only_seconds": 2.1560092999997948e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.123084999999847e-05,
-   "min": 2.0819634999998725e-05,
-   "max": 2.1556995000000966e-05,
+   "seconds": 2.167844500000271e-05,
+   "min": 2.0448815499999995e-05,
+   "max": 2.2107975000000834e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1214417999999567e-05
+   "issue_only_seconds": 2.1626603000001408e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2448013499998467e-05,
-   "min": 1.226131900000027e-05,
-   "max": 1.2763510499997465e-05,
+   "seconds": 1.2266036499998024e-05,
+   "min": 1.2067346500000297e-05,
+   "max": 1.297523450000071e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2432756999999129e-05
+   "issue_only_seconds": 1.2213472500000932e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.4964624500000808e-05,
-   "min": 2.4599055499997745e-05,
-   "max": 2.5206897500002156e-05,
+   "seconds": 1.7643868000000394e-05,
+   "min": 1.724008200000071e-05,
+   "max": 2.677867999999961e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.4922944499998323e-05
+   "issue_only_seconds": 1.7612905000000013e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.909137999999899e-05,
-   "min": 1.8893284000000675e-05,
-   "max": 1.9297312499997333e-05,
+   "seconds": 1.4423184500000019e-05,
+   "min": 1.3942509999999686e-05,
+   "max": 1.6246627499999278e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.90693144999976e-05
+   "issue_only_seconds": 1.4374842999998805e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.0887948999998683e-05,
-   "min": 2.0705806500000534e-05,
-   "max": 2.164465599999943e-05,
+   "seconds": 1.5466186999997688e-05,
+   "min": 1.4491173999999773e-05,
+   "max": 1.80021305000011e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.0869634000000302e-05
+   "issue_only_seconds": 1.5426810499999276e-05
   },
   "eager_op_add_out": {
-   "seconds": 8.407390000002124e-06,
-   "min": 8.258203499998729e-06,
-   "max": 8.479533500000968e-06,
+   "seconds": 7.450258000002208e-06,
+   "min": 6.4406819999973665e-06,
+   "max": 7.793012000000487e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 8.397062000000233e-06
+   "issue_only_seconds": 7.406649500001805e-06
   },
   "backward_node_mul": {
-   "seconds": 1.5566570000002696e-05,
-   "min": 1.5355154444449682e-05,
-   "max": 1.5794053333340546e-05,
+   "seconds": 1.5664401111116098e-05,
+   "min": 1.06813111111137e-05,
+   "max": 1.6684172222214657e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0004825035555526822,
-   "min": 0.00043432655555856537,
-   "max": 0.0005362289999995243,
+   "seconds": 0.0007643037777743051,
+   "min": 0.0006066917777813627,
+   "max": 0.0008825488888888344,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_node_view": {
-   "seconds": 6.899439999988506e-06,
-   "min": 6.597874444448988e-06,
-   "max": 7.137160000007094e-06,
+   "seconds": 4.009210000006647e-06,
+   "min": 3.6291900000091146e-06,
+   "max": 5.089591111110773e-06,
    "samples": 11,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_node_transpose": {
-   "seconds": 6.432424444445436e-06,
-   "min": 6.233684444446731e-06,
-   "max": 6.5637666666636585e-06,
+   "seconds": 6.140398888889977e-06,
+   "min": 5.727932222225402e-06,
+   "max": 7.85537999999993e-06,
    "samples": 11,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_layer_linear": {
-   "seconds": 5.420965555554997e-05,
-   "min": 3.6165412222217695e-05,
-   "max": 5.7600751111108495e-05,
+   "seconds": 3.9248847777773534e-05,
+   "min": 3.479064222222266e-05,
+   "max": 5.2077784444451124e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 9.92879985521237e-05,
-   "min": 9.92879985521237e-05,
-   "max": 9.92879985521237e-05,
+   "seconds": 0.00012380666720370452,
+   "min": 0.00012380666720370452,
+   "max": 0.00012380666720370452,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.81 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.43 us",
    "chain_lengths": [
     1,
     2,
@@ -236,17 +236,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00012665599584579467,
-    0.0001462399959564209,
-    0.00018848000466823578,
-    0.0002739839851856232,
-    0.00046822398900985717
+    0.00015619200468063355,
+    0.00015785600244998932,
+    0.00021292799711227417,
+    0.0003043200075626373,
+    0.00048294401168823243
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.6982094560350693e-05,
-   "min": 2.6982094560350693e-05,
-   "max": 2.6982094560350693e-05,
+   "seconds": 3.067276378472645e-05,
+   "min": 3.067276378472645e-05,
+   "max": 3.067276378472645e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -255,15 +255,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.684799909591675e-05,
-    0.00012828800082206727,
-    0.0004517439901828766
+    4.7488000243902205e-05,
+    0.00012454400211572646,
+    0.0005025920271873474
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010045562400704338,
-   "min": 0.00010045562400704338,
-   "max": 0.00010045562400704338,
+   "seconds": 9.225599751586008e-05,
+   "min": 9.225599751586008e-05,
+   "max": 9.225599751586008e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -272,15 +272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024089600145816802,
-    0.0006670399904251099,
-    0.002167072057723999
+    0.0003312639892101288,
+    0.0006590719819068909,
+    0.0021615359783172606
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.04662855324291e-05,
-   "min": 4.04662855324291e-05,
-   "max": 4.04662855324291e-05,
+   "seconds": 5.207619212922596e-05,
+   "min": 5.207619212922596e-05,
+   "max": 5.207619212922596e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -289,15 +289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010649599879980087,
-    0.0003176960051059723,
-    0.0007434239983558654
+    0.0001239359974861145,
+    0.0002996799945831299,
+    0.0009115840196609497
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00019154743105173112,
-   "min": 0.00019154743105173112,
-   "max": 0.00019154743105173112,
+   "seconds": 0.00016238475697381155,
+   "min": 0.00016238475697381155,
+   "max": 0.00016238475697381155,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -306,15 +306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004659839868545532,
-    0.0011593919992446899,
-    0.003945312023162842
+    0.0004812160134315491,
+    0.001179744005203247,
+    0.0037165119647979738
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.798704816471963e-05,
-   "min": 1.798704816471963e-05,
-   "max": 1.798704816471963e-05,
+   "seconds": 1.81493331633863e-05,
+   "min": 1.81493331633863e-05,
+   "max": 1.81493331633863e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -323,15 +323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0063999593257904e-05,
-    0.00010416000336408616,
-    0.0003132480084896088
+    3.152000159025192e-05,
+    8.380799740552902e-05,
+    0.0003030399978160858
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.866590767389252e-05,
-   "min": 6.866590767389252e-05,
-   "max": 6.866590767389252e-05,
+   "seconds": 7.598247574198813e-05,
+   "min": 7.598247574198813e-05,
+   "max": 7.598247574198813e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -340,15 +340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026099199056625367,
-    0.0005437440276145935,
-    0.001568384051322937
+    0.0003062720000743866,
+    0.0006431679725646972,
+    0.0017364159822463989
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 5.0232380983375364e-05,
-   "min": 5.0232380983375364e-05,
-   "max": 5.0232380983375364e-05,
+   "seconds": 3.944533282802219e-05,
+   "min": 3.944533282802219e-05,
+   "max": 3.944533282802219e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -357,15 +357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.747199714183807e-05,
-    0.0001486719995737076,
-    0.000817791998386383
+    8.111999928951264e-05,
+    0.00021491199731826782,
+    0.000677951991558075
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.462856785172509e-05,
-   "min": 9.462856785172509e-05,
-   "max": 9.462856785172509e-05,
+   "seconds": 9.541256867703939e-05,
+   "min": 9.541256867703939e-05,
+   "max": 9.541256867703939e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -374,15 +374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027529600262641906,
-    0.000983519971370697,
-    0.002539423942565918
+    0.0005361279845237732,
+    0.0010015039443969727,
+    0.0025792639255523683
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.3878095405442373e-05,
-   "min": 2.3878095405442373e-05,
-   "max": 2.3878095405442373e-05,
+   "seconds": 2.4660571877445492e-05,
+   "min": 2.4660571877445492e-05,
+   "max": 2.4660571877445492e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -391,15 +391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.899200052022934e-05,
-    0.00012515200674533843,
-    0.0004086720049381256
+    3.718400001525879e-05,
+    9.545599669218064e-05,
+    0.00040185600519180296
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.593447324775513e-05,
-   "min": 7.593447324775513e-05,
-   "max": 7.593447324775513e-05,
+   "seconds": 5.361828757893472e-05,
+   "min": 5.361828757893472e-05,
+   "max": 5.361828757893472e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -408,15 +408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002874239981174469,
-    0.0006451200246810913,
-    0.0018040319681167601
+    0.00023721599578857422,
+    0.0006200640201568604,
+    0.0014607360363006591
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.087466462737038e-05,
-   "min": 4.087466462737038e-05,
-   "max": 4.087466462737038e-05,
+   "seconds": 3.684571633736292e-05,
+   "min": 3.684571633736292e-05,
+   "max": 3.684571633736292e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -425,15 +425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.228800237178802e-05,
-    0.00014348800480365752,
-    0.0006815999746322632
+    8.409599959850312e-05,
+    0.0002114879935979843,
+    0.0006424000263214111
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.0001001851498371079,
-   "min": 0.0001001851498371079,
-   "max": 0.0001001851498371079,
+   "seconds": 8.131962340502514e-05,
+   "min": 8.131962340502514e-05,
+   "max": 8.131962340502514e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -442,15 +442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027136000990867615,
-    0.0008522880077362061,
-    0.002439840078353882
+    0.0004131520092487335,
+    0.0007890560030937195,
+    0.0021927680969238282
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.34811416836012e-05,
-   "min": 4.34811416836012e-05,
-   "max": 4.34811416836012e-05,
+   "seconds": 4.230476028862453e-05,
+   "min": 4.230476028862453e-05,
+   "max": 4.230476028862453e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -459,15 +459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.927999854087829e-05,
-    0.00019465599954128265,
-    0.0007198079824447632
+    7.571200281381607e-05,
+    0.00019251200556755067,
+    0.0007069119811058044
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.848532856929867e-05,
-   "min": 8.848532856929867e-05,
-   "max": 8.848532856929867e-05,
+   "seconds": 8.096305068050113e-05,
+   "min": 8.096305068050113e-05,
+   "max": 8.096305068050113e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -476,15 +476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031862398982048033,
-    0.0007612479925155639,
-    0.0023136959075927732
+    0.000325760006904602,
+    0.0008347839713096619,
+    0.002221184015274048
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 4.640914144970122e-05,
-   "min": 4.640914144970122e-05,
-   "max": 4.640914144970122e-05,
+   "seconds": 7.74133318946475e-05,
+   "min": 7.74133318946475e-05,
+   "max": 7.74133318946475e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -493,15 +493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013676799833774566,
-    0.0004007680118083954,
-    0.0008744959831237793
+    0.00014284799993038178,
+    0.00039750400185585024,
+    0.001311519980430603
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00011566171191987539,
-   "min": 0.00011566171191987539,
-   "max": 0.00011566171191987539,
+   "seconds": 0.00013269181478591188,
+   "min": 0.00013269181478591188,
+   "max": 0.00013269181478591188,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -510,15 +510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006081600189208984,
-    0.0011968319416046144,
-    0.003073375940322876
+    0.0006695039868354798,
+    0.001425984025001526,
+    0.003863136053085327
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 2.984838045778729e-05,
-   "min": 2.984838045778729e-05,
-   "max": 2.984838045778729e-05,
+   "seconds": 4.410895350433531e-05,
+   "min": 4.410895350433531e-05,
+   "max": 4.410895350433531e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -527,15 +527,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6048000454902646e-05,
-    0.0001255680024623871,
-    0.0004904319941997528
+    6.950400024652481e-05,
+    0.0001905920058488846,
+    0.0007273920178413391
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.995428224404656e-05,
-   "min": 9.995428224404656e-05,
-   "max": 9.995428224404656e-05,
+   "seconds": 7.982476481369562e-05,
+   "min": 7.982476481369562e-05,
+   "max": 7.982476481369562e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -544,15 +544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024147200584411621,
-    0.0005703039765357971,
-    0.0021683199405670168
+    0.0004386560022830963,
+    0.0008798720240592956,
+    0.0023208000659942626
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.349409269435066e-05,
-   "min": 7.349409269435066e-05,
-   "max": 7.349409269435066e-05,
+   "seconds": 8.033828366370428e-05,
+   "min": 8.033828366370428e-05,
+   "max": 8.033828366370428e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -561,15 +561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.736000210046769e-05,
-    0.0002504960000514984,
-    0.0011706559658050538
+    0.00014534400403499602,
+    0.0004004159867763519,
+    0.0013551039695739746
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00012009371994506742,
-   "min": 0.00012009371994506742,
-   "max": 0.00012009371994506742,
+   "seconds": 0.00016339275524729775,
+   "min": 0.00016339275524729775,
+   "max": 0.00016339275524729775,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -578,15 +578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00039107200503349306,
-    0.0014882880449295045,
-    0.0034670400619506835
+    0.0007451199889183045,
+    0.0016471999883651734,
+    0.004458047866821289
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.3753902869565155e-05,
-   "min": 5.3753902869565155e-05,
-   "max": 5.3753902869565155e-05,
+   "seconds": 5.976609388987222e-05,
+   "min": 5.976609388987222e-05,
+   "max": 5.976609388987222e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -595,15 +595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.766400277614594e-05,
-    0.000243136003613472,
-    0.0008853759765625
+    8.959999680519104e-05,
+    0.00028057599067687986,
+    0.0009899839758872985
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.8914287814072195e-05,
-   "min": 5.8914287814072195e-05,
-   "max": 5.8914287814072195e-05,
+   "seconds": 5.104304779143561e-05,
+   "min": 5.104304779143561e-05,
+   "max": 5.104304779143561e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -612,15 +612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025833600759506224,
-    0.000593824028968811,
-    0.0019475200176239014
+    0.00037363201379776,
+    0.0007601280212402344,
+    0.0020537919998168943
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.792381157477697e-05,
-   "min": 6.792381157477697e-05,
-   "max": 6.792381157477697e-05,
+   "seconds": 6.146438455297835e-05,
+   "min": 6.146438455297835e-05,
+   "max": 6.146438455297835e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -629,15 +629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.950400024652481e-05,
-    0.0002792960107326508,
-    0.0010903680324554443
+    0.00011580800265073776,
+    0.0003177280128002167,
+    0.0010436160564422608
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.678018222252531e-05,
-   "min": 6.678018222252531e-05,
-   "max": 6.678018222252531e-05,
+   "seconds": 5.997333391791298e-05,
+   "min": 5.997333391791298e-05,
+   "max": 5.997333391791298e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -646,15 +646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026441600918769836,
-    0.0009200000166893006,
-    0.002368799924850464
+    0.00043718400597572325,
+    0.0007839360237121582,
+    0.0022528960704803467
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.788876174461274e-05,
-   "min": 2.788876174461274e-05,
-   "max": 2.788876174461274e-05,
+   "seconds": 2.8463238406749e-05,
+   "min": 2.8463238406749e-05,
+   "max": 2.8463238406749e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -663,15 +663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.0655998289585113e-05,
-    0.00012838399410247802,
-    0.00046700799465179444
+    4.1919998824596406e-05,
+    0.00013372799754142762,
+    0.00047100800275802615
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.9482665643805535e-05,
-   "min": 5.9482665643805535e-05,
-   "max": 5.9482665643805535e-05,
+   "seconds": 5.562895359027954e-05,
+   "min": 5.562895359027954e-05,
+   "max": 5.562895359027954e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -680,15 +680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021801599860191346,
-    0.0005346239805221558,
-    0.0015467519760131835
+    0.00024876800179481507,
+    0.0004961279928684235,
+    0.001508512020111084
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.8966856854302548e-05,
-   "min": 2.8966856854302548e-05,
-   "max": 2.8966856854302548e-05,
+   "seconds": 3.0154667085125338e-05,
+   "min": 3.0154667085125338e-05,
+   "max": 3.0154667085125338e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -697,15 +697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.155200093984604e-05,
-    0.0001685120016336441,
-    0.0005094079971313477
+    6.464000046253205e-05,
+    0.0001533759981393814,
+    0.0005163840055465699
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.801828702290852e-05,
-   "min": 5.801828702290852e-05,
-   "max": 5.801828702290852e-05,
+   "seconds": 5.550018768934976e-05,
+   "min": 5.550018768934976e-05,
+   "max": 5.550018768934976e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -714,15 +714,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029631999135017395,
-    0.000618399977684021,
-    0.0016214720010757446
+    0.00023708799481391907,
+    0.0005729920268058776,
+    0.0015482239723205566
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.185066553808394e-05,
-   "min": 5.185066553808394e-05,
-   "max": 5.185066553808394e-05,
+   "seconds": 5.401752463408879e-05,
+   "min": 5.401752463408879e-05,
+   "max": 5.401752463408879e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -731,15 +731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.851200342178344e-05,
-    0.0002472320050001144,
-    0.0008673279881477356
+    7.465600222349167e-05,
+    0.00022963200509548188,
+    0.0008825600147247314
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010734400117681138,
-   "min": 0.00010734400117681138,
-   "max": 0.00010734400117681138,
+   "seconds": 0.0001074125702892031,
+   "min": 0.0001074125702892031,
+   "max": 0.0001074125702892031,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -748,15 +748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00035980799794197083,
-    0.001009567975997925,
-    0.00280511999130249
+    0.0002917760014533997,
+    0.0009662079811096192,
+    0.0027766079902648926
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.186285681667782e-05,
-   "min": 5.186285681667782e-05,
-   "max": 5.186285681667782e-05,
+   "seconds": 2.990095246405829e-05,
+   "min": 2.990095246405829e-05,
+   "max": 2.990095246405829e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -765,15 +765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.424000233411789e-05,
-    0.0002985279858112335,
-    0.0008884159922599793
+    0.00010307200253009796,
+    0.00029903998970985413,
+    0.000587007999420166
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010838704911016281,
-   "min": 0.00010838704911016281,
-   "max": 0.00010838704911016281,
+   "seconds": 0.00011431694598425003,
+   "min": 0.00011431694598425003,
+   "max": 0.00011431694598425003,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -782,15 +782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040489599108695985,
-    0.0009570559859275818,
-    0.0028324480056762693
+    0.0004306240081787109,
+    0.0009212480187416077,
+    0.002613215923309326
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5519238121452784e-05,
-   "min": 1.5519238121452784e-05,
-   "max": 1.5519238121452784e-05,
+   "seconds": 9.974857348771324e-06,
+   "min": 9.974857348771324e-06,
+   "max": 9.974857348771324e-06,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -799,15 +799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6191999912261964e-05,
-    8.048000186681748e-05,
-    0.0002682240009307861
+    3.0912000685930254e-05,
+    5.750399827957153e-05,
+    0.0001794240027666092
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.7510857830444976e-05,
-   "min": 2.7510857830444976e-05,
-   "max": 2.7510857830444976e-05,
+   "seconds": 3.43497148936703e-05,
+   "min": 3.43497148936703e-05,
+   "max": 3.43497148936703e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -816,15 +816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015119999647140504,
-    0.0002776640057563782,
-    0.0007957760095596314
+    0.00012931199371814727,
+    0.00019487999379634856,
+    0.0007717120051383972
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.5474285043421244e-05,
-   "min": 1.5474285043421244e-05,
-   "max": 1.5474285043421244e-05,
+   "seconds": 1.6646856176001687e-05,
+   "min": 1.6646856176001687e-05,
+   "max": 1.6646856176001687e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -833,15 +833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8752000331878665e-05,
-    0.0001010880023241043,
-    0.0002895039916038513
+    5.584000051021576e-05,
+    0.00011151999980211257,
+    0.00030745598673820497
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.9817145140398112e-05,
-   "min": 2.9817145140398112e-05,
-   "max": 2.9817145140398112e-05,
+   "seconds": 2.512685901352337e-05,
+   "min": 2.512685901352337e-05,
+   "max": 2.512685901352337e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -850,15 +850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018108800053596497,
-    0.00031203201413154604,
-    0.0008588160276412964
+    0.00022553600370883942,
+    0.00042271998524665835,
+    0.0008760960102081298
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.0926476369301478e-05,
-   "min": 1.0926476369301478e-05,
-   "max": 1.0926476369301478e-05,
+   "seconds": 1.45432377854983e-05,
+   "min": 1.45432377854983e-05,
+   "max": 1.45432377854983e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -867,15 +867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0800000056624414e-05,
-    5.244800075888634e-05,
-    0.00018432000279426574
+    3.500799834728241e-05,
+    7.766400277614594e-05,
+    0.00025283199548721314
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 3.8704001655181255e-05,
-   "min": 3.8704001655181255e-05,
-   "max": 3.8704001655181255e-05,
+   "seconds": 3.140114141362054e-05,
+   "min": 3.140114141362054e-05,
+   "max": 3.140114141362054e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -884,15 +884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011673600226640701,
-    0.00021164800226688386,
-    0.0008432000279426575
+    0.00015222400426864624,
+    0.00029183998703956603,
+    0.00084198397397995
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5756191419703618e-05,
-   "min": 1.5756191419703618e-05,
-   "max": 1.5756191419703618e-05,
+   "seconds": 1.6130286490633374e-05,
+   "min": 1.6130286490633374e-05,
+   "max": 1.6130286490633374e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -901,15 +901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.049600079655647e-05,
-    0.00010527999699115753,
-    0.00028934401273727415
+    5.955199897289276e-05,
+    0.00010899200290441513,
+    0.00030185601115226746
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.512457097570101e-05,
-   "min": 2.512457097570101e-05,
-   "max": 2.512457097570101e-05,
+   "seconds": 2.8960762101979482e-05,
+   "min": 2.8960762101979482e-05,
+   "max": 2.8960762101979482e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -918,15 +918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020761600136756897,
-    0.00029743999242782594,
-    0.0008098880052566528
+    0.00022838400304317475,
+    0.00037964800000190734,
+    0.0009100800156593323
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4978286233686265e-05,
-   "min": 1.4978286233686265e-05,
-   "max": 1.4978286233686265e-05,
+   "seconds": 1.5846094560055506e-05,
+   "min": 1.5846094560055506e-05,
+   "max": 1.5846094560055506e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -935,15 +935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.167999908328056e-05,
-    8.179199695587158e-05,
-    0.00025808000564575193
+    3.791999816894531e-05,
+    8.54720026254654e-05,
+    0.0002756159901618958
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.597714162298611e-05,
-   "min": 2.597714162298611e-05,
-   "max": 2.597714162298611e-05,
+   "seconds": 2.895009624106544e-05,
+   "min": 2.895009624106544e-05,
+   "max": 2.895009624106544e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -952,15 +952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015065599977970122,
-    0.00027113598585128785,
-    0.00076419198513031
+    0.00018303999304771423,
+    0.0003382399976253509,
+    0.0008619199991226197
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.3954285177446548e-05,
-   "min": 1.3954285177446548e-05,
-   "max": 1.3954285177446548e-05,
+   "seconds": 1.6291046603804543e-05,
+   "min": 1.6291046603804543e-05,
+   "max": 1.6291046603804543e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -969,15 +969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.369599908590317e-05,
-    9.920000284910202e-05,
-    0.00026422399282455446
+    6.083200126886368e-05,
+    0.00011052799969911575,
+    0.0003054719865322113
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 3.081752377606573e-05,
-   "min": 3.081752377606573e-05,
-   "max": 3.081752377606573e-05,
+   "seconds": 1.2626284467322484e-05,
+   "min": 1.2626284467322484e-05,
+   "max": 1.2626284467322484e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -986,15 +986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018457600474357605,
-    0.0003213120102882385,
-    0.0008569599986076355
+    0.00022265599668025972,
+    0.0003685440123081207,
+    0.0006761279702186585
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4629333590467773e-05,
-   "min": 1.4629333590467773e-05,
-   "max": 1.4629333590467773e-05,
+   "seconds": 9.985523387080146e-06,
+   "min": 9.985523387080146e-06,
+   "max": 9.985523387080146e-06,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1003,15 +1003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.908799983561039e-05,
-    7.187200337648391e-05,
-    0.0002481600046157837
+    3.1840000301599505e-05,
+    5.7888001203536984e-05,
+    0.00018031999468803405
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.0145524381881665e-05,
-   "min": 2.0145524381881665e-05,
-   "max": 2.0145524381881665e-05,
+   "seconds": 2.6969904523520248e-05,
+   "min": 2.6969904523520248e-05,
+   "max": 2.6969904523520248e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1020,15 +1020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001271679997444153,
-    0.00023296000063419343,
-    0.0006492800116539002
+    0.00011036799848079682,
+    0.00020444799959659575,
+    0.0006591039896011353
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.410971369062151e-05,
-   "min": 1.410971369062151e-05,
-   "max": 1.410971369062151e-05,
+   "seconds": 1.0027428290673664e-05,
+   "min": 1.0027428290673664e-05,
+   "max": 1.0027428290673664e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1037,15 +1037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.473600164055824e-05,
-    8.419200032949447e-05,
-    0.00025542399287223816
+    4.687999933958054e-05,
+    6.415999680757522e-05,
+    0.00019302399456501006
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.2266665384882975e-05,
-   "min": 2.2266665384882975e-05,
-   "max": 2.2266665384882975e-05,
+   "seconds": 2.212038228199596e-05,
+   "min": 2.212038228199596e-05,
+   "max": 2.212038228199596e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1054,15 +1054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015411199629306794,
-    0.0002518720030784607,
-    0.000695967972278595
+    0.0001547839939594269,
+    0.00024342399835586547,
+    0.0006344000101089478
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.4690285814659937e-05,
-   "min": 1.4690285814659937e-05,
-   "max": 1.4690285814659937e-05,
+   "seconds": 1.1439999654179528e-05,
+   "min": 1.1439999654179528e-05,
+   "max": 1.1439999654179528e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1071,15 +1071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1568000316619873e-05,
-    7.16800019145012e-05,
-    0.00024393600225448608
+    2.1951999515295028e-05,
+    6.956800073385239e-05,
+    0.0001979839950799942
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.9299046844243994e-05,
-   "min": 2.9299046844243994e-05,
-   "max": 2.9299046844243994e-05,
+   "seconds": 2.1611427976971584e-05,
+   "min": 2.1611427976971584e-05,
+   "max": 2.1611427976971584e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1088,15 +1088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013097600638866424,
-    0.0004092479944229126,
-    0.0008395839929580688
+    0.00011494400352239608,
+    0.0001629440039396286,
+    0.0005936639904975891
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.530209449785096e-05,
-   "min": 1.530209449785096e-05,
-   "max": 1.530209449785096e-05,
+   "seconds": 1.5225143837077276e-05,
+   "min": 1.5225143837077276e-05,
+   "max": 1.5225143837077276e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1105,15 +1105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.464000090956688e-05,
-    0.000100832000374794,
-    0.0002775999903678894
+    3.2384000718593594e-05,
+    0.00010582400113344193,
+    0.00027001601457595826
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.2447999212003893e-05,
-   "min": 2.2447999212003893e-05,
-   "max": 2.2447999212003893e-05,
+   "seconds": 1.9430092935051238e-05,
+   "min": 1.9430092935051238e-05,
+   "max": 1.9430092935051238e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1122,15 +1122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001730560064315796,
-    0.00030883198976516726,
-    0.0007468159794807434
+    0.0001624000072479248,
+    0.00031295999884605407,
+    0.000697759985923767
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.3514666727610996e-05,
-   "min": 2.3514666727610996e-05,
-   "max": 2.3514666727610996e-05,
+   "seconds": 2.1529904078869592e-05,
+   "min": 2.1529904078869592e-05,
+   "max": 2.1529904078869592e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1139,15 +1139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.041599854826927e-05,
-    0.00011139199882745743,
-    0.0003932799994945526
+    3.2864000648260114e-05,
+    9.523200243711472e-05,
+    0.0003550719916820526
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 1.7751617091042656e-05,
-   "min": 1.7751617091042656e-05,
-   "max": 1.7751617091042656e-05,
+   "seconds": 2.6451048042093003e-05,
+   "min": 2.6451048042093003e-05,
+   "max": 2.6451048042093003e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1156,15 +1156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001730560064315796,
-    0.00030985599756240843,
-    0.0007963839769363403
+    0.00012547199428081512,
+    0.00024963200092315674,
+    0.000838591992855072
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.3356952305350982e-05,
-   "min": 2.3356952305350982e-05,
-   "max": 2.3356952305350982e-05,
+   "seconds": 2.0232380146072023e-05,
+   "min": 2.0232380146072023e-05,
+   "max": 2.0232380146072023e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1173,15 +1173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0416001826524736e-05,
-    0.00013638399541378022,
-    0.00041273599863052366
+    5.311999842524528e-05,
+    0.00011104000359773636,
+    0.00035567998886108397
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.7652571421293982e-05,
-   "min": 2.7652571421293982e-05,
-   "max": 2.7652571421293982e-05,
+   "seconds": 2.2569143346377784e-05,
+   "min": 2.2569143346377784e-05,
+   "max": 2.2569143346377784e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1190,15 +1190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019472000002861023,
-    0.00034019199013710024,
-    0.0009573439955711364
+    0.00016678400337696075,
+    0.00029094401001930235,
+    0.0008073920011520386
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1971809236066682e-05,
-   "min": 1.1971809236066682e-05,
-   "max": 1.1971809236066682e-05,
+   "seconds": 1.0521142521784418e-05,
+   "min": 1.0521142521784418e-05,
+   "max": 1.0521142521784418e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1207,15 +1207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7103999629616738e-05,
-    6.649599969387054e-05,
-    0.0002078399956226349
+    2.9983999207615853e-05,
+    8.595199882984161e-05,
+    0.00019593599438667297
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.050056960256326e-05,
-   "min": 3.050056960256326e-05,
-   "max": 3.050056960256326e-05,
+   "seconds": 2.6665142338190764e-05,
+   "min": 2.6665142338190764e-05,
+   "max": 2.6665142338190764e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1224,15 +1224,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001499200016260147,
-    0.00027273601293563844,
-    0.0007854719758033752
+    0.0001486719995737076,
+    0.00028614398837089537,
+    0.0007151039838790893
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1882667030606951e-05,
-   "min": 1.1882667030606951e-05,
-   "max": 1.1882667030606951e-05,
+   "seconds": 1.1275428923822585e-05,
+   "min": 1.1275428923822585e-05,
+   "max": 1.1275428923822585e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1241,15 +1241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.758400097489357e-05,
-    7.977599650621414e-05,
-    0.00022467200458049774
+    3.891199827194214e-05,
+    6.98240026831627e-05,
+    0.00020707200467586518
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.4746667061533245e-05,
-   "min": 2.4746667061533245e-05,
-   "max": 2.4746667061533245e-05,
+   "seconds": 2.9275426729803993e-05,
+   "min": 2.9275426729803993e-05,
+   "max": 2.9275426729803993e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1258,15 +1258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001904959976673126,
-    0.00031315198540687563,
-    0.0007441920042037963
+    0.00016739200055599211,
+    0.0002664639949798584,
+    0.000768127977848053
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2813714732016836e-05,
-   "min": 1.2813714732016836e-05,
-   "max": 1.2813714732016836e-05,
+   "seconds": 1.2384000544746718e-05,
+   "min": 1.2384000544746718e-05,
+   "max": 1.2384000544746718e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1275,15 +1275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7168000116944314e-05,
-    6.480000168085098e-05,
-    0.00021910400688648224
+    2.6367999613285064e-05,
+    5.824000015854836e-05,
+    0.00021036800742149354
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.339809458525407e-05,
-   "min": 4.339809458525407e-05,
-   "max": 4.339809458525407e-05,
+   "seconds": 4.349790486906255e-05,
+   "min": 4.349790486906255e-05,
+   "max": 4.349790486906255e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1292,15 +1292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001520639955997467,
-    0.0003274880051612854,
-    0.0009975039958953858
+    0.00015414400398731232,
+    0.0003530240058898926,
+    0.0010027840137481689
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.3120000206288836e-05,
-   "min": 1.3120000206288836e-05,
-   "max": 1.3120000206288836e-05,
+   "seconds": 1.152533328249341e-05,
+   "min": 1.152533328249341e-05,
+   "max": 1.152533328249341e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1309,15 +1309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.601600021123886e-05,
-    8.595199882984161e-05,
-    0.00024300800263881683
+    3.868800029158592e-05,
+    7.571200281381607e-05,
+    0.00021238400042057038
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.437028332835153e-05,
-   "min": 4.437028332835153e-05,
-   "max": 4.437028332835153e-05,
+   "seconds": 4.8229336383796864e-05,
+   "min": 4.8229336383796864e-05,
+   "max": 4.8229336383796864e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1326,15 +1326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017750400304794312,
-    0.00037574398517608643,
-    0.0010484479665756226
+    0.00018092800676822662,
+    0.0003677760064601898,
+    0.0010797760486602782
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2907429021738827e-05,
-   "min": 1.2907429021738827e-05,
-   "max": 1.2907429021738827e-05,
+   "seconds": 1.0659048067671912e-05,
+   "min": 1.0659048067671912e-05,
+   "max": 1.0659048067671912e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1343,15 +1343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.908799983561039e-05,
-    6.55680000782013e-05,
-    0.00022195200622081757
+    3.142400085926056e-05,
+    4.416000097990036e-05,
+    0.00018489600718021393
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.817904572046939e-05,
-   "min": 3.817904572046939e-05,
-   "max": 3.817904572046939e-05,
+   "seconds": 3.916114373576073e-05,
+   "min": 3.916114373576073e-05,
+   "max": 3.916114373576073e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1360,15 +1360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013977600634098054,
-    0.00025705599784851075,
-    0.0008940799832344056
+    0.0001335359960794449,
+    0.0002673279941082001,
+    0.0008756160140037536
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.3399619431722734e-05,
-   "min": 1.3399619431722734e-05,
-   "max": 1.3399619431722734e-05,
+   "seconds": 1.229028616632734e-05,
+   "min": 1.229028616632734e-05,
+   "max": 1.229028616632734e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1377,15 +1377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.61760014295578e-05,
-    8.454400300979614e-05,
-    0.0002465600073337555
+    3.894399851560593e-05,
+    7.417599856853485e-05,
+    0.00022275200486183167
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.64259055682591e-05,
-   "min": 3.64259055682591e-05,
-   "max": 3.64259055682591e-05,
+   "seconds": 3.052723904450734e-05,
+   "min": 3.052723904450734e-05,
+   "max": 3.052723904450734e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1394,15 +1394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020265600085258483,
-    0.000363103985786438,
-    0.0009536960124969482
+    0.00016444799304008483,
+    0.00029811200499534605,
+    0.0008084480166435241
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2272761425092108e-05,
-   "min": 1.2272761425092108e-05,
-   "max": 1.2272761425092108e-05,
+   "seconds": 1.112457089835689e-05,
+   "min": 1.112457089835689e-05,
+   "max": 1.112457089835689e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1411,15 +1411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4800000712275504e-05,
-    6.086400151252747e-05,
-    0.000208639994263649
+    2.345599979162216e-05,
+    5.5424001067876815e-05,
+    0.00018985599279403687
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.7380571744981267e-05,
-   "min": 2.7380571744981267e-05,
-   "max": 2.7380571744981267e-05,
+   "seconds": 2.270552223282201e-05,
+   "min": 2.270552223282201e-05,
+   "max": 2.270552223282201e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1428,15 +1428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001388480067253113,
-    0.00026188799738883974,
-    0.0007350080013275147
+    0.00011187200248241425,
+    0.0002082879990339279,
+    0.0006176319718360901
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.2727618572257813e-05,
-   "min": 1.2727618572257813e-05,
-   "max": 1.2727618572257813e-05,
+   "seconds": 9.865904847780863e-06,
+   "min": 9.865904847780863e-06,
+   "max": 9.865904847780863e-06,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1445,15 +1445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.454400017857552e-05,
-    8.38719978928566e-05,
-    0.00023583999276161193
+    7.417599856853485e-05,
+    9.785600006580353e-05,
+    0.00022019200026988982
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.596114114636467e-05,
-   "min": 2.596114114636467e-05,
-   "max": 2.596114114636467e-05,
+   "seconds": 2.3987809107417153e-05,
+   "min": 2.3987809107417153e-05,
+   "max": 2.3987809107417153e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1462,239 +1462,239 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001857919991016388,
-    0.0002758080065250397,
-    0.0007574399709701538
+    0.00014396800100803376,
+    0.0002616640031337738,
+    0.000657151997089386
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.255999952554703e-05,
-   "min": 5.577600002288818e-05,
-   "max": 8.65280032157898e-05,
+   "seconds": 4.713600128889084e-05,
+   "min": 4.467200115323067e-05,
+   "max": 7.32479989528656e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 7.965600055952866e-05,
-   "min": 3.5207997386654214e-05,
-   "max": 0.00014026401502390703,
+   "seconds": 2.185733181734879e-05,
+   "min": 6.561334555347761e-06,
+   "max": 0.00012201731962462265,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 7.846400141716004e-05,
-   "min": 7.056000083684921e-05,
-   "max": 0.00011555200070142746,
+   "seconds": 9.622400254011155e-05,
+   "min": 6.12800009548664e-05,
+   "max": 0.0001536639928817749,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 7.920800459881625e-05,
-   "min": 4.00079966833194e-05,
-   "max": 0.00014020000708599885,
+   "seconds": 7.105331247051551e-06,
+   "min": 0.0,
+   "max": 0.0003076493100573619,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 3.670400008559227e-05,
-   "min": 3.3087998628616334e-05,
-   "max": 6.42239972949028e-05,
+   "seconds": 2.924799919128418e-05,
+   "min": 2.7583999559283257e-05,
+   "max": 5.190400034189224e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 3.917599407335124e-05,
-   "min": 1.210399655004343e-05,
-   "max": 7.79600062717994e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 9.6653283884128e-06,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.692800134420395e-05,
-   "min": 5.3087998181581494e-05,
-   "max": 9.136000275611877e-05,
+   "seconds": 4.451199993491173e-05,
+   "min": 4.204799979925156e-05,
+   "max": 6.777600198984146e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 3.940000695486863e-05,
-   "min": 1.847199661036332e-05,
-   "max": 0.00015060001177092392,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 3.06253352512916e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.404799848794937e-05,
-   "min": 3.103999979794026e-05,
-   "max": 5.916799977421761e-05,
+   "seconds": 3.9264000952243806e-05,
+   "min": 2.6496000587940217e-05,
+   "max": 7.215999811887741e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 3.4407998745640116e-05,
-   "min": 1.3224001352985697e-05,
-   "max": 0.00011188000005980334,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0001235213385274013,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.817599967122078e-05,
-   "min": 5.142400041222572e-05,
-   "max": 8.975999802350998e-05,
+   "seconds": 6.774400174617767e-05,
+   "min": 4.0704000741243366e-05,
+   "max": 0.00017139199376106263,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 7.661600348850091e-05,
-   "min": 4.986400840183101e-05,
-   "max": 0.00014346399841209254,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 9.116933060189088e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.3312000334262846e-05,
-   "min": 2.9600000008940698e-05,
-   "max": 4.59199994802475e-05,
+   "seconds": 2.5056000798940658e-05,
+   "min": 2.393599972128868e-05,
+   "max": 4.0704000741243366e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
-   "seconds": 1.3767998044689501e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 7.920799714823562e-05,
+   "max": 0.00017008133915563428,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.90880012512207e-05,
-   "min": 4.540799930691719e-05,
-   "max": 8.59839990735054e-05,
+   "seconds": 3.916800022125244e-05,
+   "min": 3.747199848294258e-05,
+   "max": 6.627199798822403e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 2.4583998446663216e-05,
-   "min": 9.736004595955225e-06,
-   "max": 9.984800529976685e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.00014272134316464265,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.532800078392029e-05,
-   "min": 3.1840000301599505e-05,
-   "max": 6.777600198984146e-05,
+   "seconds": 2.9408000409603118e-05,
+   "min": 2.8224000707268716e-05,
+   "max": 5.692800134420395e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 1.5752005701263742e-05,
-   "min": 2.823996668060606e-06,
-   "max": 5.287200522919496e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 1.222532552977402e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.523199960589409e-05,
-   "min": 4.5536000281572345e-05,
-   "max": 8.739200234413147e-05,
+   "seconds": 4.4319998472929e-05,
+   "min": 4.214400053024292e-05,
+   "max": 6.656000018119811e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 7.258399513860545e-05,
-   "min": 4.359199789663156e-05,
-   "max": 0.0001254479953398307,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 1.3089335833986606e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 2.300800010561943e-05,
-   "min": 2.0767999812960626e-05,
-   "max": 4.1280001401901244e-05,
+   "seconds": 1.849599927663803e-05,
+   "min": 1.7855999991297722e-05,
+   "max": 3.321599960327149e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 1.3864002500971152e-05,
+   "max": 0.0,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.840000182390213e-05,
-   "min": 3.532800078392029e-05,
-   "max": 6.857600063085556e-05,
+   "seconds": 3.990399837493896e-05,
+   "min": 3.097599931061268e-05,
+   "max": 8.102399855852127e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 5.3217339639862366e-05,
    "min": 0.0,
-   "max": 6.548000437517961e-05,
+   "max": 8.04493309309085e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.7472000792622568e-05,
-   "min": 1.635199971497059e-05,
-   "max": 4.4608000665903094e-05,
+   "seconds": 1.756799966096878e-05,
+   "min": 1.603199914097786e-05,
+   "max": 2.2431999444961547e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.840001006921121e-07,
+   "max": 0.0,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.8336001336574555e-05,
-   "min": 3.4719999879598617e-05,
-   "max": 6.995200365781785e-05,
+   "seconds": 2.9983999207615853e-05,
+   "min": 2.8287999331951143e-05,
+   "max": 4.8000000417232514e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.5800000255306576e-05,
+   "max": 0.0001479373437662919,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 2.0031999796628952e-05,
-   "min": 1.836800016462803e-05,
-   "max": 2.796800062060356e-05,
+   "seconds": 1.8303999677300454e-05,
+   "min": 1.7472000792622568e-05,
+   "max": 7.945600152015686e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 2.163999465604625e-05,
-   "min": 4.840000843008376e-06,
-   "max": 5.2904001747568446e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.00012278533851106958,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 4.105599969625473e-05,
-   "min": 3.660799935460091e-05,
-   "max": 6.534399837255478e-05,
+   "seconds": 3.15839983522892e-05,
+   "min": 3.0880000442266465e-05,
+   "max": 0.00010617599636316299,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 2.4968008821209275e-05,
-   "min": 1.0919998710354185e-05,
-   "max": 0.00010544800323744616,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0003439693295707306,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.7976381062042145e-05,
-   "min": 1.7976381062042145e-05,
-   "max": 1.7976381062042145e-05,
+   "seconds": 1.2142476137904892e-05,
+   "min": 1.2142476137904892e-05,
+   "max": 1.2142476137904892e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1703,15 +1703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.443200141191483e-05,
-    8.419200032949447e-05,
-    0.00030268800258636473
+    2.319999970495701e-05,
+    5.955199897289276e-05,
+    0.00020531199872493743
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.9050667151099155e-05,
-   "min": 1.9050667151099155e-05,
-   "max": 1.9050667151099155e-05,
+   "seconds": 2.393752238934948e-05,
+   "min": 2.393752238934948e-05,
+   "max": 2.393752238934948e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1720,15 +1720,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001740799993276596,
-    0.0002736000120639801,
-    0.0007256320118904113
+    0.00013059200346469878,
+    0.0001865600049495697,
+    0.000654367983341217
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.940952330118134e-05,
-   "min": 1.940952330118134e-05,
-   "max": 1.940952330118134e-05,
+   "seconds": 1.582019084266254e-05,
+   "min": 1.582019084266254e-05,
+   "max": 1.582019084266254e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1737,15 +1737,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8079998940229415e-05,
-    0.00012569600343704225,
-    0.0003523519933223724
+    6.275200098752976e-05,
+    0.00010438399761915208,
+    0.00029811200499534605
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.895542779848689e-05,
-   "min": 1.895542779848689e-05,
-   "max": 1.895542779848689e-05,
+   "seconds": 1.7596191770973656e-05,
+   "min": 1.7596191770973656e-05,
+   "max": 1.7596191770973656e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1754,43 +1754,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022307200729846955,
-    0.0003140160143375397,
-    0.0007904959917068482
+    0.00016368000209331514,
+    0.00025884801149368285,
+    0.0006632320284843445
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.388800099492073e-05,
-   "min": 2.812799997627735e-05,
-   "max": 6.611199676990509e-05,
+   "seconds": 3.200000151991844e-05,
+   "min": 2.5312000885605812e-05,
+   "max": 8.486399799585343e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
-   "seconds": 4.488005613287289e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 4.048800406356652e-05,
+   "max": 0.0001331213333954414,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.0079999938607215e-05,
-   "min": 2.707199938595295e-05,
-   "max": 6.483200192451477e-05,
+   "seconds": 5.6095998734235766e-05,
+   "min": 5.1584001630544664e-05,
+   "max": 9.689600020647049e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.8151998867591226e-05,
+   "max": 5.158533838888011e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 7.625066418023336e-05,
-   "min": 7.625066418023336e-05,
-   "max": 7.625066418023336e-05,
+   "seconds": 9.883580959978558e-05,
+   "min": 9.883580959978558e-05,
+   "max": 9.883580959978558e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1799,15 +1799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.579199761152268e-05,
-    0.000327455997467041,
-    0.001233855962753296
+    0.00011353600025177002,
+    0.00041040000319480895,
+    0.0015961920022964477
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001729363710397766,
-   "min": 0.0001729363710397766,
-   "max": 0.0001729363710397766,
+   "seconds": 0.00017088991190705987,
+   "min": 0.00017088991190705987,
+   "max": 0.00017088991190705987,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1816,15 +1816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00041622400283813476,
-    0.0012637759447097778,
-    0.004187359809875489
+    0.0004777919948101044,
+    0.0013497600555419922,
+    0.0045446081161499025
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 7.578056766873316e-05,
-   "min": 7.578056766873316e-05,
-   "max": 7.578056766873316e-05,
+   "seconds": 9.54415195045017e-05,
+   "min": 9.54415195045017e-05,
+   "max": 9.54415195045017e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1833,15 +1833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.414400160312652e-05,
-    0.0003139840066432953,
-    0.0012283519506454468
+    0.00013104000687599182,
+    0.0004287680089473724,
+    0.0015664639472961425
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017653868595759065,
-   "min": 0.00017653868595759065,
-   "max": 0.00017653868595759065,
+   "seconds": 0.0001409470587968826,
+   "min": 0.0001409470587968826,
+   "max": 0.0001409470587968826,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1850,15 +1850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00039958399534225465,
-    0.001171839952468872,
-    0.004189472198486328
+    0.0004315199851989746,
+    0.0013301759958267213,
+    0.004040512084960937
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00022459352300280614,
-   "min": 0.00022459352300280614,
-   "max": 0.00022459352300280614,
+   "seconds": 0.0001945104684148516,
+   "min": 0.0001945104684148516,
+   "max": 0.0001945104684148516,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1867,15 +1867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00023984000086784362,
-    0.0009062079787254334,
-    0.003606271982192993
+    0.0003118720054626465,
+    0.0011686400175094605,
+    0.0033206079006195066
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006817340992745899,
-   "min": 0.0006817340992745899,
-   "max": 0.0006817340992745899,
+   "seconds": 0.0008955550846599398,
+   "min": 0.0008955550846599398,
+   "max": 0.0008955550846599398,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1884,15 +1884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0013343679904937744,
-    0.0038977279663085936,
-    0.014877408027648927
+    0.0012221120595932006,
+    0.0042800321578979495,
+    0.017502336502075194
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00028496229222842623,
-   "min": 0.00028496229222842623,
-   "max": 0.00028496229222842623,
+   "seconds": 0.0003016761995497204,
+   "min": 0.0003016761995497204,
+   "max": 0.0003016761995497204,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1901,15 +1901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00039103999733924866,
-    0.001316383957862854,
-    0.004688960075378418
+    0.0005824639797210693,
+    0.0013320000171661377,
+    0.005055776119232178
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.000782467789593197,
-   "min": 0.000782467789593197,
-   "max": 0.000782467789593197,
+   "seconds": 0.0009308913946151733,
+   "min": 0.0009308913946151733,
+   "max": 0.0009308913946151733,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1918,15 +1918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017044800519943237,
-    0.004906591892242432,
-    0.017715871810913084
+    0.0021381120681762695,
+    0.00549894380569458,
+    0.02051433563232422
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.164647541940212e-05,
-   "min": 2.164647541940212e-05,
-   "max": 2.164647541940212e-05,
+   "seconds": 1.5430094851624398e-05,
+   "min": 1.5430094851624398e-05,
+   "max": 1.5430094851624398e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1935,15 +1935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.627200074493885e-05,
-    9.977599978446961e-05,
-    0.00035382398962974546
+    2.6784000918269156e-05,
+    6.838399916887283e-05,
+    0.0002566719949245453
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.8487620782994086e-05,
-   "min": 4.8487620782994086e-05,
-   "max": 4.8487620782994086e-05,
+   "seconds": 4.7201524976463537e-05,
+   "min": 4.7201524976463537e-05,
+   "max": 4.7201524976463537e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1952,15 +1952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013920000195503235,
-    0.0004022719860076904,
-    0.0012087680101394653
+    0.00014319999516010284,
+    0.0003345920145511627,
+    0.001083840012550354
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.1596189588308334e-05,
-   "min": 2.1596189588308334e-05,
-   "max": 2.1596189588308334e-05,
+   "seconds": 1.5031618021783374e-05,
+   "min": 1.5031618021783374e-05,
+   "max": 1.5031618021783374e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1969,15 +1969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.5711999535560605e-05,
-    0.00011807999759912491,
-    0.00037884798645973207
+    3.52960005402565e-05,
+    8.249600231647491e-05,
+    0.0002614719867706299
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.739200377038546e-05,
-   "min": 4.739200377038546e-05,
-   "max": 4.739200377038546e-05,
+   "seconds": 5.269410070918856e-05,
+   "min": 5.269410070918856e-05,
+   "max": 5.269410070918856e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1986,15 +1986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017929600179195405,
-    0.00040035200119018557,
-    0.0012188160419464111
+    0.0001544319987297058,
+    0.00040143999457359315,
+    0.001184928059577942
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.6469332831246515e-05,
-   "min": 2.6469332831246515e-05,
-   "max": 2.6469332831246515e-05,
+   "seconds": 2.7251809125854856e-05,
+   "min": 2.7251809125854856e-05,
+   "max": 2.7251809125854856e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2003,15 +2003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.307200014591217e-05,
-    0.00011724799871444702,
-    0.00043836799263954164
+    3.670400008559227e-05,
+    7.407999783754349e-05,
+    0.0004306879937648773
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00011216838586898074,
-   "min": 0.00011216838586898074,
-   "max": 0.00011216838586898074,
+   "seconds": 9.827809319609687e-05,
+   "min": 9.827809319609687e-05,
+   "max": 9.827809319609687e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2020,15 +2020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027983999252319334,
-    0.0007457280158996582,
-    0.00237606406211853
+    0.0003523199856281281,
+    0.0007246720194816589,
+    0.002233855962753296
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.72320002033597e-05,
-   "min": 3.72320002033597e-05,
-   "max": 3.72320002033597e-05,
+   "seconds": 2.4771809577941896e-05,
+   "min": 2.4771809577941896e-05,
+   "max": 2.4771809577941896e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2037,15 +2037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.716800063848495e-05,
-    0.00019996799528598785,
-    0.000646016001701355
+    5.60000017285347e-05,
+    0.00013753600418567658,
+    0.0004299840033054352
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.283885138375417e-05,
-   "min": 7.283885138375417e-05,
-   "max": 7.283885138375417e-05,
+   "seconds": 7.140647442567916e-05,
+   "min": 7.140647442567916e-05,
+   "max": 7.140647442567916e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2054,491 +2054,491 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00047260800004005434,
-    0.0009817919731140137,
-    0.0021833279132843016
+    0.0002438720017671585,
+    0.0007274240255355835,
+    0.0017515519857406617
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00011868800222873687,
-   "min": 0.00010208000242710113,
-   "max": 0.000156031996011734,
+   "seconds": 0.00010953599959611893,
+   "min": 7.539200037717819e-05,
+   "max": 0.0003337920010089874,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast"
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.934400230646134e-05,
-   "min": 7.731200009584427e-05,
-   "max": 0.00011296000331640244,
+   "seconds": 7.436800003051758e-05,
+   "min": 6.0447998344898225e-05,
+   "max": 0.00016332800686359405,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast"
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001761920005083084,
-   "min": 0.00011840000003576279,
-   "max": 0.00022089600563049316,
+   "seconds": 0.00010105600208044052,
+   "min": 8.076799660921096e-05,
+   "max": 0.00037024000287055967,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16)"
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015705600380897523,
-   "min": 0.00013187199831008912,
-   "max": 0.00022047999501228333,
+   "seconds": 0.00010502400249242783,
+   "min": 8.979199826717377e-05,
+   "max": 0.0006214399933815002,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16)"
   },
   "layer_steady_linear": {
-   "seconds": 0.00023628671646118164,
-   "min": 0.00021480768203735353,
-   "max": 0.00024786880493164065,
+   "seconds": 0.00020336000442504885,
+   "min": 0.0001746873664855957,
+   "max": 0.0002130681610107422,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0006217414474487305,
-   "min": 0.0004953836822509766,
-   "max": 0.0009212108612060547,
+   "seconds": 0.0004264947128295898,
+   "min": 0.0004129132843017578,
+   "max": 0.0004505971145629883,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001826495933532715,
-   "min": 0.0001578880023956299,
-   "max": 0.00018808639526367188,
+   "seconds": 0.0001257145595550537,
+   "min": 0.00012069120407104492,
+   "max": 0.00016605760574340818,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00026625919342041014,
-   "min": 0.00022050048828124998,
-   "max": 0.00039937599182128904,
+   "seconds": 0.00022073152542114257,
+   "min": 0.00021475391387939456,
+   "max": 0.00022336639404296876,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_bmm": {
-   "seconds": 0.00016864639282226563,
-   "min": 0.00014903615951538087,
-   "max": 0.00018079103469848632,
+   "seconds": 0.00014387200355529784,
+   "min": 0.00013720831871032714,
+   "max": 0.00014911744117736817,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002918233680725098,
-   "min": 0.00025950656890869143,
-   "max": 0.0005023737716674804,
+   "seconds": 0.00026189823150634767,
+   "min": 0.000210250244140625,
+   "max": 0.0003839487838745117,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0002235251235961914,
-   "min": 0.0002212486457824707,
-   "max": 0.00022473920822143557,
+   "seconds": 0.00020220352172851564,
+   "min": 0.00018273216247558595,
+   "max": 0.00022160255432128906,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0003370751953125,
-   "min": 0.00030729663848876954,
-   "max": 0.0004220217514038086,
+   "seconds": 0.00047692737579345704,
+   "min": 0.0004244486236572265,
+   "max": 0.0005501497650146484,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00017761983871459962,
-   "min": 0.0001714739227294922,
-   "max": 0.00018508224487304688,
+   "seconds": 0.00022058240890502929,
+   "min": 0.00021544767379760743,
+   "max": 0.00023306943893432617,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00046174144744873046,
-   "min": 0.0003432275390625,
-   "max": 0.0005228575897216796,
+   "seconds": 0.0005190399932861328,
+   "min": 0.0004938854217529297,
+   "max": 0.0005627577590942383,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00016860160827636718,
-   "min": 0.00015789823532104494,
-   "max": 0.00021778303146362303,
+   "seconds": 0.00020893440246582033,
+   "min": 0.0001772089576721191,
+   "max": 0.0002204537582397461,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00018061311721801756,
-   "min": 0.00017431039810180665,
-   "max": 0.00019592384338378905,
+   "seconds": 0.00024941951751708986,
+   "min": 0.00023037248611450196,
+   "max": 0.00026641216278076174,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00011961471557617188,
-   "min": 0.00011562751770019532,
-   "max": 0.00012264960289001464,
+   "seconds": 0.00014949055671691894,
+   "min": 0.0001245900821685791,
+   "max": 0.00015414848327636717,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001210585594177246,
-   "min": 0.0001188326358795166,
-   "max": 0.00015348223686218262,
+   "seconds": 0.0001847200012207031,
+   "min": 0.00015382911682128907,
+   "max": 0.0002494796752929688,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00016700096130371094,
-   "min": 0.00016175359725952148,
-   "max": 0.000184333438873291,
+   "seconds": 0.00028097471237182616,
+   "min": 0.0002354080009460449,
+   "max": 0.0002967033576965332,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00018849279403686521,
-   "min": 0.00018526847839355469,
-   "max": 0.00024218687057495116,
+   "seconds": 0.00035849472045898436,
+   "min": 0.00029482112884521484,
+   "max": 0.0003829107284545898,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_relu": {
-   "seconds": 9.775872230529786e-05,
-   "min": 9.315263748168946e-05,
-   "max": 0.00010075712203979492,
+   "seconds": 0.00010320575714111327,
+   "min": 9.862912178039552e-05,
+   "max": 0.00012908032417297363,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00010829055786132812,
-   "min": 9.657792091369629e-05,
-   "max": 0.00013454655647277832,
+   "seconds": 0.0001531065559387207,
+   "min": 0.0001412435245513916,
+   "max": 0.00017083072662353517,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu": {
-   "seconds": 9.027839660644531e-05,
-   "min": 7.799551963806152e-05,
-   "max": 9.634431838989257e-05,
+   "seconds": 8.911871910095215e-05,
+   "min": 8.094911575317382e-05,
+   "max": 0.00011917887687683105,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010484800338745118,
-   "min": 9.245951652526856e-05,
-   "max": 0.00014542911529541016,
+   "seconds": 0.00010340543746948242,
+   "min": 0.00010058624267578125,
+   "max": 0.00010700096130371094,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_silu": {
-   "seconds": 0.00010294207572937011,
-   "min": 9.850111961364746e-05,
-   "max": 0.00011171648025512695,
+   "seconds": 8.585023880004883e-05,
+   "min": 8.358336448669434e-05,
+   "max": 8.8406400680542e-05,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00010479167938232422,
-   "min": 0.00010314751625061034,
-   "max": 0.00011190719604492187,
+   "seconds": 0.00010118528366088867,
+   "min": 0.00010013248443603516,
+   "max": 0.00010442624092102051,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_tanh": {
-   "seconds": 9.04364776611328e-05,
-   "min": 8.394623756408692e-05,
-   "max": 0.00010653568267822265,
+   "seconds": 8.415807723999023e-05,
+   "min": 8.340479850769043e-05,
+   "max": 8.662015914916991e-05,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011317312240600586,
-   "min": 0.00010203007698059083,
-   "max": 0.0001301478385925293,
+   "seconds": 0.00010265855789184571,
+   "min": 0.00010063488006591797,
+   "max": 0.0001057049560546875,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sigmoid": {
-   "seconds": 8.72326374053955e-05,
-   "min": 8.482624053955078e-05,
-   "max": 9.957695960998536e-05,
+   "seconds": 8.819840431213378e-05,
+   "min": 8.51859188079834e-05,
+   "max": 8.946816444396972e-05,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00010525823593139649,
-   "min": 0.00010310848236083985,
-   "max": 0.0001077888011932373,
+   "seconds": 0.00011180352210998536,
+   "min": 0.00010502016067504883,
+   "max": 0.00012243136405944824,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_dropout": {
-   "seconds": 9.516415596008301e-05,
-   "min": 9.321663856506348e-05,
-   "max": 9.598527908325195e-05,
+   "seconds": 9.796480178833008e-05,
+   "min": 9.549951553344727e-05,
+   "max": 0.00010145919799804688,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00012384127616882324,
-   "min": 0.00010969984054565429,
-   "max": 0.00014411520004272463,
+   "seconds": 0.00011572735786437988,
+   "min": 0.00010993023872375489,
+   "max": 0.00011815103530883789,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_add": {
-   "seconds": 0.00010130944252014161,
-   "min": 9.87775993347168e-05,
-   "max": 0.00011262271881103516,
+   "seconds": 0.00010891072273254395,
+   "min": 0.00010469056129455566,
+   "max": 0.00011096384048461915,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00011685888290405272,
-   "min": 0.000115600004196167,
-   "max": 0.00011863295555114746,
+   "seconds": 0.00012317631721496582,
+   "min": 0.00012013631820678711,
+   "max": 0.00013048255920410155,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mul": {
-   "seconds": 0.00011268223762512207,
-   "min": 9.919103622436523e-05,
-   "max": 0.00011813695907592775,
+   "seconds": 0.00010324095726013183,
+   "min": 9.808704376220703e-05,
+   "max": 0.00011415743827819824,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00010901568412780761,
-   "min": 9.946880340576171e-05,
-   "max": 0.00015900927543640136,
+   "seconds": 0.00012486207962036133,
+   "min": 0.00011768320083618163,
+   "max": 0.00016249984741210937,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_softmax": {
-   "seconds": 7.870975971221925e-05,
-   "min": 7.6495361328125e-05,
-   "max": 8.544384002685546e-05,
+   "seconds": 9.094847679138183e-05,
+   "min": 8.992768287658692e-05,
+   "max": 0.00010190719604492189,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 9.750783920288087e-05,
-   "min": 9.298175811767577e-05,
-   "max": 0.00010422016143798828,
+   "seconds": 0.00010914560317993163,
+   "min": 0.00010351296424865722,
+   "max": 0.00011405376434326173,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.050367832183838e-05,
-   "min": 6.796031951904297e-05,
-   "max": 7.222847938537597e-05,
+   "seconds": 8.134207725524901e-05,
+   "min": 7.957312107086181e-05,
+   "max": 8.374336242675782e-05,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 8.547712326049804e-05,
-   "min": 8.397760391235351e-05,
-   "max": 8.866047859191895e-05,
+   "seconds": 9.746623992919921e-05,
+   "min": 9.607551574707031e-05,
+   "max": 9.943552017211914e-05,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00011651776313781738,
-   "min": 0.00011382080078125,
-   "max": 0.00014036928176879883,
+   "seconds": 0.00013898240089416504,
+   "min": 0.00013543168067932127,
+   "max": 0.0001427302360534668,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00014511167526245117,
-   "min": 0.0001346399974822998,
-   "max": 0.00017582399368286134,
+   "seconds": 0.00015975168228149413,
+   "min": 0.00015630335807800293,
+   "max": 0.00016540992736816407,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_embedding": {
-   "seconds": 8.72640037536621e-05,
-   "min": 8.168767929077149e-05,
-   "max": 0.00010475263595581056,
+   "seconds": 0.00010110719680786133,
+   "min": 9.853952407836915e-05,
+   "max": 0.00010846591949462891,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00010224960327148437,
-   "min": 0.0001002406406402588,
-   "max": 0.00011114303588867187,
+   "seconds": 0.0001208083152770996,
+   "min": 0.00011455871582031251,
+   "max": 0.00012381823539733887,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00010303680419921874,
-   "min": 8.419520378112792e-05,
-   "max": 0.00011282367706298828,
+   "seconds": 0.00010538751602172852,
+   "min": 0.00010105600357055664,
+   "max": 0.0001124345588684082,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001448300838470459,
-   "min": 0.00012590335845947265,
-   "max": 0.00015920576095581056,
+   "seconds": 0.00012215999603271485,
+   "min": 0.000118090877532959,
+   "max": 0.00013839872360229492,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.0001082975959777832,
-   "min": 0.00010340096473693848,
-   "max": 0.0001158463954925537,
+   "seconds": 0.00010612863540649414,
+   "min": 8.99788761138916e-05,
+   "max": 0.00011273344039916992,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 9.442303657531739e-05,
-   "min": 9.22815990447998e-05,
-   "max": 0.0001370847988128662,
+   "seconds": 0.00011140480041503905,
+   "min": 0.00010360256195068359,
+   "max": 0.0001390048027038574,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 9.664640426635743e-05,
-   "min": 8.470527648925781e-05,
-   "max": 0.00010117376327514649,
+   "seconds": 9.560447692871094e-05,
+   "min": 9.393280029296874e-05,
+   "max": 0.0001054259204864502,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00013570176124572754,
-   "min": 0.00011293696403503419,
-   "max": 0.00015226240158081056,
+   "seconds": 0.00010537152290344238,
+   "min": 9.576831817626953e-05,
+   "max": 0.00012231167793273924,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_flatten": {
-   "seconds": 5.923200130462647e-05,
-   "min": 5.789440155029297e-05,
-   "max": 6.095935821533203e-05,
+   "seconds": 5.17414379119873e-05,
+   "min": 4.897535800933838e-05,
+   "max": 6.51039981842041e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 7.457151889801025e-05,
-   "min": 7.296448230743408e-05,
-   "max": 9.557184219360351e-05,
+   "seconds": 6.886655807495117e-05,
+   "min": 6.676928043365478e-05,
+   "max": 0.00010804927825927735,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_reshape": {
-   "seconds": 6.61683177947998e-05,
-   "min": 6.420928001403809e-05,
-   "max": 6.678912162780761e-05,
+   "seconds": 5.8761601448059076e-05,
+   "min": 5.7086081504821774e-05,
+   "max": 6.075200080871582e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.530879974365234e-05,
-   "min": 8.402239799499512e-05,
-   "max": 8.720895767211915e-05,
+   "seconds": 7.454336166381835e-05,
+   "min": 7.095359802246093e-05,
+   "max": 0.00010648447990417481,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_slice": {
-   "seconds": 9.31123161315918e-05,
-   "min": 8.385151863098144e-05,
-   "max": 9.499199867248535e-05,
+   "seconds": 8.874815940856934e-05,
+   "min": 7.942272186279296e-05,
+   "max": 0.0001045695972442627,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011320511817932128,
-   "min": 0.00010402367591857911,
-   "max": 0.00011925312042236328,
+   "seconds": 0.00010937664031982421,
+   "min": 0.00010414719581604004,
+   "max": 0.00013180735588073732,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011387840270996093,
-   "min": 0.00011126720428466796,
-   "max": 0.00011798080444335937,
+   "seconds": 0.00012049152374267577,
+   "min": 0.000117838716506958,
+   "max": 0.00012362751960754394,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.000124136962890625,
-   "min": 0.00011818176269531249,
-   "max": 0.0001387769603729248,
+   "seconds": 0.00014261759757995605,
+   "min": 0.00013568511962890625,
+   "max": 0.0001521446418762207,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cat": {
-   "seconds": 7.979839801788331e-05,
-   "min": 7.769087791442872e-05,
-   "max": 8.281087875366211e-05,
+   "seconds": 0.00010236672401428223,
+   "min": 9.353216171264649e-05,
+   "max": 0.00012746944427490233,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00010082176208496094,
-   "min": 9.929280281066895e-05,
-   "max": 0.00010427968025207519,
+   "seconds": 0.00015142592430114746,
+   "min": 0.00014060799598693846,
+   "max": 0.00015905280113220216,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0003053254318237305,
-   "min": 0.00029845951080322263,
-   "max": 0.00030967552185058594,
+   "seconds": 0.00043312961578369143,
+   "min": 0.0003984518432617187,
+   "max": 0.00047216384887695316,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0004170463943481445,
-   "min": 0.00036179649353027346,
-   "max": 0.00045457344055175783,
+   "seconds": 0.0005021823883056641,
+   "min": 0.0003994611358642578,
+   "max": 0.0005956550216674805,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mha": {
-   "seconds": 0.0013812396240234376,
-   "min": 0.0011723558044433593,
-   "max": 0.0016353517150878908,
+   "seconds": 0.0012570950317382812,
+   "min": 0.0011788626861572267,
+   "max": 0.0015424876403808594,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0018398066711425782,
-   "min": 0.0016452096557617187,
-   "max": 0.002174670104980469,
+   "seconds": 0.001774350128173828,
+   "min": 0.001453455352783203,
+   "max": 0.0019125453186035158,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015196096420288087,
-   "min": 0.0001430604839324951,
-   "max": 0.00015738880157470703,
+   "seconds": 0.00015247679710388184,
+   "min": 0.00012388544082641602,
+   "max": 0.0001550227165222168,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00018145343780517578,
-   "min": 0.00017790592193603515,
-   "max": 0.00018425792694091796,
+   "seconds": 0.00012339839935302736,
+   "min": 0.00010866047859191895,
+   "max": 0.00013228032112121583,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002652511978149414,
-   "min": 0.00024451904296875,
-   "max": 0.00026892288208007814,
+   "seconds": 0.0001842803192138672,
+   "min": 0.00016370239257812498,
+   "max": 0.00019701568603515627,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0004069823837280274,
-   "min": 0.0003575807952880859,
-   "max": 0.0005220787048339844,
+   "seconds": 0.0002890719985961914,
+   "min": 0.0002499884796142578,
+   "max": 0.0004261996841430664,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.354513392839209e-06,
-   "min": 3.220500000011839e-06,
-   "max": 3.495453125009921e-06,
+   "seconds": 2.9838861606964632e-06,
+   "min": 2.856310267862483e-06,
+   "max": 3.0630558035379555e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2550,9 +2550,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0002395772857214849,
-   "min": 0.00018507157143281866,
-   "max": 0.00030754600000193477,
+   "seconds": 0.00011197571429022446,
+   "min": 9.163842857974811e-05,
+   "max": 0.0001441687142715864,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2564,9 +2564,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.0002112189999934344,
-   "min": 0.0002024070000032907,
-   "max": 0.0002369569999984833,
+   "seconds": 0.00018861399999536843,
+   "min": 0.00018496100000220395,
+   "max": 0.00021451599999977589,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2575,9 +2575,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.906998214286765e-05,
-   "min": 2.8193549107166254e-05,
-   "max": 2.9567803571423873e-05,
+   "seconds": 2.8634031249990294e-05,
+   "min": 2.7654758928566787e-05,
+   "max": 2.9869535714282286e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2589,9 +2589,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00025819628572573304,
-   "min": 0.0001657110000061429,
-   "max": 0.00032547957142371937,
+   "seconds": 0.00016481828571508175,
+   "min": -0.0001793182857109546,
+   "max": 0.00022105914285727333,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2603,9 +2603,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017580600000144386,
-   "min": 0.00017074400000183232,
-   "max": 0.00020947699999851466,
+   "seconds": 0.0001711439999922959,
+   "min": 0.00016508500000611548,
+   "max": 0.00022279200000241417,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2614,9 +2614,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.5885602678497676e-06,
-   "min": 2.5047611607360257e-06,
-   "max": 2.7705513393007564e-06,
+   "seconds": 2.452930803555274e-06,
+   "min": 1.7536517857217961e-06,
+   "max": 2.527707589302811e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2628,9 +2628,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.0001877210000031937,
-   "min": 0.00016562171428396205,
-   "max": 0.00021888057143014197,
+   "seconds": 8.667242856168805e-05,
+   "min": 6.1282714280456e-05,
+   "max": 0.00010749071428709352,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2642,9 +2642,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00015286000000003241,
-   "min": 0.00014888799999823732,
-   "max": 0.00015729099999362006,
+   "seconds": 0.0001361340000016753,
+   "min": 0.00013216600000021117,
+   "max": 0.00014593000000218126,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2653,9 +2653,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.253634151786111e-05,
-   "min": 1.2065466517853705e-05,
-   "max": 1.340889508928887e-05,
+   "seconds": 1.2507888392893867e-05,
+   "min": 1.123965401788369e-05,
+   "max": 1.2862750000008916e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2667,9 +2667,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0005076251428529791,
-   "min": 0.00044888028570864795,
-   "max": 0.0006774497142803934,
+   "seconds": 0.0004481978571533318,
+   "min": 0.00034184899999445406,
+   "max": 0.0005187311428654441,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2681,9 +2681,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005518760000029488,
-   "min": 0.0005125579999969432,
-   "max": 0.0005841790000005176,
+   "seconds": 0.00047421499999700245,
+   "min": 0.00046352300000762625,
+   "max": 0.0005222340000017311,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2692,9 +2692,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010135138839282933,
-   "min": 9.487867410716357e-05,
-   "max": 0.00010570205357142624,
+   "seconds": 8.948841294644159e-05,
+   "min": 8.780662053570991e-05,
+   "max": 9.275904017856464e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2706,9 +2706,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005982895714242075,
-   "min": 0.00027382785713671483,
-   "max": 0.0008366421428657334,
+   "seconds": 0.0003586692857128681,
+   "min": 0.0002281189999950228,
+   "max": 0.0006978328571339686,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2720,9 +2720,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0006034270000014885,
-   "min": 0.0005530330000027561,
-   "max": 0.0006607809999934489,
+   "seconds": 0.00042785799999478513,
+   "min": 0.0004086449999931574,
+   "max": 0.0004638220000003912,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2731,9 +2731,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.016218749981958e-06,
-   "min": 3.8879754463864e-06,
-   "max": 4.551870535702511e-06,
+   "seconds": 3.6707410714217507e-06,
+   "min": 3.5198973214546825e-06,
+   "max": 3.821698660707743e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2745,9 +2745,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0002025944285821067,
-   "min": 0.00015011528571408562,
-   "max": 0.00024261800000147105,
+   "seconds": 0.00013771157143440047,
+   "min": 4.161828571674117e-05,
+   "max": 0.00015106657142739875,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2759,9 +2759,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00021669299999871328,
-   "min": 0.00020490800000061427,
-   "max": 0.00022974799999531115,
+   "seconds": 0.00019861900000250898,
+   "min": 0.00019491699998752665,
+   "max": 0.00026488100000676695,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2770,39 +2770,46 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 7.561639000002174e-06,
-   "min": 7.42725499999608e-06,
-   "max": 7.691965999995887e-06,
+   "seconds": 7.024740000005636e-06,
+   "min": 6.833096999997679e-06,
+   "max": 7.235590999997043e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 1.0287720999997419e-05,
-   "min": 9.976374000004285e-06,
-   "max": 1.113146299999812e-05,
+   "seconds": 9.449785999990468e-06,
+   "min": 9.315627999995967e-06,
+   "max": 9.519459000003394e-06,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.6452409999914153e-06,
-   "min": 1.6194970000071863e-06,
-   "max": 1.7441600000012158e-06,
+   "seconds": 1.4461499999924855e-06,
+   "min": 1.3891960000051996e-06,
+   "max": 1.4882620000093993e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.9945876000008412e-05,
-   "min": 1.9590202000003388e-05,
-   "max": 2.057432099999801e-05,
+   "seconds": 1.8531643000002875e-05,
+   "min": 1.5089748000008286e-05,
+   "max": 1.908673100000158e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.340520499998888e-05,
-   "min": 2.32171139999906e-05,
-   "max": 2.381139199999893e-05,
+   "seconds": 2.1867013999994356e-05,
+   "min": 2.1223441000003618e-05,
+   "max": 2.3014958000004527e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
+  },
+  "gpu_kernel_gap": {
+   "seconds": 2.1287957803344647e-06,
+   "min": 1.911059032134967e-06,
+   "max": 2.295764106140117e-06,
+   "samples": 11,
+   "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
  },
  "op_timings": [
@@ -2825,15 +2832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.568504999999994e-05,
-    "min": 7.560649999999993e-05,
-    "max": 7.598509999999996e-05,
+    "seconds": 7.556315000000006e-05,
+    "min": 7.536650000000022e-05,
+    "max": 7.584689999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010465910000000001,
-    "min": 0.00010444680000000002,
-    "max": 0.00010516190000000001,
+    "seconds": 0.00010408364999999996,
+    "min": 0.00010399629999999997,
+    "max": 0.00010445819999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2857,15 +2864,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.33856999999998e-05,
-    "min": 9.313890000000005e-05,
-    "max": 9.379909999999978e-05,
+    "seconds": 9.009140000000015e-05,
+    "min": 9.002559999999994e-05,
+    "max": 9.054139999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.724060000000005e-05,
-    "min": 9.681850000000002e-05,
-    "max": 9.737209999999995e-05,
+    "seconds": 9.520345e-05,
+    "min": 9.491240000000003e-05,
+    "max": 9.544949999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2889,15 +2896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017921575000000008,
-    "min": 0.00017902139999999994,
-    "max": 0.00017934469999999992,
+    "seconds": 0.00017624784999999995,
+    "min": 0.000176115,
+    "max": 0.00017646209999999982,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045930475000000004,
-    "min": 0.00045888080000000016,
-    "max": 0.0004603125999999999,
+    "seconds": 0.0004404280500000001,
+    "min": 0.00043993380000000016,
+    "max": 0.0004410013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2921,15 +2928,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002916221499999999,
-    "min": 0.00029127179999999985,
-    "max": 0.0002934077000000001,
+    "seconds": 0.0002836900000000002,
+    "min": 0.0002831180000000001,
+    "max": 0.0002850445,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005492054499999999,
-    "min": 0.0005490414000000001,
-    "max": 0.0005496505,
+    "seconds": 0.0005192074,
+    "min": 0.0005187653000000001,
+    "max": 0.0005193635000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2953,15 +2960,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006977745000000001,
-    "min": 0.0006974344000000002,
-    "max": 0.0006984852000000003,
+    "seconds": 0.0006889972000000001,
+    "min": 0.0006883573999999999,
+    "max": 0.0006899225000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00179994005,
-    "min": 0.0017995310999999996,
-    "max": 0.0018003988000000006,
+    "seconds": 0.0017372032499999997,
+    "min": 0.0017370928999999996,
+    "max": 0.0017379239,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2985,15 +2992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011722281499999998,
-    "min": 0.0011709851,
-    "max": 0.0011732376999999997,
+    "seconds": 0.0011398758999999997,
+    "min": 0.0011386398000000002,
+    "max": 0.0011405192999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021636964,
-    "min": 0.0021627488,
-    "max": 0.0021639919000000004,
+    "seconds": 0.00208986945,
+    "min": 0.0020876550000000003,
+    "max": 0.0020903623999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3017,15 +3024,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.465604999999995e-05,
-    "min": 3.460799999999995e-05,
-    "max": 3.529580000000012e-05,
+    "seconds": 3.4680250000000004e-05,
+    "min": 3.463339999999999e-05,
+    "max": 3.523839999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.961734999999995e-05,
-    "min": 9.87225e-05,
-    "max": 0.00010037400000000001,
+    "seconds": 9.982564999999995e-05,
+    "min": 9.95105999999998e-05,
+    "max": 0.00010012570000000011,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3049,15 +3056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8192049999999945e-05,
-    "min": 4.812420000000006e-05,
-    "max": 4.93913e-05,
+    "seconds": 4.8275300000000076e-05,
+    "min": 4.822080000000009e-05,
+    "max": 4.967689999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.171175e-05,
-    "min": 7.164779999999991e-05,
-    "max": 7.272980000000004e-05,
+    "seconds": 7.162060000000001e-05,
+    "min": 7.156580000000003e-05,
+    "max": 7.232990000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3081,15 +3088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017833380000000003,
-    "min": 0.00017810240000000005,
-    "max": 0.0001785440000000001,
+    "seconds": 0.00017579190000000005,
+    "min": 0.00017555850000000004,
+    "max": 0.00017597540000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045645525,
-    "min": 0.00045588799999999994,
-    "max": 0.00045679999999999994,
+    "seconds": 0.0004354217999999999,
+    "min": 0.0004349125,
+    "max": 0.00043577650000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3113,15 +3120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032863879999999975,
-    "min": 0.00032836270000000014,
-    "max": 0.00032995680000000007,
+    "seconds": 0.00032007419999999996,
+    "min": 0.00031939879999999993,
+    "max": 0.0003207009000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006163704500000001,
-    "min": 0.0006160741,
-    "max": 0.0006183482,
+    "seconds": 0.00058414675,
+    "min": 0.0005834341,
+    "max": 0.0005848272,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3145,15 +3152,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2188599999999983e-05,
-    "min": 5.184629999999997e-05,
-    "max": 5.2361599999999977e-05,
+    "seconds": 5.127545000000003e-05,
+    "min": 5.1155400000000076e-05,
+    "max": 5.147910000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001246461,
-    "min": 0.00012452170000000002,
-    "max": 0.000124819,
+    "seconds": 0.00012092020000000003,
+    "min": 0.00012078700000000002,
+    "max": 0.0001214099,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3177,15 +3184,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.856150000000003e-05,
-    "min": 6.765470000000001e-05,
-    "max": 7.04569999999999e-05,
+    "seconds": 6.808320000000018e-05,
+    "min": 6.690300000000006e-05,
+    "max": 6.958070000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013284135000000004,
-    "min": 0.0001325662,
-    "max": 0.00013402500000000002,
+    "seconds": 0.00012957315,
+    "min": 0.00012886740000000004,
+    "max": 0.00013080059999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3209,15 +3216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002015551499999999,
-    "min": 0.00020108380000000001,
-    "max": 0.00020207340000000007,
+    "seconds": 0.0001993206,
+    "min": 0.00019905120000000007,
+    "max": 0.00020011400000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00048049985,
-    "min": 0.0004798415999999999,
-    "max": 0.00048107910000000007,
+    "seconds": 0.0004671886,
+    "min": 0.0004668455999999998,
+    "max": 0.0004676715000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3241,15 +3248,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003894743000000002,
-    "min": 0.0003890707999999998,
-    "max": 0.0003906783000000002,
+    "seconds": 0.0003774344000000002,
+    "min": 0.0003770721000000001,
+    "max": 0.0003776382,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006389683500000001,
-    "min": 0.0006384923000000002,
-    "max": 0.0006390660999999999,
+    "seconds": 0.00061097745,
+    "min": 0.0006106419,
+    "max": 0.0006115422,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3273,15 +3280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.950915000000001e-05,
-    "min": 7.924479999999994e-05,
-    "max": 8.00812e-05,
+    "seconds": 7.903834999999998e-05,
+    "min": 7.887340000000002e-05,
+    "max": 7.92227999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014408125,
-    "min": 0.00014388759999999992,
-    "max": 0.00014451210000000002,
+    "seconds": 0.0001419876,
+    "min": 0.00014179880000000003,
+    "max": 0.00014248020000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3305,15 +3312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012582629999999996,
-    "min": 0.0001255105999999999,
-    "max": 0.00012614379999999992,
+    "seconds": 0.00012222735000000007,
+    "min": 0.00012205859999999992,
+    "max": 0.00012249389999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017126874999999996,
-    "min": 0.00017103750000000006,
-    "max": 0.00017139829999999995,
+    "seconds": 0.0001653235,
+    "min": 0.0001649359,
+    "max": 0.00016559029999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3337,15 +3344,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030771645,
-    "min": 0.00030746439999999994,
-    "max": 0.0003081214,
+    "seconds": 0.0003069759,
+    "min": 0.0003061986999999999,
+    "max": 0.0003080788,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005584382499999999,
-    "min": 0.00055829,
-    "max": 0.0005589027000000001,
+    "seconds": 0.0005526725000000001,
+    "min": 0.0005520052000000001,
+    "max": 0.0005529283999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3369,15 +3376,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004820296499999999,
-    "min": 0.0004816791999999998,
-    "max": 0.00048277300000000003,
+    "seconds": 0.00047064765000000015,
+    "min": 0.0004700801000000002,
+    "max": 0.00047104619999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006755722999999998,
-    "min": 0.0006744492999999999,
-    "max": 0.0006766303,
+    "seconds": 0.00065681645,
+    "min": 0.00065581,
+    "max": 0.0006578643,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3401,15 +3408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.34559999999999e-06,
-    "min": 9.331199999999945e-06,
-    "max": 9.382399999999973e-06,
+    "seconds": 9.38870000000001e-06,
+    "min": 9.353599999999995e-06,
+    "max": 9.481700000000011e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5342250000000014e-05,
-    "min": 1.5299199999999997e-05,
-    "max": 1.5705300000000034e-05,
+    "seconds": 1.4864049999999999e-05,
+    "min": 1.4851299999999991e-05,
+    "max": 1.5094400000000065e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3433,15 +3440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1261149999999955e-05,
-    "min": 2.1235099999999942e-05,
-    "max": 2.1331200000000024e-05,
+    "seconds": 2.1303850000000028e-05,
+    "min": 2.129240000000002e-05,
+    "max": 2.136670000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1195449999999994e-05,
-    "min": 2.1135899999999968e-05,
-    "max": 2.13884e-05,
+    "seconds": 2.110070000000002e-05,
+    "min": 2.1094499999999925e-05,
+    "max": 2.1219300000000066e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3465,15 +3472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1852899999999986e-05,
-    "min": 5.1590499999999987e-05,
-    "max": 5.2022400000000026e-05,
+    "seconds": 5.097760000000001e-05,
+    "min": 5.0896199999999975e-05,
+    "max": 5.114890000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012640655000000002,
-    "min": 0.00012637490000000002,
-    "max": 0.00012663419999999994,
+    "seconds": 0.00012215605000000002,
+    "min": 0.00012189500000000004,
+    "max": 0.0001226727,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3497,15 +3504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.975369999999997e-05,
-    "min": 7.897219999999993e-05,
-    "max": 8.090860000000003e-05,
+    "seconds": 7.974019999999995e-05,
+    "min": 7.828469999999997e-05,
+    "max": 8.109519999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001559832,
-    "min": 0.0001551977,
-    "max": 0.00015645499999999995,
+    "seconds": 0.00015328099999999996,
+    "min": 0.0001526544000000001,
+    "max": 0.00015395859999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3529,15 +3536,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3086599999999976e-05,
-    "min": 1.3001599999999972e-05,
-    "max": 1.3702399999999967e-05,
+    "seconds": 1.3110299999999967e-05,
+    "min": 1.3046499999999969e-05,
+    "max": 1.373749999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4705850000000006e-05,
-    "min": 3.4480299999999874e-05,
-    "max": 3.528669999999997e-05,
+    "seconds": 3.375485000000005e-05,
+    "min": 3.342089999999997e-05,
+    "max": 3.433299999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3561,15 +3568,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.704644999999996e-05,
-    "min": 2.701740000000005e-05,
-    "max": 2.748449999999999e-05,
+    "seconds": 2.7104099999999963e-05,
+    "min": 2.7018300000000002e-05,
+    "max": 2.756230000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7539399999999976e-05,
-    "min": 2.749110000000001e-05,
-    "max": 2.7727999999999996e-05,
+    "seconds": 2.7519950000000055e-05,
+    "min": 2.7468700000000003e-05,
+    "max": 2.7673800000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3593,15 +3600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.023635000000006e-05,
-    "min": 7.989319999999992e-05,
-    "max": 8.037420000000001e-05,
+    "seconds": 7.947890000000002e-05,
+    "min": 7.94068e-05,
+    "max": 8.002550000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014808445000000003,
-    "min": 0.00014790079999999994,
-    "max": 0.00014841130000000003,
+    "seconds": 0.00014761855000000002,
+    "min": 0.0001474338999999999,
+    "max": 0.0001478216,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3625,15 +3632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00014164705,
-    "min": 0.00014152670000000008,
-    "max": 0.00014227239999999998,
+    "seconds": 0.00013799184999999998,
+    "min": 0.0001374062,
+    "max": 0.00013859430000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020198320000000005,
-    "min": 0.00020188189999999998,
-    "max": 0.0002022041999999999,
+    "seconds": 0.00019301095000000008,
+    "min": 0.0001927476,
+    "max": 0.0001933916999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3657,15 +3664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5121250000000036e-05,
-    "min": 3.502409999999994e-05,
-    "max": 3.531840000000002e-05,
+    "seconds": 3.4668749999999985e-05,
+    "min": 3.455699999999995e-05,
+    "max": 3.4921900000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9055849999999974e-05,
-    "min": 5.890209999999998e-05,
-    "max": 5.937899999999991e-05,
+    "seconds": 5.911880000000003e-05,
+    "min": 5.865990000000002e-05,
+    "max": 5.962539999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3689,15 +3696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5490150000000024e-05,
-    "min": 4.5414399999999956e-05,
-    "max": 4.564129999999999e-05,
+    "seconds": 4.524600000000007e-05,
+    "min": 4.512600000000001e-05,
+    "max": 4.54366e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.261285e-05,
-    "min": 5.245439999999996e-05,
-    "max": 5.326019999999999e-05,
+    "seconds": 5.1783550000000013e-05,
+    "min": 5.154890000000002e-05,
+    "max": 5.21144e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3721,15 +3728,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001536024499999999,
-    "min": 0.00015327990000000002,
-    "max": 0.00015419830000000002,
+    "seconds": 0.00015212554999999994,
+    "min": 0.00015192070000000007,
+    "max": 0.00015251179999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021490289999999998,
-    "min": 0.0002144441,
-    "max": 0.00021531819999999987,
+    "seconds": 0.00021581409999999997,
+    "min": 0.00021561849999999998,
+    "max": 0.0002164009000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3753,15 +3760,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002009631999999999,
-    "min": 0.00020068130000000005,
-    "max": 0.0002013332999999999,
+    "seconds": 0.00019680365,
+    "min": 0.00019629399999999993,
+    "max": 0.0001970598999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022972504999999998,
-    "min": 0.00022921929999999996,
-    "max": 0.00023044440000000006,
+    "seconds": 0.00022563809999999996,
+    "min": 0.00022523029999999992,
+    "max": 0.0002259335,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3785,15 +3792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.427200000000015e-06,
-    "min": 6.390300000000037e-06,
-    "max": 6.4449000000000185e-06,
+    "seconds": 6.574299999999982e-06,
+    "min": 6.5120999999999524e-06,
+    "max": 6.6366999999998835e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.26725000000003e-06,
-    "min": 6.252699999999914e-06,
-    "max": 6.3007000000000285e-06,
+    "seconds": 6.289699999999993e-06,
+    "min": 6.2718000000000074e-06,
+    "max": 6.3455999999999795e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3817,15 +3824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3660849999999971e-05,
-    "min": 1.3641399999999952e-05,
-    "max": 1.3686600000000078e-05,
+    "seconds": 1.3689599999999924e-05,
+    "min": 1.3660699999999996e-05,
+    "max": 1.3737700000000087e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.595299999999986e-06,
-    "min": 9.558499999999992e-06,
-    "max": 9.64150000000002e-06,
+    "seconds": 9.56309999999997e-06,
+    "min": 9.529799999999966e-06,
+    "max": 9.587199999999985e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3849,15 +3856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4809750000000002e-05,
-    "min": 1.4732799999999999e-05,
-    "max": 1.550719999999999e-05,
+    "seconds": 1.4628550000000035e-05,
+    "min": 1.4553900000000022e-05,
+    "max": 1.5139300000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.090714999999995e-05,
-    "min": 3.064319999999999e-05,
-    "max": 3.1312200000000056e-05,
+    "seconds": 3.053264999999996e-05,
+    "min": 3.0310599999999953e-05,
+    "max": 3.12513e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3881,15 +3888,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.443040000000001e-05,
-    "min": 3.435489999999995e-05,
-    "max": 3.464010000000004e-05,
+    "seconds": 3.438424999999999e-05,
+    "min": 3.430689999999996e-05,
+    "max": 3.4649399999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.364645e-05,
-    "min": 3.358729999999995e-05,
-    "max": 3.37761e-05,
+    "seconds": 3.373134999999999e-05,
+    "min": 3.366050000000002e-05,
+    "max": 3.375680000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3913,15 +3920,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.111984999999998e-05,
-    "min": 1.1027200000000005e-05,
-    "max": 1.128650000000008e-05,
+    "seconds": 1.117615000000003e-05,
+    "min": 1.1132799999999952e-05,
+    "max": 1.1311899999999969e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1739100000000031e-05,
-    "min": 1.1619300000000021e-05,
-    "max": 1.1997000000000004e-05,
+    "seconds": 1.199200000000003e-05,
+    "min": 1.193289999999995e-05,
+    "max": 1.2166500000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3945,15 +3952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.109454999999992e-05,
-    "min": 2.105300000000002e-05,
-    "max": 2.11047e-05,
+    "seconds": 2.1135899999999968e-05,
+    "min": 2.112949999999995e-05,
+    "max": 2.1139800000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.631694999999998e-05,
-    "min": 1.6255899999999883e-05,
-    "max": 1.6329599999999994e-05,
+    "seconds": 1.6272100000000017e-05,
+    "min": 1.6227700000000004e-05,
+    "max": 1.631710000000021e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3977,15 +3984,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.692149999999996e-05,
-    "min": 3.681260000000002e-05,
-    "max": 3.711040000000005e-05,
+    "seconds": 3.66735e-05,
+    "min": 3.6466799999999954e-05,
+    "max": 3.690570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.668990000000001e-05,
-    "min": 5.636510000000001e-05,
-    "max": 5.697930000000003e-05,
+    "seconds": 5.6489599999999995e-05,
+    "min": 5.624030000000006e-05,
+    "max": 5.680670000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4009,15 +4016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.015849999999993e-05,
-    "min": 6.002579999999999e-05,
-    "max": 6.03841000000001e-05,
+    "seconds": 6.019225e-05,
+    "min": 5.9927399999999944e-05,
+    "max": 6.023970000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.494865e-05,
-    "min": 6.434250000000004e-05,
-    "max": 6.521270000000003e-05,
+    "seconds": 6.58077e-05,
+    "min": 6.52648e-05,
+    "max": 6.615739999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4041,15 +4048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.171995000000004e-05,
-    "min": 2.1670500000000002e-05,
-    "max": 2.223029999999999e-05,
+    "seconds": 2.1627000000000025e-05,
+    "min": 2.1507299999999942e-05,
+    "max": 2.217869999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5703900000000056e-05,
-    "min": 3.557419999999991e-05,
-    "max": 3.594849999999997e-05,
+    "seconds": 3.528815000000003e-05,
+    "min": 3.515470000000001e-05,
+    "max": 3.5423800000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4073,15 +4080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5771200000000035e-05,
-    "min": 3.574390000000003e-05,
-    "max": 3.59076999999999e-05,
+    "seconds": 3.583699999999998e-05,
+    "min": 3.5772800000000085e-05,
+    "max": 3.588779999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.908009999999998e-05,
-    "min": 2.9004799999999865e-05,
-    "max": 2.914870000000003e-05,
+    "seconds": 2.9176050000000003e-05,
+    "min": 2.9142299999999933e-05,
+    "max": 2.9200099999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4105,15 +4112,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.14446999999999e-05,
-    "min": 7.109390000000005e-05,
-    "max": 7.184639999999987e-05,
+    "seconds": 7.022755000000003e-05,
+    "min": 6.998740000000012e-05,
+    "max": 7.033629999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011243820000000001,
-    "min": 0.00011214500000000002,
-    "max": 0.00011272359999999997,
+    "seconds": 0.00011281139999999997,
+    "min": 0.00011243189999999998,
+    "max": 0.00011295010000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4137,15 +4144,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011941750000000003,
-    "min": 0.00011923130000000006,
-    "max": 0.00011980030000000002,
+    "seconds": 0.00011823665000000003,
+    "min": 0.00011789870000000001,
+    "max": 0.00011859039999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013050724999999995,
-    "min": 0.00013008300000000008,
-    "max": 0.00013066340000000002,
+    "seconds": 0.0001280977,
+    "min": 0.00012787480000000002,
+    "max": 0.00012828140000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4169,15 +4176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.187299999999959e-06,
-    "min": 7.148900000000083e-06,
-    "max": 7.289699999999994e-06,
+    "seconds": 7.278449999999981e-06,
+    "min": 7.251200000000096e-06,
+    "max": 7.296100000000058e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.433550000000036e-06,
-    "min": 6.425499999999965e-06,
-    "max": 6.502399999999989e-06,
+    "seconds": 6.39839999999994e-06,
+    "min": 6.390599999999995e-06,
+    "max": 6.480000000000041e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4201,15 +4208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6681249999999955e-05,
-    "min": 1.6662400000000035e-05,
-    "max": 1.6694400000000007e-05,
+    "seconds": 1.67187e-05,
+    "min": 1.6707499999999992e-05,
+    "max": 1.673620000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.779150000000015e-06,
-    "min": 6.751700000000005e-06,
-    "max": 6.847900000000026e-06,
+    "seconds": 6.660799999999996e-06,
+    "min": 6.6144000000000006e-06,
+    "max": 6.719899999999995e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4233,15 +4240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1675050000000118e-05,
-    "min": 1.1600100000000203e-05,
-    "max": 1.1842799999999944e-05,
+    "seconds": 1.1664199999999972e-05,
+    "min": 1.1609500000000003e-05,
+    "max": 1.1878400000000067e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2367700000000002e-05,
-    "min": 1.2224100000000044e-05,
-    "max": 1.2428800000000048e-05,
+    "seconds": 1.2236750000000018e-05,
+    "min": 1.2191900000000021e-05,
+    "max": 1.2406399999999973e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4265,15 +4272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.321100000000004e-05,
-    "min": 4.3196999999999966e-05,
-    "max": 4.323169999999995e-05,
+    "seconds": 4.323239999999997e-05,
+    "min": 4.320939999999996e-05,
+    "max": 4.32418e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.777109999999998e-05,
-    "min": 1.7718399999999976e-05,
-    "max": 1.7836900000000012e-05,
+    "seconds": 1.7854350000000033e-05,
+    "min": 1.7715199999999935e-05,
+    "max": 1.7929800000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4297,15 +4304,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.242415000000004e-05,
-    "min": 2.2361799999999983e-05,
-    "max": 2.2732599999999925e-05,
+    "seconds": 2.2452650000000013e-05,
+    "min": 2.243530000000002e-05,
+    "max": 2.2643100000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2495900000000016e-05,
-    "min": 2.241590000000001e-05,
-    "max": 2.2610999999999943e-05,
+    "seconds": 2.2475200000000018e-05,
+    "min": 2.2422500000000174e-05,
+    "max": 2.2630399999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4329,15 +4336,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1049499999999946e-05,
-    "min": 5.103680000000005e-05,
-    "max": 5.107810000000005e-05,
+    "seconds": 5.1030350000000036e-05,
+    "min": 5.099839999999997e-05,
+    "max": 5.109570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1503900000000023e-05,
-    "min": 2.1468600000000108e-05,
-    "max": 2.1529800000000114e-05,
+    "seconds": 2.1481599999999998e-05,
+    "min": 2.1420699999999966e-05,
+    "max": 2.1516799999999967e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4361,15 +4368,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.416585e-05,
-    "min": 5.404790000000003e-05,
-    "max": 5.430679999999992e-05,
+    "seconds": 5.329454999999999e-05,
+    "min": 5.315160000000002e-05,
+    "max": 5.3391900000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.324129999999998e-05,
-    "min": 7.306239999999999e-05,
-    "max": 7.330880000000003e-05,
+    "seconds": 7.147045000000004e-05,
+    "min": 7.13191e-05,
+    "max": 7.160369999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4393,15 +4400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015541925000000015,
-    "min": 0.0001552814000000001,
-    "max": 0.00015575639999999998,
+    "seconds": 0.00015544879999999998,
+    "min": 0.000155366,
+    "max": 0.00015578919999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.616009999999998e-05,
-    "min": 6.60864e-05,
-    "max": 6.650209999999997e-05,
+    "seconds": 6.588059999999999e-05,
+    "min": 6.561969999999999e-05,
+    "max": 6.593019999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4426,15 +4433,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.633550000000002e-06,
-    "min": 6.6111999999999165e-06,
-    "max": 6.684799999999985e-06,
+    "seconds": 6.617699999999991e-06,
+    "min": 6.5918e-06,
+    "max": 6.6335000000000145e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1088150000000024e-05,
-    "min": 1.1046499999999856e-05,
-    "max": 1.1139099999999996e-05,
+    "seconds": 1.1003299999999997e-05,
+    "min": 1.0963699999999973e-05,
+    "max": 1.1107099999999945e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4459,15 +4466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0294250000000051e-05,
-    "min": 1.0207900000000018e-05,
-    "max": 1.0342299999999989e-05,
+    "seconds": 1.0297599999999972e-05,
+    "min": 1.0281600000000015e-05,
+    "max": 1.032349999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3033550000000105e-05,
-    "min": 1.3020600000000195e-05,
-    "max": 1.3106899999999929e-05,
+    "seconds": 1.311685000000005e-05,
+    "min": 1.3065800000000013e-05,
+    "max": 1.3148999999999979e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4492,15 +4499,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.451300000000042e-06,
-    "min": 8.42539999999999e-06,
-    "max": 8.502200000000017e-06,
+    "seconds": 8.50730000000001e-06,
+    "min": 8.499099999999976e-06,
+    "max": 8.576000000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3076799999999996e-05,
-    "min": 1.3058899999999905e-05,
-    "max": 1.3087999999999963e-05,
+    "seconds": 1.2931399999999922e-05,
+    "min": 1.290259999999994e-05,
+    "max": 1.2950399999999955e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4525,15 +4532,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4428899999999953e-05,
-    "min": 1.4368000000000053e-05,
-    "max": 1.4934200000000044e-05,
+    "seconds": 1.440155000000006e-05,
+    "min": 1.4358100000000013e-05,
+    "max": 1.4889899999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5678550000000064e-05,
-    "min": 1.5635300000000077e-05,
-    "max": 1.5788500000000047e-05,
+    "seconds": 1.557944999999993e-05,
+    "min": 1.5561600000000044e-05,
+    "max": 1.5747400000000106e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4558,15 +4565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.535989999999998e-05,
-    "min": 1.535359999999997e-05,
-    "max": 1.554870000000003e-05,
+    "seconds": 1.5323150000000006e-05,
+    "min": 1.5264299999999982e-05,
+    "max": 1.542729999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.022395000000005e-05,
-    "min": 2.9942400000000007e-05,
-    "max": 3.0393599999999983e-05,
+    "seconds": 3.0219150000000068e-05,
+    "min": 3.0083500000000072e-05,
+    "max": 3.025910000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4591,15 +4598,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3842900000000015e-05,
-    "min": 2.373399999999997e-05,
-    "max": 2.395509999999997e-05,
+    "seconds": 2.375215000000001e-05,
+    "min": 2.3555400000000032e-05,
+    "max": 2.3951999999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.70513e-05,
-    "min": 3.6959600000000045e-05,
-    "max": 3.708140000000001e-05,
+    "seconds": 3.599229999999997e-05,
+    "min": 3.573179999999991e-05,
+    "max": 3.633959999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4624,15 +4631,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2496199999999993e-05,
-    "min": 2.245780000000002e-05,
-    "max": 2.263970000000005e-05,
+    "seconds": 2.23871e-05,
+    "min": 2.2278499999999997e-05,
+    "max": 2.2521799999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2924300000000004e-05,
-    "min": 5.2502299999999967e-05,
-    "max": 5.317709999999988e-05,
+    "seconds": 5.194789999999997e-05,
+    "min": 5.1708300000000035e-05,
+    "max": 5.226220000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4657,15 +4664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1089400000000014e-05,
-    "min": 4.1068199999999954e-05,
-    "max": 4.11872e-05,
+    "seconds": 4.039345e-05,
+    "min": 4.025229999999996e-05,
+    "max": 4.047380000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.367154999999995e-05,
-    "min": 6.335980000000004e-05,
-    "max": 6.397829999999998e-05,
+    "seconds": 6.269935000000003e-05,
+    "min": 6.251490000000001e-05,
+    "max": 6.272939999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4690,15 +4697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.999014999999999e-05,
-    "min": 2.9913600000000018e-05,
-    "max": 3.00513e-05,
+    "seconds": 2.9985799999999997e-05,
+    "min": 2.9967799999999967e-05,
+    "max": 3.0009999999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.899824999999991e-05,
-    "min": 7.868209999999996e-05,
-    "max": 7.911709999999993e-05,
+    "seconds": 7.749414999999997e-05,
+    "min": 7.736029999999997e-05,
+    "max": 7.782300000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4723,15 +4730,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.9502949999999987e-05,
-    "min": 4.9419e-05,
-    "max": 4.995200000000008e-05,
+    "seconds": 4.9190050000000005e-05,
+    "min": 4.892499999999999e-05,
+    "max": 4.932179999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.992934999999996e-05,
-    "min": 8.970269999999998e-05,
-    "max": 9.012120000000005e-05,
+    "seconds": 8.716515000000002e-05,
+    "min": 8.696640000000012e-05,
+    "max": 8.731190000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4756,15 +4763,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.187959999999997e-05,
-    "min": 4.1689499999999994e-05,
-    "max": 4.2070399999999996e-05,
+    "seconds": 4.1546850000000004e-05,
+    "min": 4.136679999999999e-05,
+    "max": 4.1657400000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.797615000000013e-05,
-    "min": 9.768319999999971e-05,
-    "max": 9.820510000000007e-05,
+    "seconds": 9.647649999999997e-05,
+    "min": 9.620779999999981e-05,
+    "max": 9.669359999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4789,15 +4796,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.087279999999998e-05,
-    "min": 8.064019999999997e-05,
-    "max": 8.12024e-05,
+    "seconds": 7.987949999999997e-05,
+    "min": 7.974039999999995e-05,
+    "max": 7.991039999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011686794999999999,
-    "min": 0.0001166516,
-    "max": 0.00011709419999999999,
+    "seconds": 0.00011565465000000002,
+    "min": 0.00011551640000000002,
+    "max": 0.00011584610000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4822,15 +4829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.614700000000001e-05,
-    "min": 7.58217e-05,
-    "max": 7.624950000000008e-05,
+    "seconds": 7.569960000000002e-05,
+    "min": 7.5626e-05,
+    "max": 7.584449999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019376299999999998,
-    "min": 0.00019322129999999992,
-    "max": 0.00019424079999999996,
+    "seconds": 0.00018880435000000003,
+    "min": 0.0001886531,
+    "max": 0.0001890882000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4855,15 +4862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012709545000000002,
-    "min": 0.00012700100000000007,
-    "max": 0.00012729510000000004,
+    "seconds": 0.00012539280000000005,
+    "min": 0.00012533780000000003,
+    "max": 0.00012556259999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021948925000000004,
-    "min": 0.00021929350000000005,
-    "max": 0.0002197148999999998,
+    "seconds": 0.00021477384999999994,
+    "min": 0.00021453780000000002,
+    "max": 0.00021522339999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4888,15 +4895,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010285555,
-    "min": 0.00010279019999999996,
-    "max": 0.00010303020000000001,
+    "seconds": 0.00010269705,
+    "min": 0.00010255310000000003,
+    "max": 0.00010282929999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024496885000000005,
-    "min": 0.0002447229000000001,
-    "max": 0.00024533499999999985,
+    "seconds": 0.00024207885,
+    "min": 0.00024177610000000009,
+    "max": 0.0002423603000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4921,16 +4928,520 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020302669999999997,
-    "min": 0.00020276770000000007,
-    "max": 0.00020326509999999998,
+    "seconds": 0.00020021740000000004,
+    "min": 0.00019991980000000006,
+    "max": 0.0002002644,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029204095000000003,
-    "min": 0.0002917755999999998,
-    "max": 0.00029251030000000005,
+    "seconds": 0.000290432,
+    "min": 0.00029021229999999997,
+    "max": 0.00029070889999999996,
     "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.062649999999974e-06,
+    "min": 7.036499999999967e-06,
+    "max": 7.094500000000005e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.904150000000026e-06,
+    "min": 6.892800000000034e-06,
+    "max": 7.001599999999986e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.649600000000033e-06,
+    "min": 7.644899999999995e-06,
+    "max": 7.664099999999985e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.347050000000006e-06,
+    "min": 7.293099999999993e-06,
+    "max": 7.376099999999962e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      4096
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.1023999999999985e-05,
+    "min": 1.1011000000000012e-05,
+    "max": 1.1062199999999973e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      2048,
+      4096
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.393400000000014e-06,
+    "min": 9.365999999999996e-06,
+    "max": 9.417799999999988e-06,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      8192,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.3860749999999996e-05,
+    "min": 1.3833599999999989e-05,
+    "max": 1.4134599999999976e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      8192,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.2912000000000011e-05,
+    "min": 1.2854700000000058e-05,
+    "max": 1.3004499999999972e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      8192,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.634374999999998e-05,
+    "min": 1.6278099999999972e-05,
+    "max": 1.6438999999999962e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      8192,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.4588949999999977e-05,
+    "min": 1.4534899999999994e-05,
+    "max": 1.4662299999999983e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      8192,
+      4096
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.3611000000000034e-05,
+    "min": 4.3283099999999965e-05,
+    "max": 4.3801500000000045e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      8192,
+      4096
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.9546900000000017e-05,
+    "min": 2.9439299999999988e-05,
+    "max": 2.971220000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      512
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.108234999999999e-05,
+    "min": 6.081279999999997e-05,
+    "max": 6.131519999999996e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      512
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.929259999999999e-05,
+    "min": 3.88835e-05,
+    "max": 3.953569999999996e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.935255000000001e-05,
+    "min": 5.9164500000000026e-05,
+    "max": 5.979250000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.2325100000000006e-05,
+    "min": 4.2185100000000024e-05,
+    "max": 4.2662500000000054e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      4096
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00013179485,
+    "min": 0.00013135980000000006,
+    "max": 0.00013217319999999998,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sum",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      32768,
+      4096
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.416949999999994e-05,
+    "min": 7.401289999999998e-05,
+    "max": 7.437169999999995e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 1
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -4951,15 +5462,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.465775000000001e-05,
-    "min": 2.458549999999998e-05,
-    "max": 2.47424e-05,
+    "seconds": 2.4696399999999983e-05,
+    "min": 2.459499999999997e-05,
+    "max": 2.4876900000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0928149999999974e-05,
-    "min": 5.0811999999999994e-05,
-    "max": 5.111699999999994e-05,
+    "seconds": 4.992970000000003e-05,
+    "min": 4.9907400000000016e-05,
+    "max": 5.001390000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4981,15 +5492,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1057750000000035e-05,
-    "min": 5.10398e-05,
-    "max": 5.1385400000000025e-05,
+    "seconds": 5.005494999999999e-05,
+    "min": 4.993920000000002e-05,
+    "max": 5.0108699999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4619250000000047e-05,
-    "min": 2.4396699999999962e-05,
-    "max": 2.4866700000000017e-05,
+    "seconds": 2.455209999999997e-05,
+    "min": 2.4352000000000044e-05,
+    "max": 2.4950499999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5014,15 +5525,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010349875000000008,
-    "min": 0.00010323789999999975,
-    "max": 0.00010361220000000006,
+    "seconds": 0.00010124984999999998,
+    "min": 0.00010115250000000006,
+    "max": 0.00010168030000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014535729999999992,
-    "min": 0.00014504590000000012,
-    "max": 0.00014592579999999993,
+    "seconds": 0.00014452759999999997,
+    "min": 0.0001441866999999999,
+    "max": 0.00014528750000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5047,15 +5558,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016080204999999992,
-    "min": 0.00016054389999999984,
-    "max": 0.00016117830000000004,
+    "seconds": 0.00015755275000000002,
+    "min": 0.0001573037000000001,
+    "max": 0.0001578599000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017273130000000007,
-    "min": 0.00017262390000000026,
-    "max": 0.0001728282,
+    "seconds": 0.00017073490000000006,
+    "min": 0.00017059480000000012,
+    "max": 0.00017121980000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5079,15 +5590,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.8007899999999986e-05,
-    "min": 3.78817e-05,
-    "max": 3.808320000000004e-05,
+    "seconds": 3.770769999999998e-05,
+    "min": 3.7631800000000035e-05,
+    "max": 3.789749999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010611010000000005,
-    "min": 0.00010600300000000002,
-    "max": 0.00010652729999999989,
+    "seconds": 0.00010584459999999995,
+    "min": 0.00010552639999999988,
+    "max": 0.00010636160000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5111,15 +5622,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023876565,
-    "min": 0.00023859150000000033,
-    "max": 0.0002390261999999998,
+    "seconds": 0.00023563425000000006,
+    "min": 0.00023550479999999977,
+    "max": 0.00023582419999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005541125,
-    "min": 0.0005533428999999998,
-    "max": 0.0005544087000000006,
+    "seconds": 0.0005537906999999998,
+    "min": 0.0005531649999999995,
+    "max": 0.0005540968000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5141,15 +5652,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.726705000000001e-05,
-    "min": 3.696279999999997e-05,
-    "max": 3.740529999999999e-05,
+    "seconds": 3.703850000000001e-05,
+    "min": 3.6943899999999984e-05,
+    "max": 3.729280000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2912450000000015e-05,
-    "min": 5.272940000000005e-05,
-    "max": 5.328249999999995e-05,
+    "seconds": 5.316859999999999e-05,
+    "min": 5.30014e-05,
+    "max": 5.3410299999999986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5171,15 +5682,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9240199999999986e-05,
-    "min": 1.9152199999999982e-05,
-    "max": 1.9558400000000016e-05,
+    "seconds": 1.94943e-05,
+    "min": 1.938190000000001e-05,
+    "max": 1.9590999999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7391949999999947e-05,
-    "min": 2.70206999999999e-05,
-    "max": 2.7952199999999993e-05,
+    "seconds": 2.741445000000005e-05,
+    "min": 2.7088399999999935e-05,
+    "max": 2.7469100000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5201,15 +5712,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3443199999999985e-05,
-    "min": 3.341750000000002e-05,
-    "max": 3.374030000000002e-05,
+    "seconds": 3.332335e-05,
+    "min": 3.325160000000002e-05,
+    "max": 3.349069999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.748759999999996e-05,
-    "min": 4.723539999999989e-05,
-    "max": 4.779490000000009e-05,
+    "seconds": 4.765110000000003e-05,
+    "min": 4.743679999999999e-05,
+    "max": 4.796529999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5231,15 +5742,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4174450000000014e-05,
-    "min": 2.403199999999997e-05,
-    "max": 2.4300999999999976e-05,
+    "seconds": 2.410390000000001e-05,
+    "min": 2.4054399999999988e-05,
+    "max": 2.4230399999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.205884999999994e-05,
-    "min": 3.1788699999999996e-05,
-    "max": 3.225630000000003e-05,
+    "seconds": 3.1676899999999995e-05,
+    "min": 3.1599999999999975e-05,
+    "max": 3.182750000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5259,15 +5770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3521799999999995e-05,
-    "min": 3.3376e-05,
-    "max": 3.363499999999998e-05,
+    "seconds": 3.332995000000001e-05,
+    "min": 3.322549999999997e-05,
+    "max": 3.346559999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7761799999999994e-05,
-    "min": 4.74976e-05,
-    "max": 4.804410000000001e-05,
+    "seconds": 4.784785000000003e-05,
+    "min": 4.758040000000003e-05,
+    "max": 4.8080300000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5287,15 +5798,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9153350000000005e-05,
-    "min": 1.8928e-05,
-    "max": 1.9270299999999974e-05,
+    "seconds": 1.892624999999998e-05,
+    "min": 1.888960000000002e-05,
+    "max": 1.900140000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.609305e-05,
-    "min": 2.5897499999999987e-05,
-    "max": 2.6559900000000017e-05,
+    "seconds": 2.5992400000000026e-05,
+    "min": 2.583740000000001e-05,
+    "max": 2.6131200000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5315,15 +5826,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.336465000000002e-05,
-    "min": 3.316119999999998e-05,
-    "max": 3.363559999999998e-05,
+    "seconds": 3.316610000000001e-05,
+    "min": 3.3100600000000006e-05,
+    "max": 3.323549999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7209550000000026e-05,
-    "min": 4.690890000000004e-05,
-    "max": 4.740439999999996e-05,
+    "seconds": 4.7688250000000005e-05,
+    "min": 4.7331399999999985e-05,
+    "max": 4.7743899999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5343,15 +5854,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8447950000000027e-05,
-    "min": 1.8268600000000027e-05,
-    "max": 1.849259999999997e-05,
+    "seconds": 1.8342550000000013e-05,
+    "min": 1.8220899999999983e-05,
+    "max": 1.844169999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.453935000000002e-05,
-    "min": 2.4316700000000038e-05,
-    "max": 2.4831999999999968e-05,
+    "seconds": 2.4409600000000008e-05,
+    "min": 2.439680000000003e-05,
+    "max": 2.4578699999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5371,15 +5882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3606299999999983e-05,
-    "min": 3.351700000000001e-05,
-    "max": 3.376999999999999e-05,
+    "seconds": 3.3412649999999976e-05,
+    "min": 3.314569999999999e-05,
+    "max": 3.351e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7433500000000026e-05,
-    "min": 4.710039999999998e-05,
-    "max": 4.7862400000000025e-05,
+    "seconds": 4.773955000000003e-05,
+    "min": 4.7516799999999924e-05,
+    "max": 4.790440000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5399,15 +5910,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9595250000000036e-05,
-    "min": 1.9548699999999998e-05,
-    "max": 1.9670600000000015e-05,
+    "seconds": 1.941324999999999e-05,
+    "min": 1.917109999999998e-05,
+    "max": 1.9494399999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4568099999999986e-05,
-    "min": 2.4233599999999978e-05,
-    "max": 2.4787200000000053e-05,
+    "seconds": 2.435685e-05,
+    "min": 2.4326199999999994e-05,
+    "max": 2.4601600000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5429,15 +5940,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8594750000000014e-05,
-    "min": 4.82424e-05,
-    "max": 4.872319999999999e-05,
+    "seconds": 4.774545e-05,
+    "min": 4.759970000000001e-05,
+    "max": 4.80356e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.66512e-05,
-    "min": 3.6476700000000037e-05,
-    "max": 3.687089999999996e-05,
+    "seconds": 3.645870000000003e-05,
+    "min": 3.6342300000000026e-05,
+    "max": 3.6738400000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5459,15 +5970,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0083250000000048e-05,
-    "min": 3.0016200000000002e-05,
-    "max": 3.051810000000004e-05,
+    "seconds": 2.9785300000000008e-05,
+    "min": 2.971519999999999e-05,
+    "max": 2.9995899999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1081650000000015e-05,
-    "min": 2.0623999999999923e-05,
-    "max": 2.1161700000000008e-05,
+    "seconds": 2.0705450000000017e-05,
+    "min": 2.0614599999999997e-05,
+    "max": 2.0915e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5495,15 +6006,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1063999533653256e-05,
-    "min": 5.0598400831222535e-05,
-    "max": 5.5446398258209225e-05,
+    "seconds": 5.056959986686706e-05,
+    "min": 5.016639828681945e-05,
+    "max": 5.4556798934936516e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.438879907131196e-05,
-    "min": 7.143679857254029e-05,
-    "max": 9.751039743423462e-05,
+    "seconds": 5.859200060367584e-05,
+    "min": 5.644479990005493e-05,
+    "max": 7.449280023574829e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5531,15 +6042,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9604800045490262e-05,
-    "min": 2.9004800319671634e-05,
-    "max": 3.940159976482392e-05,
+    "seconds": 2.829120010137558e-05,
+    "min": 2.78656005859375e-05,
+    "max": 3.452480137348175e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.297919988632202e-05,
-    "min": 7.134400010108948e-05,
-    "max": 0.0001279904007911682,
+    "seconds": 6.262879967689515e-05,
+    "min": 5.967360138893127e-05,
+    "max": 8.064000010490418e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -5567,15 +6078,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.76799e-05,
-    "min": 4.7296099999999996e-05,
-    "max": 4.787200000000001e-05,
+    "seconds": 4.771165000000001e-05,
+    "min": 4.768950000000002e-05,
+    "max": 4.786890000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.499115000000005e-05,
-    "min": 9.494749999999995e-05,
-    "max": 9.533119999999996e-05,
+    "seconds": 9.559225000000003e-05,
+    "min": 9.527060000000002e-05,
+    "max": 9.567330000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5603,15 +6114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.443359999999998e-05,
-    "min": 2.4317000000000018e-05,
-    "max": 2.4618000000000007e-05,
+    "seconds": 2.4372900000000005e-05,
+    "min": 2.429409999999999e-05,
+    "max": 2.4876899999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.857640000000001e-05,
-    "min": 4.827199999999995e-05,
-    "max": 4.880299999999989e-05,
+    "seconds": 4.856034999999999e-05,
+    "min": 4.8221300000000005e-05,
+    "max": 4.920299999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5635,15 +6146,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.384189999999999e-05,
-    "min": 3.358400000000006e-05,
-    "max": 3.396509999999997e-05,
+    "seconds": 3.381275000000001e-05,
+    "min": 3.36838e-05,
+    "max": 3.386629999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.549419999999999e-05,
-    "min": 9.512209999999986e-05,
-    "max": 9.565879999999999e-05,
+    "seconds": 9.583315000000003e-05,
+    "min": 9.56992e-05,
+    "max": 9.601950000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5667,15 +6178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.517575000000001e-05,
-    "min": 8.512319999999999e-05,
-    "max": 8.532839999999998e-05,
+    "seconds": 8.397969999999997e-05,
+    "min": 8.382419999999992e-05,
+    "max": 8.417339999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012032504999999989,
-    "min": 0.0001201344,
-    "max": 0.00012051590000000002,
+    "seconds": 0.00012067850000000012,
+    "min": 0.00012039609999999994,
+    "max": 0.00012097740000000018,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5697,15 +6208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.418715e-05,
-    "min": 6.369959999999998e-05,
-    "max": 6.446690000000001e-05,
+    "seconds": 6.325079999999998e-05,
+    "min": 6.312200000000004e-05,
+    "max": 6.362469999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9771249999999985e-05,
-    "min": 4.94723e-05,
-    "max": 5.002890000000021e-05,
+    "seconds": 4.9785700000000034e-05,
+    "min": 4.9517300000000055e-05,
+    "max": 4.9917400000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5727,15 +6238,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011561125,
-    "min": 0.00011528729999999994,
-    "max": 0.00011588749999999994,
+    "seconds": 0.00011412305000000001,
+    "min": 0.00011377290000000003,
+    "max": 0.00011446730000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.440125e-05,
-    "min": 7.427620000000002e-05,
-    "max": 7.458860000000004e-05,
+    "seconds": 7.410414999999996e-05,
+    "min": 7.390090000000004e-05,
+    "max": 7.450000000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5762,15 +6273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.147934999999998e-05,
-    "min": 8.125930000000005e-05,
-    "max": 8.171840000000002e-05,
+    "seconds": 8.007105000000004e-05,
+    "min": 7.99233e-05,
+    "max": 8.048350000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.612350000000001e-05,
-    "min": 7.571259999999986e-05,
-    "max": 7.638020000000005e-05,
+    "seconds": 7.592790000000008e-05,
+    "min": 7.544660000000001e-05,
+    "max": 7.60924000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5797,15 +6308,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012688505000000002,
-    "min": 0.00012670940000000008,
-    "max": 0.00012710009999999995,
+    "seconds": 0.00012526309999999998,
+    "min": 0.0001251874,
+    "max": 0.00012532830000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.85218499999999e-05,
-    "min": 7.838389999999993e-05,
-    "max": 7.880699999999988e-05,
+    "seconds": 7.818110000000001e-05,
+    "min": 7.786880000000001e-05,
+    "max": 7.84353e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5828,15 +6339,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.627079999999999e-05,
-    "min": 3.614080000000001e-05,
-    "max": 3.635260000000005e-05,
+    "seconds": 3.5715100000000006e-05,
+    "min": 3.5663500000000036e-05,
+    "max": 3.595799999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003465621500000002,
-    "min": 0.0003462589999999995,
-    "max": 0.00034663309999999976,
+    "seconds": 0.00034063149999999994,
+    "min": 0.0003403727000000006,
+    "max": 0.0003416786000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5859,15 +6370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.617109999999998e-05,
-    "min": 3.604469999999998e-05,
-    "max": 3.645130000000003e-05,
+    "seconds": 3.572805000000001e-05,
+    "min": 3.563140000000001e-05,
+    "max": 3.582449999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003470948999999997,
-    "min": 0.0003462725000000007,
-    "max": 0.0003477965999999999,
+    "seconds": 0.00034050819999999974,
+    "min": 0.0003393065000000013,
+    "max": 0.0003407947999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5902,15 +6413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.924175000000001e-05,
-    "min": 5.908209999999998e-05,
-    "max": 5.9299500000000024e-05,
+    "seconds": 5.918809999999998e-05,
+    "min": 5.8937499999999996e-05,
+    "max": 5.941179999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019781735,
-    "min": 0.00019774090000000008,
-    "max": 0.0001980506,
+    "seconds": 0.00019690105000000002,
+    "min": 0.0001967998,
+    "max": 0.00019699510000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5945,15 +6456,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8975699999999965e-05,
-    "min": 5.89597e-05,
-    "max": 5.907110000000002e-05,
+    "seconds": 5.8821550000000037e-05,
+    "min": 5.8694499999999985e-05,
+    "max": 5.8935299999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019233095000000002,
-    "min": 0.00019213219999999993,
-    "max": 0.0001924351,
+    "seconds": 0.00019146169999999983,
+    "min": 0.0001913672,
+    "max": 0.00019158679999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5988,15 +6499,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.70226e-05,
-    "min": 6.691220000000001e-05,
-    "max": 6.70973999999999e-05,
+    "seconds": 6.606414999999998e-05,
+    "min": 6.601319999999998e-05,
+    "max": 6.622120000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004169623999999999,
-    "min": 0.00041684979999999995,
-    "max": 0.00041707319999999997,
+    "seconds": 0.00041451764999999994,
+    "min": 0.00041416460000000006,
+    "max": 0.00041479030000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6031,15 +6542,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.407770000000001e-05,
-    "min": 6.392649999999999e-05,
-    "max": 6.434790000000001e-05,
+    "seconds": 6.393785e-05,
+    "min": 6.388450000000002e-05,
+    "max": 6.415719999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004208523,
-    "min": 0.0004207806,
-    "max": 0.0004211881,
+    "seconds": 0.0004197087499999999,
+    "min": 0.0004193074,
+    "max": 0.0004200689,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6066,15 +6577,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.865215000000001e-05,
-    "min": 8.74233e-05,
-    "max": 8.890239999999998e-05,
+    "seconds": 8.859414999999998e-05,
+    "min": 8.817699999999995e-05,
+    "max": 8.896699999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012280540000000003,
-    "min": 0.0001227929,
-    "max": 0.000122913,
+    "seconds": 0.0001226922,
+    "min": 0.0001226552,
+    "max": 0.0001227361,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6101,15 +6612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.534214999999998e-05,
-    "min": 5.5193799999999986e-05,
-    "max": 5.556449999999998e-05,
+    "seconds": 5.501635000000004e-05,
+    "min": 5.4947100000000015e-05,
+    "max": 5.5171800000000053e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.014410000000003e-05,
-    "min": 9.005099999999998e-05,
-    "max": 9.019309999999995e-05,
+    "seconds": 9.006915000000005e-05,
+    "min": 9.0035e-05,
+    "max": 9.041340000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6134,15 +6645,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.952320098876954e-05,
-    "min": 5.865280032157898e-05,
-    "max": 6.543999910354615e-05,
+    "seconds": 5.949440002441406e-05,
+    "min": 5.8684802055358885e-05,
+    "max": 6.408960223197936e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.944799959659578e-05,
-    "min": 6.260480284690857e-05,
-    "max": 0.00010960639715194701,
+    "seconds": 8.543519973754882e-05,
+    "min": 6.960639953613281e-05,
+    "max": 9.396160244941711e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6167,15 +6678,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2374398708343505e-05,
-    "min": 5.1507198810577396e-05,
-    "max": 6.134080290794372e-05,
+    "seconds": 5.200800001621246e-05,
+    "min": 5.100160241127014e-05,
+    "max": 5.926719903945923e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.529599964618684e-05,
-    "min": 6.725119948387146e-05,
-    "max": 8.706880211830139e-05,
+    "seconds": 5.206559896469116e-05,
+    "min": 5.103679895401001e-05,
+    "max": 8.34496021270752e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6207,15 +6718,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.649920105934143e-05,
-    "min": 3.9305600523948674e-05,
-    "max": 6.202239990234375e-05,
+    "seconds": 3.717440068721771e-05,
+    "min": 3.6844798922538756e-05,
+    "max": 4.128319919109345e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.252800047397614e-05,
-    "min": 7.174720168113708e-05,
-    "max": 0.00016004799604415896,
+    "seconds": 6.25791996717453e-05,
+    "min": 6.125760078430176e-05,
+    "max": 8.164160251617432e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6247,15 +6758,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.768960058689117e-05,
-    "min": 4.222719967365265e-05,
-    "max": 7.999359965324402e-05,
+    "seconds": 2.0955200493335725e-05,
+    "min": 2.0508800446987153e-05,
+    "max": 2.767359912395477e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.618239998817444e-05,
-    "min": 8.24064016342163e-05,
-    "max": 0.00014990719556808472,
+    "seconds": 5.594559907913208e-05,
+    "min": 5.396159887313843e-05,
+    "max": 7.18176007270813e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6275,15 +6786,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029617435000000013,
-    "min": 0.0002954594999999997,
-    "max": 0.0002964344000000004,
+    "seconds": 0.0002955423000000001,
+    "min": 0.000295023,
+    "max": 0.00029580229999999973,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004538088500000003,
-    "min": 0.00045305230000000006,
-    "max": 0.0004539757999999998,
+    "seconds": 0.0004535606500000003,
+    "min": 0.0004529095000000005,
+    "max": 0.0004540601999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6303,15 +6814,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037114395,
-    "min": 0.00037037400000000025,
-    "max": 0.0003715060000000003,
+    "seconds": 0.0003666119,
+    "min": 0.00036625970000000004,
+    "max": 0.0003670530000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047842095,
-    "min": 0.0004782859000000005,
-    "max": 0.0004789095000000002,
+    "seconds": 0.0004773857,
+    "min": 0.00047651310000000017,
+    "max": 0.00047832499999999966,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6356,15 +6867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002394578,
-    "min": 0.00023912629999999993,
-    "max": 0.00024109820000000007,
+    "seconds": 0.00024051609999999998,
+    "min": 0.00023954769999999997,
+    "max": 0.00024181179999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007766725499999997,
-    "min": 0.0007750738000000003,
-    "max": 0.0007824180000000011,
+    "seconds": 0.0007734663000000003,
+    "min": 0.0007730089999999992,
+    "max": 0.0007745718000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6409,15 +6920,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020214186500000005,
-    "min": 0.0020121721999999996,
-    "max": 0.0020265014,
+    "seconds": 0.0020105911,
+    "min": 0.0020062298999999994,
+    "max": 0.0020180180000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004907350249999999,
-    "min": 0.004901468499999999,
-    "max": 0.0049141315,
+    "seconds": 0.004907452700000002,
+    "min": 0.004899673,
+    "max": 0.004913378899999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6462,15 +6973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005494132500000001,
-    "min": 0.0005486034,
-    "max": 0.0005497894,
+    "seconds": 0.00054801185,
+    "min": 0.0005475761,
+    "max": 0.0005483304999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017540258999999996,
-    "min": 0.0017523644000000007,
-    "max": 0.0017613489000000003,
+    "seconds": 0.0017506857500000001,
+    "min": 0.0017492941999999994,
+    "max": 0.0017538496,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6515,15 +7026,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.810295e-05,
-    "min": 6.7795e-05,
-    "max": 6.838699999999997e-05,
+    "seconds": 6.795525000000003e-05,
+    "min": 6.782359999999994e-05,
+    "max": 6.849289999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00040225014999999977,
-    "min": 0.00040166610000000037,
-    "max": 0.0004030201000000005,
+    "seconds": 0.0003973052500000001,
+    "min": 0.0003970568999999998,
+    "max": 0.00039770159999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6568,15 +7079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001577183,
-    "min": 0.00015742210000000006,
-    "max": 0.00015811219999999998,
+    "seconds": 0.00015672349999999998,
+    "min": 0.0001564000000000001,
+    "max": 0.00015750760000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004961899000000002,
-    "min": 0.0004939359999999998,
-    "max": 0.0004964796000000001,
+    "seconds": 0.0004929699499999999,
+    "min": 0.0004913087999999998,
+    "max": 0.0004935964,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6621,15 +7132,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010266905,
-    "min": 0.00010222739999999997,
-    "max": 0.00010362540000000015,
+    "seconds": 0.00010257065,
+    "min": 0.00010232599999999994,
+    "max": 0.00010274549999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036811630000002426,
-    "min": 0.00036762579999999995,
-    "max": 0.00036883060000000037,
+    "seconds": 0.0003630383,
+    "min": 0.0003621127999999996,
+    "max": 0.00036335010000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6674,15 +7185,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.719509999999997e-05,
-    "min": 4.709769999999989e-05,
-    "max": 4.792669999999976e-05,
+    "seconds": 4.724484999999999e-05,
+    "min": 4.7037199999999937e-05,
+    "max": 4.7724799999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002880084000000003,
-    "min": 0.00028723759999999985,
-    "max": 0.0002882787000000001,
+    "seconds": 0.00028406685,
+    "min": 0.000283264,
+    "max": 0.00028453120000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
