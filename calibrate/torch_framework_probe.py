@@ -685,7 +685,10 @@ def op_timing_cases():
         ("cross_entropy", {}, [([2048, 8192], f32, True), ([2048], "int64", False)]),
         ("embedding", {"num_embeddings": 32000, "embedding_dim": 1024}, [([16, 1024], "int64", False)]),
         ("maxpool2d", {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}, [(big, f32, True)]),
-        ("avgpool2d", {"kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]}, [(big, f32, True)]),
+        ("avgpool2d", {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}, [(big, f32, True)]),
+        # depthwise convolution: PyTorch's own depthwise kernels for many shapes, not cuDNN's
+        ("conv2d", {"in_channels": 512, "out_channels": 512, "kernel_size": [3, 3], "stride": [1, 1],
+                    "padding": [1, 1], "groups": 512, "bias": True}, [([32, 512, 28, 28], f32, True)]),
         ("adaptive_avgpool2d", {"output_size": [1, 1]}, [([256, 1024, 14, 14], f32, True)]),
         ("transpose_contiguous", {"dim0": 1, "dim1": 2}, [([16, 2048, 16, 32], f32, True)]),
         ("cat", {"dim": 1}, [([16, 1024, 512], f32, True), ([16, 1024, 512], f32, True)]),
@@ -714,6 +717,9 @@ def build_op(op, params, dev):
     nn = torch.nn
     p = params
     if op == "batchnorm2d": return nn.BatchNorm2d(p["num_features"]).to(dev).train()
+    if op == "conv2d":
+        return nn.Conv2d(p["in_channels"], p["out_channels"], p["kernel_size"], stride=p["stride"],
+                         padding=p["padding"], groups=p["groups"], bias=p["bias"]).to(dev)
     if op == "layernorm": return nn.LayerNorm(p["normalized_shape"]).to(dev)
     if op == "groupnorm": return nn.GroupNorm(p["num_groups"], p["num_channels"]).to(dev)
     if op == "rmsnorm": return nn.RMSNorm(p["normalized_shape"]).to(dev)

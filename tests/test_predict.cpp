@@ -102,6 +102,26 @@ TEST_CASE("a convolution the sweep timed at another batch size scales from that 
     CHECK(conv_at(24) < conv_at(32));
 }
 
+TEST_CASE("fp16 convolutions take the bf16 sweep where the tensor rates are equal", "[predict][cost][conv]") {
+    const Calibration* cal = find_builtin_calibration("h200-sxm");
+    REQUIRE(cal != nullptr);
+    REQUIRE(std::none_of(cal->conv_sweep.begin(), cal->conv_sweep.end(),
+                         [](const ConvRecord& r) { return r.unit == ComputeUnit::fp16_tensor; }));
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), cal);
+    // the backward-filter pass of a 1x1 convolution: a GEMM with a huge K that cuDNN splits, which
+    // the GEMM model alone (no sweep) puts at a fraction of the measured speed
+    Kernel k;
+    k.kind = KernelKind::conv;
+    ConvDims d;
+    d.pass = ConvPass::backward_filter;
+    d.n = 48; d.c = 256; d.h = d.w = 56; d.k = 64; d.r = d.s = 1;
+    k.dims = d;
+    k.unit = ComputeUnit::bf16_tensor;
+    const Seconds bf16 = kernel_cost(k, ctx).time;
+    k.unit = ComputeUnit::fp16_tensor;
+    CHECK(kernel_cost(k, ctx).time.value() == Catch::Approx(bf16.value()).epsilon(0.01));  // (scaled by each unit's GEMM fit)
+}
+
 TEST_CASE("a normalization's op efficiency follows its reduction shape", "[predict][cost]") {
     const auto point = [](std::int64_t groups, std::int64_t length, double factor) {
         return OpFactorPoint{NormDims{groups, length}, std::nullopt, factor};

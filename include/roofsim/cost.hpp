@@ -216,8 +216,27 @@ namespace detail {
     // Convolution, NCHW records only (PyTorch's default layout): the measured time by exact shape, and
     // the median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit, pass and
     // depthwise-or-dense, for shapes the sweep did not measure.
+    // A GPU whose fp16 and bf16 tensor rates are equal, within 5 % as measured (every Ampere and Hopper
+    // part roofsim covers)
+    // runs cuDNN's fp16 convolutions as its bf16 ones: where the sweep timed no fp16 convolution,
+    // they take the bf16 records (each record counted once per unit it stands for).
+    const auto has_records = [&cal](ComputeUnit u) {
+        return std::any_of(cal.conv_sweep.begin(), cal.conv_sweep.end(), [u](const auto& r) { return r.unit == u; });
+    };
+    const bool fp16_as_bf16 = !has_records(ComputeUnit::fp16_tensor) && has_records(ComputeUnit::bf16_tensor) &&
+                              ctx.ceilings.has(ComputeUnit::fp16_tensor) && ctx.ceilings.has(ComputeUnit::bf16_tensor) &&
+                              std::abs(ctx.ceilings.rate(ComputeUnit::fp16_tensor) / ctx.ceilings.rate(ComputeUnit::bf16_tensor) - 1) < 0.05 &&
+                              ctx.gemm.count(ComputeUnit::fp16_tensor) != 0;
+    std::vector<ConvRecord> records = cal.conv_sweep;
+    if (fp16_as_bf16) {
+        for (const auto& r : cal.conv_sweep) {
+            if (r.unit != ComputeUnit::bf16_tensor) continue;
+            records.push_back(r);
+            records.back().unit = ComputeUnit::fp16_tensor;
+        }
+    }
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, std::vector<double>> ratios;
-    for (const auto& r : cal.conv_sweep) {
+    for (const auto& r : records) {
         auto g = ctx.gemm.find(r.unit);
         if (g == ctx.gemm.end() || r.layout != "NCHW") continue;
         ConvDims d;
@@ -384,22 +403,32 @@ private:
     return k.kind == KernelKind::reduction && std::holds_alternative<NormDims>(k.dims) && k.op == "aten::sum";
 }
 
-/// Whether a kernel's time takes its graph op's measured efficiency: the memory-bound and attention
-/// kernels a graph op lowered to, every cast and every column sum, where the context has per-op
-/// efficiencies.
+/// Whether a kernel is a depthwise convolution (groups == input channels > 1): PyTorch runs its own
+/// depthwise kernels for many of these, which the cuDNN sweep's ratio does not describe.
+[[nodiscard]] inline bool is_depthwise_conv(const Kernel& k) {
+    const auto* d = std::get_if<ConvDims>(&k.dims);
+    return k.kind == KernelKind::conv && d && d->groups > 1 && d->groups == d->c;
+}
+
+/// Whether a kernel's time takes a measured per-op efficiency: the memory-bound and attention
+/// kernels a graph op lowered to, every cast, every column sum and every depthwise convolution,
+/// where the context has per-op efficiencies.
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
-    return (!k.source_op.empty() || is_cast(k) || is_column_sum(k)) && !ctx.op_factor.empty() &&
-           k.kind != KernelKind::gemm && k.kind != KernelKind::conv;
+    if (ctx.op_factor.empty() || k.kind == KernelKind::gemm) return false;
+    if (k.kind == KernelKind::conv) return is_depthwise_conv(k);
+    return !k.source_op.empty() || is_cast(k) || is_column_sum(k);
 }
 
 /// The op whose timings a kernel's efficiency comes from: its graph op, but for a fused attention
 /// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels),
-/// for a cast the cast op's, whichever layer casts (its precision class is the source dtype's), and
-/// for a column sum (a bias gradient, with its reduction shape) the sum op's.
+/// for a cast the cast op's, whichever layer casts (its precision class is the source dtype's), for
+/// a column sum (a bias gradient, with its reduction shape) the sum op's, and for a depthwise
+/// convolution's passes the depthwise timing's (conv2d with groups = channels).
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
     if (k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims)) return "sdpa";
     if (is_cast(k)) return "cast";
     if (is_column_sum(k)) return "sum";
+    if (is_depthwise_conv(k)) return "depthwise_conv2d";
     return k.source_op;
 }
 

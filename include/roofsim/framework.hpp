@@ -133,20 +133,28 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     CostContext with_casts = plain;  // the casts' own efficiency, nothing else
     with_casts.op_factor = ctx.op_factor;
     for (const auto& t : f.op_timings) {
-        const std::string& op = t.graph.layers.front().op;
-        if (op == "cast") continue;
+        if (t.graph.layers.front().op == "cast") continue;
+        const LoweredStep step = lowered(t);
+        // the op the timing calibrates: the layer's, or for a depthwise convolution its own
+        std::string op = t.graph.layers.front().op;
+        for (const Kernel& k : step.kernels.kernels) {
+            if (is_depthwise_conv(k)) op = "depthwise_conv2d";
+        }
         Seconds modelled[2] = {Seconds(0), Seconds(0)}, casts[2] = {Seconds(0), Seconds(0)};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
         std::optional<AttentionDims> attention;
-        for (const Kernel& k : lowered(t).kernels.kernels) {
+        for (const Kernel& k : step.kernels.kernels) {
             if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
             const int i = k.phase == Phase::forward ? 0 : 1;
-            if (is_cast(k) && !with_casts.op_factor.empty()) casts[i] += kernel_cost(k, with_casts).time;
-            else modelled[i] += kernel_cost(k, plain).time;
-            if (const auto* d = std::get_if<NormDims>(&k.dims)) norm = *d;
-            if (const auto* a = std::get_if<AttentionDims>(&k.dims)) attention = *a;
-            if (k.source_op == op && is_16_bit(k.dtype)) low = true;
+            const bool own = factor_op(k) == op || (k.source_op == op && !is_cast(k));
+            // the op's own kernels are modelled plain; the rest (casts at their measured efficiency,
+            // a depthwise layer's bias gradient plain) is what the measurement holds besides them
+            if (own) modelled[i] += kernel_cost(k, plain).time;
+            else casts[i] += kernel_cost(k, is_cast(k) ? with_casts : plain).time;
+            if (const auto* d = std::get_if<NormDims>(&k.dims); d && own) norm = *d;
+            if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && own) attention = *a;
+            if ((k.source_op == op || factor_op(k) == op) && is_16_bit(k.dtype)) low = true;
         }
         for (const Phase phase : {Phase::forward, Phase::backward}) {
             const int i = phase == Phase::forward ? 0 : 1;

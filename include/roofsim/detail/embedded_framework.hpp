@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T05:34:54+00:00",
+ "date_utc": "2026-11-30T05:49:37+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,182 +52,182 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.56399199999791e-06,
-   "min": 6.953883499999591e-06,
-   "max": 9.299666499998694e-06,
+   "seconds": 7.471322499998933e-06,
+   "min": 7.233690999999709e-06,
+   "max": 1.0009656000001143e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 7.520678000002334e-06
+   "issue_only_seconds": 7.440343999999044e-06
   },
   "eager_op_linear": {
-   "seconds": 1.6596034000002648e-05,
-   "min": 1.5634049500000913e-05,
-   "max": 1.707427699999897e-05,
+   "seconds": 1.2889287000000139e-05,
+   "min": 1.2627280500002058e-05,
+   "max": 1.7970618999999745e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.6550445000000023e-05
+   "issue_only_seconds": 1.2869249499999569e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.2070821500000051e-05,
-   "min": 1.1492841999999115e-05,
-   "max": 1.2413827999999683e-05,
+   "seconds": 1.647895700000035e-05,
+   "min": 1.4639790999996904e-05,
+   "max": 1.699018149999887e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.2058672499996703e-05
+   "issue_only_seconds": 1.641319000000152e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.0473786500000414e-05,
-   "min": 1.0236977999998232e-05,
-   "max": 1.0801244999999682e-05,
+   "seconds": 1.623092550000038e-05,
+   "min": 1.086106749999871e-05,
+   "max": 1.7195663999999055e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.0441391499998787e-05
+   "issue_only_seconds": 1.6181568499998633e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 6.952343000001804e-06,
-   "min": 6.6894734999998205e-06,
-   "max": 7.181582000001186e-06,
+   "seconds": 9.69630350000017e-06,
+   "min": 9.037395500001821e-06,
+   "max": 1.0341575500000033e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 6.9441020000020615e-06
+   "issue_only_seconds": 9.64393850000178e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.278929900000051e-05,
-   "min": 4.711579650000175e-05,
-   "max": 5.7875221999999835e-05,
+   "seconds": 4.5198108000001015e-05,
+   "min": 4.0463581499999176e-05,
+   "max": 6.390806900000001e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 5.273723950000076e-05
+   "issue_only_seconds": 4.5152260999998365e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.6391208999999804e-05,
-   "min": 2.619168850000264e-05,
-   "max": 3.378877449999962e-05,
+   "seconds": 3.42318800000001e-05,
+   "min": 3.0416156500002954e-05,
+   "max": 3.740617100000065e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.6345289000001772e-05
+   "issue_only_seconds": 3.41780655000008e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.1748263499999467e-05,
-   "min": 1.1236627999998916e-05,
-   "max": 1.2942632499999718e-05,
+   "seconds": 1.2699073999996812e-05,
+   "min": 1.2134867500002144e-05,
+   "max": 1.8213625499999608e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.1708966000000487e-05
+   "issue_only_seconds": 1.2659643999999304e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 8.412750000001523e-06,
-   "min": 8.109605999997882e-06,
-   "max": 9.276352499998807e-06,
+   "seconds": 1.0161858499998289e-05,
+   "min": 9.069372000002573e-06,
+   "max": 1.2224895999999318e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 8.390469000001844e-06
+   "issue_only_seconds": 1.0118938499999786e-05
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.2658248999999133e-05,
-   "min": 2.2047329000002945e-05,
-   "max": 2.3207827000000236e-05,
+   "seconds": 2.204913650000151e-05,
+   "min": 2.0192632000000543e-05,
+   "max": 2.4942685499997453e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.2602984999998908e-05
+   "issue_only_seconds": 2.1997767500000263e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.161385349999989e-05,
-   "min": 1.9735778999997677e-05,
-   "max": 2.2312497000001486e-05,
+   "seconds": 2.2309255000003246e-05,
+   "min": 1.6281366000001186e-05,
+   "max": 2.3375911999998777e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1560092999997948e-05
+   "issue_only_seconds": 2.225448750000325e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.167844500000271e-05,
-   "min": 2.0448815499999995e-05,
-   "max": 2.2107975000000834e-05,
+   "seconds": 1.7942087999998078e-05,
+   "min": 1.4787693500000643e-05,
+   "max": 2.2526702000000398e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1626603000001408e-05
+   "issue_only_seconds": 1.7928151499997824e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2266036499998024e-05,
-   "min": 1.2067346500000297e-05,
-   "max": 1.297523450000071e-05,
+   "seconds": 1.2313672499999483e-05,
+   "min": 1.1768145499999605e-05,
+   "max": 1.2734940499999681e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2213472500000932e-05
+   "issue_only_seconds": 1.2268769500000332e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.7643868000000394e-05,
-   "min": 1.724008200000071e-05,
-   "max": 2.677867999999961e-05,
+   "seconds": 2.3520314500000693e-05,
+   "min": 1.8563015499999835e-05,
+   "max": 2.6946420499999847e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.7612905000000013e-05
+   "issue_only_seconds": 2.349176350000093e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.4423184500000019e-05,
-   "min": 1.3942509999999686e-05,
-   "max": 1.6246627499999278e-05,
+   "seconds": 2.1402733999998703e-05,
+   "min": 2.0676398999999178e-05,
+   "max": 2.258728350000183e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.4374842999998805e-05
+   "issue_only_seconds": 2.1340450499998555e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.5466186999997688e-05,
-   "min": 1.4491173999999773e-05,
-   "max": 1.80021305000011e-05,
+   "seconds": 2.28821795000016e-05,
+   "min": 2.263464900000045e-05,
+   "max": 2.3447860000000986e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.5426810499999276e-05
+   "issue_only_seconds": 2.283026350000128e-05
   },
   "eager_op_add_out": {
-   "seconds": 7.450258000002208e-06,
-   "min": 6.4406819999973665e-06,
-   "max": 7.793012000000487e-06,
+   "seconds": 8.931979500001575e-06,
+   "min": 7.036835000000963e-06,
+   "max": 9.130793000000637e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 7.406649500001805e-06
+   "issue_only_seconds": 8.878420500000317e-06
   },
   "backward_node_mul": {
-   "seconds": 1.5664401111116098e-05,
-   "min": 1.06813111111137e-05,
-   "max": 1.6684172222214657e-05,
+   "seconds": 1.290993111111681e-05,
+   "min": 1.0289102222229316e-05,
+   "max": 1.593953777777478e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0007643037777743051,
-   "min": 0.0006066917777813627,
-   "max": 0.0008825488888888344,
+   "seconds": 0.0007040471111155158,
+   "min": 0.00036033388888591215,
+   "max": 0.0011357105555518388,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_node_view": {
-   "seconds": 4.009210000006647e-06,
-   "min": 3.6291900000091146e-06,
-   "max": 5.089591111110773e-06,
+   "seconds": 4.041946666670052e-06,
+   "min": 3.6789577777796014e-06,
+   "max": 6.383027777777291e-06,
    "samples": 11,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_node_transpose": {
-   "seconds": 6.140398888889977e-06,
-   "min": 5.727932222225402e-06,
-   "max": 7.85537999999993e-06,
+   "seconds": 4.726422222229114e-06,
+   "min": 3.704668888886431e-06,
+   "max": 7.073543333330829e-06,
    "samples": 11,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_layer_linear": {
-   "seconds": 3.9248847777773534e-05,
-   "min": 3.479064222222266e-05,
-   "max": 5.2077784444451124e-05,
+   "seconds": 4.972856444444871e-05,
+   "min": 3.932770888889239e-05,
+   "max": 6.285783111111066e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 0.00012380666720370452,
-   "min": 0.00012380666720370452,
-   "max": 0.00012380666720370452,
+   "seconds": 9.467066017289957e-05,
+   "min": 9.467066017289957e-05,
+   "max": 9.467066017289957e-05,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.43 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.50 us",
    "chain_lengths": [
     1,
     2,
@@ -236,17 +236,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00015619200468063355,
-    0.00015785600244998932,
-    0.00021292799711227417,
-    0.0003043200075626373,
-    0.00048294401168823243
+    0.0001417279988527298,
+    0.00012745599448680877,
+    0.0001725759953260422,
+    0.0002487999945878983,
+    0.0004493440091609955
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.067276378472645e-05,
-   "min": 3.067276378472645e-05,
-   "max": 3.067276378472645e-05,
+   "seconds": 3.6071619639794025e-05,
+   "min": 3.6071619639794025e-05,
+   "max": 3.6071619639794025e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -255,15 +255,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7488000243902205e-05,
-    0.00012454400211572646,
-    0.0005025920271873474
+    5.942400172352791e-05,
+    0.0001786240041255951,
+    0.0006041600108146667
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.225599751586008e-05,
-   "min": 9.225599751586008e-05,
-   "max": 9.225599751586008e-05,
+   "seconds": 8.997943589375131e-05,
+   "min": 8.997943589375131e-05,
+   "max": 8.997943589375131e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -272,15 +272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003312639892101288,
-    0.0006590719819068909,
-    0.0021615359783172606
+    0.00022089600563049316,
+    0.0008083840012550355,
+    0.0021814401149749755
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.207619212922596e-05,
-   "min": 5.207619212922596e-05,
-   "max": 5.207619212922596e-05,
+   "seconds": 7.977295418580373e-05,
+   "min": 7.977295418580373e-05,
+   "max": 7.977295418580373e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -289,15 +289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001239359974861145,
-    0.0002996799945831299,
-    0.0009115840196609497
+    0.0001860799938440323,
+    0.0004623039960861206,
+    0.0013949760198593139
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00016238475697381155,
-   "min": 0.00016238475697381155,
-   "max": 0.00016238475697381155,
+   "seconds": 0.00011869256624153684,
+   "min": 0.00011869256624153684,
+   "max": 0.00011869256624153684,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -306,15 +306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004812160134315491,
-    0.001179744005203247,
-    0.0037165119647979738
+    0.0005749440193176269,
+    0.001249184012413025,
+    0.0035782079696655275
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.81493331633863e-05,
-   "min": 1.81493331633863e-05,
-   "max": 1.81493331633863e-05,
+   "seconds": 2.2852571060260136e-05,
+   "min": 2.2852571060260136e-05,
+   "max": 2.2852571060260136e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -323,15 +323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.152000159025192e-05,
-    8.380799740552902e-05,
-    0.0003030399978160858
+    4.1951999068260195e-05,
+    0.00011337599903345108,
+    0.00038569599390029906
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.598247574198813e-05,
-   "min": 7.598247574198813e-05,
-   "max": 7.598247574198813e-05,
+   "seconds": 5.6011428613038293e-05,
+   "min": 5.6011428613038293e-05,
+   "max": 5.6011428613038293e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -340,15 +340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003062720000743866,
-    0.0006431679725646972,
-    0.0017364159822463989
+    0.0003150720000267029,
+    0.0005776320099830628,
+    0.0015066879987716674
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.944533282802219e-05,
-   "min": 3.944533282802219e-05,
-   "max": 3.944533282802219e-05,
+   "seconds": 4.1512379688876014e-05,
+   "min": 4.1512379688876014e-05,
+   "max": 4.1512379688876014e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -357,15 +357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.111999928951264e-05,
-    0.00021491199731826782,
-    0.000677951991558075
+    6.777600198984146e-05,
+    0.0002922559976577759,
+    0.0007237759828567505
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.541256867703939e-05,
-   "min": 9.541256867703939e-05,
-   "max": 9.541256867703939e-05,
+   "seconds": 7.860571891069412e-05,
+   "min": 7.860571891069412e-05,
+   "max": 7.860571891069412e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -374,15 +374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005361279845237732,
-    0.0010015039443969727,
-    0.0025792639255523683
+    0.0005043519735336303,
+    0.0010918079614639282,
+    0.0023818240165710447
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.4660571877445492e-05,
-   "min": 2.4660571877445492e-05,
-   "max": 2.4660571877445492e-05,
+   "seconds": 2.6403048563571206e-05,
+   "min": 2.6403048563571206e-05,
+   "max": 2.6403048563571206e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -391,15 +391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.718400001525879e-05,
-    9.545599669218064e-05,
-    0.00040185600519180296
+    4.7008000314235686e-05,
+    0.00012540799379348754,
+    0.00044278401136398315
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 5.361828757893472e-05,
-   "min": 5.361828757893472e-05,
-   "max": 5.361828757893472e-05,
+   "seconds": 6.153828154007593e-05,
+   "min": 6.153828154007593e-05,
+   "max": 6.153828154007593e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -408,15 +408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023721599578857422,
-    0.0006200640201568604,
-    0.0014607360363006591
+    0.00029468798637390136,
+    0.0006426560282707214,
+    0.0016418559551239014
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.684571633736292e-05,
-   "min": 3.684571633736292e-05,
-   "max": 3.684571633736292e-05,
+   "seconds": 4.414019130525135e-05,
+   "min": 4.414019130525135e-05,
+   "max": 4.414019130525135e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -425,15 +425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.409599959850312e-05,
-    0.0002114879935979843,
-    0.0006424000263214111
+    0.00010873600095510483,
+    0.00024684800207614896,
+    0.0007727360129356385
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.131962340502514e-05,
-   "min": 8.131962340502514e-05,
-   "max": 8.131962340502514e-05,
+   "seconds": 0.00010537142838750565,
+   "min": 0.00010537142838750565,
+   "max": 0.00010537142838750565,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -442,15 +442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004131520092487335,
-    0.0007890560030937195,
-    0.0021927680969238282
+    0.00036188799142837524,
+    0.0008300480246543885,
+    0.0026111040115356443
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.230476028862453e-05,
-   "min": 4.230476028862453e-05,
-   "max": 4.230476028862453e-05,
+   "seconds": 4.911542683839798e-05,
+   "min": 4.911542683839798e-05,
+   "max": 4.911542683839798e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -459,15 +459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.571200281381607e-05,
-    0.00019251200556755067,
-    0.0007069119811058044
+    7.628799974918365e-05,
+    0.0002176000028848648,
+    0.0008110079765319824
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.096305068050113e-05,
-   "min": 8.096305068050113e-05,
-   "max": 8.096305068050113e-05,
+   "seconds": 6.394437771467935e-05,
+   "min": 6.394437771467935e-05,
+   "max": 6.394437771467935e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -476,15 +476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000325760006904602,
-    0.0008347839713096619,
-    0.002221184015274048
+    0.0002943359911441803,
+    0.0008119999766349793,
+    0.0020497279167175295
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.74133318946475e-05,
-   "min": 7.74133318946475e-05,
-   "max": 7.74133318946475e-05,
+   "seconds": 7.887237980252221e-05,
+   "min": 7.887237980252221e-05,
+   "max": 7.887237980252221e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -493,15 +493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014284799993038178,
-    0.00039750400185585024,
-    0.001311519980430603
+    0.0001542080044746399,
+    0.00041622400283813476,
+    0.0013457599878311157
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00013269181478591188,
-   "min": 0.00013269181478591188,
-   "max": 0.00013269181478591188,
+   "seconds": 0.00015480990920748033,
+   "min": 0.00015480990920748033,
+   "max": 0.00015480990920748033,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -510,15 +510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006695039868354798,
-    0.001425984025001526,
-    0.003863136053085327
+    0.0006503999829292297,
+    0.0013986239433288574,
+    0.004171360015869141
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.410895350433531e-05,
-   "min": 4.410895350433531e-05,
-   "max": 4.410895350433531e-05,
+   "seconds": 4.742476379587537e-05,
+   "min": 4.742476379587537e-05,
+   "max": 4.742476379587537e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -527,15 +527,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.950400024652481e-05,
-    0.0001905920058488846,
-    0.0007273920178413391
+    7.711999863386154e-05,
+    0.00019382399320602418,
+    0.0007799680233001708
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.982476481369562e-05,
-   "min": 7.982476481369562e-05,
-   "max": 7.982476481369562e-05,
+   "seconds": 7.267961154381433e-05,
+   "min": 7.267961154381433e-05,
+   "max": 7.267961154381433e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -544,15 +544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004386560022830963,
-    0.0008798720240592956,
-    0.0023208000659942626
+    0.00031481599807739257,
+    0.0007630720138549805,
+    0.002145695924758911
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.033828366370428e-05,
-   "min": 8.033828366370428e-05,
-   "max": 8.033828366370428e-05,
+   "seconds": 8.094552017393567e-05,
+   "min": 8.094552017393567e-05,
+   "max": 8.094552017393567e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -561,15 +561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014534400403499602,
-    0.0004004159867763519,
-    0.0013551039695739746
+    0.00019088000059127807,
+    0.00043004798889160155,
+    0.001403839945793152
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00016339275524729775,
-   "min": 0.00016339275524729775,
-   "max": 0.00016339275524729775,
+   "seconds": 0.0001396060983339945,
+   "min": 0.0001396060983339945,
+   "max": 0.0001396060983339945,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -578,15 +578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007451199889183045,
-    0.0016471999883651734,
-    0.004458047866821289
+    0.0005865920186042785,
+    0.0013859519958496094,
+    0.003940768003463745
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.976609388987222e-05,
-   "min": 5.976609388987222e-05,
-   "max": 5.976609388987222e-05,
+   "seconds": 6.584609832082477e-05,
+   "min": 6.584609832082477e-05,
+   "max": 6.584609832082477e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -595,15 +595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.959999680519104e-05,
-    0.00028057599067687986,
-    0.0009899839758872985
+    7.631999999284744e-05,
+    0.0002422399967908859,
+    0.0010534720420837403
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.104304779143561e-05,
-   "min": 5.104304779143561e-05,
-   "max": 5.104304779143561e-05,
+   "seconds": 5.063009404000782e-05,
+   "min": 5.063009404000782e-05,
+   "max": 5.063009404000782e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -612,15 +612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037363201379776,
-    0.0007601280212402344,
-    0.0020537919998168943
+    0.0003357439935207367,
+    0.0007587839961051941,
+    0.002107424020767212
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.146438455297835e-05,
-   "min": 6.146438455297835e-05,
-   "max": 6.146438455297835e-05,
+   "seconds": 6.690133611361187e-05,
+   "min": 6.690133611361187e-05,
+   "max": 6.690133611361187e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -629,15 +629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011580800265073776,
-    0.0003177280128002167,
-    0.0010436160564422608
+    0.00012774400413036345,
+    0.0003338240087032318,
+    0.0011330560445785523
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.997333391791298e-05,
-   "min": 5.997333391791298e-05,
-   "max": 5.997333391791298e-05,
+   "seconds": 5.30438068367186e-05,
+   "min": 5.30438068367186e-05,
+   "max": 5.30438068367186e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -646,15 +646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043718400597572325,
-    0.0007839360237121582,
-    0.0022528960704803467
+    0.00036032000184059145,
+    0.0008201599717140198,
+    0.0021928319931030275
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.8463238406749e-05,
-   "min": 2.8463238406749e-05,
-   "max": 2.8463238406749e-05,
+   "seconds": 2.9759998832430158e-05,
+   "min": 2.9759998832430158e-05,
+   "max": 2.9759998832430158e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -663,15 +663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1919998824596406e-05,
-    0.00013372799754142762,
-    0.00047100800275802615
+    5.001600086688995e-05,
+    0.00013574400544166565,
+    0.0004952319860458374
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.562895359027954e-05,
-   "min": 5.562895359027954e-05,
-   "max": 5.562895359027954e-05,
+   "seconds": 5.391923728443328e-05,
+   "min": 5.391923728443328e-05,
+   "max": 5.391923728443328e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -680,15 +680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024876800179481507,
-    0.0004961279928684235,
-    0.001508512020111084
+    0.000233024001121521,
+    0.00045289599895477294,
+    0.0014778239727020264
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.0154667085125338e-05,
-   "min": 3.0154667085125338e-05,
-   "max": 3.0154667085125338e-05,
+   "seconds": 3.544533252716064e-05,
+   "min": 3.544533252716064e-05,
+   "max": 3.544533252716064e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -697,15 +697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.464000046253205e-05,
-    0.0001533759981393814,
-    0.0005163840055465699
+    6.79360032081604e-05,
+    0.00015641599893569946,
+    0.0005936639904975891
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.550018768934976e-05,
-   "min": 5.550018768934976e-05,
-   "max": 5.550018768934976e-05,
+   "seconds": 6.316266741071429e-05,
+   "min": 6.316266741071429e-05,
+   "max": 6.316266741071429e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -714,15 +714,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023708799481391907,
-    0.0005729920268058776,
-    0.0015482239723205566
+    0.0003218559920787811,
+    0.0005833600163459777,
+    0.0017895359992980957
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.401752463408879e-05,
-   "min": 5.401752463408879e-05,
-   "max": 5.401752463408879e-05,
+   "seconds": 5.668266649757113e-05,
+   "min": 5.668266649757113e-05,
+   "max": 5.668266649757113e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -731,15 +731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.465600222349167e-05,
-    0.00022963200509548188,
-    0.0008825600147247314
+    7.494399696588516e-05,
+    0.000272352010011673,
+    0.0009343039989471436
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.0001074125702892031,
-   "min": 0.0001074125702892031,
-   "max": 0.0001074125702892031,
+   "seconds": 0.00011455542239404862,
+   "min": 0.00011455542239404862,
+   "max": 0.00011455542239404862,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -748,15 +748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002917760014533997,
-    0.0009662079811096192,
-    0.0027766079902648926
+    0.00036102399230003357,
+    0.0008110079765319824,
+    0.0029083518981933595
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 2.990095246405829e-05,
-   "min": 2.990095246405829e-05,
-   "max": 2.990095246405829e-05,
+   "seconds": 5.97721930770647e-05,
+   "min": 5.97721930770647e-05,
+   "max": 5.97721930770647e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -765,15 +765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010307200253009796,
-    0.00029903998970985413,
-    0.000587007999420166
+    0.00011203200370073319,
+    0.00029497599601745607,
+    0.0010098240375518799
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00011431694598425003,
-   "min": 0.00011431694598425003,
-   "max": 0.00011431694598425003,
+   "seconds": 0.0001032876092053595,
+   "min": 0.0001032876092053595,
+   "max": 0.0001032876092053595,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -782,15 +782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004306240081787109,
-    0.0009212480187416077,
-    0.002613215923309326
+    0.0004320639967918396,
+    0.0009789119958877564,
+    0.002897183895111084
    ]
   },
   "layer_forward_relu": {
-   "seconds": 9.974857348771324e-06,
-   "min": 9.974857348771324e-06,
-   "max": 9.974857348771324e-06,
+   "seconds": 1.7005713745242072e-05,
+   "min": 1.7005713745242072e-05,
+   "max": 1.7005713745242072e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -799,15 +799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0912000685930254e-05,
-    5.750399827957153e-05,
-    0.0001794240027666092
+    3.561599925160408e-05,
+    8.563199639320374e-05,
+    0.000290367990732193
    ]
   },
   "layer_backward_relu": {
-   "seconds": 3.43497148936703e-05,
-   "min": 3.43497148936703e-05,
-   "max": 3.43497148936703e-05,
+   "seconds": 2.5046856807810923e-05,
+   "min": 2.5046856807810923e-05,
+   "max": 2.5046856807810923e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -816,15 +816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012931199371814727,
-    0.00019487999379634856,
-    0.0007717120051383972
+    0.00016550399363040924,
+    0.00029203200340271,
+    0.0007964159846305847
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.6646856176001687e-05,
-   "min": 1.6646856176001687e-05,
-   "max": 1.6646856176001687e-05,
+   "seconds": 1.9651046998444055e-05,
+   "min": 1.9651046998444055e-05,
+   "max": 1.9651046998444055e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -833,15 +833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.584000051021576e-05,
-    0.00011151999980211257,
-    0.00030745598673820497
+    5.4719999432563783e-05,
+    0.00010921599715948105,
+    0.00034799998998641965
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.512685901352337e-05,
-   "min": 2.512685901352337e-05,
-   "max": 2.512685901352337e-05,
+   "seconds": 2.8770286944650465e-05,
+   "min": 2.8770286944650465e-05,
+   "max": 2.8770286944650465e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -850,15 +850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022553600370883942,
-    0.00042271998524665835,
-    0.0008760960102081298
+    0.00020921599864959716,
+    0.0003144960105419159,
+    0.0009222080111503601
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.45432377854983e-05,
-   "min": 1.45432377854983e-05,
-   "max": 1.45432377854983e-05,
+   "seconds": 1.6431998993669237e-05,
+   "min": 1.6431998993669237e-05,
+   "max": 1.6431998993669237e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -867,15 +867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.500799834728241e-05,
-    7.766400277614594e-05,
-    0.00025283199548721314
+    3.2384000718593594e-05,
+    7.673600316047669e-05,
+    0.00027721598744392397
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 3.140114141362054e-05,
-   "min": 3.140114141362054e-05,
-   "max": 3.140114141362054e-05,
+   "seconds": 2.5105524275984084e-05,
+   "min": 2.5105524275984084e-05,
+   "max": 2.5105524275984084e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -884,15 +884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015222400426864624,
-    0.00029183998703956603,
-    0.00084198397397995
+    0.00015347200632095337,
+    0.00029769599437713624,
+    0.0007830719947814941
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.6130286490633374e-05,
-   "min": 1.6130286490633374e-05,
-   "max": 1.6130286490633374e-05,
+   "seconds": 1.7075810226656144e-05,
+   "min": 1.7075810226656144e-05,
+   "max": 1.7075810226656144e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -901,15 +901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.955199897289276e-05,
-    0.00010899200290441513,
-    0.00030185601115226746
+    6.0896001756191256e-05,
+    0.00010489600151777268,
+    0.00031462401151657106
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.8960762101979482e-05,
-   "min": 2.8960762101979482e-05,
-   "max": 2.8960762101979482e-05,
+   "seconds": 1.7345523727791645e-05,
+   "min": 1.7345523727791645e-05,
+   "max": 1.7345523727791645e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -918,15 +918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022838400304317475,
-    0.00037964800000190734,
-    0.0009100800156593323
+    0.0002504960000514984,
+    0.0003424319922924042,
+    0.0007630400061607361
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.5846094560055506e-05,
-   "min": 1.5846094560055506e-05,
-   "max": 1.5846094560055506e-05,
+   "seconds": 1.572571357800847e-05,
+   "min": 1.572571357800847e-05,
+   "max": 1.572571357800847e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -935,15 +935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.791999816894531e-05,
-    8.54720026254654e-05,
-    0.0002756159901618958
+    3.420799970626831e-05,
+    8.566399663686753e-05,
+    0.0002715199887752533
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.895009624106544e-05,
-   "min": 2.895009624106544e-05,
-   "max": 2.895009624106544e-05,
+   "seconds": 2.9686094572146735e-05,
+   "min": 2.9686094572146735e-05,
+   "max": 2.9686094572146735e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -952,15 +952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018303999304771423,
-    0.0003382399976253509,
-    0.0008619199991226197
+    0.00012883199751377106,
+    0.00028150400519371034,
+    0.0008154879808425904
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.6291046603804543e-05,
-   "min": 1.6291046603804543e-05,
-   "max": 1.6291046603804543e-05,
+   "seconds": 1.609676242584274e-05,
+   "min": 1.609676242584274e-05,
+   "max": 1.609676242584274e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -969,15 +969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.083200126886368e-05,
-    0.00011052799969911575,
-    0.0003054719865322113
+    4.2943999171257016e-05,
+    0.00010972800105810165,
+    0.0002905600070953369
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.2626284467322484e-05,
-   "min": 1.2626284467322484e-05,
-   "max": 1.2626284467322484e-05,
+   "seconds": 2.4777904685054508e-05,
+   "min": 2.4777904685054508e-05,
+   "max": 2.4777904685054508e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -986,15 +986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022265599668025972,
-    0.0003685440123081207,
-    0.0006761279702186585
+    0.00023347200453281401,
+    0.00041926398873329165,
+    0.0008676480054855347
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 9.985523387080146e-06,
-   "min": 9.985523387080146e-06,
-   "max": 9.985523387080146e-06,
+   "seconds": 1.396495210272925e-05,
+   "min": 1.396495210272925e-05,
+   "max": 1.396495210272925e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1003,15 +1003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1840000301599505e-05,
-    5.7888001203536984e-05,
-    0.00018031999468803405
+    3.734400123357773e-05,
+    6.84799998998642e-05,
+    0.00024323199689388274
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.6969904523520248e-05,
-   "min": 2.6969904523520248e-05,
-   "max": 2.6969904523520248e-05,
+   "seconds": 2.6229332245531545e-05,
+   "min": 2.6229332245531545e-05,
+   "max": 2.6229332245531545e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1020,15 +1020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011036799848079682,
-    0.00020444799959659575,
-    0.0006591039896011353
+    0.0002160319983959198,
+    0.00030320000648498534,
+    0.000807807981967926
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.0027428290673664e-05,
-   "min": 1.0027428290673664e-05,
-   "max": 1.0027428290673664e-05,
+   "seconds": 1.7469714617445353e-05,
+   "min": 1.7469714617445353e-05,
+   "max": 1.7469714617445353e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1037,15 +1037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.687999933958054e-05,
-    6.415999680757522e-05,
-    0.00019302399456501006
+    5.574399977922439e-05,
+    9.558399766683578e-05,
+    0.00031360000371932984
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.212038228199596e-05,
-   "min": 2.212038228199596e-05,
-   "max": 2.212038228199596e-05,
+   "seconds": 2.5963430071160906e-05,
+   "min": 2.5963430071160906e-05,
+   "max": 2.5963430071160906e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1054,15 +1054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001547839939594269,
-    0.00024342399835586547,
-    0.0006344000101089478
+    0.00022150400280952453,
+    0.0003523519933223724,
+    0.0008731840252876282
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.1439999654179528e-05,
-   "min": 1.1439999654179528e-05,
-   "max": 1.1439999654179528e-05,
+   "seconds": 1.5609904946315853e-05,
+   "min": 1.5609904946315853e-05,
+   "max": 1.5609904946315853e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1071,15 +1071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1951999515295028e-05,
-    6.956800073385239e-05,
-    0.0001979839950799942
+    3.574400022625923e-05,
+    7.497599720954895e-05,
+    0.00026736000180244444
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.1611427976971584e-05,
-   "min": 2.1611427976971584e-05,
-   "max": 2.1611427976971584e-05,
+   "seconds": 2.8353521689063034e-05,
+   "min": 2.8353521689063034e-05,
+   "max": 2.8353521689063034e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1088,15 +1088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011494400352239608,
-    0.0001629440039396286,
-    0.0005936639904975891
+    0.00014281600713729857,
+    0.00029718399047851563,
+    0.0008097599744796753
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.5225143837077276e-05,
-   "min": 1.5225143837077276e-05,
-   "max": 1.5225143837077276e-05,
+   "seconds": 1.6205715104227974e-05,
+   "min": 1.6205715104227974e-05,
+   "max": 1.6205715104227974e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1105,15 +1105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2384000718593594e-05,
-    0.00010582400113344193,
-    0.00027001601457595826
+    5.6127998977899554e-05,
+    0.00010076799988746644,
+    0.00029788801074028014
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.9430092935051238e-05,
-   "min": 1.9430092935051238e-05,
-   "max": 1.9430092935051238e-05,
+   "seconds": 2.9180951948676796e-05,
+   "min": 2.9180951948676796e-05,
+   "max": 2.9180951948676796e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1122,15 +1122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001624000072479248,
-    0.00031295999884605407,
-    0.000697759985923767
+    0.00018195199966430665,
+    0.00035727998614311216,
+    0.0008758080005645752
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.1529904078869592e-05,
-   "min": 2.1529904078869592e-05,
-   "max": 2.1529904078869592e-05,
+   "seconds": 2.2064000013328735e-05,
+   "min": 2.2064000013328735e-05,
+   "max": 2.2064000013328735e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1139,15 +1139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2864000648260114e-05,
-    9.523200243711472e-05,
-    0.0003550719916820526
+    4.5343998819589614e-05,
+    0.00011820799857378006,
+    0.00037852799892425536
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.6451048042093003e-05,
-   "min": 2.6451048042093003e-05,
-   "max": 2.6451048042093003e-05,
+   "seconds": 2.577904682783853e-05,
+   "min": 2.577904682783853e-05,
+   "max": 2.577904682783853e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1156,15 +1156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012547199428081512,
-    0.00024963200092315674,
-    0.000838591992855072
+    0.0001656000018119812,
+    0.00032838401198387145,
+    0.0008896639943122863
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.0232380146072023e-05,
-   "min": 2.0232380146072023e-05,
-   "max": 2.0232380146072023e-05,
+   "seconds": 2.377219107888994e-05,
+   "min": 2.377219107888994e-05,
+   "max": 2.377219107888994e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1173,15 +1173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.311999842524528e-05,
-    0.00011104000359773636,
-    0.00035567998886108397
+    6.860800087451935e-05,
+    0.0001417279988527298,
+    0.000425792008638382
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.2569143346377784e-05,
-   "min": 2.2569143346377784e-05,
-   "max": 2.2569143346377784e-05,
+   "seconds": 2.3322664910838717e-05,
+   "min": 2.3322664910838717e-05,
+   "max": 2.3322664910838717e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1190,15 +1190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016678400337696075,
-    0.00029094401001930235,
-    0.0008073920011520386
+    0.0002455680072307587,
+    0.00041251200437545776,
+    0.0009605439901351929
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.0521142521784418e-05,
-   "min": 1.0521142521784418e-05,
-   "max": 1.0521142521784418e-05,
+   "seconds": 1.2345143283406894e-05,
+   "min": 1.2345143283406894e-05,
+   "max": 1.2345143283406894e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1207,15 +1207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9983999207615853e-05,
-    8.595199882984161e-05,
-    0.00019593599438667297
+    2.72000003606081e-05,
+    6.617599725723267e-05,
+    0.00021302400529384614
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.6665142338190764e-05,
-   "min": 2.6665142338190764e-05,
-   "max": 2.6665142338190764e-05,
+   "seconds": 3.281980974688416e-05,
+   "min": 3.281980974688416e-05,
+   "max": 3.281980974688416e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1224,15 +1224,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001486719995737076,
-    0.00028614398837089537,
-    0.0007151039838790893
+    0.00016630400717258453,
+    0.00024265600740909577,
+    0.0008240640163421631
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1275428923822585e-05,
-   "min": 1.1275428923822585e-05,
-   "max": 1.1275428923822585e-05,
+   "seconds": 1.3092571780795142e-05,
+   "min": 1.3092571780795142e-05,
+   "max": 1.3092571780795142e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1241,15 +1241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.891199827194214e-05,
-    6.98240026831627e-05,
-    0.00020707200467586518
+    4.2879998683929446e-05,
+    7.59039968252182e-05,
+    0.00023718400299549102
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.9275426729803993e-05,
-   "min": 2.9275426729803993e-05,
-   "max": 2.9275426729803993e-05,
+   "seconds": 2.0228572544597446e-05,
+   "min": 2.0228572544597446e-05,
+   "max": 2.0228572544597446e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1258,15 +1258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016739200055599211,
-    0.0002664639949798584,
-    0.000768127977848053
+    0.00025795200467109683,
+    0.0003486720025539398,
+    0.000754688024520874
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2384000544746718e-05,
-   "min": 1.2384000544746718e-05,
-   "max": 1.2384000544746718e-05,
+   "seconds": 1.3654857519127074e-05,
+   "min": 1.3654857519127074e-05,
+   "max": 1.3654857519127074e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1275,15 +1275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6367999613285064e-05,
-    5.824000015854836e-05,
-    0.00021036800742149354
+    3.3312000334262846e-05,
+    6.384000182151794e-05,
+    0.00023465600609779357
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.349790486906255e-05,
-   "min": 4.349790486906255e-05,
-   "max": 4.349790486906255e-05,
+   "seconds": 4.307732943977629e-05,
+   "min": 4.307732943977629e-05,
+   "max": 4.307732943977629e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1292,15 +1292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015414400398731232,
-    0.0003530240058898926,
-    0.0010027840137481689
+    0.00015263999998569488,
+    0.0003991360068321228,
+    0.0010290559530258178
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.152533328249341e-05,
-   "min": 1.152533328249341e-05,
-   "max": 1.152533328249341e-05,
+   "seconds": 6.7603804525874905e-06,
+   "min": 6.7603804525874905e-06,
+   "max": 6.7603804525874905e-06,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1309,15 +1309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.868800029158592e-05,
-    7.571200281381607e-05,
-    0.00021238400042057038
+    5.644800141453743e-05,
+    8.796799927949905e-05,
+    0.0001615999937057495
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.8229336383796864e-05,
-   "min": 4.8229336383796864e-05,
-   "max": 4.8229336383796864e-05,
+   "seconds": 5.126400256440754e-05,
+   "min": 5.126400256440754e-05,
+   "max": 5.126400256440754e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1326,15 +1326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018092800676822662,
-    0.0003677760064601898,
-    0.0010797760486602782
+    0.00020601600408554077,
+    0.00025913599133491516,
+    0.0010360640287399292
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.0659048067671912e-05,
-   "min": 1.0659048067671912e-05,
-   "max": 1.0659048067671912e-05,
+   "seconds": 1.2457143071861495e-05,
+   "min": 1.2457143071861495e-05,
+   "max": 1.2457143071861495e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1343,15 +1343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.142400085926056e-05,
-    4.416000097990036e-05,
-    0.00018489600718021393
+    2.8255999088287354e-05,
+    6.118400022387505e-05,
+    0.0002136320024728775
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.916114373576073e-05,
-   "min": 3.916114373576073e-05,
-   "max": 3.916114373576073e-05,
+   "seconds": 2.4863999425655315e-05,
+   "min": 2.4863999425655315e-05,
+   "max": 2.4863999425655315e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1360,15 +1360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001335359960794449,
-    0.0002673279941082001,
-    0.0008756160140037536
+    0.00018380799889564515,
+    0.00030112001299858093,
+    0.0007454079985618591
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.229028616632734e-05,
-   "min": 1.229028616632734e-05,
-   "max": 1.229028616632734e-05,
+   "seconds": 1.5199238168341772e-05,
+   "min": 1.5199238168341772e-05,
+   "max": 1.5199238168341772e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1377,15 +1377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.894399851560593e-05,
-    7.417599856853485e-05,
-    0.00022275200486183167
+    5.523199960589409e-05,
+    9.07839983701706e-05,
+    0.00027987200021743774
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.052723904450734e-05,
-   "min": 3.052723904450734e-05,
-   "max": 3.052723904450734e-05,
+   "seconds": 3.44563816629705e-05,
+   "min": 3.44563816629705e-05,
+   "max": 3.44563816629705e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1394,15 +1394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016444799304008483,
-    0.00029811200499534605,
-    0.0008084480166435241
+    0.0002155520021915436,
+    0.0004128960072994232,
+    0.0009765120148658753
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.112457089835689e-05,
-   "min": 1.112457089835689e-05,
-   "max": 1.112457089835689e-05,
+   "seconds": 1.3106285816147215e-05,
+   "min": 1.3106285816147215e-05,
+   "max": 1.3106285816147215e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1411,15 +1411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.345599979162216e-05,
-    5.5424001067876815e-05,
-    0.00018985599279403687
+    3.225599974393845e-05,
+    6.604799628257751e-05,
+    0.00022700800001621246
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.270552223282201e-05,
-   "min": 2.270552223282201e-05,
-   "max": 2.270552223282201e-05,
+   "seconds": 2.4192002557572858e-05,
+   "min": 2.4192002557572858e-05,
+   "max": 2.4192002557572858e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1428,15 +1428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011187200248241425,
-    0.0002082879990339279,
-    0.0006176319718360901
+    0.00014796799421310425,
+    0.0002536639869213104,
+    0.0007053760290145874
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 9.865904847780863e-06,
-   "min": 9.865904847780863e-06,
-   "max": 9.865904847780863e-06,
+   "seconds": 1.4131047541186924e-05,
+   "min": 1.4131047541186924e-05,
+   "max": 1.4131047541186924e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1445,15 +1445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.417599856853485e-05,
-    9.785600006580353e-05,
-    0.00022019200026988982
+    5.164799839258194e-05,
+    8.291199803352356e-05,
+    0.0002599039971828461
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.3987809107417153e-05,
-   "min": 2.3987809107417153e-05,
-   "max": 2.3987809107417153e-05,
+   "seconds": 2.0650665320101235e-05,
+   "min": 2.0650665320101235e-05,
+   "max": 2.0650665320101235e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1462,183 +1462,183 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014396800100803376,
-    0.0002616640031337738,
-    0.000657151997089386
+    0.00021516799926757813,
+    0.00031059199571609495,
+    0.0007339199781417847
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.713600128889084e-05,
-   "min": 4.467200115323067e-05,
-   "max": 7.32479989528656e-05,
+   "seconds": 6.0447998344898225e-05,
+   "min": 4.7968000173568725e-05,
+   "max": 0.00016924799978733062,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 2.185733181734879e-05,
-   "min": 6.561334555347761e-06,
-   "max": 0.00012201731962462265,
+   "seconds": 0.0001239533281574647,
+   "min": 0.0,
+   "max": 0.00045976136686901254,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 9.622400254011155e-05,
-   "min": 6.12800009548664e-05,
-   "max": 0.0001536639928817749,
+   "seconds": 8.73280018568039e-05,
+   "min": 6.55680000782013e-05,
+   "max": 0.00017615999281406404,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 7.105331247051551e-06,
-   "min": 0.0,
-   "max": 0.0003076493100573619,
+   "seconds": 0.00017355332585672535,
+   "min": 3.1409331286946915e-05,
+   "max": 0.0008748332938800256,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 2.924799919128418e-05,
-   "min": 2.7583999559283257e-05,
-   "max": 5.190400034189224e-05,
+   "seconds": 2.1439999341964723e-05,
+   "min": 2.0320000126957894e-05,
+   "max": 4.35199998319149e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.6653283884128e-06,
+   "max": 8.689337099591877e-06,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 4.451199993491173e-05,
-   "min": 4.204799979925156e-05,
-   "max": 6.777600198984146e-05,
+   "seconds": 3.2320000231266024e-05,
+   "min": 3.055999986827374e-05,
+   "max": 5.958399921655655e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 3.06253352512916e-05,
+   "max": 4.276934328178563e-05,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.9264000952243806e-05,
-   "min": 2.6496000587940217e-05,
-   "max": 7.215999811887741e-05,
+   "seconds": 2.1407999098300934e-05,
+   "min": 2.019199915230274e-05,
+   "max": 4.252799972891807e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 0.0,
+   "seconds": 8.497343088189759e-06,
    "min": 0.0,
-   "max": 0.0001235213385274013,
+   "max": 7.044933798412483e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.774400174617767e-05,
-   "min": 4.0704000741243366e-05,
-   "max": 0.00017139199376106263,
+   "seconds": 3.26399989426136e-05,
+   "min": 2.969600073993206e-05,
+   "max": 4.665600135922432e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 5.7133479664723044e-06,
    "min": 0.0,
-   "max": 9.116933060189088e-05,
+   "max": 9.470534759263197e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.5056000798940658e-05,
-   "min": 2.393599972128868e-05,
-   "max": 4.0704000741243366e-05,
+   "seconds": 1.9807999953627586e-05,
+   "min": 1.8335999920964242e-05,
+   "max": 3.90079990029335e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00017008133915563428,
+   "max": 5.140933642784753e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.916800022125244e-05,
-   "min": 3.747199848294258e-05,
-   "max": 6.627199798822403e-05,
+   "seconds": 3.0400000512599945e-05,
+   "min": 2.873600088059902e-05,
+   "max": 4.876799881458282e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00014272134316464265,
+   "max": 2.872133317093054e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.9408000409603118e-05,
-   "min": 2.8224000707268716e-05,
-   "max": 5.692800134420395e-05,
+   "seconds": 2.1824000403285027e-05,
+   "min": 2.0352000370621683e-05,
+   "max": 3.776000067591667e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 1.222532552977402e-05,
+   "max": 7.003333667914073e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.4319998472929e-05,
-   "min": 4.214400053024292e-05,
-   "max": 6.656000018119811e-05,
+   "seconds": 3.129599988460541e-05,
+   "min": 2.9311999678611756e-05,
+   "max": 5.5615998804569246e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 4.145347202817598e-06,
    "min": 0.0,
-   "max": 1.3089335833986606e-05,
+   "max": 6.449734481672447e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 1.849599927663803e-05,
-   "min": 1.7855999991297722e-05,
-   "max": 3.321599960327149e-05,
+   "seconds": 1.27360001206398e-05,
+   "min": 1.2319999746978283e-05,
+   "max": 2.6399999856948852e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 2.065734627346196e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.990399837493896e-05,
-   "min": 3.097599931061268e-05,
-   "max": 8.102399855852127e-05,
+   "seconds": 2.191999927163124e-05,
+   "min": 2.102399989962578e-05,
+   "max": 3.206399828195572e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 5.3217339639862366e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 8.04493309309085e-05,
+   "max": 2.6929338152209914e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.756799966096878e-05,
-   "min": 1.603199914097786e-05,
-   "max": 2.2431999444961547e-05,
+   "seconds": 1.110399980098009e-05,
+   "min": 1.056000031530857e-05,
+   "max": 2.211200073361397e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
@@ -1650,51 +1650,51 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.9983999207615853e-05,
-   "min": 2.8287999331951143e-05,
-   "max": 4.8000000417232514e-05,
+   "seconds": 2.019199915230274e-05,
+   "min": 1.9263999536633493e-05,
+   "max": 2.8704000636935235e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001479373437662919,
+   "max": 1.2013378242651618e-06,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 1.8303999677300454e-05,
-   "min": 1.7472000792622568e-05,
-   "max": 7.945600152015686e-05,
+   "seconds": 1.2032000347971917e-05,
+   "min": 1.1711999773979188e-05,
+   "max": 2.7103999629616738e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00012278533851106958,
+   "max": 2.0785341660181685e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.15839983522892e-05,
-   "min": 3.0880000442266465e-05,
-   "max": 0.00010617599636316299,
+   "seconds": 2.1376000717282296e-05,
+   "min": 2.0511999726295472e-05,
+   "max": 4.169600084424019e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 0.0,
+   "seconds": 1.137337336937585e-06,
    "min": 0.0,
-   "max": 0.0003439693295707306,
+   "max": 8.01773431400458e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.2142476137904892e-05,
-   "min": 1.2142476137904892e-05,
-   "max": 1.2142476137904892e-05,
+   "seconds": 1.1747047659896669e-05,
+   "min": 1.1747047659896669e-05,
+   "max": 1.1747047659896669e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1703,15 +1703,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.319999970495701e-05,
-    5.955199897289276e-05,
-    0.00020531199872493743
+    2.1536000072956085e-05,
+    5.385600030422211e-05,
+    0.00019676800072193146
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 2.393752238934948e-05,
-   "min": 2.393752238934948e-05,
-   "max": 2.393752238934948e-05,
+   "seconds": 1.6351238957473207e-05,
+   "min": 1.6351238957473207e-05,
+   "max": 1.6351238957473207e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1720,15 +1720,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013059200346469878,
-    0.0001865600049495697,
-    0.000654367983341217
+    0.00011449600011110306,
+    0.00017804799973964691,
+    0.0005290560126304626
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.582019084266254e-05,
-   "min": 1.582019084266254e-05,
-   "max": 1.582019084266254e-05,
+   "seconds": 1.2323809876328422e-05,
+   "min": 1.2323809876328422e-05,
+   "max": 1.2323809876328422e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1737,15 +1737,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.275200098752976e-05,
-    0.00010438399761915208,
-    0.00029811200499534605
+    3.3695999532938e-05,
+    7.135999947786331e-05,
+    0.00021878400444984435
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.7596191770973656e-05,
-   "min": 1.7596191770973656e-05,
-   "max": 1.7596191770973656e-05,
+   "seconds": 1.6785521947202228e-05,
+   "min": 1.6785521947202228e-05,
+   "max": 1.6785521947202228e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1754,43 +1754,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016368000209331514,
-    0.00025884801149368285,
-    0.0006632320284843445
+    0.00014508800208568574,
+    0.00019891199469566345,
+    0.0005705599784851074
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.200000151991844e-05,
-   "min": 2.5312000885605812e-05,
-   "max": 8.486399799585343e-05,
+   "seconds": 2.0031999796628952e-05,
+   "min": 1.8432000651955604e-05,
+   "max": 3.225599974393845e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001331213333954414,
+   "max": 1.988933670024078e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.6095998734235766e-05,
-   "min": 5.1584001630544664e-05,
-   "max": 9.689600020647049e-05,
+   "seconds": 3.0368000268936157e-05,
+   "min": 2.8416000306606293e-05,
+   "max": 5.3759999573230744e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.158533838888011e-05,
+   "max": 2.065733882288139e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 9.883580959978558e-05,
-   "min": 9.883580959978558e-05,
-   "max": 9.883580959978558e-05,
+   "seconds": 7.708723452829178e-05,
+   "min": 7.708723452829178e-05,
+   "max": 7.708723452829178e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1799,15 +1799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011353600025177002,
-    0.00041040000319480895,
-    0.0015961920022964477
+    8.556800335645676e-05,
+    0.0002993920147418976,
+    0.0012360639572143554
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00017088991190705987,
-   "min": 0.00017088991190705987,
-   "max": 0.00017088991190705987,
+   "seconds": 0.0001846826590952419,
+   "min": 0.0001846826590952419,
+   "max": 0.0001846826590952419,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1816,15 +1816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004777919948101044,
-    0.0013497600555419922,
-    0.0045446081161499025
+    0.00038528001308441164,
+    0.0012715200185775756,
+    0.004345471858978271
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 9.54415195045017e-05,
-   "min": 9.54415195045017e-05,
-   "max": 9.54415195045017e-05,
+   "seconds": 7.886475998730887e-05,
+   "min": 7.886475998730887e-05,
+   "max": 7.886475998730887e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1833,15 +1833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013104000687599182,
-    0.0004287680089473724,
-    0.0015664639472961425
+    0.00011151999980211257,
+    0.0003418880105018616,
+    0.001292415976524353
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0001409470587968826,
-   "min": 0.0001409470587968826,
-   "max": 0.0001409470587968826,
+   "seconds": 0.00017589411174967175,
+   "min": 0.00017589411174967175,
+   "max": 0.00017589411174967175,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1850,15 +1850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004315199851989746,
-    0.0013301759958267213,
-    0.004040512084960937
+    0.0005636799931526184,
+    0.0013434879779815675,
+    0.00439024019241333
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0001945104684148516,
-   "min": 0.0001945104684148516,
-   "max": 0.0001945104684148516,
+   "seconds": 0.0002472655162924812,
+   "min": 0.0002472655162924812,
+   "max": 0.0002472655162924812,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1867,15 +1867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003118720054626465,
-    0.0011686400175094605,
-    0.0033206079006195066
+    0.0003280639946460724,
+    0.0009187840223312378,
+    0.0039866878986358645
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0008955550846599398,
-   "min": 0.0008955550846599398,
-   "max": 0.0008955550846599398,
+   "seconds": 0.0007882224420706432,
+   "min": 0.0007882224420706432,
+   "max": 0.0007882224420706432,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1884,15 +1884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0012221120595932006,
-    0.0042800321578979495,
-    0.017502336502075194
+    0.0015262399911880494,
+    0.0035912001132965086,
+    0.01671139144897461
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0003016761995497204,
-   "min": 0.0003016761995497204,
-   "max": 0.0003016761995497204,
+   "seconds": 0.00032188342014948527,
+   "min": 0.00032188342014948527,
+   "max": 0.00032188342014948527,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1901,15 +1901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005824639797210693,
-    0.0013320000171661377,
-    0.005055776119232178
+    0.0004702079892158508,
+    0.0012602880001068115,
+    0.005239935874938964
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0009308913946151733,
-   "min": 0.0009308913946151733,
-   "max": 0.0009308913946151733,
+   "seconds": 0.0009417431950569152,
+   "min": 0.0009417431950569152,
+   "max": 0.0009417431950569152,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1918,15 +1918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021381120681762695,
-    0.00549894380569458,
-    0.02051433563232422
+    0.001837056040763855,
+    0.005433824062347412,
+    0.02072675132751465
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.5430094851624398e-05,
-   "min": 1.5430094851624398e-05,
-   "max": 1.5430094851624398e-05,
+   "seconds": 1.5113142629464467e-05,
+   "min": 1.5113142629464467e-05,
+   "max": 1.5113142629464467e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1935,15 +1935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6784000918269156e-05,
-    6.838399916887283e-05,
-    0.0002566719949245453
+    2.796800062060356e-05,
+    7.116799801588058e-05,
+    0.0002539519965648651
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.7201524976463537e-05,
-   "min": 4.7201524976463537e-05,
-   "max": 4.7201524976463537e-05,
+   "seconds": 5.705523668300537e-05,
+   "min": 5.705523668300537e-05,
+   "max": 5.705523668300537e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1953,14 +1953,14 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    ],
    "chain_forward_backward_seconds": [
     0.00014319999516010284,
-    0.0003345920145511627,
-    0.001083840012550354
+    0.0003166080117225647,
+    0.001211359977722168
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.5031618021783374e-05,
-   "min": 1.5031618021783374e-05,
-   "max": 1.5031618021783374e-05,
+   "seconds": 1.539428478905133e-05,
+   "min": 1.539428478905133e-05,
+   "max": 1.539428478905133e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1969,15 +1969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.52960005402565e-05,
-    8.249600231647491e-05,
-    0.0002614719867706299
+    4.169600084424019e-05,
+    8.681599795818328e-05,
+    0.00027225598692893983
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 5.269410070918856e-05,
-   "min": 5.269410070918856e-05,
-   "max": 5.269410070918856e-05,
+   "seconds": 3.120228843319984e-05,
+   "min": 3.120228843319984e-05,
+   "max": 3.120228843319984e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1986,15 +1986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001544319987297058,
-    0.00040143999457359315,
-    0.001184928059577942
+    0.00016044799983501435,
+    0.0003386240005493164,
+    0.0008721920251846313
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.7251809125854856e-05,
-   "min": 2.7251809125854856e-05,
-   "max": 2.7251809125854856e-05,
+   "seconds": 1.666057056614331e-05,
+   "min": 1.666057056614331e-05,
+   "max": 1.666057056614331e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2003,15 +2003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.670400008559227e-05,
-    7.407999783754349e-05,
-    0.0004306879937648773
+    2.694400027394295e-05,
+    7.840000092983246e-05,
+    0.0002773439884185791
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.827809319609687e-05,
-   "min": 9.827809319609687e-05,
-   "max": 9.827809319609687e-05,
+   "seconds": 6.478095320718629e-05,
+   "min": 6.478095320718629e-05,
+   "max": 6.478095320718629e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2020,15 +2020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003523199856281281,
-    0.0007246720194816589,
-    0.002233855962753296
+    0.00023731200397014617,
+    0.0005305280089378357,
+    0.0014752320051193237
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.4771809577941896e-05,
-   "min": 2.4771809577941896e-05,
-   "max": 2.4771809577941896e-05,
+   "seconds": 2.381866584931101e-05,
+   "min": 2.381866584931101e-05,
+   "max": 2.381866584931101e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2037,15 +2037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.60000017285347e-05,
-    0.00013753600418567658,
-    0.0004299840033054352
+    5.9200000017881396e-05,
+    0.00013526399433612824,
+    0.0004180159866809845
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.140647442567916e-05,
-   "min": 7.140647442567916e-05,
-   "max": 7.140647442567916e-05,
+   "seconds": 5.455085511008898e-05,
+   "min": 5.455085511008898e-05,
+   "max": 5.455085511008898e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2054,491 +2054,491 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002438720017671585,
-    0.0007274240255355835,
-    0.0017515519857406617
+    0.0003277760148048401,
+    0.0005659840106964112,
+    0.0015043519735336304
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00010953599959611893,
-   "min": 7.539200037717819e-05,
-   "max": 0.0003337920010089874,
+   "seconds": 0.00011001600325107574,
+   "min": 9.12640020251274e-05,
+   "max": 0.0004070720076560974,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast"
   },
   "backward_call_after_last_kernel": {
-   "seconds": 7.436800003051758e-05,
-   "min": 6.0447998344898225e-05,
-   "max": 0.00016332800686359405,
+   "seconds": 7.583999633789063e-05,
+   "min": 6.006399914622307e-05,
+   "max": 0.00015433600544929505,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast"
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00010105600208044052,
-   "min": 8.076799660921096e-05,
-   "max": 0.00037024000287055967,
+   "seconds": 0.00010742399841547012,
+   "min": 0.00010006400197744369,
+   "max": 0.00013568000495433808,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16)"
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00010502400249242783,
-   "min": 8.979199826717377e-05,
-   "max": 0.0006214399933815002,
+   "seconds": 9.167999774217606e-05,
+   "min": 8.575999736785889e-05,
+   "max": 0.00010441599786281585,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16)"
   },
   "layer_steady_linear": {
-   "seconds": 0.00020336000442504885,
-   "min": 0.0001746873664855957,
-   "max": 0.0002130681610107422,
+   "seconds": 0.00019722944259643557,
+   "min": 0.00019583936691284178,
+   "max": 0.00021359935760498046,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0004264947128295898,
-   "min": 0.0004129132843017578,
-   "max": 0.0004505971145629883,
+   "seconds": 0.0005229894256591796,
+   "min": 0.0004456870269775391,
+   "max": 0.0009960652923583985,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001257145595550537,
-   "min": 0.00012069120407104492,
-   "max": 0.00016605760574340818,
+   "seconds": 0.00015500096321105958,
+   "min": 0.00014217663764953613,
+   "max": 0.00020999488830566407,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00022073152542114257,
-   "min": 0.00021475391387939456,
-   "max": 0.00022336639404296876,
+   "seconds": 0.00026495872497558595,
+   "min": 0.0002490080070495606,
+   "max": 0.0002819782447814942,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_bmm": {
-   "seconds": 0.00014387200355529784,
-   "min": 0.00013720831871032714,
-   "max": 0.00014911744117736817,
+   "seconds": 0.00014358400344848633,
+   "min": 0.00012674688339233398,
+   "max": 0.00016099775314331054,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00026189823150634767,
-   "min": 0.000210250244140625,
-   "max": 0.0003839487838745117,
+   "seconds": 0.00027666112899780277,
+   "min": 0.00026461952209472656,
+   "max": 0.0003121363258361817,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00020220352172851564,
-   "min": 0.00018273216247558595,
-   "max": 0.00022160255432128906,
+   "seconds": 0.00024051008224487306,
+   "min": 0.00020313472747802736,
+   "max": 0.0004030438232421875,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00047692737579345704,
-   "min": 0.0004244486236572265,
-   "max": 0.0005501497650146484,
+   "seconds": 0.00038997310638427737,
+   "min": 0.00033399681091308595,
+   "max": 0.0005067308807373048,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00022058240890502929,
-   "min": 0.00021544767379760743,
-   "max": 0.00023306943893432617,
+   "seconds": 0.00018272192001342772,
+   "min": 0.00017571775436401368,
+   "max": 0.0001910553550720215,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005190399932861328,
-   "min": 0.0004938854217529297,
-   "max": 0.0005627577590942383,
+   "seconds": 0.0004143622589111328,
+   "min": 0.00029939008712768556,
+   "max": 0.0005143852615356445,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00020893440246582033,
-   "min": 0.0001772089576721191,
-   "max": 0.0002204537582397461,
+   "seconds": 0.00015863743782043458,
+   "min": 0.00014633407592773437,
+   "max": 0.00017747648239135744,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00024941951751708986,
-   "min": 0.00023037248611450196,
-   "max": 0.00026641216278076174,
+   "seconds": 0.00018704191207885741,
+   "min": 0.0001742950439453125,
+   "max": 0.00020582847595214843,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00014949055671691894,
-   "min": 0.0001245900821685791,
-   "max": 0.00015414848327636717,
+   "seconds": 0.000112424955368042,
+   "min": 0.00010704832077026367,
+   "max": 0.00013773887634277346,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001847200012207031,
-   "min": 0.00015382911682128907,
-   "max": 0.0002494796752929688,
+   "seconds": 0.00013766207695007325,
+   "min": 0.00013521087646484376,
+   "max": 0.00016673664093017578,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00028097471237182616,
-   "min": 0.0002354080009460449,
-   "max": 0.0002967033576965332,
+   "seconds": 0.00021310272216796874,
+   "min": 0.0002025574493408203,
+   "max": 0.00022093759536743164,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00035849472045898436,
-   "min": 0.00029482112884521484,
-   "max": 0.0003829107284545898,
+   "seconds": 0.0003133286476135254,
+   "min": 0.00028861759185791014,
+   "max": 0.00034408576965332035,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_relu": {
-   "seconds": 0.00010320575714111327,
-   "min": 9.862912178039552e-05,
-   "max": 0.00012908032417297363,
+   "seconds": 0.00012063424110412597,
+   "min": 0.00010747520446777344,
+   "max": 0.00018154687881469727,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.0001531065559387207,
-   "min": 0.0001412435245513916,
-   "max": 0.00017083072662353517,
+   "seconds": 0.00014969344139099123,
+   "min": 0.00014390591621398928,
+   "max": 0.00015564160346984862,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu": {
-   "seconds": 8.911871910095215e-05,
-   "min": 8.094911575317382e-05,
-   "max": 0.00011917887687683105,
+   "seconds": 0.00010935808181762695,
+   "min": 9.834367752075196e-05,
+   "max": 0.0001751372718811035,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010340543746948242,
-   "min": 0.00010058624267578125,
-   "max": 0.00010700096130371094,
+   "seconds": 0.0001490771198272705,
+   "min": 0.0001339801597595215,
+   "max": 0.00015226495742797852,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_silu": {
-   "seconds": 8.585023880004883e-05,
-   "min": 8.358336448669434e-05,
-   "max": 8.8406400680542e-05,
+   "seconds": 0.00011907008171081544,
+   "min": 0.00011029824256896973,
+   "max": 0.00012168448448181152,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00010118528366088867,
-   "min": 0.00010013248443603516,
-   "max": 0.00010442624092102051,
+   "seconds": 0.00012476736068725585,
+   "min": 0.00012085120201110839,
+   "max": 0.0001328390407562256,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_tanh": {
-   "seconds": 8.415807723999023e-05,
-   "min": 8.340479850769043e-05,
-   "max": 8.662015914916991e-05,
+   "seconds": 9.548864364624022e-05,
+   "min": 9.178879737854005e-05,
+   "max": 0.00010135359764099121,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00010265855789184571,
-   "min": 0.00010063488006591797,
-   "max": 0.0001057049560546875,
+   "seconds": 0.00013812607765197754,
+   "min": 0.00011797439575195313,
+   "max": 0.0002530508804321289,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sigmoid": {
-   "seconds": 8.819840431213378e-05,
-   "min": 8.51859188079834e-05,
-   "max": 8.946816444396972e-05,
+   "seconds": 9.97548770904541e-05,
+   "min": 9.625791549682617e-05,
+   "max": 0.00010751168251037597,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00011180352210998536,
-   "min": 0.00010502016067504883,
-   "max": 0.00012243136405944824,
+   "seconds": 0.00013310784339904785,
+   "min": 0.0001228384017944336,
+   "max": 0.0001561689567565918,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_dropout": {
-   "seconds": 9.796480178833008e-05,
-   "min": 9.549951553344727e-05,
-   "max": 0.00010145919799804688,
+   "seconds": 0.00012354496002197265,
+   "min": 0.0001042585563659668,
+   "max": 0.0001619308853149414,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00011572735786437988,
-   "min": 0.00010993023872375489,
-   "max": 0.00011815103530883789,
+   "seconds": 0.0001432902431488037,
+   "min": 0.00013344384193420412,
+   "max": 0.00018461183547973634,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_add": {
-   "seconds": 0.00010891072273254395,
-   "min": 0.00010469056129455566,
-   "max": 0.00011096384048461915,
+   "seconds": 0.00011394944190979004,
+   "min": 0.00011035712242126464,
+   "max": 0.00012534784317016603,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00012317631721496582,
-   "min": 0.00012013631820678711,
-   "max": 0.00013048255920410155,
+   "seconds": 0.00015111424446105957,
+   "min": 0.00014285183906555176,
+   "max": 0.00016109312057495116,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mul": {
-   "seconds": 0.00010324095726013183,
-   "min": 9.808704376220703e-05,
-   "max": 0.00011415743827819824,
+   "seconds": 0.00011163647651672364,
+   "min": 0.00010895551681518555,
+   "max": 0.0001654591941833496,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00012486207962036133,
-   "min": 0.00011768320083618163,
-   "max": 0.00016249984741210937,
+   "seconds": 0.00015096384048461913,
+   "min": 0.00014293951988220214,
+   "max": 0.00016259647369384764,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_softmax": {
-   "seconds": 9.094847679138183e-05,
-   "min": 8.992768287658692e-05,
-   "max": 0.00010190719604492189,
+   "seconds": 9.926655769348144e-05,
+   "min": 9.638272285461425e-05,
+   "max": 0.0001032147216796875,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00010914560317993163,
-   "min": 0.00010351296424865722,
-   "max": 0.00011405376434326173,
+   "seconds": 0.00014232383728027343,
+   "min": 0.00012273664474487305,
+   "max": 0.000273374080657959,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_log_softmax": {
-   "seconds": 8.134207725524901e-05,
-   "min": 7.957312107086181e-05,
-   "max": 8.374336242675782e-05,
+   "seconds": 0.00010681407928466797,
+   "min": 0.00010417856216430665,
+   "max": 0.00011050432205200197,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 9.746623992919921e-05,
-   "min": 9.607551574707031e-05,
-   "max": 9.943552017211914e-05,
+   "seconds": 0.0001270131206512451,
+   "min": 0.00012282943725585937,
+   "max": 0.00014154303550720216,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00013898240089416504,
-   "min": 0.00013543168067932127,
-   "max": 0.0001427302360534668,
+   "seconds": 0.0001672960090637207,
+   "min": 0.00016246591567993163,
+   "max": 0.00016917184829711915,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00015975168228149413,
-   "min": 0.00015630335807800293,
-   "max": 0.00016540992736816407,
+   "seconds": 0.00019542079925537108,
+   "min": 0.0001821843147277832,
+   "max": 0.00020562879562377928,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_embedding": {
-   "seconds": 0.00010110719680786133,
-   "min": 9.853952407836915e-05,
-   "max": 0.00010846591949462891,
+   "seconds": 0.00011897664070129395,
+   "min": 0.00011542336463928222,
+   "max": 0.00017397119522094727,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0001208083152770996,
-   "min": 0.00011455871582031251,
-   "max": 0.00012381823539733887,
+   "seconds": 0.00014971008300781248,
+   "min": 0.0001390227222442627,
+   "max": 0.000167653751373291,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00010538751602172852,
-   "min": 0.00010105600357055664,
-   "max": 0.0001124345588684082,
+   "seconds": 0.00012081536293029785,
+   "min": 0.00011680319786071777,
+   "max": 0.00014860032081604003,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00012215999603271485,
-   "min": 0.000118090877532959,
-   "max": 0.00013839872360229492,
+   "seconds": 0.00015320256233215332,
+   "min": 0.00014289152145385744,
+   "max": 0.00016980735778808595,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010612863540649414,
-   "min": 8.99788761138916e-05,
-   "max": 0.00011273344039916992,
+   "seconds": 0.00010553664207458496,
+   "min": 0.00010143232345581056,
+   "max": 0.00010904959678649902,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011140480041503905,
-   "min": 0.00010360256195068359,
-   "max": 0.0001390048027038574,
+   "seconds": 0.0001357049560546875,
+   "min": 0.0001306649589538574,
+   "max": 0.0001420646381378174,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 9.560447692871094e-05,
-   "min": 9.393280029296874e-05,
-   "max": 0.0001054259204864502,
+   "seconds": 0.00011113792419433595,
+   "min": 0.00010250432014465332,
+   "max": 0.00012070143699645996,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00010537152290344238,
-   "min": 9.576831817626953e-05,
-   "max": 0.00012231167793273924,
+   "seconds": 0.0001314668846130371,
+   "min": 0.00012804415702819823,
+   "max": 0.00013760704040527343,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_flatten": {
-   "seconds": 5.17414379119873e-05,
-   "min": 4.897535800933838e-05,
-   "max": 6.51039981842041e-05,
+   "seconds": 6.703872203826905e-05,
+   "min": 6.4934401512146e-05,
+   "max": 7.424320220947265e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 6.886655807495117e-05,
-   "min": 6.676928043365478e-05,
-   "max": 0.00010804927825927735,
+   "seconds": 8.929920196533203e-05,
+   "min": 8.80083179473877e-05,
+   "max": 8.99788761138916e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_reshape": {
-   "seconds": 5.8761601448059076e-05,
-   "min": 5.7086081504821774e-05,
-   "max": 6.075200080871582e-05,
+   "seconds": 5.355775833129883e-05,
+   "min": 5.1621761322021484e-05,
+   "max": 6.099455833435059e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.454336166381835e-05,
-   "min": 7.095359802246093e-05,
-   "max": 0.00010648447990417481,
+   "seconds": 7.438464164733887e-05,
+   "min": 6.868159770965577e-05,
+   "max": 8.468864440917969e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_slice": {
-   "seconds": 8.874815940856934e-05,
-   "min": 7.942272186279296e-05,
-   "max": 0.0001045695972442627,
+   "seconds": 8.371647834777831e-05,
+   "min": 7.565760135650635e-05,
+   "max": 0.00010309823989868164,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010937664031982421,
-   "min": 0.00010414719581604004,
-   "max": 0.00013180735588073732,
+   "seconds": 0.00011212672233581543,
+   "min": 9.854207992553712e-05,
+   "max": 0.000127575044631958,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00012049152374267577,
-   "min": 0.000117838716506958,
-   "max": 0.00012362751960754394,
+   "seconds": 0.00012762304306030271,
+   "min": 0.00010905216217041016,
+   "max": 0.00015170432090759277,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00014261759757995605,
-   "min": 0.00013568511962890625,
-   "max": 0.0001521446418762207,
+   "seconds": 0.00015901568412780763,
+   "min": 0.000138787841796875,
+   "max": 0.0001632640075683594,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cat": {
-   "seconds": 0.00010236672401428223,
-   "min": 9.353216171264649e-05,
-   "max": 0.00012746944427490233,
+   "seconds": 0.00010219519615173339,
+   "min": 9.212032318115234e-05,
+   "max": 0.00011407360076904297,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00015142592430114746,
-   "min": 0.00014060799598693846,
-   "max": 0.00015905280113220216,
+   "seconds": 0.00013816255569458008,
+   "min": 0.00012149375915527343,
+   "max": 0.00014934271812438963,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00043312961578369143,
-   "min": 0.0003984518432617187,
-   "max": 0.00047216384887695316,
+   "seconds": 0.00035070144653320313,
+   "min": 0.00028678272247314454,
+   "max": 0.0004998624038696289,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005021823883056641,
-   "min": 0.0003994611358642578,
-   "max": 0.0005956550216674805,
+   "seconds": 0.0005370662307739258,
+   "min": 0.0003369939041137696,
+   "max": 0.0005846406555175781,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mha": {
-   "seconds": 0.0012570950317382812,
-   "min": 0.0011788626861572267,
-   "max": 0.0015424876403808594,
+   "seconds": 0.001267599334716797,
+   "min": 0.0010587155151367189,
+   "max": 0.0013466329956054687,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001774350128173828,
-   "min": 0.001453455352783203,
-   "max": 0.0019125453186035158,
+   "seconds": 0.001531060485839844,
+   "min": 0.0014983853149414062,
+   "max": 0.0018606176757812501,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015247679710388184,
-   "min": 0.00012388544082641602,
-   "max": 0.0001550227165222168,
+   "seconds": 0.00013598912239074708,
+   "min": 0.00013436479568481447,
+   "max": 0.00014201791763305662,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00012339839935302736,
-   "min": 0.00010866047859191895,
-   "max": 0.00013228032112121583,
+   "seconds": 0.00016537727355957029,
+   "min": 0.0001587775993347168,
+   "max": 0.0001785785675048828,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0001842803192138672,
-   "min": 0.00016370239257812498,
-   "max": 0.00019701568603515627,
+   "seconds": 0.0002832134437561035,
+   "min": 0.0001931865692138672,
+   "max": 0.00035453567504882815,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0002890719985961914,
-   "min": 0.0002499884796142578,
-   "max": 0.0004261996841430664,
+   "seconds": 0.000297642879486084,
+   "min": 0.0002808345603942871,
+   "max": 0.00034633022308349607,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.9838861606964632e-06,
-   "min": 2.856310267862483e-06,
-   "max": 3.0630558035379555e-06,
+   "seconds": 2.8930133928462e-06,
+   "min": 2.742772321421124e-06,
+   "max": 2.9551808035575633e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2550,9 +2550,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00011197571429022446,
-   "min": 9.163842857974811e-05,
-   "max": 0.0001441687142715864,
+   "seconds": 0.00010483957143898287,
+   "min": 9.061028570808309e-05,
+   "max": 0.00013008585714909974,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2564,9 +2564,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018861399999536843,
-   "min": 0.00018496100000220395,
-   "max": 0.00021451599999977589,
+   "seconds": 0.00019031800000846033,
+   "min": 0.00018950999999844953,
+   "max": 0.00019769899999744212,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2575,9 +2575,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.8634031249990294e-05,
-   "min": 2.7654758928566787e-05,
-   "max": 2.9869535714282286e-05,
+   "seconds": 2.8918593749966653e-05,
+   "min": 2.821177232140545e-05,
+   "max": 2.977694642855181e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2589,9 +2589,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00016481828571508175,
-   "min": -0.0001793182857109546,
-   "max": 0.00022105914285727333,
+   "seconds": 0.000136056714290638,
+   "min": 7.614085715041655e-05,
+   "max": 0.000344326571440742,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2603,9 +2603,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0001711439999922959,
-   "min": 0.00016508500000611548,
-   "max": 0.00022279200000241417,
+   "seconds": 0.00017338300000346862,
+   "min": 0.00016631600000494018,
+   "max": 0.0001995619999917153,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2614,9 +2614,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.452930803555274e-06,
-   "min": 1.7536517857217961e-06,
-   "max": 2.527707589302811e-06,
+   "seconds": 2.299845982164531e-06,
+   "min": 2.1725624999659388e-06,
+   "max": 2.4326562499954463e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2628,9 +2628,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 8.667242856168805e-05,
-   "min": 6.1282714280456e-05,
-   "max": 0.00010749071428709352,
+   "seconds": 8.302500000313882e-05,
+   "min": 5.197771429469152e-05,
+   "max": 9.731357142227028e-05,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2642,9 +2642,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001361340000016753,
-   "min": 0.00013216600000021117,
-   "max": 0.00014593000000218126,
+   "seconds": 0.00013455500000247866,
+   "min": 0.0001311009999938051,
+   "max": 0.0001553139999970199,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2653,9 +2653,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.2507888392893867e-05,
-   "min": 1.123965401788369e-05,
-   "max": 1.2862750000008916e-05,
+   "seconds": 1.1722810267844608e-05,
+   "min": 1.1429859374999043e-05,
+   "max": 1.1976966517858654e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2667,9 +2667,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0004481978571533318,
-   "min": 0.00034184899999445406,
-   "max": 0.0005187311428654441,
+   "seconds": 0.0003784205714367772,
+   "min": 0.00033455285714824507,
+   "max": 0.00042935328571859694,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2681,9 +2681,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00047421499999700245,
-   "min": 0.00046352300000762625,
-   "max": 0.0005222340000017311,
+   "seconds": 0.0004738559999992731,
+   "min": 0.00046326700000065557,
+   "max": 0.0004884430000089424,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2692,9 +2692,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 8.948841294644159e-05,
-   "min": 8.780662053570991e-05,
-   "max": 9.275904017856464e-05,
+   "seconds": 9.069713839287325e-05,
+   "min": 8.933083482141692e-05,
+   "max": 9.29220758928587e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2706,9 +2706,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003586692857128681,
-   "min": 0.0002281189999950228,
-   "max": 0.0006978328571339686,
+   "seconds": 0.0003091849999979756,
+   "min": -1.2970285723667985e-05,
+   "max": 0.0005470849999876948,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2720,9 +2720,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00042785799999478513,
-   "min": 0.0004086449999931574,
-   "max": 0.0004638220000003912,
+   "seconds": 0.00044614699999101504,
+   "min": 0.0004095460000002049,
+   "max": 0.000477568999997402,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2731,9 +2731,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.6707410714217507e-06,
-   "min": 3.5198973214546825e-06,
-   "max": 3.821698660707743e-06,
+   "seconds": 3.6118549107122533e-06,
+   "min": 3.508428571441513e-06,
+   "max": 4.343475446422218e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2745,9 +2745,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00013771157143440047,
-   "min": 4.161828571674117e-05,
-   "max": 0.00015106657142739875,
+   "seconds": 0.0001378001428581196,
+   "min": 7.349157142755303e-05,
+   "max": 0.00016149842857414245,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2759,9 +2759,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00019861900000250898,
-   "min": 0.00019491699998752665,
-   "max": 0.00026488100000676695,
+   "seconds": 0.00019939999999962765,
+   "min": 0.00019421700000066267,
+   "max": 0.00021516200000348817,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2770,44 +2770,44 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 7.024740000005636e-06,
-   "min": 6.833096999997679e-06,
-   "max": 7.235590999997043e-06,
+   "seconds": 6.844612999998389e-06,
+   "min": 6.791985999996086e-06,
+   "max": 7.294449000013969e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 9.449785999990468e-06,
-   "min": 9.315627999995967e-06,
-   "max": 9.519459000003394e-06,
+   "seconds": 9.13617099999442e-06,
+   "min": 8.977016999992316e-06,
+   "max": 9.273781000004532e-06,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.4461499999924855e-06,
-   "min": 1.3891960000051996e-06,
-   "max": 1.4882620000093993e-06,
+   "seconds": 1.469349000004172e-06,
+   "min": 1.403674999991722e-06,
+   "max": 1.5245069999991756e-06,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.8531643000002875e-05,
-   "min": 1.5089748000008286e-05,
-   "max": 1.908673100000158e-05,
+   "seconds": 1.9048405000006596e-05,
+   "min": 1.833514900000921e-05,
+   "max": 1.9825698999994755e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.1867013999994356e-05,
-   "min": 2.1223441000003618e-05,
-   "max": 2.3014958000004527e-05,
+   "seconds": 2.180184300000576e-05,
+   "min": 2.1530695000009815e-05,
+   "max": 2.298620800000606e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   },
   "gpu_kernel_gap": {
-   "seconds": 2.1287957803344647e-06,
-   "min": 1.911059032134967e-06,
-   "max": 2.295764106140117e-06,
+   "seconds": 1.9795942065429778e-06,
+   "min": 1.6262551779175242e-06,
+   "max": 2.055080549468984e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -2832,15 +2832,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.556315000000006e-05,
-    "min": 7.536650000000022e-05,
-    "max": 7.584689999999996e-05,
+    "seconds": 7.633399999999995e-05,
+    "min": 7.607959999999998e-05,
+    "max": 7.648550000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010408364999999996,
-    "min": 0.00010399629999999997,
-    "max": 0.00010445819999999994,
+    "seconds": 0.00010460814999999995,
+    "min": 0.00010449860000000002,
+    "max": 0.00010493710000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2864,15 +2864,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.009140000000015e-05,
-    "min": 9.002559999999994e-05,
-    "max": 9.054139999999984e-05,
+    "seconds": 9.223584999999994e-05,
+    "min": 9.210199999999993e-05,
+    "max": 9.239579999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.520345e-05,
-    "min": 9.491240000000003e-05,
-    "max": 9.544949999999993e-05,
+    "seconds": 9.657700000000003e-05,
+    "min": 9.653719999999999e-05,
+    "max": 9.70366000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2896,15 +2896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017624784999999995,
-    "min": 0.000176115,
-    "max": 0.00017646209999999982,
+    "seconds": 0.0001792552,
+    "min": 0.00017892100000000004,
+    "max": 0.00017970799999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004404280500000001,
-    "min": 0.00043993380000000016,
-    "max": 0.0004410013,
+    "seconds": 0.0004545408,
+    "min": 0.00045423939999999997,
+    "max": 0.00045483040000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2928,15 +2928,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002836900000000002,
-    "min": 0.0002831180000000001,
-    "max": 0.0002850445,
+    "seconds": 0.00029153449999999993,
+    "min": 0.00029102060000000017,
+    "max": 0.00029219909999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005192074,
-    "min": 0.0005187653000000001,
-    "max": 0.0005193635000000001,
+    "seconds": 0.0005345113,
+    "min": 0.0005342006000000001,
+    "max": 0.0005349831000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2960,15 +2960,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006889972000000001,
-    "min": 0.0006883573999999999,
-    "max": 0.0006899225000000001,
+    "seconds": 0.0006994259999999998,
+    "min": 0.0006988095999999997,
+    "max": 0.0006998778999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017372032499999997,
-    "min": 0.0017370928999999996,
-    "max": 0.0017379239,
+    "seconds": 0.0017978414999999998,
+    "min": 0.0017969857000000003,
+    "max": 0.0017987861999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2992,15 +2992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011398758999999997,
-    "min": 0.0011386398000000002,
-    "max": 0.0011405192999999997,
+    "seconds": 0.0011735406999999996,
+    "min": 0.0011717251999999998,
+    "max": 0.0011740996999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00208986945,
-    "min": 0.0020876550000000003,
-    "max": 0.0020903623999999994,
+    "seconds": 0.00215458165,
+    "min": 0.0021526424000000003,
+    "max": 0.002156178400000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3024,15 +3024,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4680250000000004e-05,
-    "min": 3.463339999999999e-05,
-    "max": 3.523839999999997e-05,
+    "seconds": 3.465419999999998e-05,
+    "min": 3.4531299999999965e-05,
+    "max": 3.514160000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.982564999999995e-05,
-    "min": 9.95105999999998e-05,
-    "max": 0.00010012570000000011,
+    "seconds": 0.0001025437500000001,
+    "min": 0.00010210469999999999,
+    "max": 0.00010287880000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3056,15 +3056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8275300000000076e-05,
-    "min": 4.822080000000009e-05,
-    "max": 4.967689999999989e-05,
+    "seconds": 4.824800000000002e-05,
+    "min": 4.81920999999999e-05,
+    "max": 4.9846e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.162060000000001e-05,
-    "min": 7.156580000000003e-05,
-    "max": 7.232990000000001e-05,
+    "seconds": 7.045199999999997e-05,
+    "min": 7.036690000000003e-05,
+    "max": 7.128230000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3088,15 +3088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017579190000000005,
-    "min": 0.00017555850000000004,
-    "max": 0.00017597540000000006,
+    "seconds": 0.00017835175000000008,
+    "min": 0.00017808859999999993,
+    "max": 0.0001787707,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004354217999999999,
-    "min": 0.0004349125,
-    "max": 0.00043577650000000014,
+    "seconds": 0.0004493021,
+    "min": 0.000448542,
+    "max": 0.0004499157000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3120,15 +3120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032007419999999996,
-    "min": 0.00031939879999999993,
-    "max": 0.0003207009000000001,
+    "seconds": 0.0003285554000000001,
+    "min": 0.0003284088000000001,
+    "max": 0.00032972099999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00058414675,
-    "min": 0.0005834341,
-    "max": 0.0005848272,
+    "seconds": 0.0006021403,
+    "min": 0.0006013860999999999,
+    "max": 0.0006026502,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3152,15 +3152,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.127545000000003e-05,
-    "min": 5.1155400000000076e-05,
-    "max": 5.147910000000009e-05,
+    "seconds": 5.2153550000000025e-05,
+    "min": 5.1974300000000056e-05,
+    "max": 5.287330000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012092020000000003,
-    "min": 0.00012078700000000002,
-    "max": 0.0001214099,
+    "seconds": 0.0001241476,
+    "min": 0.00012406129999999996,
+    "max": 0.00012443470000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3184,15 +3184,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.808320000000018e-05,
-    "min": 6.690300000000006e-05,
-    "max": 6.958070000000012e-05,
+    "seconds": 6.831399999999996e-05,
+    "min": 6.801210000000006e-05,
+    "max": 7.165430000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012957315,
-    "min": 0.00012886740000000004,
-    "max": 0.00013080059999999997,
+    "seconds": 0.00013190234999999994,
+    "min": 0.00013148099999999997,
+    "max": 0.00013266209999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3216,15 +3216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001993206,
-    "min": 0.00019905120000000007,
-    "max": 0.00020011400000000002,
+    "seconds": 0.00020163714999999995,
+    "min": 0.00020110049999999996,
+    "max": 0.00020231750000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004671886,
-    "min": 0.0004668455999999998,
-    "max": 0.0004676715000000001,
+    "seconds": 0.000480587,
+    "min": 0.0004802813999999998,
+    "max": 0.00048067480000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3248,15 +3248,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003774344000000002,
-    "min": 0.0003770721000000001,
-    "max": 0.0003776382,
+    "seconds": 0.0003891712,
+    "min": 0.0003886343000000002,
+    "max": 0.0003901359,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061097745,
-    "min": 0.0006106419,
-    "max": 0.0006115422,
+    "seconds": 0.0006315486999999998,
+    "min": 0.0006313443,
+    "max": 0.0006323584000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3280,15 +3280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.903834999999998e-05,
-    "min": 7.887340000000002e-05,
-    "max": 7.92227999999999e-05,
+    "seconds": 7.973704999999998e-05,
+    "min": 7.937210000000003e-05,
+    "max": 7.994910000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001419876,
-    "min": 0.00014179880000000003,
-    "max": 0.00014248020000000005,
+    "seconds": 0.00014371879999999998,
+    "min": 0.0001435929,
+    "max": 0.0001444246000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3312,15 +3312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012222735000000007,
-    "min": 0.00012205859999999992,
-    "max": 0.00012249389999999992,
+    "seconds": 0.00012618919999999995,
+    "min": 0.00012572469999999988,
+    "max": 0.00012687780000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001653235,
-    "min": 0.0001649359,
-    "max": 0.00016559029999999999,
+    "seconds": 0.00016981434999999986,
+    "min": 0.00016951400000000006,
+    "max": 0.0001704128,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3344,15 +3344,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003069759,
-    "min": 0.0003061986999999999,
-    "max": 0.0003080788,
+    "seconds": 0.00030758740000000004,
+    "min": 0.00030726539999999984,
+    "max": 0.00030834440000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005526725000000001,
-    "min": 0.0005520052000000001,
-    "max": 0.0005529283999999998,
+    "seconds": 0.0005578281999999999,
+    "min": 0.0005575244999999998,
+    "max": 0.0005591686,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3376,15 +3376,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00047064765000000015,
-    "min": 0.0004700801000000002,
-    "max": 0.00047104619999999994,
+    "seconds": 0.00048503890000000006,
+    "min": 0.0004848161000000002,
+    "max": 0.00048574750000000025,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065681645,
-    "min": 0.00065581,
-    "max": 0.0006578643,
+    "seconds": 0.0006711996,
+    "min": 0.0006706161000000001,
+    "max": 0.0006722607999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3408,15 +3408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.38870000000001e-06,
-    "min": 9.353599999999995e-06,
-    "max": 9.481700000000011e-06,
+    "seconds": 9.557050000000061e-06,
+    "min": 9.520299999999998e-06,
+    "max": 9.628799999999954e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4864049999999999e-05,
-    "min": 1.4851299999999991e-05,
-    "max": 1.5094400000000065e-05,
+    "seconds": 1.5348950000000015e-05,
+    "min": 1.530820000000001e-05,
+    "max": 1.5625899999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3440,15 +3440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1303850000000028e-05,
-    "min": 2.129240000000002e-05,
-    "max": 2.136670000000007e-05,
+    "seconds": 2.1305649999999968e-05,
+    "min": 2.125119999999995e-05,
+    "max": 2.1401299999999947e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.110070000000002e-05,
-    "min": 2.1094499999999925e-05,
-    "max": 2.1219300000000066e-05,
+    "seconds": 2.1231999999999996e-05,
+    "min": 2.1180800000000182e-05,
+    "max": 2.129269999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3472,15 +3472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.097760000000001e-05,
-    "min": 5.0896199999999975e-05,
-    "max": 5.114890000000001e-05,
+    "seconds": 5.180975e-05,
+    "min": 5.159360000000003e-05,
+    "max": 5.223980000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012215605000000002,
-    "min": 0.00012189500000000004,
-    "max": 0.0001226727,
+    "seconds": 0.00012578255,
+    "min": 0.00012544700000000007,
+    "max": 0.00012598679999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3504,15 +3504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.974019999999995e-05,
-    "min": 7.828469999999997e-05,
-    "max": 8.109519999999998e-05,
+    "seconds": 7.952959999999999e-05,
+    "min": 7.778229999999993e-05,
+    "max": 8.096710000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015328099999999996,
-    "min": 0.0001526544000000001,
-    "max": 0.00015395859999999993,
+    "seconds": 0.0001566029,
+    "min": 0.00015604979999999998,
+    "max": 0.00015775570000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3536,15 +3536,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3110299999999967e-05,
-    "min": 1.3046499999999969e-05,
-    "max": 1.373749999999991e-05,
+    "seconds": 1.298725e-05,
+    "min": 1.2899099999999963e-05,
+    "max": 1.3696000000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.375485000000005e-05,
-    "min": 3.342089999999997e-05,
-    "max": 3.433299999999999e-05,
+    "seconds": 3.438890000000002e-05,
+    "min": 3.406690000000003e-05,
+    "max": 3.463649999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3568,15 +3568,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7104099999999963e-05,
-    "min": 2.7018300000000002e-05,
-    "max": 2.756230000000005e-05,
+    "seconds": 2.708615000000001e-05,
+    "min": 2.7068900000000018e-05,
+    "max": 2.749410000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7519950000000055e-05,
-    "min": 2.7468700000000003e-05,
-    "max": 2.7673800000000006e-05,
+    "seconds": 2.731500000000002e-05,
+    "min": 2.722589999999998e-05,
+    "max": 2.7529600000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3600,15 +3600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.947890000000002e-05,
-    "min": 7.94068e-05,
-    "max": 8.002550000000002e-05,
+    "seconds": 8.036124999999993e-05,
+    "min": 8.000560000000002e-05,
+    "max": 8.072880000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014761855000000002,
-    "min": 0.0001474338999999999,
-    "max": 0.0001478216,
+    "seconds": 0.00014902465,
+    "min": 0.00014880210000000002,
+    "max": 0.00014938870000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3632,15 +3632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013799184999999998,
-    "min": 0.0001374062,
-    "max": 0.00013859430000000007,
+    "seconds": 0.0001417038,
+    "min": 0.00014151660000000002,
+    "max": 0.00014190350000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019301095000000008,
-    "min": 0.0001927476,
-    "max": 0.0001933916999999999,
+    "seconds": 0.00019856105000000006,
+    "min": 0.00019784530000000004,
+    "max": 0.00019896600000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3664,15 +3664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4668749999999985e-05,
-    "min": 3.455699999999995e-05,
-    "max": 3.4921900000000015e-05,
+    "seconds": 3.5098949999999946e-05,
+    "min": 3.4848e-05,
+    "max": 3.527920000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.911880000000003e-05,
-    "min": 5.865990000000002e-05,
-    "max": 5.962539999999999e-05,
+    "seconds": 5.893394999999997e-05,
+    "min": 5.877419999999997e-05,
+    "max": 5.942019999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3696,15 +3696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.524600000000007e-05,
-    "min": 4.512600000000001e-05,
-    "max": 4.54366e-05,
+    "seconds": 4.5433100000000004e-05,
+    "min": 4.5167899999999944e-05,
+    "max": 4.6124900000000165e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1783550000000013e-05,
-    "min": 5.154890000000002e-05,
-    "max": 5.21144e-05,
+    "seconds": 5.2500450000000007e-05,
+    "min": 5.2076699999999975e-05,
+    "max": 5.3174200000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3728,15 +3728,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015212554999999994,
-    "min": 0.00015192070000000007,
-    "max": 0.00015251179999999992,
+    "seconds": 0.00015320084999999998,
+    "min": 0.00015289920000000003,
+    "max": 0.0001536706,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021581409999999997,
-    "min": 0.00021561849999999998,
-    "max": 0.0002164009000000001,
+    "seconds": 0.00021447905000000002,
+    "min": 0.00021442329999999998,
+    "max": 0.00021478300000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3760,15 +3760,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019680365,
-    "min": 0.00019629399999999993,
-    "max": 0.0001970598999999999,
+    "seconds": 0.0002010648999999999,
+    "min": 0.00020094070000000017,
+    "max": 0.00020172070000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022563809999999996,
-    "min": 0.00022523029999999992,
-    "max": 0.0002259335,
+    "seconds": 0.00022933350000000008,
+    "min": 0.00022905079999999996,
+    "max": 0.00022975690000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3792,15 +3792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.574299999999982e-06,
-    "min": 6.5120999999999524e-06,
-    "max": 6.6366999999998835e-06,
+    "seconds": 6.478650000000079e-06,
+    "min": 6.41959999999998e-06,
+    "max": 6.496099999999989e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.289699999999993e-06,
-    "min": 6.2718000000000074e-06,
-    "max": 6.3455999999999795e-06,
+    "seconds": 6.25279999999999e-06,
+    "min": 6.233599999999979e-06,
+    "max": 6.291200000000048e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3824,15 +3824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3689599999999924e-05,
-    "min": 1.3660699999999996e-05,
-    "max": 1.3737700000000087e-05,
+    "seconds": 1.3729200000000106e-05,
+    "min": 1.3721500000000038e-05,
+    "max": 1.3743999999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.56309999999997e-06,
-    "min": 9.529799999999966e-06,
-    "max": 9.587199999999985e-06,
+    "seconds": 9.582300000000056e-06,
+    "min": 9.561599999999998e-06,
+    "max": 9.600000000000045e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3856,15 +3856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4628550000000035e-05,
-    "min": 1.4553900000000022e-05,
-    "max": 1.5139300000000003e-05,
+    "seconds": 1.4507100000000026e-05,
+    "min": 1.4396600000000068e-05,
+    "max": 1.5440000000000032e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.053264999999996e-05,
-    "min": 3.0310599999999953e-05,
-    "max": 3.12513e-05,
+    "seconds": 3.148004999999998e-05,
+    "min": 3.140790000000004e-05,
+    "max": 3.188099999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3888,15 +3888,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.438424999999999e-05,
-    "min": 3.430689999999996e-05,
-    "max": 3.4649399999999994e-05,
+    "seconds": 3.4404599999999884e-05,
+    "min": 3.4399899999999874e-05,
+    "max": 3.4665599999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.373134999999999e-05,
-    "min": 3.366050000000002e-05,
-    "max": 3.375680000000009e-05,
+    "seconds": 3.377274999999996e-05,
+    "min": 3.3689499999999976e-05,
+    "max": 3.383359999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3920,15 +3920,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.117615000000003e-05,
-    "min": 1.1132799999999952e-05,
-    "max": 1.1311899999999969e-05,
+    "seconds": 1.1089450000000023e-05,
+    "min": 1.0953399999999864e-05,
+    "max": 1.124179999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.199200000000003e-05,
-    "min": 1.193289999999995e-05,
-    "max": 1.2166500000000018e-05,
+    "seconds": 1.207034999999994e-05,
+    "min": 1.1948599999999898e-05,
+    "max": 1.2182299999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3952,15 +3952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1135899999999968e-05,
-    "min": 2.112949999999995e-05,
-    "max": 2.1139800000000014e-05,
+    "seconds": 2.1185450000000026e-05,
+    "min": 2.1145399999999972e-05,
+    "max": 2.1206200000000102e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6272100000000017e-05,
-    "min": 1.6227700000000004e-05,
-    "max": 1.631710000000021e-05,
+    "seconds": 1.6324899999999976e-05,
+    "min": 1.63038e-05,
+    "max": 1.6374099999999932e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3984,15 +3984,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.66735e-05,
-    "min": 3.6466799999999954e-05,
-    "max": 3.690570000000001e-05,
+    "seconds": 3.7044500000000014e-05,
+    "min": 3.6813000000000056e-05,
+    "max": 3.727979999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6489599999999995e-05,
-    "min": 5.624030000000006e-05,
-    "max": 5.680670000000007e-05,
+    "seconds": 5.645449999999998e-05,
+    "min": 5.6422099999999976e-05,
+    "max": 5.657610000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4016,15 +4016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.019225e-05,
-    "min": 5.9927399999999944e-05,
-    "max": 6.023970000000004e-05,
+    "seconds": 6.053469999999998e-05,
+    "min": 6.034489999999995e-05,
+    "max": 6.0761400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.58077e-05,
-    "min": 6.52648e-05,
-    "max": 6.615739999999996e-05,
+    "seconds": 6.537914999999998e-05,
+    "min": 6.48287e-05,
+    "max": 6.70269e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4048,15 +4048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1627000000000025e-05,
-    "min": 2.1507299999999942e-05,
-    "max": 2.217869999999999e-05,
+    "seconds": 2.1919899999999946e-05,
+    "min": 2.1747299999999994e-05,
+    "max": 2.2467500000000052e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.528815000000003e-05,
-    "min": 3.515470000000001e-05,
-    "max": 3.5423800000000025e-05,
+    "seconds": 3.586055000000002e-05,
+    "min": 3.570559999999998e-05,
+    "max": 3.5951800000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4080,15 +4080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.583699999999998e-05,
-    "min": 3.5772800000000085e-05,
-    "max": 3.588779999999999e-05,
+    "seconds": 3.584499999999988e-05,
+    "min": 3.582410000000009e-05,
+    "max": 3.595840000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9176050000000003e-05,
-    "min": 2.9142299999999933e-05,
-    "max": 2.9200099999999985e-05,
+    "seconds": 2.9281599999999967e-05,
+    "min": 2.9254400000000033e-05,
+    "max": 2.934060000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4112,15 +4112,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.022755000000003e-05,
-    "min": 6.998740000000012e-05,
-    "max": 7.033629999999999e-05,
+    "seconds": 7.093415000000003e-05,
+    "min": 7.053159999999997e-05,
+    "max": 7.118109999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011281139999999997,
-    "min": 0.00011243189999999998,
-    "max": 0.00011295010000000007,
+    "seconds": 0.00011256929999999994,
+    "min": 0.00011227840000000004,
+    "max": 0.00011279570000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4144,15 +4144,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011823665000000003,
-    "min": 0.00011789870000000001,
-    "max": 0.00011859039999999998,
+    "seconds": 0.00011957375,
+    "min": 0.0001194882000000001,
+    "max": 0.00012006700000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001280977,
-    "min": 0.00012787480000000002,
-    "max": 0.00012828140000000006,
+    "seconds": 0.00012994525000000005,
+    "min": 0.00012972750000000006,
+    "max": 0.00013031040000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4176,15 +4176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.278449999999981e-06,
-    "min": 7.251200000000096e-06,
-    "max": 7.296100000000058e-06,
+    "seconds": 7.2257e-06,
+    "min": 7.1679999999999846e-06,
+    "max": 7.2799999999999955e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.39839999999994e-06,
-    "min": 6.390599999999995e-06,
-    "max": 6.480000000000041e-06,
+    "seconds": 6.396800000000037e-06,
+    "min": 6.390400000000136e-06,
+    "max": 6.4928000000001016e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4208,15 +4208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.67187e-05,
-    "min": 1.6707499999999992e-05,
-    "max": 1.673620000000003e-05,
+    "seconds": 1.668110000000002e-05,
+    "min": 1.6659700000000033e-05,
+    "max": 1.6697700000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.660799999999996e-06,
-    "min": 6.6144000000000006e-06,
-    "max": 6.719899999999995e-06,
+    "seconds": 6.814399999999955e-06,
+    "min": 6.764700000000039e-06,
+    "max": 6.838600000000042e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4240,15 +4240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1664199999999972e-05,
-    "min": 1.1609500000000003e-05,
-    "max": 1.1878400000000067e-05,
+    "seconds": 1.1662600000000065e-05,
+    "min": 1.15841e-05,
+    "max": 1.1852799999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2236750000000018e-05,
-    "min": 1.2191900000000021e-05,
-    "max": 1.2406399999999973e-05,
+    "seconds": 1.238720000000003e-05,
+    "min": 1.2275199999999974e-05,
+    "max": 1.242569999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4272,15 +4272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.323239999999997e-05,
-    "min": 4.320939999999996e-05,
-    "max": 4.32418e-05,
+    "seconds": 4.3235800000000024e-05,
+    "min": 4.319709999999994e-05,
+    "max": 4.326129999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7854350000000033e-05,
-    "min": 1.7715199999999935e-05,
-    "max": 1.7929800000000023e-05,
+    "seconds": 1.7782399999999974e-05,
+    "min": 1.7747200000000022e-05,
+    "max": 1.791359999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4304,15 +4304,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2452650000000013e-05,
-    "min": 2.243530000000002e-05,
-    "max": 2.2643100000000003e-05,
+    "seconds": 2.2419050000000007e-05,
+    "min": 2.23549e-05,
+    "max": 2.265909999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2475200000000018e-05,
-    "min": 2.2422500000000174e-05,
-    "max": 2.2630399999999986e-05,
+    "seconds": 2.253279999999996e-05,
+    "min": 2.2444700000000033e-05,
+    "max": 2.2646599999999923e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4336,15 +4336,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1030350000000036e-05,
-    "min": 5.099839999999997e-05,
-    "max": 5.109570000000001e-05,
+    "seconds": 5.112000000000006e-05,
+    "min": 5.1058699999999986e-05,
+    "max": 5.113030000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1481599999999998e-05,
-    "min": 2.1420699999999966e-05,
-    "max": 2.1516799999999967e-05,
+    "seconds": 2.1498949999999978e-05,
+    "min": 2.1478299999999977e-05,
+    "max": 2.15806e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4368,15 +4368,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.329454999999999e-05,
-    "min": 5.315160000000002e-05,
-    "max": 5.3391900000000033e-05,
+    "seconds": 5.3811049999999994e-05,
+    "min": 5.373419999999994e-05,
+    "max": 5.4092700000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.147045000000004e-05,
-    "min": 7.13191e-05,
-    "max": 7.160369999999995e-05,
+    "seconds": 7.222989999999998e-05,
+    "min": 7.21028e-05,
+    "max": 7.24736e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4400,15 +4400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015544879999999998,
-    "min": 0.000155366,
-    "max": 0.00015578919999999994,
+    "seconds": 0.00015555630000000005,
+    "min": 0.00015539399999999983,
+    "max": 0.0001559277,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.588059999999999e-05,
-    "min": 6.561969999999999e-05,
-    "max": 6.593019999999996e-05,
+    "seconds": 6.653235000000003e-05,
+    "min": 6.604450000000006e-05,
+    "max": 6.669650000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4433,15 +4433,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.617699999999991e-06,
-    "min": 6.5918e-06,
-    "max": 6.6335000000000145e-06,
+    "seconds": 6.671950000000015e-06,
+    "min": 6.662099999999872e-06,
+    "max": 6.6818000000000094e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1003299999999997e-05,
-    "min": 1.0963699999999973e-05,
-    "max": 1.1107099999999945e-05,
+    "seconds": 1.0993450000000024e-05,
+    "min": 1.0969499999999858e-05,
+    "max": 1.1055900000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4466,15 +4466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0297599999999972e-05,
-    "min": 1.0281600000000015e-05,
-    "max": 1.032349999999999e-05,
+    "seconds": 1.0327950000000027e-05,
+    "min": 1.0313300000000049e-05,
+    "max": 1.0345699999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.311685000000005e-05,
-    "min": 1.3065800000000013e-05,
-    "max": 1.3148999999999979e-05,
+    "seconds": 1.3178900000000112e-05,
+    "min": 1.3148699999999985e-05,
+    "max": 1.3212699999999927e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4499,15 +4499,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.50730000000001e-06,
-    "min": 8.499099999999976e-06,
-    "max": 8.576000000000023e-06,
+    "seconds": 8.505450000000008e-06,
+    "min": 8.483399999999984e-06,
+    "max": 8.569699999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2931399999999922e-05,
-    "min": 1.290259999999994e-05,
-    "max": 1.2950399999999955e-05,
+    "seconds": 1.2907000000000061e-05,
+    "min": 1.2892899999999917e-05,
+    "max": 1.2937599999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4532,15 +4532,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.440155000000006e-05,
-    "min": 1.4358100000000013e-05,
-    "max": 1.4889899999999954e-05,
+    "seconds": 1.4436700000000004e-05,
+    "min": 1.4419199999999977e-05,
+    "max": 1.4876699999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.557944999999993e-05,
-    "min": 1.5561600000000044e-05,
-    "max": 1.5747400000000106e-05,
+    "seconds": 1.5545549999999935e-05,
+    "min": 1.5507600000000048e-05,
+    "max": 1.569900000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4565,15 +4565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5323150000000006e-05,
-    "min": 1.5264299999999982e-05,
-    "max": 1.542729999999997e-05,
+    "seconds": 1.5430250000000017e-05,
+    "min": 1.5404699999999978e-05,
+    "max": 1.553970000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0219150000000068e-05,
-    "min": 3.0083500000000072e-05,
-    "max": 3.025910000000007e-05,
+    "seconds": 3.0735899999999964e-05,
+    "min": 3.070750000000005e-05,
+    "max": 3.09538e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4598,15 +4598,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.375215000000001e-05,
-    "min": 2.3555400000000032e-05,
-    "max": 2.3951999999999977e-05,
+    "seconds": 2.3886449999999992e-05,
+    "min": 2.385249999999999e-05,
+    "max": 2.422700000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.599229999999997e-05,
-    "min": 3.573179999999991e-05,
-    "max": 3.633959999999984e-05,
+    "seconds": 3.6617450000000064e-05,
+    "min": 3.637780000000002e-05,
+    "max": 3.688639999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4631,15 +4631,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.23871e-05,
-    "min": 2.2278499999999997e-05,
-    "max": 2.2521799999999965e-05,
+    "seconds": 2.2568299999999992e-05,
+    "min": 2.2469599999999992e-05,
+    "max": 2.270429999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.194789999999997e-05,
-    "min": 5.1708300000000035e-05,
-    "max": 5.226220000000008e-05,
+    "seconds": 5.271065000000005e-05,
+    "min": 5.249910000000007e-05,
+    "max": 5.280609999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4664,15 +4664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.039345e-05,
-    "min": 4.025229999999996e-05,
-    "max": 4.047380000000002e-05,
+    "seconds": 4.102095000000003e-05,
+    "min": 4.0918099999999916e-05,
+    "max": 4.132800000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.269935000000003e-05,
-    "min": 6.251490000000001e-05,
-    "max": 6.272939999999995e-05,
+    "seconds": 6.358550000000004e-05,
+    "min": 6.32802000000001e-05,
+    "max": 6.402879999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4697,15 +4697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9985799999999997e-05,
-    "min": 2.9967799999999967e-05,
-    "max": 3.0009999999999992e-05,
+    "seconds": 3.021640000000001e-05,
+    "min": 3.0153300000000005e-05,
+    "max": 3.0392999999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.749414999999997e-05,
-    "min": 7.736029999999997e-05,
-    "max": 7.782300000000011e-05,
+    "seconds": 7.939044999999995e-05,
+    "min": 7.917089999999998e-05,
+    "max": 7.990689999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4730,15 +4730,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.9190050000000005e-05,
-    "min": 4.892499999999999e-05,
-    "max": 4.932179999999998e-05,
+    "seconds": 4.967639999999999e-05,
+    "min": 4.958019999999995e-05,
+    "max": 4.9772299999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.716515000000002e-05,
-    "min": 8.696640000000012e-05,
-    "max": 8.731190000000001e-05,
+    "seconds": 8.940615e-05,
+    "min": 8.925350000000007e-05,
+    "max": 8.961269999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4763,15 +4763,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1546850000000004e-05,
-    "min": 4.136679999999999e-05,
-    "max": 4.1657400000000026e-05,
+    "seconds": 4.1990749999999954e-05,
+    "min": 4.187150000000005e-05,
+    "max": 4.2191800000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.647649999999997e-05,
-    "min": 9.620779999999981e-05,
-    "max": 9.669359999999998e-05,
+    "seconds": 9.765405000000001e-05,
+    "min": 9.737980000000003e-05,
+    "max": 9.784410000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4796,15 +4796,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.987949999999997e-05,
-    "min": 7.974039999999995e-05,
-    "max": 7.991039999999993e-05,
+    "seconds": 8.106715000000005e-05,
+    "min": 8.073640000000001e-05,
+    "max": 8.142040000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011565465000000002,
-    "min": 0.00011551640000000002,
-    "max": 0.00011584610000000002,
+    "seconds": 0.0001167296500000001,
+    "min": 0.0001164689999999999,
+    "max": 0.00011710999999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4829,15 +4829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.569960000000002e-05,
-    "min": 7.5626e-05,
-    "max": 7.584449999999997e-05,
+    "seconds": 7.591635000000002e-05,
+    "min": 7.581420000000002e-05,
+    "max": 7.61236e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018880435000000003,
-    "min": 0.0001886531,
-    "max": 0.0001890882000000001,
+    "seconds": 0.00019274694999999999,
+    "min": 0.00019225309999999982,
+    "max": 0.0001934394,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4862,15 +4862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012539280000000005,
-    "min": 0.00012533780000000003,
-    "max": 0.00012556259999999998,
+    "seconds": 0.00012676944999999998,
+    "min": 0.00012652159999999995,
+    "max": 0.00012691340000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021477384999999994,
-    "min": 0.00021453780000000002,
-    "max": 0.00021522339999999993,
+    "seconds": 0.0002185384999999999,
+    "min": 0.00021802460000000003,
+    "max": 0.00021861979999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4895,15 +4895,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010269705,
-    "min": 0.00010255310000000003,
-    "max": 0.00010282929999999998,
+    "seconds": 0.00010320244999999996,
+    "min": 0.00010285330000000003,
+    "max": 0.00010331880000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024207885,
-    "min": 0.00024177610000000009,
-    "max": 0.0002423603000000001,
+    "seconds": 0.000244516,
+    "min": 0.0002444121,
+    "max": 0.00024472799999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4928,15 +4928,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020021740000000004,
-    "min": 0.00019991980000000006,
-    "max": 0.0002002644,
+    "seconds": 0.00020295180000000004,
+    "min": 0.00020264290000000015,
+    "max": 0.00020303639999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000290432,
-    "min": 0.00029021229999999997,
-    "max": 0.00029070889999999996,
+    "seconds": 0.00029224495,
+    "min": 0.00029199980000000014,
+    "max": 0.00029237660000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4956,9 +4956,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.062649999999974e-06,
-    "min": 7.036499999999967e-06,
-    "max": 7.094500000000005e-06,
+    "seconds": 6.956799999999987e-06,
+    "min": 6.925000000000011e-06,
+    "max": 6.991799999999967e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -4984,9 +4984,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.904150000000026e-06,
-    "min": 6.892800000000034e-06,
-    "max": 7.001599999999986e-06,
+    "seconds": 6.80035000000002e-06,
+    "min": 6.7903000000000475e-06,
+    "max": 6.91220000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5012,9 +5012,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.649600000000033e-06,
-    "min": 7.644899999999995e-06,
-    "max": 7.664099999999985e-06,
+    "seconds": 7.585599999999965e-06,
+    "min": 7.574500000000023e-06,
+    "max": 7.619600000000036e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5040,9 +5040,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.347050000000006e-06,
-    "min": 7.293099999999993e-06,
-    "max": 7.376099999999962e-06,
+    "seconds": 7.2351500000000674e-06,
+    "min": 7.203099999999972e-06,
+    "max": 7.270599999999991e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5068,9 +5068,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1023999999999985e-05,
-    "min": 1.1011000000000012e-05,
-    "max": 1.1062199999999973e-05,
+    "seconds": 1.107675000000001e-05,
+    "min": 1.1065700000000049e-05,
+    "max": 1.1106899999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5096,9 +5096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.393400000000014e-06,
-    "min": 9.365999999999996e-06,
-    "max": 9.417799999999988e-06,
+    "seconds": 9.451250000000004e-06,
+    "min": 9.420899999999995e-06,
+    "max": 9.481599999999969e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5124,9 +5124,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3860749999999996e-05,
-    "min": 1.3833599999999989e-05,
-    "max": 1.4134599999999976e-05,
+    "seconds": 1.3766649999999998e-05,
+    "min": 1.3712000000000002e-05,
+    "max": 1.3782500000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5152,9 +5152,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2912000000000011e-05,
-    "min": 1.2854700000000058e-05,
-    "max": 1.3004499999999972e-05,
+    "seconds": 1.2847699999999999e-05,
+    "min": 1.2774400000000048e-05,
+    "max": 1.293100000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5180,9 +5180,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.634374999999998e-05,
-    "min": 1.6278099999999972e-05,
-    "max": 1.6438999999999962e-05,
+    "seconds": 1.6086550000000026e-05,
+    "min": 1.607050000000004e-05,
+    "max": 1.6137600000000043e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5208,9 +5208,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4588949999999977e-05,
-    "min": 1.4534899999999994e-05,
-    "max": 1.4662299999999983e-05,
+    "seconds": 1.4598150000000039e-05,
+    "min": 1.4572899999999936e-05,
+    "max": 1.4636599999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5236,9 +5236,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3611000000000034e-05,
-    "min": 4.3283099999999965e-05,
-    "max": 4.3801500000000045e-05,
+    "seconds": 4.3108750000000033e-05,
+    "min": 4.309659999999999e-05,
+    "max": 4.3430000000000064e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5264,9 +5264,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9546900000000017e-05,
-    "min": 2.9439299999999988e-05,
-    "max": 2.971220000000002e-05,
+    "seconds": 2.9593099999999986e-05,
+    "min": 2.945209999999996e-05,
+    "max": 2.98332e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5292,9 +5292,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.108234999999999e-05,
-    "min": 6.081279999999997e-05,
-    "max": 6.131519999999996e-05,
+    "seconds": 6.219505000000004e-05,
+    "min": 6.190330000000007e-05,
+    "max": 6.250479999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5320,9 +5320,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.929259999999999e-05,
-    "min": 3.88835e-05,
-    "max": 3.953569999999996e-05,
+    "seconds": 3.929724999999998e-05,
+    "min": 3.9036599999999985e-05,
+    "max": 3.936650000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5348,9 +5348,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.935255000000001e-05,
-    "min": 5.9164500000000026e-05,
-    "max": 5.979250000000002e-05,
+    "seconds": 5.96094e-05,
+    "min": 5.938879999999997e-05,
+    "max": 5.973550000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5376,9 +5376,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.2325100000000006e-05,
-    "min": 4.2185100000000024e-05,
-    "max": 4.2662500000000054e-05,
+    "seconds": 4.249550000000004e-05,
+    "min": 4.236439999999999e-05,
+    "max": 4.268339999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5404,9 +5404,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013179485,
-    "min": 0.00013135980000000006,
-    "max": 0.00013217319999999998,
+    "seconds": 0.00012973424999999992,
+    "min": 0.00012906439999999997,
+    "max": 0.00013029860000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5432,9 +5432,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.416949999999994e-05,
-    "min": 7.401289999999998e-05,
-    "max": 7.437169999999995e-05,
+    "seconds": 7.343405e-05,
+    "min": 7.315880000000002e-05,
+    "max": 7.36869e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5462,15 +5462,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4696399999999983e-05,
-    "min": 2.459499999999997e-05,
-    "max": 2.4876900000000036e-05,
+    "seconds": 2.4668599999999976e-05,
+    "min": 2.4434899999999924e-05,
+    "max": 2.5030200000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.992970000000003e-05,
-    "min": 4.9907400000000016e-05,
-    "max": 5.001390000000003e-05,
+    "seconds": 5.0988399999999994e-05,
+    "min": 5.074850000000001e-05,
+    "max": 5.1176999999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5492,15 +5492,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.005494999999999e-05,
-    "min": 4.993920000000002e-05,
-    "max": 5.0108699999999956e-05,
+    "seconds": 5.1185199999999965e-05,
+    "min": 5.1008e-05,
+    "max": 5.123829999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.455209999999997e-05,
-    "min": 2.4352000000000044e-05,
-    "max": 2.4950499999999984e-05,
+    "seconds": 2.449744999999997e-05,
+    "min": 2.4332600000000015e-05,
+    "max": 2.482880000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5525,15 +5525,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010124984999999998,
-    "min": 0.00010115250000000006,
-    "max": 0.00010168030000000008,
+    "seconds": 0.00010356770000000003,
+    "min": 0.00010298880000000001,
+    "max": 0.00010368630000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014452759999999997,
-    "min": 0.0001441866999999999,
-    "max": 0.00014528750000000014,
+    "seconds": 0.00014578699999999995,
+    "min": 0.00014547999999999997,
+    "max": 0.00014602790000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5558,15 +5558,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015755275000000002,
-    "min": 0.0001573037000000001,
-    "max": 0.0001578599000000001,
+    "seconds": 0.00016079919999999992,
+    "min": 0.00016064520000000005,
+    "max": 0.00016120330000000022,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017073490000000006,
-    "min": 0.00017059480000000012,
-    "max": 0.00017121980000000004,
+    "seconds": 0.00017256264999999997,
+    "min": 0.00017216640000000005,
+    "max": 0.00017300679999999977,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5590,15 +5590,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.770769999999998e-05,
-    "min": 3.7631800000000035e-05,
-    "max": 3.789749999999998e-05,
+    "seconds": 3.822204999999999e-05,
+    "min": 3.783690000000002e-05,
+    "max": 3.835500000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010584459999999995,
-    "min": 0.00010552639999999988,
-    "max": 0.00010636160000000005,
+    "seconds": 0.00010625469999999998,
+    "min": 0.00010609930000000008,
+    "max": 0.00010655409999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5622,15 +5622,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023563425000000006,
-    "min": 0.00023550479999999977,
-    "max": 0.00023582419999999994,
+    "seconds": 0.00023836284999999996,
+    "min": 0.0002381973,
+    "max": 0.00023893580000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005537906999999998,
-    "min": 0.0005531649999999995,
-    "max": 0.0005540968000000005,
+    "seconds": 0.0005577184000000004,
+    "min": 0.0005572972,
+    "max": 0.0005580479999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5652,15 +5652,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.703850000000001e-05,
-    "min": 3.6943899999999984e-05,
-    "max": 3.729280000000006e-05,
+    "seconds": 3.724450000000002e-05,
+    "min": 3.706229999999993e-05,
+    "max": 3.732160000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.316859999999999e-05,
-    "min": 5.30014e-05,
-    "max": 5.3410299999999986e-05,
+    "seconds": 5.312639999999998e-05,
+    "min": 5.262419999999997e-05,
+    "max": 5.366420000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5682,15 +5682,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.94943e-05,
-    "min": 1.938190000000001e-05,
-    "max": 1.9590999999999986e-05,
+    "seconds": 1.957464999999999e-05,
+    "min": 1.9487799999999993e-05,
+    "max": 1.9753600000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.741445000000005e-05,
-    "min": 2.7088399999999935e-05,
-    "max": 2.7469100000000004e-05,
+    "seconds": 2.7535799999999995e-05,
+    "min": 2.7305299999999987e-05,
+    "max": 2.7852700000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5712,15 +5712,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332335e-05,
-    "min": 3.325160000000002e-05,
-    "max": 3.349069999999997e-05,
+    "seconds": 3.347029999999997e-05,
+    "min": 3.344399999999998e-05,
+    "max": 3.364170000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.765110000000003e-05,
-    "min": 4.743679999999999e-05,
-    "max": 4.796529999999996e-05,
+    "seconds": 4.7654200000000015e-05,
+    "min": 4.721910000000004e-05,
+    "max": 4.787180000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5742,15 +5742,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.410390000000001e-05,
-    "min": 2.4054399999999988e-05,
-    "max": 2.4230399999999964e-05,
+    "seconds": 2.4164500000000016e-05,
+    "min": 2.400920000000003e-05,
+    "max": 2.4374800000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1676899999999995e-05,
-    "min": 3.1599999999999975e-05,
-    "max": 3.182750000000002e-05,
+    "seconds": 3.208069999999999e-05,
+    "min": 3.167669999999996e-05,
+    "max": 3.2144099999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5770,15 +5770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332995000000001e-05,
-    "min": 3.322549999999997e-05,
-    "max": 3.346559999999996e-05,
+    "seconds": 3.350029999999998e-05,
+    "min": 3.3447100000000014e-05,
+    "max": 3.3686500000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.784785000000003e-05,
-    "min": 4.758040000000003e-05,
-    "max": 4.8080300000000035e-05,
+    "seconds": 4.790534999999998e-05,
+    "min": 4.696629999999998e-05,
+    "max": 4.827560000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5798,15 +5798,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.892624999999998e-05,
-    "min": 1.888960000000002e-05,
-    "max": 1.900140000000001e-05,
+    "seconds": 1.914094999999999e-05,
+    "min": 1.904019999999998e-05,
+    "max": 1.9260699999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.5992400000000026e-05,
-    "min": 2.583740000000001e-05,
-    "max": 2.6131200000000015e-05,
+    "seconds": 2.6531150000000014e-05,
+    "min": 2.62366e-05,
+    "max": 2.6969599999999946e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5826,15 +5826,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.316610000000001e-05,
-    "min": 3.3100600000000006e-05,
-    "max": 3.323549999999998e-05,
+    "seconds": 3.3432400000000016e-05,
+    "min": 3.335079999999999e-05,
+    "max": 3.369939999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7688250000000005e-05,
-    "min": 4.7331399999999985e-05,
-    "max": 4.7743899999999975e-05,
+    "seconds": 4.744344999999999e-05,
+    "min": 4.7177500000000034e-05,
+    "max": 4.802930000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5854,15 +5854,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8342550000000013e-05,
-    "min": 1.8220899999999983e-05,
-    "max": 1.844169999999998e-05,
+    "seconds": 1.839360000000001e-05,
+    "min": 1.8278400000000045e-05,
+    "max": 1.8598400000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4409600000000008e-05,
-    "min": 2.439680000000003e-05,
-    "max": 2.4578699999999982e-05,
+    "seconds": 2.453749999999996e-05,
+    "min": 2.43711e-05,
+    "max": 2.480939999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5882,15 +5882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3412649999999976e-05,
-    "min": 3.314569999999999e-05,
-    "max": 3.351e-05,
+    "seconds": 3.3524749999999984e-05,
+    "min": 3.332150000000002e-05,
+    "max": 3.3833199999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.773955000000003e-05,
-    "min": 4.7516799999999924e-05,
-    "max": 4.790440000000001e-05,
+    "seconds": 4.763229999999996e-05,
+    "min": 4.72227e-05,
+    "max": 4.7823899999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5910,15 +5910,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.941324999999999e-05,
-    "min": 1.917109999999998e-05,
-    "max": 1.9494399999999994e-05,
+    "seconds": 1.956790000000002e-05,
+    "min": 1.9529800000000034e-05,
+    "max": 1.97347e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.435685e-05,
-    "min": 2.4326199999999994e-05,
-    "max": 2.4601600000000005e-05,
+    "seconds": 2.458544999999999e-05,
+    "min": 2.439029999999997e-05,
+    "max": 2.4742300000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5940,15 +5940,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.774545e-05,
-    "min": 4.759970000000001e-05,
-    "max": 4.80356e-05,
+    "seconds": 4.849224999999998e-05,
+    "min": 4.8127499999999996e-05,
+    "max": 4.885749999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.645870000000003e-05,
-    "min": 3.6342300000000026e-05,
-    "max": 3.6738400000000014e-05,
+    "seconds": 3.660469999999997e-05,
+    "min": 3.624960000000008e-05,
+    "max": 3.687989999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5970,15 +5970,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9785300000000008e-05,
-    "min": 2.971519999999999e-05,
-    "max": 2.9995899999999992e-05,
+    "seconds": 3.01503e-05,
+    "min": 2.9974300000000026e-05,
+    "max": 3.0243800000000058e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0705450000000017e-05,
-    "min": 2.0614599999999997e-05,
-    "max": 2.0915e-05,
+    "seconds": 2.085269999999997e-05,
+    "min": 2.0588699999999995e-05,
+    "max": 2.101429999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6006,15 +6006,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.056959986686706e-05,
-    "min": 5.016639828681945e-05,
-    "max": 5.4556798934936516e-05,
+    "seconds": 5.0395199656486515e-05,
+    "min": 4.974080026149749e-05,
+    "max": 5.5919998884201046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.859200060367584e-05,
-    "min": 5.644479990005493e-05,
-    "max": 7.449280023574829e-05,
+    "seconds": 8.291839957237244e-05,
+    "min": 7.386879920959474e-05,
+    "max": 9.592639803886413e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6042,15 +6042,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.829120010137558e-05,
-    "min": 2.78656005859375e-05,
-    "max": 3.452480137348175e-05,
+    "seconds": 3.079359978437424e-05,
+    "min": 3.0323201417922974e-05,
+    "max": 3.872959911823273e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.262879967689515e-05,
-    "min": 5.967360138893127e-05,
-    "max": 8.064000010490418e-05,
+    "seconds": 9.189440011978149e-05,
+    "min": 8.948799967765808e-05,
+    "max": 0.00010785280466079712,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6078,15 +6078,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.771165000000001e-05,
-    "min": 4.768950000000002e-05,
-    "max": 4.786890000000002e-05,
+    "seconds": 4.760404999999999e-05,
+    "min": 4.747520000000004e-05,
+    "max": 4.80769e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.559225000000003e-05,
-    "min": 9.527060000000002e-05,
-    "max": 9.567330000000002e-05,
+    "seconds": 9.507649999999998e-05,
+    "min": 9.49211e-05,
+    "max": 9.531489999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6114,15 +6114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4372900000000005e-05,
-    "min": 2.429409999999999e-05,
-    "max": 2.4876899999999985e-05,
+    "seconds": 2.4399849999999986e-05,
+    "min": 2.4258999999999993e-05,
+    "max": 2.4729399999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.856034999999999e-05,
-    "min": 4.8221300000000005e-05,
-    "max": 4.920299999999994e-05,
+    "seconds": 4.8324499999999974e-05,
+    "min": 4.823019999999992e-05,
+    "max": 4.880000000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6146,15 +6146,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.381275000000001e-05,
-    "min": 3.36838e-05,
-    "max": 3.386629999999999e-05,
+    "seconds": 3.389395e-05,
+    "min": 3.3719899999999975e-05,
+    "max": 3.396130000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.583315000000003e-05,
-    "min": 9.56992e-05,
-    "max": 9.601950000000007e-05,
+    "seconds": 9.536429999999997e-05,
+    "min": 9.519969999999999e-05,
+    "max": 9.552949999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6178,15 +6178,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.397969999999997e-05,
-    "min": 8.382419999999992e-05,
-    "max": 8.417339999999998e-05,
+    "seconds": 8.521724999999998e-05,
+    "min": 8.498659999999991e-05,
+    "max": 8.531570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012067850000000012,
-    "min": 0.00012039609999999994,
-    "max": 0.00012097740000000018,
+    "seconds": 0.00012008474999999991,
+    "min": 0.00011986260000000001,
+    "max": 0.00012032829999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6208,15 +6208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.325079999999998e-05,
-    "min": 6.312200000000004e-05,
-    "max": 6.362469999999997e-05,
+    "seconds": 6.393719999999998e-05,
+    "min": 6.369699999999998e-05,
+    "max": 6.40885e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9785700000000034e-05,
-    "min": 4.9517300000000055e-05,
-    "max": 4.9917400000000025e-05,
+    "seconds": 4.9858300000000044e-05,
+    "min": 4.96006e-05,
+    "max": 5.022469999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6238,15 +6238,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011412305000000001,
-    "min": 0.00011377290000000003,
-    "max": 0.00011446730000000001,
+    "seconds": 0.00011536185000000001,
+    "min": 0.00011484399999999999,
+    "max": 0.00011577909999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.410414999999996e-05,
-    "min": 7.390090000000004e-05,
-    "max": 7.450000000000004e-05,
+    "seconds": 7.406605000000001e-05,
+    "min": 7.366160000000007e-05,
+    "max": 7.440419999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6273,15 +6273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.007105000000004e-05,
-    "min": 7.99233e-05,
-    "max": 8.048350000000007e-05,
+    "seconds": 8.059424999999994e-05,
+    "min": 8.049809999999994e-05,
+    "max": 8.109409999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.592790000000008e-05,
-    "min": 7.544660000000001e-05,
-    "max": 7.60924000000001e-05,
+    "seconds": 7.62736499999999e-05,
+    "min": 7.59099e-05,
+    "max": 7.645679999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6308,15 +6308,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012526309999999998,
-    "min": 0.0001251874,
-    "max": 0.00012532830000000004,
+    "seconds": 0.00012665300000000006,
+    "min": 0.00012641559999999988,
+    "max": 0.00012695429999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.818110000000001e-05,
-    "min": 7.786880000000001e-05,
-    "max": 7.84353e-05,
+    "seconds": 7.862195000000003e-05,
+    "min": 7.82245000000002e-05,
+    "max": 7.888569999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6339,15 +6339,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5715100000000006e-05,
-    "min": 3.5663500000000036e-05,
-    "max": 3.595799999999997e-05,
+    "seconds": 3.618214999999997e-05,
+    "min": 3.6028700000000016e-05,
+    "max": 3.639360000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034063149999999994,
-    "min": 0.0003403727000000006,
-    "max": 0.0003416786000000003,
+    "seconds": 0.0003466794500000003,
+    "min": 0.0003462291999999997,
+    "max": 0.0003471934999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6370,15 +6370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.572805000000001e-05,
-    "min": 3.563140000000001e-05,
-    "max": 3.582449999999997e-05,
+    "seconds": 3.6236599999999984e-05,
+    "min": 3.610929999999998e-05,
+    "max": 3.632620000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034050819999999974,
-    "min": 0.0003393065000000013,
-    "max": 0.0003407947999999999,
+    "seconds": 0.0003470679000000001,
+    "min": 0.00034666030000000064,
+    "max": 0.0003478377000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6413,15 +6413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.918809999999998e-05,
-    "min": 5.8937499999999996e-05,
-    "max": 5.941179999999999e-05,
+    "seconds": 5.941085000000001e-05,
+    "min": 5.9196499999999995e-05,
+    "max": 5.949099999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019690105000000002,
-    "min": 0.0001967998,
-    "max": 0.00019699510000000003,
+    "seconds": 0.0001978370500000001,
+    "min": 0.00019775790000000005,
+    "max": 0.00019820470000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6456,15 +6456,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8821550000000037e-05,
-    "min": 5.8694499999999985e-05,
-    "max": 5.8935299999999984e-05,
+    "seconds": 5.901065000000002e-05,
+    "min": 5.8988999999999994e-05,
+    "max": 5.9088300000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019146169999999983,
-    "min": 0.0001913672,
-    "max": 0.00019158679999999994,
+    "seconds": 0.00019223215000000008,
+    "min": 0.0001921243,
+    "max": 0.00019225539999999974,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6473,16 +6473,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    "op": "avgpool2d",
    "params": {
     "kernel_size": [
-     3,
-     3
+     2,
+     2
     ],
     "stride": [
      2,
      2
     ],
     "padding": [
-     1,
-     1
+     0,
+     0
     ]
    },
    "precision": "fp32",
@@ -6499,15 +6499,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.606414999999998e-05,
-    "min": 6.601319999999998e-05,
-    "max": 6.622120000000002e-05,
+    "seconds": 5.846275000000001e-05,
+    "min": 5.842170000000005e-05,
+    "max": 5.886679999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00041451764999999994,
-    "min": 0.00041416460000000006,
-    "max": 0.00041479030000000005,
+    "seconds": 0.000345659,
+    "min": 0.0003456097999999999,
+    "max": 0.0003458696,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6516,16 +6516,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    "op": "avgpool2d",
    "params": {
     "kernel_size": [
-     3,
-     3
+     2,
+     2
     ],
     "stride": [
      2,
      2
     ],
     "padding": [
-     1,
-     1
+     0,
+     0
     ]
    },
    "precision": "amp-bf16",
@@ -6542,15 +6542,109 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.393785e-05,
-    "min": 6.388450000000002e-05,
-    "max": 6.415719999999995e-05,
+    "seconds": 5.612804999999999e-05,
+    "min": 5.599699999999998e-05,
+    "max": 5.6278000000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004197087499999999,
-    "min": 0.0004193074,
-    "max": 0.0004200689,
+    "seconds": 0.0003380267,
+    "min": 0.0003379468000000001,
+    "max": 0.00033904940000000015,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "conv2d",
+   "params": {
+    "in_channels": 512,
+    "out_channels": 512,
+    "kernel_size": [
+     3,
+     3
+    ],
+    "stride": [
+     1,
+     1
+    ],
+    "padding": [
+     1,
+     1
+    ],
+    "groups": 512,
+    "bias": true
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      32,
+      512,
+      28,
+      28
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012779035000000006,
+    "min": 0.0001277195,
+    "max": 0.00012787489999999997,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004286253499999999,
+    "min": 0.00042832000000000026,
+    "max": 0.00042925340000000013,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "conv2d",
+   "params": {
+    "in_channels": 512,
+    "out_channels": 512,
+    "kernel_size": [
+     3,
+     3
+    ],
+    "stride": [
+     1,
+     1
+    ],
+    "padding": [
+     1,
+     1
+    ],
+    "groups": 512,
+    "bias": true
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      32,
+      512,
+      28,
+      28
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012719389999999995,
+    "min": 0.0001271426,
+    "max": 0.00012726410000000001,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00042500925000000004,
+    "min": 0.0004246889000000005,
+    "max": 0.00042632620000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6577,15 +6671,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.859414999999998e-05,
-    "min": 8.817699999999995e-05,
-    "max": 8.896699999999999e-05,
+    "seconds": 8.831570000000002e-05,
+    "min": 8.821459999999998e-05,
+    "max": 8.862050000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001226922,
-    "min": 0.0001226552,
-    "max": 0.0001227361,
+    "seconds": 0.00012279204999999998,
+    "min": 0.00012272010000000002,
+    "max": 0.0001228256,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6612,15 +6706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.501635000000004e-05,
-    "min": 5.4947100000000015e-05,
-    "max": 5.5171800000000053e-05,
+    "seconds": 5.553760000000002e-05,
+    "min": 5.530679999999999e-05,
+    "max": 5.5696199999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.006915000000005e-05,
-    "min": 9.0035e-05,
-    "max": 9.041340000000007e-05,
+    "seconds": 9.031375e-05,
+    "min": 9.026229999999998e-05,
+    "max": 9.037009999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6645,15 +6739,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.949440002441406e-05,
-    "min": 5.8684802055358885e-05,
-    "max": 6.408960223197936e-05,
+    "seconds": 5.764800012111664e-05,
+    "min": 5.715839862823486e-05,
+    "max": 6.435520052909851e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.543519973754882e-05,
-    "min": 6.960639953613281e-05,
-    "max": 9.396160244941711e-05,
+    "seconds": 6.785759925842286e-05,
+    "min": 6.373119950294494e-05,
+    "max": 9.047039747238159e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6678,15 +6772,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.200800001621246e-05,
-    "min": 5.100160241127014e-05,
-    "max": 5.926719903945923e-05,
+    "seconds": 5.305280089378357e-05,
+    "min": 5.206400156021118e-05,
+    "max": 6.0159999132156375e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.206559896469116e-05,
-    "min": 5.103679895401001e-05,
-    "max": 8.34496021270752e-05,
+    "seconds": 5.89680016040802e-05,
+    "min": 5.7267200946807865e-05,
+    "max": 0.00015130879878997802,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6718,15 +6812,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.717440068721771e-05,
-    "min": 3.6844798922538756e-05,
-    "max": 4.128319919109345e-05,
+    "seconds": 3.750399947166443e-05,
+    "min": 3.69951993227005e-05,
+    "max": 4.386880099773407e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.25791996717453e-05,
-    "min": 6.125760078430176e-05,
-    "max": 8.164160251617432e-05,
+    "seconds": 7.32560008764267e-05,
+    "min": 7.094720005989074e-05,
+    "max": 0.00010280319452285766,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6758,15 +6852,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.0955200493335725e-05,
-    "min": 2.0508800446987153e-05,
-    "max": 2.767359912395477e-05,
+    "seconds": 2.1750400215387344e-05,
+    "min": 2.091519981622696e-05,
+    "max": 2.9257598519325255e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.594559907913208e-05,
-    "min": 5.396159887313843e-05,
-    "max": 7.18176007270813e-05,
+    "seconds": 7.391679883003236e-05,
+    "min": 7.16256022453308e-05,
+    "max": 9.958720207214354e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6786,15 +6880,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002955423000000001,
-    "min": 0.000295023,
-    "max": 0.00029580229999999973,
+    "seconds": 0.00029599500000000007,
+    "min": 0.0002956201,
+    "max": 0.00029637050000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004535606500000003,
-    "min": 0.0004529095000000005,
-    "max": 0.0004540601999999998,
+    "seconds": 0.0004537822500000002,
+    "min": 0.0004535598000000001,
+    "max": 0.0004543615000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6814,15 +6908,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003666119,
-    "min": 0.00036625970000000004,
-    "max": 0.0003670530000000003,
+    "seconds": 0.00037141715,
+    "min": 0.0003708468000000003,
+    "max": 0.0003716784999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004773857,
-    "min": 0.00047651310000000017,
-    "max": 0.00047832499999999966,
+    "seconds": 0.00047829125000000013,
+    "min": 0.0004778110999999999,
+    "max": 0.0004784276000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6867,15 +6961,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024051609999999998,
-    "min": 0.00023954769999999997,
-    "max": 0.00024181179999999998,
+    "seconds": 0.00024302459999999998,
+    "min": 0.0002419478000000001,
+    "max": 0.00024343260000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007734663000000003,
-    "min": 0.0007730089999999992,
-    "max": 0.0007745718000000005,
+    "seconds": 0.0007839868500000003,
+    "min": 0.0007770553999999998,
+    "max": 0.0007849647000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6920,15 +7014,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020105911,
-    "min": 0.0020062298999999994,
-    "max": 0.0020180180000000003,
+    "seconds": 0.0020087848499999996,
+    "min": 0.0020082158,
+    "max": 0.002010047,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004907452700000002,
-    "min": 0.004899673,
-    "max": 0.004913378899999998,
+    "seconds": 0.004913658499999999,
+    "min": 0.0049102838999999995,
+    "max": 0.0049179542,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6973,15 +7067,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00054801185,
-    "min": 0.0005475761,
-    "max": 0.0005483304999999998,
+    "seconds": 0.0005493067,
+    "min": 0.0005481705999999999,
+    "max": 0.0005496791000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017506857500000001,
-    "min": 0.0017492941999999994,
-    "max": 0.0017538496,
+    "seconds": 0.00175465815,
+    "min": 0.0017525310000000005,
+    "max": 0.0017581345999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7026,15 +7120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.795525000000003e-05,
-    "min": 6.782359999999994e-05,
-    "max": 6.849289999999996e-05,
+    "seconds": 6.896569999999998e-05,
+    "min": 6.871080000000003e-05,
+    "max": 6.93247e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003973052500000001,
-    "min": 0.0003970568999999998,
-    "max": 0.00039770159999999997,
+    "seconds": 0.00040203949999999966,
+    "min": 0.00040157829999999976,
+    "max": 0.00040310830000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7079,15 +7173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015672349999999998,
-    "min": 0.0001564000000000001,
-    "max": 0.00015750760000000005,
+    "seconds": 0.000156011,
+    "min": 0.00015563699999999995,
+    "max": 0.0001566941,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004929699499999999,
-    "min": 0.0004913087999999998,
-    "max": 0.0004935964,
+    "seconds": 0.0004963986499999884,
+    "min": 0.0004948579000000001,
+    "max": 0.0004973823000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7132,15 +7226,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010257065,
-    "min": 0.00010232599999999994,
-    "max": 0.00010274549999999996,
+    "seconds": 0.00010371989999999993,
+    "min": 0.0001028577000000001,
+    "max": 0.00010404559999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003630383,
-    "min": 0.0003621127999999996,
-    "max": 0.00036335010000000017,
+    "seconds": 0.00036677190000002763,
+    "min": 0.0003655863000000002,
+    "max": 0.0003671904000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7185,15 +7279,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.724484999999999e-05,
-    "min": 4.7037199999999937e-05,
-    "max": 4.7724799999999974e-05,
+    "seconds": 4.751520000000001e-05,
+    "min": 4.743960000000002e-05,
+    "max": 4.791940000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028406685,
-    "min": 0.000283264,
-    "max": 0.00028453120000000015,
+    "seconds": 0.0002890289999999999,
+    "min": 0.00028859120000000033,
+    "max": 0.0002892899000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
