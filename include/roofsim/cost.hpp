@@ -215,11 +215,10 @@ namespace detail {
     }
     // Convolution, NCHW records only (PyTorch's default layout): the measured time by exact shape, and
     // the median ratio of cuDNN time to the GEMM model of the implicit GEMM, per unit, pass and
-    // depthwise-or-dense, for shapes the sweep did not measure.
-    // A GPU whose fp16 and bf16 tensor rates are equal, within 5 % as measured (every Ampere and Hopper
-    // part roofsim covers)
-    // runs cuDNN's fp16 convolutions as its bf16 ones: where the sweep timed no fp16 convolution,
-    // they take the bf16 records (each record counted once per unit it stands for).
+    // depthwise-or-dense, for shapes the sweep did not measure. A GPU whose fp16 and bf16 tensor rates
+    // agree within 5 % as measured (every Ampere and Hopper part roofsim covers) runs cuDNN's fp16
+    // convolutions as its bf16 ones: where the sweep timed no fp16 convolution, they take the bf16
+    // records (each record counted once per unit it stands for).
     const auto has_records = [&cal](ComputeUnit u) {
         return std::any_of(cal.conv_sweep.begin(), cal.conv_sweep.end(), [u](const auto& r) { return r.unit == u; });
     };

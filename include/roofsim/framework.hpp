@@ -140,7 +140,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         for (const Kernel& k : step.kernels.kernels) {
             if (is_depthwise_conv(k)) op = "depthwise_conv2d";
         }
-        Seconds modelled[2] = {Seconds(0), Seconds(0)}, casts[2] = {Seconds(0), Seconds(0)};
+        Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
         std::optional<AttentionDims> attention;
@@ -151,7 +151,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             // the op's own kernels are modelled plain; the rest (casts at their measured efficiency,
             // a depthwise layer's bias gradient plain) is what the measurement holds besides them
             if (own) modelled[i] += kernel_cost(k, plain).time;
-            else casts[i] += kernel_cost(k, is_cast(k) ? with_casts : plain).time;
+            else others[i] += kernel_cost(k, is_cast(k) ? with_casts : plain).time;
             if (const auto* d = std::get_if<NormDims>(&k.dims); d && own) norm = *d;
             if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && own) attention = *a;
             if ((k.source_op == op || factor_op(k) == op) && is_16_bit(k.dtype)) low = true;
@@ -159,8 +159,8 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         for (const Phase phase : {Phase::forward, Phase::backward}) {
             const int i = phase == Phase::forward ? 0 : 1;
             if (modelled[i].value() <= 0 || measured(t, phase) <= 0) continue;
-            // what the op's own kernels took: the measurement less its casts, at least a tenth of it
-            const double own = std::max(measured(t, phase) - casts[i].value(), 0.1 * measured(t, phase));
+            // what the op's own kernels took: the measurement less the other kernels, at least a tenth of it
+            const double own = std::max(measured(t, phase) - others[i].value(), 0.1 * measured(t, phase));
             const OpFactorPoint point{norm, attention, own / modelled[i].value()};
             ctx.op_factor[{op, phase, low}].push_back(point);
             // a column sum is timed forward and runs as bias gradients in the backward: the same kernel

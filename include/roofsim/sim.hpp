@@ -145,9 +145,10 @@ private:
 }  // namespace detail
 
 /// Runs the host/GPU simulation of a kernel list: issued_i = issued_{i-1} + host_i (a synchronizing
-/// host-only kernel then waits until the GPU is free, plus the cost of returning from the wait);
-/// start_i = max(issued_i, start_{i-1} + gpu_{i-1} + gap_{i-1}) (gap_after); the step ends when the last kernel does, or
-/// when the host is done (backward() returned, last dispatch issued), whichever is later.
+/// host-only kernel then waits until the GPU has finished, plus the cost of returning from the wait);
+/// start_i = max(issued_i, start_{i-1} + gpu_{i-1} + gap_{i-1}) (gap_after); the step ends when the
+/// last kernel does, or when the host is done (backward() returned, last dispatch issued), whichever
+/// is later.
 [[nodiscard]] inline Timeline simulate(const KernelList& list, const CostContext& ctx, const HostCosts& host) {
     Timeline t;
     t.kernels.reserve(list.kernels.size());
