@@ -222,6 +222,23 @@ TEST_CASE("the part of backward()'s cost after its last kernel overlaps the GPU'
     CHECK(c.step_time.value() == Catch::Approx(10e-6 + 10e-6 + 100e-6));
 }
 
+TEST_CASE("a view's backward node costs the chain-measured view node, not a one-at-a-time difference", "[predict][sim]") {
+    FrameworkProfile f;
+    f.gpu_key = "h200-sxm";
+    const auto figure = [&f](const std::string& key, double seconds) {
+        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "test"};
+    };
+    figure("layer_backward_reshape", 0.0);  // (forward + backward) - forward of one tiny view: noise
+    figure("layer_backward_add", 30e-6);
+    figure("backward_node_view", 5e-6);
+    const HostCosts amp = host_costs_from_framework(f, PrecisionMode::amp_bf16, OptimizerOptions{}, 0);
+    const HostCosts fp32 = host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0);
+    CHECK(fp32.backward.at("reshape").value() == Catch::Approx(5e-6));
+    CHECK(fp32.backward.at("flatten").value() == Catch::Approx(5e-6));
+    CHECK(amp.backward.at("reshape").value() == Catch::Approx(5e-6));  // views ignore autocast
+    CHECK(fp32.backward.at("add").value() == Catch::Approx(30e-6));
+}
+
 TEST_CASE("a synchronizing host op waits for the GPU, and back-to-back kernels leave a gap", "[predict][sim]") {
     CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
     Kernel big;

@@ -210,6 +210,14 @@ namespace detail {
             h.backward.emplace_hint(h.backward.end(), base.substr(backward_prefix.size()), seconds);
         }
     }
+    // A view's backward node launches nothing: its one-at-a-time figure is the difference of two
+    // noisy times (often 0); the chain slope of view nodes measures it (the engine's cost of a node
+    // plus one view op), whatever the autocast state.
+    if (const auto view = f.seconds("backward_node_view")) {
+        for (const std::string_view op : {"reshape", "flatten"}) {
+            if (wanted(op)) h.backward[std::string(op)] = *view;
+        }
+    }
     h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
     h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
     h.backward_call = f.seconds("backward_call").value_or(Seconds(0));
