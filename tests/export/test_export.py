@@ -257,6 +257,13 @@ class TransformerBlock(unittest.TestCase):
             self.assertEqual(k["kind"], "reduction")
             self.assertEqual(k["norm"]["group_elements"], batch * seq, k["layer"])
             self.assertIn(k["norm"]["groups"], (dim, 3 * dim, 4 * dim), k["layer"])
+        # only a sum over exactly the leading dims is a column sum (a square matrix summed over rows is not)
+        from roofsim_export.kernels import per_column
+        square = torch.empty(8, 8)
+        self.assertEqual(per_column(square, torch.empty(8), [1]), {})
+        self.assertEqual(per_column(square, torch.empty(8), [0]), {"norm": {"groups": 8, "group_elements": 8}})
+        self.assertEqual(per_column(torch.empty(2, 3, 4), torch.empty(4), [-3, -2]),
+                         {"norm": {"groups": 4, "group_elements": 6}})
         gelu = aten(doc, "gelu", "forward")
         self.assertEqual(len(gelu), layers)
         self.assertEqual({k["source_op"] for k in gelu}, {"gelu"})

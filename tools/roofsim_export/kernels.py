@@ -226,12 +226,18 @@ def per_row(x, normalized_shape) -> dict:
     return {"norm": {"groups": int(x.numel() // row), "group_elements": row}}
 
 
-def per_column(x, out) -> dict:
-    """The reduction shape of a sum over the leading dims of x that keeps its last (a bias gradient:
-    dY [..., C] -> [C]): C groups of the leading elements, as "norm" (docs/ir-format.md)."""
+def per_column(x, out, dims) -> dict:
+    """The reduction shape of a sum over exactly the leading dims of x, keeping its last (a bias
+    gradient: dY [..., C] -> [C]): C groups of the leading elements, as "norm" (docs/ir-format.md)."""
     if not isinstance(x, torch.Tensor) or not isinstance(out, torch.Tensor) or x.dim() < 2 or out.numel() == 0:
         return {}
-    if out.numel() != x.shape[-1] or x.numel() % out.numel():
+    if not isinstance(dims, (list, tuple)) or not dims:
+        return {}
+    try:
+        reduced = sorted({int(d) % x.dim() for d in dims})
+    except (TypeError, ValueError):
+        return {}
+    if reduced != list(range(x.dim() - 1)) or out.numel() != x.shape[-1]:
         return {}
     return {"norm": {"groups": int(out.numel()), "group_elements": int(x.numel() // out.numel())}}
 
@@ -436,7 +442,7 @@ class Mapper:
         if base in COPY_OPS:
             return [self.kernel(name, "copy", dtype, sum_bytes(reads), sum_bytes(written, out_bytes))], False, None
         if base in REDUCTION_OPS:
-            shape = per_column(inputs[0], outputs[0]) if base == "sum" and inputs and outputs else {}
+            shape = per_column(inputs[0], outputs[0], na.get("dim")) if base == "sum" and inputs and outputs else {}
             return [self.kernel(name, "reduction", dtype, sum_bytes(reads), sum_bytes(written, out_bytes), **shape)], \
                 False, None
         if base in ELEMENTWISE_OPS or base in SCAN_OPS:
