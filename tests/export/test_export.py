@@ -264,6 +264,9 @@ class TransformerBlock(unittest.TestCase):
         self.assertEqual(per_column(square, torch.empty(8), [0]), {"norm": {"groups": 8, "group_elements": 8}})
         self.assertEqual(per_column(torch.empty(2, 3, 4), torch.empty(4), [-3, -2]),
                          {"norm": {"groups": 4, "group_elements": 6}})
+        self.assertEqual(per_column(torch.empty(2, 1, 4), torch.empty(1, 1, 4), [0]),  # expand's backward
+                         {"norm": {"groups": 4, "group_elements": 2}})
+        self.assertEqual(per_column(torch.empty(2, 3, 4), torch.empty(3, 4), [0]), {})
         gelu = aten(doc, "gelu", "forward")
         self.assertEqual(len(gelu), layers)
         self.assertEqual({k["source_op"] for k in gelu}, {"gelu"})

@@ -227,8 +227,9 @@ def per_row(x, normalized_shape) -> dict:
 
 
 def per_column(x, out, dims) -> dict:
-    """The reduction shape of a sum over exactly the leading dims of x, keeping its last (a bias
-    gradient: dY [..., C] -> [C]): C groups of the leading elements, as "norm" (docs/ir-format.md)."""
+    """The reduction shape of a sum over the leading dims of x (those of size 1 may be left), keeping
+    its last (a bias gradient: dY [..., C] -> [C]): C groups of the leading elements, as "norm"
+    (docs/ir-format.md)."""
     if not isinstance(x, torch.Tensor) or not isinstance(out, torch.Tensor) or x.dim() < 2 or out.numel() == 0:
         return {}
     if not isinstance(dims, (list, tuple)) or not dims:
@@ -237,7 +238,8 @@ def per_column(x, out, dims) -> dict:
         reduced = sorted({int(d) % x.dim() for d in dims})
     except (TypeError, ValueError):
         return {}
-    if reduced != list(range(x.dim() - 1)) or out.numel() != x.shape[-1]:
+    last = x.dim() - 1
+    if last in reduced or any(i not in reduced and x.shape[i] != 1 for i in range(last)) or out.numel() != x.shape[-1]:
         return {}
     return {"norm": {"groups": int(out.numel()), "group_elements": int(x.numel() // out.numel())}}
 
