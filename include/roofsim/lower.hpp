@@ -936,11 +936,11 @@ private:
             // (torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp, False by default since
             // torch 2.5; an H200 kernel trace of the amp-bf16 case shows fp32 GEMMs): Q, K, V cast
             // up, the output cast down, and their gradients the other way.
-            kernel(l, Phase::forward, "aten::_to_copy", KernelKind::elementwise, dt, qkv, 0).bytes_written = tensor_bytes(qkv, DType::f32);
+            cast(l, Phase::forward, qkv, dt, DType::f32);
             attention_kernels(l, a, DType::f32);
-            kernel(l, Phase::forward, "aten::_to_copy", KernelKind::elementwise, DType::f32, o, 0).bytes_written = tensor_bytes(o, dt);
-            kernel(l, Phase::backward, "aten::_to_copy", KernelKind::elementwise, dt, o, 0).bytes_written = tensor_bytes(o, DType::f32);
-            kernel(l, Phase::backward, "aten::_to_copy", KernelKind::elementwise, DType::f32, qkv, 0).bytes_written = tensor_bytes(qkv, dt);
+            cast(l, Phase::forward, o, DType::f32, dt);
+            cast(l, Phase::backward, o, dt, DType::f32);
+            cast(l, Phase::backward, qkv, DType::f32, dt);
             return;
         }
         if (a.backend == AttentionBackend::math) {
