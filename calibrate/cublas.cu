@@ -271,30 +271,33 @@ void add_linear(std::vector<Shape>& v, int tokens, int n_out, int k_in) {
 std::vector<Shape> sweep_shapes(bool quick, ComputeUnit u) {
     std::vector<Shape> s;
     if (quick) {
-        for (int x : {128, 512, 1024, 4096}) s.push_back({x, x, x});
-        add_linear(s, 8192, 3072, 768);
-        s.push_back({768, 32, 768, CUBLAS_OP_T, CUBLAS_OP_N, 1});
+        for (int x : {128, 512, 1024, 2048}) s.push_back({x, x, x});
+        add_linear(s, 6144, 3072, 768);
+        s.push_back({768, 24, 768, CUBLAS_OP_T, CUBLAS_OP_N, 1});
         s.push_back({1024, 1024, 64, CUBLAS_OP_T, CUBLAS_OP_N, 192});
         return s;
     }
-    for (int x : {64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192}) s.push_back({x, x, x});
-    for (int x : {64, 128, 256, 512}) s.push_back({x, x, x, CUBLAS_OP_T, CUBLAS_OP_N, 1});  // small, forward layout
+    // The shapes are kept apart from tools/validate's layer and model cases (docs/validation.md): a
+    // validation GEMM is predicted from its measured neighbours here, never looked up
+    // (tests/test_accuracy.cpp checks it). Validation token counts are 4096, 6304, 8192, 16384 and 25216.
+    for (int x : {96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 6144, 8192}) s.push_back({x, x, x});
+    for (int x : {96, 128, 256, 512}) s.push_back({x, x, x, CUBLAS_OP_T, CUBLAS_OP_N, 1});  // small, forward layout
     for (int x : {1000, 2000, 4100}) s.push_back({x, x, x});                  // not multiples of the tile
     for (int m : {1, 8, 16, 32, 64, 128, 256, 512}) s.push_back({m, 4096, 4096}); // skinny, column-major M
-    for (int k : {64, 128, 256, 512, 1024}) s.push_back({4096, 4096, k});     // small inner dimension
+    for (int k : {64, 128, 256, 512, 2048}) s.push_back({4096, 4096, k});     // small inner dimension
     for (int n : {1024, 3072, 11008}) s.push_back({8192, n, 4096});           // transformer projections
     s.push_back({4096, 4096, 16384});                                          // large K
     // nn.Linear training GEMMs (GPT-2 small widths), all three of forward / backward-data / backward-weight
     std::vector<std::pair<int, int>> nk = {{768, 768}, {3072, 768}, {768, 3072}, {2304, 768}};
     if (u == ComputeUnit::bf16_tensor) nk.push_back({50257, 768});            // LM head (vocabulary)
-    for (int tokens : {2048, 4096, 8192, 16384})
+    for (int tokens : {2048, 6144, 12288, 32768})
         for (const auto& [n_out, k_in] : nk) add_linear(s, tokens, n_out, k_in);
     // skinny: few tokens (inference-like, small micro-batches)
-    for (int tokens : {8, 32, 64})
+    for (int tokens : {8, 24, 64})
         for (const auto& [n_out, k_in] : std::vector<std::pair<int, int>>{{768, 768}, {3072, 768}, {768, 3072}, {4096, 4096}})
             add_linear(s, tokens, n_out, k_in);
     // attention-like strided batched GEMMs: batch = sequences x heads
-    for (int batch : {96, 384, 192})
+    for (int batch : {48, 192, 768})
         for (const Shape& b : {Shape{128, 128, 64}, Shape{128, 64, 128}, Shape{1024, 1024, 64}, Shape{1024, 64, 1024}})
             for (cublasOperation_t opa : {CUBLAS_OP_T, CUBLAS_OP_N})
                 s.push_back({b.m, b.n, b.k, opa, CUBLAS_OP_N, batch});

@@ -42,7 +42,9 @@ const ResNetConv kResNet50[] = {
 std::vector<ConvShape> conv_shapes(bool quick) {
     if (quick) return {{32, 64, 56, 56, 64, 3, 3, 1, 1}, {32, 256, 14, 14, 256, 3, 3, 1, 1}};
     std::vector<ConvShape> v;
-    for (int n : {32, 128})
+    // Batches 24 and 96, apart from tools/validate's ResNet-50 batches (32, 64, 128): those are
+    // predicted from these, never looked up (tests/test_accuracy.cpp).
+    for (int n : {24, 96})
         for (const auto& l : kResNet50) v.push_back({n, l.c, l.h, l.h, l.k, l.r, l.r, l.stride, l.pad});
     // depthwise 3x3 (MobileNet/EfficientNet-like), groups = C
     for (const auto& [c, h, stride] : std::vector<std::array<int, 3>>{{32, 112, 1}, {144, 56, 2}, {576, 14, 1}, {960, 7, 1}})

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 using namespace roofsim;
 
@@ -98,6 +100,37 @@ TEST_CASE("model steps predicted from IRs exported from the measured models stay
                                    set.cases.begin(), set.cases.end(), [](const ValidationCase& c) { return c.model; })));
         CHECK(model_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST);
         CHECK(memory_worst <= ROOFSIM_ACC_EXPORT_MEMORY_WORST);
+    });
+    CHECK(sets >= 1);
+}
+
+TEST_CASE("the calibration never timed a GEMM or convolution shape of the validation cases", "[accuracy][held-out]") {
+    // The cuBLAS and cuDNN sweeps keep their shapes apart from tools/validate's cases, so that the
+    // accuracy above is what a user's own shapes get: predicted from measured neighbours and the
+    // fitted models, not looked up. A sweep that grows to include a validation shape fails here.
+    int sets = 0;
+    for_each_measured_set([&](const std::filesystem::path& path, const MeasuredSet& m) {
+        ++sets;
+        std::vector<std::string> timed;
+        std::size_t checked = 0;
+        const auto check = [&](const std::string& id, const KernelList& list) {
+            for (const auto& k : list.kernels) {
+                if (k.kind != KernelKind::gemm && k.kind != KernelKind::conv) continue;
+                ++checked;
+                if (timed_by_calibration(k, m.ctx)) timed.push_back(id + ": " + k.op + " in " + k.layer);
+            }
+        };
+        for (const auto& c : m.set.cases) check(c.id, lower(c.graph, c.options).kernels);
+        const auto exported = path.parent_path() / "exported" / path.stem();
+        if (std::filesystem::is_directory(exported)) {
+            for (const auto& entry : std::filesystem::directory_iterator(exported)) {
+                if (entry.path().extension() == ".json") check(entry.path().filename().string(), load_kernel_ir(entry.path()).list);
+            }
+        }
+        INFO(m.set.origin << ": " << timed.size() << " of " << checked << " GEMM and convolution kernels timed by the calibration; first: "
+                          << (timed.empty() ? std::string("none") : timed.front()));
+        CHECK(checked > 1000);
+        CHECK(timed.empty());
     });
     CHECK(sets >= 1);
 }

@@ -14,6 +14,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -58,6 +59,12 @@ struct CostContext {
     /// cuBLAS GPU times the calibration measured, by exact shape (unit, min(m, n), max(m, n), k,
     /// batch): the median over the operand layouts measured for that shape.
     std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, Seconds> gemm_measured;
+    /// The same times along one dimension, for shapes that differ from measured ones in that
+    /// dimension only (a layer's GEMMs at another token count or batch): keyed by the unit and the
+    /// three other dimensions, the varying one -> seconds. Along m or n: (unit, the other of m and
+    /// n, k, batch); along k: (unit, min(m, n), max(m, n), batch); along the batch: (unit, min, max, k).
+    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, Seconds>>
+        gemm_measured_along_mn, gemm_measured_along_k, gemm_measured_along_batch;
     /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
     /// cuDNN times the calibration measured, by exact shape (NCHW, PyTorch's default layout).
@@ -205,7 +212,13 @@ namespace detail {
     }
     for (auto& [key, times] : by_shape) {
         std::sort(times.begin(), times.end());
-        ctx.gemm_measured[key] = Seconds(times[times.size() / 2]);
+        const Seconds t(times[times.size() / 2]);
+        ctx.gemm_measured[key] = t;
+        const auto& [unit, lo, hi, k, batch] = key;
+        ctx.gemm_measured_along_mn[{unit, lo, k, batch}][hi] = t;
+        ctx.gemm_measured_along_mn[{unit, hi, k, batch}][lo] = t;
+        ctx.gemm_measured_along_k[{unit, lo, hi, batch}][k] = t;
+        ctx.gemm_measured_along_batch[{unit, lo, hi, k}][batch] = t;
     }
     for (auto& [unit, points] : sweep) {
         if (!ctx.ceilings.has(unit) || points.size() < 4) continue;
@@ -269,13 +282,93 @@ struct KernelCost {
     Bound bound = Bound::compute;
 };
 
-/// GEMM: the fitted wave/depth model, never faster than its DRAM traffic at the copy bandwidth.
+namespace detail {
+/// A time estimated from measured neighbours, and how far it reached: the log distance to the
+/// nearest neighbour it used, 0 when two neighbours bracket the shape.
+struct NeighbourEstimate {
+    Seconds time{0};
+    double reach = 0;
+};
+
+/// A time from measured neighbours along one dimension (value -> seconds): each neighbour's
+/// measured time scaled by the model's time ratio, t(x) = t(x0) model(x) / model(x0), interpolated in
+/// log time over log x between the two that bracket x, or the nearest one within a factor of 4 of x;
+/// `model_at(x0)` is the model's time at the neighbour's value. Neighbours whose alignment class
+/// (`aligned_at`) differs from the shape's are skipped. Nothing when no neighbour qualifies.
+template <class ModelAt, class AlignedAt>
+[[nodiscard]] std::optional<NeighbourEstimate> from_measured_neighbours(const std::map<std::int64_t, Seconds>& measured,
+                                                                        std::int64_t x, Seconds model_x, bool aligned_x,
+                                                                        ModelAt&& model_at, AlignedAt&& aligned_at) {
+    const std::map<std::int64_t, Seconds>::const_iterator none = measured.end();
+    auto hi = measured.upper_bound(x);
+    auto lo = hi == measured.begin() ? none : std::prev(hi);
+    while (lo != none && aligned_at(lo->first) != aligned_x) lo = lo == measured.begin() ? none : std::prev(lo);
+    while (hi != none && aligned_at(hi->first) != aligned_x) ++hi;
+    const auto scaled = [&](auto it) { return it->second.value() * model_x.value() / model_at(it->first).value(); };
+    const double lx = std::log(static_cast<double>(x));
+    const auto distance = [&](auto it) { return std::abs(lx - std::log(static_cast<double>(it->first))); };
+    if (lo != none && hi != none) {
+        const double w = distance(lo) / (distance(lo) + distance(hi));
+        return NeighbourEstimate{Seconds(std::exp(std::log(scaled(lo)) * (1 - w) + std::log(scaled(hi)) * w)), 0.0};
+    }
+    const auto nearest = lo != none ? lo : hi;
+    if (nearest == none || distance(nearest) > std::log(4.0)) return std::nullopt;
+    return NeighbourEstimate{Seconds(scaled(nearest)), distance(nearest)};
+}
+
+/// A GEMM's time from the cuBLAS sweep: the measured time of its exact shape, or of the sweep's
+/// shapes that differ from it in one dimension (m or n, k, or the batch), scaled by the fitted model
+/// (from_measured_neighbours; of the dimensions with neighbours, the one whose estimate reaches
+/// least far); nothing when the sweep has neither.
+[[nodiscard]] inline std::optional<Seconds> gemm_measured_time(const CostContext& ctx, ComputeUnit unit, const GemmDims& d,
+                                                              const GemmModel& model) {
+    if (auto it = ctx.gemm_measured.find(gemm_key(unit, d)); it != ctx.gemm_measured.end()) return it->second;
+    const Seconds model_d = gemm_model_time(model, d);
+    const bool aligned = is_aligned(d);
+    std::optional<NeighbourEstimate> best;
+    const auto along = [&](const auto& table, const auto& key, std::int64_t x, auto with) {
+        auto it = table.find(key);
+        if (it == table.end()) return;
+        auto e = from_measured_neighbours(
+            it->second, x, model_d, aligned, [&](std::int64_t v) { return gemm_model_time(model, with(v)); },
+            [&](std::int64_t v) { return is_aligned(with(v)); });
+        if (e && (!best || e->reach < best->reach)) best = e;
+    };
+    const auto lo = std::min(d.m, d.n), hi = std::max(d.m, d.n);
+    along(ctx.gemm_measured_along_mn, std::tuple{unit, d.m, d.k, d.batch}, d.n,
+          [&](std::int64_t v) { return GemmDims{d.m, v, d.k, d.batch}; });
+    along(ctx.gemm_measured_along_mn, std::tuple{unit, d.n, d.k, d.batch}, d.m,
+          [&](std::int64_t v) { return GemmDims{v, d.n, d.k, d.batch}; });
+    along(ctx.gemm_measured_along_k, std::tuple{unit, lo, hi, d.batch}, d.k,
+          [&](std::int64_t v) { return GemmDims{d.m, d.n, v, d.batch}; });
+    along(ctx.gemm_measured_along_batch, std::tuple{unit, lo, hi, d.k}, d.batch,
+          [&](std::int64_t v) { return GemmDims{d.m, d.n, d.k, v}; });
+    if (!best) return std::nullopt;
+    return best->time;
+}
+}  // namespace detail
+
+/// Whether the calibration timed this very GEMM or convolution (unit, shape): the validation's
+/// shapes must not be among them (tests/test_accuracy.cpp), so that accuracy is measured on shapes
+/// the calibration predicts rather than looks up.
+[[nodiscard]] inline bool timed_by_calibration(const Kernel& k, const CostContext& ctx) {
+    if (const auto* g = std::get_if<GemmDims>(&k.dims); g && k.kind == KernelKind::gemm) {
+        return ctx.gemm_measured.count(detail::gemm_key(k.unit, *g)) != 0;
+    }
+    if (const auto* c = std::get_if<ConvDims>(&k.dims); c && k.kind == KernelKind::conv) {
+        const bool square = c->stride_h == c->stride_w && c->pad_h == c->pad_w && c->dilation_h == c->dilation_w;
+        return square && ctx.conv_measured.count(detail::conv_key(k.unit, *c)) != 0;
+    }
+    return false;
+}
+
+/// GEMM: the cuBLAS sweep's time of its shape or of its neighbours in one dimension, else the fitted
+/// wave/depth model; never faster than its DRAM traffic at the copy bandwidth.
 [[nodiscard]] inline KernelCost gemm_cost(const Kernel& k, const GemmDims& d, const CostContext& ctx) {
     auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
-    const auto measured = ctx.gemm_measured.find(detail::gemm_key(k.unit, d));
-    const Seconds compute = measured != ctx.gemm_measured.end() ? measured->second  // the calibration timed this shape
-                                                                : detail::gemm_model_time(model->second, d);
+    const Seconds compute = detail::gemm_measured_time(ctx, k.unit, d, model->second).value_or(
+        detail::gemm_model_time(model->second, d));
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }
@@ -291,23 +384,22 @@ struct KernelCost {
     }
     const GemmDims g = detail::implicit_gemm(d);
     if (square) {
-        // The sweep timed this geometry at other batch sizes: the measured time at the nearest batch
-        // (by ratio), scaled by the implicit GEMM model's time ratio between the two batches,
-        // t(N) = t_measured(N0) model(N) / model(N0): the work and its wave quantization change with
-        // N, the algorithm's efficiency on the geometry is kept.
+        // The sweep timed this geometry at other batch sizes: the measured times at the batches that
+        // bracket N, each scaled by the implicit GEMM model's time ratio, t(N) = t(N0) model(N) / model(N0)
+        // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry
+        // is kept), interpolated in log time over log N (from_measured_neighbours).
         auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d));
         auto model = ctx.gemm.find(k.unit);
         if (it != ctx.conv_measured_by_batch.end() && model != ctx.gemm.end()) {
-            const auto distance = [&](const auto& point) {
-                return std::abs(std::log(static_cast<double>(point.first) / static_cast<double>(d.n)));
+            const auto model_at = [&](std::int64_t n) {
+                ConvDims at = d;
+                at.n = n;
+                return detail::gemm_model_time(model->second, detail::implicit_gemm(at));
             };
-            const auto nearest = std::min_element(it->second.begin(), it->second.end(),
-                                                  [&](const auto& a, const auto& b) { return distance(a) < distance(b); });
-            ConvDims measured = d;
-            measured.n = nearest->first;
-            const double ratio = detail::gemm_model_time(model->second, g) /
-                                 detail::gemm_model_time(model->second, detail::implicit_gemm(measured));
-            return {nearest->second * ratio, Bound::compute};
+            if (auto e = detail::from_measured_neighbours(it->second, d.n, model_at(d.n), true, model_at,
+                                                          [](std::int64_t) { return true; })) {
+                return {e->time, Bound::compute};
+            }
         }
     }
     KernelCost c = gemm_cost(k, g, ctx);

@@ -32,6 +32,13 @@ import measure_pytorch as mp  # noqa: E402  (the same model builders and precisi
 DEFAULT_CASES = ["resnet50/b128x224/amp-bf16", "bert-base/b128xs128/amp-bf16", "gpt2-small/b16xs1024/amp-bf16"]
 
 
+def is_annotation(e) -> bool:
+    """A record_function range drawn on the GPU timeline (the phase marks, Optimizer.step#...), not a kernel."""
+    if getattr(e, "is_user_annotation", False):
+        return True
+    return e.name.startswith(PHASE_PREFIX) or e.name.startswith("Optimizer.") or e.name.startswith("ProfilerStep")
+
+
 def profile_case(case: dict, device: torch.device, warmup: int) -> dict:
     """One training step set up exactly as measure_pytorch.measure_model does it (amp modes only)."""
     mode = case["precision"]
@@ -121,7 +128,7 @@ def profiled(region, warmup: int) -> dict:
     kernels = collections.defaultdict(lambda: [0, 0.0])
     spans = []
     for e in events:
-        if e.device_type == torch.autograd.DeviceType.CUDA:
+        if e.device_type == torch.autograd.DeviceType.CUDA and not is_annotation(e):
             k = kernels[e.name]
             k[0] += 1
             k[1] += e.device_time_total / 1e6 if hasattr(e, "device_time_total") else e.cuda_time_total / 1e6
@@ -150,7 +157,7 @@ def profiled(region, warmup: int) -> dict:
                                                  "range": (e.time_range.start, e.time_range.end),
                                                  "kernels": collections.defaultdict(lambda: [0, 0.0])}
     for e in events:
-        if e.device_type != torch.autograd.DeviceType.CUDA:
+        if e.device_type != torch.autograd.DeviceType.CUDA or is_annotation(e):
             continue
         for ph in phases.values():
             if ph["range"][0] <= e.time_range.start <= ph["range"][1]:
