@@ -350,5 +350,5 @@ TEST_CASE("the committed H200 profile loads, validates and has its headline figu
     CHECK(compute_ceiling(c, ComputeUnit::bf16_tensor)->value() > 700e12);
     CHECK(launch_latency(c).has_value());
     CHECK(is_missing(c, "nccl"));
-    CHECK(provenance(c).rfind("measured on NVIDIA H200, 2026-11-29", 0) == 0);
+    CHECK(provenance(c).rfind("measured on NVIDIA H200, 2026-11-30", 0) == 0);
 }

@@ -4,6 +4,7 @@
 #include <roofsim/validation.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -65,6 +66,39 @@ TEST_CASE("a linear layer trains as three GEMMs", "[lower]") {
     CHECK(std::get<NormDims>(sums[0]->dims).groups == 10);
     CHECK(std::get<NormDims>(sums[0]->dims).group_elements == 64);
     CHECK(std::get<NormDims>(sums[1]->dims).groups == 256);
+}
+
+TEST_CASE("an embedding's backward sorts its indices beyond 3072 of them, as PyTorch's CUDA kernel does", "[lower]") {
+    const auto backward_of = [](std::int64_t tokens) {
+        GraphBuilder b("emb");
+        auto ids = b.input("ids", {GraphBuilder::batch, tokens}, DType::i64);
+        b.layer("wte", "embedding", {ids}, {{"num_embeddings", std::int64_t(50257)}, {"embedding_dim", std::int64_t(768)}});
+        LoweringOptions o;
+        o.batch = 4;
+        std::vector<Kernel> out;
+        for (const auto& k : lower(std::move(b).build(), o).kernels.kernels) {
+            if (k.op == "aten::embedding_dense_backward") out.push_back(k);
+        }
+        return out;
+    };
+    // 4 x 768 = 3072 indices: zero-fill dW, one atomic accumulation kernel
+    const auto atomic = backward_of(768);
+    REQUIRE(atomic.size() == 2);
+    CHECK(atomic[0].bytes_written.value() == 50257.0 * 768 * 4);
+    CHECK(atomic[1].kind == KernelKind::embedding);
+    // 4 x 1024 = 4096: the fill, 10 memsets, an arange, the radix sort (histogram, scan, 8 passes of
+    // int64 keys), unique-by-key (2), a scan (2), 3 segment kernels, the two row-sum kernels: 31 launches
+    const auto sorted = backward_of(1024);
+    CHECK(sorted.size() == 31);
+    const auto passes = std::count_if(sorted.begin(), sorted.end(), [](const Kernel& k) {
+        return k.kind == KernelKind::copy && k.bytes_read.value() == 4096.0 * 16;
+    });
+    CHECK(passes == 8);
+    double rows_written = 0;
+    for (const auto& k : sorted) {
+        if (k.kind == KernelKind::embedding) rows_written += k.bytes_written.value();
+    }
+    CHECK(rows_written == 4096.0 * 768 * 4 * 2);  // float32 partial sums, then float32 rows of dW
 }
 
 TEST_CASE("casts and GPT-2's gelu_new follow autocast's dtypes", "[lower][precision]") {

@@ -87,7 +87,7 @@ TEST_CASE("a time from measured neighbours scales each by the model and interpol
     const auto bracketed = at({{2, Seconds(4)}, {8, Seconds(8)}}, 4);
     REQUIRE(bracketed);
     CHECK(bracketed->time.value() == Catch::Approx(std::sqrt(32.0)));
-    CHECK(bracketed->reach == 0.0);
+    CHECK(bracketed->reach == 1.0);
     // One side only: the nearest, scaled, within a factor of 4; nothing beyond.
     CHECK(at({{2, Seconds(4)}}, 6)->time.value() == Catch::Approx(12.0));
     CHECK_FALSE(at({{2, Seconds(4)}}, 9));

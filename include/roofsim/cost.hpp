@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 namespace roofsim {
@@ -51,6 +52,18 @@ struct OpFactorPoint {
     double factor = 1;
 };
 
+namespace detail {
+/// A hash of a tuple of enums and integers (the shape keys of measured library calls).
+struct TupleHash {
+    template <class... T>
+    [[nodiscard]] std::size_t operator()(const std::tuple<T...>& t) const {
+        std::uint64_t h = 0x9e3779b97f4a7c15ull;
+        std::apply([&h](const auto&... v) { ((h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull), ...); }, t);
+        return static_cast<std::size_t>(h ^ (h >> 29));
+    }
+};
+}  // namespace detail
+
 /// Everything the cost models read, prepared once per GPU and calibration.
 struct CostContext {
     Ceilings ceilings;
@@ -58,25 +71,22 @@ struct CostContext {
     std::map<ComputeUnit, GemmModel> gemm;
     /// cuBLAS GPU times the calibration measured, by exact shape (unit, min(m, n), max(m, n), k,
     /// batch): the median over the operand layouts measured for that shape.
-    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, Seconds> gemm_measured;
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t, std::int64_t>, Seconds, detail::TupleHash>
+        gemm_measured;
     /// The same times along one dimension, for shapes that differ from measured ones in that
     /// dimension only (a layer's GEMMs at another token count or batch): keyed by the unit and the
     /// three other dimensions, the varying one -> seconds. Along m or n: (unit, the other of m and
     /// n, k, batch); along k: (unit, min(m, n), max(m, n), batch); along the batch: (unit, min, max, k).
-    std::map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, Seconds>>
+    std::unordered_map<std::tuple<ComputeUnit, std::int64_t, std::int64_t, std::int64_t>, std::map<std::int64_t, Seconds>,
+                       detail::TupleHash>
         gemm_measured_along_mn, gemm_measured_along_k, gemm_measured_along_batch;
     /// Keyed by (unit, pass, depthwise): depthwise convolutions run other kernels than dense ones.
     std::map<std::tuple<ComputeUnit, ConvPass, bool>, ConvModel> conv;
-    /// cuDNN times the calibration measured, by exact shape (NCHW, PyTorch's default layout).
-    std::map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                        std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
-             Seconds>
-        conv_measured;
-    /// The same cuDNN times by shape less the batch: every batch size the sweep measured for a
-    /// convolution geometry (N -> seconds), for shapes that differ from a measured one only in N.
-    std::map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                        std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
-             std::map<std::int64_t, Seconds>>
+    /// cuDNN times the calibration measured (NCHW, PyTorch's default layout), by shape less the batch:
+    /// every batch size the sweep measured for a convolution geometry (N -> seconds).
+    std::unordered_map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+                       std::map<std::int64_t, Seconds>, detail::TupleHash>
         conv_measured_by_batch;
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
     std::vector<BandwidthPoint> read_curve;  ///< read-only
@@ -179,12 +189,8 @@ namespace detail {
     return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch};
 }
 
-/// The exact-shape key of a convolution (unit, pass, N, C, H, W, K, R, S, stride, pad, groups, dilation).
-[[nodiscard]] inline auto conv_key(ComputeUnit unit, const ConvDims& d) {
-    return std::tuple{unit, d.pass, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
-}
-
-/// The same key without the batch size N.
+/// The key of a convolution's geometry: its shape less the batch size N (unit, pass, C, H, W, K, R, S,
+/// stride, pad, groups, dilation).
 [[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
     return std::tuple{unit, d.pass, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
 }
@@ -260,7 +266,6 @@ namespace detail {
         d.groups = r.groups;
         const bool depthwise = r.groups > 1 && r.groups == r.c;
         ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
-        ctx.conv_measured[detail::conv_key(r.unit, d)] = Seconds(r.seconds.median);
         ctx.conv_measured_by_batch[detail::conv_geometry_key(r.unit, d)][d.n] = Seconds(r.seconds.median);
     }
     for (auto& [key, v] : ratios) {
@@ -283,11 +288,11 @@ struct KernelCost {
 };
 
 namespace detail {
-/// A time estimated from measured neighbours, and how far it reached: the log distance to the
-/// nearest neighbour it used, 0 when two neighbours bracket the shape.
+/// A time estimated from measured neighbours, and how far it reached: the ratio (>= 1) between the
+/// shape's value and the nearest neighbour's it used, 1 when two neighbours bracket the shape.
 struct NeighbourEstimate {
     Seconds time{0};
-    double reach = 0;
+    double reach = 1;
 };
 
 /// A time from measured neighbours along one dimension (value -> seconds): each neighbour's
@@ -305,15 +310,19 @@ template <class ModelAt, class AlignedAt>
     while (lo != none && aligned_at(lo->first) != aligned_x) lo = lo == measured.begin() ? none : std::prev(lo);
     while (hi != none && aligned_at(hi->first) != aligned_x) ++hi;
     const auto scaled = [&](auto it) { return it->second.value() * model_x.value() / model_at(it->first).value(); };
-    const double lx = std::log(static_cast<double>(x));
-    const auto distance = [&](auto it) { return std::abs(lx - std::log(static_cast<double>(it->first))); };
+    const double xd = static_cast<double>(x);
     if (lo != none && hi != none) {
-        const double w = distance(lo) / (distance(lo) + distance(hi));
-        return NeighbourEstimate{Seconds(std::exp(std::log(scaled(lo)) * (1 - w) + std::log(scaled(hi)) * w)), 0.0};
+        const double w = std::log(xd / static_cast<double>(lo->first)) /
+                         std::log(static_cast<double>(hi->first) / static_cast<double>(lo->first));
+        const double t_lo = scaled(lo);
+        return NeighbourEstimate{Seconds(t_lo * std::pow(scaled(hi) / t_lo, w)), 1.0};  // t_lo^(1-w) t_hi^w
     }
     const auto nearest = lo != none ? lo : hi;
-    if (nearest == none || distance(nearest) > std::log(4.0)) return std::nullopt;
-    return NeighbourEstimate{Seconds(scaled(nearest)), distance(nearest)};
+    if (nearest == none) return std::nullopt;
+    const double x0 = static_cast<double>(nearest->first);
+    const double reach = std::max(xd / x0, x0 / xd);
+    if (reach > 4.0) return std::nullopt;
+    return NeighbourEstimate{Seconds(scaled(nearest)), reach};
 }
 
 /// A GEMM's time from the cuBLAS sweep: the measured time of its exact shape, or of the sweep's
@@ -327,6 +336,7 @@ template <class ModelAt, class AlignedAt>
     const bool aligned = is_aligned(d);
     std::optional<NeighbourEstimate> best;
     const auto along = [&](const auto& table, const auto& key, std::int64_t x, auto with) {
+        if (best && best->reach == 1.0) return;  // bracketed already: nothing reaches less far
         auto it = table.find(key);
         if (it == table.end()) return;
         auto e = from_measured_neighbours(
@@ -357,7 +367,9 @@ template <class ModelAt, class AlignedAt>
     }
     if (const auto* c = std::get_if<ConvDims>(&k.dims); c && k.kind == KernelKind::conv) {
         const bool square = c->stride_h == c->stride_w && c->pad_h == c->pad_w && c->dilation_h == c->dilation_w;
-        return square && ctx.conv_measured.count(detail::conv_key(k.unit, *c)) != 0;
+        if (!square) return false;
+        const auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, *c));
+        return it != ctx.conv_measured_by_batch.end() && it->second.count(c->n) != 0;
     }
     return false;
 }
@@ -377,11 +389,6 @@ template <class ModelAt, class AlignedAt>
 /// depthwise and other thin-channel convolutions are bounded by their bytes.
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
     const bool square = d.stride_h == d.stride_w && d.pad_h == d.pad_w && d.dilation_h == d.dilation_w;
-    if (square) {
-        if (auto it = ctx.conv_measured.find(detail::conv_key(k.unit, d)); it != ctx.conv_measured.end()) {
-            return {it->second, Bound::compute};  // the calibration timed this very shape
-        }
-    }
     const GemmDims g = detail::implicit_gemm(d);
     if (square) {
         // The sweep timed this geometry at other batch sizes: the measured times at the batches that
@@ -389,6 +396,11 @@ template <class ModelAt, class AlignedAt>
         // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry
         // is kept), interpolated in log time over log N (from_measured_neighbours).
         auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d));
+        if (it != ctx.conv_measured_by_batch.end()) {
+            if (auto same = it->second.find(d.n); same != it->second.end()) {
+                return {same->second, Bound::compute};  // the calibration timed this very shape
+            }
+        }
         auto model = ctx.gemm.find(k.unit);
         if (it != ctx.conv_measured_by_batch.end() && model != ctx.gemm.end()) {
             const auto model_at = [&](std::int64_t n) {

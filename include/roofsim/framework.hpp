@@ -197,7 +197,11 @@ namespace detail {
     HostCosts h;
     const bool amp = rules_for(mode).autocast;
     constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
-    const auto wanted = [ops](std::string_view op) { return !ops || op == "add" || std::find(ops->begin(), ops->end(), op) != ops->end(); };
+    const auto listed = [ops](std::string_view op) { return std::find(ops->begin(), ops->end(), op) != ops->end(); };
+    // an embedding of up to 3072 indices backs off to PyTorch's atomic kernel: its own figures
+    const auto wanted = [&](std::string_view op) {
+        return !ops || op == "add" || listed(op) || (op == "embedding_atomic" && listed("embedding"));
+    };
     for (auto it = f.figures.lower_bound("layer_"); it != f.figures.end() && it->first.starts_with("layer_"); ++it) {
         std::string_view base = it->first;
         if (base.ends_with(suffix) != amp) continue;

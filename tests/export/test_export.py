@@ -331,6 +331,23 @@ class Convolutions(unittest.TestCase):
         self.assertEqual(aten(doc, "cat", "forward")[0]["kind"], "copy")
 
 
+class EmbeddingBackward(unittest.TestCase):
+    def test_sorted_beyond_3072_indices(self):
+        # PyTorch's CUDA embedding backward: one atomic kernel up to 3072 indices, cub's radix sort and
+        # segment sums beyond (31 launches with the zero-fill for int64 indices, as on an H200)
+        emb = torch.nn.Embedding(1000, 16)
+        counts = {}
+        for tokens in (3072, 3073):
+            doc = export(emb, {"input": torch.randint(0, 1000, (1, tokens))}, optimizer="sgd")
+            ks = aten(doc, "embedding_dense_backward", "backward")
+            counts[tokens] = len(ks)
+            self.assertEqual(ks[0]["kind"], "elementwise")
+            self.assertEqual(ks[0]["bytes_written"], 1000 * 16 * 4)  # zero-fill dW
+            self.assertEqual(sum(k["bytes_written"] for k in ks if k["kind"] == "embedding"),
+                             tokens * 16 * 4 * (1 if tokens <= 3072 else 2))
+        self.assertEqual(counts, {3072: 2, 3073: 31})
+
+
 class UnknownOps(unittest.TestCase):
     def test_flagged_not_dropped(self):
         model, inputs = models.unknown_op()

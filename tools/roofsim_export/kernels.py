@@ -108,6 +108,24 @@ COPY_OPS = {"clone", "cat", "stack", "slice_backward", "select_backward", "slice
             "reflection_pad2d", "replication_pad2d", "reflection_pad2d_backward", "replication_pad2d_backward",
             "contiguous", "_unsafe_index", "split_with_sizes_copy", "unbind_copy", "split_copy"}
 
+def embedding_sort_kernels(lookups: int, row_elements: int, index_item: int, grad_item: int) -> list:
+    """(kind, bytes read, bytes written) of each kernel aten::embedding_dense_backward runs after
+    zero-filling dW when it has more than 3072 indices: cub's radix sort of the (index, position)
+    pairs, one pass per index byte, the segments of equal indices, their row sums (PyTorch's
+    Embedding.cu and EmbeddingBackwardKernel.cu; launches as in an H200 trace). The same list as
+    roofsim's lowering (detail::embedding_sort_kernels in include/roofsim/lower.hpp)."""
+    pairs = lookups * (index_item + 8)
+    return ([("elementwise", 0, 0)] * 10                                   # memsets of cub's temporary storage
+            + [("elementwise", 0, lookups * 8),                             # positions: arange
+               ("copy", lookups * index_item, 0), ("copy", 0, 0)]          # radix sort: histogram, its exclusive sum
+            + [("copy", pairs, pairs)] * index_item                        # a pass per key byte
+            + [("copy", 0, 0), ("copy", lookups * index_item, lookups * (index_item + 8)),  # unique-by-key
+               ("copy", 0, 0), ("copy", lookups * 8, lookups * 8),         # scan of the segment offsets
+               ("copy", lookups * 8, 8), ("copy", lookups * 8, lookups * 8), ("copy", lookups * 8, lookups * 8),
+               ("embedding", row_elements * grad_item + lookups * 8, row_elements * 4),  # compute_grad_weight
+               ("embedding", row_elements * 4, row_elements * grad_item)])             # sum_and_scatter into dW
+
+
 GATHER_OPS = {"index_select", "gather", "index", "take", "take_along_dim", "masked_select"}
 SCATTER_OPS = {"scatter", "scatter_add", "scatter_reduce", "index_add", "index_put", "_index_put_impl",
                "index_reduce", "put", "index_fill"}
@@ -417,9 +435,13 @@ class Mapper:
             item = element_size(dy.dtype)
             lookups = int(idx.numel())
             iitem = element_size(idx.dtype)
-            return [self.kernel(name, "elementwise", dy.dtype, 0, num_weights * dim * item),   # zero-fill dW
-                    self.kernel(name, "copy", idx.dtype, 4 * lookups * iitem, 4 * lookups * iitem),  # sort
-                    self.kernel(name, "embedding", dy.dtype, lookups * dim * item, lookups * dim * item)], \
+            fill = self.kernel(name, "elementwise", dy.dtype, 0, num_weights * dim * item)   # zero-fill dW
+            if lookups <= 3072 and not na.get("scale_grad_by_freq"):
+                # PyTorch's Embedding.cu: up to 3072 indices, one kernel accumulates the rows atomically
+                return [fill, self.kernel(name, "embedding", dy.dtype, lookups * dim * item + lookups * iitem,
+                                          lookups * dim * item)], False, None
+            return [fill] + [self.kernel(name, kind, dy.dtype if kind == "embedding" else idx.dtype, read, written)
+                             for kind, read, written in embedding_sort_kernels(lookups, lookups * dim, iitem, item)], \
                 False, None
         if base in GATHER_OPS:
             index = [t for t in inputs if not t.is_floating_point() and t.dtype != torch.bool and t is not args[0]]

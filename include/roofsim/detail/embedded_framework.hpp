@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T05:49:37+00:00",
+ "date_utc": "2026-11-30T07:33:58+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,182 +52,182 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.471322499998933e-06,
-   "min": 7.233690999999709e-06,
-   "max": 1.0009656000001143e-05,
+   "seconds": 6.707957499997974e-06,
+   "min": 6.514160500000088e-06,
+   "max": 7.320351499998879e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 7.440343999999044e-06
+   "issue_only_seconds": 6.701088999999882e-06
   },
   "eager_op_linear": {
-   "seconds": 1.2889287000000139e-05,
-   "min": 1.2627280500002058e-05,
-   "max": 1.7970618999999745e-05,
+   "seconds": 1.2036216999998572e-05,
+   "min": 1.1888918000000359e-05,
+   "max": 1.3558210500001166e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.2869249499999569e-05
+   "issue_only_seconds": 1.2005456499998956e-05
   },
   "eager_op_conv2d": {
-   "seconds": 1.647895700000035e-05,
-   "min": 1.4639790999996904e-05,
-   "max": 1.699018149999887e-05,
+   "seconds": 1.2545645999999522e-05,
+   "min": 1.1962639000000052e-05,
+   "max": 1.7094919999998126e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.641319000000152e-05
+   "issue_only_seconds": 1.2505331999999925e-05
   },
   "eager_op_layernorm": {
-   "seconds": 1.623092550000038e-05,
-   "min": 1.086106749999871e-05,
-   "max": 1.7195663999999055e-05,
+   "seconds": 1.646836799999818e-05,
+   "min": 1.618802699999833e-05,
+   "max": 1.6655817500002e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.6181568499998633e-05
+   "issue_only_seconds": 1.6411095999998792e-05
   },
   "eager_op_add_autocast": {
-   "seconds": 9.69630350000017e-06,
-   "min": 9.037395500001821e-06,
-   "max": 1.0341575500000033e-05,
+   "seconds": 6.937811000000238e-06,
+   "min": 6.8897515000010405e-06,
+   "max": 9.587766999999303e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 9.64393850000178e-06
+   "issue_only_seconds": 6.926813500001572e-06
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.5198108000001015e-05,
-   "min": 4.0463581499999176e-05,
-   "max": 6.390806900000001e-05,
+   "seconds": 3.445192399999897e-05,
+   "min": 3.3984205999999514e-05,
+   "max": 3.6230199499996727e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 4.5152260999998365e-05
+   "issue_only_seconds": 3.442252650000199e-05
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.42318800000001e-05,
-   "min": 3.0416156500002954e-05,
-   "max": 3.740617100000065e-05,
+   "seconds": 2.544183050000015e-05,
+   "min": 2.4694081999999894e-05,
+   "max": 2.7885524500000257e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 3.41780655000008e-05
+   "issue_only_seconds": 2.540943200000001e-05
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.2699073999996812e-05,
-   "min": 1.2134867500002144e-05,
-   "max": 1.8213625499999608e-05,
+   "seconds": 1.0505440500001128e-05,
+   "min": 1.027641550000169e-05,
+   "max": 1.0649682000000383e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2659643999999304e-05
+   "issue_only_seconds": 1.0497724000000375e-05
   },
   "eager_op_add_autograd": {
-   "seconds": 1.0161858499998289e-05,
-   "min": 9.069372000002573e-06,
-   "max": 1.2224895999999318e-05,
+   "seconds": 7.911979999999375e-06,
+   "min": 7.746165499998626e-06,
+   "max": 8.08025549999769e-06,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.0118938499999786e-05
+   "issue_only_seconds": 7.903528499998202e-06
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.204913650000151e-05,
-   "min": 2.0192632000000543e-05,
-   "max": 2.4942685499997453e-05,
+   "seconds": 2.1719029999999863e-05,
+   "min": 1.4573083000001929e-05,
+   "max": 2.3166607000000283e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1997767500000263e-05
+   "issue_only_seconds": 2.165427150000099e-05
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.2309255000003246e-05,
-   "min": 1.6281366000001186e-05,
-   "max": 2.3375911999998777e-05,
+   "seconds": 1.9307083000001057e-05,
+   "min": 1.9156380500000124e-05,
+   "max": 2.0544485500000322e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.225448750000325e-05
+   "issue_only_seconds": 1.924834099999728e-05
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.7942087999998078e-05,
-   "min": 1.4787693500000643e-05,
-   "max": 2.2526702000000398e-05,
+   "seconds": 2.1578546000000643e-05,
+   "min": 2.0625919000000438e-05,
+   "max": 2.2476600000000956e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.7928151499997824e-05
+   "issue_only_seconds": 2.1522795999999288e-05
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.2313672499999483e-05,
-   "min": 1.1768145499999605e-05,
-   "max": 1.2734940499999681e-05,
+   "seconds": 1.1673237499998378e-05,
+   "min": 1.1437085000000735e-05,
+   "max": 1.2973583500002662e-05,
    "samples": 11,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.2268769500000332e-05
+   "issue_only_seconds": 1.1621379499999306e-05
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.3520314500000693e-05,
-   "min": 1.8563015499999835e-05,
-   "max": 2.6946420499999847e-05,
+   "seconds": 2.341572299999939e-05,
+   "min": 2.217359199999791e-05,
+   "max": 2.3873270999999364e-05,
    "samples": 11,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.349176350000093e-05
+   "issue_only_seconds": 2.3351989999998325e-05
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.1402733999998703e-05,
-   "min": 2.0676398999999178e-05,
-   "max": 2.258728350000183e-05,
+   "seconds": 1.8355688500001575e-05,
+   "min": 1.7856786999999484e-05,
+   "max": 2.365474400000167e-05,
    "samples": 11,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.1340450499998555e-05
+   "issue_only_seconds": 1.830284649999925e-05
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.28821795000016e-05,
-   "min": 2.263464900000045e-05,
-   "max": 2.3447860000000986e-05,
+   "seconds": 2.361654399999935e-05,
+   "min": 2.070686050000248e-05,
+   "max": 2.475750749999861e-05,
    "samples": 11,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.283026350000128e-05
+   "issue_only_seconds": 2.3566200499999468e-05
   },
   "eager_op_add_out": {
-   "seconds": 8.931979500001575e-06,
-   "min": 7.036835000000963e-06,
-   "max": 9.130793000000637e-06,
+   "seconds": 8.480551999998198e-06,
+   "min": 8.063837499999949e-06,
+   "max": 8.891490500001708e-06,
    "samples": 11,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 8.878420500000317e-06
+   "issue_only_seconds": 8.434137500000105e-06
   },
   "backward_node_mul": {
-   "seconds": 1.290993111111681e-05,
-   "min": 1.0289102222229316e-05,
-   "max": 1.593953777777478e-05,
+   "seconds": 1.0934985555550724e-05,
+   "min": 9.983400000000605e-06,
+   "max": 1.4963880000012056e-05,
    "samples": 11,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_fixed": {
-   "seconds": 0.0007040471111155158,
-   "min": 0.00036033388888591215,
-   "max": 0.0011357105555518388,
+   "seconds": 0.0007858128888966259,
+   "min": 0.00031773299999413333,
+   "max": 0.0017577830000045462,
    "samples": 11,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
   },
   "backward_node_view": {
-   "seconds": 4.041946666670052e-06,
-   "min": 3.6789577777796014e-06,
-   "max": 6.383027777777291e-06,
+   "seconds": 5.996969999999793e-06,
+   "min": 3.822026666671579e-06,
+   "max": 6.577261111115402e-06,
    "samples": 11,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_node_transpose": {
-   "seconds": 4.726422222229114e-06,
-   "min": 3.704668888886431e-06,
-   "max": 7.073543333330829e-06,
+   "seconds": 5.7158266666669355e-06,
+   "min": 5.61040222222352e-06,
+   "max": 6.105078888880813e-06,
    "samples": 11,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_layer_linear": {
-   "seconds": 4.972856444444871e-05,
-   "min": 3.932770888889239e-05,
-   "max": 6.285783111111066e-05,
+   "seconds": 4.820049111111126e-05,
+   "min": 4.5487275555547374e-05,
+   "max": 5.604390555555641e-05,
    "samples": 11,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
   },
   "backward_call": {
-   "seconds": 9.467066017289957e-05,
-   "min": 9.467066017289957e-05,
-   "max": 9.467066017289957e-05,
+   "seconds": 5.680799608429274e-05,
+   "min": 5.680799608429274e-05,
+   "max": 5.680799608429274e-05,
    "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.50 us",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.80 us",
    "chain_lengths": [
     1,
     2,
@@ -236,17 +236,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.0001417279988527298,
-    0.00012745599448680877,
-    0.0001725759953260422,
-    0.0002487999945878983,
-    0.0004493440091609955
+    9.292799979448318e-05,
+    0.0001037440001964569,
+    0.00015014399588108063,
+    0.00020873600244522095,
+    0.00043536001443862914
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.6071619639794025e-05,
-   "min": 3.6071619639794025e-05,
-   "max": 3.6071619639794025e-05,
+   "seconds": 3.012571412892569e-05,
+   "min": 3.012571412892569e-05,
+   "max": 3.012571412892569e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -255,15 +255,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.942400172352791e-05,
-    0.0001786240041255951,
-    0.0006041600108146667
+    5.273599922657013e-05,
+    0.0001366399973630905,
+    0.0005024639964103699
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.997943589375131e-05,
-   "min": 8.997943589375131e-05,
-   "max": 8.997943589375131e-05,
+   "seconds": 7.028495023647945e-05,
+   "min": 7.028495023647945e-05,
+   "max": 7.028495023647945e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -272,15 +272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022089600563049316,
-    0.0008083840012550355,
-    0.0021814401149749755
+    0.00038889598846435545,
+    0.0008930240273475647,
+    0.001962687969207764
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 7.977295418580373e-05,
-   "min": 7.977295418580373e-05,
-   "max": 7.977295418580373e-05,
+   "seconds": 6.623695577893939e-05,
+   "min": 6.623695577893939e-05,
+   "max": 6.623695577893939e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -289,15 +289,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001860799938440323,
-    0.0004623039960861206,
-    0.0013949760198593139
+    0.00013750399649143218,
+    0.00044118401408195496,
+    0.0011660480499267579
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00011869256624153684,
-   "min": 0.00011869256624153684,
-   "max": 0.00011869256624153684,
+   "seconds": 0.00010415846393221899,
+   "min": 0.00010415846393221899,
+   "max": 0.00010415846393221899,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -306,15 +306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005749440193176269,
-    0.001249184012413025,
-    0.0035782079696655275
+    0.0006442239880561829,
+    0.0012116800546646117,
+    0.00321891188621521
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.2852571060260136e-05,
-   "min": 2.2852571060260136e-05,
-   "max": 2.2852571060260136e-05,
+   "seconds": 1.0239237830752418e-05,
+   "min": 1.0239237830752418e-05,
+   "max": 1.0239237830752418e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -323,15 +323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1951999068260195e-05,
-    0.00011337599903345108,
-    0.00038569599390029906
+    3.8591999560594556e-05,
+    8.729600161314011e-05,
+    0.00019817599654197693
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 5.6011428613038293e-05,
-   "min": 5.6011428613038293e-05,
-   "max": 5.6011428613038293e-05,
+   "seconds": 7.211961703641075e-05,
+   "min": 7.211961703641075e-05,
+   "max": 7.211961703641075e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -340,15 +340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003150720000267029,
-    0.0005776320099830628,
-    0.0015066879987716674
+    0.00023084799945354462,
+    0.0005482239723205567,
+    0.0014896639585494996
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.1512379688876014e-05,
-   "min": 4.1512379688876014e-05,
-   "max": 4.1512379688876014e-05,
+   "seconds": 4.2251426903974444e-05,
+   "min": 4.2251426903974444e-05,
+   "max": 4.2251426903974444e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -357,15 +357,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.777600198984146e-05,
-    0.0002922559976577759,
-    0.0007237759828567505
+    8.873599767684936e-05,
+    0.0002452159970998764,
+    0.0007324159741401672
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 7.860571891069412e-05,
-   "min": 7.860571891069412e-05,
-   "max": 7.860571891069412e-05,
+   "seconds": 6.442590660992123e-05,
+   "min": 6.442590660992123e-05,
+   "max": 6.442590660992123e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -374,15 +374,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005043519735336303,
-    0.0010918079614639282,
-    0.0023818240165710447
+    0.0005311040282249451,
+    0.0010940159559249879,
+    0.002212224006652832
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.6403048563571206e-05,
-   "min": 2.6403048563571206e-05,
-   "max": 2.6403048563571206e-05,
+   "seconds": 2.2630857747225533e-05,
+   "min": 2.2630857747225533e-05,
+   "max": 2.2630857747225533e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -391,15 +391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7008000314235686e-05,
-    0.00012540799379348754,
-    0.00044278401136398315
+    3.1360000371932985e-05,
+    8.195199817419052e-05,
+    0.0003650560081005096
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.153828154007593e-05,
-   "min": 6.153828154007593e-05,
-   "max": 6.153828154007593e-05,
+   "seconds": 7.553676036851747e-05,
+   "min": 7.553676036851747e-05,
+   "max": 7.553676036851747e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -408,15 +408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029468798637390136,
-    0.0006426560282707214,
-    0.0016418559551239014
+    0.0002455680072307587,
+    0.0005335360169410705,
+    0.0017159039974212647
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 4.414019130525135e-05,
-   "min": 4.414019130525135e-05,
-   "max": 4.414019130525135e-05,
+   "seconds": 2.2792381544907886e-05,
+   "min": 2.2792381544907886e-05,
+   "max": 2.2792381544907886e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -425,15 +425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010873600095510483,
-    0.00024684800207614896,
-    0.0007727360129356385
+    7.036799937486648e-05,
+    0.00021804800629615783,
+    0.0004386880099773407
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00010537142838750565,
-   "min": 0.00010537142838750565,
-   "max": 0.00010537142838750565,
+   "seconds": 9.455543295258567e-05,
+   "min": 9.455543295258567e-05,
+   "max": 9.455543295258567e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -442,15 +442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036188799142837524,
-    0.0008300480246543885,
-    0.0026111040115356443
+    0.00024435199797153475,
+    0.000648256003856659,
+    0.0020218560695648194
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.911542683839798e-05,
-   "min": 4.911542683839798e-05,
-   "max": 4.911542683839798e-05,
+   "seconds": 4.380190620819728e-05,
+   "min": 4.380190620819728e-05,
+   "max": 4.380190620819728e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -459,15 +459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.628799974918365e-05,
-    0.0002176000028848648,
-    0.0008110079765319824
+    7.046400010585785e-05,
+    0.00019043199717998504,
+    0.0007236800193786621
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 6.394437771467935e-05,
-   "min": 6.394437771467935e-05,
-   "max": 6.394437771467935e-05,
+   "seconds": 9.320000133344106e-05,
+   "min": 9.320000133344106e-05,
+   "max": 9.320000133344106e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -476,15 +476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002943359911441803,
-    0.0008119999766349793,
-    0.0020497279167175295
+    0.00026710399985313413,
+    0.0007028160095214844,
+    0.0023303680419921877
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.887237980252221e-05,
-   "min": 7.887237980252221e-05,
-   "max": 7.887237980252221e-05,
+   "seconds": 4.2532573143641154e-05,
+   "min": 4.2532573143641154e-05,
+   "max": 4.2532573143641154e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -493,15 +493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001542080044746399,
-    0.00041622400283813476,
-    0.0013457599878311157
+    0.00013356800377368927,
+    0.00030579200387001037,
+    0.0007864320278167724
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015480990920748033,
-   "min": 0.00015480990920748033,
-   "max": 0.00015480990920748033,
+   "seconds": 0.00018242361857777548,
+   "min": 0.00018242361857777548,
+   "max": 0.00018242361857777548,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -510,15 +510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006503999829292297,
-    0.0013986239433288574,
-    0.004171360015869141
+    0.0006061440110206604,
+    0.0011397759914398193,
+    0.00393340802192688
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.742476379587537e-05,
-   "min": 4.742476379587537e-05,
-   "max": 4.742476379587537e-05,
+   "seconds": 4.61752386320205e-05,
+   "min": 4.61752386320205e-05,
+   "max": 4.61752386320205e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -527,15 +527,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.711999863386154e-05,
-    0.00019382399320602418,
-    0.0007799680233001708
+    7.302399724721908e-05,
+    0.00022675199806690215,
+    0.0007707200050354004
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.267961154381433e-05,
-   "min": 7.267961154381433e-05,
-   "max": 7.267961154381433e-05,
+   "seconds": 8.238934051422845e-05,
+   "min": 8.238934051422845e-05,
+   "max": 8.238934051422845e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -544,15 +544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031481599807739257,
-    0.0007630720138549805,
-    0.002145695924758911
+    0.00032867199182510376,
+    0.0007906240224838256,
+    0.002282560110092163
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.094552017393567e-05,
-   "min": 8.094552017393567e-05,
-   "max": 8.094552017393567e-05,
+   "seconds": 7.546971099717276e-05,
+   "min": 7.546971099717276e-05,
+   "max": 7.546971099717276e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -561,15 +561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00019088000059127807,
-    0.00043004798889160155,
-    0.001403839945793152
+    0.00014659200608730316,
+    0.00037622401118278504,
+    0.0012797119617462159
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.0001396060983339945,
-   "min": 0.0001396060983339945,
-   "max": 0.0001396060983339945,
+   "seconds": 0.00016966933721587773,
+   "min": 0.00016966933721587773,
+   "max": 0.00016966933721587773,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -578,15 +578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005865920186042785,
-    0.0013859519958496094,
-    0.003940768003463745
+    0.000551584005355835,
+    0.0013619840145111084,
+    0.004253664016723633
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.584609832082477e-05,
-   "min": 6.584609832082477e-05,
-   "max": 6.584609832082477e-05,
+   "seconds": 6.315505078860694e-05,
+   "min": 6.315505078860694e-05,
+   "max": 6.315505078860694e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -595,15 +595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.631999999284744e-05,
-    0.0002422399967908859,
-    0.0010534720420837403
+    9.548799693584443e-05,
+    0.0002768000066280365,
+    0.0010400960445404053
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.063009404000782e-05,
-   "min": 5.063009404000782e-05,
-   "max": 5.063009404000782e-05,
+   "seconds": 4.832989828927175e-05,
+   "min": 4.832989828927175e-05,
+   "max": 4.832989828927175e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -612,15 +612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003357439935207367,
-    0.0007587839961051941,
-    0.002107424020767212
+    0.00034668800234794616,
+    0.0007367680072784423,
+    0.002037503957748413
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.690133611361187e-05,
-   "min": 6.690133611361187e-05,
-   "max": 6.690133611361187e-05,
+   "seconds": 6.167085539726985e-05,
+   "min": 6.167085539726985e-05,
+   "max": 6.167085539726985e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -629,15 +629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012774400413036345,
-    0.0003338240087032318,
-    0.0011330560445785523
+    0.00012179200351238251,
+    0.0003042879998683929,
+    0.0010460159778594971
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.30438068367186e-05,
-   "min": 5.30438068367186e-05,
-   "max": 5.30438068367186e-05,
+   "seconds": 5.749409823190598e-05,
+   "min": 5.749409823190598e-05,
+   "max": 5.749409823190598e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -646,15 +646,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036032000184059145,
-    0.0008201599717140198,
-    0.0021928319931030275
+    0.0003858239948749542,
+    0.0008005759716033935,
+    0.0021923840045928954
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.9759998832430158e-05,
-   "min": 2.9759998832430158e-05,
-   "max": 2.9759998832430158e-05,
+   "seconds": 2.6390095551808673e-05,
+   "min": 2.6390095551808673e-05,
+   "max": 2.6390095551808673e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -663,15 +663,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.001600086688995e-05,
-    0.00013574400544166565,
-    0.0004952319860458374
+    4.492799937725067e-05,
+    0.00012147200107574463,
+    0.0004399040043354034
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.391923728443328e-05,
-   "min": 5.391923728443328e-05,
-   "max": 5.391923728443328e-05,
+   "seconds": 4.813485982872189e-05,
+   "min": 4.813485982872189e-05,
+   "max": 4.813485982872189e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -680,15 +680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000233024001121521,
-    0.00045289599895477294,
-    0.0014778239727020264
+    0.0001992640048265457,
+    0.0005348160266876221,
+    0.001354464054107666
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.544533252716064e-05,
-   "min": 3.544533252716064e-05,
-   "max": 3.544533252716064e-05,
+   "seconds": 2.745295245023001e-05,
+   "min": 2.745295245023001e-05,
+   "max": 2.745295245023001e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -697,15 +697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.79360032081604e-05,
-    0.00015641599893569946,
-    0.0005936639904975891
+    6.71679973602295e-05,
+    0.00014716799557209015,
+    0.00047817599773406985
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 6.316266741071429e-05,
-   "min": 6.316266741071429e-05,
-   "max": 6.316266741071429e-05,
+   "seconds": 4.1781337843054813e-05,
+   "min": 4.1781337843054813e-05,
+   "max": 4.1781337843054813e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -714,15 +714,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003218559920787811,
-    0.0005833600163459777,
-    0.0017895359992980957
+    0.000280703991651535,
+    0.0005487359762191773,
+    0.0013393280506134033
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.668266649757113e-05,
-   "min": 5.668266649757113e-05,
-   "max": 5.668266649757113e-05,
+   "seconds": 5.321904626630602e-05,
+   "min": 5.321904626630602e-05,
+   "max": 5.321904626630602e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -731,15 +731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.494399696588516e-05,
-    0.000272352010011673,
-    0.0009343039989471436
+    8.09279978275299e-05,
+    0.000234592005610466,
+    0.0008772159814834595
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00011455542239404862,
-   "min": 0.00011455542239404862,
-   "max": 0.00011455542239404862,
+   "seconds": 8.083428052209671e-05,
+   "min": 8.083428052209671e-05,
+   "max": 8.083428052209671e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -748,15 +748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036102399230003357,
-    0.0008110079765319824,
-    0.0029083518981933595
+    0.00031334400177001953,
+    0.000793503999710083,
+    0.002350143909454346
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.97721930770647e-05,
-   "min": 5.97721930770647e-05,
-   "max": 5.97721930770647e-05,
+   "seconds": 5.8141715824604044e-05,
+   "min": 5.8141715824604044e-05,
+   "max": 5.8141715824604044e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -765,15 +765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011203200370073319,
-    0.00029497599601745607,
-    0.0010098240375518799
+    9.516800194978714e-05,
+    0.0002579840123653412,
+    0.000963424026966095
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.0001032876092053595,
-   "min": 0.0001032876092053595,
-   "max": 0.0001032876092053595,
+   "seconds": 8.856685495092756e-05,
+   "min": 8.856685495092756e-05,
+   "max": 8.856685495092756e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -782,15 +782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004320639967918396,
-    0.0009789119958877564,
-    0.002897183895111084
+    0.0003569599986076355,
+    0.0007914559841156006,
+    0.0025557119846343996
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.7005713745242072e-05,
-   "min": 1.7005713745242072e-05,
-   "max": 1.7005713745242072e-05,
+   "seconds": 1.5307428581374028e-05,
+   "min": 1.5307428581374028e-05,
+   "max": 1.5307428581374028e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -799,15 +799,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.561599925160408e-05,
-    8.563199639320374e-05,
-    0.000290367990732193
+    3.7151999771595004e-05,
+    7.814399898052215e-05,
+    0.0002651199996471405
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.5046856807810923e-05,
-   "min": 2.5046856807810923e-05,
-   "max": 2.5046856807810923e-05,
+   "seconds": 2.015695117768788e-05,
+   "min": 2.015695117768788e-05,
+   "max": 2.015695117768788e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -816,15 +816,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016550399363040924,
-    0.00029203200340271,
-    0.0007964159846305847
+    0.00014271999895572662,
+    0.00026256000995635985,
+    0.0006791679859161377
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.9651046998444055e-05,
-   "min": 1.9651046998444055e-05,
-   "max": 1.9651046998444055e-05,
+   "seconds": 1.5565713424058186e-05,
+   "min": 1.5565713424058186e-05,
+   "max": 1.5565713424058186e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -833,15 +833,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.4719999432563783e-05,
-    0.00010921599715948105,
-    0.00034799998998641965
+    5.0592001527547836e-05,
+    9.830400347709655e-05,
+    0.000284415990114212
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.8770286944650465e-05,
-   "min": 2.8770286944650465e-05,
-   "max": 2.8770286944650465e-05,
+   "seconds": 2.3051429894708444e-05,
+   "min": 2.3051429894708444e-05,
+   "max": 2.3051429894708444e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -850,15 +850,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020921599864959716,
-    0.0003144960105419159,
-    0.0009222080111503601
+    0.00014694400131702424,
+    0.00029151999950408937,
+    0.0007357760071754455
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.6431998993669237e-05,
-   "min": 1.6431998993669237e-05,
-   "max": 1.6431998993669237e-05,
+   "seconds": 1.4794665965295972e-05,
+   "min": 1.4794665965295972e-05,
+   "max": 1.4794665965295972e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -867,15 +867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2384000718593594e-05,
-    7.673600316047669e-05,
-    0.00027721598744392397
+    3.15839983522892e-05,
+    7.683199644088745e-05,
+    0.00025379198789596556
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.5105524275984084e-05,
-   "min": 2.5105524275984084e-05,
-   "max": 2.5105524275984084e-05,
+   "seconds": 2.7489523270300456e-05,
+   "min": 2.7489523270300456e-05,
+   "max": 2.7489523270300456e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -884,15 +884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015347200632095337,
-    0.00029769599437713624,
-    0.0007830719947814941
+    0.00014233599603176116,
+    0.00025567999482154847,
+    0.0007720959782600402
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.7075810226656144e-05,
-   "min": 1.7075810226656144e-05,
-   "max": 1.7075810226656144e-05,
+   "seconds": 1.584228607160704e-05,
+   "min": 1.584228607160704e-05,
+   "max": 1.584228607160704e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -901,15 +901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0896001756191256e-05,
-    0.00010489600151777268,
-    0.00031462401151657106
+    5.4496001452207564e-05,
+    9.731200337409973e-05,
+    0.0002905600070953369
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 1.7345523727791645e-05,
-   "min": 1.7345523727791645e-05,
-   "max": 1.7345523727791645e-05,
+   "seconds": 2.7302857488393788e-05,
+   "min": 2.7302857488393788e-05,
+   "max": 2.7302857488393788e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -918,15 +918,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002504960000514984,
-    0.0003424319922924042,
-    0.0007630400061607361
+    0.00018809600174427032,
+    0.00031731200218200684,
+    0.0008352000117301941
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.572571357800847e-05,
-   "min": 1.572571357800847e-05,
-   "max": 1.572571357800847e-05,
+   "seconds": 1.4522666377680645e-05,
+   "min": 1.4522666377680645e-05,
+   "max": 1.4522666377680645e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -935,15 +935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.420799970626831e-05,
-    8.566399663686753e-05,
-    0.0002715199887752533
+    3.2095998525619506e-05,
+    7.523199915885926e-05,
+    0.0002497919946908951
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.9686094572146735e-05,
-   "min": 2.9686094572146735e-05,
-   "max": 2.9686094572146735e-05,
+   "seconds": 1.9273143793855386e-05,
+   "min": 1.9273143793855386e-05,
+   "max": 1.9273143793855386e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -952,15 +952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012883199751377106,
-    0.00028150400519371034,
-    0.0008154879808425904
+    0.00014659200608730316,
+    0.00026576000452041624,
+    0.0006594560146331787
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.609676242584274e-05,
-   "min": 1.609676242584274e-05,
-   "max": 1.609676242584274e-05,
+   "seconds": 1.521219082531475e-05,
+   "min": 1.521219082531475e-05,
+   "max": 1.521219082531475e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -969,15 +969,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2943999171257016e-05,
-    0.00010972800105810165,
-    0.0002905600070953369
+    5.212799832224846e-05,
+    0.00010950399935245514,
+    0.0002842240035533905
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.4777904685054508e-05,
-   "min": 2.4777904685054508e-05,
-   "max": 2.4777904685054508e-05,
+   "seconds": 2.2384760103055405e-05,
+   "min": 2.2384760103055405e-05,
+   "max": 2.2384760103055405e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -986,15 +986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023347200453281401,
-    0.00041926398873329165,
-    0.0008676480054855347
+    0.00016172799468040466,
+    0.00028732800483703615,
+    0.0007299519777297974
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.396495210272925e-05,
-   "min": 1.396495210272925e-05,
-   "max": 1.396495210272925e-05,
+   "seconds": 1.3581714459827967e-05,
+   "min": 1.3581714459827967e-05,
+   "max": 1.3581714459827967e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1003,15 +1003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.734400123357773e-05,
-    6.84799998998642e-05,
-    0.00024323199689388274
+    3.481600061058998e-05,
+    7.724799960851669e-05,
+    0.0002391040027141571
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.6229332245531545e-05,
-   "min": 2.6229332245531545e-05,
-   "max": 2.6229332245531545e-05,
+   "seconds": 1.8983617779754454e-05,
+   "min": 1.8983617779754454e-05,
+   "max": 1.8983617779754454e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1020,15 +1020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002160319983959198,
-    0.00030320000648498534,
-    0.000807807981967926
+    0.0001529279947280884,
+    0.00024188800156116485,
+    0.0006384959816932678
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.7469714617445353e-05,
-   "min": 1.7469714617445353e-05,
-   "max": 1.7469714617445353e-05,
+   "seconds": 1.4176000441823686e-05,
+   "min": 1.4176000441823686e-05,
+   "max": 1.4176000441823686e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1037,15 +1037,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.574399977922439e-05,
-    9.558399766683578e-05,
-    0.00031360000371932984
+    4.739199951291084e-05,
+    9.299200028181076e-05,
+    0.0002610560059547424
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.5963430071160906e-05,
-   "min": 2.5963430071160906e-05,
-   "max": 2.5963430071160906e-05,
+   "seconds": 1.998781093529293e-05,
+   "min": 1.998781093529293e-05,
+   "max": 1.998781093529293e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1054,15 +1054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022150400280952453,
-    0.0003523519933223724,
-    0.0008731840252876282
+    0.00015321600437164307,
+    0.00025731199979782106,
+    0.000666208028793335
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5609904946315853e-05,
-   "min": 1.5609904946315853e-05,
-   "max": 1.5609904946315853e-05,
+   "seconds": 1.462400048261597e-05,
+   "min": 1.462400048261597e-05,
+   "max": 1.462400048261597e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1071,15 +1071,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.574400022625923e-05,
-    7.497599720954895e-05,
-    0.00026736000180244444
+    2.9279999434947967e-05,
+    7.24800005555153e-05,
+    0.000248416006565094
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.8353521689063034e-05,
-   "min": 2.8353521689063034e-05,
-   "max": 2.8353521689063034e-05,
+   "seconds": 2.4390093095245815e-05,
+   "min": 2.4390093095245815e-05,
+   "max": 2.4390093095245815e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1088,15 +1088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014281600713729857,
-    0.00029718399047851563,
-    0.0008097599744796753
+    0.00011798399686813354,
+    0.0002163199931383133,
+    0.0006969599723815918
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.6205715104227974e-05,
-   "min": 1.6205715104227974e-05,
-   "max": 1.6205715104227974e-05,
+   "seconds": 1.553066731208847e-05,
+   "min": 1.553066731208847e-05,
+   "max": 1.553066731208847e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1105,15 +1105,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6127998977899554e-05,
-    0.00010076799988746644,
-    0.00029788801074028014
+    5.35999983549118e-05,
+    0.00010105600208044052,
+    0.00028684800863265994
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.9180951948676796e-05,
-   "min": 2.9180951948676796e-05,
-   "max": 2.9180951948676796e-05,
+   "seconds": 1.8703999086504886e-05,
+   "min": 1.8703999086504886e-05,
+   "max": 1.8703999086504886e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1122,15 +1122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018195199966430665,
-    0.00035727998614311216,
-    0.0008758080005645752
+    0.00016969600319862365,
+    0.00031094399094581607,
+    0.0006960639953613281
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.2064000013328735e-05,
-   "min": 2.2064000013328735e-05,
-   "max": 2.2064000013328735e-05,
+   "seconds": 2.306590388928141e-05,
+   "min": 2.306590388928141e-05,
+   "max": 2.306590388928141e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1139,15 +1139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5343998819589614e-05,
-    0.00011820799857378006,
-    0.00037852799892425536
+    4.233599826693535e-05,
+    0.00011584000289440154,
+    0.0003897599875926971
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.577904682783853e-05,
-   "min": 2.577904682783853e-05,
-   "max": 2.577904682783853e-05,
+   "seconds": 2.3999237765868505e-05,
+   "min": 2.3999237765868505e-05,
+   "max": 2.3999237765868505e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1156,15 +1156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001656000018119812,
-    0.00032838401198387145,
-    0.0008896639943122863
+    0.000155008003115654,
+    0.0002831679880619049,
+    0.0008566399812698364
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.377219107888994e-05,
-   "min": 2.377219107888994e-05,
-   "max": 2.377219107888994e-05,
+   "seconds": 2.491199899287451e-05,
+   "min": 2.491199899287451e-05,
+   "max": 2.491199899287451e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1173,15 +1173,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.860800087451935e-05,
-    0.0001417279988527298,
-    0.000425792008638382
+    6.639999896287919e-05,
+    0.0001396480053663254,
+    0.00043958398699760437
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.3322664910838717e-05,
-   "min": 2.3322664910838717e-05,
-   "max": 2.3322664910838717e-05,
+   "seconds": 2.412495371841249e-05,
+   "min": 2.412495371841249e-05,
+   "max": 2.412495371841249e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1190,15 +1190,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002455680072307587,
-    0.00041251200437545776,
-    0.0009605439901351929
+    0.0002200320065021515,
+    0.0003614720106124878,
+    0.0009536960124969482
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.2345143283406894e-05,
-   "min": 1.2345143283406894e-05,
-   "max": 1.2345143283406894e-05,
+   "seconds": 1.1994667085153717e-05,
+   "min": 1.1994667085153717e-05,
+   "max": 1.1994667085153717e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1207,15 +1207,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.72000003606081e-05,
-    6.617599725723267e-05,
-    0.00021302400529384614
+    2.768000029027462e-05,
+    6.860800087451935e-05,
+    0.00020924800634384156
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.281980974688416e-05,
-   "min": 3.281980974688416e-05,
-   "max": 3.281980974688416e-05,
+   "seconds": 2.8233144521003677e-05,
+   "min": 2.8233144521003677e-05,
+   "max": 2.8233144521003677e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1224,15 +1224,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016630400717258453,
-    0.00024265600740909577,
-    0.0008240640163421631
+    0.0001430079936981201,
+    0.0002483520060777664,
+    0.0007413120269775391
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.3092571780795142e-05,
-   "min": 1.3092571780795142e-05,
-   "max": 1.3092571780795142e-05,
+   "seconds": 1.25737145897888e-05,
+   "min": 1.25737145897888e-05,
+   "max": 1.25737145897888e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1241,15 +1241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2879998683929446e-05,
-    7.59039968252182e-05,
-    0.00023718400299549102
+    5.100800096988678e-05,
+    8.796799927949905e-05,
+    0.0002393600046634674
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.0228572544597446e-05,
-   "min": 2.0228572544597446e-05,
-   "max": 2.0228572544597446e-05,
+   "seconds": 2.471390526209559e-05,
+   "min": 2.471390526209559e-05,
+   "max": 2.471390526209559e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1258,15 +1258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025795200467109683,
-    0.0003486720025539398,
-    0.000754688024520874
+    0.00021388800442218782,
+    0.00033260801434516907,
+    0.000775488018989563
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.3654857519127074e-05,
-   "min": 1.3654857519127074e-05,
-   "max": 1.3654857519127074e-05,
+   "seconds": 1.3275428275976861e-05,
+   "min": 1.3275428275976861e-05,
+   "max": 1.3275428275976861e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1275,15 +1275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3312000334262846e-05,
-    6.384000182151794e-05,
-    0.00023465600609779357
+    2.9983999207615853e-05,
+    6.713599711656571e-05,
+    0.0002282239943742752
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.307732943977629e-05,
-   "min": 4.307732943977629e-05,
-   "max": 4.307732943977629e-05,
+   "seconds": 5.13996175889458e-05,
+   "min": 5.13996175889458e-05,
+   "max": 5.13996175889458e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1292,15 +1292,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015263999998569488,
-    0.0003991360068321228,
-    0.0010290559530258178
+    0.00015964800119400025,
+    0.00044300800561904906,
+    0.001159551978111267
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 6.7603804525874905e-06,
-   "min": 6.7603804525874905e-06,
-   "max": 6.7603804525874905e-06,
+   "seconds": 1.2652190313452765e-05,
+   "min": 1.2652190313452765e-05,
+   "max": 1.2652190313452765e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1309,15 +1309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.644800141453743e-05,
-    8.796799927949905e-05,
-    0.0001615999937057495
+    4.931199923157692e-05,
+    8.220800012350083e-05,
+    0.00023740799725055695
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.126400256440754e-05,
-   "min": 5.126400256440754e-05,
-   "max": 5.126400256440754e-05,
+   "seconds": 4.997333423012779e-05,
+   "min": 4.997333423012779e-05,
+   "max": 4.997333423012779e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1326,15 +1326,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020601600408554077,
-    0.00025913599133491516,
-    0.0010360640287399292
+    0.00021350400149822236,
+    0.0004731200039386749,
+    0.001176800012588501
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2457143071861495e-05,
-   "min": 1.2457143071861495e-05,
-   "max": 1.2457143071861495e-05,
+   "seconds": 1.1805714152398564e-05,
+   "min": 1.1805714152398564e-05,
+   "max": 1.1805714152398564e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1343,15 +1343,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8255999088287354e-05,
-    6.118400022387505e-05,
-    0.0002136320024728775
+    2.7744000777602196e-05,
+    6.480000168085098e-05,
+    0.000205375999212265
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.4863999425655315e-05,
-   "min": 2.4863999425655315e-05,
-   "max": 2.4863999425655315e-05,
+   "seconds": 2.9491048927108448e-05,
+   "min": 2.9491048927108448e-05,
+   "max": 2.9491048927108448e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1360,15 +1360,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018380799889564515,
-    0.00030112001299858093,
-    0.0007454079985618591
+    0.00015996800363063813,
+    0.0002935679852962494,
+    0.0007826560139656067
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.5199238168341772e-05,
-   "min": 1.5199238168341772e-05,
-   "max": 1.5199238168341772e-05,
+   "seconds": 1.2655999866269885e-05,
+   "min": 1.2655999866269885e-05,
+   "max": 1.2655999866269885e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1377,15 +1377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.523199960589409e-05,
-    9.07839983701706e-05,
-    0.00027987200021743774
+    4.518400132656097e-05,
+    8.25280025601387e-05,
+    0.00023481599986553193
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.44563816629705e-05,
-   "min": 3.44563816629705e-05,
-   "max": 3.44563816629705e-05,
+   "seconds": 3.655695116945675e-05,
+   "min": 3.655695116945675e-05,
+   "max": 3.655695116945675e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1394,15 +1394,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002155520021915436,
-    0.0004128960072994232,
-    0.0009765120148658753
+    0.00017945599555969238,
+    0.0003567039966583252,
+    0.0009275199770927429
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.3106285816147215e-05,
-   "min": 1.3106285816147215e-05,
-   "max": 1.3106285816147215e-05,
+   "seconds": 1.1297523443187987e-05,
+   "min": 1.1297523443187987e-05,
+   "max": 1.1297523443187987e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1411,15 +1411,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.225599974393845e-05,
-    6.604799628257751e-05,
-    0.00022700800001621246
+    2.908799983561039e-05,
+    6.12800009548664e-05,
+    0.0001979839950799942
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.4192002557572858e-05,
-   "min": 2.4192002557572858e-05,
-   "max": 2.4192002557572858e-05,
+   "seconds": 2.4870858483371275e-05,
+   "min": 2.4870858483371275e-05,
+   "max": 2.4870858483371275e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1428,15 +1428,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014796799421310425,
-    0.0002536639869213104,
-    0.0007053760290145874
+    0.00012624000012874604,
+    0.00023801599442958832,
+    0.0006698560118675232
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.4131047541186924e-05,
-   "min": 1.4131047541186924e-05,
-   "max": 1.4131047541186924e-05,
+   "seconds": 1.3430095144680568e-05,
+   "min": 1.3430095144680568e-05,
+   "max": 1.3430095144680568e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1445,15 +1445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.164799839258194e-05,
-    8.291199803352356e-05,
-    0.0002599039971828461
+    4.912000149488449e-05,
+    8.563199639320374e-05,
+    0.00024931199848651883
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.0650665320101235e-05,
-   "min": 2.0650665320101235e-05,
-   "max": 2.0650665320101235e-05,
+   "seconds": 1.9340950818288894e-05,
+   "min": 1.9340950818288894e-05,
+   "max": 1.9340950818288894e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1462,239 +1462,267 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021516799926757813,
-    0.00031059199571609495,
-    0.0007339199781417847
+    0.00016166399419307708,
+    0.0002722240090370178,
+    0.0006573119759559631
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.0447998344898225e-05,
-   "min": 4.7968000173568725e-05,
-   "max": 0.00016924799978733062,
+   "seconds": 6.121600046753883e-05,
+   "min": 5.580800026655197e-05,
+   "max": 9.382399916648864e-05,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cross_entropy": {
-   "seconds": 0.0001239533281574647,
-   "min": 0.0,
-   "max": 0.00045976136686901254,
+   "seconds": 0.00011660000185171763,
+   "min": 7.63440082470576e-05,
+   "max": 0.00018012001613775888,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.73280018568039e-05,
-   "min": 6.55680000782013e-05,
-   "max": 0.00017615999281406404,
+   "seconds": 9.385599941015243e-05,
+   "min": 8.188799768686294e-05,
+   "max": 0.0001244800016283989,
    "samples": 41,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00017355332585672535,
-   "min": 3.1409331286946915e-05,
-   "max": 0.0008748332938800256,
+   "seconds": 0.00017765600110093753,
+   "min": 9.64720013240973e-05,
+   "max": 0.0005930800201992194,
    "samples": 41,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_embedding": {
-   "seconds": 2.1439999341964723e-05,
-   "min": 2.0320000126957894e-05,
-   "max": 4.35199998319149e-05,
+   "seconds": 2.694400027394295e-05,
+   "min": 2.4447999894618988e-05,
+   "max": 5.0592001527547836e-05,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_embedding": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 8.689337099591877e-06,
+   "seconds": 0.0002868400017420451,
+   "min": 0.00022735200325647986,
+   "max": 0.0005504879752794902,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 3.2320000231266024e-05,
-   "min": 3.055999986827374e-05,
-   "max": 5.958399921655655e-05,
+   "seconds": 7.449600100517272e-05,
+   "min": 5.510399863123894e-05,
+   "max": 0.0001533759981393814,
    "samples": 41,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 4.276934328178563e-05,
+   "seconds": 0.00045861598725120234,
+   "min": 0.00039650401348869,
+   "max": 0.0005476720022658507,
    "samples": 41,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
+  "layer_forward_embedding_atomic": {
+   "seconds": 4.495999962091446e-05,
+   "min": 3.801599889993668e-05,
+   "max": 6.364800035953522e-05,
+   "samples": 41,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast"
+  },
+  "layer_backward_embedding_atomic": {
+   "seconds": 9.730400765935578e-05,
+   "min": 5.5640003333489086e-05,
+   "max": 0.0001571760090688864,
+   "samples": 41,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
+  },
+  "layer_forward_embedding_atomic_autocast": {
+   "seconds": 6.569600105285644e-05,
+   "min": 5.433600023388863e-05,
+   "max": 0.00010304000228643417,
+   "samples": 41,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
+  },
+  "layer_backward_embedding_atomic_autocast": {
+   "seconds": 0.00013253599281112352,
+   "min": 9.055200094978014e-05,
+   "max": 0.00022427999849120774,
+   "samples": 41,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
+  },
   "layer_forward_maxpool2d": {
-   "seconds": 2.1407999098300934e-05,
-   "min": 2.019199915230274e-05,
-   "max": 4.252799972891807e-05,
+   "seconds": 4.038399830460548e-05,
+   "min": 3.328000009059906e-05,
+   "max": 6.899199634790421e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_maxpool2d": {
-   "seconds": 8.497343088189759e-06,
-   "min": 0.0,
-   "max": 7.044933798412483e-05,
+   "seconds": 9.276000658671059e-05,
+   "min": 6.0760001341501855e-05,
+   "max": 0.00022808801631132758,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.26399989426136e-05,
-   "min": 2.969600073993206e-05,
-   "max": 4.665600135922432e-05,
+   "seconds": 6.406400352716446e-05,
+   "min": 5.3472001105546954e-05,
+   "max": 8.649600297212601e-05,
    "samples": 41,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 5.7133479664723044e-06,
-   "min": 0.0,
-   "max": 9.470534759263197e-05,
+   "seconds": 0.00012623200441400206,
+   "min": 7.535200441877049e-05,
+   "max": 0.00024690400684873257,
    "samples": 41,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_avgpool2d": {
-   "seconds": 1.9807999953627586e-05,
-   "min": 1.8335999920964242e-05,
-   "max": 3.90079990029335e-05,
+   "seconds": 4.2975999414920804e-05,
+   "min": 2.9440000653266906e-05,
+   "max": 7.862400263547898e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 5.140933642784753e-05,
+   "seconds": 4.8024004946152374e-05,
+   "min": 1.608800763885179e-05,
+   "max": 0.00010108000660936036,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.0400000512599945e-05,
-   "min": 2.873600088059902e-05,
-   "max": 4.876799881458282e-05,
+   "seconds": 5.6639999151229856e-05,
+   "min": 4.927999898791313e-05,
+   "max": 8.979199826717377e-05,
    "samples": 41,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.872133317093054e-05,
+   "seconds": 8.274400110046067e-05,
+   "min": 3.9000003288189544e-05,
+   "max": 0.0001612080025176207,
    "samples": 41,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.1824000403285027e-05,
-   "min": 2.0352000370621683e-05,
-   "max": 3.776000067591667e-05,
+   "seconds": 3.510399907827377e-05,
+   "min": 3.107200004160404e-05,
+   "max": 7.999999821186065e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 7.003333667914073e-05,
+   "seconds": 7.938400531808535e-05,
+   "min": 3.954400743047395e-05,
+   "max": 0.0003959600093464057,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.129599988460541e-05,
-   "min": 2.9311999678611756e-05,
-   "max": 5.5615998804569246e-05,
+   "seconds": 6.447999924421311e-05,
+   "min": 5.507199838757515e-05,
+   "max": 9.574399888515472e-05,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.145347202817598e-06,
-   "min": 0.0,
-   "max": 6.449734481672447e-05,
+   "seconds": 5.973600472013155e-05,
+   "min": 1.695199931661288e-05,
+   "max": 0.0001517359974483649,
    "samples": 41,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_flatten": {
-   "seconds": 1.27360001206398e-05,
-   "min": 1.2319999746978283e-05,
-   "max": 2.6399999856948852e-05,
+   "seconds": 2.2752000018954278e-05,
+   "min": 1.974399946630001e-05,
+   "max": 4.275200143456459e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_flatten": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.065734627346196e-05,
+   "seconds": 2.1752000475923206e-05,
+   "min": 1.2216002369920401e-05,
+   "max": 3.852000149587789e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.191999927163124e-05,
-   "min": 2.102399989962578e-05,
-   "max": 3.206399828195572e-05,
+   "seconds": 4.1280001401901244e-05,
+   "min": 3.705599904060364e-05,
+   "max": 7.203199714422226e-05,
    "samples": 41,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.6929338152209914e-05,
+   "seconds": 2.901600177089373e-05,
+   "min": 1.442400241891542e-05,
+   "max": 5.580000455180803e-05,
    "samples": 41,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_reshape": {
-   "seconds": 1.110399980098009e-05,
-   "min": 1.056000031530857e-05,
-   "max": 2.211200073361397e-05,
+   "seconds": 1.91040001809597e-05,
+   "min": 1.80479995906353e-05,
+   "max": 2.595200017094612e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_reshape": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.0,
+   "seconds": 1.3816001514593753e-05,
+   "min": 8.632006744543707e-06,
+   "max": 3.589600572983423e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.019199915230274e-05,
-   "min": 1.9263999536633493e-05,
-   "max": 2.8704000636935235e-05,
+   "seconds": 3.673600032925606e-05,
+   "min": 3.366399928927422e-05,
+   "max": 5.481600016355515e-05,
    "samples": 41,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 1.2013378242651618e-06,
+   "seconds": 2.3640001813570653e-05,
+   "min": 1.5600050489107645e-06,
+   "max": 6.050399939219156e-05,
    "samples": 41,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_slice": {
-   "seconds": 1.2032000347971917e-05,
-   "min": 1.1711999773979188e-05,
-   "max": 2.7103999629616738e-05,
+   "seconds": 1.8688000738620758e-05,
+   "min": 1.2000000104308128e-05,
+   "max": 4.067200049757958e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_slice": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.0785341660181685e-05,
+   "seconds": 3.5448006043831495e-05,
+   "min": 2.914400274554887e-05,
+   "max": 5.9064007053772594e-05,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.1376000717282296e-05,
-   "min": 2.0511999726295472e-05,
-   "max": 4.169600084424019e-05,
+   "seconds": 3.8111999630928036e-05,
+   "min": 3.4464001655578615e-05,
+   "max": 6.249599903821945e-05,
    "samples": 41,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_slice_autocast": {
-   "seconds": 1.137337336937585e-06,
-   "min": 0.0,
-   "max": 8.01773431400458e-05,
+   "seconds": 6.053601081172625e-05,
+   "min": 3.880800182620684e-05,
+   "max": 0.00010293599839011826,
    "samples": 41,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.1747047659896669e-05,
-   "min": 1.1747047659896669e-05,
-   "max": 1.1747047659896669e-05,
+   "seconds": 1.8391618416422892e-05,
+   "min": 1.8391618416422892e-05,
+   "max": 1.8391618416422892e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1703,15 +1731,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1536000072956085e-05,
-    5.385600030422211e-05,
-    0.00019676800072193146
+    3.798399865627289e-05,
+    7.846400141716004e-05,
+    0.0003089599907398224
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.6351238957473207e-05,
-   "min": 1.6351238957473207e-05,
-   "max": 1.6351238957473207e-05,
+   "seconds": 1.2842666180360889e-05,
+   "min": 1.2842666180360889e-05,
+   "max": 1.2842666180360889e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1720,15 +1748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011449600011110306,
-    0.00017804799973964691,
-    0.0005290560126304626
+    0.0001464959979057312,
+    0.0002147520035505295,
+    0.0006065279841423035
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.2323809876328422e-05,
-   "min": 1.2323809876328422e-05,
-   "max": 1.2323809876328422e-05,
+   "seconds": 1.7182477173351104e-05,
+   "min": 1.7182477173351104e-05,
+   "max": 1.7182477173351104e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1737,15 +1765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3695999532938e-05,
-    7.135999947786331e-05,
-    0.00021878400444984435
+    5.750399827957153e-05,
+    0.00011689600348472595,
+    0.0003178560137748718
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.6785521947202228e-05,
-   "min": 1.6785521947202228e-05,
-   "max": 1.6785521947202228e-05,
+   "seconds": 1.1077332354727252e-05,
+   "min": 1.1077332354727252e-05,
+   "max": 1.1077332354727252e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1754,43 +1782,43 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014508800208568574,
-    0.00019891199469566345,
-    0.0005705599784851074
+    0.00020476800203323364,
+    0.00029926401376724243,
+    0.0006319040060043335
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.0031999796628952e-05,
-   "min": 1.8432000651955604e-05,
-   "max": 3.225599974393845e-05,
+   "seconds": 3.315199911594391e-05,
+   "min": 2.9152000322937967e-05,
+   "max": 5.260799825191498e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 1.988933670024078e-05,
+   "seconds": 4.732000703612963e-05,
+   "min": 3.516000385085741e-05,
+   "max": 7.864799971381823e-05,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.0368000268936157e-05,
-   "min": 2.8416000306606293e-05,
-   "max": 5.3759999573230744e-05,
+   "seconds": 5.488000065088272e-05,
+   "min": 4.82879988849163e-05,
+   "max": 8.406399935483933e-05,
    "samples": 41,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.065733882288139e-05,
+   "seconds": 5.496800566713014e-05,
+   "min": 5.432001004616405e-06,
+   "max": 0.00013112800444165865,
    "samples": 41,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 7.708723452829178e-05,
-   "min": 7.708723452829178e-05,
-   "max": 7.708723452829178e-05,
+   "seconds": 7.186818832442875e-05,
+   "min": 7.186818832442875e-05,
+   "max": 7.186818832442875e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1799,15 +1827,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.556800335645676e-05,
-    0.0002993920147418976,
-    0.0012360639572143554
+    0.00013260799646377564,
+    0.00030191999673843386,
+    0.001195199966430664
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001846826590952419,
-   "min": 0.0001846826590952419,
-   "max": 0.0001846826590952419,
+   "seconds": 9.79062843890417e-05,
+   "min": 9.79062843890417e-05,
+   "max": 9.79062843890417e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1816,15 +1844,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00038528001308441164,
-    0.0012715200185775756,
-    0.004345471858978271
+    0.0004922879934310913,
+    0.001165887951850891,
+    0.0030936639308929443
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 7.886475998730887e-05,
-   "min": 7.886475998730887e-05,
-   "max": 7.886475998730887e-05,
+   "seconds": 9.22872367359343e-05,
+   "min": 9.22872367359343e-05,
+   "max": 9.22872367359343e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1833,15 +1861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011151999980211257,
-    0.0003418880105018616,
-    0.001292415976524353
+    0.00010422399640083313,
+    0.0003423359990119934,
+    0.0014756159782409667
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017589411174967175,
-   "min": 0.00017589411174967175,
-   "max": 0.00017589411174967175,
+   "seconds": 8.756953052112035e-05,
+   "min": 8.756953052112035e-05,
+   "max": 8.756953052112035e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1850,15 +1878,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005636799931526184,
-    0.0013434879779815675,
-    0.00439024019241333
+    0.00039107200503349306,
+    0.0012042560577392577,
+    0.00318012809753418
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0002472655162924812,
-   "min": 0.0002472655162924812,
-   "max": 0.0002472655162924812,
+   "seconds": 0.00021173104359990076,
+   "min": 0.00021173104359990076,
+   "max": 0.00021173104359990076,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1867,15 +1895,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003280639946460724,
-    0.0009187840223312378,
-    0.0039866878986358645
+    0.0002423039972782135,
+    0.001414240002632141,
+    0.0035971839427948
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0007882224420706432,
-   "min": 0.0007882224420706432,
-   "max": 0.0007882224420706432,
+   "seconds": 0.0006146278367156075,
+   "min": 0.0006146278367156075,
+   "max": 0.0006146278367156075,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1884,15 +1912,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015262399911880494,
-    0.0035912001132965086,
-    0.01671139144897461
+    0.0014995520114898682,
+    0.003750943899154663,
+    0.013819040298461914
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00032188342014948527,
-   "min": 0.00032188342014948527,
-   "max": 0.00032188342014948527,
+   "seconds": 0.00027319771760985964,
+   "min": 0.00027319771760985964,
+   "max": 0.00027319771760985964,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1901,15 +1929,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004702079892158508,
-    0.0012602880001068115,
-    0.005239935874938964
+    0.0003515839874744415,
+    0.0019723520278930665,
+    0.004716608047485351
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0009417431950569152,
-   "min": 0.0009417431950569152,
-   "max": 0.0009417431950569152,
+   "seconds": 0.0006940739396072569,
+   "min": 0.0006940739396072569,
+   "max": 0.0006940739396072569,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1918,15 +1946,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001837056040763855,
-    0.005433824062347412,
-    0.02072675132751465
+    0.001676192045211792,
+    0.00508454418182373,
+    0.01635411262512207
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.5113142629464467e-05,
-   "min": 1.5113142629464467e-05,
-   "max": 1.5113142629464467e-05,
+   "seconds": 1.3142094725654238e-05,
+   "min": 1.3142094725654238e-05,
+   "max": 1.3142094725654238e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1935,15 +1963,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.796800062060356e-05,
-    7.116799801588058e-05,
-    0.0002539519965648651
+    3.7408001720905304e-05,
+    6.643199920654297e-05,
+    0.00023107199370861053
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.705523668300537e-05,
-   "min": 5.705523668300537e-05,
-   "max": 5.705523668300537e-05,
+   "seconds": 4.434971582321893e-05,
+   "min": 4.434971582321893e-05,
+   "max": 4.434971582321893e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -1952,15 +1980,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014319999516010284,
-    0.0003166080117225647,
-    0.001211359977722168
+    0.000110944002866745,
+    0.0002401919960975647,
+    0.0009589120149612427
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.539428478905133e-05,
-   "min": 1.539428478905133e-05,
-   "max": 1.539428478905133e-05,
+   "seconds": 1.311314283382325e-05,
+   "min": 1.311314283382325e-05,
+   "max": 1.311314283382325e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1969,15 +1997,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.169600084424019e-05,
-    8.681599795818328e-05,
-    0.00027225598692893983
+    5.225599929690361e-05,
+    8.134400099515915e-05,
+    0.0002455359995365143
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 3.120228843319984e-05,
-   "min": 3.120228843319984e-05,
-   "max": 3.120228843319984e-05,
+   "seconds": 4.623009299948103e-05,
+   "min": 4.623009299948103e-05,
+   "max": 4.623009299948103e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -1986,15 +2014,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016044799983501435,
-    0.0003386240005493164,
-    0.0008721920251846313
+    0.0001278720051050186,
+    0.0002805440127849579,
+    0.001009567975997925
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 1.666057056614331e-05,
-   "min": 1.666057056614331e-05,
-   "max": 1.666057056614331e-05,
+   "seconds": 1.8480000573964344e-05,
+   "min": 1.8480000573964344e-05,
+   "max": 1.8480000573964344e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2003,15 +2031,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.694400027394295e-05,
-    7.840000092983246e-05,
-    0.0002773439884185791
+    2.537599951028824e-05,
+    7.414399832487107e-05,
+    0.00030035200715065
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 6.478095320718629e-05,
-   "min": 6.478095320718629e-05,
-   "max": 6.478095320718629e-05,
+   "seconds": 0.00012147733232095129,
+   "min": 0.00012147733232095129,
+   "max": 0.00012147733232095129,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
    "chain_lengths": [
@@ -2020,15 +2048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023731200397014617,
-    0.0005305280089378357,
-    0.0014752320051193237
+    0.00017590400576591493,
+    0.0005292479991912842,
+    0.0022530879974365235
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.381866584931101e-05,
-   "min": 2.381866584931101e-05,
-   "max": 2.381866584931101e-05,
+   "seconds": 3.514209567081361e-05,
+   "min": 3.514209567081361e-05,
+   "max": 3.514209567081361e-05,
    "samples": 1,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2037,15 +2065,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9200000017881396e-05,
-    0.00013526399433612824,
-    0.0004180159866809845
+    9.577599912881851e-05,
+    0.00022224000096321105,
+    0.0006299200057983398
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 5.455085511008898e-05,
-   "min": 5.455085511008898e-05,
-   "max": 5.455085511008898e-05,
+   "seconds": 5.953447272380192e-05,
+   "min": 5.953447272380192e-05,
+   "max": 5.953447272380192e-05,
    "samples": 1,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
    "chain_lengths": [
@@ -2054,491 +2082,505 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003277760148048401,
-    0.0005659840106964112,
-    0.0015043519735336304
+    0.0003684479892253876,
+    0.0008205119967460632,
+    0.0018446079492568969
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00011001600325107574,
-   "min": 9.12640020251274e-05,
-   "max": 0.0004070720076560974,
+   "seconds": 0.00014121599495410918,
+   "min": 9.619200229644776e-05,
+   "max": 0.0001825280040502548,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast"
   },
   "backward_call_after_last_kernel": {
-   "seconds": 7.583999633789063e-05,
-   "min": 6.006399914622307e-05,
-   "max": 0.00015433600544929505,
+   "seconds": 0.00010659199953079224,
+   "min": 6.646399945020676e-05,
+   "max": 0.00018028800189495088,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast"
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00010742399841547012,
-   "min": 0.00010006400197744369,
-   "max": 0.00013568000495433808,
+   "seconds": 0.00014575999975204468,
+   "min": 0.00010883200168609619,
+   "max": 0.0002000640034675598,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16)"
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 9.167999774217606e-05,
-   "min": 8.575999736785889e-05,
-   "max": 0.00010441599786281585,
+   "seconds": 0.00013152000308036803,
+   "min": 0.0001037440001964569,
+   "max": 0.00024588799476623534,
    "samples": 21,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16)"
   },
   "layer_steady_linear": {
-   "seconds": 0.00019722944259643557,
-   "min": 0.00019583936691284178,
-   "max": 0.00021359935760498046,
+   "seconds": 0.00017129472732543946,
+   "min": 0.0001328652763366699,
+   "max": 0.0002163711929321289,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005229894256591796,
-   "min": 0.0004456870269775391,
-   "max": 0.0009960652923583985,
+   "seconds": 0.00024017791748046874,
+   "min": 0.00023358272552490234,
+   "max": 0.0002545843124389648,
    "samples": 11,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_matmul": {
-   "seconds": 0.00015500096321105958,
-   "min": 0.00014217663764953613,
-   "max": 0.00020999488830566407,
+   "seconds": 9.926079750061034e-05,
+   "min": 9.646719932556152e-05,
+   "max": 0.00010823871612548828,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00026495872497558595,
-   "min": 0.0002490080070495606,
-   "max": 0.0002819782447814942,
+   "seconds": 0.00018609407424926758,
+   "min": 0.00018164543151855467,
+   "max": 0.00021650943756103516,
    "samples": 11,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_bmm": {
-   "seconds": 0.00014358400344848633,
-   "min": 0.00012674688339233398,
-   "max": 0.00016099775314331054,
+   "seconds": 0.0001367180824279785,
+   "min": 0.0001138105583190918,
+   "max": 0.00015202431678771973,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00027666112899780277,
-   "min": 0.00026461952209472656,
-   "max": 0.0003121363258361817,
+   "seconds": 0.00018913536071777344,
+   "min": 0.00018604095458984375,
+   "max": 0.00019982271194458008,
    "samples": 11,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00024051008224487306,
-   "min": 0.00020313472747802736,
-   "max": 0.0004030438232421875,
+   "seconds": 0.00016670528411865234,
+   "min": 0.000136942081451416,
+   "max": 0.0002271891212463379,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00038997310638427737,
-   "min": 0.00033399681091308595,
-   "max": 0.0005067308807373048,
+   "seconds": 0.00036481918334960937,
+   "min": 0.00033517505645751954,
+   "max": 0.00039055038452148435,
    "samples": 11,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00018272192001342772,
-   "min": 0.00017571775436401368,
-   "max": 0.0001910553550720215,
+   "seconds": 0.00019179391860961914,
+   "min": 0.00018030527114868165,
+   "max": 0.00020628416061401367,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004143622589111328,
-   "min": 0.00029939008712768556,
-   "max": 0.0005143852615356445,
+   "seconds": 0.0004349164962768555,
+   "min": 0.0003779110336303711,
+   "max": 0.0004780543899536133,
    "samples": 11,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00015863743782043458,
-   "min": 0.00014633407592773437,
-   "max": 0.00017747648239135744,
+   "seconds": 0.00018344703674316406,
+   "min": 0.0001692006492614746,
+   "max": 0.00021557504653930664,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00018704191207885741,
-   "min": 0.0001742950439453125,
-   "max": 0.00020582847595214843,
+   "seconds": 0.0002341004753112793,
+   "min": 0.00020100160598754882,
+   "max": 0.00027986175537109375,
    "samples": 11,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_layernorm": {
-   "seconds": 0.000112424955368042,
-   "min": 0.00010704832077026367,
-   "max": 0.00013773887634277346,
+   "seconds": 0.00014483391761779785,
+   "min": 0.00013847040176391602,
+   "max": 0.00014764287948608397,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00013766207695007325,
-   "min": 0.00013521087646484376,
-   "max": 0.00016673664093017578,
+   "seconds": 0.0001514675235748291,
+   "min": 0.00013565183639526368,
+   "max": 0.00018447679519653323,
    "samples": 11,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00021310272216796874,
-   "min": 0.0002025574493408203,
-   "max": 0.00022093759536743164,
+   "seconds": 0.0002090835189819336,
+   "min": 0.00018621120452880859,
+   "max": 0.00021173824310302734,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0003133286476135254,
-   "min": 0.00028861759185791014,
-   "max": 0.00034408576965332035,
+   "seconds": 0.00021013183593749998,
+   "min": 0.0002052697563171387,
+   "max": 0.0002146656036376953,
    "samples": 11,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_relu": {
-   "seconds": 0.00012063424110412597,
-   "min": 0.00010747520446777344,
-   "max": 0.00018154687881469727,
+   "seconds": 8.325759887695312e-05,
+   "min": 8.105664253234863e-05,
+   "max": 8.512576103210449e-05,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00014969344139099123,
-   "min": 0.00014390591621398928,
-   "max": 0.00015564160346984862,
+   "seconds": 0.00010074943542480469,
+   "min": 9.91379165649414e-05,
+   "max": 0.00010450559616088867,
    "samples": 11,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu": {
-   "seconds": 0.00010935808181762695,
-   "min": 9.834367752075196e-05,
-   "max": 0.0001751372718811035,
+   "seconds": 8.209983825683593e-05,
+   "min": 8.003583908081055e-05,
+   "max": 8.532544136047364e-05,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.0001490771198272705,
-   "min": 0.0001339801597595215,
-   "max": 0.00015226495742797852,
+   "seconds": 9.980159759521485e-05,
+   "min": 9.679295539855957e-05,
+   "max": 0.00010279935836791992,
    "samples": 11,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_silu": {
-   "seconds": 0.00011907008171081544,
-   "min": 0.00011029824256896973,
-   "max": 0.00012168448448181152,
+   "seconds": 8.480768203735352e-05,
+   "min": 8.132160186767578e-05,
+   "max": 8.595199584960936e-05,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00012476736068725585,
-   "min": 0.00012085120201110839,
-   "max": 0.0001328390407562256,
+   "seconds": 9.983679771423341e-05,
+   "min": 9.595264434814452e-05,
+   "max": 0.00010678400039672851,
    "samples": 11,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_tanh": {
-   "seconds": 9.548864364624022e-05,
-   "min": 9.178879737854005e-05,
-   "max": 0.00010135359764099121,
+   "seconds": 8.177151679992676e-05,
+   "min": 7.685760021209717e-05,
+   "max": 8.358912467956543e-05,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00013812607765197754,
-   "min": 0.00011797439575195313,
-   "max": 0.0002530508804321289,
+   "seconds": 9.960063934326172e-05,
+   "min": 8.756159782409667e-05,
+   "max": 0.00010507519721984864,
    "samples": 11,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.97548770904541e-05,
-   "min": 9.625791549682617e-05,
-   "max": 0.00010751168251037597,
+   "seconds": 8.099648475646973e-05,
+   "min": 7.747136116027832e-05,
+   "max": 8.369728088378907e-05,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00013310784339904785,
-   "min": 0.0001228384017944336,
-   "max": 0.0001561689567565918,
+   "seconds": 9.860416412353516e-05,
+   "min": 9.709376335144044e-05,
+   "max": 0.00010260224342346192,
    "samples": 11,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012354496002197265,
-   "min": 0.0001042585563659668,
-   "max": 0.0001619308853149414,
+   "seconds": 9.329279899597168e-05,
+   "min": 8.867584228515624e-05,
+   "max": 9.504960060119629e-05,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001432902431488037,
-   "min": 0.00013344384193420412,
-   "max": 0.00018461183547973634,
+   "seconds": 0.0001103667163848877,
+   "min": 0.00010910783767700195,
+   "max": 0.00011232512474060059,
    "samples": 11,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_add": {
-   "seconds": 0.00011394944190979004,
-   "min": 0.00011035712242126464,
-   "max": 0.00012534784317016603,
+   "seconds": 0.00010053503990173339,
+   "min": 9.707327842712402e-05,
+   "max": 0.00011360383987426759,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00015111424446105957,
-   "min": 0.00014285183906555176,
-   "max": 0.00016109312057495116,
+   "seconds": 0.00011790399551391601,
+   "min": 0.0001155840015411377,
+   "max": 0.0001216806411743164,
    "samples": 11,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mul": {
-   "seconds": 0.00011163647651672364,
-   "min": 0.00010895551681518555,
-   "max": 0.0001654591941833496,
+   "seconds": 9.538687705993653e-05,
+   "min": 9.460864067077636e-05,
+   "max": 9.894016265869142e-05,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00015096384048461913,
-   "min": 0.00014293951988220214,
-   "max": 0.00016259647369384764,
+   "seconds": 0.00011250047683715822,
+   "min": 0.00011146880149841309,
+   "max": 0.00011643263816833496,
    "samples": 11,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_softmax": {
-   "seconds": 9.926655769348144e-05,
-   "min": 9.638272285461425e-05,
-   "max": 0.0001032147216796875,
+   "seconds": 8.714624404907226e-05,
+   "min": 8.580991744995118e-05,
+   "max": 8.925567626953126e-05,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00014232383728027343,
-   "min": 0.00012273664474487305,
-   "max": 0.000273374080657959,
+   "seconds": 0.00010448575973510743,
+   "min": 0.00010309120178222657,
+   "max": 0.0001057529640197754,
    "samples": 11,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010681407928466797,
-   "min": 0.00010417856216430665,
-   "max": 0.00011050432205200197,
+   "seconds": 7.753727912902832e-05,
+   "min": 7.655295848846435e-05,
+   "max": 0.00011161343574523925,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.0001270131206512451,
-   "min": 0.00012282943725585937,
-   "max": 0.00014154303550720216,
+   "seconds": 9.628735542297363e-05,
+   "min": 9.392831802368163e-05,
+   "max": 0.00010041024208068847,
    "samples": 11,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001672960090637207,
-   "min": 0.00016246591567993163,
-   "max": 0.00016917184829711915,
+   "seconds": 0.00013279232025146484,
+   "min": 0.0001296985626220703,
+   "max": 0.00013447551727294922,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00019542079925537108,
-   "min": 0.0001821843147277832,
-   "max": 0.00020562879562377928,
+   "seconds": 0.00015119104385375977,
+   "min": 0.00014981247901916505,
+   "max": 0.0001555571174621582,
    "samples": 11,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_embedding": {
-   "seconds": 0.00011897664070129395,
-   "min": 0.00011542336463928222,
-   "max": 0.00017397119522094727,
+   "seconds": 0.0003162860870361328,
+   "min": 0.00029159360885620117,
+   "max": 0.00038912254333496095,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00014971008300781248,
-   "min": 0.0001390227222442627,
-   "max": 0.000167653751373291,
+   "seconds": 0.0003515526580810547,
+   "min": 0.0003099961662292481,
+   "max": 0.0004191475296020507,
    "samples": 11,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
+  "layer_steady_embedding_atomic": {
+   "seconds": 9.863936424255371e-05,
+   "min": 9.594240188598633e-05,
+   "max": 0.00010413439750671387,
+   "samples": 11,
+   "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+  },
+  "layer_steady_embedding_atomic_autocast": {
+   "seconds": 0.00011379263877868652,
+   "min": 0.00011052736282348632,
+   "max": 0.00012348608016967774,
+   "samples": 11,
+   "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+  },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012081536293029785,
-   "min": 0.00011680319786071777,
-   "max": 0.00014860032081604003,
+   "seconds": 9.808832168579101e-05,
+   "min": 9.40339183807373e-05,
+   "max": 0.00012740991592407225,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00015320256233215332,
-   "min": 0.00014289152145385744,
-   "max": 0.00016980735778808595,
+   "seconds": 0.00011496128082275391,
+   "min": 0.00010790656089782715,
+   "max": 0.00015483967781066896,
    "samples": 11,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010553664207458496,
-   "min": 0.00010143232345581056,
-   "max": 0.00010904959678649902,
+   "seconds": 8.159616470336913e-05,
+   "min": 7.991680145263672e-05,
+   "max": 8.508543968200683e-05,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.0001357049560546875,
-   "min": 0.0001306649589538574,
-   "max": 0.0001420646381378174,
+   "seconds": 0.0001097209644317627,
+   "min": 9.683648109436035e-05,
+   "max": 0.00011702591896057129,
    "samples": 11,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011113792419433595,
-   "min": 0.00010250432014465332,
-   "max": 0.00012070143699645996,
+   "seconds": 0.0001059398365020752,
+   "min": 9.096192359924317e-05,
+   "max": 0.00012493632316589354,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001314668846130371,
-   "min": 0.00012804415702819823,
-   "max": 0.00013760704040527343,
+   "seconds": 0.00011136320114135742,
+   "min": 0.00010882047653198243,
+   "max": 0.00012359871864318846,
    "samples": 11,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_flatten": {
-   "seconds": 6.703872203826905e-05,
-   "min": 6.4934401512146e-05,
-   "max": 7.424320220947265e-05,
+   "seconds": 5.930367946624756e-05,
+   "min": 5.788544178009033e-05,
+   "max": 6.159872055053711e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 8.929920196533203e-05,
-   "min": 8.80083179473877e-05,
-   "max": 8.99788761138916e-05,
+   "seconds": 7.33894395828247e-05,
+   "min": 7.204991817474365e-05,
+   "max": 7.506112098693848e-05,
    "samples": 11,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_reshape": {
-   "seconds": 5.355775833129883e-05,
-   "min": 5.1621761322021484e-05,
-   "max": 6.099455833435059e-05,
+   "seconds": 5.468607902526856e-05,
+   "min": 5.1799678802490234e-05,
+   "max": 5.83571195602417e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.438464164733887e-05,
-   "min": 6.868159770965577e-05,
-   "max": 8.468864440917969e-05,
+   "seconds": 7.0316801071167e-05,
+   "min": 6.712768077850342e-05,
+   "max": 8.219264030456542e-05,
    "samples": 11,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_slice": {
-   "seconds": 8.371647834777831e-05,
-   "min": 7.565760135650635e-05,
-   "max": 0.00010309823989868164,
+   "seconds": 8.196352005004883e-05,
+   "min": 7.711423873901367e-05,
+   "max": 9.602432250976561e-05,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011212672233581543,
-   "min": 9.854207992553712e-05,
-   "max": 0.000127575044631958,
+   "seconds": 9.797247886657715e-05,
+   "min": 9.471167564392089e-05,
+   "max": 0.00011291520118713379,
    "samples": 11,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00012762304306030271,
-   "min": 0.00010905216217041016,
-   "max": 0.00015170432090759277,
+   "seconds": 9.567935943603517e-05,
+   "min": 8.341504096984862e-05,
+   "max": 0.00012613887786865234,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00015901568412780763,
-   "min": 0.000138787841796875,
-   "max": 0.0001632640075683594,
+   "seconds": 0.00011599040031433106,
+   "min": 0.0001012384033203125,
+   "max": 0.00012474752426147462,
    "samples": 11,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_cat": {
-   "seconds": 0.00010219519615173339,
-   "min": 9.212032318115234e-05,
-   "max": 0.00011407360076904297,
+   "seconds": 6.719999790191651e-05,
+   "min": 6.452991962432861e-05,
+   "max": 8.765952110290527e-05,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00013816255569458008,
-   "min": 0.00012149375915527343,
-   "max": 0.00014934271812438963,
+   "seconds": 8.682304382324219e-05,
+   "min": 8.261440277099609e-05,
+   "max": 0.00011312064170837402,
    "samples": 11,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00035070144653320313,
-   "min": 0.00028678272247314454,
-   "max": 0.0004998624038696289,
+   "seconds": 0.00032230014801025393,
+   "min": 0.00030566272735595704,
+   "max": 0.0004192607879638672,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005370662307739258,
-   "min": 0.0003369939041137696,
-   "max": 0.0005846406555175781,
+   "seconds": 0.0003503615951538086,
+   "min": 0.0003365324783325195,
+   "max": 0.0004193132781982422,
    "samples": 11,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_mha": {
-   "seconds": 0.001267599334716797,
-   "min": 0.0010587155151367189,
-   "max": 0.0013466329956054687,
+   "seconds": 0.0013246630859375,
+   "min": 0.0012781311798095705,
+   "max": 0.001378350067138672,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001531060485839844,
-   "min": 0.0014983853149414062,
-   "max": 0.0018606176757812501,
+   "seconds": 0.0017548728942871094,
+   "min": 0.0016951271057128905,
+   "max": 0.001867077178955078,
    "samples": 11,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00013598912239074708,
-   "min": 0.00013436479568481447,
-   "max": 0.00014201791763305662,
+   "seconds": 0.00013170623779296874,
+   "min": 0.00012760255813598634,
+   "max": 0.00013627519607543946,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016537727355957029,
-   "min": 0.0001587775993347168,
-   "max": 0.0001785785675048828,
+   "seconds": 0.00016203712463378907,
+   "min": 0.00015764032363891603,
+   "max": 0.00016896575927734375,
    "samples": 11,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002832134437561035,
-   "min": 0.0001931865692138672,
-   "max": 0.00035453567504882815,
+   "seconds": 0.00023557184219360352,
+   "min": 0.0002234432029724121,
+   "max": 0.00024045055389404295,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.000297642879486084,
-   "min": 0.0002808345603942871,
-   "max": 0.00034633022308349607,
+   "seconds": 0.00042624191284179684,
+   "min": 0.0003610732650756836,
+   "max": 0.0004513407897949219,
    "samples": 11,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.8930133928462e-06,
-   "min": 2.742772321421124e-06,
-   "max": 2.9551808035575633e-06,
+   "seconds": 2.725136160730557e-06,
+   "min": 2.4030982142621482e-06,
+   "max": 3.2121584821861608e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2550,9 +2592,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00010483957143898287,
-   "min": 9.061028570808309e-05,
-   "max": 0.00013008585714909974,
+   "seconds": 0.00011676457142633417,
+   "min": 8.304928570623815e-05,
+   "max": 0.0001723342857137108,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2564,9 +2606,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019031800000846033,
-   "min": 0.00018950999999844953,
-   "max": 0.00019769899999744212,
+   "seconds": 0.0001948610000113149,
+   "min": 0.0001913849999937156,
+   "max": 0.00021413099999278984,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2575,9 +2617,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.8918593749966653e-05,
-   "min": 2.821177232140545e-05,
-   "max": 2.977694642855181e-05,
+   "seconds": 2.6714542410750347e-05,
+   "min": 2.5632834821439792e-05,
+   "max": 2.7879959821389528e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2589,9 +2631,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.000136056714290638,
-   "min": 7.614085715041655e-05,
-   "max": 0.000344326571440742,
+   "seconds": 0.00014467399999570528,
+   "min": -3.3964285636653695e-06,
+   "max": 0.0005068658571454015,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2603,9 +2645,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017338300000346862,
-   "min": 0.00016631600000494018,
-   "max": 0.0001995619999917153,
+   "seconds": 0.0001765380000051664,
+   "min": 0.00016819900000086818,
+   "max": 0.00026369100000067647,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2614,9 +2656,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.299845982164531e-06,
-   "min": 2.1725624999659388e-06,
-   "max": 2.4326562499954463e-06,
+   "seconds": 1.9721227678523183e-06,
+   "min": 1.797546874999461e-06,
+   "max": 2.753049107160978e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2628,9 +2670,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 8.302500000313882e-05,
-   "min": 5.197771429469152e-05,
-   "max": 9.731357142227028e-05,
+   "seconds": 9.997985713791228e-05,
+   "min": 5.8578142863601504e-05,
+   "max": 0.00014063114285331073,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2642,9 +2684,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00013455500000247866,
-   "min": 0.0001311009999938051,
-   "max": 0.0001553139999970199,
+   "seconds": 0.00013018500000328004,
+   "min": 0.00012706500000092547,
+   "max": 0.000145783000007782,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2653,9 +2695,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.1722810267844608e-05,
-   "min": 1.1429859374999043e-05,
-   "max": 1.1976966517858654e-05,
+   "seconds": 1.1165116071433698e-05,
+   "min": 9.81823883927646e-06,
+   "max": 1.2875296875008197e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2667,9 +2709,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0003784205714367772,
-   "min": 0.00033455285714824507,
-   "max": 0.00042935328571859694,
+   "seconds": 0.0003814711428690641,
+   "min": 0.00020804099999947672,
+   "max": 0.0006358241428655122,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2681,9 +2723,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004738559999992731,
-   "min": 0.00046326700000065557,
-   "max": 0.0004884430000089424,
+   "seconds": 0.0004647960000028206,
+   "min": 0.0004563749999988431,
+   "max": 0.00047604700000647426,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2692,9 +2734,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 9.069713839287325e-05,
-   "min": 8.933083482141692e-05,
-   "max": 9.29220758928587e-05,
+   "seconds": 7.035614062500528e-05,
+   "min": 6.947343749999899e-05,
+   "max": 9.20290691964595e-05,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2706,9 +2748,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003091849999979756,
-   "min": -1.2970285723667985e-05,
-   "max": 0.0005470849999876948,
+   "seconds": 0.0003518201428594891,
+   "min": 0.00025490671428534447,
+   "max": 0.001869382999996917,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2720,9 +2762,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00044614699999101504,
-   "min": 0.0004095460000002049,
-   "max": 0.000477568999997402,
+   "seconds": 0.00039365099999599806,
+   "min": 0.0003879169999976284,
+   "max": 0.00040885800000012296,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2731,9 +2773,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.6118549107122533e-06,
-   "min": 3.508428571441513e-06,
-   "max": 4.343475446422218e-06,
+   "seconds": 2.59926339283924e-06,
+   "min": 2.5455156250155298e-06,
+   "max": 2.727261160747777e-06,
    "samples": 11,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
    "params": {
@@ -2745,9 +2787,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001378001428581196,
-   "min": 7.349157142755303e-05,
-   "max": 0.00016149842857414245,
+   "seconds": 9.660714285887804e-05,
+   "min": 8.251528570773253e-05,
+   "max": 0.00012811571429592407,
    "samples": 11,
    "method": "intercept of the same fit: T(64) - slope * 64",
    "params": {
@@ -2759,9 +2801,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00019939999999962765,
-   "min": 0.00019421700000066267,
-   "max": 0.00021516200000348817,
+   "seconds": 0.00018728300000248055,
+   "min": 0.00018161700000973724,
+   "max": 0.0001948599999934686,
    "samples": 11,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
    "params": {
@@ -2770,44 +2812,44 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    }
   },
   "cuda_synchronize_idle": {
-   "seconds": 6.844612999998389e-06,
-   "min": 6.791985999996086e-06,
-   "max": 7.294449000013969e-06,
+   "seconds": 5.331296999997903e-06,
+   "min": 5.27433599999938e-06,
+   "max": 5.465483999998355e-06,
    "samples": 11,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
   },
   "cuda_event_record": {
-   "seconds": 9.13617099999442e-06,
-   "min": 8.977016999992316e-06,
-   "max": 9.273781000004532e-06,
+   "seconds": 6.911833999993178e-06,
+   "min": 6.857877000001622e-06,
+   "max": 6.938959999999383e-06,
    "samples": 11,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.469349000004172e-06,
-   "min": 1.403674999991722e-06,
-   "max": 1.5245069999991756e-06,
+   "seconds": 8.610430000004499e-07,
+   "min": 8.41786999998817e-07,
+   "max": 8.751009999912185e-07,
    "samples": 11,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000"
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.9048405000006596e-05,
-   "min": 1.833514900000921e-05,
-   "max": 1.9825698999994755e-05,
+   "seconds": 1.4553935999998656e-05,
+   "min": 1.4415677999991772e-05,
+   "max": 1.4639129000002527e-05,
    "samples": 11,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
   },
   "item_roundtrip": {
-   "seconds": 2.180184300000576e-05,
-   "min": 2.1530695000009815e-05,
-   "max": 2.298620800000606e-05,
+   "seconds": 1.7216106000006447e-05,
+   "min": 1.7049448999998164e-05,
+   "max": 1.735858700000392e-05,
    "samples": 11,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
   },
   "gpu_kernel_gap": {
-   "seconds": 1.9795942065429778e-06,
-   "min": 1.6262551779175242e-06,
-   "max": 2.055080549468984e-06,
+   "seconds": 1.9257098661804308e-06,
+   "min": 1.7762355134582105e-06,
+   "max": 2.2257905628967083e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -2832,15 +2874,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.633399999999995e-05,
-    "min": 7.607959999999998e-05,
-    "max": 7.648550000000005e-05,
+    "seconds": 7.558385000000002e-05,
+    "min": 7.525739999999996e-05,
+    "max": 7.62757000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010460814999999995,
-    "min": 0.00010449860000000002,
-    "max": 0.00010493710000000001,
+    "seconds": 0.00010410270000000005,
+    "min": 0.00010400069999999981,
+    "max": 0.00010427799999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2864,15 +2906,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.223584999999994e-05,
-    "min": 9.210199999999993e-05,
-    "max": 9.239579999999987e-05,
+    "seconds": 8.980824999999993e-05,
+    "min": 8.959379999999991e-05,
+    "max": 9.011529999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.657700000000003e-05,
-    "min": 9.653719999999999e-05,
-    "max": 9.70366000000001e-05,
+    "seconds": 9.514400000000005e-05,
+    "min": 9.490559999999996e-05,
+    "max": 9.53278e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2896,15 +2938,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001792552,
-    "min": 0.00017892100000000004,
-    "max": 0.00017970799999999994,
+    "seconds": 0.00017639900000000012,
+    "min": 0.00017617020000000008,
+    "max": 0.00017657010000000011,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004545408,
-    "min": 0.00045423939999999997,
-    "max": 0.00045483040000000006,
+    "seconds": 0.0004394022500000001,
+    "min": 0.00043895060000000006,
+    "max": 0.0004398599000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2928,15 +2970,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029153449999999993,
-    "min": 0.00029102060000000017,
-    "max": 0.00029219909999999997,
+    "seconds": 0.0002817180500000001,
+    "min": 0.00028148090000000017,
+    "max": 0.0002832024999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005345113,
-    "min": 0.0005342006000000001,
-    "max": 0.0005349831000000001,
+    "seconds": 0.0005172347,
+    "min": 0.0005166029999999999,
+    "max": 0.0005177629000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2960,15 +3002,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006994259999999998,
-    "min": 0.0006988095999999997,
-    "max": 0.0006998778999999998,
+    "seconds": 0.0006880066499999997,
+    "min": 0.0006873632,
+    "max": 0.0006885508999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017978414999999998,
-    "min": 0.0017969857000000003,
-    "max": 0.0017987861999999993,
+    "seconds": 0.0017342834999999998,
+    "min": 0.0017334654000000001,
+    "max": 0.0017362662,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2992,15 +3034,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011735406999999996,
-    "min": 0.0011717251999999998,
-    "max": 0.0011740996999999999,
+    "seconds": 0.0011395158,
+    "min": 0.0011387852000000003,
+    "max": 0.0011413967000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00215458165,
-    "min": 0.0021526424000000003,
-    "max": 0.002156178400000001,
+    "seconds": 0.0020918424,
+    "min": 0.0020897639999999996,
+    "max": 0.0020936880000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3024,15 +3066,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.465419999999998e-05,
-    "min": 3.4531299999999965e-05,
-    "max": 3.514160000000001e-05,
+    "seconds": 3.49439499999999e-05,
+    "min": 3.482890000000001e-05,
+    "max": 3.542119999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001025437500000001,
-    "min": 0.00010210469999999999,
-    "max": 0.00010287880000000003,
+    "seconds": 9.80841e-05,
+    "min": 9.773080000000007e-05,
+    "max": 9.864940000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3056,15 +3098,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.824800000000002e-05,
-    "min": 4.81920999999999e-05,
-    "max": 4.9846e-05,
+    "seconds": 4.8307199999999984e-05,
+    "min": 4.821750000000008e-05,
+    "max": 4.974650000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.045199999999997e-05,
-    "min": 7.036690000000003e-05,
-    "max": 7.128230000000003e-05,
+    "seconds": 7.127059999999997e-05,
+    "min": 7.115719999999996e-05,
+    "max": 7.204470000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3088,15 +3130,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017835175000000008,
-    "min": 0.00017808859999999993,
-    "max": 0.0001787707,
+    "seconds": 0.00017509195,
+    "min": 0.00017507080000000002,
+    "max": 0.00017571809999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004493021,
-    "min": 0.000448542,
-    "max": 0.0004499157000000001,
+    "seconds": 0.00043453120000000006,
+    "min": 0.00043410500000000006,
+    "max": 0.00043569020000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3120,15 +3162,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003285554000000001,
-    "min": 0.0003284088000000001,
-    "max": 0.00032972099999999994,
+    "seconds": 0.0003190868500000001,
+    "min": 0.0003182655999999999,
+    "max": 0.0003205424,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006021403,
-    "min": 0.0006013860999999999,
-    "max": 0.0006026502,
+    "seconds": 0.00058260215,
+    "min": 0.0005820470000000001,
+    "max": 0.0005834127000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3152,15 +3194,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2153550000000025e-05,
-    "min": 5.1974300000000056e-05,
-    "max": 5.287330000000006e-05,
+    "seconds": 5.169130000000004e-05,
+    "min": 5.154870000000008e-05,
+    "max": 5.183699999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001241476,
-    "min": 0.00012406129999999996,
-    "max": 0.00012443470000000003,
+    "seconds": 0.00012095445000000001,
+    "min": 0.00012042529999999993,
+    "max": 0.00012128059999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3184,15 +3226,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.831399999999996e-05,
-    "min": 6.801210000000006e-05,
-    "max": 7.165430000000001e-05,
+    "seconds": 6.79946e-05,
+    "min": 6.755590000000002e-05,
+    "max": 6.84995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013190234999999994,
-    "min": 0.00013148099999999997,
-    "max": 0.00013266209999999995,
+    "seconds": 0.0001285824,
+    "min": 0.00012749439999999997,
+    "max": 0.00012953299999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3216,15 +3258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020163714999999995,
-    "min": 0.00020110049999999996,
-    "max": 0.00020231750000000004,
+    "seconds": 0.00019943684999999998,
+    "min": 0.00019886120000000006,
+    "max": 0.0001996529,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000480587,
-    "min": 0.0004802813999999998,
-    "max": 0.00048067480000000006,
+    "seconds": 0.00046680910000000003,
+    "min": 0.00046590510000000027,
+    "max": 0.00046781510000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3248,15 +3290,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003891712,
-    "min": 0.0003886343000000002,
-    "max": 0.0003901359,
+    "seconds": 0.00037720000000000006,
+    "min": 0.00037684079999999987,
+    "max": 0.00037777780000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006315486999999998,
-    "min": 0.0006313443,
-    "max": 0.0006323584000000001,
+    "seconds": 0.00061038465,
+    "min": 0.0006098903,
+    "max": 0.0006117038999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3280,15 +3322,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.973704999999998e-05,
-    "min": 7.937210000000003e-05,
-    "max": 7.994910000000006e-05,
+    "seconds": 7.927165000000001e-05,
+    "min": 7.920670000000002e-05,
+    "max": 7.957430000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014371879999999998,
-    "min": 0.0001435929,
-    "max": 0.0001444246000000001,
+    "seconds": 0.00014153935000000005,
+    "min": 0.00014144389999999998,
+    "max": 0.0001417471,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3312,15 +3354,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012618919999999995,
-    "min": 0.00012572469999999988,
-    "max": 0.00012687780000000004,
+    "seconds": 0.0001217456,
+    "min": 0.00012153260000000003,
+    "max": 0.00012201350000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016981434999999986,
-    "min": 0.00016951400000000006,
-    "max": 0.0001704128,
+    "seconds": 0.00016462204999999997,
+    "min": 0.0001642066,
+    "max": 0.00016482239999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3344,15 +3386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030758740000000004,
-    "min": 0.00030726539999999984,
-    "max": 0.00030834440000000014,
+    "seconds": 0.0003069146,
+    "min": 0.00030606289999999994,
+    "max": 0.0003082044,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005578281999999999,
-    "min": 0.0005575244999999998,
-    "max": 0.0005591686,
+    "seconds": 0.0005514013000000001,
+    "min": 0.0005510674000000001,
+    "max": 0.0005519899,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3376,15 +3418,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00048503890000000006,
-    "min": 0.0004848161000000002,
-    "max": 0.00048574750000000025,
+    "seconds": 0.0004696680499999999,
+    "min": 0.00046937709999999986,
+    "max": 0.0004702373,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006711996,
-    "min": 0.0006706161000000001,
-    "max": 0.0006722607999999999,
+    "seconds": 0.0006549557000000001,
+    "min": 0.0006544791,
+    "max": 0.0006554929000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3408,15 +3450,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.557050000000061e-06,
-    "min": 9.520299999999998e-06,
-    "max": 9.628799999999954e-06,
+    "seconds": 9.552249999999993e-06,
+    "min": 9.529699999999991e-06,
+    "max": 9.625300000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5348950000000015e-05,
-    "min": 1.530820000000001e-05,
-    "max": 1.5625899999999935e-05,
+    "seconds": 1.5089550000000009e-05,
+    "min": 1.504009999999995e-05,
+    "max": 1.5274099999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3440,15 +3482,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1305649999999968e-05,
-    "min": 2.125119999999995e-05,
-    "max": 2.1401299999999947e-05,
+    "seconds": 2.131485000000001e-05,
+    "min": 2.1266900000000032e-05,
+    "max": 2.1500800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1231999999999996e-05,
-    "min": 2.1180800000000182e-05,
-    "max": 2.129269999999999e-05,
+    "seconds": 2.0694750000000014e-05,
+    "min": 2.0656299999999974e-05,
+    "max": 2.086700000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3472,15 +3514,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.180975e-05,
-    "min": 5.159360000000003e-05,
-    "max": 5.223980000000002e-05,
+    "seconds": 5.0888150000000015e-05,
+    "min": 5.071930000000002e-05,
+    "max": 5.0989099999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012578255,
-    "min": 0.00012544700000000007,
-    "max": 0.00012598679999999997,
+    "seconds": 0.00012247190000000006,
+    "min": 0.00012206690000000011,
+    "max": 0.00012267000000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3504,15 +3546,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.952959999999999e-05,
-    "min": 7.778229999999993e-05,
-    "max": 8.096710000000007e-05,
+    "seconds": 7.899354999999996e-05,
+    "min": 7.862750000000001e-05,
+    "max": 8.165720000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001566029,
-    "min": 0.00015604979999999998,
-    "max": 0.00015775570000000009,
+    "seconds": 0.0001519982,
+    "min": 0.0001516611,
+    "max": 0.0001528184,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3536,15 +3578,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.298725e-05,
-    "min": 1.2899099999999963e-05,
-    "max": 1.3696000000000016e-05,
+    "seconds": 1.3143949999999968e-05,
+    "min": 1.31134e-05,
+    "max": 1.3865700000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.438890000000002e-05,
-    "min": 3.406690000000003e-05,
-    "max": 3.463649999999998e-05,
+    "seconds": 3.3411150000000006e-05,
+    "min": 3.3062399999999956e-05,
+    "max": 3.39644e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3568,15 +3610,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.708615000000001e-05,
-    "min": 2.7068900000000018e-05,
-    "max": 2.749410000000003e-05,
+    "seconds": 2.706250000000002e-05,
+    "min": 2.7030500000000042e-05,
+    "max": 2.7427499999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.731500000000002e-05,
-    "min": 2.722589999999998e-05,
-    "max": 2.7529600000000008e-05,
+    "seconds": 2.744329999999999e-05,
+    "min": 2.7363099999999948e-05,
+    "max": 2.76355e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3600,15 +3642,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.036124999999993e-05,
-    "min": 8.000560000000002e-05,
-    "max": 8.072880000000009e-05,
+    "seconds": 7.966069999999987e-05,
+    "min": 7.900480000000002e-05,
+    "max": 7.974529999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014902465,
-    "min": 0.00014880210000000002,
-    "max": 0.00014938870000000005,
+    "seconds": 0.00014737954999999997,
+    "min": 0.00014710840000000007,
+    "max": 0.00014765630000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3632,15 +3674,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001417038,
-    "min": 0.00014151660000000002,
-    "max": 0.00014190350000000003,
+    "seconds": 0.00013787629999999996,
+    "min": 0.00013732159999999997,
+    "max": 0.00013809789999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019856105000000006,
-    "min": 0.00019784530000000004,
-    "max": 0.00019896600000000007,
+    "seconds": 0.00019273064999999996,
+    "min": 0.0001925495000000001,
+    "max": 0.00019311789999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3664,15 +3706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5098949999999946e-05,
-    "min": 3.4848e-05,
-    "max": 3.527920000000004e-05,
+    "seconds": 3.4728050000000014e-05,
+    "min": 3.440000000000001e-05,
+    "max": 3.494080000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.893394999999997e-05,
-    "min": 5.877419999999997e-05,
-    "max": 5.942019999999995e-05,
+    "seconds": 5.9304099999999993e-05,
+    "min": 5.9061999999999984e-05,
+    "max": 5.940850000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3696,15 +3738,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5433100000000004e-05,
-    "min": 4.5167899999999944e-05,
-    "max": 4.6124900000000165e-05,
+    "seconds": 4.503014999999997e-05,
+    "min": 4.4956500000000016e-05,
+    "max": 4.533089999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2500450000000007e-05,
-    "min": 5.2076699999999975e-05,
-    "max": 5.3174200000000044e-05,
+    "seconds": 5.1231899999999946e-05,
+    "min": 5.0825899999999963e-05,
+    "max": 5.2019199999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3728,15 +3770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015320084999999998,
-    "min": 0.00015289920000000003,
-    "max": 0.0001536706,
+    "seconds": 0.00015250555000000002,
+    "min": 0.000152285,
+    "max": 0.0001530854,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021447905000000002,
-    "min": 0.00021442329999999998,
-    "max": 0.00021478300000000007,
+    "seconds": 0.00021599780000000005,
+    "min": 0.0002156932,
+    "max": 0.00021605200000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3760,15 +3802,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002010648999999999,
-    "min": 0.00020094070000000017,
-    "max": 0.00020172070000000014,
+    "seconds": 0.00019656309999999997,
+    "min": 0.0001962502000000001,
+    "max": 0.0001969321000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022933350000000008,
-    "min": 0.00022905079999999996,
-    "max": 0.00022975690000000005,
+    "seconds": 0.0002253124,
+    "min": 0.00022510600000000004,
+    "max": 0.00022557690000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3792,15 +3834,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.478650000000079e-06,
-    "min": 6.41959999999998e-06,
-    "max": 6.496099999999989e-06,
+    "seconds": 6.468700000000006e-06,
+    "min": 6.432000000000017e-06,
+    "max": 6.486300000000006e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.25279999999999e-06,
-    "min": 6.233599999999979e-06,
-    "max": 6.291200000000048e-06,
+    "seconds": 6.2225000000000205e-06,
+    "min": 6.207999999999981e-06,
+    "max": 6.259099999999944e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3824,15 +3866,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3729200000000106e-05,
-    "min": 1.3721500000000038e-05,
-    "max": 1.3743999999999972e-05,
+    "seconds": 1.3684799999999927e-05,
+    "min": 1.3679699999999946e-05,
+    "max": 1.3715399999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.582300000000056e-06,
-    "min": 9.561599999999998e-06,
-    "max": 9.600000000000045e-06,
+    "seconds": 9.60500000000003e-06,
+    "min": 9.587200000000007e-06,
+    "max": 9.609799999999962e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3856,15 +3898,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4507100000000026e-05,
-    "min": 1.4396600000000068e-05,
-    "max": 1.5440000000000032e-05,
+    "seconds": 1.4318349999999988e-05,
+    "min": 1.4284500000000117e-05,
+    "max": 1.5042900000000032e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.148004999999998e-05,
-    "min": 3.140790000000004e-05,
-    "max": 3.188099999999988e-05,
+    "seconds": 3.0566350000000016e-05,
+    "min": 3.0320200000000025e-05,
+    "max": 3.079699999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3888,15 +3930,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4404599999999884e-05,
-    "min": 3.4399899999999874e-05,
-    "max": 3.4665599999999996e-05,
+    "seconds": 3.4328599999999955e-05,
+    "min": 3.429800000000003e-05,
+    "max": 3.462769999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.377274999999996e-05,
-    "min": 3.3689499999999976e-05,
-    "max": 3.383359999999996e-05,
+    "seconds": 3.369735e-05,
+    "min": 3.364469999999997e-05,
+    "max": 3.3785400000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3920,15 +3962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1089450000000023e-05,
-    "min": 1.0953399999999864e-05,
-    "max": 1.124179999999999e-05,
+    "seconds": 1.1119800000000003e-05,
+    "min": 1.1087899999999979e-05,
+    "max": 1.1167300000000057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.207034999999994e-05,
-    "min": 1.1948599999999898e-05,
-    "max": 1.2182299999999987e-05,
+    "seconds": 1.2048000000000014e-05,
+    "min": 1.1926400000000059e-05,
+    "max": 1.212489999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3952,15 +3994,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1185450000000026e-05,
-    "min": 2.1145399999999972e-05,
-    "max": 2.1206200000000102e-05,
+    "seconds": 2.123370000000005e-05,
+    "min": 2.120300000000011e-05,
+    "max": 2.1264200000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6324899999999976e-05,
-    "min": 1.63038e-05,
-    "max": 1.6374099999999932e-05,
+    "seconds": 1.6291250000000014e-05,
+    "min": 1.6249499999999987e-05,
+    "max": 1.632650000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3984,15 +4026,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7044500000000014e-05,
-    "min": 3.6813000000000056e-05,
-    "max": 3.727979999999999e-05,
+    "seconds": 3.6606399999999996e-05,
+    "min": 3.648330000000003e-05,
+    "max": 3.688299999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.645449999999998e-05,
-    "min": 5.6422099999999976e-05,
-    "max": 5.657610000000004e-05,
+    "seconds": 5.628800000000003e-05,
+    "min": 5.61376e-05,
+    "max": 5.646399999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4016,15 +4058,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.053469999999998e-05,
-    "min": 6.034489999999995e-05,
-    "max": 6.0761400000000004e-05,
+    "seconds": 6.049769999999997e-05,
+    "min": 6.037070000000022e-05,
+    "max": 6.0583099999999884e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.537914999999998e-05,
-    "min": 6.48287e-05,
-    "max": 6.70269e-05,
+    "seconds": 6.637280000000001e-05,
+    "min": 6.600000000000003e-05,
+    "max": 6.679379999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4048,15 +4090,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1919899999999946e-05,
-    "min": 2.1747299999999994e-05,
-    "max": 2.2467500000000052e-05,
+    "seconds": 2.1574599999999985e-05,
+    "min": 2.144650000000006e-05,
+    "max": 2.213749999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.586055000000002e-05,
-    "min": 3.570559999999998e-05,
-    "max": 3.5951800000000004e-05,
+    "seconds": 3.5063850000000005e-05,
+    "min": 3.4909e-05,
+    "max": 3.5135599999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4080,15 +4122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.584499999999988e-05,
-    "min": 3.582410000000009e-05,
-    "max": 3.595840000000002e-05,
+    "seconds": 3.576035000000002e-05,
+    "min": 3.573509999999999e-05,
+    "max": 3.582959999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9281599999999967e-05,
-    "min": 2.9254400000000033e-05,
-    "max": 2.934060000000002e-05,
+    "seconds": 2.9224199999999984e-05,
+    "min": 2.915209999999994e-05,
+    "max": 2.9292700000000083e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4112,15 +4154,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.093415000000003e-05,
-    "min": 7.053159999999997e-05,
-    "max": 7.118109999999999e-05,
+    "seconds": 7.018875000000001e-05,
+    "min": 7.009019999999997e-05,
+    "max": 7.04001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011256929999999994,
-    "min": 0.00011227840000000004,
-    "max": 0.00011279570000000002,
+    "seconds": 0.00011206180000000001,
+    "min": 0.00011185589999999992,
+    "max": 0.00011222519999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4144,15 +4186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011957375,
-    "min": 0.0001194882000000001,
-    "max": 0.00012006700000000004,
+    "seconds": 0.00011805170000000003,
+    "min": 0.00011784350000000005,
+    "max": 0.00011835210000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012994525000000005,
-    "min": 0.00012972750000000006,
-    "max": 0.00013031040000000002,
+    "seconds": 0.00012802020000000002,
+    "min": 0.00012795949999999998,
+    "max": 0.00012804839999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4176,15 +4218,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2257e-06,
-    "min": 7.1679999999999846e-06,
-    "max": 7.2799999999999955e-06,
+    "seconds": 7.214350000000013e-06,
+    "min": 7.184000000000003e-06,
+    "max": 7.25749999999996e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.396800000000037e-06,
-    "min": 6.390400000000136e-06,
-    "max": 6.4928000000001016e-06,
+    "seconds": 6.376e-06,
+    "min": 6.371200000000045e-06,
+    "max": 6.438699999999972e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4208,15 +4250,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.668110000000002e-05,
-    "min": 1.6659700000000033e-05,
-    "max": 1.6697700000000008e-05,
+    "seconds": 1.6636749999999966e-05,
+    "min": 1.6627500000000067e-05,
+    "max": 1.6694200000000126e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.814399999999955e-06,
-    "min": 6.764700000000039e-06,
-    "max": 6.838600000000042e-06,
+    "seconds": 6.768049999999965e-06,
+    "min": 6.736000000000013e-06,
+    "max": 6.879799999999977e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4240,15 +4282,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1662600000000065e-05,
-    "min": 1.15841e-05,
-    "max": 1.1852799999999957e-05,
+    "seconds": 1.1690899999999993e-05,
+    "min": 1.1641600000000107e-05,
+    "max": 1.1948900000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.238720000000003e-05,
-    "min": 1.2275199999999974e-05,
-    "max": 1.242569999999994e-05,
+    "seconds": 1.2287999999999947e-05,
+    "min": 1.2224000000000002e-05,
+    "max": 1.242879999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4272,15 +4314,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3235800000000024e-05,
-    "min": 4.319709999999994e-05,
-    "max": 4.326129999999997e-05,
+    "seconds": 4.320645000000001e-05,
+    "min": 4.317830000000005e-05,
+    "max": 4.3238099999999934e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7782399999999974e-05,
-    "min": 1.7747200000000022e-05,
-    "max": 1.791359999999993e-05,
+    "seconds": 1.7883349999999975e-05,
+    "min": 1.781780000000001e-05,
+    "max": 1.7903999999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4304,15 +4346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2419050000000007e-05,
-    "min": 2.23549e-05,
-    "max": 2.265909999999992e-05,
+    "seconds": 2.2465600000000024e-05,
+    "min": 2.2435100000000025e-05,
+    "max": 2.2787300000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.253279999999996e-05,
-    "min": 2.2444700000000033e-05,
-    "max": 2.2646599999999923e-05,
+    "seconds": 2.2515149999999947e-05,
+    "min": 2.2451199999999996e-05,
+    "max": 2.2687899999999942e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4336,15 +4378,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.112000000000006e-05,
-    "min": 5.1058699999999986e-05,
-    "max": 5.113030000000003e-05,
+    "seconds": 5.104000000000011e-05,
+    "min": 5.102049999999992e-05,
+    "max": 5.108560000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1498949999999978e-05,
-    "min": 2.1478299999999977e-05,
-    "max": 2.15806e-05,
+    "seconds": 2.1659349999999937e-05,
+    "min": 2.1590399999999955e-05,
+    "max": 2.1702300000000038e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4368,15 +4410,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.3811049999999994e-05,
-    "min": 5.373419999999994e-05,
-    "max": 5.4092700000000005e-05,
+    "seconds": 5.324765e-05,
+    "min": 5.300419999999992e-05,
+    "max": 5.343989999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.222989999999998e-05,
-    "min": 7.21028e-05,
-    "max": 7.24736e-05,
+    "seconds": 7.115364999999998e-05,
+    "min": 7.090890000000004e-05,
+    "max": 7.128600000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4400,15 +4442,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015555630000000005,
-    "min": 0.00015539399999999983,
-    "max": 0.0001559277,
+    "seconds": 0.00015525750000000007,
+    "min": 0.00015512529999999993,
+    "max": 0.00015557189999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.653235000000003e-05,
-    "min": 6.604450000000006e-05,
-    "max": 6.669650000000003e-05,
+    "seconds": 6.559355000000002e-05,
+    "min": 6.555449999999992e-05,
+    "max": 6.577989999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4433,15 +4475,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.671950000000015e-06,
-    "min": 6.662099999999872e-06,
-    "max": 6.6818000000000094e-06,
+    "seconds": 6.584050000000053e-06,
+    "min": 6.563200000000051e-06,
+    "max": 6.592099999999982e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0993450000000024e-05,
-    "min": 1.0969499999999858e-05,
-    "max": 1.1055900000000007e-05,
+    "seconds": 1.0982449999999983e-05,
+    "min": 1.0963300000000062e-05,
+    "max": 1.1020600000000058e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4466,15 +4508,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0327950000000027e-05,
-    "min": 1.0313300000000049e-05,
-    "max": 1.0345699999999966e-05,
+    "seconds": 1.0299100000000043e-05,
+    "min": 1.027849999999994e-05,
+    "max": 1.0313400000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3178900000000112e-05,
-    "min": 1.3148699999999985e-05,
-    "max": 1.3212699999999927e-05,
+    "seconds": 1.3027300000000242e-05,
+    "min": 1.2995299999999725e-05,
+    "max": 1.3074900000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4499,15 +4541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.505450000000008e-06,
-    "min": 8.483399999999984e-06,
-    "max": 8.569699999999966e-06,
+    "seconds": 8.547349999999989e-06,
+    "min": 8.489800000000013e-06,
+    "max": 8.569600000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2907000000000061e-05,
-    "min": 1.2892899999999917e-05,
-    "max": 1.2937599999999998e-05,
+    "seconds": 1.2931050000000068e-05,
+    "min": 1.2905700000000002e-05,
+    "max": 1.2956899999999952e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4532,15 +4574,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4436700000000004e-05,
-    "min": 1.4419199999999977e-05,
-    "max": 1.4876699999999993e-05,
+    "seconds": 1.4455899999999997e-05,
+    "min": 1.4390200000000061e-05,
+    "max": 1.4780800000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5545549999999935e-05,
-    "min": 1.5507600000000048e-05,
-    "max": 1.569900000000007e-05,
+    "seconds": 1.5556549999999925e-05,
+    "min": 1.5488300000000002e-05,
+    "max": 1.5760000000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4565,15 +4607,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5430250000000017e-05,
-    "min": 1.5404699999999978e-05,
-    "max": 1.553970000000005e-05,
+    "seconds": 1.5241749999999985e-05,
+    "min": 1.5219199999999988e-05,
+    "max": 1.542750000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0735899999999964e-05,
-    "min": 3.070750000000005e-05,
-    "max": 3.09538e-05,
+    "seconds": 3.010895000000005e-05,
+    "min": 3.0048299999999927e-05,
+    "max": 3.030079999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4598,15 +4640,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3886449999999992e-05,
-    "min": 2.385249999999999e-05,
-    "max": 2.422700000000002e-05,
+    "seconds": 2.3648349999999992e-05,
+    "min": 2.3561699999999927e-05,
+    "max": 2.388800000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6617450000000064e-05,
-    "min": 3.637780000000002e-05,
-    "max": 3.688639999999998e-05,
+    "seconds": 3.6108850000000006e-05,
+    "min": 3.5948400000000084e-05,
+    "max": 3.617610000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4631,15 +4673,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2568299999999992e-05,
-    "min": 2.2469599999999992e-05,
-    "max": 2.270429999999999e-05,
+    "seconds": 2.2304000000000012e-05,
+    "min": 2.226230000000004e-05,
+    "max": 2.2384099999999968e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.271065000000005e-05,
-    "min": 5.249910000000007e-05,
-    "max": 5.280609999999991e-05,
+    "seconds": 5.192675000000004e-05,
+    "min": 5.170830000000002e-05,
+    "max": 5.210610000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4664,15 +4706,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.102095000000003e-05,
-    "min": 4.0918099999999916e-05,
-    "max": 4.132800000000001e-05,
+    "seconds": 4.043515000000004e-05,
+    "min": 4.031629999999992e-05,
+    "max": 4.0573099999999945e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.358550000000004e-05,
-    "min": 6.32802000000001e-05,
-    "max": 6.402879999999998e-05,
+    "seconds": 6.280964999999997e-05,
+    "min": 6.265919999999996e-05,
+    "max": 6.327449999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4697,15 +4739,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.021640000000001e-05,
-    "min": 3.0153300000000005e-05,
-    "max": 3.0392999999999995e-05,
+    "seconds": 3.000955000000001e-05,
+    "min": 2.990400000000001e-05,
+    "max": 3.0067199999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.939044999999995e-05,
-    "min": 7.917089999999998e-05,
-    "max": 7.990689999999999e-05,
+    "seconds": 7.729120000000002e-05,
+    "min": 7.713569999999995e-05,
+    "max": 7.745040000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4730,15 +4772,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.967639999999999e-05,
-    "min": 4.958019999999995e-05,
-    "max": 4.9772299999999964e-05,
+    "seconds": 4.9201849999999984e-05,
+    "min": 4.906239999999999e-05,
+    "max": 4.932799999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.940615e-05,
-    "min": 8.925350000000007e-05,
-    "max": 8.961269999999987e-05,
+    "seconds": 8.673620000000003e-05,
+    "min": 8.658269999999997e-05,
+    "max": 8.712019999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4763,15 +4805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1990749999999954e-05,
-    "min": 4.187150000000005e-05,
-    "max": 4.2191800000000005e-05,
+    "seconds": 4.1683499999999995e-05,
+    "min": 4.1260799999999976e-05,
+    "max": 4.174469999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.765405000000001e-05,
-    "min": 9.737980000000003e-05,
-    "max": 9.784410000000004e-05,
+    "seconds": 9.614710000000011e-05,
+    "min": 9.606409999999995e-05,
+    "max": 9.650190000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4796,15 +4838,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.106715000000005e-05,
-    "min": 8.073640000000001e-05,
-    "max": 8.142040000000002e-05,
+    "seconds": 7.984535000000003e-05,
+    "min": 7.95625e-05,
+    "max": 7.992909999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001167296500000001,
-    "min": 0.0001164689999999999,
-    "max": 0.00011710999999999989,
+    "seconds": 0.00011523654999999992,
+    "min": 0.00011501770000000005,
+    "max": 0.00011544289999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4829,15 +4871,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.591635000000002e-05,
-    "min": 7.581420000000002e-05,
-    "max": 7.61236e-05,
+    "seconds": 7.599059999999997e-05,
+    "min": 7.58692e-05,
+    "max": 7.620819999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019274694999999999,
-    "min": 0.00019225309999999982,
-    "max": 0.0001934394,
+    "seconds": 0.00018834829999999996,
+    "min": 0.0001881722999999999,
+    "max": 0.00018866749999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4862,15 +4904,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012676944999999998,
-    "min": 0.00012652159999999995,
-    "max": 0.00012691340000000004,
+    "seconds": 0.00012570425,
+    "min": 0.0001253855,
+    "max": 0.0001260675,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002185384999999999,
-    "min": 0.00021802460000000003,
-    "max": 0.00021861979999999995,
+    "seconds": 0.00021395270000000002,
+    "min": 0.0002137604000000001,
+    "max": 0.00021421689999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4895,15 +4937,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010320244999999996,
-    "min": 0.00010285330000000003,
-    "max": 0.00010331880000000006,
+    "seconds": 0.00010253509999999999,
+    "min": 0.00010223979999999998,
+    "max": 0.00010263910000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000244516,
-    "min": 0.0002444121,
-    "max": 0.00024472799999999994,
+    "seconds": 0.0002419204,
+    "min": 0.00024140209999999997,
+    "max": 0.00024211769999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4928,15 +4970,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020295180000000004,
-    "min": 0.00020264290000000015,
-    "max": 0.00020303639999999997,
+    "seconds": 0.000200377,
+    "min": 0.00020025749999999994,
+    "max": 0.0002005996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029224495,
-    "min": 0.00029199980000000014,
-    "max": 0.00029237660000000005,
+    "seconds": 0.00029008689999999993,
+    "min": 0.0002897215,
+    "max": 0.00029023609999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4956,9 +4998,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.956799999999987e-06,
-    "min": 6.925000000000011e-06,
-    "max": 6.991799999999967e-06,
+    "seconds": 6.982450000000006e-06,
+    "min": 6.9665000000000425e-06,
+    "max": 7.068700000000024e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -4984,9 +5026,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.80035000000002e-06,
-    "min": 6.7903000000000475e-06,
-    "max": 6.91220000000003e-06,
+    "seconds": 6.849449999999972e-06,
+    "min": 6.825800000000037e-06,
+    "max": 6.934199999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5012,9 +5054,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.585599999999965e-06,
-    "min": 7.574500000000023e-06,
-    "max": 7.619600000000036e-06,
+    "seconds": 7.641549999999956e-06,
+    "min": 7.61569999999998e-06,
+    "max": 7.65760000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5040,9 +5082,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2351500000000674e-06,
-    "min": 7.203099999999972e-06,
-    "max": 7.270599999999991e-06,
+    "seconds": 7.26059999999988e-06,
+    "min": 7.24159999999996e-06,
+    "max": 7.347200000000067e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5068,9 +5110,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.107675000000001e-05,
-    "min": 1.1065700000000049e-05,
-    "max": 1.1106899999999963e-05,
+    "seconds": 1.1092549999999994e-05,
+    "min": 1.1033700000000011e-05,
+    "max": 1.114910000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5096,9 +5138,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.451250000000004e-06,
-    "min": 9.420899999999995e-06,
-    "max": 9.481599999999969e-06,
+    "seconds": 9.463950000000023e-06,
+    "min": 9.44979999999997e-06,
+    "max": 9.490899999999987e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5124,9 +5166,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3766649999999998e-05,
-    "min": 1.3712000000000002e-05,
-    "max": 1.3782500000000006e-05,
+    "seconds": 1.3785550000000019e-05,
+    "min": 1.3712200000000007e-05,
+    "max": 1.3804899999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5152,9 +5194,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2847699999999999e-05,
-    "min": 1.2774400000000048e-05,
-    "max": 1.293100000000003e-05,
+    "seconds": 1.2849399999999991e-05,
+    "min": 1.2819000000000017e-05,
+    "max": 1.2896000000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5180,9 +5222,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6086550000000026e-05,
-    "min": 1.607050000000004e-05,
-    "max": 1.6137600000000043e-05,
+    "seconds": 1.6230499999999993e-05,
+    "min": 1.616659999999997e-05,
+    "max": 1.6294299999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5208,9 +5250,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4598150000000039e-05,
-    "min": 1.4572899999999936e-05,
-    "max": 1.4636599999999978e-05,
+    "seconds": 1.4585399999999976e-05,
+    "min": 1.4550599999999998e-05,
+    "max": 1.4643500000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5236,9 +5278,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3108750000000033e-05,
-    "min": 4.309659999999999e-05,
-    "max": 4.3430000000000064e-05,
+    "seconds": 4.345435000000003e-05,
+    "min": 4.324440000000001e-05,
+    "max": 4.3580899999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5264,9 +5306,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9593099999999986e-05,
-    "min": 2.945209999999996e-05,
-    "max": 2.98332e-05,
+    "seconds": 2.977120000000001e-05,
+    "min": 2.967410000000001e-05,
+    "max": 2.994550000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5292,9 +5334,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.219505000000004e-05,
-    "min": 6.190330000000007e-05,
-    "max": 6.250479999999997e-05,
+    "seconds": 5.611944999999997e-05,
+    "min": 5.587519999999998e-05,
+    "max": 5.6335800000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5320,9 +5362,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.929724999999998e-05,
-    "min": 3.9036599999999985e-05,
-    "max": 3.936650000000004e-05,
+    "seconds": 3.9082699999999984e-05,
+    "min": 3.8956799999999945e-05,
+    "max": 3.9340800000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5348,9 +5390,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.96094e-05,
-    "min": 5.938879999999997e-05,
-    "max": 5.973550000000006e-05,
+    "seconds": 5.925455000000001e-05,
+    "min": 5.908819999999996e-05,
+    "max": 5.944969999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5376,9 +5418,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.249550000000004e-05,
-    "min": 4.236439999999999e-05,
-    "max": 4.268339999999996e-05,
+    "seconds": 4.412974999999998e-05,
+    "min": 4.389729999999993e-05,
+    "max": 4.428850000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5404,9 +5446,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012973424999999992,
-    "min": 0.00012906439999999997,
-    "max": 0.00013029860000000003,
+    "seconds": 0.00013243965000000004,
+    "min": 0.00013136939999999997,
+    "max": 0.00013352449999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5432,9 +5474,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.343405e-05,
-    "min": 7.315880000000002e-05,
-    "max": 7.36869e-05,
+    "seconds": 7.436354999999995e-05,
+    "min": 7.429170000000002e-05,
+    "max": 7.44433e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5462,15 +5504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4668599999999976e-05,
-    "min": 2.4434899999999924e-05,
-    "max": 2.5030200000000003e-05,
+    "seconds": 2.4678349999999997e-05,
+    "min": 2.4563499999999976e-05,
+    "max": 2.478390000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0988399999999994e-05,
-    "min": 5.074850000000001e-05,
-    "max": 5.1176999999999974e-05,
+    "seconds": 4.9753700000000004e-05,
+    "min": 4.9696100000000054e-05,
+    "max": 4.9840300000000086e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5492,15 +5534,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1185199999999965e-05,
-    "min": 5.1008e-05,
-    "max": 5.123829999999998e-05,
+    "seconds": 5.000094999999998e-05,
+    "min": 4.991419999999996e-05,
+    "max": 5.013760000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.449744999999997e-05,
-    "min": 2.4332600000000015e-05,
-    "max": 2.482880000000009e-05,
+    "seconds": 2.4476900000000023e-05,
+    "min": 2.4329599999999985e-05,
+    "max": 2.46081e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5525,15 +5567,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010356770000000003,
-    "min": 0.00010298880000000001,
-    "max": 0.00010368630000000004,
+    "seconds": 0.00010129584999999995,
+    "min": 0.00010110030000000005,
+    "max": 0.00010145980000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014578699999999995,
-    "min": 0.00014547999999999997,
-    "max": 0.00014602790000000008,
+    "seconds": 0.00014471180000000006,
+    "min": 0.00014445390000000015,
+    "max": 0.0001451482,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5558,15 +5600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016079919999999992,
-    "min": 0.00016064520000000005,
-    "max": 0.00016120330000000022,
+    "seconds": 0.00015787065,
+    "min": 0.00015750390000000006,
+    "max": 0.00015797399999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017256264999999997,
-    "min": 0.00017216640000000005,
-    "max": 0.00017300679999999977,
+    "seconds": 0.00017048560000000002,
+    "min": 0.00017005390000000012,
+    "max": 0.00017057389999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5590,15 +5632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.822204999999999e-05,
-    "min": 3.783690000000002e-05,
-    "max": 3.835500000000004e-05,
+    "seconds": 3.7692649999999996e-05,
+    "min": 3.7584199999999985e-05,
+    "max": 3.7814000000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010625469999999998,
-    "min": 0.00010609930000000008,
-    "max": 0.00010655409999999995,
+    "seconds": 0.000105943,
+    "min": 0.00010543429999999999,
+    "max": 0.0001061930999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5622,15 +5664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023836284999999996,
-    "min": 0.0002381973,
-    "max": 0.00023893580000000002,
+    "seconds": 0.00023564520000000005,
+    "min": 0.00023550219999999986,
+    "max": 0.00023622140000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005577184000000004,
-    "min": 0.0005572972,
-    "max": 0.0005580479999999997,
+    "seconds": 0.0005535961499999997,
+    "min": 0.0005534330999999999,
+    "max": 0.000553985000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5652,15 +5694,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.724450000000002e-05,
-    "min": 3.706229999999993e-05,
-    "max": 3.732160000000006e-05,
+    "seconds": 3.710584999999997e-05,
+    "min": 3.672929999999999e-05,
+    "max": 3.721929999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.312639999999998e-05,
-    "min": 5.262419999999997e-05,
-    "max": 5.366420000000001e-05,
+    "seconds": 5.335474999999999e-05,
+    "min": 5.273299999999999e-05,
+    "max": 5.371520000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5682,15 +5724,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.957464999999999e-05,
-    "min": 1.9487799999999993e-05,
-    "max": 1.9753600000000007e-05,
+    "seconds": 1.9431949999999996e-05,
+    "min": 1.9340599999999982e-05,
+    "max": 1.952629999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7535799999999995e-05,
-    "min": 2.7305299999999987e-05,
-    "max": 2.7852700000000026e-05,
+    "seconds": 2.7414499999999986e-05,
+    "min": 2.712639999999999e-05,
+    "max": 2.750399999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5712,15 +5754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.347029999999997e-05,
-    "min": 3.344399999999998e-05,
-    "max": 3.364170000000003e-05,
+    "seconds": 3.3315250000000006e-05,
+    "min": 3.317740000000001e-05,
+    "max": 3.348149999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7654200000000015e-05,
-    "min": 4.721910000000004e-05,
-    "max": 4.787180000000001e-05,
+    "seconds": 4.745914999999996e-05,
+    "min": 4.716139999999998e-05,
+    "max": 4.759729999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5742,15 +5784,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4164500000000016e-05,
-    "min": 2.400920000000003e-05,
-    "max": 2.4374800000000016e-05,
+    "seconds": 2.4187400000000012e-05,
+    "min": 2.397059999999997e-05,
+    "max": 2.4243100000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.208069999999999e-05,
-    "min": 3.167669999999996e-05,
-    "max": 3.2144099999999935e-05,
+    "seconds": 3.1854450000000015e-05,
+    "min": 3.1775700000000056e-05,
+    "max": 3.206429999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5770,15 +5812,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.350029999999998e-05,
-    "min": 3.3447100000000014e-05,
-    "max": 3.3686500000000024e-05,
+    "seconds": 3.32497e-05,
+    "min": 3.316479999999999e-05,
+    "max": 3.333720000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.790534999999998e-05,
-    "min": 4.696629999999998e-05,
-    "max": 4.827560000000003e-05,
+    "seconds": 4.779680000000001e-05,
+    "min": 4.7644700000000015e-05,
+    "max": 4.79073e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5798,15 +5840,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.914094999999999e-05,
-    "min": 1.904019999999998e-05,
-    "max": 1.9260699999999987e-05,
+    "seconds": 1.889275e-05,
+    "min": 1.872600000000001e-05,
+    "max": 1.8918299999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6531150000000014e-05,
-    "min": 2.62366e-05,
-    "max": 2.6969599999999946e-05,
+    "seconds": 2.6044799999999985e-05,
+    "min": 2.5852999999999998e-05,
+    "max": 2.62428e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5826,15 +5868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3432400000000016e-05,
-    "min": 3.335079999999999e-05,
-    "max": 3.369939999999999e-05,
+    "seconds": 3.3235750000000015e-05,
+    "min": 3.305949999999999e-05,
+    "max": 3.3401599999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.744344999999999e-05,
-    "min": 4.7177500000000034e-05,
-    "max": 4.802930000000001e-05,
+    "seconds": 4.754385000000001e-05,
+    "min": 4.713940000000004e-05,
+    "max": 4.774730000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5854,15 +5896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.839360000000001e-05,
-    "min": 1.8278400000000045e-05,
-    "max": 1.8598400000000005e-05,
+    "seconds": 1.83136e-05,
+    "min": 1.815389999999995e-05,
+    "max": 1.8380699999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.453749999999996e-05,
-    "min": 2.43711e-05,
-    "max": 2.480939999999998e-05,
+    "seconds": 2.4510399999999975e-05,
+    "min": 2.445770000000002e-05,
+    "max": 2.4630299999999973e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5882,15 +5924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3524749999999984e-05,
-    "min": 3.332150000000002e-05,
-    "max": 3.3833199999999986e-05,
+    "seconds": 3.34898e-05,
+    "min": 3.3335299999999986e-05,
+    "max": 3.3561400000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.763229999999996e-05,
-    "min": 4.72227e-05,
-    "max": 4.7823899999999974e-05,
+    "seconds": 4.7577100000000016e-05,
+    "min": 4.71293e-05,
+    "max": 4.783619999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5910,15 +5952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.956790000000002e-05,
-    "min": 1.9529800000000034e-05,
-    "max": 1.97347e-05,
+    "seconds": 1.9193449999999978e-05,
+    "min": 1.91519e-05,
+    "max": 1.9305600000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.458544999999999e-05,
-    "min": 2.439029999999997e-05,
-    "max": 2.4742300000000026e-05,
+    "seconds": 2.4561550000000002e-05,
+    "min": 2.4370900000000018e-05,
+    "max": 2.4745500000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5940,15 +5982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.849224999999998e-05,
-    "min": 4.8127499999999996e-05,
-    "max": 4.885749999999999e-05,
+    "seconds": 4.774754999999997e-05,
+    "min": 4.755550000000001e-05,
+    "max": 4.792730000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.660469999999997e-05,
-    "min": 3.624960000000008e-05,
-    "max": 3.687989999999997e-05,
+    "seconds": 3.6456050000000015e-05,
+    "min": 3.6255599999999985e-05,
+    "max": 3.675840000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5970,15 +6012,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.01503e-05,
-    "min": 2.9974300000000026e-05,
-    "max": 3.0243800000000058e-05,
+    "seconds": 2.997749999999999e-05,
+    "min": 2.9926500000000012e-05,
+    "max": 3.0047899999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.085269999999997e-05,
-    "min": 2.0588699999999995e-05,
-    "max": 2.101429999999996e-05,
+    "seconds": 2.086730000000003e-05,
+    "min": 2.0649600000000078e-05,
+    "max": 2.1004700000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6006,15 +6048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0395199656486515e-05,
-    "min": 4.974080026149749e-05,
-    "max": 5.5919998884201046e-05,
+    "seconds": 5.0505599379539496e-05,
+    "min": 4.9849599599838255e-05,
+    "max": 5.471680164337158e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.291839957237244e-05,
-    "min": 7.386879920959474e-05,
-    "max": 9.592639803886413e-05,
+    "seconds": 6.824959814548493e-05,
+    "min": 6.652799844741822e-05,
+    "max": 8.687999844551086e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6042,15 +6084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.079359978437424e-05,
-    "min": 3.0323201417922974e-05,
-    "max": 3.872959911823273e-05,
+    "seconds": 2.8627200424671172e-05,
+    "min": 2.7987200021743775e-05,
+    "max": 3.525440096855164e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.189440011978149e-05,
-    "min": 8.948799967765808e-05,
-    "max": 0.00010785280466079712,
+    "seconds": 6.0267198085784914e-05,
+    "min": 5.4825598001480106e-05,
+    "max": 6.927040219306946e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6078,15 +6120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.760404999999999e-05,
-    "min": 4.747520000000004e-05,
-    "max": 4.80769e-05,
+    "seconds": 4.775850000000001e-05,
+    "min": 4.7622899999999974e-05,
+    "max": 4.7943100000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.507649999999998e-05,
-    "min": 9.49211e-05,
-    "max": 9.531489999999997e-05,
+    "seconds": 9.541485000000004e-05,
+    "min": 9.526759999999994e-05,
+    "max": 9.562269999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6114,15 +6156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4399849999999986e-05,
-    "min": 2.4258999999999993e-05,
-    "max": 2.4729399999999974e-05,
+    "seconds": 2.440475e-05,
+    "min": 2.433219999999999e-05,
+    "max": 2.4665600000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8324499999999974e-05,
-    "min": 4.823019999999992e-05,
-    "max": 4.880000000000002e-05,
+    "seconds": 4.857140000000001e-05,
+    "min": 4.839059999999989e-05,
+    "max": 4.8857600000000045e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6146,15 +6188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.389395e-05,
-    "min": 3.3719899999999975e-05,
-    "max": 3.396130000000004e-05,
+    "seconds": 3.3697249999999997e-05,
+    "min": 3.3436699999999984e-05,
+    "max": 3.378299999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.536429999999997e-05,
-    "min": 9.519969999999999e-05,
-    "max": 9.552949999999994e-05,
+    "seconds": 9.586360000000006e-05,
+    "min": 9.551430000000007e-05,
+    "max": 9.604320000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6178,15 +6220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.521724999999998e-05,
-    "min": 8.498659999999991e-05,
-    "max": 8.531570000000001e-05,
+    "seconds": 8.388554999999993e-05,
+    "min": 8.377959999999999e-05,
+    "max": 8.394599999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012008474999999991,
-    "min": 0.00011986260000000001,
-    "max": 0.00012032829999999998,
+    "seconds": 0.00012050749999999996,
+    "min": 0.0001202187,
+    "max": 0.00012082259999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6208,15 +6250,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.393719999999998e-05,
-    "min": 6.369699999999998e-05,
-    "max": 6.40885e-05,
+    "seconds": 6.323535000000001e-05,
+    "min": 6.25978e-05,
+    "max": 6.367939999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9858300000000044e-05,
-    "min": 4.96006e-05,
-    "max": 5.022469999999996e-05,
+    "seconds": 4.9614099999999996e-05,
+    "min": 4.929289999999998e-05,
+    "max": 4.975939999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6238,15 +6280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011536185000000001,
-    "min": 0.00011484399999999999,
-    "max": 0.00011577909999999998,
+    "seconds": 0.00011358979999999996,
+    "min": 0.00011334969999999998,
+    "max": 0.00011400249999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.406605000000001e-05,
-    "min": 7.366160000000007e-05,
-    "max": 7.440419999999989e-05,
+    "seconds": 7.419194999999995e-05,
+    "min": 7.378319999999997e-05,
+    "max": 7.45025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6273,15 +6315,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.059424999999994e-05,
-    "min": 8.049809999999994e-05,
-    "max": 8.109409999999999e-05,
+    "seconds": 7.997125000000004e-05,
+    "min": 7.977589999999998e-05,
+    "max": 8.021129999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.62736499999999e-05,
-    "min": 7.59099e-05,
-    "max": 7.645679999999998e-05,
+    "seconds": 7.601144999999992e-05,
+    "min": 7.55936e-05,
+    "max": 7.629240000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6308,15 +6350,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012665300000000006,
-    "min": 0.00012641559999999988,
-    "max": 0.00012695429999999997,
+    "seconds": 0.00012497599999999998,
+    "min": 0.00012484060000000002,
+    "max": 0.00012506740000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.862195000000003e-05,
-    "min": 7.82245000000002e-05,
-    "max": 7.888569999999994e-05,
+    "seconds": 7.791849999999988e-05,
+    "min": 7.767970000000009e-05,
+    "max": 7.815019999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6339,15 +6381,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.618214999999997e-05,
-    "min": 3.6028700000000016e-05,
-    "max": 3.639360000000002e-05,
+    "seconds": 3.566030000000001e-05,
+    "min": 3.5526900000000034e-05,
+    "max": 3.5859299999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003466794500000003,
-    "min": 0.0003462291999999997,
-    "max": 0.0003471934999999994,
+    "seconds": 0.00033823649999999974,
+    "min": 0.0003377370000000004,
+    "max": 0.0003385798999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6370,15 +6412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6236599999999984e-05,
-    "min": 3.610929999999998e-05,
-    "max": 3.632620000000002e-05,
+    "seconds": 3.558744999999999e-05,
+    "min": 3.545269999999993e-05,
+    "max": 3.579169999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003470679000000001,
-    "min": 0.00034666030000000064,
-    "max": 0.0003478377000000007,
+    "seconds": 0.00033834715,
+    "min": 0.00033825230000000025,
+    "max": 0.0003398855000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6413,15 +6455,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.941085000000001e-05,
-    "min": 5.9196499999999995e-05,
-    "max": 5.949099999999997e-05,
+    "seconds": 5.89685e-05,
+    "min": 5.880309999999995e-05,
+    "max": 5.924769999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001978370500000001,
-    "min": 0.00019775790000000005,
-    "max": 0.00019820470000000002,
+    "seconds": 0.00019698990000000004,
+    "min": 0.00019652409999999996,
+    "max": 0.00019733110000000011,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6456,15 +6498,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.901065000000002e-05,
-    "min": 5.8988999999999994e-05,
-    "max": 5.9088300000000015e-05,
+    "seconds": 5.890175000000002e-05,
+    "min": 5.86397e-05,
+    "max": 5.907289999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019223215000000008,
-    "min": 0.0001921243,
-    "max": 0.00019225539999999974,
+    "seconds": 0.00019156065,
+    "min": 0.00019148759999999994,
+    "max": 0.00019167729999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6499,15 +6541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.846275000000001e-05,
-    "min": 5.842170000000005e-05,
-    "max": 5.886679999999996e-05,
+    "seconds": 5.7870750000000005e-05,
+    "min": 5.7788600000000025e-05,
+    "max": 5.793849999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000345659,
-    "min": 0.0003456097999999999,
-    "max": 0.0003458696,
+    "seconds": 0.0003422788500000001,
+    "min": 0.0003421769,
+    "max": 0.0003423188,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6542,15 +6584,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.612804999999999e-05,
-    "min": 5.599699999999998e-05,
-    "max": 5.6278000000000026e-05,
+    "seconds": 5.5537750000000005e-05,
+    "min": 5.5468800000000013e-05,
+    "max": 5.583769999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003380267,
-    "min": 0.0003379468000000001,
-    "max": 0.00033904940000000015,
+    "seconds": 0.00033490924999999996,
+    "min": 0.00033458580000000004,
+    "max": 0.0003350111,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6589,15 +6631,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012779035000000006,
-    "min": 0.0001277195,
-    "max": 0.00012787489999999997,
+    "seconds": 0.000126312,
+    "min": 0.0001262468,
+    "max": 0.00012641620000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004286253499999999,
-    "min": 0.00042832000000000026,
-    "max": 0.00042925340000000013,
+    "seconds": 0.0004252965,
+    "min": 0.0004244711000000001,
+    "max": 0.00042634030000000025,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6636,15 +6678,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012719389999999995,
-    "min": 0.0001271426,
-    "max": 0.00012726410000000001,
+    "seconds": 0.0001263458,
+    "min": 0.0001263298,
+    "max": 0.00012637929999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042500925000000004,
-    "min": 0.0004246889000000005,
-    "max": 0.00042632620000000005,
+    "seconds": 0.0004230089499999999,
+    "min": 0.0004226178999999997,
+    "max": 0.00042325320000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6671,15 +6713,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.831570000000002e-05,
-    "min": 8.821459999999998e-05,
-    "max": 8.862050000000004e-05,
+    "seconds": 8.827720000000001e-05,
+    "min": 8.784570000000002e-05,
+    "max": 8.856370000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012279204999999998,
-    "min": 0.00012272010000000002,
-    "max": 0.0001228256,
+    "seconds": 0.00012267379999999996,
+    "min": 0.0001226121,
+    "max": 0.00012270760000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6706,15 +6748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.553760000000002e-05,
-    "min": 5.530679999999999e-05,
-    "max": 5.5696199999999984e-05,
+    "seconds": 5.514375e-05,
+    "min": 5.4982700000000045e-05,
+    "max": 5.531590000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.031375e-05,
-    "min": 9.026229999999998e-05,
-    "max": 9.037009999999997e-05,
+    "seconds": 9.002589999999999e-05,
+    "min": 8.991329999999996e-05,
+    "max": 9.005780000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6739,15 +6781,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.764800012111664e-05,
-    "min": 5.715839862823486e-05,
-    "max": 6.435520052909851e-05,
+    "seconds": 5.7491201162338254e-05,
+    "min": 5.675519704818725e-05,
+    "max": 6.378239989280701e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.785759925842286e-05,
-    "min": 6.373119950294494e-05,
-    "max": 9.047039747238159e-05,
+    "seconds": 7.381279766559601e-05,
+    "min": 7.200000286102294e-05,
+    "max": 0.00010762560367584229,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6772,15 +6814,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.305280089378357e-05,
-    "min": 5.206400156021118e-05,
-    "max": 6.0159999132156375e-05,
+    "seconds": 5.266560018062591e-05,
+    "min": 5.220159888267517e-05,
+    "max": 6.110720038414001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.89680016040802e-05,
-    "min": 5.7267200946807865e-05,
-    "max": 0.00015130879878997802,
+    "seconds": 7.242240011692046e-05,
+    "min": 7.093440294265747e-05,
+    "max": 8.761280179023742e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6812,15 +6854,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.750399947166443e-05,
-    "min": 3.69951993227005e-05,
-    "max": 4.386880099773407e-05,
+    "seconds": 3.779360055923462e-05,
+    "min": 3.7318399548530584e-05,
+    "max": 4.256959855556488e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.32560008764267e-05,
-    "min": 7.094720005989074e-05,
-    "max": 0.00010280319452285766,
+    "seconds": 7.760960161685943e-05,
+    "min": 7.562239766120911e-05,
+    "max": 9.434239864349365e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6852,15 +6894,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1750400215387344e-05,
-    "min": 2.091519981622696e-05,
-    "max": 2.9257598519325255e-05,
+    "seconds": 2.1820800006389616e-05,
+    "min": 2.11776003241539e-05,
+    "max": 2.98911988735199e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.391679883003236e-05,
-    "min": 7.16256022453308e-05,
-    "max": 9.958720207214354e-05,
+    "seconds": 7.368160188198089e-05,
+    "min": 7.233279943466187e-05,
+    "max": 9.783040285110475e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6880,15 +6922,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029599500000000007,
-    "min": 0.0002956201,
-    "max": 0.00029637050000000007,
+    "seconds": 0.00029548415,
+    "min": 0.0002950838,
+    "max": 0.00029560870000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004537822500000002,
-    "min": 0.0004535598000000001,
-    "max": 0.0004543615000000001,
+    "seconds": 0.00045403725,
+    "min": 0.0004527839999999999,
+    "max": 0.0004542770999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6908,15 +6950,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037141715,
-    "min": 0.0003708468000000003,
-    "max": 0.0003716784999999999,
+    "seconds": 0.00036688309999999985,
+    "min": 0.00036653079999999973,
+    "max": 0.00036702679999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047829125000000013,
-    "min": 0.0004778110999999999,
-    "max": 0.0004784276000000001,
+    "seconds": 0.0004775159000000003,
+    "min": 0.00047654739999999945,
+    "max": 0.0004783092,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6961,15 +7003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024302459999999998,
-    "min": 0.0002419478000000001,
-    "max": 0.00024343260000000007,
+    "seconds": 0.00024152020000000002,
+    "min": 0.00024108849999999993,
+    "max": 0.00024164109999999988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007839868500000003,
-    "min": 0.0007770553999999998,
-    "max": 0.0007849647000000001,
+    "seconds": 0.0007784954500000003,
+    "min": 0.0007773509000000006,
+    "max": 0.0007791391000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7014,15 +7056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020087848499999996,
-    "min": 0.0020082158,
-    "max": 0.002010047,
+    "seconds": 0.0020120460499999998,
+    "min": 0.0020089382999999997,
+    "max": 0.0020277335000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004913658499999999,
-    "min": 0.0049102838999999995,
-    "max": 0.0049179542,
+    "seconds": 0.0049169797999999995,
+    "min": 0.0049115976,
+    "max": 0.004920855899999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7067,15 +7109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005493067,
-    "min": 0.0005481705999999999,
-    "max": 0.0005496791000000001,
+    "seconds": 0.0005477788999999999,
+    "min": 0.0005476764,
+    "max": 0.0005485262,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00175465815,
-    "min": 0.0017525310000000005,
-    "max": 0.0017581345999999997,
+    "seconds": 0.001749862,
+    "min": 0.001747793399999999,
+    "max": 0.0017513652,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7120,15 +7162,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.896569999999998e-05,
-    "min": 6.871080000000003e-05,
-    "max": 6.93247e-05,
+    "seconds": 6.852615000000001e-05,
+    "min": 6.841659999999999e-05,
+    "max": 6.861840000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00040203949999999966,
-    "min": 0.00040157829999999976,
-    "max": 0.00040310830000000005,
+    "seconds": 0.0003974012999999999,
+    "min": 0.00039685800000000004,
+    "max": 0.00039778710000000045,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7173,15 +7215,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000156011,
-    "min": 0.00015563699999999995,
-    "max": 0.0001566941,
+    "seconds": 0.00015732535,
+    "min": 0.00015690319999999992,
+    "max": 0.0001580519999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004963986499999884,
-    "min": 0.0004948579000000001,
-    "max": 0.0004973823000000002,
+    "seconds": 0.0004955078000000003,
+    "min": 0.0004945931999999996,
+    "max": 0.0004962387999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7226,15 +7268,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010371989999999993,
-    "min": 0.0001028577000000001,
-    "max": 0.00010404559999999993,
+    "seconds": 0.00010271339999999999,
+    "min": 0.00010220519999999995,
+    "max": 0.00010300769999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036677190000002763,
-    "min": 0.0003655863000000002,
-    "max": 0.0003671904000000002,
+    "seconds": 0.00036283060000000017,
+    "min": 0.0003625312000000003,
+    "max": 0.000364841699999955,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7279,15 +7321,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.751520000000001e-05,
-    "min": 4.743960000000002e-05,
-    "max": 4.791940000000004e-05,
+    "seconds": 4.767379999999999e-05,
+    "min": 4.7545999999999914e-05,
+    "max": 4.811870000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002890289999999999,
-    "min": 0.00028859120000000033,
-    "max": 0.0002892899000000001,
+    "seconds": 0.000285003000000002,
+    "min": 0.0002843201999999998,
+    "max": 0.0002857928999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
