@@ -66,7 +66,9 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       finished events, one tiny kernel + synchronize, and tensor.item() of a fresh reduction.
 
 Every figure is the median over --repeats measurements (after a warm-up), with min, max and
-the sample count, in seconds.  Host wall time comes from time.perf_counter().  The document is
+the sample count, in seconds; the host figures are taken in --passes passes (default 3) one after
+the other and each is the median of its passes' figures (kept as pass_seconds): a shared host's speed
+changes for seconds to minutes at a time, and one pass can catch a slow or a fast spell.  Host wall time comes from time.perf_counter().  The document is
 JSON with kind "roofsim-framework-profile", written atomically (temporary file + os.replace).
 A figure that cannot be measured (API missing, no GPU) is listed under "skipped" with the reason.
 Python 3.11+ standard library and torch only; works with torch 1.13 and 2.x.
@@ -133,6 +135,23 @@ class Probe:
         for _ in range(self.warmup):
             measure()
         return [measure() for _ in range(self.repeats)]
+
+
+def merge_passes(passes: list[dict]) -> dict:
+    """Each figure over the passes that measured it: the median of their figures (seconds), the
+    least min and largest max, the samples summed, each pass's figure kept (pass_seconds)."""
+    merged: dict = {}
+    for key in dict.fromkeys(k for figures in passes for k in figures):
+        got = [figures[key] for figures in passes if key in figures]
+        first = dict(got[0])
+        if len(got) > 1:
+            first.update({"seconds": statistics.median(f["seconds"] for f in got),
+                          "min": min(f["min"] for f in got), "max": max(f["max"] for f in got),
+                          "samples": sum(f["samples"] for f in got),
+                          "pass_seconds": [f["seconds"] for f in got],
+                          "method": f"{got[0]['method']}; median of {len(got)} passes over the probe's run"})
+        merged[key] = first
+    return merged
 
 
 # ----------------------------------------------------------------------------- (a) eager ops
@@ -1025,11 +1044,17 @@ def main(argv=None) -> int:
                     help="untimed measurements before them (default 2; 1 with --smoke)")
     ap.add_argument("--ops", type=int, default=None,
                     help="ops issued per eager measurement (default 2000; 50 with --smoke)")
+    ap.add_argument("--passes", type=int, default=None,
+                    help="passes over the host-cost figures, each figure the median of its passes "
+                         "(default 3; 1 with --smoke): a host's speed changes for seconds at a time")
     args = ap.parse_args(argv)
     smoke = args.smoke
     repeats = args.repeats or (3 if smoke else 11)
     warmup = args.warmup if args.warmup is not None else (1 if smoke else 2)
     n_ops = args.ops or (50 if smoke else 2000)
+    passes = args.passes or (1 if smoke else 3)
+    if passes < 1:
+        ap.error("--passes must be at least 1")
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -1043,7 +1068,6 @@ def main(argv=None) -> int:
                                    f"{info['key']}-torch-framework-{now:%Y-%m-%d}.json")
     print(f"torch framework probe: {info['name']}, torch {torch.__version__} -> {out}", flush=True)
     torch.manual_seed(0)
-    p = Probe(device, repeats, warmup)
     t0 = time.perf_counter()
     settings = {"repeats": repeats, "warmup": warmup, "eager_ops_per_measurement": n_ops,
                 "backward_chain_lengths": [20, 100] if smoke else [100, 1000],
@@ -1053,8 +1077,10 @@ def main(argv=None) -> int:
                 "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke,
                 "layer_samples": 5 if smoke else 41, "op_timing_calls": 2 if smoke else 10,
                 "split_samples": 3 if smoke else 21, "steady_batches": 3 if smoke else 11,
-                "steady_repetitions": 5 if smoke else 50}
-    groups = (
+                "steady_repetitions": 5 if smoke else 50, "passes": passes}
+
+    def host_groups(p: Probe):
+        return (
         ("eager ops", lambda: eager_op_probes(p, n_ops)),
         ("backward", lambda: backward_probes(p, *settings["backward_chain_lengths"])),
         ("layers", lambda: layer_probes(p, settings["layer_samples"])),
@@ -1065,21 +1091,28 @@ def main(argv=None) -> int:
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),
         ("synchronize and events", lambda: sync_probes(p, settings["sync_calls_per_measurement"])),
-    )
+        )
+
     op_timings: list = []
-
-    def run_op_timings():
-        op_timings.extend(op_timing_probes(p, settings["op_timing_calls"]))
-
-    groups = groups + (("op timings", run_op_timings),)
     if smoke:  # tiny shapes would not be GPU-bound anyway; a few cases test the code path
         settings["op_timing_smoke"] = True
-    for name, run in groups:
-        print(f"[{time.perf_counter() - t0:6.1f} s] {name}", flush=True)
-        try:
-            run()
-        except Exception as exc:  # one group failing must not lose the others
-            p.skip(name.replace(" ", "_"), first_line(exc))
+    # The host figures in `passes` passes, one after the other, so that each figure's median is taken
+    # over moments seconds to a minute apart; the op timings (GPU time) once, after the last pass.
+    probes = []
+    for index in range(passes):
+        p = Probe(device, repeats, warmup)
+        probes.append(p)
+        groups = host_groups(p)
+        if index == passes - 1:
+            groups = groups + (("op timings", lambda: op_timings.extend(op_timing_probes(p, settings["op_timing_calls"]))),)
+        for name, run in groups:
+            print(f"[{time.perf_counter() - t0:6.1f} s] pass {index + 1}/{passes}: {name}", flush=True)
+            try:
+                run()
+            except Exception as exc:  # one group failing must not lose the others
+                p.skip(name.replace(" ", "_"), first_line(exc))
+    figures = merge_passes([q.figures for q in probes])
+    skipped = [s for s in probes[0].skipped if s["key"] not in figures]
 
     cudnn = None
     with contextlib.suppress(Exception):
@@ -1093,13 +1126,13 @@ def main(argv=None) -> int:
         "date_utc": now.isoformat(timespec="seconds"),
         "command": " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv),
         "settings": settings,
-        "figures": p.figures,
+        "figures": figures,
         "op_timings": op_timings,
-        "skipped": p.skipped,
+        "skipped": skipped,
     }
     write_json_atomic(out, doc)
-    print(f"[{time.perf_counter() - t0:6.1f} s] done: {len(p.figures)} figures, "
-          f"{len(p.skipped)} skipped -> {out}", flush=True)
+    print(f"[{time.perf_counter() - t0:6.1f} s] done: {len(figures)} figures, "
+          f"{len(skipped)} skipped -> {out}", flush=True)
     return 0
 
 

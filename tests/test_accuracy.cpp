@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,10 @@ namespace {
 struct Bounds {
     double layer_median, layer_p90, model_worst, memory_worst;
 };
-// Regression bounds (2026-11-30, H200 validation set): measured accuracy plus a margin.
+// Regression bounds (2026-11-30, H200 validation set): measured accuracy plus a margin. Model steps
+// the prediction finds paced by the GPU have their own bound; those paced by the host move with the
+// host's speed when they were measured (by up to a third between runs: docs/NOTES.md) and have a
+// wide one.
 constexpr Bounds regression_bounds{ROOFSIM_ACC_LAYER_MEDIAN, ROOFSIM_ACC_LAYER_P90, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MEMORY_WORST};
 
 /// A stored measurement set with the built-in profiles of its GPU (calibration and framework).
@@ -56,22 +60,26 @@ TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch mea
         auto layers = [](const CaseError& e) { return !e.c->model; };
         const double median = error_quantile(errors, 0.5, layers);
         const double p90 = error_quantile(errors, 0.9, layers);
-        std::size_t layer_cases = 0;
-        double model_worst = 0, memory_worst = 0;
+        std::size_t layer_cases = 0, gpu_paced = 0;
+        double gpu_worst = 0, host_worst = 0, memory_worst = 0;
         for (const auto& e : errors) {
             if (!e.c->model) { ++layer_cases; continue; }
-            model_worst = std::max(model_worst, std::abs(e.error));
+            (e.host_bound ? host_worst : gpu_worst) = std::max(e.host_bound ? host_worst : gpu_worst, std::abs(e.error));
+            gpu_paced += e.host_bound ? 0 : 1;
             if (e.memory_error) memory_worst = std::max(memory_worst, std::abs(*e.memory_error));
-            std::printf("  %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%)\n", e.c->id.c_str(), e.c->measured_seconds * 1e3,
-                        e.predicted_seconds * 1e3, 100 * e.error);
+            std::printf("  %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%, paced by the %s)\n", e.c->id.c_str(),
+                        e.c->measured_seconds * 1e3, e.predicted_seconds * 1e3, 100 * e.error, e.host_bound ? "host" : "GPU");
         }
-        std::printf("%s: %zu layer cases, median |error| %.1f%%, p90 %.1f%%; models worst %.1f%%; peak memory worst %.1f%%\n",
-                    set.origin.c_str(), layer_cases, 100 * median, 100 * p90, 100 * model_worst, 100 * memory_worst);
+        std::printf("%s: %zu layer cases, median |error| %.1f%%, p90 %.1f%%; models worst %.1f%% (GPU-paced), %.1f%% (host-paced); "
+                    "peak memory worst %.1f%%\n",
+                    set.origin.c_str(), layer_cases, 100 * median, 100 * p90, 100 * gpu_worst, 100 * host_worst, 100 * memory_worst);
         INFO(set.origin);
         CHECK(layer_cases >= 60);
+        CHECK(gpu_paced >= 3);
         CHECK(median <= regression_bounds.layer_median);
         CHECK(p90 <= regression_bounds.layer_p90);
-        CHECK(model_worst <= regression_bounds.model_worst);
+        CHECK(gpu_worst <= regression_bounds.model_worst);
+        CHECK(host_worst <= ROOFSIM_ACC_MODEL_WORST_HOST);
         CHECK(memory_worst <= regression_bounds.memory_worst);
     });
     CHECK(sets >= 1);
@@ -87,18 +95,20 @@ TEST_CASE("model steps predicted from IRs exported from the measured models stay
         ++sets;
         const ValidationSet& set = m.set;
         const auto errors = evaluate_exported(set, exported, m.ctx, m.framework);
-        double model_worst = 0, memory_worst = 0;
+        double gpu_worst = 0, host_worst = 0, memory_worst = 0;
         for (const auto& e : errors) {
-            model_worst = std::max(model_worst, std::abs(e.error));
+            (e.host_bound ? host_worst : gpu_worst) = std::max(e.host_bound ? host_worst : gpu_worst, std::abs(e.error));
             REQUIRE(e.memory_error);
             memory_worst = std::max(memory_worst, std::abs(*e.memory_error));
-            std::printf("  exported %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%), peak memory %+.1f%%\n", e.c->id.c_str(),
-                        e.c->measured_seconds * 1e3, e.predicted_seconds * 1e3, 100 * e.error, 100 * *e.memory_error);
+            std::printf("  exported %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%, paced by the %s), peak memory %+.1f%%\n",
+                        e.c->id.c_str(), e.c->measured_seconds * 1e3, e.predicted_seconds * 1e3, 100 * e.error,
+                        e.host_bound ? "host" : "GPU", 100 * *e.memory_error);
         }
         INFO(set.origin);
         CHECK(errors.size() == set.exported_only.size() + static_cast<std::size_t>(std::count_if(
                                    set.cases.begin(), set.cases.end(), [](const ValidationCase& c) { return c.model; })));
-        CHECK(model_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST);
+        CHECK(gpu_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST);
+        CHECK(host_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST_HOST);
         CHECK(memory_worst <= ROOFSIM_ACC_EXPORT_MEMORY_WORST);
     });
     CHECK(sets >= 1);
@@ -133,4 +143,25 @@ TEST_CASE("the calibration never timed a GEMM or convolution shape of the valida
         CHECK(timed.empty());
     });
     CHECK(sets >= 1);
+}
+
+TEST_CASE("a model case's host canary is read where the measurement recorded it", "[accuracy][validation]") {
+    const auto path = std::filesystem::temp_directory_path() / "roofsim-canary-test.json";
+    {
+        std::ofstream f(path);
+        f << R"({"kind": "roofsim-validation", "gpu": {"key": "h200-sxm", "name": "NVIDIA H200"},
+                 "software": {"torch": "2.11.0"}, "date_utc": "2026-11-30T00:00:00+00:00", "layer_cases": [],
+                 "model_cases": [
+                   {"id": "resnet50/b32x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
+                    "batch": 32, "optimizer": "sgd", "step_seconds": {"median": 0.021},
+                    "host_canary_seconds": {"median": 7.5e-6, "min": 7e-6, "max": 8e-6, "samples": 5}},
+                   {"id": "resnet50/b128x224/amp-bf16", "model": "resnet50", "image_size": 224, "precision": "amp-bf16",
+                    "batch": 128, "optimizer": "sgd", "step_seconds": {"median": 0.056}}]})";
+    }
+    const ValidationSet set = load_validation(path);
+    std::filesystem::remove(path);
+    REQUIRE(set.cases.size() == 2);
+    REQUIRE(set.cases[0].host_canary_seconds.has_value());
+    CHECK(*set.cases[0].host_canary_seconds == Catch::Approx(7.5e-6));
+    CHECK_FALSE(set.cases[1].host_canary_seconds.has_value());
 }

@@ -33,6 +33,9 @@ struct ValidationCase {
     /// compared with the simulated step's host issue or GPU time, whichever is longer.
     bool steady_state = false;
     std::optional<double> measured_peak_bytes;
+    /// Model cases: the host's speed when the step was measured, seconds per tiny torch.add (the
+    /// framework probe's eager_op_add loop), where the measurement recorded it. Read, never used to predict.
+    std::optional<double> host_canary_seconds;
 };
 
 struct ValidationSet {
@@ -95,6 +98,7 @@ inline ValidationCase model_case(const JsonCursor& c) {
     }
     v.measured_seconds = c.at("step_seconds").at("median").positive();
     if (c.has("peak_memory_bytes")) v.measured_peak_bytes = c.at("peak_memory_bytes").positive();
+    if (c.has("host_canary_seconds")) v.host_canary_seconds = c.at("host_canary_seconds").at("median").positive();
     return v;
 }
 
@@ -139,6 +143,9 @@ struct CaseError {
     double error = 0;  ///< (predicted - measured) / measured
     std::optional<double> predicted_peak_bytes;
     std::optional<double> memory_error;
+    /// The prediction's host issue time exceeds its GPU time (kernels and the gaps between them): the
+    /// host sets the pace, and the measurement moves with the host's speed at the time.
+    bool host_bound = false;
 };
 
 /// A case's prediction against its measurement; the peak memory too when `with_memory`. Repeated
@@ -149,6 +156,7 @@ struct CaseError {
     e.c = &c;
     e.predicted_seconds = c.steady_state ? max(p.host_time, p.gpu_time + p.gpu_gap_time).value() : p.step_time.value();
     e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
+    e.host_bound = p.host_time > p.gpu_time + p.gpu_gap_time;
     if (with_memory && c.measured_peak_bytes) {
         e.predicted_peak_bytes = p.memory.peak.value();
         e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;

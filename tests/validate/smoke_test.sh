@@ -87,6 +87,7 @@ for c in models:
         check(len(c.get(key, {}).get("values", [])) == c.get(key, {}).get("samples"),
               f"model {c.get('id')}: {key} keeps a value per sample")
     check(c.get("rounds", 0) >= 1, f"model {c.get('id')}: rounds")
+    check(timing_ok(c.get("host_canary_seconds")), f"model {c.get('id')}: bad host_canary_seconds")
 for s in skipped:
     check(s.get("id") and s.get("reason"), f"skipped entry without id or reason: {s}")
 with open(ids_path) as f:

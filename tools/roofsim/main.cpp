@@ -635,14 +635,31 @@ int main(int argc, char** argv) {
                 }
             }
             for (const auto& [id, why] : set.not_modelled) std::cout << "not modelled: " << id << " (" << why << ")\n";
+            // The host's speed when each model step was measured, against the framework profile's: a
+            // host-bound step moves with it (read only; predictions do not use it).
+            const auto probe_add = framework ? framework->seconds("eager_op_add") : std::nullopt;
+            for (const auto* list : {&set.cases, &set.exported_only}) {
+                for (const auto& c : *list) {
+                    if (!c.host_canary_seconds) continue;
+                    std::cout << "host canary " << c.id << ": " << format_number("%.2f", *c.host_canary_seconds * 1e6)
+                              << " us per tiny add";
+                    if (probe_add) {
+                        std::cout << " (framework profile: " << format_number("%.2f", probe_add->value() * 1e6) << " us, x"
+                                  << format_number("%.2f", *c.host_canary_seconds / probe_add->value()) << ")";
+                    }
+                    std::cout << '\n';
+                }
+            }
             if (!validate_exported.empty()) {
                 const auto exported = roofsim::evaluate_exported(set, validate_exported, ctx, framework);
                 std::cout << "\nModel steps predicted from the exported IRs in " << validate_exported << ":\n";
-                TextTable table({"case", "measured ms", "predicted ms", "error %", "measured peak GiB", "predicted peak GiB", "memory error %"});
+                TextTable table({"case", "measured ms", "predicted ms", "error %", "paced by", "measured peak GiB", "predicted peak GiB",
+                                 "memory error %"});
                 for (const auto& e : exported) {
                     const auto gib = [](std::optional<double> b) { return b ? format_number("%.2f", *b / 1073741824.0) : "-"; };
                     table.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3), format_number("%.3f", e.predicted_seconds * 1e3),
-                               format_number("%+.1f", 100 * e.error), gib(e.c->measured_peak_bytes), gib(e.predicted_peak_bytes),
+                               format_number("%+.1f", 100 * e.error), e.host_bound ? "host" : "GPU", gib(e.c->measured_peak_bytes),
+                               gib(e.predicted_peak_bytes),
                                e.memory_error ? format_number("%+.1f", 100 * *e.memory_error) : "-"});
                 }
                 table.print(std::cout);

@@ -85,7 +85,9 @@ METHOD = (
     "after each repetition; parameter and input .grad set to None before each repetition; warm-up "
     "repetitions discarded; median/min/max over the timed repetitions. Model cases: full training "
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
-    "timed the same way. Memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
+    "timed the same way; host_canary_seconds: the host's speed just before (torch.add of 1-element "
+    "tensors, 2000 back to back and one synchronize, per add; the framework probe's eager_op_add "
+    "loop). Memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
     "one forward+backward (layers) or one step (models). Times in seconds, memory in bytes."
 )
 
@@ -124,10 +126,30 @@ MODEL_PHASES = ("step_seconds", "forward_seconds", "forward_backward_seconds", "
 def merge_model_rounds(first: dict, later: dict) -> dict:
     """A model case measured in two rounds: the timings' samples pooled, the rest from the first."""
     merged = dict(first)
-    for key in MODEL_PHASES:
-        merged[key] = stats(first[key]["values"] + later[key]["values"], keep_values=True)
+    for key in MODEL_PHASES + ("host_canary_seconds",):
+        if key in first and key in later:
+            merged[key] = stats(first[key]["values"] + later[key]["values"], keep_values=True)
     merged["rounds"] = first.get("rounds", 1) + 1
     return merged
+
+
+def host_canary(device: torch.device, ops: int, samples: int = 5) -> dict:
+    """The host's speed right now: seconds per torch.add of two 1-element tensors, `ops` of them back to
+    back and one synchronize (the framework probe's eager_op_add, the same loop), median of `samples`.
+    Recorded next to each model case so that a host-bound step can be read against the host's speed
+    at the time it was measured; it never feeds a prediction."""
+    x, y = torch.ones(1, device=device), torch.ones(1, device=device)
+    values = []
+    for _ in range(samples):
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(ops):
+            torch.add(x, y)
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+        values.append((time.perf_counter() - t0) / ops)
+    return stats(values, keep_values=True)
 
 
 def case_seed(case_id: str) -> int:
@@ -1003,6 +1025,7 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
 
         # The four phases cost about 2.5 steps per repetition; fewer repetitions if that is too slow.
         repeats = min(args.model_repeats, max(3, int(target_s / max(2.5 * step_wall_s, 1e-9))))
+        canary = host_canary(device, 50 if args.smoke else 2000)
         step_s = [timed(step) for _ in range(repeats)]
 
         forward_s = []
@@ -1034,6 +1057,7 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
         "forward_seconds": stats(forward_s, keep_values=True),
         "forward_backward_seconds": stats(forward_backward_s, keep_values=True),
         "optimizer_seconds": stats(optimizer_s, keep_values=True),
+        "host_canary_seconds": canary,
         "rounds": 1,
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,

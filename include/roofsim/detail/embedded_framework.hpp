@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T07:33:58+00:00",
+ "date_utc": "2026-11-30T08:01:21+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -48,186 +48,297 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "op_timing_calls": 10,
   "split_samples": 21,
   "steady_batches": 11,
-  "steady_repetitions": 50
+  "steady_repetitions": 50,
+  "passes": 3
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.707957499997974e-06,
-   "min": 6.514160500000088e-06,
-   "max": 7.320351499998879e-06,
-   "samples": 11,
-   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 6.701088999999882e-06
+   "seconds": 8.649068499998691e-06,
+   "min": 6.460926499997299e-06,
+   "max": 1.064653949999439e-05,
+   "samples": 33,
+   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 6.7262549999966836e-06,
+   "pass_seconds": [
+    6.735338000002144e-06,
+    8.649068499998691e-06,
+    9.473195500000031e-06
+   ]
   },
   "eager_op_linear": {
-   "seconds": 1.2036216999998572e-05,
-   "min": 1.1888918000000359e-05,
-   "max": 1.3558210500001166e-05,
-   "samples": 11,
-   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.2005456499998956e-05
+   "seconds": 1.637285149999812e-05,
+   "min": 1.554800049999727e-05,
+   "max": 1.746227099999942e-05,
+   "samples": 33,
+   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.6324146999998845e-05,
+   "pass_seconds": [
+    1.637285149999812e-05,
+    1.5786138499997547e-05,
+    1.6910754999997836e-05
+   ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.2545645999999522e-05,
-   "min": 1.1962639000000052e-05,
-   "max": 1.7094919999998126e-05,
-   "samples": 11,
-   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.2505331999999925e-05
+   "seconds": 1.570001300000001e-05,
+   "min": 1.4836733999999296e-05,
+   "max": 2.4224073500000998e-05,
+   "samples": 33,
+   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.564682950000318e-05,
+   "pass_seconds": [
+    1.570001300000001e-05,
+    1.534383799999972e-05,
+    2.374206450000571e-05
+   ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.646836799999818e-05,
-   "min": 1.618802699999833e-05,
-   "max": 1.6655817500002e-05,
-   "samples": 11,
-   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast",
-   "issue_only_seconds": 1.6411095999998792e-05
+   "seconds": 1.6247977500000843e-05,
+   "min": 1.486256349999948e-05,
+   "max": 2.8616820499998143e-05,
+   "samples": 33,
+   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.5289095500001792e-05,
+   "pass_seconds": [
+    1.5338380500001137e-05,
+    1.6247977500000843e-05,
+    2.7625115500001128e-05
+   ]
   },
   "eager_op_add_autocast": {
-   "seconds": 6.937811000000238e-06,
-   "min": 6.8897515000010405e-06,
-   "max": 9.587766999999303e-06,
-   "samples": 11,
-   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 6.926813500001572e-06
+   "seconds": 9.557227000001944e-06,
+   "min": 6.309947500000135e-06,
+   "max": 1.5788555999996845e-05,
+   "samples": 33,
+   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 6.393253500000639e-06,
+   "pass_seconds": [
+    6.399515500000064e-06,
+    9.557227000001944e-06,
+    1.4952137500003459e-05
+   ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.445192399999897e-05,
-   "min": 3.3984205999999514e-05,
-   "max": 3.6230199499996727e-05,
-   "samples": 11,
-   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 3.442252650000199e-05
+   "seconds": 5.332188750000455e-05,
+   "min": 3.513803100000246e-05,
+   "max": 7.697421900000023e-05,
+   "samples": 33,
+   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 5.0250958500001274e-05,
+   "pass_seconds": [
+    5.029992849999942e-05,
+    5.332188750000455e-05,
+    5.348683849999958e-05
+   ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.544183050000015e-05,
-   "min": 2.4694081999999894e-05,
-   "max": 2.7885524500000257e-05,
-   "samples": 11,
-   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.540943200000001e-05
+   "seconds": 3.812692000000339e-05,
+   "min": 2.528246900000042e-05,
+   "max": 5.891877149999658e-05,
+   "samples": 33,
+   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 2.5969801999998765e-05,
+   "pass_seconds": [
+    2.600825499999715e-05,
+    3.812692000000339e-05,
+    4.850870149999764e-05
+   ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.0505440500001128e-05,
-   "min": 1.027641550000169e-05,
-   "max": 1.0649682000000383e-05,
-   "samples": 11,
-   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.0497724000000375e-05
+   "seconds": 2.7520848999998292e-05,
+   "min": 1.0361759500000289e-05,
+   "max": 2.9036459499998558e-05,
+   "samples": 33,
+   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.079893600000048e-05,
+   "pass_seconds": [
+    1.0835911500002738e-05,
+    2.7520848999998292e-05,
+    2.7598663999995665e-05
+   ]
   },
   "eager_op_add_autograd": {
-   "seconds": 7.911979999999375e-06,
-   "min": 7.746165499998626e-06,
-   "max": 8.08025549999769e-06,
-   "samples": 11,
-   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 7.903528499998202e-06
+   "seconds": 1.1891527999999596e-05,
+   "min": 8.110477500000713e-06,
+   "max": 1.681432100000535e-05,
+   "samples": 33,
+   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 8.412122500001118e-06,
+   "pass_seconds": [
+    8.419727500001528e-06,
+    1.1891527999999596e-05,
+    1.3346124500003498e-05
+   ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.1719029999999863e-05,
-   "min": 1.4573083000001929e-05,
-   "max": 2.3166607000000283e-05,
-   "samples": 11,
-   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.165427150000099e-05
+   "seconds": 1.9716968499999155e-05,
+   "min": 1.4573935499999636e-05,
+   "max": 2.4561669999997093e-05,
+   "samples": 33,
+   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.46634005000017e-05,
+   "pass_seconds": [
+    1.4680822999999066e-05,
+    2.1413681000005624e-05,
+    1.9716968499999155e-05
+   ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.9307083000001057e-05,
-   "min": 1.9156380500000124e-05,
-   "max": 2.0544485500000322e-05,
-   "samples": 11,
-   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 1.924834099999728e-05
+   "seconds": 1.7772694500003183e-05,
+   "min": 1.3737110499999261e-05,
+   "max": 2.0685962000001722e-05,
+   "samples": 33,
+   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.3916064999996535e-05,
+   "pass_seconds": [
+    1.3954017499997916e-05,
+    1.8565639500003783e-05,
+    1.7772694500003183e-05
+   ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.1578546000000643e-05,
-   "min": 2.0625919000000438e-05,
-   "max": 2.2476600000000956e-05,
-   "samples": 11,
-   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast",
-   "issue_only_seconds": 2.1522795999999288e-05
+   "seconds": 2.0189406000000078e-05,
+   "min": 1.3292543999998684e-05,
+   "max": 3.737934000000109e-05,
+   "samples": 33,
+   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.3738632999999112e-05,
+   "pass_seconds": [
+    1.3775067499999238e-05,
+    2.0189406000000078e-05,
+    2.376811499999576e-05
+   ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.1673237499998378e-05,
-   "min": 1.1437085000000735e-05,
-   "max": 1.2973583500002662e-05,
-   "samples": 11,
-   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.1621379499999306e-05
+   "seconds": 1.1495522000000592e-05,
+   "min": 8.156838499999709e-06,
+   "max": 1.8051528000000872e-05,
+   "samples": 33,
+   "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.144792699999897e-05,
+   "pass_seconds": [
+    1.1495522000000592e-05,
+    1.7624885500005406e-05,
+    1.0712424999994141e-05
+   ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.341572299999939e-05,
-   "min": 2.217359199999791e-05,
-   "max": 2.3873270999999364e-05,
-   "samples": 11,
-   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.3351989999998325e-05
+   "seconds": 3.2191017000002376e-05,
+   "min": 1.582054699999702e-05,
+   "max": 3.694661200000127e-05,
+   "samples": 33,
+   "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.6479038500001763e-05,
+   "pass_seconds": [
+    1.6511901499999483e-05,
+    3.421905999999808e-05,
+    3.2191017000002376e-05
+   ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.8355688500001575e-05,
-   "min": 1.7856786999999484e-05,
-   "max": 2.365474400000167e-05,
-   "samples": 11,
-   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 1.830284649999925e-05
+   "seconds": 1.7684718499999974e-05,
+   "min": 1.2221944500002025e-05,
+   "max": 2.9067179999998415e-05,
+   "samples": 33,
+   "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.2683658000000265e-05,
+   "pass_seconds": [
+    1.2698306500002588e-05,
+    1.953824849999819e-05,
+    1.7684718499999974e-05
+   ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.361654399999935e-05,
-   "min": 2.070686050000248e-05,
-   "max": 2.475750749999861e-05,
-   "samples": 11,
-   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16)",
-   "issue_only_seconds": 2.3566200499999468e-05
+   "seconds": 1.9259674500005985e-05,
+   "min": 1.2758210999997743e-05,
+   "max": 2.9700778500000525e-05,
+   "samples": 33,
+   "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "issue_only_seconds": 1.3074177499998285e-05,
+   "pass_seconds": [
+    1.3084863999999641e-05,
+    2.191019349999834e-05,
+    1.9259674500005985e-05
+   ]
   },
   "eager_op_add_out": {
-   "seconds": 8.480551999998198e-06,
-   "min": 8.063837499999949e-06,
-   "max": 8.891490500001708e-06,
-   "samples": 11,
-   "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000",
-   "issue_only_seconds": 8.434137500000105e-06
+   "seconds": 7.694362499996998e-06,
+   "min": 5.778054500002128e-06,
+   "max": 8.762468500002285e-06,
+   "samples": 33,
+   "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
+   "issue_only_seconds": 7.681859499999887e-06,
+   "pass_seconds": [
+    7.694362499996998e-06,
+    8.319933499997489e-06,
+    7.400759500001186e-06
+   ]
   },
   "backward_node_mul": {
-   "seconds": 1.0934985555550724e-05,
-   "min": 9.983400000000605e-06,
-   "max": 1.4963880000012056e-05,
-   "samples": 11,
-   "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
+   "seconds": 1.3615011111119834e-05,
+   "min": 9.101024444441286e-06,
+   "max": 2.210166333333695e-05,
+   "samples": 33,
+   "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.512058888887508e-06,
+    2.147391777776243e-05,
+    1.3615011111119834e-05
+   ]
   },
   "backward_fixed": {
-   "seconds": 0.0007858128888966259,
-   "min": 0.00031773299999413333,
-   "max": 0.0017577830000045462,
-   "samples": 11,
-   "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call"
+   "seconds": 0.0006747463333311998,
+   "min": 0.00030248288888875185,
+   "max": 0.0010705992222155044,
+   "samples": 33,
+   "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0006513051111127767,
+    0.0007044213333244898,
+    0.0006747463333311998
+   ]
   },
   "backward_node_view": {
-   "seconds": 5.996969999999793e-06,
-   "min": 3.822026666671579e-06,
-   "max": 6.577261111115402e-06,
-   "samples": 11,
-   "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
+   "seconds": 4.6223011110966025e-06,
+   "min": 3.3237855555591346e-06,
+   "max": 8.184976666664548e-06,
+   "samples": 33,
+   "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.8129055555518537e-06,
+    7.947991111099858e-06,
+    4.6223011110966025e-06
+   ]
   },
   "backward_node_transpose": {
-   "seconds": 5.7158266666669355e-06,
-   "min": 5.61040222222352e-06,
-   "max": 6.105078888880813e-06,
-   "samples": 11,
-   "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
+   "seconds": 5.394249999994826e-06,
+   "min": 3.307558888892004e-06,
+   "max": 8.575038888902024e-06,
+   "samples": 33,
+   "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.128244444444855e-06,
+    7.499463333336583e-06,
+    5.394249999994826e-06
+   ]
   },
   "backward_layer_linear": {
-   "seconds": 4.820049111111126e-05,
-   "min": 4.5487275555547374e-05,
-   "max": 5.604390555555641e-05,
-   "samples": 11,
-   "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward"
+   "seconds": 5.34008599999917e-05,
+   "min": 3.3557304444447785e-05,
+   "max": 7.930318111110384e-05,
+   "samples": 33,
+   "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.6061277777774435e-05,
+    5.34008599999917e-05,
+    6.708443111111566e-05
+   ]
   },
   "backward_call": {
-   "seconds": 5.680799608429274e-05,
-   "min": 5.680799608429274e-05,
-   "max": 5.680799608429274e-05,
-   "samples": 1,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 22.80 us",
+   "seconds": 9.324266947805882e-05,
+   "min": 5.9858664870262126e-05,
+   "max": 0.0001448026703049739,
+   "samples": 3,
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 15.10 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -236,733 +347,1036 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    9.292799979448318e-05,
-    0.0001037440001964569,
-    0.00015014399588108063,
-    0.00020873600244522095,
-    0.00043536001443862914
+    8.473599702119828e-05,
+    9.372799843549729e-05,
+    0.00011667200177907943,
+    0.0001613440066576004,
+    0.0003110080063343048
+   ],
+   "pass_seconds": [
+    5.9858664870262126e-05,
+    0.0001448026703049739,
+    9.324266947805882e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.012571412892569e-05,
-   "min": 3.012571412892569e-05,
-   "max": 3.012571412892569e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
+   "seconds": 2.2342856441225322e-05,
+   "min": 1.8114285809653142e-05,
+   "max": 4.109637953695797e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    5.273599922657013e-05,
-    0.0001366399973630905,
-    0.0005024639964103699
+    3.084800019860268e-05,
+    7.88479968905449e-05,
+    0.00030044800043106077
+   ],
+   "pass_seconds": [
+    1.8114285809653142e-05,
+    4.109637953695797e-05,
+    2.2342856441225322e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 7.028495023647945e-05,
-   "min": 7.028495023647945e-05,
-   "max": 7.028495023647945e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast",
+   "seconds": 8.951161872772944e-05,
+   "min": 8.946437903103376e-05,
+   "max": 0.00011993828132039026,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00038889598846435545,
-    0.0008930240273475647,
-    0.001962687969207764
+    0.00029120001196861266,
+    0.0006713280081748962,
+    0.00192467200756073
+   ],
+   "pass_seconds": [
+    8.951161872772944e-05,
+    8.946437903103376e-05,
+    0.00011993828132039026
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.623695577893939e-05,
-   "min": 6.623695577893939e-05,
-   "max": 6.623695577893939e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 6.8377143570355e-05,
+   "min": 5.5835428337256116e-05,
+   "max": 9.49439966962451e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    0.00013750399649143218,
-    0.00044118401408195496,
-    0.0011660480499267579
+    0.00014124800264835358,
+    0.0003597440123558044,
+    0.0011713600158691406
+   ],
+   "pass_seconds": [
+    6.8377143570355e-05,
+    9.49439966962451e-05,
+    5.5835428337256116e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00010415846393221899,
-   "min": 0.00010415846393221899,
-   "max": 0.00010415846393221899,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 0.00013536837909902845,
+   "min": 8.937447340715499e-05,
+   "max": 0.00015887694451070968,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006442239880561829,
-    0.0012116800546646117,
-    0.00321891188621521
+    0.0006787840127944946,
+    0.0013656320571899415,
+    0.00311625599861145
+   ],
+   "pass_seconds": [
+    8.937447340715499e-05,
+    0.00013536837909902845,
+    0.00015887694451070968
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.0239237830752418e-05,
-   "min": 1.0239237830752418e-05,
-   "max": 1.0239237830752418e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
+   "seconds": 1.8052571763594945e-05,
+   "min": 1.524190471640655e-05,
+   "max": 2.519466727972031e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    3.8591999560594556e-05,
-    8.729600161314011e-05,
-    0.00019817599654197693
+    3.2832000404596326e-05,
+    8.534400165081024e-05,
+    0.0003030720055103302
+   ],
+   "pass_seconds": [
+    1.8052571763594945e-05,
+    2.519466727972031e-05,
+    1.524190471640655e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.211961703641075e-05,
-   "min": 7.211961703641075e-05,
-   "max": 7.211961703641075e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast",
+   "seconds": 7.035428347686925e-05,
+   "min": 5.2358854916833685e-05,
+   "max": 8.79763765704064e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023084799945354462,
-    0.0005482239723205567,
-    0.0014896639585494996
+    0.00020448000729084015,
+    0.00041731199622154234,
+    0.0012611839771270751
+   ],
+   "pass_seconds": [
+    5.2358854916833685e-05,
+    8.79763765704064e-05,
+    7.035428347686925e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.2251426903974444e-05,
-   "min": 4.2251426903974444e-05,
-   "max": 4.2251426903974444e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 3.7968000130993984e-05,
+   "min": 2.953371441080457e-05,
+   "max": 5.5523046425410686e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    8.873599767684936e-05,
-    0.0002452159970998764,
-    0.0007324159741401672
+    8.723200112581253e-05,
+    0.00020982399582862853,
+    0.0006596480011940003
+   ],
+   "pass_seconds": [
+    3.7968000130993984e-05,
+    5.5523046425410686e-05,
+    2.953371441080457e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 6.442590660992123e-05,
-   "min": 6.442590660992123e-05,
-   "max": 6.442590660992123e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 0.00010558323739540007,
+   "min": 9.822628150383632e-05,
+   "max": 0.00012634057090395973,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005311040282249451,
-    0.0010940159559249879,
-    0.002212224006652832
+    0.0004171839952468872,
+    0.0008926720023155212,
+    0.0024823999404907228
+   ],
+   "pass_seconds": [
+    9.822628150383632e-05,
+    0.00012634057090395973,
+    0.00010558323739540007
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.2630857747225533e-05,
-   "min": 2.2630857747225533e-05,
-   "max": 2.2630857747225533e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
+   "seconds": 2.084647722187497e-05,
+   "min": 1.7216761818244345e-05,
+   "max": 3.1222094027769004e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    3.1360000371932985e-05,
-    8.195199817419052e-05,
-    0.0003650560081005096
+    3.6959998309612273e-05,
+    0.00010672000050544739,
+    0.00035206401348114016
+   ],
+   "pass_seconds": [
+    2.084647722187497e-05,
+    3.1222094027769004e-05,
+    1.7216761818244345e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.553676036851747e-05,
-   "min": 7.553676036851747e-05,
-   "max": 7.553676036851747e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast",
+   "seconds": 8.284799790098555e-05,
+   "min": 6.923810037828627e-05,
+   "max": 9.048152120695228e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002455680072307587,
-    0.0005335360169410705,
-    0.0017159039974212647
+    0.0002114879935979843,
+    0.0006914560198783875,
+    0.001823199987411499
+   ],
+   "pass_seconds": [
+    8.284799790098555e-05,
+    6.923810037828627e-05,
+    9.048152120695228e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.2792381544907886e-05,
-   "min": 2.2792381544907886e-05,
-   "max": 2.2792381544907886e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 3.60464762364115e-05,
+   "min": 2.9109332533109754e-05,
+   "max": 4.933866929440272e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    7.036799937486648e-05,
-    0.00021804800629615783,
-    0.0004386880099773407
+    8.28159973025322e-05,
+    0.00021007999777793884,
+    0.0006298879981040954
+   ],
+   "pass_seconds": [
+    3.60464762364115e-05,
+    4.933866929440272e-05,
+    2.9109332533109754e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.455543295258567e-05,
-   "min": 9.455543295258567e-05,
-   "max": 9.455543295258567e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 0.00011685180167357127,
+   "min": 8.362972062258493e-05,
+   "max": 0.00012947961900915418,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024435199797153475,
-    0.000648256003856659,
-    0.0020218560695648194
+    0.000553983986377716,
+    0.000997759997844696,
+    0.002377376079559326
+   ],
+   "pass_seconds": [
+    8.362972062258493e-05,
+    0.00011685180167357127,
+    0.00012947961900915418
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.380190620819728e-05,
-   "min": 4.380190620819728e-05,
-   "max": 4.380190620819728e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
+   "seconds": 4.116266646555492e-05,
+   "min": 3.7432380907592316e-05,
+   "max": 5.7366858635629915e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    7.046400010585785e-05,
-    0.00019043199717998504,
-    0.0007236800193786621
+    6.499200314283371e-05,
+    0.00019222399592399596,
+    0.00068367999792099
+   ],
+   "pass_seconds": [
+    4.116266646555492e-05,
+    5.7366858635629915e-05,
+    3.7432380907592316e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 9.320000133344106e-05,
-   "min": 9.320000133344106e-05,
-   "max": 9.320000133344106e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast",
+   "seconds": 8.498208792436693e-05,
+   "min": 6.658895562092462e-05,
+   "max": 0.00010296684947042238,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026710399985313413,
-    0.0007028160095214844,
-    0.0023303680419921877
+    0.0003723840117454529,
+    0.0006810879707336426,
+    0.0019838080406188964
+   ],
+   "pass_seconds": [
+    6.658895562092462e-05,
+    8.498208792436693e-05,
+    0.00010296684947042238
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 4.2532573143641154e-05,
-   "min": 4.2532573143641154e-05,
-   "max": 4.2532573143641154e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 6.646247279076349e-05,
+   "min": 5.652419122911635e-05,
+   "max": 8.039847903308413e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    0.00013356800377368927,
-    0.00030579200387001037,
-    0.0007864320278167724
+    0.00014323200285434724,
+    0.00034921601414680483,
+    0.001142367959022522
+   ],
+   "pass_seconds": [
+    6.646247279076349e-05,
+    8.039847903308413e-05,
+    5.652419122911635e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00018242361857777548,
-   "min": 0.00018242361857777548,
-   "max": 0.00018242361857777548,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 0.00021096991676659808,
+   "min": 0.00014105447842961265,
+   "max": 0.00024040609420765017,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006061440110206604,
-    0.0011397759914398193,
-    0.00393340802192688
+    0.0005899199843406677,
+    0.0012310400009155273,
+    0.0037088639736175535
+   ],
+   "pass_seconds": [
+    0.00014105447842961265,
+    0.00024040609420765017,
+    0.00021096991676659808
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.61752386320205e-05,
-   "min": 4.61752386320205e-05,
-   "max": 4.61752386320205e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
+   "seconds": 4.075123724483308e-05,
+   "min": 3.428114116901443e-05,
+   "max": 5.434971444663547e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    7.302399724721908e-05,
-    0.00022675199806690215,
-    0.0007707200050354004
+    6.646399945020676e-05,
+    0.00018188799917697907,
+    0.0006754559874534607
+   ],
+   "pass_seconds": [
+    4.075123724483308e-05,
+    5.434971444663547e-05,
+    3.428114116901443e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.238934051422845e-05,
-   "min": 8.238934051422845e-05,
-   "max": 8.238934051422845e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast",
+   "seconds": 9.06095178354354e-05,
+   "min": 8.933105248780475e-05,
+   "max": 0.00011709332803175565,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032867199182510376,
-    0.0007906240224838256,
-    0.002282560110092163
+    0.0002853119969367981,
+    0.0007364799976348877,
+    0.002274751901626587
+   ],
+   "pass_seconds": [
+    9.06095178354354e-05,
+    8.933105248780475e-05,
+    0.00011709332803175565
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.546971099717276e-05,
-   "min": 7.546971099717276e-05,
-   "max": 7.546971099717276e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 7.302628741377876e-05,
+   "min": 6.682362088135309e-05,
+   "max": 9.850742987224034e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    0.00014659200608730316,
-    0.00037622401118278504,
-    0.0012797119617462159
+    0.00013177600502967834,
+    0.0003375039994716644,
+    0.0012227200269699097
+   ],
+   "pass_seconds": [
+    7.302628741377876e-05,
+    9.850742987224034e-05,
+    6.682362088135309e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00016966933721587773,
-   "min": 0.00016966933721587773,
-   "max": 0.00016966933721587773,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 0.00014422322454906643,
+   "min": 0.0001309226673273813,
+   "max": 0.00018013409560634975,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000551584005355835,
-    0.0013619840145111084,
-    0.004253664016723633
+    0.0005050560235977172,
+    0.0013401919603347778,
+    0.0036387200355529783
+   ],
+   "pass_seconds": [
+    0.0001309226673273813,
+    0.00014422322454906643,
+    0.00018013409560634975
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.315505078860694e-05,
-   "min": 6.315505078860694e-05,
-   "max": 6.315505078860694e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
+   "seconds": 4.160152233782269e-05,
+   "min": 3.3709716051816946e-05,
+   "max": 6.980419017019725e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    9.548799693584443e-05,
-    0.0002768000066280365,
-    0.0010400960445404053
+    5.407999828457832e-05,
+    0.00015555199980735778,
+    0.0005598400235176087
+   ],
+   "pass_seconds": [
+    3.3709716051816946e-05,
+    4.160152233782269e-05,
+    6.980419017019725e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 4.832989828927175e-05,
-   "min": 4.832989828927175e-05,
-   "max": 4.832989828927175e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast",
+   "seconds": 8.294552138873511e-05,
+   "min": 5.61500917233172e-05,
+   "max": 8.923809088411785e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00034668800234794616,
-    0.0007367680072784423,
-    0.002037503957748413
+    0.00017388799786567687,
+    0.0005095360279083252,
+    0.0015438079833984375
+   ],
+   "pass_seconds": [
+    5.61500917233172e-05,
+    8.923809088411785e-05,
+    8.294552138873511e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.167085539726985e-05,
-   "min": 6.167085539726985e-05,
-   "max": 6.167085539726985e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 7.071847539572488e-05,
+   "min": 3.4534097072624026e-05,
+   "max": 8.606095470133281e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    0.00012179200351238251,
-    0.0003042879998683929,
-    0.0010460159778594971
+    7.023999840021133e-05,
+    0.0001749120056629181,
+    0.0005886080265045166
+   ],
+   "pass_seconds": [
+    3.4534097072624026e-05,
+    8.606095470133281e-05,
+    7.071847539572488e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.749409823190598e-05,
-   "min": 5.749409823190598e-05,
-   "max": 5.749409823190598e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 7.983999983185813e-05,
+   "min": 5.258057443868548e-05,
+   "max": 7.986894711142495e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003858239948749542,
-    0.0008005759716033935,
-    0.0021923840045928954
+    0.00024592000246047974,
+    0.0005663999915122986,
+    0.0019539840221405027
+   ],
+   "pass_seconds": [
+    7.983999983185813e-05,
+    5.258057443868548e-05,
+    7.986894711142495e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.6390095551808673e-05,
-   "min": 2.6390095551808673e-05,
-   "max": 2.6390095551808673e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
+   "seconds": 2.9910095213424598e-05,
+   "min": 1.5473523753739542e-05,
+   "max": 3.533866487088657e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    4.492799937725067e-05,
-    0.00012147200107574463,
-    0.0004399040043354034
+    2.5599999353289605e-05,
+    7.344000041484833e-05,
+    0.00025817599892616274
+   ],
+   "pass_seconds": [
+    1.5473523753739542e-05,
+    2.9910095213424598e-05,
+    3.533866487088657e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.813485982872189e-05,
-   "min": 4.813485982872189e-05,
-   "max": 4.813485982872189e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast",
+   "seconds": 5.718094917635123e-05,
+   "min": 5.343923912871451e-05,
+   "max": 7.132723732363607e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001992640048265457,
-    0.0005348160266876221,
-    0.001354464054107666
+    0.00014399999380111694,
+    0.00035305601358413694,
+    0.001230847954750061
+   ],
+   "pass_seconds": [
+    5.718094917635123e-05,
+    7.132723732363607e-05,
+    5.343923912871451e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.745295245023001e-05,
-   "min": 2.745295245023001e-05,
-   "max": 2.745295245023001e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 3.5994667737256914e-05,
+   "min": 2.6908952920209792e-05,
+   "max": 4.482590673225266e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    6.71679973602295e-05,
-    0.00014716799557209015,
-    0.00047817599773406985
+    6.921599805355071e-05,
+    0.0001433600038290024,
+    0.00047065600752830503
+   ],
+   "pass_seconds": [
+    2.6908952920209792e-05,
+    4.482590673225266e-05,
+    3.5994667737256914e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 4.1781337843054813e-05,
-   "min": 4.1781337843054813e-05,
-   "max": 4.1781337843054813e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 5.915200107154392e-05,
+   "min": 3.9458287968522035e-05,
+   "max": 7.010056628357797e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000280703991651535,
-    0.0005487359762191773,
-    0.0013393280506134033
+    0.00024009600281715393,
+    0.0004750399887561798,
+    0.0012475520372390748
+   ],
+   "pass_seconds": [
+    3.9458287968522035e-05,
+    7.010056628357797e-05,
+    5.915200107154392e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.321904626630602e-05,
-   "min": 5.321904626630602e-05,
-   "max": 5.321904626630602e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
+   "seconds": 6.392609718300045e-05,
+   "min": 3.054552578500339e-05,
+   "max": 7.613180826107659e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    8.09279978275299e-05,
-    0.000234592005610466,
-    0.0008772159814834595
+    4.8191998153924945e-05,
+    0.0001366399973630905,
+    0.0005053120255470275
+   ],
+   "pass_seconds": [
+    3.054552578500339e-05,
+    7.613180826107659e-05,
+    6.392609718300045e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.083428052209671e-05,
-   "min": 8.083428052209671e-05,
-   "max": 8.083428052209671e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast",
+   "seconds": 9.816685389904748e-05,
+   "min": 8.18057150713035e-05,
+   "max": 0.00013238780661707834,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031334400177001953,
-    0.000793503999710083,
-    0.002350143909454346
+    0.0001857600063085556,
+    0.0005242879986763001,
+    0.0018715200424194336
+   ],
+   "pass_seconds": [
+    8.18057150713035e-05,
+    0.00013238780661707834,
+    9.816685389904748e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.8141715824604044e-05,
-   "min": 5.8141715824604044e-05,
-   "max": 5.8141715824604044e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 4.12182854045005e-05,
+   "min": 3.0260572298651653e-05,
+   "max": 7.875276605288188e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    9.516800194978714e-05,
-    0.0002579840123653412,
-    0.000963424026966095
+    5.6191999465227124e-05,
+    0.0001480640023946762,
+    0.0005104640126228333
+   ],
+   "pass_seconds": [
+    3.0260572298651653e-05,
+    7.875276605288188e-05,
+    4.12182854045005e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 8.856685495092756e-05,
-   "min": 8.856685495092756e-05,
-   "max": 8.856685495092756e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 0.0001240213325335866,
+   "min": 9.950476867102443e-05,
+   "max": 0.00014122513220423744,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003569599986076355,
-    0.0007914559841156006,
-    0.0025557119846343996
+    0.00019491200149059296,
+    0.0006069120168685913,
+    0.0021489601135253906
+   ],
+   "pass_seconds": [
+    9.950476867102443e-05,
+    0.00014122513220423744,
+    0.0001240213325335866
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5307428581374028e-05,
-   "min": 1.5307428581374028e-05,
-   "max": 1.5307428581374028e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
+   "seconds": 2.0608762013060707e-05,
+   "min": 8.948571891302154e-06,
+   "max": 2.2259810318549475e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    3.7151999771595004e-05,
-    7.814399898052215e-05,
-    0.0002651199996471405
+    3.3055998384952545e-05,
+    4.764800146222115e-05,
+    0.0001632000058889389
+   ],
+   "pass_seconds": [
+    8.948571891302154e-06,
+    2.2259810318549475e-05,
+    2.0608762013060707e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.015695117768788e-05,
-   "min": 2.015695117768788e-05,
-   "max": 2.015695117768788e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast",
+   "seconds": 2.8300953230687543e-05,
+   "min": 1.7353142744728497e-05,
+   "max": 3.1052188326915105e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014271999895572662,
-    0.00026256000995635985,
-    0.0006791679859161377
+    8.620800077915192e-05,
+    0.00015196800231933593,
+    0.0004763520061969757
+   ],
+   "pass_seconds": [
+    1.7353142744728497e-05,
+    3.1052188326915105e-05,
+    2.8300953230687543e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.5565713424058186e-05,
-   "min": 1.5565713424058186e-05,
-   "max": 1.5565713424058186e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 1.370819037159284e-05,
+   "min": 9.693714834394907e-06,
+   "max": 2.1655618434860592e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    5.0592001527547836e-05,
-    9.830400347709655e-05,
-    0.000284415990114212
+    2.953599952161312e-05,
+    6.207999959588052e-05,
+    0.00017609600722789763
+   ],
+   "pass_seconds": [
+    9.693714834394907e-06,
+    2.1655618434860592e-05,
+    1.370819037159284e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.3051429894708444e-05,
-   "min": 2.3051429894708444e-05,
-   "max": 2.3051429894708444e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 2.8079239385468618e-05,
+   "min": 2.0685713915597828e-05,
+   "max": 2.9050668258042555e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014694400131702424,
-    0.00029151999950408937,
-    0.0007357760071754455
+    0.00010339199751615525,
+    0.00016972799599170686,
+    0.000550815999507904
+   ],
+   "pass_seconds": [
+    2.0685713915597828e-05,
+    2.8079239385468618e-05,
+    2.9050668258042555e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.4794665965295972e-05,
-   "min": 1.4794665965295972e-05,
-   "max": 1.4794665965295972e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
+   "seconds": 1.284190480198179e-05,
+   "min": 9.257142653777484e-06,
+   "max": 1.965561810703505e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    3.15839983522892e-05,
-    7.683199644088745e-05,
-    0.00025379198789596556
+    1.8559999763965608e-05,
+    4.5536000281572345e-05,
+    0.00015715199708938598
+   ],
+   "pass_seconds": [
+    9.257142653777484e-06,
+    1.965561810703505e-05,
+    1.284190480198179e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.7489523270300456e-05,
-   "min": 2.7489523270300456e-05,
-   "max": 2.7489523270300456e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast",
+   "seconds": 2.6156951628980175e-05,
+   "min": 2.0633145191130186e-05,
+   "max": 3.1244954005593356e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014233599603176116,
-    0.00025567999482154847,
-    0.0007720959782600402
+    9.209600090980529e-05,
+    0.0001775359958410263,
+    0.0005390400290489197
+   ],
+   "pass_seconds": [
+    2.0633145191130186e-05,
+    3.1244954005593356e-05,
+    2.6156951628980175e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.584228607160704e-05,
-   "min": 1.584228607160704e-05,
-   "max": 1.584228607160704e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 1.3094095424527215e-05,
+   "min": 9.692190126294182e-06,
+   "max": 2.0616381296089717e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    5.4496001452207564e-05,
-    9.731200337409973e-05,
-    0.0002905600070953369
+    2.924799919128418e-05,
+    5.475199967622757e-05,
+    0.00017343999445438386
+   ],
+   "pass_seconds": [
+    9.692190126294182e-06,
+    2.0616381296089717e-05,
+    1.3094095424527215e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.7302857488393788e-05,
-   "min": 2.7302857488393788e-05,
-   "max": 2.7302857488393788e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 2.6086096430108657e-05,
+   "min": 1.726857093828065e-05,
+   "max": 3.1600000248068854e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018809600174427032,
-    0.00031731200218200684,
-    0.0008352000117301941
+    0.0001157120019197464,
+    0.00019411200284957886,
+    0.0005192959904670716
+   ],
+   "pass_seconds": [
+    1.726857093828065e-05,
+    3.1600000248068854e-05,
+    2.6086096430108657e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4522666377680645e-05,
-   "min": 1.4522666377680645e-05,
-   "max": 1.4522666377680645e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
+   "seconds": 1.780342771893456e-05,
+   "min": 9.687619017703194e-06,
+   "max": 2.089219043652217e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    3.2095998525619506e-05,
-    7.523199915885926e-05,
-    0.0002497919946908951
+    1.817600056529045e-05,
+    4.684799909591675e-05,
+    0.00016335999965667725
+   ],
+   "pass_seconds": [
+    9.687619017703194e-06,
+    2.089219043652217e-05,
+    1.780342771893456e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 1.9273143793855386e-05,
-   "min": 1.9273143793855386e-05,
-   "max": 1.9273143793855386e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast",
+   "seconds": 2.0328381409247717e-05,
+   "min": 1.9999238706770394e-05,
+   "max": 3.378437778779439e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014659200608730316,
-    0.00026576000452041624,
-    0.0006594560146331787
+    9.73759964108467e-05,
+    0.00019040000438690186,
+    0.0005486080050468445
+   ],
+   "pass_seconds": [
+    2.0328381409247717e-05,
+    3.378437778779439e-05,
+    1.9999238706770394e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.521219082531475e-05,
-   "min": 1.521219082531475e-05,
-   "max": 1.521219082531475e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 1.1447618759813763e-05,
+   "min": 9.820952656723204e-06,
+   "max": 2.0496761869816555e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.783999964594841e-05,
+    5.60000017285347e-05,
+    0.00017472000420093537
+   ],
+   "pass_seconds": [
+    9.820952656723204e-06,
+    2.0496761869816555e-05,
+    1.1447618759813763e-05
+   ]
+  },
+  "layer_backward_silu_autocast": {
+   "seconds": 3.1927619306814105e-05,
+   "min": 2.1472762028376266e-05,
+   "max": 4.793599851074672e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00011296000331640244,
+    0.00019484800100326538,
+    0.0005783680081367493
+   ],
+   "pass_seconds": [
+    2.1472762028376266e-05,
+    3.1927619306814105e-05,
+    4.793599851074672e-05
+   ]
+  },
+  "layer_forward_tanh": {
+   "seconds": 1.8201143259093875e-05,
+   "min": 1.4492190664722806e-05,
+   "max": 2.0016762827123913e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    1.8688000738620758e-05,
+    7.702399790287018e-05,
+    0.00024102400243282318
+   ],
+   "pass_seconds": [
+    1.4492190664722806e-05,
+    2.0016762827123913e-05,
+    1.8201143259093875e-05
+   ]
+  },
+  "layer_backward_tanh": {
+   "seconds": 2.60236192317236e-05,
+   "min": 2.244495281151363e-05,
+   "max": 3.136761663925081e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00014921599626541138,
+    0.0002459840029478073,
+    0.0006985920071601868
+   ],
+   "pass_seconds": [
+    2.244495281151363e-05,
+    3.136761663925081e-05,
+    2.60236192317236e-05
+   ]
+  },
+  "layer_forward_tanh_autocast": {
+   "seconds": 1.822171307035855e-05,
+   "min": 1.3871999723570688e-05,
+   "max": 1.9350095518997737e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
@@ -970,1044 +1384,417 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    ],
    "chain_forward_seconds": [
     5.212799832224846e-05,
-    0.00010950399935245514,
-    0.0002842240035533905
-   ]
-  },
-  "layer_backward_silu_autocast": {
-   "seconds": 2.2384760103055405e-05,
-   "min": 2.2384760103055405e-05,
-   "max": 2.2384760103055405e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
+    9.504000097513199e-05,
+    0.0002606399953365326
    ],
-   "chain_forward_backward_seconds": [
-    0.00016172799468040466,
-    0.00028732800483703615,
-    0.0007299519777297974
-   ]
-  },
-  "layer_forward_tanh": {
-   "seconds": 1.3581714459827967e-05,
-   "min": 1.3581714459827967e-05,
-   "max": 1.3581714459827967e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    3.481600061058998e-05,
-    7.724799960851669e-05,
-    0.0002391040027141571
-   ]
-  },
-  "layer_backward_tanh": {
-   "seconds": 1.8983617779754454e-05,
-   "min": 1.8983617779754454e-05,
-   "max": 1.8983617779754454e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.0001529279947280884,
-    0.00024188800156116485,
-    0.0006384959816932678
-   ]
-  },
-  "layer_forward_tanh_autocast": {
-   "seconds": 1.4176000441823686e-05,
-   "min": 1.4176000441823686e-05,
-   "max": 1.4176000441823686e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    4.739199951291084e-05,
-    9.299200028181076e-05,
-    0.0002610560059547424
+   "pass_seconds": [
+    1.3871999723570688e-05,
+    1.9350095518997737e-05,
+    1.822171307035855e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 1.998781093529293e-05,
-   "min": 1.998781093529293e-05,
-   "max": 1.998781093529293e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 2.345218988401549e-05,
+   "min": 1.7894859115282687e-05,
+   "max": 2.924876092445283e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015321600437164307,
-    0.00025731199979782106,
-    0.000666208028793335
+    0.00015619200468063355,
+    0.0002917439937591553,
+    0.0006461120247840881
+   ],
+   "pass_seconds": [
+    1.7894859115282687e-05,
+    2.924876092445283e-05,
+    2.345218988401549e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.462400048261597e-05,
-   "min": 1.462400048261597e-05,
-   "max": 1.462400048261597e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
+   "seconds": 1.850209580290885e-05,
+   "min": 1.3708951838669325e-05,
+   "max": 1.9718856506404422e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    2.9279999434947967e-05,
-    7.24800005555153e-05,
-    0.000248416006565094
+    3.0208000913262368e-05,
+    7.152000069618225e-05,
+    0.0002359039932489395
+   ],
+   "pass_seconds": [
+    1.3708951838669325e-05,
+    1.9718856506404422e-05,
+    1.850209580290885e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.4390093095245815e-05,
-   "min": 2.4390093095245815e-05,
-   "max": 2.4390093095245815e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast",
+   "seconds": 2.6720761365833733e-05,
+   "min": 2.465066606444971e-05,
+   "max": 3.440913966014272e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011798399686813354,
-    0.0002163199931383133,
-    0.0006969599723815918
+    0.0001449600011110306,
+    0.0002688640058040619,
+    0.0007232959866523743
+   ],
+   "pass_seconds": [
+    2.465066606444971e-05,
+    2.6720761365833733e-05,
+    3.440913966014272e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.553066731208847e-05,
-   "min": 1.553066731208847e-05,
-   "max": 1.553066731208847e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 1.984076201915741e-05,
+   "min": 1.407085767104512e-05,
+   "max": 2.009142864318121e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    5.35999983549118e-05,
-    0.00010105600208044052,
-    0.00028684800863265994
+    5.056000128388405e-05,
+    9.222400188446045e-05,
+    0.00026144000887870787
+   ],
+   "pass_seconds": [
+    1.407085767104512e-05,
+    2.009142864318121e-05,
+    1.984076201915741e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.8703999086504886e-05,
-   "min": 1.8703999086504886e-05,
-   "max": 1.8703999086504886e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 2.7163428210076834e-05,
+   "min": 2.5312760933524088e-05,
+   "max": 3.335009728159223e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016969600319862365,
-    0.00031094399094581607,
-    0.0006960639953613281
+    0.00017440000176429749,
+    0.00028908801078796385,
+    0.0007639999985694885
+   ],
+   "pass_seconds": [
+    2.5312760933524088e-05,
+    2.7163428210076834e-05,
+    3.335009728159223e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.306590388928141e-05,
-   "min": 2.306590388928141e-05,
-   "max": 2.306590388928141e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
+   "seconds": 3.437333358895211e-05,
+   "min": 2.1555048369226003e-05,
+   "max": 3.584381157443637e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    4.233599826693535e-05,
-    0.00011584000289440154,
-    0.0003897599875926971
+    4.012800008058548e-05,
+    0.00010518400371074677,
+    0.0003635840117931366
+   ],
+   "pass_seconds": [
+    2.1555048369226003e-05,
+    3.584381157443637e-05,
+    3.437333358895211e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.3999237765868505e-05,
-   "min": 2.3999237765868505e-05,
-   "max": 2.3999237765868505e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast",
+   "seconds": 2.7625904196784605e-05,
+   "min": 2.626209599631173e-05,
+   "max": 3.3881145751192456e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000155008003115654,
-    0.0002831679880619049,
-    0.0008566399812698364
+    0.00013715200126171112,
+    0.0002744320034980774,
+    0.0008523520231246948
+   ],
+   "pass_seconds": [
+    2.626209599631173e-05,
+    2.7625904196784605e-05,
+    3.3881145751192456e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.491199899287451e-05,
-   "min": 2.491199899287451e-05,
-   "max": 2.491199899287451e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 3.4650664599168865e-05,
+   "min": 2.3620571054163433e-05,
+   "max": 3.6200382525012614e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    6.639999896287919e-05,
-    0.0001396480053663254,
-    0.00043958398699760437
+    6.460800021886826e-05,
+    0.00013363200426101684,
+    0.00041830399632453917
+   ],
+   "pass_seconds": [
+    2.3620571054163433e-05,
+    3.6200382525012614e-05,
+    3.4650664599168865e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.412495371841249e-05,
-   "min": 2.412495371841249e-05,
-   "max": 2.412495371841249e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 3.366095217920486e-05,
+   "min": 2.1188570984772272e-05,
+   "max": 3.434590392169498e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002200320065021515,
-    0.0003614720106124878,
-    0.0009536960124969482
+    0.00020604799687862397,
+    0.0003294079899787903,
+    0.0008744959831237793
+   ],
+   "pass_seconds": [
+    2.1188570984772272e-05,
+    3.434590392169498e-05,
+    3.366095217920486e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.1994667085153717e-05,
-   "min": 1.1994667085153717e-05,
-   "max": 1.1994667085153717e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
+   "seconds": 1.610742952852022e-05,
+   "min": 1.0838857364086876e-05,
+   "max": 1.6153142565772646e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    2.768000029027462e-05,
-    6.860800087451935e-05,
-    0.00020924800634384156
+    2.7424000203609465e-05,
+    6.054399907588959e-05,
+    0.00019020800292491913
+   ],
+   "pass_seconds": [
+    1.0838857364086876e-05,
+    1.6153142565772646e-05,
+    1.610742952852022e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.8233144521003677e-05,
-   "min": 2.8233144521003677e-05,
-   "max": 2.8233144521003677e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast",
+   "seconds": 2.488914043420837e-05,
+   "min": 2.3133714284215654e-05,
+   "max": 3.0770283369790935e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001430079936981201,
-    0.0002483520060777664,
-    0.0007413120269775391
+    0.00013638399541378022,
+    0.0002168319970369339,
+    0.0006388159990310669
+   ],
+   "pass_seconds": [
+    2.3133714284215654e-05,
+    3.0770283369790935e-05,
+    2.488914043420837e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.25737145897888e-05,
-   "min": 1.25737145897888e-05,
-   "max": 1.25737145897888e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 1.628342962690762e-05,
+   "min": 1.1273143192132314e-05,
+   "max": 1.7020190932921e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    5.100800096988678e-05,
-    8.796799927949905e-05,
-    0.0002393600046634674
+    4.6783998608589174e-05,
+    8.057600259780883e-05,
+    0.00021587200462818145
+   ],
+   "pass_seconds": [
+    1.1273143192132314e-05,
+    1.7020190932921e-05,
+    1.628342962690762e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.471390526209559e-05,
-   "min": 2.471390526209559e-05,
-   "max": 2.471390526209559e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 2.911162003874779e-05,
+   "min": 1.9887999764510563e-05,
+   "max": 3.409599920823462e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021388800442218782,
-    0.00033260801434516907,
-    0.000775488018989563
+    0.00016556799411773682,
+    0.00025494399666786194,
+    0.0006316159963607788
+   ],
+   "pass_seconds": [
+    1.9887999764510563e-05,
+    2.911162003874779e-05,
+    3.409599920823462e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.3275428275976861e-05,
-   "min": 1.3275428275976861e-05,
-   "max": 1.3275428275976861e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
+   "seconds": 1.782476298865818e-05,
+   "min": 1.2524951870242755e-05,
+   "max": 1.850285664910362e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    2.9983999207615853e-05,
-    6.713599711656571e-05,
-    0.0002282239943742752
+    2.7456000447273254e-05,
+    6.224000081419944e-05,
+    0.0002143999934196472
+   ],
+   "pass_seconds": [
+    1.2524951870242755e-05,
+    1.850285664910362e-05,
+    1.782476298865818e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.13996175889458e-05,
-   "min": 5.13996175889458e-05,
-   "max": 5.13996175889458e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast",
+   "seconds": 4.692266349281584e-05,
+   "min": 3.4947811049364864e-05,
+   "max": 5.752228235914595e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015964800119400025,
-    0.00044300800561904906,
-    0.001159551978111267
+    0.0001334400027990341,
+    0.0002858560085296631,
+    0.0008488640189170838
+   ],
+   "pass_seconds": [
+    3.4947811049364864e-05,
+    5.752228235914595e-05,
+    4.692266349281584e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.2652190313452765e-05,
-   "min": 1.2652190313452765e-05,
-   "max": 1.2652190313452765e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 1.7717333421820687e-05,
+   "min": 1.2380952813795633e-05,
+   "max": 1.8507428644668487e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    4.931199923157692e-05,
-    8.220800012350083e-05,
-    0.00023740799725055695
+    4.7775998711586e-05,
+    8.505599945783615e-05,
+    0.0002335360050201416
+   ],
+   "pass_seconds": [
+    1.2380952813795633e-05,
+    1.8507428644668487e-05,
+    1.7717333421820687e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.997333423012779e-05,
-   "min": 4.997333423012779e-05,
-   "max": 4.997333423012779e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 5.705295254786809e-05,
+   "min": 3.656457275861786e-05,
+   "max": 6.10719977744988e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021350400149822236,
-    0.0004731200039386749,
-    0.001176800012588501
+    0.00016758400201797484,
+    0.0003298560082912445,
+    0.0009069120287895203
+   ],
+   "pass_seconds": [
+    3.656457275861786e-05,
+    6.10719977744988e-05,
+    5.705295254786809e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.1805714152398564e-05,
-   "min": 1.1805714152398564e-05,
-   "max": 1.1805714152398564e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
+   "seconds": 1.1810286059266044e-05,
+   "min": 1.0583618744498207e-05,
+   "max": 1.7606095189139954e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    2.7744000777602196e-05,
-    6.480000168085098e-05,
-    0.000205375999212265
+    2.8575999662280082e-05,
+    6.227200105786323e-05,
+    0.0002051520049571991
+   ],
+   "pass_seconds": [
+    1.1810286059266044e-05,
+    1.7606095189139954e-05,
+    1.0583618744498207e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.9491048927108448e-05,
-   "min": 2.9491048927108448e-05,
-   "max": 2.9491048927108448e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.00015996800363063813,
-    0.0002935679852962494,
-    0.0007826560139656067
-   ]
-  },
-  "layer_forward_softmax_autocast": {
-   "seconds": 1.2655999866269885e-05,
-   "min": 1.2655999866269885e-05,
-   "max": 1.2655999866269885e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    4.518400132656097e-05,
-    8.25280025601387e-05,
-    0.00023481599986553193
-   ]
-  },
-  "layer_backward_softmax_autocast": {
-   "seconds": 3.655695116945675e-05,
-   "min": 3.655695116945675e-05,
-   "max": 3.655695116945675e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.00017945599555969238,
-    0.0003567039966583252,
-    0.0009275199770927429
-   ]
-  },
-  "layer_forward_log_softmax": {
-   "seconds": 1.1297523443187987e-05,
-   "min": 1.1297523443187987e-05,
-   "max": 1.1297523443187987e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    2.908799983561039e-05,
-    6.12800009548664e-05,
-    0.0001979839950799942
-   ]
-  },
-  "layer_backward_log_softmax": {
-   "seconds": 2.4870858483371275e-05,
-   "min": 2.4870858483371275e-05,
-   "max": 2.4870858483371275e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.00012624000012874604,
-    0.00023801599442958832,
-    0.0006698560118675232
-   ]
-  },
-  "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3430095144680568e-05,
-   "min": 1.3430095144680568e-05,
-   "max": 1.3430095144680568e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    4.912000149488449e-05,
-    8.563199639320374e-05,
-    0.00024931199848651883
-   ]
-  },
-  "layer_backward_log_softmax_autocast": {
-   "seconds": 1.9340950818288894e-05,
-   "min": 1.9340950818288894e-05,
-   "max": 1.9340950818288894e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.00016166399419307708,
-    0.0002722240090370178,
-    0.0006573119759559631
-   ]
-  },
-  "layer_forward_cross_entropy": {
-   "seconds": 6.121600046753883e-05,
-   "min": 5.580800026655197e-05,
-   "max": 9.382399916648864e-05,
-   "samples": 41,
-   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_cross_entropy": {
-   "seconds": 0.00011660000185171763,
-   "min": 7.63440082470576e-05,
-   "max": 0.00018012001613775888,
-   "samples": 41,
-   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_cross_entropy_autocast": {
-   "seconds": 9.385599941015243e-05,
-   "min": 8.188799768686294e-05,
-   "max": 0.0001244800016283989,
-   "samples": 41,
-   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00017765600110093753,
-   "min": 9.64720013240973e-05,
-   "max": 0.0005930800201992194,
-   "samples": 41,
-   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_embedding": {
-   "seconds": 2.694400027394295e-05,
-   "min": 2.4447999894618988e-05,
-   "max": 5.0592001527547836e-05,
-   "samples": 41,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_embedding": {
-   "seconds": 0.0002868400017420451,
-   "min": 0.00022735200325647986,
-   "max": 0.0005504879752794902,
-   "samples": 41,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_embedding_autocast": {
-   "seconds": 7.449600100517272e-05,
-   "min": 5.510399863123894e-05,
-   "max": 0.0001533759981393814,
-   "samples": 41,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_embedding_autocast": {
-   "seconds": 0.00045861598725120234,
-   "min": 0.00039650401348869,
-   "max": 0.0005476720022658507,
-   "samples": 41,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_embedding_atomic": {
-   "seconds": 4.495999962091446e-05,
-   "min": 3.801599889993668e-05,
-   "max": 6.364800035953522e-05,
-   "samples": 41,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_embedding_atomic": {
-   "seconds": 9.730400765935578e-05,
-   "min": 5.5640003333489086e-05,
-   "max": 0.0001571760090688864,
-   "samples": 41,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.569600105285644e-05,
-   "min": 5.433600023388863e-05,
-   "max": 0.00010304000228643417,
-   "samples": 41,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_embedding_atomic_autocast": {
-   "seconds": 0.00013253599281112352,
-   "min": 9.055200094978014e-05,
-   "max": 0.00022427999849120774,
-   "samples": 41,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_maxpool2d": {
-   "seconds": 4.038399830460548e-05,
-   "min": 3.328000009059906e-05,
-   "max": 6.899199634790421e-05,
-   "samples": 41,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_maxpool2d": {
-   "seconds": 9.276000658671059e-05,
-   "min": 6.0760001341501855e-05,
-   "max": 0.00022808801631132758,
-   "samples": 41,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.406400352716446e-05,
-   "min": 5.3472001105546954e-05,
-   "max": 8.649600297212601e-05,
-   "samples": 41,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.00012623200441400206,
-   "min": 7.535200441877049e-05,
-   "max": 0.00024690400684873257,
-   "samples": 41,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_avgpool2d": {
-   "seconds": 4.2975999414920804e-05,
-   "min": 2.9440000653266906e-05,
-   "max": 7.862400263547898e-05,
-   "samples": 41,
-   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_avgpool2d": {
-   "seconds": 4.8024004946152374e-05,
-   "min": 1.608800763885179e-05,
-   "max": 0.00010108000660936036,
-   "samples": 41,
-   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.6639999151229856e-05,
-   "min": 4.927999898791313e-05,
-   "max": 8.979199826717377e-05,
-   "samples": 41,
-   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_avgpool2d_autocast": {
-   "seconds": 8.274400110046067e-05,
-   "min": 3.9000003288189544e-05,
-   "max": 0.0001612080025176207,
-   "samples": 41,
-   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.510399907827377e-05,
-   "min": 3.107200004160404e-05,
-   "max": 7.999999821186065e-05,
-   "samples": 41,
-   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_adaptive_avgpool2d": {
-   "seconds": 7.938400531808535e-05,
-   "min": 3.954400743047395e-05,
-   "max": 0.0003959600093464057,
-   "samples": 41,
-   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.447999924421311e-05,
-   "min": 5.507199838757515e-05,
-   "max": 9.574399888515472e-05,
-   "samples": 41,
-   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.973600472013155e-05,
-   "min": 1.695199931661288e-05,
-   "max": 0.0001517359974483649,
-   "samples": 41,
-   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_flatten": {
-   "seconds": 2.2752000018954278e-05,
-   "min": 1.974399946630001e-05,
-   "max": 4.275200143456459e-05,
-   "samples": 41,
-   "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_flatten": {
-   "seconds": 2.1752000475923206e-05,
-   "min": 1.2216002369920401e-05,
-   "max": 3.852000149587789e-05,
-   "samples": 41,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_flatten_autocast": {
-   "seconds": 4.1280001401901244e-05,
-   "min": 3.705599904060364e-05,
-   "max": 7.203199714422226e-05,
-   "samples": 41,
-   "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_flatten_autocast": {
-   "seconds": 2.901600177089373e-05,
-   "min": 1.442400241891542e-05,
-   "max": 5.580000455180803e-05,
-   "samples": 41,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_reshape": {
-   "seconds": 1.91040001809597e-05,
-   "min": 1.80479995906353e-05,
-   "max": 2.595200017094612e-05,
-   "samples": 41,
-   "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_reshape": {
-   "seconds": 1.3816001514593753e-05,
-   "min": 8.632006744543707e-06,
-   "max": 3.589600572983423e-05,
-   "samples": 41,
-   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_reshape_autocast": {
-   "seconds": 3.673600032925606e-05,
-   "min": 3.366399928927422e-05,
-   "max": 5.481600016355515e-05,
-   "samples": 41,
-   "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_reshape_autocast": {
-   "seconds": 2.3640001813570653e-05,
-   "min": 1.5600050489107645e-06,
-   "max": 6.050399939219156e-05,
-   "samples": 41,
-   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_slice": {
-   "seconds": 1.8688000738620758e-05,
-   "min": 1.2000000104308128e-05,
-   "max": 4.067200049757958e-05,
-   "samples": 41,
-   "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_slice": {
-   "seconds": 3.5448006043831495e-05,
-   "min": 2.914400274554887e-05,
-   "max": 5.9064007053772594e-05,
-   "samples": 41,
-   "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_slice_autocast": {
-   "seconds": 3.8111999630928036e-05,
-   "min": 3.4464001655578615e-05,
-   "max": 6.249599903821945e-05,
-   "samples": 41,
-   "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_slice_autocast": {
-   "seconds": 6.053601081172625e-05,
-   "min": 3.880800182620684e-05,
-   "max": 0.00010293599839011826,
-   "samples": 41,
-   "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_transpose_contiguous": {
-   "seconds": 1.8391618416422892e-05,
-   "min": 1.8391618416422892e-05,
-   "max": 1.8391618416422892e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    3.798399865627289e-05,
-    7.846400141716004e-05,
-    0.0003089599907398224
-   ]
-  },
-  "layer_backward_transpose_contiguous": {
-   "seconds": 1.2842666180360889e-05,
-   "min": 1.2842666180360889e-05,
-   "max": 1.2842666180360889e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.0001464959979057312,
-    0.0002147520035505295,
-    0.0006065279841423035
-   ]
-  },
-  "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.7182477173351104e-05,
-   "min": 1.7182477173351104e-05,
-   "max": 1.7182477173351104e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    5.750399827957153e-05,
-    0.00011689600348472595,
-    0.0003178560137748718
-   ]
-  },
-  "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.1077332354727252e-05,
-   "min": 1.1077332354727252e-05,
-   "max": 1.1077332354727252e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.00020476800203323364,
-    0.00029926401376724243,
-    0.0006319040060043335
-   ]
-  },
-  "layer_forward_cat": {
-   "seconds": 3.315199911594391e-05,
-   "min": 2.9152000322937967e-05,
-   "max": 5.260799825191498e-05,
-   "samples": 41,
-   "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast"
-  },
-  "layer_backward_cat": {
-   "seconds": 4.732000703612963e-05,
-   "min": 3.516000385085741e-05,
-   "max": 7.864799971381823e-05,
-   "samples": 41,
-   "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast"
-  },
-  "layer_forward_cat_autocast": {
-   "seconds": 5.488000065088272e-05,
-   "min": 4.82879988849163e-05,
-   "max": 8.406399935483933e-05,
-   "samples": 41,
-   "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_backward_cat_autocast": {
-   "seconds": 5.496800566713014e-05,
-   "min": 5.432001004616405e-06,
-   "max": 0.00013112800444165865,
-   "samples": 41,
-   "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16)"
-  },
-  "layer_forward_gelu_tanh_composite": {
-   "seconds": 7.186818832442875e-05,
-   "min": 7.186818832442875e-05,
-   "max": 7.186818832442875e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    0.00013260799646377564,
-    0.00030191999673843386,
-    0.001195199966430664
-   ]
-  },
-  "layer_backward_gelu_tanh_composite": {
-   "seconds": 9.79062843890417e-05,
-   "min": 9.79062843890417e-05,
-   "max": 9.79062843890417e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.0004922879934310913,
-    0.001165887951850891,
-    0.0030936639308929443
-   ]
-  },
-  "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 9.22872367359343e-05,
-   "min": 9.22872367359343e-05,
-   "max": 9.22872367359343e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    0.00010422399640083313,
-    0.0003423359990119934,
-    0.0014756159782409667
-   ]
-  },
-  "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 8.756953052112035e-05,
-   "min": 8.756953052112035e-05,
-   "max": 8.756953052112035e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.00039107200503349306,
-    0.0012042560577392577,
-    0.00318012809753418
-   ]
-  },
-  "layer_forward_mha": {
-   "seconds": 0.00021173104359990076,
-   "min": 0.00021173104359990076,
-   "max": 0.00021173104359990076,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    0.0002423039972782135,
-    0.001414240002632141,
-    0.0035971839427948
-   ]
-  },
-  "layer_backward_mha": {
-   "seconds": 0.0006146278367156075,
-   "min": 0.0006146278367156075,
-   "max": 0.0006146278367156075,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.0014995520114898682,
-    0.003750943899154663,
-    0.013819040298461914
-   ]
-  },
-  "layer_forward_mha_autocast": {
-   "seconds": 0.00027319771760985964,
-   "min": 0.00027319771760985964,
-   "max": 0.00027319771760985964,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    0.0003515839874744415,
-    0.0019723520278930665,
-    0.004716608047485351
-   ]
-  },
-  "layer_backward_mha_autocast": {
-   "seconds": 0.0006940739396072569,
-   "min": 0.0006940739396072569,
-   "max": 0.0006940739396072569,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.001676192045211792,
-    0.00508454418182373,
-    0.01635411262512207
-   ]
-  },
-  "layer_forward_rmsnorm": {
-   "seconds": 1.3142094725654238e-05,
-   "min": 1.3142094725654238e-05,
-   "max": 1.3142094725654238e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    3.7408001720905304e-05,
-    6.643199920654297e-05,
-    0.00023107199370861053
-   ]
-  },
-  "layer_backward_rmsnorm": {
-   "seconds": 4.434971582321893e-05,
-   "min": 4.434971582321893e-05,
-   "max": 4.434971582321893e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_backward_seconds": [
-    0.000110944002866745,
-    0.0002401919960975647,
-    0.0009589120149612427
-   ]
-  },
-  "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.311314283382325e-05,
-   "min": 1.311314283382325e-05,
-   "max": 1.311314283382325e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
-   "chain_lengths": [
-    1,
-    4,
-    16
-   ],
-   "chain_forward_seconds": [
-    5.225599929690361e-05,
-    8.134400099515915e-05,
-    0.0002455359995365143
-   ]
-  },
-  "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.623009299948103e-05,
-   "min": 4.623009299948103e-05,
-   "max": 4.623009299948103e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 2.9602285651933573e-05,
+   "min": 2.3440760515985036e-05,
+   "max": 4.0681144133919764e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
@@ -2015,843 +1802,2302 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    ],
    "chain_forward_backward_seconds": [
     0.0001278720051050186,
-    0.0002805440127849579,
-    0.001009567975997925
+    0.00022988800704479216,
+    0.0006553919911384583
+   ],
+   "pass_seconds": [
+    2.3440760515985036e-05,
+    2.9602285651933573e-05,
+    4.0681144133919764e-05
+   ]
+  },
+  "layer_forward_softmax_autocast": {
+   "seconds": 1.772418955252284e-05,
+   "min": 1.2552380739223389e-05,
+   "max": 1.823771461134865e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.739199951291084e-05,
+    8.09279978275299e-05,
+    0.00023430399596691132
+   ],
+   "pass_seconds": [
+    1.2552380739223389e-05,
+    1.823771461134865e-05,
+    1.772418955252284e-05
+   ]
+  },
+  "layer_backward_softmax_autocast": {
+   "seconds": 2.7533711776846934e-05,
+   "min": 2.4121141682068504e-05,
+   "max": 3.264914257895379e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00015731200575828553,
+    0.00028588798642158506,
+    0.0007135999798774719
+   ],
+   "pass_seconds": [
+    2.4121141682068504e-05,
+    2.7533711776846934e-05,
+    3.264914257895379e-05
+   ]
+  },
+  "layer_forward_log_softmax": {
+   "seconds": 1.6341333410569598e-05,
+   "min": 1.1839238305886586e-05,
+   "max": 1.7701332413014912e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.755199931561947e-05,
+    6.195199862122536e-05,
+    0.00020476800203323364
+   ],
+   "pass_seconds": [
+    1.1839238305886586e-05,
+    1.7701332413014912e-05,
+    1.6341333410569598e-05
+   ]
+  },
+  "layer_backward_log_softmax": {
+   "seconds": 2.0246856446777073e-05,
+   "min": 1.5098665796575092e-05,
+   "max": 2.726476213761738e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00012406399846076965,
+    0.00021110400557518006,
+    0.0005302079916000367
+   ],
+   "pass_seconds": [
+    1.5098665796575092e-05,
+    2.726476213761738e-05,
+    2.0246856446777073e-05
+   ]
+  },
+  "layer_forward_log_softmax_autocast": {
+   "seconds": 1.6672762376921517e-05,
+   "min": 7.233523896762302e-06,
+   "max": 1.9056761193843114e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.8160001635551456e-05,
+    4.982399940490723e-05,
+    0.00014998400211334228
+   ],
+   "pass_seconds": [
+    7.233523896762302e-06,
+    1.9056761193843114e-05,
+    1.6672762376921517e-05
+   ]
+  },
+  "layer_backward_log_softmax_autocast": {
+   "seconds": 2.4457906328496485e-05,
+   "min": 1.2614095849650243e-05,
+   "max": 3.2791620209103535e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00015385599434375764,
+    0.00015651200711727143,
+    0.00043260800838470457
+   ],
+   "pass_seconds": [
+    1.2614095849650243e-05,
+    2.4457906328496485e-05,
+    3.2791620209103535e-05
+   ]
+  },
+  "layer_forward_cross_entropy": {
+   "seconds": 5.4496001452207564e-05,
+   "min": 3.26399989426136e-05,
+   "max": 0.00010995200276374817,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.5967998206615446e-05,
+    5.4496001452207564e-05,
+    7.552000135183334e-05
+   ]
+  },
+  "layer_backward_cross_entropy": {
+   "seconds": 3.4893341362476365e-05,
+   "min": 0.0,
+   "max": 0.0002589173149317503,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.4893341362476365e-05,
+    3.4653328980008784e-05,
+    8.979733102023604e-05
+   ]
+  },
+  "layer_forward_cross_entropy_autocast": {
+   "seconds": 5.907199904322624e-05,
+   "min": 4.4096000492572786e-05,
+   "max": 9.808000177145005e-05,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.809600114822388e-05,
+    6.7391999065876e-05,
+    5.907199904322624e-05
+   ]
+  },
+  "layer_backward_cross_entropy_autocast": {
+   "seconds": 5.876533687114717e-05,
+   "min": 0.0,
+   "max": 0.0005097573517511288,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.876533687114717e-05,
+    3.6797326679031056e-05,
+    0.0002558453325182199
+   ]
+  },
+  "layer_forward_embedding": {
+   "seconds": 3.222399950027466e-05,
+   "min": 2.2752000018954278e-05,
+   "max": 7.427199929952622e-05,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    2.425600029528141e-05,
+    3.363199904561043e-05,
+    3.222399950027466e-05
+   ]
+  },
+  "layer_backward_embedding": {
+   "seconds": 0.00023108533583581447,
+   "min": 0.000149645334109664,
+   "max": 0.0006868453032026688,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00023108533583581447,
+    0.0005674213177214066,
+    0.0002039733286947012
+   ]
+  },
+  "layer_forward_embedding_autocast": {
+   "seconds": 7.103999704122543e-05,
+   "min": 4.454400017857552e-05,
+   "max": 0.00015494400262832642,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    6.310400366783142e-05,
+    7.763200253248215e-05,
+    7.103999704122543e-05
+   ]
+  },
+  "layer_backward_embedding_autocast": {
+   "seconds": 0.00026375733315944674,
+   "min": 0.00016586132161319257,
+   "max": 0.0007790133487433194,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00026375733315944674,
+    0.0006066213517139355,
+    0.00022461332194507121
+   ]
+  },
+  "layer_forward_embedding_atomic": {
+   "seconds": 3.193600103259086e-05,
+   "min": 2.566399984061718e-05,
+   "max": 9.948799759149551e-05,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.193600103259086e-05,
+    5.8848001062870023e-05,
+    2.7232000604271888e-05
+   ]
+  },
+  "layer_backward_embedding_atomic": {
+   "seconds": 4.106933251023297e-05,
+   "min": 1.638933643698692e-05,
+   "max": 0.0001524453281114499,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.106933251023297e-05,
+    0.00010028533327082793,
+    2.7429323643445957e-05
+   ]
+  },
+  "layer_forward_embedding_atomic_autocast": {
+   "seconds": 5.222399905323982e-05,
+   "min": 3.7663999944925305e-05,
+   "max": 0.0001531520038843155,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.222399905323982e-05,
+    9.788800030946732e-05,
+    4.0256001055240634e-05
+   ]
+  },
+  "layer_backward_embedding_atomic_autocast": {
+   "seconds": 5.5245336145162585e-05,
+   "min": 2.2469324991106974e-05,
+   "max": 0.0003634853481004636,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.5245336145162585e-05,
+    0.00011586932527522247,
+    3.098133020102979e-05
+   ]
+  },
+  "layer_forward_maxpool2d": {
+   "seconds": 3.324799984693527e-05,
+   "min": 2.691200003027916e-05,
+   "max": 9.065599739551544e-05,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.324799984693527e-05,
+    6.0256000608205794e-05,
+    2.9184000566601752e-05
+   ]
+  },
+  "layer_backward_maxpool2d": {
+   "seconds": 5.2429340779781356e-05,
+   "min": 1.3509336858987816e-05,
+   "max": 0.00016460534247259302,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.2429340779781356e-05,
+    8.962931546072165e-05,
+    1.7157334834337244e-05
+   ]
+  },
+  "layer_forward_maxpool2d_autocast": {
+   "seconds": 4.953600093722343e-05,
+   "min": 3.670400008559227e-05,
+   "max": 0.0001385280042886734,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.953600093722343e-05,
+    8.892799913883209e-05,
+    3.916800022125244e-05
+   ]
+  },
+  "layer_backward_maxpool2d_autocast": {
+   "seconds": 5.652533844113352e-05,
+   "min": 1.664533279836176e-05,
+   "max": 0.00025999734240273636,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.652533844113352e-05,
+    0.00011138934331635637,
+    2.3941328749060614e-05
+   ]
+  },
+  "layer_forward_avgpool2d": {
+   "seconds": 2.9311999678611756e-05,
+   "min": 2.3231999948620795e-05,
+   "max": 8.511999994516372e-05,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    2.9311999678611756e-05,
+    4.8735998570919034e-05,
+    2.4831999093294143e-05
+   ]
+  },
+  "layer_backward_avgpool2d": {
+   "seconds": 3.198133409023286e-05,
+   "min": 0.0,
+   "max": 0.0002221733300636212,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.198133409023286e-05,
+    5.439732658366365e-05,
+    3.685334697365759e-06
+   ]
+  },
+  "layer_forward_avgpool2d_autocast": {
+   "seconds": 4.572800174355507e-05,
+   "min": 3.363199904561043e-05,
+   "max": 0.0001252480000257492,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.572800174355507e-05,
+    7.593599706888199e-05,
+    3.574400022625923e-05
+   ]
+  },
+  "layer_backward_avgpool2d_autocast": {
+   "seconds": 4.1133340448141115e-05,
+   "min": 0.0,
+   "max": 0.00013330934631327785,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.1133340448141115e-05,
+    7.548533069590729e-05,
+    0.0
+   ]
+  },
+  "layer_forward_adaptive_avgpool2d": {
+   "seconds": 3.296000137925148e-05,
+   "min": 2.6143999770283698e-05,
+   "max": 8.550400286912918e-05,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.296000137925148e-05,
+    5.481600016355515e-05,
+    2.739199995994568e-05
+   ]
+  },
+  "layer_backward_adaptive_avgpool2d": {
+   "seconds": 3.470132872462274e-05,
+   "min": 0.0,
+   "max": 0.0002463493458926678,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.470132872462274e-05,
+    7.436531471709411e-05,
+    0.0
+   ]
+  },
+  "layer_forward_adaptive_avgpool2d_autocast": {
+   "seconds": 4.464000090956688e-05,
+   "min": 3.705599904060364e-05,
+   "max": 0.00014159999787807464,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.464000090956688e-05,
+    8.713600039482117e-05,
+    3.90079990029335e-05
+   ]
+  },
+  "layer_backward_adaptive_avgpool2d_autocast": {
+   "seconds": 2.9957337304949757e-05,
+   "min": 0.0,
+   "max": 5.8021334931254395e-05,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.180533066391946e-05,
+    0.0,
+    2.9957337304949757e-05
+   ]
+  },
+  "layer_forward_flatten": {
+   "seconds": 1.8719999119639397e-05,
+   "min": 1.5104000456631184e-05,
+   "max": 3.827200084924698e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.8719999119639397e-05,
+    1.603199914097786e-05,
+    2.438399940729141e-05
+   ]
+  },
+  "layer_backward_flatten": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 4.490132443606853e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.589336648583435e-06,
+    0.0,
+    0.0
+   ]
+  },
+  "layer_forward_flatten_autocast": {
+   "seconds": 3.2320000231266024e-05,
+   "min": 2.4768000468611716e-05,
+   "max": 7.724799960851669e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.2320000231266024e-05,
+    2.6399999856948852e-05,
+    4.11520004272461e-05
+   ]
+  },
+  "layer_backward_flatten_autocast": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 3.447733074426652e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.5597335994243638e-05,
+    0.0,
+    0.0
+   ]
+  },
+  "layer_forward_reshape": {
+   "seconds": 1.5456000342965127e-05,
+   "min": 1.3248000293970109e-05,
+   "max": 3.3792000263929365e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.5456000342965127e-05,
+    1.3824000023305415e-05,
+    2.1344000473618507e-05
+   ]
+  },
+  "layer_backward_reshape": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 2.1189328283071506e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    5.677333101630229e-06,
+    0.0,
+    0.0
+   ]
+  },
+  "layer_forward_reshape_autocast": {
+   "seconds": 2.4000000208616257e-05,
+   "min": 1.7952000722289084e-05,
+   "max": 7.996799796819687e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.9231999292969705e-05,
+    2.4000000208616257e-05,
+    3.718400001525879e-05
+   ]
+  },
+  "layer_backward_reshape_autocast": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 1.8765335902571695e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.141336306929597e-06,
+    0.0,
+    0.0
+   ]
+  },
+  "layer_forward_slice": {
+   "seconds": 1.4976000413298607e-05,
+   "min": 1.110399980098009e-05,
+   "max": 8.819200098514557e-05,
+   "samples": 123,
+   "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.142400037497282e-05,
+    1.4976000413298607e-05,
+    2.3520000278949737e-05
+   ]
+  },
+  "layer_backward_slice": {
+   "seconds": 2.501329407095915e-06,
+   "min": 0.0,
+   "max": 7.386933732777837e-05,
+   "samples": 123,
+   "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    2.7565334923565415e-05,
+    0.0,
+    2.501329407095915e-06
+   ]
+  },
+  "layer_forward_slice_autocast": {
+   "seconds": 2.4447999894618988e-05,
+   "min": 1.974399946630001e-05,
+   "max": 6.176000088453293e-05,
+   "samples": 123,
+   "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    2.070399932563305e-05,
+    2.4447999894618988e-05,
+    4.2911998927593234e-05
+   ]
+  },
+  "layer_backward_slice_autocast": {
+   "seconds": 3.2173337414860746e-05,
+   "min": 0.0,
+   "max": 0.00010294933430850505,
+   "samples": 123,
+   "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    3.2173337414860746e-05,
+    0.0,
+    3.696533851325513e-05
+   ]
+  },
+  "layer_forward_transpose_contiguous": {
+   "seconds": 1.604418953259786e-05,
+   "min": 1.1452190577983856e-05,
+   "max": 2.7168760785744303e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    2.057600021362305e-05,
+    5.385600030422211e-05,
+    0.00019200000166893005
+   ],
+   "pass_seconds": [
+    1.1452190577983856e-05,
+    2.7168760785744303e-05,
+    1.604418953259786e-05
+   ]
+  },
+  "layer_backward_transpose_contiguous": {
+   "seconds": 1.1869713575357488e-05,
+   "min": 1.0036571749619071e-05,
+   "max": 2.1171047219208315e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00010979200154542923,
+    0.00016752000153064727,
+    0.0005857599973678589
+   ],
+   "pass_seconds": [
+    2.1171047219208315e-05,
+    1.1869713575357488e-05,
+    1.0036571749619071e-05
+   ]
+  },
+  "layer_forward_transpose_contiguous_autocast": {
+   "seconds": 1.666285718480746e-05,
+   "min": 1.564190501258487e-05,
+   "max": 2.5264000254017968e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.4383998960256575e-05,
+    9.747199714183807e-05,
+    0.00029535999894142153
+   ],
+   "pass_seconds": [
+    1.666285718480746e-05,
+    2.5264000254017968e-05,
+    1.564190501258487e-05
+   ]
+  },
+  "layer_backward_transpose_contiguous_autocast": {
+   "seconds": 1.6620189128887085e-05,
+   "min": 1.0046474280811492e-05,
+   "max": 2.185599825211933e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00015430399775505065,
+    0.00024614399671554565,
+    0.0006508799791336059
+   ],
+   "pass_seconds": [
+    1.6620189128887085e-05,
+    2.185599825211933e-05,
+    1.0046474280811492e-05
+   ]
+  },
+  "layer_forward_cat": {
+   "seconds": 2.438399940729141e-05,
+   "min": 1.696000061929226e-05,
+   "max": 8.515200018882751e-05,
+   "samples": 123,
+   "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.8208000808954238e-05,
+    4.7488000243902205e-05,
+    2.438399940729141e-05
+   ]
+  },
+  "layer_backward_cat": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 7.977332981924215e-05,
+   "samples": 123,
+   "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.6109336167573953e-05,
+    0.0,
+    0.0
+   ]
+  },
+  "layer_forward_cat_autocast": {
+   "seconds": 3.459199890494346e-05,
+   "min": 2.598400041460991e-05,
+   "max": 0.00011564800143241883,
+   "samples": 123,
+   "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    2.783999964594841e-05,
+    7.929600030183792e-05,
+    3.459199890494346e-05
+   ]
+  },
+  "layer_backward_cat_autocast": {
+   "seconds": 2.612533792853357e-05,
+   "min": 0.0,
+   "max": 0.0008961013648658991,
+   "samples": 123,
+   "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    2.612533792853357e-05,
+    1.9933324928085008e-05,
+    5.0085330381989486e-05
+   ]
+  },
+  "layer_forward_gelu_tanh_composite": {
+   "seconds": 0.00012269332579204013,
+   "min": 7.057066332726253e-05,
+   "max": 0.00013577675890354883,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    8.185599744319916e-05,
+    0.00029788801074028014,
+    0.0011418559551239014
+   ],
+   "pass_seconds": [
+    7.057066332726253e-05,
+    0.00013577675890354883,
+    0.00012269332579204013
+   ]
+  },
+  "layer_backward_gelu_tanh_composite": {
+   "seconds": 0.0001794491438638596,
+   "min": 0.0001324358121270225,
+   "max": 0.00021192533913112822,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0004225600063800812,
+    0.001364832043647766,
+    0.0042369279861450195
+   ],
+   "pass_seconds": [
+    0.0001794491438638596,
+    0.0001324358121270225,
+    0.00021192533913112822
+   ]
+  },
+  "layer_forward_gelu_tanh_composite_autocast": {
+   "seconds": 9.36563809712728e-05,
+   "min": 6.63649556892259e-05,
+   "max": 0.00014948723642599015,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    9.683199971914291e-05,
+    0.0003022080063819885,
+    0.0010944000482559205
+   ],
+   "pass_seconds": [
+    6.63649556892259e-05,
+    9.36563809712728e-05,
+    0.00014948723642599015
+   ]
+  },
+  "layer_backward_gelu_tanh_composite_autocast": {
+   "seconds": 0.00022905447156656357,
+   "min": 0.000118675039992446,
+   "max": 0.0002484121890295119,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00045225599408149717,
+    0.0010972800254821777,
+    0.003257823944091797
+   ],
+   "pass_seconds": [
+    0.000118675039992446,
+    0.0002484121890295119,
+    0.00022905447156656357
+   ]
+  },
+  "layer_forward_mha": {
+   "seconds": 0.0004122552474339803,
+   "min": 0.0003872388431004115,
+   "max": 0.00046559541566031315,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.0002332800030708313,
+    0.0007962239980697632,
+    0.00584227180480957
+   ],
+   "pass_seconds": [
+    0.0003872388431004115,
+    0.00046559541566031315,
+    0.0004122552474339803
+   ]
+  },
+  "layer_backward_mha": {
+   "seconds": 0.0005290263323556809,
+   "min": 0.0004889021260397774,
+   "max": 0.0010627581448782058,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0009644160270690918,
+    0.0033273921012878416,
+    0.014018048286437988
+   ],
+   "pass_seconds": [
+    0.0004889021260397774,
+    0.0010627581448782058,
+    0.0005290263323556809
+   ]
+  },
+  "layer_forward_mha_autocast": {
+   "seconds": 0.0005025447635423569,
+   "min": 0.00040666132030032934,
+   "max": 0.0005752358095986503,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.0006422719955444336,
+    0.001998335957527161,
+    0.00812992000579834
+   ],
+   "pass_seconds": [
+    0.0005025447635423569,
+    0.0005752358095986503,
+    0.00040666132030032934
+   ]
+  },
+  "layer_backward_mha_autocast": {
+   "seconds": 0.0008483412719908213,
+   "min": 0.0007734377015204655,
+   "max": 0.0009346217683383397,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0015825279951095581,
+    0.0046600642204284665,
+    0.02047212791442871
+   ],
+   "pass_seconds": [
+    0.0007734377015204655,
+    0.0008483412719908213,
+    0.0009346217683383397
+   ]
+  },
+  "layer_forward_rmsnorm": {
+   "seconds": 2.1136000752449032e-05,
+   "min": 1.600152449238868e-05,
+   "max": 3.2220950261467977e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.358400031924248e-05,
+    0.00010953599959611893,
+    0.0003614720106124878
+   ],
+   "pass_seconds": [
+    2.1136000752449032e-05,
+    3.2220950261467977e-05,
+    1.600152449238868e-05
+   ]
+  },
+  "layer_backward_rmsnorm": {
+   "seconds": 3.998399721015068e-05,
+   "min": 3.0969140785081057e-05,
+   "max": 6.090895494534856e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00018995200097560882,
+    0.00041065600514411925,
+    0.0009929919838905334
+   ],
+   "pass_seconds": [
+    3.0969140785081057e-05,
+    6.090895494534856e-05,
+    3.998399721015068e-05
+   ]
+  },
+  "layer_forward_rmsnorm_autocast": {
+   "seconds": 2.9675429420811785e-05,
+   "min": 2.296457138089907e-05,
+   "max": 3.9621335232541676e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.201599910855294e-05,
+    0.00012067200243473053,
+    0.00040307199954986575
+   ],
+   "pass_seconds": [
+    2.296457138089907e-05,
+    2.9675429420811785e-05,
+    3.9621335232541676e-05
+   ]
+  },
+  "layer_backward_rmsnorm_autocast": {
+   "seconds": 6.0576764245828e-05,
+   "min": 4.3436189315148765e-05,
+   "max": 6.56815173015708e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00019923199713230133,
+    0.000388128012418747,
+    0.0011918079853057862
+   ],
+   "pass_seconds": [
+    4.3436189315148765e-05,
+    6.0576764245828e-05,
+    6.56815173015708e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 1.8480000573964344e-05,
-   "min": 1.8480000573964344e-05,
-   "max": 1.8480000573964344e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
+   "seconds": 3.797485697127524e-05,
+   "min": 2.429942857651484e-05,
+   "max": 4.112456987301509e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    2.537599951028824e-05,
-    7.414399832487107e-05,
-    0.00030035200715065
+    4.163200035691261e-05,
+    0.00010019200295209884,
+    0.0004013440012931824
+   ],
+   "pass_seconds": [
+    2.429942857651484e-05,
+    3.797485697127524e-05,
+    4.112456987301509e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00012147733232095129,
-   "min": 0.00012147733232095129,
-   "max": 0.00012147733232095129,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast",
+   "seconds": 0.00010085486620664596,
+   "min": 8.562894946052913e-05,
+   "max": 0.0001421965660438651,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017590400576591493,
-    0.0005292479991912842,
-    0.0022530879974365235
+    0.0002574079930782318,
+    0.0005292159914970398,
+    0.0018870079517364503
+   ],
+   "pass_seconds": [
+    8.562894946052913e-05,
+    0.0001421965660438651,
+    0.00010085486620664596
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.514209567081361e-05,
-   "min": 3.514209567081361e-05,
-   "max": 3.514209567081361e-05,
-   "samples": 1,
-   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 3.482285816045034e-05,
+   "min": 2.66026666476613e-05,
+   "max": 5.960381137473242e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_seconds": [
-    9.577599912881851e-05,
-    0.00022224000096321105,
-    0.0006299200057983398
+    6.176000088453293e-05,
+    0.00012755200266838075,
+    0.00045612800121307373
+   ],
+   "pass_seconds": [
+    2.66026666476613e-05,
+    3.482285816045034e-05,
+    5.960381137473242e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 5.953447272380192e-05,
-   "min": 5.953447272380192e-05,
-   "max": 5.953447272380192e-05,
-   "samples": 1,
-   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16)",
+   "seconds": 9.079694783403762e-05,
+   "min": 8.952761583385013e-05,
+   "max": 0.00012133409331242245,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     4,
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003684479892253876,
-    0.0008205119967460632,
-    0.0018446079492568969
+    0.00023625600337982177,
+    0.0006434879899024963,
+    0.00199782395362854
+   ],
+   "pass_seconds": [
+    8.952761583385013e-05,
+    0.00012133409331242245,
+    9.079694783403762e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00014121599495410918,
-   "min": 9.619200229644776e-05,
-   "max": 0.0001825280040502548,
-   "samples": 21,
-   "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast"
+   "seconds": 0.00014537599682807922,
+   "min": 8.91840010881424e-05,
+   "max": 0.00031942400336265565,
+   "samples": 63,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00015238399803638457,
+    0.00010889600217342376,
+    0.00014537599682807922
+   ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010659199953079224,
-   "min": 6.646399945020676e-05,
-   "max": 0.00018028800189495088,
-   "samples": 21,
-   "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast"
+   "seconds": 9.836799651384353e-05,
+   "min": 6.771200150251388e-05,
+   "max": 0.000288096010684967,
+   "samples": 63,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00011715199798345566,
+    8.396799862384797e-05,
+    9.836799651384353e-05
+   ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00014575999975204468,
-   "min": 0.00010883200168609619,
-   "max": 0.0002000640034675598,
-   "samples": 21,
-   "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16)"
+   "seconds": 0.00012988799810409547,
+   "min": 9.772799909114838e-05,
+   "max": 0.00034911999106407163,
+   "samples": 63,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00012988799810409547,
+    0.00013116799294948578,
+    0.00011897599697113037
+   ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00013152000308036803,
-   "min": 0.0001037440001964569,
-   "max": 0.00024588799476623534,
-   "samples": 21,
-   "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16)"
+   "seconds": 0.00013945600390434266,
+   "min": 0.0001074879989027977,
+   "max": 0.0002282239943742752,
+   "samples": 63,
+   "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00013548800349235535,
+    0.000144896000623703,
+    0.00013945600390434266
+   ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00017129472732543946,
-   "min": 0.0001328652763366699,
-   "max": 0.0002163711929321289,
-   "samples": 11,
-   "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00020141311645507812,
+   "min": 0.00016627775192260742,
+   "max": 0.00029292543411254884,
+   "samples": 33,
+   "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00020020416259765626,
+    0.00022089599609375,
+    0.00020141311645507812
+   ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00024017791748046874,
-   "min": 0.00023358272552490234,
-   "max": 0.0002545843124389648,
-   "samples": 11,
-   "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00039158462524414064,
+   "min": 0.00030227199554443357,
+   "max": 0.0005909945678710937,
+   "samples": 33,
+   "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0003553484725952148,
+    0.00039158462524414064,
+    0.000547828483581543
+   ]
   },
   "layer_steady_matmul": {
-   "seconds": 9.926079750061034e-05,
-   "min": 9.646719932556152e-05,
-   "max": 0.00010823871612548828,
-   "samples": 11,
-   "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00013865920066833496,
+   "min": 0.00011677375793457032,
+   "max": 0.0002003763198852539,
+   "samples": 33,
+   "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00013865920066833496,
+    0.00012094719886779786,
+    0.00019162176132202148
+   ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00018609407424926758,
-   "min": 0.00018164543151855467,
-   "max": 0.00021650943756103516,
-   "samples": 11,
-   "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0002797203254699707,
+   "min": 0.0002370412826538086,
+   "max": 0.0004965958404541016,
+   "samples": 33,
+   "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0002686086463928223,
+    0.0002797203254699707,
+    0.0003323225784301758
+   ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001367180824279785,
-   "min": 0.0001138105583190918,
-   "max": 0.00015202431678771973,
-   "samples": 11,
-   "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.0001674457550048828,
+   "min": 0.0001317311954498291,
+   "max": 0.0002145702362060547,
+   "samples": 33,
+   "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00014510592460632325,
+    0.0001674457550048828,
+    0.0001772550392150879
+   ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00018913536071777344,
-   "min": 0.00018604095458984375,
-   "max": 0.00019982271194458008,
-   "samples": 11,
-   "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0002342188835144043,
+   "min": 0.0001927769660949707,
+   "max": 0.00043034046173095705,
+   "samples": 33,
+   "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00020010047912597656,
+    0.0002342188835144043,
+    0.00037356800079345705
+   ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00016670528411865234,
-   "min": 0.000136942081451416,
-   "max": 0.0002271891212463379,
-   "samples": 11,
-   "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00018772863388061525,
+   "min": 0.00015110848426818846,
+   "max": 0.00028385663986206055,
+   "samples": 33,
+   "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00016859775543212892,
+    0.00018772863388061525,
+    0.0002558278465270996
+   ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00036481918334960937,
-   "min": 0.00033517505645751954,
-   "max": 0.00039055038452148435,
-   "samples": 11,
-   "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0004886540985107421,
+   "min": 0.0002834419250488281,
+   "max": 0.0006549152374267578,
+   "samples": 33,
+   "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00046667774200439454,
+    0.0004886540985107421,
+    0.0005656889724731445
+   ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00019179391860961914,
-   "min": 0.00018030527114868165,
-   "max": 0.00020628416061401367,
-   "samples": 11,
-   "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00021016063690185545,
+   "min": 0.00016537599563598633,
+   "max": 0.0003540614318847656,
+   "samples": 33,
+   "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0002096972846984863,
+    0.00021016063690185545,
+    0.00024275072097778322
+   ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004349164962768555,
-   "min": 0.0003779110336303711,
-   "max": 0.0004780543899536133,
-   "samples": 11,
-   "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00033151870727539065,
+   "min": 0.0002451321601867676,
+   "max": 0.0006361875152587891,
+   "samples": 33,
+   "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0003303155136108398,
+    0.00033151870727539065,
+    0.0005225363159179687
+   ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00018344703674316406,
-   "min": 0.0001692006492614746,
-   "max": 0.00021557504653930664,
-   "samples": 11,
-   "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00016291648864746094,
+   "min": 0.00012859968185424805,
+   "max": 0.00026120447158813477,
+   "samples": 33,
+   "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0001304857635498047,
+    0.00016291648864746094,
+    0.000209814395904541
+   ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002341004753112793,
-   "min": 0.00020100160598754882,
-   "max": 0.00027986175537109375,
-   "samples": 11,
-   "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00022250560760498045,
+   "min": 0.000147391357421875,
+   "max": 0.0003450368118286133,
+   "samples": 33,
+   "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00015033408164978027,
+    0.00022250560760498045,
+    0.00030352319717407225
+   ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00014483391761779785,
-   "min": 0.00013847040176391602,
-   "max": 0.00014764287948608397,
-   "samples": 11,
-   "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00014258560180664063,
+   "min": 8.953920364379883e-05,
+   "max": 0.0001746553611755371,
+   "samples": 33,
+   "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.133184432983398e-05,
+    0.0001442579174041748,
+    0.00014258560180664063
+   ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001514675235748291,
-   "min": 0.00013565183639526368,
-   "max": 0.00018447679519653323,
-   "samples": 11,
-   "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00014676032066345216,
+   "min": 0.0001044326400756836,
+   "max": 0.0002042995262145996,
+   "samples": 33,
+   "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00010932415962219238,
+    0.00014676032066345216,
+    0.00018078720092773437
+   ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0002090835189819336,
-   "min": 0.00018621120452880859,
-   "max": 0.00021173824310302734,
-   "samples": 11,
-   "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00021105855941772463,
+   "min": 0.00013982912063598634,
+   "max": 0.00037791679382324217,
+   "samples": 33,
+   "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00014420160293579103,
+    0.00021105855941772463,
+    0.00028806655883789064
+   ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00021013183593749998,
-   "min": 0.0002052697563171387,
-   "max": 0.0002146656036376953,
-   "samples": 11,
-   "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00022883520126342773,
+   "min": 0.00017017280578613281,
+   "max": 0.000427852783203125,
+   "samples": 33,
+   "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00018701759338378906,
+    0.00022883520126342773,
+    0.00035737663269042974
+   ]
   },
   "layer_steady_relu": {
-   "seconds": 8.325759887695312e-05,
-   "min": 8.105664253234863e-05,
-   "max": 8.512576103210449e-05,
-   "samples": 11,
-   "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 8.711999893188476e-05,
+   "min": 7.33945608139038e-05,
+   "max": 0.00015461119651794433,
+   "samples": 33,
+   "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.680448055267333e-05,
+    8.711999893188476e-05,
+    0.00011711551666259765
+   ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00010074943542480469,
-   "min": 9.91379165649414e-05,
-   "max": 0.00010450559616088867,
-   "samples": 11,
-   "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011718336105346681,
+   "min": 8.865407943725585e-05,
+   "max": 0.00019052799224853517,
+   "samples": 33,
+   "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.501631736755372e-05,
+    0.00011718336105346681,
+    0.00017504640579223634
+   ]
   },
   "layer_steady_gelu": {
-   "seconds": 8.209983825683593e-05,
-   "min": 8.003583908081055e-05,
-   "max": 8.532544136047364e-05,
-   "samples": 11,
-   "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00010207615852355956,
+   "min": 7.248703956604005e-05,
+   "max": 0.00012370495796203615,
+   "samples": 33,
+   "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.302400112152099e-05,
+    0.00010207615852355956,
+    0.00010560511589050293
+   ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 9.980159759521485e-05,
-   "min": 9.679295539855957e-05,
-   "max": 0.00010279935836791992,
-   "samples": 11,
-   "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011759552001953125,
+   "min": 8.608896255493164e-05,
+   "max": 0.00019400640487670897,
+   "samples": 33,
+   "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.022591590881347e-05,
+    0.00011759552001953125,
+    0.00015262528419494629
+   ]
   },
   "layer_steady_silu": {
-   "seconds": 8.480768203735352e-05,
-   "min": 8.132160186767578e-05,
-   "max": 8.595199584960936e-05,
-   "samples": 11,
-   "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 9.629952430725097e-05,
+   "min": 6.948287963867188e-05,
+   "max": 0.00013909248352050781,
+   "samples": 33,
+   "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.225024223327637e-05,
+    9.629952430725097e-05,
+    0.00012366399765014648
+   ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 9.983679771423341e-05,
-   "min": 9.595264434814452e-05,
-   "max": 0.00010678400039672851,
-   "samples": 11,
-   "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011226048469543457,
+   "min": 8.507200241088867e-05,
+   "max": 0.00017817600250244142,
+   "samples": 33,
+   "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00011143039703369141,
+    0.00011226048469543457,
+    0.00014032896041870117
+   ]
   },
   "layer_steady_tanh": {
-   "seconds": 8.177151679992676e-05,
-   "min": 7.685760021209717e-05,
-   "max": 8.358912467956543e-05,
-   "samples": 11,
-   "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 9.348480224609375e-05,
+   "min": 8.178560256958008e-05,
+   "max": 0.00013004159927368163,
+   "samples": 33,
+   "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.476927757263183e-05,
+    9.348480224609375e-05,
+    0.00010713664054870606
+   ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 9.960063934326172e-05,
-   "min": 8.756159782409667e-05,
-   "max": 0.00010507519721984864,
-   "samples": 11,
-   "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011585344314575195,
+   "min": 9.994239807128905e-05,
+   "max": 0.00018958208084106444,
+   "samples": 33,
+   "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00010369600296020508,
+    0.00011585344314575195,
+    0.00014219648361206053
+   ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 8.099648475646973e-05,
-   "min": 7.747136116027832e-05,
-   "max": 8.369728088378907e-05,
-   "samples": 11,
-   "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00010912768363952636,
+   "min": 9.264575958251953e-05,
+   "max": 0.00014696319580078125,
+   "samples": 33,
+   "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00013034496307373048,
+    9.6495361328125e-05,
+    0.00010912768363952636
+   ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 9.860416412353516e-05,
-   "min": 9.709376335144044e-05,
-   "max": 0.00010260224342346192,
-   "samples": 11,
-   "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00014476096153259277,
+   "min": 9.513600349426269e-05,
+   "max": 0.00017113664627075196,
+   "samples": 33,
+   "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00014476096153259277,
+    9.747072219848633e-05,
+    0.00014684864044189452
+   ]
   },
   "layer_steady_dropout": {
-   "seconds": 9.329279899597168e-05,
-   "min": 8.867584228515624e-05,
-   "max": 9.504960060119629e-05,
-   "samples": 11,
-   "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00013350079536437987,
+   "min": 9.159744262695313e-05,
+   "max": 0.00016422271728515624,
+   "samples": 33,
+   "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00014767487525939942,
+    9.979392051696777e-05,
+    0.00013350079536437987
+   ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001103667163848877,
-   "min": 0.00010910783767700195,
-   "max": 0.00011232512474060059,
-   "samples": 11,
-   "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00017576128005981445,
+   "min": 0.0001300876808166504,
+   "max": 0.00019188735961914063,
+   "samples": 33,
+   "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0001790028762817383,
+    0.00013744768142700194,
+    0.00017576128005981445
+   ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010053503990173339,
-   "min": 9.707327842712402e-05,
-   "max": 0.00011360383987426759,
-   "samples": 11,
-   "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00012400575637817383,
+   "min": 0.00010677696228027344,
+   "max": 0.00015261887550354003,
+   "samples": 33,
+   "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0001345644760131836,
+    0.00012400575637817383,
+    0.00012124159812927246
+   ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00011790399551391601,
-   "min": 0.0001155840015411377,
-   "max": 0.0001216806411743164,
-   "samples": 11,
-   "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0001657107162475586,
+   "min": 0.00011859968185424804,
+   "max": 0.0002274355125427246,
+   "samples": 33,
+   "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00017704511642456055,
+    0.00013888640403747558,
+    0.0001657107162475586
+   ]
   },
   "layer_steady_mul": {
-   "seconds": 9.538687705993653e-05,
-   "min": 9.460864067077636e-05,
-   "max": 9.894016265869142e-05,
-   "samples": 11,
-   "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00011667519569396974,
+   "min": 9.423359870910645e-05,
+   "max": 0.000142673921585083,
+   "samples": 33,
+   "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.568703651428223e-05,
+    0.00011667519569396974,
+    0.00012760255813598634
+   ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00011250047683715822,
-   "min": 0.00011146880149841309,
-   "max": 0.00011643263816833496,
-   "samples": 11,
-   "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00012422464370727537,
+   "min": 0.00011149312019348144,
+   "max": 0.00018797248840332032,
+   "samples": 33,
+   "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00012422464370727537,
+    0.00011778047561645507,
+    0.00015815232276916505
+   ]
   },
   "layer_steady_softmax": {
-   "seconds": 8.714624404907226e-05,
-   "min": 8.580991744995118e-05,
-   "max": 8.925567626953126e-05,
-   "samples": 11,
-   "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 9.329664230346678e-05,
+   "min": 8.846207618713379e-05,
+   "max": 0.00014438976287841796,
+   "samples": 33,
+   "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.329664230346678e-05,
+    9.177472114562988e-05,
+    0.00013178303718566894
+   ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00010448575973510743,
-   "min": 0.00010309120178222657,
-   "max": 0.0001057529640197754,
-   "samples": 11,
-   "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00012841024398803713,
+   "min": 0.00010716416358947754,
+   "max": 0.00018450304031372068,
+   "samples": 33,
+   "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00012841024398803713,
+    0.0001265555191040039,
+    0.00014306879997253417
+   ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.753727912902832e-05,
-   "min": 7.655295848846435e-05,
-   "max": 0.00011161343574523925,
-   "samples": 11,
-   "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 9.58847999572754e-05,
+   "min": 8.125568389892578e-05,
+   "max": 0.0001273689556121826,
+   "samples": 33,
+   "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.948672294616699e-05,
+    9.58847999572754e-05,
+    9.976448059082032e-05
+   ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 9.628735542297363e-05,
-   "min": 9.392831802368163e-05,
-   "max": 0.00010041024208068847,
-   "samples": 11,
-   "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011050239562988281,
+   "min": 0.00010620736122131348,
+   "max": 0.00016672191619873048,
+   "samples": 33,
+   "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00011050239562988281,
+    0.00010928511619567871,
+    0.00013019840240478516
+   ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00013279232025146484,
-   "min": 0.0001296985626220703,
-   "max": 0.00013447551727294922,
-   "samples": 11,
-   "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00017375423431396485,
+   "min": 0.00013762240409851073,
+   "max": 0.0002785625648498535,
+   "samples": 33,
+   "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00014603327751159669,
+    0.00017375423431396485,
+    0.00022992191314697268
+   ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00015119104385375977,
-   "min": 0.00014981247901916505,
-   "max": 0.0001555571174621582,
-   "samples": 11,
-   "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00019292543411254882,
+   "min": 0.00017038015365600584,
+   "max": 0.0003071334457397461,
+   "samples": 33,
+   "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00017570688247680666,
+    0.00019292543411254882,
+    0.00028667968750000004
+   ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003162860870361328,
-   "min": 0.00029159360885620117,
-   "max": 0.00038912254333496095,
-   "samples": 11,
-   "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00036216449737548823,
+   "min": 0.00020799488067626954,
+   "max": 0.0005464985656738281,
+   "samples": 33,
+   "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00024096319198608398,
+    0.0004746464157104492,
+    0.00036216449737548823
+   ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003515526580810547,
-   "min": 0.0003099961662292481,
-   "max": 0.0004191475296020507,
-   "samples": 11,
-   "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0004288204956054688,
+   "min": 0.00021401920318603516,
+   "max": 0.0005779167938232422,
+   "samples": 33,
+   "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00022451200485229492,
+    0.0004935315322875976,
+    0.0004288204956054688
+   ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 9.863936424255371e-05,
-   "min": 9.594240188598633e-05,
-   "max": 0.00010413439750671387,
-   "samples": 11,
-   "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00010014464378356934,
+   "min": 7.627647876739502e-05,
+   "max": 0.00015692607879638673,
+   "samples": 33,
+   "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.797887802124023e-05,
+    0.00013241472244262696,
+    0.00010014464378356934
+   ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00011379263877868652,
-   "min": 0.00011052736282348632,
-   "max": 0.00012348608016967774,
-   "samples": 11,
-   "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011633472442626953,
+   "min": 9.08396816253662e-05,
+   "max": 0.00020456256866455076,
+   "samples": 33,
+   "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.218560218811036e-05,
+    0.00011633472442626953,
+    0.00011853952407836915
+   ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 9.808832168579101e-05,
-   "min": 9.40339183807373e-05,
-   "max": 0.00012740991592407225,
-   "samples": 11,
-   "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 9.395520210266112e-05,
+   "min": 7.525375843048095e-05,
+   "max": 0.00011621055603027343,
+   "samples": 33,
+   "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.715904235839844e-05,
+    9.817919731140136e-05,
+    9.395520210266112e-05
+   ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00011496128082275391,
-   "min": 0.00010790656089782715,
-   "max": 0.00015483967781066896,
-   "samples": 11,
-   "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011282879829406739,
+   "min": 9.066752433776856e-05,
+   "max": 0.00015180480003356935,
+   "samples": 33,
+   "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.253888130187989e-05,
+    0.00011901823997497559,
+    0.00011282879829406739
+   ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 8.159616470336913e-05,
-   "min": 7.991680145263672e-05,
-   "max": 8.508543968200683e-05,
-   "samples": 11,
-   "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 7.950784206390382e-05,
+   "min": 6.584383964538574e-05,
+   "max": 0.000126179838180542,
+   "samples": 33,
+   "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    6.833920001983643e-05,
+    0.00010923135757446289,
+    7.950784206390382e-05
+   ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.0001097209644317627,
-   "min": 9.683648109436035e-05,
-   "max": 0.00011702591896057129,
-   "samples": 11,
-   "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 9.627200126647949e-05,
+   "min": 8.301183700561524e-05,
+   "max": 0.0001404851245880127,
+   "samples": 33,
+   "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.551679611206054e-05,
+    0.00013339648246765137,
+    9.627200126647949e-05
+   ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.0001059398365020752,
-   "min": 9.096192359924317e-05,
-   "max": 0.00012493632316589354,
-   "samples": 11,
-   "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 8.366399765014648e-05,
+   "min": 7.24351978302002e-05,
+   "max": 0.00014214847564697266,
+   "samples": 33,
+   "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.411327838897706e-05,
+    0.00012434880256652833,
+    8.366399765014648e-05
+   ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00011136320114135742,
-   "min": 0.00010882047653198243,
-   "max": 0.00012359871864318846,
-   "samples": 11,
-   "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0001038265609741211,
+   "min": 8.80294418334961e-05,
+   "max": 0.00017524736404418944,
+   "samples": 33,
+   "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.252160072326661e-05,
+    0.00015359999656677247,
+    0.0001038265609741211
+   ]
   },
   "layer_steady_flatten": {
-   "seconds": 5.930367946624756e-05,
-   "min": 5.788544178009033e-05,
-   "max": 6.159872055053711e-05,
-   "samples": 11,
-   "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 5.046656131744385e-05,
+   "min": 4.6639361381530764e-05,
+   "max": 8.589568138122559e-05,
+   "samples": 33,
+   "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.7290239334106444e-05,
+    7.620927810668945e-05,
+    5.046656131744385e-05
+   ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 7.33894395828247e-05,
-   "min": 7.204991817474365e-05,
-   "max": 7.506112098693848e-05,
-   "samples": 11,
-   "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 6.54041576385498e-05,
+   "min": 6.060031890869141e-05,
+   "max": 0.00011617919921875,
+   "samples": 33,
+   "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    6.23699188232422e-05,
+    0.00010773887634277343,
+    6.54041576385498e-05
+   ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.468607902526856e-05,
-   "min": 5.1799678802490234e-05,
-   "max": 5.83571195602417e-05,
-   "samples": 11,
-   "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 4.815167903900146e-05,
+   "min": 4.336128234863282e-05,
+   "max": 8.089407920837403e-05,
+   "samples": 33,
+   "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.498752117156982e-05,
+    7.350848197937011e-05,
+    4.815167903900146e-05
+   ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.0316801071167e-05,
-   "min": 6.712768077850342e-05,
-   "max": 8.219264030456542e-05,
-   "samples": 11,
-   "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 6.205311775207519e-05,
+   "min": 5.644288063049317e-05,
+   "max": 0.00011396160125732422,
+   "samples": 33,
+   "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    6.0958719253540036e-05,
+    0.00011038463592529297,
+    6.205311775207519e-05
+   ]
   },
   "layer_steady_slice": {
-   "seconds": 8.196352005004883e-05,
-   "min": 7.711423873901367e-05,
-   "max": 9.602432250976561e-05,
-   "samples": 11,
-   "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 7.634111881256103e-05,
+   "min": 6.315968036651612e-05,
+   "max": 0.00010680959701538087,
+   "samples": 33,
+   "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    6.424448013305663e-05,
+    0.00010203071594238281,
+    7.634111881256103e-05
+   ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 9.797247886657715e-05,
-   "min": 9.471167564392089e-05,
-   "max": 0.00011291520118713379,
-   "samples": 11,
-   "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 9.633919715881349e-05,
+   "min": 8.249664306640624e-05,
+   "max": 0.00011466815948486327,
+   "samples": 33,
+   "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.94924831390381e-05,
+    9.633919715881349e-05,
+    0.0001046944046020508
+   ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 9.567935943603517e-05,
-   "min": 8.341504096984862e-05,
-   "max": 0.00012613887786865234,
-   "samples": 11,
-   "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 9.546943664550781e-05,
+   "min": 8.973183631896974e-05,
+   "max": 0.00012820032119750978,
+   "samples": 33,
+   "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    9.111680030822754e-05,
+    0.00012131456375122071,
+    9.546943664550781e-05
+   ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00011599040031433106,
-   "min": 0.0001012384033203125,
-   "max": 0.00012474752426147462,
-   "samples": 11,
-   "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00011118592262268066,
+   "min": 0.00010482751846313476,
+   "max": 0.00015994048118591307,
+   "samples": 33,
+   "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00010724096298217775,
+    0.00014108991622924805,
+    0.00011118592262268066
+   ]
   },
   "layer_steady_cat": {
-   "seconds": 6.719999790191651e-05,
-   "min": 6.452991962432861e-05,
-   "max": 8.765952110290527e-05,
-   "samples": 11,
-   "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 8.541055679321289e-05,
+   "min": 7.010496139526367e-05,
+   "max": 0.00010918720245361328,
+   "samples": 33,
+   "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.541055679321289e-05,
+    8.630463600158692e-05,
+    7.365824222564698e-05
+   ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 8.682304382324219e-05,
-   "min": 8.261440277099609e-05,
-   "max": 0.00011312064170837402,
-   "samples": 11,
-   "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 8.974656105041505e-05,
+   "min": 7.589503765106201e-05,
+   "max": 0.00013011072158813477,
+   "samples": 33,
+   "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    8.384575843811035e-05,
+    0.0001072486400604248,
+    8.974656105041505e-05
+   ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00032230014801025393,
-   "min": 0.00030566272735595704,
-   "max": 0.0004192607879638672,
-   "samples": 11,
-   "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.0003812499237060547,
+   "min": 0.0002401055908203125,
+   "max": 0.0006252422332763671,
+   "samples": 33,
+   "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0003019968032836914,
+    0.0005559769439697266,
+    0.0003812499237060547
+   ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0003503615951538086,
-   "min": 0.0003365324783325195,
-   "max": 0.0004193132781982422,
-   "samples": 11,
-   "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.0005928307342529296,
+   "min": 0.00025260543823242185,
+   "max": 0.0007081459045410156,
+   "samples": 33,
+   "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00036024833679199216,
+    0.0005928307342529296,
+    0.000655959701538086
+   ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013246630859375,
-   "min": 0.0012781311798095705,
-   "max": 0.001378350067138672,
-   "samples": 11,
-   "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.001456612548828125,
+   "min": 0.0008982828521728515,
+   "max": 0.0018420594787597654,
+   "samples": 33,
+   "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0009843545532226563,
+    0.001456612548828125,
+    0.0015957817077636718
+   ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017548728942871094,
-   "min": 0.0016951271057128905,
-   "max": 0.001867077178955078,
-   "samples": 11,
-   "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.002060530548095703,
+   "min": 0.0013055845642089845,
+   "max": 0.0022581887817382813,
+   "samples": 33,
+   "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.001489396514892578,
+    0.002078167724609375,
+    0.002060530548095703
+   ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00013170623779296874,
-   "min": 0.00012760255813598634,
-   "max": 0.00013627519607543946,
-   "samples": 11,
-   "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00012246208190917968,
+   "min": 9.864831924438476e-05,
+   "max": 0.0001685862350463867,
+   "samples": 33,
+   "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00010442496299743653,
+    0.00012246208190917968,
+    0.00015559103965759278
+   ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016203712463378907,
-   "min": 0.00015764032363891603,
-   "max": 0.00016896575927734375,
-   "samples": 11,
-   "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00014894528388977052,
+   "min": 0.00012032640457153322,
+   "max": 0.00019525247573852538,
+   "samples": 33,
+   "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00012317503929138183,
+    0.00014894528388977052,
+    0.0001762291145324707
+   ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00023557184219360352,
-   "min": 0.0002234432029724121,
-   "max": 0.00024045055389404295,
-   "samples": 11,
-   "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast"
+   "seconds": 0.00027098304748535157,
+   "min": 0.000184150390625,
+   "max": 0.000373902702331543,
+   "samples": 33,
+   "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.0001890982437133789,
+    0.00027098304748535157,
+    0.0002900038337707519
+   ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00042624191284179684,
-   "min": 0.0003610732650756836,
-   "max": 0.0004513407897949219,
-   "samples": 11,
-   "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16)"
+   "seconds": 0.00042538368225097657,
+   "min": 0.00020298944473266602,
+   "max": 0.0005639603042602539,
+   "samples": 33,
+   "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    0.00021190591812133788,
+    0.00042538368225097657,
+    0.00047690368652343753
+   ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.725136160730557e-06,
-   "min": 2.4030982142621482e-06,
-   "max": 3.2121584821861608e-06,
-   "samples": 11,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
+   "seconds": 1.947339285696919e-06,
+   "min": 1.7392187500028404e-06,
+   "max": 3.87716517856264e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    1.7803392857412042e-06,
+    1.947339285696919e-06,
+    2.8605915178836483e-06
+   ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00011676457142633417,
-   "min": 8.304928570623815e-05,
-   "max": 0.0001723342857137108,
-   "samples": 11,
-   "method": "intercept of the same fit: T(64) - slope * 64",
+   "seconds": 7.7002714289977e-05,
+   "min": 4.100557143666656e-05,
+   "max": 0.00035229985713515683,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    7.231585714099051e-05,
+    7.7002714289977e-05,
+    0.00011726742854583399
+   ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.0001948610000113149,
-   "min": 0.0001913849999937156,
-   "max": 0.00021413099999278984,
-   "samples": 11,
-   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
+   "seconds": 0.00018248799999298626,
+   "min": 0.00017554800000141313,
+   "max": 0.00020332100001496656,
+   "samples": 33,
+   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
     "param_count": 4,
     "param_numel": 4194304
-   }
+   },
+   "pass_seconds": [
+    0.00017782000000465814,
+    0.00018248799999298626,
+    0.00019017300002133197
+   ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.6714542410750347e-05,
-   "min": 2.5632834821439792e-05,
-   "max": 2.7879959821389528e-05,
-   "samples": 11,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
+   "seconds": 2.521062946428795e-05,
+   "min": 1.8646017857155378e-05,
+   "max": 3.6444866071365976e-05,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    1.9915363839289363e-05,
+    2.521062946428795e-05,
+    3.342976562497364e-05
+   ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00014467399999570528,
-   "min": -3.3964285636653695e-06,
-   "max": 0.0005068658571454015,
-   "samples": 11,
-   "method": "intercept of the same fit: T(64) - slope * 64",
+   "seconds": 8.395214285680406e-05,
+   "min": -0.000625110857149431,
+   "max": 0.0005930992857291323,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    4.058214285862505e-05,
+    8.395214285680406e-05,
+    0.0001165438571604227
+   ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0001765380000051664,
-   "min": 0.00016819900000086818,
-   "max": 0.00026369100000067647,
-   "samples": 11,
-   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
+   "seconds": 0.0001666599999907703,
+   "min": 0.00015499799999929564,
+   "max": 0.00021461700001168538,
+   "samples": 33,
+   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
     "param_count": 4,
     "param_numel": 4194304
-   }
+   },
+   "pass_seconds": [
+    0.00015898300000571908,
+    0.0001666599999907703,
+    0.0001683109999817134
+   ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.9721227678523183e-06,
-   "min": 1.797546874999461e-06,
-   "max": 2.753049107160978e-06,
-   "samples": 11,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
+   "seconds": 1.4263816964391448e-06,
+   "min": 1.3232343749931225e-06,
+   "max": 2.802506696423076e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    1.4044642856956915e-06,
+    1.4263816964391448e-06,
+    2.1458102678221077e-06
+   ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 9.997985713791228e-05,
-   "min": 5.8578142863601504e-05,
-   "max": 0.00014063114285331073,
-   "samples": 11,
-   "method": "intercept of the same fit: T(64) - slope * 64",
+   "seconds": 5.9039285720327174e-05,
+   "min": 4.9698000006109e-05,
+   "max": 0.00015417028570092434,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    5.9039285720327174e-05,
+    5.6377000005016135e-05,
+    8.10198571546802e-05
+   ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00013018500000328004,
-   "min": 0.00012706500000092547,
-   "max": 0.000145783000007782,
-   "samples": 11,
-   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
+   "seconds": 0.00012470900000494112,
+   "min": 0.00012053999999750431,
+   "max": 0.0001509869999978264,
+   "samples": 33,
+   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
     "param_count": 4,
     "param_numel": 4194304
-   }
+   },
+   "pass_seconds": [
+    0.00012311199999714972,
+    0.00012470900000494112,
+    0.00013181799999983923
+   ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.1165116071433698e-05,
-   "min": 9.81823883927646e-06,
-   "max": 1.2875296875008197e-05,
-   "samples": 11,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
+   "seconds": 8.372910714284285e-06,
+   "min": 7.122845982143744e-06,
+   "max": 1.2787457589258366e-05,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    7.205883928567454e-06,
+    8.372910714284285e-06,
+    1.2622810267830837e-05
+   ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0003814711428690641,
-   "min": 0.00020804099999947672,
-   "max": 0.0006358241428655122,
-   "samples": 11,
-   "method": "intercept of the same fit: T(64) - slope * 64",
+   "seconds": 0.0002803332857256789,
+   "min": 0.00011029285714414527,
+   "max": 0.0003745297142968086,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    0.00027701457143385663,
+    0.0002803332857256789,
+    0.0003407171428680808
+   ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004647960000028206,
-   "min": 0.0004563749999988431,
-   "max": 0.00047604700000647426,
-   "samples": 11,
-   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
+   "seconds": 0.00045073299999387473,
+   "min": 0.00043916799999976774,
+   "max": 0.0006679619999943043,
+   "samples": 33,
+   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
     "param_count": 4,
     "param_numel": 4194304
-   }
+   },
+   "pass_seconds": [
+    0.00044275800000548315,
+    0.00045073299999387473,
+    0.0004668500000093445
+   ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 7.035614062500528e-05,
-   "min": 6.947343749999899e-05,
-   "max": 9.20290691964595e-05,
-   "samples": 11,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
+   "seconds": 7.831544419640528e-05,
+   "min": 6.158558928572231e-05,
+   "max": 0.00013028697098214716,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    6.305602455355544e-05,
+    8.068359374997185e-05,
+    7.831544419640528e-05
+   ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003518201428594891,
-   "min": 0.00025490671428534447,
-   "max": 0.001869382999996917,
-   "samples": 11,
-   "method": "intercept of the same fit: T(64) - slope * 64",
+   "seconds": 0.0002844235714089139,
+   "min": -0.0015524101428557712,
+   "max": 0.002178297285715709,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    0.0002273562857116728,
+    0.0003566222857054003,
+    0.0002844235714089139
+   ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039365099999599806,
-   "min": 0.0003879169999976284,
-   "max": 0.00040885800000012296,
-   "samples": 11,
-   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
+   "seconds": 0.00039308999998866057,
+   "min": 0.0003798799999970015,
+   "max": 0.0007283520000100907,
+   "samples": 33,
+   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
     "param_count": 4,
     "param_numel": 4194304
-   }
+   },
+   "pass_seconds": [
+    0.00038680999999485266,
+    0.000612711000002264,
+    0.00039308999998866057
+   ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.59926339283924e-06,
-   "min": 2.5455156250155298e-06,
-   "max": 2.727261160747777e-06,
-   "samples": 11,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step",
+   "seconds": 2.420830357190746e-06,
+   "min": 2.182915178553354e-06,
+   "max": 4.1001584821628456e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    2.3281361607135106e-06,
+    4.059261160728665e-06,
+    2.420830357190746e-06
+   ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.660714285887804e-05,
-   "min": 8.251528570773253e-05,
-   "max": 0.00012811571429592407,
-   "samples": 11,
-   "method": "intercept of the same fit: T(64) - slope * 64",
+   "seconds": 9.655771427219406e-05,
+   "min": 7.2339142850605e-05,
+   "max": 0.00025152185714156464,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
      64,
      512
     ]
-   }
+   },
+   "pass_seconds": [
+    9.347814286643694e-05,
+    0.00020560028571229135,
+    9.655771427219406e-05
+   ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018728300000248055,
-   "min": 0.00018161700000973724,
-   "max": 0.0001948599999934686,
-   "samples": 11,
-   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements",
+   "seconds": 0.00018489400000021305,
+   "min": 0.00017669700000055855,
+   "max": 0.0002716369999973267,
+   "samples": 33,
+   "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
     "param_count": 4,
     "param_numel": 4194304
-   }
+   },
+   "pass_seconds": [
+    0.0001822530000055167,
+    0.0002436959999982946,
+    0.00018489400000021305
+   ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.331296999997903e-06,
-   "min": 5.27433599999938e-06,
-   "max": 5.465483999998355e-06,
-   "samples": 11,
-   "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000"
+   "seconds": 5.452593000001116e-06,
+   "min": 4.637272000010739e-06,
+   "max": 9.278777999995214e-06,
+   "samples": 33,
+   "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    4.8588370000004484e-06,
+    9.098746000006486e-06,
+    5.452593000001116e-06
+   ]
   },
   "cuda_event_record": {
-   "seconds": 6.911833999993178e-06,
-   "min": 6.857877000001622e-06,
-   "max": 6.938959999999383e-06,
-   "samples": 11,
-   "method": "1000 x Event(enable_timing=True).record(); host wall / 1000"
+   "seconds": 7.470429999983707e-06,
+   "min": 6.043920999999841e-06,
+   "max": 1.2649492000008422e-05,
+   "samples": 33,
+   "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    6.137125999998716e-06,
+    1.2466189999997823e-05,
+    7.470429999983707e-06
+   ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.610430000004499e-07,
-   "min": 8.41786999998817e-07,
-   "max": 8.751009999912185e-07,
-   "samples": 11,
-   "method": "1000 x elapsed_time() of two finished events; wall / 1000"
+   "seconds": 1.7820359999802804e-06,
+   "min": 7.3453299999926e-07,
+   "max": 3.4823919999951157e-06,
+   "samples": 33,
+   "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    7.553509999951302e-07,
+    3.373279999991041e-06,
+    1.7820359999802804e-06
+   ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.4553935999998656e-05,
-   "min": 1.4415677999991772e-05,
-   "max": 1.4639129000002527e-05,
-   "samples": 11,
-   "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000"
+   "seconds": 1.5990047000002507e-05,
+   "min": 1.3338657999995008e-05,
+   "max": 1.945507000000646e-05,
+   "samples": 33,
+   "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.3480446000002644e-05,
+    1.667893399999798e-05,
+    1.5990047000002507e-05
+   ]
   },
   "item_roundtrip": {
-   "seconds": 1.7216106000006447e-05,
-   "min": 1.7049448999998164e-05,
-   "max": 1.735858700000392e-05,
-   "samples": 11,
-   "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000"
+   "seconds": 2.071423600000344e-05,
+   "min": 1.6154617000012193e-05,
+   "max": 2.5388452000001394e-05,
+   "samples": 33,
+   "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.6731760000013195e-05,
+    2.110400800000889e-05,
+    2.071423600000344e-05
+   ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.9257098661804308e-06,
-   "min": 1.7762355134582105e-06,
-   "max": 2.2257905628967083e-06,
-   "samples": 11,
-   "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
+   "seconds": 1.8860840095520024e-06,
+   "min": 1.7066894342041033e-06,
+   "max": 2.263250247955301e-06,
+   "samples": 33,
+   "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead); median of 3 passes over the probe's run",
+   "pass_seconds": [
+    1.8744088720703251e-06,
+    1.938269091644306e-06,
+    1.8860840095520024e-06
+   ]
   }
  },
  "op_timings": [
@@ -2874,15 +4120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.558385000000002e-05,
-    "min": 7.525739999999996e-05,
-    "max": 7.62757000000001e-05,
+    "seconds": 7.560855000000001e-05,
+    "min": 7.518939999999998e-05,
+    "max": 7.60864e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010410270000000005,
-    "min": 0.00010400069999999981,
-    "max": 0.00010427799999999997,
+    "seconds": 0.00010401059999999996,
+    "min": 0.00010373020000000001,
+    "max": 0.00010447909999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2906,15 +4152,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.980824999999993e-05,
-    "min": 8.959379999999991e-05,
-    "max": 9.011529999999991e-05,
+    "seconds": 9.00009499999999e-05,
+    "min": 8.972099999999996e-05,
+    "max": 9.034280000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.514400000000005e-05,
-    "min": 9.490559999999996e-05,
-    "max": 9.53278e-05,
+    "seconds": 9.511980000000004e-05,
+    "min": 9.499970000000007e-05,
+    "max": 9.534530000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2938,15 +4184,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017639900000000012,
-    "min": 0.00017617020000000008,
-    "max": 0.00017657010000000011,
+    "seconds": 0.00017637455000000005,
+    "min": 0.00017629329999999994,
+    "max": 0.0001767095999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004394022500000001,
-    "min": 0.00043895060000000006,
-    "max": 0.0004398599000000002,
+    "seconds": 0.00044048695,
+    "min": 0.0004402901,
+    "max": 0.00044114210000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -2970,15 +4216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002817180500000001,
-    "min": 0.00028148090000000017,
-    "max": 0.0002832024999999998,
+    "seconds": 0.000281858,
+    "min": 0.0002816186999999999,
+    "max": 0.000283634,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005172347,
-    "min": 0.0005166029999999999,
-    "max": 0.0005177629000000002,
+    "seconds": 0.0005184675000000001,
+    "min": 0.0005178810000000001,
+    "max": 0.0005186643999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3002,15 +4248,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006880066499999997,
-    "min": 0.0006873632,
-    "max": 0.0006885508999999998,
+    "seconds": 0.0006883105000000001,
+    "min": 0.000687868,
+    "max": 0.0006889603999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017342834999999998,
-    "min": 0.0017334654000000001,
-    "max": 0.0017362662,
+    "seconds": 0.0017350904499999998,
+    "min": 0.0017342997999999997,
+    "max": 0.0017362482999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3034,15 +4280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011395158,
-    "min": 0.0011387852000000003,
-    "max": 0.0011413967000000007,
+    "seconds": 0.0011405765499999999,
+    "min": 0.0011391360999999998,
+    "max": 0.0011411365000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020918424,
-    "min": 0.0020897639999999996,
-    "max": 0.0020936880000000007,
+    "seconds": 0.0020894765,
+    "min": 0.0020883257,
+    "max": 0.0020900070000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3066,15 +4312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.49439499999999e-05,
-    "min": 3.482890000000001e-05,
-    "max": 3.542119999999995e-05,
+    "seconds": 3.4537349999999996e-05,
+    "min": 3.446059999999997e-05,
+    "max": 3.5116699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.80841e-05,
-    "min": 9.773080000000007e-05,
-    "max": 9.864940000000001e-05,
+    "seconds": 9.813500000000001e-05,
+    "min": 9.762879999999998e-05,
+    "max": 9.846670000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3098,15 +4344,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8307199999999984e-05,
-    "min": 4.821750000000008e-05,
-    "max": 4.974650000000003e-05,
+    "seconds": 4.824645e-05,
+    "min": 4.817940000000002e-05,
+    "max": 4.981169999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.127059999999997e-05,
-    "min": 7.115719999999996e-05,
-    "max": 7.204470000000001e-05,
+    "seconds": 7.156949999999996e-05,
+    "min": 7.151929999999997e-05,
+    "max": 7.196799999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3130,15 +4376,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017509195,
-    "min": 0.00017507080000000002,
-    "max": 0.00017571809999999995,
+    "seconds": 0.00017533655,
+    "min": 0.0001751950000000001,
+    "max": 0.00017544989999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043453120000000006,
-    "min": 0.00043410500000000006,
-    "max": 0.00043569020000000004,
+    "seconds": 0.00043476125000000007,
+    "min": 0.00043450940000000005,
+    "max": 0.00043524049999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3162,15 +4408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003190868500000001,
-    "min": 0.0003182655999999999,
-    "max": 0.0003205424,
+    "seconds": 0.00031941334999999996,
+    "min": 0.00031906609999999994,
+    "max": 0.0003209327,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00058260215,
-    "min": 0.0005820470000000001,
-    "max": 0.0005834127000000002,
+    "seconds": 0.0005821342500000001,
+    "min": 0.0005816009000000002,
+    "max": 0.000582682,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3194,15 +4440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.169130000000004e-05,
-    "min": 5.154870000000008e-05,
-    "max": 5.183699999999996e-05,
+    "seconds": 5.141310000000002e-05,
+    "min": 5.111699999999998e-05,
+    "max": 5.183200000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012095445000000001,
-    "min": 0.00012042529999999993,
-    "max": 0.00012128059999999994,
+    "seconds": 0.00012095524999999996,
+    "min": 0.00012072479999999999,
+    "max": 0.0001215114,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3226,15 +4472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.79946e-05,
-    "min": 6.755590000000002e-05,
-    "max": 6.84995e-05,
+    "seconds": 6.842079999999996e-05,
+    "min": 6.710180000000001e-05,
+    "max": 7.0259e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001285824,
-    "min": 0.00012749439999999997,
-    "max": 0.00012953299999999998,
+    "seconds": 0.00012828695,
+    "min": 0.00012811769999999993,
+    "max": 0.00012997059999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3258,15 +4504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019943684999999998,
-    "min": 0.00019886120000000006,
-    "max": 0.0001996529,
+    "seconds": 0.00019909384999999995,
+    "min": 0.00019893349999999983,
+    "max": 0.0001992277000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046680910000000003,
-    "min": 0.00046590510000000027,
-    "max": 0.00046781510000000004,
+    "seconds": 0.00046681810000000006,
+    "min": 0.0004659764,
+    "max": 0.0004672917999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3290,15 +4536,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037720000000000006,
-    "min": 0.00037684079999999987,
-    "max": 0.00037777780000000004,
+    "seconds": 0.00037732910000000007,
+    "min": 0.00037671499999999996,
+    "max": 0.00037829880000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061038465,
-    "min": 0.0006098903,
-    "max": 0.0006117038999999999,
+    "seconds": 0.0006122912499999999,
+    "min": 0.0006120931,
+    "max": 0.0006124758,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3322,15 +4568,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.927165000000001e-05,
-    "min": 7.920670000000002e-05,
-    "max": 7.957430000000002e-05,
+    "seconds": 7.89707e-05,
+    "min": 7.888349999999995e-05,
+    "max": 7.92953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014153935000000005,
-    "min": 0.00014144389999999998,
-    "max": 0.0001417471,
+    "seconds": 0.00014201325,
+    "min": 0.00014183190000000007,
+    "max": 0.00014213579999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3354,15 +4600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001217456,
-    "min": 0.00012153260000000003,
-    "max": 0.00012201350000000009,
+    "seconds": 0.00012184944999999998,
+    "min": 0.00012175499999999993,
+    "max": 0.0001219855,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016462204999999997,
-    "min": 0.0001642066,
-    "max": 0.00016482239999999993,
+    "seconds": 0.00016490070000000002,
+    "min": 0.00016467379999999998,
+    "max": 0.0001651955,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3386,15 +4632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003069146,
-    "min": 0.00030606289999999994,
-    "max": 0.0003082044,
+    "seconds": 0.0003065448,
+    "min": 0.00030620540000000007,
+    "max": 0.00030712129999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005514013000000001,
-    "min": 0.0005510674000000001,
-    "max": 0.0005519899,
+    "seconds": 0.0005516165,
+    "min": 0.0005512335999999999,
+    "max": 0.0005522405000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3418,15 +4664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004696680499999999,
-    "min": 0.00046937709999999986,
-    "max": 0.0004702373,
+    "seconds": 0.0004704306999999999,
+    "min": 0.00046953030000000006,
+    "max": 0.00047100500000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006549557000000001,
-    "min": 0.0006544791,
-    "max": 0.0006554929000000002,
+    "seconds": 0.0006594221999999999,
+    "min": 0.0006585690000000001,
+    "max": 0.0006603434999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3450,15 +4696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.552249999999993e-06,
-    "min": 9.529699999999991e-06,
-    "max": 9.625300000000004e-06,
+    "seconds": 9.526300000000021e-06,
+    "min": 9.487699999999996e-06,
+    "max": 9.580499999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5089550000000009e-05,
-    "min": 1.504009999999995e-05,
-    "max": 1.5274099999999976e-05,
+    "seconds": 1.5252599999999985e-05,
+    "min": 1.5190099999999994e-05,
+    "max": 1.540799999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3482,15 +4728,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.131485000000001e-05,
-    "min": 2.1266900000000032e-05,
-    "max": 2.1500800000000003e-05,
+    "seconds": 2.133749999999995e-05,
+    "min": 2.1296399999999914e-05,
+    "max": 2.1529500000000042e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0694750000000014e-05,
-    "min": 2.0656299999999974e-05,
-    "max": 2.086700000000001e-05,
+    "seconds": 2.0791649999999976e-05,
+    "min": 2.0742399999999986e-05,
+    "max": 2.083829999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3514,15 +4760,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0888150000000015e-05,
-    "min": 5.071930000000002e-05,
-    "max": 5.0989099999999996e-05,
+    "seconds": 5.103964999999999e-05,
+    "min": 5.0822599999999956e-05,
+    "max": 5.122200000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012247190000000006,
-    "min": 0.00012206690000000011,
-    "max": 0.00012267000000000004,
+    "seconds": 0.000122607,
+    "min": 0.00012248299999999997,
+    "max": 0.0001227932,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3546,15 +4792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.899354999999996e-05,
-    "min": 7.862750000000001e-05,
-    "max": 8.165720000000005e-05,
+    "seconds": 7.906464999999995e-05,
+    "min": 7.892150000000005e-05,
+    "max": 7.96472e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001519982,
-    "min": 0.0001516611,
-    "max": 0.0001528184,
+    "seconds": 0.00015136705000000003,
+    "min": 0.00015087039999999997,
+    "max": 0.00015259740000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3578,15 +4824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3143949999999968e-05,
-    "min": 1.31134e-05,
-    "max": 1.3865700000000003e-05,
+    "seconds": 1.3107150000000043e-05,
+    "min": 1.3062300000000029e-05,
+    "max": 1.3897399999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3411150000000006e-05,
-    "min": 3.3062399999999956e-05,
-    "max": 3.39644e-05,
+    "seconds": 3.3580500000000035e-05,
+    "min": 3.332739999999995e-05,
+    "max": 3.39039e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3610,15 +4856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.706250000000002e-05,
-    "min": 2.7030500000000042e-05,
-    "max": 2.7427499999999967e-05,
+    "seconds": 2.6908349999999923e-05,
+    "min": 2.6895599999999977e-05,
+    "max": 2.7295800000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.744329999999999e-05,
-    "min": 2.7363099999999948e-05,
-    "max": 2.76355e-05,
+    "seconds": 2.7316699999999992e-05,
+    "min": 2.7228600000000006e-05,
+    "max": 2.745590000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3642,15 +4888,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.966069999999987e-05,
-    "min": 7.900480000000002e-05,
-    "max": 7.974529999999998e-05,
+    "seconds": 7.954090000000002e-05,
+    "min": 7.934579999999997e-05,
+    "max": 7.971100000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014737954999999997,
-    "min": 0.00014710840000000007,
-    "max": 0.00014765630000000002,
+    "seconds": 0.00014763060000000004,
+    "min": 0.00014744100000000003,
+    "max": 0.0001479030999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3674,15 +4920,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013787629999999996,
-    "min": 0.00013732159999999997,
-    "max": 0.00013809789999999993,
+    "seconds": 0.00013777029999999973,
+    "min": 0.00013763719999999985,
+    "max": 0.0001384143,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019273064999999996,
-    "min": 0.0001925495000000001,
-    "max": 0.00019311789999999996,
+    "seconds": 0.00019304154999999994,
+    "min": 0.00019271649999999996,
+    "max": 0.00019321119999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3706,15 +4952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4728050000000014e-05,
-    "min": 3.440000000000001e-05,
-    "max": 3.494080000000002e-05,
+    "seconds": 3.4724750000000074e-05,
+    "min": 3.454349999999994e-05,
+    "max": 3.491479999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9304099999999993e-05,
-    "min": 5.9061999999999984e-05,
-    "max": 5.940850000000004e-05,
+    "seconds": 5.9396349999999955e-05,
+    "min": 5.92732e-05,
+    "max": 5.941699999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3738,15 +4984,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.503014999999997e-05,
-    "min": 4.4956500000000016e-05,
-    "max": 4.533089999999997e-05,
+    "seconds": 4.516129999999996e-05,
+    "min": 4.507820000000002e-05,
+    "max": 4.556150000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1231899999999946e-05,
-    "min": 5.0825899999999963e-05,
-    "max": 5.2019199999999985e-05,
+    "seconds": 5.134860000000004e-05,
+    "min": 5.108780000000002e-05,
+    "max": 5.2893e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3770,15 +5016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015250555000000002,
-    "min": 0.000152285,
-    "max": 0.0001530854,
+    "seconds": 0.00015204729999999993,
+    "min": 0.00015186730000000008,
+    "max": 0.00015238089999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021599780000000005,
-    "min": 0.0002156932,
-    "max": 0.00021605200000000005,
+    "seconds": 0.00021593030000000008,
+    "min": 0.00021534679999999994,
+    "max": 0.0002164781000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3802,15 +5048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019656309999999997,
-    "min": 0.0001962502000000001,
-    "max": 0.0001969321000000001,
+    "seconds": 0.00019672195000000007,
+    "min": 0.00019613779999999993,
+    "max": 0.0001968967999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002253124,
-    "min": 0.00022510600000000004,
-    "max": 0.00022557690000000007,
+    "seconds": 0.00022540015,
+    "min": 0.00022501499999999999,
+    "max": 0.00022602830000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3834,15 +5080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.468700000000006e-06,
-    "min": 6.432000000000017e-06,
-    "max": 6.486300000000006e-06,
+    "seconds": 6.473499999999978e-06,
+    "min": 6.431900000000031e-06,
+    "max": 6.556999999999982e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.2225000000000205e-06,
-    "min": 6.207999999999981e-06,
-    "max": 6.259099999999944e-06,
+    "seconds": 6.259149999999982e-06,
+    "min": 6.246299999999996e-06,
+    "max": 6.304100000000085e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3866,15 +5112,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3684799999999927e-05,
-    "min": 1.3679699999999946e-05,
-    "max": 1.3715399999999955e-05,
+    "seconds": 1.3662350000000015e-05,
+    "min": 1.3635199999999942e-05,
+    "max": 1.3673900000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.60500000000003e-06,
-    "min": 9.587200000000007e-06,
-    "max": 9.609799999999962e-06,
+    "seconds": 9.52479999999997e-06,
+    "min": 9.481399999999916e-06,
+    "max": 9.558499999999981e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3898,15 +5144,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4318349999999988e-05,
-    "min": 1.4284500000000117e-05,
-    "max": 1.5042900000000032e-05,
+    "seconds": 1.4281600000000038e-05,
+    "min": 1.4262000000000012e-05,
+    "max": 1.4995199999999885e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0566350000000016e-05,
-    "min": 3.0320200000000025e-05,
-    "max": 3.079699999999998e-05,
+    "seconds": 3.045565000000003e-05,
+    "min": 3.0179200000000004e-05,
+    "max": 3.0937300000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3930,15 +5176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4328599999999955e-05,
-    "min": 3.429800000000003e-05,
-    "max": 3.462769999999998e-05,
+    "seconds": 3.435334999999997e-05,
+    "min": 3.432910000000004e-05,
+    "max": 3.456669999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.369735e-05,
-    "min": 3.364469999999997e-05,
-    "max": 3.3785400000000004e-05,
+    "seconds": 3.361420000000001e-05,
+    "min": 3.3561299999999925e-05,
+    "max": 3.374400000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3962,15 +5208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1119800000000003e-05,
-    "min": 1.1087899999999979e-05,
-    "max": 1.1167300000000057e-05,
+    "seconds": 1.110085000000002e-05,
+    "min": 1.0998400000000094e-05,
+    "max": 1.1283099999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2048000000000014e-05,
-    "min": 1.1926400000000059e-05,
-    "max": 1.212489999999998e-05,
+    "seconds": 1.1977550000000026e-05,
+    "min": 1.1772900000000004e-05,
+    "max": 1.2076599999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -3994,15 +5240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.123370000000005e-05,
-    "min": 2.120300000000011e-05,
-    "max": 2.1264200000000026e-05,
+    "seconds": 2.117705000000004e-05,
+    "min": 2.11745e-05,
+    "max": 2.1270300000000043e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6291250000000014e-05,
-    "min": 1.6249499999999987e-05,
-    "max": 1.632650000000002e-05,
+    "seconds": 1.6156650000000024e-05,
+    "min": 1.6140600000000006e-05,
+    "max": 1.6166200000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4026,15 +5272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6606399999999996e-05,
-    "min": 3.648330000000003e-05,
-    "max": 3.688299999999999e-05,
+    "seconds": 3.656785e-05,
+    "min": 3.642260000000005e-05,
+    "max": 3.676209999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.628800000000003e-05,
-    "min": 5.61376e-05,
-    "max": 5.646399999999997e-05,
+    "seconds": 5.63327e-05,
+    "min": 5.604780000000004e-05,
+    "max": 5.6591599999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4058,15 +5304,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.049769999999997e-05,
-    "min": 6.037070000000022e-05,
-    "max": 6.0583099999999884e-05,
+    "seconds": 6.0461999999999856e-05,
+    "min": 6.0325699999999984e-05,
+    "max": 6.068779999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.637280000000001e-05,
-    "min": 6.600000000000003e-05,
-    "max": 6.679379999999997e-05,
+    "seconds": 6.617845e-05,
+    "min": 6.609879999999994e-05,
+    "max": 6.645770000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4090,15 +5336,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1574599999999985e-05,
-    "min": 2.144650000000006e-05,
-    "max": 2.213749999999999e-05,
+    "seconds": 2.162069999999992e-05,
+    "min": 2.1542200000000002e-05,
+    "max": 2.2236199999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5063850000000005e-05,
-    "min": 3.4909e-05,
-    "max": 3.5135599999999976e-05,
+    "seconds": 3.5057449999999937e-05,
+    "min": 3.495039999999997e-05,
+    "max": 3.5126400000000084e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4122,15 +5368,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.576035000000002e-05,
-    "min": 3.573509999999999e-05,
-    "max": 3.582959999999998e-05,
+    "seconds": 3.5798299999999925e-05,
+    "min": 3.578509999999989e-05,
+    "max": 3.590050000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9224199999999984e-05,
-    "min": 2.915209999999994e-05,
-    "max": 2.9292700000000083e-05,
+    "seconds": 2.923490000000001e-05,
+    "min": 2.9186899999999993e-05,
+    "max": 2.9241299999999957e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4154,15 +5400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.018875000000001e-05,
-    "min": 7.009019999999997e-05,
-    "max": 7.04001e-05,
+    "seconds": 7.01318e-05,
+    "min": 6.98625e-05,
+    "max": 7.048030000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011206180000000001,
-    "min": 0.00011185589999999992,
-    "max": 0.00011222519999999991,
+    "seconds": 0.00011217509999999993,
+    "min": 0.00011205189999999996,
+    "max": 0.00011233469999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4186,15 +5432,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011805170000000003,
-    "min": 0.00011784350000000005,
-    "max": 0.00011835210000000007,
+    "seconds": 0.00011803625000000006,
+    "min": 0.00011785330000000003,
+    "max": 0.00011828720000000023,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012802020000000002,
-    "min": 0.00012795949999999998,
-    "max": 0.00012804839999999996,
+    "seconds": 0.00012793165000000002,
+    "min": 0.00012771010000000002,
+    "max": 0.0001282495,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4218,15 +5464,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.214350000000013e-06,
-    "min": 7.184000000000003e-06,
-    "max": 7.25749999999996e-06,
+    "seconds": 7.2701000000000475e-06,
+    "min": 7.196500000000003e-06,
+    "max": 7.3279999999999746e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.376e-06,
-    "min": 6.371200000000045e-06,
-    "max": 6.438699999999972e-06,
+    "seconds": 6.407899999999995e-06,
+    "min": 6.396600000000069e-06,
+    "max": 6.470799999999918e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4250,15 +5496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6636749999999966e-05,
-    "min": 1.6627500000000067e-05,
-    "max": 1.6694200000000126e-05,
+    "seconds": 1.6652749999999997e-05,
+    "min": 1.6640000000000064e-05,
+    "max": 1.6691300000000082e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.768049999999965e-06,
-    "min": 6.736000000000013e-06,
-    "max": 6.879799999999977e-06,
+    "seconds": 6.7583999999999724e-06,
+    "min": 6.700499999999988e-06,
+    "max": 6.793600000000004e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4282,15 +5528,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1690899999999993e-05,
-    "min": 1.1641600000000107e-05,
-    "max": 1.1948900000000014e-05,
+    "seconds": 1.1628699999999986e-05,
+    "min": 1.155210000000011e-05,
+    "max": 1.1891300000000047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2287999999999947e-05,
-    "min": 1.2224000000000002e-05,
-    "max": 1.242879999999998e-05,
+    "seconds": 1.2209550000000046e-05,
+    "min": 1.2156799999999987e-05,
+    "max": 1.2300600000000033e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4314,15 +5560,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.320645000000001e-05,
-    "min": 4.317830000000005e-05,
-    "max": 4.3238099999999934e-05,
+    "seconds": 4.3223649999999886e-05,
+    "min": 4.320929999999996e-05,
+    "max": 4.32542999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7883349999999975e-05,
-    "min": 1.781780000000001e-05,
-    "max": 1.7903999999999976e-05,
+    "seconds": 1.7407649999999996e-05,
+    "min": 1.7388900000000023e-05,
+    "max": 1.7442799999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4346,15 +5592,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2465600000000024e-05,
-    "min": 2.2435100000000025e-05,
-    "max": 2.2787300000000015e-05,
+    "seconds": 2.2353649999999975e-05,
+    "min": 2.231690000000001e-05,
+    "max": 2.2646399999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2515149999999947e-05,
-    "min": 2.2451199999999996e-05,
-    "max": 2.2687899999999942e-05,
+    "seconds": 2.241724999999998e-05,
+    "min": 2.2380600000000116e-05,
+    "max": 2.2588200000000097e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4378,15 +5624,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.104000000000011e-05,
-    "min": 5.102049999999992e-05,
-    "max": 5.108560000000002e-05,
+    "seconds": 5.106070000000001e-05,
+    "min": 5.104639999999992e-05,
+    "max": 5.108990000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1659349999999937e-05,
-    "min": 2.1590399999999955e-05,
-    "max": 2.1702300000000038e-05,
+    "seconds": 2.141909999999998e-05,
+    "min": 2.1411099999999965e-05,
+    "max": 2.1455899999999938e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4410,15 +5656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.324765e-05,
-    "min": 5.300419999999992e-05,
-    "max": 5.343989999999993e-05,
+    "seconds": 5.314555000000004e-05,
+    "min": 5.3077599999999846e-05,
+    "max": 5.32413e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.115364999999998e-05,
-    "min": 7.090890000000004e-05,
-    "max": 7.128600000000002e-05,
+    "seconds": 7.112439999999997e-05,
+    "min": 7.088339999999999e-05,
+    "max": 7.133430000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4442,15 +5688,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015525750000000007,
-    "min": 0.00015512529999999993,
-    "max": 0.00015557189999999995,
+    "seconds": 0.0001555487,
+    "min": 0.00015543789999999984,
+    "max": 0.00015595119999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.559355000000002e-05,
-    "min": 6.555449999999992e-05,
-    "max": 6.577989999999995e-05,
+    "seconds": 6.602999999999996e-05,
+    "min": 6.5814e-05,
+    "max": 6.624189999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4475,15 +5721,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.584050000000053e-06,
-    "min": 6.563200000000051e-06,
-    "max": 6.592099999999982e-06,
+    "seconds": 6.61274999999996e-06,
+    "min": 6.601700000000255e-06,
+    "max": 6.659299999999893e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0982449999999983e-05,
-    "min": 1.0963300000000062e-05,
-    "max": 1.1020600000000058e-05,
+    "seconds": 1.0940699999999965e-05,
+    "min": 1.0924600000000066e-05,
+    "max": 1.0998500000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4508,15 +5754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0299100000000043e-05,
-    "min": 1.027849999999994e-05,
-    "max": 1.0313400000000012e-05,
+    "seconds": 1.0260850000000015e-05,
+    "min": 1.0246199999999943e-05,
+    "max": 1.0290999999999963e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3027300000000242e-05,
-    "min": 1.2995299999999725e-05,
-    "max": 1.3074900000000002e-05,
+    "seconds": 1.294870000000003e-05,
+    "min": 1.2927499999999964e-05,
+    "max": 1.2985699999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4541,15 +5787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.547349999999989e-06,
-    "min": 8.489800000000013e-06,
-    "max": 8.569600000000003e-06,
+    "seconds": 8.468800000000021e-06,
+    "min": 8.39349999999995e-06,
+    "max": 8.534300000000007e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2931050000000068e-05,
-    "min": 1.2905700000000002e-05,
-    "max": 1.2956899999999952e-05,
+    "seconds": 1.2889550000000008e-05,
+    "min": 1.2854400000000056e-05,
+    "max": 1.2915099999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4574,15 +5820,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4455899999999997e-05,
-    "min": 1.4390200000000061e-05,
-    "max": 1.4780800000000001e-05,
+    "seconds": 1.4335749999999979e-05,
+    "min": 1.4300300000000016e-05,
+    "max": 1.482249999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5556549999999925e-05,
-    "min": 1.5488300000000002e-05,
-    "max": 1.5760000000000046e-05,
+    "seconds": 1.543340000000004e-05,
+    "min": 1.539500000000012e-05,
+    "max": 1.560289999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4607,15 +5853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5241749999999985e-05,
-    "min": 1.5219199999999988e-05,
-    "max": 1.542750000000001e-05,
+    "seconds": 1.5246199999999983e-05,
+    "min": 1.5215500000000009e-05,
+    "max": 1.533420000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.010895000000005e-05,
-    "min": 3.0048299999999927e-05,
-    "max": 3.030079999999996e-05,
+    "seconds": 3.0007800000000075e-05,
+    "min": 2.9961600000000032e-05,
+    "max": 3.0223699999999963e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4640,15 +5886,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3648349999999992e-05,
-    "min": 2.3561699999999927e-05,
-    "max": 2.388800000000001e-05,
+    "seconds": 2.3643249999999977e-05,
+    "min": 2.360939999999998e-05,
+    "max": 2.3836900000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6108850000000006e-05,
-    "min": 3.5948400000000084e-05,
-    "max": 3.617610000000002e-05,
+    "seconds": 3.602330000000006e-05,
+    "min": 3.576650000000008e-05,
+    "max": 3.636770000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4673,15 +5919,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2304000000000012e-05,
-    "min": 2.226230000000004e-05,
-    "max": 2.2384099999999968e-05,
+    "seconds": 2.222084999999999e-05,
+    "min": 2.2166100000000004e-05,
+    "max": 2.2540600000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.192675000000004e-05,
-    "min": 5.170830000000002e-05,
-    "max": 5.210610000000005e-05,
+    "seconds": 5.198035000000001e-05,
+    "min": 5.185849999999997e-05,
+    "max": 5.210179999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4706,15 +5952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.043515000000004e-05,
-    "min": 4.031629999999992e-05,
-    "max": 4.0573099999999945e-05,
+    "seconds": 4.037885000000003e-05,
+    "min": 4.033250000000004e-05,
+    "max": 4.0447600000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.280964999999997e-05,
-    "min": 6.265919999999996e-05,
-    "max": 6.327449999999975e-05,
+    "seconds": 6.266624999999996e-05,
+    "min": 6.255249999999999e-05,
+    "max": 6.297509999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4739,15 +5985,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.000955000000001e-05,
-    "min": 2.990400000000001e-05,
-    "max": 3.0067199999999982e-05,
+    "seconds": 3.0073600000000003e-05,
+    "min": 3.001279999999999e-05,
+    "max": 3.012719999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.729120000000002e-05,
-    "min": 7.713569999999995e-05,
-    "max": 7.745040000000007e-05,
+    "seconds": 7.710679999999999e-05,
+    "min": 7.697549999999997e-05,
+    "max": 7.725380000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4772,15 +6018,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.9201849999999984e-05,
-    "min": 4.906239999999999e-05,
-    "max": 4.932799999999999e-05,
+    "seconds": 4.919895000000005e-05,
+    "min": 4.889870000000002e-05,
+    "max": 4.925780000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.673620000000003e-05,
-    "min": 8.658269999999997e-05,
-    "max": 8.712019999999995e-05,
+    "seconds": 8.673750000000004e-05,
+    "min": 8.646969999999992e-05,
+    "max": 8.701669999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4805,15 +6051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1683499999999995e-05,
-    "min": 4.1260799999999976e-05,
-    "max": 4.174469999999999e-05,
+    "seconds": 4.1519650000000025e-05,
+    "min": 4.137590000000004e-05,
+    "max": 4.185300000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.614710000000011e-05,
-    "min": 9.606409999999995e-05,
-    "max": 9.650190000000007e-05,
+    "seconds": 9.641030000000004e-05,
+    "min": 9.604420000000005e-05,
+    "max": 9.669319999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4838,15 +6084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.984535000000003e-05,
-    "min": 7.95625e-05,
-    "max": 7.992909999999998e-05,
+    "seconds": 7.984515000000002e-05,
+    "min": 7.96405e-05,
+    "max": 8.005450000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011523654999999992,
-    "min": 0.00011501770000000005,
-    "max": 0.00011544289999999995,
+    "seconds": 0.00011539014999999991,
+    "min": 0.00011518179999999995,
+    "max": 0.00011555980000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4871,15 +6117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.599059999999997e-05,
-    "min": 7.58692e-05,
-    "max": 7.620819999999997e-05,
+    "seconds": 7.586210000000003e-05,
+    "min": 7.568690000000002e-05,
+    "max": 7.601869999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018834829999999996,
-    "min": 0.0001881722999999999,
-    "max": 0.00018866749999999993,
+    "seconds": 0.00018841650000000004,
+    "min": 0.00018795240000000002,
+    "max": 0.00018867139999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4904,15 +6150,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012570425,
-    "min": 0.0001253855,
-    "max": 0.0001260675,
+    "seconds": 0.00012548960000000005,
+    "min": 0.0001252919999999999,
+    "max": 0.00012556360000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021395270000000002,
-    "min": 0.0002137604000000001,
-    "max": 0.00021421689999999996,
+    "seconds": 0.00021429874999999999,
+    "min": 0.00021410409999999993,
+    "max": 0.00021477770000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4937,15 +6183,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010253509999999999,
-    "min": 0.00010223979999999998,
-    "max": 0.00010263910000000007,
+    "seconds": 0.00010271619999999997,
+    "min": 0.00010244170000000004,
+    "max": 0.00010287310000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002419204,
-    "min": 0.00024140209999999997,
-    "max": 0.00024211769999999989,
+    "seconds": 0.00024211829999999998,
+    "min": 0.00024181810000000007,
+    "max": 0.00024230620000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4970,15 +6216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000200377,
-    "min": 0.00020025749999999994,
-    "max": 0.0002005996,
+    "seconds": 0.00020021494999999994,
+    "min": 0.00020016139999999997,
+    "max": 0.00020059420000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029008689999999993,
-    "min": 0.0002897215,
-    "max": 0.00029023609999999996,
+    "seconds": 0.0002900101,
+    "min": 0.0002899170000000001,
+    "max": 0.00029045709999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4998,9 +6244,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.982450000000006e-06,
-    "min": 6.9665000000000425e-06,
-    "max": 7.068700000000024e-06,
+    "seconds": 7.006249999999977e-06,
+    "min": 6.988399999999967e-06,
+    "max": 7.078599999999994e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5026,9 +6272,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.849449999999972e-06,
-    "min": 6.825800000000037e-06,
-    "max": 6.934199999999999e-06,
+    "seconds": 6.855900000000054e-06,
+    "min": 6.831799999999976e-06,
+    "max": 6.969200000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5054,9 +6300,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.641549999999956e-06,
-    "min": 7.61569999999998e-06,
-    "max": 7.65760000000023e-06,
+    "seconds": 7.633500000000038e-06,
+    "min": 7.615600000000029e-06,
+    "max": 7.654200000000036e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5082,9 +6328,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.26059999999988e-06,
-    "min": 7.24159999999996e-06,
-    "max": 7.347200000000067e-06,
+    "seconds": 7.2943499999999685e-06,
+    "min": 7.251100000000054e-06,
+    "max": 7.3375e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5110,9 +6356,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1092549999999994e-05,
-    "min": 1.1033700000000011e-05,
-    "max": 1.114910000000001e-05,
+    "seconds": 1.1007499999999965e-05,
+    "min": 1.0950000000000034e-05,
+    "max": 1.109760000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5138,9 +6384,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.463950000000023e-06,
-    "min": 9.44979999999997e-06,
-    "max": 9.490899999999987e-06,
+    "seconds": 9.432199999999977e-06,
+    "min": 9.39150000000003e-06,
+    "max": 9.48800000000008e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5166,9 +6412,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3785550000000019e-05,
-    "min": 1.3712200000000007e-05,
-    "max": 1.3804899999999963e-05,
+    "seconds": 1.379169999999998e-05,
+    "min": 1.3762900000000036e-05,
+    "max": 1.382080000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5194,9 +6440,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2849399999999991e-05,
-    "min": 1.2819000000000017e-05,
-    "max": 1.2896000000000003e-05,
+    "seconds": 1.2847800000000035e-05,
+    "min": 1.2822199999999963e-05,
+    "max": 1.2943699999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5222,9 +6468,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6230499999999993e-05,
-    "min": 1.616659999999997e-05,
-    "max": 1.6294299999999997e-05,
+    "seconds": 1.609210000000003e-05,
+    "min": 1.6054099999999972e-05,
+    "max": 1.612450000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5250,9 +6496,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4585399999999976e-05,
-    "min": 1.4550599999999998e-05,
-    "max": 1.4643500000000018e-05,
+    "seconds": 1.4498949999999972e-05,
+    "min": 1.4482500000000004e-05,
+    "max": 1.4556599999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5278,9 +6524,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.345435000000003e-05,
-    "min": 4.324440000000001e-05,
-    "max": 4.3580899999999974e-05,
+    "seconds": 4.334935000000002e-05,
+    "min": 4.3214999999999945e-05,
+    "max": 4.358299999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5306,9 +6552,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.977120000000001e-05,
-    "min": 2.967410000000001e-05,
-    "max": 2.994550000000004e-05,
+    "seconds": 2.971775e-05,
+    "min": 2.961309999999999e-05,
+    "max": 2.9884000000000048e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5334,9 +6580,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.611944999999997e-05,
-    "min": 5.587519999999998e-05,
-    "max": 5.6335800000000004e-05,
+    "seconds": 5.614709999999998e-05,
+    "min": 5.591309999999996e-05,
+    "max": 5.634830000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5362,9 +6608,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9082699999999984e-05,
-    "min": 3.8956799999999945e-05,
-    "max": 3.9340800000000015e-05,
+    "seconds": 3.9223799999999975e-05,
+    "min": 3.9049300000000026e-05,
+    "max": 3.9423400000000074e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5390,9 +6636,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.925455000000001e-05,
-    "min": 5.908819999999996e-05,
-    "max": 5.944969999999994e-05,
+    "seconds": 5.928044999999988e-05,
+    "min": 5.922210000000001e-05,
+    "max": 5.956729999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5418,9 +6664,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.412974999999998e-05,
-    "min": 4.389729999999993e-05,
-    "max": 4.428850000000002e-05,
+    "seconds": 4.4111800000000014e-05,
+    "min": 4.3922599999999985e-05,
+    "max": 4.44223e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5446,9 +6692,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013243965000000004,
-    "min": 0.00013136939999999997,
-    "max": 0.00013352449999999997,
+    "seconds": 0.00013253099999999997,
+    "min": 0.00013230979999999997,
+    "max": 0.0001330778,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5474,9 +6720,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.436354999999995e-05,
-    "min": 7.429170000000002e-05,
-    "max": 7.44433e-05,
+    "seconds": 7.429915000000003e-05,
+    "min": 7.425269999999999e-05,
+    "max": 7.445039999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -5504,15 +6750,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4678349999999997e-05,
-    "min": 2.4563499999999976e-05,
-    "max": 2.478390000000002e-05,
+    "seconds": 2.464319999999999e-05,
+    "min": 2.4522000000000003e-05,
+    "max": 2.474219999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9753700000000004e-05,
-    "min": 4.9696100000000054e-05,
-    "max": 4.9840300000000086e-05,
+    "seconds": 4.995639999999998e-05,
+    "min": 4.9875199999999966e-05,
+    "max": 5.00189e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5534,15 +6780,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.000094999999998e-05,
-    "min": 4.991419999999996e-05,
-    "max": 5.013760000000004e-05,
+    "seconds": 5.001395000000002e-05,
+    "min": 4.992030000000007e-05,
+    "max": 5.011139999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4476900000000023e-05,
-    "min": 2.4329599999999985e-05,
-    "max": 2.46081e-05,
+    "seconds": 2.4620549999999996e-05,
+    "min": 2.438689999999998e-05,
+    "max": 2.4742000000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5567,15 +6813,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010129584999999995,
-    "min": 0.00010110030000000005,
-    "max": 0.00010145980000000001,
+    "seconds": 0.00010105484999999999,
+    "min": 0.00010095279999999998,
+    "max": 0.00010137849999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014471180000000006,
-    "min": 0.00014445390000000015,
-    "max": 0.0001451482,
+    "seconds": 0.00014482590000000005,
+    "min": 0.00014434160000000016,
+    "max": 0.00014508040000000029,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5600,15 +6846,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015787065,
-    "min": 0.00015750390000000006,
-    "max": 0.00015797399999999996,
+    "seconds": 0.00015769035000000005,
+    "min": 0.00015742229999999988,
+    "max": 0.00015790250000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017048560000000002,
-    "min": 0.00017005390000000012,
-    "max": 0.00017057389999999983,
+    "seconds": 0.00017073745000000011,
+    "min": 0.0001702482999999999,
+    "max": 0.0001708123,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5632,15 +6878,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7692649999999996e-05,
-    "min": 3.7584199999999985e-05,
-    "max": 3.7814000000000014e-05,
+    "seconds": 3.7698899999999986e-05,
+    "min": 3.750689999999997e-05,
+    "max": 3.7752699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000105943,
-    "min": 0.00010543429999999999,
-    "max": 0.0001061930999999999,
+    "seconds": 0.00010574130000000001,
+    "min": 0.00010566099999999998,
+    "max": 0.0001058261,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5664,15 +6910,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023564520000000005,
-    "min": 0.00023550219999999986,
-    "max": 0.00023622140000000008,
+    "seconds": 0.00023599499999999997,
+    "min": 0.00023558659999999994,
+    "max": 0.00023618319999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005535961499999997,
-    "min": 0.0005534330999999999,
-    "max": 0.000553985000000001,
+    "seconds": 0.0005539328000000002,
+    "min": 0.0005533738999999999,
+    "max": 0.0005541240000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5694,15 +6940,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.710584999999997e-05,
-    "min": 3.672929999999999e-05,
-    "max": 3.721929999999994e-05,
+    "seconds": 3.698400000000001e-05,
+    "min": 3.686790000000001e-05,
+    "max": 3.716749999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.335474999999999e-05,
-    "min": 5.273299999999999e-05,
-    "max": 5.371520000000005e-05,
+    "seconds": 5.3380499999999975e-05,
+    "min": 5.320900000000001e-05,
+    "max": 5.346819999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5724,15 +6970,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9431949999999996e-05,
-    "min": 1.9340599999999982e-05,
-    "max": 1.952629999999996e-05,
+    "seconds": 1.944989999999999e-05,
+    "min": 1.931839999999996e-05,
+    "max": 1.955830000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7414499999999986e-05,
-    "min": 2.712639999999999e-05,
-    "max": 2.750399999999994e-05,
+    "seconds": 2.743685000000001e-05,
+    "min": 2.7286399999999983e-05,
+    "max": 2.7545199999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5754,15 +7000,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3315250000000006e-05,
-    "min": 3.317740000000001e-05,
-    "max": 3.348149999999995e-05,
+    "seconds": 3.333559999999999e-05,
+    "min": 3.310039999999999e-05,
+    "max": 3.3430399999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.745914999999996e-05,
-    "min": 4.716139999999998e-05,
-    "max": 4.759729999999997e-05,
+    "seconds": 4.7526350000000016e-05,
+    "min": 4.736330000000001e-05,
+    "max": 4.7855800000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5784,15 +7030,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4187400000000012e-05,
-    "min": 2.397059999999997e-05,
-    "max": 2.4243100000000005e-05,
+    "seconds": 2.3951899999999993e-05,
+    "min": 2.3917100000000005e-05,
+    "max": 2.4114899999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1854450000000015e-05,
-    "min": 3.1775700000000056e-05,
-    "max": 3.206429999999999e-05,
+    "seconds": 3.1830100000000046e-05,
+    "min": 3.171830000000003e-05,
+    "max": 3.187489999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5812,15 +7058,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.32497e-05,
-    "min": 3.316479999999999e-05,
-    "max": 3.333720000000001e-05,
+    "seconds": 3.332729999999998e-05,
+    "min": 3.32962e-05,
+    "max": 3.352890000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.779680000000001e-05,
-    "min": 4.7644700000000015e-05,
-    "max": 4.79073e-05,
+    "seconds": 4.7836799999999955e-05,
+    "min": 4.770570000000001e-05,
+    "max": 4.802199999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5840,15 +7086,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.889275e-05,
-    "min": 1.872600000000001e-05,
-    "max": 1.8918299999999998e-05,
+    "seconds": 1.8881450000000005e-05,
+    "min": 1.8707099999999992e-05,
+    "max": 1.9040099999999892e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6044799999999985e-05,
-    "min": 2.5852999999999998e-05,
-    "max": 2.62428e-05,
+    "seconds": 2.5972949999999987e-05,
+    "min": 2.582059999999998e-05,
+    "max": 2.6220699999999944e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5868,15 +7114,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3235750000000015e-05,
-    "min": 3.305949999999999e-05,
-    "max": 3.3401599999999975e-05,
+    "seconds": 3.3203000000000014e-05,
+    "min": 3.313889999999999e-05,
+    "max": 3.337859999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.754385000000001e-05,
-    "min": 4.713940000000004e-05,
-    "max": 4.774730000000003e-05,
+    "seconds": 4.769530000000001e-05,
+    "min": 4.745209999999997e-05,
+    "max": 4.7900700000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5896,15 +7142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.83136e-05,
-    "min": 1.815389999999995e-05,
-    "max": 1.8380699999999978e-05,
+    "seconds": 1.824474999999998e-05,
+    "min": 1.807690000000001e-05,
+    "max": 1.8278499999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4510399999999975e-05,
-    "min": 2.445770000000002e-05,
-    "max": 2.4630299999999973e-05,
+    "seconds": 2.4562950000000012e-05,
+    "min": 2.4326499999999985e-05,
+    "max": 2.4690800000000038e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5924,15 +7170,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.34898e-05,
-    "min": 3.3335299999999986e-05,
-    "max": 3.3561400000000014e-05,
+    "seconds": 3.352155e-05,
+    "min": 3.332460000000003e-05,
+    "max": 3.356650000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7577100000000016e-05,
-    "min": 4.71293e-05,
-    "max": 4.783619999999999e-05,
+    "seconds": 4.768075e-05,
+    "min": 4.742040000000002e-05,
+    "max": 4.804079999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5952,15 +7198,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9193449999999978e-05,
-    "min": 1.91519e-05,
-    "max": 1.9305600000000004e-05,
+    "seconds": 1.935829999999998e-05,
+    "min": 1.9251200000000006e-05,
+    "max": 1.949090000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4561550000000002e-05,
-    "min": 2.4370900000000018e-05,
-    "max": 2.4745500000000026e-05,
+    "seconds": 2.4439700000000016e-05,
+    "min": 2.429749999999997e-05,
+    "max": 2.4748999999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5982,15 +7228,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.774754999999997e-05,
-    "min": 4.755550000000001e-05,
-    "max": 4.792730000000001e-05,
+    "seconds": 4.786335000000001e-05,
+    "min": 4.757040000000005e-05,
+    "max": 4.80506e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6456050000000015e-05,
-    "min": 3.6255599999999985e-05,
-    "max": 3.675840000000004e-05,
+    "seconds": 3.6469249999999996e-05,
+    "min": 3.61433e-05,
+    "max": 3.666530000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6012,15 +7258,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.997749999999999e-05,
-    "min": 2.9926500000000012e-05,
-    "max": 3.0047899999999994e-05,
+    "seconds": 3.0044400000000027e-05,
+    "min": 2.972460000000001e-05,
+    "max": 3.014399999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.086730000000003e-05,
-    "min": 2.0649600000000078e-05,
-    "max": 2.1004700000000016e-05,
+    "seconds": 2.0823850000000006e-05,
+    "min": 2.0729499999999995e-05,
+    "max": 2.1049399999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6048,15 +7294,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0505599379539496e-05,
-    "min": 4.9849599599838255e-05,
-    "max": 5.471680164337158e-05,
+    "seconds": 5.033599734306335e-05,
+    "min": 5e-05,
+    "max": 5.4355198144912726e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.824959814548493e-05,
-    "min": 6.652799844741822e-05,
-    "max": 8.687999844551086e-05,
+    "seconds": 6.232320070266723e-05,
+    "min": 5.7676798105239864e-05,
+    "max": 8.191360235214234e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6084,15 +7330,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8627200424671172e-05,
-    "min": 2.7987200021743775e-05,
-    "max": 3.525440096855164e-05,
+    "seconds": 2.804639935493469e-05,
+    "min": 2.762880027294159e-05,
+    "max": 3.4460800886154174e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.0267198085784914e-05,
-    "min": 5.4825598001480106e-05,
-    "max": 6.927040219306946e-05,
+    "seconds": 6.171840131282807e-05,
+    "min": 5.8409601449966426e-05,
+    "max": 0.00010470720529556275,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6120,15 +7366,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.775850000000001e-05,
-    "min": 4.7622899999999974e-05,
-    "max": 4.7943100000000026e-05,
+    "seconds": 4.7854999999999995e-05,
+    "min": 4.764159999999997e-05,
+    "max": 4.824679999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.541485000000004e-05,
-    "min": 9.526759999999994e-05,
-    "max": 9.562269999999993e-05,
+    "seconds": 9.547614999999998e-05,
+    "min": 9.528930000000002e-05,
+    "max": 9.566080000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6156,15 +7402,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.440475e-05,
-    "min": 2.433219999999999e-05,
-    "max": 2.4665600000000003e-05,
+    "seconds": 2.4401099999999996e-05,
+    "min": 2.4147699999999962e-05,
+    "max": 2.4642800000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.857140000000001e-05,
-    "min": 4.839059999999989e-05,
-    "max": 4.8857600000000045e-05,
+    "seconds": 4.842180000000002e-05,
+    "min": 4.8150199999999836e-05,
+    "max": 4.8640099999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6188,15 +7434,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3697249999999997e-05,
-    "min": 3.3436699999999984e-05,
-    "max": 3.378299999999999e-05,
+    "seconds": 3.375929999999998e-05,
+    "min": 3.364120000000001e-05,
+    "max": 3.388410000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.586360000000006e-05,
-    "min": 9.551430000000007e-05,
-    "max": 9.604320000000004e-05,
+    "seconds": 9.580945000000005e-05,
+    "min": 9.533390000000008e-05,
+    "max": 9.601219999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6220,15 +7466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.388554999999993e-05,
-    "min": 8.377959999999999e-05,
-    "max": 8.394599999999993e-05,
+    "seconds": 8.389555000000001e-05,
+    "min": 8.375069999999998e-05,
+    "max": 8.400360000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012050749999999996,
-    "min": 0.0001202187,
-    "max": 0.00012082259999999995,
+    "seconds": 0.00012067064999999992,
+    "min": 0.00012016910000000026,
+    "max": 0.0001210804,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6250,15 +7496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.323535000000001e-05,
-    "min": 6.25978e-05,
-    "max": 6.367939999999997e-05,
+    "seconds": 6.346835000000002e-05,
+    "min": 6.326739999999996e-05,
+    "max": 6.370460000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9614099999999996e-05,
-    "min": 4.929289999999998e-05,
-    "max": 4.975939999999996e-05,
+    "seconds": 4.9684600000000056e-05,
+    "min": 4.936920000000002e-05,
+    "max": 4.982070000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6280,15 +7526,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011358979999999996,
-    "min": 0.00011334969999999998,
-    "max": 0.00011400249999999998,
+    "seconds": 0.00011385575000000001,
+    "min": 0.00011358359999999992,
+    "max": 0.00011395059999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.419194999999995e-05,
-    "min": 7.378319999999997e-05,
-    "max": 7.45025e-05,
+    "seconds": 7.417224999999993e-05,
+    "min": 7.386180000000002e-05,
+    "max": 7.437749999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6315,15 +7561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.997125000000004e-05,
-    "min": 7.977589999999998e-05,
-    "max": 8.021129999999999e-05,
+    "seconds": 8.017219999999998e-05,
+    "min": 7.994160000000001e-05,
+    "max": 8.053439999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.601144999999992e-05,
-    "min": 7.55936e-05,
-    "max": 7.629240000000005e-05,
+    "seconds": 7.599909999999994e-05,
+    "min": 7.56576999999998e-05,
+    "max": 7.625240000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6350,15 +7596,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012497599999999998,
-    "min": 0.00012484060000000002,
-    "max": 0.00012506740000000006,
+    "seconds": 0.00012477679999999997,
+    "min": 0.00012472179999999992,
+    "max": 0.00012488239999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.791849999999988e-05,
-    "min": 7.767970000000009e-05,
-    "max": 7.815019999999996e-05,
+    "seconds": 7.795074999999995e-05,
+    "min": 7.78838e-05,
+    "max": 7.811129999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6381,15 +7627,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.566030000000001e-05,
-    "min": 3.5526900000000034e-05,
-    "max": 3.5859299999999984e-05,
+    "seconds": 3.5941799999999995e-05,
+    "min": 3.5766300000000003e-05,
+    "max": 3.607039999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033823649999999974,
-    "min": 0.0003377370000000004,
-    "max": 0.0003385798999999997,
+    "seconds": 0.0003394965499999999,
+    "min": 0.000338778399999999,
+    "max": 0.0003403331999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6412,15 +7658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.558744999999999e-05,
-    "min": 3.545269999999993e-05,
-    "max": 3.579169999999999e-05,
+    "seconds": 3.5831600000000004e-05,
+    "min": 3.568959999999994e-05,
+    "max": 3.588419999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033834715,
-    "min": 0.00033825230000000025,
-    "max": 0.0003398855000000004,
+    "seconds": 0.00033910160000000006,
+    "min": 0.00033865109999999947,
+    "max": 0.0003404287999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6455,15 +7701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.89685e-05,
-    "min": 5.880309999999995e-05,
-    "max": 5.924769999999999e-05,
+    "seconds": 5.904889999999999e-05,
+    "min": 5.884789999999998e-05,
+    "max": 5.91773e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019698990000000004,
-    "min": 0.00019652409999999996,
-    "max": 0.00019733110000000011,
+    "seconds": 0.00019677669999999993,
+    "min": 0.00019669470000000002,
+    "max": 0.00019745319999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6498,15 +7744,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.890175000000002e-05,
-    "min": 5.86397e-05,
-    "max": 5.907289999999996e-05,
+    "seconds": 5.874729999999999e-05,
+    "min": 5.871349999999999e-05,
+    "max": 5.8870700000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019156065,
-    "min": 0.00019148759999999994,
-    "max": 0.00019167729999999993,
+    "seconds": 0.00019151115,
+    "min": 0.0001914323,
+    "max": 0.00019158190000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6541,15 +7787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.7870750000000005e-05,
-    "min": 5.7788600000000025e-05,
-    "max": 5.793849999999999e-05,
+    "seconds": 5.7836750000000025e-05,
+    "min": 5.767399999999995e-05,
+    "max": 5.7874299999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003422788500000001,
-    "min": 0.0003421769,
-    "max": 0.0003423188,
+    "seconds": 0.00034225675,
+    "min": 0.00034218720000000005,
+    "max": 0.00034231200000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6584,15 +7830,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5537750000000005e-05,
-    "min": 5.5468800000000013e-05,
-    "max": 5.583769999999999e-05,
+    "seconds": 5.542000000000001e-05,
+    "min": 5.536309999999995e-05,
+    "max": 5.5791699999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033490924999999996,
-    "min": 0.00033458580000000004,
-    "max": 0.0003350111,
+    "seconds": 0.0003347342,
+    "min": 0.0003346353999999999,
+    "max": 0.0003349591,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6631,15 +7877,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000126312,
-    "min": 0.0001262468,
-    "max": 0.00012641620000000006,
+    "seconds": 0.00012620644999999995,
+    "min": 0.00012613689999999998,
+    "max": 0.00012642149999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004252965,
-    "min": 0.0004244711000000001,
-    "max": 0.00042634030000000025,
+    "seconds": 0.0004245401,
+    "min": 0.00042442240000000023,
+    "max": 0.00042525030000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6678,15 +7924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001263458,
-    "min": 0.0001263298,
-    "max": 0.00012637929999999997,
+    "seconds": 0.00012634559999999997,
+    "min": 0.00012628649999999996,
+    "max": 0.00012639330000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004230089499999999,
-    "min": 0.0004226178999999997,
-    "max": 0.00042325320000000024,
+    "seconds": 0.0004231907499999998,
+    "min": 0.0004228995000000002,
+    "max": 0.0004237043,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6713,15 +7959,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.827720000000001e-05,
-    "min": 8.784570000000002e-05,
-    "max": 8.856370000000005e-05,
+    "seconds": 8.856434999999996e-05,
+    "min": 8.79671e-05,
+    "max": 8.902000000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012267379999999996,
-    "min": 0.0001226121,
-    "max": 0.00012270760000000004,
+    "seconds": 0.00012291805,
+    "min": 0.00012289889999999996,
+    "max": 0.0001229691,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6748,15 +7994,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.514375e-05,
-    "min": 5.4982700000000045e-05,
-    "max": 5.531590000000001e-05,
+    "seconds": 5.500805000000001e-05,
+    "min": 5.4841899999999994e-05,
+    "max": 5.5235099999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.002589999999999e-05,
-    "min": 8.991329999999996e-05,
-    "max": 9.005780000000001e-05,
+    "seconds": 8.993495000000001e-05,
+    "min": 8.987360000000003e-05,
+    "max": 8.999009999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6781,15 +8027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.7491201162338254e-05,
-    "min": 5.675519704818725e-05,
-    "max": 6.378239989280701e-05,
+    "seconds": 5.678719878196716e-05,
+    "min": 5.596799850463867e-05,
+    "max": 6.345279812812804e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.381279766559601e-05,
-    "min": 7.200000286102294e-05,
-    "max": 0.00010762560367584229,
+    "seconds": 8.031840026378632e-05,
+    "min": 7.689279913902283e-05,
+    "max": 9.271680116653443e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6814,15 +8060,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.266560018062591e-05,
-    "min": 5.220159888267517e-05,
-    "max": 6.110720038414001e-05,
+    "seconds": 5.7247999310493475e-05,
+    "min": 5.548160076141358e-05,
+    "max": 6.296319961547851e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.242240011692046e-05,
-    "min": 7.093440294265747e-05,
-    "max": 8.761280179023742e-05,
+    "seconds": 7.615840137004852e-05,
+    "min": 7.404479980468751e-05,
+    "max": 0.00010081280469894409,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6854,15 +8100,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.779360055923462e-05,
-    "min": 3.7318399548530584e-05,
-    "max": 4.256959855556488e-05,
+    "seconds": 3.783200085163117e-05,
+    "min": 3.742719888687134e-05,
+    "max": 4.3228799104690554e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.760960161685943e-05,
-    "min": 7.562239766120911e-05,
-    "max": 9.434239864349365e-05,
+    "seconds": 8.294880092144012e-05,
+    "min": 7.728000283241272e-05,
+    "max": 0.00010283199548721315,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6894,15 +8140,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1820800006389616e-05,
-    "min": 2.11776003241539e-05,
-    "max": 2.98911988735199e-05,
+    "seconds": 2.5911999493837355e-05,
+    "min": 2.268159985542297e-05,
+    "max": 3.284800052642822e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.368160188198089e-05,
-    "min": 7.233279943466187e-05,
-    "max": 9.783040285110475e-05,
+    "seconds": 9.712640047073365e-05,
+    "min": 8.86687994003296e-05,
+    "max": 0.00012123520374298096,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -6922,15 +8168,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029548415,
-    "min": 0.0002950838,
-    "max": 0.00029560870000000007,
+    "seconds": 0.00029540830000000004,
+    "min": 0.00029532729999999995,
+    "max": 0.0002959584000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045403725,
-    "min": 0.0004527839999999999,
-    "max": 0.0004542770999999998,
+    "seconds": 0.00045358650000000024,
+    "min": 0.00045335789999999975,
+    "max": 0.00045401749999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6950,15 +8196,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036688309999999985,
-    "min": 0.00036653079999999973,
-    "max": 0.00036702679999999985,
+    "seconds": 0.00036682385000000024,
+    "min": 0.0003664564,
+    "max": 0.0003672084,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004775159000000003,
-    "min": 0.00047654739999999945,
-    "max": 0.0004783092,
+    "seconds": 0.00047749580000000004,
+    "min": 0.0004772593999999998,
+    "max": 0.0004783783999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7003,15 +8249,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024152020000000002,
-    "min": 0.00024108849999999993,
-    "max": 0.00024164109999999988,
+    "seconds": 0.0002415226,
+    "min": 0.00024115430000000012,
+    "max": 0.00024169849999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007784954500000003,
-    "min": 0.0007773509000000006,
-    "max": 0.0007791391000000001,
+    "seconds": 0.0007787785500000001,
+    "min": 0.0007775003999999998,
+    "max": 0.0007793876000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7056,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020120460499999998,
-    "min": 0.0020089382999999997,
-    "max": 0.0020277335000000005,
+    "seconds": 0.0020213238499999994,
+    "min": 0.0020095968999999997,
+    "max": 0.0020269185999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049169797999999995,
-    "min": 0.0049115976,
-    "max": 0.004920855899999998,
+    "seconds": 0.0049111464,
+    "min": 0.004905783799999998,
+    "max": 0.0049232475,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7109,15 +8355,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005477788999999999,
-    "min": 0.0005476764,
-    "max": 0.0005485262,
+    "seconds": 0.00054934215,
+    "min": 0.0005491229000000001,
+    "max": 0.0005500917000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.001749862,
-    "min": 0.001747793399999999,
-    "max": 0.0017513652,
+    "seconds": 0.0017499511499999999,
+    "min": 0.0017490199000000008,
+    "max": 0.0017559394000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7162,15 +8408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.852615000000001e-05,
-    "min": 6.841659999999999e-05,
-    "max": 6.861840000000005e-05,
+    "seconds": 6.848554999999996e-05,
+    "min": 6.81521e-05,
+    "max": 6.856149999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003974012999999999,
-    "min": 0.00039685800000000004,
-    "max": 0.00039778710000000045,
+    "seconds": 0.0003976683000000002,
+    "min": 0.00039644299999999996,
+    "max": 0.00039852470000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7215,15 +8461,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015732535,
-    "min": 0.00015690319999999992,
-    "max": 0.0001580519999999999,
+    "seconds": 0.00015709429999999998,
+    "min": 0.00015675409999999998,
+    "max": 0.00015827740000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004955078000000003,
-    "min": 0.0004945931999999996,
-    "max": 0.0004962387999999997,
+    "seconds": 0.0004948929999999999,
+    "min": 0.0004944836000000069,
+    "max": 0.0004955247,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7268,15 +8514,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010271339999999999,
-    "min": 0.00010220519999999995,
-    "max": 0.00010300769999999997,
+    "seconds": 0.00010289214999999997,
+    "min": 0.00010244739999999996,
+    "max": 0.00010386789999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036283060000000017,
-    "min": 0.0003625312000000003,
-    "max": 0.000364841699999955,
+    "seconds": 0.00036373964999999976,
+    "min": 0.000362759300000011,
+    "max": 0.0003643601999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7321,15 +8567,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.767379999999999e-05,
-    "min": 4.7545999999999914e-05,
-    "max": 4.811870000000001e-05,
+    "seconds": 4.737925000000001e-05,
+    "min": 4.707319999999996e-05,
+    "max": 4.759280000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000285003000000002,
-    "min": 0.0002843201999999998,
-    "max": 0.0002857928999999993,
+    "seconds": 0.00028537215000000004,
+    "min": 0.0002847818999999998,
+    "max": 0.0002856014000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
