@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -379,8 +380,8 @@ template <class ModelAt, class AlignedAt>
 [[nodiscard]] inline KernelCost gemm_cost(const Kernel& k, const GemmDims& d, const CostContext& ctx) {
     auto model = ctx.gemm.find(k.unit);
     if (model == ctx.gemm.end()) (void)ctx.ceilings.rate(k.unit);  // throws, naming the GPU and unit
-    const Seconds compute = detail::gemm_measured_time(ctx, k.unit, d, model->second).value_or(
-        detail::gemm_model_time(model->second, d));
+    const auto measured = detail::gemm_measured_time(ctx, k.unit, d, model->second);
+    const Seconds compute = measured ? *measured : detail::gemm_model_time(model->second, d);
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);
     return compute >= memory ? KernelCost{compute, Bound::compute} : KernelCost{memory, Bound::dram};
 }
@@ -477,6 +478,39 @@ private:
     };
     const CostContext& ctx_;
     std::array<Slot, 64> slots_{};  ///< by a hash of the working set; a collision recomputes
+};
+
+/// The costs of GEMMs and convolutions already costed in one prediction, by unit, shape and bytes (a
+/// network repeats a few shapes many times; their neighbour lookups are the costliest part of a cost).
+class ShapeMemo {
+public:
+    template <class Dims, class Compute>
+    [[nodiscard]] KernelCost cost(const Kernel& k, const Dims& d, Compute&& compute) {
+        std::uint64_t h = static_cast<std::uint64_t>(k.unit) * 0x9e3779b97f4a7c15ull ^ std::bit_cast<std::uint64_t>(k.bytes().value());
+        const auto mix = [&h](std::int64_t v) { h = (h ^ static_cast<std::uint64_t>(v)) * 0x100000001b3ull; };
+        if constexpr (std::is_same_v<Dims, GemmDims>) {
+            for (auto v : {d.m, d.n, d.k, d.batch}) mix(v);
+        } else {
+            for (auto v : {static_cast<std::int64_t>(d.pass), d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups}) mix(v);
+        }
+        auto& slots = std::get<std::array<Slot<Dims>, 64>>(slots_);
+        Slot<Dims>& slot = slots[static_cast<std::size_t>((h * 0x9e3779b97f4a7c15ull) >> 58)];
+        if (!(slot.filled && slot.unit == k.unit && slot.bytes == k.bytes().value() && slot.dims == d)) {
+            slot = {true, k.unit, k.bytes().value(), d, compute()};
+        }
+        return slot.cost;
+    }
+
+private:
+    template <class Dims>
+    struct Slot {
+        bool filled = false;
+        ComputeUnit unit{};
+        double bytes = 0;
+        Dims dims{};
+        KernelCost cost{};
+    };
+    std::tuple<std::array<Slot<GemmDims>, 64>, std::array<Slot<ConvDims>, 64>> slots_{};  ///< a collision recomputes
 };
 
 }  // namespace detail
@@ -596,18 +630,26 @@ private:
 namespace detail {
 
 /// kernel_cost, for a caller costing many kernels: with the kernel's per-op efficiency `factor`
-/// (op_factor) looked up beforehand, and the curves' bandwidths remembered where `memo` is given.
-[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx, double factor, BandwidthMemo* memo) {
+/// (op_factor) looked up beforehand, and the curves' bandwidths and the GEMM and convolution shapes'
+/// costs remembered where `memo` and `shapes` are given.
+[[nodiscard]] inline KernelCost kernel_cost(const Kernel& k, const CostContext& ctx, double factor, BandwidthMemo* memo,
+                                            ShapeMemo* shapes = nullptr) {
     KernelCost c;
     switch (k.kind) {
         case KernelKind::host_only: return {Seconds(0), Bound::latency};
         case KernelKind::gemm:
-            c = std::holds_alternative<GemmDims>(k.dims) ? gemm_cost(k, std::get<GemmDims>(k.dims), ctx)
-                                                          : streaming_cost(k, ctx, false, memo);
+            if (const auto* g = std::get_if<GemmDims>(&k.dims)) {
+                c = shapes ? shapes->cost(k, *g, [&] { return gemm_cost(k, *g, ctx); }) : gemm_cost(k, *g, ctx);
+            } else {
+                c = streaming_cost(k, ctx, false, memo);
+            }
             break;
         case KernelKind::conv:
-            c = std::holds_alternative<ConvDims>(k.dims) ? conv_cost(k, std::get<ConvDims>(k.dims), ctx)
-                                                          : streaming_cost(k, ctx, false, memo);
+            if (const auto* d = std::get_if<ConvDims>(&k.dims)) {
+                c = shapes ? shapes->cost(k, *d, [&] { return conv_cost(k, *d, ctx); }) : conv_cost(k, *d, ctx);
+            } else {
+                c = streaming_cost(k, ctx, false, memo);
+            }
             break;
         case KernelKind::attention:
             c = std::holds_alternative<AttentionDims>(k.dims) ? attention_cost(k, std::get<AttentionDims>(k.dims), ctx)

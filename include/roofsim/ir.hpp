@@ -131,6 +131,8 @@ inline constexpr std::array<KernelKind, 12> all_kernel_kinds = {
 struct GemmDims {
     std::int64_t m = 0, n = 0, k = 0;
     std::int64_t batch = 1;
+
+    friend bool operator==(const GemmDims&, const GemmDims&) = default;
 };
 
 /// Which convolution pass.
@@ -163,6 +165,8 @@ struct ConvDims {
     [[nodiscard]] std::int64_t p() const { return (h + 2 * pad_h - dilation_h * (r - 1) - 1) / stride_h + 1; }
     /// Output width, likewise.
     [[nodiscard]] std::int64_t q() const { return (w + 2 * pad_w - dilation_w * (s - 1) - 1) / stride_w + 1; }
+
+    friend bool operator==(const ConvDims&, const ConvDims&) = default;
 };
 
 /// Which attention implementation runs (PyTorch's SDPA backends; `cudnn` is cuDNN's fused attention,

@@ -154,6 +154,7 @@ private:
     t.kernels.reserve(list.kernels.size());
     detail::OpLookups lookups(ctx, host);
     detail::BandwidthMemo bandwidths(ctx);
+    detail::ShapeMemo shapes;
     Seconds host_clock{0}, gpu_free{0}, gpu_end{0}, host_total{0}, gpu_total{0};
     bool in_backward = false, backward_done = false;
     for (const Kernel& k : list.kernels) {
@@ -173,7 +174,7 @@ private:
             host_clock += waited;
             s.host_time += waited;
         }
-        const KernelCost c = detail::kernel_cost(k, ctx, lookups.op_factor(k), &bandwidths);
+        const KernelCost c = detail::kernel_cost(k, ctx, lookups.op_factor(k), &bandwidths, &shapes);
         s.gpu_time = c.time;
         s.bound = c.bound;
         s.start = max(s.issued, gpu_free);
