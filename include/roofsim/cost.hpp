@@ -190,6 +190,12 @@ namespace detail {
     return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch};
 }
 
+/// Whether a convolution's stride, padding and dilation are the same in both directions, as the
+/// cuDNN sweep times them (its records carry one of each).
+[[nodiscard]] inline bool is_square(const ConvDims& d) {
+    return d.stride_h == d.stride_w && d.pad_h == d.pad_w && d.dilation_h == d.dilation_w;
+}
+
 /// The key of a convolution's geometry: its shape less the batch size N (unit, pass, C, H, W, K, R, S,
 /// stride, pad, groups, dilation).
 [[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
@@ -367,8 +373,7 @@ template <class ModelAt, class AlignedAt>
         return ctx.gemm_measured.count(detail::gemm_key(k.unit, *g)) != 0;
     }
     if (const auto* c = std::get_if<ConvDims>(&k.dims); c && k.kind == KernelKind::conv) {
-        const bool square = c->stride_h == c->stride_w && c->pad_h == c->pad_w && c->dilation_h == c->dilation_w;
-        if (!square) return false;
+        if (!detail::is_square(*c)) return false;
         const auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, *c));
         return it != ctx.conv_measured_by_batch.end() && it->second.count(c->n) != 0;
     }
@@ -389,9 +394,8 @@ template <class ModelAt, class AlignedAt>
 /// Convolution: the implicit GEMM's model time times the measured cuDNN/GEMM ratio of its pass;
 /// depthwise and other thin-channel convolutions are bounded by their bytes.
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
-    const bool square = d.stride_h == d.stride_w && d.pad_h == d.pad_w && d.dilation_h == d.dilation_w;
     const GemmDims g = detail::implicit_gemm(d);
-    if (square) {
+    if (detail::is_square(d)) {
         // The sweep timed this geometry at other batch sizes: the measured times at the batches that
         // bracket N, each scaled by the implicit GEMM model's time ratio, t(N) = t(N0) model(N) / model(N0)
         // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry

@@ -189,19 +189,15 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
 namespace detail {
 
 /// host_costs_from_framework, with the per-op figures of `ops` alone where given (all a prediction
-/// of a graph of those ops looks up; the add layer's give the defaults); `single_layer`: the graph is
-/// one layer of the one op in `ops`.
+/// of a graph of those ops looks up, the lowering's ops(); the add layer's give the defaults);
+/// `single_layer`: the graph is one layer, of the first op in `ops`.
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
                                                          const OptimizerOptions& optimizer, std::size_t parameter_tensors,
                                                          const std::vector<std::string_view>* ops, bool single_layer = false) {
     HostCosts h;
     const bool amp = rules_for(mode).autocast;
     constexpr std::string_view suffix = "_autocast", forward_prefix = "layer_forward_", backward_prefix = "layer_backward_";
-    const auto listed = [ops](std::string_view op) { return std::find(ops->begin(), ops->end(), op) != ops->end(); };
-    // an embedding of up to 3072 indices backs off to PyTorch's atomic kernel: its own figures
-    const auto wanted = [&](std::string_view op) {
-        return !ops || op == "add" || listed(op) || (op == "embedding_atomic" && listed("embedding"));
-    };
+    const auto wanted = [ops](std::string_view op) { return !ops || op == "add" || std::find(ops->begin(), ops->end(), op) != ops->end(); };
     for (auto it = f.figures.lower_bound("layer_"); it != f.figures.end() && it->first.starts_with("layer_"); ++it) {
         std::string_view base = it->first;
         if (base.ends_with(suffix) != amp) continue;
@@ -230,7 +226,7 @@ namespace detail {
     // A graph of one op (a layer on its own) pays the per-call costs that the per-layer figures, chain
     // slopes, leave out: the op's steady-state figure is the whole host cost of one forward + backward,
     // and what the per-layer figures do not account for is this step's per-call cost.
-    if (single_layer && ops && ops->size() == 1) {
+    if (single_layer && ops && !ops->empty()) {
         if (const auto steady = f.seconds(concat("layer_steady_", ops->front(), amp_suffix))) {
             const auto figure = [](const std::map<std::string, Seconds>& table, std::string_view op, Seconds fallback) {
                 const auto it = table.find(std::string(op));

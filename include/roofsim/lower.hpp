@@ -122,10 +122,6 @@ struct EmbeddingSortKernel {
     return v;
 }
 
-}  // namespace detail
-
-namespace detail {
-
 /// A tensor shape while lowering: up to eight dimensions in place (no allocation), more on the heap;
 /// its element count is remembered until the shape changes.
 class Shape {
@@ -366,7 +362,8 @@ public:
     /// The report row of each kernel (after run).
     [[nodiscard]] KernelRows take_rows() { return std::move(rows_); }
 
-    /// The graph's ops, each once (after run).
+    /// The graph's ops, each once, then any other host op a layer's dispatch markers name (after run):
+    /// every op whose framework figures the step looks up.
     [[nodiscard]] const std::vector<std::string_view>& ops() const { return op_names_; }
 
 private:
@@ -383,7 +380,7 @@ private:
     std::vector<bool> name_taken_;           // per layer: an earlier value has its name
     std::vector<const KnownOp*> op_;         // per layer: its op
     std::vector<const KnownOp*> distinct_ops_;  // the ops of the graph, each once
-    std::vector<std::string_view> op_names_;    // and their names
+    std::vector<std::string_view> op_names_;    // and their names, then other host ops of the markers
     std::vector<std::size_t> input_ids_;     // every layer's input ids, layer after layer (none: no such value)
     std::vector<std::size_t> first_input_;   // per layer: where its ids start in input_ids_
     std::vector<int> consumers_;             // per value: how many layer inputs read it
@@ -1128,7 +1125,9 @@ private:
             Kernel& a = kernel(l, Phase::backward, op, KernelKind::embedding, dt, row_elements, row_elements);
             a.bytes_read += tensor_bytes(lookups, idx.dtype);
             // its host cost is the atomic path's (framework probe: embedding_atomic)
-            if (backward_begin_.back() < backward_.size()) backward_[backward_begin_.back()].host_op = "embedding_atomic";
+            constexpr std::string_view atomic = "embedding_atomic";
+            if (backward_begin_.back() < backward_.size()) backward_[backward_begin_.back()].host_op = atomic;
+            if (std::find(op_names_.begin(), op_names_.end(), atomic) == op_names_.end()) op_names_.push_back(atomic);
         } else {
             for (const auto& k : detail::embedding_sort_kernels(lookups, row_elements, idx.dtype, dt)) {
                 Kernel& b = kernel(l, Phase::backward, op, k.kind, DType::i64, 0, 0);
