@@ -66,9 +66,14 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       finished events, one tiny kernel + synchronize, and tensor.item() of a fresh reduction.
 
 Every figure is the median over --repeats measurements (after a warm-up), with min, max and
-the sample count, in seconds; the host figures are taken in --passes passes (default 3) one after
-the other and each is the median of its passes' figures (kept as pass_seconds): a shared host's speed
-changes for seconds to minutes at a time, and one pass can catch a slow or a fast spell.  Host wall time comes from time.perf_counter().  The document is
+the sample count, in seconds.  A shared host's speed changes by a third or more for seconds to
+minutes at a time: the host figures are taken in --passes passes (default 3) one after the other
+and each is the median of its passes' figures (kept as pass_seconds).  The host's speed is recorded
+all along: a canary (200 tiny adds between two synchronizes, wall / 200) before each timed
+repetition and after each measurement; each figure keeps the median canary of its measurement per
+pass (pass_host_canary_seconds), the run's median and spread are under "host_speed".  The figures
+are written as measured; roofsim reads each on the run's median host speed (the median over passes
+of pass figure x reference / its canary).  Host wall time comes from time.perf_counter().  The document is
 JSON with kind "roofsim-framework-profile", written atomically (temporary file + os.replace).
 A figure that cannot be measured (API missing, no GPU) is listed under "skipped" with the reason.
 Python 3.11+ standard library and torch only; works with torch 1.13 and 2.x.
@@ -97,7 +102,7 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Device naming is shared with the validation script: one mapping from device names to GPU keys.
 sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "validate"))
-from measure_pytorch import gpu_key_for, host_cpu_name, write_json_atomic  # noqa: E402
+from measure_pytorch import CANARY_OPS, canary_seconds_per_op, gpu_key_for, host_cpu_name, write_json_atomic  # noqa: E402
 
 
 
@@ -107,23 +112,56 @@ def first_line(exc: BaseException) -> str:
 
 
 class Probe:
-    """Collects figures; each one is the median of per-repetition values in seconds."""
+    """Collects figures; each one is the median of per-repetition values in seconds.
 
-    def __init__(self, device: torch.device, repeats: int, warmup: int):
+    A shared host's speed changes for seconds at a time, so the probe measures it all along: a
+    canary (canary_seconds_per_op) before every timed repetition (at most one per
+    canary_spacing_s) and after each measurement. Each host figure keeps the median canary of the
+    window in which it was measured (host_canary_seconds)."""
+
+    def __init__(self, device: torch.device, repeats: int, warmup: int, canary_spacing_s: float = 0.02):
         self.device = device
         self.cuda = device.type == "cuda"
         self.repeats = repeats
         self.warmup = warmup
         self.figures: dict = {}
         self.skipped: list = []
+        self.canary_spacing_s = canary_spacing_s
+        self.canaries: list[float] = []  # every canary of this pass, seconds per op
+        self._window: list[float] = []  # the canaries of the measurement under way
+        self._closed = True
+        self._last_canary_at = -1e9
 
     def sync(self) -> None:
         if self.cuda:
             torch.cuda.synchronize()
 
-    def record(self, key: str, samples_s: list[float], method: str, **extra) -> None:
+    def _canary(self) -> float:
+        value = canary_seconds_per_op(self.device)
+        self.canaries.append(value)
+        self._last_canary_at = time.perf_counter()
+        return value
+
+    def tick(self) -> None:
+        """Call before a timed repetition (never inside one): a canary, unless one was taken less
+        than canary_spacing_s ago. The first tick after a record() opens the next window with the
+        canary that closed the last one."""
+        if self._closed:
+            self._window = self._window[-1:]
+            self._closed = False
+        if time.perf_counter() - self._last_canary_at >= self.canary_spacing_s:
+            self._window.append(self._canary())
+
+    def record(self, key: str, samples_s: list[float], method: str, host: bool = True, **extra) -> None:
+        """host=False: a GPU-paced figure, which the host's speed does not set (no canary kept)."""
         self.figures[key] = {"seconds": statistics.median(samples_s), "min": min(samples_s),
                              "max": max(samples_s), "samples": len(samples_s), "method": method, **extra}
+        if host:
+            if not self._closed:  # figures recorded one after another share their measurement's window
+                self._window.append(self._canary())
+                self._closed = True
+            if self._window:
+                self.figures[key]["host_canary_seconds"] = statistics.median(self._window)
         print(f"  {key:44s} {self.figures[key]['seconds'] * 1e6:10.3f} us", flush=True)
 
     def skip(self, key: str, reason: str) -> None:
@@ -134,12 +172,17 @@ class Probe:
         """Run measure() warmup times untimed, then repeats times; return its values."""
         for _ in range(self.warmup):
             measure()
-        return [measure() for _ in range(self.repeats)]
+        values = []
+        for _ in range(self.repeats):
+            self.tick()
+            values.append(measure())
+        return values
 
 
 def merge_passes(passes: list[dict]) -> dict:
     """Each figure over the passes that measured it: the median of their figures (seconds), the
-    least min and largest max, the samples summed, each pass's figure kept (pass_seconds)."""
+    least min and largest max, the samples summed, each pass's figure kept (pass_seconds) and the
+    host's speed while it was measured (pass_host_canary_seconds)."""
     merged: dict = {}
     for key in dict.fromkeys(k for figures in passes for k in figures):
         got = [figures[key] for figures in passes if key in figures]
@@ -149,6 +192,8 @@ def merge_passes(passes: list[dict]) -> dict:
                           "min": min(f["min"] for f in got), "max": max(f["max"] for f in got),
                           "samples": sum(f["samples"] for f in got),
                           "pass_seconds": [f["seconds"] for f in got],
+                          **({"pass_host_canary_seconds": [f["host_canary_seconds"] for f in got]}
+                             if all("host_canary_seconds" in f for f in got) else {}),
                           "method": f"{got[0]['method']}; median of {len(got)} passes over the probe's run"})
         merged[key] = first
     return merged
@@ -348,6 +393,7 @@ def layer_cases(dev):
 def event_timer(p: Probe):
     """Seconds of `body` between two CUDA events (wall seconds on CPU), synchronizing around it."""
     def timed(body) -> float:
+        p.tick()
         p.sync()
         if p.cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -512,6 +558,7 @@ def backward_split_probes(p: Probe, samples: int) -> None:
         before, after = [], []
         try:
             for i in range(samples + 3):
+                p.tick()
                 x.grad = None
                 for layer in layers:
                     layer.zero_grad(set_to_none=True)
@@ -936,7 +983,7 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
                 samples = p.repeat(lambda: step_time(big))
                 p.record(f"{base}_large", samples,
                          f"optimizer.step() on 4 fp32 parameters of {large_numel} elements",
-                         params={"param_count": 4, "param_numel": large_numel})
+                         host=False, params={"param_count": 4, "param_numel": large_numel})
             except Exception as exc:  # e.g. out of memory on a small device
                 p.skip(f"{base}_large", first_line(exc))
 
@@ -1009,7 +1056,8 @@ def gpu_gap_probe(p: Probe, launches: int = 200) -> None:
         return
     p.record("gpu_kernel_gap", gaps,
              f"{launches} back-to-back adds of {n} bfloat16 elements: CUDA-event interval per kernel minus "
-             f"the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)")
+             f"the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)",
+             host=False)
 
 
 # ----------------------------------------------------------------------------- document
@@ -1112,6 +1160,22 @@ def main(argv=None) -> int:
             except Exception as exc:  # one group failing must not lose the others
                 p.skip(name.replace(" ", "_"), first_line(exc))
     figures = merge_passes([q.figures for q in probes])
+    # The host's speed over the run: the figures stay as measured, with their canaries; roofsim puts
+    # each on the run's median canary when it reads the profile (framework.hpp, at_host_speed).
+    canaries = sorted(c for q in probes for c in q.canaries)
+    host_speed = None
+    if canaries:
+        host_speed = {
+            "reference_seconds_per_op": statistics.median(canaries),
+            "canary": f"{CANARY_OPS} x torch.add of two 1-element tensors between two synchronizes, wall / "
+                      f"{CANARY_OPS}; before each timed repetition (at most one per "
+                      f"{probes[0].canary_spacing_s * 1e3:g} ms) and after each measurement",
+            "canaries": len(canaries),
+            "canary_p10_seconds": canaries[len(canaries) // 10],
+            "canary_p90_seconds": canaries[(9 * len(canaries)) // 10],
+            "use": "the figures are as measured; roofsim reads each at this host speed: the median over "
+                   "passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds",
+        }
     skipped = [s for s in probes[0].skipped if s["key"] not in figures]
 
     cudnn = None
@@ -1126,6 +1190,7 @@ def main(argv=None) -> int:
         "date_utc": now.isoformat(timespec="seconds"),
         "command": " ".join(shlex.quote(a) for a in [sys.executable] + sys.argv),
         "settings": settings,
+        "host_speed": host_speed,
         "figures": figures,
         "op_timings": op_timings,
         "skipped": skipped,

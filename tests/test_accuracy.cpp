@@ -56,7 +56,7 @@ int for_each_measured_set(F&& with_set) {
 TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch measurements", "[accuracy]") {
     const int sets = for_each_measured_set([](const std::filesystem::path&, const MeasuredSet& m) {
         const ValidationSet& set = m.set;
-        const auto errors = evaluate(set, m.ctx, m.framework);
+        const auto errors = evaluate(set, m.ctx, m.framework, HostSpeed::profiled);
         auto layers = [](const CaseError& e) { return !e.c->model; };
         const double median = error_quantile(errors, 0.5, layers);
         const double p90 = error_quantile(errors, 0.9, layers);
@@ -94,7 +94,7 @@ TEST_CASE("model steps predicted from IRs exported from the measured models stay
         if (!std::filesystem::is_directory(exported)) return;
         ++sets;
         const ValidationSet& set = m.set;
-        const auto errors = evaluate_exported(set, exported, m.ctx, m.framework);
+        const auto errors = evaluate_exported(set, exported, m.ctx, m.framework, HostSpeed::profiled);
         double gpu_worst = 0, host_worst = 0, memory_worst = 0;
         for (const auto& e : errors) {
             (e.host_bound ? host_worst : gpu_worst) = std::max(e.host_bound ? host_worst : gpu_worst, std::abs(e.error));
@@ -164,4 +164,20 @@ TEST_CASE("a model case's host canary is read where the measurement recorded it"
     REQUIRE(set.cases[0].host_canary_seconds.has_value());
     CHECK(*set.cases[0].host_canary_seconds == Catch::Approx(7.5e-6));
     CHECK_FALSE(set.cases[1].host_canary_seconds.has_value());
+
+    // The canary sets a case's host scale only when asked, against the profile's host speed.
+    FrameworkProfile f;
+    f.figures["eager_op_add"] = FrameworkFigure{10e-6, 10e-6, 10e-6, 1, "set by the test", std::nullopt};
+    f.host_reference_seconds_per_op = Seconds(15e-6);
+    CHECK(host_time_scale(set.cases[0], &f, HostSpeed::measured) == Catch::Approx(0.5));
+    CHECK(host_time_scale(set.cases[0], &f, HostSpeed::profiled) == 1.0);
+    CHECK(host_time_scale(set.cases[1], &f, HostSpeed::measured) == 1.0);  // no canary
+    CHECK(host_time_scale(set.cases[0], nullptr, HostSpeed::measured) == 1.0);
+    f.host_reference_seconds_per_op.reset();  // a profile from before the canary: its eager_op_add
+    CHECK(host_time_scale(set.cases[0], &f, HostSpeed::measured) == Catch::Approx(0.75));
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    const auto measured = evaluate(set, ctx, &f, HostSpeed::measured);
+    const auto profiled = evaluate(set, ctx, &f, HostSpeed::profiled);
+    CHECK(measured[0].host_time_scale == Catch::Approx(0.75));
+    CHECK(profiled[0].host_time_scale == 1.0);
 }

@@ -308,7 +308,7 @@ TEST_CASE("a view's backward node costs the chain-measured view node, not a one-
     FrameworkProfile f;
     f.gpu_key = "h200-sxm";
     const auto figure = [&f](const std::string& key, double seconds) {
-        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "test"};
+        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "test", std::nullopt};
     };
     figure("layer_backward_reshape", 0.0);  // (forward + backward) - forward of one tiny view: noise
     figure("layer_backward_add", 30e-6);
@@ -356,7 +356,7 @@ TEST_CASE("a layer on its own pays the per-call host cost that its steady-state 
     f.torch_version = "2.11.0";
     f.date_utc = "2026-11-30T00:00:00+00:00";
     const auto figure = [&f](const std::string& key, double seconds) {
-        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test"};
+        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test", std::nullopt};
     };
     figure("layer_forward_relu", 10e-6);
     figure("layer_backward_relu", 20e-6);
@@ -382,6 +382,75 @@ TEST_CASE("a layer on its own pays the per-call host cost that its steady-state 
     figure("backward_call_before_first_kernel", 30e-6);
     figure("backward_call_after_last_kernel", 10e-6);
     CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(two.host_time.value()));
+    // A host twice as slow: every host cost doubles, the GPU's work stays.
+    o.host_time_scale = 2.0;
+    const Prediction slow = predict(g, ctx, o);
+    CHECK(slow.host_time.value() == Catch::Approx(2 * two.host_time.value()));
+    CHECK(slow.gpu_time.value() == Catch::Approx(two.gpu_time.value()));
+    o.host_time_scale = 0.0;
+    CHECK_THROWS_AS(predict(g, ctx, o), std::invalid_argument);
+}
+
+TEST_CASE("host costs scale as a whole, and the profile names the host speed they were measured at", "[predict][sim]") {
+    HostCosts h;
+    h.forward["linear"] = Seconds(10e-6);
+    h.backward["linear"] = Seconds(20e-6);
+    h.default_forward = Seconds(1e-6);
+    h.default_backward = Seconds(2e-6);
+    h.backward_call = Seconds(3e-6);
+    h.backward_call_end = Seconds(4e-6);
+    h.optimizer_step = Seconds(5e-6);
+    h.per_kernel = Seconds(6e-6);
+    h.synchronize = Seconds(7e-6);
+    const HostCosts s = scaled(h, 1.5);
+    CHECK(s.forward.at("linear").value() == Catch::Approx(15e-6));
+    CHECK(s.backward.at("linear").value() == Catch::Approx(30e-6));
+    for (const auto& [got, was] : std::vector<std::pair<Seconds, Seconds>>{{s.default_forward, h.default_forward},
+                                                                           {s.default_backward, h.default_backward},
+                                                                           {s.backward_call, h.backward_call},
+                                                                           {s.backward_call_end, h.backward_call_end},
+                                                                           {s.optimizer_step, h.optimizer_step},
+                                                                           {s.per_kernel, h.per_kernel},
+                                                                           {s.synchronize, h.synchronize}}) {
+        CHECK(got.value() == Catch::Approx(1.5 * was.value()));
+    }
+    CHECK(s.source.find("x1.500") != std::string::npos);
+    CHECK_THROWS_AS(scaled(h, -1.0), std::invalid_argument);
+    CHECK_THROWS_AS(scaled(h, std::nan("")), std::invalid_argument);
+
+    nlohmann::json doc = {{"schema_version", 1},
+                          {"kind", "roofsim-framework-profile"},
+                          {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+                          {"software", {{"torch", "2.11.0"}}},
+                          {"date_utc", "2026-11-30T00:00:00+00:00"},
+                          {"figures",
+                           {{"eager_op_add", {{"seconds", 8e-6}, {"min", 7e-6}, {"max", 9e-6}, {"samples", 3}, {"method", "test"}}}}}};
+    // Profiles from before the canary: the eager_op_add figure is the host speed (the same loop).
+    CHECK(framework_profile_from_json(doc, "test").host_seconds_per_op()->value() == Catch::Approx(8e-6));
+    doc["host_speed"] = nullptr;  // a run on which no canary could be taken
+    CHECK(framework_profile_from_json(doc, "test").host_seconds_per_op()->value() == Catch::Approx(8e-6));
+    doc["host_speed"] = {{"reference_seconds_per_op", 10e-6}};
+    CHECK(framework_profile_from_json(doc, "test").host_seconds_per_op()->value() == Catch::Approx(10e-6));
+    doc["host_speed"]["reference_seconds_per_op"] = -1.0;
+    CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("reference_seconds_per_op"));
+
+    // Each pass's figure is read at the run's host speed (x reference / its canary), then the median.
+    doc["host_speed"]["reference_seconds_per_op"] = 10e-6;
+    doc["figures"]["layer_forward_relu"] = {{"seconds", 20e-6}, {"min", 10e-6}, {"max", 30e-6}, {"samples", 3}, {"method", "test"},
+                                            {"pass_seconds", {10e-6, 20e-6, 30e-6}},
+                                            {"pass_host_canary_seconds", {5e-6, 20e-6, 10e-6}}};
+    doc["figures"]["gpu_kernel_gap"] = {{"seconds", 1e-6}, {"min", 1e-6}, {"max", 1e-6}, {"samples", 3}, {"method", "GPU-paced"}};
+    const FrameworkProfile read = framework_profile_from_json(doc, "test");
+    // 10 x 10/5 = 20, 20 x 10/20 = 10, 30 x 10/10 = 30: median 20 us; as measured, 20 us too
+    const FrameworkFigure& relu = read.figures.at("layer_forward_relu");
+    CHECK(relu.seconds == Catch::Approx(20e-6));
+    CHECK(relu.measured_seconds == Catch::Approx(20e-6));
+    doc["figures"]["layer_forward_relu"]["pass_host_canary_seconds"] = {20e-6, 20e-6, 20e-6};  // a host twice as slow
+    CHECK(framework_profile_from_json(doc, "test").figures.at("layer_forward_relu").seconds == Catch::Approx(10e-6));
+    CHECK_FALSE(read.figures.at("gpu_kernel_gap").measured_seconds.has_value());  // no canary: as measured
+    CHECK(read.figures.at("gpu_kernel_gap").seconds == Catch::Approx(1e-6));
+    doc["figures"]["layer_forward_relu"]["pass_host_canary_seconds"] = {20e-6, 20e-6};
+    CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("one canary per pass"));
 }
 
 TEST_CASE("fused attention pads sequences to blocks of 64 and takes sdpa's timings whoever calls it", "[predict][cost]") {

@@ -26,6 +26,8 @@ struct FrameworkFigure {
     double seconds = 0, min = 0, max = 0;
     int samples = 0;
     std::string method;
+    /// The figure as measured, where `seconds` was put on the profile's host speed (at_host_speed).
+    std::optional<double> measured_seconds;
 };
 
 /// GPU time of one PyTorch op at a calibration shape (forward, and backward through autograd.grad).
@@ -43,6 +45,17 @@ struct FrameworkProfile {
     std::string date_utc;
     std::map<std::string, FrameworkFigure> figures;
     std::vector<OpTiming> op_timings;
+    /// The host speed every host figure is put on: seconds per tiny torch.add of the probe's canary
+    /// (its run's median; "host_speed" in the document). Profiles from before the canary have none,
+    /// and their figures are as measured.
+    std::optional<Seconds> host_reference_seconds_per_op;
+
+    /// The host speed the host figures describe, seconds per tiny add: the canary's reference, else the
+    /// eager_op_add figure (the same loop, longer), else nothing.
+    [[nodiscard]] std::optional<Seconds> host_seconds_per_op() const {
+        if (host_reference_seconds_per_op) return host_reference_seconds_per_op;
+        return seconds("eager_op_add");
+    }
 
     /// "measured on NVIDIA H200 with torch 2.11.0+cu130, 2026-11-29, torch_framework_probe.py"
     [[nodiscard]] std::string provenance() const {
@@ -57,7 +70,33 @@ struct FrameworkProfile {
     }
 };
 
-/// Parses a framework profile (kind "roofsim-framework-profile", schema_version 1).
+namespace detail {
+/// A figure on the profile's host speed: each pass's figure x reference / the canary of its
+/// measurement (the host's speed then, seconds per tiny add), the median over the passes. The probe
+/// records each figure's canary per pass; a shared host's speed changes by a third or more within a
+/// probe's run, and on one H200 run (2026-11-30) this put the passes' figures closer together: their
+/// spread (max - min over median) fell from 0.36 to 0.30 at the median figure, 0.89 to 0.73 at the
+/// 90th percentile. Nothing where the figure has no canary (GPU-paced figures, older profiles).
+[[nodiscard]] inline std::optional<double> at_host_speed(const JsonCursor& fig, double reference_seconds_per_op) {
+    std::vector<double> values;
+    if (fig.has("pass_seconds") && fig.has("pass_host_canary_seconds")) {
+        const JsonCursor passes = fig.at("pass_seconds"), canaries = fig.at("pass_host_canary_seconds");
+        if (passes.array_size() != canaries.array_size()) canaries.fail("expected one canary per pass");
+        for (std::size_t i = 0; i < passes.array_size(); ++i) {
+            values.push_back(passes.at(i).non_negative() * reference_seconds_per_op / canaries.at(i).positive());
+        }
+    } else if (fig.has("host_canary_seconds") && !fig.has("pass_seconds")) {
+        values.push_back(fig.at("seconds").non_negative() * reference_seconds_per_op / fig.at("host_canary_seconds").positive());
+    }
+    if (values.empty()) return std::nullopt;
+    std::sort(values.begin(), values.end());
+    const std::size_t n = values.size();
+    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+}  // namespace detail
+
+/// Parses a framework profile (kind "roofsim-framework-profile", schema_version 1). Host figures
+/// with canaries are put on the run's host speed (detail::at_host_speed).
 [[nodiscard]] inline FrameworkProfile framework_profile_from_json(const nlohmann::json& document, std::string_view origin) {
     using detail::JsonCursor;
     const JsonCursor root(document, std::string(origin), "");
@@ -68,6 +107,9 @@ struct FrameworkProfile {
     f.gpu_key = root.at("device").at("key").string();
     f.torch_version = root.at("software").at("torch").string();
     f.date_utc = root.at("date_utc").string();
+    if (root.has("host_speed") && !root.at("host_speed").json().is_null()) {
+        f.host_reference_seconds_per_op = Seconds(root.at("host_speed").at("reference_seconds_per_op").positive());
+    }
     const JsonCursor figures = root.at("figures");
     for (const auto& item : figures.object().items()) {
         const std::string& key = item.key();
@@ -79,6 +121,14 @@ struct FrameworkProfile {
         x.samples = static_cast<int>(fig.at("samples").positive_integer());
         x.method = fig.at("method").string();
         if (!(x.min <= x.seconds && x.seconds <= x.max)) fig.fail("expected min <= seconds <= max");
+        if (f.host_reference_seconds_per_op) {
+            if (const auto at_speed = detail::at_host_speed(fig, f.host_reference_seconds_per_op->value())) {
+                x.measured_seconds = x.seconds;
+                x.seconds = *at_speed;
+                x.min = std::min(x.min, x.seconds);
+                x.max = std::max(x.max, x.seconds);
+            }
+        }
         f.figures[key] = x;
     }
     if (root.has("op_timings")) {

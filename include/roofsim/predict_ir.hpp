@@ -28,8 +28,10 @@ namespace roofsim {
 
 /// Predicts a training step from a kernel IR. Rows are the IR's layers (module paths); a row's op is
 /// the layer-graph op its kernels implement. Memory is the IR's own count where it has one.
-[[nodiscard]] inline Prediction predict(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework) {
-    const HostCosts host = host_costs_for_ir(ir, ctx, framework);
+/// `host_time_scale`: every host cost times this (PredictOptions::host_time_scale).
+[[nodiscard]] inline Prediction predict(const KernelIr& ir, const CostContext& ctx, const FrameworkProfile* framework,
+                                        double host_time_scale = 1.0) {
+    const HostCosts host = scaled(host_costs_for_ir(ir, ctx, framework), host_time_scale);
     Prediction p = predict_kernels(ir.list, ctx, host);
     p.batch = ir.batch;
     p.parameters = ir.parameter_elements;

@@ -8,8 +8,11 @@
 #include <roofsim/detail/name_index.hpp>
 #include <roofsim/ir.hpp>
 
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +33,25 @@ struct HostCosts {
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
     std::string source;
 };
+
+/// Host costs on a host `factor` times slower (> 1) or faster (< 1) than the one they were measured
+/// on: every figure scaled alike (the framework probe puts its figures on one host speed by the
+/// same rule: a tiny add's host time as the measure of the host's speed).
+[[nodiscard]] inline HostCosts scaled(HostCosts h, double factor) {
+    if (!(factor > 0) || !std::isfinite(factor)) throw std::invalid_argument("host time scale must be a positive number");
+    if (factor == 1) return h;
+    for (auto* table : {&h.forward, &h.backward}) {
+        for (auto& [op, seconds] : *table) seconds = seconds * factor;
+    }
+    for (Seconds* s : {&h.default_forward, &h.default_backward, &h.backward_call, &h.backward_call_end, &h.optimizer_step,
+                       &h.per_kernel, &h.synchronize}) {
+        *s = *s * factor;
+    }
+    char text[32];
+    std::snprintf(text, sizeof text, "; host times x%.3f", factor);
+    h.source += text;
+    return h;
+}
 
 /// Host costs from a calibration alone: every dispatch costs the measured back-to-back launch
 /// interval (a lower bound: PyTorch's own dispatch comes on top). Zero without a calibration.

@@ -33,8 +33,9 @@ struct ValidationCase {
     /// compared with the simulated step's host issue or GPU time, whichever is longer.
     bool steady_state = false;
     std::optional<double> measured_peak_bytes;
-    /// Model cases: the host's speed when the step was measured, seconds per tiny torch.add (the
-    /// framework probe's eager_op_add loop), where the measurement recorded it. Read, never used to predict.
+    /// The host's speed while the case was measured, seconds per tiny torch.add (the framework probe's
+    /// canary, taken before each timed sample), where the measurement recorded it: a condition of the
+    /// measurement, like the GPU's clock. HostSpeed::measured predicts the case on that host speed.
     std::optional<double> host_canary_seconds;
 };
 
@@ -72,6 +73,7 @@ inline ValidationCase layer_case(const JsonCursor& c) {
     v.measured_seconds = c.at(v.steady_state ? "forward_backward_steady_seconds" : "forward_backward_seconds")
                              .at("median")
                              .positive();
+    if (c.has("host_canary_seconds")) v.host_canary_seconds = c.at("host_canary_seconds").at("median").positive();
     return v;
 }
 
@@ -136,9 +138,23 @@ inline ValidationCase model_case(const JsonCursor& c) {
     return set;
 }
 
+/// The host speed a case is predicted on.
+enum class HostSpeed {
+    profiled,  ///< the framework profile's (as a user's prediction is, with no canary of their own)
+    measured,  ///< the case's own canary against the profile's (host_time_scale); the profile's where either lacks one
+};
+
+/// The host time scale of a case on `speed`: its canary over the profile's host speed, or 1.
+[[nodiscard]] inline double host_time_scale(const ValidationCase& c, const FrameworkProfile* framework, HostSpeed speed) {
+    if (speed == HostSpeed::profiled || !framework || !c.host_canary_seconds) return 1.0;
+    const auto reference = framework->host_seconds_per_op();
+    return reference ? *c.host_canary_seconds / reference->value() : 1.0;
+}
+
 /// One case's prediction against its measurement.
 struct CaseError {
     const ValidationCase* c = nullptr;
+    double host_time_scale = 1.0;  ///< the host costs' scale it was predicted with
     double predicted_seconds = 0;
     double error = 0;  ///< (predicted - measured) / measured
     std::optional<double> predicted_peak_bytes;
@@ -164,15 +180,18 @@ struct CaseError {
     return e;
 }
 
-/// Predicts every case on `ctx` with host costs from `framework` (or the launch rate).
+/// Predicts every case on `ctx` with host costs from `framework` (or the launch rate), on the host
+/// speed `speed`.
 [[nodiscard]] inline std::vector<CaseError> evaluate(const ValidationSet& set, const CostContext& ctx,
-                                                     const FrameworkProfile* framework) {
+                                                     const FrameworkProfile* framework, HostSpeed speed) {
     std::vector<CaseError> out;
     for (const auto& c : set.cases) {
         PredictOptions o;
         o.lowering = c.options;
         o.framework = framework;
+        o.host_time_scale = host_time_scale(c, framework, speed);
         out.push_back(case_error(c, predict(c.graph, ctx, o), c.model));
+        out.back().host_time_scale = o.host_time_scale;
     }
     return out;
 }
@@ -187,7 +206,8 @@ struct CaseError {
 /// Predicts every model case that has an exported IR in `dir` (tools/roofsim_export, docs/ir-format.md)
 /// from that IR. An IR captured at another batch or precision than its case is an error.
 [[nodiscard]] inline std::vector<CaseError> evaluate_exported(const ValidationSet& set, const std::filesystem::path& dir,
-                                                              const CostContext& ctx, const FrameworkProfile* framework) {
+                                                              const CostContext& ctx, const FrameworkProfile* framework,
+                                                              HostSpeed speed) {
     std::vector<CaseError> out;
     auto one = [&](const ValidationCase& c) {
         if (!c.model) return;
@@ -199,7 +219,9 @@ struct CaseError {
                                      ir.list.precision + "; the case " + c.id + " was measured at batch " +
                                      std::to_string(c.options.batch) + ", " + c.precision);
         }
-        out.push_back(case_error(c, predict(ir, ctx, framework), ir.memory.has_value()));
+        const double scale = host_time_scale(c, framework, speed);
+        out.push_back(case_error(c, predict(ir, ctx, framework, scale), ir.memory.has_value()));
+        out.back().host_time_scale = scale;
     };
     for (const auto& c : set.cases) one(c);
     for (const auto& c : set.exported_only) one(c);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -414,6 +415,19 @@ int main(int argc, char** argv) {
     std::string predict_framework;
     predict->add_option("--framework", predict_framework,
                         "Framework profile (host costs) from calibrate/torch_framework_probe.py (default: the built-in one)");
+    double predict_host_time_scale = 1.0;
+    predict->add_option("--host-time-scale", predict_host_time_scale,
+                        "Every host (framework) cost times this: a host CPU slower (> 1) or faster (< 1) than the one the "
+                        "framework profile was measured on, e.g. the ratio of the two hosts' eager_op_add figures")
+        ->check(
+            [](const std::string& text) {
+                double v = 0;
+                std::istringstream in(text);
+                in >> v;
+                return in && v > 0 && std::isfinite(v) ? std::string() : "must be a positive number, got " + text;
+            },
+            "POSITIVE")
+        ->capture_default_str();
     predict->add_flag("--datasheet", predict_datasheet, "Datasheet ceilings even where a measured profile is built in");
     predict->add_option("--top", predict_top, "Show the K layers with the most GPU time");
     predict->add_flag("--json", predict_json, "Print JSON");
@@ -428,6 +442,13 @@ int main(int argc, char** argv) {
     validate->add_option("--measurements", validate_file, "A data/validation/*.json file")->required();
     validate->add_option("--framework", validate_framework, "Framework profile (default: the built-in one of the measured GPU)");
     validate->add_flag("--cases", validate_cases, "Print every case, not only the summary per op and mode");
+    std::string validate_host_speed = "profiled";
+    validate->add_option("--host-speed", validate_host_speed,
+                         "Host speed the cases are predicted on: profiled (the framework profile's, as any prediction) or "
+                         "measured (host costs scaled by each case's canary over the profile's, where both have one: an "
+                         "analysis, docs/validation.md); the table of --cases shows the other too")
+        ->check(CLI::IsMember({"measured", "profiled"}))
+        ->capture_default_str();
     std::string validate_exported;
     validate->add_option("--exported", validate_exported,
                          "Directory of kernel IRs exported from the measured models (roofsim_export), one per model case "
@@ -557,6 +578,7 @@ int main(int argc, char** argv) {
                 options.framework = &roofsim::builtin_framework_profiles().front();
             }
             const auto ctx = roofsim::make_cost_context(spec, measured, options.framework);
+            options.host_time_scale = predict_host_time_scale;
             roofsim::Prediction p;
             if (const auto* graph = std::get_if<roofsim::Graph>(&input)) {
                 if (!predict_emit_ir.empty()) {
@@ -565,7 +587,7 @@ int main(int argc, char** argv) {
                 }
                 p = roofsim::predict(*graph, ctx, options);
             } else {
-                p = roofsim::predict(std::get<roofsim::KernelIr>(input), ctx, options.framework);
+                p = roofsim::predict(std::get<roofsim::KernelIr>(input), ctx, options.framework, options.host_time_scale);
             }
             if (predict_strict && p.flagged_kernels > 0) {
                 std::ostringstream why;
@@ -597,14 +619,29 @@ int main(int argc, char** argv) {
             const roofsim::FrameworkProfile* framework =
                 framework_file ? &*framework_file : roofsim::find_builtin_framework_profile(spec.key);
             const auto ctx = roofsim::make_cost_context(spec, measured, framework);
-            const auto errors = roofsim::evaluate(set, ctx, framework);
+            const auto speed = validate_host_speed == "profiled" ? roofsim::HostSpeed::profiled : roofsim::HostSpeed::measured;
+            const auto other_speed = speed == roofsim::HostSpeed::measured ? roofsim::HostSpeed::profiled : roofsim::HostSpeed::measured;
+            const char* other_error_header = speed == roofsim::HostSpeed::measured ? "error % at profile's host" : "error % at canary's host";
+            const auto errors = roofsim::evaluate(set, ctx, framework, speed);
+            const auto other = roofsim::evaluate(set, ctx, framework, other_speed);
             std::cout << set.origin << "\n  ceilings: " << ctx.ceilings.origin << "\n  host costs: "
-                      << (framework ? framework->provenance() : std::string("launch rate only")) << "\n\n";
+                      << (framework ? framework->provenance() : std::string("launch rate only"));
+            if (const auto host = framework ? framework->host_seconds_per_op() : std::nullopt) {
+                std::cout << ", on a host of " << format_number("%.2f", host->value() * 1e6) << " us per tiny add";
+            }
+            std::cout << "\n  cases predicted at " << (speed == roofsim::HostSpeed::measured
+                                                           ? "each case's canary host speed (host costs x canary x)"
+                                                           : "the framework profile's host speed")
+                      << "\n\n";
             if (validate_cases) {
-                TextTable t({"case", "measured ms", "predicted ms", "error %"});
-                for (const auto& e : errors) {
+                TextTable t({"case", "measured ms", "predicted ms", "error %", "paced by", "canary x", other_error_header});
+                for (std::size_t i = 0; i < errors.size(); ++i) {
+                    const auto& e = errors[i];
                     t.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3),
-                               format_number("%.3f", e.predicted_seconds * 1e3), format_number("%+.1f", 100 * e.error)});
+                               format_number("%.3f", e.predicted_seconds * 1e3), format_number("%+.1f", 100 * e.error),
+                               e.host_bound ? "host" : "GPU",
+                               format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
+                               format_number("%+.1f", 100 * other[i].error)});
                 }
                 t.print(std::cout);
                 std::cout << '\n';
@@ -623,10 +660,16 @@ int main(int argc, char** argv) {
             t.print(std::cout);
             auto layers = [](const roofsim::CaseError& e) { return !e.c->model; };
             auto models = [](const roofsim::CaseError& e) { return e.c->model; };
-            std::cout << "\nlayer cases: median |error| " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 0.5, layers))
-                      << "%, 90th percentile " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 0.9, layers))
-                      << "%; model steps: median " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 0.5, models))
-                      << "%, worst " << format_number("%.1f", 100 * roofsim::error_quantile(errors, 1.0, models)) << "%\n";
+            const auto summary = [&](const std::vector<roofsim::CaseError>& list, const char* what) {
+                std::cout << what << ": layer cases: median |error| "
+                          << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, layers)) << "%, 90th percentile "
+                          << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.9, layers))
+                          << "%; model steps: median " << format_number("%.1f", 100 * roofsim::error_quantile(list, 0.5, models))
+                          << "%, worst " << format_number("%.1f", 100 * roofsim::error_quantile(list, 1.0, models)) << "%\n";
+            };
+            std::cout << '\n';
+            summary(speed == roofsim::HostSpeed::measured ? other : errors, "at the profile's host speed");
+            summary(speed == roofsim::HostSpeed::measured ? errors : other, "at each case's canary host speed");
             for (const auto& e : errors) {
                 if (e.memory_error) {
                     std::cout << "peak memory " << e.c->id << ": measured " << format_number("%.2f", *e.c->measured_peak_bytes / 1073741824.0)
@@ -635,30 +678,19 @@ int main(int argc, char** argv) {
                 }
             }
             for (const auto& [id, why] : set.not_modelled) std::cout << "not modelled: " << id << " (" << why << ")\n";
-            // The host's speed when each model step was measured, against the framework profile's: a
-            // host-bound step moves with it (read only; predictions do not use it).
-            const auto probe_add = framework ? framework->seconds("eager_op_add") : std::nullopt;
-            for (const auto* list : {&set.cases, &set.exported_only}) {
-                for (const auto& c : *list) {
-                    if (!c.host_canary_seconds) continue;
-                    std::cout << "host canary " << c.id << ": " << format_number("%.2f", *c.host_canary_seconds * 1e6)
-                              << " us per tiny add";
-                    if (probe_add) {
-                        std::cout << " (framework profile: " << format_number("%.2f", probe_add->value() * 1e6) << " us, x"
-                                  << format_number("%.2f", *c.host_canary_seconds / probe_add->value()) << ")";
-                    }
-                    std::cout << '\n';
-                }
-            }
             if (!validate_exported.empty()) {
-                const auto exported = roofsim::evaluate_exported(set, validate_exported, ctx, framework);
+                const auto exported = roofsim::evaluate_exported(set, validate_exported, ctx, framework, speed);
+                const auto exported_other = roofsim::evaluate_exported(set, validate_exported, ctx, framework, other_speed);
                 std::cout << "\nModel steps predicted from the exported IRs in " << validate_exported << ":\n";
-                TextTable table({"case", "measured ms", "predicted ms", "error %", "paced by", "measured peak GiB", "predicted peak GiB",
-                                 "memory error %"});
-                for (const auto& e : exported) {
+                TextTable table({"case", "measured ms", "predicted ms", "error %", "paced by", "canary x", other_error_header,
+                                 "measured peak GiB", "predicted peak GiB", "memory error %"});
+                for (std::size_t i = 0; i < exported.size(); ++i) {
+                    const auto& e = exported[i];
                     const auto gib = [](std::optional<double> b) { return b ? format_number("%.2f", *b / 1073741824.0) : "-"; };
                     table.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3), format_number("%.3f", e.predicted_seconds * 1e3),
-                               format_number("%+.1f", 100 * e.error), e.host_bound ? "host" : "GPU", gib(e.c->measured_peak_bytes),
+                               format_number("%+.1f", 100 * e.error), e.host_bound ? "host" : "GPU",
+                               format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
+                               format_number("%+.1f", 100 * exported_other[i].error), gib(e.c->measured_peak_bytes),
                                gib(e.predicted_peak_bytes),
                                e.memory_error ? format_number("%+.1f", 100 * *e.memory_error) : "-"});
                 }

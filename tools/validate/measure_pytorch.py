@@ -85,9 +85,9 @@ METHOD = (
     "after each repetition; parameter and input .grad set to None before each repetition; warm-up "
     "repetitions discarded; median/min/max over the timed repetitions. Model cases: full training "
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
-    "timed the same way; host_canary_seconds: the host's speed just before (torch.add of 1-element "
-    "tensors, 2000 back to back and one synchronize, per add; the framework probe's eager_op_add "
-    "loop). Memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
+    "timed the same way. host_canary_seconds: the host's speed while the case ran, a canary (200 "
+    "torch.add of 1-element tensors back to back between two synchronizes, per add; the framework "
+    "probe's canary) before each timed step sample (models) or steady-state batch (layers). Memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
     "one forward+backward (layers) or one step (models). Times in seconds, memory in bytes."
 )
 
@@ -133,23 +133,25 @@ def merge_model_rounds(first: dict, later: dict) -> dict:
     return merged
 
 
-def host_canary(device: torch.device, ops: int, samples: int = 5) -> dict:
-    """The host's speed right now: seconds per torch.add of two 1-element tensors, `ops` of them back to
-    back and one synchronize (the framework probe's eager_op_add, the same loop), median of `samples`.
-    Recorded next to each model case so that a host-bound step can be read against the host's speed
-    at the time it was measured; it never feeds a prediction."""
+CANARY_OPS = 200  # torch.add calls per host-speed canary (calibrate/torch_framework_probe.py: the same)
+
+
+def canary_seconds_per_op(device: torch.device, ops: int = CANARY_OPS) -> float:
+    """The host's speed right now: seconds per torch.add of two 1-element tensors, `ops` of them back
+    to back between two synchronizes (the framework probe's canary, the same loop). Taken before
+    each timed sample of a model step and each steady-state batch of a layer case, so that a
+    host-paced case can be read against the host's speed while it ran (a shared host's speed
+    changes by a third or more for seconds at a time); it never feeds a prediction by itself."""
     x, y = torch.ones(1, device=device), torch.ones(1, device=device)
-    values = []
-    for _ in range(samples):
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(ops):
-            torch.add(x, y)
-        if device.type == "cuda":
-            torch.cuda.synchronize()
-        values.append((time.perf_counter() - t0) / ops)
-    return stats(values, keep_values=True)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(ops):
+        torch.add(x, y)
+    if cuda:
+        torch.cuda.synchronize()
+    return (time.perf_counter() - t0) / ops
 
 
 def case_seed(case_id: str) -> int:
@@ -721,7 +723,10 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
             return clock.stop() / reps
 
         forward_backward_steady()  # its own warm-up: the allocator's pool for several repetitions
-        steady_s = [forward_backward_steady() for _ in range(batches)]
+        canary_s, steady_s = [], []
+        for _ in range(batches):
+            canary_s.append(canary_seconds_per_op(device))
+            steady_s.append(forward_backward_steady())
 
         peak = baseline = None
         if device.type == "cuda":
@@ -747,6 +752,7 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         "forward_backward_seconds": stats(forward_backward_s),
         "forward_backward_steady_seconds": stats(steady_s),
         "steady_repetitions": reps,
+        "host_canary_seconds": stats(canary_s, keep_values=True),
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
     })
@@ -1025,8 +1031,10 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
 
         # The four phases cost about 2.5 steps per repetition; fewer repetitions if that is too slow.
         repeats = min(args.model_repeats, max(3, int(target_s / max(2.5 * step_wall_s, 1e-9))))
-        canary = host_canary(device, 50 if args.smoke else 2000)
-        step_s = [timed(step) for _ in range(repeats)]
+        canary_s, step_s = [], []
+        for _ in range(repeats):
+            canary_s.append(canary_seconds_per_op(device))
+            step_s.append(timed(step))
 
         forward_s = []
         for _ in range(repeats):
@@ -1057,7 +1065,7 @@ def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s
         "forward_seconds": stats(forward_s, keep_values=True),
         "forward_backward_seconds": stats(forward_backward_s, keep_values=True),
         "optimizer_seconds": stats(optimizer_s, keep_values=True),
-        "host_canary_seconds": canary,
+        "host_canary_seconds": stats(canary_s, keep_values=True),
         "rounds": 1,
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,

@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T08:01:21+00:00",
+ "date_utc": "2026-11-30T09:34:17+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -51,294 +51,434 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "steady_repetitions": 50,
   "passes": 3
  },
+ "host_speed": {
+  "reference_seconds_per_op": 9.966985000016138e-06,
+  "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
+  "canaries": 3536,
+  "canary_p10_seconds": 7.287350000027004e-06,
+  "canary_p90_seconds": 1.4835954999981027e-05,
+  "use": "read only: the figures are as measured; reference_seconds_per_op is the run's median canary"
+ },
  "figures": {
   "eager_op_add": {
-   "seconds": 8.649068499998691e-06,
-   "min": 6.460926499997299e-06,
-   "max": 1.064653949999439e-05,
+   "seconds": 9.004303499999367e-06,
+   "min": 8.479239999999778e-06,
+   "max": 1.0039689999999269e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.7262549999966836e-06,
+   "issue_only_seconds": 8.538899500001307e-06,
+   "host_canary_seconds": 8.688684999995644e-06,
    "pass_seconds": [
-    6.735338000002144e-06,
-    8.649068499998691e-06,
-    9.473195500000031e-06
+    8.551971000001046e-06,
+    9.004303499999367e-06,
+    9.222944499995834e-06
+   ],
+   "pass_host_canary_seconds": [
+    8.688684999995644e-06,
+    8.935644999965576e-06,
+    9.390194999951973e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.637285149999812e-05,
-   "min": 1.554800049999727e-05,
-   "max": 1.746227099999942e-05,
+   "seconds": 1.6156469000002005e-05,
+   "min": 1.1512302999999946e-05,
+   "max": 2.4850257500006023e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6324146999998845e-05,
+   "issue_only_seconds": 1.529829999999954e-05,
+   "host_canary_seconds": 9.302454999993159e-06,
    "pass_seconds": [
-    1.637285149999812e-05,
-    1.5786138499997547e-05,
-    1.6910754999997836e-05
+    1.5344894500000096e-05,
+    1.6156469000002005e-05,
+    1.702836549999631e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.302454999993159e-06,
+    9.165895000009527e-06,
+    9.564619999977707e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.570001300000001e-05,
-   "min": 1.4836733999999296e-05,
-   "max": 2.4224073500000998e-05,
+   "seconds": 1.5133727499998529e-05,
+   "min": 1.4435724999998456e-05,
+   "max": 2.1940213500002413e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.564682950000318e-05,
+   "issue_only_seconds": 1.5088166499999999e-05,
+   "host_canary_seconds": 9.160394999998544e-06,
    "pass_seconds": [
-    1.570001300000001e-05,
-    1.534383799999972e-05,
-    2.374206450000571e-05
+    1.5133727499998529e-05,
+    1.4791954000003216e-05,
+    1.5575942000005227e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.160394999998544e-06,
+    9.196135000024697e-06,
+    9.649940000002744e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.6247977500000843e-05,
-   "min": 1.486256349999948e-05,
-   "max": 2.8616820499998143e-05,
+   "seconds": 1.625381849999741e-05,
+   "min": 9.782867000000195e-06,
+   "max": 1.9360446500002127e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5289095500001792e-05,
+   "issue_only_seconds": 9.955378999999098e-06,
+   "host_canary_seconds": 6.679402500004983e-06,
    "pass_seconds": [
-    1.5338380500001137e-05,
-    1.6247977500000843e-05,
-    2.7625115500001128e-05
+    9.975993499999447e-06,
+    1.625381849999741e-05,
+    1.6929185000002178e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.679402500004983e-06,
+    9.382114999993973e-06,
+    9.571324999981812e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 9.557227000001944e-06,
-   "min": 6.309947500000135e-06,
-   "max": 1.5788555999996845e-05,
+   "seconds": 8.975443499998903e-06,
+   "min": 6.086179500002231e-06,
+   "max": 1.6500831499996594e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.393253500000639e-06,
+   "issue_only_seconds": 6.159287500000943e-06,
+   "host_canary_seconds": 6.321637499997479e-06,
    "pass_seconds": [
-    6.399515500000064e-06,
-    9.557227000001944e-06,
-    1.4952137500003459e-05
+    6.168246999997962e-06,
+    1.4734330499997839e-05,
+    8.975443499998903e-06
+   ],
+   "pass_host_canary_seconds": [
+    6.321637499997479e-06,
+    1.5012194999997064e-05,
+    9.105209999979991e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.332188750000455e-05,
-   "min": 3.513803100000246e-05,
-   "max": 7.697421900000023e-05,
+   "seconds": 4.782757549999417e-05,
+   "min": 3.2854420500001424e-05,
+   "max": 8.018305899999944e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.0250958500001274e-05,
+   "issue_only_seconds": 3.35024945000022e-05,
+   "host_canary_seconds": 6.631004999988477e-06,
    "pass_seconds": [
-    5.029992849999942e-05,
-    5.332188750000455e-05,
-    5.348683849999958e-05
+    3.3541499500000074e-05,
+    7.590728099999922e-05,
+    4.782757549999417e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.631004999988477e-06,
+    1.5788360000001945e-05,
+    9.103519999982268e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.812692000000339e-05,
-   "min": 2.528246900000042e-05,
-   "max": 5.891877149999658e-05,
+   "seconds": 3.763149449999759e-05,
+   "min": 2.2948137000000203e-05,
+   "max": 5.7747292500003766e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.5969801999998765e-05,
+   "issue_only_seconds": 2.4113090500001987e-05,
+   "host_canary_seconds": 6.478459999996744e-06,
    "pass_seconds": [
-    2.600825499999715e-05,
-    3.812692000000339e-05,
-    4.850870149999764e-05
+    2.412394250000105e-05,
+    3.763149449999759e-05,
+    3.8882691499999566e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.478459999996744e-06,
+    9.652329999951803e-06,
+    1.014078499999016e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 2.7520848999998292e-05,
-   "min": 1.0361759500000289e-05,
-   "max": 2.9036459499998558e-05,
+   "seconds": 1.6999452999996832e-05,
+   "min": 9.723890499998334e-06,
+   "max": 2.5540537999994228e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.079893600000048e-05,
+   "issue_only_seconds": 9.89440849999923e-06,
+   "host_canary_seconds": 6.425747499996248e-06,
    "pass_seconds": [
-    1.0835911500002738e-05,
-    2.7520848999998292e-05,
-    2.7598663999995665e-05
+    9.901814500000939e-06,
+    1.6999452999996832e-05,
+    2.26686145000059e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.425747499996248e-06,
+    1.0180304999991564e-05,
+    1.271240000001228e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.1891527999999596e-05,
-   "min": 8.110477500000713e-06,
-   "max": 1.681432100000535e-05,
+   "seconds": 1.0798313500004042e-05,
+   "min": 7.688279499998173e-06,
+   "max": 1.573346250000185e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.412122500001118e-06,
+   "issue_only_seconds": 7.759598999999895e-06,
+   "host_canary_seconds": 6.6358100000130095e-06,
    "pass_seconds": [
-    8.419727500001528e-06,
-    1.1891527999999596e-05,
-    1.3346124500003498e-05
+    7.765655499998303e-06,
+    1.0814690499998391e-05,
+    1.0798313500004042e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.6358100000130095e-06,
+    9.346344999983102e-06,
+    9.375799999986611e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.9716968499999155e-05,
-   "min": 1.4573935499999636e-05,
-   "max": 2.4561669999997093e-05,
+   "seconds": 1.9748654499998965e-05,
+   "min": 1.410826800000109e-05,
+   "max": 2.9509985499998947e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.46634005000017e-05,
+   "issue_only_seconds": 1.4349442000000324e-05,
+   "host_canary_seconds": 6.553154999977551e-06,
    "pass_seconds": [
-    1.4680822999999066e-05,
-    2.1413681000005624e-05,
-    1.9716968499999155e-05
+    1.4356787500002355e-05,
+    1.9748654499998965e-05,
+    2.890211100000073e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.553154999977551e-06,
+    9.687910000053534e-06,
+    1.34060950000503e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.7772694500003183e-05,
-   "min": 1.3737110499999261e-05,
-   "max": 2.0685962000001722e-05,
+   "seconds": 1.7397346999999287e-05,
+   "min": 1.2907027499998947e-05,
+   "max": 2.594964149999868e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3916064999996535e-05,
+   "issue_only_seconds": 1.318808250000103e-05,
+   "host_canary_seconds": 6.350760000017885e-06,
    "pass_seconds": [
-    1.3954017499997916e-05,
-    1.8565639500003783e-05,
-    1.7772694500003183e-05
+    1.3197325000000149e-05,
+    1.7741466499998636e-05,
+    1.7397346999999287e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.350760000017885e-06,
+    9.477235000048268e-06,
+    9.138644999993062e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.0189406000000078e-05,
-   "min": 1.3292543999998684e-05,
-   "max": 3.737934000000109e-05,
+   "seconds": 1.835805849999872e-05,
+   "min": 1.2421850500000886e-05,
+   "max": 2.1141705000005118e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3738632999999112e-05,
+   "issue_only_seconds": 1.2785534999999015e-05,
+   "host_canary_seconds": 6.6798149999769406e-06,
    "pass_seconds": [
-    1.3775067499999238e-05,
-    2.0189406000000078e-05,
-    2.376811499999576e-05
+    1.27919074999987e-05,
+    2.0029727500002535e-05,
+    1.835805849999872e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.6798149999769406e-06,
+    9.597100000036107e-06,
+    9.171000000023355e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.1495522000000592e-05,
-   "min": 8.156838499999709e-06,
-   "max": 1.8051528000000872e-05,
+   "seconds": 1.070204999999902e-05,
+   "min": 7.4373424999976126e-06,
+   "max": 1.4104045499998108e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.144792699999897e-05,
+   "issue_only_seconds": 7.550146999999896e-06,
+   "host_canary_seconds": 6.451009999999258e-06,
    "pass_seconds": [
-    1.1495522000000592e-05,
-    1.7624885500005406e-05,
-    1.0712424999994141e-05
+    7.556994000001538e-06,
+    1.1245457000001125e-05,
+    1.070204999999902e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.451009999999258e-06,
+    9.610325000011244e-06,
+    9.27238999999247e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 3.2191017000002376e-05,
-   "min": 1.582054699999702e-05,
-   "max": 3.694661200000127e-05,
+   "seconds": 2.1785766000000706e-05,
+   "min": 1.5492802999997225e-05,
+   "max": 2.4071790000000703e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6479038500001763e-05,
+   "issue_only_seconds": 1.5858603499999902e-05,
+   "host_canary_seconds": 6.6818200000184906e-06,
    "pass_seconds": [
-    1.6511901499999483e-05,
-    3.421905999999808e-05,
-    3.2191017000002376e-05
+    1.5868422999997024e-05,
+    2.3106798999997125e-05,
+    2.1785766000000706e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.6818200000184906e-06,
+    9.969635000004473e-06,
+    9.35193499998377e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.7684718499999974e-05,
-   "min": 1.2221944500002025e-05,
-   "max": 2.9067179999998415e-05,
+   "seconds": 1.711492750000332e-05,
+   "min": 1.2255503500000486e-05,
+   "max": 1.9467899500000385e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2683658000000265e-05,
+   "issue_only_seconds": 1.2901106499999316e-05,
+   "host_canary_seconds": 6.804549999976928e-06,
    "pass_seconds": [
-    1.2698306500002588e-05,
-    1.953824849999819e-05,
-    1.7684718499999974e-05
+    1.2908641999999304e-05,
+    1.8114584500004583e-05,
+    1.711492750000332e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.804549999976928e-06,
+    9.863905000031536e-06,
+    9.342560000007439e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.9259674500005985e-05,
-   "min": 1.2758210999997743e-05,
-   "max": 2.9700778500000525e-05,
+   "seconds": 1.8590296999995815e-05,
+   "min": 1.2926014499999638e-05,
+   "max": 2.1370487499993373e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3074177499998285e-05,
+   "issue_only_seconds": 1.3012682500001205e-05,
+   "host_canary_seconds": 6.82932000000136e-06,
    "pass_seconds": [
-    1.3084863999999641e-05,
-    2.191019349999834e-05,
-    1.9259674500005985e-05
+    1.3019423500001181e-05,
+    1.984163249999682e-05,
+    1.8590296999995815e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.82932000000136e-06,
+    9.581445000037546e-06,
+    9.03965500000936e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 7.694362499996998e-06,
-   "min": 5.778054500002128e-06,
-   "max": 8.762468500002285e-06,
+   "seconds": 7.47745449999826e-06,
+   "min": 5.634077999999931e-06,
+   "max": 9.138984999999877e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.681859499999887e-06,
+   "issue_only_seconds": 5.709232999997482e-06,
+   "host_canary_seconds": 6.634097500022307e-06,
    "pass_seconds": [
-    7.694362499996998e-06,
-    8.319933499997489e-06,
-    7.400759500001186e-06
+    5.715754499998837e-06,
+    7.47745449999826e-06,
+    7.834962000003998e-06
+   ],
+   "pass_host_canary_seconds": [
+    6.634097500022307e-06,
+    9.289485000003594e-06,
+    9.714420000008773e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.3615011111119834e-05,
-   "min": 9.101024444441286e-06,
-   "max": 2.210166333333695e-05,
+   "seconds": 1.5450621111120377e-05,
+   "min": 8.669698888894573e-06,
+   "max": 2.1268629999992882e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.5947450000081175e-06,
    "pass_seconds": [
-    9.512058888887508e-06,
-    2.147391777776243e-05,
-    1.3615011111119834e-05
+    9.488145555557202e-06,
+    1.5450621111120377e-05,
+    1.864941999999006e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.5947450000081175e-06,
+    1.0255415000059998e-05,
+    9.600219999938986e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0006747463333311998,
-   "min": 0.00030248288888875185,
-   "max": 0.0010705992222155044,
+   "seconds": 0.0005949898888846722,
+   "min": 0.00017412822222537564,
+   "max": 0.0012941347777860478,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.5947450000081175e-06,
    "pass_seconds": [
-    0.0006513051111127767,
-    0.0007044213333244898,
-    0.0006747463333311998
+    0.0006715624444405914,
+    0.0005949898888846722,
+    0.000585548333335042
+   ],
+   "pass_host_canary_seconds": [
+    6.5947450000081175e-06,
+    1.0255415000059998e-05,
+    9.600219999938986e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 4.6223011110966025e-06,
-   "min": 3.3237855555591346e-06,
-   "max": 8.184976666664548e-06,
+   "seconds": 7.129516666661099e-06,
+   "min": 5.591727777777401e-06,
+   "max": 7.997545555566729e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.250342500006781e-06,
    "pass_seconds": [
-    3.8129055555518537e-06,
-    7.947991111099858e-06,
-    4.6223011110966025e-06
+    5.987117777779519e-06,
+    7.403594444434071e-06,
+    7.129516666661099e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.250342500006781e-06,
+    1.408922749998709e-05,
+    9.527200000007951e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.394249999994826e-06,
-   "min": 3.307558888892004e-06,
-   "max": 8.575038888902024e-06,
+   "seconds": 6.8349288889003725e-06,
+   "min": 4.379706666668426e-06,
+   "max": 7.5897155555537666e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.21670249999451e-06,
    "pass_seconds": [
-    5.128244444444855e-06,
-    7.499463333336583e-06,
-    5.394249999994826e-06
+    5.762378888884238e-06,
+    7.1904222222150965e-06,
+    6.8349288889003725e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.21670249999451e-06,
+    1.3973299999996413e-05,
+    9.627334999997572e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.34008599999917e-05,
-   "min": 3.3557304444447785e-05,
-   "max": 7.930318111110384e-05,
+   "seconds": 4.869719555556015e-05,
+   "min": 3.30005211111089e-05,
+   "max": 7.259471444445214e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.04689500000677e-06,
    "pass_seconds": [
-    3.6061277777774435e-05,
-    5.34008599999917e-05,
-    6.708443111111566e-05
+    3.434952222222244e-05,
+    4.869719555556015e-05,
+    5.952138777778436e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.04689500000677e-06,
+    1.0277450000018007e-05,
+    9.397614999997473e-06
    ]
   },
   "backward_call": {
-   "seconds": 9.324266947805882e-05,
-   "min": 5.9858664870262126e-05,
-   "max": 0.0001448026703049739,
+   "seconds": 6.311866485824187e-05,
+   "min": 5.438133825858433e-05,
+   "max": 0.0001034773370871941,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 15.10 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.32 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -347,22 +487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.473599702119828e-05,
-    9.372799843549729e-05,
-    0.00011667200177907943,
-    0.0001613440066576004,
-    0.0003110080063343048
+    9.843199700117111e-05,
+    0.00011350400000810623,
+    0.00013580800592899323,
+    0.00017395199835300445,
+    0.0003927040100097656
    ],
+   "host_canary_seconds": 8.532047500011686e-06,
    "pass_seconds": [
-    5.9858664870262126e-05,
-    0.0001448026703049739,
-    9.324266947805882e-05
+    6.311866485824187e-05,
+    5.438133825858433e-05,
+    0.0001034773370871941
+   ],
+   "pass_host_canary_seconds": [
+    8.532047500011686e-06,
+    9.74707500002836e-06,
+    1.2987535000021921e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.2342856441225322e-05,
-   "min": 1.8114285809653142e-05,
-   "max": 4.109637953695797e-05,
+   "seconds": 2.5022475314991815e-05,
+   "min": 2.1814096009447464e-05,
+   "max": 3.1618287875538784e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -371,20 +517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.084800019860268e-05,
-    7.88479968905449e-05,
-    0.00030044800043106077
+    4.9183998256921766e-05,
+    8.726400136947632e-05,
+    0.0004121919870376587
    ],
+   "host_canary_seconds": 7.737927499995578e-06,
    "pass_seconds": [
-    1.8114285809653142e-05,
-    4.109637953695797e-05,
-    2.2342856441225322e-05
+    2.5022475314991815e-05,
+    2.1814096009447464e-05,
+    3.1618287875538784e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.737927499995578e-06,
+    9.726675000010232e-06,
+    1.2925354999993032e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.951161872772944e-05,
-   "min": 8.946437903103376e-05,
-   "max": 0.00011993828132039026,
+   "seconds": 8.536076829546973e-05,
+   "min": 6.868114801389831e-05,
+   "max": 9.861714552555764e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -393,20 +545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029120001196861266,
-    0.0006713280081748962,
-    0.00192467200756073
+    0.0001525759994983673,
+    0.000603551983833313,
+    0.0016147520542144776
    ],
+   "host_canary_seconds": 7.737927499995578e-06,
    "pass_seconds": [
-    8.951161872772944e-05,
-    8.946437903103376e-05,
-    0.00011993828132039026
+    6.868114801389831e-05,
+    9.861714552555764e-05,
+    8.536076829546973e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.737927499995578e-06,
+    9.726675000010232e-06,
+    1.2925354999993032e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.8377143570355e-05,
-   "min": 5.5835428337256116e-05,
-   "max": 9.49439966962451e-05,
+   "seconds": 5.6368763957704815e-05,
+   "min": 5.307123810052872e-05,
+   "max": 7.603732957726434e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -415,20 +573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014124800264835358,
-    0.0003597440123558044,
-    0.0011713600158691406
+    6.841599941253662e-05,
+    0.0002587519884109497,
+    0.0009210240244865417
    ],
+   "host_canary_seconds": 9.03128000000919e-06,
    "pass_seconds": [
-    6.8377143570355e-05,
-    9.49439966962451e-05,
-    5.5835428337256116e-05
+    5.6368763957704815e-05,
+    5.307123810052872e-05,
+    7.603732957726434e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.03128000000919e-06,
+    1.3829230000013126e-05,
+    1.3192680000031488e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013536837909902845,
-   "min": 8.937447340715499e-05,
-   "max": 0.00015887694451070968,
+   "seconds": 0.00014707503716150918,
+   "min": 0.00011743543474447159,
+   "max": 0.00015335847614776518,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -437,20 +601,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006787840127944946,
-    0.0013656320571899415,
-    0.00311625599861145
+    0.0003402239978313446,
+    0.0008562560081481934,
+    0.003360447883605957
    ],
+   "host_canary_seconds": 9.03128000000919e-06,
    "pass_seconds": [
-    8.937447340715499e-05,
-    0.00013536837909902845,
-    0.00015887694451070968
+    0.00014707503716150918,
+    0.00015335847614776518,
+    0.00011743543474447159
+   ],
+   "pass_host_canary_seconds": [
+    9.03128000000919e-06,
+    1.3829230000013126e-05,
+    1.3192680000031488e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.8052571763594945e-05,
-   "min": 1.524190471640655e-05,
-   "max": 2.519466727972031e-05,
+   "seconds": 1.5507809729093596e-05,
+   "min": 1.4028190058611688e-05,
+   "max": 3.0129523593045415e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -459,20 +629,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2832000404596326e-05,
-    8.534400165081024e-05,
-    0.0003030720055103302
+    2.9632000252604483e-05,
+    7.440000027418137e-05,
+    0.0002616640031337738
    ],
+   "host_canary_seconds": 8.869924999999058e-06,
    "pass_seconds": [
-    1.8052571763594945e-05,
-    2.519466727972031e-05,
-    1.524190471640655e-05
+    1.5507809729093596e-05,
+    3.0129523593045415e-05,
+    1.4028190058611688e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.869924999999058e-06,
+    1.3459689999990588e-05,
+    9.086764999963747e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.035428347686925e-05,
-   "min": 5.2358854916833685e-05,
-   "max": 8.79763765704064e-05,
+   "seconds": 5.5363805964589106e-05,
+   "min": 5.094476053047749e-05,
+   "max": 8.104762000342208e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -481,20 +657,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020448000729084015,
-    0.00041731199622154234,
-    0.0012611839771270751
+    0.00014329600334167482,
+    0.0003274880051612854,
+    0.001196895956993103
    ],
+   "host_canary_seconds": 8.869924999999058e-06,
    "pass_seconds": [
-    5.2358854916833685e-05,
-    8.79763765704064e-05,
-    7.035428347686925e-05
+    5.5363805964589106e-05,
+    8.104762000342208e-05,
+    5.094476053047749e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.869924999999058e-06,
+    1.3459689999990588e-05,
+    9.086764999963747e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.7968000130993984e-05,
-   "min": 2.953371441080457e-05,
-   "max": 5.5523046425410686e-05,
+   "seconds": 3.3710476188432606e-05,
+   "min": 2.2959238361744654e-05,
+   "max": 5.533180811575481e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -503,20 +685,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.723200112581253e-05,
-    0.00020982399582862853,
-    0.0006596480011940003
+    8.643200248479843e-05,
+    0.00018592000007629393,
+    0.0004410240054130554
    ],
+   "host_canary_seconds": 6.881955000004325e-06,
    "pass_seconds": [
-    3.7968000130993984e-05,
-    5.5523046425410686e-05,
-    2.953371441080457e-05
+    2.2959238361744654e-05,
+    5.533180811575481e-05,
+    3.3710476188432606e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.881955000004325e-06,
+    1.381905999998878e-05,
+    9.191644999972937e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00010558323739540007,
-   "min": 9.822628150383632e-05,
-   "max": 0.00012634057090395973,
+   "seconds": 7.1753139651957e-05,
+   "min": 6.796571257568543e-05,
+   "max": 8.806247051273072e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -525,20 +713,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004171839952468872,
-    0.0008926720023155212,
-    0.0024823999404907228
+    0.00042150399088859556,
+    0.0007776960134506226,
+    0.0018662079572677613
    ],
+   "host_canary_seconds": 6.881955000004325e-06,
    "pass_seconds": [
-    9.822628150383632e-05,
-    0.00012634057090395973,
-    0.00010558323739540007
+    7.1753139651957e-05,
+    8.806247051273072e-05,
+    6.796571257568543e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.881955000004325e-06,
+    1.381905999998878e-05,
+    9.191644999972937e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.084647722187497e-05,
-   "min": 1.7216761818244345e-05,
-   "max": 3.1222094027769004e-05,
+   "seconds": 2.5774475807944935e-05,
+   "min": 1.6550094687512943e-05,
+   "max": 2.992762110772587e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,20 +741,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6959998309612273e-05,
-    0.00010672000050544739,
-    0.00035206401348114016
+    2.5183999910950662e-05,
+    7.103999704122543e-05,
+    0.000401311993598938
    ],
+   "host_canary_seconds": 1.0227129999975659e-05,
    "pass_seconds": [
-    2.084647722187497e-05,
-    3.1222094027769004e-05,
-    1.7216761818244345e-05
+    2.5774475807944935e-05,
+    2.992762110772587e-05,
+    1.6550094687512943e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0227129999975659e-05,
+    1.4068575000010242e-05,
+    9.04740999999376e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 8.284799790098555e-05,
-   "min": 6.923810037828627e-05,
-   "max": 9.048152120695228e-05,
+   "seconds": 7.222019082733562e-05,
+   "min": 5.344380642331782e-05,
+   "max": 8.296152195405392e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -569,20 +769,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002114879935979843,
-    0.0006914560198783875,
-    0.001823199987411499
+    0.0001860799938440323,
+    0.0007852159738540649,
+    0.0019080959558486939
    ],
+   "host_canary_seconds": 1.0227129999975659e-05,
    "pass_seconds": [
-    8.284799790098555e-05,
-    6.923810037828627e-05,
-    9.048152120695228e-05
+    8.296152195405392e-05,
+    7.222019082733562e-05,
+    5.344380642331782e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0227129999975659e-05,
+    1.4068575000010242e-05,
+    9.04740999999376e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.60464762364115e-05,
-   "min": 2.9109332533109754e-05,
-   "max": 4.933866929440272e-05,
+   "seconds": 3.969904851345789e-05,
+   "min": 2.9173332665647782e-05,
+   "max": 5.235504962149121e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -591,20 +797,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.28159973025322e-05,
-    0.00021007999777793884,
-    0.0006298879981040954
+    0.000107744000852108,
+    0.0002442239969968796,
+    0.0007090240120887757
    ],
+   "host_canary_seconds": 1.0005194999997969e-05,
    "pass_seconds": [
-    3.60464762364115e-05,
-    4.933866929440272e-05,
-    2.9109332533109754e-05
+    3.969904851345789e-05,
+    5.235504962149121e-05,
+    2.9173332665647782e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0005194999997969e-05,
+    1.1881450000004179e-05,
+    9.07251999997527e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00011685180167357127,
-   "min": 8.362972062258493e-05,
-   "max": 0.00012947961900915418,
+   "seconds": 6.780419214850379e-05,
+   "min": 6.10697056565966e-05,
+   "max": 8.516342654114677e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -613,20 +825,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000553983986377716,
-    0.000997759997844696,
-    0.002377376079559326
+    0.0005628799796104431,
+    0.001064352035522461,
+    0.002478111982345581
    ],
+   "host_canary_seconds": 1.0005194999997969e-05,
    "pass_seconds": [
-    8.362972062258493e-05,
-    0.00011685180167357127,
-    0.00012947961900915418
+    8.516342654114677e-05,
+    6.10697056565966e-05,
+    6.780419214850379e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0005194999997969e-05,
+    1.1881450000004179e-05,
+    9.07251999997527e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.116266646555492e-05,
-   "min": 3.7432380907592316e-05,
-   "max": 5.7366858635629915e-05,
+   "seconds": 3.4478477424099336e-05,
+   "min": 3.3666285730543595e-05,
+   "max": 4.5894857673417955e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -635,20 +853,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.499200314283371e-05,
-    0.00019222399592399596,
-    0.00068367999792099
+    8.790399879217148e-05,
+    0.00020953600108623505,
+    0.0007709760069847107
    ],
+   "host_canary_seconds": 9.909917500010579e-06,
    "pass_seconds": [
-    4.116266646555492e-05,
-    5.7366858635629915e-05,
-    3.7432380907592316e-05
+    4.5894857673417955e-05,
+    3.4478477424099336e-05,
+    3.3666285730543595e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.909917500010579e-06,
+    9.423549999993953e-06,
+    9.586142500026538e-06
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.498208792436693e-05,
-   "min": 6.658895562092462e-05,
-   "max": 0.00010296684947042238,
+   "seconds": 8.308191029798415e-05,
+   "min": 8.134323713325319e-05,
+   "max": 8.573409169912338e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,20 +881,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003723840117454529,
-    0.0006810879707336426,
-    0.0019838080406188964
+    0.0003597440123558044,
+    0.0009792640209197998,
+    0.002347584009170532
    ],
+   "host_canary_seconds": 9.909917500010579e-06,
    "pass_seconds": [
-    6.658895562092462e-05,
-    8.498208792436693e-05,
-    0.00010296684947042238
+    8.134323713325319e-05,
+    8.573409169912338e-05,
+    8.308191029798415e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.909917500010579e-06,
+    9.423549999993953e-06,
+    9.586142500026538e-06
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 6.646247279076349e-05,
-   "min": 5.652419122911635e-05,
-   "max": 8.039847903308413e-05,
+   "seconds": 6.190476247242519e-05,
+   "min": 5.849142727397737e-05,
+   "max": 6.634361616202762e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -679,20 +909,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014323200285434724,
-    0.00034921601414680483,
-    0.001142367959022522
+    0.0001504960060119629,
+    0.0003330560028553009,
+    0.0011401599645614624
    ],
+   "host_canary_seconds": 9.836300000003462e-06,
    "pass_seconds": [
-    6.646247279076349e-05,
-    8.039847903308413e-05,
-    5.652419122911635e-05
+    6.634361616202762e-05,
+    5.849142727397737e-05,
+    6.190476247242519e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.836300000003462e-06,
+    9.823279999991997e-06,
+    1.36127849999923e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00021096991676659808,
-   "min": 0.00014105447842961265,
-   "max": 0.00024040609420765017,
+   "seconds": 0.00019356494290488104,
+   "min": 0.00015441753254050308,
+   "max": 0.0002508914442289443,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -701,20 +937,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005899199843406677,
-    0.0012310400009155273,
-    0.0037088639736175535
+    0.0006303039789199829,
+    0.0013209279775619506,
+    0.003951168060302735
    ],
+   "host_canary_seconds": 9.836300000003462e-06,
    "pass_seconds": [
-    0.00014105447842961265,
-    0.00024040609420765017,
-    0.00021096991676659808
+    0.00015441753254050308,
+    0.00019356494290488104,
+    0.0002508914442289443
+   ],
+   "pass_host_canary_seconds": [
+    9.836300000003462e-06,
+    9.823279999991997e-06,
+    1.36127849999923e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.075123724483308e-05,
-   "min": 3.428114116901443e-05,
-   "max": 5.434971444663547e-05,
+   "seconds": 3.793752211190406e-05,
+   "min": 3.616609725923766e-05,
+   "max": 5.430171425853456e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -723,20 +965,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.646399945020676e-05,
-    0.00018188799917697907,
-    0.0006754559874534607
+    5.936000123620033e-05,
+    0.00016758400201797484,
+    0.0006017600297927857
    ],
+   "host_canary_seconds": 9.217384999971045e-06,
    "pass_seconds": [
-    4.075123724483308e-05,
-    5.434971444663547e-05,
-    3.428114116901443e-05
+    3.616609725923766e-05,
+    3.793752211190406e-05,
+    5.430171425853456e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.217384999971045e-06,
+    9.736794999994914e-06,
+    1.3868675000026087e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.06095178354354e-05,
-   "min": 8.933105248780475e-05,
-   "max": 0.00011709332803175565,
+   "seconds": 8.055772508184112e-05,
+   "min": 7.376761273259207e-05,
+   "max": 8.293713292195682e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -745,20 +993,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002853119969367981,
-    0.0007364799976348877,
-    0.002274751901626587
+    0.0002672640085220337,
+    0.0007199360132217408,
+    0.002085599899291992
    ],
+   "host_canary_seconds": 9.217384999971045e-06,
    "pass_seconds": [
-    9.06095178354354e-05,
-    8.933105248780475e-05,
-    0.00011709332803175565
+    8.293713292195682e-05,
+    8.055772508184112e-05,
+    7.376761273259207e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.217384999971045e-06,
+    9.736794999994914e-06,
+    1.3868675000026087e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.302628741377876e-05,
-   "min": 6.682362088135309e-05,
-   "max": 9.850742987224034e-05,
+   "seconds": 8.396799649511065e-05,
+   "min": 4.459352365561894e-05,
+   "max": 9.347962339719136e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -767,20 +1021,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013177600502967834,
-    0.0003375039994716644,
-    0.0012227200269699097
+    0.00011174400150775909,
+    0.00031385600566864014,
+    0.0008034240007400513
    ],
+   "host_canary_seconds": 8.284310000021833e-06,
    "pass_seconds": [
-    7.302628741377876e-05,
-    9.850742987224034e-05,
-    6.682362088135309e-05
+    4.459352365561894e-05,
+    8.396799649511065e-05,
+    9.347962339719136e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.284310000021833e-06,
+    1.3671255000033965e-05,
+    1.3696457499996484e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014422322454906643,
-   "min": 0.0001309226673273813,
-   "max": 0.00018013409560634975,
+   "seconds": 0.00015235427305811933,
+   "min": 0.0001462857183955965,
+   "max": 0.0001775596205677305,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -789,20 +1049,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005050560235977172,
-    0.0013401919603347778,
-    0.0036387200355529783
+    0.00048387199640274046,
+    0.0012992000579833984,
+    0.0038657920360565187
    ],
+   "host_canary_seconds": 8.284310000021833e-06,
    "pass_seconds": [
-    0.0001309226673273813,
-    0.00014422322454906643,
-    0.00018013409560634975
+    0.0001775596205677305,
+    0.0001462857183955965,
+    0.00015235427305811933
+   ],
+   "pass_host_canary_seconds": [
+    8.284310000021833e-06,
+    1.3671255000033965e-05,
+    1.3696457499996484e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 4.160152233782269e-05,
-   "min": 3.3709716051816946e-05,
-   "max": 6.980419017019725e-05,
+   "seconds": 7.049600247825896e-05,
+   "min": 5.0676570406981875e-05,
+   "max": 8.551009637968882e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -811,20 +1077,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.407999828457832e-05,
-    0.00015555199980735778,
-    0.0005598400235176087
+    7.382400333881378e-05,
+    0.0002284799963235855,
+    0.0008348479866981506
    ],
+   "host_canary_seconds": 9.465334999987362e-06,
    "pass_seconds": [
-    3.3709716051816946e-05,
-    4.160152233782269e-05,
-    6.980419017019725e-05
+    5.0676570406981875e-05,
+    7.049600247825896e-05,
+    8.551009637968882e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.465334999987362e-06,
+    1.3549669999974866e-05,
+    1.443085500000052e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 8.294552138873511e-05,
-   "min": 5.61500917233172e-05,
-   "max": 8.923809088411785e-05,
+   "seconds": 6.368838569947651e-05,
+   "min": 6.116571454774766e-05,
+   "max": 6.953371600026177e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -833,20 +1105,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017388799786567687,
-    0.0005095360279083252,
-    0.0015438079833984375
+    0.00026073598861694336,
+    0.0006623359918594361,
+    0.0019957120418548583
    ],
+   "host_canary_seconds": 9.465334999987362e-06,
    "pass_seconds": [
-    5.61500917233172e-05,
-    8.923809088411785e-05,
-    8.294552138873511e-05
+    6.368838569947651e-05,
+    6.953371600026177e-05,
+    6.116571454774766e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.465334999987362e-06,
+    1.3549669999974866e-05,
+    1.443085500000052e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 7.071847539572488e-05,
-   "min": 3.4534097072624026e-05,
-   "max": 8.606095470133281e-05,
+   "seconds": 6.81798124597186e-05,
+   "min": 4.933561987820126e-05,
+   "max": 8.79329535223189e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,20 +1133,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.023999840021133e-05,
-    0.0001749120056629181,
-    0.0005886080265045166
+    9.587199985980987e-05,
+    0.00024991999566555026,
+    0.0008379200100898743
    ],
+   "host_canary_seconds": 9.249659999994719e-06,
    "pass_seconds": [
-    3.4534097072624026e-05,
-    8.606095470133281e-05,
-    7.071847539572488e-05
+    4.933561987820126e-05,
+    6.81798124597186e-05,
+    8.79329535223189e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.249659999994719e-06,
+    1.3476855000043031e-05,
+    1.4348422499992354e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 7.983999983185813e-05,
-   "min": 5.258057443868548e-05,
-   "max": 7.986894711142495e-05,
+   "seconds": 5.600075813986005e-05,
+   "min": 5.062476439135418e-05,
+   "max": 7.56533266532989e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -877,20 +1161,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024592000246047974,
-    0.0005663999915122986,
-    0.0019539840221405027
+    0.0002897279858589172,
+    0.0006545600295066833,
+    0.0018860479593276976
    ],
+   "host_canary_seconds": 9.249659999994719e-06,
    "pass_seconds": [
-    7.983999983185813e-05,
-    5.258057443868548e-05,
-    7.986894711142495e-05
+    5.600075813986005e-05,
+    7.56533266532989e-05,
+    5.062476439135418e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.249659999994719e-06,
+    1.3476855000043031e-05,
+    1.4348422499992354e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.9910095213424598e-05,
-   "min": 1.5473523753739542e-05,
-   "max": 3.533866487088657e-05,
+   "seconds": 3.308571378389994e-05,
+   "min": 2.3072760906957446e-05,
+   "max": 3.7192380854061666e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -899,20 +1189,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5599999353289605e-05,
-    7.344000041484833e-05,
-    0.00025817599892616274
+    3.9583999663591384e-05,
+    0.00010540799796581268,
+    0.00038454398512840273
    ],
+   "host_canary_seconds": 9.287575000005432e-06,
    "pass_seconds": [
-    1.5473523753739542e-05,
-    2.9910095213424598e-05,
-    3.533866487088657e-05
+    2.3072760906957446e-05,
+    3.308571378389994e-05,
+    3.7192380854061666e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.287575000005432e-06,
+    1.3455799999988471e-05,
+    1.4873889999975632e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.718094917635123e-05,
-   "min": 5.343923912871451e-05,
-   "max": 7.132723732363607e-05,
+   "seconds": 6.649675965309144e-05,
+   "min": 5.8117332735231945e-05,
+   "max": 6.699505093551818e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -921,20 +1217,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014399999380111694,
-    0.00035305601358413694,
-    0.001230847954750061
+    0.00017404800653457643,
+    0.0004108160138130188,
+    0.001389631986618042
    ],
+   "host_canary_seconds": 9.287575000005432e-06,
    "pass_seconds": [
-    5.718094917635123e-05,
-    7.132723732363607e-05,
-    5.343923912871451e-05
+    5.8117332735231945e-05,
+    6.649675965309144e-05,
+    6.699505093551818e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.287575000005432e-06,
+    1.3455799999988471e-05,
+    1.4873889999975632e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.5994667737256914e-05,
-   "min": 2.6908952920209792e-05,
-   "max": 4.482590673225266e-05,
+   "seconds": 3.533790331511271e-05,
+   "min": 2.4369522751796813e-05,
+   "max": 3.737523761533556e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -943,20 +1245,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.921599805355071e-05,
-    0.0001433600038290024,
-    0.00047065600752830503
+    5.5456001311540604e-05,
+    0.00013152000308036803,
+    0.00042198398709297183
    ],
+   "host_canary_seconds": 9.626792499997093e-06,
    "pass_seconds": [
-    2.6908952920209792e-05,
-    4.482590673225266e-05,
-    3.5994667737256914e-05
+    2.4369522751796813e-05,
+    3.533790331511271e-05,
+    3.737523761533556e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.626792499997093e-06,
+    1.4229444999962483e-05,
+    1.4935497499983797e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.915200107154392e-05,
-   "min": 3.9458287968522035e-05,
-   "max": 7.010056628357797e-05,
+   "seconds": 6.816228904894419e-05,
+   "min": 6.195962233912378e-05,
+   "max": 7.08190511379923e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,20 +1273,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024009600281715393,
-    0.0004750399887561798,
-    0.0012475520372390748
+    0.00020220799744129182,
+    0.0004745599925518036,
+    0.0015016000270843507
    ],
+   "host_canary_seconds": 9.626792499997093e-06,
    "pass_seconds": [
-    3.9458287968522035e-05,
-    7.010056628357797e-05,
-    5.915200107154392e-05
+    6.195962233912378e-05,
+    6.816228904894419e-05,
+    7.08190511379923e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.626792499997093e-06,
+    1.4229444999962483e-05,
+    1.4935497499983797e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 6.392609718300045e-05,
-   "min": 3.054552578500339e-05,
-   "max": 7.613180826107659e-05,
+   "seconds": 6.273981325683141e-05,
+   "min": 5.2015239638941634e-05,
+   "max": 7.39299048270498e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -987,20 +1301,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8191998153924945e-05,
-    0.0001366399973630905,
-    0.0005053120255470275
+    7.942400127649308e-05,
+    0.0002529279887676239,
+    0.0008654720187187194
    ],
+   "host_canary_seconds": 1.0058340000007604e-05,
    "pass_seconds": [
-    3.054552578500339e-05,
-    7.613180826107659e-05,
-    6.392609718300045e-05
+    5.2015239638941634e-05,
+    6.273981325683141e-05,
+    7.39299048270498e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0058340000007604e-05,
+    1.3911779999986607e-05,
+    1.4846100000021067e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.816685389904748e-05,
-   "min": 8.18057150713035e-05,
-   "max": 0.00013238780661707834,
+   "seconds": 0.00012874208355233779,
+   "min": 8.322743255467642e-05,
+   "max": 0.0001340883853180068,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1009,20 +1329,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001857600063085556,
-    0.0005242879986763001,
-    0.0018715200424194336
+    0.0003627839982509613,
+    0.0009344959855079651,
+    0.0024467520713806153
    ],
+   "host_canary_seconds": 1.0058340000007604e-05,
    "pass_seconds": [
-    8.18057150713035e-05,
-    0.00013238780661707834,
-    9.816685389904748e-05
+    8.322743255467642e-05,
+    0.00012874208355233779,
+    0.0001340883853180068
+   ],
+   "pass_host_canary_seconds": [
+    1.0058340000007604e-05,
+    1.3911779999986607e-05,
+    1.4846100000021067e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.12182854045005e-05,
-   "min": 3.0260572298651653e-05,
-   "max": 7.875276605288188e-05,
+   "seconds": 6.341562029861267e-05,
+   "min": 2.6825905200980956e-05,
+   "max": 7.094781313623701e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1031,20 +1357,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6191999465227124e-05,
-    0.0001480640023946762,
-    0.0005104640126228333
+    9.967999905347824e-05,
+    0.00026995199918746946,
+    0.0005320000052452087
    ],
+   "host_canary_seconds": 9.271392499989873e-06,
    "pass_seconds": [
-    3.0260572298651653e-05,
-    7.875276605288188e-05,
-    4.12182854045005e-05
+    2.6825905200980956e-05,
+    6.341562029861267e-05,
+    7.094781313623701e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.271392499989873e-06,
+    1.3591635000054225e-05,
+    1.4729752500031168e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.0001240213325335866,
-   "min": 9.950476867102443e-05,
-   "max": 0.00014122513220423744,
+   "seconds": 0.00012781484637941633,
+   "min": 0.0001194156234463056,
+   "max": 0.00012801294596422288,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1053,20 +1385,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019491200149059296,
-    0.0006069120168685913,
-    0.0021489601135253906
+    0.00032540801167488096,
+    0.0009123839735984803,
+    0.002568448066711426
    ],
+   "host_canary_seconds": 9.271392499989873e-06,
    "pass_seconds": [
-    9.950476867102443e-05,
-    0.00014122513220423744,
-    0.0001240213325335866
+    0.0001194156234463056,
+    0.00012801294596422288,
+    0.00012781484637941633
+   ],
+   "pass_host_canary_seconds": [
+    9.271392499989873e-06,
+    1.3591635000054225e-05,
+    1.4729752500031168e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 2.0608762013060707e-05,
-   "min": 8.948571891302154e-06,
-   "max": 2.2259810318549475e-05,
+   "seconds": 1.8924953327292488e-05,
+   "min": 1.0053333072435289e-05,
+   "max": 1.9299810486180444e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1075,20 +1413,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3055998384952545e-05,
-    4.764800146222115e-05,
-    0.0001632000058889389
+    2.0320000126957894e-05,
+    4.927999898791313e-05,
+    0.00017071999609470369
    ],
+   "host_canary_seconds": 9.579455000015003e-06,
    "pass_seconds": [
-    8.948571891302154e-06,
-    2.2259810318549475e-05,
-    2.0608762013060707e-05
+    1.0053333072435289e-05,
+    1.8924953327292488e-05,
+    1.9299810486180444e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.579455000015003e-06,
+    1.3341310000001272e-05,
+    1.3680620000009469e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.8300953230687543e-05,
-   "min": 1.7353142744728497e-05,
-   "max": 3.1052188326915105e-05,
+   "seconds": 2.77569524589039e-05,
+   "min": 2.5497140983740483e-05,
+   "max": 3.231771467697053e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1097,20 +1441,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.620800077915192e-05,
-    0.00015196800231933593,
-    0.0004763520061969757
+    0.00010704000294208526,
+    0.00019724799692630768,
+    0.0007303040027618409
    ],
+   "host_canary_seconds": 9.579455000015003e-06,
    "pass_seconds": [
-    1.7353142744728497e-05,
-    3.1052188326915105e-05,
-    2.8300953230687543e-05
+    3.231771467697053e-05,
+    2.77569524589039e-05,
+    2.5497140983740483e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.579455000015003e-06,
+    1.3341310000001272e-05,
+    1.3680620000009469e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.370819037159284e-05,
-   "min": 9.693714834394907e-06,
-   "max": 2.1655618434860592e-05,
+   "seconds": 1.8323046643109548e-05,
+   "min": 8.142475748345966e-06,
+   "max": 2.0508951729252225e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1119,20 +1469,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.953599952161312e-05,
-    6.207999959588052e-05,
-    0.00017609600722789763
+    5.536000058054924e-05,
+    0.00010870400071144105,
+    0.0001871359944343567
    ],
+   "host_canary_seconds": 8.191279999998358e-06,
    "pass_seconds": [
-    9.693714834394907e-06,
-    2.1655618434860592e-05,
-    1.370819037159284e-05
+    8.142475748345966e-06,
+    1.8323046643109548e-05,
+    2.0508951729252225e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.191279999998358e-06,
+    1.3232154999975875e-05,
+    1.4040774999983796e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.8079239385468618e-05,
-   "min": 2.0685713915597828e-05,
-   "max": 2.9050668258042555e-05,
+   "seconds": 2.8908952893245787e-05,
+   "min": 2.5651809182905017e-05,
+   "max": 3.0297142054353433e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1141,20 +1497,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010339199751615525,
-    0.00016972799599170686,
-    0.000550815999507904
+    0.00019942399859428406,
+    0.00021132799983024597,
+    0.0007221119999885559
    ],
+   "host_canary_seconds": 8.191279999998358e-06,
    "pass_seconds": [
-    2.0685713915597828e-05,
-    2.8079239385468618e-05,
-    2.9050668258042555e-05
+    2.8908952893245787e-05,
+    2.5651809182905017e-05,
+    3.0297142054353433e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.191279999998358e-06,
+    1.3232154999975875e-05,
+    1.4040774999983796e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.284190480198179e-05,
-   "min": 9.257142653777484e-06,
-   "max": 1.965561810703505e-05,
+   "seconds": 1.7203810136942636e-05,
+   "min": 1.4493714042362714e-05,
+   "max": 1.951009620513235e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,20 +1525,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8559999763965608e-05,
-    4.5536000281572345e-05,
-    0.00015715199708938598
+    3.103999979794026e-05,
+    7.673600316047669e-05,
+    0.00024918399751186373
    ],
+   "host_canary_seconds": 8.905294999994597e-06,
    "pass_seconds": [
-    9.257142653777484e-06,
-    1.965561810703505e-05,
-    1.284190480198179e-05
+    1.4493714042362714e-05,
+    1.7203810136942636e-05,
+    1.951009620513235e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.905294999994597e-06,
+    1.3192575000005036e-05,
+    1.4680692499986491e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.6156951628980175e-05,
-   "min": 2.0633145191130186e-05,
-   "max": 3.1244954005593356e-05,
+   "seconds": 2.3490286033068383e-05,
+   "min": 2.3195425491957434e-05,
+   "max": 2.5404191265503567e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1185,20 +1553,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.209600090980529e-05,
-    0.0001775359958410263,
-    0.0005390400290489197
+    0.0001282240003347397,
+    0.00023795199394226074,
+    0.0006965759992599487
    ],
+   "host_canary_seconds": 8.905294999994597e-06,
    "pass_seconds": [
-    2.0633145191130186e-05,
-    3.1244954005593356e-05,
-    2.6156951628980175e-05
+    2.3490286033068383e-05,
+    2.5404191265503567e-05,
+    2.3195425491957434e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.905294999994597e-06,
+    1.3192575000005036e-05,
+    1.4680692499986491e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.3094095424527215e-05,
-   "min": 9.692190126294182e-06,
-   "max": 2.0616381296089717e-05,
+   "seconds": 1.1567238008692151e-05,
+   "min": 9.747809242634546e-06,
+   "max": 1.8243808654092606e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1207,20 +1581,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.924799919128418e-05,
-    5.475199967622757e-05,
-    0.00017343999445438386
+    2.912000007927418e-05,
+    5.939200147986412e-05,
+    0.0001756799966096878
    ],
+   "host_canary_seconds": 6.93629000000584e-06,
    "pass_seconds": [
-    9.692190126294182e-06,
-    2.0616381296089717e-05,
-    1.3094095424527215e-05
+    9.747809242634546e-06,
+    1.1567238008692151e-05,
+    1.8243808654092606e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.93629000000584e-06,
+    9.07150500005116e-06,
+    1.4000612500026933e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.6086096430108657e-05,
-   "min": 1.726857093828065e-05,
-   "max": 3.1600000248068854e-05,
+   "seconds": 2.674742859034312e-05,
+   "min": 2.0637715324049908e-05,
+   "max": 3.205409379942076e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1229,20 +1609,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001157120019197464,
-    0.00019411200284957886,
-    0.0005192959904670716
+    0.00011776000261306762,
+    0.00020390400290489196,
+    0.0006574079990386963
    ],
+   "host_canary_seconds": 6.93629000000584e-06,
    "pass_seconds": [
-    1.726857093828065e-05,
-    3.1600000248068854e-05,
-    2.6086096430108657e-05
+    2.674742859034312e-05,
+    3.205409379942076e-05,
+    2.0637715324049908e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.93629000000584e-06,
+    9.07150500005116e-06,
+    1.4000612500026933e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.780342771893456e-05,
-   "min": 9.687619017703194e-06,
-   "max": 2.089219043652217e-05,
+   "seconds": 1.4094476543721699e-05,
+   "min": 1.3243429007984343e-05,
+   "max": 1.8770285305522735e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1251,20 +1637,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.817600056529045e-05,
-    4.684799909591675e-05,
-    0.00016335999965667725
+    3.030399978160858e-05,
+    7.145600020885468e-05,
+    0.00024134400486946106
    ],
+   "host_canary_seconds": 9.968362499996885e-06,
    "pass_seconds": [
-    9.687619017703194e-06,
-    2.089219043652217e-05,
-    1.780342771893456e-05
+    1.4094476543721699e-05,
+    1.3243429007984343e-05,
+    1.8770285305522735e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.968362499996885e-06,
+    1.0115084999995361e-05,
+    1.3891175000040334e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.0328381409247717e-05,
-   "min": 1.9999238706770394e-05,
-   "max": 3.378437778779439e-05,
+   "seconds": 3.27725690745172e-05,
+   "min": 2.2760379527296342e-05,
+   "max": 3.3864380348296396e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,20 +1665,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.73759964108467e-05,
-    0.00019040000438690186,
-    0.0005486080050468445
+    0.0001316799968481064,
+    0.00021654400229454042,
+    0.0006759359836578369
    ],
+   "host_canary_seconds": 9.968362499996885e-06,
    "pass_seconds": [
-    2.0328381409247717e-05,
-    3.378437778779439e-05,
-    1.9999238706770394e-05
+    2.2760379527296342e-05,
+    3.27725690745172e-05,
+    3.3864380348296396e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.968362499996885e-06,
+    1.0115084999995361e-05,
+    1.3891175000040334e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.1447618759813763e-05,
-   "min": 9.820952656723204e-06,
-   "max": 2.0496761869816555e-05,
+   "seconds": 1.446780881711415e-05,
+   "min": 1.2281904972734906e-05,
+   "max": 1.970209571577254e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1295,20 +1693,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.783999964594841e-05,
-    5.60000017285347e-05,
-    0.00017472000420093537
+    5.244800075888634e-05,
+    9.12640020251274e-05,
+    0.00026793599128723146
    ],
+   "host_canary_seconds": 1.0176985000018845e-05,
    "pass_seconds": [
-    9.820952656723204e-06,
-    2.0496761869816555e-05,
-    1.1447618759813763e-05
+    1.446780881711415e-05,
+    1.2281904972734906e-05,
+    1.970209571577254e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0176985000018845e-05,
+    9.437974999997323e-06,
+    1.4221919999997113e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 3.1927619306814105e-05,
-   "min": 2.1472762028376266e-05,
-   "max": 4.793599851074672e-05,
+   "seconds": 3.0362666717597412e-05,
+   "min": 2.134628487484795e-05,
+   "max": 3.842971615848087e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1317,20 +1721,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011296000331640244,
-    0.00019484800100326538,
-    0.0005783680081367493
+    0.00016652800142765044,
+    0.00027897599339485167,
+    0.000705407977104187
    ],
+   "host_canary_seconds": 1.0176985000018845e-05,
    "pass_seconds": [
-    2.1472762028376266e-05,
-    3.1927619306814105e-05,
-    4.793599851074672e-05
+    2.134628487484795e-05,
+    3.842971615848087e-05,
+    3.0362666717597412e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0176985000018845e-05,
+    9.437974999997323e-06,
+    1.4221919999997113e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.8201143259093875e-05,
-   "min": 1.4492190664722806e-05,
-   "max": 2.0016762827123913e-05,
+   "seconds": 1.4214857614466122e-05,
+   "min": 1.1562666634008998e-05,
+   "max": 1.8830477304401848e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1339,20 +1749,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8688000738620758e-05,
-    7.702399790287018e-05,
-    0.00024102400243282318
+    3.0688000842928885e-05,
+    7.196799665689468e-05,
+    0.00024345600605010987
    ],
+   "host_canary_seconds": 9.98180750000799e-06,
    "pass_seconds": [
-    1.4492190664722806e-05,
-    2.0016762827123913e-05,
-    1.8201143259093875e-05
+    1.4214857614466122e-05,
+    1.1562666634008998e-05,
+    1.8830477304401848e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.98180750000799e-06,
+    9.24451000003046e-06,
+    1.4357375000031426e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.60236192317236e-05,
-   "min": 2.244495281151363e-05,
-   "max": 3.136761663925081e-05,
+   "seconds": 3.112685627170971e-05,
+   "min": 2.171428404038861e-05,
+   "max": 3.11413315967435e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1361,20 +1777,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014921599626541138,
-    0.0002459840029478073,
-    0.0006985920071601868
+    0.00012768000364303588,
+    0.00023145599663257599,
+    0.0006652799844741821
    ],
+   "host_canary_seconds": 9.98180750000799e-06,
    "pass_seconds": [
-    2.244495281151363e-05,
-    3.136761663925081e-05,
-    2.60236192317236e-05
+    2.171428404038861e-05,
+    3.11413315967435e-05,
+    3.112685627170971e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.98180750000799e-06,
+    9.24451000003046e-06,
+    1.4357375000031426e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.822171307035855e-05,
-   "min": 1.3871999723570688e-05,
-   "max": 1.9350095518997737e-05,
+   "seconds": 1.453485730148497e-05,
+   "min": 1.2276570889211837e-05,
+   "max": 1.850590517833119e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1383,20 +1805,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.212799832224846e-05,
-    9.504000097513199e-05,
-    0.0002606399953365326
+    5.0912000238895414e-05,
+    9.910400211811065e-05,
+    0.0002704640030860901
    ],
+   "host_canary_seconds": 9.972117500023358e-06,
    "pass_seconds": [
-    1.3871999723570688e-05,
-    1.9350095518997737e-05,
-    1.822171307035855e-05
+    1.453485730148497e-05,
+    1.2276570889211837e-05,
+    1.850590517833119e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.972117500023358e-06,
+    9.483979999984626e-06,
+    1.4047800000014377e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.345218988401549e-05,
-   "min": 1.7894859115282687e-05,
-   "max": 2.924876092445283e-05,
+   "seconds": 3.100266644642467e-05,
+   "min": 2.2465525638489497e-05,
+   "max": 3.582857318577313e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1405,20 +1833,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015619200468063355,
-    0.0002917439937591553,
-    0.0006461120247840881
+    0.00016467200219631194,
+    0.0002885439991950989,
+    0.0007239680290222168
    ],
+   "host_canary_seconds": 9.972117500023358e-06,
    "pass_seconds": [
-    1.7894859115282687e-05,
-    2.924876092445283e-05,
-    2.345218988401549e-05
+    2.2465525638489497e-05,
+    3.582857318577313e-05,
+    3.100266644642467e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.972117500023358e-06,
+    9.483979999984626e-06,
+    1.4047800000014377e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.850209580290885e-05,
-   "min": 1.3708951838669325e-05,
-   "max": 1.9718856506404422e-05,
+   "seconds": 1.3821714158569062e-05,
+   "min": 1.3586285745813735e-05,
+   "max": 1.7686096330483757e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1427,20 +1861,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0208000913262368e-05,
-    7.152000069618225e-05,
-    0.0002359039932489395
+    3.3695999532938e-05,
+    7.238399982452393e-05,
+    0.00023680000007152559
    ],
+   "host_canary_seconds": 9.878887500001098e-06,
    "pass_seconds": [
-    1.3708951838669325e-05,
-    1.9718856506404422e-05,
-    1.850209580290885e-05
+    1.3586285745813735e-05,
+    1.3821714158569062e-05,
+    1.7686096330483757e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.878887500001098e-06,
+    1.0440615000035791e-05,
+    1.371960749995793e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.6720761365833733e-05,
-   "min": 2.465066606444971e-05,
-   "max": 3.440913966014272e-05,
+   "seconds": 2.9544378675165627e-05,
+   "min": 2.2899808096034182e-05,
+   "max": 3.572418842287291e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1449,20 +1889,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001449600011110306,
-    0.0002688640058040619,
-    0.0007232959866523743
+    0.00013123199343681335,
+    0.0002439679950475693,
+    0.0006796159744262695
    ],
+   "host_canary_seconds": 9.878887500001098e-06,
    "pass_seconds": [
-    2.465066606444971e-05,
-    2.6720761365833733e-05,
-    3.440913966014272e-05
+    2.2899808096034182e-05,
+    3.572418842287291e-05,
+    2.9544378675165627e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.878887500001098e-06,
+    1.0440615000035791e-05,
+    1.371960749995793e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.984076201915741e-05,
-   "min": 1.407085767104512e-05,
-   "max": 2.009142864318121e-05,
+   "seconds": 1.2454856896684283e-05,
+   "min": 9.376000346882003e-06,
+   "max": 1.8097523954652607e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,20 +1917,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.056000128388405e-05,
-    9.222400188446045e-05,
-    0.00026144000887870787
+    3.0880000442266465e-05,
+    5.728000029921532e-05,
+    0.0001709440052509308
    ],
+   "host_canary_seconds": 9.681520000022204e-06,
    "pass_seconds": [
-    1.407085767104512e-05,
-    2.009142864318121e-05,
-    1.984076201915741e-05
+    9.376000346882003e-06,
+    1.2454856896684283e-05,
+    1.8097523954652607e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.681520000022204e-06,
+    9.517217499990238e-06,
+    1.4265860000008957e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.7163428210076834e-05,
-   "min": 2.5312760933524088e-05,
-   "max": 3.335009728159223e-05,
+   "seconds": 3.46971418531168e-05,
+   "min": 2.949790532390277e-05,
+   "max": 3.734780750459149e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1493,20 +1945,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017440000176429749,
-    0.00028908801078796385,
-    0.0007639999985694885
+    0.00016592000424861907,
+    0.0002741439938545227,
+    0.0008561279773712158
    ],
+   "host_canary_seconds": 9.681520000022204e-06,
    "pass_seconds": [
-    2.5312760933524088e-05,
-    2.7163428210076834e-05,
-    3.335009728159223e-05
+    3.734780750459149e-05,
+    3.46971418531168e-05,
+    2.949790532390277e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.681520000022204e-06,
+    9.517217499990238e-06,
+    1.4265860000008957e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 3.437333358895211e-05,
-   "min": 2.1555048369226003e-05,
-   "max": 3.584381157443637e-05,
+   "seconds": 2.299961855723744e-05,
+   "min": 1.9883429010709125e-05,
+   "max": 3.045942829478355e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1515,20 +1973,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.012800008058548e-05,
-    0.00010518400371074677,
-    0.0003635840117931366
+    4.0768001228570936e-05,
+    0.00010361599922180175,
+    0.0003837119936943054
    ],
+   "host_canary_seconds": 9.739579999994419e-06,
    "pass_seconds": [
-    2.1555048369226003e-05,
-    3.584381157443637e-05,
-    3.437333358895211e-05
+    2.299961855723744e-05,
+    1.9883429010709125e-05,
+    3.045942829478355e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.739579999994419e-06,
+    9.77183499998091e-06,
+    1.4351619999999344e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.7625904196784605e-05,
-   "min": 2.626209599631173e-05,
-   "max": 3.3881145751192456e-05,
+   "seconds": 2.9949712611380075e-05,
+   "min": 2.5932190851086665e-05,
+   "max": 3.2202663698366706e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1537,20 +2001,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013715200126171112,
-    0.0002744320034980774,
-    0.0008523520231246948
+    0.0001733119934797287,
+    0.00032675200700759885,
+    0.0009095039963722229
    ],
+   "host_canary_seconds": 9.739579999994419e-06,
    "pass_seconds": [
-    2.626209599631173e-05,
-    2.7625904196784605e-05,
-    3.3881145751192456e-05
+    2.5932190851086665e-05,
+    2.9949712611380075e-05,
+    3.2202663698366706e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.739579999994419e-06,
+    9.77183499998091e-06,
+    1.4351619999999344e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 3.4650664599168865e-05,
-   "min": 2.3620571054163433e-05,
-   "max": 3.6200382525012614e-05,
+   "seconds": 2.3971808453400933e-05,
+   "min": 2.1206857370478768e-05,
+   "max": 3.08175225343023e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1559,20 +2029,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.460800021886826e-05,
-    0.00013363200426101684,
-    0.00041830399632453917
+    5.7824000716209414e-05,
+    0.0001282240003347397,
+    0.00041689598560333254
    ],
+   "host_canary_seconds": 9.649619999976267e-06,
    "pass_seconds": [
-    2.3620571054163433e-05,
-    3.6200382525012614e-05,
-    3.4650664599168865e-05
+    2.3971808453400933e-05,
+    2.1206857370478768e-05,
+    3.08175225343023e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.649619999976267e-06,
+    1.0040362499985635e-05,
+    1.3790205000034917e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 3.366095217920486e-05,
-   "min": 2.1188570984772272e-05,
-   "max": 3.434590392169498e-05,
+   "seconds": 2.889143036944526e-05,
+   "min": 2.841980932723908e-05,
+   "max": 3.088533221965745e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,20 +2057,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020604799687862397,
-    0.0003294079899787903,
-    0.0008744959831237793
+    0.00020931200683116914,
+    0.00035097599029541013,
+    0.000990015983581543
    ],
+   "host_canary_seconds": 9.649619999976267e-06,
    "pass_seconds": [
-    2.1188570984772272e-05,
-    3.434590392169498e-05,
-    3.366095217920486e-05
+    2.841980932723908e-05,
+    3.088533221965745e-05,
+    2.889143036944526e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.649619999976267e-06,
+    1.0040362499985635e-05,
+    1.3790205000034917e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.610742952852022e-05,
-   "min": 1.0838857364086876e-05,
-   "max": 1.6153142565772646e-05,
+   "seconds": 1.222552421192328e-05,
+   "min": 1.0875428538946877e-05,
+   "max": 1.5180191468624842e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1603,20 +2085,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7424000203609465e-05,
-    6.054399907588959e-05,
-    0.00019020800292491913
+    2.6655999943614006e-05,
+    6.23680017888546e-05,
+    0.0001908160001039505
    ],
+   "host_canary_seconds": 9.649619999976267e-06,
    "pass_seconds": [
-    1.0838857364086876e-05,
-    1.6153142565772646e-05,
-    1.610742952852022e-05
+    1.0875428538946877e-05,
+    1.222552421192328e-05,
+    1.5180191468624842e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.649619999976267e-06,
+    9.617139999988922e-06,
+    1.3628007500017248e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.488914043420837e-05,
-   "min": 2.3133714284215654e-05,
-   "max": 3.0770283369790935e-05,
+   "seconds": 2.7769904228903008e-05,
+   "min": 2.3277714493728818e-05,
+   "max": 3.337447425084455e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1625,20 +2113,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013638399541378022,
-    0.0002168319970369339,
-    0.0006388159990310669
+    0.00014688000082969667,
+    0.0002947840094566345,
+    0.0007372159957885743
    ],
+   "host_canary_seconds": 9.649619999976267e-06,
    "pass_seconds": [
-    2.3133714284215654e-05,
-    3.0770283369790935e-05,
-    2.488914043420837e-05
+    2.7769904228903008e-05,
+    3.337447425084455e-05,
+    2.3277714493728818e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.649619999976267e-06,
+    9.617139999988922e-06,
+    1.3628007500017248e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.628342962690762e-05,
-   "min": 1.1273143192132314e-05,
-   "max": 1.7020190932921e-05,
+   "seconds": 1.1073523511489232e-05,
+   "min": 1.0587428119920547e-05,
+   "max": 1.1957333911032904e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1647,20 +2141,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6783998608589174e-05,
-    8.057600259780883e-05,
-    0.00021587200462818145
+    4.732799902558327e-05,
+    8.089599758386612e-05,
+    0.00022592000663280488
    ],
+   "host_canary_seconds": 9.640285000003246e-06,
    "pass_seconds": [
-    1.1273143192132314e-05,
-    1.7020190932921e-05,
-    1.628342962690762e-05
+    1.1957333911032904e-05,
+    1.1073523511489232e-05,
+    1.0587428119920547e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.640285000003246e-06,
+    9.490619999965588e-06,
+    9.279259999956935e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.911162003874779e-05,
-   "min": 1.9887999764510563e-05,
-   "max": 3.409599920823462e-05,
+   "seconds": 2.8929522881905234e-05,
+   "min": 2.3952762995447426e-05,
+   "max": 3.2547046563455035e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1669,20 +2169,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016556799411773682,
-    0.00025494399666786194,
-    0.0006316159963607788
+    0.0001658879965543747,
+    0.00031251201033592226,
+    0.0007175040245056152
    ],
+   "host_canary_seconds": 9.640285000003246e-06,
    "pass_seconds": [
-    1.9887999764510563e-05,
-    2.911162003874779e-05,
-    3.409599920823462e-05
+    2.3952762995447426e-05,
+    3.2547046563455035e-05,
+    2.8929522881905234e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.640285000003246e-06,
+    9.490619999965588e-06,
+    9.279259999956935e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.782476298865818e-05,
-   "min": 1.2524951870242755e-05,
-   "max": 1.850285664910362e-05,
+   "seconds": 1.1250285431742668e-05,
+   "min": 1.0569905152633074e-05,
+   "max": 1.3573333443630312e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1691,20 +2197,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7456000447273254e-05,
-    6.224000081419944e-05,
-    0.0002143999934196472
+    2.6528000831604002e-05,
+    6.499200314283371e-05,
+    0.00022937600314617158
    ],
+   "host_canary_seconds": 9.864524999976255e-06,
    "pass_seconds": [
-    1.2524951870242755e-05,
-    1.850285664910362e-05,
-    1.782476298865818e-05
+    1.3573333443630312e-05,
+    1.0569905152633074e-05,
+    1.1250285431742668e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.864524999976255e-06,
+    9.650759999999536e-06,
+    1.4622560000034923e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.692266349281584e-05,
-   "min": 3.4947811049364864e-05,
-   "max": 5.752228235914595e-05,
+   "seconds": 6.726476629929883e-05,
+   "min": 5.332266379679953e-05,
+   "max": 6.906590513175441e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1713,20 +2225,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001334400027990341,
-    0.0002858560085296631,
-    0.0008488640189170838
+    0.0001568319946527481,
+    0.00037811198830604555,
+    0.0011671359539031983
    ],
+   "host_canary_seconds": 9.864524999976255e-06,
    "pass_seconds": [
-    3.4947811049364864e-05,
-    5.752228235914595e-05,
-    4.692266349281584e-05
+    5.332266379679953e-05,
+    6.906590513175441e-05,
+    6.726476629929883e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.864524999976255e-06,
+    9.650759999999536e-06,
+    1.4622560000034923e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.7717333421820687e-05,
-   "min": 1.2380952813795633e-05,
-   "max": 1.8507428644668487e-05,
+   "seconds": 1.2568380683660505e-05,
+   "min": 1.1338666968402408e-05,
+   "max": 1.870933281523841e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1735,20 +2253,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.7775998711586e-05,
-    8.505599945783615e-05,
-    0.0002335360050201416
+    5.907199904322624e-05,
+    0.00010096000134944915,
+    0.000248991996049881
    ],
+   "host_canary_seconds": 9.647270000030516e-06,
    "pass_seconds": [
-    1.2380952813795633e-05,
-    1.8507428644668487e-05,
-    1.7717333421820687e-05
+    1.2568380683660505e-05,
+    1.1338666968402408e-05,
+    1.870933281523841e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.647270000030516e-06,
+    1.2935932500006686e-05,
+    1.4624857500038503e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.705295254786809e-05,
-   "min": 3.656457275861786e-05,
-   "max": 6.10719977744988e-05,
+   "seconds": 5.154057521195638e-05,
+   "min": 4.529523725310963e-05,
+   "max": 8.10034287472566e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1757,20 +2281,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016758400201797484,
-    0.0003298560082912445,
-    0.0009069120287895203
+    0.00023606400191783904,
+    0.0004953280091285706,
+    0.0011325759887695313
    ],
+   "host_canary_seconds": 9.647270000030516e-06,
    "pass_seconds": [
-    3.656457275861786e-05,
-    6.10719977744988e-05,
-    5.705295254786809e-05
+    4.529523725310963e-05,
+    8.10034287472566e-05,
+    5.154057521195638e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.647270000030516e-06,
+    1.2935932500006686e-05,
+    1.4624857500038503e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.1810286059266044e-05,
-   "min": 1.0583618744498207e-05,
-   "max": 1.7606095189139954e-05,
+   "seconds": 1.5650285940085138e-05,
+   "min": 1.1364571927558808e-05,
+   "max": 1.8519619391078042e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,20 +2309,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8575999662280082e-05,
-    6.227200105786323e-05,
-    0.0002051520049571991
+    2.659199945628643e-05,
+    5.913599953055382e-05,
+    0.00019654400646686553
    ],
+   "host_canary_seconds": 9.369695000014388e-06,
    "pass_seconds": [
-    1.1810286059266044e-05,
-    1.7606095189139954e-05,
-    1.0583618744498207e-05
+    1.1364571927558808e-05,
+    1.5650285940085138e-05,
+    1.8519619391078042e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.369695000014388e-06,
+    1.3086735000022997e-05,
+    1.4602932499983013e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.9602285651933573e-05,
-   "min": 2.3440760515985036e-05,
-   "max": 4.0681144133919764e-05,
+   "seconds": 4.1351621970534325e-05,
+   "min": 2.7729522791646777e-05,
+   "max": 4.8014479733648746e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1801,20 +2337,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001278720051050186,
-    0.00022988800704479216,
-    0.0006553919911384583
+    0.00013571199774742125,
+    0.00024614399671554565,
+    0.0007198399901390076
    ],
+   "host_canary_seconds": 9.369695000014388e-06,
    "pass_seconds": [
-    2.3440760515985036e-05,
-    2.9602285651933573e-05,
-    4.0681144133919764e-05
+    2.7729522791646777e-05,
+    4.1351621970534325e-05,
+    4.8014479733648746e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.369695000014388e-06,
+    1.3086735000022997e-05,
+    1.4602932499983013e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.772418955252284e-05,
-   "min": 1.2552380739223389e-05,
-   "max": 1.823771461134865e-05,
+   "seconds": 1.5878096045482727e-05,
+   "min": 7.653333690194857e-06,
+   "max": 1.9463620015553066e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1823,20 +2365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.739199951291084e-05,
-    8.09279978275299e-05,
-    0.00023430399596691132
+    3.951999917626381e-05,
+    5.6191999465227124e-05,
+    0.00015222400426864624
    ],
+   "host_canary_seconds": 7.341600000003723e-06,
    "pass_seconds": [
-    1.2552380739223389e-05,
-    1.823771461134865e-05,
-    1.772418955252284e-05
+    7.653333690194857e-06,
+    1.5878096045482727e-05,
+    1.9463620015553066e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.341600000003723e-06,
+    1.2879460000050358e-05,
+    1.4291250000013634e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.7533711776846934e-05,
-   "min": 2.4121141682068504e-05,
-   "max": 3.264914257895379e-05,
+   "seconds": 3.798247820564678e-05,
+   "min": 3.213790626752943e-05,
+   "max": 3.8057905488780566e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1845,20 +2393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015731200575828553,
-    0.00028588798642158506,
-    0.0007135999798774719
+    0.00013068799674510956,
+    0.0001935040056705475,
+    0.0007915840148925781
    ],
+   "host_canary_seconds": 7.341600000003723e-06,
    "pass_seconds": [
-    2.4121141682068504e-05,
-    2.7533711776846934e-05,
-    3.264914257895379e-05
+    3.8057905488780566e-05,
+    3.798247820564678e-05,
+    3.213790626752943e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.341600000003723e-06,
+    1.2879460000050358e-05,
+    1.4291250000013634e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.6341333410569598e-05,
-   "min": 1.1839238305886586e-05,
-   "max": 1.7701332413014912e-05,
+   "seconds": 1.5767619368575867e-05,
+   "min": 7.960380631543342e-06,
+   "max": 1.6339810476416635e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1867,20 +2421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.755199931561947e-05,
-    6.195199862122536e-05,
-    0.00020476800203323364
+    1.7311999574303626e-05,
+    3.999999910593033e-05,
+    0.00013631999492645265
    ],
+   "host_canary_seconds": 6.871062500000136e-06,
    "pass_seconds": [
-    1.1839238305886586e-05,
-    1.7701332413014912e-05,
-    1.6341333410569598e-05
+    7.960380631543342e-06,
+    1.5767619368575867e-05,
+    1.6339810476416635e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.871062500000136e-06,
+    1.3313177500009488e-05,
+    1.3870239999960177e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.0246856446777073e-05,
-   "min": 1.5098665796575092e-05,
-   "max": 2.726476213761738e-05,
+   "seconds": 2.7741714247635436e-05,
+   "min": 2.5024760603195145e-05,
+   "max": 2.8230858345826465e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,20 +2449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012406399846076965,
-    0.00021110400557518006,
-    0.0005302079916000367
+    0.00010192000120878219,
+    0.00018121600151062013,
+    0.0005901439785957336
    ],
+   "host_canary_seconds": 6.871062500000136e-06,
    "pass_seconds": [
-    1.5098665796575092e-05,
-    2.726476213761738e-05,
-    2.0246856446777073e-05
+    2.5024760603195145e-05,
+    2.7741714247635436e-05,
+    2.8230858345826465e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.871062500000136e-06,
+    1.3313177500009488e-05,
+    1.3870239999960177e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.6672762376921517e-05,
-   "min": 7.233523896762302e-06,
-   "max": 1.9056761193843114e-05,
+   "seconds": 1.187352392645109e-05,
+   "min": 9.268571400926227e-06,
+   "max": 1.7820190460908982e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1911,20 +2477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8160001635551456e-05,
-    4.982399940490723e-05,
-    0.00014998400211334228
+    2.8351999819278716e-05,
+    5.302400141954422e-05,
+    0.00016633599996566774
    ],
+   "host_canary_seconds": 6.877369999997995e-06,
    "pass_seconds": [
-    7.233523896762302e-06,
-    1.9056761193843114e-05,
-    1.6672762376921517e-05
+    9.268571400926227e-06,
+    1.187352392645109e-05,
+    1.7820190460908982e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.877369999997995e-06,
+    9.842700000000093e-06,
+    1.4357637499990973e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.4457906328496485e-05,
-   "min": 1.2614095849650243e-05,
-   "max": 3.2791620209103535e-05,
+   "seconds": 3.143695085531189e-05,
+   "min": 2.7528380709035055e-05,
+   "max": 3.25234303517001e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1933,452 +2505,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015385599434375764,
-    0.00015651200711727143,
-    0.00043260800838470457
+    0.00010982400178909301,
+    0.00016569599509239197,
+    0.0007135360240936279
    ],
+   "host_canary_seconds": 6.877369999997995e-06,
    "pass_seconds": [
-    1.2614095849650243e-05,
-    2.4457906328496485e-05,
-    3.2791620209103535e-05
+    3.25234303517001e-05,
+    3.143695085531189e-05,
+    2.7528380709035055e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.877369999997995e-06,
+    9.842700000000093e-06,
+    1.4357637499990973e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.4496001452207564e-05,
-   "min": 3.26399989426136e-05,
-   "max": 0.00010995200276374817,
+   "seconds": 5.196800082921982e-05,
+   "min": 4.620800167322159e-05,
+   "max": 0.0001013759970664978,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.209014999989052e-06,
    "pass_seconds": [
-    3.5967998206615446e-05,
-    5.4496001452207564e-05,
-    7.552000135183334e-05
+    5.196800082921982e-05,
+    4.896000027656555e-05,
+    7.344000041484833e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.209014999989052e-06,
+    9.450877500007948e-06,
+    1.5049340000032885e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 3.4893341362476365e-05,
-   "min": 0.0,
-   "max": 0.0002589173149317503,
+   "seconds": 0.00011659465978542966,
+   "min": 3.489733642588059e-05,
+   "max": 0.0006513146782914797,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.209014999989052e-06,
    "pass_seconds": [
-    3.4893341362476365e-05,
-    3.4653328980008784e-05,
-    8.979733102023604e-05
+    4.350533491621416e-05,
+    0.00011659465978542966,
+    0.00016423467484613267
+   ],
+   "pass_host_canary_seconds": [
+    9.209014999989052e-06,
+    9.450877500007948e-06,
+    1.5049340000032885e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.907199904322624e-05,
-   "min": 4.4096000492572786e-05,
-   "max": 9.808000177145005e-05,
+   "seconds": 7.001599669456483e-05,
+   "min": 5.984000116586685e-05,
+   "max": 0.00016896000504493713,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.23048000000648e-06,
    "pass_seconds": [
-    4.809600114822388e-05,
-    6.7391999065876e-05,
-    5.907199904322624e-05
+    7.001599669456483e-05,
+    6.368000060319901e-05,
+    0.00013788799941539764
+   ],
+   "pass_host_canary_seconds": [
+    9.23048000000648e-06,
+    1.33210399999939e-05,
+    1.5049340000032885e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 5.876533687114717e-05,
-   "min": 0.0,
-   "max": 0.0005097573517511288,
+   "seconds": 0.0001385386654486259,
+   "min": 6.25133380914728e-05,
+   "max": 0.000439498639975985,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.23048000000648e-06,
    "pass_seconds": [
-    5.876533687114717e-05,
-    3.6797326679031056e-05,
-    0.0002558453325182199
+    8.542533374081054e-05,
+    0.00018437066177527108,
+    0.0001385386654486259
+   ],
+   "pass_host_canary_seconds": [
+    9.23048000000648e-06,
+    1.33210399999939e-05,
+    1.5049340000032885e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.222399950027466e-05,
-   "min": 2.2752000018954278e-05,
-   "max": 7.427199929952622e-05,
+   "seconds": 4.9407999962568284e-05,
+   "min": 3.500799834728241e-05,
+   "max": 0.00011718399822711945,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.251945000023908e-06,
    "pass_seconds": [
-    2.425600029528141e-05,
-    3.363199904561043e-05,
-    3.222399950027466e-05
+    3.676800057291984e-05,
+    4.9407999962568284e-05,
+    7.331199944019318e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.251945000023908e-06,
+    1.33210399999939e-05,
+    1.2987442500005387e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00023108533583581447,
-   "min": 0.000149645334109664,
-   "max": 0.0006868453032026688,
+   "seconds": 0.000410098663220803,
+   "min": 0.0002799786695589622,
+   "max": 0.0008972026022771994,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.251945000023908e-06,
    "pass_seconds": [
-    0.00023108533583581447,
-    0.0005674213177214066,
-    0.0002039733286947012
+    0.00039204933277020863,
+    0.000410098663220803,
+    0.00042868269172807537
+   ],
+   "pass_host_canary_seconds": [
+    9.251945000023908e-06,
+    1.33210399999939e-05,
+    1.2987442500005387e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.103999704122543e-05,
-   "min": 4.454400017857552e-05,
-   "max": 0.00015494400262832642,
+   "seconds": 5.814399942755699e-05,
+   "min": 4.1919998824596406e-05,
+   "max": 0.00012006399780511856,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.110814999999661e-06,
    "pass_seconds": [
-    6.310400366783142e-05,
-    7.763200253248215e-05,
-    7.103999704122543e-05
+    5.814399942755699e-05,
+    7.206399738788604e-05,
+    4.540799930691719e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.110814999999661e-06,
+    1.303893500001152e-05,
+    1.1259190000032504e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00026375733315944674,
-   "min": 0.00016586132161319257,
-   "max": 0.0007790133487433194,
+   "seconds": 0.0004123066837588946,
+   "min": 0.00026212934187302994,
+   "max": 0.0007907946438839038,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.110814999999661e-06,
    "pass_seconds": [
-    0.00026375733315944674,
-    0.0006066213517139355,
-    0.00022461332194507121
+    0.00038312131694207593,
+    0.0004123066837588946,
+    0.00042228266907234994
+   ],
+   "pass_host_canary_seconds": [
+    9.110814999999661e-06,
+    1.303893500001152e-05,
+    1.1259190000032504e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.193600103259086e-05,
-   "min": 2.566399984061718e-05,
-   "max": 9.948799759149551e-05,
+   "seconds": 3.728000074625015e-05,
+   "min": 2.796800062060356e-05,
+   "max": 6.592000275850296e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.705789999969738e-06,
    "pass_seconds": [
-    3.193600103259086e-05,
-    5.8848001062870023e-05,
-    2.7232000604271888e-05
+    3.728000074625015e-05,
+    4.348799958825111e-05,
+    2.9311999678611756e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.705789999969738e-06,
+    1.2237524999996196e-05,
+    1.0558787499981293e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 4.106933251023297e-05,
-   "min": 1.638933643698692e-05,
-   "max": 0.0001524453281114499,
+   "seconds": 6.760266299049063e-05,
+   "min": 1.2266704191764505e-06,
+   "max": 0.00017240133291731278,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.705789999969738e-06,
    "pass_seconds": [
-    4.106933251023297e-05,
-    0.00010028533327082793,
-    2.7429323643445957e-05
+    0.00010216132706652087,
+    6.760266299049063e-05,
+    6.922669087847111e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.705789999969738e-06,
+    1.2237524999996196e-05,
+    1.0558787499981293e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.222399905323982e-05,
-   "min": 3.7663999944925305e-05,
-   "max": 0.0001531520038843155,
+   "seconds": 4.275200143456459e-05,
+   "min": 3.8591999560594556e-05,
+   "max": 9.721600264310837e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.706347499989221e-06,
    "pass_seconds": [
-    5.222399905323982e-05,
-    9.788800030946732e-05,
-    4.0256001055240634e-05
+    5.6575998663902286e-05,
+    4.1951999068260195e-05,
+    4.275200143456459e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.706347499989221e-06,
+    1.0273109999978657e-05,
+    9.65458250000495e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 5.5245336145162585e-05,
-   "min": 2.2469324991106974e-05,
-   "max": 0.0003634853481004636,
+   "seconds": 5.729866276184717e-05,
+   "min": 1.0666561623416985e-07,
+   "max": 0.00022897733903179567,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.706347499989221e-06,
    "pass_seconds": [
-    5.5245336145162585e-05,
-    0.00011586932527522247,
-    3.098133020102979e-05
+    8.494533753643433e-05,
+    5.729866276184717e-05,
+    1.1434662466247914e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.706347499989221e-06,
+    1.0273109999978657e-05,
+    9.65458250000495e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.324799984693527e-05,
-   "min": 2.691200003027916e-05,
-   "max": 9.065599739551544e-05,
+   "seconds": 2.8960000723600386e-05,
+   "min": 2.5760000571608544e-05,
+   "max": 6.595200300216675e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.76159749999539e-06,
    "pass_seconds": [
-    3.324799984693527e-05,
-    6.0256000608205794e-05,
-    2.9184000566601752e-05
+    3.347200155258179e-05,
+    2.8960000723600386e-05,
+    2.7775999158620835e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.76159749999539e-06,
+    9.425987500009114e-06,
+    9.427187500001822e-06
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 5.2429340779781356e-05,
-   "min": 1.3509336858987816e-05,
-   "max": 0.00016460534247259302,
+   "seconds": 6.299466515580813e-05,
+   "min": 0.0,
+   "max": 0.00018325065697232884,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.76159749999539e-06,
    "pass_seconds": [
-    5.2429340779781356e-05,
-    8.962931546072165e-05,
-    1.7157334834337244e-05
+    6.904132819424074e-05,
+    6.299466515580813e-05,
+    2.154658858974804e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.76159749999539e-06,
+    9.425987500009114e-06,
+    9.427187500001822e-06
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 4.953600093722343e-05,
-   "min": 3.670400008559227e-05,
-   "max": 0.0001385280042886734,
+   "seconds": 4.0863998234272e-05,
+   "min": 3.6896001547574996e-05,
+   "max": 8.451200276613235e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.208570000005522e-06,
    "pass_seconds": [
-    4.953600093722343e-05,
-    8.892799913883209e-05,
-    3.916800022125244e-05
+    5.215999856591225e-05,
+    4.0863998234272e-05,
+    3.872000053524971e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.208570000005522e-06,
+    1.1643610000007243e-05,
+    9.258612499998266e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 5.652533844113352e-05,
-   "min": 1.664533279836176e-05,
-   "max": 0.00025999734240273636,
+   "seconds": 0.00010136267046133678,
+   "min": 4.394668464859352e-06,
+   "max": 0.0004260013081754248,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.208570000005522e-06,
    "pass_seconds": [
-    5.652533844113352e-05,
-    0.00011138934331635637,
-    2.3941328749060614e-05
+    0.0001298733331883947,
+    0.00010136267046133678,
+    1.2746665005882612e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.208570000005522e-06,
+    1.1643610000007243e-05,
+    9.258612499998266e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.9311999678611756e-05,
-   "min": 2.3231999948620795e-05,
-   "max": 8.511999994516372e-05,
+   "seconds": 3.049599938094616e-05,
+   "min": 2.281600050628185e-05,
+   "max": 5.008000135421753e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.37350499999212e-06,
    "pass_seconds": [
-    2.9311999678611756e-05,
-    4.8735998570919034e-05,
-    2.4831999093294143e-05
+    3.049599938094616e-05,
+    3.686400130391121e-05,
+    2.4639999493956565e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.37350499999212e-06,
+    1.2851605000001599e-05,
+    9.467645000000858e-06
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 3.198133409023286e-05,
+   "seconds": 3.0386662731568033e-05,
    "min": 0.0,
-   "max": 0.0002221733300636212,
+   "max": 9.844933791706959e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.37350499999212e-06,
    "pass_seconds": [
-    3.198133409023286e-05,
-    5.439732658366365e-05,
-    3.685334697365759e-06
+    4.078533096859854e-05,
+    3.0386662731568033e-05,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.37350499999212e-06,
+    1.2851605000001599e-05,
+    9.467645000000858e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.572800174355507e-05,
-   "min": 3.363199904561043e-05,
-   "max": 0.0001252480000257492,
+   "seconds": 5.056000128388405e-05,
+   "min": 3.3440001308918e-05,
+   "max": 0.00010681600123643876,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.525337500004838e-06,
    "pass_seconds": [
-    4.572800174355507e-05,
-    7.593599706888199e-05,
-    3.574400022625923e-05
+    5.056000128388405e-05,
+    5.910399928689003e-05,
+    3.6159999668598176e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.525337500004838e-06,
+    1.284342249999071e-05,
+    9.637312499997107e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 4.1133340448141115e-05,
+   "seconds": 1.701065773765247e-05,
    "min": 0.0,
-   "max": 0.00013330934631327785,
+   "max": 0.0002113453426087896,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.525337500004838e-06,
    "pass_seconds": [
-    4.1133340448141115e-05,
-    7.548533069590729e-05,
+    0.00011860933682570856,
+    1.701065773765247e-05,
     0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.525337500004838e-06,
+    1.284342249999071e-05,
+    9.637312499997107e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.296000137925148e-05,
-   "min": 2.6143999770283698e-05,
-   "max": 8.550400286912918e-05,
+   "seconds": 3.075199946761131e-05,
+   "min": 2.566399984061718e-05,
+   "max": 8.352000266313553e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.280692500031052e-06,
    "pass_seconds": [
-    3.296000137925148e-05,
-    5.481600016355515e-05,
-    2.739199995994568e-05
+    3.075199946761131e-05,
+    4.2176000773906706e-05,
+    2.7327999472618103e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.280692500031052e-06,
+    1.3764912499958372e-05,
+    9.618167499994001e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 3.470132872462274e-05,
+   "seconds": 2.2641336234907323e-05,
    "min": 0.0,
-   "max": 0.0002463493458926678,
+   "max": 0.00010555466512839,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.280692500031052e-06,
    "pass_seconds": [
-    3.470132872462274e-05,
-    7.436531471709411e-05,
+    2.2641336234907323e-05,
+    6.021065513292951e-05,
     0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.280692500031052e-06,
+    1.3764912499958372e-05,
+    9.618167499994001e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.464000090956688e-05,
-   "min": 3.705599904060364e-05,
-   "max": 0.00014159999787807464,
+   "seconds": 4.614400118589401e-05,
+   "min": 3.6896001547574996e-05,
+   "max": 8.640000224113465e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.654467500013198e-06,
    "pass_seconds": [
-    4.464000090956688e-05,
-    8.713600039482117e-05,
-    3.90079990029335e-05
+    4.614400118589401e-05,
+    5.955199897289276e-05,
+    3.9296001195907595e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.654467500013198e-06,
+    1.3992687499957413e-05,
+    1.0076067500008888e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.9957337304949757e-05,
+   "seconds": 2.907333678255479e-05,
    "min": 0.0,
-   "max": 5.8021334931254395e-05,
+   "max": 0.00015297867606083553,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.654467500013198e-06,
    "pass_seconds": [
-    4.180533066391946e-05,
-    0.0,
-    2.9957337304949757e-05
+    2.907333678255479e-05,
+    7.192266235748926e-05,
+    6.18665603299938e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.654467500013198e-06,
+    1.3992687499957413e-05,
+    1.0076067500008888e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.8719999119639397e-05,
-   "min": 1.5104000456631184e-05,
-   "max": 3.827200084924698e-05,
+   "seconds": 2.1888000890612604e-05,
+   "min": 1.456000003963709e-05,
+   "max": 5.939200147986412e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.867192500010446e-06,
    "pass_seconds": [
-    1.8719999119639397e-05,
-    1.603199914097786e-05,
-    2.438399940729141e-05
+    2.1888000890612604e-05,
+    2.3552000522613525e-05,
+    1.571200042963028e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.867192500010446e-06,
+    1.4849684999980185e-05,
+    9.919367500010879e-06
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 0.0,
+   "seconds": 2.0973344023029035e-06,
    "min": 0.0,
-   "max": 4.490132443606853e-05,
+   "max": 0.00028869065890709564,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.867192500010446e-06,
    "pass_seconds": [
-    8.589336648583435e-06,
-    0.0,
+    2.0973344023029035e-06,
+    4.21626592675845e-05,
     0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.867192500010446e-06,
+    1.4849684999980185e-05,
+    9.919367500010879e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.2320000231266024e-05,
-   "min": 2.4768000468611716e-05,
-   "max": 7.724799960851669e-05,
+   "seconds": 3.5232000052928925e-05,
+   "min": 2.4159999564290046e-05,
+   "max": 0.00012166400253772736,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.318282500014875e-06,
    "pass_seconds": [
-    3.2320000231266024e-05,
-    2.6399999856948852e-05,
-    4.11520004272461e-05
+    3.5232000052928925e-05,
+    4.259200021624565e-05,
+    2.5631999596953393e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.318282500014875e-06,
+    1.5505377500026896e-05,
+    1.0781507500006172e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 5.258665730555883e-06,
    "min": 0.0,
-   "max": 3.447733074426652e-05,
+   "max": 0.00022187467540303867,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.318282500014875e-06,
    "pass_seconds": [
-    1.5597335994243638e-05,
-    0.0,
-    0.0
+    5.233334066967173e-06,
+    7.182665790120762e-05,
+    5.258665730555883e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.318282500014875e-06,
+    1.5505377500026896e-05,
+    1.0781507500006172e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.5456000342965127e-05,
-   "min": 1.3248000293970109e-05,
-   "max": 3.3792000263929365e-05,
+   "seconds": 1.635199971497059e-05,
+   "min": 1.3151999562978745e-05,
+   "max": 4.3359998613595965e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.411630000002446e-06,
    "pass_seconds": [
-    1.5456000342965127e-05,
-    1.3824000023305415e-05,
-    2.1344000473618507e-05
+    1.635199971497059e-05,
+    2.2048000246286393e-05,
+    1.3504000380635261e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.411630000002446e-06,
+    1.5435722500036775e-05,
+    1.1326662500010797e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.1189328283071506e-05,
+   "max": 8.030666286746663e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.411630000002446e-06,
    "pass_seconds": [
-    5.677333101630229e-06,
     0.0,
+    3.5442663977543524e-05,
     0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.411630000002446e-06,
+    1.5435722500036775e-05,
+    1.1326662500010797e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.4000000208616257e-05,
-   "min": 1.7952000722289084e-05,
-   "max": 7.996799796819687e-05,
+   "seconds": 3.0208000913262368e-05,
+   "min": 2.2048000246286393e-05,
+   "max": 9.600000083446503e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.462777499997798e-06,
    "pass_seconds": [
-    1.9231999292969705e-05,
-    2.4000000208616257e-05,
-    3.718400001525879e-05
+    3.0208000913262368e-05,
+    3.968000039458275e-05,
+    2.345599979162216e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.462777499997798e-06,
+    1.4637734999993769e-05,
+    1.0025604999981397e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
+   "seconds": 1.3937331425646949e-05,
    "min": 0.0,
-   "max": 1.8765335902571695e-05,
+   "max": 0.00016993865991632147,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.462777499997798e-06,
    "pass_seconds": [
-    4.141336306929597e-06,
-    0.0,
+    1.3937331425646949e-05,
+    9.81306644777457e-05,
     0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.462777499997798e-06,
+    1.4637734999993769e-05,
+    1.0025604999981397e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.4976000413298607e-05,
-   "min": 1.110399980098009e-05,
-   "max": 8.819200098514557e-05,
+   "seconds": 1.8271999433636665e-05,
+   "min": 1.436800044029951e-05,
+   "max": 5.33440001308918e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.361892499999413e-06,
    "pass_seconds": [
-    1.142400037497282e-05,
-    1.4976000413298607e-05,
-    2.3520000278949737e-05
+    1.8271999433636665e-05,
+    2.4512000381946565e-05,
+    1.4816000126302242e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.361892499999413e-06,
+    1.4781744999972091e-05,
+    9.492529999981514e-06
    ]
   },
   "layer_backward_slice": {
-   "seconds": 2.501329407095915e-06,
+   "seconds": 3.617733685920636e-05,
    "min": 0.0,
-   "max": 7.386933732777837e-05,
+   "max": 0.0002533626506725947,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.361892499999413e-06,
    "pass_seconds": [
-    2.7565334923565415e-05,
-    0.0,
-    2.501329407095915e-06
+    3.617733685920636e-05,
+    9.032266835371655e-05,
+    3.5306590919693715e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.361892499999413e-06,
+    1.4781744999972091e-05,
+    9.492529999981514e-06
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.4447999894618988e-05,
-   "min": 1.974399946630001e-05,
-   "max": 6.176000088453293e-05,
+   "seconds": 3.273599967360497e-05,
+   "min": 2.329600043594837e-05,
+   "max": 8.195199817419052e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.2855299999961e-06,
    "pass_seconds": [
-    2.070399932563305e-05,
-    2.4447999894618988e-05,
-    4.2911998927593234e-05
+    3.273599967360497e-05,
+    5.270399898290634e-05,
+    2.4159999564290046e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.2855299999961e-06,
+    1.5379284999994524e-05,
+    9.348394999975085e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 3.2173337414860746e-05,
+   "seconds": 4.321733644853036e-05,
    "min": 0.0,
-   "max": 0.00010294933430850505,
+   "max": 0.0003464186588923136,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.2855299999961e-06,
    "pass_seconds": [
-    3.2173337414860746e-05,
-    0.0,
-    3.696533851325513e-05
+    4.321733644853036e-05,
+    0.00019515467683474223,
+    2.954666813214643e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.2855299999961e-06,
+    1.5379284999994524e-05,
+    9.348394999975085e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.604418953259786e-05,
-   "min": 1.1452190577983856e-05,
-   "max": 2.7168760785744303e-05,
+   "seconds": 1.574781004871641e-05,
+   "min": 1.5101714503197445e-05,
+   "max": 2.583085781051999e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2387,20 +3181,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.057600021362305e-05,
-    5.385600030422211e-05,
-    0.00019200000166893005
+    3.0432000756263734e-05,
+    8.249600231647491e-05,
+    0.0002682560086250305
    ],
+   "host_canary_seconds": 9.287315000001683e-06,
    "pass_seconds": [
-    1.1452190577983856e-05,
-    2.7168760785744303e-05,
-    1.604418953259786e-05
+    1.574781004871641e-05,
+    2.583085781051999e-05,
+    1.5101714503197445e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.287315000001683e-06,
+    1.5107299999996826e-05,
+    9.358134999999378e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.1869713575357488e-05,
-   "min": 1.0036571749619071e-05,
-   "max": 2.1171047219208315e-05,
+   "seconds": 1.8798473335447764e-05,
+   "min": 1.787199896006357e-05,
+   "max": 1.9983239471912377e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2409,20 +3209,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010979200154542923,
-    0.00016752000153064727,
-    0.0005857599973678589
+    0.00013542400300502777,
+    0.0002141759991645813,
+    0.0006323519945144653
    ],
+   "host_canary_seconds": 9.287315000001683e-06,
    "pass_seconds": [
-    2.1171047219208315e-05,
-    1.1869713575357488e-05,
-    1.0036571749619071e-05
+    1.787199896006357e-05,
+    1.8798473335447764e-05,
+    1.9983239471912377e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.287315000001683e-06,
+    1.5107299999996826e-05,
+    9.358134999999378e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.666285718480746e-05,
-   "min": 1.564190501258487e-05,
-   "max": 2.5264000254017968e-05,
+   "seconds": 1.8077715344372252e-05,
+   "min": 1.4449524382750191e-05,
+   "max": 3.1086476431006477e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2431,20 +3237,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4383998960256575e-05,
-    9.747199714183807e-05,
-    0.00029535999894142153
+    4.6271998435258866e-05,
+    9.839999675750732e-05,
+    0.0003167360126972199
    ],
+   "host_canary_seconds": 8.96271250001135e-06,
    "pass_seconds": [
-    1.666285718480746e-05,
-    2.5264000254017968e-05,
-    1.564190501258487e-05
+    1.8077715344372252e-05,
+    3.1086476431006477e-05,
+    1.4449524382750191e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.96271250001135e-06,
+    1.4861044999996409e-05,
+    1.1912059999978907e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.6620189128887085e-05,
-   "min": 1.0046474280811492e-05,
-   "max": 2.185599825211933e-05,
+   "seconds": 1.667961726586024e-05,
+   "min": 1.2824378020706637e-05,
+   "max": 3.555428591512498e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2453,68 +3265,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015430399775505065,
-    0.00024614399671554565,
-    0.0006508799791336059
+    0.0001687999963760376,
+    0.0002672320008277893,
+    0.0006342399716377259
    ],
+   "host_canary_seconds": 8.96271250001135e-06,
    "pass_seconds": [
-    1.6620189128887085e-05,
-    2.185599825211933e-05,
-    1.0046474280811492e-05
+    1.2824378020706637e-05,
+    1.667961726586024e-05,
+    3.555428591512498e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.96271250001135e-06,
+    1.4861044999996409e-05,
+    1.1912059999978907e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.438399940729141e-05,
-   "min": 1.696000061929226e-05,
-   "max": 8.515200018882751e-05,
+   "seconds": 4.0320001542568204e-05,
+   "min": 1.7823999747633934e-05,
+   "max": 0.00011561600118875504,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.146177500003462e-06,
    "pass_seconds": [
-    1.8208000808954238e-05,
-    4.7488000243902205e-05,
-    2.438399940729141e-05
+    2.3584000766277314e-05,
+    5.049600079655647e-05,
+    4.0320001542568204e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.146177500003462e-06,
+    1.4957659999979e-05,
+    1.4742109999978936e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 1.6561330916980917e-05,
    "min": 0.0,
-   "max": 7.977332981924215e-05,
+   "max": 0.0003980586522569259,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.146177500003462e-06,
    "pass_seconds": [
-    1.6109336167573953e-05,
-    0.0,
+    1.6561330916980917e-05,
+    0.00010453066105643908,
     0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.146177500003462e-06,
+    1.4957659999979e-05,
+    1.4742109999978936e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.459199890494346e-05,
-   "min": 2.598400041460991e-05,
-   "max": 0.00011564800143241883,
+   "seconds": 5.9967998415231706e-05,
+   "min": 2.796800062060356e-05,
+   "max": 0.00015571199357509614,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.660579999997254e-06,
    "pass_seconds": [
-    2.783999964594841e-05,
-    7.929600030183792e-05,
-    3.459199890494346e-05
+    3.0271999537944795e-05,
+    6.233600154519081e-05,
+    5.9967998415231706e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.660579999997254e-06,
+    1.4656574999989403e-05,
+    1.4671019999994429e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.612533792853357e-05,
+   "seconds": 2.0305337073902295e-05,
    "min": 0.0,
-   "max": 0.0008961013648658991,
+   "max": 0.00037627467388908067,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.660579999997254e-06,
    "pass_seconds": [
-    2.612533792853357e-05,
-    1.9933324928085008e-05,
-    5.0085330381989486e-05
+    2.0305337073902295e-05,
+    0.00017201864595214525,
+    6.506623079379739e-07
+   ],
+   "pass_host_canary_seconds": [
+    8.660579999997254e-06,
+    1.4656574999989403e-05,
+    1.4671019999994429e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00012269332579204013,
-   "min": 7.057066332726253e-05,
-   "max": 0.00013577675890354883,
+   "seconds": 0.00014689067218984878,
+   "min": 6.881295499347506e-05,
+   "max": 0.00015923733725434257,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2523,20 +3365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.185599744319916e-05,
-    0.00029788801074028014,
-    0.0011418559551239014
+    8.428800106048584e-05,
+    0.00030166399478912356,
+    0.0011201280355453492
    ],
+   "host_canary_seconds": 7.124914999998566e-06,
    "pass_seconds": [
-    7.057066332726253e-05,
-    0.00013577675890354883,
-    0.00012269332579204013
+    6.881295499347506e-05,
+    0.00015923733725434257,
+    0.00014689067218984878
+   ],
+   "pass_host_canary_seconds": [
+    7.124914999998566e-06,
+    1.4583505000018703e-05,
+    1.3895929999989675e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001794491438638596,
-   "min": 0.0001324358121270225,
-   "max": 0.00021192533913112822,
+   "seconds": 0.00015799314280351003,
+   "min": 0.00014752151568730667,
+   "max": 0.00022217371563116716,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2545,20 +3393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004225600063800812,
-    0.001364832043647766,
-    0.0042369279861450195
+    0.00033212798833847046,
+    0.0011524159908294677,
+    0.003634239912033081
    ],
+   "host_canary_seconds": 7.124914999998566e-06,
    "pass_seconds": [
-    0.0001794491438638596,
-    0.0001324358121270225,
-    0.00021192533913112822
+    0.00014752151568730667,
+    0.00022217371563116716,
+    0.00015799314280351003
+   ],
+   "pass_host_canary_seconds": [
+    7.124914999998566e-06,
+    1.4583505000018703e-05,
+    1.3895929999989675e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 9.36563809712728e-05,
-   "min": 6.63649556892259e-05,
-   "max": 0.00014948723642599015,
+   "seconds": 0.00011014705009403683,
+   "min": 0.00010041828737372443,
+   "max": 0.0001472769599585306,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2567,20 +3421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.683199971914291e-05,
-    0.0003022080063819885,
-    0.0010944000482559205
+    0.00010300800204277039,
+    0.0003206399977207184,
+    0.0015814080238342285
    ],
+   "host_canary_seconds": 9.158992499997965e-06,
    "pass_seconds": [
-    6.63649556892259e-05,
-    9.36563809712728e-05,
-    0.00014948723642599015
+    0.00010041828737372443,
+    0.00011014705009403683,
+    0.0001472769599585306
+   ],
+   "pass_host_canary_seconds": [
+    9.158992499997965e-06,
+    1.0023662499989427e-05,
+    1.3501312499997198e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00022905447156656357,
-   "min": 0.000118675039992446,
-   "max": 0.0002484121890295119,
+   "seconds": 0.00015489066001914793,
+   "min": 9.66712413799195e-05,
+   "max": 0.00018176609313204172,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2589,20 +3449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00045225599408149717,
-    0.0010972800254821777,
-    0.003257823944091797
+    0.00031891199946403504,
+    0.001478816032409668,
+    0.004279871940612793
    ],
+   "host_canary_seconds": 9.158992499997965e-06,
    "pass_seconds": [
-    0.000118675039992446,
-    0.0002484121890295119,
-    0.00022905447156656357
+    0.00015489066001914793,
+    0.00018176609313204172,
+    9.66712413799195e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.158992499997965e-06,
+    1.0023662499989427e-05,
+    1.3501312499997198e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0004122552474339803,
-   "min": 0.0003872388431004115,
-   "max": 0.00046559541566031315,
+   "seconds": 0.0003654895183585939,
+   "min": 0.00032132496720268616,
+   "max": 0.00043914056391943066,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2611,20 +3477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002332800030708313,
-    0.0007962239980697632,
-    0.00584227180480957
+    0.0004375680088996887,
+    0.0015124160051345826,
+    0.005294400215148926
    ],
+   "host_canary_seconds": 9.547362499997547e-06,
    "pass_seconds": [
-    0.0003872388431004115,
-    0.00046559541566031315,
-    0.0004122552474339803
+    0.00032132496720268616,
+    0.00043914056391943066,
+    0.0003654895183585939
+   ],
+   "pass_host_canary_seconds": [
+    9.547362499997547e-06,
+    1.422623250000754e-05,
+    1.3421965000048886e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0005290263323556809,
-   "min": 0.0004889021260397774,
-   "max": 0.0010627581448782058,
+   "seconds": 0.000754092249132338,
+   "min": 0.0004432997987383887,
+   "max": 0.0009267352251779463,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2633,20 +3505,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0009644160270690918,
-    0.0033273921012878416,
-    0.014018048286437988
+    0.0014892799854278565,
+    0.004288991928100586,
+    0.013127264022827148
    ],
+   "host_canary_seconds": 9.547362499997547e-06,
    "pass_seconds": [
-    0.0004889021260397774,
-    0.0010627581448782058,
-    0.0005290263323556809
+    0.0004432997987383887,
+    0.0009267352251779463,
+    0.000754092249132338
+   ],
+   "pass_host_canary_seconds": [
+    9.547362499997547e-06,
+    1.422623250000754e-05,
+    1.3421965000048886e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005025447635423569,
-   "min": 0.00040666132030032934,
-   "max": 0.0005752358095986503,
+   "seconds": 0.0003541264718487149,
+   "min": 0.0003354194263617198,
+   "max": 0.0004336792457671392,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2655,20 +3533,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006422719955444336,
-    0.001998335957527161,
-    0.00812992000579834
+    0.0007479040026664734,
+    0.0017991360425949096,
+    0.007169824123382568
    ],
+   "host_canary_seconds": 9.488950000005048e-06,
    "pass_seconds": [
-    0.0005025447635423569,
-    0.0005752358095986503,
-    0.00040666132030032934
+    0.0004336792457671392,
+    0.0003541264718487149,
+    0.0003354194263617198
+   ],
+   "pass_host_canary_seconds": [
+    9.488950000005048e-06,
+    1.4731120000028853e-05,
+    1.1261564999927031e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0008483412719908213,
-   "min": 0.0007734377015204655,
-   "max": 0.0009346217683383397,
+   "seconds": 0.0011141135706788016,
+   "min": 0.000672473907470703,
+   "max": 0.001722244584844226,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2677,20 +3561,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015825279951095581,
-    0.0046600642204284665,
-    0.02047212791442871
+    0.001825600028038025,
+    0.004488063812255859,
+    0.018199232101440428
    ],
+   "host_canary_seconds": 9.488950000005048e-06,
    "pass_seconds": [
-    0.0007734377015204655,
-    0.0008483412719908213,
-    0.0009346217683383397
+    0.000672473907470703,
+    0.001722244584844226,
+    0.0011141135706788016
+   ],
+   "pass_host_canary_seconds": [
+    9.488950000005048e-06,
+    1.4731120000028853e-05,
+    1.1261564999927031e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.1136000752449032e-05,
-   "min": 1.600152449238868e-05,
-   "max": 3.2220950261467977e-05,
+   "seconds": 3.3750094295967194e-05,
+   "min": 1.3217524314920108e-05,
+   "max": 3.781180864288694e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2699,20 +3589,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.358400031924248e-05,
-    0.00010953599959611893,
-    0.0003614720106124878
+    2.473600022494793e-05,
+    6.460800021886826e-05,
+    0.00022307200729846955
    ],
+   "host_canary_seconds": 7.1760325000092e-06,
    "pass_seconds": [
-    2.1136000752449032e-05,
-    3.2220950261467977e-05,
-    1.600152449238868e-05
+    1.3217524314920108e-05,
+    3.781180864288694e-05,
+    3.3750094295967194e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.1760325000092e-06,
+    1.4775090000043178e-05,
+    1.3573235000023942e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 3.998399721015068e-05,
-   "min": 3.0969140785081057e-05,
-   "max": 6.090895494534856e-05,
+   "seconds": 5.3709711436004865e-05,
+   "min": 4.965867031188237e-05,
+   "max": 5.747124180197716e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2721,20 +3617,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018995200097560882,
-    0.00041065600514411925,
-    0.0009929919838905334
+    0.0001348160058259964,
+    0.0003057279884815216,
+    0.001128767967224121
    ],
+   "host_canary_seconds": 7.1760325000092e-06,
    "pass_seconds": [
-    3.0969140785081057e-05,
-    6.090895494534856e-05,
-    3.998399721015068e-05
+    5.3709711436004865e-05,
+    4.965867031188237e-05,
+    5.747124180197716e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.1760325000092e-06,
+    1.4775090000043178e-05,
+    1.3573235000023942e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.9675429420811785e-05,
-   "min": 2.296457138089907e-05,
-   "max": 3.9621335232541676e-05,
+   "seconds": 3.2472379505634306e-05,
+   "min": 1.9258667138360794e-05,
+   "max": 3.2646855428105316e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2743,20 +3645,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.201599910855294e-05,
-    0.00012067200243473053,
-    0.00040307199954986575
+    5.1231998950243e-05,
+    0.00012172800302505494,
+    0.00034435200691223145
    ],
+   "host_canary_seconds": 8.436465000016824e-06,
    "pass_seconds": [
-    2.296457138089907e-05,
-    2.9675429420811785e-05,
-    3.9621335232541676e-05
+    1.9258667138360794e-05,
+    3.2646855428105316e-05,
+    3.2472379505634306e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.436465000016824e-06,
+    1.54878349999521e-05,
+    1.3616932499971313e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 6.0576764245828e-05,
-   "min": 4.3436189315148765e-05,
-   "max": 6.56815173015708e-05,
+   "seconds": 5.094552430368605e-05,
+   "min": 4.481980648069154e-05,
+   "max": 5.3242668509483315e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2765,20 +3673,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019923199713230133,
-    0.000388128012418747,
-    0.0011918079853057862
+    0.0001955839991569519,
+    0.00040348801016807555,
+    0.0011619839668273926
    ],
+   "host_canary_seconds": 8.436465000016824e-06,
    "pass_seconds": [
-    4.3436189315148765e-05,
-    6.0576764245828e-05,
-    6.56815173015708e-05
+    4.481980648069154e-05,
+    5.3242668509483315e-05,
+    5.094552430368605e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.436465000016824e-06,
+    1.54878349999521e-05,
+    1.3616932499971313e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 3.797485697127524e-05,
-   "min": 2.429942857651484e-05,
-   "max": 4.112456987301509e-05,
+   "seconds": 4.0773335312094006e-05,
+   "min": 1.7157332528205145e-05,
+   "max": 4.4060953316234406e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,20 +3701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.163200035691261e-05,
-    0.00010019200295209884,
-    0.0004013440012931824
+    3.939199820160866e-05,
+    0.000111455999314785,
+    0.0003036159873008728
    ],
+   "host_canary_seconds": 7.519289999997625e-06,
    "pass_seconds": [
-    2.429942857651484e-05,
-    3.797485697127524e-05,
-    4.112456987301509e-05
+    1.7157332528205145e-05,
+    4.4060953316234406e-05,
+    4.0773335312094006e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.519289999997625e-06,
+    1.4230419999989863e-05,
+    1.3210664999903087e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010085486620664596,
-   "min": 8.562894946052913e-05,
-   "max": 0.0001421965660438651,
+   "seconds": 0.0001009958102589562,
+   "min": 8.620494284800119e-05,
+   "max": 0.00015168457158974235,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2809,20 +3729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002574079930782318,
-    0.0005292159914970398,
-    0.0018870079517364503
+    0.00024163199961185454,
+    0.0006530879735946655,
+    0.002032927989959717
    ],
+   "host_canary_seconds": 7.519289999997625e-06,
    "pass_seconds": [
-    8.562894946052913e-05,
-    0.0001421965660438651,
-    0.00010085486620664596
+    0.0001009958102589562,
+    0.00015168457158974235,
+    8.620494284800119e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.519289999997625e-06,
+    1.4230419999989863e-05,
+    1.3210664999903087e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.482285816045034e-05,
-   "min": 2.66026666476613e-05,
-   "max": 5.960381137473242e-05,
+   "seconds": 3.3401143692788626e-05,
+   "min": 2.727009568895613e-05,
+   "max": 8.132190434705644e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2831,20 +3757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.176000088453293e-05,
-    0.00012755200266838075,
-    0.00045612800121307373
+    6.0447998344898225e-05,
+    0.00013526399433612824,
+    0.000467168003320694
    ],
+   "host_canary_seconds": 7.4798925000152395e-06,
    "pass_seconds": [
-    2.66026666476613e-05,
-    3.482285816045034e-05,
-    5.960381137473242e-05
+    2.727009568895613e-05,
+    8.132190434705644e-05,
+    3.3401143692788626e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.4798925000152395e-06,
+    1.5076279999988174e-05,
+    9.513914999956796e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.079694783403762e-05,
-   "min": 8.952761583385013e-05,
-   "max": 0.00012133409331242245,
+   "seconds": 9.648380534989494e-05,
+   "min": 9.388113518555958e-05,
+   "max": 0.00011182323311056409,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2853,860 +3785,1286 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023625600337982177,
-    0.0006434879899024963,
-    0.00199782395362854
+    0.0002937920093536377,
+    0.0006892799735069275,
+    0.0021581759452819825
    ],
+   "host_canary_seconds": 7.4798925000152395e-06,
    "pass_seconds": [
-    8.952761583385013e-05,
-    0.00012133409331242245,
-    9.079694783403762e-05
+    9.648380534989494e-05,
+    9.388113518555958e-05,
+    0.00011182323311056409
+   ],
+   "pass_host_canary_seconds": [
+    7.4798925000152395e-06,
+    1.5076279999988174e-05,
+    9.513914999956796e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00014537599682807922,
-   "min": 8.91840010881424e-05,
-   "max": 0.00031942400336265565,
+   "seconds": 0.00018745599687099458,
+   "min": 0.00010838399827480316,
+   "max": 0.0005405759811401368,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0233960000007868e-05,
    "pass_seconds": [
-    0.00015238399803638457,
-    0.00010889600217342376,
-    0.00014537599682807922
+    0.00018153600394725798,
+    0.00019747200608253478,
+    0.00018745599687099458
+   ],
+   "pass_host_canary_seconds": [
+    1.0233960000007868e-05,
+    1.4712890000012635e-05,
+    1.4067305000082798e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 9.836799651384353e-05,
-   "min": 6.771200150251388e-05,
-   "max": 0.000288096010684967,
+   "seconds": 0.00012940800189971925,
+   "min": 8.736000210046769e-05,
+   "max": 0.00017871999740600586,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0233960000007868e-05,
    "pass_seconds": [
-    0.00011715199798345566,
-    8.396799862384797e-05,
-    9.836799651384353e-05
+    0.00012275200337171554,
+    0.00014374400675296783,
+    0.00012940800189971925
+   ],
+   "pass_host_canary_seconds": [
+    1.0233960000007868e-05,
+    1.4712890000012635e-05,
+    1.4067305000082798e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00012988799810409547,
-   "min": 9.772799909114838e-05,
-   "max": 0.00034911999106407163,
+   "seconds": 0.00021190400421619416,
+   "min": 0.00010543999820947647,
+   "max": 0.00045500800013542175,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.042884999997056e-06,
    "pass_seconds": [
-    0.00012988799810409547,
-    0.00013116799294948578,
-    0.00011897599697113037
+    0.00013795199990272521,
+    0.00021190400421619416,
+    0.0002730560004711151
+   ],
+   "pass_host_canary_seconds": [
+    7.042884999997056e-06,
+    1.4699512500015998e-05,
+    1.3925765000024627e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00013945600390434266,
-   "min": 0.0001074879989027977,
-   "max": 0.0002282239943742752,
+   "seconds": 0.0001648319959640503,
+   "min": 0.00010342399775981904,
+   "max": 0.0003548159897327423,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.042884999997056e-06,
    "pass_seconds": [
-    0.00013548800349235535,
-    0.000144896000623703,
-    0.00013945600390434266
+    0.00013046400249004363,
+    0.00020051200687885284,
+    0.0001648319959640503
+   ],
+   "pass_host_canary_seconds": [
+    7.042884999997056e-06,
+    1.4699512500015998e-05,
+    1.3925765000024627e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00020141311645507812,
-   "min": 0.00016627775192260742,
-   "max": 0.00029292543411254884,
+   "seconds": 0.00024863103866577146,
+   "min": 0.00015007935523986816,
+   "max": 0.00041609729766845703,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.131569999980769e-06,
    "pass_seconds": [
-    0.00020020416259765626,
-    0.00022089599609375,
-    0.00020141311645507812
+    0.00018780927658081054,
+    0.00036787841796875,
+    0.00024863103866577146
+   ],
+   "pass_host_canary_seconds": [
+    7.131569999980769e-06,
+    1.489456750000784e-05,
+    1.4044244999951162e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00039158462524414064,
-   "min": 0.00030227199554443357,
-   "max": 0.0005909945678710937,
+   "seconds": 0.0006009420776367187,
+   "min": 0.00030469696044921877,
+   "max": 0.0007518809509277344,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.707040000002109e-06,
    "pass_seconds": [
-    0.0003553484725952148,
-    0.00039158462524414064,
-    0.000547828483581543
+    0.0004494521713256836,
+    0.0006009420776367187,
+    0.0006425055694580079
+   ],
+   "pass_host_canary_seconds": [
+    9.707040000002109e-06,
+    1.4770475000034366e-05,
+    1.513626499999532e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00013865920066833496,
-   "min": 0.00011677375793457032,
-   "max": 0.0002003763198852539,
+   "seconds": 0.00017024768829345703,
+   "min": 0.00012621631622314452,
+   "max": 0.0002600166320800781,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.874319999987336e-06,
    "pass_seconds": [
-    0.00013865920066833496,
-    0.00012094719886779786,
-    0.00019162176132202148
+    0.00013598143577575684,
+    0.00017024768829345703,
+    0.00017638912200927735
+   ],
+   "pass_host_canary_seconds": [
+    9.874319999987336e-06,
+    1.5141549999952985e-05,
+    1.5956617500094692e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0002797203254699707,
-   "min": 0.0002370412826538086,
-   "max": 0.0004965958404541016,
+   "seconds": 0.0003502342224121094,
+   "min": 0.0002682169532775879,
+   "max": 0.0005071859359741211,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.032270999999696e-05,
    "pass_seconds": [
-    0.0002686086463928223,
-    0.0002797203254699707,
-    0.0003323225784301758
+    0.0002962777519226074,
+    0.0004267078399658203,
+    0.0003502342224121094
+   ],
+   "pass_host_canary_seconds": [
+    1.032270999999696e-05,
+    1.4844009999990248e-05,
+    1.4847175000056723e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001674457550048828,
-   "min": 0.0001317311954498291,
-   "max": 0.0002145702362060547,
+   "seconds": 0.0001689695930480957,
+   "min": 0.0001371065616607666,
+   "max": 0.0002217945671081543,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0358715000009511e-05,
    "pass_seconds": [
-    0.00014510592460632325,
-    0.0001674457550048828,
-    0.0001772550392150879
+    0.0001689695930480957,
+    0.00021826240539550782,
+    0.00016411968231201172
+   ],
+   "pass_host_canary_seconds": [
+    1.0358715000009511e-05,
+    1.5126280000004044e-05,
+    9.798220000050151e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002342188835144043,
-   "min": 0.0001927769660949707,
-   "max": 0.00043034046173095705,
+   "seconds": 0.0003222188949584961,
+   "min": 0.00022271295547485352,
+   "max": 0.0004250668716430664,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.539064999979473e-06,
    "pass_seconds": [
-    0.00020010047912597656,
-    0.0002342188835144043,
-    0.00037356800079345705
+    0.00026273344039916995,
+    0.00034651649475097657,
+    0.0003222188949584961
+   ],
+   "pass_host_canary_seconds": [
+    8.539064999979473e-06,
+    1.4667374999959293e-05,
+    1.373091999994358e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00018772863388061525,
-   "min": 0.00015110848426818846,
-   "max": 0.00028385663986206055,
+   "seconds": 0.0002511782455444336,
+   "min": 0.00016963647842407225,
+   "max": 0.0003103091239929199,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.770977499992227e-06,
    "pass_seconds": [
-    0.00016859775543212892,
-    0.00018772863388061525,
-    0.0002558278465270996
+    0.00019172607421875002,
+    0.0002511782455444336,
+    0.00026022848129272463
+   ],
+   "pass_host_canary_seconds": [
+    8.770977499992227e-06,
+    1.444624499995939e-05,
+    1.4563465000065889e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0004886540985107421,
-   "min": 0.0002834419250488281,
-   "max": 0.0006549152374267578,
+   "seconds": 0.0005185823822021484,
+   "min": 0.0003429875183105469,
+   "max": 0.0006310015869140626,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.175625000002128e-06,
    "pass_seconds": [
-    0.00046667774200439454,
-    0.0004886540985107421,
-    0.0005656889724731445
+    0.00036469825744628906,
+    0.000531335678100586,
+    0.0005185823822021484
+   ],
+   "pass_host_canary_seconds": [
+    7.175625000002128e-06,
+    1.410689499998341e-05,
+    1.368224499998405e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00021016063690185545,
-   "min": 0.00016537599563598633,
-   "max": 0.0003540614318847656,
+   "seconds": 0.0002174457550048828,
+   "min": 0.0001677132797241211,
+   "max": 0.00027110784530639647,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.315129999998504e-06,
    "pass_seconds": [
-    0.0002096972846984863,
-    0.00021016063690185545,
-    0.00024275072097778322
+    0.0001837017631530762,
+    0.00025092992782592774,
+    0.0002174457550048828
+   ],
+   "pass_host_canary_seconds": [
+    7.315129999998504e-06,
+    1.4089395000027594e-05,
+    1.3314094999969939e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00033151870727539065,
-   "min": 0.0002451321601867676,
-   "max": 0.0006361875152587891,
+   "seconds": 0.0004382559967041016,
+   "min": 0.0003305868911743164,
+   "max": 0.0005937100982666016,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.25974999998158e-06,
    "pass_seconds": [
-    0.0003303155136108398,
-    0.00033151870727539065,
-    0.0005225363159179687
+    0.0004382559967041016,
+    0.00040387199401855473,
+    0.000527393913269043
+   ],
+   "pass_host_canary_seconds": [
+    7.25974999998158e-06,
+    1.0551179999964689e-05,
+    1.32789899999608e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00016291648864746094,
-   "min": 0.00012859968185424805,
-   "max": 0.00026120447158813477,
+   "seconds": 0.0001966444778442383,
+   "min": 0.00016450431823730467,
+   "max": 0.00028231231689453124,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.637049999968838e-06,
    "pass_seconds": [
-    0.0001304857635498047,
-    0.00016291648864746094,
-    0.000209814395904541
+    0.0001886137580871582,
+    0.0001966444778442383,
+    0.0002396460723876953
+   ],
+   "pass_host_canary_seconds": [
+    8.637049999968838e-06,
+    9.471397500036004e-06,
+    1.4711310000024013e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00022250560760498045,
-   "min": 0.000147391357421875,
-   "max": 0.0003450368118286133,
+   "seconds": 0.0002506726455688477,
+   "min": 0.00015951295852661133,
+   "max": 0.00037078910827636715,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.140584999998367e-06,
    "pass_seconds": [
-    0.00015033408164978027,
-    0.00022250560760498045,
-    0.00030352319717407225
+    0.00016677824020385742,
+    0.0002506726455688477,
+    0.0003032204818725586
+   ],
+   "pass_host_canary_seconds": [
+    7.140584999998367e-06,
+    9.145284999974024e-06,
+    1.4703255000085846e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00014258560180664063,
-   "min": 8.953920364379883e-05,
-   "max": 0.0001746553611755371,
+   "seconds": 0.000120513916015625,
+   "min": 9.83302402496338e-05,
+   "max": 0.0001572486400604248,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.975112499993941e-06,
    "pass_seconds": [
-    9.133184432983398e-05,
-    0.0001442579174041748,
-    0.00014258560180664063
+    0.00011141056060791016,
+    0.000120513916015625,
+    0.0001445126438140869
+   ],
+   "pass_host_canary_seconds": [
+    6.975112499993941e-06,
+    9.37709000005782e-06,
+    1.4898815000066178e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00014676032066345216,
-   "min": 0.0001044326400756836,
-   "max": 0.0002042995262145996,
+   "seconds": 0.0001415116786956787,
+   "min": 0.00011966336250305176,
+   "max": 0.0001969945526123047,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.154324999980588e-06,
    "pass_seconds": [
-    0.00010932415962219238,
-    0.00014676032066345216,
-    0.00018078720092773437
+    0.00012378432273864746,
+    0.00017104000091552735,
+    0.0001415116786956787
+   ],
+   "pass_host_canary_seconds": [
+    7.154324999980588e-06,
+    9.561709999985623e-06,
+    9.180804999999736e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00021105855941772463,
-   "min": 0.00013982912063598634,
-   "max": 0.00037791679382324217,
+   "seconds": 0.00019945728302001953,
+   "min": 0.00018379968643188478,
+   "max": 0.0002556876754760742,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.991810000016585e-06,
    "pass_seconds": [
-    0.00014420160293579103,
-    0.00021105855941772463,
-    0.00028806655883789064
+    0.00019945728302001953,
+    0.00024600255966186524,
+    0.00019338304519653322
+   ],
+   "pass_host_canary_seconds": [
+    6.991810000016585e-06,
+    9.747450000006096e-06,
+    9.160062500015443e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00022883520126342773,
-   "min": 0.00017017280578613281,
-   "max": 0.000427852783203125,
+   "seconds": 0.0002708403205871582,
+   "min": 0.00019337343215942383,
+   "max": 0.0002842988777160645,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.877819999999701e-06,
    "pass_seconds": [
-    0.00018701759338378906,
-    0.00022883520126342773,
-    0.00035737663269042974
+    0.0002195039939880371,
+    0.0002708403205871582,
+    0.0002718873596191406
+   ],
+   "pass_host_canary_seconds": [
+    6.877819999999701e-06,
+    9.747450000006096e-06,
+    9.219209999997702e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 8.711999893188476e-05,
-   "min": 7.33945608139038e-05,
-   "max": 0.00015461119651794433,
+   "seconds": 9.688639640808105e-05,
+   "min": 7.096640110015869e-05,
+   "max": 0.0001052076816558838,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.885805000003131e-06,
    "pass_seconds": [
-    7.680448055267333e-05,
-    8.711999893188476e-05,
-    0.00011711551666259765
+    7.645440101623535e-05,
+    0.00010079232215881348,
+    9.688639640808105e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.885805000003131e-06,
+    9.771294999971759e-06,
+    9.208252499988134e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011718336105346681,
-   "min": 8.865407943725585e-05,
-   "max": 0.00019052799224853517,
+   "seconds": 0.00011817279815673829,
+   "min": 9.891200065612792e-05,
+   "max": 0.0001285324764251709,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.928467499989211e-06,
    "pass_seconds": [
-    9.501631736755372e-05,
-    0.00011718336105346681,
-    0.00017504640579223634
+    0.00010365119934082031,
+    0.00011817279815673829,
+    0.00011899776458740234
+   ],
+   "pass_host_canary_seconds": [
+    6.928467499989211e-06,
+    9.626737499992544e-06,
+    9.35089000002165e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00010207615852355956,
-   "min": 7.248703956604005e-05,
-   "max": 0.00012370495796203615,
+   "seconds": 9.576704025268555e-05,
+   "min": 7.965824127197266e-05,
+   "max": 0.00010593536376953126,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.852495000000402e-06,
    "pass_seconds": [
-    7.302400112152099e-05,
-    0.00010207615852355956,
-    0.00010560511589050293
+    8.33414363861084e-05,
+    9.827136039733887e-05,
+    9.576704025268555e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.852495000000402e-06,
+    9.531102499984456e-06,
+    9.621037500053831e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00011759552001953125,
-   "min": 8.608896255493164e-05,
-   "max": 0.00019400640487670897,
+   "seconds": 0.00011203392028808593,
+   "min": 9.713343620300292e-05,
+   "max": 0.00011900544166564941,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.100522499996486e-06,
    "pass_seconds": [
-    9.022591590881347e-05,
-    0.00011759552001953125,
-    0.00015262528419494629
+    0.0001010035228729248,
+    0.00011512767791748048,
+    0.00011203392028808593
+   ],
+   "pass_host_canary_seconds": [
+    7.100522499996486e-06,
+    9.326244999989797e-06,
+    9.334232500108896e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.629952430725097e-05,
-   "min": 6.948287963867188e-05,
-   "max": 0.00013909248352050781,
+   "seconds": 9.820032119750975e-05,
+   "min": 7.996416091918945e-05,
+   "max": 0.00011944448471069337,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.2613450000069686e-06,
    "pass_seconds": [
-    7.225024223327637e-05,
-    9.629952430725097e-05,
-    0.00012366399765014648
+    8.487423896789552e-05,
+    9.831232070922852e-05,
+    9.820032119750975e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.2613450000069686e-06,
+    1.0689447500027427e-05,
+    9.573855000013509e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011226048469543457,
-   "min": 8.507200241088867e-05,
-   "max": 0.00017817600250244142,
+   "seconds": 0.00011630080223083495,
+   "min": 9.961407661437988e-05,
+   "max": 0.00013979711532592775,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.5907300000110915e-06,
    "pass_seconds": [
-    0.00011143039703369141,
-    0.00011226048469543457,
-    0.00014032896041870117
+    0.00010401408195495604,
+    0.00011630080223083495,
+    0.00011769856452941895
+   ],
+   "pass_host_canary_seconds": [
+    7.5907300000110915e-06,
+    9.784097500009636e-06,
+    9.823894999954063e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 9.348480224609375e-05,
-   "min": 8.178560256958008e-05,
-   "max": 0.00013004159927368163,
+   "seconds": 8.524160385131836e-05,
+   "min": 7.910975933074951e-05,
+   "max": 0.00011875328063964844,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.033377500000881e-06,
    "pass_seconds": [
-    8.476927757263183e-05,
-    9.348480224609375e-05,
-    0.00010713664054870606
+    8.275008201599121e-05,
+    9.874752044677734e-05,
+    8.524160385131836e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.033377500000881e-06,
+    9.616045000022665e-06,
+    9.607480000042302e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011585344314575195,
-   "min": 9.994239807128905e-05,
-   "max": 0.00018958208084106444,
+   "seconds": 0.0001124409580230713,
+   "min": 8.92563247680664e-05,
+   "max": 0.00012553983688354492,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.914535000017707e-06,
    "pass_seconds": [
-    0.00010369600296020508,
-    0.00011585344314575195,
-    0.00014219648361206053
+    0.00010065088272094726,
+    0.00011512767791748048,
+    0.0001124409580230713
+   ],
+   "pass_host_canary_seconds": [
+    6.914535000017707e-06,
+    9.620822500018278e-06,
+    1.0658837499946118e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010912768363952636,
-   "min": 9.264575958251953e-05,
-   "max": 0.00014696319580078125,
+   "seconds": 0.00010977472305297852,
+   "min": 7.970816135406493e-05,
+   "max": 0.0001314521598815918,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.224797499993941e-06,
    "pass_seconds": [
-    0.00013034496307373048,
-    9.6495361328125e-05,
-    0.00010912768363952636
+    8.73638439178467e-05,
+    0.00010977472305297852,
+    0.0001136019229888916
+   ],
+   "pass_host_canary_seconds": [
+    7.224797499993941e-06,
+    9.91790249997848e-06,
+    1.3423317500027564e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00014476096153259277,
-   "min": 9.513600349426269e-05,
-   "max": 0.00017113664627075196,
+   "seconds": 0.0001317299175262451,
+   "min": 9.78054428100586e-05,
+   "max": 0.00017437311172485354,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.08152750000346e-06,
    "pass_seconds": [
-    0.00014476096153259277,
-    9.747072219848633e-05,
-    0.00014684864044189452
+    0.00012190400123596191,
+    0.00013606335639953615,
+    0.0001317299175262451
+   ],
+   "pass_host_canary_seconds": [
+    8.08152750000346e-06,
+    9.89821499999266e-06,
+    1.0558849999995346e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00013350079536437987,
-   "min": 9.159744262695313e-05,
-   "max": 0.00016422271728515624,
+   "seconds": 0.00012104960441589355,
+   "min": 8.725824356079103e-05,
+   "max": 0.000164215030670166,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.042637500003224e-06,
    "pass_seconds": [
-    0.00014767487525939942,
-    9.979392051696777e-05,
-    0.00013350079536437987
+    9.09113597869873e-05,
+    0.00016110975265502928,
+    0.00012104960441589355
+   ],
+   "pass_host_canary_seconds": [
+    7.042637500003224e-06,
+    1.5017210000038972e-05,
+    1.4616794999966486e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00017576128005981445,
-   "min": 0.0001300876808166504,
-   "max": 0.00019188735961914063,
+   "seconds": 0.0001264083194732666,
+   "min": 0.0001082975959777832,
+   "max": 0.00020188928604125976,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.057682500004603e-06,
    "pass_seconds": [
-    0.0001790028762817383,
-    0.00013744768142700194,
-    0.00017576128005981445
+    0.00011667327880859375,
+    0.00018916671752929688,
+    0.0001264083194732666
+   ],
+   "pass_host_canary_seconds": [
+    7.057682500004603e-06,
+    1.4752659999999196e-05,
+    9.699754999985543e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00012400575637817383,
-   "min": 0.00010677696228027344,
-   "max": 0.00015261887550354003,
+   "seconds": 0.00010735360145568848,
+   "min": 9.427136421203613e-05,
+   "max": 0.0001619923210144043,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.609869999993691e-06,
    "pass_seconds": [
-    0.0001345644760131836,
-    0.00012400575637817383,
-    0.00012124159812927246
+    0.00010735360145568848,
+    0.00014939840316772462,
+    9.889727592468261e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.609869999993691e-06,
+    1.402042500004086e-05,
+    9.31448750002062e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.0001657107162475586,
-   "min": 0.00011859968185424804,
-   "max": 0.0002274355125427246,
+   "seconds": 0.00011922944068908691,
+   "min": 9.923711776733398e-05,
+   "max": 0.0001511577606201172,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.910940000004473e-06,
    "pass_seconds": [
-    0.00017704511642456055,
-    0.00013888640403747558,
-    0.0001657107162475586
+    0.00011922944068908691,
+    0.00013743231773376464,
+    0.00011492927551269532
+   ],
+   "pass_host_canary_seconds": [
+    6.910940000004473e-06,
+    9.509324999967817e-06,
+    9.194092500024452e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011667519569396974,
-   "min": 9.423359870910645e-05,
-   "max": 0.000142673921585083,
+   "seconds": 9.495360374450683e-05,
+   "min": 7.926911830902099e-05,
+   "max": 0.0001190329647064209,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.151704999994735e-06,
    "pass_seconds": [
-    9.568703651428223e-05,
-    0.00011667519569396974,
-    0.00012760255813598634
+    9.495360374450683e-05,
+    0.00011474047660827637,
+    9.185791969299316e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.151704999994735e-06,
+    9.348777500015615e-06,
+    8.938034999985689e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00012422464370727537,
-   "min": 0.00011149312019348144,
-   "max": 0.00018797248840332032,
+   "seconds": 0.0001376249599456787,
+   "min": 0.00010778623580932617,
+   "max": 0.00018213823318481446,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.250017500002315e-06,
    "pass_seconds": [
-    0.00012422464370727537,
-    0.00011778047561645507,
-    0.00015815232276916505
+    0.00012094655990600585,
+    0.0001376249599456787,
+    0.00014130880355834962
+   ],
+   "pass_host_canary_seconds": [
+    7.250017500002315e-06,
+    9.588220000011915e-06,
+    1.3812235000045803e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 9.329664230346678e-05,
-   "min": 8.846207618713379e-05,
-   "max": 0.00014438976287841796,
+   "seconds": 0.00011012351989746094,
+   "min": 7.882431983947754e-05,
+   "max": 0.00012833855628967283,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.32441749999424e-06,
    "pass_seconds": [
-    9.329664230346678e-05,
-    9.177472114562988e-05,
-    0.00013178303718566894
+    8.500608444213867e-05,
+    0.00011012351989746094,
+    0.00011935808181762696
+   ],
+   "pass_host_canary_seconds": [
+    7.32441749999424e-06,
+    1.0114080000001024e-05,
+    1.56046875000726e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00012841024398803713,
-   "min": 0.00010716416358947754,
-   "max": 0.00018450304031372068,
+   "seconds": 0.0001323027229309082,
+   "min": 0.00010748479843139648,
+   "max": 0.00016321216583251952,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0196184999990975e-05,
    "pass_seconds": [
-    0.00012841024398803713,
-    0.0001265555191040039,
-    0.00014306879997253417
+    0.00014112640380859376,
+    0.0001323027229309082,
+    0.00010943103790283203
+   ],
+   "pass_host_canary_seconds": [
+    1.0196184999990975e-05,
+    9.780225000000086e-06,
+    9.761622500050749e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 9.58847999572754e-05,
-   "min": 8.125568389892578e-05,
-   "max": 0.0001273689556121826,
+   "seconds": 9.565952301025391e-05,
+   "min": 7.428991794586181e-05,
+   "max": 0.00010764479637145996,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.909799999991975e-06,
    "pass_seconds": [
-    8.948672294616699e-05,
-    9.58847999572754e-05,
-    9.976448059082032e-05
+    0.00010301759719848632,
+    9.565952301025391e-05,
+    8.261887550354004e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.909799999991975e-06,
+    9.616200000017728e-06,
+    9.727142499968978e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00011050239562988281,
-   "min": 0.00010620736122131348,
-   "max": 0.00016672191619873048,
+   "seconds": 0.00011662528038024902,
+   "min": 9.169983863830565e-05,
+   "max": 0.00015256128311157225,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.955089999991174e-06,
    "pass_seconds": [
-    0.00011050239562988281,
-    0.00010928511619567871,
-    0.00013019840240478516
+    0.00012837759971618654,
+    0.00011662528038024902,
+    9.967871665954589e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.955089999991174e-06,
+    9.939585000005026e-06,
+    9.162397499977715e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00017375423431396485,
-   "min": 0.00013762240409851073,
-   "max": 0.0002785625648498535,
+   "seconds": 0.00017248767852783204,
+   "min": 0.0001389510440826416,
+   "max": 0.00020818496704101564,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0666114999970944e-05,
    "pass_seconds": [
-    0.00014603327751159669,
-    0.00017375423431396485,
-    0.00022992191314697268
+    0.000186746883392334,
+    0.00017248767852783204,
+    0.00014770432472229004
+   ],
+   "pass_host_canary_seconds": [
+    1.0666114999970944e-05,
+    9.790204999973185e-06,
+    9.20018999991612e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00019292543411254882,
-   "min": 0.00017038015365600584,
-   "max": 0.0003071334457397461,
+   "seconds": 0.00016644800186157226,
+   "min": 0.00015517248153686523,
+   "max": 0.00021858623504638673,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.396617499999537e-06,
    "pass_seconds": [
-    0.00017570688247680666,
-    0.00019292543411254882,
-    0.00028667968750000004
+    0.00016226175308227538,
+    0.00020376703262329102,
+    0.00016644800186157226
+   ],
+   "pass_host_canary_seconds": [
+    7.396617499999537e-06,
+    9.443969999978209e-06,
+    9.289375000065548e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00036216449737548823,
-   "min": 0.00020799488067626954,
-   "max": 0.0005464985656738281,
+   "seconds": 0.0003992755126953125,
+   "min": 0.00032770175933837886,
+   "max": 0.0005430220794677734,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.65481999998019e-06,
    "pass_seconds": [
-    0.00024096319198608398,
-    0.0004746464157104492,
-    0.00036216449737548823
+    0.0003460217666625977,
+    0.00048081600189208985,
+    0.0003992755126953125
+   ],
+   "pass_host_canary_seconds": [
+    9.65481999998019e-06,
+    1.001898500000209e-05,
+    9.990560000119331e-06
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0004288204956054688,
-   "min": 0.00021401920318603516,
-   "max": 0.0005779167938232422,
+   "seconds": 0.0003882284927368164,
+   "min": 0.00030683584213256836,
+   "max": 0.0006051987075805664,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.600589999987362e-06,
    "pass_seconds": [
-    0.00022451200485229492,
-    0.0004935315322875976,
-    0.0004288204956054688
+    0.0003798400115966797,
+    0.00042417598724365233,
+    0.0003882284927368164
+   ],
+   "pass_host_canary_seconds": [
+    9.600589999987362e-06,
+    9.67616499998769e-06,
+    9.642719999902738e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00010014464378356934,
-   "min": 7.627647876739502e-05,
-   "max": 0.00015692607879638673,
+   "seconds": 0.00010915904045104981,
+   "min": 9.48960018157959e-05,
+   "max": 0.00014264320373535156,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.497642500004843e-06,
    "pass_seconds": [
-    7.797887802124023e-05,
-    0.00013241472244262696,
-    0.00010014464378356934
+    0.00010915904045104981,
+    0.00011884032249450683,
+    0.00010118975639343261
+   ],
+   "pass_host_canary_seconds": [
+    9.497642500004843e-06,
+    1.0027017500000568e-05,
+    9.556522499991615e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00011633472442626953,
-   "min": 9.08396816253662e-05,
-   "max": 0.00020456256866455076,
+   "seconds": 0.00012942527770996095,
+   "min": 0.00011179007530212403,
+   "max": 0.0001815532875061035,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.479650000017159e-06,
    "pass_seconds": [
-    9.218560218811036e-05,
-    0.00011633472442626953,
-    0.00011853952407836915
+    0.00012942527770996095,
+    0.00013547200202941896,
+    0.000118023042678833
+   ],
+   "pass_host_canary_seconds": [
+    9.479650000017159e-06,
+    1.0077909999992585e-05,
+    9.547512499992194e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 9.395520210266112e-05,
-   "min": 7.525375843048095e-05,
-   "max": 0.00011621055603027343,
+   "seconds": 0.00010702783584594727,
+   "min": 9.456768035888672e-05,
+   "max": 0.0001350227165222168,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.62880500001262e-06,
    "pass_seconds": [
-    7.715904235839844e-05,
-    9.817919731140136e-05,
-    9.395520210266112e-05
+    0.00010271167755126954,
+    0.00011687423706054687,
+    0.00010702783584594727
+   ],
+   "pass_host_canary_seconds": [
+    9.62880500001262e-06,
+    9.718342499986933e-06,
+    1.0734557500029495e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00011282879829406739,
-   "min": 9.066752433776856e-05,
-   "max": 0.00015180480003356935,
+   "seconds": 0.0001348857593536377,
+   "min": 0.00011439359664916993,
+   "max": 0.000211343994140625,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0064570000025697e-05,
    "pass_seconds": [
-    9.253888130187989e-05,
-    0.00011901823997497559,
-    0.00011282879829406739
+    0.0001348857593536377,
+    0.00019326528549194335,
+    0.00012162176132202149
+   ],
+   "pass_host_canary_seconds": [
+    1.0064570000025697e-05,
+    1.4321222499980025e-05,
+    9.815975000009303e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 7.950784206390382e-05,
-   "min": 6.584383964538574e-05,
-   "max": 0.000126179838180542,
+   "seconds": 9.594559669494629e-05,
+   "min": 8.462143898010253e-05,
+   "max": 0.00013620032310485838,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.8561100000083e-06,
    "pass_seconds": [
-    6.833920001983643e-05,
-    0.00010923135757446289,
-    7.950784206390382e-05
+    9.594559669494629e-05,
+    0.00010180159568786622,
+    9.046143531799316e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.8561100000083e-06,
+    9.843270000047255e-06,
+    1.0391005000016662e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 9.627200126647949e-05,
-   "min": 8.301183700561524e-05,
-   "max": 0.0001404851245880127,
+   "seconds": 0.00011672896385192872,
+   "min": 9.991488456726074e-05,
+   "max": 0.00015148991584777832,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.782342500006535e-06,
    "pass_seconds": [
-    8.551679611206054e-05,
-    0.00013339648246765137,
-    9.627200126647949e-05
+    0.0001177734375,
+    0.00011672896385192872,
+    0.00011392959594726563
+   ],
+   "pass_host_canary_seconds": [
+    9.782342500006535e-06,
+    9.766314999950509e-06,
+    1.0163920000110239e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 8.366399765014648e-05,
-   "min": 7.24351978302002e-05,
-   "max": 0.00014214847564697266,
+   "seconds": 0.0001006879997253418,
+   "min": 9.332415580749511e-05,
+   "max": 0.00011825663566589355,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.654507499998744e-06,
    "pass_seconds": [
-    7.411327838897706e-05,
-    0.00012434880256652833,
-    8.366399765014648e-05
+    0.0001006879997253418,
+    0.00010739135742187499,
+    9.733823776245118e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.654507499998744e-06,
+    9.611447499970893e-06,
+    9.643234999927586e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001038265609741211,
-   "min": 8.80294418334961e-05,
-   "max": 0.00017524736404418944,
+   "seconds": 0.00012768192291259765,
+   "min": 0.00010576064109802246,
+   "max": 0.00017924352645874023,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.710159999980703e-06,
    "pass_seconds": [
-    9.252160072326661e-05,
-    0.00015359999656677247,
-    0.0001038265609741211
+    0.0001136403179168701,
+    0.00012768192291259765,
+    0.0001390988826751709
+   ],
+   "pass_host_canary_seconds": [
+    7.710159999980703e-06,
+    9.892769999950702e-06,
+    1.11646599999915e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 5.046656131744385e-05,
-   "min": 4.6639361381530764e-05,
-   "max": 8.589568138122559e-05,
+   "seconds": 6.294015884399414e-05,
+   "min": 5.505919933319092e-05,
+   "max": 8.188672065734862e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.9485999999940876e-06,
    "pass_seconds": [
-    4.7290239334106444e-05,
-    7.620927810668945e-05,
-    5.046656131744385e-05
+    5.6795520782470703e-05,
+    6.294015884399414e-05,
+    6.557184219360351e-05
+   ],
+   "pass_host_canary_seconds": [
+    6.9485999999940876e-06,
+    9.835339999995085e-06,
+    1.345830999994746e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 6.54041576385498e-05,
-   "min": 6.060031890869141e-05,
-   "max": 0.00011617919921875,
+   "seconds": 8.212032318115235e-05,
+   "min": 7.217152118682861e-05,
+   "max": 0.00010852352142333984,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.160445000007343e-06,
    "pass_seconds": [
-    6.23699188232422e-05,
-    0.00010773887634277343,
-    6.54041576385498e-05
+    7.433728218078613e-05,
+    8.212032318115235e-05,
+    9.550848007202149e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.160445000007343e-06,
+    1.003816000000768e-05,
+    1.3833119999944188e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 4.815167903900146e-05,
-   "min": 4.336128234863282e-05,
-   "max": 8.089407920837403e-05,
+   "seconds": 6.137983798980713e-05,
+   "min": 5.2678399085998534e-05,
+   "max": 7.546368122100829e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.369325000006199e-06,
    "pass_seconds": [
-    4.498752117156982e-05,
-    7.350848197937011e-05,
-    4.815167903900146e-05
+    5.673215866088867e-05,
+    6.457536220550537e-05,
+    6.137983798980713e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.369325000006199e-06,
+    1.0826950000009105e-05,
+    1.470284999996352e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 6.205311775207519e-05,
-   "min": 5.644288063049317e-05,
-   "max": 0.00011396160125732422,
+   "seconds": 7.90496015548706e-05,
+   "min": 6.826176166534424e-05,
+   "max": 0.00010884287834167481,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.134690000007992e-06,
    "pass_seconds": [
-    6.0958719253540036e-05,
-    0.00011038463592529297,
-    6.205311775207519e-05
+    7.087679862976074e-05,
+    7.90496015548706e-05,
+    8.528512001037598e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.134690000007992e-06,
+    1.066057750001903e-05,
+    1.3714310000025874e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 7.634111881256103e-05,
-   "min": 6.315968036651612e-05,
-   "max": 0.00010680959701538087,
+   "seconds": 9.237824440002442e-05,
+   "min": 7.963263988494872e-05,
+   "max": 0.00011515839576721191,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.188092500030052e-06,
    "pass_seconds": [
-    6.424448013305663e-05,
-    0.00010203071594238281,
-    7.634111881256103e-05
+    8.079680442810058e-05,
+    0.00010861056327819825,
+    9.237824440002442e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.188092500030052e-06,
+    1.0613875000018425e-05,
+    1.189437999997267e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 9.633919715881349e-05,
-   "min": 8.249664306640624e-05,
-   "max": 0.00011466815948486327,
+   "seconds": 0.00013461952209472655,
+   "min": 9.393343925476075e-05,
+   "max": 0.00016234432220458983,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.408289999997209e-06,
    "pass_seconds": [
-    8.94924831390381e-05,
-    9.633919715881349e-05,
-    0.0001046944046020508
+    9.676927566528321e-05,
+    0.000155284481048584,
+    0.00013461952209472655
+   ],
+   "pass_host_canary_seconds": [
+    7.408289999997209e-06,
+    1.517812999999535e-05,
+    1.4261139999973694e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 9.546943664550781e-05,
-   "min": 8.973183631896974e-05,
-   "max": 0.00012820032119750978,
+   "seconds": 0.0001345888042449951,
+   "min": 8.032959938049316e-05,
+   "max": 0.0001685728073120117,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.1514274999984195e-06,
    "pass_seconds": [
-    9.111680030822754e-05,
-    0.00012131456375122071,
-    9.546943664550781e-05
+    9.571647644042969e-05,
+    0.0001554092788696289,
+    0.0001345888042449951
+   ],
+   "pass_host_canary_seconds": [
+    7.1514274999984195e-06,
+    1.5277779999962605e-05,
+    1.4461295000103292e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00011118592262268066,
-   "min": 0.00010482751846313476,
-   "max": 0.00015994048118591307,
+   "seconds": 0.00013547776222229004,
+   "min": 9.455231666564942e-05,
+   "max": 0.00024552576065063473,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.837169999993619e-06,
    "pass_seconds": [
-    0.00010724096298217775,
-    0.00014108991622924805,
-    0.00011118592262268066
+    9.853695869445801e-05,
+    0.00013547776222229004,
+    0.000170578556060791
+   ],
+   "pass_host_canary_seconds": [
+    6.837169999993619e-06,
+    9.939469999977747e-06,
+    1.524746999997717e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.541055679321289e-05,
-   "min": 7.010496139526367e-05,
-   "max": 0.00010918720245361328,
+   "seconds": 8.688447952270508e-05,
+   "min": 6.610047817230224e-05,
+   "max": 0.00011000639915466309,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.876199999972243e-06,
    "pass_seconds": [
-    8.541055679321289e-05,
-    8.630463600158692e-05,
-    7.365824222564698e-05
+    6.763775825500488e-05,
+    8.688447952270508e-05,
+    0.00010139264106750489
+   ],
+   "pass_host_canary_seconds": [
+    6.876199999972243e-06,
+    9.89014750000905e-06,
+    1.491075500005934e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 8.974656105041505e-05,
-   "min": 7.589503765106201e-05,
-   "max": 0.00013011072158813477,
+   "seconds": 0.00011017727851867675,
+   "min": 8.037055969238282e-05,
+   "max": 0.00015492095947265623,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 6.735712500010038e-06,
    "pass_seconds": [
-    8.384575843811035e-05,
-    0.0001072486400604248,
-    8.974656105041505e-05
+    8.240896224975586e-05,
+    0.00011017727851867675,
+    0.00013472512245178223
+   ],
+   "pass_host_canary_seconds": [
+    6.735712500010038e-06,
+    1.0225010000013412e-05,
+    1.5093995000015072e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0003812499237060547,
-   "min": 0.0002401055908203125,
-   "max": 0.0006252422332763671,
+   "seconds": 0.0004046060943603515,
+   "min": 0.00032614017486572264,
+   "max": 0.0005854451370239258,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.892837500000695e-06,
    "pass_seconds": [
-    0.0003019968032836914,
-    0.0005559769439697266,
-    0.0003812499237060547
+    0.00043102272033691407,
+    0.0004046060943603515,
+    0.000382042236328125
+   ],
+   "pass_host_canary_seconds": [
+    9.892837500000695e-06,
+    1.040618000004656e-05,
+    1.0533132499972453e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005928307342529296,
-   "min": 0.00025260543823242185,
-   "max": 0.0007081459045410156,
+   "seconds": 0.0006092268753051758,
+   "min": 0.00045045055389404296,
+   "max": 0.0007085356903076172,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0031744999992042e-05,
    "pass_seconds": [
-    0.00036024833679199216,
-    0.0005928307342529296,
-    0.000655959701538086
+    0.0005121535873413086,
+    0.0006092268753051758,
+    0.0006124646377563477
+   ],
+   "pass_host_canary_seconds": [
+    1.0031744999992042e-05,
+    1.4906020000040599e-05,
+    1.2128285000017059e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.001456612548828125,
-   "min": 0.0008982828521728515,
-   "max": 0.0018420594787597654,
+   "seconds": 0.0015937734985351562,
+   "min": 0.0014062924194335937,
+   "max": 0.0019564973449707032,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0080420000022627e-05,
    "pass_seconds": [
-    0.0009843545532226563,
-    0.001456612548828125,
-    0.0015957817077636718
+    0.0015275514221191405,
+    0.0015937734985351562,
+    0.0017654829406738282
+   ],
+   "pass_host_canary_seconds": [
+    1.0080420000022627e-05,
+    1.4621409999975298e-05,
+    1.1449225000035312e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.002060530548095703,
-   "min": 0.0013055845642089845,
-   "max": 0.0022581887817382813,
+   "seconds": 0.0020462713623046872,
+   "min": 0.0016235673522949218,
+   "max": 0.002582141418457031,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.22578499999105e-06,
    "pass_seconds": [
-    0.001489396514892578,
-    0.002078167724609375,
-    0.002060530548095703
+    0.00171989501953125,
+    0.0020462713623046872,
+    0.0022270828247070314
+   ],
+   "pass_host_canary_seconds": [
+    9.22578499999105e-06,
+    1.438981500001546e-05,
+    1.3057480000071564e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00012246208190917968,
-   "min": 9.864831924438476e-05,
-   "max": 0.0001685862350463867,
+   "seconds": 0.00015638336181640625,
+   "min": 0.00012017791748046874,
+   "max": 0.00019701120376586914,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0024054999995258e-05,
    "pass_seconds": [
-    0.00010442496299743653,
-    0.00012246208190917968,
-    0.00015559103965759278
+    0.00013258943557739258,
+    0.0001703615951538086,
+    0.00015638336181640625
+   ],
+   "pass_host_canary_seconds": [
+    1.0024054999995258e-05,
+    1.4172205000022587e-05,
+    1.4413189999942233e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00014894528388977052,
-   "min": 0.00012032640457153322,
-   "max": 0.00019525247573852538,
+   "seconds": 0.00020135040283203123,
+   "min": 0.00013390015602111817,
+   "max": 0.00023342720031738283,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.603620000007141e-06,
    "pass_seconds": [
-    0.00012317503929138183,
-    0.00014894528388977052,
-    0.0001762291145324707
+    0.00014838399887084962,
+    0.00021239231109619142,
+    0.00020135040283203123
+   ],
+   "pass_host_canary_seconds": [
+    9.603620000007141e-06,
+    1.4863620000014067e-05,
+    1.4697569999881921e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00027098304748535157,
-   "min": 0.000184150390625,
-   "max": 0.000373902702331543,
+   "seconds": 0.0002897612762451172,
+   "min": 0.00020438335418701174,
+   "max": 0.00034336063385009765,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.030128000000019e-05,
    "pass_seconds": [
-    0.0001890982437133789,
-    0.00027098304748535157,
-    0.0002900038337707519
+    0.00022753664016723633,
+    0.0003197983932495117,
+    0.0002897612762451172
+   ],
+   "pass_host_canary_seconds": [
+    1.030128000000019e-05,
+    1.4130315000002724e-05,
+    1.4830205000038177e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00042538368225097657,
-   "min": 0.00020298944473266602,
-   "max": 0.0005639603042602539,
+   "seconds": 0.0005082003021240234,
+   "min": 0.0004480108642578125,
+   "max": 0.0007681932830810546,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0502595000012605e-05,
    "pass_seconds": [
-    0.00021190591812133788,
-    0.00042538368225097657,
-    0.00047690368652343753
+    0.00048156673431396484,
+    0.0005082003021240234,
+    0.0006603475189208985
+   ],
+   "pass_host_canary_seconds": [
+    1.0502595000012605e-05,
+    1.403296500001261e-05,
+    1.4962504999971316e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 1.947339285696919e-06,
-   "min": 1.7392187500028404e-06,
-   "max": 3.87716517856264e-06,
+   "seconds": 3.4862142856972866e-06,
+   "min": 2.894008928531834e-06,
+   "max": 3.7301026785436468e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -3716,16 +5074,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 1.0161177499998786e-05,
    "pass_seconds": [
-    1.7803392857412042e-06,
-    1.947339285696919e-06,
-    2.8605915178836483e-06
+    3.0509352678517336e-06,
+    3.4862142856972866e-06,
+    3.54096651784224e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.0161177499998786e-05,
+    1.5549330000013128e-05,
+    1.5137412500081382e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 7.7002714289977e-05,
-   "min": 4.100557143666656e-05,
-   "max": 0.00035229985713515683,
+   "seconds": 0.00014522457142009313,
+   "min": 0.00011660500001044381,
+   "max": 0.0002936544285481497,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -3735,16 +5099,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 1.0161177499998786e-05,
    "pass_seconds": [
-    7.231585714099051e-05,
-    7.7002714289977e-05,
-    0.00011726742854583399
+    0.00014014728571558926,
+    0.00014522457142009313,
+    0.00023797171426817191
+   ],
+   "pass_host_canary_seconds": [
+    1.0161177499998786e-05,
+    1.5549330000013128e-05,
+    1.5137412500081382e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018248799999298626,
-   "min": 0.00017554800000141313,
-   "max": 0.00020332100001496656,
+   "seconds": 0.00019529300000442618,
+   "min": 0.00018370999998751358,
+   "max": 0.00023920099999941158,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -3752,15 +5122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00017782000000465814,
-    0.00018248799999298626,
-    0.00019017300002133197
+    0.00019529300000442618,
+    0.00020477299999299703,
+    0.00019337199998403776
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.521062946428795e-05,
-   "min": 1.8646017857155378e-05,
-   "max": 3.6444866071365976e-05,
+   "seconds": 4.0229560267882446e-05,
+   "min": 2.8820187500024274e-05,
+   "max": 4.249860044648811e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -3770,16 +5140,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.873237500030996e-06,
    "pass_seconds": [
-    1.9915363839289363e-05,
-    2.521062946428795e-05,
-    3.342976562497364e-05
+    2.943386383929309e-05,
+    4.06120066964087e-05,
+    4.0229560267882446e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.873237500030996e-06,
+    1.4905744999964553e-05,
+    1.4618210000065802e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 8.395214285680406e-05,
-   "min": -0.000625110857149431,
-   "max": 0.0005930992857291323,
+   "seconds": 0.00020578185714116787,
+   "min": -0.0004545154285519209,
+   "max": 0.0006183505714350951,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -3789,16 +5165,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.873237500030996e-06,
    "pass_seconds": [
-    4.058214285862505e-05,
-    8.395214285680406e-05,
-    0.0001165438571604227
+    0.00018393799999825793,
+    0.00020578185714116787,
+    0.0003568489999850044
+   ],
+   "pass_host_canary_seconds": [
+    9.873237500030996e-06,
+    1.4905744999964553e-05,
+    1.4618210000065802e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.0001666599999907703,
-   "min": 0.00015499799999929564,
-   "max": 0.00021461700001168538,
+   "seconds": 0.00023502800000585466,
+   "min": 0.0001649369999938699,
+   "max": 0.0002759009999948603,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -3806,15 +5188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00015898300000571908,
-    0.0001666599999907703,
-    0.0001683109999817134
+    0.00017115299999659328,
+    0.00023502800000585466,
+    0.00024748700002419355
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.4263816964391448e-06,
-   "min": 1.3232343749931225e-06,
-   "max": 2.802506696423076e-06,
+   "seconds": 2.6012857142606753e-06,
+   "min": 2.1895491071027048e-06,
+   "max": 2.961825892861774e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -3824,16 +5206,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.820630000021424e-06,
    "pass_seconds": [
-    1.4044642856956915e-06,
-    1.4263816964391448e-06,
-    2.1458102678221077e-06
+    2.3819486607250847e-06,
+    2.6232522321351885e-06,
+    2.6012857142606753e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.820630000021424e-06,
+    1.4936999999974887e-05,
+    1.4936689999984765e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 5.9039285720327174e-05,
-   "min": 4.9698000006109e-05,
-   "max": 0.00015417028570092434,
+   "seconds": 0.00012121042857821912,
+   "min": 9.20102857041424e-05,
+   "max": 0.00023666485715726334,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -3843,16 +5231,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.820630000021424e-06,
    "pass_seconds": [
-    5.9039285720327174e-05,
-    5.6377000005016135e-05,
-    8.10198571546802e-05
+    0.00012121042857821912,
+    0.0001027041428512478,
+    0.0001566881428638161
+   ],
+   "pass_host_canary_seconds": [
+    9.820630000021424e-06,
+    1.4936999999974887e-05,
+    1.4936689999984765e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012470900000494112,
-   "min": 0.00012053999999750431,
-   "max": 0.0001509869999978264,
+   "seconds": 0.0001511819999961972,
+   "min": 0.000126883000007183,
+   "max": 0.0001715129999979581,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -3860,15 +5254,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012311199999714972,
-    0.00012470900000494112,
-    0.00013181799999983923
+    0.0001387180000023136,
+    0.0001511819999961972,
+    0.0001525180000214732
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 8.372910714284285e-06,
-   "min": 7.122845982143744e-06,
-   "max": 1.2787457589258366e-05,
+   "seconds": 1.2447671874994879e-05,
+   "min": 9.053069196455052e-06,
+   "max": 1.6157075892816613e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -3878,16 +5272,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.86916499996937e-06,
    "pass_seconds": [
-    7.205883928567454e-06,
-    8.372910714284285e-06,
-    1.2622810267830837e-05
+    1.2447671874994879e-05,
+    1.6020098214283456e-05,
+    1.0482685267884254e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.86916499996937e-06,
+    1.5065564999972025e-05,
+    1.4207955000031801e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0002803332857256789,
-   "min": 0.00011029285714414527,
-   "max": 0.0003745297142968086,
+   "seconds": 0.00044591671429218744,
+   "min": -2.6258571421879356e-05,
+   "max": 0.0007858557142737611,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -3897,16 +5297,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.86916499996937e-06,
    "pass_seconds": [
-    0.00027701457143385663,
-    0.0002803332857256789,
-    0.0003407171428680808
+    0.0004584050000054114,
+    0.000419616571428654,
+    0.00044591671429218744
+   ],
+   "pass_host_canary_seconds": [
+    9.86916499996937e-06,
+    1.5065564999972025e-05,
+    1.4207955000031801e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00045073299999387473,
-   "min": 0.00043916799999976774,
-   "max": 0.0006679619999943043,
+   "seconds": 0.0004942529999993894,
+   "min": 0.00047797100000934734,
+   "max": 0.0005643400000110432,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -3914,15 +5320,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00044275800000548315,
-    0.00045073299999387473,
-    0.0004668500000093445
+    0.0004897099999965349,
+    0.0004942529999993894,
+    0.0005292049999923165
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 7.831544419640528e-05,
-   "min": 6.158558928572231e-05,
-   "max": 0.00013028697098214716,
+   "seconds": 9.233601785713879e-05,
+   "min": 7.788681696431685e-05,
+   "max": 0.00013385070089284263,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -3932,16 +5338,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.742145000046776e-06,
    "pass_seconds": [
-    6.305602455355544e-05,
-    8.068359374997185e-05,
-    7.831544419640528e-05
+    9.233601785713879e-05,
+    7.952235491072633e-05,
+    0.00012767373883930993
+   ],
+   "pass_host_canary_seconds": [
+    9.742145000046776e-06,
+    9.169829999962075e-06,
+    1.4785480000085726e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0002844235714089139,
-   "min": -0.0015524101428557712,
-   "max": 0.002178297285715709,
+   "seconds": 0.0005420477142804112,
+   "min": 0.00010803814285103262,
+   "max": 0.0010653927142872787,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -3951,16 +5363,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.742145000046776e-06,
    "pass_seconds": [
-    0.0002273562857116728,
-    0.0003566222857054003,
-    0.0002844235714089139
+    0.0006226931428687165,
+    0.0003108771428555557,
+    0.0005420477142804112
+   ],
+   "pass_host_canary_seconds": [
+    9.742145000046776e-06,
+    9.169829999962075e-06,
+    1.4785480000085726e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039308999998866057,
-   "min": 0.0003798799999970015,
-   "max": 0.0007283520000100907,
+   "seconds": 0.0004622999999952526,
+   "min": 0.0003852179999910277,
+   "max": 0.0006711049999807983,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -3968,15 +5386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00038680999999485266,
-    0.000612711000002264,
-    0.00039308999998866057
+    0.0004622999999952526,
+    0.0003968829999934087,
+    0.0005941910000046846
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.420830357190746e-06,
-   "min": 2.182915178553354e-06,
-   "max": 4.1001584821628456e-06,
+   "seconds": 3.9722834821454e-06,
+   "min": 2.4754308035454135e-06,
+   "max": 4.237752232112106e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -3986,16 +5404,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.573802500000284e-06,
    "pass_seconds": [
-    2.3281361607135106e-06,
-    4.059261160728665e-06,
-    2.420830357190746e-06
+    3.9722834821454e-06,
+    2.5941004463879225e-06,
+    3.977604910713037e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.573802500000284e-06,
+    9.441675000019244e-06,
+    1.4877834999964534e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.655771427219406e-05,
-   "min": 7.2339142850605e-05,
-   "max": 0.00025152185714156464,
+   "seconds": 0.00013064157143308615,
+   "min": 8.465499998676153e-05,
+   "max": 0.00020442628572376568,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -4005,16 +5429,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
+   "host_canary_seconds": 9.573802500000284e-06,
    "pass_seconds": [
-    9.347814286643694e-05,
-    0.00020560028571229135,
-    9.655771427219406e-05
+    0.00014625499999811254,
+    9.958757143075609e-05,
+    0.00013064157143308615
+   ],
+   "pass_host_canary_seconds": [
+    9.573802500000284e-06,
+    9.441675000019244e-06,
+    1.4877834999964534e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018489400000021305,
-   "min": 0.00017669700000055855,
-   "max": 0.0002716369999973267,
+   "seconds": 0.0002057829999984051,
+   "min": 0.00018292100000394385,
+   "max": 0.0002299540000194611,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -4022,81 +5452,111 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001822530000055167,
-    0.0002436959999982946,
-    0.00018489400000021305
+    0.0002057829999984051,
+    0.00018704500000410462,
+    0.00021042800000259376
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.452593000001116e-06,
-   "min": 4.637272000010739e-06,
-   "max": 9.278777999995214e-06,
+   "seconds": 7.788357999999107e-06,
+   "min": 5.80159500000832e-06,
+   "max": 1.0126283999994712e-05,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.887727499986453e-06,
    "pass_seconds": [
-    4.8588370000004484e-06,
-    9.098746000006486e-06,
-    5.452593000001116e-06
+    7.788357999999107e-06,
+    5.974557000001823e-06,
+    9.759582000015143e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.887727499986453e-06,
+    9.411769999942976e-06,
+    1.4310912499979623e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 7.470429999983707e-06,
-   "min": 6.043920999999841e-06,
-   "max": 1.2649492000008422e-05,
+   "seconds": 9.628204999984292e-06,
+   "min": 7.893666999990501e-06,
+   "max": 1.0716437000013457e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.72300250001723e-06,
    "pass_seconds": [
-    6.137125999998716e-06,
-    1.2466189999997823e-05,
-    7.470429999983707e-06
+    1.0135720000008064e-05,
+    8.127328000000489e-06,
+    9.628204999984292e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.72300250001723e-06,
+    9.285667500016359e-06,
+    1.1496807499966622e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.7820359999802804e-06,
-   "min": 7.3453299999926e-07,
-   "max": 3.4823919999951157e-06,
+   "seconds": 1.8559250000009797e-06,
+   "min": 1.504150000002369e-06,
+   "max": 2.4428640000166978e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.643672500025957e-06,
    "pass_seconds": [
-    7.553509999951302e-07,
-    3.373279999991041e-06,
-    1.7820359999802804e-06
+    1.5479179999999815e-06,
+    1.8559250000009797e-06,
+    2.359622999989597e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.643672500025957e-06,
+    9.071289999980081e-06,
+    1.1412475000014411e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.5990047000002507e-05,
-   "min": 1.3338657999995008e-05,
-   "max": 1.945507000000646e-05,
+   "seconds": 1.9114438999991988e-05,
+   "min": 1.6371812000002705e-05,
+   "max": 2.0644599999997126e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.705555000003586e-06,
    "pass_seconds": [
-    1.3480446000002644e-05,
-    1.667893399999798e-05,
-    1.5990047000002507e-05
+    1.9114438999991988e-05,
+    1.653622300000279e-05,
+    1.9856894000014335e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.705555000003586e-06,
+    9.204334999992626e-06,
+    1.1582789999948773e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.071423600000344e-05,
-   "min": 1.6154617000012193e-05,
-   "max": 2.5388452000001394e-05,
+   "seconds": 2.2275712000009663e-05,
+   "min": 2.125005899999621e-05,
+   "max": 2.66564470000219e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.948464999993689e-06,
    "pass_seconds": [
-    1.6731760000013195e-05,
-    2.110400800000889e-05,
-    2.071423600000344e-05
+    2.2275712000009663e-05,
+    2.1839251000002946e-05,
+    2.5848617999997714e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.948464999993689e-06,
+    9.403305000006413e-06,
+    1.1632939999941527e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.8860840095520024e-06,
-   "min": 1.7066894342041033e-06,
-   "max": 2.263250247955301e-06,
+   "seconds": 1.6162199819946253e-06,
+   "min": 1.5673108160400406e-06,
+   "max": 1.6995404016113163e-06,
    "samples": 33,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead); median of 3 passes over the probe's run",
    "pass_seconds": [
-    1.8744088720703251e-06,
-    1.938269091644306e-06,
-    1.8860840095520024e-06
+    1.6162199819946253e-06,
+    1.6149955975341752e-06,
+    1.6288198188781674e-06
    ]
   }
  },
@@ -4120,15 +5580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.560855000000001e-05,
-    "min": 7.518939999999998e-05,
-    "max": 7.60864e-05,
+    "seconds": 7.567045e-05,
+    "min": 7.557310000000005e-05,
+    "max": 7.587750000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010401059999999996,
-    "min": 0.00010373020000000001,
-    "max": 0.00010447909999999995,
+    "seconds": 0.00010397315000000005,
+    "min": 0.00010375509999999998,
+    "max": 0.00010409579999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4152,15 +5612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.00009499999999e-05,
-    "min": 8.972099999999996e-05,
-    "max": 9.034280000000001e-05,
+    "seconds": 8.975574999999994e-05,
+    "min": 8.971120000000008e-05,
+    "max": 9.029339999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.511980000000004e-05,
-    "min": 9.499970000000007e-05,
-    "max": 9.534530000000002e-05,
+    "seconds": 9.470624999999996e-05,
+    "min": 9.446190000000001e-05,
+    "max": 9.494239999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4184,15 +5644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017637455000000005,
-    "min": 0.00017629329999999994,
-    "max": 0.0001767095999999999,
+    "seconds": 0.00017647234999999998,
+    "min": 0.00017614229999999995,
+    "max": 0.00017668280000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044048695,
-    "min": 0.0004402901,
-    "max": 0.00044114210000000003,
+    "seconds": 0.00043909225,
+    "min": 0.0004388161,
+    "max": 0.0004396592999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4216,15 +5676,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000281858,
-    "min": 0.0002816186999999999,
-    "max": 0.000283634,
+    "seconds": 0.00028212275000000003,
+    "min": 0.0002818217,
+    "max": 0.00028359829999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005184675000000001,
-    "min": 0.0005178810000000001,
-    "max": 0.0005186643999999999,
+    "seconds": 0.0005187385,
+    "min": 0.0005184306000000002,
+    "max": 0.0005194204999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4248,15 +5708,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006883105000000001,
-    "min": 0.000687868,
-    "max": 0.0006889603999999998,
+    "seconds": 0.0006887027000000002,
+    "min": 0.0006881724,
+    "max": 0.0006891622,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017350904499999998,
-    "min": 0.0017342997999999997,
-    "max": 0.0017362482999999998,
+    "seconds": 0.0017344173,
+    "min": 0.0017339767999999995,
+    "max": 0.0017358046000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4280,15 +5740,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011405765499999999,
-    "min": 0.0011391360999999998,
-    "max": 0.0011411365000000004,
+    "seconds": 0.0011403117500000002,
+    "min": 0.0011392636000000002,
+    "max": 0.0011420632,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020894765,
-    "min": 0.0020883257,
-    "max": 0.0020900070000000005,
+    "seconds": 0.0020920637499999995,
+    "min": 0.0020916353,
+    "max": 0.0020933298000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4312,15 +5772,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4537349999999996e-05,
-    "min": 3.446059999999997e-05,
-    "max": 3.5116699999999995e-05,
+    "seconds": 3.472444999999999e-05,
+    "min": 3.462340000000008e-05,
+    "max": 3.5279399999999946e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.813500000000001e-05,
-    "min": 9.762879999999998e-05,
-    "max": 9.846670000000002e-05,
+    "seconds": 9.832710000000004e-05,
+    "min": 9.80476e-05,
+    "max": 9.908990000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4344,15 +5804,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.824645e-05,
-    "min": 4.817940000000002e-05,
-    "max": 4.981169999999996e-05,
+    "seconds": 4.828099999999995e-05,
+    "min": 4.8191000000000074e-05,
+    "max": 4.9705000000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.156949999999996e-05,
-    "min": 7.151929999999997e-05,
-    "max": 7.196799999999997e-05,
+    "seconds": 7.08377e-05,
+    "min": 7.061280000000008e-05,
+    "max": 7.130480000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4376,15 +5836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017533655,
-    "min": 0.0001751950000000001,
-    "max": 0.00017544989999999987,
+    "seconds": 0.00017534820000000004,
+    "min": 0.0001752400999999999,
+    "max": 0.00017555039999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043476125000000007,
-    "min": 0.00043450940000000005,
-    "max": 0.00043524049999999983,
+    "seconds": 0.0004346936000000001,
+    "min": 0.0004344670000000001,
+    "max": 0.00043506119999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4408,15 +5868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031941334999999996,
-    "min": 0.00031906609999999994,
-    "max": 0.0003209327,
+    "seconds": 0.00031935994999999985,
+    "min": 0.0003189643000000001,
+    "max": 0.0003204791999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005821342500000001,
-    "min": 0.0005816009000000002,
-    "max": 0.000582682,
+    "seconds": 0.0005820931499999999,
+    "min": 0.0005816473000000001,
+    "max": 0.0005832882,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4440,15 +5900,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.141310000000002e-05,
-    "min": 5.111699999999998e-05,
-    "max": 5.183200000000008e-05,
+    "seconds": 5.1450300000000045e-05,
+    "min": 5.1390799999999915e-05,
+    "max": 5.17111e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012095524999999996,
-    "min": 0.00012072479999999999,
-    "max": 0.0001215114,
+    "seconds": 0.00012101794999999997,
+    "min": 0.0001208504,
+    "max": 0.00012151900000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4472,15 +5932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.842079999999996e-05,
-    "min": 6.710180000000001e-05,
-    "max": 7.0259e-05,
+    "seconds": 6.847214999999992e-05,
+    "min": 6.722450000000004e-05,
+    "max": 6.935950000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012828695,
-    "min": 0.00012811769999999993,
-    "max": 0.00012997059999999996,
+    "seconds": 0.00012843595,
+    "min": 0.00012828059999999997,
+    "max": 0.00012946209999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4504,15 +5964,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019909384999999995,
-    "min": 0.00019893349999999983,
-    "max": 0.0001992277000000001,
+    "seconds": 0.00019926055,
+    "min": 0.0001990766000000001,
+    "max": 0.00019972080000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046681810000000006,
-    "min": 0.0004659764,
-    "max": 0.0004672917999999999,
+    "seconds": 0.00046682894999999997,
+    "min": 0.00046645640000000005,
+    "max": 0.0004672954000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4536,15 +5996,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037732910000000007,
-    "min": 0.00037671499999999996,
-    "max": 0.00037829880000000017,
+    "seconds": 0.00037752689999999986,
+    "min": 0.00037704460000000003,
+    "max": 0.0003779799999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006122912499999999,
-    "min": 0.0006120931,
-    "max": 0.0006124758,
+    "seconds": 0.00061104255,
+    "min": 0.0006106254000000002,
+    "max": 0.0006112441000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4568,15 +6028,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.89707e-05,
-    "min": 7.888349999999995e-05,
-    "max": 7.92953e-05,
+    "seconds": 7.926055e-05,
+    "min": 7.881790000000013e-05,
+    "max": 7.938730000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014201325,
-    "min": 0.00014183190000000007,
-    "max": 0.00014213579999999994,
+    "seconds": 0.00014197934999999996,
+    "min": 0.00014177790000000008,
+    "max": 0.00014217580000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4600,15 +6060,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012184944999999998,
-    "min": 0.00012175499999999993,
-    "max": 0.0001219855,
+    "seconds": 0.00012179149999999998,
+    "min": 0.00012169169999999999,
+    "max": 0.00012232499999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016490070000000002,
-    "min": 0.00016467379999999998,
-    "max": 0.0001651955,
+    "seconds": 0.00016483105,
+    "min": 0.000164735,
+    "max": 0.0001650919999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4632,15 +6092,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003065448,
-    "min": 0.00030620540000000007,
-    "max": 0.00030712129999999993,
+    "seconds": 0.00030646635,
+    "min": 0.0003063077000000001,
+    "max": 0.0003067793000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005516165,
-    "min": 0.0005512335999999999,
-    "max": 0.0005522405000000001,
+    "seconds": 0.0005521993999999999,
+    "min": 0.0005516702,
+    "max": 0.0005527158000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4664,15 +6124,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004704306999999999,
-    "min": 0.00046953030000000006,
-    "max": 0.00047100500000000003,
+    "seconds": 0.0004707811,
+    "min": 0.00047021820000000007,
+    "max": 0.00047108489999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006594221999999999,
-    "min": 0.0006585690000000001,
-    "max": 0.0006603434999999999,
+    "seconds": 0.0006549892000000001,
+    "min": 0.0006542951000000002,
+    "max": 0.0006564402999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4696,15 +6156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.526300000000021e-06,
-    "min": 9.487699999999996e-06,
-    "max": 9.580499999999984e-06,
+    "seconds": 9.548499999999968e-06,
+    "min": 9.484599999999887e-06,
+    "max": 9.615700000000037e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5252599999999985e-05,
-    "min": 1.5190099999999994e-05,
-    "max": 1.540799999999997e-05,
+    "seconds": 1.5153449999999986e-05,
+    "min": 1.5087600000000087e-05,
+    "max": 1.5206000000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4728,15 +6188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.133749999999995e-05,
-    "min": 2.1296399999999914e-05,
-    "max": 2.1529500000000042e-05,
+    "seconds": 2.1358300000000063e-05,
+    "min": 2.134350000000003e-05,
+    "max": 2.1475000000000102e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0791649999999976e-05,
-    "min": 2.0742399999999986e-05,
-    "max": 2.083829999999998e-05,
+    "seconds": 2.0961449999999992e-05,
+    "min": 2.0924299999999992e-05,
+    "max": 2.1090799999999968e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4760,15 +6220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.103964999999999e-05,
-    "min": 5.0822599999999956e-05,
-    "max": 5.122200000000004e-05,
+    "seconds": 5.0877149999999964e-05,
+    "min": 5.0463999999999956e-05,
+    "max": 5.1218800000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000122607,
-    "min": 0.00012248299999999997,
-    "max": 0.0001227932,
+    "seconds": 0.00012263235000000003,
+    "min": 0.00012236069999999995,
+    "max": 0.0001227095,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4792,15 +6252,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.906464999999995e-05,
-    "min": 7.892150000000005e-05,
-    "max": 7.96472e-05,
+    "seconds": 7.854209999999995e-05,
+    "min": 7.82128e-05,
+    "max": 8.155780000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015136705000000003,
-    "min": 0.00015087039999999997,
-    "max": 0.00015259740000000003,
+    "seconds": 0.00015164865000000005,
+    "min": 0.00015131939999999997,
+    "max": 0.00015306369999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4824,15 +6284,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3107150000000043e-05,
-    "min": 1.3062300000000029e-05,
-    "max": 1.3897399999999983e-05,
+    "seconds": 1.3150349999999893e-05,
+    "min": 1.3097599999999988e-05,
+    "max": 1.3849299999999949e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3580500000000035e-05,
-    "min": 3.332739999999995e-05,
-    "max": 3.39039e-05,
+    "seconds": 3.380144999999999e-05,
+    "min": 3.3715099999999985e-05,
+    "max": 3.418209999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4856,15 +6316,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.6908349999999923e-05,
-    "min": 2.6895599999999977e-05,
-    "max": 2.7295800000000007e-05,
+    "seconds": 2.7108750000000004e-05,
+    "min": 2.7068300000000023e-05,
+    "max": 2.7480999999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7316699999999992e-05,
-    "min": 2.7228600000000006e-05,
-    "max": 2.745590000000016e-05,
+    "seconds": 2.7460549999999975e-05,
+    "min": 2.7449200000000022e-05,
+    "max": 2.7660300000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4888,15 +6348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.954090000000002e-05,
-    "min": 7.934579999999997e-05,
-    "max": 7.971100000000004e-05,
+    "seconds": 7.938269999999999e-05,
+    "min": 7.903049999999995e-05,
+    "max": 7.9775e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014763060000000004,
-    "min": 0.00014744100000000003,
-    "max": 0.0001479030999999999,
+    "seconds": 0.00014750104999999999,
+    "min": 0.00014719789999999988,
+    "max": 0.00014762080000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4920,15 +6380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013777029999999973,
-    "min": 0.00013763719999999985,
-    "max": 0.0001384143,
+    "seconds": 0.00013776480000000007,
+    "min": 0.0001374771999999999,
+    "max": 0.000137852,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019304154999999994,
-    "min": 0.00019271649999999996,
-    "max": 0.00019321119999999995,
+    "seconds": 0.0001922623,
+    "min": 0.00019181309999999997,
+    "max": 0.00019231879999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4952,15 +6412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4724750000000074e-05,
-    "min": 3.454349999999994e-05,
-    "max": 3.491479999999996e-05,
+    "seconds": 3.475780000000001e-05,
+    "min": 3.4620399999999985e-05,
+    "max": 3.498140000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9396349999999955e-05,
-    "min": 5.92732e-05,
-    "max": 5.941699999999999e-05,
+    "seconds": 5.9369249999999984e-05,
+    "min": 5.903599999999993e-05,
+    "max": 5.952969999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -4984,15 +6444,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.516129999999996e-05,
-    "min": 4.507820000000002e-05,
-    "max": 4.556150000000009e-05,
+    "seconds": 4.5108249999999966e-05,
+    "min": 4.5030400000000097e-05,
+    "max": 4.554500000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.134860000000004e-05,
-    "min": 5.108780000000002e-05,
-    "max": 5.2893e-05,
+    "seconds": 5.144580000000001e-05,
+    "min": 5.114540000000012e-05,
+    "max": 5.218249999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5016,15 +6476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015204729999999993,
-    "min": 0.00015186730000000008,
-    "max": 0.00015238089999999996,
+    "seconds": 0.00015244869999999996,
+    "min": 0.0001521429999999999,
+    "max": 0.00015258159999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021593030000000008,
-    "min": 0.00021534679999999994,
-    "max": 0.0002164781000000001,
+    "seconds": 0.00021582344999999996,
+    "min": 0.00021540990000000005,
+    "max": 0.00021649180000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5048,15 +6508,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019672195000000007,
-    "min": 0.00019613779999999993,
-    "max": 0.0001968967999999999,
+    "seconds": 0.00019665030000000003,
+    "min": 0.00019629600000000015,
+    "max": 0.00019685179999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022540015,
-    "min": 0.00022501499999999999,
-    "max": 0.00022602830000000002,
+    "seconds": 0.0002259953,
+    "min": 0.00022545130000000004,
+    "max": 0.00022628750000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5080,15 +6540,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.473499999999978e-06,
-    "min": 6.431900000000031e-06,
-    "max": 6.556999999999982e-06,
+    "seconds": 6.454300000000001e-06,
+    "min": 6.4286000000000175e-06,
+    "max": 6.470099999999957e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.259149999999982e-06,
-    "min": 6.246299999999996e-06,
-    "max": 6.304100000000085e-06,
+    "seconds": 6.249649999999974e-06,
+    "min": 6.220600000000025e-06,
+    "max": 6.2911999999999805e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5112,15 +6572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3662350000000015e-05,
-    "min": 1.3635199999999942e-05,
-    "max": 1.3673900000000003e-05,
+    "seconds": 1.3663500000000016e-05,
+    "min": 1.3648299999999972e-05,
+    "max": 1.3679499999999961e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.52479999999997e-06,
-    "min": 9.481399999999916e-06,
-    "max": 9.558499999999981e-06,
+    "seconds": 9.56625000000003e-06,
+    "min": 9.561400000000049e-06,
+    "max": 9.603199999999947e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5144,15 +6604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4281600000000038e-05,
-    "min": 1.4262000000000012e-05,
-    "max": 1.4995199999999885e-05,
+    "seconds": 1.4266849999999999e-05,
+    "min": 1.4255600000000084e-05,
+    "max": 1.496339999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.045565000000003e-05,
-    "min": 3.0179200000000004e-05,
-    "max": 3.0937300000000026e-05,
+    "seconds": 3.0511500000000014e-05,
+    "min": 3.0236099999999963e-05,
+    "max": 3.081859999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5176,15 +6636,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.435334999999997e-05,
-    "min": 3.432910000000004e-05,
-    "max": 3.456669999999997e-05,
+    "seconds": 3.4427949999999756e-05,
+    "min": 3.4401999999999905e-05,
+    "max": 3.4700300000000085e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.361420000000001e-05,
-    "min": 3.3561299999999925e-05,
-    "max": 3.374400000000003e-05,
+    "seconds": 3.3882649999999976e-05,
+    "min": 3.3858999999999995e-05,
+    "max": 3.4063499999999956e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5208,15 +6668,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.110085000000002e-05,
-    "min": 1.0998400000000094e-05,
-    "max": 1.1283099999999978e-05,
+    "seconds": 1.1095549999999986e-05,
+    "min": 1.0940499999999974e-05,
+    "max": 1.1218899999999929e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1977550000000026e-05,
-    "min": 1.1772900000000004e-05,
-    "max": 1.2076599999999985e-05,
+    "seconds": 1.1961599999999987e-05,
+    "min": 1.1906999999999959e-05,
+    "max": 1.2127900000000022e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5240,15 +6700,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.117705000000004e-05,
-    "min": 2.11745e-05,
-    "max": 2.1270300000000043e-05,
+    "seconds": 2.114529999999997e-05,
+    "min": 2.113869999999986e-05,
+    "max": 2.1164400000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6156650000000024e-05,
-    "min": 1.6140600000000006e-05,
-    "max": 1.6166200000000015e-05,
+    "seconds": 1.6196650000000037e-05,
+    "min": 1.6143599999999948e-05,
+    "max": 1.6243000000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5272,15 +6732,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.656785e-05,
-    "min": 3.642260000000005e-05,
-    "max": 3.676209999999995e-05,
+    "seconds": 3.652344999999999e-05,
+    "min": 3.6415599999999984e-05,
+    "max": 3.676099999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.63327e-05,
-    "min": 5.604780000000004e-05,
-    "max": 5.6591599999999975e-05,
+    "seconds": 5.6312800000000055e-05,
+    "min": 5.6111400000000027e-05,
+    "max": 5.650459999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5304,15 +6764,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0461999999999856e-05,
-    "min": 6.0325699999999984e-05,
-    "max": 6.068779999999992e-05,
+    "seconds": 6.0338399999999924e-05,
+    "min": 6.020490000000003e-05,
+    "max": 6.064269999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.617845e-05,
-    "min": 6.609879999999994e-05,
-    "max": 6.645770000000001e-05,
+    "seconds": 6.612739999999995e-05,
+    "min": 6.576260000000004e-05,
+    "max": 6.691520000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5336,15 +6796,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.162069999999992e-05,
-    "min": 2.1542200000000002e-05,
-    "max": 2.2236199999999996e-05,
+    "seconds": 2.158405000000002e-05,
+    "min": 2.1532800000000086e-05,
+    "max": 2.2108700000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5057449999999937e-05,
-    "min": 3.495039999999997e-05,
-    "max": 3.5126400000000084e-05,
+    "seconds": 3.505405000000004e-05,
+    "min": 3.496630000000005e-05,
+    "max": 3.5209799999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5368,15 +6828,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5798299999999925e-05,
-    "min": 3.578509999999989e-05,
-    "max": 3.590050000000003e-05,
+    "seconds": 3.5814149999999936e-05,
+    "min": 3.579120000000002e-05,
+    "max": 3.5871900000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.923490000000001e-05,
-    "min": 2.9186899999999993e-05,
-    "max": 2.9241299999999957e-05,
+    "seconds": 2.9161450000000032e-05,
+    "min": 2.9093999999999935e-05,
+    "max": 2.9302300000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5400,15 +6860,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.01318e-05,
-    "min": 6.98625e-05,
-    "max": 7.048030000000001e-05,
+    "seconds": 7.003640000000003e-05,
+    "min": 6.986800000000008e-05,
+    "max": 7.033780000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011217509999999993,
-    "min": 0.00011205189999999996,
-    "max": 0.00011233469999999998,
+    "seconds": 0.00011223285000000005,
+    "min": 0.0001121178000000001,
+    "max": 0.00011261310000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5432,15 +6892,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011803625000000006,
-    "min": 0.00011785330000000003,
-    "max": 0.00011828720000000023,
+    "seconds": 0.00011817679999999995,
+    "min": 0.00011789349999999994,
+    "max": 0.00011844800000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012793165000000002,
-    "min": 0.00012771010000000002,
-    "max": 0.0001282495,
+    "seconds": 0.00012815485000000003,
+    "min": 0.00012744149999999998,
+    "max": 0.0001282925,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5464,15 +6924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2701000000000475e-06,
-    "min": 7.196500000000003e-06,
-    "max": 7.3279999999999746e-06,
+    "seconds": 7.273400000000004e-06,
+    "min": 7.209399999999994e-06,
+    "max": 7.29939999999998e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.407899999999995e-06,
-    "min": 6.396600000000069e-06,
-    "max": 6.470799999999918e-06,
+    "seconds": 6.387249999999977e-06,
+    "min": 6.380799999999976e-06,
+    "max": 6.467200000000025e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5496,15 +6956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6652749999999997e-05,
-    "min": 1.6640000000000064e-05,
-    "max": 1.6691300000000082e-05,
+    "seconds": 1.6666699999999974e-05,
+    "min": 1.665899999999999e-05,
+    "max": 1.6687199999999883e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.7583999999999724e-06,
-    "min": 6.700499999999988e-06,
-    "max": 6.793600000000004e-06,
+    "seconds": 6.604649999999993e-06,
+    "min": 6.5824000000000405e-06,
+    "max": 6.656000000000017e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5528,15 +6988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1628699999999986e-05,
-    "min": 1.155210000000011e-05,
-    "max": 1.1891300000000047e-05,
+    "seconds": 1.1708600000000053e-05,
+    "min": 1.163180000000001e-05,
+    "max": 1.1878200000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2209550000000046e-05,
-    "min": 1.2156799999999987e-05,
-    "max": 1.2300600000000033e-05,
+    "seconds": 1.2283000000000014e-05,
+    "min": 1.2243199999999934e-05,
+    "max": 1.235810000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5560,15 +7020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3223649999999886e-05,
-    "min": 4.320929999999996e-05,
-    "max": 4.32542999999999e-05,
+    "seconds": 4.319505000000002e-05,
+    "min": 4.3177300000000025e-05,
+    "max": 4.32316e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7407649999999996e-05,
-    "min": 1.7388900000000023e-05,
-    "max": 1.7442799999999988e-05,
+    "seconds": 1.7812750000000017e-05,
+    "min": 1.7737600000000045e-05,
+    "max": 1.7878100000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5592,15 +7052,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2353649999999975e-05,
-    "min": 2.231690000000001e-05,
-    "max": 2.2646399999999994e-05,
+    "seconds": 2.2438100000000005e-05,
+    "min": 2.2377399999999932e-05,
+    "max": 2.269739999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.241724999999998e-05,
-    "min": 2.2380600000000116e-05,
-    "max": 2.2588200000000097e-05,
+    "seconds": 2.246850000000009e-05,
+    "min": 2.2447999999999955e-05,
+    "max": 2.2677900000000043e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5624,15 +7084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.106070000000001e-05,
-    "min": 5.104639999999992e-05,
-    "max": 5.108990000000002e-05,
+    "seconds": 5.108719999999999e-05,
+    "min": 5.105500000000017e-05,
+    "max": 5.111999999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.141909999999998e-05,
-    "min": 2.1411099999999965e-05,
-    "max": 2.1455899999999938e-05,
+    "seconds": 2.1527549999999977e-05,
+    "min": 2.1503699999999948e-05,
+    "max": 2.1567800000000055e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5656,15 +7116,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.314555000000004e-05,
-    "min": 5.3077599999999846e-05,
-    "max": 5.32413e-05,
+    "seconds": 5.333099999999994e-05,
+    "min": 5.302019999999994e-05,
+    "max": 5.349650000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.112439999999997e-05,
-    "min": 7.088339999999999e-05,
-    "max": 7.133430000000007e-05,
+    "seconds": 7.109374999999995e-05,
+    "min": 7.085630000000004e-05,
+    "max": 7.129830000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5688,15 +7148,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001555487,
-    "min": 0.00015543789999999984,
-    "max": 0.00015595119999999997,
+    "seconds": 0.00015551499999999987,
+    "min": 0.00015542420000000005,
+    "max": 0.00015587530000000025,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.602999999999996e-05,
-    "min": 6.5814e-05,
-    "max": 6.624189999999992e-05,
+    "seconds": 6.586695000000001e-05,
+    "min": 6.578599999999997e-05,
+    "max": 6.595499999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5721,15 +7181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.61274999999996e-06,
-    "min": 6.601700000000255e-06,
-    "max": 6.659299999999893e-06,
+    "seconds": 6.643100000000038e-06,
+    "min": 6.63359999999999e-06,
+    "max": 6.665599999999995e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0940699999999965e-05,
-    "min": 1.0924600000000066e-05,
-    "max": 1.0998500000000035e-05,
+    "seconds": 1.0969299999999941e-05,
+    "min": 1.092149999999997e-05,
+    "max": 1.1068699999999967e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5754,15 +7214,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0260850000000015e-05,
-    "min": 1.0246199999999943e-05,
-    "max": 1.0290999999999963e-05,
+    "seconds": 1.0268599999999992e-05,
+    "min": 1.0239900000000022e-05,
+    "max": 1.0323499999999922e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.294870000000003e-05,
-    "min": 1.2927499999999964e-05,
-    "max": 1.2985699999999997e-05,
+    "seconds": 1.277889999999992e-05,
+    "min": 1.2723000000000047e-05,
+    "max": 1.2835299999999938e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5787,15 +7247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.468800000000021e-06,
-    "min": 8.39349999999995e-06,
-    "max": 8.534300000000007e-06,
+    "seconds": 8.449250000000034e-06,
+    "min": 8.409400000000016e-06,
+    "max": 8.480000000000007e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2889550000000008e-05,
-    "min": 1.2854400000000056e-05,
-    "max": 1.2915099999999984e-05,
+    "seconds": 1.2915099999999994e-05,
+    "min": 1.2883299999999918e-05,
+    "max": 1.297870000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5820,15 +7280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4335749999999979e-05,
-    "min": 1.4300300000000016e-05,
-    "max": 1.482249999999999e-05,
+    "seconds": 1.4423850000000038e-05,
+    "min": 1.4399700000000053e-05,
+    "max": 1.4752200000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.543340000000004e-05,
-    "min": 1.539500000000012e-05,
-    "max": 1.560289999999999e-05,
+    "seconds": 1.563215e-05,
+    "min": 1.552670000000003e-05,
+    "max": 1.5807599999999933e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5853,15 +7313,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5246199999999983e-05,
-    "min": 1.5215500000000009e-05,
-    "max": 1.533420000000002e-05,
+    "seconds": 1.5311950000000012e-05,
+    "min": 1.530569999999999e-05,
+    "max": 1.5485099999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0007800000000075e-05,
-    "min": 2.9961600000000032e-05,
-    "max": 3.0223699999999963e-05,
+    "seconds": 3.007310000000004e-05,
+    "min": 2.9958399999999926e-05,
+    "max": 3.027810000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5886,15 +7346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3643249999999977e-05,
-    "min": 2.360939999999998e-05,
-    "max": 2.3836900000000002e-05,
+    "seconds": 2.3729350000000007e-05,
+    "min": 2.3657400000000042e-05,
+    "max": 2.4005899999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.602330000000006e-05,
-    "min": 3.576650000000008e-05,
-    "max": 3.636770000000002e-05,
+    "seconds": 3.5999450000000044e-05,
+    "min": 3.5910300000000075e-05,
+    "max": 3.602239999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5919,15 +7379,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.222084999999999e-05,
-    "min": 2.2166100000000004e-05,
-    "max": 2.2540600000000006e-05,
+    "seconds": 2.232934999999999e-05,
+    "min": 2.2216899999999967e-05,
+    "max": 2.2415899999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.198035000000001e-05,
-    "min": 5.185849999999997e-05,
-    "max": 5.210179999999996e-05,
+    "seconds": 5.192244999999999e-05,
+    "min": 5.162840000000015e-05,
+    "max": 5.2313300000000074e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5952,15 +7412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.037885000000003e-05,
-    "min": 4.033250000000004e-05,
-    "max": 4.0447600000000036e-05,
+    "seconds": 4.035030000000002e-05,
+    "min": 4.033239999999997e-05,
+    "max": 4.053699999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.266624999999996e-05,
-    "min": 6.255249999999999e-05,
-    "max": 6.297509999999999e-05,
+    "seconds": 6.276039999999995e-05,
+    "min": 6.26040000000001e-05,
+    "max": 6.292810000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5985,15 +7445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0073600000000003e-05,
-    "min": 3.001279999999999e-05,
-    "max": 3.012719999999996e-05,
+    "seconds": 2.9994999999999993e-05,
+    "min": 2.992000000000003e-05,
+    "max": 3.0038300000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.710679999999999e-05,
-    "min": 7.697549999999997e-05,
-    "max": 7.725380000000003e-05,
+    "seconds": 7.715505000000003e-05,
+    "min": 7.701649999999999e-05,
+    "max": 7.725599999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6018,15 +7478,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.919895000000005e-05,
-    "min": 4.889870000000002e-05,
-    "max": 4.925780000000002e-05,
+    "seconds": 4.9146400000000014e-05,
+    "min": 4.913239999999997e-05,
+    "max": 4.932409999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.673750000000004e-05,
-    "min": 8.646969999999992e-05,
-    "max": 8.701669999999998e-05,
+    "seconds": 8.671640000000003e-05,
+    "min": 8.647890000000006e-05,
+    "max": 8.687569999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6051,15 +7511,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1519650000000025e-05,
-    "min": 4.137590000000004e-05,
-    "max": 4.185300000000002e-05,
+    "seconds": 4.145525000000003e-05,
+    "min": 4.124799999999991e-05,
+    "max": 4.1626499999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.641030000000004e-05,
-    "min": 9.604420000000005e-05,
-    "max": 9.669319999999998e-05,
+    "seconds": 9.618435e-05,
+    "min": 9.592640000000004e-05,
+    "max": 9.63479e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6084,15 +7544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.984515000000002e-05,
-    "min": 7.96405e-05,
-    "max": 8.005450000000004e-05,
+    "seconds": 7.965699999999997e-05,
+    "min": 7.956919999999996e-05,
+    "max": 7.997599999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011539014999999991,
-    "min": 0.00011518179999999995,
-    "max": 0.00011555980000000001,
+    "seconds": 0.00011536249999999995,
+    "min": 0.00011508009999999993,
+    "max": 0.00011560430000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6117,15 +7577,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.586210000000003e-05,
-    "min": 7.568690000000002e-05,
-    "max": 7.601869999999997e-05,
+    "seconds": 7.567029999999987e-05,
+    "min": 7.55256e-05,
+    "max": 7.585460000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018841650000000004,
-    "min": 0.00018795240000000002,
-    "max": 0.00018867139999999998,
+    "seconds": 0.00018810909999999998,
+    "min": 0.00018758319999999994,
+    "max": 0.00018837339999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6150,15 +7610,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012548960000000005,
-    "min": 0.0001252919999999999,
-    "max": 0.00012556360000000005,
+    "seconds": 0.00012531139999999994,
+    "min": 0.00012513090000000003,
+    "max": 0.0001255095,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021429874999999999,
-    "min": 0.00021410409999999993,
-    "max": 0.00021477770000000016,
+    "seconds": 0.00021383485,
+    "min": 0.00021375839999999993,
+    "max": 0.00021405620000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6183,15 +7643,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010271619999999997,
-    "min": 0.00010244170000000004,
-    "max": 0.00010287310000000002,
+    "seconds": 0.00010252265,
+    "min": 0.00010245079999999997,
+    "max": 0.00010262579999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024211829999999998,
-    "min": 0.00024181810000000007,
-    "max": 0.00024230620000000014,
+    "seconds": 0.00024188554999999998,
+    "min": 0.0002417071000000001,
+    "max": 0.00024203320000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6216,15 +7676,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020021494999999994,
-    "min": 0.00020016139999999997,
-    "max": 0.00020059420000000003,
+    "seconds": 0.0002003379,
+    "min": 0.00019977119999999991,
+    "max": 0.00020042460000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002900101,
-    "min": 0.0002899170000000001,
-    "max": 0.00029045709999999997,
+    "seconds": 0.0002898187999999999,
+    "min": 0.0002894354000000001,
+    "max": 0.0002900521,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6244,9 +7704,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.006249999999977e-06,
-    "min": 6.988399999999967e-06,
-    "max": 7.078599999999994e-06,
+    "seconds": 6.9980500000000405e-06,
+    "min": 6.991700000000003e-06,
+    "max": 7.0880000000000675e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6272,9 +7732,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.855900000000054e-06,
-    "min": 6.831799999999976e-06,
-    "max": 6.969200000000001e-06,
+    "seconds": 6.852600000000007e-06,
+    "min": 6.8223000000000405e-06,
+    "max": 6.896000000000039e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6300,9 +7760,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.633500000000038e-06,
-    "min": 7.615600000000029e-06,
-    "max": 7.654200000000036e-06,
+    "seconds": 7.63989999999999e-06,
+    "min": 7.62209999999991e-06,
+    "max": 7.680199999999946e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6328,8 +7788,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2943499999999685e-06,
-    "min": 7.251100000000054e-06,
+    "seconds": 7.244550000000015e-06,
+    "min": 7.228799999999967e-06,
     "max": 7.3375e-06,
     "samples": 6
    },
@@ -6356,9 +7816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1007499999999965e-05,
-    "min": 1.0950000000000034e-05,
-    "max": 1.109760000000001e-05,
+    "seconds": 1.1035049999999972e-05,
+    "min": 1.1013999999999976e-05,
+    "max": 1.1062099999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6384,9 +7844,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.432199999999977e-06,
-    "min": 9.39150000000003e-06,
-    "max": 9.48800000000008e-06,
+    "seconds": 9.444850000000003e-06,
+    "min": 9.392099999999993e-06,
+    "max": 9.50719999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6412,9 +7872,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.379169999999998e-05,
-    "min": 1.3762900000000036e-05,
-    "max": 1.382080000000002e-05,
+    "seconds": 1.3771099999999962e-05,
+    "min": 1.3715399999999977e-05,
+    "max": 1.3817499999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6440,9 +7900,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2847800000000035e-05,
-    "min": 1.2822199999999963e-05,
-    "max": 1.2943699999999991e-05,
+    "seconds": 1.2883000000000026e-05,
+    "min": 1.281569999999997e-05,
+    "max": 1.2914999999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6468,9 +7928,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.609210000000003e-05,
-    "min": 1.6054099999999972e-05,
-    "max": 1.612450000000001e-05,
+    "seconds": 1.613915000000003e-05,
+    "min": 1.6092800000000023e-05,
+    "max": 1.6166499999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6496,9 +7956,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4498949999999972e-05,
-    "min": 1.4482500000000004e-05,
-    "max": 1.4556599999999992e-05,
+    "seconds": 1.4603200000000016e-05,
+    "min": 1.4569699999999989e-05,
+    "max": 1.464649999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6524,9 +7984,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.334935000000002e-05,
-    "min": 4.3214999999999945e-05,
-    "max": 4.358299999999998e-05,
+    "seconds": 4.3343749999999986e-05,
+    "min": 4.31647e-05,
+    "max": 4.351300000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6552,9 +8012,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.971775e-05,
-    "min": 2.961309999999999e-05,
-    "max": 2.9884000000000048e-05,
+    "seconds": 2.9753100000000008e-05,
+    "min": 2.9599800000000028e-05,
+    "max": 2.994570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6580,9 +8040,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.614709999999998e-05,
-    "min": 5.591309999999996e-05,
-    "max": 5.634830000000004e-05,
+    "seconds": 5.620425000000004e-05,
+    "min": 5.537890000000002e-05,
+    "max": 5.6927199999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6608,9 +8068,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9223799999999975e-05,
-    "min": 3.9049300000000026e-05,
-    "max": 3.9423400000000074e-05,
+    "seconds": 3.914385000000002e-05,
+    "min": 3.898530000000001e-05,
+    "max": 3.929899999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6636,9 +8096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.928044999999988e-05,
-    "min": 5.922210000000001e-05,
-    "max": 5.956729999999998e-05,
+    "seconds": 5.9202349999999964e-05,
+    "min": 5.905550000000003e-05,
+    "max": 5.9289399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6664,9 +8124,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4111800000000014e-05,
-    "min": 4.3922599999999985e-05,
-    "max": 4.44223e-05,
+    "seconds": 4.40672e-05,
+    "min": 4.3849799999999954e-05,
+    "max": 4.423610000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6692,9 +8152,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013253099999999997,
-    "min": 0.00013230979999999997,
-    "max": 0.0001330778,
+    "seconds": 0.00013250625000000004,
+    "min": 0.00013147740000000002,
+    "max": 0.00013283510000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6720,9 +8180,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.429915000000003e-05,
-    "min": 7.425269999999999e-05,
-    "max": 7.445039999999991e-05,
+    "seconds": 7.441525e-05,
+    "min": 7.42656e-05,
+    "max": 7.452160000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -6750,15 +8210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.464319999999999e-05,
-    "min": 2.4522000000000003e-05,
-    "max": 2.474219999999998e-05,
+    "seconds": 2.4732849999999998e-05,
+    "min": 2.4556900000000016e-05,
+    "max": 2.4918000000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.995639999999998e-05,
-    "min": 4.9875199999999966e-05,
-    "max": 5.00189e-05,
+    "seconds": 4.9830050000000006e-05,
+    "min": 4.9725600000000004e-05,
+    "max": 5.003490000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6780,15 +8240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.001395000000002e-05,
-    "min": 4.992030000000007e-05,
-    "max": 5.011139999999999e-05,
+    "seconds": 5.001770000000003e-05,
+    "min": 4.9875100000000006e-05,
+    "max": 5.0108499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4620549999999996e-05,
-    "min": 2.438689999999998e-05,
-    "max": 2.4742000000000008e-05,
+    "seconds": 2.454379999999998e-05,
+    "min": 2.4326200000000004e-05,
+    "max": 2.477429999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6813,15 +8273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010105484999999999,
-    "min": 0.00010095279999999998,
-    "max": 0.00010137849999999993,
+    "seconds": 0.00010126320000000004,
+    "min": 0.00010102000000000003,
+    "max": 0.00010173620000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014482590000000005,
-    "min": 0.00014434160000000016,
-    "max": 0.00014508040000000029,
+    "seconds": 0.00014444970000000002,
+    "min": 0.0001440154000000002,
+    "max": 0.000144527,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6846,15 +8306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015769035000000005,
-    "min": 0.00015742229999999988,
-    "max": 0.00015790250000000006,
+    "seconds": 0.00015757960000000024,
+    "min": 0.00015734210000000007,
+    "max": 0.0001581335000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017073745000000011,
-    "min": 0.0001702482999999999,
-    "max": 0.0001708123,
+    "seconds": 0.00017065834999999998,
+    "min": 0.0001701972000000001,
+    "max": 0.00017079509999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6878,15 +8338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7698899999999986e-05,
-    "min": 3.750689999999997e-05,
-    "max": 3.7752699999999995e-05,
+    "seconds": 3.753395000000002e-05,
+    "min": 3.748109999999999e-05,
+    "max": 3.7824e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010574130000000001,
-    "min": 0.00010566099999999998,
-    "max": 0.0001058261,
+    "seconds": 0.00010554275,
+    "min": 0.00010544250000000017,
+    "max": 0.00010614699999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6910,15 +8370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023599499999999997,
-    "min": 0.00023558659999999994,
-    "max": 0.00023618319999999999,
+    "seconds": 0.00023554910000000002,
+    "min": 0.00023503190000000035,
+    "max": 0.00023578670000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005539328000000002,
-    "min": 0.0005533738999999999,
-    "max": 0.0005541240000000003,
+    "seconds": 0.0005529303999999998,
+    "min": 0.0005527381999999998,
+    "max": 0.0005533556999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6940,15 +8400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.698400000000001e-05,
-    "min": 3.686790000000001e-05,
-    "max": 3.716749999999996e-05,
+    "seconds": 3.6964599999999995e-05,
+    "min": 3.687260000000008e-05,
+    "max": 3.721869999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3380499999999975e-05,
-    "min": 5.320900000000001e-05,
-    "max": 5.346819999999998e-05,
+    "seconds": 5.3116499999999965e-05,
+    "min": 5.278240000000001e-05,
+    "max": 5.37121e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6970,15 +8430,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.944989999999999e-05,
-    "min": 1.931839999999996e-05,
-    "max": 1.955830000000002e-05,
+    "seconds": 1.939185000000001e-05,
+    "min": 1.9215900000000024e-05,
+    "max": 1.949409999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.743685000000001e-05,
-    "min": 2.7286399999999983e-05,
-    "max": 2.7545199999999975e-05,
+    "seconds": 2.742374999999993e-05,
+    "min": 2.7148900000000095e-05,
+    "max": 2.7654100000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7000,15 +8460,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.333559999999999e-05,
-    "min": 3.310039999999999e-05,
-    "max": 3.3430399999999964e-05,
+    "seconds": 3.328505e-05,
+    "min": 3.323530000000001e-05,
+    "max": 3.3426900000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7526350000000016e-05,
-    "min": 4.736330000000001e-05,
-    "max": 4.7855800000000024e-05,
+    "seconds": 4.751334999999996e-05,
+    "min": 4.716770000000006e-05,
+    "max": 4.8039900000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7030,15 +8490,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3951899999999993e-05,
-    "min": 2.3917100000000005e-05,
-    "max": 2.4114899999999988e-05,
+    "seconds": 2.3942200000000003e-05,
+    "min": 2.3805100000000027e-05,
+    "max": 2.395830000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1830100000000046e-05,
-    "min": 3.171830000000003e-05,
-    "max": 3.187489999999998e-05,
+    "seconds": 3.173760000000004e-05,
+    "min": 3.158049999999994e-05,
+    "max": 3.1868600000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7058,15 +8518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332729999999998e-05,
-    "min": 3.32962e-05,
-    "max": 3.352890000000001e-05,
+    "seconds": 3.3359649999999995e-05,
+    "min": 3.334019999999997e-05,
+    "max": 3.3468199999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7836799999999955e-05,
-    "min": 4.770570000000001e-05,
-    "max": 4.802199999999998e-05,
+    "seconds": 4.7757900000000026e-05,
+    "min": 4.760579999999995e-05,
+    "max": 4.8047500000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7086,15 +8546,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8881450000000005e-05,
-    "min": 1.8707099999999992e-05,
-    "max": 1.9040099999999892e-05,
+    "seconds": 1.894869999999998e-05,
+    "min": 1.8806299999999996e-05,
+    "max": 1.9032899999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.5972949999999987e-05,
-    "min": 2.582059999999998e-05,
-    "max": 2.6220699999999944e-05,
+    "seconds": 2.5933999999999965e-05,
+    "min": 2.5827200000000036e-05,
+    "max": 2.6070399999999882e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7114,15 +8574,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3203000000000014e-05,
-    "min": 3.313889999999999e-05,
-    "max": 3.337859999999997e-05,
+    "seconds": 3.319510000000002e-05,
+    "min": 3.305250000000001e-05,
+    "max": 3.333389999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.769530000000001e-05,
-    "min": 4.745209999999997e-05,
-    "max": 4.7900700000000014e-05,
+    "seconds": 4.757569999999995e-05,
+    "min": 4.7244600000000025e-05,
+    "max": 4.7945400000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7142,15 +8602,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.824474999999998e-05,
-    "min": 1.807690000000001e-05,
-    "max": 1.8278499999999964e-05,
+    "seconds": 1.8252500000000015e-05,
+    "min": 1.8201500000000022e-05,
+    "max": 1.836709999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4562950000000012e-05,
-    "min": 2.4326499999999985e-05,
-    "max": 2.4690800000000038e-05,
+    "seconds": 2.4620400000000053e-05,
+    "min": 2.4489300000000027e-05,
+    "max": 2.477750000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7170,15 +8630,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.352155e-05,
-    "min": 3.332460000000003e-05,
-    "max": 3.356650000000005e-05,
+    "seconds": 3.3457499999999955e-05,
+    "min": 3.330799999999997e-05,
+    "max": 3.353850000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.768075e-05,
-    "min": 4.742040000000002e-05,
-    "max": 4.804079999999999e-05,
+    "seconds": 4.801995e-05,
+    "min": 4.703289999999993e-05,
+    "max": 4.820419999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7198,15 +8658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.935829999999998e-05,
-    "min": 1.9251200000000006e-05,
-    "max": 1.949090000000001e-05,
+    "seconds": 1.9230150000000008e-05,
+    "min": 1.91264e-05,
+    "max": 1.93567e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4439700000000016e-05,
-    "min": 2.429749999999997e-05,
-    "max": 2.4748999999999935e-05,
+    "seconds": 2.457740000000002e-05,
+    "min": 2.4418900000000028e-05,
+    "max": 2.482209999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7228,15 +8688,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.786335000000001e-05,
-    "min": 4.757040000000005e-05,
-    "max": 4.80506e-05,
+    "seconds": 4.7769549999999994e-05,
+    "min": 4.742340000000005e-05,
+    "max": 4.79641e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6469249999999996e-05,
-    "min": 3.61433e-05,
-    "max": 3.666530000000002e-05,
+    "seconds": 3.628134999999996e-05,
+    "min": 3.611769999999997e-05,
+    "max": 3.683180000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7258,15 +8718,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0044400000000027e-05,
-    "min": 2.972460000000001e-05,
-    "max": 3.014399999999996e-05,
+    "seconds": 2.991975e-05,
+    "min": 2.9788399999999957e-05,
+    "max": 3.0185399999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0823850000000006e-05,
-    "min": 2.0729499999999995e-05,
-    "max": 2.1049399999999992e-05,
+    "seconds": 2.0795149999999997e-05,
+    "min": 2.061750000000004e-05,
+    "max": 2.103359999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7294,15 +8754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.033599734306335e-05,
-    "min": 5e-05,
-    "max": 5.4355198144912726e-05,
+    "seconds": 5.229760110378265e-05,
+    "min": 5.069760084152222e-05,
+    "max": 5.529599785804749e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.232320070266723e-05,
-    "min": 5.7676798105239864e-05,
-    "max": 8.191360235214234e-05,
+    "seconds": 7.948960065841675e-05,
+    "min": 7.637439966201782e-05,
+    "max": 0.00011639679670333862,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -7330,15 +8790,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.804639935493469e-05,
-    "min": 2.762880027294159e-05,
-    "max": 3.4460800886154174e-05,
+    "seconds": 3.075200021266937e-05,
+    "min": 2.8672000765800478e-05,
+    "max": 4.3151998519897457e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.171840131282807e-05,
-    "min": 5.8409601449966426e-05,
-    "max": 0.00010470720529556275,
+    "seconds": 7.737280130386353e-05,
+    "min": 7.598720192909241e-05,
+    "max": 0.000147433602809906,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -7366,15 +8826,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7854999999999995e-05,
-    "min": 4.764159999999997e-05,
-    "max": 4.824679999999997e-05,
+    "seconds": 4.7823300000000014e-05,
+    "min": 4.7699099999999985e-05,
+    "max": 4.798049999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.547614999999998e-05,
-    "min": 9.528930000000002e-05,
-    "max": 9.566080000000002e-05,
+    "seconds": 9.525210000000008e-05,
+    "min": 9.509130000000006e-05,
+    "max": 9.546189999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7402,15 +8862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4401099999999996e-05,
-    "min": 2.4147699999999962e-05,
-    "max": 2.4642800000000035e-05,
+    "seconds": 2.440005e-05,
+    "min": 2.434830000000002e-05,
+    "max": 2.465590000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.842180000000002e-05,
-    "min": 4.8150199999999836e-05,
-    "max": 4.8640099999999995e-05,
+    "seconds": 4.856925000000002e-05,
+    "min": 4.845719999999999e-05,
+    "max": 4.8629500000000074e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7434,15 +8894,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.375929999999998e-05,
-    "min": 3.364120000000001e-05,
-    "max": 3.388410000000001e-05,
+    "seconds": 3.375349999999997e-05,
+    "min": 3.34812e-05,
+    "max": 3.3932200000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.580945000000005e-05,
-    "min": 9.533390000000008e-05,
-    "max": 9.601219999999996e-05,
+    "seconds": 9.555889999999998e-05,
+    "min": 9.532770000000001e-05,
+    "max": 9.58415e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7466,15 +8926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.389555000000001e-05,
-    "min": 8.375069999999998e-05,
-    "max": 8.400360000000004e-05,
+    "seconds": 8.388725e-05,
+    "min": 8.357109999999997e-05,
+    "max": 8.408959999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012067064999999992,
-    "min": 0.00012016910000000026,
-    "max": 0.0001210804,
+    "seconds": 0.00012058300000000003,
+    "min": 0.00012018449999999985,
+    "max": 0.00012096179999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7496,15 +8956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.346835000000002e-05,
-    "min": 6.326739999999996e-05,
-    "max": 6.370460000000003e-05,
+    "seconds": 6.352900000000003e-05,
+    "min": 6.326020000000003e-05,
+    "max": 6.373989999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9684600000000056e-05,
-    "min": 4.936920000000002e-05,
-    "max": 4.982070000000003e-05,
+    "seconds": 4.9577449999999994e-05,
+    "min": 4.935320000000006e-05,
+    "max": 4.978519999999981e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7526,15 +8986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011385575000000001,
-    "min": 0.00011358359999999992,
-    "max": 0.00011395059999999995,
+    "seconds": 0.00011359510000000002,
+    "min": 0.00011328499999999994,
+    "max": 0.00011412309999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.417224999999993e-05,
-    "min": 7.386180000000002e-05,
-    "max": 7.437749999999975e-05,
+    "seconds": 7.418795000000003e-05,
+    "min": 7.399600000000003e-05,
+    "max": 7.461399999999972e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7561,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.017219999999998e-05,
-    "min": 7.994160000000001e-05,
-    "max": 8.053439999999996e-05,
+    "seconds": 8.000910000000006e-05,
+    "min": 7.97788e-05,
+    "max": 8.023350000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.599909999999994e-05,
-    "min": 7.56576999999998e-05,
-    "max": 7.625240000000012e-05,
+    "seconds": 7.599165e-05,
+    "min": 7.559270000000019e-05,
+    "max": 7.626100000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7596,15 +9056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012477679999999997,
-    "min": 0.00012472179999999992,
-    "max": 0.00012488239999999996,
+    "seconds": 0.00012469315,
+    "min": 0.00012465040000000002,
+    "max": 0.00012488280000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.795074999999995e-05,
-    "min": 7.78838e-05,
-    "max": 7.811129999999996e-05,
+    "seconds": 7.801535000000011e-05,
+    "min": 7.769480000000003e-05,
+    "max": 7.821100000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7627,46 +9087,46 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5941799999999995e-05,
-    "min": 3.5766300000000003e-05,
-    "max": 3.607039999999995e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 0.0003394965499999999,
-    "min": 0.000338778399999999,
-    "max": 0.0003403331999999994,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "embedding",
-   "params": {
-    "num_embeddings": 32000,
-    "embedding_dim": 1024
-   },
-   "precision": "amp-bf16",
-   "inputs": [
-    {
-     "shape": [
-      16,
-      1024
-     ],
-     "dtype": "int64",
-     "requires_grad": false
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 3.5831600000000004e-05,
-    "min": 3.568959999999994e-05,
+    "seconds": 3.5796150000000005e-05,
+    "min": 3.567899999999996e-05,
     "max": 3.588419999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033910160000000006,
-    "min": 0.00033865109999999947,
-    "max": 0.0003404287999999993,
+    "seconds": 0.0003399453499999999,
+    "min": 0.0003394944000000001,
+    "max": 0.0003406069,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "embedding",
+   "params": {
+    "num_embeddings": 32000,
+    "embedding_dim": 1024
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      1024
+     ],
+     "dtype": "int64",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.573740000000003e-05,
+    "min": 3.5679800000000024e-05,
+    "max": 3.6031699999999976e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0003392723500000006,
+    "min": 0.00033880959999999975,
+    "max": 0.0003402476999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7701,15 +9161,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.904889999999999e-05,
-    "min": 5.884789999999998e-05,
-    "max": 5.91773e-05,
+    "seconds": 5.9086600000000025e-05,
+    "min": 5.8964400000000014e-05,
+    "max": 5.916920000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019677669999999993,
-    "min": 0.00019669470000000002,
-    "max": 0.00019745319999999993,
+    "seconds": 0.0001967632,
+    "min": 0.00019667329999999996,
+    "max": 0.00019726219999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7744,15 +9204,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.874729999999999e-05,
-    "min": 5.871349999999999e-05,
-    "max": 5.8870700000000005e-05,
+    "seconds": 5.878035000000001e-05,
+    "min": 5.865850000000003e-05,
+    "max": 5.884780000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019151115,
-    "min": 0.0001914323,
-    "max": 0.00019158190000000003,
+    "seconds": 0.00019171470000000002,
+    "min": 0.0001916260999999999,
+    "max": 0.00019177379999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7787,15 +9247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.7836750000000025e-05,
-    "min": 5.767399999999995e-05,
-    "max": 5.7874299999999996e-05,
+    "seconds": 5.781224999999997e-05,
+    "min": 5.7698100000000063e-05,
+    "max": 5.806299999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034225675,
-    "min": 0.00034218720000000005,
-    "max": 0.00034231200000000005,
+    "seconds": 0.00034222950000000005,
+    "min": 0.00034215500000000013,
+    "max": 0.00034227949999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7830,15 +9290,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.542000000000001e-05,
-    "min": 5.536309999999995e-05,
-    "max": 5.5791699999999976e-05,
+    "seconds": 5.549280000000004e-05,
+    "min": 5.547539999999997e-05,
+    "max": 5.5647500000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003347342,
-    "min": 0.0003346353999999999,
-    "max": 0.0003349591,
+    "seconds": 0.00033469795,
+    "min": 0.00033457249999999995,
+    "max": 0.0003348713999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7877,15 +9337,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012620644999999995,
-    "min": 0.00012613689999999998,
-    "max": 0.00012642149999999997,
+    "seconds": 0.00012611740000000005,
+    "min": 0.00012606739999999997,
+    "max": 0.00012621659999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004245401,
-    "min": 0.00042442240000000023,
-    "max": 0.00042525030000000006,
+    "seconds": 0.00042468309999999995,
+    "min": 0.0004244443999999998,
+    "max": 0.00042509439999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7924,15 +9384,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012634559999999997,
-    "min": 0.00012628649999999996,
-    "max": 0.00012639330000000006,
+    "seconds": 0.00012635845000000002,
+    "min": 0.00012632039999999997,
+    "max": 0.0001268817,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004231907499999998,
-    "min": 0.0004228995000000002,
-    "max": 0.0004237043,
+    "seconds": 0.00042358010000000026,
+    "min": 0.00042320879999999984,
+    "max": 0.00042470729999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7959,15 +9419,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.856434999999996e-05,
-    "min": 8.79671e-05,
-    "max": 8.902000000000001e-05,
+    "seconds": 8.843690000000001e-05,
+    "min": 8.823309999999997e-05,
+    "max": 8.899090000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012291805,
-    "min": 0.00012289889999999996,
-    "max": 0.0001229691,
+    "seconds": 0.00012272934999999998,
+    "min": 0.00012270020000000001,
+    "max": 0.00012275729999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7994,15 +9454,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.500805000000001e-05,
-    "min": 5.4841899999999994e-05,
-    "max": 5.5235099999999975e-05,
+    "seconds": 5.4764399999999994e-05,
+    "min": 5.450889999999999e-05,
+    "max": 5.503580000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.993495000000001e-05,
-    "min": 8.987360000000003e-05,
-    "max": 8.999009999999998e-05,
+    "seconds": 8.987029999999997e-05,
+    "min": 8.983629999999998e-05,
+    "max": 8.997580000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8027,15 +9487,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.678719878196716e-05,
-    "min": 5.596799850463867e-05,
-    "max": 6.345279812812804e-05,
+    "seconds": 5.660479962825775e-05,
+    "min": 5.607039928436279e-05,
+    "max": 6.173760294914246e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.031840026378632e-05,
-    "min": 7.689279913902283e-05,
-    "max": 9.271680116653443e-05,
+    "seconds": 6.094239950180054e-05,
+    "min": 5.956479907035828e-05,
+    "max": 8.099200129508971e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8060,15 +9520,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.7247999310493475e-05,
-    "min": 5.548160076141358e-05,
-    "max": 6.296319961547851e-05,
+    "seconds": 5.3574398159980774e-05,
+    "min": 5.106559991836548e-05,
+    "max": 5.9366399049758915e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.615840137004852e-05,
-    "min": 7.404479980468751e-05,
-    "max": 0.00010081280469894409,
+    "seconds": 6.389440000057221e-05,
+    "min": 6.0063999891281125e-05,
+    "max": 8.346239924430847e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8100,15 +9560,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.783200085163117e-05,
-    "min": 3.742719888687134e-05,
-    "max": 4.3228799104690554e-05,
+    "seconds": 3.7255999445915224e-05,
+    "min": 3.695360124111176e-05,
+    "max": 3.940159976482392e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.294880092144012e-05,
-    "min": 7.728000283241272e-05,
-    "max": 0.00010283199548721315,
+    "seconds": 6.451040208339691e-05,
+    "min": 6.226239800453186e-05,
+    "max": 8.420479893684387e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8140,15 +9600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.5911999493837355e-05,
-    "min": 2.268159985542297e-05,
-    "max": 3.284800052642822e-05,
+    "seconds": 2.070240005850792e-05,
+    "min": 2.0163199305534363e-05,
+    "max": 2.5497600436210636e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.712640047073365e-05,
-    "min": 8.86687994003296e-05,
-    "max": 0.00012123520374298096,
+    "seconds": 7.440159916877748e-05,
+    "min": 7.005119919776916e-05,
+    "max": 9.096639752388001e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8168,15 +9628,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029540830000000004,
-    "min": 0.00029532729999999995,
-    "max": 0.0002959584000000001,
+    "seconds": 0.0002953526,
+    "min": 0.00029524499999999986,
+    "max": 0.00029589379999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045358650000000024,
-    "min": 0.00045335789999999975,
-    "max": 0.00045401749999999987,
+    "seconds": 0.0004536375999999999,
+    "min": 0.00045342250000000005,
+    "max": 0.00045460739999999964,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8196,15 +9656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036682385000000024,
-    "min": 0.0003664564,
-    "max": 0.0003672084,
+    "seconds": 0.0003670943999999999,
+    "min": 0.0003666912000000002,
+    "max": 0.0003673743999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047749580000000004,
-    "min": 0.0004772593999999998,
-    "max": 0.0004783783999999999,
+    "seconds": 0.00047742814999999995,
+    "min": 0.00047654409999999995,
+    "max": 0.0004776598,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8249,15 +9709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002415226,
-    "min": 0.00024115430000000012,
-    "max": 0.00024169849999999994,
+    "seconds": 0.00024167625000000003,
+    "min": 0.00024094570000000003,
+    "max": 0.00024210369999999988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007787785500000001,
-    "min": 0.0007775003999999998,
-    "max": 0.0007793876000000001,
+    "seconds": 0.0007782590499999999,
+    "min": 0.0007779713000000005,
+    "max": 0.0007783383999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8302,15 +9762,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020213238499999994,
-    "min": 0.0020095968999999997,
-    "max": 0.0020269185999999997,
+    "seconds": 0.0020256955999999994,
+    "min": 0.0020216591000000008,
+    "max": 0.0020264495000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049111464,
-    "min": 0.004905783799999998,
-    "max": 0.0049232475,
+    "seconds": 0.004917114949999997,
+    "min": 0.004905636799999997,
+    "max": 0.0049413509000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8355,15 +9815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00054934215,
-    "min": 0.0005491229000000001,
-    "max": 0.0005500917000000001,
+    "seconds": 0.0005476739499999999,
+    "min": 0.0005474357999999999,
+    "max": 0.0005501624000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017499511499999999,
-    "min": 0.0017490199000000008,
-    "max": 0.0017559394000000003,
+    "seconds": 0.0017513575499999994,
+    "min": 0.0017494091999999991,
+    "max": 0.0017522379999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8408,15 +9868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.848554999999996e-05,
-    "min": 6.81521e-05,
-    "max": 6.856149999999999e-05,
+    "seconds": 6.829065000000004e-05,
+    "min": 6.773279999999997e-05,
+    "max": 6.863299999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003976683000000002,
-    "min": 0.00039644299999999996,
-    "max": 0.00039852470000000017,
+    "seconds": 0.00039730250000000016,
+    "min": 0.0003972023000000005,
+    "max": 0.0003984278999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8461,15 +9921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015709429999999998,
-    "min": 0.00015675409999999998,
-    "max": 0.00015827740000000004,
+    "seconds": 0.00015784835000000005,
+    "min": 0.0001575094,
+    "max": 0.0001585969000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004948929999999999,
-    "min": 0.0004944836000000069,
-    "max": 0.0004955247,
+    "seconds": 0.0004936748999999992,
+    "min": 0.0004924712,
+    "max": 0.0004945836999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8514,15 +9974,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010289214999999997,
-    "min": 0.00010244739999999996,
-    "max": 0.00010386789999999995,
+    "seconds": 0.00010258174999999998,
+    "min": 0.00010243780000000006,
+    "max": 0.00010313269999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036373964999999976,
-    "min": 0.000362759300000011,
-    "max": 0.0003643601999999999,
+    "seconds": 0.00036286790000000015,
+    "min": 0.00036191999999998954,
+    "max": 0.0003640566999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8567,15 +10027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.737925000000001e-05,
-    "min": 4.707319999999996e-05,
-    "max": 4.759280000000007e-05,
+    "seconds": 4.715595000000006e-05,
+    "min": 4.705809999999999e-05,
+    "max": 4.7519799999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028537215000000004,
-    "min": 0.0002847818999999998,
-    "max": 0.0002856014000000001,
+    "seconds": 0.00028529954999999984,
+    "min": 0.0002844257000000004,
+    "max": 0.0002857059000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
