@@ -1,5 +1,5 @@
 // cuDNN convolution sweep: forward, backward-data and backward-filter over representative shapes
-// (ResNet-50 layers at batch 32), algorithms chosen by cuDNN's heuristic as PyTorch does when
+// (ResNet-50 layers at batch 24 and 96, depthwise, dilated, 1-D), algorithms chosen by cuDNN's heuristic as PyTorch does when
 // torch.backends.cudnn.benchmark is off. Built only when cuDNN is found (ROOFSIM_HAVE_CUDNN).
 #include "common.cuh"
 
@@ -21,6 +21,12 @@ void cudnn_check(cudnnStatus_t s, const char* call, const char* file, int line) 
 
 struct ConvShape {
     int n, c, h, w, k, r, s, stride, pad, groups = 1, dilation = 1;
+    /// A 1-D convolution as PyTorch runs one through cuDNN (N x C x 1 x L, K x C x 1 x S): stride, pad
+    /// and dilation apply to W only; H is 1 with stride 1, no padding, dilation 1.
+    bool one_d = false;
+    [[nodiscard]] int stride_h() const { return one_d ? 1 : stride; }
+    [[nodiscard]] int pad_h() const { return one_d ? 0 : pad; }
+    [[nodiscard]] int dilation_h() const { return one_d ? 1 : dilation; }
 };
 
 /// Distinct convolutions of torchvision resnet50 (v1.5: stride on the 3x3) at 224 x 224, batch 1:
@@ -52,6 +58,13 @@ std::vector<ConvShape> conv_shapes(bool quick) {
     // dilated 3x3 (DeepLab-like), pad = dilation keeps the size
     for (const auto& [c, h, d] : std::vector<std::array<int, 3>>{{256, 28, 2}, {512, 28, 4}, {256, 56, 2}})
         v.push_back({32, c, h, h, c, 3, 3, 1, d, 1, d});
+    // 1-D, kernel 3, pad 1 (audio and sequence models): dense at two widths and lengths, depthwise
+    // (groups = C). Batches 16 and 64 (dense), 8 and 32 (depthwise) bracket tools/validate's conv1d
+    // cases (batch 32 and 16), which are predicted from these, never looked up.
+    for (int n : {16, 64})
+        for (const auto& [c, l] : std::vector<std::array<int, 2>>{{256, 1024}, {512, 512}})
+            v.push_back({n, c, 1, l, c, 1, 3, 1, 1, 1, 1, true});
+    for (int n : {8, 32}) v.push_back({n, 1024, 1, 2048, 1024, 1, 3, 1, 1, 1024, 1, true});
     return v;
 }
 
@@ -141,7 +154,7 @@ void run_conv(ProbeContext& ctx) {
                              "fp32 NCHW, FP32 math only (CUDNN_FMA_MATH forbids TF32)"}};
     const std::size_t l2 = ctx.device.l2_bytes > 0 ? ctx.device.l2_bytes : (std::size_t(50) << 20);
     auto sizes = [](const ConvShape& s, int bytes) {
-        const std::int64_t p = conv_out_extent(s.h, s.r, s.pad, s.stride, s.dilation);
+        const std::int64_t p = conv_out_extent(s.h, s.r, s.pad_h(), s.stride_h(), s.dilation_h());
         const std::int64_t q = conv_out_extent(s.w, s.s, s.pad, s.stride, s.dilation);
         return std::array<std::size_t, 3>{align256(std::size_t(s.n) * s.c * s.h * s.w * bytes),
                                           align256(std::size_t(s.n) * s.k * p * q * bytes),
@@ -171,7 +184,7 @@ void run_conv(ProbeContext& ctx) {
             RS_CUDNN(cudnnCreateConvolutionDescriptor(&d.conv));
             RS_CUDNN(cudnnSetTensor4dDescriptor(d.x, pr.format, pr.data, s.n, s.c, s.h, s.w));
             RS_CUDNN(cudnnSetFilter4dDescriptor(d.w, pr.data, pr.format, s.k, s.c / s.groups, s.r, s.s));
-            RS_CUDNN(cudnnSetConvolution2dDescriptor(d.conv, s.pad, s.pad, s.stride, s.stride, s.dilation, s.dilation,
+            RS_CUDNN(cudnnSetConvolution2dDescriptor(d.conv, s.pad_h(), s.pad, s.stride_h(), s.stride, s.dilation_h(), s.dilation,
                                                      CUDNN_CROSS_CORRELATION, pr.compute));
             RS_CUDNN(cudnnSetConvolutionGroupCount(d.conv, s.groups));
             RS_CUDNN(cudnnSetConvolutionMathType(d.conv, pr.math));
@@ -239,6 +252,11 @@ void run_conv(ProbeContext& ctx) {
                     r.n = s.n; r.c = s.c; r.h = s.h; r.w = s.w; r.k = s.k; r.r = s.r; r.s = s.s; r.stride = s.stride; r.pad = s.pad;
                     r.groups = s.groups;
                     r.dilation = s.dilation;
+                    if (s.one_d) {
+                        r.stride_h = s.stride_h();
+                        r.pad_h = s.pad_h();
+                        r.dilation_h = s.dilation_h();
+                    }
                     r.layout = pr.format == CUDNN_TENSOR_NHWC ? "NHWC" : "NCHW";
                     r.unit = pr.unit;
                     r.algorithm = algo_name;
@@ -254,7 +272,7 @@ void run_conv(ProbeContext& ctx) {
                     ctx.missing("conv_sweep/" + std::string(to_string(pr.unit)) + "/" + std::string(to_string(pass)) + "/n" +
                                     std::to_string(s.n) + "c" + std::to_string(s.c) + "h" + std::to_string(s.h) + "k" +
                                     std::to_string(s.k) + "r" + std::to_string(s.r) + "u" + std::to_string(s.stride) + "g" +
-                                    std::to_string(s.groups) + "d" + std::to_string(s.dilation) + "-" +
+                                    std::to_string(s.groups) + "d" + std::to_string(s.dilation) + (s.one_d ? "-1d-" : "-") +
                                     (pr.format == CUDNN_TENSOR_NHWC ? "nhwc" : "nchw"),
                                 MissingReason::failed, e.what());
                 }
@@ -268,7 +286,7 @@ void run_conv(ProbeContext& ctx) {
 }  // namespace
 
 Probe make_conv_probe() {
-    return Probe{"conv_sweep", "cuDNN convolution GPU time, forward / backward-data / backward-filter, ResNet-50 + depthwise + dilated shapes", 3.0, 45.0,
+    return Probe{"conv_sweep", "cuDNN convolution GPU time, forward / backward-data / backward-filter, ResNet-50 + depthwise + dilated + 1-D shapes", 3.0, 45.0,
                  [](const DeviceInfo& d) { return d.cc() >= 80 ? std::string() : std::string("needs compute capability 8.0"); },
                  run_conv};
 }

@@ -1,7 +1,10 @@
-// Accuracy against real PyTorch: every stored measurement set under data/validation/ whose GPU has a
-// built-in calibration is predicted and compared. The bounds below are regression bounds at the
-// accuracy measured when they were set (docs/NOTES.md); the issue's targets are tighter (layers:
-// median 10%, 90th percentile 25%; models: 10% each; peak memory 15%) and are reported, not yet met.
+// Accuracy against real PyTorch: every validation run of data/validation/runs.json (measurements,
+// the framework profile measured with them, the calibration they are predicted with) is predicted
+// and compared. A shared host's speed moves a host-paced step by a third between runs, so the
+// accuracy of a case is the median of its errors over the runs; the issue's targets (layers: median
+// 10%, 90th percentile 25%; models: 10% each; peak memory 15%) are checked on those medians, with
+// bounds at the accuracy measured when they were set where it is better (docs/NOTES.md). Each run
+// alone has wide bounds, so that a change that breaks one run shows.
 #include "catch.hpp"
 
 #include <roofsim/builtin_profiles.hpp>
@@ -17,101 +20,118 @@
 using namespace roofsim;
 
 namespace {
-struct Bounds {
-    double layer_median, layer_p90, model_worst, memory_worst;
-};
-// Regression bounds (2026-11-30, H200 validation set): measured accuracy plus a margin. Model steps
-// the prediction finds paced by the GPU have their own bound; those paced by the host move with the
-// host's speed when they were measured (by up to a third between runs: docs/NOTES.md) and have a
-// wide one.
-constexpr Bounds regression_bounds{ROOFSIM_ACC_LAYER_MEDIAN, ROOFSIM_ACC_LAYER_P90, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MEMORY_WORST};
+const std::filesystem::path runs_manifest = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "runs.json";
 
-/// A stored measurement set with the built-in profiles of its GPU (calibration and framework).
+/// A validation run with its profiles (from the manifest) and cost context.
 struct MeasuredSet {
+    ValidationRunFiles files;
     ValidationSet set;
-    const FrameworkProfile* framework;
+    FrameworkProfile framework;
     CostContext ctx;
 };
 
-/// Every data/validation/*.json whose GPU has a built-in calibration; `with_set(path, measured)` for each.
+/// Every run of data/validation/runs.json; `with_set(measured)` for each.
 template <class F>
 int for_each_measured_set(F&& with_set) {
-    const auto dir = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation";
     int sets = 0;
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-        if (entry.path().extension() != ".json") continue;
-        ValidationSet set = load_validation(entry.path());
-        const Calibration* calibration = find_builtin_calibration(set.gpu_key);
-        if (!calibration) continue;
+    for (const auto& files : load_validation_runs(runs_manifest)) {
         ++sets;
-        const FrameworkProfile* framework = find_builtin_framework_profile(set.gpu_key);
-        CostContext ctx = make_cost_context(gpu_or_throw(set.gpu_key), calibration, framework);
-        const MeasuredSet m{std::move(set), framework, std::move(ctx)};
-        with_set(entry.path(), m);
+        ValidationSet set = load_validation(files.measurements);
+        FrameworkProfile framework = load_framework_profile(files.framework);
+        std::optional<Calibration> calibration;
+        if (!files.calibration.empty()) calibration = load_calibration(files.calibration);
+        const Calibration* measured = calibration ? &*calibration : find_builtin_calibration(set.gpu_key);
+        REQUIRE(measured != nullptr);
+        MeasuredSet m{files, std::move(set), std::move(framework), CostContext{}};
+        m.ctx = make_cost_context(gpu_or_throw(m.set.gpu_key), measured, &m.framework);
+        with_set(m);
     }
     return sets;
 }
 }  // namespace
 
-TEST_CASE("predictions stay within the accuracy bounds of the stored PyTorch measurements", "[accuracy]") {
-    const int sets = for_each_measured_set([](const std::filesystem::path&, const MeasuredSet& m) {
-        const ValidationSet& set = m.set;
-        const auto errors = evaluate(set, m.ctx, m.framework, HostSpeed::profiled);
-        auto layers = [](const CaseError& e) { return !e.c->model; };
-        const double median = error_quantile(errors, 0.5, layers);
-        const double p90 = error_quantile(errors, 0.9, layers);
-        std::size_t layer_cases = 0, gpu_paced = 0;
-        double gpu_worst = 0, host_worst = 0, memory_worst = 0;
-        for (const auto& e : errors) {
-            if (!e.c->model) { ++layer_cases; continue; }
-            (e.host_bound ? host_worst : gpu_worst) = std::max(e.host_bound ? host_worst : gpu_worst, std::abs(e.error));
-            gpu_paced += e.host_bound ? 0 : 1;
-            if (e.memory_error) memory_worst = std::max(memory_worst, std::abs(*e.memory_error));
-            std::printf("  %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%, paced by the %s)\n", e.c->id.c_str(),
-                        e.c->measured_seconds * 1e3, e.predicted_seconds * 1e3, 100 * e.error, e.host_bound ? "host" : "GPU");
+TEST_CASE("over the validation runs, each case's median error stays within the issue's bounds", "[accuracy]") {
+    const RunsEvaluation v = evaluate_runs(load_validation_runs(runs_manifest), HostSpeed::profiled);
+    REQUIRE(v.runs.size() >= 3);
+    const auto layers = [](const CaseOverRuns& c) { return !c.model; };
+    const double median = median_error_quantile(v.cases, 0.5, layers);
+    const double p90 = median_error_quantile(v.cases, 0.9, layers);
+    const auto model_bounds = [](const std::vector<CaseOverRuns>& cases, double gpu_bound, double host_bound, double memory_bound,
+                                 const char* path) {
+        std::size_t gpu_paced = 0;
+        for (const auto& c : cases) {
+            if (!c.model) continue;
+            gpu_paced += c.host_bound() ? 0 : 1;
+            std::printf("  %s %-32s median error %+6.1f%% over %zu runs (paced by the %s)\n", path, c.id.c_str(), 100 * c.median_error(),
+                        c.errors.size(), c.host_bound() ? "host" : "GPU");
+            INFO(path << " " << c.id << " median error " << c.median_error() << " over " << c.errors.size() << " runs");
+            CHECK(std::abs(c.median_error()) <= (c.host_bound() ? host_bound : gpu_bound));
+            if (!c.memory_errors.empty()) CHECK(std::abs(detail::quantile(c.memory_errors, 0.5)) <= memory_bound);
         }
-        std::printf("%s: %zu layer cases, median |error| %.1f%%, p90 %.1f%%; models worst %.1f%% (GPU-paced), %.1f%% (host-paced); "
-                    "peak memory worst %.1f%%\n",
-                    set.origin.c_str(), layer_cases, 100 * median, 100 * p90, 100 * gpu_worst, 100 * host_worst, 100 * memory_worst);
-        INFO(set.origin);
-        CHECK(layer_cases >= 60);
         CHECK(gpu_paced >= 3);
-        CHECK(median <= regression_bounds.layer_median);
-        CHECK(p90 <= regression_bounds.layer_p90);
-        CHECK(gpu_worst <= regression_bounds.model_worst);
-        CHECK(host_worst <= ROOFSIM_ACC_MODEL_WORST_HOST);
-        CHECK(memory_worst <= regression_bounds.memory_worst);
-    });
-    CHECK(sets >= 1);
+    };
+    std::size_t layer_cases = 0;
+    for (const auto& c : v.cases) layer_cases += c.model ? 0 : 1;
+    std::printf("over %zu runs: %zu layer cases, median |median error| %.1f%%, 90th percentile %.1f%%\n", v.runs.size(), layer_cases,
+                100 * median, 100 * p90);
+    CHECK(layer_cases >= 60);
+    CHECK(median <= ROOFSIM_ACC_LAYER_MEDIAN);
+    CHECK(p90 <= ROOFSIM_ACC_LAYER_P90);
+    model_bounds(v.cases, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MODEL_WORST_HOST, ROOFSIM_ACC_MEMORY_WORST, "zoo");
+    REQUIRE_FALSE(v.exported.empty());
+    model_bounds(v.exported, ROOFSIM_ACC_EXPORT_MODEL_WORST, ROOFSIM_ACC_EXPORT_MODEL_WORST_HOST, ROOFSIM_ACC_EXPORT_MEMORY_WORST,
+                 "exported");
+    // The exported IRs hold every model case, those the zoo has and those it does not (ViT-B/16).
+    CHECK(std::count_if(v.exported.begin(), v.exported.end(), [](const CaseOverRuns& c) { return c.id.rfind("vit-b-16/", 0) == 0; }) >= 2);
 }
 
-TEST_CASE("model steps predicted from IRs exported from the measured models stay within their bounds", "[accuracy][export]") {
-    // data/validation/exported/<set>/: the validation models exported by tools/roofsim_export on the
-    // machine of the measurements (tools/validate/device-validate.sh), one IR per model case.
-    int sets = 0;
-    for_each_measured_set([&](const std::filesystem::path& path, const MeasuredSet& m) {
-        const auto exported = path.parent_path() / "exported" / path.stem();
-        if (!std::filesystem::is_directory(exported)) return;
-        ++sets;
-        const ValidationSet& set = m.set;
-        const auto errors = evaluate_exported(set, exported, m.ctx, m.framework, HostSpeed::profiled);
-        double gpu_worst = 0, host_worst = 0, memory_worst = 0;
-        for (const auto& e : errors) {
-            (e.host_bound ? host_worst : gpu_worst) = std::max(e.host_bound ? host_worst : gpu_worst, std::abs(e.error));
-            REQUIRE(e.memory_error);
-            memory_worst = std::max(memory_worst, std::abs(*e.memory_error));
-            std::printf("  exported %-32s measured %9.3f ms predicted %9.3f ms (%+.1f%%, paced by the %s), peak memory %+.1f%%\n",
-                        e.c->id.c_str(), e.c->measured_seconds * 1e3, e.predicted_seconds * 1e3, 100 * e.error,
-                        e.host_bound ? "host" : "GPU", 100 * *e.memory_error);
+TEST_CASE("no validation run alone is far off", "[accuracy]") {
+    const RunsEvaluation v = evaluate_runs(load_validation_runs(runs_manifest), HostSpeed::profiled);
+    for (const auto& r : v.runs) {
+        INFO(r.name << ": " << r.origin);
+        CHECK(r.layer_median <= ROOFSIM_ACC_RUN_LAYER_MEDIAN);
+        CHECK(r.layer_p90 <= ROOFSIM_ACC_RUN_LAYER_P90);
+        CHECK(r.model_worst <= ROOFSIM_ACC_RUN_MODEL_WORST);
+    }
+}
+
+TEST_CASE("every validation run's framework profile holds every figure the probe measures", "[accuracy][validation]") {
+    // A run enters data/validation/runs.json only when its probe measured all that roofsim reads now:
+    // runs from an older probe would be predicted with figures missing (docs/validation.md).
+    const FrameworkProfile* current = find_builtin_framework_profile("h200-sxm");
+    REQUIRE(current != nullptr);
+    for_each_measured_set([&](const MeasuredSet& m) {
+        std::vector<std::string> missing;
+        for (const auto& [key, figure] : current->figures) {
+            if (m.framework.figures.count(key) == 0) missing.push_back(key);
         }
-        INFO(set.origin);
-        CHECK(errors.size() == set.exported_only.size() + static_cast<std::size_t>(std::count_if(
-                                   set.cases.begin(), set.cases.end(), [](const ValidationCase& c) { return c.model; })));
-        CHECK(gpu_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST);
-        CHECK(host_worst <= ROOFSIM_ACC_EXPORT_MODEL_WORST_HOST);
-        CHECK(memory_worst <= ROOFSIM_ACC_EXPORT_MEMORY_WORST);
+        INFO(m.files.name << ": " << missing.size() << " figures missing; first: " << (missing.empty() ? std::string("none") : missing.front()));
+        CHECK(missing.empty());
     });
-    CHECK(sets >= 1);
+}
+
+TEST_CASE("a list of validation runs is read with its paths, and refused with a clear message", "[accuracy][validation]") {
+    const auto dir = std::filesystem::temp_directory_path() / "roofsim-runs-test";
+    std::filesystem::create_directories(dir);
+    const auto manifest = dir / "runs.json";
+    const auto write = [&](const std::string& text) { std::ofstream(manifest) << text; };
+    std::ofstream(dir / "m.json") << "{}";
+    std::ofstream(dir / "f.json") << "{}";
+    write(R"({"kind": "roofsim-validation-runs", "schema_version": 1,
+              "runs": [{"name": "one", "measurements": "m.json", "framework": "f.json", "exported": "ir"}]})");
+    const auto runs = load_validation_runs(manifest);
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].measurements == dir / "m.json");
+    CHECK(runs[0].exported == dir / "ir");
+    CHECK(runs[0].calibration.empty());
+    write(R"({"kind": "roofsim-validation-runs", "schema_version": 1,
+              "runs": [{"name": "one", "measurements": "gone.json", "framework": "f.json"}]})");
+    CHECK_THROWS_WITH(load_validation_runs(manifest), Catch::Contains("/runs/0/measurements") && Catch::Contains("no such file"));
+    write(R"({"kind": "roofsim-validation-runs", "schema_version": 1, "runs": []})");
+    CHECK_THROWS_WITH(load_validation_runs(manifest), Catch::Contains("at least one run"));
+    write(R"({"kind": "roofsim-validation", "schema_version": 1, "runs": []})");
+    CHECK_THROWS_WITH(load_validation_runs(manifest), Catch::Contains("roofsim-validation-runs"));
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the calibration never timed a GEMM or convolution shape of the validation cases", "[accuracy][held-out]") {
@@ -119,7 +139,7 @@ TEST_CASE("the calibration never timed a GEMM or convolution shape of the valida
     // accuracy above is what a user's own shapes get: predicted from measured neighbours and the
     // fitted models, not looked up. A sweep that grows to include a validation shape fails here.
     int sets = 0;
-    for_each_measured_set([&](const std::filesystem::path& path, const MeasuredSet& m) {
+    for_each_measured_set([&](const MeasuredSet& m) {
         ++sets;
         std::vector<std::string> timed;
         std::size_t checked = 0;
@@ -131,9 +151,8 @@ TEST_CASE("the calibration never timed a GEMM or convolution shape of the valida
             }
         };
         for (const auto& c : m.set.cases) check(c.id, lower(c.graph, c.options).kernels);
-        const auto exported = path.parent_path() / "exported" / path.stem();
-        if (std::filesystem::is_directory(exported)) {
-            for (const auto& entry : std::filesystem::directory_iterator(exported)) {
+        if (!m.files.exported.empty()) {
+            for (const auto& entry : std::filesystem::directory_iterator(m.files.exported)) {
                 if (entry.path().extension() == ".json") check(entry.path().filename().string(), load_kernel_ir(entry.path()).list);
             }
         }

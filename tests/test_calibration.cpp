@@ -114,6 +114,11 @@ TEST_CASE("optional sweep fields default when absent and are checked when presen
     full.conv_sweep[1].unit = ComputeUnit::tf32_tensor;
     full.conv_sweep[1].groups = 64;
     full.conv_sweep[1].dilation = 2;
+    full.conv_sweep.push_back(full.conv_sweep[0]);  // a 1-D convolution: H = R = 1, no padding in H
+    full.conv_sweep[2].h = full.conv_sweep[2].r = 1;
+    full.conv_sweep[2].stride_h = 1;
+    full.conv_sweep[2].pad_h = 0;
+    full.conv_sweep[2].dilation_h = 1;
     nlohmann::json j = to_json(full);
     SECTION("a profile written before layout, batch, groups, dilation and gpu_interval loads") {
         for (auto& g : j.at("gemm_sweep")) { g.erase("layout"); g.erase("batch"); }
@@ -126,6 +131,8 @@ TEST_CASE("optional sweep fields default when absent and are checked when presen
         CHECK(c.conv_sweep[0].dilation == 1);
         CHECK(c.conv_sweep[0].layout == "NHWC");  // the old convention: NHWC for 16-bit types
         CHECK(c.conv_sweep[1].layout == "NCHW");  // and NCHW for fp32
+        CHECK_FALSE(c.conv_sweep[0].pad_h.has_value());  // H's figures are W's
+        CHECK(c.conv_sweep[0].pad_along_h() == c.conv_sweep[0].pad);
         CHECK_FALSE(launch_gpu_interval(c).has_value());
     }
     SECTION("present fields round-trip") {
@@ -133,6 +140,11 @@ TEST_CASE("optional sweep fields default when absent and are checked when presen
         CHECK(c.conv_sweep[1].groups == 64);
         CHECK(c.conv_sweep[1].dilation == 2);
         CHECK(c.conv_sweep[1].layout == "NCHW");
+        CHECK(c.conv_sweep[2].pad_along_h() == 0);
+        CHECK(c.conv_sweep[2].pad == 1);
+        CHECK(c.conv_sweep[2].stride_along_h() == 1);
+        CHECK(c.conv_sweep[2].dilation_along_h() == 1);
+        CHECK(to_json(c) == j);
     }
     SECTION("bad values are refused with their path") {
         j["gemm_sweep"][1]["layout"] = "XN";
@@ -146,6 +158,9 @@ TEST_CASE("optional sweep fields default when absent and are checked when presen
         j = to_json(full);
         j["conv_sweep"][0]["layout"] = "CHWN";
         CHECK_THAT(load_error(j), Catch::Matchers::Contains("/conv_sweep/0/layout"));
+        j = to_json(full);
+        j["conv_sweep"][2]["pad_h"] = -1;
+        CHECK_THAT(load_error(j), Catch::Matchers::Contains("/conv_sweep/2/pad_h"));
     }
     SECTION("validate refuses an unknown layout") {
         full.gemm_sweep[0].layout = "nn";

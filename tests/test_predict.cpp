@@ -184,6 +184,45 @@ TEST_CASE("a convolution the sweep timed at other batch sizes scales from those 
     }
 }
 
+TEST_CASE("a 1-D convolution takes the sweep's 1-D timings, by its padding in each dimension", "[predict][cost][conv]") {
+    const Calibration* builtin = find_builtin_calibration("h200-sxm");
+    REQUIRE(builtin != nullptr);
+    Calibration cal = *builtin;
+    cal.conv_sweep.erase(std::remove_if(cal.conv_sweep.begin(), cal.conv_sweep.end(), [](const ConvRecord& r) { return r.pad_h.has_value(); }),
+                         cal.conv_sweep.end());
+    // conv1d 256 -> 256 channels over 1024 steps, kernel 3, padding 1, as cuDNN runs it: H = R = 1, no padding in H.
+    for (const auto& [n, seconds] : std::vector<std::pair<std::int64_t, double>>{{16, 1e-4}, {64, 4e-4}}) {
+        ConvRecord r;
+        r.pass = ConvPass::forward;
+        r.n = n; r.c = 256; r.h = 1; r.w = 1024; r.k = 256; r.r = 1; r.s = 3; r.stride = 1; r.pad = 1;
+        r.stride_h = 1; r.pad_h = 0; r.dilation_h = 1;
+        r.unit = ComputeUnit::bf16_tensor;
+        r.layout = "NCHW";
+        r.seconds.median = seconds;
+        r.flops_per_second = 1e14;
+        cal.conv_sweep.push_back(r);
+    }
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), &cal);
+    auto conv_at = [&](std::int64_t n, std::int64_t pad_h) {
+        Kernel k;
+        k.kind = KernelKind::conv;
+        k.unit = ComputeUnit::bf16_tensor;
+        k.dtype = DType::bf16;
+        ConvDims d;
+        d.n = n; d.c = 256; d.h = 1; d.w = 1024; d.k = 256; d.r = 1; d.s = 3;
+        d.pad_w = 1;
+        d.pad_h = pad_h;
+        k.dims = d;
+        k.flops = conv_flops(d);
+        return kernel_cost(k, ctx).time.value();
+    };
+    CHECK(conv_at(16, 0) == Catch::Approx(1e-4));
+    CHECK(conv_at(32, 0) > 1.4e-4);  // between its measured neighbours, about twice the smaller one
+    CHECK(conv_at(32, 0) < 2.8e-4);
+    // Padded in H too (an output of height 3), it is another geometry: not these timings.
+    CHECK(conv_at(16, 1) != Catch::Approx(1e-4).epsilon(0.05));
+}
+
 TEST_CASE("fp16 convolutions take the bf16 sweep where the tensor rates are equal", "[predict][cost][conv]") {
     const Calibration* cal = find_builtin_calibration("h200-sxm");
     REQUIRE(cal != nullptr);

@@ -158,6 +158,13 @@ struct ConvRecord {
     std::int64_t groups = 1;         ///< C / groups input channels per group (groups = C: depthwise)
     std::int64_t dilation = 1;       ///< filter dilation, both spatial dimensions
     std::string layout = "NCHW";     ///< tensor and filter layout: "NCHW" or "NHWC"
+    /// The H dimension's stride, padding and dilation where they differ from W's (`stride`, `pad`,
+    /// `dilation`): a 1-D convolution runs as H = R = 1 with stride 1, no padding, dilation 1 in H.
+    std::optional<std::int64_t> stride_h{}, pad_h{}, dilation_h{};
+
+    [[nodiscard]] std::int64_t stride_along_h() const { return stride_h.value_or(stride); }
+    [[nodiscard]] std::int64_t pad_along_h() const { return pad_h.value_or(pad); }
+    [[nodiscard]] std::int64_t dilation_along_h() const { return dilation_h.value_or(dilation); }
 };
 
 /// Output extent of a convolution along one spatial dimension (cuDNN's formula).
@@ -354,7 +361,8 @@ inline void validate(const Calibration& c) {
         const auto& v = c.conv_sweep[i];
         const std::string w = "conv_sweep/" + std::to_string(i);
         require(v.n > 0 && v.c > 0 && v.h > 0 && v.w > 0 && v.k > 0 && v.r > 0 && v.s > 0 && v.stride > 0 &&
-                    v.pad >= 0 && v.groups > 0 && v.dilation > 0,
+                    v.pad >= 0 && v.groups > 0 && v.dilation > 0 && v.stride_along_h() > 0 && v.pad_along_h() >= 0 &&
+                    v.dilation_along_h() > 0,
                 w, "shape must be positive");
         require(v.c % v.groups == 0 && v.k % v.groups == 0, w + "/groups", "must divide c and k");
         require(v.layout == "NCHW" || v.layout == "NHWC", w + "/layout", "must be NCHW or NHWC");
@@ -476,12 +484,16 @@ inline nlohmann::json ceiling_json(const ComputeCeiling& c) {
     for (const auto& [u, f] : c.gemm_fits) gfits[std::string(to_string(u))] = detail::fit_json(f, "flops_per_second");
 
     json conv = json::array();
-    for (const auto& v : c.conv_sweep)
+    for (const auto& v : c.conv_sweep) {
         conv.push_back({{"pass", to_string(v.pass)}, {"n", v.n}, {"c", v.c}, {"h", v.h}, {"w", v.w}, {"k", v.k},
                         {"r", v.r}, {"s", v.s}, {"stride", v.stride}, {"pad", v.pad}, {"unit", to_string(v.unit)},
                         {"algorithm", v.algorithm}, {"seconds", detail::measurement_json(v.seconds, "seconds")},
                         {"flops_per_second", v.flops_per_second}, {"efficiency", v.efficiency},
                         {"groups", v.groups}, {"dilation", v.dilation}, {"layout", v.layout}});
+        if (v.stride_h) conv.back()["stride_h"] = *v.stride_h;
+        if (v.pad_h) conv.back()["pad_h"] = *v.pad_h;
+        if (v.dilation_h) conv.back()["dilation_h"] = *v.dilation_h;
+    }
 
     json launch = json::object();
     if (c.launch_latency_seconds) launch["latency"] = detail::measurement_json(*c.launch_latency_seconds, "seconds");
@@ -733,6 +745,12 @@ inline int read_int(const JsonCursor& j) { return static_cast<int>(j.integer());
             if (v.has("groups")) r.groups = v.at("groups").positive_integer();
             if (r.c % r.groups != 0 || r.k % r.groups != 0) v.at("groups").fail("must divide c and k");
             if (v.has("dilation")) r.dilation = v.at("dilation").positive_integer();
+            if (v.has("stride_h")) r.stride_h = v.at("stride_h").positive_integer();
+            if (v.has("pad_h")) {
+                r.pad_h = v.at("pad_h").integer();
+                if (*r.pad_h < 0) v.at("pad_h").fail("must not be negative");
+            }
+            if (v.has("dilation_h")) r.dilation_h = v.at("dilation_h").positive_integer();
             // optional: profiles before it was recorded used NHWC for 16-bit types and NCHW for fp32
             r.layout = (r.unit == ComputeUnit::bf16_tensor || r.unit == ComputeUnit::fp16_tensor) ? "NHWC" : "NCHW";
             if (v.has("layout")) {

@@ -86,7 +86,8 @@ struct CostContext {
     /// cuDNN times the calibration measured (NCHW, PyTorch's default layout), by shape less the batch:
     /// every batch size the sweep measured for a convolution geometry (N -> seconds).
     std::unordered_map<std::tuple<ComputeUnit, ConvPass, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
-                                  std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t>,
+                                  std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
+                                  std::int64_t, std::int64_t>,
                        std::map<std::int64_t, Seconds>, detail::TupleHash>
         conv_measured_by_batch;
     std::vector<BandwidthPoint> copy_curve;  ///< bytes/s vs working set, read + written (calibration)
@@ -190,16 +191,11 @@ namespace detail {
     return std::tuple{unit, std::min(d.m, d.n), std::max(d.m, d.n), d.k, d.batch};
 }
 
-/// Whether a convolution's stride, padding and dilation are the same in both directions, as the
-/// cuDNN sweep times them (its records carry one of each).
-[[nodiscard]] inline bool is_square(const ConvDims& d) {
-    return d.stride_h == d.stride_w && d.pad_h == d.pad_w && d.dilation_h == d.dilation_w;
-}
-
 /// The key of a convolution's geometry: its shape less the batch size N (unit, pass, C, H, W, K, R, S,
-/// stride, pad, groups, dilation).
+/// stride, padding and dilation in each dimension, groups).
 [[nodiscard]] inline auto conv_geometry_key(ComputeUnit unit, const ConvDims& d) {
-    return std::tuple{unit, d.pass, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.pad_h, d.groups, d.dilation_h};
+    return std::tuple{unit, d.pass, d.c, d.h, d.w, d.k, d.r, d.s, d.stride_h, d.stride_w, d.pad_h, d.pad_w,
+                      d.dilation_h, d.dilation_w, d.groups};
 }
 }  // namespace detail
 
@@ -267,9 +263,12 @@ namespace detail {
         ConvDims d;
         d.pass = r.pass;
         d.n = r.n; d.c = r.c; d.h = r.h; d.w = r.w; d.k = r.k; d.r = r.r; d.s = r.s;
-        d.stride_h = d.stride_w = r.stride;
-        d.pad_h = d.pad_w = r.pad;
-        d.dilation_h = d.dilation_w = r.dilation;
+        d.stride_w = r.stride;
+        d.pad_w = r.pad;
+        d.dilation_w = r.dilation;
+        d.stride_h = r.stride_along_h();
+        d.pad_h = r.pad_along_h();
+        d.dilation_h = r.dilation_along_h();
         d.groups = r.groups;
         const bool depthwise = r.groups > 1 && r.groups == r.c;
         ratios[{r.unit, r.pass, depthwise}].push_back(r.seconds.median / detail::gemm_model_time(g->second, detail::implicit_gemm(d)).value());
@@ -373,7 +372,6 @@ template <class ModelAt, class AlignedAt>
         return ctx.gemm_measured.count(detail::gemm_key(k.unit, *g)) != 0;
     }
     if (const auto* c = std::get_if<ConvDims>(&k.dims); c && k.kind == KernelKind::conv) {
-        if (!detail::is_square(*c)) return false;
         const auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, *c));
         return it != ctx.conv_measured_by_batch.end() && it->second.count(c->n) != 0;
     }
@@ -395,7 +393,7 @@ template <class ModelAt, class AlignedAt>
 /// depthwise and other thin-channel convolutions are bounded by their bytes.
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
     const GemmDims g = detail::implicit_gemm(d);
-    if (detail::is_square(d)) {
+    {
         // The sweep timed this geometry at other batch sizes: the measured times at the batches that
         // bracket N, each scaled by the implicit GEMM model's time ratio, t(N) = t(N0) model(N) / model(N0)
         // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry

@@ -27,7 +27,7 @@ struct FrameworkFigure {
     int samples = 0;
     std::string method;
     /// The figure as measured, where `seconds` was put on the profile's host speed (at_host_speed).
-    std::optional<double> measured_seconds;
+    std::optional<double> measured_seconds{};
 };
 
 /// GPU time of one PyTorch op at a calibration shape (forward, and backward through autograd.grad).

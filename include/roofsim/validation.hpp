@@ -7,14 +7,18 @@
 #include <roofsim/detail/json_read.hpp>
 #include <roofsim/predict.hpp>
 #include <roofsim/predict_ir.hpp>
+#include <roofsim/builtin_profiles.hpp>
 #include <roofsim/zoo/zoo.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <iterator>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace roofsim {
@@ -228,6 +232,18 @@ struct CaseError {
     return out;
 }
 
+namespace detail {
+/// The q-quantile (0..1) of `v`, linear between order statistics; 0 for none.
+[[nodiscard]] inline double quantile(std::vector<double> v, double q) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const double pos = q * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<std::size_t>(std::floor(pos));
+    const auto hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+}  // namespace detail
+
 /// The q-quantile (0..1) of |error| over the cases `pick` selects.
 template <class Pick>
 [[nodiscard]] double error_quantile(const std::vector<CaseError>& errors, double q, Pick pick) {
@@ -235,12 +251,116 @@ template <class Pick>
     for (const auto& e : errors) {
         if (pick(e)) v.push_back(std::abs(e.error));
     }
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const auto hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+    return detail::quantile(std::move(v), q);
+}
+
+/// One validation run of data/validation/runs.json: PyTorch measurements, the framework profile
+/// measured on the same machine just before them, the GPU calibration they are predicted with
+/// (none: the GPU's built-in one) and the exported IRs of their model cases (none: not checked).
+struct ValidationRunFiles {
+    std::string name;
+    std::filesystem::path measurements, framework, calibration, exported;
+};
+
+/// Reads a list of validation runs (kind "roofsim-validation-runs"); paths are relative to its folder.
+[[nodiscard]] inline std::vector<ValidationRunFiles> load_validation_runs(const std::filesystem::path& manifest) {
+    using detail::JsonCursor;
+    const nlohmann::json document = detail::read_json_file(manifest);
+    const JsonCursor root(document, manifest.filename().string(), "");
+    if (root.at("kind").string() != "roofsim-validation-runs") root.at("kind").fail("expected \"roofsim-validation-runs\"");
+    if (root.at("schema_version").integer() != 1) root.at("schema_version").fail("unsupported version (expected 1)");
+    const std::filesystem::path dir = manifest.parent_path();
+    const JsonCursor list = root.at("runs");
+    if (list.array_size() == 0) list.fail("expected at least one run");
+    std::vector<ValidationRunFiles> runs;
+    for (std::size_t i = 0; i < list.array_size(); ++i) {
+        const JsonCursor r = list.at(i);
+        ValidationRunFiles f;
+        f.name = r.at("name").string();
+        f.measurements = dir / r.at("measurements").string();
+        f.framework = dir / r.at("framework").string();
+        if (r.has("calibration")) f.calibration = dir / r.at("calibration").string();
+        if (r.has("exported")) f.exported = dir / r.at("exported").string();
+        for (const auto& [key, path] : {std::pair{"measurements", f.measurements}, {"framework", f.framework}}) {
+            if (!std::filesystem::exists(path)) r.at(key).fail("no such file: " + path.string());
+        }
+        runs.push_back(std::move(f));
+    }
+    return runs;
+}
+
+/// A case over the runs that measured it: its error in each (newest run first) and their median.
+struct CaseOverRuns {
+    std::string id, family, precision;
+    bool model = false;
+    std::vector<double> errors;         ///< (predicted - measured) / measured, one per run
+    std::vector<double> memory_errors;  ///< peak memory, where compared
+    int host_bound_runs = 0;            ///< runs whose prediction the host paces
+
+    [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
+    /// Paced by the host in the prediction of most runs.
+    [[nodiscard]] bool host_bound() const { return 2 * static_cast<std::size_t>(host_bound_runs) > errors.size(); }
+};
+
+/// The cases of several runs, each case's errors gathered by its id.
+struct RunsEvaluation {
+    struct Run {
+        std::string name, origin;
+        double layer_median = 0, layer_p90 = 0, model_worst = 0;  ///< this run alone, |error|
+    };
+    std::vector<Run> runs;
+    std::vector<CaseOverRuns> cases;     ///< the layer-graph path (layer cases and zoo models)
+    std::vector<CaseOverRuns> exported;  ///< model steps from the exported IRs
+};
+
+namespace detail {
+inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>& errors) {
+    for (const auto& e : errors) {
+        auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
+        if (it == out.end()) {
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, 0});
+            it = std::prev(out.end());
+        }
+        it->errors.push_back(e.error);
+        if (e.memory_error) it->memory_errors.push_back(*e.memory_error);
+        it->host_bound_runs += e.host_bound ? 1 : 0;
+    }
+}
+}  // namespace detail
+
+/// Predicts every run with its own framework profile and calibration, on the host speed `speed`.
+[[nodiscard]] inline RunsEvaluation evaluate_runs(const std::vector<ValidationRunFiles>& runs, HostSpeed speed) {
+    RunsEvaluation out;
+    for (const auto& files : runs) {
+        const ValidationSet set = load_validation(files.measurements);
+        const FrameworkProfile framework = load_framework_profile(files.framework);
+        const GpuSpec& spec = gpu_or_throw(set.gpu_key);
+        std::optional<Calibration> calibration;
+        if (!files.calibration.empty()) calibration = load_calibration(files.calibration);
+        const Calibration* measured = calibration ? &*calibration : find_builtin_calibration(spec.key);
+        if (measured && measured->device.gpu_key != spec.key) {
+            throw std::runtime_error(files.name + ": calibration of " + measured->device.gpu_key + ", measurements on " + spec.key);
+        }
+        const CostContext ctx = make_cost_context(spec, measured, &framework);
+        const auto errors = evaluate(set, ctx, &framework, speed);
+        detail::gather(out.cases, errors);
+        if (!files.exported.empty()) detail::gather(out.exported, evaluate_exported(set, files.exported, ctx, &framework, speed));
+        const auto layers = [](const CaseError& e) { return !e.c->model; };
+        const auto models = [](const CaseError& e) { return e.c->model; };
+        out.runs.push_back({files.name, set.origin, error_quantile(errors, 0.5, layers), error_quantile(errors, 0.9, layers),
+                            error_quantile(errors, 1.0, models)});
+    }
+    return out;
+}
+
+/// The q-quantile of |median error| over the cases `pick` selects.
+template <class Pick>
+[[nodiscard]] double median_error_quantile(const std::vector<CaseOverRuns>& cases, double q, Pick pick) {
+    std::vector<double> v;
+    for (const auto& c : cases) {
+        if (pick(c)) v.push_back(std::abs(c.median_error()));
+    }
+    return detail::quantile(std::move(v), q);
 }
 
 }  // namespace roofsim

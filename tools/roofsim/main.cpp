@@ -270,6 +270,66 @@ void print_kernel(const roofsim::Ceilings& c, const roofsim::KernelWork& k, cons
 
 std::string ms(roofsim::Seconds t) { return format_number("%.3f", roofsim::to_milliseconds(t)); }
 
+/// `roofsim validate --runs`: each run's own summary, then each case's median error over the runs.
+void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& manifest, roofsim::HostSpeed speed, bool all_cases,
+                           std::ostream& out) {
+    out << "Validation over " << v.runs.size() << " runs (" << manifest
+        << "), each predicted with the framework profile and calibration measured with it, at "
+        << (speed == roofsim::HostSpeed::measured ? "each case's canary host speed" : "the framework profile's host speed") << ":\n";
+    for (const auto& r : v.runs) {
+        out << "  " << r.name << " (" << r.origin << "): layer cases median |error| " << format_number("%.1f", 100 * r.layer_median)
+            << "%, 90th percentile " << format_number("%.1f", 100 * r.layer_p90) << "%; model steps worst "
+            << format_number("%.1f", 100 * r.model_worst) << "%\n";
+    }
+    const auto by_run = [](const roofsim::CaseOverRuns& c) {
+        std::string text;
+        for (double e : c.errors) {
+            if (!text.empty()) text += ' ';
+            text += format_number("%+.1f", 100 * e);
+        }
+        return text;
+    };
+    const auto table = [&](const std::vector<roofsim::CaseOverRuns>& cases, bool models_only) {
+        TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "median memory error %"});
+        for (const auto& c : cases) {
+            if (models_only && !c.model) continue;
+            t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), by_run(c),
+                       c.host_bound() ? "host" : "GPU",
+                       c.memory_errors.empty() ? "-" : format_number("%+.1f", 100 * roofsim::detail::quantile(c.memory_errors, 0.5))});
+        }
+        t.print(out);
+    };
+    out << '\n';
+    if (all_cases) {
+        table(v.cases, false);
+    } else {
+        std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
+        for (const auto& c : v.cases) groups[{c.family, c.precision}].push_back(c.median_error());
+        TextTable t({"op or model", "mode", "cases", "median |median error| %", "worst median error %"});
+        for (auto& [key, errors] : groups) {
+            std::vector<double> a;
+            for (double x : errors) a.push_back(std::abs(x));
+            const double worst = *std::max_element(errors.begin(), errors.end(), [](double x, double y) { return std::abs(x) < std::abs(y); });
+            t.add_row({key.first, key.second, std::to_string(errors.size()), format_number("%.1f", 100 * roofsim::detail::quantile(a, 0.5)),
+                       format_number("%+.1f", 100 * worst)});
+        }
+        t.print(out);
+        out << "\nModel steps:\n";
+        table(v.cases, true);
+    }
+    const auto layers = [](const roofsim::CaseOverRuns& c) { return !c.model; };
+    const auto models = [](const roofsim::CaseOverRuns& c) { return c.model; };
+    out << "\nover the runs (each case's median error): layer cases: median |error| "
+        << format_number("%.1f", 100 * roofsim::median_error_quantile(v.cases, 0.5, layers)) << "%, 90th percentile "
+        << format_number("%.1f", 100 * roofsim::median_error_quantile(v.cases, 0.9, layers)) << "%; model steps: median "
+        << format_number("%.1f", 100 * roofsim::median_error_quantile(v.cases, 0.5, models)) << "%, worst "
+        << format_number("%.1f", 100 * roofsim::median_error_quantile(v.cases, 1.0, models)) << "%\n";
+    if (!v.exported.empty()) {
+        out << "\nModel steps predicted from the exported IRs:\n";
+        table(v.exported, true);
+    }
+}
+
 void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostream& out) {
     out << "Training step of " << p.kernels.model << " on " << p.gpu_key << ", batch " << p.batch << ", " << p.precision
         << "\n  ceilings: " << p.ceilings_origin << "\n  host costs: " << p.host_costs_source << "\n\n";
@@ -437,10 +497,17 @@ int main(int argc, char** argv) {
 
     // validate
     auto* validate = app.add_subcommand("validate", "Compare predictions with PyTorch timings from tools/validate/measure_pytorch.py");
-    std::string validate_file, validate_framework;
+    std::string validate_file, validate_framework, validate_runs;
     bool validate_cases = false;
-    validate->add_option("--measurements", validate_file, "A data/validation/*.json file")->required();
-    validate->add_option("--framework", validate_framework, "Framework profile (default: the built-in one of the measured GPU)");
+    auto* measurements_option = validate->add_option("--measurements", validate_file, "A data/validation/*.json file");
+    auto* runs_option = validate->add_option(
+        "--runs", validate_runs,
+        "A list of validation runs (data/validation/runs.json): each predicted with its own framework profile and "
+        "calibration, each case's error the median over the runs");
+    measurements_option->excludes(runs_option);
+    auto* framework_option =
+        validate->add_option("--framework", validate_framework, "Framework profile (default: the built-in one of the measured GPU)");
+    framework_option->excludes(runs_option);
     validate->add_flag("--cases", validate_cases, "Print every case, not only the summary per op and mode");
     std::string validate_host_speed = "profiled";
     validate->add_option("--host-speed", validate_host_speed,
@@ -608,7 +675,12 @@ int main(int argc, char** argv) {
                     print_operators(p, 10, std::cout);
                 }
             }
+        } else if (validate->parsed() && !validate_runs.empty()) {
+            const auto speed = validate_host_speed == "profiled" ? roofsim::HostSpeed::profiled : roofsim::HostSpeed::measured;
+            print_validation_runs(roofsim::evaluate_runs(roofsim::load_validation_runs(validate_runs), speed), validate_runs, speed,
+                                  validate_cases, std::cout);
         } else if (validate->parsed()) {
+            if (validate_file.empty()) throw UsageError("validate needs --measurements FILE or --runs FILE");
             const roofsim::ValidationSet set = roofsim::load_validation(validate_file);
             const auto& spec = gpu_arg(set.gpu_key);
             const roofsim::Calibration* measured = calibration && calibration->device.gpu_key == spec.key

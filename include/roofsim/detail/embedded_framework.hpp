@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T09:34:17+00:00",
+ "date_utc": "2026-11-30T10:00:19+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,433 +52,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "passes": 3
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.966985000016138e-06,
+  "reference_seconds_per_op": 1.298048749994507e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 3536,
-  "canary_p10_seconds": 7.287350000027004e-06,
-  "canary_p90_seconds": 1.4835954999981027e-05,
-  "use": "read only: the figures are as measured; reference_seconds_per_op is the run's median canary"
+  "canaries": 3688,
+  "canary_p10_seconds": 7.592660000028673e-06,
+  "canary_p90_seconds": 1.5504389999989598e-05,
+  "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.004303499999367e-06,
-   "min": 8.479239999999778e-06,
-   "max": 1.0039689999999269e-05,
+   "seconds": 9.447757499998489e-06,
+   "min": 7.374389000005977e-06,
+   "max": 1.0125634499999591e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.538899500001307e-06,
-   "host_canary_seconds": 8.688684999995644e-06,
+   "issue_only_seconds": 7.5737559999993205e-06,
+   "host_canary_seconds": 7.655999999940377e-06,
    "pass_seconds": [
-    8.551971000001046e-06,
-    9.004303499999367e-06,
-    9.222944499995834e-06
+    7.581408999996597e-06,
+    9.952802499995529e-06,
+    9.447757499998489e-06
    ],
    "pass_host_canary_seconds": [
-    8.688684999995644e-06,
-    8.935644999965576e-06,
-    9.390194999951973e-06
+    7.655999999940377e-06,
+    1.0099690000089367e-05,
+    9.78500499996926e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.6156469000002005e-05,
-   "min": 1.1512302999999946e-05,
-   "max": 2.4850257500006023e-05,
+   "seconds": 1.6598723499996028e-05,
+   "min": 1.2325045500006127e-05,
+   "max": 2.409933350000415e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.529829999999954e-05,
-   "host_canary_seconds": 9.302454999993159e-06,
+   "issue_only_seconds": 1.2702621999991948e-05,
+   "host_canary_seconds": 7.472274999997807e-06,
    "pass_seconds": [
-    1.5344894500000096e-05,
-    1.6156469000002005e-05,
-    1.702836549999631e-05
+    1.2737561999998093e-05,
+    1.747253949999106e-05,
+    1.6598723499996028e-05
    ],
    "pass_host_canary_seconds": [
-    9.302454999993159e-06,
-    9.165895000009527e-06,
-    9.564619999977707e-06
+    7.472274999997807e-06,
+    1.0237185000079307e-05,
+    9.622190000015962e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.5133727499998529e-05,
-   "min": 1.4435724999998456e-05,
-   "max": 2.1940213500002413e-05,
+   "seconds": 1.4968645499990885e-05,
+   "min": 1.1934575500006872e-05,
+   "max": 1.7787529499997845e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5088166499999999e-05,
-   "host_canary_seconds": 9.160394999998544e-06,
+   "issue_only_seconds": 1.255739549999646e-05,
+   "host_canary_seconds": 7.337035000034575e-06,
    "pass_seconds": [
-    1.5133727499998529e-05,
-    1.4791954000003216e-05,
-    1.5575942000005227e-05
+    1.2607603000006406e-05,
+    1.6108687500008046e-05,
+    1.4968645499990885e-05
    ],
    "pass_host_canary_seconds": [
-    9.160394999998544e-06,
-    9.196135000024697e-06,
-    9.649940000002744e-06
+    7.337035000034575e-06,
+    1.0461635000069691e-05,
+    9.66035499999407e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.625381849999741e-05,
-   "min": 9.782867000000195e-06,
-   "max": 1.9360446500002127e-05,
+   "seconds": 1.8004082499999185e-05,
+   "min": 1.098715850000076e-05,
+   "max": 2.4247864499997718e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.955378999999098e-06,
-   "host_canary_seconds": 6.679402500004983e-06,
+   "issue_only_seconds": 1.1593882499994379e-05,
+   "host_canary_seconds": 7.598760000036009e-06,
    "pass_seconds": [
-    9.975993499999447e-06,
-    1.625381849999741e-05,
-    1.6929185000002178e-05
+    1.1631033000000457e-05,
+    1.8575529499997855e-05,
+    1.8004082499999185e-05
    ],
    "pass_host_canary_seconds": [
-    6.679402500004983e-06,
-    9.382114999993973e-06,
-    9.571324999981812e-06
+    7.598760000036009e-06,
+    1.0351269999944179e-05,
+    1.0295099999950707e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 8.975443499998903e-06,
-   "min": 6.086179500002231e-06,
-   "max": 1.6500831499996594e-05,
+   "seconds": 9.985296500005348e-06,
+   "min": 6.726250499994535e-06,
+   "max": 1.322649300000478e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.159287500000943e-06,
-   "host_canary_seconds": 6.321637499997479e-06,
+   "issue_only_seconds": 6.860497000005239e-06,
+   "host_canary_seconds": 7.224637500087283e-06,
    "pass_seconds": [
-    6.168246999997962e-06,
-    1.4734330499997839e-05,
-    8.975443499998903e-06
+    6.871011499995916e-06,
+    9.985296500005348e-06,
+    1.1221079999998552e-05
    ],
    "pass_host_canary_seconds": [
-    6.321637499997479e-06,
-    1.5012194999997064e-05,
-    9.105209999979991e-06
+    7.224637500087283e-06,
+    1.0393229999934307e-05,
+    1.0270100000013827e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.782757549999417e-05,
-   "min": 3.2854420500001424e-05,
-   "max": 8.018305899999944e-05,
+   "seconds": 5.435904849998963e-05,
+   "min": 3.668446749999532e-05,
+   "max": 6.62923449999937e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.35024945000022e-05,
-   "host_canary_seconds": 6.631004999988477e-06,
+   "issue_only_seconds": 3.8814975500002903e-05,
+   "host_canary_seconds": 7.423329999909356e-06,
    "pass_seconds": [
-    3.3541499500000074e-05,
-    7.590728099999922e-05,
-    4.782757549999417e-05
+    3.886165900000549e-05,
+    5.946406649999858e-05,
+    5.435904849998963e-05
    ],
    "pass_host_canary_seconds": [
-    6.631004999988477e-06,
-    1.5788360000001945e-05,
-    9.103519999982268e-06
+    7.423329999909356e-06,
+    1.07389999999441e-05,
+    1.0611659999995027e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.763149449999759e-05,
-   "min": 2.2948137000000203e-05,
-   "max": 5.7747292500003766e-05,
+   "seconds": 4.095762949999937e-05,
+   "min": 2.544885550000231e-05,
+   "max": 6.216747650000798e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4113090500001987e-05,
-   "host_canary_seconds": 6.478459999996744e-06,
+   "issue_only_seconds": 2.647606549999182e-05,
+   "host_canary_seconds": 7.307294999918668e-06,
    "pass_seconds": [
-    2.412394250000105e-05,
-    3.763149449999759e-05,
-    3.8882691499999566e-05
+    2.6522405499989077e-05,
+    5.55224985000109e-05,
+    4.095762949999937e-05
    ],
    "pass_host_canary_seconds": [
-    6.478459999996744e-06,
-    9.652329999951803e-06,
-    1.014078499999016e-05
+    7.307294999918668e-06,
+    1.4398904999950446e-05,
+    1.0508449999946379e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.6999452999996832e-05,
-   "min": 9.723890499998334e-06,
-   "max": 2.5540537999994228e-05,
+   "seconds": 1.8695682500009524e-05,
+   "min": 1.020926300000724e-05,
+   "max": 3.1391351000010556e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.89440849999923e-06,
-   "host_canary_seconds": 6.425747499996248e-06,
+   "issue_only_seconds": 1.0945036999999047e-05,
+   "host_canary_seconds": 7.220525000093403e-06,
    "pass_seconds": [
-    9.901814500000939e-06,
-    1.6999452999996832e-05,
-    2.26686145000059e-05
+    1.0963812500008885e-05,
+    2.9810212000001e-05,
+    1.8695682500009524e-05
    ],
    "pass_host_canary_seconds": [
-    6.425747499996248e-06,
-    1.0180304999991564e-05,
-    1.271240000001228e-05
+    7.220525000093403e-06,
+    1.6364069999923458e-05,
+    1.032656000006682e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.0798313500004042e-05,
-   "min": 7.688279499998173e-06,
-   "max": 1.573346250000185e-05,
+   "seconds": 1.2623515000001362e-05,
+   "min": 8.20110499999771e-06,
+   "max": 1.4576692500000376e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.759598999999895e-06,
-   "host_canary_seconds": 6.6358100000130095e-06,
+   "issue_only_seconds": 8.611950000002366e-06,
+   "host_canary_seconds": 7.461477500001479e-06,
    "pass_seconds": [
-    7.765655499998303e-06,
-    1.0814690499998391e-05,
-    1.0798313500004042e-05
+    8.624624500001232e-06,
+    1.2623515000001362e-05,
+    1.3012359000001083e-05
    ],
    "pass_host_canary_seconds": [
-    6.6358100000130095e-06,
-    9.346344999983102e-06,
-    9.375799999986611e-06
+    7.461477500001479e-06,
+    1.1002419999925905e-05,
+    1.1969735000008086e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.9748654499998965e-05,
-   "min": 1.410826800000109e-05,
-   "max": 2.9509985499998947e-05,
+   "seconds": 2.2006449000002704e-05,
+   "min": 1.487316350001322e-05,
+   "max": 2.871389099999533e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4349442000000324e-05,
-   "host_canary_seconds": 6.553154999977551e-06,
+   "issue_only_seconds": 1.5221474000000512e-05,
+   "host_canary_seconds": 7.2717349999606995e-06,
    "pass_seconds": [
-    1.4356787500002355e-05,
-    1.9748654499998965e-05,
-    2.890211100000073e-05
+    1.5255189499995936e-05,
+    2.36159029999925e-05,
+    2.2006449000002704e-05
    ],
    "pass_host_canary_seconds": [
-    6.553154999977551e-06,
-    9.687910000053534e-06,
-    1.34060950000503e-05
+    7.2717349999606995e-06,
+    1.1783785000005764e-05,
+    1.0510925000062343e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.7397346999999287e-05,
-   "min": 1.2907027499998947e-05,
-   "max": 2.594964149999868e-05,
+   "seconds": 1.92514889999984e-05,
+   "min": 1.380948800000681e-05,
+   "max": 2.3470384999995985e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.318808250000103e-05,
-   "host_canary_seconds": 6.350760000017885e-06,
+   "issue_only_seconds": 1.4055628999997793e-05,
+   "host_canary_seconds": 7.3545250000961456e-06,
    "pass_seconds": [
-    1.3197325000000149e-05,
-    1.7741466499998636e-05,
-    1.7397346999999287e-05
+    1.4095209999993585e-05,
+    1.9975591999994434e-05,
+    1.92514889999984e-05
    ],
    "pass_host_canary_seconds": [
-    6.350760000017885e-06,
-    9.477235000048268e-06,
-    9.138644999993062e-06
+    7.3545250000961456e-06,
+    1.073727499999677e-05,
+    1.0466015000076823e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.835805849999872e-05,
-   "min": 1.2421850500000886e-05,
-   "max": 2.1141705000005118e-05,
+   "seconds": 2.032372899999757e-05,
+   "min": 1.2580275000004803e-05,
+   "max": 2.1357145000010292e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2785534999999015e-05,
-   "host_canary_seconds": 6.6798149999769406e-06,
+   "issue_only_seconds": 1.2883665499998642e-05,
+   "host_canary_seconds": 6.905875000029482e-06,
    "pass_seconds": [
-    1.27919074999987e-05,
-    2.0029727500002535e-05,
-    1.835805849999872e-05
+    1.289264449999905e-05,
+    2.040459449999332e-05,
+    2.032372899999757e-05
    ],
    "pass_host_canary_seconds": [
-    6.6798149999769406e-06,
-    9.597100000036107e-06,
-    9.171000000023355e-06
+    6.905875000029482e-06,
+    1.0263725000072555e-05,
+    1.0188825000057022e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.070204999999902e-05,
-   "min": 7.4373424999976126e-06,
-   "max": 1.4104045499998108e-05,
+   "seconds": 1.110958850000543e-05,
+   "min": 7.843180000008943e-06,
+   "max": 1.1687765999994325e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.550146999999896e-06,
-   "host_canary_seconds": 6.451009999999258e-06,
+   "issue_only_seconds": 7.913060999996446e-06,
+   "host_canary_seconds": 6.745637500031876e-06,
    "pass_seconds": [
-    7.556994000001538e-06,
-    1.1245457000001125e-05,
-    1.070204999999902e-05
+    7.921762999998805e-06,
+    1.110958850000543e-05,
+    1.147706599999765e-05
    ],
    "pass_host_canary_seconds": [
-    6.451009999999258e-06,
-    9.610325000011244e-06,
-    9.27238999999247e-06
+    6.745637500031876e-06,
+    9.895290000088153e-06,
+    1.005205499993167e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.1785766000000706e-05,
-   "min": 1.5492802999997225e-05,
-   "max": 2.4071790000000703e-05,
+   "seconds": 2.181331500000283e-05,
+   "min": 1.563117500000999e-05,
+   "max": 2.6059700000004683e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5858603499999902e-05,
-   "host_canary_seconds": 6.6818200000184906e-06,
+   "issue_only_seconds": 1.597954650000588e-05,
+   "host_canary_seconds": 6.944585000070447e-06,
    "pass_seconds": [
-    1.5868422999997024e-05,
-    2.3106798999997125e-05,
-    2.1785766000000706e-05
+    1.5997623499998782e-05,
+    2.181331500000283e-05,
+    2.488395449999814e-05
    ],
    "pass_host_canary_seconds": [
-    6.6818200000184906e-06,
-    9.969635000004473e-06,
-    9.35193499998377e-06
+    6.944585000070447e-06,
+    9.992409999881602e-06,
+    1.0412354999971285e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.711492750000332e-05,
-   "min": 1.2255503500000486e-05,
-   "max": 1.9467899500000385e-05,
+   "seconds": 1.8193340500005206e-05,
+   "min": 1.3003802499994776e-05,
+   "max": 2.190670400000272e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2901106499999316e-05,
-   "host_canary_seconds": 6.804549999976928e-06,
+   "issue_only_seconds": 1.3287069499995142e-05,
+   "host_canary_seconds": 7.238640000082342e-06,
    "pass_seconds": [
-    1.2908641999999304e-05,
-    1.8114584500004583e-05,
-    1.711492750000332e-05
+    1.3295944999995867e-05,
+    1.8193340500005206e-05,
+    1.8967336999992314e-05
    ],
    "pass_host_canary_seconds": [
-    6.804549999976928e-06,
-    9.863905000031536e-06,
-    9.342560000007439e-06
+    7.238640000082342e-06,
+    1.0171484999972336e-05,
+    1.0507214999933013e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.8590296999995815e-05,
-   "min": 1.2926014499999638e-05,
-   "max": 2.1370487499993373e-05,
+   "seconds": 1.994406699999729e-05,
+   "min": 1.3203187000002003e-05,
+   "max": 3.217681099999936e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3012682500001205e-05,
-   "host_canary_seconds": 6.82932000000136e-06,
+   "issue_only_seconds": 1.3424509499998293e-05,
+   "host_canary_seconds": 7.118139999988671e-06,
    "pass_seconds": [
-    1.3019423500001181e-05,
-    1.984163249999682e-05,
-    1.8590296999995815e-05
+    1.3456882499994549e-05,
+    1.994406699999729e-05,
+    2.0634380999993595e-05
    ],
    "pass_host_canary_seconds": [
-    6.82932000000136e-06,
-    9.581445000037546e-06,
-    9.03965500000936e-06
+    7.118139999988671e-06,
+    9.93258000008268e-06,
+    1.0280519999952275e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 7.47745449999826e-06,
-   "min": 5.634077999999931e-06,
-   "max": 9.138984999999877e-06,
+   "seconds": 7.811309499999197e-06,
+   "min": 5.656468499992684e-06,
+   "max": 1.4235513999992122e-05,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.709232999997482e-06,
-   "host_canary_seconds": 6.634097500022307e-06,
+   "issue_only_seconds": 5.772741000001247e-06,
+   "host_canary_seconds": 7.066382499942847e-06,
    "pass_seconds": [
-    5.715754499998837e-06,
-    7.47745449999826e-06,
-    7.834962000003998e-06
+    5.778610999996659e-06,
+    7.811309499999197e-06,
+    1.3040309000004414e-05
    ],
    "pass_host_canary_seconds": [
-    6.634097500022307e-06,
-    9.289485000003594e-06,
-    9.714420000008773e-06
+    7.066382499942847e-06,
+    9.904302499990082e-06,
+    1.650054750001573e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.5450621111120377e-05,
-   "min": 8.669698888894573e-06,
-   "max": 2.1268629999992882e-05,
+   "seconds": 1.4276739999969676e-05,
+   "min": 9.019645555541602e-06,
+   "max": 2.15869222222409e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5947450000081175e-06,
+   "host_canary_seconds": 6.816260000022112e-06,
    "pass_seconds": [
-    9.488145555557202e-06,
-    1.5450621111120377e-05,
-    1.864941999999006e-05
+    1.0721118888896955e-05,
+    1.4276739999969676e-05,
+    1.9969495555566632e-05
    ],
    "pass_host_canary_seconds": [
-    6.5947450000081175e-06,
-    1.0255415000059998e-05,
-    9.600219999938986e-06
+    6.816260000022112e-06,
+    1.002015499992126e-05,
+    1.027291499994476e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0005949898888846722,
-   "min": 0.00017412822222537564,
-   "max": 0.0012941347777860478,
+   "seconds": 0.0007284122222522961,
+   "min": -9.611666668736985e-05,
+   "max": 0.001128137111108016,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5947450000081175e-06,
+   "host_canary_seconds": 6.816260000022112e-06,
    "pass_seconds": [
-    0.0006715624444405914,
-    0.0005949898888846722,
-    0.000585548333335042
+    0.0007284122222522961,
+    0.00041956133335298144,
+    0.0007520792222174399
    ],
    "pass_host_canary_seconds": [
-    6.5947450000081175e-06,
-    1.0255415000059998e-05,
-    9.600219999938986e-06
+    6.816260000022112e-06,
+    1.002015499992126e-05,
+    1.027291499994476e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 7.129516666661099e-06,
-   "min": 5.591727777777401e-06,
-   "max": 7.997545555566729e-06,
+   "seconds": 5.5148599999989125e-06,
+   "min": 3.5498777777813e-06,
+   "max": 8.007014444425902e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.250342500006781e-06,
+   "host_canary_seconds": 6.733830000058561e-06,
    "pass_seconds": [
-    5.987117777779519e-06,
-    7.403594444434071e-06,
-    7.129516666661099e-06
+    3.849486666701473e-06,
+    5.5148599999989125e-06,
+    7.620413333345116e-06
    ],
    "pass_host_canary_seconds": [
-    9.250342500006781e-06,
-    1.408922749998709e-05,
-    9.527200000007951e-06
+    6.733830000058561e-06,
+    1.0546040000036783e-05,
+    1.1352667500048598e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.8349288889003725e-06,
-   "min": 4.379706666668426e-06,
-   "max": 7.5897155555537666e-06,
+   "seconds": 4.54506000001705e-06,
+   "min": 3.1660333333623687e-06,
+   "max": 7.771562222242463e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.21670249999451e-06,
+   "host_canary_seconds": 7.257087499965564e-06,
    "pass_seconds": [
-    5.762378888884238e-06,
-    7.1904222222150965e-06,
-    6.8349288889003725e-06
+    3.973537777773749e-06,
+    4.54506000001705e-06,
+    7.1208977777814656e-06
    ],
    "pass_host_canary_seconds": [
-    9.21670249999451e-06,
-    1.3973299999996413e-05,
-    9.627334999997572e-06
+    7.257087499965564e-06,
+    1.0099245000034786e-05,
+    1.1160552500015797e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.869719555556015e-05,
-   "min": 3.30005211111089e-05,
-   "max": 7.259471444445214e-05,
+   "seconds": 4.6641948888874494e-05,
+   "min": 3.588899111112672e-05,
+   "max": 7.600491666664766e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.04689500000677e-06,
+   "host_canary_seconds": 7.183084999979883e-06,
    "pass_seconds": [
-    3.434952222222244e-05,
-    4.869719555556015e-05,
-    5.952138777778436e-05
+    4.2454471111107574e-05,
+    4.6641948888874494e-05,
+    6.876505888887626e-05
    ],
    "pass_host_canary_seconds": [
-    8.04689500000677e-06,
-    1.0277450000018007e-05,
-    9.397614999997473e-06
+    7.183084999979883e-06,
+    1.0567899999927022e-05,
+    1.0833725000054528e-05
    ]
   },
   "backward_call": {
-   "seconds": 6.311866485824187e-05,
-   "min": 5.438133825858433e-05,
-   "max": 0.0001034773370871941,
+   "seconds": 9.007200039923193e-05,
+   "min": 4.798666760325429e-05,
+   "max": 0.00012655467229584857,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 19.32 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 18.75 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -487,28 +487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    9.843199700117111e-05,
-    0.00011350400000810623,
-    0.00013580800592899323,
-    0.00017395199835300445,
-    0.0003927040100097656
+    8.275199681520462e-05,
+    9.337600320577622e-05,
+    0.00011872000247240066,
+    0.00016051200032234192,
+    0.0003657599985599518
    ],
-   "host_canary_seconds": 8.532047500011686e-06,
+   "host_canary_seconds": 7.00946999998564e-06,
    "pass_seconds": [
-    6.311866485824187e-05,
-    5.438133825858433e-05,
-    0.0001034773370871941
+    4.798666760325429e-05,
+    9.007200039923193e-05,
+    0.00012655467229584857
    ],
    "pass_host_canary_seconds": [
-    8.532047500011686e-06,
-    9.74707500002836e-06,
-    1.2987535000021921e-05
+    7.00946999998564e-06,
+    1.0387305000065794e-05,
+    1.527409000004809e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.5022475314991815e-05,
-   "min": 2.1814096009447464e-05,
-   "max": 3.1618287875538784e-05,
+   "seconds": 3.270095214247703e-05,
+   "min": 1.928914276262124e-05,
+   "max": 3.882819094828197e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -517,26 +517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.9183998256921766e-05,
-    8.726400136947632e-05,
-    0.0004121919870376587
+    2.9983999207615853e-05,
+    8.921600133180619e-05,
+    0.0003197759985923767
    ],
-   "host_canary_seconds": 7.737927499995578e-06,
+   "host_canary_seconds": 7.180462500002705e-06,
    "pass_seconds": [
-    2.5022475314991815e-05,
-    2.1814096009447464e-05,
-    3.1618287875538784e-05
+    1.928914276262124e-05,
+    3.270095214247703e-05,
+    3.882819094828197e-05
    ],
    "pass_host_canary_seconds": [
-    7.737927499995578e-06,
-    9.726675000010232e-06,
-    1.2925354999993032e-05
+    7.180462500002705e-06,
+    1.3667939999919553e-05,
+    1.4687742500072431e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 8.536076829546973e-05,
-   "min": 6.868114801389831e-05,
-   "max": 9.861714552555764e-05,
+   "seconds": 0.00010855237305873916,
+   "min": 7.729981298602761e-05,
+   "max": 0.00011246932439860844,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -545,26 +545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001525759994983673,
-    0.000603551983833313,
-    0.0016147520542144776
+    0.00017894400656223296,
+    0.00046534401178359983,
+    0.0016266560554504394
    ],
-   "host_canary_seconds": 7.737927499995578e-06,
+   "host_canary_seconds": 7.180462500002705e-06,
    "pass_seconds": [
-    6.868114801389831e-05,
-    9.861714552555764e-05,
-    8.536076829546973e-05
+    7.729981298602761e-05,
+    0.00010855237305873916,
+    0.00011246932439860844
    ],
    "pass_host_canary_seconds": [
-    7.737927499995578e-06,
-    9.726675000010232e-06,
-    1.2925354999993032e-05
+    7.180462500002705e-06,
+    1.3667939999919553e-05,
+    1.4687742500072431e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.6368763957704815e-05,
-   "min": 5.307123810052872e-05,
-   "max": 7.603732957726434e-05,
+   "seconds": 5.679161775679816e-05,
+   "min": 3.724266659645807e-05,
+   "max": 9.719466382548923e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -573,26 +573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.841599941253662e-05,
-    0.0002587519884109497,
-    0.0009210240244865417
+    8.67839977145195e-05,
+    0.00021958400309085845,
+    0.0006524479985237122
    ],
-   "host_canary_seconds": 9.03128000000919e-06,
+   "host_canary_seconds": 7.125372499956484e-06,
    "pass_seconds": [
-    5.6368763957704815e-05,
-    5.307123810052872e-05,
-    7.603732957726434e-05
+    3.724266659645807e-05,
+    9.719466382548923e-05,
+    5.679161775679816e-05
    ],
    "pass_host_canary_seconds": [
-    9.03128000000919e-06,
-    1.3829230000013126e-05,
-    1.3192680000031488e-05
+    7.125372499956484e-06,
+    1.3658675000058906e-05,
+    1.4764099999950985e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00014707503716150918,
-   "min": 0.00011743543474447159,
-   "max": 0.00015335847614776518,
+   "seconds": 0.00013188419881321136,
+   "min": 0.00011829256656624025,
+   "max": 0.00023249829950786773,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -601,26 +601,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003402239978313446,
-    0.0008562560081481934,
-    0.003360447883605957
+    0.00041020798683166505,
+    0.001093727946281433,
+    0.003005824089050293
    ],
-   "host_canary_seconds": 9.03128000000919e-06,
+   "host_canary_seconds": 7.125372499956484e-06,
    "pass_seconds": [
-    0.00014707503716150918,
-    0.00015335847614776518,
-    0.00011743543474447159
+    0.00013188419881321136,
+    0.00011829256656624025,
+    0.00023249829950786773
    ],
    "pass_host_canary_seconds": [
-    9.03128000000919e-06,
-    1.3829230000013126e-05,
-    1.3192680000031488e-05
+    7.125372499956484e-06,
+    1.3658675000058906e-05,
+    1.4764099999950985e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.5507809729093596e-05,
-   "min": 1.4028190058611688e-05,
-   "max": 3.0129523593045415e-05,
+   "seconds": 1.9046856356518612e-05,
+   "min": 1.778133444133259e-05,
+   "max": 2.9236571419806704e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -629,26 +629,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9632000252604483e-05,
-    7.440000027418137e-05,
-    0.0002616640031337738
+    2.236800082027912e-05,
+    5.8368001133203504e-05,
+    0.0003010239899158478
    ],
-   "host_canary_seconds": 8.869924999999058e-06,
+   "host_canary_seconds": 9.480930000052013e-06,
    "pass_seconds": [
-    1.5507809729093596e-05,
-    3.0129523593045415e-05,
-    1.4028190058611688e-05
+    1.9046856356518612e-05,
+    1.778133444133259e-05,
+    2.9236571419806704e-05
    ],
    "pass_host_canary_seconds": [
-    8.869924999999058e-06,
-    1.3459689999990588e-05,
-    9.086764999963747e-06
+    9.480930000052013e-06,
+    1.051087500002268e-05,
+    1.4668799999952853e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 5.5363805964589106e-05,
-   "min": 5.094476053047749e-05,
-   "max": 8.104762000342208e-05,
+   "seconds": 6.707047919432324e-05,
+   "min": 4.871390919600214e-05,
+   "max": 8.901104739024526e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,26 +657,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014329600334167482,
-    0.0003274880051612854,
-    0.001196895956993103
+    0.00015411199629306794,
+    0.00044140800833702087,
+    0.0011985280513763428
    ],
-   "host_canary_seconds": 8.869924999999058e-06,
+   "host_canary_seconds": 9.480930000052013e-06,
    "pass_seconds": [
-    5.5363805964589106e-05,
-    8.104762000342208e-05,
-    5.094476053047749e-05
+    4.871390919600214e-05,
+    8.901104739024526e-05,
+    6.707047919432324e-05
    ],
    "pass_host_canary_seconds": [
-    8.869924999999058e-06,
-    1.3459689999990588e-05,
-    9.086764999963747e-06
+    9.480930000052013e-06,
+    1.051087500002268e-05,
+    1.4668799999952853e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.3710476188432606e-05,
-   "min": 2.2959238361744654e-05,
-   "max": 5.533180811575481e-05,
+   "seconds": 5.37371447398549e-05,
+   "min": 3.199619019315356e-05,
+   "max": 6.019199816953568e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -685,26 +685,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.643200248479843e-05,
-    0.00018592000007629393,
-    0.0004410240054130554
+    8.35840031504631e-05,
+    0.00018233600258827208,
+    0.0005644479990005493
    ],
-   "host_canary_seconds": 6.881955000004325e-06,
+   "host_canary_seconds": 8.785294999995585e-06,
    "pass_seconds": [
-    2.2959238361744654e-05,
-    5.533180811575481e-05,
-    3.3710476188432606e-05
+    3.199619019315356e-05,
+    5.37371447398549e-05,
+    6.019199816953568e-05
    ],
    "pass_host_canary_seconds": [
-    6.881955000004325e-06,
-    1.381905999998878e-05,
-    9.191644999972937e-06
+    8.785294999995585e-06,
+    1.2870784999989837e-05,
+    1.4768652499981272e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 7.1753139651957e-05,
-   "min": 6.796571257568543e-05,
-   "max": 8.806247051273072e-05,
+   "seconds": 9.526476051126208e-05,
+   "min": 6.033599695989064e-05,
+   "max": 0.00010080457620677493,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -713,26 +713,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00042150399088859556,
-    0.0007776960134506226,
-    0.0018662079572677613
+    0.0003267199993133545,
+    0.0005808960199356079,
+    0.0017040959596633912
    ],
-   "host_canary_seconds": 6.881955000004325e-06,
+   "host_canary_seconds": 8.785294999995585e-06,
    "pass_seconds": [
-    7.1753139651957e-05,
-    8.806247051273072e-05,
-    6.796571257568543e-05
+    6.033599695989064e-05,
+    0.00010080457620677493,
+    9.526476051126208e-05
    ],
    "pass_host_canary_seconds": [
-    6.881955000004325e-06,
-    1.381905999998878e-05,
-    9.191644999972937e-06
+    8.785294999995585e-06,
+    1.2870784999989837e-05,
+    1.4768652499981272e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.5774475807944935e-05,
-   "min": 1.6550094687512943e-05,
-   "max": 2.992762110772587e-05,
+   "seconds": 1.7732571100904827e-05,
+   "min": 1.4169904359039803e-05,
+   "max": 3.4662857651710516e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -741,26 +741,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5183999910950662e-05,
-    7.103999704122543e-05,
-    0.000401311993598938
+    2.4095999076962472e-05,
+    6.438399851322174e-05,
+    0.0002359039932489395
    ],
-   "host_canary_seconds": 1.0227129999975659e-05,
+   "host_canary_seconds": 6.898769999992282e-06,
    "pass_seconds": [
-    2.5774475807944935e-05,
-    2.992762110772587e-05,
-    1.6550094687512943e-05
+    1.4169904359039803e-05,
+    1.7732571100904827e-05,
+    3.4662857651710516e-05
    ],
    "pass_host_canary_seconds": [
-    1.0227129999975659e-05,
-    1.4068575000010242e-05,
-    9.04740999999376e-06
+    6.898769999992282e-06,
+    9.923705000005612e-06,
+    1.5071899999981042e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.222019082733562e-05,
-   "min": 5.344380642331782e-05,
-   "max": 8.296152195405392e-05,
+   "seconds": 9.227124087157702e-05,
+   "min": 7.011962300609975e-05,
+   "max": 0.00010623085569767724,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -769,26 +769,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001860799938440323,
-    0.0007852159738540649,
-    0.0019080959558486939
+    0.00012841600179672242,
+    0.0003287999927997589,
+    0.001375264048576355
    ],
-   "host_canary_seconds": 1.0227129999975659e-05,
+   "host_canary_seconds": 6.898769999992282e-06,
    "pass_seconds": [
-    8.296152195405392e-05,
-    7.222019082733562e-05,
-    5.344380642331782e-05
+    7.011962300609975e-05,
+    9.227124087157702e-05,
+    0.00010623085569767724
    ],
    "pass_host_canary_seconds": [
-    1.0227129999975659e-05,
-    1.4068575000010242e-05,
-    9.04740999999376e-06
+    6.898769999992282e-06,
+    9.923705000005612e-06,
+    1.5071899999981042e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.969904851345789e-05,
-   "min": 2.9173332665647782e-05,
-   "max": 5.235504962149121e-05,
+   "seconds": 3.997942734332312e-05,
+   "min": 2.880076177063442e-05,
+   "max": 5.788495356128328e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,26 +797,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000107744000852108,
-    0.0002442239969968796,
-    0.0007090240120887757
+    9.065599739551544e-05,
+    0.0002074880003929138,
+    0.0006893119812011719
    ],
-   "host_canary_seconds": 1.0005194999997969e-05,
+   "host_canary_seconds": 9.672554999866634e-06,
    "pass_seconds": [
-    3.969904851345789e-05,
-    5.235504962149121e-05,
-    2.9173332665647782e-05
+    3.997942734332312e-05,
+    2.880076177063442e-05,
+    5.788495356128328e-05
    ],
    "pass_host_canary_seconds": [
-    1.0005194999997969e-05,
-    1.1881450000004179e-05,
-    9.07251999997527e-06
+    9.672554999866634e-06,
+    9.977262499987204e-06,
+    1.4751880000076767e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 6.780419214850379e-05,
-   "min": 6.10697056565966e-05,
-   "max": 8.516342654114677e-05,
+   "seconds": 8.430933171794532e-05,
+   "min": 7.358094978900183e-05,
+   "max": 0.00010113752420459475,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -825,26 +825,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005628799796104431,
-    0.001064352035522461,
-    0.002478111982345581
+    0.0003578239977359772,
+    0.0006873279809951783,
+    0.002057503938674927
    ],
-   "host_canary_seconds": 1.0005194999997969e-05,
+   "host_canary_seconds": 9.672554999866634e-06,
    "pass_seconds": [
-    8.516342654114677e-05,
-    6.10697056565966e-05,
-    6.780419214850379e-05
+    7.358094978900183e-05,
+    0.00010113752420459475,
+    8.430933171794532e-05
    ],
    "pass_host_canary_seconds": [
-    1.0005194999997969e-05,
-    1.1881450000004179e-05,
-    9.07251999997527e-06
+    9.672554999866634e-06,
+    9.977262499987204e-06,
+    1.4751880000076767e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 3.4478477424099336e-05,
-   "min": 3.3666285730543595e-05,
-   "max": 4.5894857673417955e-05,
+   "seconds": 6.561295475278582e-05,
+   "min": 2.8534856403157823e-05,
+   "max": 0.0001053561939015275,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -853,26 +853,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.790399879217148e-05,
-    0.00020953600108623505,
-    0.0007709760069847107
+    4.6048000454902646e-05,
+    0.00012006399780511856,
+    0.0004702079892158508
    ],
-   "host_canary_seconds": 9.909917500010579e-06,
+   "host_canary_seconds": 7.828979999970897e-06,
    "pass_seconds": [
-    4.5894857673417955e-05,
-    3.4478477424099336e-05,
-    3.3666285730543595e-05
+    2.8534856403157823e-05,
+    0.0001053561939015275,
+    6.561295475278582e-05
    ],
    "pass_host_canary_seconds": [
-    9.909917500010579e-06,
-    9.423549999993953e-06,
-    9.586142500026538e-06
+    7.828979999970897e-06,
+    1.5075279999976488e-05,
+    1.550185500001078e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.308191029798415e-05,
-   "min": 8.134323713325319e-05,
-   "max": 8.573409169912338e-05,
+   "seconds": 9.186514502479915e-05,
+   "min": 3.6810660468680515e-05,
+   "max": 9.976534066455706e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -881,26 +881,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003597440123558044,
-    0.0009792640209197998,
-    0.002347584009170532
+    0.0001828480064868927,
+    0.0005801600217819213,
+    0.002111488103866577
    ],
-   "host_canary_seconds": 9.909917500010579e-06,
+   "host_canary_seconds": 7.828979999970897e-06,
    "pass_seconds": [
-    8.134323713325319e-05,
-    8.573409169912338e-05,
-    8.308191029798415e-05
+    9.976534066455706e-05,
+    3.6810660468680515e-05,
+    9.186514502479915e-05
    ],
    "pass_host_canary_seconds": [
-    9.909917500010579e-06,
-    9.423549999993953e-06,
-    9.586142500026538e-06
+    7.828979999970897e-06,
+    1.5075279999976488e-05,
+    1.550185500001078e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 6.190476247242519e-05,
-   "min": 5.849142727397737e-05,
-   "max": 6.634361616202762e-05,
+   "seconds": 9.80784793694814e-05,
+   "min": 7.963581099396661e-05,
+   "max": 0.00011636038621266683,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -909,26 +909,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001504960060119629,
-    0.0003330560028553009,
-    0.0011401599645614624
+    0.0001305599957704544,
+    0.00021689599752426148,
+    0.001274240016937256
    ],
-   "host_canary_seconds": 9.836300000003462e-06,
+   "host_canary_seconds": 9.573800000026722e-06,
    "pass_seconds": [
-    6.634361616202762e-05,
-    5.849142727397737e-05,
-    6.190476247242519e-05
+    7.963581099396661e-05,
+    9.80784793694814e-05,
+    0.00011636038621266683
    ],
    "pass_host_canary_seconds": [
-    9.836300000003462e-06,
-    9.823279999991997e-06,
-    1.36127849999923e-05
+    9.573800000026722e-06,
+    1.5581562499988878e-05,
+    1.5334535000022242e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00019356494290488104,
-   "min": 0.00015441753254050308,
-   "max": 0.0002508914442289443,
+   "seconds": 0.00016219962636629742,
+   "min": 0.00014619733251276467,
+   "max": 0.00018308038087118235,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,26 +937,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006303039789199829,
-    0.0013209279775619506,
-    0.003951168060302735
+    0.0003116480112075806,
+    0.0012025279998779297,
+    0.0037702720165252684
    ],
-   "host_canary_seconds": 9.836300000003462e-06,
+   "host_canary_seconds": 9.573800000026722e-06,
    "pass_seconds": [
-    0.00015441753254050308,
-    0.00019356494290488104,
-    0.0002508914442289443
+    0.00014619733251276467,
+    0.00016219962636629742,
+    0.00018308038087118235
    ],
    "pass_host_canary_seconds": [
-    9.836300000003462e-06,
-    9.823279999991997e-06,
-    1.36127849999923e-05
+    9.573800000026722e-06,
+    1.5581562499988878e-05,
+    1.5334535000022242e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 3.793752211190406e-05,
-   "min": 3.616609725923766e-05,
-   "max": 5.430171425853456e-05,
+   "seconds": 4.0669714056310194e-05,
+   "min": 4.035885844911848e-05,
+   "max": 6.16800043554533e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,26 +965,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.936000123620033e-05,
-    0.00016758400201797484,
-    0.0006017600297927857
+    7.241600006818772e-05,
+    0.00020844799280166627,
+    0.0006871359944343567
    ],
-   "host_canary_seconds": 9.217384999971045e-06,
+   "host_canary_seconds": 9.604072500053461e-06,
    "pass_seconds": [
-    3.616609725923766e-05,
-    3.793752211190406e-05,
-    5.430171425853456e-05
+    4.0669714056310194e-05,
+    4.035885844911848e-05,
+    6.16800043554533e-05
    ],
    "pass_host_canary_seconds": [
-    9.217384999971045e-06,
-    9.736794999994914e-06,
-    1.3868675000026087e-05
+    9.604072500053461e-06,
+    1.2944337500044866e-05,
+    1.5120815000102539e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.055772508184112e-05,
-   "min": 7.376761273259207e-05,
-   "max": 8.293713292195682e-05,
+   "seconds": 8.309790208226158e-05,
+   "min": 7.567694463900157e-05,
+   "max": 0.0001251032285037495,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -993,26 +993,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002672640085220337,
-    0.0007199360132217408,
-    0.002085599899291992
+    0.00030454400181770323,
+    0.0007580800056457519,
+    0.002084575891494751
    ],
-   "host_canary_seconds": 9.217384999971045e-06,
+   "host_canary_seconds": 9.604072500053461e-06,
    "pass_seconds": [
-    8.293713292195682e-05,
-    8.055772508184112e-05,
-    7.376761273259207e-05
+    7.567694463900157e-05,
+    8.309790208226158e-05,
+    0.0001251032285037495
    ],
    "pass_host_canary_seconds": [
-    9.217384999971045e-06,
-    9.736794999994914e-06,
-    1.3868675000026087e-05
+    9.604072500053461e-06,
+    1.2944337500044866e-05,
+    1.5120815000102539e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.396799649511065e-05,
-   "min": 4.459352365561894e-05,
-   "max": 9.347962339719136e-05,
+   "seconds": 7.291352748870849e-05,
+   "min": 6.892343007382894e-05,
+   "max": 0.00010067352439676012,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1021,26 +1021,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011174400150775909,
-    0.00031385600566864014,
-    0.0008034240007400513
+    0.00013244800269603728,
+    0.0003418239951133728,
+    0.0011671680212020875
    ],
-   "host_canary_seconds": 8.284310000021833e-06,
+   "host_canary_seconds": 9.445955000018102e-06,
    "pass_seconds": [
-    4.459352365561894e-05,
-    8.396799649511065e-05,
-    9.347962339719136e-05
+    6.892343007382894e-05,
+    7.291352748870849e-05,
+    0.00010067352439676012
    ],
    "pass_host_canary_seconds": [
-    8.284310000021833e-06,
-    1.3671255000033965e-05,
-    1.3696457499996484e-05
+    9.445955000018102e-06,
+    1.2822925000008922e-05,
+    1.5329590000021653e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00015235427305811933,
-   "min": 0.0001462857183955965,
-   "max": 0.0001775596205677305,
+   "seconds": 0.00017682134324596043,
+   "min": 0.00013950475411755696,
+   "max": 0.0001825165748596192,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1049,26 +1049,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00048387199640274046,
-    0.0012992000579833984,
-    0.0038657920360565187
+    0.0004750080108642578,
+    0.0011228799819946289,
+    0.0036089599132537844
    ],
-   "host_canary_seconds": 8.284310000021833e-06,
+   "host_canary_seconds": 9.445955000018102e-06,
    "pass_seconds": [
-    0.0001775596205677305,
-    0.0001462857183955965,
-    0.00015235427305811933
+    0.00013950475411755696,
+    0.0001825165748596192,
+    0.00017682134324596043
    ],
    "pass_host_canary_seconds": [
-    8.284310000021833e-06,
-    1.3671255000033965e-05,
-    1.3696457499996484e-05
+    9.445955000018102e-06,
+    1.2822925000008922e-05,
+    1.5329590000021653e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 7.049600247825896e-05,
-   "min": 5.0676570406981875e-05,
-   "max": 8.551009637968882e-05,
+   "seconds": 5.920914170287904e-05,
+   "min": 2.9127620870158787e-05,
+   "max": 6.207466267404102e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1077,26 +1077,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.382400333881378e-05,
-    0.0002284799963235855,
-    0.0008348479866981506
+    9.212800115346908e-05,
+    0.0002585600018501282,
+    0.0005553920269012452
    ],
-   "host_canary_seconds": 9.465334999987362e-06,
+   "host_canary_seconds": 9.68359499999849e-06,
    "pass_seconds": [
-    5.0676570406981875e-05,
-    7.049600247825896e-05,
-    8.551009637968882e-05
+    2.9127620870158787e-05,
+    5.920914170287904e-05,
+    6.207466267404102e-05
    ],
    "pass_host_canary_seconds": [
-    9.465334999987362e-06,
-    1.3549669999974866e-05,
-    1.443085500000052e-05
+    9.68359499999849e-06,
+    1.2667020000023399e-05,
+    1.3629644999966216e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.368838569947651e-05,
-   "min": 6.116571454774766e-05,
-   "max": 6.953371600026177e-05,
+   "seconds": 6.889828010683968e-05,
+   "min": 6.54514254558654e-05,
+   "max": 7.610210350581576e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1105,26 +1105,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026073598861694336,
-    0.0006623359918594361,
-    0.0019957120418548583
+    0.00030992001295089723,
+    0.0006236159801483155,
+    0.001786847949028015
    ],
-   "host_canary_seconds": 9.465334999987362e-06,
+   "host_canary_seconds": 9.68359499999849e-06,
    "pass_seconds": [
-    6.368838569947651e-05,
-    6.953371600026177e-05,
-    6.116571454774766e-05
+    6.889828010683968e-05,
+    6.54514254558654e-05,
+    7.610210350581576e-05
    ],
    "pass_host_canary_seconds": [
-    9.465334999987362e-06,
-    1.3549669999974866e-05,
-    1.443085500000052e-05
+    9.68359499999849e-06,
+    1.2667020000023399e-05,
+    1.3629644999966216e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.81798124597186e-05,
-   "min": 4.933561987820126e-05,
-   "max": 8.79329535223189e-05,
+   "seconds": 6.544686144306546e-05,
+   "min": 5.936380830549058e-05,
+   "max": 6.608304913554874e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1133,26 +1133,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.587199985980987e-05,
-    0.00024991999566555026,
-    0.0008379200100898743
+    0.00010204800218343735,
+    0.0002921920120716095,
+    0.0010905920267105104
    ],
-   "host_canary_seconds": 9.249659999994719e-06,
+   "host_canary_seconds": 9.412557499928198e-06,
    "pass_seconds": [
-    4.933561987820126e-05,
-    6.81798124597186e-05,
-    8.79329535223189e-05
+    6.608304913554874e-05,
+    5.936380830549058e-05,
+    6.544686144306546e-05
    ],
    "pass_host_canary_seconds": [
-    9.249659999994719e-06,
-    1.3476855000043031e-05,
-    1.4348422499992354e-05
+    9.412557499928198e-06,
+    1.2522432500006176e-05,
+    1.3766080000010561e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.600075813986005e-05,
-   "min": 5.062476439135418e-05,
-   "max": 7.56533266532989e-05,
+   "seconds": 6.0583613812923435e-05,
+   "min": 2.9705906552927834e-05,
+   "max": 8.626437683900199e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1161,26 +1161,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002897279858589172,
-    0.0006545600295066833,
-    0.0018860479593276976
+    0.0002908160090446472,
+    0.0009198399782180786,
+    0.001841536045074463
    ],
-   "host_canary_seconds": 9.249659999994719e-06,
+   "host_canary_seconds": 9.412557499928198e-06,
    "pass_seconds": [
-    5.600075813986005e-05,
-    7.56533266532989e-05,
-    5.062476439135418e-05
+    2.9705906552927834e-05,
+    6.0583613812923435e-05,
+    8.626437683900199e-05
    ],
    "pass_host_canary_seconds": [
-    9.249659999994719e-06,
-    1.3476855000043031e-05,
-    1.4348422499992354e-05
+    9.412557499928198e-06,
+    1.2522432500006176e-05,
+    1.3766080000010561e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 3.308571378389994e-05,
-   "min": 2.3072760906957446e-05,
-   "max": 3.7192380854061666e-05,
+   "seconds": 2.9154286675509956e-05,
+   "min": 1.540876126715115e-05,
+   "max": 3.236418980218116e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1189,26 +1189,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9583999663591384e-05,
-    0.00010540799796581268,
-    0.00038454398512840273
+    2.5919999927282332e-05,
+    7.206399738788604e-05,
+    0.00025702399015426635
    ],
-   "host_canary_seconds": 9.287575000005432e-06,
+   "host_canary_seconds": 6.881155000115769e-06,
    "pass_seconds": [
-    2.3072760906957446e-05,
-    3.308571378389994e-05,
-    3.7192380854061666e-05
+    1.540876126715115e-05,
+    2.9154286675509956e-05,
+    3.236418980218116e-05
    ],
    "pass_host_canary_seconds": [
-    9.287575000005432e-06,
-    1.3455799999988471e-05,
-    1.4873889999975632e-05
+    6.881155000115769e-06,
+    1.2737174999983836e-05,
+    1.3878767500017375e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.649675965309144e-05,
-   "min": 5.8117332735231945e-05,
-   "max": 6.699505093551818e-05,
+   "seconds": 7.147885557441485e-05,
+   "min": 5.9204572900420135e-05,
+   "max": 7.274895462961424e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1217,26 +1217,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017404800653457643,
-    0.0004108160138130188,
-    0.001389631986618042
+    0.0001583999991416931,
+    0.00036534398794174194,
+    0.0012719680070877074
    ],
-   "host_canary_seconds": 9.287575000005432e-06,
+   "host_canary_seconds": 6.881155000115769e-06,
    "pass_seconds": [
-    5.8117332735231945e-05,
-    6.649675965309144e-05,
-    6.699505093551818e-05
+    5.9204572900420135e-05,
+    7.147885557441485e-05,
+    7.274895462961424e-05
    ],
    "pass_host_canary_seconds": [
-    9.287575000005432e-06,
-    1.3455799999988471e-05,
-    1.4873889999975632e-05
+    6.881155000115769e-06,
+    1.2737174999983836e-05,
+    1.3878767500017375e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.533790331511271e-05,
-   "min": 2.4369522751796813e-05,
-   "max": 3.737523761533556e-05,
+   "seconds": 3.15847641655377e-05,
+   "min": 2.565104833671025e-05,
+   "max": 3.538743016265687e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1245,26 +1245,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.5456001311540604e-05,
-    0.00013152000308036803,
-    0.00042198398709297183
+    3.939199820160866e-05,
+    9.523200243711472e-05,
+    0.00041712000966072084
    ],
-   "host_canary_seconds": 9.626792499997093e-06,
+   "host_canary_seconds": 9.580252500072107e-06,
    "pass_seconds": [
-    2.4369522751796813e-05,
-    3.533790331511271e-05,
-    3.737523761533556e-05
+    2.565104833671025e-05,
+    3.538743016265687e-05,
+    3.15847641655377e-05
    ],
    "pass_host_canary_seconds": [
-    9.626792499997093e-06,
-    1.4229444999962483e-05,
-    1.4935497499983797e-05
+    9.580252500072107e-06,
+    1.5141364999990969e-05,
+    1.35954699999985e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 6.816228904894419e-05,
-   "min": 6.195962233912378e-05,
-   "max": 7.08190511379923e-05,
+   "seconds": 6.286323425315675e-05,
+   "min": 5.5456764641262246e-05,
+   "max": 7.66803753517923e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,26 +1273,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020220799744129182,
-    0.0004745599925518036,
-    0.0015016000270843507
+    0.00016979199647903443,
+    0.00045926401019096377,
+    0.001401792049407959
    ],
-   "host_canary_seconds": 9.626792499997093e-06,
+   "host_canary_seconds": 9.580252500072107e-06,
    "pass_seconds": [
-    6.195962233912378e-05,
-    6.816228904894419e-05,
-    7.08190511379923e-05
+    5.5456764641262246e-05,
+    6.286323425315675e-05,
+    7.66803753517923e-05
    ],
    "pass_host_canary_seconds": [
-    9.626792499997093e-06,
-    1.4229444999962483e-05,
-    1.4935497499983797e-05
+    9.580252500072107e-06,
+    1.5141364999990969e-05,
+    1.35954699999985e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 6.273981325683141e-05,
-   "min": 5.2015239638941634e-05,
-   "max": 7.39299048270498e-05,
+   "seconds": 5.995352353368487e-05,
+   "min": 5.089219162861506e-05,
+   "max": 7.454475973333631e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1301,26 +1301,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.942400127649308e-05,
-    0.0002529279887676239,
-    0.0008654720187187194
+    6.163199990987778e-05,
+    0.00019359999895095825,
+    0.0008181120157241821
    ],
-   "host_canary_seconds": 1.0058340000007604e-05,
+   "host_canary_seconds": 9.2298299999527e-06,
    "pass_seconds": [
-    5.2015239638941634e-05,
-    6.273981325683141e-05,
-    7.39299048270498e-05
+    5.089219162861506e-05,
+    7.454475973333631e-05,
+    5.995352353368487e-05
    ],
    "pass_host_canary_seconds": [
-    1.0058340000007604e-05,
-    1.3911779999986607e-05,
-    1.4846100000021067e-05
+    9.2298299999527e-06,
+    1.5325452500007943e-05,
+    1.3763489999973898e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00012874208355233779,
-   "min": 8.322743255467642e-05,
-   "max": 0.0001340883853180068,
+   "seconds": 0.00012205409648872556,
+   "min": 9.111313557340986e-05,
+   "max": 0.00014967008715584162,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1329,26 +1329,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003627839982509613,
-    0.0009344959855079651,
-    0.0024467520713806153
+    0.00024022400379180908,
+    0.0007560960054397583,
+    0.0024002559185028077
    ],
-   "host_canary_seconds": 1.0058340000007604e-05,
+   "host_canary_seconds": 9.2298299999527e-06,
    "pass_seconds": [
-    8.322743255467642e-05,
-    0.00012874208355233779,
-    0.0001340883853180068
+    9.111313557340986e-05,
+    0.00012205409648872556,
+    0.00014967008715584162
    ],
    "pass_host_canary_seconds": [
-    1.0058340000007604e-05,
-    1.3911779999986607e-05,
-    1.4846100000021067e-05
+    9.2298299999527e-06,
+    1.5325452500007943e-05,
+    1.3763489999973898e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 6.341562029861267e-05,
-   "min": 2.6825905200980956e-05,
-   "max": 7.094781313623701e-05,
+   "seconds": 5.6851810287861597e-05,
+   "min": 3.430323728493282e-05,
+   "max": 6.016533608947481e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1357,26 +1357,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.967999905347824e-05,
-    0.00026995199918746946,
-    0.0005320000052452087
+    6.335999816656113e-05,
+    0.00018300800025463105,
+    0.0005834879875183106
    ],
-   "host_canary_seconds": 9.271392499989873e-06,
+   "host_canary_seconds": 7.79985500003022e-06,
    "pass_seconds": [
-    2.6825905200980956e-05,
-    6.341562029861267e-05,
-    7.094781313623701e-05
+    3.430323728493282e-05,
+    5.6851810287861597e-05,
+    6.016533608947481e-05
    ],
    "pass_host_canary_seconds": [
-    9.271392499989873e-06,
-    1.3591635000054225e-05,
-    1.4729752500031168e-05
+    7.79985500003022e-06,
+    1.343121250002355e-05,
+    1.3952272500006302e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00012781484637941633,
-   "min": 0.0001194156234463056,
-   "max": 0.00012801294596422288,
+   "seconds": 0.00013049066457010452,
+   "min": 0.00010621713669527148,
+   "max": 0.00013919389638162793,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,26 +1385,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032540801167488096,
-    0.0009123839735984803,
-    0.002568448066711426
+    0.00023440000414848327,
+    0.0006886079907417297,
+    0.002353087902069092
    ],
-   "host_canary_seconds": 9.271392499989873e-06,
+   "host_canary_seconds": 7.79985500003022e-06,
    "pass_seconds": [
-    0.0001194156234463056,
-    0.00012801294596422288,
-    0.00012781484637941633
+    0.00010621713669527148,
+    0.00013049066457010452,
+    0.00013919389638162793
    ],
    "pass_host_canary_seconds": [
-    9.271392499989873e-06,
-    1.3591635000054225e-05,
-    1.4729752500031168e-05
+    7.79985500003022e-06,
+    1.343121250002355e-05,
+    1.3952272500006302e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.8924953327292488e-05,
-   "min": 1.0053333072435289e-05,
-   "max": 1.9299810486180444e-05,
+   "seconds": 1.775466757161277e-05,
+   "min": 1.1388190622840609e-05,
+   "max": 1.9668570941402804e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1413,26 +1413,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0320000126957894e-05,
-    4.927999898791313e-05,
-    0.00017071999609470369
+    2.1951999515295028e-05,
+    5.676800012588501e-05,
+    0.00019299200177192688
    ],
-   "host_canary_seconds": 9.579455000015003e-06,
+   "host_canary_seconds": 8.220579999971278e-06,
    "pass_seconds": [
-    1.0053333072435289e-05,
-    1.8924953327292488e-05,
-    1.9299810486180444e-05
+    1.1388190622840609e-05,
+    1.775466757161277e-05,
+    1.9668570941402804e-05
    ],
    "pass_host_canary_seconds": [
-    9.579455000015003e-06,
-    1.3341310000001272e-05,
-    1.3680620000009469e-05
+    8.220579999971278e-06,
+    1.385241500003076e-05,
+    1.436515999998278e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.77569524589039e-05,
-   "min": 2.5497140983740483e-05,
-   "max": 3.231771467697053e-05,
+   "seconds": 2.8468573022456392e-05,
+   "min": 2.1657905230919516e-05,
+   "max": 4.319009539626893e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1441,26 +1441,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010704000294208526,
-    0.00019724799692630768,
-    0.0007303040027618409
+    0.00011664000153541566,
+    0.00021728000044822694,
+    0.0006128320097923279
    ],
-   "host_canary_seconds": 9.579455000015003e-06,
+   "host_canary_seconds": 8.220579999971278e-06,
    "pass_seconds": [
-    3.231771467697053e-05,
-    2.77569524589039e-05,
-    2.5497140983740483e-05
+    2.1657905230919516e-05,
+    4.319009539626893e-05,
+    2.8468573022456392e-05
    ],
    "pass_host_canary_seconds": [
-    9.579455000015003e-06,
-    1.3341310000001272e-05,
-    1.3680620000009469e-05
+    8.220579999971278e-06,
+    1.385241500003076e-05,
+    1.436515999998278e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.8323046643109548e-05,
-   "min": 8.142475748345966e-06,
-   "max": 2.0508951729252225e-05,
+   "seconds": 2.0918858015821094e-05,
+   "min": 1.2677333716835296e-05,
+   "max": 2.5721904599950424e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1469,26 +1469,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.536000058054924e-05,
-    0.00010870400071144105,
-    0.0001871359944343567
+    3.0432000756263734e-05,
+    6.65920004248619e-05,
+    0.0002199680060148239
    ],
-   "host_canary_seconds": 8.191279999998358e-06,
+   "host_canary_seconds": 7.736055000009401e-06,
    "pass_seconds": [
-    8.142475748345966e-06,
-    1.8323046643109548e-05,
-    2.0508951729252225e-05
+    1.2677333716835296e-05,
+    2.5721904599950424e-05,
+    2.0918858015821094e-05
    ],
    "pass_host_canary_seconds": [
-    8.191279999998358e-06,
-    1.3232154999975875e-05,
-    1.4040774999983796e-05
+    7.736055000009401e-06,
+    1.5096415000002139e-05,
+    1.3878550000043788e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.8908952893245787e-05,
-   "min": 2.5651809182905017e-05,
-   "max": 3.0297142054353433e-05,
+   "seconds": 2.7027808661971777e-05,
+   "min": 1.9850664372955042e-05,
+   "max": 2.863543108105659e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1497,26 +1497,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019942399859428406,
-    0.00021132799983024597,
-    0.0007221119999885559
+    0.0001366720050573349,
+    0.00025513601303100584,
+    0.00063155198097229
    ],
-   "host_canary_seconds": 8.191279999998358e-06,
+   "host_canary_seconds": 7.736055000009401e-06,
    "pass_seconds": [
-    2.8908952893245787e-05,
-    2.5651809182905017e-05,
-    3.0297142054353433e-05
+    1.9850664372955042e-05,
+    2.863543108105659e-05,
+    2.7027808661971777e-05
    ],
    "pass_host_canary_seconds": [
-    8.191279999998358e-06,
-    1.3232154999975875e-05,
-    1.4040774999983796e-05
+    7.736055000009401e-06,
+    1.5096415000002139e-05,
+    1.3878550000043788e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.7203810136942636e-05,
-   "min": 1.4493714042362714e-05,
-   "max": 1.951009620513235e-05,
+   "seconds": 1.7833905560629707e-05,
+   "min": 1.023009508138611e-05,
+   "max": 2.076799919207891e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1525,26 +1525,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.103999979794026e-05,
-    7.673600316047669e-05,
-    0.00024918399751186373
+    2.0031999796628952e-05,
+    5.1743999123573307e-05,
+    0.0001738239973783493
    ],
-   "host_canary_seconds": 8.905294999994597e-06,
+   "host_canary_seconds": 7.440689999924644e-06,
    "pass_seconds": [
-    1.4493714042362714e-05,
-    1.7203810136942636e-05,
-    1.951009620513235e-05
+    1.023009508138611e-05,
+    2.076799919207891e-05,
+    1.7833905560629707e-05
    ],
    "pass_host_canary_seconds": [
-    8.905294999994597e-06,
-    1.3192575000005036e-05,
-    1.4680692499986491e-05
+    7.440689999924644e-06,
+    1.5397364999927277e-05,
+    1.4177550000056271e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.3490286033068383e-05,
-   "min": 2.3195425491957434e-05,
-   "max": 2.5404191265503567e-05,
+   "seconds": 2.8061712781588236e-05,
+   "min": 2.2613334336451118e-05,
+   "max": 3.515123575925826e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1553,26 +1553,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001282240003347397,
-    0.00023795199394226074,
-    0.0006965759992599487
+    0.0001043199971318245,
+    0.0001998399943113327,
+    0.0005959680080413818
    ],
-   "host_canary_seconds": 8.905294999994597e-06,
+   "host_canary_seconds": 7.440689999924644e-06,
    "pass_seconds": [
-    2.3490286033068383e-05,
-    2.5404191265503567e-05,
-    2.3195425491957434e-05
+    2.2613334336451118e-05,
+    3.515123575925826e-05,
+    2.8061712781588236e-05
    ],
    "pass_host_canary_seconds": [
-    8.905294999994597e-06,
-    1.3192575000005036e-05,
-    1.4680692499986491e-05
+    7.440689999924644e-06,
+    1.5397364999927277e-05,
+    1.4177550000056271e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.1567238008692151e-05,
-   "min": 9.747809242634546e-06,
-   "max": 1.8243808654092606e-05,
+   "seconds": 1.8072381083454404e-05,
+   "min": 1.569599924342973e-05,
+   "max": 1.9911618459792364e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,26 +1581,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.912000007927418e-05,
-    5.939200147986412e-05,
-    0.0001756799966096878
+    3.030399978160858e-05,
+    9.212800115346908e-05,
+    0.00027065598964691164
    ],
-   "host_canary_seconds": 6.93629000000584e-06,
+   "host_canary_seconds": 1.0549710000020695e-05,
    "pass_seconds": [
-    9.747809242634546e-06,
-    1.1567238008692151e-05,
-    1.8243808654092606e-05
+    1.569599924342973e-05,
+    1.9911618459792364e-05,
+    1.8072381083454404e-05
    ],
    "pass_host_canary_seconds": [
-    6.93629000000584e-06,
-    9.07150500005116e-06,
-    1.4000612500026933e-05
+    1.0549710000020695e-05,
+    1.3798870000059081e-05,
+    1.3868390000055798e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.674742859034312e-05,
-   "min": 2.0637715324049908e-05,
-   "max": 3.205409379942076e-05,
+   "seconds": 2.1683046505564728e-05,
+   "min": 1.9507047498509996e-05,
+   "max": 2.6400001808291396e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1609,26 +1609,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011776000261306762,
-    0.00020390400290489196,
-    0.0006574079990386963
+    0.00013519999384880067,
+    0.00026323199272155763,
+    0.0006707199811935425
    ],
-   "host_canary_seconds": 6.93629000000584e-06,
+   "host_canary_seconds": 1.0549710000020695e-05,
    "pass_seconds": [
-    2.674742859034312e-05,
-    3.205409379942076e-05,
-    2.0637715324049908e-05
+    1.9507047498509996e-05,
+    2.1683046505564728e-05,
+    2.6400001808291396e-05
    ],
    "pass_host_canary_seconds": [
-    6.93629000000584e-06,
-    9.07150500005116e-06,
-    1.4000612500026933e-05
+    1.0549710000020695e-05,
+    1.3798870000059081e-05,
+    1.3868390000055798e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4094476543721699e-05,
-   "min": 1.3243429007984343e-05,
-   "max": 1.8770285305522735e-05,
+   "seconds": 1.617295170823733e-05,
+   "min": 1.343771433901219e-05,
+   "max": 1.8278096048604874e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1637,26 +1637,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.030399978160858e-05,
-    7.145600020885468e-05,
-    0.00024134400486946106
+    2.966400049626827e-05,
+    7.238399982452393e-05,
+    0.00023203200101852418
    ],
-   "host_canary_seconds": 9.968362499996885e-06,
+   "host_canary_seconds": 1.0164704999908735e-05,
    "pass_seconds": [
-    1.4094476543721699e-05,
-    1.3243429007984343e-05,
-    1.8770285305522735e-05
+    1.343771433901219e-05,
+    1.617295170823733e-05,
+    1.8278096048604874e-05
    ],
    "pass_host_canary_seconds": [
-    9.968362499996885e-06,
-    1.0115084999995361e-05,
-    1.3891175000040334e-05
+    1.0164704999908735e-05,
+    1.3261080000006586e-05,
+    1.3916177499950776e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 3.27725690745172e-05,
-   "min": 2.2760379527296342e-05,
-   "max": 3.3864380348296396e-05,
+   "seconds": 2.5017905980348584e-05,
+   "min": 1.990171619469212e-05,
+   "max": 2.886171390612921e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1665,26 +1665,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001316799968481064,
-    0.00021654400229454042,
-    0.0006759359836578369
+    0.00012249600142240523,
+    0.00022991999983787537,
+    0.0006250560283660889
    ],
-   "host_canary_seconds": 9.968362499996885e-06,
+   "host_canary_seconds": 1.0164704999908735e-05,
    "pass_seconds": [
-    2.2760379527296342e-05,
-    3.27725690745172e-05,
-    3.3864380348296396e-05
+    1.990171619469212e-05,
+    2.5017905980348584e-05,
+    2.886171390612921e-05
    ],
    "pass_host_canary_seconds": [
-    9.968362499996885e-06,
-    1.0115084999995361e-05,
-    1.3891175000040334e-05
+    1.0164704999908735e-05,
+    1.3261080000006586e-05,
+    1.3916177499950776e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.446780881711415e-05,
-   "min": 1.2281904972734906e-05,
-   "max": 1.970209571577254e-05,
+   "seconds": 1.6392381950503304e-05,
+   "min": 1.1960381287194433e-05,
+   "max": 1.8165333640007745e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1693,26 +1693,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.244800075888634e-05,
-    9.12640020251274e-05,
-    0.00026793599128723146
+    3.0079999938607215e-05,
+    7.302399724721908e-05,
+    0.00021184000372886659
    ],
-   "host_canary_seconds": 1.0176985000018845e-05,
+   "host_canary_seconds": 7.479625000001988e-06,
    "pass_seconds": [
-    1.446780881711415e-05,
-    1.2281904972734906e-05,
-    1.970209571577254e-05
+    1.1960381287194433e-05,
+    1.6392381950503304e-05,
+    1.8165333640007745e-05
    ],
    "pass_host_canary_seconds": [
-    1.0176985000018845e-05,
-    9.437974999997323e-06,
-    1.4221919999997113e-05
+    7.479625000001988e-06,
+    1.3184924999976034e-05,
+    1.4276139999935822e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 3.0362666717597412e-05,
-   "min": 2.134628487484795e-05,
-   "max": 3.842971615848087e-05,
+   "seconds": 2.642057073258218e-05,
+   "min": 2.03786665307624e-05,
+   "max": 2.9988571291878108e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1721,26 +1721,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016652800142765044,
-    0.00027897599339485167,
-    0.000705407977104187
+    0.00011868800222873687,
+    0.00026438400149345396,
+    0.0006200000047683716
    ],
-   "host_canary_seconds": 1.0176985000018845e-05,
+   "host_canary_seconds": 7.479625000001988e-06,
    "pass_seconds": [
-    2.134628487484795e-05,
-    3.842971615848087e-05,
-    3.0362666717597412e-05
+    2.03786665307624e-05,
+    2.642057073258218e-05,
+    2.9988571291878108e-05
    ],
    "pass_host_canary_seconds": [
-    1.0176985000018845e-05,
-    9.437974999997323e-06,
-    1.4221919999997113e-05
+    7.479625000001988e-06,
+    1.3184924999976034e-05,
+    1.4276139999935822e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4214857614466122e-05,
-   "min": 1.1562666634008998e-05,
-   "max": 1.8830477304401848e-05,
+   "seconds": 1.5802667431888124e-05,
+   "min": 9.549714181394804e-06,
+   "max": 1.8952380156233195e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,26 +1749,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0688000842928885e-05,
-    7.196799665689468e-05,
-    0.00024345600605010987
+    1.9967999309301375e-05,
+    4.82879988849163e-05,
+    0.00016310399770736695
    ],
-   "host_canary_seconds": 9.98180750000799e-06,
+   "host_canary_seconds": 7.63569000000075e-06,
    "pass_seconds": [
-    1.4214857614466122e-05,
-    1.1562666634008998e-05,
-    1.8830477304401848e-05
+    9.549714181394804e-06,
+    1.5802667431888124e-05,
+    1.8952380156233195e-05
    ],
    "pass_host_canary_seconds": [
-    9.98180750000799e-06,
-    9.24451000003046e-06,
-    1.4357375000031426e-05
+    7.63569000000075e-06,
+    1.3220067500085974e-05,
+    1.4191147500000056e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 3.112685627170971e-05,
-   "min": 2.171428404038861e-05,
-   "max": 3.11413315967435e-05,
+   "seconds": 2.8866285546904523e-05,
+   "min": 1.751619160530113e-05,
+   "max": 3.170514479279518e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1777,26 +1777,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012768000364303588,
-    0.00023145599663257599,
-    0.0006652799844741821
+    9.02400016784668e-05,
+    0.00016470399498939514,
+    0.0004939840137958526
    ],
-   "host_canary_seconds": 9.98180750000799e-06,
+   "host_canary_seconds": 7.63569000000075e-06,
    "pass_seconds": [
-    2.171428404038861e-05,
-    3.11413315967435e-05,
-    3.112685627170971e-05
+    1.751619160530113e-05,
+    2.8866285546904523e-05,
+    3.170514479279518e-05
    ],
    "pass_host_canary_seconds": [
-    9.98180750000799e-06,
-    9.24451000003046e-06,
-    1.4357375000031426e-05
+    7.63569000000075e-06,
+    1.3220067500085974e-05,
+    1.4191147500000056e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.453485730148497e-05,
-   "min": 1.2276570889211837e-05,
-   "max": 1.850590517833119e-05,
+   "seconds": 1.7018665692635945e-05,
+   "min": 1.1420190777807008e-05,
+   "max": 1.8603427956501645e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1805,26 +1805,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.0912000238895414e-05,
-    9.910400211811065e-05,
-    0.0002704640030860901
+    2.912000007927418e-05,
+    6.288000196218491e-05,
+    0.00020025600492954253
    ],
-   "host_canary_seconds": 9.972117500023358e-06,
+   "host_canary_seconds": 7.543564999963337e-06,
    "pass_seconds": [
-    1.453485730148497e-05,
-    1.2276570889211837e-05,
-    1.850590517833119e-05
+    1.1420190777807008e-05,
+    1.7018665692635945e-05,
+    1.8603427956501645e-05
    ],
    "pass_host_canary_seconds": [
-    9.972117500023358e-06,
-    9.483979999984626e-06,
-    1.4047800000014377e-05
+    7.543564999963337e-06,
+    1.3375860000053308e-05,
+    1.399848000005477e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 3.100266644642467e-05,
-   "min": 2.2465525638489497e-05,
-   "max": 3.582857318577313e-05,
+   "seconds": 2.4273525568700972e-05,
+   "min": 2.1688381387364296e-05,
+   "max": 2.6669712825900027e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1833,26 +1833,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016467200219631194,
-    0.0002885439991950989,
-    0.0007239680290222168
+    0.00011657600104808808,
+    0.00023340800404548644,
+    0.0006190400123596191
    ],
-   "host_canary_seconds": 9.972117500023358e-06,
+   "host_canary_seconds": 7.543564999963337e-06,
    "pass_seconds": [
-    2.2465525638489497e-05,
-    3.582857318577313e-05,
-    3.100266644642467e-05
+    2.1688381387364296e-05,
+    2.4273525568700972e-05,
+    2.6669712825900027e-05
    ],
    "pass_host_canary_seconds": [
-    9.972117500023358e-06,
-    9.483979999984626e-06,
-    1.4047800000014377e-05
+    7.543564999963337e-06,
+    1.3375860000053308e-05,
+    1.399848000005477e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.3821714158569062e-05,
-   "min": 1.3586285745813735e-05,
-   "max": 1.7686096330483757e-05,
+   "seconds": 1.5930667164779844e-05,
+   "min": 1.5671619169768834e-05,
+   "max": 1.8404570541211537e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1861,26 +1861,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3695999532938e-05,
-    7.238399982452393e-05,
-    0.00023680000007152559
+    2.9376000165939333e-05,
+    7.952000200748444e-05,
+    0.0002691200077533722
    ],
-   "host_canary_seconds": 9.878887500001098e-06,
+   "host_canary_seconds": 1.2527194999947256e-05,
    "pass_seconds": [
-    1.3586285745813735e-05,
-    1.3821714158569062e-05,
-    1.7686096330483757e-05
+    1.5930667164779844e-05,
+    1.5671619169768834e-05,
+    1.8404570541211537e-05
    ],
    "pass_host_canary_seconds": [
-    9.878887500001098e-06,
-    1.0440615000035791e-05,
-    1.371960749995793e-05
+    1.2527194999947256e-05,
+    1.3243120000083763e-05,
+    1.389314250012319e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.9544378675165627e-05,
-   "min": 2.2899808096034182e-05,
-   "max": 3.572418842287291e-05,
+   "seconds": 2.508419379591942e-05,
+   "min": 1.3788953068710507e-05,
+   "max": 2.5332568834225343e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,26 +1889,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013123199343681335,
-    0.0002439679950475693,
-    0.0006796159744262695
+    0.0001438400000333786,
+    0.0002691839933395386,
+    0.0006016960144042969
    ],
-   "host_canary_seconds": 9.878887500001098e-06,
+   "host_canary_seconds": 1.2527194999947256e-05,
    "pass_seconds": [
-    2.2899808096034182e-05,
-    3.572418842287291e-05,
-    2.9544378675165627e-05
+    1.3788953068710507e-05,
+    2.5332568834225343e-05,
+    2.508419379591942e-05
    ],
    "pass_host_canary_seconds": [
-    9.878887500001098e-06,
-    1.0440615000035791e-05,
-    1.371960749995793e-05
+    1.2527194999947256e-05,
+    1.3243120000083763e-05,
+    1.389314250012319e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.2454856896684283e-05,
-   "min": 9.376000346882003e-06,
-   "max": 1.8097523954652607e-05,
+   "seconds": 1.6991999887284776e-05,
+   "min": 1.5839237897169024e-05,
+   "max": 1.8053333674158367e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1917,26 +1917,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0880000442266465e-05,
-    5.728000029921532e-05,
-    0.0001709440052509308
+    5.100800096988678e-05,
+    9.798400104045868e-05,
+    0.00028841599822044373
    ],
-   "host_canary_seconds": 9.681520000022204e-06,
+   "host_canary_seconds": 1.1950052499969388e-05,
    "pass_seconds": [
-    9.376000346882003e-06,
-    1.2454856896684283e-05,
-    1.8097523954652607e-05
+    1.5839237897169024e-05,
+    1.6991999887284776e-05,
+    1.8053333674158367e-05
    ],
    "pass_host_canary_seconds": [
-    9.681520000022204e-06,
-    9.517217499990238e-06,
-    1.4265860000008957e-05
+    1.1950052499969388e-05,
+    1.3178707500003383e-05,
+    1.382036000002529e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 3.46971418531168e-05,
-   "min": 2.949790532390277e-05,
-   "max": 3.734780750459149e-05,
+   "seconds": 2.5299809518314544e-05,
+   "min": 1.7014097244966596e-05,
+   "max": 2.645485741751535e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1945,26 +1945,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016592000424861907,
-    0.0002741439938545227,
-    0.0008561279773712158
+    0.00014815999567508698,
+    0.0003386879861354828,
+    0.0006716160178184509
    ],
-   "host_canary_seconds": 9.681520000022204e-06,
+   "host_canary_seconds": 1.1950052499969388e-05,
    "pass_seconds": [
-    3.734780750459149e-05,
-    3.46971418531168e-05,
-    2.949790532390277e-05
+    1.7014097244966596e-05,
+    2.5299809518314544e-05,
+    2.645485741751535e-05
    ],
    "pass_host_canary_seconds": [
-    9.681520000022204e-06,
-    9.517217499990238e-06,
-    1.4265860000008957e-05
+    1.1950052499969388e-05,
+    1.3178707500003383e-05,
+    1.382036000002529e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.299961855723744e-05,
-   "min": 1.9883429010709125e-05,
-   "max": 3.045942829478355e-05,
+   "seconds": 2.81927612211023e-05,
+   "min": 2.2778666622581935e-05,
+   "max": 2.9602286006723132e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,26 +1973,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0768001228570936e-05,
-    0.00010361599922180175,
-    0.0003837119936943054
+    3.993599861860275e-05,
+    0.00010793600231409072,
+    0.00038150399923324584
    ],
-   "host_canary_seconds": 9.739579999994419e-06,
+   "host_canary_seconds": 1.065695999997729e-05,
    "pass_seconds": [
-    2.299961855723744e-05,
-    1.9883429010709125e-05,
-    3.045942829478355e-05
+    2.2778666622581935e-05,
+    2.81927612211023e-05,
+    2.9602286006723132e-05
    ],
    "pass_host_canary_seconds": [
-    9.739579999994419e-06,
-    9.77183499998091e-06,
-    1.4351619999999344e-05
+    1.065695999997729e-05,
+    1.368912499998487e-05,
+    1.391480000002332e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.9949712611380075e-05,
-   "min": 2.5932190851086665e-05,
-   "max": 3.2202663698366706e-05,
+   "seconds": 3.178742563440686e-05,
+   "min": 2.3035430305060896e-05,
+   "max": 3.705523783961933e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2001,26 +2001,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001733119934797287,
-    0.00032675200700759885,
-    0.0009095039963722229
+    0.00016457599401474,
+    0.0003065919876098633,
+    0.0008533120155334473
    ],
-   "host_canary_seconds": 9.739579999994419e-06,
+   "host_canary_seconds": 1.065695999997729e-05,
    "pass_seconds": [
-    2.5932190851086665e-05,
-    2.9949712611380075e-05,
-    3.2202663698366706e-05
+    2.3035430305060896e-05,
+    3.705523783961933e-05,
+    3.178742563440686e-05
    ],
    "pass_host_canary_seconds": [
-    9.739579999994419e-06,
-    9.77183499998091e-06,
-    1.4351619999999344e-05
+    1.065695999997729e-05,
+    1.368912499998487e-05,
+    1.391480000002332e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.3971808453400933e-05,
-   "min": 2.1206857370478768e-05,
-   "max": 3.08175225343023e-05,
+   "seconds": 3.294704960925238e-05,
+   "min": 2.290438044638861e-05,
+   "max": 3.390780978259586e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2029,26 +2029,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.7824000716209414e-05,
-    0.0001282240003347397,
-    0.00041689598560333254
+    5.60000017285347e-05,
+    0.0001281280070543289,
+    0.00040070399641990663
    ],
-   "host_canary_seconds": 9.649619999976267e-06,
+   "host_canary_seconds": 1.0286730000075294e-05,
    "pass_seconds": [
-    2.3971808453400933e-05,
-    2.1206857370478768e-05,
-    3.08175225343023e-05
+    2.290438044638861e-05,
+    3.390780978259586e-05,
+    3.294704960925238e-05
    ],
    "pass_host_canary_seconds": [
-    9.649619999976267e-06,
-    1.0040362499985635e-05,
-    1.3790205000034917e-05
+    1.0286730000075294e-05,
+    1.4630940000017746e-05,
+    1.4068144999939137e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.889143036944526e-05,
-   "min": 2.841980932723908e-05,
-   "max": 3.088533221965745e-05,
+   "seconds": 2.50719998564039e-05,
+   "min": 2.094247830765587e-05,
+   "max": 3.4153137533437624e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2057,26 +2057,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020931200683116914,
-    0.00035097599029541013,
-    0.000990015983581543
+    0.00017395199835300445,
+    0.0003097279965877533,
+    0.0008908799886703492
    ],
-   "host_canary_seconds": 9.649619999976267e-06,
+   "host_canary_seconds": 1.0286730000075294e-05,
    "pass_seconds": [
-    2.841980932723908e-05,
-    3.088533221965745e-05,
-    2.889143036944526e-05
+    2.50719998564039e-05,
+    2.094247830765587e-05,
+    3.4153137533437624e-05
    ],
    "pass_host_canary_seconds": [
-    9.649619999976267e-06,
-    1.0040362499985635e-05,
-    1.3790205000034917e-05
+    1.0286730000075294e-05,
+    1.4630940000017746e-05,
+    1.4068144999939137e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.222552421192328e-05,
-   "min": 1.0875428538946877e-05,
-   "max": 1.5180191468624842e-05,
+   "seconds": 1.5312761245738895e-05,
+   "min": 1.1635048048836843e-05,
+   "max": 1.536609463038899e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2085,26 +2085,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6655999943614006e-05,
-    6.23680017888546e-05,
-    0.0001908160001039505
+    2.6879999786615372e-05,
+    5.89120015501976e-05,
+    0.00020044800639152526
    ],
-   "host_canary_seconds": 9.649619999976267e-06,
+   "host_canary_seconds": 1.0286730000075294e-05,
    "pass_seconds": [
-    1.0875428538946877e-05,
-    1.222552421192328e-05,
-    1.5180191468624842e-05
+    1.1635048048836843e-05,
+    1.536609463038899e-05,
+    1.5312761245738895e-05
    ],
    "pass_host_canary_seconds": [
-    9.649619999976267e-06,
-    9.617139999988922e-06,
-    1.3628007500017248e-05
+    1.0286730000075294e-05,
+    1.3610705000033363e-05,
+    1.407539999995322e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.7769904228903008e-05,
-   "min": 2.3277714493728818e-05,
-   "max": 3.337447425084455e-05,
+   "seconds": 2.8681905319293333e-05,
+   "min": 2.6804569931257336e-05,
+   "max": 3.165333522927193e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2113,26 +2113,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014688000082969667,
-    0.0002947840094566345,
-    0.0007372159957885743
+    0.00012895999848842621,
+    0.00022233599424362183,
+    0.0006982399821281433
    ],
-   "host_canary_seconds": 9.649619999976267e-06,
+   "host_canary_seconds": 1.0286730000075294e-05,
    "pass_seconds": [
-    2.7769904228903008e-05,
-    3.337447425084455e-05,
-    2.3277714493728818e-05
+    2.6804569931257336e-05,
+    2.8681905319293333e-05,
+    3.165333522927193e-05
    ],
    "pass_host_canary_seconds": [
-    9.649619999976267e-06,
-    9.617139999988922e-06,
-    1.3628007500017248e-05
+    1.0286730000075294e-05,
+    1.3610705000033363e-05,
+    1.407539999995322e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1073523511489232e-05,
-   "min": 1.0587428119920547e-05,
-   "max": 1.1957333911032904e-05,
+   "seconds": 1.4966094422908057e-05,
+   "min": 1.43283802483763e-05,
+   "max": 1.7948951572179792e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2141,26 +2141,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.732799902558327e-05,
-    8.089599758386612e-05,
-    0.00022592000663280488
+    4.339199885725975e-05,
+    8.249600231647491e-05,
+    0.00025702399015426635
    ],
-   "host_canary_seconds": 9.640285000003246e-06,
+   "host_canary_seconds": 9.701177500005543e-06,
    "pass_seconds": [
-    1.1957333911032904e-05,
-    1.1073523511489232e-05,
-    1.0587428119920547e-05
+    1.43283802483763e-05,
+    1.4966094422908057e-05,
+    1.7948951572179792e-05
    ],
    "pass_host_canary_seconds": [
-    9.640285000003246e-06,
-    9.490619999965588e-06,
-    9.279259999956935e-06
+    9.701177500005543e-06,
+    1.318403249996436e-05,
+    1.344725499990318e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.8929522881905234e-05,
-   "min": 2.3952762995447426e-05,
-   "max": 3.2547046563455035e-05,
+   "seconds": 2.6362665529762003e-05,
+   "min": 2.239390728729112e-05,
+   "max": 3.1897906391393564e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2169,26 +2169,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001658879965543747,
-    0.00031251201033592226,
-    0.0007175040245056152
+    0.00017667199671268463,
+    0.0002784320116043091,
+    0.0007247040271759033
    ],
-   "host_canary_seconds": 9.640285000003246e-06,
+   "host_canary_seconds": 9.701177500005543e-06,
    "pass_seconds": [
-    2.3952762995447426e-05,
-    3.2547046563455035e-05,
-    2.8929522881905234e-05
+    2.239390728729112e-05,
+    3.1897906391393564e-05,
+    2.6362665529762003e-05
    ],
    "pass_host_canary_seconds": [
-    9.640285000003246e-06,
-    9.490619999965588e-06,
-    9.279259999956935e-06
+    9.701177500005543e-06,
+    1.318403249996436e-05,
+    1.344725499990318e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.1250285431742668e-05,
-   "min": 1.0569905152633074e-05,
-   "max": 1.3573333443630312e-05,
+   "seconds": 1.6261333244897073e-05,
+   "min": 9.093333745286579e-06,
+   "max": 1.688914355777559e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,26 +2197,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6528000831604002e-05,
-    6.499200314283371e-05,
-    0.00022937600314617158
+    1.7376000061631202e-05,
+    4.355200007557869e-05,
+    0.0001534080058336258
    ],
-   "host_canary_seconds": 9.864524999976255e-06,
+   "host_canary_seconds": 7.427664999966055e-06,
    "pass_seconds": [
-    1.3573333443630312e-05,
-    1.0569905152633074e-05,
-    1.1250285431742668e-05
+    9.093333745286579e-06,
+    1.6261333244897073e-05,
+    1.688914355777559e-05
    ],
    "pass_host_canary_seconds": [
-    9.864524999976255e-06,
-    9.650759999999536e-06,
-    1.4622560000034923e-05
+    7.427664999966055e-06,
+    1.3294995000023846e-05,
+    1.4557899999942947e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 6.726476629929883e-05,
-   "min": 5.332266379679953e-05,
-   "max": 6.906590513175441e-05,
+   "seconds": 5.8137905296115635e-05,
+   "min": 4.765409426320167e-05,
+   "max": 6.480837790738969e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,26 +2225,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001568319946527481,
-    0.00037811198830604555,
-    0.0011671359539031983
+    0.00012518399953842163,
+    0.00028799998760223387,
+    0.0009739199876785278
    ],
-   "host_canary_seconds": 9.864524999976255e-06,
+   "host_canary_seconds": 7.427664999966055e-06,
    "pass_seconds": [
-    5.332266379679953e-05,
-    6.906590513175441e-05,
-    6.726476629929883e-05
+    4.765409426320167e-05,
+    5.8137905296115635e-05,
+    6.480837790738969e-05
    ],
    "pass_host_canary_seconds": [
-    9.864524999976255e-06,
-    9.650759999999536e-06,
-    1.4622560000034923e-05
+    7.427664999966055e-06,
+    1.3294995000023846e-05,
+    1.4557899999942947e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.2568380683660505e-05,
-   "min": 1.1338666968402408e-05,
-   "max": 1.870933281523841e-05,
+   "seconds": 1.5379046932572408e-05,
+   "min": 9.783619216510226e-06,
+   "max": 1.7562666287024813e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2253,26 +2253,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.907199904322624e-05,
-    0.00010096000134944915,
-    0.000248991996049881
+    2.912000007927418e-05,
+    5.702399834990502e-05,
+    0.00017539200186729431
    ],
-   "host_canary_seconds": 9.647270000030516e-06,
+   "host_canary_seconds": 7.597942499941723e-06,
    "pass_seconds": [
-    1.2568380683660505e-05,
-    1.1338666968402408e-05,
-    1.870933281523841e-05
+    9.783619216510226e-06,
+    1.5379046932572408e-05,
+    1.7562666287024813e-05
    ],
    "pass_host_canary_seconds": [
-    9.647270000030516e-06,
-    1.2935932500006686e-05,
-    1.4624857500038503e-05
+    7.597942499941723e-06,
+    1.3477810000068758e-05,
+    1.3804257499998585e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.154057521195638e-05,
-   "min": 4.529523725310963e-05,
-   "max": 8.10034287472566e-05,
+   "seconds": 5.8197335295733946e-05,
+   "min": 5.062704497859591e-05,
+   "max": 6.230323637525241e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2281,26 +2281,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023606400191783904,
-    0.0004953280091285706,
-    0.0011325759887695313
+    0.0001521279960870743,
+    0.00032236799597740173,
+    0.0010546239614486694
    ],
-   "host_canary_seconds": 9.647270000030516e-06,
+   "host_canary_seconds": 7.597942499941723e-06,
    "pass_seconds": [
-    4.529523725310963e-05,
-    8.10034287472566e-05,
-    5.154057521195638e-05
+    5.062704497859591e-05,
+    5.8197335295733946e-05,
+    6.230323637525241e-05
    ],
    "pass_host_canary_seconds": [
-    9.647270000030516e-06,
-    1.2935932500006686e-05,
-    1.4624857500038503e-05
+    7.597942499941723e-06,
+    1.3477810000068758e-05,
+    1.3804257499998585e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.5650285940085138e-05,
-   "min": 1.1364571927558808e-05,
-   "max": 1.8519619391078042e-05,
+   "seconds": 1.5638095814557302e-05,
+   "min": 1.3235047370904967e-05,
+   "max": 1.634133394275393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2309,26 +2309,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.659199945628643e-05,
-    5.913599953055382e-05,
-    0.00019654400646686553
+    1.8271999433636665e-05,
+    4.5983999967575076e-05,
+    0.000212799996137619
    ],
-   "host_canary_seconds": 9.369695000014388e-06,
+   "host_canary_seconds": 9.104347500041854e-06,
    "pass_seconds": [
-    1.1364571927558808e-05,
-    1.5650285940085138e-05,
-    1.8519619391078042e-05
+    1.3235047370904967e-05,
+    1.5638095814557302e-05,
+    1.634133394275393e-05
    ],
    "pass_host_canary_seconds": [
-    9.369695000014388e-06,
-    1.3086735000022997e-05,
-    1.4602932499983013e-05
+    9.104347500041854e-06,
+    1.3289422499980218e-05,
+    1.4175900000026332e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 4.1351621970534325e-05,
-   "min": 2.7729522791646777e-05,
-   "max": 4.8014479733648746e-05,
+   "seconds": 3.811047563240641e-05,
+   "min": 3.199009428776446e-05,
+   "max": 4.092114560660861e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2337,26 +2337,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013571199774742125,
-    0.00024614399671554565,
-    0.0007198399901390076
+    0.00011148799955844879,
+    0.00022140799462795258,
+    0.000781279981136322
    ],
-   "host_canary_seconds": 9.369695000014388e-06,
+   "host_canary_seconds": 9.104347500041854e-06,
    "pass_seconds": [
-    2.7729522791646777e-05,
-    4.1351621970534325e-05,
-    4.8014479733648746e-05
+    3.199009428776446e-05,
+    3.811047563240641e-05,
+    4.092114560660861e-05
    ],
    "pass_host_canary_seconds": [
-    9.369695000014388e-06,
-    1.3086735000022997e-05,
-    1.4602932499983013e-05
+    9.104347500041854e-06,
+    1.3289422499980218e-05,
+    1.4175900000026332e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.5878096045482727e-05,
-   "min": 7.653333690194857e-06,
-   "max": 1.9463620015553066e-05,
+   "seconds": 1.2144761958292552e-05,
+   "min": 1.1631237963835398e-05,
+   "max": 1.8649143832070488e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2365,26 +2365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.951999917626381e-05,
-    5.6191999465227124e-05,
-    0.00015222400426864624
+    4.3935999274253844e-05,
+    8.364800363779068e-05,
+    0.0002272000014781952
    ],
-   "host_canary_seconds": 7.341600000003723e-06,
+   "host_canary_seconds": 8.757909999985713e-06,
    "pass_seconds": [
-    7.653333690194857e-06,
-    1.5878096045482727e-05,
-    1.9463620015553066e-05
+    1.2144761958292552e-05,
+    1.1631237963835398e-05,
+    1.8649143832070488e-05
    ],
    "pass_host_canary_seconds": [
-    7.341600000003723e-06,
-    1.2879460000050358e-05,
-    1.4291250000013634e-05
+    8.757909999985713e-06,
+    9.914047500032553e-06,
+    1.441027500007408e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.798247820564678e-05,
-   "min": 3.213790626752943e-05,
-   "max": 3.8057905488780566e-05,
+   "seconds": 4.0414478097643164e-05,
+   "min": 3.1827810442163824e-05,
+   "max": 4.4673519829909015e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,26 +2393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013068799674510956,
-    0.0001935040056705475,
-    0.0007915840148925781
+    0.00016918399930000304,
+    0.0003077119886875153,
+    0.0008309760093688965
    ],
-   "host_canary_seconds": 7.341600000003723e-06,
+   "host_canary_seconds": 8.757909999985713e-06,
    "pass_seconds": [
-    3.8057905488780566e-05,
-    3.798247820564678e-05,
-    3.213790626752943e-05
+    3.1827810442163824e-05,
+    4.4673519829909015e-05,
+    4.0414478097643164e-05
    ],
    "pass_host_canary_seconds": [
-    7.341600000003723e-06,
-    1.2879460000050358e-05,
-    1.4291250000013634e-05
+    8.757909999985713e-06,
+    9.914047500032553e-06,
+    1.441027500007408e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.5767619368575867e-05,
-   "min": 7.960380631543342e-06,
-   "max": 1.6339810476416635e-05,
+   "seconds": 1.1383618804670515e-05,
+   "min": 8.924952841230803e-06,
+   "max": 1.839009512748037e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,26 +2421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7311999574303626e-05,
-    3.999999910593033e-05,
-    0.00013631999492645265
+    1.8592000007629396e-05,
+    4.5600000768899915e-05,
+    0.00015254400670528412
    ],
-   "host_canary_seconds": 6.871062500000136e-06,
+   "host_canary_seconds": 8.090354999978899e-06,
    "pass_seconds": [
-    7.960380631543342e-06,
-    1.5767619368575867e-05,
-    1.6339810476416635e-05
+    8.924952841230803e-06,
+    1.1383618804670515e-05,
+    1.839009512748037e-05
    ],
    "pass_host_canary_seconds": [
-    6.871062500000136e-06,
-    1.3313177500009488e-05,
-    1.3870239999960177e-05
+    8.090354999978899e-06,
+    9.79184499996677e-06,
+    1.4909022500049218e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.7741714247635436e-05,
-   "min": 2.5024760603195145e-05,
-   "max": 2.8230858345826465e-05,
+   "seconds": 2.9875046972717563e-05,
+   "min": 2.719009756332352e-05,
+   "max": 3.2113525572986827e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2449,26 +2449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010192000120878219,
-    0.00018121600151062013,
-    0.0005901439785957336
+    0.00010425599664449692,
+    0.00018620799481868744,
+    0.0007061120271682739
    ],
-   "host_canary_seconds": 6.871062500000136e-06,
+   "host_canary_seconds": 8.090354999978899e-06,
    "pass_seconds": [
-    2.5024760603195145e-05,
-    2.7741714247635436e-05,
-    2.8230858345826465e-05
+    3.2113525572986827e-05,
+    2.9875046972717563e-05,
+    2.719009756332352e-05
    ],
    "pass_host_canary_seconds": [
-    6.871062500000136e-06,
-    1.3313177500009488e-05,
-    1.3870239999960177e-05
+    8.090354999978899e-06,
+    9.79184499996677e-06,
+    1.4909022500049218e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.187352392645109e-05,
-   "min": 9.268571400926227e-06,
-   "max": 1.7820190460908982e-05,
+   "seconds": 1.1846095323562623e-05,
+   "min": 1.1372951879387812e-05,
+   "max": 1.8315428069659645e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2477,26 +2477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8351999819278716e-05,
-    5.302400141954422e-05,
-    0.00016633599996566774
+    3.779200091958046e-05,
+    7.286400347948074e-05,
+    0.00020870399475097657
    ],
-   "host_canary_seconds": 6.877369999997995e-06,
+   "host_canary_seconds": 9.811384999949269e-06,
    "pass_seconds": [
-    9.268571400926227e-06,
-    1.187352392645109e-05,
-    1.7820190460908982e-05
+    1.1372951879387812e-05,
+    1.1846095323562623e-05,
+    1.8315428069659645e-05
    ],
    "pass_host_canary_seconds": [
-    6.877369999997995e-06,
-    9.842700000000093e-06,
-    1.4357637499990973e-05
+    9.811384999949269e-06,
+    9.952780000048732e-06,
+    1.453789499990421e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 3.143695085531189e-05,
-   "min": 2.7528380709035055e-05,
-   "max": 3.25234303517001e-05,
+   "seconds": 3.4900572328340436e-05,
+   "min": 2.3351617867038363e-05,
+   "max": 3.7232760162580586e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2505,674 +2505,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010982400178909301,
-    0.00016569599509239197,
-    0.0007135360240936279
+    0.0001282240003347397,
+    0.0002221119999885559,
+    0.0006456639766693115
    ],
-   "host_canary_seconds": 6.877369999997995e-06,
+   "host_canary_seconds": 9.811384999949269e-06,
    "pass_seconds": [
-    3.25234303517001e-05,
-    3.143695085531189e-05,
-    2.7528380709035055e-05
+    2.3351617867038363e-05,
+    3.4900572328340436e-05,
+    3.7232760162580586e-05
    ],
    "pass_host_canary_seconds": [
-    6.877369999997995e-06,
-    9.842700000000093e-06,
-    1.4357637499990973e-05
+    9.811384999949269e-06,
+    9.952780000048732e-06,
+    1.453789499990421e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.196800082921982e-05,
-   "min": 4.620800167322159e-05,
-   "max": 0.0001013759970664978,
+   "seconds": 7.468800246715545e-05,
+   "min": 3.385600075125694e-05,
+   "max": 0.0001178240031003952,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.209014999989052e-06,
+   "host_canary_seconds": 9.446324999942136e-06,
    "pass_seconds": [
-    5.196800082921982e-05,
-    4.896000027656555e-05,
-    7.344000041484833e-05
+    3.699199855327606e-05,
+    7.468800246715545e-05,
+    8.105599880218506e-05
    ],
    "pass_host_canary_seconds": [
-    9.209014999989052e-06,
-    9.450877500007948e-06,
-    1.5049340000032885e-05
+    9.446324999942136e-06,
+    1.3815605000075947e-05,
+    1.5031400000111717e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 0.00011659465978542966,
-   "min": 3.489733642588059e-05,
-   "max": 0.0006513146782914797,
+   "seconds": 6.906399689614773e-05,
+   "min": 4.999200068414209e-05,
+   "max": 0.0003583733395983775,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.209014999989052e-06,
+   "host_canary_seconds": 9.446324999942136e-06,
    "pass_seconds": [
-    4.350533491621416e-05,
-    0.00011659465978542966,
-    0.00016423467484613267
+    6.455733254551891e-05,
+    6.906399689614773e-05,
+    0.00011232533616324262
    ],
    "pass_host_canary_seconds": [
-    9.209014999989052e-06,
-    9.450877500007948e-06,
-    1.5049340000032885e-05
+    9.446324999942136e-06,
+    1.3815605000075947e-05,
+    1.5031400000111717e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 7.001599669456483e-05,
-   "min": 5.984000116586685e-05,
-   "max": 0.00016896000504493713,
+   "seconds": 9.411200135946274e-05,
+   "min": 4.9632001668214796e-05,
+   "max": 0.0002756800055503845,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.23048000000648e-06,
+   "host_canary_seconds": 7.741767499993558e-06,
    "pass_seconds": [
-    7.001599669456483e-05,
-    6.368000060319901e-05,
-    0.00013788799941539764
+    5.395200103521347e-05,
+    9.411200135946274e-05,
+    0.00011315199732780457
    ],
    "pass_host_canary_seconds": [
-    9.23048000000648e-06,
-    1.33210399999939e-05,
-    1.5049340000032885e-05
+    7.741767499993558e-06,
+    1.3644265000039013e-05,
+    1.4717895000018189e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.0001385386654486259,
-   "min": 6.25133380914728e-05,
-   "max": 0.000439498639975985,
+   "seconds": 6.909601204097267e-05,
+   "min": 4.7719998285174355e-05,
+   "max": 0.0004046773569037516,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.23048000000648e-06,
+   "host_canary_seconds": 7.741767499993558e-06,
    "pass_seconds": [
-    8.542533374081054e-05,
-    0.00018437066177527108,
-    0.0001385386654486259
+    6.282932683825496e-05,
+    6.909601204097267e-05,
+    0.00013869332832594706
    ],
    "pass_host_canary_seconds": [
-    9.23048000000648e-06,
-    1.33210399999939e-05,
-    1.5049340000032885e-05
+    7.741767499993558e-06,
+    1.3644265000039013e-05,
+    1.4717895000018189e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.9407999962568284e-05,
-   "min": 3.500799834728241e-05,
-   "max": 0.00011718399822711945,
+   "seconds": 5.215999856591225e-05,
+   "min": 2.348800003528595e-05,
+   "max": 8.656000345945359e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.251945000023908e-06,
+   "host_canary_seconds": 7.731104999990633e-06,
    "pass_seconds": [
-    3.676800057291984e-05,
-    4.9407999962568284e-05,
-    7.331199944019318e-05
+    2.502400055527687e-05,
+    5.215999856591225e-05,
+    6.0224000364542006e-05
    ],
    "pass_host_canary_seconds": [
-    9.251945000023908e-06,
-    1.33210399999939e-05,
-    1.2987442500005387e-05
+    7.731104999990633e-06,
+    1.3670949999919913e-05,
+    1.4703709999963622e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.000410098663220803,
-   "min": 0.0002799786695589622,
-   "max": 0.0008972026022771994,
+   "seconds": 0.00030845600552856917,
+   "min": 0.00016164533793926243,
+   "max": 0.0007411253371586402,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.251945000023908e-06,
+   "host_canary_seconds": 7.731104999990633e-06,
    "pass_seconds": [
-    0.00039204933277020863,
-    0.000410098663220803,
-    0.00042868269172807537
+    0.00021252532303333286,
+    0.00030845600552856917,
+    0.0004309493222584326
    ],
    "pass_host_canary_seconds": [
-    9.251945000023908e-06,
-    1.33210399999939e-05,
-    1.2987442500005387e-05
+    7.731104999990633e-06,
+    1.3670949999919913e-05,
+    1.4703709999963622e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.814399942755699e-05,
-   "min": 4.1919998824596406e-05,
-   "max": 0.00012006399780511856,
+   "seconds": 6.985600292682648e-05,
+   "min": 3.536000102758408e-05,
+   "max": 0.00010649599879980087,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.110814999999661e-06,
+   "host_canary_seconds": 7.476844999985133e-06,
    "pass_seconds": [
-    5.814399942755699e-05,
-    7.206399738788604e-05,
-    4.540799930691719e-05
+    3.9583999663591384e-05,
+    7.344000041484833e-05,
+    6.985600292682648e-05
    ],
    "pass_host_canary_seconds": [
-    9.110814999999661e-06,
-    1.303893500001152e-05,
-    1.1259190000032504e-05
+    7.476844999985133e-06,
+    1.451023000001328e-05,
+    1.5735765000073343e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0004123066837588946,
-   "min": 0.00026212934187302994,
-   "max": 0.0007907946438839038,
+   "seconds": 0.0003242320027202367,
+   "min": 0.0001636933386325837,
+   "max": 0.0007337093353271484,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.110814999999661e-06,
+   "host_canary_seconds": 7.476844999985133e-06,
    "pass_seconds": [
-    0.00038312131694207593,
-    0.0004123066837588946,
-    0.00042228266907234994
+    0.00027470132708549505,
+    0.0003242320027202367,
+    0.0003780852959801752
    ],
    "pass_host_canary_seconds": [
-    9.110814999999661e-06,
-    1.303893500001152e-05,
-    1.1259190000032504e-05
+    7.476844999985133e-06,
+    1.451023000001328e-05,
+    1.5735765000073343e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.728000074625015e-05,
-   "min": 2.796800062060356e-05,
-   "max": 6.592000275850296e-05,
+   "seconds": 4.4863998889923095e-05,
+   "min": 2.0800000056624414e-05,
+   "max": 7.065600156784058e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.705789999969738e-06,
+   "host_canary_seconds": 7.451870000068084e-06,
    "pass_seconds": [
-    3.728000074625015e-05,
-    4.348799958825111e-05,
-    2.9311999678611756e-05
+    2.2431999444961547e-05,
+    4.4863998889923095e-05,
+    4.7040000557899474e-05
    ],
    "pass_host_canary_seconds": [
-    9.705789999969738e-06,
-    1.2237524999996196e-05,
-    1.0558787499981293e-05
+    7.451870000068084e-06,
+    1.440482750005856e-05,
+    1.5895375000027913e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 6.760266299049063e-05,
-   "min": 1.2266704191764505e-06,
-   "max": 0.00017240133291731278,
+   "seconds": 3.690132064123946e-05,
+   "min": 6.0213313748438675e-06,
+   "max": 0.00010833333805203438,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.705789999969738e-06,
+   "host_canary_seconds": 7.451870000068084e-06,
    "pass_seconds": [
-    0.00010216132706652087,
-    6.760266299049063e-05,
-    6.922669087847111e-06
+    5.249333009123805e-05,
+    3.060000203549861e-05,
+    3.690132064123946e-05
    ],
    "pass_host_canary_seconds": [
-    9.705789999969738e-06,
-    1.2237524999996196e-05,
-    1.0558787499981293e-05
+    7.451870000068084e-06,
+    1.440482750005856e-05,
+    1.5895375000027913e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 4.275200143456459e-05,
-   "min": 3.8591999560594556e-05,
-   "max": 9.721600264310837e-05,
+   "seconds": 6.505600363016128e-05,
+   "min": 3.0432000756263734e-05,
+   "max": 0.00011644800007343293,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.706347499989221e-06,
+   "host_canary_seconds": 7.274702499984187e-06,
    "pass_seconds": [
-    5.6575998663902286e-05,
-    4.1951999068260195e-05,
-    4.275200143456459e-05
+    3.26399989426136e-05,
+    6.505600363016128e-05,
+    7.449600100517272e-05
    ],
    "pass_host_canary_seconds": [
-    9.706347499989221e-06,
-    1.0273109999978657e-05,
-    9.65458250000495e-06
+    7.274702499984187e-06,
+    1.439695250006423e-05,
+    1.552306500002487e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 5.729866276184717e-05,
-   "min": 1.0666561623416985e-07,
-   "max": 0.00022897733903179567,
+   "seconds": 5.697333812713626e-05,
+   "min": 2.5095997378230084e-05,
+   "max": 0.0003865973011900981,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.706347499989221e-06,
+   "host_canary_seconds": 7.274702499984187e-06,
    "pass_seconds": [
-    8.494533753643433e-05,
-    5.729866276184717e-05,
-    1.1434662466247914e-05
+    5.697333812713626e-05,
+    3.424799256026743e-05,
+    9.360533518095804e-05
    ],
    "pass_host_canary_seconds": [
-    9.706347499989221e-06,
-    1.0273109999978657e-05,
-    9.65458250000495e-06
+    7.274702499984187e-06,
+    1.439695250006423e-05,
+    1.552306500002487e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.8960000723600386e-05,
-   "min": 2.5760000571608544e-05,
-   "max": 6.595200300216675e-05,
+   "seconds": 4.3616000562906266e-05,
+   "min": 2.0608000457286833e-05,
+   "max": 7.807999849319458e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.76159749999539e-06,
+   "host_canary_seconds": 8.920450000005076e-06,
    "pass_seconds": [
-    3.347200155258179e-05,
-    2.8960000723600386e-05,
-    2.7775999158620835e-05
+    2.2495999932289124e-05,
+    4.3616000562906266e-05,
+    5.040000006556511e-05
    ],
    "pass_host_canary_seconds": [
-    9.76159749999539e-06,
-    9.425987500009114e-06,
-    9.427187500001822e-06
+    8.920450000005076e-06,
+    1.443355999995788e-05,
+    1.5452859999953718e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 6.299466515580813e-05,
+   "seconds": 3.0215995386242853e-05,
    "min": 0.0,
-   "max": 0.00018325065697232884,
+   "max": 0.00015092532709240914,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.76159749999539e-06,
+   "host_canary_seconds": 8.920450000005076e-06,
    "pass_seconds": [
-    6.904132819424074e-05,
-    6.299466515580813e-05,
-    2.154658858974804e-06
+    7.319733873009683e-05,
+    3.0215995386242853e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.76159749999539e-06,
-    9.425987500009114e-06,
-    9.427187500001822e-06
+    8.920450000005076e-06,
+    1.443355999995788e-05,
+    1.5452859999953718e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 4.0863998234272e-05,
-   "min": 3.6896001547574996e-05,
-   "max": 8.451200276613235e-05,
+   "seconds": 6.153599917888641e-05,
+   "min": 5.331199988722801e-05,
+   "max": 0.00013001599907875062,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.208570000005522e-06,
+   "host_canary_seconds": 1.0499910000021374e-05,
    "pass_seconds": [
-    5.215999856591225e-05,
-    4.0863998234272e-05,
-    3.872000053524971e-05
+    5.689600110054016e-05,
+    6.153599917888641e-05,
+    7.881599664688111e-05
    ],
    "pass_host_canary_seconds": [
-    9.208570000005522e-06,
-    1.1643610000007243e-05,
-    9.258612499998266e-06
+    1.0499910000021374e-05,
+    1.4010779999935607e-05,
+    1.5174045000065917e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.00010136267046133678,
-   "min": 4.394668464859352e-06,
-   "max": 0.0004260013081754248,
+   "seconds": 3.8117329900463367e-05,
+   "min": 0.0,
+   "max": 0.0004155253128459056,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.208570000005522e-06,
+   "host_canary_seconds": 1.0499910000021374e-05,
    "pass_seconds": [
-    0.0001298733331883947,
-    0.00010136267046133678,
-    1.2746665005882612e-05
+    8.446133509278299e-05,
+    3.357600234448908e-05,
+    3.8117329900463367e-05
    ],
    "pass_host_canary_seconds": [
-    9.208570000005522e-06,
-    1.1643610000007243e-05,
-    9.258612499998266e-06
+    1.0499910000021374e-05,
+    1.4010779999935607e-05,
+    1.5174045000065917e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.049599938094616e-05,
-   "min": 2.281600050628185e-05,
-   "max": 5.008000135421753e-05,
+   "seconds": 3.6928001791238784e-05,
+   "min": 2.844800055027008e-05,
+   "max": 7.164800167083741e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.37350499999212e-06,
+   "host_canary_seconds": 1.0357367499977955e-05,
    "pass_seconds": [
-    3.049599938094616e-05,
-    3.686400130391121e-05,
-    2.4639999493956565e-05
+    3.107200004160404e-05,
+    3.6928001791238784e-05,
+    4.6783998608589174e-05
    ],
    "pass_host_canary_seconds": [
-    9.37350499999212e-06,
-    1.2851605000001599e-05,
-    9.467645000000858e-06
+    1.0357367499977955e-05,
+    1.360737999995365e-05,
+    1.54223149999666e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 3.0386662731568033e-05,
+   "seconds": 3.206933600207167e-05,
    "min": 0.0,
-   "max": 9.844933791706959e-05,
+   "max": 0.00025133333665629227,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.37350499999212e-06,
+   "host_canary_seconds": 1.0357367499977955e-05,
    "pass_seconds": [
-    4.078533096859854e-05,
-    3.0386662731568033e-05,
-    0.0
+    5.94053361564875e-05,
+    9.672002866864188e-06,
+    3.206933600207167e-05
    ],
    "pass_host_canary_seconds": [
-    9.37350499999212e-06,
-    1.2851605000001599e-05,
-    9.467645000000858e-06
+    1.0357367499977955e-05,
+    1.360737999995365e-05,
+    1.54223149999666e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.056000128388405e-05,
-   "min": 3.3440001308918e-05,
-   "max": 0.00010681600123643876,
+   "seconds": 5.478399991989136e-05,
+   "min": 4.732799902558327e-05,
+   "max": 0.00011180800199508667,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.525337500004838e-06,
+   "host_canary_seconds": 1.0348737500009975e-05,
    "pass_seconds": [
-    5.056000128388405e-05,
-    5.910399928689003e-05,
-    3.6159999668598176e-05
+    5.06879985332489e-05,
+    5.478399991989136e-05,
+    7.206399738788604e-05
    ],
    "pass_host_canary_seconds": [
-    9.525337500004838e-06,
-    1.284342249999071e-05,
-    9.637312499997107e-06
+    1.0348737500009975e-05,
+    1.3750517499957482e-05,
+    1.54223149999666e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.701065773765247e-05,
+   "seconds": 6.273334100842478e-05,
    "min": 0.0,
-   "max": 0.0002113453426087896,
+   "max": 0.0002911413417508204,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.525337500004838e-06,
+   "host_canary_seconds": 1.0348737500009975e-05,
    "pass_seconds": [
-    0.00011860933682570856,
-    1.701065773765247e-05,
-    0.0
+    6.273334100842478e-05,
+    2.115999720990656e-05,
+    0.00011670933229227857
    ],
    "pass_host_canary_seconds": [
-    9.525337500004838e-06,
-    1.284342249999071e-05,
-    9.637312499997107e-06
+    1.0348737500009975e-05,
+    1.3750517499957482e-05,
+    1.54223149999666e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.075199946761131e-05,
-   "min": 2.566399984061718e-05,
-   "max": 8.352000266313553e-05,
+   "seconds": 4.1248001158237455e-05,
+   "min": 3.2607998698949814e-05,
+   "max": 8.06720033288002e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.280692500031052e-06,
+   "host_canary_seconds": 1.0779272500016646e-05,
    "pass_seconds": [
-    3.075199946761131e-05,
-    4.2176000773906706e-05,
-    2.7327999472618103e-05
+    3.79519984126091e-05,
+    4.1248001158237455e-05,
+    4.982399940490723e-05
    ],
    "pass_host_canary_seconds": [
-    9.280692500031052e-06,
-    1.3764912499958372e-05,
-    9.618167499994001e-06
+    1.0779272500016646e-05,
+    1.384424000001161e-05,
+    1.5326755000018012e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 2.2641336234907323e-05,
-   "min": 0.0,
-   "max": 0.00010555466512839,
+   "seconds": 8.278932732840377e-05,
+   "min": 1.0437335198124217e-05,
+   "max": 0.0003443573073794444,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.280692500031052e-06,
+   "host_canary_seconds": 1.0779272500016646e-05,
    "pass_seconds": [
-    2.2641336234907323e-05,
-    6.021065513292951e-05,
-    0.0
+    8.44933353364468e-05,
+    2.1224005147814736e-05,
+    8.278932732840377e-05
    ],
    "pass_host_canary_seconds": [
-    9.280692500031052e-06,
-    1.3764912499958372e-05,
-    9.618167499994001e-06
+    1.0779272500016646e-05,
+    1.384424000001161e-05,
+    1.5326755000018012e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.614400118589401e-05,
-   "min": 3.6896001547574996e-05,
-   "max": 8.640000224113465e-05,
+   "seconds": 6.115199998021126e-05,
+   "min": 5.3056001663208005e-05,
+   "max": 0.0001090560033917427,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.654467500013198e-06,
+   "host_canary_seconds": 1.0569834999998307e-05,
    "pass_seconds": [
-    4.614400118589401e-05,
-    5.955199897289276e-05,
-    3.9296001195907595e-05
+    6.0224000364542006e-05,
+    6.115199998021126e-05,
+    7.251200079917908e-05
    ],
    "pass_host_canary_seconds": [
-    9.654467500013198e-06,
-    1.3992687499957413e-05,
-    1.0076067500008888e-05
+    1.0569834999998307e-05,
+    1.3810052500033975e-05,
+    1.499929999994265e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.907333678255479e-05,
-   "min": 0.0,
-   "max": 0.00015297867606083553,
+   "seconds": 0.00010852533578872683,
+   "min": 8.264007046818696e-06,
+   "max": 0.0003975093023230632,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.654467500013198e-06,
+   "host_canary_seconds": 1.0569834999998307e-05,
    "pass_seconds": [
-    2.907333678255479e-05,
-    7.192266235748926e-05,
-    6.18665603299938e-06
+    0.00010852533578872683,
+    2.4616004899144156e-05,
+    0.00013523733181258036
    ],
    "pass_host_canary_seconds": [
-    9.654467500013198e-06,
-    1.3992687499957413e-05,
-    1.0076067500008888e-05
+    1.0569834999998307e-05,
+    1.3810052500033975e-05,
+    1.499929999994265e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.1888000890612604e-05,
-   "min": 1.456000003963709e-05,
-   "max": 5.939200147986412e-05,
+   "seconds": 2.4224000051617622e-05,
+   "min": 2.175999991595745e-05,
+   "max": 4.8928000032901765e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.867192500010446e-06,
+   "host_canary_seconds": 1.0579487500024244e-05,
    "pass_seconds": [
-    2.1888000890612604e-05,
-    2.3552000522613525e-05,
-    1.571200042963028e-05
+    2.4224000051617622e-05,
+    2.3423999547958375e-05,
+    2.6752000674605368e-05
    ],
    "pass_host_canary_seconds": [
-    9.867192500010446e-06,
-    1.4849684999980185e-05,
-    9.919367500010879e-06
+    1.0579487500024244e-05,
+    1.4061952499986319e-05,
+    1.5057494999979325e-05
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 2.0973344023029035e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00028869065890709564,
+   "max": 0.00010534932216008501,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.867192500010446e-06,
+   "host_canary_seconds": 1.0579487500024244e-05,
    "pass_seconds": [
-    2.0973344023029035e-06,
-    4.21626592675845e-05,
+    4.094132967293266e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.867192500010446e-06,
-    1.4849684999980185e-05,
-    9.919367500010879e-06
+    1.0579487500024244e-05,
+    1.4061952499986319e-05,
+    1.5057494999979325e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.5232000052928925e-05,
-   "min": 2.4159999564290046e-05,
-   "max": 0.00012166400253772736,
+   "seconds": 4.281599819660187e-05,
+   "min": 3.5936001688241956e-05,
+   "max": 7.98719972372055e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.318282500014875e-06,
+   "host_canary_seconds": 1.0654385000066214e-05,
    "pass_seconds": [
-    3.5232000052928925e-05,
-    4.259200021624565e-05,
-    2.5631999596953393e-05
+    4.281599819660187e-05,
+    3.999999910593033e-05,
+    4.80320006608963e-05
    ],
    "pass_host_canary_seconds": [
-    9.318282500014875e-06,
-    1.5505377500026896e-05,
-    1.0781507500006172e-05
+    1.0654385000066214e-05,
+    1.4201929999941854e-05,
+    1.5091552499981731e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 5.258665730555883e-06,
+   "seconds": 1.126932663222149e-05,
    "min": 0.0,
-   "max": 0.00022187467540303867,
+   "max": 0.00014643732768793898,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.318282500014875e-06,
+   "host_canary_seconds": 1.0654385000066214e-05,
    "pass_seconds": [
-    5.233334066967173e-06,
-    7.182665790120762e-05,
-    5.258665730555883e-06
+    4.164533689618112e-05,
+    0.0,
+    1.126932663222149e-05
    ],
    "pass_host_canary_seconds": [
-    9.318282500014875e-06,
-    1.5505377500026896e-05,
-    1.0781507500006172e-05
+    1.0654385000066214e-05,
+    1.4201929999941854e-05,
+    1.5091552499981731e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.635199971497059e-05,
-   "min": 1.3151999562978745e-05,
-   "max": 4.3359998613595965e-05,
+   "seconds": 2.08320003002882e-05,
+   "min": 1.7503999173641206e-05,
+   "max": 5.3984001278877256e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.411630000002446e-06,
+   "host_canary_seconds": 1.0786025000015799e-05,
    "pass_seconds": [
-    1.635199971497059e-05,
-    2.2048000246286393e-05,
-    1.3504000380635261e-05
+    1.8912000581622124e-05,
+    2.08320003002882e-05,
+    2.3584000766277314e-05
    ],
    "pass_host_canary_seconds": [
-    9.411630000002446e-06,
-    1.5435722500036775e-05,
-    1.1326662500010797e-05
+    1.0786025000015799e-05,
+    1.4196127499914724e-05,
+    1.4953382499953705e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 8.030666286746663e-05,
+   "max": 6.529333256185056e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.411630000002446e-06,
+   "host_canary_seconds": 1.0786025000015799e-05,
    "pass_seconds": [
+    2.673332951962951e-05,
     0.0,
-    3.5442663977543524e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.411630000002446e-06,
-    1.5435722500036775e-05,
-    1.1326662500010797e-05
+    1.0786025000015799e-05,
+    1.4196127499914724e-05,
+    1.4953382499953705e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.0208000913262368e-05,
-   "min": 2.2048000246286393e-05,
-   "max": 9.600000083446503e-05,
+   "seconds": 3.673600032925606e-05,
+   "min": 2.380800060927868e-05,
+   "max": 8.777599781751632e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.462777499997798e-06,
+   "host_canary_seconds": 1.0777972499980138e-05,
    "pass_seconds": [
-    3.0208000913262368e-05,
-    3.968000039458275e-05,
-    2.345599979162216e-05
+    3.961599990725517e-05,
+    3.625600039958954e-05,
+    3.673600032925606e-05
    ],
    "pass_host_canary_seconds": [
-    9.462777499997798e-06,
-    1.4637734999993769e-05,
-    1.0025604999981397e-05
+    1.0777972499980138e-05,
+    1.431587499993725e-05,
+    1.512155749999522e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 1.3937331425646949e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00016993865991632147,
+   "max": 5.434932559728624e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.462777499997798e-06,
+   "host_canary_seconds": 1.0777972499980138e-05,
    "pass_seconds": [
-    1.3937331425646949e-05,
-    9.81306644777457e-05,
+    2.8621330857276942e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.462777499997798e-06,
-    1.4637734999993769e-05,
-    1.0025604999981397e-05
+    1.0777972499980138e-05,
+    1.431587499993725e-05,
+    1.512155749999522e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.8271999433636665e-05,
-   "min": 1.436800044029951e-05,
-   "max": 5.33440001308918e-05,
+   "seconds": 2.2752000018954278e-05,
+   "min": 1.961600035429001e-05,
+   "max": 4.169600084424019e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.361892499999413e-06,
+   "host_canary_seconds": 1.0774432499971454e-05,
    "pass_seconds": [
-    1.8271999433636665e-05,
-    2.4512000381946565e-05,
-    1.4816000126302242e-05
+    2.1056000143289565e-05,
+    2.2752000018954278e-05,
+    2.8319999575614928e-05
    ],
    "pass_host_canary_seconds": [
-    9.361892499999413e-06,
-    1.4781744999972091e-05,
-    9.492529999981514e-06
+    1.0774432499971454e-05,
+    1.4398464999985094e-05,
+    1.4421537500055592e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 3.617733685920636e-05,
+   "seconds": 2.4871997535228695e-05,
    "min": 0.0,
-   "max": 0.0002533626506725947,
+   "max": 0.0001300239935517311,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.361892499999413e-06,
+   "host_canary_seconds": 1.0774432499971454e-05,
    "pass_seconds": [
-    3.617733685920636e-05,
-    9.032266835371655e-05,
-    3.5306590919693715e-06
+    5.498933047056202e-05,
+    2.4871997535228695e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.361892499999413e-06,
-    1.4781744999972091e-05,
-    9.492529999981514e-06
+    1.0774432499971454e-05,
+    1.4398464999985094e-05,
+    1.4421537500055592e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.273599967360497e-05,
-   "min": 2.329600043594837e-05,
-   "max": 8.195199817419052e-05,
+   "seconds": 3.9840001612901684e-05,
+   "min": 3.632000088691711e-05,
+   "max": 8.736000210046769e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.2855299999961e-06,
+   "host_canary_seconds": 1.069983749999892e-05,
    "pass_seconds": [
-    3.273599967360497e-05,
-    5.270399898290634e-05,
-    2.4159999564290046e-05
+    3.9840001612901684e-05,
+    3.8784001022577287e-05,
+    4.540799930691719e-05
    ],
    "pass_host_canary_seconds": [
-    9.2855299999961e-06,
-    1.5379284999994524e-05,
-    9.348394999975085e-06
+    1.069983749999892e-05,
+    1.4320119999950975e-05,
+    1.4458010000097944e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 4.321733644853036e-05,
+   "seconds": 2.5511996820569007e-05,
    "min": 0.0,
-   "max": 0.0003464186588923136,
+   "max": 0.00027393332123756413,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.2855299999961e-06,
+   "host_canary_seconds": 1.069983749999892e-05,
    "pass_seconds": [
-    4.321733644853036e-05,
-    0.00019515467683474223,
-    2.954666813214643e-06
+    7.386933267116551e-05,
+    2.5511996820569007e-05,
+    1.7061329757173815e-05
    ],
    "pass_host_canary_seconds": [
-    9.2855299999961e-06,
-    1.5379284999994524e-05,
-    9.348394999975085e-06
+    1.069983749999892e-05,
+    1.4320119999950975e-05,
+    1.4458010000097944e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.574781004871641e-05,
-   "min": 1.5101714503197445e-05,
-   "max": 2.583085781051999e-05,
+   "seconds": 2.3007239259424662e-05,
+   "min": 1.7323429385821024e-05,
+   "max": 2.6222476469618935e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3181,26 +3181,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0432000756263734e-05,
-    8.249600231647491e-05,
-    0.0002682560086250305
+    3.7151999771595004e-05,
+    9.475199878215789e-05,
+    0.00029888001084327697
    ],
-   "host_canary_seconds": 9.287315000001683e-06,
+   "host_canary_seconds": 1.0413979999981393e-05,
    "pass_seconds": [
-    1.574781004871641e-05,
-    2.583085781051999e-05,
-    1.5101714503197445e-05
+    1.7323429385821024e-05,
+    2.3007239259424662e-05,
+    2.6222476469618935e-05
    ],
    "pass_host_canary_seconds": [
-    9.287315000001683e-06,
-    1.5107299999996826e-05,
-    9.358134999999378e-06
+    1.0413979999981393e-05,
+    1.4214202499971406e-05,
+    1.547671000011519e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.8798473335447764e-05,
-   "min": 1.787199896006357e-05,
-   "max": 1.9983239471912377e-05,
+   "seconds": 1.7452950633707497e-05,
+   "min": 7.748568341845565e-07,
+   "max": 2.0121904533533828e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3209,26 +3209,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013542400300502777,
-    0.0002141759991645813,
-    0.0006323519945144653
+    0.00014828799664974213,
+    0.00025004801154136655,
+    0.00043558400869369505
    ],
-   "host_canary_seconds": 9.287315000001683e-06,
+   "host_canary_seconds": 1.0413979999981393e-05,
    "pass_seconds": [
-    1.787199896006357e-05,
-    1.8798473335447764e-05,
-    1.9983239471912377e-05
+    7.748568341845565e-07,
+    1.7452950633707497e-05,
+    2.0121904533533828e-05
    ],
    "pass_host_canary_seconds": [
-    9.287315000001683e-06,
-    1.5107299999996826e-05,
-    9.358134999999378e-06
+    1.0413979999981393e-05,
+    1.4214202499971406e-05,
+    1.547671000011519e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.8077715344372252e-05,
-   "min": 1.4449524382750191e-05,
-   "max": 3.1086476431006477e-05,
+   "seconds": 2.229333385115578e-05,
+   "min": 2.1323428622313907e-05,
+   "max": 2.4215618591933022e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3237,26 +3237,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6271998435258866e-05,
-    9.839999675750732e-05,
-    0.0003167360126972199
+    3.129599988460541e-05,
+    6.662400066852569e-05,
+    0.00034160000085830687
    ],
-   "host_canary_seconds": 8.96271250001135e-06,
+   "host_canary_seconds": 1.0556184999970242e-05,
    "pass_seconds": [
-    1.8077715344372252e-05,
-    3.1086476431006477e-05,
-    1.4449524382750191e-05
+    2.1323428622313907e-05,
+    2.4215618591933022e-05,
+    2.229333385115578e-05
    ],
    "pass_host_canary_seconds": [
-    8.96271250001135e-06,
-    1.4861044999996409e-05,
-    1.1912059999978907e-05
+    1.0556184999970242e-05,
+    1.4198825000022452e-05,
+    1.524983999999563e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.667961726586024e-05,
-   "min": 1.2824378020706637e-05,
-   "max": 3.555428591512498e-05,
+   "seconds": 2.5888761948971525e-05,
+   "min": 2.4803046314489275e-05,
+   "max": 3.28510476364976e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3265,98 +3265,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001687999963760376,
-    0.0002672320008277893,
-    0.0006342399716377259
+    0.00013196800649166107,
+    0.0003375680148601532,
+    0.0008462719917297363
    ],
-   "host_canary_seconds": 8.96271250001135e-06,
+   "host_canary_seconds": 1.0556184999970242e-05,
    "pass_seconds": [
-    1.2824378020706637e-05,
-    1.667961726586024e-05,
-    3.555428591512498e-05
+    2.4803046314489275e-05,
+    3.28510476364976e-05,
+    2.5888761948971525e-05
    ],
    "pass_host_canary_seconds": [
-    8.96271250001135e-06,
-    1.4861044999996409e-05,
-    1.1912059999978907e-05
+    1.0556184999970242e-05,
+    1.4198825000022452e-05,
+    1.524983999999563e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 4.0320001542568204e-05,
-   "min": 1.7823999747633934e-05,
-   "max": 0.00011561600118875504,
+   "seconds": 4.2431998997926714e-05,
+   "min": 2.6335999369621275e-05,
+   "max": 7.423999905586243e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.146177500003462e-06,
+   "host_canary_seconds": 1.0403495000019803e-05,
    "pass_seconds": [
-    2.3584000766277314e-05,
-    5.049600079655647e-05,
-    4.0320001542568204e-05
+    2.97279991209507e-05,
+    4.864000156521797e-05,
+    4.2431998997926714e-05
    ],
    "pass_host_canary_seconds": [
-    9.146177500003462e-06,
-    1.4957659999979e-05,
-    1.4742109999978936e-05
+    1.0403495000019803e-05,
+    1.485624750003467e-05,
+    1.5570950000025618e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 1.6561330916980917e-05,
+   "seconds": 6.109599955379962e-05,
    "min": 0.0,
-   "max": 0.0003980586522569259,
+   "max": 0.0003289093226194382,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.146177500003462e-06,
+   "host_canary_seconds": 1.0403495000019803e-05,
    "pass_seconds": [
-    1.6561330916980917e-05,
-    0.00010453066105643908,
+    6.21573328971863e-05,
+    6.109599955379962e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.146177500003462e-06,
-    1.4957659999979e-05,
-    1.4742109999978936e-05
+    1.0403495000019803e-05,
+    1.485624750003467e-05,
+    1.5570950000025618e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.9967998415231706e-05,
-   "min": 2.796800062060356e-05,
-   "max": 0.00015571199357509614,
+   "seconds": 6.812799721956253e-05,
+   "min": 4.6783998608589174e-05,
+   "max": 0.000102463997900486,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.660579999997254e-06,
+   "host_canary_seconds": 1.032496000000549e-05,
    "pass_seconds": [
-    3.0271999537944795e-05,
-    6.233600154519081e-05,
-    5.9967998415231706e-05
+    5.219199880957604e-05,
+    7.440000027418137e-05,
+    6.812799721956253e-05
    ],
    "pass_host_canary_seconds": [
-    8.660579999997254e-06,
-    1.4656574999989403e-05,
-    1.4671019999994429e-05
+    1.032496000000549e-05,
+    1.4722564999942733e-05,
+    1.56926374999955e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.0305337073902295e-05,
+   "seconds": 8.835999481379984e-05,
    "min": 0.0,
-   "max": 0.00037627467388908067,
+   "max": 0.00023760799877345563,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.660579999997254e-06,
+   "host_canary_seconds": 1.032496000000549e-05,
    "pass_seconds": [
-    2.0305337073902295e-05,
-    0.00017201864595214525,
-    6.506623079379739e-07
+    0.00011646132916212083,
+    8.835999481379984e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.660579999997254e-06,
-    1.4656574999989403e-05,
-    1.4671019999994429e-05
+    1.032496000000549e-05,
+    1.4722564999942733e-05,
+    1.56926374999955e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00014689067218984878,
-   "min": 6.881295499347506e-05,
-   "max": 0.00015923733725434257,
+   "seconds": 0.00015605714988140834,
+   "min": 6.784762158280328e-05,
+   "max": 0.00016001371045907338,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3365,26 +3365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.428800106048584e-05,
-    0.00030166399478912356,
-    0.0011201280355453492
+    0.00012905600666999816,
+    0.0004587840139865875,
+    0.0011888320446014405
    ],
-   "host_canary_seconds": 7.124914999998566e-06,
+   "host_canary_seconds": 9.757140000061782e-06,
    "pass_seconds": [
-    6.881295499347506e-05,
-    0.00015923733725434257,
-    0.00014689067218984878
+    6.784762158280328e-05,
+    0.00016001371045907338,
+    0.00015605714988140834
    ],
    "pass_host_canary_seconds": [
-    7.124914999998566e-06,
-    1.4583505000018703e-05,
-    1.3895929999989675e-05
+    9.757140000061782e-06,
+    1.4395097499999565e-05,
+    1.4503277500068634e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00015799314280351003,
-   "min": 0.00014752151568730667,
-   "max": 0.00022217371563116716,
+   "seconds": 0.00020448455995037445,
+   "min": 0.00017855389132386164,
+   "max": 0.00022635275054545633,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3393,26 +3393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033212798833847046,
-    0.0011524159908294677,
-    0.003634239912033081
+    0.00046374401450157164,
+    0.0011851199865341186,
+    0.004153823852539063
    ],
-   "host_canary_seconds": 7.124914999998566e-06,
+   "host_canary_seconds": 9.757140000061782e-06,
    "pass_seconds": [
-    0.00014752151568730667,
-    0.00022217371563116716,
-    0.00015799314280351003
+    0.00017855389132386164,
+    0.00022635275054545633,
+    0.00020448455995037445
    ],
    "pass_host_canary_seconds": [
-    7.124914999998566e-06,
-    1.4583505000018703e-05,
-    1.3895929999989675e-05
+    9.757140000061782e-06,
+    1.4395097499999565e-05,
+    1.4503277500068634e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011014705009403683,
-   "min": 0.00010041828737372443,
-   "max": 0.0001472769599585306,
+   "seconds": 0.00012647238728545962,
+   "min": 0.00011787047485510507,
+   "max": 0.00013616761423292613,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,26 +3421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010300800204277039,
-    0.0003206399977207184,
-    0.0015814080238342285
+    0.00015382400155067443,
+    0.0004843200147151947,
+    0.0019141759872436524
    ],
-   "host_canary_seconds": 9.158992499997965e-06,
+   "host_canary_seconds": 9.781124999932444e-06,
    "pass_seconds": [
-    0.00010041828737372443,
-    0.00011014705009403683,
-    0.0001472769599585306
+    0.00011787047485510507,
+    0.00012647238728545962,
+    0.00013616761423292613
    ],
    "pass_host_canary_seconds": [
-    9.158992499997965e-06,
-    1.0023662499989427e-05,
-    1.3501312499997198e-05
+    9.781124999932444e-06,
+    1.3323860000014064e-05,
+    1.3597380000049953e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00015489066001914793,
-   "min": 9.66712413799195e-05,
-   "max": 0.00018176609313204172,
+   "seconds": 0.00021635582049687706,
+   "min": 0.00014236267336777277,
+   "max": 0.00025738133490085596,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3449,26 +3449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031891199946403504,
-    0.001478816032409668,
-    0.004279871940612793
+    0.0003477120101451874,
+    0.00134553599357605,
+    0.0043235840797424315
    ],
-   "host_canary_seconds": 9.158992499997965e-06,
+   "host_canary_seconds": 9.781124999932444e-06,
    "pass_seconds": [
-    0.00015489066001914793,
-    0.00018176609313204172,
-    9.66712413799195e-05
+    0.00014236267336777277,
+    0.00025738133490085596,
+    0.00021635582049687706
    ],
    "pass_host_canary_seconds": [
-    9.158992499997965e-06,
-    1.0023662499989427e-05,
-    1.3501312499997198e-05
+    9.781124999932444e-06,
+    1.3323860000014064e-05,
+    1.3597380000049953e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0003654895183585939,
-   "min": 0.00032132496720268616,
-   "max": 0.00043914056391943066,
+   "seconds": 0.0004032495149544307,
+   "min": 0.0003963299109822227,
+   "max": 0.0005483794538747697,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3477,26 +3477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004375680088996887,
-    0.0015124160051345826,
-    0.005294400215148926
+    0.0004073280096054077,
+    0.0013867839574813843,
+    0.006282432079315186
    ],
-   "host_canary_seconds": 9.547362499997547e-06,
+   "host_canary_seconds": 1.0056644999991703e-05,
    "pass_seconds": [
-    0.00032132496720268616,
-    0.00043914056391943066,
-    0.0003654895183585939
+    0.0003963299109822227,
+    0.0005483794538747697,
+    0.0004032495149544307
    ],
    "pass_host_canary_seconds": [
-    9.547362499997547e-06,
-    1.422623250000754e-05,
-    1.3421965000048886e-05
+    1.0056644999991703e-05,
+    1.5630215000044245e-05,
+    1.3987524999947709e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.000754092249132338,
-   "min": 0.0004432997987383887,
-   "max": 0.0009267352251779463,
+   "seconds": 0.0007707116930257705,
+   "min": 0.0004467703189168657,
+   "max": 0.0009332609928789592,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3505,26 +3505,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014892799854278565,
-    0.004288991928100586,
-    0.013127264022827148
+    0.001531327962875366,
+    0.004898399829864502,
+    0.014457088470458984
    ],
-   "host_canary_seconds": 9.547362499997547e-06,
+   "host_canary_seconds": 1.0056644999991703e-05,
    "pass_seconds": [
-    0.0004432997987383887,
-    0.0009267352251779463,
-    0.000754092249132338
+    0.0004467703189168657,
+    0.0009332609928789592,
+    0.0007707116930257705
    ],
    "pass_host_canary_seconds": [
-    9.547362499997547e-06,
-    1.422623250000754e-05,
-    1.3421965000048886e-05
+    1.0056644999991703e-05,
+    1.5630215000044245e-05,
+    1.3987524999947709e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0003541264718487149,
-   "min": 0.0003354194263617198,
-   "max": 0.0004336792457671392,
+   "seconds": 0.0003317218962169829,
+   "min": 0.00025481599427404854,
+   "max": 0.0003990057082403274,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3533,26 +3533,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007479040026664734,
-    0.0017991360425949096,
-    0.007169824123382568
+    0.00038086399435997007,
+    0.001967360019683838,
+    0.004477119922637939
    ],
-   "host_canary_seconds": 9.488950000005048e-06,
+   "host_canary_seconds": 7.302304999967646e-06,
    "pass_seconds": [
-    0.0004336792457671392,
-    0.0003541264718487149,
-    0.0003354194263617198
+    0.00025481599427404854,
+    0.0003990057082403274,
+    0.0003317218962169829
    ],
    "pass_host_canary_seconds": [
-    9.488950000005048e-06,
-    1.4731120000028853e-05,
-    1.1261564999927031e-05
+    7.302304999967646e-06,
+    1.3364877499952854e-05,
+    1.0468454999994493e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0011141135706788016,
-   "min": 0.000672473907470703,
-   "max": 0.001722244584844226,
+   "seconds": 0.0007854773771195185,
+   "min": 0.0004560586994602567,
+   "max": 0.0012519801798320952,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3561,26 +3561,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001825600028038025,
-    0.004488063812255859,
-    0.018199232101440428
+    0.001561951994895935,
+    0.003662368059158325,
+    0.012214336395263672
    ],
-   "host_canary_seconds": 9.488950000005048e-06,
+   "host_canary_seconds": 7.302304999967646e-06,
    "pass_seconds": [
-    0.000672473907470703,
-    0.001722244584844226,
-    0.0011141135706788016
+    0.0004560586994602567,
+    0.0012519801798320952,
+    0.0007854773771195185
    ],
    "pass_host_canary_seconds": [
-    9.488950000005048e-06,
-    1.4731120000028853e-05,
-    1.1261564999927031e-05
+    7.302304999967646e-06,
+    1.3364877499952854e-05,
+    1.0468454999994493e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 3.3750094295967194e-05,
-   "min": 1.3217524314920108e-05,
-   "max": 3.781180864288694e-05,
+   "seconds": 2.56319987986769e-05,
+   "min": 1.4012190025477183e-05,
+   "max": 2.9478856672843298e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3589,26 +3589,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.473600022494793e-05,
-    6.460800021886826e-05,
-    0.00022307200729846955
+    2.534399926662445e-05,
+    6.851200014352798e-05,
+    0.0002359039932489395
    ],
-   "host_canary_seconds": 7.1760325000092e-06,
+   "host_canary_seconds": 7.2019649999788275e-06,
    "pass_seconds": [
-    1.3217524314920108e-05,
-    3.781180864288694e-05,
-    3.3750094295967194e-05
+    1.4012190025477183e-05,
+    2.56319987986769e-05,
+    2.9478856672843298e-05
    ],
    "pass_host_canary_seconds": [
-    7.1760325000092e-06,
-    1.4775090000043178e-05,
-    1.3573235000023942e-05
+    7.2019649999788275e-06,
+    1.3583207499934246e-05,
+    1.428053249995287e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.3709711436004865e-05,
-   "min": 4.965867031188237e-05,
-   "max": 5.747124180197716e-05,
+   "seconds": 4.979580977842921e-05,
+   "min": 2.2293334028550555e-05,
+   "max": 6.214019319131261e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3617,26 +3617,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001348160058259964,
+    0.00015190400183200836,
     0.0003057279884815216,
-    0.001128767967224121
+    0.0007114560008049011
    ],
-   "host_canary_seconds": 7.1760325000092e-06,
+   "host_canary_seconds": 7.2019649999788275e-06,
    "pass_seconds": [
-    5.3709711436004865e-05,
-    4.965867031188237e-05,
-    5.747124180197716e-05
+    2.2293334028550555e-05,
+    6.214019319131261e-05,
+    4.979580977842921e-05
    ],
    "pass_host_canary_seconds": [
-    7.1760325000092e-06,
-    1.4775090000043178e-05,
-    1.3573235000023942e-05
+    7.2019649999788275e-06,
+    1.3583207499934246e-05,
+    1.428053249995287e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 3.2472379505634306e-05,
-   "min": 1.9258667138360794e-05,
-   "max": 3.2646855428105316e-05,
+   "seconds": 3.073218926077797e-05,
+   "min": 1.571657100603694e-05,
+   "max": 3.6339048828397474e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3645,26 +3645,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.1231998950243e-05,
-    0.00012172800302505494,
-    0.00034435200691223145
+    3.577600046992302e-05,
+    7.926400005817413e-05,
+    0.0002703039944171906
    ],
-   "host_canary_seconds": 8.436465000016824e-06,
+   "host_canary_seconds": 7.849389999989853e-06,
    "pass_seconds": [
-    1.9258667138360794e-05,
-    3.2646855428105316e-05,
-    3.2472379505634306e-05
+    1.571657100603694e-05,
+    3.6339048828397474e-05,
+    3.073218926077797e-05
    ],
    "pass_host_canary_seconds": [
-    8.436465000016824e-06,
-    1.54878349999521e-05,
-    1.3616932499971313e-05
+    7.849389999989853e-06,
+    1.4622520000031614e-05,
+    1.420749499999374e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 5.094552430368605e-05,
-   "min": 4.481980648069154e-05,
-   "max": 5.3242668509483315e-05,
+   "seconds": 4.783009950603759e-05,
+   "min": 4.605714639737493e-05,
+   "max": 7.068038128671194e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3673,26 +3673,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001955839991569519,
-    0.00040348801016807555,
-    0.0011619839668273926
+    0.00016767999529838562,
+    0.0003160960078239441,
+    0.001081984043121338
    ],
-   "host_canary_seconds": 8.436465000016824e-06,
+   "host_canary_seconds": 7.849389999989853e-06,
    "pass_seconds": [
-    4.481980648069154e-05,
-    5.3242668509483315e-05,
-    5.094552430368605e-05
+    4.605714639737493e-05,
+    7.068038128671194e-05,
+    4.783009950603759e-05
    ],
    "pass_host_canary_seconds": [
-    8.436465000016824e-06,
-    1.54878349999521e-05,
-    1.3616932499971313e-05
+    7.849389999989853e-06,
+    1.4622520000031614e-05,
+    1.420749499999374e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 4.0773335312094006e-05,
-   "min": 1.7157332528205145e-05,
-   "max": 4.4060953316234406e-05,
+   "seconds": 3.762285730668476e-05,
+   "min": 1.7156572214194708e-05,
+   "max": 4.316876402923038e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3701,26 +3701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.939199820160866e-05,
-    0.000111455999314785,
-    0.0003036159873008728
+    2.800000086426735e-05,
+    7.878399640321732e-05,
+    0.0002851200103759766
    ],
-   "host_canary_seconds": 7.519289999997625e-06,
+   "host_canary_seconds": 7.715360000020156e-06,
    "pass_seconds": [
-    1.7157332528205145e-05,
-    4.4060953316234406e-05,
-    4.0773335312094006e-05
+    1.7156572214194708e-05,
+    4.316876402923038e-05,
+    3.762285730668476e-05
    ],
    "pass_host_canary_seconds": [
-    7.519289999997625e-06,
-    1.4230419999989863e-05,
-    1.3210664999903087e-05
+    7.715360000020156e-06,
+    1.49003950000548e-05,
+    1.4391560000035498e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.0001009958102589562,
-   "min": 8.620494284800119e-05,
-   "max": 0.00015168457158974235,
+   "seconds": 0.0001289516251002039,
+   "min": 6.713752271164029e-05,
+   "max": 0.00015503389423801787,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3729,26 +3729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024163199961185454,
-    0.0006530879735946655,
-    0.002032927989959717
+    0.00018367999792099,
+    0.0006613119840621948,
+    0.0015230079889297485
    ],
-   "host_canary_seconds": 7.519289999997625e-06,
+   "host_canary_seconds": 7.715360000020156e-06,
    "pass_seconds": [
-    0.0001009958102589562,
-    0.00015168457158974235,
-    8.620494284800119e-05
+    6.713752271164029e-05,
+    0.00015503389423801787,
+    0.0001289516251002039
    ],
    "pass_host_canary_seconds": [
-    7.519289999997625e-06,
-    1.4230419999989863e-05,
-    1.3210664999903087e-05
+    7.715360000020156e-06,
+    1.49003950000548e-05,
+    1.4391560000035498e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.3401143692788626e-05,
-   "min": 2.727009568895613e-05,
-   "max": 8.132190434705644e-05,
+   "seconds": 5.376228441794714e-05,
+   "min": 2.3169524258091337e-05,
+   "max": 6.97417145683652e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3757,26 +3757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0447998344898225e-05,
-    0.00013526399433612824,
-    0.000467168003320694
+    6.15679994225502e-05,
+    0.00014684799313545227,
+    0.00041436800360679626
    ],
-   "host_canary_seconds": 7.4798925000152395e-06,
+   "host_canary_seconds": 7.446907500039401e-06,
    "pass_seconds": [
-    2.727009568895613e-05,
-    8.132190434705644e-05,
-    3.3401143692788626e-05
+    2.3169524258091337e-05,
+    6.97417145683652e-05,
+    5.376228441794714e-05
    ],
    "pass_host_canary_seconds": [
-    7.4798925000152395e-06,
-    1.5076279999988174e-05,
-    9.513914999956796e-06
+    7.446907500039401e-06,
+    1.476542999995445e-05,
+    1.4553735000006895e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 9.648380534989494e-05,
-   "min": 9.388113518555958e-05,
-   "max": 0.00011182323311056409,
+   "seconds": 0.00010628875912654968,
+   "min": 7.946513841549556e-05,
+   "max": 0.00011189256679444084,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3785,1286 +3785,1286 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002937920093536377,
-    0.0006892799735069275,
-    0.0021581759452819825
+    0.0003147200047969818,
+    0.0007394559979438782,
+    0.001893183946609497
    ],
-   "host_canary_seconds": 7.4798925000152395e-06,
+   "host_canary_seconds": 7.446907500039401e-06,
    "pass_seconds": [
-    9.648380534989494e-05,
-    9.388113518555958e-05,
-    0.00011182323311056409
+    7.946513841549556e-05,
+    0.00011189256679444084,
+    0.00010628875912654968
    ],
    "pass_host_canary_seconds": [
-    7.4798925000152395e-06,
-    1.5076279999988174e-05,
-    9.513914999956796e-06
+    7.446907500039401e-06,
+    1.476542999995445e-05,
+    1.4553735000006895e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00018745599687099458,
-   "min": 0.00010838399827480316,
-   "max": 0.0005405759811401368,
+   "seconds": 0.00012665599584579467,
+   "min": 7.366400212049484e-05,
+   "max": 0.00026815998554229737,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0233960000007868e-05,
+   "host_canary_seconds": 7.438245000059851e-06,
    "pass_seconds": [
-    0.00018153600394725798,
-    0.00019747200608253478,
-    0.00018745599687099458
+    0.00012665599584579467,
+    0.00021702399849891663,
+    0.00011334399878978729
    ],
    "pass_host_canary_seconds": [
-    1.0233960000007868e-05,
-    1.4712890000012635e-05,
-    1.4067305000082798e-05
+    7.438245000059851e-06,
+    1.5149259999986952e-05,
+    1.4536630000065997e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00012940800189971925,
-   "min": 8.736000210046769e-05,
-   "max": 0.00017871999740600586,
+   "seconds": 8.803199976682663e-05,
+   "min": 6.191999837756157e-05,
+   "max": 0.00032627201080322264,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0233960000007868e-05,
+   "host_canary_seconds": 7.438245000059851e-06,
    "pass_seconds": [
-    0.00012275200337171554,
-    0.00014374400675296783,
-    0.00012940800189971925
+    7.673600316047669e-05,
+    0.00015164799988269805,
+    8.803199976682663e-05
    ],
    "pass_host_canary_seconds": [
-    1.0233960000007868e-05,
-    1.4712890000012635e-05,
-    1.4067305000082798e-05
+    7.438245000059851e-06,
+    1.5149259999986952e-05,
+    1.4536630000065997e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00021190400421619416,
-   "min": 0.00010543999820947647,
-   "max": 0.00045500800013542175,
+   "seconds": 0.00012559999525547027,
+   "min": 8.303999900817871e-05,
+   "max": 0.00026950401067733765,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.042884999997056e-06,
+   "host_canary_seconds": 7.506359999922552e-06,
    "pass_seconds": [
-    0.00013795199990272521,
-    0.00021190400421619416,
-    0.0002730560004711151
+    0.00012559999525547027,
+    0.00022732800245285034,
+    0.00012095999717712403
    ],
    "pass_host_canary_seconds": [
-    7.042884999997056e-06,
-    1.4699512500015998e-05,
-    1.3925765000024627e-05
+    7.506359999922552e-06,
+    1.5170232499883695e-05,
+    1.460424000001126e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.0001648319959640503,
-   "min": 0.00010342399775981904,
-   "max": 0.0003548159897327423,
+   "seconds": 0.00013974399864673614,
+   "min": 8.300799876451493e-05,
+   "max": 0.0006021760106086731,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.042884999997056e-06,
+   "host_canary_seconds": 7.506359999922552e-06,
    "pass_seconds": [
-    0.00013046400249004363,
-    0.00020051200687885284,
-    0.0001648319959640503
+    0.00013366399705410005,
+    0.0002174080014228821,
+    0.00013974399864673614
    ],
    "pass_host_canary_seconds": [
-    7.042884999997056e-06,
-    1.4699512500015998e-05,
-    1.3925765000024627e-05
+    7.506359999922552e-06,
+    1.5170232499883695e-05,
+    1.460424000001126e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00024863103866577146,
-   "min": 0.00015007935523986816,
-   "max": 0.00041609729766845703,
+   "seconds": 0.00022787647247314455,
+   "min": 0.0001623276710510254,
+   "max": 0.0005368511962890625,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.131569999980769e-06,
+   "host_canary_seconds": 7.869164999974032e-06,
    "pass_seconds": [
-    0.00018780927658081054,
-    0.00036787841796875,
-    0.00024863103866577146
+    0.00017861696243286134,
+    0.0004795129776000977,
+    0.00022787647247314455
    ],
    "pass_host_canary_seconds": [
-    7.131569999980769e-06,
-    1.489456750000784e-05,
-    1.4044244999951162e-05
+    7.869164999974032e-06,
+    1.5105359999978418e-05,
+    1.4676340000079335e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0006009420776367187,
-   "min": 0.00030469696044921877,
-   "max": 0.0007518809509277344,
+   "seconds": 0.0005716646575927735,
+   "min": 0.0003021824073791504,
+   "max": 0.0009061888122558594,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.707040000002109e-06,
+   "host_canary_seconds": 7.429679999972905e-06,
    "pass_seconds": [
-    0.0004494521713256836,
-    0.0006009420776367187,
-    0.0006425055694580079
+    0.0003219411087036133,
+    0.0008717817687988282,
+    0.0005716646575927735
    ],
    "pass_host_canary_seconds": [
-    9.707040000002109e-06,
-    1.4770475000034366e-05,
-    1.513626499999532e-05
+    7.429679999972905e-06,
+    1.526828499990529e-05,
+    1.7613634999946724e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00017024768829345703,
-   "min": 0.00012621631622314452,
-   "max": 0.0002600166320800781,
+   "seconds": 0.00016810623168945314,
+   "min": 0.00010385536193847656,
+   "max": 0.0001965772819519043,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.874319999987336e-06,
+   "host_canary_seconds": 7.595890000118289e-06,
    "pass_seconds": [
-    0.00013598143577575684,
-    0.00017024768829345703,
-    0.00017638912200927735
+    0.00013785535812377932,
+    0.00016810623168945314,
+    0.00017916736602783205
    ],
    "pass_host_canary_seconds": [
-    9.874319999987336e-06,
-    1.5141549999952985e-05,
-    1.5956617500094692e-05
+    7.595890000118289e-06,
+    1.4843859999942311e-05,
+    1.640093000006004e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0003502342224121094,
-   "min": 0.0002682169532775879,
-   "max": 0.0005071859359741211,
+   "seconds": 0.00032630401611328125,
+   "min": 0.0001839206314086914,
+   "max": 0.0006435788726806641,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.032270999999696e-05,
+   "host_canary_seconds": 7.407789999973602e-06,
    "pass_seconds": [
-    0.0002962777519226074,
-    0.0004267078399658203,
-    0.0003502342224121094
+    0.00020680320739746092,
+    0.00032630401611328125,
+    0.00034699840545654296
    ],
    "pass_host_canary_seconds": [
-    1.032270999999696e-05,
-    1.4844009999990248e-05,
-    1.4847175000056723e-05
+    7.407789999973602e-06,
+    1.4960734999931446e-05,
+    1.490600500005712e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001689695930480957,
-   "min": 0.0001371065616607666,
-   "max": 0.0002217945671081543,
+   "seconds": 0.00017674943923950197,
+   "min": 0.00012614336013793946,
+   "max": 0.0003240403366088867,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0358715000009511e-05,
+   "host_canary_seconds": 7.320545000055745e-06,
    "pass_seconds": [
-    0.0001689695930480957,
-    0.00021826240539550782,
-    0.00016411968231201172
+    0.00013913663864135743,
+    0.00017674943923950197,
+    0.00030338048934936524
    ],
    "pass_host_canary_seconds": [
-    1.0358715000009511e-05,
-    1.5126280000004044e-05,
-    9.798220000050151e-06
+    7.320545000055745e-06,
+    1.4936710000057474e-05,
+    1.490600500005712e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0003222188949584961,
-   "min": 0.00022271295547485352,
-   "max": 0.0004250668716430664,
+   "seconds": 0.0003159481620788574,
+   "min": 0.000233054084777832,
+   "max": 0.0006449247741699218,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.539064999979473e-06,
+   "host_canary_seconds": 9.833877499971776e-06,
    "pass_seconds": [
-    0.00026273344039916995,
-    0.00034651649475097657,
-    0.0003222188949584961
+    0.00027017856597900394,
+    0.0003159481620788574,
+    0.0006272870254516602
    ],
    "pass_host_canary_seconds": [
-    8.539064999979473e-06,
-    1.4667374999959293e-05,
-    1.373091999994358e-05
+    9.833877499971776e-06,
+    1.421757000002799e-05,
+    1.4631722500055844e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0002511782455444336,
-   "min": 0.00016963647842407225,
-   "max": 0.0003103091239929199,
+   "seconds": 0.00023601087570190429,
+   "min": 0.00015174528121948244,
+   "max": 0.00027071168899536134,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.770977499992227e-06,
+   "host_canary_seconds": 9.08066999997459e-06,
    "pass_seconds": [
-    0.00019172607421875002,
-    0.0002511782455444336,
-    0.00026022848129272463
+    0.00015546560287475587,
+    0.00023601087570190429,
+    0.0002674483108520508
    ],
    "pass_host_canary_seconds": [
-    8.770977499992227e-06,
-    1.444624499995939e-05,
-    1.4563465000065889e-05
+    9.08066999997459e-06,
+    1.4215790000093875e-05,
+    1.3616244999994365e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0005185823822021484,
-   "min": 0.0003429875183105469,
-   "max": 0.0006310015869140626,
+   "seconds": 0.0005511840057373048,
+   "min": 0.0002890566444396973,
+   "max": 0.0008029305267333984,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.175625000002128e-06,
+   "host_canary_seconds": 7.914122500025656e-06,
    "pass_seconds": [
-    0.00036469825744628906,
-    0.000531335678100586,
-    0.0005185823822021484
+    0.000354087028503418,
+    0.0005511840057373048,
+    0.0007717081451416016
    ],
    "pass_host_canary_seconds": [
-    7.175625000002128e-06,
-    1.410689499998341e-05,
-    1.368224499998405e-05
+    7.914122500025656e-06,
+    1.4338054999996074e-05,
+    1.4567189999894481e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0002174457550048828,
-   "min": 0.0001677132797241211,
-   "max": 0.00027110784530639647,
+   "seconds": 0.00040327297210693356,
+   "min": 0.00015536704063415528,
+   "max": 0.0005249651336669923,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.315129999998504e-06,
+   "host_canary_seconds": 1.0396162499972662e-05,
    "pass_seconds": [
-    0.0001837017631530762,
-    0.00025092992782592774,
-    0.0002174457550048828
+    0.0002163532829284668,
+    0.00040327297210693356,
+    0.0004891033554077148
    ],
    "pass_host_canary_seconds": [
-    7.315129999998504e-06,
-    1.4089395000027594e-05,
-    1.3314094999969939e-05
+    1.0396162499972662e-05,
+    1.4564350000085824e-05,
+    1.4403499999957603e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004382559967041016,
-   "min": 0.0003305868911743164,
-   "max": 0.0005937100982666016,
+   "seconds": 0.0006344505691528321,
+   "min": 0.000474532470703125,
+   "max": 0.000995707550048828,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.25974999998158e-06,
+   "host_canary_seconds": 1.050770000006196e-05,
    "pass_seconds": [
-    0.0004382559967041016,
-    0.00040387199401855473,
-    0.000527393913269043
+    0.0005390982437133789,
+    0.00069723388671875,
+    0.0006344505691528321
    ],
    "pass_host_canary_seconds": [
-    7.25974999998158e-06,
-    1.0551179999964689e-05,
-    1.32789899999608e-05
+    1.050770000006196e-05,
+    1.4274985000071183e-05,
+    1.4001770000078295e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0001966444778442383,
-   "min": 0.00016450431823730467,
-   "max": 0.00028231231689453124,
+   "seconds": 0.0002837273597717285,
+   "min": 0.00020921344757080077,
+   "max": 0.00040832000732421875,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.637049999968838e-06,
+   "host_canary_seconds": 1.0928375000105461e-05,
    "pass_seconds": [
-    0.0001886137580871582,
-    0.0001966444778442383,
-    0.0002396460723876953
+    0.00023962112426757814,
+    0.0002837273597717285,
+    0.00033160446166992185
    ],
    "pass_host_canary_seconds": [
-    8.637049999968838e-06,
-    9.471397500036004e-06,
-    1.4711310000024013e-05
+    1.0928375000105461e-05,
+    1.4315560000000005e-05,
+    1.5429604999894764e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002506726455688477,
-   "min": 0.00015951295852661133,
-   "max": 0.00037078910827636715,
+   "seconds": 0.00026823936462402344,
+   "min": 0.0002139155197143555,
+   "max": 0.0003887571334838867,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.140584999998367e-06,
+   "host_canary_seconds": 1.0287330000124938e-05,
    "pass_seconds": [
-    0.00016677824020385742,
-    0.0002506726455688477,
-    0.0003032204818725586
+    0.00026298240661621095,
+    0.00026823936462402344,
+    0.00037510784149169925
    ],
    "pass_host_canary_seconds": [
-    7.140584999998367e-06,
-    9.145284999974024e-06,
-    1.4703255000085846e-05
+    1.0287330000124938e-05,
+    1.4237369999960947e-05,
+    1.5769224999999664e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.000120513916015625,
-   "min": 9.83302402496338e-05,
-   "max": 0.0001572486400604248,
+   "seconds": 0.0001677984046936035,
+   "min": 0.00013080127716064453,
+   "max": 0.0002493126487731934,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.975112499993941e-06,
+   "host_canary_seconds": 1.0058419999978695e-05,
    "pass_seconds": [
-    0.00011141056060791016,
-    0.000120513916015625,
-    0.0001445126438140869
+    0.00013969728469848632,
+    0.0001677984046936035,
+    0.00021064960479736327
    ],
    "pass_host_canary_seconds": [
-    6.975112499993941e-06,
-    9.37709000005782e-06,
-    1.4898815000066178e-05
+    1.0058419999978695e-05,
+    1.4631352499989704e-05,
+    1.589081999995301e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001415116786956787,
-   "min": 0.00011966336250305176,
-   "max": 0.0001969945526123047,
+   "seconds": 0.00021204351425170898,
+   "min": 0.0001722636795043945,
+   "max": 0.0002497766494750977,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.154324999980588e-06,
+   "host_canary_seconds": 1.0695674999965377e-05,
    "pass_seconds": [
-    0.00012378432273864746,
-    0.00017104000091552735,
-    0.0001415116786956787
+    0.00021204351425170898,
+    0.00019856319427490236,
+    0.00024628671646118164
    ],
    "pass_host_canary_seconds": [
-    7.154324999980588e-06,
-    9.561709999985623e-06,
-    9.180804999999736e-06
+    1.0695674999965377e-05,
+    1.4541340000064907e-05,
+    1.5213579999908688e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00019945728302001953,
-   "min": 0.00018379968643188478,
-   "max": 0.0002556876754760742,
+   "seconds": 0.00027764352798461913,
+   "min": 0.00024201919555664063,
+   "max": 0.0003700371170043945,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.991810000016585e-06,
+   "host_canary_seconds": 1.1055244999909064e-05,
    "pass_seconds": [
-    0.00019945728302001953,
-    0.00024600255966186524,
-    0.00019338304519653322
+    0.00027291967391967776,
+    0.00027764352798461913,
+    0.0003550387191772461
    ],
    "pass_host_canary_seconds": [
-    6.991810000016585e-06,
-    9.747450000006096e-06,
-    9.160062500015443e-06
+    1.1055244999909064e-05,
+    1.4467510000031326e-05,
+    1.545710000002032e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002708403205871582,
-   "min": 0.00019337343215942383,
-   "max": 0.0002842988777160645,
+   "seconds": 0.00032846401214599606,
+   "min": 0.00023984447479248047,
+   "max": 0.0005142559814453125,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.877819999999701e-06,
+   "host_canary_seconds": 1.1123514999908934e-05,
    "pass_seconds": [
-    0.0002195039939880371,
-    0.0002708403205871582,
-    0.0002718873596191406
+    0.0003148454475402832,
+    0.00032846401214599606,
+    0.0004411443328857422
    ],
    "pass_host_canary_seconds": [
-    6.877819999999701e-06,
-    9.747450000006096e-06,
-    9.219209999997702e-06
+    1.1123514999908934e-05,
+    1.4514880000007224e-05,
+    1.4896925000016381e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 9.688639640808105e-05,
-   "min": 7.096640110015869e-05,
-   "max": 0.0001052076816558838,
+   "seconds": 0.00010920319557189942,
+   "min": 8.246720314025879e-05,
+   "max": 0.00014091520309448242,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.885805000003131e-06,
+   "host_canary_seconds": 7.932775000014658e-06,
    "pass_seconds": [
-    7.645440101623535e-05,
-    0.00010079232215881348,
-    9.688639640808105e-05
+    8.780927658081054e-05,
+    0.00010920319557189942,
+    0.00013721343994140624
    ],
    "pass_host_canary_seconds": [
-    6.885805000003131e-06,
-    9.771294999971759e-06,
-    9.208252499988134e-06
+    7.932775000014658e-06,
+    1.1596429999940482e-05,
+    1.4771565000017973e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00011817279815673829,
-   "min": 9.891200065612792e-05,
-   "max": 0.0001285324764251709,
+   "seconds": 0.00013394816398620607,
+   "min": 9.88640022277832e-05,
+   "max": 0.00017178304672241213,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.928467499989211e-06,
+   "host_canary_seconds": 8.949737500003608e-06,
    "pass_seconds": [
-    0.00010365119934082031,
-    0.00011817279815673829,
-    0.00011899776458740234
+    0.00010743295669555665,
+    0.00013394816398620607,
+    0.00015053888320922852
    ],
    "pass_host_canary_seconds": [
-    6.928467499989211e-06,
-    9.626737499992544e-06,
-    9.35089000002165e-06
+    8.949737500003608e-06,
+    1.3936860000001161e-05,
+    1.4098340000003872e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.576704025268555e-05,
-   "min": 7.965824127197266e-05,
-   "max": 0.00010593536376953126,
+   "seconds": 0.00010549823760986328,
+   "min": 9.257599830627441e-05,
+   "max": 0.000149169921875,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.852495000000402e-06,
+   "host_canary_seconds": 9.119084999937854e-06,
    "pass_seconds": [
-    8.33414363861084e-05,
-    9.827136039733887e-05,
-    9.576704025268555e-05
+    0.00010370431900024414,
+    0.00011084480285644532,
+    0.00010549823760986328
    ],
    "pass_host_canary_seconds": [
-    6.852495000000402e-06,
-    9.531102499984456e-06,
-    9.621037500053831e-06
+    9.119084999937854e-06,
+    1.4465330000064114e-05,
+    9.788782499953185e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00011203392028808593,
-   "min": 9.713343620300292e-05,
-   "max": 0.00011900544166564941,
+   "seconds": 0.00012623104095458985,
+   "min": 9.835968017578126e-05,
+   "max": 0.0002008576011657715,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.100522499996486e-06,
+   "host_canary_seconds": 8.265862499996502e-06,
    "pass_seconds": [
-    0.0001010035228729248,
-    0.00011512767791748048,
-    0.00011203392028808593
+    0.00010281599998474122,
+    0.00012623104095458985,
+    0.00012721983909606935
    ],
    "pass_host_canary_seconds": [
-    7.100522499996486e-06,
-    9.326244999989797e-06,
-    9.334232500108896e-06
+    8.265862499996502e-06,
+    1.218670999989513e-05,
+    1.0071490000029825e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 9.820032119750975e-05,
-   "min": 7.996416091918945e-05,
-   "max": 0.00011944448471069337,
+   "seconds": 0.00010538944244384766,
+   "min": 8.095552444458008e-05,
+   "max": 0.00020786048889160158,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2613450000069686e-06,
+   "host_canary_seconds": 7.667697500011172e-06,
    "pass_seconds": [
-    8.487423896789552e-05,
-    9.831232070922852e-05,
-    9.820032119750975e-05
+    0.00010276927947998046,
+    0.0001555897617340088,
+    0.00010538944244384766
    ],
    "pass_host_canary_seconds": [
-    7.2613450000069686e-06,
-    1.0689447500027427e-05,
-    9.573855000013509e-06
+    7.667697500011172e-06,
+    1.4467829999915694e-05,
+    1.0104045000005614e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011630080223083495,
-   "min": 9.961407661437988e-05,
-   "max": 0.00013979711532592775,
+   "seconds": 0.00012463295936584472,
+   "min": 0.00010198016166687013,
+   "max": 0.0001552499198913574,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5907300000110915e-06,
+   "host_canary_seconds": 7.857132500035391e-06,
    "pass_seconds": [
-    0.00010401408195495604,
-    0.00011630080223083495,
-    0.00011769856452941895
+    0.0001164345645904541,
+    0.0001290816020965576,
+    0.00012463295936584472
    ],
    "pass_host_canary_seconds": [
-    7.5907300000110915e-06,
-    9.784097500009636e-06,
-    9.823894999954063e-06
+    7.857132500035391e-06,
+    1.0370795000085308e-05,
+    1.0556900000082691e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 8.524160385131836e-05,
-   "min": 7.910975933074951e-05,
-   "max": 0.00011875328063964844,
+   "seconds": 0.00010216511726379395,
+   "min": 8.634304046630859e-05,
+   "max": 0.00011859583854675292,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.033377500000881e-06,
+   "host_canary_seconds": 7.731569999904763e-06,
    "pass_seconds": [
-    8.275008201599121e-05,
-    9.874752044677734e-05,
-    8.524160385131836e-05
+    9.185343742370607e-05,
+    0.00010606719970703124,
+    0.00010216511726379395
    ],
    "pass_host_canary_seconds": [
-    7.033377500000881e-06,
-    9.616045000022665e-06,
-    9.607480000042302e-06
+    7.731569999904763e-06,
+    1.0323809999945866e-05,
+    1.0475075000044854e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.0001124409580230713,
-   "min": 8.92563247680664e-05,
-   "max": 0.00012553983688354492,
+   "seconds": 0.00012109631538391113,
+   "min": 9.277119636535644e-05,
+   "max": 0.00017580671310424802,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.914535000017707e-06,
+   "host_canary_seconds": 7.783679999988636e-06,
    "pass_seconds": [
-    0.00010065088272094726,
-    0.00011512767791748048,
-    0.0001124409580230713
+    0.00010272255897521973,
+    0.00015324352264404296,
+    0.00012109631538391113
    ],
    "pass_host_canary_seconds": [
-    6.914535000017707e-06,
-    9.620822500018278e-06,
-    1.0658837499946118e-05
+    7.783679999988636e-06,
+    1.0537314999936597e-05,
+    1.0552917499992986e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010977472305297852,
-   "min": 7.970816135406493e-05,
-   "max": 0.0001314521598815918,
+   "seconds": 0.00010555711746215821,
+   "min": 7.598400115966797e-05,
+   "max": 0.00012740544319152832,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.224797499993941e-06,
+   "host_canary_seconds": 7.908824999987018e-06,
    "pass_seconds": [
-    8.73638439178467e-05,
-    0.00010977472305297852,
-    0.0001136019229888916
+    8.064319610595703e-05,
+    0.00011091456413269043,
+    0.00010555711746215821
    ],
    "pass_host_canary_seconds": [
-    7.224797499993941e-06,
-    9.91790249997848e-06,
-    1.3423317500027564e-05
+    7.908824999987018e-06,
+    1.1972334999938993e-05,
+    1.1007700000007504e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.0001317299175262451,
-   "min": 9.78054428100586e-05,
-   "max": 0.00017437311172485354,
+   "seconds": 0.00012528767585754394,
+   "min": 9.318143844604492e-05,
+   "max": 0.00014378623962402345,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.08152750000346e-06,
+   "host_canary_seconds": 7.528679999992959e-06,
    "pass_seconds": [
-    0.00012190400123596191,
-    0.00013606335639953615,
-    0.0001317299175262451
+    9.656895637512207e-05,
+    0.00012528767585754394,
+    0.0001273305606842041
    ],
    "pass_host_canary_seconds": [
-    8.08152750000346e-06,
-    9.89821499999266e-06,
-    1.0558849999995346e-05
+    7.528679999992959e-06,
+    1.3476037499984273e-05,
+    1.0533022499927825e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012104960441589355,
-   "min": 8.725824356079103e-05,
-   "max": 0.000164215030670166,
+   "seconds": 0.00011682047843933105,
+   "min": 9.14579200744629e-05,
+   "max": 0.00013573823928833008,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.042637500003224e-06,
+   "host_canary_seconds": 7.835649999918814e-06,
    "pass_seconds": [
-    9.09113597869873e-05,
-    0.00016110975265502928,
-    0.00012104960441589355
+    9.57919979095459e-05,
+    0.000125862398147583,
+    0.00011682047843933105
    ],
    "pass_host_canary_seconds": [
-    7.042637500003224e-06,
-    1.5017210000038972e-05,
-    1.4616794999966486e-05
+    7.835649999918814e-06,
+    1.3771855000044298e-05,
+    1.040374500000496e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001264083194732666,
-   "min": 0.0001082975959777832,
-   "max": 0.00020188928604125976,
+   "seconds": 0.00014186304092407226,
+   "min": 0.00011326848030090331,
+   "max": 0.0002037555122375488,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.057682500004603e-06,
+   "host_canary_seconds": 7.976687500033109e-06,
    "pass_seconds": [
-    0.00011667327880859375,
-    0.00018916671752929688,
-    0.0001264083194732666
+    0.00011767295837402345,
+    0.00016402879714965822,
+    0.00014186304092407226
    ],
    "pass_host_canary_seconds": [
-    7.057682500004603e-06,
-    1.4752659999999196e-05,
-    9.699754999985543e-06
+    7.976687500033109e-06,
+    1.3530290000005607e-05,
+    1.0781184999899552e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010735360145568848,
-   "min": 9.427136421203613e-05,
-   "max": 0.0001619923210144043,
+   "seconds": 0.00011835968017578125,
+   "min": 9.738304138183595e-05,
+   "max": 0.0002098240089416504,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.609869999993691e-06,
+   "host_canary_seconds": 7.6147499999734695e-06,
    "pass_seconds": [
-    0.00010735360145568848,
-    0.00014939840316772462,
-    9.889727592468261e-05
+    0.00010894720077514648,
+    0.00015558336257934572,
+    0.00011835968017578125
    ],
    "pass_host_canary_seconds": [
-    8.609869999993691e-06,
-    1.402042500004086e-05,
-    9.31448750002062e-06
+    7.6147499999734695e-06,
+    1.334603999993078e-05,
+    1.0537810000030846e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00011922944068908691,
-   "min": 9.923711776733398e-05,
-   "max": 0.0001511577606201172,
+   "seconds": 0.00014574336051940918,
+   "min": 0.00011922559738159178,
+   "max": 0.0002143564796447754,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.910940000004473e-06,
+   "host_canary_seconds": 7.946919999994862e-06,
    "pass_seconds": [
-    0.00011922944068908691,
-    0.00013743231773376464,
-    0.00011492927551269532
+    0.00012842944145202636,
+    0.0001827840042114258,
+    0.00014574336051940918
    ],
    "pass_host_canary_seconds": [
-    6.910940000004473e-06,
-    9.509324999967817e-06,
-    9.194092500024452e-06
+    7.946919999994862e-06,
+    1.308970000010845e-05,
+    1.065283000002637e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 9.495360374450683e-05,
-   "min": 7.926911830902099e-05,
-   "max": 0.0001190329647064209,
+   "seconds": 0.00013333439826965332,
+   "min": 0.00011764479637145995,
+   "max": 0.00018087167739868165,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.151704999994735e-06,
+   "host_canary_seconds": 1.0407755000017004e-05,
    "pass_seconds": [
-    9.495360374450683e-05,
-    0.00011474047660827637,
-    9.185791969299316e-05
+    0.00013333439826965332,
+    0.0001461235237121582,
+    0.00012609600067138671
    ],
    "pass_host_canary_seconds": [
-    7.151704999994735e-06,
-    9.348777500015615e-06,
-    8.938034999985689e-06
+    1.0407755000017004e-05,
+    1.4482229999970287e-05,
+    1.0678882499988163e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001376249599456787,
-   "min": 0.00010778623580932617,
-   "max": 0.00018213823318481446,
+   "seconds": 0.0001814240074157715,
+   "min": 0.00014597184181213378,
+   "max": 0.00024154624938964843,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.250017500002315e-06,
+   "host_canary_seconds": 9.980780000091727e-06,
    "pass_seconds": [
-    0.00012094655990600585,
-    0.0001376249599456787,
-    0.00014130880355834962
+    0.00017389503479003907,
+    0.0001814240074157715,
+    0.0002091846466064453
    ],
    "pass_host_canary_seconds": [
-    7.250017500002315e-06,
-    9.588220000011915e-06,
-    1.3812235000045803e-05
+    9.980780000091727e-06,
+    1.3735340000025075e-05,
+    1.5355395000042906e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00011012351989746094,
-   "min": 7.882431983947754e-05,
-   "max": 0.00012833855628967283,
+   "seconds": 0.0001336403179168701,
+   "min": 0.00010092351913452149,
+   "max": 0.00016343231201171874,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.32441749999424e-06,
+   "host_canary_seconds": 1.0634207500075377e-05,
    "pass_seconds": [
-    8.500608444213867e-05,
-    0.00011012351989746094,
-    0.00011935808181762696
+    0.00010720191955566406,
+    0.0001336403179168701,
+    0.00014402624130249023
    ],
    "pass_host_canary_seconds": [
-    7.32441749999424e-06,
-    1.0114080000001024e-05,
-    1.56046875000726e-05
+    1.0634207500075377e-05,
+    1.3450974999926757e-05,
+    1.564290500013499e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.0001323027229309082,
-   "min": 0.00010748479843139648,
-   "max": 0.00016321216583251952,
+   "seconds": 0.00015927295684814452,
+   "min": 0.00012053759574890136,
+   "max": 0.0001828223991394043,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0196184999990975e-05,
+   "host_canary_seconds": 1.0945399999968685e-05,
    "pass_seconds": [
-    0.00014112640380859376,
-    0.0001323027229309082,
-    0.00010943103790283203
+    0.00015927295684814452,
+    0.00014366463661193848,
+    0.00017077503204345704
    ],
    "pass_host_canary_seconds": [
-    1.0196184999990975e-05,
-    9.780225000000086e-06,
-    9.761622500050749e-06
+    1.0945399999968685e-05,
+    1.3487589999954252e-05,
+    1.5292004999878372e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 9.565952301025391e-05,
-   "min": 7.428991794586181e-05,
-   "max": 0.00010764479637145996,
+   "seconds": 0.00010310400009155272,
+   "min": 9.508607864379882e-05,
+   "max": 0.0001218073558807373,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.909799999991975e-06,
+   "host_canary_seconds": 1.0447637499950702e-05,
    "pass_seconds": [
-    0.00010301759719848632,
-    9.565952301025391e-05,
-    8.261887550354004e-05
+    0.0001063161563873291,
+    0.00010271488189697265,
+    0.00010310400009155272
    ],
    "pass_host_canary_seconds": [
-    9.909799999991975e-06,
-    9.616200000017728e-06,
-    9.727142499968978e-06
+    1.0447637499950702e-05,
+    1.3460887499974205e-05,
+    1.0419317499952285e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00011662528038024902,
-   "min": 9.169983863830565e-05,
-   "max": 0.00015256128311157225,
+   "seconds": 0.000136560001373291,
+   "min": 0.00011418047904968262,
+   "max": 0.0001712428855895996,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.955089999991174e-06,
+   "host_canary_seconds": 1.0589685000041983e-05,
    "pass_seconds": [
-    0.00012837759971618654,
-    0.00011662528038024902,
-    9.967871665954589e-05
+    0.00013963711738586426,
+    0.000136560001373291,
+    0.0001228287982940674
    ],
    "pass_host_canary_seconds": [
-    9.955089999991174e-06,
-    9.939585000005026e-06,
-    9.162397499977715e-06
+    1.0589685000041983e-05,
+    1.476405000005343e-05,
+    1.0451742499952844e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00017248767852783204,
-   "min": 0.0001389510440826416,
-   "max": 0.00020818496704101564,
+   "seconds": 0.00019141632080078123,
+   "min": 0.00015453568458557128,
+   "max": 0.00029004928588867185,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0666114999970944e-05,
+   "host_canary_seconds": 1.0301285000053895e-05,
    "pass_seconds": [
-    0.000186746883392334,
-    0.00017248767852783204,
-    0.00014770432472229004
+    0.00016616256713867188,
+    0.00022550399780273437,
+    0.00019141632080078123
    ],
    "pass_host_canary_seconds": [
-    1.0666114999970944e-05,
-    9.790204999973185e-06,
-    9.20018999991612e-06
+    1.0301285000053895e-05,
+    1.4738879999924847e-05,
+    1.0521117500061906e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00016644800186157226,
-   "min": 0.00015517248153686523,
-   "max": 0.00021858623504638673,
+   "seconds": 0.00024532352447509767,
+   "min": 0.0001978982353210449,
+   "max": 0.0003390950393676758,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.396617499999537e-06,
+   "host_canary_seconds": 1.0448680000081367e-05,
    "pass_seconds": [
-    0.00016226175308227538,
-    0.00020376703262329102,
-    0.00016644800186157226
+    0.00022450624465942385,
+    0.0002946259117126465,
+    0.00024532352447509767
    ],
    "pass_host_canary_seconds": [
-    7.396617499999537e-06,
-    9.443969999978209e-06,
-    9.289375000065548e-06
+    1.0448680000081367e-05,
+    1.5253565000108437e-05,
+    1.555368500007148e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003992755126953125,
-   "min": 0.00032770175933837886,
-   "max": 0.0005430220794677734,
+   "seconds": 0.0005495366287231445,
+   "min": 0.0002528595161437988,
+   "max": 0.0007008428955078125,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.65481999998019e-06,
+   "host_canary_seconds": 1.0179829999970024e-05,
    "pass_seconds": [
-    0.0003460217666625977,
-    0.00048081600189208985,
-    0.0003992755126953125
+    0.0002641702461242676,
+    0.0005717433547973632,
+    0.0005495366287231445
    ],
    "pass_host_canary_seconds": [
-    9.65481999998019e-06,
-    1.001898500000209e-05,
-    9.990560000119331e-06
+    1.0179829999970024e-05,
+    1.5224354999929801e-05,
+    1.557442500001116e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003882284927368164,
-   "min": 0.00030683584213256836,
-   "max": 0.0006051987075805664,
+   "seconds": 0.0006366880035400391,
+   "min": 0.0002742630386352539,
+   "max": 0.0007939590454101562,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.600589999987362e-06,
+   "host_canary_seconds": 1.0314507499984416e-05,
    "pass_seconds": [
-    0.0003798400115966797,
-    0.00042417598724365233,
-    0.0003882284927368164
+    0.00029372928619384765,
+    0.0007675590515136718,
+    0.0006366880035400391
    ],
    "pass_host_canary_seconds": [
-    9.600589999987362e-06,
-    9.67616499998769e-06,
-    9.642719999902738e-06
+    1.0314507499984416e-05,
+    1.5323810000040794e-05,
+    1.5662750000018376e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00010915904045104981,
-   "min": 9.48960018157959e-05,
-   "max": 0.00014264320373535156,
+   "seconds": 0.00014509696006774904,
+   "min": 0.00010568191528320312,
+   "max": 0.00016981760025024415,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.497642500004843e-06,
+   "host_canary_seconds": 1.0802165000001197e-05,
    "pass_seconds": [
-    0.00010915904045104981,
-    0.00011884032249450683,
-    0.00010118975639343261
+    0.0001309228801727295,
+    0.00014509696006774904,
+    0.0001616307258605957
    ],
    "pass_host_canary_seconds": [
-    9.497642500004843e-06,
-    1.0027017500000568e-05,
-    9.556522499991615e-06
+    1.0802165000001197e-05,
+    1.4468825000051311e-05,
+    1.593481499995164e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00012942527770996095,
-   "min": 0.00011179007530212403,
-   "max": 0.0001815532875061035,
+   "seconds": 0.00019233024597167968,
+   "min": 0.00012013631820678711,
+   "max": 0.0003171852874755859,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.479650000017159e-06,
+   "host_canary_seconds": 1.1136645000107137e-05,
    "pass_seconds": [
-    0.00012942527770996095,
-    0.00013547200202941896,
-    0.000118023042678833
+    0.0001534720039367676,
+    0.0002508774375915527,
+    0.00019233024597167968
    ],
    "pass_host_canary_seconds": [
-    9.479650000017159e-06,
-    1.0077909999992585e-05,
-    9.547512499992194e-06
+    1.1136645000107137e-05,
+    1.5506640000069183e-05,
+    1.5540245000025262e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00010702783584594727,
-   "min": 9.456768035888672e-05,
-   "max": 0.0001350227165222168,
+   "seconds": 0.00013905792236328126,
+   "min": 0.00010251328468322754,
+   "max": 0.00023044992446899414,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.62880500001262e-06,
+   "host_canary_seconds": 8.854797500035262e-06,
    "pass_seconds": [
-    0.00010271167755126954,
-    0.00011687423706054687,
-    0.00010702783584594727
+    0.00011248640060424805,
+    0.00018365760803222656,
+    0.00013905792236328126
    ],
    "pass_host_canary_seconds": [
-    9.62880500001262e-06,
-    9.718342499986933e-06,
-    1.0734557500029495e-05
+    8.854797500035262e-06,
+    1.489241999991009e-05,
+    1.558961000000636e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001348857593536377,
-   "min": 0.00011439359664916993,
-   "max": 0.000211343994140625,
+   "seconds": 0.00017856447219848635,
+   "min": 0.00010434816360473634,
+   "max": 0.00025083839416503907,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0064570000025697e-05,
+   "host_canary_seconds": 7.621864999975969e-06,
    "pass_seconds": [
-    0.0001348857593536377,
-    0.00019326528549194335,
-    0.00012162176132202149
+    0.0001151807975769043,
+    0.00023724159240722656,
+    0.00017856447219848635
    ],
    "pass_host_canary_seconds": [
-    1.0064570000025697e-05,
-    1.4321222499980025e-05,
-    9.815975000009303e-06
+    7.621864999975969e-06,
+    1.5466075000034606e-05,
+    1.5601507499951594e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 9.594559669494629e-05,
-   "min": 8.462143898010253e-05,
-   "max": 0.00013620032310485838,
+   "seconds": 0.0001284992027282715,
+   "min": 7.687615871429443e-05,
+   "max": 0.00015867456436157226,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.8561100000083e-06,
+   "host_canary_seconds": 7.2965799999735734e-06,
    "pass_seconds": [
-    9.594559669494629e-05,
-    0.00010180159568786622,
-    9.046143531799316e-05
+    7.978240013122557e-05,
+    0.00014533056259155274,
+    0.0001284992027282715
    ],
    "pass_host_canary_seconds": [
-    9.8561100000083e-06,
-    9.843270000047255e-06,
-    1.0391005000016662e-05
+    7.2965799999735734e-06,
+    1.4702689999950281e-05,
+    1.560868499993262e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011672896385192872,
-   "min": 9.991488456726074e-05,
-   "max": 0.00015148991584777832,
+   "seconds": 0.00018087615966796877,
+   "min": 9.602687835693359e-05,
+   "max": 0.00023304576873779296,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.782342500006535e-06,
+   "host_canary_seconds": 9.932984999991845e-06,
    "pass_seconds": [
-    0.0001177734375,
-    0.00011672896385192872,
-    0.00011392959594726563
+    0.0001113651180267334,
+    0.00020754047393798828,
+    0.00018087615966796877
    ],
    "pass_host_canary_seconds": [
-    9.782342500006535e-06,
-    9.766314999950509e-06,
-    1.0163920000110239e-05
+    9.932984999991845e-06,
+    1.4973019999899862e-05,
+    1.5894910000042728e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.0001006879997253418,
-   "min": 9.332415580749511e-05,
-   "max": 0.00011825663566589355,
+   "seconds": 0.0001548416042327881,
+   "min": 9.637568473815918e-05,
+   "max": 0.00018054143905639648,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.654507499998744e-06,
+   "host_canary_seconds": 9.719754999935048e-06,
    "pass_seconds": [
-    0.0001006879997253418,
-    0.00010739135742187499,
-    9.733823776245118e-05
+    0.00010059328079223632,
+    0.00016575551986694335,
+    0.0001548416042327881
    ],
    "pass_host_canary_seconds": [
-    9.654507499998744e-06,
-    9.611447499970893e-06,
-    9.643234999927586e-06
+    9.719754999935048e-06,
+    1.4866825000012795e-05,
+    1.534631499993111e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00012768192291259765,
-   "min": 0.00010576064109802246,
-   "max": 0.00017924352645874023,
+   "seconds": 0.00019650432586669923,
+   "min": 0.00011452223777770996,
+   "max": 0.00025586687088012696,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.710159999980703e-06,
+   "host_canary_seconds": 9.723774999983447e-06,
    "pass_seconds": [
-    0.0001136403179168701,
-    0.00012768192291259765,
-    0.0001390988826751709
+    0.00012598976135253905,
+    0.00022871936798095704,
+    0.00019650432586669923
    ],
    "pass_host_canary_seconds": [
-    7.710159999980703e-06,
-    9.892769999950702e-06,
-    1.11646599999915e-05
+    9.723774999983447e-06,
+    1.4941660000005186e-05,
+    1.5467764999925748e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.294015884399414e-05,
-   "min": 5.505919933319092e-05,
-   "max": 8.188672065734862e-05,
+   "seconds": 7.940608024597168e-05,
+   "min": 5.686399936676026e-05,
+   "max": 9.936320304870604e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9485999999940876e-06,
+   "host_canary_seconds": 9.79075000003604e-06,
    "pass_seconds": [
-    5.6795520782470703e-05,
-    6.294015884399414e-05,
-    6.557184219360351e-05
+    6.192192077636719e-05,
+    8.05907154083252e-05,
+    7.940608024597168e-05
    ],
    "pass_host_canary_seconds": [
-    6.9485999999940876e-06,
-    9.835339999995085e-06,
-    1.345830999994746e-05
+    9.79075000003604e-06,
+    1.4565682500062847e-05,
+    1.4781009999964567e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 8.212032318115235e-05,
-   "min": 7.217152118682861e-05,
-   "max": 0.00010852352142333984,
+   "seconds": 0.00011240896224975585,
+   "min": 7.628223896026611e-05,
+   "max": 0.0001326137638092041,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.160445000007343e-06,
+   "host_canary_seconds": 1.0183090000026595e-05,
    "pass_seconds": [
-    7.433728218078613e-05,
-    8.212032318115235e-05,
-    9.550848007202149e-05
+    8.715135574340821e-05,
+    0.00011953984260559082,
+    0.00011240896224975585
    ],
    "pass_host_canary_seconds": [
-    7.160445000007343e-06,
-    1.003816000000768e-05,
-    1.3833119999944188e-05
+    1.0183090000026595e-05,
+    1.4754352500006006e-05,
+    1.5382590000001528e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.137983798980713e-05,
-   "min": 5.2678399085998534e-05,
-   "max": 7.546368122100829e-05,
+   "seconds": 7.814080238342284e-05,
+   "min": 5.751935958862304e-05,
+   "max": 8.300031661987305e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.369325000006199e-06,
+   "host_canary_seconds": 1.0448869999919453e-05,
    "pass_seconds": [
-    5.673215866088867e-05,
-    6.457536220550537e-05,
-    6.137983798980713e-05
+    6.867648124694825e-05,
+    7.814080238342284e-05,
+    7.944767951965331e-05
    ],
    "pass_host_canary_seconds": [
-    7.369325000006199e-06,
-    1.0826950000009105e-05,
-    1.470284999996352e-05
+    1.0448869999919453e-05,
+    1.4909520000045972e-05,
+    1.5531204999916782e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.90496015548706e-05,
-   "min": 6.826176166534424e-05,
-   "max": 0.00010884287834167481,
+   "seconds": 0.00010870207786560058,
+   "min": 8.897919654846192e-05,
+   "max": 0.00012716671943664552,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.134690000007992e-06,
+   "host_canary_seconds": 1.0427587499961532e-05,
    "pass_seconds": [
-    7.087679862976074e-05,
-    7.90496015548706e-05,
-    8.528512001037598e-05
+    9.596287727355957e-05,
+    0.00011528767585754396,
+    0.00010870207786560058
    ],
    "pass_host_canary_seconds": [
-    7.134690000007992e-06,
-    1.066057750001903e-05,
-    1.3714310000025874e-05
+    1.0427587499961532e-05,
+    1.5486622500020532e-05,
+    1.542359249995684e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.237824440002442e-05,
-   "min": 7.963263988494872e-05,
-   "max": 0.00011515839576721191,
+   "seconds": 0.00012547840118408202,
+   "min": 9.481151580810547e-05,
+   "max": 0.00014133440017700195,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.188092500030052e-06,
+   "host_canary_seconds": 1.035934500002611e-05,
    "pass_seconds": [
-    8.079680442810058e-05,
-    0.00010861056327819825,
-    9.237824440002442e-05
+    0.00011508864402770997,
+    0.00012822400093078613,
+    0.00012547840118408202
    ],
    "pass_host_canary_seconds": [
-    7.188092500030052e-06,
-    1.0613875000018425e-05,
-    1.189437999997267e-05
+    1.035934500002611e-05,
+    1.4868315000029498e-05,
+    1.5145732499917132e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00013461952209472655,
-   "min": 9.393343925476075e-05,
-   "max": 0.00016234432220458983,
+   "seconds": 0.0001614240074157715,
+   "min": 0.00011227904319763183,
+   "max": 0.0001809721565246582,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.408289999997209e-06,
+   "host_canary_seconds": 1.0425300000065362e-05,
    "pass_seconds": [
-    9.676927566528321e-05,
-    0.000155284481048584,
-    0.00013461952209472655
+    0.00012111167907714844,
+    0.0001614240074157715,
+    0.00016577152252197265
    ],
    "pass_host_canary_seconds": [
-    7.408289999997209e-06,
-    1.517812999999535e-05,
-    1.4261139999973694e-05
+    1.0425300000065362e-05,
+    1.549584499997536e-05,
+    1.5133714999961966e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.0001345888042449951,
-   "min": 8.032959938049316e-05,
-   "max": 0.0001685728073120117,
+   "seconds": 0.0001617875289916992,
+   "min": 0.00010353792190551758,
+   "max": 0.00018931968688964843,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.1514274999984195e-06,
+   "host_canary_seconds": 1.085590000002412e-05,
    "pass_seconds": [
-    9.571647644042969e-05,
-    0.0001554092788696289,
-    0.0001345888042449951
+    0.0001291423988342285,
+    0.0001717228889465332,
+    0.0001617875289916992
    ],
    "pass_host_canary_seconds": [
-    7.1514274999984195e-06,
-    1.5277779999962605e-05,
-    1.4461295000103292e-05
+    1.085590000002412e-05,
+    1.5104579999984934e-05,
+    1.5253730000068799e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00013547776222229004,
-   "min": 9.455231666564942e-05,
-   "max": 0.00024552576065063473,
+   "seconds": 0.00020019775390625,
+   "min": 0.0001497696018218994,
+   "max": 0.0003048224067687988,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.837169999993619e-06,
+   "host_canary_seconds": 1.1114659999975629e-05,
    "pass_seconds": [
-    9.853695869445801e-05,
-    0.00013547776222229004,
-    0.000170578556060791
+    0.00018086143493652344,
+    0.00024512319564819337,
+    0.00020019775390625
    ],
    "pass_host_canary_seconds": [
-    6.837169999993619e-06,
-    9.939469999977747e-06,
-    1.524746999997717e-05
+    1.1114659999975629e-05,
+    1.5219455000021753e-05,
+    1.556137500003274e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.688447952270508e-05,
-   "min": 6.610047817230224e-05,
-   "max": 0.00011000639915466309,
+   "seconds": 0.00010996224403381348,
+   "min": 9.844351768493652e-05,
+   "max": 0.00013403136253356933,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.876199999972243e-06,
+   "host_canary_seconds": 1.0909734999984266e-05,
    "pass_seconds": [
-    6.763775825500488e-05,
-    8.688447952270508e-05,
-    0.00010139264106750489
+    0.00010684096336364745,
+    0.00010996224403381348,
+    0.00012250368118286133
    ],
    "pass_host_canary_seconds": [
-    6.876199999972243e-06,
-    9.89014750000905e-06,
-    1.491075500005934e-05
+    1.0909734999984266e-05,
+    1.6046004999950014e-05,
+    1.5669772500004342e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00011017727851867675,
-   "min": 8.037055969238282e-05,
-   "max": 0.00015492095947265623,
+   "seconds": 0.00016239936828613282,
+   "min": 0.00013831104278564453,
+   "max": 0.00019947711944580079,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.735712500010038e-06,
+   "host_canary_seconds": 1.1041445000046223e-05,
    "pass_seconds": [
-    8.240896224975586e-05,
-    0.00011017727851867675,
-    0.00013472512245178223
+    0.00014844799995422363,
+    0.00016378368377685548,
+    0.00016239936828613282
    ],
    "pass_host_canary_seconds": [
-    6.735712500010038e-06,
-    1.0225010000013412e-05,
-    1.5093995000015072e-05
+    1.1041445000046223e-05,
+    1.5217444999962027e-05,
+    1.5797300000031102e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004046060943603515,
-   "min": 0.00032614017486572264,
-   "max": 0.0005854451370239258,
+   "seconds": 0.0005743750381469727,
+   "min": 0.00044359870910644535,
+   "max": 0.0007287142181396485,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.892837500000695e-06,
+   "host_canary_seconds": 1.0671614999893108e-05,
    "pass_seconds": [
-    0.00043102272033691407,
-    0.0004046060943603515,
-    0.000382042236328125
+    0.0005743750381469727,
+    0.0005233369445800781,
+    0.0007127603149414062
    ],
    "pass_host_canary_seconds": [
-    9.892837500000695e-06,
-    1.040618000004656e-05,
-    1.0533132499972453e-05
+    1.0671614999893108e-05,
+    1.3409569999964788e-05,
+    1.4956140000066397e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0006092268753051758,
-   "min": 0.00045045055389404296,
-   "max": 0.0007085356903076172,
+   "seconds": 0.0006776025390625,
+   "min": 0.0005332710266113281,
+   "max": 0.0010366835021972656,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0031744999992042e-05,
+   "host_canary_seconds": 1.0687635000010686e-05,
    "pass_seconds": [
-    0.0005121535873413086,
-    0.0006092268753051758,
-    0.0006124646377563477
+    0.0006142521667480469,
+    0.0006776025390625,
+    0.0007809747314453124
    ],
    "pass_host_canary_seconds": [
-    1.0031744999992042e-05,
-    1.4906020000040599e-05,
-    1.2128285000017059e-05
+    1.0687635000010686e-05,
+    1.3978284999893732e-05,
+    1.4583319999985634e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0015937734985351562,
-   "min": 0.0014062924194335937,
-   "max": 0.0019564973449707032,
+   "seconds": 0.0017389797973632812,
+   "min": 0.001401805419921875,
+   "max": 0.002173934783935547,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0080420000022627e-05,
+   "host_canary_seconds": 1.0987120000010008e-05,
    "pass_seconds": [
-    0.0015275514221191405,
-    0.0015937734985351562,
-    0.0017654829406738282
+    0.0017389797973632812,
+    0.0017375386047363281,
+    0.00203974853515625
    ],
    "pass_host_canary_seconds": [
-    1.0080420000022627e-05,
-    1.4621409999975298e-05,
-    1.1449225000035312e-05
+    1.0987120000010008e-05,
+    1.4569364999914569e-05,
+    1.4316310000026534e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0020462713623046872,
-   "min": 0.0016235673522949218,
-   "max": 0.002582141418457031,
+   "seconds": 0.002075529022216797,
+   "min": 0.0017928877258300783,
+   "max": 0.002640670166015625,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.22578499999105e-06,
+   "host_canary_seconds": 1.0746390000093697e-05,
    "pass_seconds": [
-    0.00171989501953125,
-    0.0020462713623046872,
-    0.0022270828247070314
+    0.002075529022216797,
+    0.002343734436035156,
+    0.0019780531311035156
    ],
    "pass_host_canary_seconds": [
-    9.22578499999105e-06,
-    1.438981500001546e-05,
-    1.3057480000071564e-05
+    1.0746390000093697e-05,
+    1.4103934999951661e-05,
+    1.4351874999931625e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015638336181640625,
-   "min": 0.00012017791748046874,
-   "max": 0.00019701120376586914,
+   "seconds": 0.00013696191787719727,
+   "min": 0.00011690752029418946,
+   "max": 0.00021406976699829102,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0024054999995258e-05,
+   "host_canary_seconds": 1.0627310000046465e-05,
    "pass_seconds": [
-    0.00013258943557739258,
-    0.0001703615951538086,
-    0.00015638336181640625
+    0.00013285311698913574,
+    0.00019665151596069336,
+    0.00013696191787719727
    ],
    "pass_host_canary_seconds": [
-    1.0024054999995258e-05,
-    1.4172205000022587e-05,
-    1.4413189999942233e-05
+    1.0627310000046465e-05,
+    1.5056499999985818e-05,
+    1.4300064999872576e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00020135040283203123,
-   "min": 0.00013390015602111817,
-   "max": 0.00023342720031738283,
+   "seconds": 0.0001995347213745117,
+   "min": 0.000142805118560791,
+   "max": 0.00027406848907470704,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.603620000007141e-06,
+   "host_canary_seconds": 1.137125999996158e-05,
    "pass_seconds": [
-    0.00014838399887084962,
-    0.00021239231109619142,
-    0.00020135040283203123
+    0.0001995347213745117,
+    0.0002402720069885254,
+    0.00017018943786621093
    ],
    "pass_host_canary_seconds": [
-    9.603620000007141e-06,
-    1.4863620000014067e-05,
-    1.4697569999881921e-05
+    1.137125999996158e-05,
+    1.5303394999932606e-05,
+    1.4567239999934144e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002897612762451172,
-   "min": 0.00020438335418701174,
-   "max": 0.00034336063385009765,
+   "seconds": 0.00028793792724609375,
+   "min": 0.00024302528381347656,
+   "max": 0.00037856319427490237,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.030128000000019e-05,
+   "host_canary_seconds": 1.1278165000021544e-05,
    "pass_seconds": [
-    0.00022753664016723633,
-    0.0003197983932495117,
-    0.0002897612762451172
+    0.00028793792724609375,
+    0.0003445100784301758,
+    0.0002579897689819336
    ],
    "pass_host_canary_seconds": [
-    1.030128000000019e-05,
-    1.4130315000002724e-05,
-    1.4830205000038177e-05
+    1.1278165000021544e-05,
+    1.5776710000068306e-05,
+    1.4769680000057406e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0005082003021240234,
-   "min": 0.0004480108642578125,
-   "max": 0.0007681932830810546,
+   "seconds": 0.0004513868713378906,
+   "min": 0.00037928256988525394,
+   "max": 0.000736087646484375,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0502595000012605e-05,
+   "host_canary_seconds": 1.1070842500018328e-05,
    "pass_seconds": [
-    0.00048156673431396484,
-    0.0005082003021240234,
-    0.0006603475189208985
+    0.0004402163314819336,
+    0.0006294009780883789,
+    0.0004513868713378906
    ],
    "pass_host_canary_seconds": [
-    1.0502595000012605e-05,
-    1.403296500001261e-05,
-    1.4962504999971316e-05
+    1.1070842500018328e-05,
+    1.459575249995737e-05,
+    1.4483615000102646e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.4862142856972866e-06,
-   "min": 2.894008928531834e-06,
-   "max": 3.7301026785436468e-06,
+   "seconds": 3.2336450892828898e-06,
+   "min": 2.0697366071813813e-06,
+   "max": 3.482102678579021e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5074,22 +5074,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0161177499998786e-05,
+   "host_canary_seconds": 1.1079954999999586e-05,
    "pass_seconds": [
-    3.0509352678517336e-06,
-    3.4862142856972866e-06,
-    3.54096651784224e-06
+    3.2336450892828898e-06,
+    2.235881696423446e-06,
+    3.2385691965001025e-06
    ],
    "pass_host_canary_seconds": [
-    1.0161177499998786e-05,
-    1.5549330000013128e-05,
-    1.5137412500081382e-05
+    1.1079954999999586e-05,
+    1.0979924999929835e-05,
+    1.4127112499977557e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00014522457142009313,
-   "min": 0.00011660500001044381,
-   "max": 0.0002936544285481497,
+   "seconds": 0.0001177222857182057,
+   "min": 7.273814284352348e-05,
+   "max": 0.00022750971429072057,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5099,22 +5099,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0161177499998786e-05,
+   "host_canary_seconds": 1.1079954999999586e-05,
    "pass_seconds": [
-    0.00014014728571558926,
-    0.00014522457142009313,
-    0.00023797171426817191
+    0.00016317785714850937,
+    0.0001177222857182057,
+    0.00010986814285323426
    ],
    "pass_host_canary_seconds": [
-    1.0161177499998786e-05,
-    1.5549330000013128e-05,
-    1.5137412500081382e-05
+    1.1079954999999586e-05,
+    1.0979924999929835e-05,
+    1.4127112499977557e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019529300000442618,
-   "min": 0.00018370999998751358,
-   "max": 0.00023920099999941158,
+   "seconds": 0.0001948599999934686,
+   "min": 0.00018285699999864846,
+   "max": 0.0002125480000074731,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5122,15 +5122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019529300000442618,
-    0.00020477299999299703,
-    0.00019337199998403776
+    0.0001973990000010417,
+    0.00018610099999705199,
+    0.0001948599999934686
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 4.0229560267882446e-05,
-   "min": 2.8820187500024274e-05,
-   "max": 4.249860044648811e-05,
+   "seconds": 3.21359665179496e-05,
+   "min": 2.6228183035722657e-05,
+   "max": 4.024225223218737e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5140,22 +5140,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.873237500030996e-06,
+   "host_canary_seconds": 1.0926530000006095e-05,
    "pass_seconds": [
-    2.943386383929309e-05,
-    4.06120066964087e-05,
-    4.0229560267882446e-05
+    3.21359665179496e-05,
+    2.959939285711905e-05,
+    3.947271428574238e-05
    ],
    "pass_host_canary_seconds": [
-    9.873237500030996e-06,
-    1.4905744999964553e-05,
-    1.4618210000065802e-05
+    1.0926530000006095e-05,
+    1.0966274999972826e-05,
+    1.4381255000017745e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00020578185714116787,
-   "min": -0.0004545154285519209,
-   "max": 0.0006183505714350951,
+   "seconds": 0.000145839142857897,
+   "min": -3.273557144163001e-05,
+   "max": 0.0006953672857110047,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5165,22 +5165,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.873237500030996e-06,
+   "host_canary_seconds": 1.0926530000006095e-05,
    "pass_seconds": [
-    0.00018393799999825793,
-    0.00020578185714116787,
-    0.0003568489999850044
+    0.0003097118571174307,
+    0.00014065985713581806,
+    0.000145839142857897
    ],
    "pass_host_canary_seconds": [
-    9.873237500030996e-06,
-    1.4905744999964553e-05,
-    1.4618210000065802e-05
+    1.0926530000006095e-05,
+    1.0966274999972826e-05,
+    1.4381255000017745e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00023502800000585466,
-   "min": 0.0001649369999938699,
-   "max": 0.0002759009999948603,
+   "seconds": 0.00017785599999342594,
+   "min": 0.00015757399998506116,
+   "max": 0.00026120999999079686,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5188,15 +5188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00017115299999659328,
-    0.00023502800000585466,
-    0.00024748700002419355
+    0.0001640500000235079,
+    0.00017785599999342594,
+    0.0002021710000121857
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.6012857142606753e-06,
-   "min": 2.1895491071027048e-06,
-   "max": 2.961825892861774e-06,
+   "seconds": 2.4899017857040107e-06,
+   "min": 1.468046875047995e-06,
+   "max": 2.7170937499931824e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5206,22 +5206,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.820630000021424e-06,
+   "host_canary_seconds": 8.289974999939886e-06,
    "pass_seconds": [
-    2.3819486607250847e-06,
-    2.6232522321351885e-06,
-    2.6012857142606753e-06
+    1.660508928516943e-06,
+    2.5161272321534104e-06,
+    2.4899017857040107e-06
    ],
    "pass_host_canary_seconds": [
-    9.820630000021424e-06,
-    1.4936999999974887e-05,
-    1.4936689999984765e-05
+    8.289974999939886e-06,
+    1.20476699999017e-05,
+    1.4407894999948212e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 0.00012121042857821912,
-   "min": 9.20102857041424e-05,
-   "max": 0.00023666485715726334,
+   "seconds": 8.590899999408715e-05,
+   "min": 5.388571427796965e-05,
+   "max": 0.00017686285716373668,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5231,22 +5231,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.820630000021424e-06,
+   "host_canary_seconds": 8.289974999939886e-06,
    "pass_seconds": [
-    0.00012121042857821912,
-    0.0001027041428512478,
-    0.0001566881428638161
+    8.315814285099674e-05,
+    0.00013193671429283832,
+    8.590899999408715e-05
    ],
    "pass_host_canary_seconds": [
-    9.820630000021424e-06,
-    1.4936999999974887e-05,
-    1.4936689999984765e-05
+    8.289974999939886e-06,
+    1.20476699999017e-05,
+    1.4407894999948212e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001511819999961972,
-   "min": 0.000126883000007183,
-   "max": 0.0001715129999979581,
+   "seconds": 0.00013983900001335314,
+   "min": 0.00012345799999025076,
+   "max": 0.00016850999998041516,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5254,15 +5254,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001387180000023136,
-    0.0001511819999961972,
-    0.0001525180000214732
+    0.00012616699999057346,
+    0.00014577999999687563,
+    0.00013983900001335314
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.2447671874994879e-05,
-   "min": 9.053069196455052e-06,
-   "max": 1.6157075892816613e-05,
+   "seconds": 1.0550696428587461e-05,
+   "min": 7.73102008931405e-06,
+   "max": 1.6199991071402004e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5272,22 +5272,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.86916499996937e-06,
+   "host_canary_seconds": 7.791790000055699e-06,
    "pass_seconds": [
-    1.2447671874994879e-05,
-    1.6020098214283456e-05,
-    1.0482685267884254e-05
+    7.964133928530157e-06,
+    1.0550696428587461e-05,
+    1.5032593749987808e-05
    ],
    "pass_host_canary_seconds": [
-    9.86916499996937e-06,
-    1.5065564999972025e-05,
-    1.4207955000031801e-05
+    7.791790000055699e-06,
+    1.458704000000921e-05,
+    1.4758485000001542e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00044591671429218744,
-   "min": -2.6258571421879356e-05,
-   "max": 0.0007858557142737611,
+   "seconds": 0.00039003171428524694,
+   "min": 0.00028136342856604254,
+   "max": 0.0005730808571554137,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5297,22 +5297,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.86916499996937e-06,
+   "host_canary_seconds": 7.791790000055699e-06,
    "pass_seconds": [
-    0.0004584050000054114,
-    0.000419616571428654,
-    0.00044591671429218744
+    0.00032582699999141236,
+    0.00039003171428524694,
+    0.0004803291428418431
    ],
    "pass_host_canary_seconds": [
-    9.86916499996937e-06,
-    1.5065564999972025e-05,
-    1.4207955000031801e-05
+    7.791790000055699e-06,
+    1.458704000000921e-05,
+    1.4758485000001542e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004942529999993894,
-   "min": 0.00047797100000934734,
-   "max": 0.0005643400000110432,
+   "seconds": 0.0004658199999880708,
+   "min": 0.00044364799998675153,
+   "max": 0.0004940819999887935,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5320,15 +5320,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004897099999965349,
-    0.0004942529999993894,
-    0.0005292049999923165
+    0.00045388699999193705,
+    0.0004658199999880708,
+    0.00048071800000570875
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 9.233601785713879e-05,
-   "min": 7.788681696431685e-05,
-   "max": 0.00013385070089284263,
+   "seconds": 0.00010471010267857192,
+   "min": 7.07756607143395e-05,
+   "max": 0.0001299629129464083,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5338,22 +5338,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.742145000046776e-06,
+   "host_canary_seconds": 7.807630000087329e-06,
    "pass_seconds": [
-    9.233601785713879e-05,
-    7.952235491072633e-05,
-    0.00012767373883930993
+    7.197280357137561e-05,
+    0.00010471010267857192,
+    0.00012080851116071299
    ],
    "pass_host_canary_seconds": [
-    9.742145000046776e-06,
-    9.169829999962075e-06,
-    1.4785480000085726e-05
+    7.807630000087329e-06,
+    1.259437500010563e-05,
+    1.4114490000025626e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005420477142804112,
-   "min": 0.00010803814285103262,
-   "max": 0.0010653927142872787,
+   "seconds": 0.0004311637142880697,
+   "min": -0.0009575337142808038,
+   "max": 0.002303452428577657,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5363,22 +5363,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.742145000046776e-06,
+   "host_canary_seconds": 7.807630000087329e-06,
    "pass_seconds": [
-    0.0006226931428687165,
-    0.0003108771428555557,
-    0.0005420477142804112
+    0.00037409514285968726,
+    0.0004311637142880697,
+    0.000474281428572405
    ],
    "pass_host_canary_seconds": [
-    9.742145000046776e-06,
-    9.169829999962075e-06,
-    1.4785480000085726e-05
+    7.807630000087329e-06,
+    1.259437500010563e-05,
+    1.4114490000025626e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0004622999999952526,
-   "min": 0.0003852179999910277,
-   "max": 0.0006711049999807983,
+   "seconds": 0.00043592000000103326,
+   "min": 0.0003866369999911967,
+   "max": 0.000610460999979523,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5386,15 +5386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004622999999952526,
-    0.0003968829999934087,
-    0.0005941910000046846
+    0.0003955939999968905,
+    0.00043592000000103326,
+    0.0005779920000179573
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.9722834821454e-06,
-   "min": 2.4754308035454135e-06,
-   "max": 4.237752232112106e-06,
+   "seconds": 2.70620758925842e-06,
+   "min": 2.414037946366473e-06,
+   "max": 4.1974866071191134e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5404,22 +5404,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.573802500000284e-06,
+   "host_canary_seconds": 8.251784999941946e-06,
    "pass_seconds": [
-    3.9722834821454e-06,
-    2.5941004463879225e-06,
-    3.977604910713037e-06
+    2.537265625030776e-06,
+    2.70620758925842e-06,
+    4.1087321428331535e-06
    ],
    "pass_host_canary_seconds": [
-    9.573802500000284e-06,
-    9.441675000019244e-06,
-    1.4877834999964534e-05
+    8.251784999941946e-06,
+    1.0281724999998687e-05,
+    1.452880750001384e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00013064157143308615,
-   "min": 8.465499998676153e-05,
-   "max": 0.00020442628572376568,
+   "seconds": 0.00011659342859664839,
+   "min": 8.471585713972933e-05,
+   "max": 0.00018839957143817237,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5429,22 +5429,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.573802500000284e-06,
+   "host_canary_seconds": 8.251784999941946e-06,
    "pass_seconds": [
-    0.00014625499999811254,
-    9.958757143075609e-05,
-    0.00013064157143308615
+    0.00010384942858974812,
+    0.00011659342859664839,
+    0.00013536257145574382
    ],
    "pass_host_canary_seconds": [
-    9.573802500000284e-06,
-    9.441675000019244e-06,
-    1.4877834999964534e-05
+    8.251784999941946e-06,
+    1.0281724999998687e-05,
+    1.452880750001384e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0002057829999984051,
-   "min": 0.00018292100000394385,
-   "max": 0.0002299540000194611,
+   "seconds": 0.0001902539999889541,
+   "min": 0.00018194099999391256,
+   "max": 0.00022961400000554022,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5452,111 +5452,111 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002057829999984051,
-    0.00018704500000410462,
-    0.00021042800000259376
+    0.00018676900000969,
+    0.0001902539999889541,
+    0.0002160709999827759
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 7.788357999999107e-06,
-   "min": 5.80159500000832e-06,
-   "max": 1.0126283999994712e-05,
+   "seconds": 6.114145999987386e-06,
+   "min": 4.959671000023036e-06,
+   "max": 9.653296999999839e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.887727499986453e-06,
+   "host_canary_seconds": 7.92747500000246e-06,
    "pass_seconds": [
-    7.788357999999107e-06,
-    5.974557000001823e-06,
-    9.759582000015143e-06
+    5.2218069999980795e-06,
+    6.114145999987386e-06,
+    9.360455000006595e-06
    ],
    "pass_host_canary_seconds": [
-    9.887727499986453e-06,
-    9.411769999942976e-06,
-    1.4310912499979623e-05
+    7.92747500000246e-06,
+    1.0260714999930087e-05,
+    1.4183062499952824e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 9.628204999984292e-06,
-   "min": 7.893666999990501e-06,
-   "max": 1.0716437000013457e-05,
+   "seconds": 1.297950899999023e-05,
+   "min": 6.681810999992877e-06,
+   "max": 1.371259399999758e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.72300250001723e-06,
+   "host_canary_seconds": 7.95861500002104e-06,
    "pass_seconds": [
-    1.0135720000008064e-05,
-    8.127328000000489e-06,
-    9.628204999984292e-06
+    6.796229000002541e-06,
+    1.3153955999996469e-05,
+    1.297950899999023e-05
    ],
    "pass_host_canary_seconds": [
-    9.72300250001723e-06,
-    9.285667500016359e-06,
-    1.1496807499966622e-05
+    7.95861500002104e-06,
+    1.0420979999992142e-05,
+    1.4290292500049874e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.8559250000009797e-06,
-   "min": 1.504150000002369e-06,
-   "max": 2.4428640000166978e-06,
+   "seconds": 2.0079600000144638e-06,
+   "min": 8.318020000217529e-07,
+   "max": 3.732698999982631e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.643672500025957e-06,
+   "host_canary_seconds": 7.836867499975142e-06,
    "pass_seconds": [
-    1.5479179999999815e-06,
-    1.8559250000009797e-06,
-    2.359622999989597e-06
+    8.498589999987871e-07,
+    2.0079600000144638e-06,
+    3.6566339999808405e-06
    ],
    "pass_host_canary_seconds": [
-    9.643672500025957e-06,
-    9.071289999980081e-06,
-    1.1412475000014411e-05
+    7.836867499975142e-06,
+    1.4654189999987466e-05,
+    1.4478297499991299e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.9114438999991988e-05,
-   "min": 1.6371812000002705e-05,
-   "max": 2.0644599999997126e-05,
+   "seconds": 1.795828199999505e-05,
+   "min": 1.463054200002034e-05,
+   "max": 2.4900832999975366e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.705555000003586e-06,
+   "host_canary_seconds": 7.771814999983917e-06,
    "pass_seconds": [
-    1.9114438999991988e-05,
-    1.653622300000279e-05,
-    1.9856894000014335e-05
+    1.499899399999549e-05,
+    1.795828199999505e-05,
+    2.422940000002427e-05
    ],
    "pass_host_canary_seconds": [
-    9.705555000003586e-06,
-    9.204334999992626e-06,
-    1.1582789999948773e-05
+    7.771814999983917e-06,
+    1.08747100000528e-05,
+    1.4033220000015944e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.2275712000009663e-05,
-   "min": 2.125005899999621e-05,
-   "max": 2.66564470000219e-05,
+   "seconds": 2.339974700001335e-05,
+   "min": 1.8434389000020702e-05,
+   "max": 3.0129122999994707e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.948464999993689e-06,
+   "host_canary_seconds": 8.06131750003658e-06,
    "pass_seconds": [
-    2.2275712000009663e-05,
-    2.1839251000002946e-05,
-    2.5848617999997714e-05
+    1.8785312000005662e-05,
+    2.339974700001335e-05,
+    2.9587966000008235e-05
    ],
    "pass_host_canary_seconds": [
-    9.948464999993689e-06,
-    9.403305000006413e-06,
-    1.1632939999941527e-05
+    8.06131750003658e-06,
+    1.0290589999897293e-05,
+    1.4099984999944581e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.6162199819946253e-06,
-   "min": 1.5673108160400406e-06,
-   "max": 1.6995404016113163e-06,
+   "seconds": 1.816985781249938e-06,
+   "min": 1.713994222869877e-06,
+   "max": 2.448144767913834e-06,
    "samples": 33,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead); median of 3 passes over the probe's run",
    "pass_seconds": [
-    1.6162199819946253e-06,
-    1.6149955975341752e-06,
-    1.6288198188781674e-06
+    1.8102238751220756e-06,
+    1.8397992352295159e-06,
+    1.816985781249938e-06
    ]
   }
  },
@@ -5580,15 +5580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.567045e-05,
-    "min": 7.557310000000005e-05,
-    "max": 7.587750000000001e-05,
+    "seconds": 7.55567e-05,
+    "min": 7.538810000000008e-05,
+    "max": 7.573439999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010397315000000005,
-    "min": 0.00010375509999999998,
-    "max": 0.00010409579999999999,
+    "seconds": 0.00010404159999999999,
+    "min": 0.0001039167,
+    "max": 0.00010420409999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5612,15 +5612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.975574999999994e-05,
-    "min": 8.971120000000008e-05,
-    "max": 9.029339999999996e-05,
+    "seconds": 8.993565000000019e-05,
+    "min": 8.96860999999998e-05,
+    "max": 9.016260000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.470624999999996e-05,
-    "min": 9.446190000000001e-05,
-    "max": 9.494239999999995e-05,
+    "seconds": 9.488155000000005e-05,
+    "min": 9.475529999999999e-05,
+    "max": 9.504239999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5644,15 +5644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017647234999999998,
-    "min": 0.00017614229999999995,
-    "max": 0.00017668280000000006,
+    "seconds": 0.00017652435000000002,
+    "min": 0.00017626780000000005,
+    "max": 0.0001768095000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043909225,
-    "min": 0.0004388161,
-    "max": 0.0004396592999999999,
+    "seconds": 0.00044022454999999994,
+    "min": 0.00043988770000000005,
+    "max": 0.00044084660000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5676,15 +5676,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028212275000000003,
-    "min": 0.0002818217,
-    "max": 0.00028359829999999997,
+    "seconds": 0.00028269549999999997,
+    "min": 0.0002823134999999999,
+    "max": 0.00028413220000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005187385,
-    "min": 0.0005184306000000002,
-    "max": 0.0005194204999999999,
+    "seconds": 0.0005201706999999999,
+    "min": 0.0005193684999999998,
+    "max": 0.0005207275,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5708,15 +5708,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006887027000000002,
-    "min": 0.0006881724,
-    "max": 0.0006891622,
+    "seconds": 0.0006890584000000001,
+    "min": 0.0006887499,
+    "max": 0.0006896347,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017344173,
-    "min": 0.0017339767999999995,
-    "max": 0.0017358046000000003,
+    "seconds": 0.0017364363000000002,
+    "min": 0.0017357271,
+    "max": 0.0017372513999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5740,15 +5740,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011403117500000002,
-    "min": 0.0011392636000000002,
-    "max": 0.0011420632,
+    "seconds": 0.0011406685499999996,
+    "min": 0.0011398884000000003,
+    "max": 0.001142388600000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020920637499999995,
-    "min": 0.0020916353,
-    "max": 0.0020933298000000004,
+    "seconds": 0.0020923652500000004,
+    "min": 0.0020908951999999994,
+    "max": 0.0020943169999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5772,15 +5772,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.472444999999999e-05,
-    "min": 3.462340000000008e-05,
-    "max": 3.5279399999999946e-05,
+    "seconds": 3.4610950000000015e-05,
+    "min": 3.4546900000000074e-05,
+    "max": 3.5219100000000206e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.832710000000004e-05,
-    "min": 9.80476e-05,
-    "max": 9.908990000000006e-05,
+    "seconds": 9.875439999999998e-05,
+    "min": 9.8233e-05,
+    "max": 9.911000000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5804,15 +5804,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.828099999999995e-05,
-    "min": 4.8191000000000074e-05,
-    "max": 4.9705000000000054e-05,
+    "seconds": 4.830964999999998e-05,
+    "min": 4.822360000000011e-05,
+    "max": 4.962539999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.08377e-05,
-    "min": 7.061280000000008e-05,
-    "max": 7.130480000000009e-05,
+    "seconds": 7.117390000000001e-05,
+    "min": 7.098559999999999e-05,
+    "max": 7.173990000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5836,15 +5836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017534820000000004,
-    "min": 0.0001752400999999999,
-    "max": 0.00017555039999999999,
+    "seconds": 0.00017526145000000006,
+    "min": 0.00017511910000000004,
+    "max": 0.0001758711,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004346936000000001,
-    "min": 0.0004344670000000001,
-    "max": 0.00043506119999999995,
+    "seconds": 0.0004346209,
+    "min": 0.0004339922999999999,
+    "max": 0.0004353719000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5868,15 +5868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031935994999999985,
-    "min": 0.0003189643000000001,
-    "max": 0.0003204791999999999,
+    "seconds": 0.00031998499999999995,
+    "min": 0.0003197331999999999,
+    "max": 0.0003212422,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005820931499999999,
-    "min": 0.0005816473000000001,
-    "max": 0.0005832882,
+    "seconds": 0.0005830849999999999,
+    "min": 0.0005822388000000002,
+    "max": 0.0005834249,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5900,15 +5900,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1450300000000045e-05,
-    "min": 5.1390799999999915e-05,
-    "max": 5.17111e-05,
+    "seconds": 5.1417199999999986e-05,
+    "min": 5.10748e-05,
+    "max": 5.1673400000000114e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012101794999999997,
-    "min": 0.0001208504,
-    "max": 0.00012151900000000003,
+    "seconds": 0.00012121859999999996,
+    "min": 0.00012093780000000008,
+    "max": 0.0001213788000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5932,15 +5932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.847214999999992e-05,
-    "min": 6.722450000000004e-05,
-    "max": 6.935950000000007e-05,
+    "seconds": 6.844985000000004e-05,
+    "min": 6.783669999999995e-05,
+    "max": 7.024270000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012843595,
-    "min": 0.00012828059999999997,
-    "max": 0.00012946209999999998,
+    "seconds": 0.00012798325,
+    "min": 0.00012750429999999998,
+    "max": 0.00012965680000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5964,15 +5964,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019926055,
-    "min": 0.0001990766000000001,
-    "max": 0.00019972080000000013,
+    "seconds": 0.00019959155000000007,
+    "min": 0.00019895579999999998,
+    "max": 0.0002000214000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046682894999999997,
-    "min": 0.00046645640000000005,
-    "max": 0.0004672954000000001,
+    "seconds": 0.00046750170000000007,
+    "min": 0.0004667915999999999,
+    "max": 0.00046839000000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5996,15 +5996,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037752689999999986,
-    "min": 0.00037704460000000003,
-    "max": 0.0003779799999999999,
+    "seconds": 0.0003772792000000002,
+    "min": 0.0003766659999999998,
+    "max": 0.00037750409999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061104255,
-    "min": 0.0006106254000000002,
-    "max": 0.0006112441000000001,
+    "seconds": 0.0006110258000000001,
+    "min": 0.0006104824000000002,
+    "max": 0.0006115717,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6028,15 +6028,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.926055e-05,
-    "min": 7.881790000000013e-05,
-    "max": 7.938730000000001e-05,
+    "seconds": 7.942220000000001e-05,
+    "min": 7.929700000000002e-05,
+    "max": 7.974990000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014197934999999996,
-    "min": 0.00014177790000000008,
-    "max": 0.00014217580000000003,
+    "seconds": 0.00014212384999999999,
+    "min": 0.0001418172,
+    "max": 0.00014237330000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6060,15 +6060,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012179149999999998,
-    "min": 0.00012169169999999999,
-    "max": 0.00012232499999999998,
+    "seconds": 0.00012235319999999997,
+    "min": 0.00012203939999999996,
+    "max": 0.00012263350000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016483105,
-    "min": 0.000164735,
-    "max": 0.0001650919999999999,
+    "seconds": 0.00016434,
+    "min": 0.0001642325000000001,
+    "max": 0.00016459449999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6092,15 +6092,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030646635,
-    "min": 0.0003063077000000001,
-    "max": 0.0003067793000000001,
+    "seconds": 0.0003062135,
+    "min": 0.0003059562,
+    "max": 0.0003063635,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005521993999999999,
-    "min": 0.0005516702,
-    "max": 0.0005527158000000001,
+    "seconds": 0.00055213185,
+    "min": 0.0005515741999999998,
+    "max": 0.0005529760999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6124,15 +6124,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004707811,
-    "min": 0.00047021820000000007,
-    "max": 0.00047108489999999996,
+    "seconds": 0.0004707732,
+    "min": 0.0004702956,
+    "max": 0.00047127850000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006549892000000001,
-    "min": 0.0006542951000000002,
-    "max": 0.0006564402999999999,
+    "seconds": 0.0006578478999999999,
+    "min": 0.0006574952,
+    "max": 0.0006584494000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6156,15 +6156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.548499999999968e-06,
-    "min": 9.484599999999887e-06,
-    "max": 9.615700000000037e-06,
+    "seconds": 9.539149999999937e-06,
+    "min": 9.53280000000009e-06,
+    "max": 9.609600000000046e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5153449999999986e-05,
-    "min": 1.5087600000000087e-05,
-    "max": 1.5206000000000027e-05,
+    "seconds": 1.5132700000000056e-05,
+    "min": 1.5024099999999953e-05,
+    "max": 1.543990000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6188,15 +6188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1358300000000063e-05,
-    "min": 2.134350000000003e-05,
-    "max": 2.1475000000000102e-05,
+    "seconds": 2.1382400000000014e-05,
+    "min": 2.135650000000003e-05,
+    "max": 2.1497700000000077e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0961449999999992e-05,
-    "min": 2.0924299999999992e-05,
-    "max": 2.1090799999999968e-05,
+    "seconds": 2.0366150000000005e-05,
+    "min": 2.033599999999998e-05,
+    "max": 2.0476599999999915e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6220,15 +6220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0877149999999964e-05,
-    "min": 5.0463999999999956e-05,
-    "max": 5.1218800000000046e-05,
+    "seconds": 5.087314999999994e-05,
+    "min": 5.07699e-05,
+    "max": 5.095329999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012263235000000003,
-    "min": 0.00012236069999999995,
-    "max": 0.0001227095,
+    "seconds": 0.00012261899999999997,
+    "min": 0.00012246349999999994,
+    "max": 0.00012271000000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6252,15 +6252,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.854209999999995e-05,
-    "min": 7.82128e-05,
-    "max": 8.155780000000005e-05,
+    "seconds": 7.884029999999998e-05,
+    "min": 7.796740000000004e-05,
+    "max": 8.160280000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015164865000000005,
-    "min": 0.00015131939999999997,
-    "max": 0.00015306369999999996,
+    "seconds": 0.00015294315000000005,
+    "min": 0.0001523708,
+    "max": 0.00015320460000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6284,15 +6284,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3150349999999893e-05,
-    "min": 1.3097599999999988e-05,
-    "max": 1.3849299999999949e-05,
+    "seconds": 1.338239999999996e-05,
+    "min": 1.3318299999999977e-05,
+    "max": 1.4371099999999968e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.380144999999999e-05,
-    "min": 3.3715099999999985e-05,
-    "max": 3.418209999999999e-05,
+    "seconds": 3.377435e-05,
+    "min": 3.3362800000000026e-05,
+    "max": 3.384909999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6316,15 +6316,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7108750000000004e-05,
-    "min": 2.7068300000000023e-05,
-    "max": 2.7480999999999973e-05,
+    "seconds": 2.7018949999999942e-05,
+    "min": 2.6994900000000018e-05,
+    "max": 2.743610000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7460549999999975e-05,
-    "min": 2.7449200000000022e-05,
-    "max": 2.7660300000000017e-05,
+    "seconds": 2.7270200000000046e-05,
+    "min": 2.7190100000000016e-05,
+    "max": 2.738859999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6348,15 +6348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.938269999999999e-05,
-    "min": 7.903049999999995e-05,
-    "max": 7.9775e-05,
+    "seconds": 7.957569999999996e-05,
+    "min": 7.935059999999994e-05,
+    "max": 7.980139999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014750104999999999,
-    "min": 0.00014719789999999988,
-    "max": 0.00014762080000000006,
+    "seconds": 0.00014735339999999994,
+    "min": 0.00014701840000000006,
+    "max": 0.00014769809999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6380,15 +6380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013776480000000007,
-    "min": 0.0001374771999999999,
-    "max": 0.000137852,
+    "seconds": 0.00013811119999999997,
+    "min": 0.0001377397,
+    "max": 0.00013834390000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001922623,
-    "min": 0.00019181309999999997,
-    "max": 0.00019231879999999992,
+    "seconds": 0.00019293159999999993,
+    "min": 0.00019248910000000004,
+    "max": 0.0001932764,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6412,15 +6412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.475780000000001e-05,
-    "min": 3.4620399999999985e-05,
-    "max": 3.498140000000001e-05,
+    "seconds": 3.472950000000005e-05,
+    "min": 3.4553699999999974e-05,
+    "max": 3.5080900000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9369249999999984e-05,
-    "min": 5.903599999999993e-05,
-    "max": 5.952969999999999e-05,
+    "seconds": 5.922690000000002e-05,
+    "min": 5.9138700000000065e-05,
+    "max": 5.940439999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6444,15 +6444,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5108249999999966e-05,
-    "min": 4.5030400000000097e-05,
-    "max": 4.554500000000001e-05,
+    "seconds": 4.509434999999994e-05,
+    "min": 4.498539999999997e-05,
+    "max": 4.5439999999999904e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.144580000000001e-05,
-    "min": 5.114540000000012e-05,
-    "max": 5.218249999999996e-05,
+    "seconds": 5.198980000000003e-05,
+    "min": 5.172439999999998e-05,
+    "max": 5.303659999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6476,15 +6476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015244869999999996,
-    "min": 0.0001521429999999999,
-    "max": 0.00015258159999999993,
+    "seconds": 0.00015223450000000004,
+    "min": 0.00015191750000000006,
+    "max": 0.00015266220000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021582344999999996,
-    "min": 0.00021540990000000005,
-    "max": 0.00021649180000000005,
+    "seconds": 0.0002161448,
+    "min": 0.00021569029999999998,
+    "max": 0.0002164474,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6508,15 +6508,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019665030000000003,
-    "min": 0.00019629600000000015,
-    "max": 0.00019685179999999995,
+    "seconds": 0.00019705580000000002,
+    "min": 0.00019649460000000003,
+    "max": 0.00019719869999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002259953,
-    "min": 0.00022545130000000004,
-    "max": 0.00022628750000000002,
+    "seconds": 0.0002256097,
+    "min": 0.00022533950000000005,
+    "max": 0.0002262706000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6540,15 +6540,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.454300000000001e-06,
-    "min": 6.4286000000000175e-06,
-    "max": 6.470099999999957e-06,
+    "seconds": 6.500800000000033e-06,
+    "min": 6.460799999999961e-06,
+    "max": 6.53130000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.249649999999974e-06,
-    "min": 6.220600000000025e-06,
-    "max": 6.2911999999999805e-06,
+    "seconds": 6.228700000000026e-06,
+    "min": 6.2077000000000685e-06,
+    "max": 6.243100000000004e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6572,15 +6572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3663500000000016e-05,
-    "min": 1.3648299999999972e-05,
-    "max": 1.3679499999999961e-05,
+    "seconds": 1.3676750000000038e-05,
+    "min": 1.3666900000000101e-05,
+    "max": 1.3695699999999907e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.56625000000003e-06,
-    "min": 9.561400000000049e-06,
-    "max": 9.603199999999947e-06,
+    "seconds": 9.601600000000054e-06,
+    "min": 9.571099999999979e-06,
+    "max": 9.654300000000125e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6604,15 +6604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4266849999999999e-05,
-    "min": 1.4255600000000084e-05,
-    "max": 1.496339999999982e-05,
+    "seconds": 1.4353900000000015e-05,
+    "min": 1.4278399999999965e-05,
+    "max": 1.5043500000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0511500000000014e-05,
-    "min": 3.0236099999999963e-05,
-    "max": 3.081859999999995e-05,
+    "seconds": 3.0489350000000003e-05,
+    "min": 3.0095700000000014e-05,
+    "max": 3.085739999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6636,15 +6636,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4427949999999756e-05,
-    "min": 3.4401999999999905e-05,
-    "max": 3.4700300000000085e-05,
+    "seconds": 3.444305000000004e-05,
+    "min": 3.438679999999986e-05,
+    "max": 3.4642699999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3882649999999976e-05,
-    "min": 3.3858999999999995e-05,
-    "max": 3.4063499999999956e-05,
+    "seconds": 3.3769549999999965e-05,
+    "min": 3.372489999999998e-05,
+    "max": 3.380130000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6668,15 +6668,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1095549999999986e-05,
-    "min": 1.0940499999999974e-05,
-    "max": 1.1218899999999929e-05,
+    "seconds": 1.109120000000002e-05,
+    "min": 1.1014200000000119e-05,
+    "max": 1.1167899999999917e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1961599999999987e-05,
-    "min": 1.1906999999999959e-05,
-    "max": 1.2127900000000022e-05,
+    "seconds": 1.1987100000000033e-05,
+    "min": 1.1884600000000023e-05,
+    "max": 1.2124799999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6700,15 +6700,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.114529999999997e-05,
-    "min": 2.113869999999986e-05,
-    "max": 2.1164400000000024e-05,
+    "seconds": 2.120965000000001e-05,
+    "min": 2.1186799999999992e-05,
+    "max": 2.12125e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6196650000000037e-05,
-    "min": 1.6143599999999948e-05,
-    "max": 1.6243000000000007e-05,
+    "seconds": 1.6289400000000034e-05,
+    "min": 1.626199999999999e-05,
+    "max": 1.6342299999999954e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6732,15 +6732,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.652344999999999e-05,
-    "min": 3.6415599999999984e-05,
-    "max": 3.676099999999994e-05,
+    "seconds": 3.667679999999999e-05,
+    "min": 3.6485800000000016e-05,
+    "max": 3.686670000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6312800000000055e-05,
-    "min": 5.6111400000000027e-05,
-    "max": 5.650459999999998e-05,
+    "seconds": 5.6417600000000014e-05,
+    "min": 5.594150000000004e-05,
+    "max": 5.665550000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6764,15 +6764,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0338399999999924e-05,
-    "min": 6.020490000000003e-05,
-    "max": 6.064269999999992e-05,
+    "seconds": 6.020965e-05,
+    "min": 6.0128099999999944e-05,
+    "max": 6.031969999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.612739999999995e-05,
-    "min": 6.576260000000004e-05,
-    "max": 6.691520000000002e-05,
+    "seconds": 6.643964999999998e-05,
+    "min": 6.573340000000007e-05,
+    "max": 6.71702e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6796,15 +6796,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.158405000000002e-05,
-    "min": 2.1532800000000086e-05,
-    "max": 2.2108700000000045e-05,
+    "seconds": 2.163354999999998e-05,
+    "min": 2.1590700000000017e-05,
+    "max": 2.2166299999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.505405000000004e-05,
-    "min": 3.496630000000005e-05,
-    "max": 3.5209799999999976e-05,
+    "seconds": 3.5067049999999985e-05,
+    "min": 3.497599999999997e-05,
+    "max": 3.529550000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6828,15 +6828,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5814149999999936e-05,
-    "min": 3.579120000000002e-05,
-    "max": 3.5871900000000005e-05,
+    "seconds": 3.580390000000007e-05,
+    "min": 3.57566e-05,
+    "max": 3.586889999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9161450000000032e-05,
-    "min": 2.9093999999999935e-05,
-    "max": 2.9302300000000013e-05,
+    "seconds": 2.919984999999998e-05,
+    "min": 2.9151700000000004e-05,
+    "max": 2.9331099999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6860,15 +6860,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.003640000000003e-05,
-    "min": 6.986800000000008e-05,
-    "max": 7.033780000000015e-05,
+    "seconds": 7.021224999999997e-05,
+    "min": 7.002829999999994e-05,
+    "max": 7.035429999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011223285000000005,
-    "min": 0.0001121178000000001,
-    "max": 0.00011261310000000005,
+    "seconds": 0.00011191745000000002,
+    "min": 0.00011167919999999997,
+    "max": 0.00011219109999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6892,15 +6892,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011817679999999995,
-    "min": 0.00011789349999999994,
-    "max": 0.00011844800000000006,
+    "seconds": 0.00011826714999999997,
+    "min": 0.00011818489999999987,
+    "max": 0.00011859799999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012815485000000003,
-    "min": 0.00012744149999999998,
-    "max": 0.0001282925,
+    "seconds": 0.00012826465000000004,
+    "min": 0.00012800330000000006,
+    "max": 0.00012845930000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6924,15 +6924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.273400000000004e-06,
-    "min": 7.209399999999994e-06,
-    "max": 7.29939999999998e-06,
+    "seconds": 7.228999999999968e-06,
+    "min": 7.183800000000008e-06,
+    "max": 7.298899999999958e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.387249999999977e-06,
-    "min": 6.380799999999976e-06,
-    "max": 6.467200000000025e-06,
+    "seconds": 6.4063500000000035e-06,
+    "min": 6.39019999999989e-06,
+    "max": 6.466900000000056e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6956,15 +6956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6666699999999974e-05,
-    "min": 1.665899999999999e-05,
-    "max": 1.6687199999999883e-05,
+    "seconds": 1.66848e-05,
+    "min": 1.6659399999999995e-05,
+    "max": 1.6691100000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.604649999999993e-06,
-    "min": 6.5824000000000405e-06,
-    "max": 6.656000000000017e-06,
+    "seconds": 6.671949999999952e-06,
+    "min": 6.630299999999988e-06,
+    "max": 6.7070000000000384e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6988,15 +6988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1708600000000053e-05,
-    "min": 1.163180000000001e-05,
-    "max": 1.1878200000000014e-05,
+    "seconds": 1.1682949999999915e-05,
+    "min": 1.1644899999999996e-05,
+    "max": 1.1766200000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2283000000000014e-05,
-    "min": 1.2243199999999934e-05,
-    "max": 1.235810000000008e-05,
+    "seconds": 1.2281500000000011e-05,
+    "min": 1.2227099999999973e-05,
+    "max": 1.2352099999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7020,15 +7020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.319505000000002e-05,
-    "min": 4.3177300000000025e-05,
-    "max": 4.32316e-05,
+    "seconds": 4.319374999999989e-05,
+    "min": 4.317380000000007e-05,
+    "max": 4.3202599999999924e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7812750000000017e-05,
-    "min": 1.7737600000000045e-05,
-    "max": 1.7878100000000028e-05,
+    "seconds": 1.7694299999999987e-05,
+    "min": 1.7647700000000065e-05,
+    "max": 1.7721300000000053e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7052,15 +7052,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2438100000000005e-05,
-    "min": 2.2377399999999932e-05,
-    "max": 2.269739999999997e-05,
+    "seconds": 2.2385249999999987e-05,
+    "min": 2.2338700000000017e-05,
+    "max": 2.2588600000000067e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.246850000000009e-05,
-    "min": 2.2447999999999955e-05,
-    "max": 2.2677900000000043e-05,
+    "seconds": 2.2465500000000058e-05,
+    "min": 2.2448000000000047e-05,
+    "max": 2.264309999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7084,15 +7084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.108719999999999e-05,
-    "min": 5.105500000000017e-05,
-    "max": 5.111999999999997e-05,
+    "seconds": 5.107685e-05,
+    "min": 5.10297e-05,
+    "max": 5.110450000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1527549999999977e-05,
-    "min": 2.1503699999999948e-05,
-    "max": 2.1567800000000055e-05,
+    "seconds": 2.1530900000000028e-05,
+    "min": 2.1430299999999977e-05,
+    "max": 2.1600099999999953e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7116,15 +7116,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.333099999999994e-05,
-    "min": 5.302019999999994e-05,
-    "max": 5.349650000000004e-05,
+    "seconds": 5.329709999999996e-05,
+    "min": 5.3087100000000036e-05,
+    "max": 5.3561800000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.109374999999995e-05,
-    "min": 7.085630000000004e-05,
-    "max": 7.129830000000006e-05,
+    "seconds": 7.114885000000004e-05,
+    "min": 7.097570000000001e-05,
+    "max": 7.121299999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7148,15 +7148,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015551499999999987,
-    "min": 0.00015542420000000005,
-    "max": 0.00015587530000000025,
+    "seconds": 0.00015551170000000002,
+    "min": 0.00015547110000000002,
+    "max": 0.00015581040000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.586695000000001e-05,
-    "min": 6.578599999999997e-05,
-    "max": 6.595499999999997e-05,
+    "seconds": 6.578490000000003e-05,
+    "min": 6.559620000000005e-05,
+    "max": 6.589739999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7181,15 +7181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.643100000000038e-06,
-    "min": 6.63359999999999e-06,
-    "max": 6.665599999999995e-06,
+    "seconds": 6.622349999999994e-06,
+    "min": 6.614399999999978e-06,
+    "max": 6.636699999999974e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0969299999999941e-05,
-    "min": 1.092149999999997e-05,
-    "max": 1.1068699999999967e-05,
+    "seconds": 1.0958250000000034e-05,
+    "min": 1.0934699999999975e-05,
+    "max": 1.1049400000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7214,15 +7214,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0268599999999992e-05,
-    "min": 1.0239900000000022e-05,
-    "max": 1.0323499999999922e-05,
+    "seconds": 1.0342400000000008e-05,
+    "min": 1.0323000000000001e-05,
+    "max": 1.0351900000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.277889999999992e-05,
-    "min": 1.2723000000000047e-05,
-    "max": 1.2835299999999938e-05,
+    "seconds": 1.3070399999999996e-05,
+    "min": 1.3049499999999808e-05,
+    "max": 1.3142100000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7247,15 +7247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.449250000000034e-06,
-    "min": 8.409400000000016e-06,
-    "max": 8.480000000000007e-06,
+    "seconds": 8.481599999999997e-06,
+    "min": 8.45419999999998e-06,
+    "max": 8.537500000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2915099999999994e-05,
-    "min": 1.2883299999999918e-05,
-    "max": 1.297870000000015e-05,
+    "seconds": 1.2897450000000003e-05,
+    "min": 1.2876500000000011e-05,
+    "max": 1.2905600000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7280,15 +7280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4423850000000038e-05,
-    "min": 1.4399700000000053e-05,
-    "max": 1.4752200000000006e-05,
+    "seconds": 1.4422100000000017e-05,
+    "min": 1.4371000000000005e-05,
+    "max": 1.4806200000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.563215e-05,
-    "min": 1.552670000000003e-05,
-    "max": 1.5807599999999933e-05,
+    "seconds": 1.5575949999999988e-05,
+    "min": 1.5516800000000115e-05,
+    "max": 1.5765999999999916e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7313,15 +7313,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5311950000000012e-05,
-    "min": 1.530569999999999e-05,
-    "max": 1.5485099999999944e-05,
+    "seconds": 1.5313550000000005e-05,
+    "min": 1.529599999999996e-05,
+    "max": 1.5391700000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.007310000000004e-05,
-    "min": 2.9958399999999926e-05,
-    "max": 3.027810000000005e-05,
+    "seconds": 3.0207750000000023e-05,
+    "min": 3.0054399999999944e-05,
+    "max": 3.0518199999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7346,15 +7346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3729350000000007e-05,
-    "min": 2.3657400000000042e-05,
-    "max": 2.4005899999999986e-05,
+    "seconds": 2.3721500000000034e-05,
+    "min": 2.371199999999998e-05,
+    "max": 2.3999900000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5999450000000044e-05,
-    "min": 3.5910300000000075e-05,
-    "max": 3.602239999999995e-05,
+    "seconds": 3.608924999999999e-05,
+    "min": 3.6034900000000105e-05,
+    "max": 3.6150299999999904e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7379,15 +7379,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.232934999999999e-05,
-    "min": 2.2216899999999967e-05,
-    "max": 2.2415899999999956e-05,
+    "seconds": 2.2315400000000007e-05,
+    "min": 2.224930000000005e-05,
+    "max": 2.2502099999999962e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.192244999999999e-05,
-    "min": 5.162840000000015e-05,
-    "max": 5.2313300000000074e-05,
+    "seconds": 5.198370000000002e-05,
+    "min": 5.165729999999999e-05,
+    "max": 5.216259999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7412,15 +7412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.035030000000002e-05,
-    "min": 4.033239999999997e-05,
-    "max": 4.053699999999997e-05,
+    "seconds": 4.051505000000003e-05,
+    "min": 4.028520000000004e-05,
+    "max": 4.053439999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.276039999999995e-05,
-    "min": 6.26040000000001e-05,
-    "max": 6.292810000000005e-05,
+    "seconds": 6.276414999999995e-05,
+    "min": 6.255920000000016e-05,
+    "max": 6.310140000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7445,15 +7445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9994999999999993e-05,
-    "min": 2.992000000000003e-05,
-    "max": 3.0038300000000027e-05,
+    "seconds": 2.9968000000000005e-05,
+    "min": 2.9900300000000036e-05,
+    "max": 3.0092900000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.715505000000003e-05,
-    "min": 7.701649999999999e-05,
-    "max": 7.725599999999976e-05,
+    "seconds": 7.720475000000004e-05,
+    "min": 7.708319999999995e-05,
+    "max": 7.73185e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7478,15 +7478,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.9146400000000014e-05,
-    "min": 4.913239999999997e-05,
-    "max": 4.932409999999995e-05,
+    "seconds": 4.921975e-05,
+    "min": 4.9049800000000026e-05,
+    "max": 4.9413799999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.671640000000003e-05,
-    "min": 8.647890000000006e-05,
-    "max": 8.687569999999992e-05,
+    "seconds": 8.681520000000003e-05,
+    "min": 8.676450000000018e-05,
+    "max": 8.704299999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7511,15 +7511,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.145525000000003e-05,
-    "min": 4.124799999999991e-05,
-    "max": 4.1626499999999985e-05,
+    "seconds": 4.14926e-05,
+    "min": 4.1401699999999994e-05,
+    "max": 4.1615800000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.618435e-05,
-    "min": 9.592640000000004e-05,
-    "max": 9.63479e-05,
+    "seconds": 9.629655000000003e-05,
+    "min": 9.624270000000011e-05,
+    "max": 9.647280000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7544,15 +7544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.965699999999997e-05,
-    "min": 7.956919999999996e-05,
-    "max": 7.997599999999998e-05,
+    "seconds": 7.980455e-05,
+    "min": 7.953230000000004e-05,
+    "max": 8.006679999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011536249999999995,
-    "min": 0.00011508009999999993,
-    "max": 0.00011560430000000001,
+    "seconds": 0.00011543594999999993,
+    "min": 0.00011522790000000024,
+    "max": 0.00011567190000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7577,15 +7577,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.567029999999987e-05,
-    "min": 7.55256e-05,
-    "max": 7.585460000000002e-05,
+    "seconds": 7.599755e-05,
+    "min": 7.588410000000003e-05,
+    "max": 7.625480000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018810909999999998,
-    "min": 0.00018758319999999994,
-    "max": 0.00018837339999999998,
+    "seconds": 0.00018895745,
+    "min": 0.00018851509999999997,
+    "max": 0.00018930350000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7610,15 +7610,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012531139999999994,
-    "min": 0.00012513090000000003,
-    "max": 0.0001255095,
+    "seconds": 0.00012560684999999997,
+    "min": 0.00012541960000000003,
+    "max": 0.00012563730000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021383485,
-    "min": 0.00021375839999999993,
-    "max": 0.00021405620000000008,
+    "seconds": 0.0002145664499999998,
+    "min": 0.0002143184000000002,
+    "max": 0.00021484969999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7643,15 +7643,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010252265,
-    "min": 0.00010245079999999997,
-    "max": 0.00010262579999999998,
+    "seconds": 0.00010252790000000004,
+    "min": 0.0001024249,
+    "max": 0.0001026601,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024188554999999998,
-    "min": 0.0002417071000000001,
-    "max": 0.00024203320000000002,
+    "seconds": 0.00024244019999999998,
+    "min": 0.00024215279999999987,
+    "max": 0.00024267010000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7676,15 +7676,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002003379,
-    "min": 0.00019977119999999991,
-    "max": 0.00020042460000000003,
+    "seconds": 0.00020053755000000003,
+    "min": 0.00020018520000000006,
+    "max": 0.0002006286,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002898187999999999,
-    "min": 0.0002894354000000001,
-    "max": 0.0002900521,
+    "seconds": 0.0002903994,
+    "min": 0.0002901515,
+    "max": 0.0002909464,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7704,9 +7704,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.9980500000000405e-06,
-    "min": 6.991700000000003e-06,
-    "max": 7.0880000000000675e-06,
+    "seconds": 7.110250000000008e-06,
+    "min": 7.087900000000013e-06,
+    "max": 7.158100000000002e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7732,9 +7732,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.852600000000007e-06,
-    "min": 6.8223000000000405e-06,
-    "max": 6.896000000000039e-06,
+    "seconds": 6.913649999999979e-06,
+    "min": 6.893099999999959e-06,
+    "max": 6.969599999999991e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7760,9 +7760,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.63989999999999e-06,
-    "min": 7.62209999999991e-06,
-    "max": 7.680199999999946e-06,
+    "seconds": 7.689350000000013e-06,
+    "min": 7.673400000000129e-06,
+    "max": 7.699300000000086e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7788,9 +7788,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.244550000000015e-06,
-    "min": 7.228799999999967e-06,
-    "max": 7.3375e-06,
+    "seconds": 7.3842000000000385e-06,
+    "min": 7.363499999999953e-06,
+    "max": 7.4014999999999985e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7816,9 +7816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1035049999999972e-05,
-    "min": 1.1013999999999976e-05,
-    "max": 1.1062099999999987e-05,
+    "seconds": 1.105765e-05,
+    "min": 1.1011000000000002e-05,
+    "max": 1.1097400000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7844,9 +7844,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.444850000000003e-06,
-    "min": 9.392099999999993e-06,
-    "max": 9.50719999999999e-06,
+    "seconds": 9.352100000000029e-06,
+    "min": 9.315499999999997e-06,
+    "max": 9.401400000000011e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7872,9 +7872,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3771099999999962e-05,
-    "min": 1.3715399999999977e-05,
-    "max": 1.3817499999999974e-05,
+    "seconds": 1.3849200000000013e-05,
+    "min": 1.382090000000012e-05,
+    "max": 1.3878299999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7900,9 +7900,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2883000000000026e-05,
-    "min": 1.281569999999997e-05,
-    "max": 1.2914999999999975e-05,
+    "seconds": 1.2880050000000012e-05,
+    "min": 1.2841499999999972e-05,
+    "max": 1.2947199999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7928,9 +7928,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.613915000000003e-05,
-    "min": 1.6092800000000023e-05,
-    "max": 1.6166499999999995e-05,
+    "seconds": 1.626545e-05,
+    "min": 1.6236599999999976e-05,
+    "max": 1.6441700000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7956,9 +7956,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4603200000000016e-05,
-    "min": 1.4569699999999989e-05,
-    "max": 1.464649999999998e-05,
+    "seconds": 1.475665000000002e-05,
+    "min": 1.4681300000000022e-05,
+    "max": 1.4806499999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7984,9 +7984,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3343749999999986e-05,
-    "min": 4.31647e-05,
-    "max": 4.351300000000002e-05,
+    "seconds": 4.34318e-05,
+    "min": 4.315730000000001e-05,
+    "max": 4.356800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8012,9 +8012,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9753100000000008e-05,
-    "min": 2.9599800000000028e-05,
-    "max": 2.994570000000001e-05,
+    "seconds": 2.9713100000000026e-05,
+    "min": 2.9667100000000064e-05,
+    "max": 2.974689999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8040,9 +8040,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.620425000000004e-05,
-    "min": 5.537890000000002e-05,
-    "max": 5.6927199999999965e-05,
+    "seconds": 5.615474999999998e-05,
+    "min": 5.58114e-05,
+    "max": 5.630729999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8068,9 +8068,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.914385000000002e-05,
-    "min": 3.898530000000001e-05,
-    "max": 3.929899999999997e-05,
+    "seconds": 3.9187049999999986e-05,
+    "min": 3.912900000000002e-05,
+    "max": 3.922909999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8096,9 +8096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9202349999999964e-05,
-    "min": 5.905550000000003e-05,
-    "max": 5.9289399999999995e-05,
+    "seconds": 5.9293649999999974e-05,
+    "min": 5.9102800000000006e-05,
+    "max": 5.951010000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8124,9 +8124,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.40672e-05,
-    "min": 4.3849799999999954e-05,
-    "max": 4.423610000000002e-05,
+    "seconds": 4.4185499999999965e-05,
+    "min": 4.384889999999998e-05,
+    "max": 4.449869999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8152,9 +8152,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013250625000000004,
-    "min": 0.00013147740000000002,
-    "max": 0.00013283510000000007,
+    "seconds": 0.00013210494999999997,
+    "min": 0.00013063010000000002,
+    "max": 0.0001326966,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8180,9 +8180,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.441525e-05,
-    "min": 7.42656e-05,
-    "max": 7.452160000000016e-05,
+    "seconds": 7.435685e-05,
+    "min": 7.427520000000006e-05,
+    "max": 7.454380000000019e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8210,15 +8210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4732849999999998e-05,
-    "min": 2.4556900000000016e-05,
-    "max": 2.4918000000000028e-05,
+    "seconds": 2.4677950000000007e-05,
+    "min": 2.4626900000000003e-05,
+    "max": 2.487320000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9830050000000006e-05,
-    "min": 4.9725600000000004e-05,
-    "max": 5.003490000000002e-05,
+    "seconds": 4.982990000000002e-05,
+    "min": 4.971190000000001e-05,
+    "max": 5.015969999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8240,15 +8240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.001770000000003e-05,
-    "min": 4.9875100000000006e-05,
-    "max": 5.0108499999999996e-05,
+    "seconds": 5.007830000000001e-05,
+    "min": 4.999299999999995e-05,
+    "max": 5.0120899999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.454379999999998e-05,
-    "min": 2.4326200000000004e-05,
-    "max": 2.477429999999999e-05,
+    "seconds": 2.4584100000000028e-05,
+    "min": 2.4479399999999988e-05,
+    "max": 2.4700700000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8273,15 +8273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010126320000000004,
-    "min": 0.00010102000000000003,
-    "max": 0.00010173620000000002,
+    "seconds": 0.00010118159999999995,
+    "min": 0.00010087309999999992,
+    "max": 0.00010177460000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014444970000000002,
-    "min": 0.0001440154000000002,
-    "max": 0.000144527,
+    "seconds": 0.00014459269999999994,
+    "min": 0.00014446299999999992,
+    "max": 0.0001449112000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8306,15 +8306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015757960000000024,
-    "min": 0.00015734210000000007,
-    "max": 0.0001581335000000002,
+    "seconds": 0.00015770465000000005,
+    "min": 0.00015758690000000001,
+    "max": 0.00015801480000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017065834999999998,
-    "min": 0.0001701972000000001,
-    "max": 0.00017079509999999988,
+    "seconds": 0.0001706196,
+    "min": 0.00017029370000000026,
+    "max": 0.00017093949999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8338,15 +8338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.753395000000002e-05,
-    "min": 3.748109999999999e-05,
-    "max": 3.7824e-05,
+    "seconds": 3.769610000000001e-05,
+    "min": 3.7604200000000015e-05,
+    "max": 3.787790000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010554275,
-    "min": 0.00010544250000000017,
-    "max": 0.00010614699999999994,
+    "seconds": 0.00010610155000000004,
+    "min": 0.00010547509999999994,
+    "max": 0.00010619179999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8370,15 +8370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023554910000000002,
-    "min": 0.00023503190000000035,
-    "max": 0.00023578670000000008,
+    "seconds": 0.00023571825000000003,
+    "min": 0.00023549420000000036,
+    "max": 0.0002360420000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005529303999999998,
-    "min": 0.0005527381999999998,
-    "max": 0.0005533556999999993,
+    "seconds": 0.000552738449999999,
+    "min": 0.0005513522999999989,
+    "max": 0.0005533096000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8400,15 +8400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6964599999999995e-05,
-    "min": 3.687260000000008e-05,
-    "max": 3.721869999999995e-05,
+    "seconds": 3.701119999999999e-05,
+    "min": 3.693790000000004e-05,
+    "max": 3.731830000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3116499999999965e-05,
-    "min": 5.278240000000001e-05,
-    "max": 5.37121e-05,
+    "seconds": 5.339679999999998e-05,
+    "min": 5.28283e-05,
+    "max": 5.362910000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8430,15 +8430,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.939185000000001e-05,
-    "min": 1.9215900000000024e-05,
-    "max": 1.949409999999996e-05,
+    "seconds": 1.9394849999999996e-05,
+    "min": 1.923159999999998e-05,
+    "max": 1.9561599999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.742374999999993e-05,
-    "min": 2.7148900000000095e-05,
-    "max": 2.7654100000000027e-05,
+    "seconds": 2.7537699999999972e-05,
+    "min": 2.7295700000000126e-05,
+    "max": 2.8098900000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8460,185 +8460,185 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.328505e-05,
+    "seconds": 3.3265250000000025e-05,
+    "min": 3.3215599999999994e-05,
+    "max": 3.361300000000006e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 4.757720000000002e-05,
+    "min": 4.6961900000000015e-05,
+    "max": 4.785899999999997e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu",
+   "params": {
+    "approximate": "none"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.3937449999999996e-05,
+    "min": 2.3897400000000026e-05,
+    "max": 2.407940000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 3.172445000000002e-05,
+    "min": 3.150019999999998e-05,
+    "max": 3.222060000000008e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "silu",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.3276750000000044e-05,
+    "min": 3.3203199999999926e-05,
+    "max": 3.360630000000003e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 4.777920000000004e-05,
+    "min": 4.73048e-05,
+    "max": 4.796489999999985e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "silu",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.873899999999998e-05,
+    "min": 1.849929999999997e-05,
+    "max": 1.8892899999999986e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.610400000000003e-05,
+    "min": 2.6019000000000003e-05,
+    "max": 2.618159999999998e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "tanh",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.321749999999999e-05,
+    "min": 3.3058500000000036e-05,
+    "max": 3.338139999999995e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 4.7312899999999945e-05,
+    "min": 4.6997900000000006e-05,
+    "max": 4.811140000000005e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "tanh",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 1.827190000000001e-05,
+    "min": 1.80865e-05,
+    "max": 1.835830000000003e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 2.4532899999999997e-05,
+    "min": 2.4396899999999983e-05,
+    "max": 2.4821999999999936e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sigmoid",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.335844999999999e-05,
     "min": 3.323530000000001e-05,
-    "max": 3.3426900000000024e-05,
+    "max": 3.373439999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.751334999999996e-05,
-    "min": 4.716770000000006e-05,
-    "max": 4.8039900000000014e-05,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "gelu",
-   "params": {
-    "approximate": "none"
-   },
-   "precision": "amp-bf16",
-   "inputs": [
-    {
-     "shape": [
-      16384,
-      1024
-     ],
-     "dtype": "bfloat16",
-     "requires_grad": true
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 2.3942200000000003e-05,
-    "min": 2.3805100000000027e-05,
-    "max": 2.395830000000003e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 3.173760000000004e-05,
-    "min": 3.158049999999994e-05,
-    "max": 3.1868600000000036e-05,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "silu",
-   "params": {},
-   "precision": "fp32",
-   "inputs": [
-    {
-     "shape": [
-      16384,
-      1024
-     ],
-     "dtype": "float32",
-     "requires_grad": true
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 3.3359649999999995e-05,
-    "min": 3.334019999999997e-05,
-    "max": 3.3468199999999986e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 4.7757900000000026e-05,
-    "min": 4.760579999999995e-05,
-    "max": 4.8047500000000024e-05,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "silu",
-   "params": {},
-   "precision": "amp-bf16",
-   "inputs": [
-    {
-     "shape": [
-      16384,
-      1024
-     ],
-     "dtype": "bfloat16",
-     "requires_grad": true
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 1.894869999999998e-05,
-    "min": 1.8806299999999996e-05,
-    "max": 1.9032899999999982e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 2.5933999999999965e-05,
-    "min": 2.5827200000000036e-05,
-    "max": 2.6070399999999882e-05,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "tanh",
-   "params": {},
-   "precision": "fp32",
-   "inputs": [
-    {
-     "shape": [
-      16384,
-      1024
-     ],
-     "dtype": "float32",
-     "requires_grad": true
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 3.319510000000002e-05,
-    "min": 3.305250000000001e-05,
-    "max": 3.333389999999997e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 4.757569999999995e-05,
-    "min": 4.7244600000000025e-05,
-    "max": 4.7945400000000044e-05,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "tanh",
-   "params": {},
-   "precision": "amp-bf16",
-   "inputs": [
-    {
-     "shape": [
-      16384,
-      1024
-     ],
-     "dtype": "bfloat16",
-     "requires_grad": true
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 1.8252500000000015e-05,
-    "min": 1.8201500000000022e-05,
-    "max": 1.836709999999997e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 2.4620400000000053e-05,
-    "min": 2.4489300000000027e-05,
-    "max": 2.477750000000001e-05,
-    "samples": 6
-   },
-   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
-  },
-  {
-   "op": "sigmoid",
-   "params": {},
-   "precision": "fp32",
-   "inputs": [
-    {
-     "shape": [
-      16384,
-      1024
-     ],
-     "dtype": "float32",
-     "requires_grad": true
-    }
-   ],
-   "forward_gpu_seconds": {
-    "seconds": 3.3457499999999955e-05,
-    "min": 3.330799999999997e-05,
-    "max": 3.353850000000001e-05,
-    "samples": 6
-   },
-   "backward_gpu_seconds": {
-    "seconds": 4.801995e-05,
-    "min": 4.703289999999993e-05,
-    "max": 4.820419999999995e-05,
+    "seconds": 4.747355000000008e-05,
+    "min": 4.72028e-05,
+    "max": 4.7968100000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8658,15 +8658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9230150000000008e-05,
-    "min": 1.91264e-05,
-    "max": 1.93567e-05,
+    "seconds": 1.928475e-05,
+    "min": 1.9174699999999994e-05,
+    "max": 1.9353600000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.457740000000002e-05,
-    "min": 2.4418900000000028e-05,
-    "max": 2.482209999999991e-05,
+    "seconds": 2.4510150000000018e-05,
+    "min": 2.4307200000000014e-05,
+    "max": 2.4963200000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8688,15 +8688,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7769549999999994e-05,
-    "min": 4.742340000000005e-05,
-    "max": 4.79641e-05,
+    "seconds": 4.757715000000002e-05,
+    "min": 4.74685999999999e-05,
+    "max": 4.775680000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.628134999999996e-05,
-    "min": 3.611769999999997e-05,
-    "max": 3.683180000000002e-05,
+    "seconds": 3.636465000000005e-05,
+    "min": 3.6223799999999956e-05,
+    "max": 3.686059999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8718,15 +8718,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.991975e-05,
-    "min": 2.9788399999999957e-05,
-    "max": 3.0185399999999957e-05,
+    "seconds": 2.9841349999999992e-05,
+    "min": 2.970579999999998e-05,
+    "max": 3.002519999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0795149999999997e-05,
-    "min": 2.061750000000004e-05,
-    "max": 2.103359999999999e-05,
+    "seconds": 2.077269999999995e-05,
+    "min": 2.0624099999999974e-05,
+    "max": 2.1283199999999966e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8754,15 +8754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.229760110378265e-05,
-    "min": 5.069760084152222e-05,
-    "max": 5.529599785804749e-05,
+    "seconds": 5.1691198348999026e-05,
+    "min": 5.11135995388031e-05,
+    "max": 5.3830397129058836e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.948960065841675e-05,
-    "min": 7.637439966201782e-05,
-    "max": 0.00011639679670333862,
+    "seconds": 7.892480194568634e-05,
+    "min": 7.540799975395202e-05,
+    "max": 0.00011208640336990356,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8790,15 +8790,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.075200021266937e-05,
-    "min": 2.8672000765800478e-05,
-    "max": 4.3151998519897457e-05,
+    "seconds": 3.2129600644111634e-05,
+    "min": 2.8502398729324337e-05,
+    "max": 3.622080087661743e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.737280130386353e-05,
-    "min": 7.598720192909241e-05,
-    "max": 0.000147433602809906,
+    "seconds": 8.017120063304902e-05,
+    "min": 7.27936029434204e-05,
+    "max": 0.0001499359965324402,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8826,15 +8826,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7823300000000014e-05,
-    "min": 4.7699099999999985e-05,
-    "max": 4.798049999999999e-05,
+    "seconds": 4.785274999999999e-05,
+    "min": 4.762599999999997e-05,
+    "max": 4.821689999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.525210000000008e-05,
-    "min": 9.509130000000006e-05,
-    "max": 9.546189999999995e-05,
+    "seconds": 9.526164999999996e-05,
+    "min": 9.498190000000001e-05,
+    "max": 9.538809999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8862,15 +8862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.440005e-05,
-    "min": 2.434830000000002e-05,
-    "max": 2.465590000000001e-05,
+    "seconds": 2.434385e-05,
+    "min": 2.4268799999999933e-05,
+    "max": 2.46307e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.856925000000002e-05,
-    "min": 4.845719999999999e-05,
-    "max": 4.8629500000000074e-05,
+    "seconds": 4.853730000000004e-05,
+    "min": 4.842530000000001e-05,
+    "max": 4.8713200000000054e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8894,15 +8894,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.375349999999997e-05,
-    "min": 3.34812e-05,
-    "max": 3.3932200000000014e-05,
+    "seconds": 3.370105e-05,
+    "min": 3.353629999999999e-05,
+    "max": 3.389100000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.555889999999998e-05,
-    "min": 9.532770000000001e-05,
-    "max": 9.58415e-05,
+    "seconds": 9.552814999999991e-05,
+    "min": 9.549049999999991e-05,
+    "max": 9.563879999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8926,15 +8926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.388725e-05,
-    "min": 8.357109999999997e-05,
-    "max": 8.408959999999999e-05,
+    "seconds": 8.398340000000001e-05,
+    "min": 8.372759999999998e-05,
+    "max": 8.409929999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012058300000000003,
-    "min": 0.00012018449999999985,
-    "max": 0.00012096179999999996,
+    "seconds": 0.00012038959999999992,
+    "min": 0.00012014279999999986,
+    "max": 0.00012103570000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8956,15 +8956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.352900000000003e-05,
-    "min": 6.326020000000003e-05,
-    "max": 6.373989999999999e-05,
+    "seconds": 6.333444999999995e-05,
+    "min": 6.290599999999998e-05,
+    "max": 6.377969999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9577449999999994e-05,
-    "min": 4.935320000000006e-05,
-    "max": 4.978519999999981e-05,
+    "seconds": 4.962189999999996e-05,
+    "min": 4.915199999999999e-05,
+    "max": 4.967370000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8986,15 +8986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011359510000000002,
-    "min": 0.00011328499999999994,
-    "max": 0.00011412309999999997,
+    "seconds": 0.00011376260000000001,
+    "min": 0.00011358770000000011,
+    "max": 0.00011405080000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.418795000000003e-05,
-    "min": 7.399600000000003e-05,
-    "max": 7.461399999999972e-05,
+    "seconds": 7.404915e-05,
+    "min": 7.362799999999986e-05,
+    "max": 7.423720000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.000910000000006e-05,
-    "min": 7.97788e-05,
-    "max": 8.023350000000001e-05,
+    "seconds": 7.998664999999995e-05,
+    "min": 7.982680000000014e-05,
+    "max": 8.01616e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.599165e-05,
-    "min": 7.559270000000019e-05,
-    "max": 7.626100000000002e-05,
+    "seconds": 7.594355000000007e-05,
+    "min": 7.583980000000013e-05,
+    "max": 7.615050000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9056,15 +9056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012469315,
-    "min": 0.00012465040000000002,
-    "max": 0.00012488280000000002,
+    "seconds": 0.00012482340000000012,
+    "min": 0.00012475840000000001,
+    "max": 0.00012498430000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.801535000000011e-05,
-    "min": 7.769480000000003e-05,
-    "max": 7.821100000000005e-05,
+    "seconds": 7.803649999999992e-05,
+    "min": 7.768300000000004e-05,
+    "max": 7.85275999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9087,15 +9087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5796150000000005e-05,
-    "min": 3.567899999999996e-05,
-    "max": 3.588419999999999e-05,
+    "seconds": 3.582515000000003e-05,
+    "min": 3.5644499999999994e-05,
+    "max": 3.606739999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003399453499999999,
-    "min": 0.0003394944000000001,
-    "max": 0.0003406069,
+    "seconds": 0.0003395481999999998,
+    "min": 0.00033923129999999984,
+    "max": 0.00033999830000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9118,15 +9118,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.573740000000003e-05,
-    "min": 3.5679800000000024e-05,
-    "max": 3.6031699999999976e-05,
+    "seconds": 3.5773700000000006e-05,
+    "min": 3.558039999999999e-05,
+    "max": 3.592929999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003392723500000006,
-    "min": 0.00033880959999999975,
-    "max": 0.0003402476999999994,
+    "seconds": 0.00033954410000000047,
+    "min": 0.00033941019999999915,
+    "max": 0.000340162,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9161,15 +9161,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9086600000000025e-05,
-    "min": 5.8964400000000014e-05,
-    "max": 5.916920000000001e-05,
+    "seconds": 5.914055000000002e-05,
+    "min": 5.88125e-05,
+    "max": 5.924150000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001967632,
-    "min": 0.00019667329999999996,
-    "max": 0.00019726219999999998,
+    "seconds": 0.00019685645000000002,
+    "min": 0.00019675659999999996,
+    "max": 0.00019749430000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9204,15 +9204,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.878035000000001e-05,
-    "min": 5.865850000000003e-05,
-    "max": 5.884780000000004e-05,
+    "seconds": 5.8710050000000016e-05,
+    "min": 5.863660000000001e-05,
+    "max": 5.8751599999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019171470000000002,
-    "min": 0.0001916260999999999,
-    "max": 0.00019177379999999998,
+    "seconds": 0.00019158804999999999,
+    "min": 0.0001915281000000001,
+    "max": 0.00019159859999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9247,15 +9247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.781224999999997e-05,
-    "min": 5.7698100000000063e-05,
-    "max": 5.806299999999998e-05,
+    "seconds": 5.773925000000001e-05,
+    "min": 5.771840000000001e-05,
+    "max": 5.797129999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034222950000000005,
-    "min": 0.00034215500000000013,
-    "max": 0.00034227949999999987,
+    "seconds": 0.00034238685000000004,
+    "min": 0.0003423029999999999,
+    "max": 0.0003424374000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9290,15 +9290,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.549280000000004e-05,
-    "min": 5.547539999999997e-05,
-    "max": 5.5647500000000026e-05,
+    "seconds": 5.555625e-05,
+    "min": 5.546499999999997e-05,
+    "max": 5.56301e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033469795,
-    "min": 0.00033457249999999995,
-    "max": 0.0003348713999999999,
+    "seconds": 0.00033466059999999996,
+    "min": 0.0003345495999999998,
+    "max": 0.00033496120000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9337,15 +9337,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012611740000000005,
-    "min": 0.00012606739999999997,
-    "max": 0.00012621659999999995,
+    "seconds": 0.00012608364999999998,
+    "min": 0.00012600310000000003,
+    "max": 0.00012618769999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042468309999999995,
-    "min": 0.0004244443999999998,
-    "max": 0.00042509439999999997,
+    "seconds": 0.0004252788499999998,
+    "min": 0.0004249368999999999,
+    "max": 0.0004256723000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9384,15 +9384,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012635845000000002,
-    "min": 0.00012632039999999997,
-    "max": 0.0001268817,
+    "seconds": 0.00012642565000000006,
+    "min": 0.00012640729999999995,
+    "max": 0.00012647969999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042358010000000026,
-    "min": 0.00042320879999999984,
-    "max": 0.00042470729999999986,
+    "seconds": 0.00042310525000000004,
+    "min": 0.00042286619999999984,
+    "max": 0.0004240899999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9419,15 +9419,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.843690000000001e-05,
-    "min": 8.823309999999997e-05,
-    "max": 8.899090000000002e-05,
+    "seconds": 8.862145000000001e-05,
+    "min": 8.820389999999998e-05,
+    "max": 8.893970000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012272934999999998,
-    "min": 0.00012270020000000001,
-    "max": 0.00012275729999999994,
+    "seconds": 0.00012279745,
+    "min": 0.0001227547,
+    "max": 0.0001228642,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9454,15 +9454,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.4764399999999994e-05,
-    "min": 5.450889999999999e-05,
-    "max": 5.503580000000001e-05,
+    "seconds": 5.5081549999999974e-05,
+    "min": 5.454640000000004e-05,
+    "max": 5.529910000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.987029999999997e-05,
-    "min": 8.983629999999998e-05,
-    "max": 8.997580000000001e-05,
+    "seconds": 8.996914999999995e-05,
+    "min": 8.993289999999993e-05,
+    "max": 9.020449999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9487,15 +9487,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.660479962825775e-05,
-    "min": 5.607039928436279e-05,
-    "max": 6.173760294914246e-05,
+    "seconds": 5.703999996185303e-05,
+    "min": 5.6470400094985964e-05,
+    "max": 6.104639768600464e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.094239950180054e-05,
-    "min": 5.956479907035828e-05,
-    "max": 8.099200129508971e-05,
+    "seconds": 8.180480003356933e-05,
+    "min": 6.883519887924193e-05,
+    "max": 9.192320108413697e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9520,15 +9520,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.3574398159980774e-05,
-    "min": 5.106559991836548e-05,
-    "max": 5.9366399049758915e-05,
+    "seconds": 5.1604798436164856e-05,
+    "min": 5.123519897460938e-05,
+    "max": 5.682880282402038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.389440000057221e-05,
-    "min": 6.0063999891281125e-05,
-    "max": 8.346239924430847e-05,
+    "seconds": 6.592960059642792e-05,
+    "min": 6.364160180091858e-05,
+    "max": 9.592959880828858e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9560,15 +9560,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7255999445915224e-05,
-    "min": 3.695360124111176e-05,
-    "max": 3.940159976482392e-05,
+    "seconds": 3.88719990849495e-05,
+    "min": 3.802559971809387e-05,
+    "max": 4.04448002576828e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.451040208339691e-05,
-    "min": 6.226239800453186e-05,
-    "max": 8.420479893684387e-05,
+    "seconds": 7.212640047073364e-05,
+    "min": 6.875519752502441e-05,
+    "max": 0.0001242303967475891,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9600,15 +9600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.070240005850792e-05,
-    "min": 2.0163199305534363e-05,
-    "max": 2.5497600436210636e-05,
+    "seconds": 2.094080001115799e-05,
+    "min": 2.0470400154590607e-05,
+    "max": 2.566080093383789e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.440159916877748e-05,
-    "min": 7.005119919776916e-05,
-    "max": 9.096639752388001e-05,
+    "seconds": 7.122879922389985e-05,
+    "min": 6.67904019355774e-05,
+    "max": 9.580479860305786e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9628,15 +9628,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002953526,
-    "min": 0.00029524499999999986,
-    "max": 0.00029589379999999993,
+    "seconds": 0.0002955725500000002,
+    "min": 0.0002954025000000001,
+    "max": 0.0002959067,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004536375999999999,
-    "min": 0.00045342250000000005,
-    "max": 0.00045460739999999964,
+    "seconds": 0.00045361830000000003,
+    "min": 0.00045320009999999956,
+    "max": 0.0004538724000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9656,15 +9656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003670943999999999,
-    "min": 0.0003666912000000002,
-    "max": 0.0003673743999999999,
+    "seconds": 0.00036716660000000003,
+    "min": 0.0003668780999999999,
+    "max": 0.0003672911,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047742814999999995,
-    "min": 0.00047654409999999995,
-    "max": 0.0004776598,
+    "seconds": 0.0004773112500000001,
+    "min": 0.0004763481999999996,
+    "max": 0.0004779486000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9709,15 +9709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024167625000000003,
-    "min": 0.00024094570000000003,
-    "max": 0.00024210369999999988,
+    "seconds": 0.00024132824999999994,
+    "min": 0.00024108060000000006,
+    "max": 0.00024154370000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007782590499999999,
-    "min": 0.0007779713000000005,
-    "max": 0.0007783383999999995,
+    "seconds": 0.0007775445500000001,
+    "min": 0.0007771604,
+    "max": 0.000778929700000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9762,15 +9762,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020256955999999994,
-    "min": 0.0020216591000000008,
-    "max": 0.0020264495000000006,
+    "seconds": 0.0020230707,
+    "min": 0.0020206781999999998,
+    "max": 0.002024382600000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004917114949999997,
-    "min": 0.004905636799999997,
-    "max": 0.0049413509000000005,
+    "seconds": 0.004949009499999998,
+    "min": 0.004942113800000001,
+    "max": 0.004963277399999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9815,15 +9815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005476739499999999,
-    "min": 0.0005474357999999999,
-    "max": 0.0005501624000000002,
+    "seconds": 0.0005532021500000001,
+    "min": 0.0005518542,
+    "max": 0.0005545357,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017513575499999994,
-    "min": 0.0017494091999999991,
-    "max": 0.0017522379999999997,
+    "seconds": 0.0017631800999999988,
+    "min": 0.0017620164999999986,
+    "max": 0.0017677727000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9868,15 +9868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.829065000000004e-05,
-    "min": 6.773279999999997e-05,
-    "max": 6.863299999999998e-05,
+    "seconds": 6.838350000000002e-05,
+    "min": 6.814039999999995e-05,
+    "max": 6.871029999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00039730250000000016,
-    "min": 0.0003972023000000005,
-    "max": 0.0003984278999999998,
+    "seconds": 0.0003983667000000001,
+    "min": 0.00039798069999999984,
+    "max": 0.00039861900000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9921,15 +9921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015784835000000005,
-    "min": 0.0001575094,
-    "max": 0.0001585969000000001,
+    "seconds": 0.00015712974999999998,
+    "min": 0.00015664459999999993,
+    "max": 0.0001578169,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004936748999999992,
-    "min": 0.0004924712,
-    "max": 0.0004945836999999997,
+    "seconds": 0.00049353595,
+    "min": 0.0004929414999999996,
+    "max": 0.0004945413999999757,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9974,15 +9974,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010258174999999998,
-    "min": 0.00010243780000000006,
-    "max": 0.00010313269999999994,
+    "seconds": 0.00010309999999999996,
+    "min": 0.00010281299999999999,
+    "max": 0.00010374380000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036286790000000015,
-    "min": 0.00036191999999998954,
-    "max": 0.0003640566999999998,
+    "seconds": 0.00036243455,
+    "min": 0.0003618284000000002,
+    "max": 0.00036501630000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10027,15 +10027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.715595000000006e-05,
-    "min": 4.705809999999999e-05,
-    "max": 4.7519799999999965e-05,
+    "seconds": 4.761069999999996e-05,
+    "min": 4.7177300000000034e-05,
+    "max": 4.804760000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028529954999999984,
-    "min": 0.0002844257000000004,
-    "max": 0.0002857059000000002,
+    "seconds": 0.0002857939000000002,
+    "min": 0.0002846513000000028,
+    "max": 0.0002862638000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
