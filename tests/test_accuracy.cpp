@@ -22,29 +22,13 @@ using namespace roofsim;
 namespace {
 const std::filesystem::path runs_manifest = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "runs.json";
 
-/// A validation run with its profiles (from the manifest) and cost context.
-struct MeasuredSet {
-    ValidationRunFiles files;
-    ValidationSet set;
-    FrameworkProfile framework;
-    CostContext ctx;
-};
-
-/// Every run of data/validation/runs.json; `with_set(measured)` for each.
+/// Every run of data/validation/runs.json, loaded; `with_set(run)` for each.
 template <class F>
 int for_each_measured_set(F&& with_set) {
     int sets = 0;
     for (const auto& files : load_validation_runs(runs_manifest)) {
         ++sets;
-        ValidationSet set = load_validation(files.measurements);
-        FrameworkProfile framework = load_framework_profile(files.framework);
-        std::optional<Calibration> calibration;
-        if (!files.calibration.empty()) calibration = load_calibration(files.calibration);
-        const Calibration* measured = calibration ? &*calibration : find_builtin_calibration(set.gpu_key);
-        REQUIRE(measured != nullptr);
-        MeasuredSet m{files, std::move(set), std::move(framework), CostContext{}};
-        m.ctx = make_cost_context(gpu_or_throw(m.set.gpu_key), measured, &m.framework);
-        with_set(m);
+        with_set(load_validation_run(files));
     }
     return sets;
 }
@@ -66,7 +50,7 @@ TEST_CASE("over the validation runs, each case's median error stays within the i
                         c.errors.size(), c.host_bound() ? "host" : "GPU");
             INFO(path << " " << c.id << " median error " << c.median_error() << " over " << c.errors.size() << " runs");
             CHECK(std::abs(c.median_error()) <= (c.host_bound() ? host_bound : gpu_bound));
-            if (!c.memory_errors.empty()) CHECK(std::abs(detail::quantile(c.memory_errors, 0.5)) <= memory_bound);
+            if (const auto memory = c.median_memory_error()) CHECK(std::abs(*memory) <= memory_bound);
         }
         CHECK(gpu_paced >= 3);
     };
@@ -100,7 +84,7 @@ TEST_CASE("every validation run's framework profile holds every figure the probe
     // runs from an older probe would be predicted with figures missing (docs/validation.md).
     const FrameworkProfile* current = find_builtin_framework_profile("h200-sxm");
     REQUIRE(current != nullptr);
-    for_each_measured_set([&](const MeasuredSet& m) {
+    for_each_measured_set([&](const ValidationRun& m) {
         std::vector<std::string> missing;
         for (const auto& [key, figure] : current->figures) {
             if (m.framework.figures.count(key) == 0) missing.push_back(key);
@@ -139,7 +123,7 @@ TEST_CASE("the calibration never timed a GEMM or convolution shape of the valida
     // accuracy above is what a user's own shapes get: predicted from measured neighbours and the
     // fitted models, not looked up. A sweep that grows to include a validation shape fails here.
     int sets = 0;
-    for_each_measured_set([&](const MeasuredSet& m) {
+    for_each_measured_set([&](const ValidationRun& m) {
         ++sets;
         std::vector<std::string> timed;
         std::size_t checked = 0;

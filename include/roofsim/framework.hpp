@@ -5,6 +5,7 @@
 
 #include <roofsim/detail/json_file.hpp>
 #include <roofsim/detail/json_read.hpp>
+#include <roofsim/detail/stats.hpp>
 #include <roofsim/cost.hpp>
 #include <roofsim/lower.hpp>
 #include <roofsim/sim.hpp>
@@ -89,9 +90,7 @@ namespace detail {
         values.push_back(fig.at("seconds").non_negative() * reference_seconds_per_op / fig.at("host_canary_seconds").positive());
     }
     if (values.empty()) return std::nullopt;
-    std::sort(values.begin(), values.end());
-    const std::size_t n = values.size();
-    return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+    return quantile(std::move(values), 0.5);
 }
 }  // namespace detail
 

@@ -5,6 +5,7 @@
 
 #include <roofsim/detail/json_file.hpp>
 #include <roofsim/detail/json_read.hpp>
+#include <roofsim/detail/stats.hpp>
 #include <roofsim/predict.hpp>
 #include <roofsim/predict_ir.hpp>
 #include <roofsim/builtin_profiles.hpp>
@@ -232,18 +233,6 @@ struct CaseError {
     return out;
 }
 
-namespace detail {
-/// The q-quantile (0..1) of `v`, linear between order statistics; 0 for none.
-[[nodiscard]] inline double quantile(std::vector<double> v, double q) {
-    if (v.empty()) return 0;
-    std::sort(v.begin(), v.end());
-    const double pos = q * static_cast<double>(v.size() - 1);
-    const auto lo = static_cast<std::size_t>(std::floor(pos));
-    const auto hi = std::min(lo + 1, v.size() - 1);
-    return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
-}
-}  // namespace detail
-
 /// The q-quantile (0..1) of |error| over the cases `pick` selects.
 template <class Pick>
 [[nodiscard]] double error_quantile(const std::vector<CaseError>& errors, double q, Pick pick) {
@@ -289,6 +278,28 @@ struct ValidationRunFiles {
     return runs;
 }
 
+/// A validation run loaded: its cases, its framework profile and the cost context of its calibration.
+struct ValidationRun {
+    ValidationRunFiles files;
+    ValidationSet set;
+    FrameworkProfile framework;
+    CostContext ctx;
+};
+
+/// Loads a run's measurements and profiles (the GPU's built-in calibration where it names none).
+[[nodiscard]] inline ValidationRun load_validation_run(const ValidationRunFiles& files) {
+    ValidationRun run{files, load_validation(files.measurements), load_framework_profile(files.framework), CostContext{}};
+    const GpuSpec& spec = gpu_or_throw(run.set.gpu_key);
+    std::optional<Calibration> calibration;
+    if (!files.calibration.empty()) calibration = load_calibration(files.calibration);
+    const Calibration* measured = calibration ? &*calibration : find_builtin_calibration(spec.key);
+    if (measured && measured->device.gpu_key != spec.key) {
+        throw std::runtime_error(files.name + ": calibration of " + measured->device.gpu_key + ", measurements on " + spec.key);
+    }
+    run.ctx = make_cost_context(spec, measured, &run.framework);
+    return run;
+}
+
 /// A case over the runs that measured it: its error in each (newest run first) and their median.
 struct CaseOverRuns {
     std::string id, family, precision;
@@ -298,6 +309,11 @@ struct CaseOverRuns {
     int host_bound_runs = 0;            ///< runs whose prediction the host paces
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
+    /// The median peak-memory error, where any run compared it.
+    [[nodiscard]] std::optional<double> median_memory_error() const {
+        if (memory_errors.empty()) return std::nullopt;
+        return detail::quantile(memory_errors, 0.5);
+    }
     /// Paced by the host in the prediction of most runs.
     [[nodiscard]] bool host_bound() const { return 2 * static_cast<std::size_t>(host_bound_runs) > errors.size(); }
 };
@@ -332,22 +348,15 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
 [[nodiscard]] inline RunsEvaluation evaluate_runs(const std::vector<ValidationRunFiles>& runs, HostSpeed speed) {
     RunsEvaluation out;
     for (const auto& files : runs) {
-        const ValidationSet set = load_validation(files.measurements);
-        const FrameworkProfile framework = load_framework_profile(files.framework);
-        const GpuSpec& spec = gpu_or_throw(set.gpu_key);
-        std::optional<Calibration> calibration;
-        if (!files.calibration.empty()) calibration = load_calibration(files.calibration);
-        const Calibration* measured = calibration ? &*calibration : find_builtin_calibration(spec.key);
-        if (measured && measured->device.gpu_key != spec.key) {
-            throw std::runtime_error(files.name + ": calibration of " + measured->device.gpu_key + ", measurements on " + spec.key);
-        }
-        const CostContext ctx = make_cost_context(spec, measured, &framework);
-        const auto errors = evaluate(set, ctx, &framework, speed);
+        const ValidationRun run = load_validation_run(files);
+        const auto errors = evaluate(run.set, run.ctx, &run.framework, speed);
         detail::gather(out.cases, errors);
-        if (!files.exported.empty()) detail::gather(out.exported, evaluate_exported(set, files.exported, ctx, &framework, speed));
+        if (!files.exported.empty()) {
+            detail::gather(out.exported, evaluate_exported(run.set, files.exported, run.ctx, &run.framework, speed));
+        }
         const auto layers = [](const CaseError& e) { return !e.c->model; };
         const auto models = [](const CaseError& e) { return e.c->model; };
-        out.runs.push_back({files.name, set.origin, error_quantile(errors, 0.5, layers), error_quantile(errors, 0.9, layers),
+        out.runs.push_back({files.name, run.set.origin, error_quantile(errors, 0.5, layers), error_quantile(errors, 0.9, layers),
                             error_quantile(errors, 1.0, models)});
     }
     return out;

@@ -270,6 +270,23 @@ void print_kernel(const roofsim::Ceilings& c, const roofsim::KernelWork& k, cons
 
 std::string ms(roofsim::Seconds t) { return format_number("%.3f", roofsim::to_milliseconds(t)); }
 
+/// Errors (fractions) by (op or model, precision mode).
+using ErrorGroups = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+
+/// One row per group: its case count, the median |error| (the upper one of an even count) and the worst.
+void print_error_groups(const ErrorGroups& groups, const std::string& what, std::ostream& out) {
+    TextTable t({"op or model", "mode", "cases", "median |" + what + "| %", "worst " + what + " %"});
+    for (const auto& [key, errors] : groups) {
+        std::vector<double> a;
+        for (double x : errors) a.push_back(std::abs(x));
+        std::sort(a.begin(), a.end());
+        const double worst = *std::max_element(errors.begin(), errors.end(), [](double x, double y) { return std::abs(x) < std::abs(y); });
+        t.add_row({key.first, key.second, std::to_string(errors.size()), format_number("%.1f", 100 * a[a.size() / 2]),
+                   format_number("%+.1f", 100 * worst)});
+    }
+    t.print(out);
+}
+
 /// `roofsim validate --runs`: each run's own summary, then each case's median error over the runs.
 void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& manifest, roofsim::HostSpeed speed, bool all_cases,
                            std::ostream& out) {
@@ -295,7 +312,7 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
             if (models_only && !c.model) continue;
             t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), by_run(c),
                        c.host_bound() ? "host" : "GPU",
-                       c.memory_errors.empty() ? "-" : format_number("%+.1f", 100 * roofsim::detail::quantile(c.memory_errors, 0.5))});
+                       c.median_memory_error() ? format_number("%+.1f", 100 * *c.median_memory_error()) : "-"});
         }
         t.print(out);
     };
@@ -303,17 +320,9 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
     if (all_cases) {
         table(v.cases, false);
     } else {
-        std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
+        ErrorGroups groups;
         for (const auto& c : v.cases) groups[{c.family, c.precision}].push_back(c.median_error());
-        TextTable t({"op or model", "mode", "cases", "median |median error| %", "worst median error %"});
-        for (auto& [key, errors] : groups) {
-            std::vector<double> a;
-            for (double x : errors) a.push_back(std::abs(x));
-            const double worst = *std::max_element(errors.begin(), errors.end(), [](double x, double y) { return std::abs(x) < std::abs(y); });
-            t.add_row({key.first, key.second, std::to_string(errors.size()), format_number("%.1f", 100 * roofsim::detail::quantile(a, 0.5)),
-                       format_number("%+.1f", 100 * worst)});
-        }
-        t.print(out);
+        print_error_groups(groups, "median error", out);
         out << "\nModel steps:\n";
         table(v.cases, true);
     }
@@ -718,18 +727,9 @@ int main(int argc, char** argv) {
                 t.print(std::cout);
                 std::cout << '\n';
             }
-            std::map<std::pair<std::string, std::string>, std::vector<double>> groups;
+            ErrorGroups groups;
             for (const auto& e : errors) groups[{e.c->family, e.c->precision}].push_back(e.error);
-            TextTable t({"op or model", "mode", "cases", "median |error| %", "worst error %"});
-            for (auto& [key, v] : groups) {
-                std::vector<double> a;
-                for (double x : v) a.push_back(std::abs(x));
-                std::sort(a.begin(), a.end());
-                const double worst = *std::max_element(v.begin(), v.end(), [](double x, double y) { return std::abs(x) < std::abs(y); });
-                t.add_row({key.first, key.second, std::to_string(v.size()), format_number("%.1f", 100 * a[a.size() / 2]),
-                           format_number("%+.1f", 100 * worst)});
-            }
-            t.print(std::cout);
+            print_error_groups(groups, "error", std::cout);
             auto layers = [](const roofsim::CaseError& e) { return !e.c->model; };
             auto models = [](const roofsim::CaseError& e) { return e.c->model; };
             const auto summary = [&](const std::vector<roofsim::CaseError>& list, const char* what) {
