@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T10:00:19+00:00",
+ "date_utc": "2026-11-30T10:20:23+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,433 +52,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "passes": 3
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.298048749994507e-05,
+  "reference_seconds_per_op": 8.490387500010854e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 3688,
-  "canary_p10_seconds": 7.592660000028673e-06,
-  "canary_p90_seconds": 1.5504389999989598e-05,
+  "canaries": 2886,
+  "canary_p10_seconds": 6.283859999989261e-06,
+  "canary_p90_seconds": 1.2050699999974768e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.447757499998489e-06,
-   "min": 7.374389000005977e-06,
-   "max": 1.0125634499999591e-05,
+   "seconds": 7.894107500000303e-06,
+   "min": 5.986143499999486e-06,
+   "max": 1.0242122499995786e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.5737559999993205e-06,
-   "host_canary_seconds": 7.655999999940377e-06,
+   "issue_only_seconds": 6.085732999999038e-06,
+   "host_canary_seconds": 6.161830000017687e-06,
    "pass_seconds": [
-    7.581408999996597e-06,
-    9.952802499995529e-06,
-    9.447757499998489e-06
+    6.092235999997086e-06,
+    8.676074999996786e-06,
+    7.894107500000303e-06
    ],
    "pass_host_canary_seconds": [
-    7.655999999940377e-06,
-    1.0099690000089367e-05,
-    9.78500499996926e-06
+    6.161830000017687e-06,
+    8.647929999980875e-06,
+    8.00318499997843e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.6598723499996028e-05,
-   "min": 1.2325045500006127e-05,
-   "max": 2.409933350000415e-05,
+   "seconds": 1.4184832499999799e-05,
+   "min": 1.1016901000001412e-05,
+   "max": 1.6345788499997127e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2702621999991948e-05,
-   "host_canary_seconds": 7.472274999997807e-06,
+   "issue_only_seconds": 1.1400809999997818e-05,
+   "host_canary_seconds": 6.378160000011235e-06,
    "pass_seconds": [
-    1.2737561999998093e-05,
-    1.747253949999106e-05,
-    1.6598723499996028e-05
+    1.1424354499997236e-05,
+    1.5680346999999985e-05,
+    1.4184832499999799e-05
    ],
    "pass_host_canary_seconds": [
-    7.472274999997807e-06,
-    1.0237185000079307e-05,
-    9.622190000015962e-06
+    6.378160000011235e-06,
+    9.023040000002425e-06,
+    8.056725000002984e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.4968645499990885e-05,
-   "min": 1.1934575500006872e-05,
-   "max": 1.7787529499997845e-05,
+   "seconds": 1.4268441500000505e-05,
+   "min": 9.98849499999821e-06,
+   "max": 1.7622893000002193e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.255739549999646e-05,
-   "host_canary_seconds": 7.337035000034575e-06,
+   "issue_only_seconds": 1.045907450000172e-05,
+   "host_canary_seconds": 6.499250000011613e-06,
    "pass_seconds": [
-    1.2607603000006406e-05,
-    1.6108687500008046e-05,
-    1.4968645499990885e-05
+    1.0486810500001553e-05,
+    1.4641762499998379e-05,
+    1.4268441500000505e-05
    ],
    "pass_host_canary_seconds": [
-    7.337035000034575e-06,
-    1.0461635000069691e-05,
-    9.66035499999407e-06
+    6.499250000011613e-06,
+    9.161374999990813e-06,
+    8.636774999999375e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.8004082499999185e-05,
-   "min": 1.098715850000076e-05,
-   "max": 2.4247864499997718e-05,
+   "seconds": 1.6218711999997026e-05,
+   "min": 9.682877499997744e-06,
+   "max": 2.276706099999615e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1593882499994379e-05,
-   "host_canary_seconds": 7.598760000036009e-06,
+   "issue_only_seconds": 9.99722550000115e-06,
+   "host_canary_seconds": 6.433319999992193e-06,
    "pass_seconds": [
-    1.1631033000000457e-05,
-    1.8575529499997855e-05,
-    1.8004082499999185e-05
+    1.0010130000001282e-05,
+    1.9761560999995708e-05,
+    1.6218711999997026e-05
    ],
    "pass_host_canary_seconds": [
-    7.598760000036009e-06,
-    1.0351269999944179e-05,
-    1.0295099999950707e-05
+    6.433319999992193e-06,
+    1.0590669999999136e-05,
+    9.03077499998517e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 9.985296500005348e-06,
-   "min": 6.726250499994535e-06,
-   "max": 1.322649300000478e-05,
+   "seconds": 8.918895500002576e-06,
+   "min": 6.1580674999994755e-06,
+   "max": 1.1876896499998679e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.860497000005239e-06,
-   "host_canary_seconds": 7.224637500087283e-06,
+   "issue_only_seconds": 6.305033000000293e-06,
+   "host_canary_seconds": 6.356494999995022e-06,
    "pass_seconds": [
-    6.871011499995916e-06,
-    9.985296500005348e-06,
-    1.1221079999998552e-05
+    6.315276499996969e-06,
+    1.1152957999996715e-05,
+    8.918895500002576e-06
    ],
    "pass_host_canary_seconds": [
-    7.224637500087283e-06,
-    1.0393229999934307e-05,
-    1.0270100000013827e-05
+    6.356494999995022e-06,
+    1.1033165000000622e-05,
+    8.958754999994767e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.435904849998963e-05,
-   "min": 3.668446749999532e-05,
-   "max": 6.62923449999937e-05,
+   "seconds": 4.656451000000317e-05,
+   "min": 3.0007916500000674e-05,
+   "max": 5.548750749999698e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.8814975500002903e-05,
-   "host_canary_seconds": 7.423329999909356e-06,
+   "issue_only_seconds": 3.2935335500003046e-05,
+   "host_canary_seconds": 6.37964999999241e-06,
    "pass_seconds": [
-    3.886165900000549e-05,
-    5.946406649999858e-05,
-    5.435904849998963e-05
+    3.2973563000002315e-05,
+    4.7604779499998525e-05,
+    4.656451000000317e-05
    ],
    "pass_host_canary_seconds": [
-    7.423329999909356e-06,
-    1.07389999999441e-05,
-    1.0611659999995027e-05
+    6.37964999999241e-06,
+    9.170935000000213e-06,
+    8.87208999998279e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 4.095762949999937e-05,
-   "min": 2.544885550000231e-05,
-   "max": 6.216747650000798e-05,
+   "seconds": 3.279296150000022e-05,
+   "min": 2.2903532500002654e-05,
+   "max": 3.7368274999998615e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.647606549999182e-05,
-   "host_canary_seconds": 7.307294999918668e-06,
+   "issue_only_seconds": 2.384056700000059e-05,
+   "host_canary_seconds": 6.453579999998738e-06,
    "pass_seconds": [
-    2.6522405499989077e-05,
-    5.55224985000109e-05,
-    4.095762949999937e-05
+    2.384854499999989e-05,
+    3.4827890000002526e-05,
+    3.279296150000022e-05
    ],
    "pass_host_canary_seconds": [
-    7.307294999918668e-06,
-    1.4398904999950446e-05,
-    1.0508449999946379e-05
+    6.453579999998738e-06,
+    9.062599999936083e-06,
+    8.55696500003944e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.8695682500009524e-05,
-   "min": 1.020926300000724e-05,
-   "max": 3.1391351000010556e-05,
+   "seconds": 1.5756443000000787e-05,
+   "min": 9.273800999999082e-06,
+   "max": 2.0933003999999755e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0945036999999047e-05,
-   "host_canary_seconds": 7.220525000093403e-06,
+   "issue_only_seconds": 9.670707999998029e-06,
+   "host_canary_seconds": 6.297364999987565e-06,
    "pass_seconds": [
-    1.0963812500008885e-05,
-    2.9810212000001e-05,
-    1.8695682500009524e-05
+    9.67739000000023e-06,
+    1.697919949999971e-05,
+    1.5756443000000787e-05
    ],
    "pass_host_canary_seconds": [
-    7.220525000093403e-06,
-    1.6364069999923458e-05,
-    1.032656000006682e-05
+    6.297364999987565e-06,
+    9.266765000006671e-06,
+    8.749479999963227e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.2623515000001362e-05,
-   "min": 8.20110499999771e-06,
-   "max": 1.4576692500000376e-05,
+   "seconds": 9.540690999997991e-06,
+   "min": 7.341406999998412e-06,
+   "max": 1.1829444999996497e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.611950000002366e-06,
-   "host_canary_seconds": 7.461477500001479e-06,
+   "issue_only_seconds": 7.444331500000345e-06,
+   "host_canary_seconds": 6.0838699999976596e-06,
    "pass_seconds": [
-    8.624624500001232e-06,
-    1.2623515000001362e-05,
-    1.3012359000001083e-05
+    7.4509949999992385e-06,
+    1.0899799000000599e-05,
+    9.540690999997991e-06
    ],
    "pass_host_canary_seconds": [
-    7.461477500001479e-06,
-    1.1002419999925905e-05,
-    1.1969735000008086e-05
+    6.0838699999976596e-06,
+    9.220949999999561e-06,
+    8.263345000010246e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.2006449000002704e-05,
-   "min": 1.487316350001322e-05,
-   "max": 2.871389099999533e-05,
+   "seconds": 1.7356947499997943e-05,
+   "min": 1.3416500499999984e-05,
+   "max": 1.92141050000032e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5221474000000512e-05,
-   "host_canary_seconds": 7.2717349999606995e-06,
+   "issue_only_seconds": 1.3609204000001541e-05,
+   "host_canary_seconds": 6.401944999971931e-06,
    "pass_seconds": [
-    1.5255189499995936e-05,
-    2.36159029999925e-05,
-    2.2006449000002704e-05
+    1.3617256999999939e-05,
+    1.8687288999998943e-05,
+    1.7356947499997943e-05
    ],
    "pass_host_canary_seconds": [
-    7.2717349999606995e-06,
-    1.1783785000005764e-05,
-    1.0510925000062343e-05
+    6.401944999971931e-06,
+    9.056785000041146e-06,
+    8.23134500002709e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.92514889999984e-05,
-   "min": 1.380948800000681e-05,
-   "max": 2.3470384999995985e-05,
+   "seconds": 1.5090520500002924e-05,
+   "min": 1.2671983500002426e-05,
+   "max": 1.7397325999993994e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4055628999997793e-05,
-   "host_canary_seconds": 7.3545250000961456e-06,
+   "issue_only_seconds": 1.295823850000133e-05,
+   "host_canary_seconds": 6.416594999976155e-06,
    "pass_seconds": [
-    1.4095209999993585e-05,
-    1.9975591999994434e-05,
-    1.92514889999984e-05
+    1.2965767499999004e-05,
+    1.696860899999564e-05,
+    1.5090520500002924e-05
    ],
    "pass_host_canary_seconds": [
-    7.3545250000961456e-06,
-    1.073727499999677e-05,
-    1.0466015000076823e-05
+    6.416594999976155e-06,
+    9.194140000019502e-06,
+    8.22970499996245e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.032372899999757e-05,
-   "min": 1.2580275000004803e-05,
-   "max": 2.1357145000010292e-05,
+   "seconds": 1.6932733499999132e-05,
+   "min": 1.2376761500000555e-05,
+   "max": 1.904951899999929e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2883665499998642e-05,
-   "host_canary_seconds": 6.905875000029482e-06,
+   "issue_only_seconds": 1.2602593500002257e-05,
+   "host_canary_seconds": 6.479989999981228e-06,
    "pass_seconds": [
-    1.289264449999905e-05,
-    2.040459449999332e-05,
-    2.032372899999757e-05
+    1.2611751499999713e-05,
+    1.8559457500003874e-05,
+    1.6932733499999132e-05
    ],
    "pass_host_canary_seconds": [
-    6.905875000029482e-06,
-    1.0263725000072555e-05,
-    1.0188825000057022e-05
+    6.479989999981228e-06,
+    9.024770000038984e-06,
+    8.31856499999617e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.110958850000543e-05,
-   "min": 7.843180000008943e-06,
-   "max": 1.1687765999994325e-05,
+   "seconds": 9.240426499999898e-06,
+   "min": 7.372034999999499e-06,
+   "max": 1.0732399000005444e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.913060999996446e-06,
-   "host_canary_seconds": 6.745637500031876e-06,
+   "issue_only_seconds": 7.742738000001027e-06,
+   "host_canary_seconds": 6.447187499993845e-06,
    "pass_seconds": [
-    7.921762999998805e-06,
-    1.110958850000543e-05,
-    1.147706599999765e-05
+    7.75004900000198e-06,
+    9.89084300000087e-06,
+    9.240426499999898e-06
    ],
    "pass_host_canary_seconds": [
-    6.745637500031876e-06,
-    9.895290000088153e-06,
-    1.005205499993167e-05
+    6.447187499993845e-06,
+    8.570972500017149e-06,
+    7.99784499999845e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.181331500000283e-05,
-   "min": 1.563117500000999e-05,
-   "max": 2.6059700000004683e-05,
+   "seconds": 1.8659190499995758e-05,
+   "min": 1.5181031499999165e-05,
+   "max": 3.1043405500000176e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.597954650000588e-05,
-   "host_canary_seconds": 6.944585000070447e-06,
+   "issue_only_seconds": 1.5355487499999043e-05,
+   "host_canary_seconds": 6.50337000003276e-06,
    "pass_seconds": [
-    1.5997623499998782e-05,
-    2.181331500000283e-05,
-    2.488395449999814e-05
+    1.536843099999885e-05,
+    2.0034998499994572e-05,
+    1.8659190499995758e-05
    ],
    "pass_host_canary_seconds": [
-    6.944585000070447e-06,
-    9.992409999881602e-06,
-    1.0412354999971285e-05
+    6.50337000003276e-06,
+    8.853834999982269e-06,
+    8.438985000012167e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.8193340500005206e-05,
-   "min": 1.3003802499994776e-05,
-   "max": 2.190670400000272e-05,
+   "seconds": 1.4895463499996709e-05,
+   "min": 1.1871813999999148e-05,
+   "max": 1.840303249999664e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3287069499995142e-05,
-   "host_canary_seconds": 7.238640000082342e-06,
+   "issue_only_seconds": 1.2235561000000673e-05,
+   "host_canary_seconds": 6.487555000020961e-06,
    "pass_seconds": [
-    1.3295944999995867e-05,
-    1.8193340500005206e-05,
-    1.8967336999992314e-05
+    1.2254619499998399e-05,
+    1.6370741000002908e-05,
+    1.4895463499996709e-05
    ],
    "pass_host_canary_seconds": [
-    7.238640000082342e-06,
-    1.0171484999972336e-05,
-    1.0507214999933013e-05
+    6.487555000020961e-06,
+    8.925550000000726e-06,
+    8.378145000023097e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.994406699999729e-05,
-   "min": 1.3203187000002003e-05,
-   "max": 3.217681099999936e-05,
+   "seconds": 1.752690949999902e-05,
+   "min": 1.2475958500001383e-05,
+   "max": 1.8926591999999686e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3424509499998293e-05,
-   "host_canary_seconds": 7.118139999988671e-06,
+   "issue_only_seconds": 1.291071300000013e-05,
+   "host_canary_seconds": 6.55658999999531e-06,
    "pass_seconds": [
-    1.3456882499994549e-05,
-    1.994406699999729e-05,
-    2.0634380999993595e-05
+    1.292842049999976e-05,
+    1.8444676999997967e-05,
+    1.752690949999902e-05
    ],
    "pass_host_canary_seconds": [
-    7.118139999988671e-06,
-    9.93258000008268e-06,
-    1.0280519999952275e-05
+    6.55658999999531e-06,
+    8.82769000000394e-06,
+    8.443365000019298e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 7.811309499999197e-06,
-   "min": 5.656468499992684e-06,
-   "max": 1.4235513999992122e-05,
+   "seconds": 6.784298500001285e-06,
+   "min": 5.28631650000122e-06,
+   "max": 7.393807999996227e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.772741000001247e-06,
-   "host_canary_seconds": 7.066382499942847e-06,
+   "issue_only_seconds": 5.472243999999904e-06,
+   "host_canary_seconds": 6.522577499996629e-06,
    "pass_seconds": [
-    5.778610999996659e-06,
-    7.811309499999197e-06,
-    1.3040309000004414e-05
+    5.478502499997262e-06,
+    7.2841364999973735e-06,
+    6.784298500001285e-06
    ],
    "pass_host_canary_seconds": [
-    7.066382499942847e-06,
-    9.904302499990082e-06,
-    1.650054750001573e-05
+    6.522577499996629e-06,
+    8.965940000038585e-06,
+    8.106580000024621e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.4276739999969676e-05,
-   "min": 9.019645555541602e-06,
-   "max": 2.15869222222409e-05,
+   "seconds": 1.2228677777778154e-05,
+   "min": 8.796945555557853e-06,
+   "max": 1.9722171111106314e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.816260000022112e-06,
+   "host_canary_seconds": 6.300615000007781e-06,
    "pass_seconds": [
-    1.0721118888896955e-05,
-    1.4276739999969676e-05,
-    1.9969495555566632e-05
+    9.517826666672767e-06,
+    1.2921886666674709e-05,
+    1.2228677777778154e-05
    ],
    "pass_host_canary_seconds": [
-    6.816260000022112e-06,
-    1.002015499992126e-05,
-    1.027291499994476e-05
+    6.300615000007781e-06,
+    1.2824410000007447e-05,
+    8.71015500003125e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007284122222522961,
-   "min": -9.611666668736985e-05,
-   "max": 0.001128137111108016,
+   "seconds": 0.0006721923333267278,
+   "min": 0.00018371833333535263,
+   "max": 0.00127210400000403,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.816260000022112e-06,
+   "host_canary_seconds": 6.300615000007781e-06,
    "pass_seconds": [
-    0.0007284122222522961,
-    0.00041956133335298144,
-    0.0007520792222174399
+    0.0006721923333267278,
+    0.0006905097777737033,
+    0.0006313378888809971
    ],
    "pass_host_canary_seconds": [
-    6.816260000022112e-06,
-    1.002015499992126e-05,
-    1.027291499994476e-05
+    6.300615000007781e-06,
+    1.2824410000007447e-05,
+    8.71015500003125e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 5.5148599999989125e-06,
-   "min": 3.5498777777813e-06,
-   "max": 8.007014444425902e-06,
+   "seconds": 4.032143333334817e-06,
+   "min": 3.1667366666552095e-06,
+   "max": 5.862105555552135e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.733830000058561e-06,
+   "host_canary_seconds": 7.580800000006605e-06,
    "pass_seconds": [
-    3.849486666701473e-06,
-    5.5148599999989125e-06,
-    7.620413333345116e-06
+    3.444616666672889e-06,
+    4.449717777769516e-06,
+    4.032143333334817e-06
    ],
    "pass_host_canary_seconds": [
-    6.733830000058561e-06,
-    1.0546040000036783e-05,
-    1.1352667500048598e-05
+    7.580800000006605e-06,
+    1.2994395000021086e-05,
+    8.50177750002956e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.54506000001705e-06,
-   "min": 3.1660333333623687e-06,
-   "max": 7.771562222242463e-06,
+   "seconds": 4.242004444437144e-06,
+   "min": 3.6089422222258032e-06,
+   "max": 6.827432222225285e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.257087499965564e-06,
+   "host_canary_seconds": 8.46054000001928e-06,
    "pass_seconds": [
-    3.973537777773749e-06,
-    4.54506000001705e-06,
-    7.1208977777814656e-06
+    5.161256666662931e-06,
+    4.242004444437144e-06,
+    3.866441111107911e-06
    ],
    "pass_host_canary_seconds": [
-    7.257087499965564e-06,
-    1.0099245000034786e-05,
-    1.1160552500015797e-05
+    8.46054000001928e-06,
+    1.3177852500021458e-05,
+    8.546880000004364e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.6641948888874494e-05,
-   "min": 3.588899111112672e-05,
-   "max": 7.600491666664766e-05,
+   "seconds": 3.95099655555479e-05,
+   "min": 3.0230283333333812e-05,
+   "max": 5.6504197777782236e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.183084999979883e-06,
+   "host_canary_seconds": 6.2242450000127294e-06,
    "pass_seconds": [
-    4.2454471111107574e-05,
-    4.6641948888874494e-05,
-    6.876505888887626e-05
+    3.134827444444315e-05,
+    4.2885263333339984e-05,
+    3.95099655555479e-05
    ],
    "pass_host_canary_seconds": [
-    7.183084999979883e-06,
-    1.0567899999927022e-05,
-    1.0833725000054528e-05
+    6.2242450000127294e-06,
+    1.321389000004558e-05,
+    8.775270000001001e-06
    ]
   },
   "backward_call": {
-   "seconds": 9.007200039923193e-05,
-   "min": 4.798666760325429e-05,
-   "max": 0.00012655467229584857,
+   "seconds": 5.827599639693896e-05,
+   "min": 5.219066763917604e-05,
+   "max": 6.034933247913914e-05,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 18.75 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 14.72 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -487,28 +487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.275199681520462e-05,
-    9.337600320577622e-05,
-    0.00011872000247240066,
-    0.00016051200032234192,
-    0.0003657599985599518
+    7.596799731254578e-05,
+    8.630400151014328e-05,
+    0.00010873600095510483,
+    0.00014825600385665893,
+    0.00029795199632644655
    ],
-   "host_canary_seconds": 7.00946999998564e-06,
+   "host_canary_seconds": 6.338859999992507e-06,
    "pass_seconds": [
-    4.798666760325429e-05,
-    9.007200039923193e-05,
-    0.00012655467229584857
+    5.219066763917604e-05,
+    5.827599639693896e-05,
+    6.034933247913914e-05
    ],
    "pass_host_canary_seconds": [
-    7.00946999998564e-06,
-    1.0387305000065794e-05,
-    1.527409000004809e-05
+    6.338859999992507e-06,
+    1.3215942499975598e-05,
+    8.436725000038337e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.270095214247703e-05,
-   "min": 1.928914276262124e-05,
-   "max": 3.882819094828197e-05,
+   "seconds": 1.9420951427448362e-05,
+   "min": 1.5847618824669295e-05,
+   "max": 3.843200135798681e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -517,26 +517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9983999207615853e-05,
-    8.921600133180619e-05,
-    0.0003197759985923767
+    2.8224000707268716e-05,
+    7.552000135183334e-05,
+    0.00026585599780082705
    ],
-   "host_canary_seconds": 7.180462500002705e-06,
+   "host_canary_seconds": 6.347679999993971e-06,
    "pass_seconds": [
-    1.928914276262124e-05,
-    3.270095214247703e-05,
-    3.882819094828197e-05
+    1.5847618824669295e-05,
+    3.843200135798681e-05,
+    1.9420951427448362e-05
    ],
    "pass_host_canary_seconds": [
-    7.180462500002705e-06,
-    1.3667939999919553e-05,
-    1.4687742500072431e-05
+    6.347679999993971e-06,
+    1.2505414999992582e-05,
+    1.1517515000036838e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010855237305873916,
-   "min": 7.729981298602761e-05,
-   "max": 0.00011246932439860844,
+   "seconds": 9.206323627205122e-05,
+   "min": 8.703162228422506e-05,
+   "max": 9.954361475649336e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -545,26 +545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017894400656223296,
-    0.00046534401178359983,
-    0.0016266560554504394
+    0.00018153600394725798,
+    0.0005244799852371216,
+    0.0017361600399017334
    ],
-   "host_canary_seconds": 7.180462500002705e-06,
+   "host_canary_seconds": 6.347679999993971e-06,
    "pass_seconds": [
-    7.729981298602761e-05,
-    0.00010855237305873916,
-    0.00011246932439860844
+    8.703162228422506e-05,
+    9.954361475649336e-05,
+    9.206323627205122e-05
    ],
    "pass_host_canary_seconds": [
-    7.180462500002705e-06,
-    1.3667939999919553e-05,
-    1.4687742500072431e-05
+    6.347679999993971e-06,
+    1.2505414999992582e-05,
+    1.1517515000036838e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.679161775679816e-05,
-   "min": 3.724266659645807e-05,
-   "max": 9.719466382548923e-05,
+   "seconds": 4.139657354071027e-05,
+   "min": 3.9487998400415696e-05,
+   "max": 8.154438152199701e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -573,26 +573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.67839977145195e-05,
-    0.00021958400309085845,
-    0.0006524479985237122
+    6.9023996591568e-05,
+    0.0001783680021762848,
+    0.00065830397605896
    ],
-   "host_canary_seconds": 7.125372499956484e-06,
+   "host_canary_seconds": 6.2820175000055655e-06,
    "pass_seconds": [
-    3.724266659645807e-05,
-    9.719466382548923e-05,
-    5.679161775679816e-05
+    3.9487998400415696e-05,
+    8.154438152199701e-05,
+    4.139657354071027e-05
    ],
    "pass_host_canary_seconds": [
-    7.125372499956484e-06,
-    1.3658675000058906e-05,
-    1.4764099999950985e-05
+    6.2820175000055655e-06,
+    1.3087705000032201e-05,
+    8.439019999961771e-06
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013188419881321136,
-   "min": 0.00011829256656624025,
-   "max": 0.00023249829950786773,
+   "seconds": 0.00012531123026495892,
+   "min": 0.00010107581885088055,
+   "max": 0.00013875503838062285,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -601,26 +601,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00041020798683166505,
-    0.001093727946281433,
-    0.003005824089050293
+    0.0002337920069694519,
+    0.000879423975944519,
+    0.002416896104812622
    ],
-   "host_canary_seconds": 7.125372499956484e-06,
+   "host_canary_seconds": 6.2820175000055655e-06,
    "pass_seconds": [
-    0.00013188419881321136,
-    0.00011829256656624025,
-    0.00023249829950786773
+    0.00010107581885088055,
+    0.00013875503838062285,
+    0.00012531123026495892
    ],
    "pass_host_canary_seconds": [
-    7.125372499956484e-06,
-    1.3658675000058906e-05,
-    1.4764099999950985e-05
+    6.2820175000055655e-06,
+    1.3087705000032201e-05,
+    8.439019999961771e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.9046856356518612e-05,
-   "min": 1.778133444133259e-05,
-   "max": 2.9236571419806704e-05,
+   "seconds": 1.1642666444891977e-05,
+   "min": 1.0956190349090668e-05,
+   "max": 1.3202285837559473e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -629,26 +629,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.236800082027912e-05,
-    5.8368001133203504e-05,
-    0.0003010239899158478
+    1.9872000440955163e-05,
+    5.113599821925163e-05,
+    0.00018367999792099
    ],
-   "host_canary_seconds": 9.480930000052013e-06,
+   "host_canary_seconds": 6.112082499996063e-06,
    "pass_seconds": [
-    1.9046856356518612e-05,
-    1.778133444133259e-05,
-    2.9236571419806704e-05
+    1.0956190349090668e-05,
+    1.1642666444891977e-05,
+    1.3202285837559473e-05
    ],
    "pass_host_canary_seconds": [
-    9.480930000052013e-06,
-    1.051087500002268e-05,
-    1.4668799999952853e-05
+    6.112082499996063e-06,
+    9.62291000000448e-06,
+    8.576739999952564e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.707047919432324e-05,
-   "min": 4.871390919600214e-05,
-   "max": 8.901104739024526e-05,
+   "seconds": 5.836724206095652e-05,
+   "min": 5.116571823046321e-05,
+   "max": 7.641752383538654e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,26 +657,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015411199629306794,
-    0.00044140800833702087,
-    0.0011985280513763428
+    0.00012758399546146393,
+    0.00025974398851394653,
+    0.0010413440465927124
    ],
-   "host_canary_seconds": 9.480930000052013e-06,
+   "host_canary_seconds": 6.112082499996063e-06,
    "pass_seconds": [
-    4.871390919600214e-05,
-    8.901104739024526e-05,
-    6.707047919432324e-05
+    5.116571823046321e-05,
+    7.641752383538654e-05,
+    5.836724206095652e-05
    ],
    "pass_host_canary_seconds": [
-    9.480930000052013e-06,
-    1.051087500002268e-05,
-    1.4668799999952853e-05
+    6.112082499996063e-06,
+    9.62291000000448e-06,
+    8.576739999952564e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 5.37371447398549e-05,
-   "min": 3.199619019315356e-05,
-   "max": 6.019199816953568e-05,
+   "seconds": 2.9265524730795902e-05,
+   "min": 2.2636191298564274e-05,
+   "max": 2.9280000144527064e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -685,26 +685,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.35840031504631e-05,
-    0.00018233600258827208,
-    0.0005644479990005493
+    5.8336000889539715e-05,
+    0.00011705599725246429,
+    0.0003948160111904144
    ],
-   "host_canary_seconds": 8.785294999995585e-06,
+   "host_canary_seconds": 6.2627049999974815e-06,
    "pass_seconds": [
-    3.199619019315356e-05,
-    5.37371447398549e-05,
-    6.019199816953568e-05
+    2.2636191298564274e-05,
+    2.9265524730795902e-05,
+    2.9280000144527064e-05
    ],
    "pass_host_canary_seconds": [
-    8.785294999995585e-06,
-    1.2870784999989837e-05,
-    1.4768652499981272e-05
+    6.2627049999974815e-06,
+    8.940194999951246e-06,
+    8.328397500036998e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.526476051126208e-05,
-   "min": 6.033599695989064e-05,
-   "max": 0.00010080457620677493,
+   "seconds": 9.243885409973917e-05,
+   "min": 8.423694790828797e-05,
+   "max": 0.00010975923814943861,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -713,26 +713,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003267199993133545,
-    0.0005808960199356079,
-    0.0017040959596633912
+    0.00018457600474357605,
+    0.0004939520061016082,
+    0.001898751974105835
    ],
-   "host_canary_seconds": 8.785294999995585e-06,
+   "host_canary_seconds": 6.2627049999974815e-06,
    "pass_seconds": [
-    6.033599695989064e-05,
-    0.00010080457620677493,
-    9.526476051126208e-05
+    9.243885409973917e-05,
+    0.00010975923814943861,
+    8.423694790828797e-05
    ],
    "pass_host_canary_seconds": [
-    8.785294999995585e-06,
-    1.2870784999989837e-05,
-    1.4768652499981272e-05
+    6.2627049999974815e-06,
+    8.940194999951246e-06,
+    8.328397500036998e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.7732571100904827e-05,
-   "min": 1.4169904359039803e-05,
-   "max": 3.4662857651710516e-05,
+   "seconds": 1.7615237938506263e-05,
+   "min": 1.3855999513041403e-05,
+   "max": 1.7958858094754672e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -741,26 +741,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4095999076962472e-05,
-    6.438399851322174e-05,
-    0.0002359039932489395
+    2.364799939095974e-05,
+    6.358399987220764e-05,
+    0.00023094399273395537
    ],
-   "host_canary_seconds": 6.898769999992282e-06,
+   "host_canary_seconds": 6.762579999985974e-06,
    "pass_seconds": [
-    1.4169904359039803e-05,
-    1.7732571100904827e-05,
-    3.4662857651710516e-05
+    1.3855999513041403e-05,
+    1.7615237938506263e-05,
+    1.7958858094754672e-05
    ],
    "pass_host_canary_seconds": [
-    6.898769999992282e-06,
-    9.923705000005612e-06,
-    1.5071899999981042e-05
+    6.762579999985974e-06,
+    9.22093249997147e-06,
+    8.452820000002248e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 9.227124087157702e-05,
-   "min": 7.011962300609975e-05,
-   "max": 0.00010623085569767724,
+   "seconds": 6.755504925690946e-05,
+   "min": 6.411504905138698e-05,
+   "max": 7.482362086219449e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -769,26 +769,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012841600179672242,
-    0.0003287999927997589,
-    0.001375264048576355
+    0.00013718399405479432,
+    0.00031868800520896913,
+    0.001337440013885498
    ],
-   "host_canary_seconds": 6.898769999992282e-06,
+   "host_canary_seconds": 6.762579999985974e-06,
    "pass_seconds": [
-    7.011962300609975e-05,
-    9.227124087157702e-05,
-    0.00010623085569767724
+    6.755504925690946e-05,
+    6.411504905138698e-05,
+    7.482362086219449e-05
    ],
    "pass_host_canary_seconds": [
-    6.898769999992282e-06,
-    9.923705000005612e-06,
-    1.5071899999981042e-05
+    6.762579999985974e-06,
+    9.22093249997147e-06,
+    8.452820000002248e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.997942734332312e-05,
-   "min": 2.880076177063442e-05,
-   "max": 5.788495356128328e-05,
+   "seconds": 2.2510476765178497e-05,
+   "min": 2.1446095690840764e-05,
+   "max": 3.640533167691458e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,26 +797,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.065599739551544e-05,
-    0.0002074880003929138,
-    0.0006893119812011719
+    5.200000107288361e-05,
+    0.00011903999745845795,
+    0.00037459200620651244
    ],
-   "host_canary_seconds": 9.672554999866634e-06,
+   "host_canary_seconds": 6.415354999980139e-06,
    "pass_seconds": [
-    3.997942734332312e-05,
-    2.880076177063442e-05,
-    5.788495356128328e-05
+    2.1446095690840764e-05,
+    2.2510476765178497e-05,
+    3.640533167691458e-05
    ],
    "pass_host_canary_seconds": [
-    9.672554999866634e-06,
-    9.977262499987204e-06,
-    1.4751880000076767e-05
+    6.415354999980139e-06,
+    1.0077422500032185e-05,
+    8.828315000037889e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.430933171794532e-05,
-   "min": 7.358094978900183e-05,
-   "max": 0.00010113752420459475,
+   "seconds": 8.854704846938453e-05,
+   "min": 7.575619327170509e-05,
+   "max": 0.00011974248361019862,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -825,26 +825,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003578239977359772,
-    0.0006873279809951783,
-    0.002057503938674927
+    0.00021881599724292756,
+    0.0006222079992294311,
+    0.0017141120433807372
    ],
-   "host_canary_seconds": 9.672554999866634e-06,
+   "host_canary_seconds": 6.415354999980139e-06,
    "pass_seconds": [
-    7.358094978900183e-05,
-    0.00010113752420459475,
-    8.430933171794532e-05
+    7.575619327170509e-05,
+    0.00011974248361019862,
+    8.854704846938453e-05
    ],
    "pass_host_canary_seconds": [
-    9.672554999866634e-06,
-    9.977262499987204e-06,
-    1.4751880000076767e-05
+    6.415354999980139e-06,
+    1.0077422500032185e-05,
+    8.828315000037889e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 6.561295475278582e-05,
-   "min": 2.8534856403157823e-05,
-   "max": 0.0001053561939015275,
+   "seconds": 3.3290666838486984e-05,
+   "min": 2.432533424525034e-05,
+   "max": 3.758933395147324e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -853,26 +853,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6048000454902646e-05,
-    0.00012006399780511856,
-    0.0004702079892158508
+    3.942399844527245e-05,
+    0.00010735999792814255,
+    0.0004026240110397339
    ],
-   "host_canary_seconds": 7.828979999970897e-06,
+   "host_canary_seconds": 6.197725000021137e-06,
    "pass_seconds": [
-    2.8534856403157823e-05,
-    0.0001053561939015275,
-    6.561295475278582e-05
+    2.432533424525034e-05,
+    3.758933395147324e-05,
+    3.3290666838486984e-05
    ],
    "pass_host_canary_seconds": [
-    7.828979999970897e-06,
-    1.5075279999976488e-05,
-    1.550185500001078e-05
+    6.197725000021137e-06,
+    1.032720000004872e-05,
+    9.259055000008231e-06
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 9.186514502479915e-05,
-   "min": 3.6810660468680515e-05,
-   "max": 9.976534066455706e-05,
+   "seconds": 7.774780726148968e-05,
+   "min": 7.360456777470451e-05,
+   "max": 9.445790272383463e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -881,26 +881,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001828480064868927,
-    0.0005801600217819213,
-    0.002111488103866577
+    0.00014844800531864166,
+    0.00038431999087333677,
+    0.0016560959815979004
    ],
-   "host_canary_seconds": 7.828979999970897e-06,
+   "host_canary_seconds": 6.197725000021137e-06,
    "pass_seconds": [
-    9.976534066455706e-05,
-    3.6810660468680515e-05,
-    9.186514502479915e-05
+    7.774780726148968e-05,
+    9.445790272383463e-05,
+    7.360456777470451e-05
    ],
    "pass_host_canary_seconds": [
-    7.828979999970897e-06,
-    1.5075279999976488e-05,
-    1.550185500001078e-05
+    6.197725000021137e-06,
+    1.032720000004872e-05,
+    9.259055000008231e-06
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 9.80784793694814e-05,
-   "min": 7.963581099396661e-05,
-   "max": 0.00011636038621266683,
+   "seconds": 5.7320382623445426e-05,
+   "min": 4.24243790053186e-05,
+   "max": 7.770056916134699e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -909,26 +909,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001305599957704544,
-    0.00021689599752426148,
-    0.001274240016937256
+    7.689599692821503e-05,
+    0.00019913600385189055,
+    0.0007115839719772338
    ],
-   "host_canary_seconds": 9.573800000026722e-06,
+   "host_canary_seconds": 6.282900000016412e-06,
    "pass_seconds": [
-    7.963581099396661e-05,
-    9.80784793694814e-05,
-    0.00011636038621266683
+    4.24243790053186e-05,
+    7.770056916134699e-05,
+    5.7320382623445426e-05
    ],
    "pass_host_canary_seconds": [
-    9.573800000026722e-06,
-    1.5581562499988878e-05,
-    1.5334535000022242e-05
+    6.282900000016412e-06,
+    1.18449475000304e-05,
+    8.721729999976446e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00016219962636629742,
-   "min": 0.00014619733251276467,
-   "max": 0.00018308038087118235,
+   "seconds": 0.00013817752471991947,
+   "min": 0.00012574019070182526,
+   "max": 0.0001780883985615912,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,26 +937,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003116480112075806,
-    0.0012025279998779297,
-    0.0037702720165252684
+    0.0002664639949798584,
+    0.0008080959916114807,
+    0.00280131196975708
    ],
-   "host_canary_seconds": 9.573800000026722e-06,
+   "host_canary_seconds": 6.282900000016412e-06,
    "pass_seconds": [
-    0.00014619733251276467,
-    0.00016219962636629742,
-    0.00018308038087118235
+    0.00012574019070182526,
+    0.0001780883985615912,
+    0.00013817752471991947
    ],
    "pass_host_canary_seconds": [
-    9.573800000026722e-06,
-    1.5581562499988878e-05,
-    1.5334535000022242e-05
+    6.282900000016412e-06,
+    1.18449475000304e-05,
+    8.721729999976446e-06
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.0669714056310194e-05,
-   "min": 4.035885844911848e-05,
-   "max": 6.16800043554533e-05,
+   "seconds": 2.569752346192087e-05,
+   "min": 2.4232381156512674e-05,
+   "max": 4.130895187457401e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,26 +965,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.241600006818772e-05,
-    0.00020844799280166627,
-    0.0006871359944343567
+    3.801599889993668e-05,
+    0.00011062400043010711,
+    0.00040147200226783755
    ],
-   "host_canary_seconds": 9.604072500053461e-06,
+   "host_canary_seconds": 6.2364250000257474e-06,
    "pass_seconds": [
-    4.0669714056310194e-05,
-    4.035885844911848e-05,
-    6.16800043554533e-05
+    2.4232381156512674e-05,
+    4.130895187457401e-05,
+    2.569752346192087e-05
    ],
    "pass_host_canary_seconds": [
-    9.604072500053461e-06,
-    1.2944337500044866e-05,
-    1.5120815000102539e-05
+    6.2364250000257474e-06,
+    1.1807039999993663e-05,
+    7.80808000001798e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.309790208226158e-05,
-   "min": 7.567694463900157e-05,
-   "max": 0.0001251032285037495,
+   "seconds": 8.597562320175623e-05,
+   "min": 7.325942601476396e-05,
+   "max": 9.08205702546097e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -993,26 +993,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030454400181770323,
-    0.0007580800056457519,
-    0.002084575891494751
+    0.0001475200057029724,
+    0.00045206400752067567,
+    0.001613919973373413
    ],
-   "host_canary_seconds": 9.604072500053461e-06,
+   "host_canary_seconds": 6.2364250000257474e-06,
    "pass_seconds": [
-    7.567694463900157e-05,
-    8.309790208226158e-05,
-    0.0001251032285037495
+    7.325942601476396e-05,
+    8.597562320175623e-05,
+    9.08205702546097e-05
    ],
    "pass_host_canary_seconds": [
-    9.604072500053461e-06,
-    1.2944337500044866e-05,
-    1.5120815000102539e-05
+    6.2364250000257474e-06,
+    1.1807039999993663e-05,
+    7.80808000001798e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.291352748870849e-05,
-   "min": 6.892343007382894e-05,
-   "max": 0.00010067352439676012,
+   "seconds": 4.8509715568451646e-05,
+   "min": 4.461942684082758e-05,
+   "max": 4.976380935737065e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1021,26 +1021,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013244800269603728,
-    0.0003418239951133728,
-    0.0011671680212020875
+    7.69919976592064e-05,
+    0.00021235199272632598,
+    0.000746783971786499
    ],
-   "host_canary_seconds": 9.445955000018102e-06,
+   "host_canary_seconds": 6.543874999991316e-06,
    "pass_seconds": [
-    6.892343007382894e-05,
-    7.291352748870849e-05,
-    0.00010067352439676012
+    4.461942684082758e-05,
+    4.8509715568451646e-05,
+    4.976380935737065e-05
    ],
    "pass_host_canary_seconds": [
-    9.445955000018102e-06,
-    1.2822925000008922e-05,
-    1.5329590000021653e-05
+    6.543874999991316e-06,
+    9.510189999986097e-06,
+    7.848449999983132e-06
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00017682134324596043,
-   "min": 0.00013950475411755696,
-   "max": 0.0001825165748596192,
+   "seconds": 0.00015105828571887245,
+   "min": 0.00012868952325412208,
+   "max": 0.00019174400539625258,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1049,26 +1049,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004750080108642578,
-    0.0011228799819946289,
-    0.0036089599132537844
+    0.0003250240087509155,
+    0.0008139839768409729,
+    0.0029143359661102297
    ],
-   "host_canary_seconds": 9.445955000018102e-06,
+   "host_canary_seconds": 6.543874999991316e-06,
    "pass_seconds": [
-    0.00013950475411755696,
-    0.0001825165748596192,
-    0.00017682134324596043
+    0.00012868952325412208,
+    0.00019174400539625258,
+    0.00015105828571887245
    ],
    "pass_host_canary_seconds": [
-    9.445955000018102e-06,
-    1.2822925000008922e-05,
-    1.5329590000021653e-05
+    6.543874999991316e-06,
+    9.510189999986097e-06,
+    7.848449999983132e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.920914170287904e-05,
-   "min": 2.9127620870158787e-05,
-   "max": 6.207466267404102e-05,
+   "seconds": 4.332114294880913e-05,
+   "min": 3.156114280933425e-05,
+   "max": 4.4399997840325036e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1077,26 +1077,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.212800115346908e-05,
-    0.0002585600018501282,
-    0.0005553920269012452
+    4.8255998641252515e-05,
+    0.00021769599616527558,
+    0.0005465919971466064
    ],
-   "host_canary_seconds": 9.68359499999849e-06,
+   "host_canary_seconds": 6.36444250000423e-06,
    "pass_seconds": [
-    2.9127620870158787e-05,
-    5.920914170287904e-05,
-    6.207466267404102e-05
+    3.156114280933425e-05,
+    4.332114294880913e-05,
+    4.4399997840325036e-05
    ],
    "pass_host_canary_seconds": [
-    9.68359499999849e-06,
-    1.2667020000023399e-05,
-    1.3629644999966216e-05
+    6.36444250000423e-06,
+    9.204087500016556e-06,
+    8.406460000003334e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.889828010683968e-05,
-   "min": 6.54514254558654e-05,
-   "max": 7.610210350581576e-05,
+   "seconds": 7.179428512851398e-05,
+   "min": 6.0696377463284e-05,
+   "max": 7.425981156882784e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1105,26 +1105,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030992001295089723,
-    0.0006236159801483155,
-    0.001786847949028015
+    0.0001918720006942749,
+    0.0004066559970378876,
+    0.0015550719499588012
    ],
-   "host_canary_seconds": 9.68359499999849e-06,
+   "host_canary_seconds": 6.36444250000423e-06,
    "pass_seconds": [
-    6.889828010683968e-05,
-    6.54514254558654e-05,
-    7.610210350581576e-05
+    6.0696377463284e-05,
+    7.425981156882784e-05,
+    7.179428512851398e-05
    ],
    "pass_host_canary_seconds": [
-    9.68359499999849e-06,
-    1.2667020000023399e-05,
-    1.3629644999966216e-05
+    6.36444250000423e-06,
+    9.204087500016556e-06,
+    8.406460000003334e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.544686144306546e-05,
-   "min": 5.936380830549058e-05,
-   "max": 6.608304913554874e-05,
+   "seconds": 4.442666719357173e-05,
+   "min": 4.266971314237231e-05,
+   "max": 5.8460190537429976e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1133,26 +1133,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010204800218343735,
-    0.0002921920120716095,
-    0.0010905920267105104
+    6.265600025653839e-05,
+    0.00016131199896335602,
+    0.0009139840006828308
    ],
-   "host_canary_seconds": 9.412557499928198e-06,
+   "host_canary_seconds": 8.642257500000028e-06,
    "pass_seconds": [
-    6.608304913554874e-05,
-    5.936380830549058e-05,
-    6.544686144306546e-05
+    5.8460190537429976e-05,
+    4.266971314237231e-05,
+    4.442666719357173e-05
    ],
    "pass_host_canary_seconds": [
-    9.412557499928198e-06,
-    1.2522432500006176e-05,
-    1.3766080000010561e-05
+    8.642257500000028e-06,
+    8.45300000001714e-06,
+    8.72060500000771e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.0583613812923435e-05,
-   "min": 2.9705906552927834e-05,
-   "max": 8.626437683900199e-05,
+   "seconds": 6.706437929755165e-05,
+   "min": 4.625828315814337e-05,
+   "max": 8.195427805185316e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1161,26 +1161,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002908160090446472,
-    0.0009198399782180786,
-    0.001841536045074463
+    0.00016383999586105347,
+    0.0004422079920768738,
+    0.0017226879596710205
    ],
-   "host_canary_seconds": 9.412557499928198e-06,
+   "host_canary_seconds": 8.642257500000028e-06,
    "pass_seconds": [
-    2.9705906552927834e-05,
-    6.0583613812923435e-05,
-    8.626437683900199e-05
+    4.625828315814337e-05,
+    8.195427805185316e-05,
+    6.706437929755165e-05
    ],
    "pass_host_canary_seconds": [
-    9.412557499928198e-06,
-    1.2522432500006176e-05,
-    1.3766080000010561e-05
+    8.642257500000028e-06,
+    8.45300000001714e-06,
+    8.72060500000771e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.9154286675509956e-05,
-   "min": 1.540876126715115e-05,
-   "max": 3.236418980218116e-05,
+   "seconds": 2.1146666790757863e-05,
+   "min": 2.007009621177401e-05,
+   "max": 2.2712381467932748e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1189,26 +1189,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5919999927282332e-05,
-    7.206399738788604e-05,
-    0.00025702399015426635
+    3.9551999419927596e-05,
+    0.00010524799674749375,
+    0.00037942400574684143
    ],
-   "host_canary_seconds": 6.881155000115769e-06,
+   "host_canary_seconds": 8.37975999999685e-06,
    "pass_seconds": [
-    1.540876126715115e-05,
-    2.9154286675509956e-05,
-    3.236418980218116e-05
+    2.2712381467932748e-05,
+    2.007009621177401e-05,
+    2.1146666790757863e-05
    ],
    "pass_host_canary_seconds": [
-    6.881155000115769e-06,
-    1.2737174999983836e-05,
-    1.3878767500017375e-05
+    8.37975999999685e-06,
+    8.862349999958497e-06,
+    8.827615000015498e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 7.147885557441485e-05,
-   "min": 5.9204572900420135e-05,
-   "max": 7.274895462961424e-05,
+   "seconds": 4.7672377101012635e-05,
+   "min": 4.5369143642130355e-05,
+   "max": 6.76906630396843e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1217,26 +1217,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001583999991416931,
-    0.00036534398794174194,
-    0.0012719680070877074
+    0.00014044800400733948,
+    0.0003248000144958496,
+    0.0011550400257110596
    ],
-   "host_canary_seconds": 6.881155000115769e-06,
+   "host_canary_seconds": 8.37975999999685e-06,
    "pass_seconds": [
-    5.9204572900420135e-05,
-    7.147885557441485e-05,
-    7.274895462961424e-05
+    4.5369143642130355e-05,
+    6.76906630396843e-05,
+    4.7672377101012635e-05
    ],
    "pass_host_canary_seconds": [
-    6.881155000115769e-06,
-    1.2737174999983836e-05,
-    1.3878767500017375e-05
+    8.37975999999685e-06,
+    8.862349999958497e-06,
+    8.827615000015498e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.15847641655377e-05,
-   "min": 2.565104833671025e-05,
-   "max": 3.538743016265687e-05,
+   "seconds": 2.3263238547813326e-05,
+   "min": 2.0895237901381082e-05,
+   "max": 2.3529905116274242e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1245,26 +1245,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.939199820160866e-05,
-    9.523200243711472e-05,
-    0.00041712000966072084
+    5.436800047755242e-05,
+    0.00012352000176906586,
+    0.0004031040072441101
    ],
-   "host_canary_seconds": 9.580252500072107e-06,
+   "host_canary_seconds": 8.290469999998607e-06,
    "pass_seconds": [
-    2.565104833671025e-05,
-    3.538743016265687e-05,
-    3.15847641655377e-05
+    2.3263238547813326e-05,
+    2.3529905116274242e-05,
+    2.0895237901381082e-05
    ],
    "pass_host_canary_seconds": [
-    9.580252500072107e-06,
-    1.5141364999990969e-05,
-    1.35954699999985e-05
+    8.290469999998607e-06,
+    1.2044434999936015e-05,
+    8.686904999990474e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 6.286323425315675e-05,
-   "min": 5.5456764641262246e-05,
-   "max": 7.66803753517923e-05,
+   "seconds": 6.75024800002575e-05,
+   "min": 4.539352176444872e-05,
+   "max": 9.07405691132659e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,26 +1273,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016979199647903443,
-    0.00045926401019096377,
-    0.001401792049407959
+    0.00016153599321842193,
+    0.00034784001111984254,
+    0.001184831976890564
    ],
-   "host_canary_seconds": 9.580252500072107e-06,
+   "host_canary_seconds": 8.290469999998607e-06,
    "pass_seconds": [
-    5.5456764641262246e-05,
-    6.286323425315675e-05,
-    7.66803753517923e-05
+    4.539352176444872e-05,
+    9.07405691132659e-05,
+    6.75024800002575e-05
    ],
    "pass_host_canary_seconds": [
-    9.580252500072107e-06,
-    1.5141364999990969e-05,
-    1.35954699999985e-05
+    8.290469999998607e-06,
+    1.2044434999936015e-05,
+    8.686904999990474e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.995352353368487e-05,
-   "min": 5.089219162861506e-05,
-   "max": 7.454475973333631e-05,
+   "seconds": 3.9785905785503845e-05,
+   "min": 2.6545524242378418e-05,
+   "max": 6.834285386971066e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1301,26 +1301,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.163199990987778e-05,
-    0.00019359999895095825,
-    0.0008181120157241821
+    6.169600039720535e-05,
+    0.0001881600022315979,
+    0.000475488007068634
    ],
-   "host_canary_seconds": 9.2298299999527e-06,
+   "host_canary_seconds": 7.448725000003265e-06,
    "pass_seconds": [
-    5.089219162861506e-05,
-    7.454475973333631e-05,
-    5.995352353368487e-05
+    2.6545524242378418e-05,
+    6.834285386971066e-05,
+    3.9785905785503845e-05
    ],
    "pass_host_canary_seconds": [
-    9.2298299999527e-06,
-    1.5325452500007943e-05,
-    1.3763489999973898e-05
+    7.448725000003265e-06,
+    1.3031955000002426e-05,
+    8.682082499973376e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00012205409648872556,
-   "min": 9.111313557340986e-05,
-   "max": 0.00014967008715584162,
+   "seconds": 8.780114778450553e-05,
+   "min": 8.677485478775844e-05,
+   "max": 0.0001233440029124419,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1329,26 +1329,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024022400379180908,
-    0.0007560960054397583,
-    0.0024002559185028077
+    0.00019382399320602418,
+    0.0005447360277175904,
+    0.001897279977798462
    ],
-   "host_canary_seconds": 9.2298299999527e-06,
+   "host_canary_seconds": 7.448725000003265e-06,
    "pass_seconds": [
-    9.111313557340986e-05,
-    0.00012205409648872556,
-    0.00014967008715584162
+    8.677485478775844e-05,
+    8.780114778450553e-05,
+    0.0001233440029124419
    ],
    "pass_host_canary_seconds": [
-    9.2298299999527e-06,
-    1.5325452500007943e-05,
-    1.3763489999973898e-05
+    7.448725000003265e-06,
+    1.3031955000002426e-05,
+    8.682082499973376e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.6851810287861597e-05,
-   "min": 3.430323728493282e-05,
-   "max": 6.016533608947481e-05,
+   "seconds": 3.4943237900733944e-05,
+   "min": 2.997180890469324e-05,
+   "max": 4.093866866259348e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1357,26 +1357,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.335999816656113e-05,
-    0.00018300800025463105,
-    0.0005834879875183106
+    7.056000083684921e-05,
+    0.00016467200219631194,
+    0.0005215359926223755
    ],
-   "host_canary_seconds": 7.79985500003022e-06,
+   "host_canary_seconds": 6.41451749999078e-06,
    "pass_seconds": [
-    3.430323728493282e-05,
-    5.6851810287861597e-05,
-    6.016533608947481e-05
+    2.997180890469324e-05,
+    3.4943237900733944e-05,
+    4.093866866259348e-05
    ],
    "pass_host_canary_seconds": [
-    7.79985500003022e-06,
-    1.343121250002355e-05,
-    1.3952272500006302e-05
+    6.41451749999078e-06,
+    8.790979999986349e-06,
+    8.938574999959315e-06
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00013049066457010452,
-   "min": 0.00010621713669527148,
-   "max": 0.00013919389638162793,
+   "seconds": 0.00011082818323657627,
+   "min": 5.240838300614129e-05,
+   "max": 0.00012929676650535495,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,26 +1385,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023440000414848327,
-    0.0006886079907417297,
-    0.002353087902069092
+    0.00019443200528621675,
+    0.000745248019695282,
+    0.0015313600301742553
    ],
-   "host_canary_seconds": 7.79985500003022e-06,
+   "host_canary_seconds": 6.41451749999078e-06,
    "pass_seconds": [
-    0.00010621713669527148,
-    0.00013049066457010452,
-    0.00013919389638162793
+    5.240838300614129e-05,
+    0.00011082818323657627,
+    0.00012929676650535495
    ],
    "pass_host_canary_seconds": [
-    7.79985500003022e-06,
-    1.343121250002355e-05,
-    1.3952272500006302e-05
+    6.41451749999078e-06,
+    8.790979999986349e-06,
+    8.938574999959315e-06
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.775466757161277e-05,
-   "min": 1.1388190622840609e-05,
-   "max": 1.9668570941402804e-05,
+   "seconds": 1.3267809791224345e-05,
+   "min": 9.590856819635348e-06,
+   "max": 1.3609904707187698e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1413,26 +1413,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1951999515295028e-05,
-    5.676800012588501e-05,
-    0.00019299200177192688
+    2.0031999796628952e-05,
+    4.8448000103235245e-05,
+    0.0001637759953737259
    ],
-   "host_canary_seconds": 8.220579999971278e-06,
+   "host_canary_seconds": 6.48701749998537e-06,
    "pass_seconds": [
-    1.1388190622840609e-05,
-    1.775466757161277e-05,
-    1.9668570941402804e-05
+    9.590856819635348e-06,
+    1.3267809791224345e-05,
+    1.3609904707187698e-05
    ],
    "pass_host_canary_seconds": [
-    8.220579999971278e-06,
-    1.385241500003076e-05,
-    1.436515999998278e-05
+    6.48701749998537e-06,
+    1.1410707500019158e-05,
+    8.929339999994568e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.8468573022456392e-05,
-   "min": 2.1657905230919516e-05,
-   "max": 4.319009539626893e-05,
+   "seconds": 2.5709715538791257e-05,
+   "min": 1.3727237692191483e-05,
+   "max": 4.776076333863395e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1441,26 +1441,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011664000153541566,
-    0.00021728000044822694,
-    0.0006128320097923279
+    0.00010992000252008438,
+    0.00019174399971961975,
+    0.0004636479914188385
    ],
-   "host_canary_seconds": 8.220579999971278e-06,
+   "host_canary_seconds": 6.48701749998537e-06,
    "pass_seconds": [
-    2.1657905230919516e-05,
-    4.319009539626893e-05,
-    2.8468573022456392e-05
+    1.3727237692191483e-05,
+    4.776076333863395e-05,
+    2.5709715538791257e-05
    ],
    "pass_host_canary_seconds": [
-    8.220579999971278e-06,
-    1.385241500003076e-05,
-    1.436515999998278e-05
+    6.48701749998537e-06,
+    1.1410707500019158e-05,
+    8.929339999994568e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 2.0918858015821094e-05,
-   "min": 1.2677333716835296e-05,
-   "max": 2.5721904599950424e-05,
+   "seconds": 1.2355047677244459e-05,
+   "min": 9.264000558427402e-06,
+   "max": 2.1590856746548697e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1469,26 +1469,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0432000756263734e-05,
-    6.65920004248619e-05,
-    0.0002199680060148239
+    2.924799919128418e-05,
+    5.708799883723259e-05,
+    0.0001682240068912506
    ],
-   "host_canary_seconds": 7.736055000009401e-06,
+   "host_canary_seconds": 6.413215000016237e-06,
    "pass_seconds": [
-    1.2677333716835296e-05,
-    2.5721904599950424e-05,
-    2.0918858015821094e-05
+    9.264000558427402e-06,
+    2.1590856746548697e-05,
+    1.2355047677244459e-05
    ],
    "pass_host_canary_seconds": [
-    7.736055000009401e-06,
-    1.5096415000002139e-05,
-    1.3878550000043788e-05
+    6.413215000016237e-06,
+    1.0557500000061281e-05,
+    8.829900000009161e-06
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.7027808661971777e-05,
-   "min": 1.9850664372955042e-05,
-   "max": 2.863543108105659e-05,
+   "seconds": 2.9017141000145953e-05,
+   "min": 1.187580921465442e-05,
+   "max": 4.4355049374557683e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1497,26 +1497,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001366720050573349,
-    0.00025513601303100584,
-    0.00063155198097229
+    9.590400010347366e-05,
+    0.00015967999398708342,
+    0.0004131200015544891
    ],
-   "host_canary_seconds": 7.736055000009401e-06,
+   "host_canary_seconds": 6.413215000016237e-06,
    "pass_seconds": [
-    1.9850664372955042e-05,
-    2.863543108105659e-05,
-    2.7027808661971777e-05
+    1.187580921465442e-05,
+    2.9017141000145953e-05,
+    4.4355049374557683e-05
    ],
    "pass_host_canary_seconds": [
-    7.736055000009401e-06,
-    1.5096415000002139e-05,
-    1.3878550000043788e-05
+    6.413215000016237e-06,
+    1.0557500000061281e-05,
+    8.829900000009161e-06
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.7833905560629707e-05,
-   "min": 1.023009508138611e-05,
-   "max": 2.076799919207891e-05,
+   "seconds": 1.208685702156453e-05,
+   "min": 8.838095391790073e-06,
+   "max": 1.2160000169561023e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1525,26 +1525,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0031999796628952e-05,
-    5.1743999123573307e-05,
-    0.0001738239973783493
+    2.329600043594837e-05,
+    4.387199878692627e-05,
+    0.000153888002038002
    ],
-   "host_canary_seconds": 7.440689999924644e-06,
+   "host_canary_seconds": 6.3060249999935536e-06,
    "pass_seconds": [
-    1.023009508138611e-05,
-    2.076799919207891e-05,
-    1.7833905560629707e-05
+    8.838095391790073e-06,
+    1.2160000169561023e-05,
+    1.208685702156453e-05
    ],
    "pass_host_canary_seconds": [
-    7.440689999924644e-06,
-    1.5397364999927277e-05,
-    1.4177550000056271e-05
+    6.3060249999935536e-06,
+    9.17448500004525e-06,
+    9.303049999971335e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.8061712781588236e-05,
-   "min": 2.2613334336451118e-05,
-   "max": 3.515123575925826e-05,
+   "seconds": 2.9945141680183863e-05,
+   "min": 1.4140951935024488e-05,
+   "max": 3.119237924970332e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1553,26 +1553,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001043199971318245,
-    0.0001998399943113327,
-    0.0005959680080413818
+    8.06720033288002e-05,
+    0.00014112000167369843,
+    0.0004225279986858368
    ],
-   "host_canary_seconds": 7.440689999924644e-06,
+   "host_canary_seconds": 6.3060249999935536e-06,
    "pass_seconds": [
-    2.2613334336451118e-05,
-    3.515123575925826e-05,
-    2.8061712781588236e-05
+    1.4140951935024488e-05,
+    2.9945141680183863e-05,
+    3.119237924970332e-05
    ],
    "pass_host_canary_seconds": [
-    7.440689999924644e-06,
-    1.5397364999927277e-05,
-    1.4177550000056271e-05
+    6.3060249999935536e-06,
+    9.17448500004525e-06,
+    9.303049999971335e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.8072381083454404e-05,
-   "min": 1.569599924342973e-05,
-   "max": 1.9911618459792364e-05,
+   "seconds": 1.2420571808304106e-05,
+   "min": 8.799999508829343e-06,
+   "max": 1.3099428621076402e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,26 +1581,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.030399978160858e-05,
-    9.212800115346908e-05,
-    0.00027065598964691164
+    2.873600088059902e-05,
+    5.475199967622757e-05,
+    0.00016060799360275268
    ],
-   "host_canary_seconds": 1.0549710000020695e-05,
+   "host_canary_seconds": 6.3392425000152735e-06,
    "pass_seconds": [
-    1.569599924342973e-05,
-    1.9911618459792364e-05,
-    1.8072381083454404e-05
+    8.799999508829343e-06,
+    1.2420571808304106e-05,
+    1.3099428621076402e-05
    ],
    "pass_host_canary_seconds": [
-    1.0549710000020695e-05,
-    1.3798870000059081e-05,
-    1.3868390000055798e-05
+    6.3392425000152735e-06,
+    9.151292499964826e-06,
+    9.47187499996005e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.1683046505564728e-05,
-   "min": 1.9507047498509996e-05,
-   "max": 2.6400001808291396e-05,
+   "seconds": 2.893866864698274e-05,
+   "min": 1.595733323622318e-05,
+   "max": 3.24655223105635e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1609,26 +1609,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013519999384880067,
-    0.00026323199272155763,
-    0.0006707199811935425
+    9.372799843549729e-05,
+    0.00015811200439929963,
+    0.0004617919921875
    ],
-   "host_canary_seconds": 1.0549710000020695e-05,
+   "host_canary_seconds": 6.3392425000152735e-06,
    "pass_seconds": [
-    1.9507047498509996e-05,
-    2.1683046505564728e-05,
-    2.6400001808291396e-05
+    1.595733323622318e-05,
+    3.24655223105635e-05,
+    2.893866864698274e-05
    ],
    "pass_host_canary_seconds": [
-    1.0549710000020695e-05,
-    1.3798870000059081e-05,
-    1.3868390000055798e-05
+    6.3392425000152735e-06,
+    9.151292499964826e-06,
+    9.47187499996005e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.617295170823733e-05,
-   "min": 1.343771433901219e-05,
-   "max": 1.8278096048604874e-05,
+   "seconds": 1.1001905071593467e-05,
+   "min": 9.038476628207026e-06,
+   "max": 1.1465904879428092e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1637,26 +1637,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.966400049626827e-05,
-    7.238399982452393e-05,
-    0.00023203200101852418
+    1.9071999937295912e-05,
+    4.56320010125637e-05,
+    0.0001544640064239502
    ],
-   "host_canary_seconds": 1.0164704999908735e-05,
+   "host_canary_seconds": 6.775192499990368e-06,
    "pass_seconds": [
-    1.343771433901219e-05,
-    1.617295170823733e-05,
-    1.8278096048604874e-05
+    9.038476628207026e-06,
+    1.1465904879428092e-05,
+    1.1001905071593467e-05
    ],
    "pass_host_canary_seconds": [
-    1.0164704999908735e-05,
-    1.3261080000006586e-05,
-    1.3916177499950776e-05
+    6.775192499990368e-06,
+    8.645059999992099e-06,
+    9.035989999972572e-06
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.5017905980348584e-05,
-   "min": 1.990171619469212e-05,
-   "max": 2.886171390612921e-05,
+   "seconds": 2.683809656827222e-05,
+   "min": 1.5382856574086915e-05,
+   "max": 3.2309334991233685e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1665,26 +1665,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012249600142240523,
-    0.00022991999983787537,
-    0.0006250560283660889
+    8.33280012011528e-05,
+    0.0001637440025806427,
+    0.00045203199982643126
    ],
-   "host_canary_seconds": 1.0164704999908735e-05,
+   "host_canary_seconds": 6.775192499990368e-06,
    "pass_seconds": [
-    1.990171619469212e-05,
-    2.5017905980348584e-05,
-    2.886171390612921e-05
+    1.5382856574086915e-05,
+    3.2309334991233685e-05,
+    2.683809656827222e-05
    ],
    "pass_host_canary_seconds": [
-    1.0164704999908735e-05,
-    1.3261080000006586e-05,
-    1.3916177499950776e-05
+    6.775192499990368e-06,
+    8.645059999992099e-06,
+    9.035989999972572e-06
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.6392381950503304e-05,
-   "min": 1.1960381287194433e-05,
-   "max": 1.8165333640007745e-05,
+   "seconds": 1.1667809316090175e-05,
+   "min": 8.976762138661885e-06,
+   "max": 1.2024380976245516e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1693,26 +1693,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0079999938607215e-05,
-    7.302399724721908e-05,
-    0.00021184000372886659
+    2.9055999591946602e-05,
+    5.628800019621849e-05,
+    0.00016380800306797026
    ],
-   "host_canary_seconds": 7.479625000001988e-06,
+   "host_canary_seconds": 6.4737325000052695e-06,
    "pass_seconds": [
-    1.1960381287194433e-05,
-    1.6392381950503304e-05,
-    1.8165333640007745e-05
+    8.976762138661885e-06,
+    1.1667809316090175e-05,
+    1.2024380976245516e-05
    ],
    "pass_host_canary_seconds": [
-    7.479625000001988e-06,
-    1.3184924999976034e-05,
-    1.4276139999935822e-05
+    6.4737325000052695e-06,
+    9.371864999998536e-06,
+    8.8863400000605e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.642057073258218e-05,
-   "min": 2.03786665307624e-05,
-   "max": 2.9988571291878108e-05,
+   "seconds": 2.1843047369094115e-05,
+   "min": 1.5687618582021618e-05,
+   "max": 3.680685907602311e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1721,26 +1721,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011868800222873687,
-    0.00026438400149345396,
-    0.0006200000047683716
+    9.897600114345551e-05,
+    0.00015862399339675902,
+    0.0004641599953174591
    ],
-   "host_canary_seconds": 7.479625000001988e-06,
+   "host_canary_seconds": 6.4737325000052695e-06,
    "pass_seconds": [
-    2.03786665307624e-05,
-    2.642057073258218e-05,
-    2.9988571291878108e-05
+    1.5687618582021618e-05,
+    3.680685907602311e-05,
+    2.1843047369094115e-05
    ],
    "pass_host_canary_seconds": [
-    7.479625000001988e-06,
-    1.3184924999976034e-05,
-    1.4276139999935822e-05
+    6.4737325000052695e-06,
+    9.371864999998536e-06,
+    8.8863400000605e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.5802667431888124e-05,
-   "min": 9.549714181394804e-06,
-   "max": 1.8952380156233195e-05,
+   "seconds": 1.1245714766638617e-05,
+   "min": 9.612952314672016e-06,
+   "max": 1.1931428330994788e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,26 +1749,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9967999309301375e-05,
-    4.82879988849163e-05,
-    0.00016310399770736695
+    1.9328000023961066e-05,
+    4.470400139689445e-05,
+    0.00016236799955368042
    ],
-   "host_canary_seconds": 7.63569000000075e-06,
+   "host_canary_seconds": 6.524470000002225e-06,
    "pass_seconds": [
-    9.549714181394804e-06,
-    1.5802667431888124e-05,
-    1.8952380156233195e-05
+    9.612952314672016e-06,
+    1.1245714766638617e-05,
+    1.1931428330994788e-05
    ],
    "pass_host_canary_seconds": [
-    7.63569000000075e-06,
-    1.3220067500085974e-05,
-    1.4191147500000056e-05
+    6.524470000002225e-06,
+    8.786104999956023e-06,
+    8.942830000009394e-06
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.8866285546904523e-05,
-   "min": 1.751619160530113e-05,
-   "max": 3.170514479279518e-05,
+   "seconds": 1.8550096789286252e-05,
+   "min": 1.2918096213113691e-05,
+   "max": 2.7227429761773066e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1777,26 +1777,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.02400016784668e-05,
-    0.00016470399498939514,
-    0.0004939840137958526
+    7.993599772453308e-05,
+    0.0001451839953660965,
+    0.00041712000966072084
    ],
-   "host_canary_seconds": 7.63569000000075e-06,
+   "host_canary_seconds": 6.524470000002225e-06,
    "pass_seconds": [
-    1.751619160530113e-05,
-    2.8866285546904523e-05,
-    3.170514479279518e-05
+    1.2918096213113691e-05,
+    2.7227429761773066e-05,
+    1.8550096789286252e-05
    ],
    "pass_host_canary_seconds": [
-    7.63569000000075e-06,
-    1.3220067500085974e-05,
-    1.4191147500000056e-05
+    6.524470000002225e-06,
+    8.786104999956023e-06,
+    8.942830000009394e-06
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.7018665692635945e-05,
-   "min": 1.1420190777807008e-05,
-   "max": 1.8603427956501645e-05,
+   "seconds": 1.1369143213544572e-05,
+   "min": 8.812952786684037e-06,
+   "max": 1.1570285296156294e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1805,26 +1805,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.912000007927418e-05,
-    6.288000196218491e-05,
-    0.00020025600492954253
+    2.8287999331951143e-05,
+    5.65439984202385e-05,
+    0.0001610880047082901
    ],
-   "host_canary_seconds": 7.543564999963337e-06,
+   "host_canary_seconds": 6.3900149999973615e-06,
    "pass_seconds": [
-    1.1420190777807008e-05,
-    1.7018665692635945e-05,
-    1.8603427956501645e-05
+    8.812952786684037e-06,
+    1.1570285296156294e-05,
+    1.1369143213544572e-05
    ],
    "pass_host_canary_seconds": [
-    7.543564999963337e-06,
-    1.3375860000053308e-05,
-    1.399848000005477e-05
+    6.3900149999973615e-06,
+    8.736035000040942e-06,
+    8.433210000049485e-06
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.4273525568700972e-05,
-   "min": 2.1688381387364296e-05,
-   "max": 2.6669712825900027e-05,
+   "seconds": 2.8553143675838197e-05,
+   "min": 1.270933360570953e-05,
+   "max": 3.655085819108146e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1833,26 +1833,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011657600104808808,
-    0.00023340800404548644,
-    0.0006190400123596191
+    9.574399888515472e-05,
+    0.00015852800011634827,
+    0.0004179840087890625
    ],
-   "host_canary_seconds": 7.543564999963337e-06,
+   "host_canary_seconds": 6.3900149999973615e-06,
    "pass_seconds": [
-    2.1688381387364296e-05,
-    2.4273525568700972e-05,
-    2.6669712825900027e-05
+    1.270933360570953e-05,
+    2.8553143675838197e-05,
+    3.655085819108146e-05
    ],
    "pass_host_canary_seconds": [
-    7.543564999963337e-06,
-    1.3375860000053308e-05,
-    1.399848000005477e-05
+    6.3900149999973615e-06,
+    8.736035000040942e-06,
+    8.433210000049485e-06
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5930667164779844e-05,
-   "min": 1.5671619169768834e-05,
-   "max": 1.8404570541211537e-05,
+   "seconds": 1.1276952656252043e-05,
+   "min": 8.869333724890436e-06,
+   "max": 1.1561143345066479e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1861,26 +1861,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9376000165939333e-05,
-    7.952000200748444e-05,
-    0.0002691200077533722
+    1.865600049495697e-05,
+    4.464000090956688e-05,
+    0.00015148800611495972
    ],
-   "host_canary_seconds": 1.2527194999947256e-05,
+   "host_canary_seconds": 6.392324999993093e-06,
    "pass_seconds": [
-    1.5930667164779844e-05,
-    1.5671619169768834e-05,
-    1.8404570541211537e-05
+    8.869333724890436e-06,
+    1.1561143345066479e-05,
+    1.1276952656252043e-05
    ],
    "pass_host_canary_seconds": [
-    1.2527194999947256e-05,
-    1.3243120000083763e-05,
-    1.389314250012319e-05
+    6.392324999993093e-06,
+    8.82578500004172e-06,
+    8.62699499997177e-06
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.508419379591942e-05,
-   "min": 1.3788953068710507e-05,
-   "max": 2.5332568834225343e-05,
+   "seconds": 2.7099429053210077e-05,
+   "min": 1.2355809321715721e-05,
+   "max": 4.6930284993279545e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,26 +1889,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001438400000333786,
-    0.0002691839933395386,
-    0.0006016960144042969
+    8.140800148248673e-05,
+    0.00014159999787807464,
+    0.0003986240029335022
    ],
-   "host_canary_seconds": 1.2527194999947256e-05,
+   "host_canary_seconds": 6.392324999993093e-06,
    "pass_seconds": [
-    1.3788953068710507e-05,
-    2.5332568834225343e-05,
-    2.508419379591942e-05
+    1.2355809321715721e-05,
+    2.7099429053210077e-05,
+    4.6930284993279545e-05
    ],
    "pass_host_canary_seconds": [
-    1.2527194999947256e-05,
-    1.3243120000083763e-05,
-    1.389314250012319e-05
+    6.392324999993093e-06,
+    8.82578500004172e-06,
+    8.62699499997177e-06
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.6991999887284776e-05,
-   "min": 1.5839237897169024e-05,
-   "max": 1.8053333674158367e-05,
+   "seconds": 1.1153524298043479e-05,
+   "min": 8.790857469042143e-06,
+   "max": 1.1390476177136104e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1917,26 +1917,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.100800096988678e-05,
-    9.798400104045868e-05,
-    0.00028841599822044373
+    2.8095999732613562e-05,
+    5.488000065088272e-05,
+    0.00016009600460529329
    ],
-   "host_canary_seconds": 1.1950052499969388e-05,
+   "host_canary_seconds": 6.287769999993031e-06,
    "pass_seconds": [
-    1.5839237897169024e-05,
-    1.6991999887284776e-05,
-    1.8053333674158367e-05
+    8.790857469042143e-06,
+    1.1153524298043479e-05,
+    1.1390476177136104e-05
    ],
    "pass_host_canary_seconds": [
-    1.1950052499969388e-05,
-    1.3178707500003383e-05,
-    1.382036000002529e-05
+    6.287769999993031e-06,
+    8.772070000020449e-06,
+    8.852939999997034e-06
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.5299809518314544e-05,
-   "min": 1.7014097244966596e-05,
-   "max": 2.645485741751535e-05,
+   "seconds": 2.8631620286476036e-05,
+   "min": 1.1621332505629177e-05,
+   "max": 2.934552356600761e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1945,26 +1945,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014815999567508698,
-    0.0003386879861354828,
-    0.0006716160178184509
+    9.878399968147278e-05,
+    0.00016278399527072906,
+    0.0004058879911899567
    ],
-   "host_canary_seconds": 1.1950052499969388e-05,
+   "host_canary_seconds": 6.287769999993031e-06,
    "pass_seconds": [
-    1.7014097244966596e-05,
-    2.5299809518314544e-05,
-    2.645485741751535e-05
+    1.1621332505629177e-05,
+    2.8631620286476036e-05,
+    2.934552356600761e-05
    ],
    "pass_host_canary_seconds": [
-    1.1950052499969388e-05,
-    1.3178707500003383e-05,
-    1.382036000002529e-05
+    6.287769999993031e-06,
+    8.772070000020449e-06,
+    8.852939999997034e-06
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.81927612211023e-05,
-   "min": 2.2778666622581935e-05,
-   "max": 2.9602286006723132e-05,
+   "seconds": 1.9039237428279147e-05,
+   "min": 1.338285713323525e-05,
+   "max": 2.0309332758188247e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,26 +1973,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.993599861860275e-05,
-    0.00010793600231409072,
-    0.00038150399923324584
+    2.287999913096428e-05,
+    6.12800009548664e-05,
+    0.00022303999960422515
    ],
-   "host_canary_seconds": 1.065695999997729e-05,
+   "host_canary_seconds": 6.39347999999984e-06,
    "pass_seconds": [
-    2.2778666622581935e-05,
-    2.81927612211023e-05,
-    2.9602286006723132e-05
+    1.338285713323525e-05,
+    1.9039237428279147e-05,
+    2.0309332758188247e-05
    ],
    "pass_host_canary_seconds": [
-    1.065695999997729e-05,
-    1.368912499998487e-05,
-    1.391480000002332e-05
+    6.39347999999984e-06,
+    8.73072999997504e-06,
+    8.923394999982293e-06
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 3.178742563440686e-05,
-   "min": 2.3035430305060896e-05,
-   "max": 3.705523783961933e-05,
+   "seconds": 2.7126096189022067e-05,
+   "min": 1.2390094410095896e-05,
+   "max": 2.974933261672656e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2001,26 +2001,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016457599401474,
-    0.0003065919876098633,
-    0.0008533120155334473
+    8.710400015115738e-05,
+    0.00015875199437141417,
+    0.000471807986497879
    ],
-   "host_canary_seconds": 1.065695999997729e-05,
+   "host_canary_seconds": 6.39347999999984e-06,
    "pass_seconds": [
-    2.3035430305060896e-05,
-    3.705523783961933e-05,
-    3.178742563440686e-05
+    1.2390094410095896e-05,
+    2.7126096189022067e-05,
+    2.974933261672656e-05
    ],
    "pass_host_canary_seconds": [
-    1.065695999997729e-05,
-    1.368912499998487e-05,
-    1.391480000002332e-05
+    6.39347999999984e-06,
+    8.73072999997504e-06,
+    8.923394999982293e-06
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 3.294704960925238e-05,
-   "min": 2.290438044638861e-05,
-   "max": 3.390780978259586e-05,
+   "seconds": 1.818666589402017e-05,
+   "min": 1.3859047776176816e-05,
+   "max": 2.0457142343123753e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2029,26 +2029,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.60000017285347e-05,
-    0.0001281280070543289,
-    0.00040070399641990663
+    3.2832000404596326e-05,
+    7.51359984278679e-05,
+    0.0002409600019454956
    ],
-   "host_canary_seconds": 1.0286730000075294e-05,
+   "host_canary_seconds": 6.5210800000059525e-06,
    "pass_seconds": [
-    2.290438044638861e-05,
-    3.390780978259586e-05,
-    3.294704960925238e-05
+    1.3859047776176816e-05,
+    1.818666589402017e-05,
+    2.0457142343123753e-05
    ],
    "pass_host_canary_seconds": [
-    1.0286730000075294e-05,
-    1.4630940000017746e-05,
-    1.4068144999939137e-05
+    6.5210800000059525e-06,
+    8.664767499979576e-06,
+    8.701452500012863e-06
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.50719998564039e-05,
-   "min": 2.094247830765587e-05,
-   "max": 3.4153137533437624e-05,
+   "seconds": 3.2080763684851784e-05,
+   "min": 1.5081902699811119e-05,
+   "max": 3.71093318930694e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2057,26 +2057,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017395199835300445,
-    0.0003097279965877533,
-    0.0008908799886703492
+    0.0001029760017991066,
+    0.00017932799458503723,
+    0.0005335999727249146
    ],
-   "host_canary_seconds": 1.0286730000075294e-05,
+   "host_canary_seconds": 6.5210800000059525e-06,
    "pass_seconds": [
-    2.50719998564039e-05,
-    2.094247830765587e-05,
-    3.4153137533437624e-05
+    1.5081902699811119e-05,
+    3.71093318930694e-05,
+    3.2080763684851784e-05
    ],
    "pass_host_canary_seconds": [
-    1.0286730000075294e-05,
-    1.4630940000017746e-05,
-    1.4068144999939137e-05
+    6.5210800000059525e-06,
+    8.664767499979576e-06,
+    8.701452500012863e-06
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.5312761245738895e-05,
-   "min": 1.1635048048836843e-05,
-   "max": 1.536609463038899e-05,
+   "seconds": 8.712381124496462e-06,
+   "min": 7.2144763100714895e-06,
+   "max": 1.005866706726097e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2085,26 +2085,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6879999786615372e-05,
-    5.89120015501976e-05,
-    0.00020044800639152526
+    1.6256000846624374e-05,
+    3.8111999630928036e-05,
+    0.00012454400211572646
    ],
-   "host_canary_seconds": 1.0286730000075294e-05,
+   "host_canary_seconds": 6.44267749999372e-06,
    "pass_seconds": [
-    1.1635048048836843e-05,
-    1.536609463038899e-05,
-    1.5312761245738895e-05
+    7.2144763100714895e-06,
+    1.005866706726097e-05,
+    8.712381124496462e-06
    ],
    "pass_host_canary_seconds": [
-    1.0286730000075294e-05,
-    1.3610705000033363e-05,
-    1.407539999995322e-05
+    6.44267749999372e-06,
+    8.699020000051405e-06,
+    8.727815000000306e-06
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.8681905319293333e-05,
-   "min": 2.6804569931257336e-05,
-   "max": 3.165333522927193e-05,
+   "seconds": 2.5945903289885747e-05,
+   "min": 2.3062096110412056e-05,
+   "max": 3.949942608319578e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2113,26 +2113,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012895999848842621,
-    0.00022233599424362183,
-    0.0006982399821281433
+    8.982399851083755e-05,
+    0.00015452800691127778,
+    0.0005352640151977539
    ],
-   "host_canary_seconds": 1.0286730000075294e-05,
+   "host_canary_seconds": 6.44267749999372e-06,
    "pass_seconds": [
-    2.6804569931257336e-05,
-    2.8681905319293333e-05,
-    3.165333522927193e-05
+    2.3062096110412056e-05,
+    3.949942608319578e-05,
+    2.5945903289885747e-05
    ],
    "pass_host_canary_seconds": [
-    1.0286730000075294e-05,
-    1.3610705000033363e-05,
-    1.407539999995322e-05
+    6.44267749999372e-06,
+    8.699020000051405e-06,
+    8.727815000000306e-06
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.4966094422908057e-05,
-   "min": 1.43283802483763e-05,
-   "max": 1.7948951572179792e-05,
+   "seconds": 7.626667086567197e-06,
+   "min": 6.717714791496595e-06,
+   "max": 9.955047408030147e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2141,26 +2141,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.339199885725975e-05,
-    8.249600231647491e-05,
-    0.00025702399015426635
+    3.7663999944925305e-05,
+    4.755200073122978e-05,
+    0.00013500800728797913
    ],
-   "host_canary_seconds": 9.701177500005543e-06,
+   "host_canary_seconds": 6.339477500016954e-06,
    "pass_seconds": [
-    1.43283802483763e-05,
-    1.4966094422908057e-05,
-    1.7948951572179792e-05
+    6.717714791496595e-06,
+    7.626667086567197e-06,
+    9.955047408030147e-06
    ],
    "pass_host_canary_seconds": [
-    9.701177500005543e-06,
-    1.318403249996436e-05,
-    1.344725499990318e-05
+    6.339477500016954e-06,
+    8.92292999999711e-06,
+    8.767364999968663e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.6362665529762003e-05,
-   "min": 2.239390728729112e-05,
-   "max": 3.1897906391393564e-05,
+   "seconds": 3.0326855147168755e-05,
+   "min": 1.7151238751553354e-05,
+   "max": 3.7309715169526286e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2169,26 +2169,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017667199671268463,
-    0.0002784320116043091,
-    0.0007247040271759033
+    0.00010726399719715118,
+    0.00016527999937534333,
+    0.00046076801419258116
    ],
-   "host_canary_seconds": 9.701177500005543e-06,
+   "host_canary_seconds": 6.339477500016954e-06,
    "pass_seconds": [
-    2.239390728729112e-05,
-    3.1897906391393564e-05,
-    2.6362665529762003e-05
+    1.7151238751553354e-05,
+    3.0326855147168755e-05,
+    3.7309715169526286e-05
    ],
    "pass_host_canary_seconds": [
-    9.701177500005543e-06,
-    1.318403249996436e-05,
-    1.344725499990318e-05
+    6.339477500016954e-06,
+    8.92292999999711e-06,
+    8.767364999968663e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.6261333244897073e-05,
-   "min": 9.093333745286579e-06,
-   "max": 1.688914355777559e-05,
+   "seconds": 1.3739428349903652e-05,
+   "min": 7.88495201794874e-06,
+   "max": 1.661942792790277e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,26 +2197,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.7376000061631202e-05,
-    4.355200007557869e-05,
-    0.0001534080058336258
+    1.6575999557971955e-05,
+    3.888000175356865e-05,
+    0.00013439999520778657
    ],
-   "host_canary_seconds": 7.427664999966055e-06,
+   "host_canary_seconds": 6.25745000000677e-06,
    "pass_seconds": [
-    9.093333745286579e-06,
-    1.6261333244897073e-05,
-    1.688914355777559e-05
+    7.88495201794874e-06,
+    1.661942792790277e-05,
+    1.3739428349903652e-05
    ],
    "pass_host_canary_seconds": [
-    7.427664999966055e-06,
-    1.3294995000023846e-05,
-    1.4557899999942947e-05
+    6.25745000000677e-06,
+    1.3391029999993976e-05,
+    1.2231039999974768e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.8137905296115635e-05,
-   "min": 4.765409426320167e-05,
-   "max": 6.480837790738969e-05,
+   "seconds": 4.681447813553471e-05,
+   "min": 4.296000479232697e-05,
+   "max": 5.948799848556519e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,26 +2225,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012518399953842163,
-    0.00028799998760223387,
-    0.0009739199876785278
+    9.436800330877304e-05,
+    0.00019219200313091278,
+    0.0008927680253982544
    ],
-   "host_canary_seconds": 7.427664999966055e-06,
+   "host_canary_seconds": 6.25745000000677e-06,
    "pass_seconds": [
-    4.765409426320167e-05,
-    5.8137905296115635e-05,
-    6.480837790738969e-05
+    4.681447813553471e-05,
+    4.296000479232697e-05,
+    5.948799848556519e-05
    ],
    "pass_host_canary_seconds": [
-    7.427664999966055e-06,
-    1.3294995000023846e-05,
-    1.4557899999942947e-05
+    6.25745000000677e-06,
+    1.3391029999993976e-05,
+    1.2231039999974768e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.5379046932572408e-05,
-   "min": 9.783619216510226e-06,
-   "max": 1.7562666287024813e-05,
+   "seconds": 1.516418992763474e-05,
+   "min": 7.746286246748198e-06,
+   "max": 1.5959619943584716e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2253,26 +2253,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.912000007927418e-05,
-    5.702399834990502e-05,
-    0.00017539200186729431
+    2.646400034427643e-05,
+    5.0175998359918594e-05,
+    0.00014281600713729857
    ],
-   "host_canary_seconds": 7.597942499941723e-06,
+   "host_canary_seconds": 6.258329999973e-06,
    "pass_seconds": [
-    9.783619216510226e-06,
-    1.5379046932572408e-05,
-    1.7562666287024813e-05
+    7.746286246748198e-06,
+    1.5959619943584716e-05,
+    1.516418992763474e-05
    ],
    "pass_host_canary_seconds": [
-    7.597942499941723e-06,
-    1.3477810000068758e-05,
-    1.3804257499998585e-05
+    6.258329999973e-06,
+    1.35561700000153e-05,
+    1.1881154999997534e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.8197335295733946e-05,
-   "min": 5.062704497859591e-05,
-   "max": 6.230323637525241e-05,
+   "seconds": 4.456685634241218e-05,
+   "min": 3.260952500360353e-05,
+   "max": 5.199314174907549e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2281,26 +2281,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001521279960870743,
-    0.00032236799597740173,
-    0.0010546239614486694
+    0.00010915199667215347,
+    0.00021484799683094025,
+    0.0008767679929733277
    ],
-   "host_canary_seconds": 7.597942499941723e-06,
+   "host_canary_seconds": 6.258329999973e-06,
    "pass_seconds": [
-    5.062704497859591e-05,
-    5.8197335295733946e-05,
-    6.230323637525241e-05
+    4.456685634241218e-05,
+    3.260952500360353e-05,
+    5.199314174907549e-05
    ],
    "pass_host_canary_seconds": [
-    7.597942499941723e-06,
-    1.3477810000068758e-05,
-    1.3804257499998585e-05
+    6.258329999973e-06,
+    1.35561700000153e-05,
+    1.1881154999997534e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.5638095814557302e-05,
-   "min": 1.3235047370904967e-05,
-   "max": 1.634133394275393e-05,
+   "seconds": 1.1660952830598466e-05,
+   "min": 9.929904536831946e-06,
+   "max": 1.647162011691502e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2309,26 +2309,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8271999433636665e-05,
-    4.5983999967575076e-05,
-    0.000212799996137619
+    2.473600022494793e-05,
+    5.6159999221563336e-05,
+    0.0001984640061855316
    ],
-   "host_canary_seconds": 9.104347500041854e-06,
+   "host_canary_seconds": 8.932085000008527e-06,
    "pass_seconds": [
-    1.3235047370904967e-05,
-    1.5638095814557302e-05,
-    1.634133394275393e-05
+    1.1660952830598466e-05,
+    1.647162011691502e-05,
+    9.929904536831946e-06
    ],
    "pass_host_canary_seconds": [
-    9.104347500041854e-06,
-    1.3289422499980218e-05,
-    1.4175900000026332e-05
+    8.932085000008527e-06,
+    1.328028499997913e-05,
+    8.941419999999312e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.811047563240641e-05,
-   "min": 3.199009428776446e-05,
-   "max": 4.092114560660861e-05,
+   "seconds": 3.452799868370806e-05,
+   "min": 2.1402664305198764e-05,
+   "max": 3.786666513908477e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2337,26 +2337,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011148799955844879,
-    0.00022140799462795258,
-    0.000781279981136322
+    0.00010976000130176544,
+    0.0002083200067281723,
+    0.0006055039763450623
    ],
-   "host_canary_seconds": 9.104347500041854e-06,
+   "host_canary_seconds": 8.932085000008527e-06,
    "pass_seconds": [
-    3.199009428776446e-05,
-    3.811047563240641e-05,
-    4.092114560660861e-05
+    2.1402664305198764e-05,
+    3.786666513908477e-05,
+    3.452799868370806e-05
    ],
    "pass_host_canary_seconds": [
-    9.104347500041854e-06,
-    1.3289422499980218e-05,
-    1.4175900000026332e-05
+    8.932085000008527e-06,
+    1.328028499997913e-05,
+    8.941419999999312e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.2144761958292552e-05,
-   "min": 1.1631237963835398e-05,
-   "max": 1.8649143832070488e-05,
+   "seconds": 1.0645333677530289e-05,
+   "min": 9.260952472686767e-06,
+   "max": 1.2099048034066246e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2365,26 +2365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.3935999274253844e-05,
-    8.364800363779068e-05,
-    0.0002272000014781952
+    5.052800104022026e-05,
+    8.91840010881424e-05,
+    0.00023280000686645507
    ],
-   "host_canary_seconds": 8.757909999985713e-06,
+   "host_canary_seconds": 8.761892500004365e-06,
    "pass_seconds": [
-    1.2144761958292552e-05,
-    1.1631237963835398e-05,
-    1.8649143832070488e-05
+    1.2099048034066246e-05,
+    9.260952472686767e-06,
+    1.0645333677530289e-05
    ],
    "pass_host_canary_seconds": [
-    8.757909999985713e-06,
-    9.914047500032553e-06,
-    1.441027500007408e-05
+    8.761892500004365e-06,
+    1.1090407499985133e-05,
+    8.43676999998877e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 4.0414478097643164e-05,
-   "min": 3.1827810442163824e-05,
-   "max": 4.4673519829909015e-05,
+   "seconds": 3.242514193767593e-05,
+   "min": 2.1011047597442358e-05,
+   "max": 4.098818983350481e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,26 +2393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016918399930000304,
-    0.0003077119886875153,
-    0.0008309760093688965
+    0.0002112639993429184,
+    0.0003562560081481934,
+    0.0007231360077857972
    ],
-   "host_canary_seconds": 8.757909999985713e-06,
+   "host_canary_seconds": 8.761892500004365e-06,
    "pass_seconds": [
-    3.1827810442163824e-05,
-    4.4673519829909015e-05,
-    4.0414478097643164e-05
+    2.1011047597442358e-05,
+    4.098818983350481e-05,
+    3.242514193767593e-05
    ],
    "pass_host_canary_seconds": [
-    8.757909999985713e-06,
-    9.914047500032553e-06,
-    1.441027500007408e-05
+    8.761892500004365e-06,
+    1.1090407499985133e-05,
+    8.43676999998877e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.1383618804670515e-05,
-   "min": 8.924952841230803e-06,
-   "max": 1.839009512748037e-05,
+   "seconds": 9.518476025689215e-06,
+   "min": 7.609143409700621e-06,
+   "max": 1.0255238573466029e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,26 +2421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8592000007629396e-05,
-    4.5600000768899915e-05,
-    0.00015254400670528412
+    1.727999933063984e-05,
+    3.897599875926972e-05,
+    0.00013104000687599182
    ],
-   "host_canary_seconds": 8.090354999978899e-06,
+   "host_canary_seconds": 6.59343500000631e-06,
    "pass_seconds": [
-    8.924952841230803e-06,
-    1.1383618804670515e-05,
-    1.839009512748037e-05
+    7.609143409700621e-06,
+    1.0255238573466029e-05,
+    9.518476025689215e-06
    ],
    "pass_host_canary_seconds": [
-    8.090354999978899e-06,
-    9.79184499996677e-06,
-    1.4909022500049218e-05
+    6.59343500000631e-06,
+    9.113659999968603e-06,
+    8.43676999998877e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.9875046972717563e-05,
-   "min": 2.719009756332352e-05,
-   "max": 3.2113525572986827e-05,
+   "seconds": 1.7958095829401692e-05,
+   "min": 1.2361903364459672e-05,
+   "max": 1.9233524001070433e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2449,26 +2449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010425599664449692,
-    0.00018620799481868744,
-    0.0007061120271682739
+    7.612799853086472e-05,
+    0.00013359999656677247,
+    0.00037487998604774476
    ],
-   "host_canary_seconds": 8.090354999978899e-06,
+   "host_canary_seconds": 6.59343500000631e-06,
    "pass_seconds": [
-    3.2113525572986827e-05,
-    2.9875046972717563e-05,
-    2.719009756332352e-05
+    1.2361903364459672e-05,
+    1.9233524001070433e-05,
+    1.7958095829401692e-05
    ],
    "pass_host_canary_seconds": [
-    8.090354999978899e-06,
-    9.79184499996677e-06,
-    1.4909022500049218e-05
+    6.59343500000631e-06,
+    9.113659999968603e-06,
+    8.43676999998877e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.1846095323562623e-05,
-   "min": 1.1372951879387812e-05,
-   "max": 1.8315428069659645e-05,
+   "seconds": 1.052723771759442e-05,
+   "min": 1.0417524193014418e-05,
+   "max": 1.3248761672349203e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2477,26 +2477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.779200091958046e-05,
-    7.286400347948074e-05,
-    0.00020870399475097657
+    4.198399931192398e-05,
+    7.180800288915634e-05,
+    0.00023740799725055695
    ],
-   "host_canary_seconds": 9.811384999949269e-06,
+   "host_canary_seconds": 7.926110000013863e-06,
    "pass_seconds": [
-    1.1372951879387812e-05,
-    1.1846095323562623e-05,
-    1.8315428069659645e-05
+    1.3248761672349203e-05,
+    1.0417524193014418e-05,
+    1.052723771759442e-05
    ],
    "pass_host_canary_seconds": [
-    9.811384999949269e-06,
-    9.952780000048732e-06,
-    1.453789499990421e-05
+    7.926110000013863e-06,
+    8.780335000011518e-06,
+    8.466205000061677e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 3.4900572328340436e-05,
-   "min": 2.3351617867038363e-05,
-   "max": 3.7232760162580586e-05,
+   "seconds": 1.879009568975085e-05,
+   "min": 1.5426284323136017e-05,
+   "max": 2.3276951164007188e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2505,674 +2505,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001282240003347397,
-    0.0002221119999885559,
-    0.0006456639766693115
+    0.00012332800030708313,
+    0.0002048960030078888,
+    0.0005519679784774781
    ],
-   "host_canary_seconds": 9.811384999949269e-06,
+   "host_canary_seconds": 7.926110000013863e-06,
    "pass_seconds": [
-    2.3351617867038363e-05,
-    3.4900572328340436e-05,
-    3.7232760162580586e-05
+    1.5426284323136017e-05,
+    1.879009568975085e-05,
+    2.3276951164007188e-05
    ],
    "pass_host_canary_seconds": [
-    9.811384999949269e-06,
-    9.952780000048732e-06,
-    1.453789499990421e-05
+    7.926110000013863e-06,
+    8.780335000011518e-06,
+    8.466205000061677e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 7.468800246715545e-05,
-   "min": 3.385600075125694e-05,
-   "max": 0.0001178240031003952,
+   "seconds": 4.4576000422239305e-05,
+   "min": 3.248000144958496e-05,
+   "max": 6.726399809122086e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.446324999942136e-06,
+   "host_canary_seconds": 6.666515000013362e-06,
    "pass_seconds": [
-    3.699199855327606e-05,
-    7.468800246715545e-05,
-    8.105599880218506e-05
+    3.481600061058998e-05,
+    4.473600164055824e-05,
+    4.4576000422239305e-05
    ],
    "pass_host_canary_seconds": [
-    9.446324999942136e-06,
-    1.3815605000075947e-05,
-    1.5031400000111717e-05
+    6.666515000013362e-06,
+    8.441675000021575e-06,
+    8.364484999958677e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 6.906399689614773e-05,
-   "min": 4.999200068414209e-05,
-   "max": 0.0003583733395983775,
+   "seconds": 3.903600325187048e-05,
+   "min": 2.1121328075726826e-05,
+   "max": 0.000178305317958196,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.446324999942136e-06,
+   "host_canary_seconds": 6.666515000013362e-06,
    "pass_seconds": [
-    6.455733254551891e-05,
-    6.906399689614773e-05,
-    0.00011232533616324262
+    3.0305330952008584e-05,
+    3.903600325187048e-05,
+    4.9250663879017045e-05
    ],
    "pass_host_canary_seconds": [
-    9.446324999942136e-06,
-    1.3815605000075947e-05,
-    1.5031400000111717e-05
+    6.666515000013362e-06,
+    8.441675000021575e-06,
+    8.364484999958677e-06
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 9.411200135946274e-05,
-   "min": 4.9632001668214796e-05,
-   "max": 0.0002756800055503845,
+   "seconds": 5.888000130653381e-05,
+   "min": 4.0608000010252e-05,
+   "max": 8.591999858617782e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.741767499993558e-06,
+   "host_canary_seconds": 6.158407500009843e-06,
    "pass_seconds": [
-    5.395200103521347e-05,
-    9.411200135946274e-05,
-    0.00011315199732780457
+    4.518400132656097e-05,
+    5.888000130653381e-05,
+    5.9519998729228974e-05
    ],
    "pass_host_canary_seconds": [
-    7.741767499993558e-06,
-    1.3644265000039013e-05,
-    1.4717895000018189e-05
+    6.158407500009843e-06,
+    8.537785000015674e-06,
+    8.48902499999582e-06
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 6.909601204097267e-05,
-   "min": 4.7719998285174355e-05,
-   "max": 0.0004046773569037516,
+   "seconds": 3.8786669882635315e-05,
+   "min": 2.3266663464407156e-05,
+   "max": 9.581067195783064e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.741767499993558e-06,
+   "host_canary_seconds": 6.158407500009843e-06,
    "pass_seconds": [
-    6.282932683825496e-05,
-    6.909601204097267e-05,
-    0.00013869332832594706
+    3.552133714159332e-05,
+    4.466800515850386e-05,
+    3.8786669882635315e-05
    ],
    "pass_host_canary_seconds": [
-    7.741767499993558e-06,
-    1.3644265000039013e-05,
-    1.4717895000018189e-05
+    6.158407500009843e-06,
+    8.537785000015674e-06,
+    8.48902499999582e-06
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 5.215999856591225e-05,
-   "min": 2.348800003528595e-05,
-   "max": 8.656000345945359e-05,
+   "seconds": 3.152000159025192e-05,
+   "min": 2.6623999699950218e-05,
+   "max": 5.641600117087364e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.731104999990633e-06,
+   "host_canary_seconds": 8.215529999997528e-06,
    "pass_seconds": [
-    2.502400055527687e-05,
-    5.215999856591225e-05,
-    6.0224000364542006e-05
+    3.478400036692619e-05,
+    3.152000159025192e-05,
+    2.921600081026554e-05
    ],
    "pass_host_canary_seconds": [
-    7.731104999990633e-06,
-    1.3670949999919913e-05,
-    1.4703709999963622e-05
+    8.215529999997528e-06,
+    1.0162719999939896e-05,
+    8.199990000008484e-06
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00030845600552856917,
-   "min": 0.00016164533793926243,
-   "max": 0.0007411253371586402,
+   "seconds": 0.0002007693176468213,
+   "min": 0.00016317066891739768,
+   "max": 0.0008289880243440469,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.731104999990633e-06,
+   "host_canary_seconds": 8.215529999997528e-06,
    "pass_seconds": [
-    0.00021252532303333286,
-    0.00030845600552856917,
-    0.0004309493222584326
+    0.0002007693176468213,
+    0.00022233200942476592,
+    0.00019840267642090722
    ],
    "pass_host_canary_seconds": [
-    7.731104999990633e-06,
-    1.3670949999919913e-05,
-    1.4703709999963622e-05
+    8.215529999997528e-06,
+    1.0162719999939896e-05,
+    8.199990000008484e-06
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 6.985600292682648e-05,
-   "min": 3.536000102758408e-05,
-   "max": 0.00010649599879980087,
+   "seconds": 5.267199873924255e-05,
+   "min": 3.526400029659271e-05,
+   "max": 8.43840017914772e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.476844999985133e-06,
+   "host_canary_seconds": 8.723044999996431e-06,
    "pass_seconds": [
-    3.9583999663591384e-05,
-    7.344000041484833e-05,
-    6.985600292682648e-05
+    5.267199873924255e-05,
+    5.526399984955787e-05,
+    4.11520004272461e-05
    ],
    "pass_host_canary_seconds": [
-    7.476844999985133e-06,
-    1.451023000001328e-05,
-    1.5735765000073343e-05
+    8.723044999996431e-06,
+    1.2650425000018118e-05,
+    7.969039999977668e-06
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003242320027202367,
-   "min": 0.0001636933386325837,
-   "max": 0.0007337093353271484,
+   "seconds": 0.00021632267317424223,
+   "min": 0.00014339333151777586,
+   "max": 0.0008862746485198539,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.476844999985133e-06,
+   "host_canary_seconds": 8.723044999996431e-06,
    "pass_seconds": [
-    0.00027470132708549505,
-    0.0003242320027202367,
-    0.0003780852959801752
+    0.00020547332738836608,
+    0.0002712280129392942,
+    0.00021632267317424223
    ],
    "pass_host_canary_seconds": [
-    7.476844999985133e-06,
-    1.451023000001328e-05,
-    1.5735765000073343e-05
+    8.723044999996431e-06,
+    1.2650425000018118e-05,
+    7.969039999977668e-06
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 4.4863998889923095e-05,
-   "min": 2.0800000056624414e-05,
-   "max": 7.065600156784058e-05,
+   "seconds": 2.5631999596953393e-05,
+   "min": 1.8848000094294547e-05,
+   "max": 6.521599739789963e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.451870000068084e-06,
+   "host_canary_seconds": 6.324424999988309e-06,
    "pass_seconds": [
-    2.2431999444961547e-05,
-    4.4863998889923095e-05,
-    4.7040000557899474e-05
+    2.022399939596653e-05,
+    3.9583999663591384e-05,
+    2.5631999596953393e-05
    ],
    "pass_host_canary_seconds": [
-    7.451870000068084e-06,
-    1.440482750005856e-05,
-    1.5895375000027913e-05
+    6.324424999988309e-06,
+    1.0641844999987882e-05,
+    8.094014999961985e-06
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 3.690132064123946e-05,
-   "min": 6.0213313748438675e-06,
-   "max": 0.00010833333805203438,
+   "seconds": 1.222667067001265e-05,
+   "min": 4.988004763921097e-06,
+   "max": 6.118532953162991e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.451870000068084e-06,
+   "host_canary_seconds": 6.324424999988309e-06,
    "pass_seconds": [
-    5.249333009123805e-05,
-    3.060000203549861e-05,
-    3.690132064123946e-05
+    2.1121329938371983e-05,
+    1.0556002457936603e-05,
+    1.222667067001265e-05
    ],
    "pass_host_canary_seconds": [
-    7.451870000068084e-06,
-    1.440482750005856e-05,
-    1.5895375000027913e-05
+    6.324424999988309e-06,
+    1.0641844999987882e-05,
+    8.094014999961985e-06
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.505600363016128e-05,
-   "min": 3.0432000756263734e-05,
-   "max": 0.00011644800007343293,
+   "seconds": 3.625600039958954e-05,
+   "min": 2.851199917495251e-05,
+   "max": 5.7824000716209414e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.274702499984187e-06,
+   "host_canary_seconds": 6.334774999992021e-06,
    "pass_seconds": [
-    3.26399989426136e-05,
-    6.505600363016128e-05,
-    7.449600100517272e-05
+    3.0592000111937526e-05,
+    3.791999816894531e-05,
+    3.625600039958954e-05
    ],
    "pass_host_canary_seconds": [
-    7.274702499984187e-06,
-    1.439695250006423e-05,
-    1.552306500002487e-05
+    6.334774999992021e-06,
+    8.629109999986896e-06,
+    8.395984999971517e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 5.697333812713626e-05,
-   "min": 2.5095997378230084e-05,
-   "max": 0.0003865973011900981,
+   "seconds": 2.511600529154141e-05,
+   "min": 1.6129332905014368e-05,
+   "max": 8.035467347751063e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.274702499984187e-06,
+   "host_canary_seconds": 6.334774999992021e-06,
    "pass_seconds": [
-    5.697333812713626e-05,
-    3.424799256026743e-05,
-    9.360533518095804e-05
+    1.9969332342346512e-05,
+    2.511600529154141e-05,
+    2.633866450438899e-05
    ],
    "pass_host_canary_seconds": [
-    7.274702499984187e-06,
-    1.439695250006423e-05,
-    1.552306500002487e-05
+    6.334774999992021e-06,
+    8.629109999986896e-06,
+    8.395984999971517e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 4.3616000562906266e-05,
-   "min": 2.0608000457286833e-05,
-   "max": 7.807999849319458e-05,
+   "seconds": 2.582399919629097e-05,
+   "min": 1.8271999433636665e-05,
+   "max": 4.4576000422239305e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.920450000005076e-06,
+   "host_canary_seconds": 6.3477099999964536e-06,
    "pass_seconds": [
-    2.2495999932289124e-05,
-    4.3616000562906266e-05,
-    5.040000006556511e-05
+    1.9711999222636224e-05,
+    2.582399919629097e-05,
+    2.5887999683618544e-05
    ],
    "pass_host_canary_seconds": [
-    8.920450000005076e-06,
-    1.443355999995788e-05,
-    1.5452859999953718e-05
+    6.3477099999964536e-06,
+    8.496902499999238e-06,
+    8.552430000001721e-06
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 3.0215995386242853e-05,
-   "min": 0.0,
-   "max": 0.00015092532709240914,
+   "seconds": 1.7346666815380276e-05,
+   "min": 7.65066749105853e-06,
+   "max": 3.820400436719259e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.920450000005076e-06,
+   "host_canary_seconds": 6.3477099999964536e-06,
    "pass_seconds": [
-    7.319733873009683e-05,
-    3.0215995386242853e-05,
-    0.0
+    1.628933412333331e-05,
+    1.8044007321198774e-05,
+    1.7346666815380276e-05
    ],
    "pass_host_canary_seconds": [
-    8.920450000005076e-06,
-    1.443355999995788e-05,
-    1.5452859999953718e-05
+    6.3477099999964536e-06,
+    8.496902499999238e-06,
+    8.552430000001721e-06
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.153599917888641e-05,
-   "min": 5.331199988722801e-05,
-   "max": 0.00013001599907875062,
+   "seconds": 3.561599925160408e-05,
+   "min": 2.8255999088287354e-05,
+   "max": 5.407999828457832e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0499910000021374e-05,
+   "host_canary_seconds": 6.2726950000069336e-06,
    "pass_seconds": [
-    5.689600110054016e-05,
-    6.153599917888641e-05,
-    7.881599664688111e-05
+    3.0239999294281007e-05,
+    3.561599925160408e-05,
+    3.622400015592575e-05
    ],
    "pass_host_canary_seconds": [
-    1.0499910000021374e-05,
-    1.4010779999935607e-05,
-    1.5174045000065917e-05
+    6.2726950000069336e-06,
+    8.401652500005241e-06,
+    8.406837500025689e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 3.8117329900463367e-05,
-   "min": 0.0,
-   "max": 0.0004155253128459056,
+   "seconds": 2.4994669171671103e-05,
+   "min": 1.6130668732027242e-05,
+   "max": 5.785732840498288e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0499910000021374e-05,
+   "host_canary_seconds": 6.2726950000069336e-06,
    "pass_seconds": [
-    8.446133509278299e-05,
-    3.357600234448908e-05,
-    3.8117329900463367e-05
+    2.1889330198367448e-05,
+    2.530800302823384e-05,
+    2.4994669171671103e-05
    ],
    "pass_host_canary_seconds": [
-    1.0499910000021374e-05,
-    1.4010779999935607e-05,
-    1.5174045000065917e-05
+    6.2726950000069336e-06,
+    8.401652500005241e-06,
+    8.406837500025689e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.6928001791238784e-05,
-   "min": 2.844800055027008e-05,
-   "max": 7.164800167083741e-05,
+   "seconds": 2.211200073361397e-05,
+   "min": 1.6575999557971955e-05,
+   "max": 3.6448001861572264e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0357367499977955e-05,
+   "host_canary_seconds": 6.221682500004988e-06,
    "pass_seconds": [
-    3.107200004160404e-05,
-    3.6928001791238784e-05,
-    4.6783998608589174e-05
+    1.788800023496151e-05,
+    2.3423999547958375e-05,
+    2.211200073361397e-05
    ],
    "pass_host_canary_seconds": [
-    1.0357367499977955e-05,
-    1.360737999995365e-05,
-    1.54223149999666e-05
+    6.221682500004988e-06,
+    8.313152500001308e-06,
+    8.324890000004359e-06
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 3.206933600207167e-05,
-   "min": 0.0,
-   "max": 0.00025133333665629227,
+   "seconds": 7.074663105110352e-06,
+   "min": 3.4669103721803474e-08,
+   "max": 2.876400326689085e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0357367499977955e-05,
+   "host_canary_seconds": 6.221682500004988e-06,
    "pass_seconds": [
-    5.94053361564875e-05,
-    9.672002866864188e-06,
-    3.206933600207167e-05
+    6.913329785068848e-06,
+    8.284003784259151e-06,
+    7.074663105110352e-06
    ],
    "pass_host_canary_seconds": [
-    1.0357367499977955e-05,
-    1.360737999995365e-05,
-    1.54223149999666e-05
+    6.221682500004988e-06,
+    8.313152500001308e-06,
+    8.324890000004359e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.478399991989136e-05,
-   "min": 4.732799902558327e-05,
-   "max": 0.00011180800199508667,
+   "seconds": 3.3344000577926634e-05,
+   "min": 2.643200010061264e-05,
+   "max": 7.340800017118454e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0348737500009975e-05,
+   "host_canary_seconds": 6.384747499996735e-06,
    "pass_seconds": [
-    5.06879985332489e-05,
-    5.478399991989136e-05,
-    7.206399738788604e-05
+    2.8255999088287354e-05,
+    3.347200155258179e-05,
+    3.3344000577926634e-05
    ],
    "pass_host_canary_seconds": [
-    1.0348737500009975e-05,
-    1.3750517499957482e-05,
-    1.54223149999666e-05
+    6.384747499996735e-06,
+    8.390139999967517e-06,
+    8.67017499995626e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 6.273334100842478e-05,
-   "min": 0.0,
-   "max": 0.0002911413417508204,
+   "seconds": 1.3756000747283293e-05,
+   "min": 3.330668124059872e-06,
+   "max": 0.00047414664706836145,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0348737500009975e-05,
+   "host_canary_seconds": 6.384747499996735e-06,
    "pass_seconds": [
-    6.273334100842478e-05,
-    2.115999720990656e-05,
-    0.00011670933229227857
+    1.5713335325320574e-05,
+    1.3756000747283293e-05,
+    1.3154668423036772e-05
    ],
    "pass_host_canary_seconds": [
-    1.0348737500009975e-05,
-    1.3750517499957482e-05,
-    1.54223149999666e-05
+    6.384747499996735e-06,
+    8.390139999967517e-06,
+    8.67017499995626e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 4.1248001158237455e-05,
-   "min": 3.2607998698949814e-05,
-   "max": 8.06720033288002e-05,
+   "seconds": 2.566399984061718e-05,
+   "min": 1.9680000841617586e-05,
+   "max": 4.601600021123886e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0779272500016646e-05,
+   "host_canary_seconds": 8.673510000001272e-06,
    "pass_seconds": [
-    3.79519984126091e-05,
-    4.1248001158237455e-05,
-    4.982399940490723e-05
+    2.08320003002882e-05,
+    2.566399984061718e-05,
+    2.6079999282956125e-05
    ],
    "pass_host_canary_seconds": [
-    1.0779272500016646e-05,
-    1.384424000001161e-05,
-    1.5326755000018012e-05
+    8.673510000001272e-06,
+    8.469547499991847e-06,
+    8.88521499998518e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 8.278932732840377e-05,
-   "min": 1.0437335198124217e-05,
-   "max": 0.0003443573073794444,
+   "seconds": 1.3148005430897082e-05,
+   "min": 6.690669494370646e-06,
+   "max": 9.80493382861217e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0779272500016646e-05,
+   "host_canary_seconds": 8.673510000001272e-06,
    "pass_seconds": [
-    8.44933353364468e-05,
-    2.1224005147814736e-05,
-    8.278932732840377e-05
+    5.8177332704265934e-05,
+    1.3148005430897082e-05,
+    1.2450668650368883e-05
    ],
    "pass_host_canary_seconds": [
-    1.0779272500016646e-05,
-    1.384424000001161e-05,
-    1.5326755000018012e-05
+    8.673510000001272e-06,
+    8.469547499991847e-06,
+    8.88521499998518e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.115199998021126e-05,
-   "min": 5.3056001663208005e-05,
-   "max": 0.0001090560033917427,
+   "seconds": 3.7696000188589093e-05,
+   "min": 3.507199883460998e-05,
+   "max": 8.1727996468544e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0569834999998307e-05,
+   "host_canary_seconds": 8.987255000008075e-06,
    "pass_seconds": [
-    6.0224000364542006e-05,
-    6.115199998021126e-05,
-    7.251200079917908e-05
+    5.6575998663902286e-05,
+    3.6896001547574996e-05,
+    3.7696000188589093e-05
    ],
    "pass_host_canary_seconds": [
-    1.0569834999998307e-05,
-    1.3810052500033975e-05,
-    1.499929999994265e-05
+    8.987255000008075e-06,
+    8.463590000005185e-06,
+    8.778285000019537e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00010852533578872683,
-   "min": 8.264007046818696e-06,
-   "max": 0.0003975093023230632,
+   "seconds": 2.038666761169835e-05,
+   "min": 1.2059999008973433e-05,
+   "max": 0.00056326533233126,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0569834999998307e-05,
+   "host_canary_seconds": 8.987255000008075e-06,
    "pass_seconds": [
-    0.00010852533578872683,
-    2.4616004899144156e-05,
-    0.00013523733181258036
+    8.108932649095855e-05,
+    1.6923998792966208e-05,
+    2.038666761169835e-05
    ],
    "pass_host_canary_seconds": [
-    1.0569834999998307e-05,
-    1.3810052500033975e-05,
-    1.499929999994265e-05
+    8.987255000008075e-06,
+    8.463590000005185e-06,
+    8.778285000019537e-06
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.4224000051617622e-05,
-   "min": 2.175999991595745e-05,
-   "max": 4.8928000032901765e-05,
+   "seconds": 1.4688000082969666e-05,
+   "min": 1.2864000163972378e-05,
+   "max": 4.32640016078949e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0579487500024244e-05,
+   "host_canary_seconds": 7.826527500007785e-06,
    "pass_seconds": [
-    2.4224000051617622e-05,
-    2.3423999547958375e-05,
-    2.6752000674605368e-05
+    2.1503999829292296e-05,
+    1.3856000266969204e-05,
+    1.4688000082969666e-05
    ],
    "pass_host_canary_seconds": [
-    1.0579487500024244e-05,
-    1.4061952499986319e-05,
-    1.5057494999979325e-05
+    7.826527500007785e-06,
+    8.432692499980021e-06,
+    8.8043699999929e-06
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00010534932216008501,
+   "max": 2.9345334817965844e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0579487500024244e-05,
+   "host_canary_seconds": 7.826527500007785e-06,
    "pass_seconds": [
-    4.094132967293266e-05,
+    9.409332027037962e-06,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0579487500024244e-05,
-    1.4061952499986319e-05,
-    1.5057494999979325e-05
+    7.826527500007785e-06,
+    8.432692499980021e-06,
+    8.8043699999929e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.281599819660187e-05,
-   "min": 3.5936001688241956e-05,
-   "max": 7.98719972372055e-05,
+   "seconds": 2.457600086927414e-05,
+   "min": 1.9360000267624855e-05,
+   "max": 4.614400118589401e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0654385000066214e-05,
+   "host_canary_seconds": 6.962717499998661e-06,
    "pass_seconds": [
-    4.281599819660187e-05,
-    3.999999910593033e-05,
-    4.80320006608963e-05
+    3.411199897527695e-05,
+    2.2911999374628067e-05,
+    2.457600086927414e-05
    ],
    "pass_host_canary_seconds": [
-    1.0654385000066214e-05,
-    1.4201929999941854e-05,
-    1.5091552499981731e-05
+    6.962717499998661e-06,
+    8.322067500010633e-06,
+    8.844849999967153e-06
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 1.126932663222149e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00014643732768793898,
+   "max": 9.57773340245088e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0654385000066214e-05,
+   "host_canary_seconds": 6.962717499998661e-06,
    "pass_seconds": [
-    4.164533689618112e-05,
+    3.552132969101272e-05,
     0.0,
-    1.126932663222149e-05
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0654385000066214e-05,
-    1.4201929999941854e-05,
-    1.5091552499981731e-05
+    6.962717499998661e-06,
+    8.322067500010633e-06,
+    8.844849999967153e-06
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 2.08320003002882e-05,
-   "min": 1.7503999173641206e-05,
-   "max": 5.3984001278877256e-05,
+   "seconds": 1.2480000033974648e-05,
+   "min": 9.79200005531311e-06,
+   "max": 4.310400038957596e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0786025000015799e-05,
+   "host_canary_seconds": 8.436952499994986e-06,
    "pass_seconds": [
-    1.8912000581622124e-05,
-    2.08320003002882e-05,
-    2.3584000766277314e-05
+    1.0304000228643417e-05,
+    1.2480000033974648e-05,
+    1.2992000207304955e-05
    ],
    "pass_host_canary_seconds": [
-    1.0786025000015799e-05,
-    1.4196127499914724e-05,
-    1.4953382499953705e-05
+    8.436952499994986e-06,
+    8.525947500039877e-06,
+    8.914814999982923e-06
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.529333256185056e-05,
+   "max": 4.342533399661384e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0786025000015799e-05,
+   "host_canary_seconds": 8.436952499994986e-06,
    "pass_seconds": [
-    2.673332951962951e-05,
+    1.9745332499345163e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0786025000015799e-05,
-    1.4196127499914724e-05,
-    1.4953382499953705e-05
+    8.436952499994986e-06,
+    8.525947500039877e-06,
+    8.914814999982923e-06
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.673600032925606e-05,
-   "min": 2.380800060927868e-05,
-   "max": 8.777599781751632e-05,
+   "seconds": 2.160000056028366e-05,
+   "min": 1.9840000197291375e-05,
+   "max": 6.220800057053566e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0777972499980138e-05,
+   "host_canary_seconds": 9.10475250000431e-06,
    "pass_seconds": [
-    3.961599990725517e-05,
-    3.625600039958954e-05,
-    3.673600032925606e-05
+    3.5424001514911655e-05,
+    2.160000056028366e-05,
+    2.1215999498963357e-05
    ],
    "pass_host_canary_seconds": [
-    1.0777972499980138e-05,
-    1.431587499993725e-05,
-    1.512155749999522e-05
+    9.10475250000431e-06,
+    8.496462499998358e-06,
+    8.952357500007223e-06
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.434932559728624e-05,
+   "max": 5.337733154495558e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0777972499980138e-05,
+   "host_canary_seconds": 9.10475250000431e-06,
    "pass_seconds": [
-    2.8621330857276942e-05,
+    2.54733276863893e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0777972499980138e-05,
-    1.431587499993725e-05,
-    1.512155749999522e-05
+    9.10475250000431e-06,
+    8.496462499998358e-06,
+    8.952357500007223e-06
    ]
   },
   "layer_forward_slice": {
-   "seconds": 2.2752000018954278e-05,
-   "min": 1.961600035429001e-05,
-   "max": 4.169600084424019e-05,
+   "seconds": 1.4208000153303147e-05,
+   "min": 1.2703999876976014e-05,
+   "max": 3.6416001617908476e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0774432499971454e-05,
+   "host_canary_seconds": 8.221462499999888e-06,
    "pass_seconds": [
-    2.1056000143289565e-05,
-    2.2752000018954278e-05,
-    2.8319999575614928e-05
+    2.08320003002882e-05,
+    1.360000018030405e-05,
+    1.4208000153303147e-05
    ],
    "pass_host_canary_seconds": [
-    1.0774432499971454e-05,
-    1.4398464999985094e-05,
-    1.4421537500055592e-05
+    8.221462499999888e-06,
+    8.380475000002718e-06,
+    8.613659999987532e-06
    ]
   },
   "layer_backward_slice": {
-   "seconds": 2.4871997535228695e-05,
-   "min": 0.0,
-   "max": 0.0001300239935517311,
+   "seconds": 1.4332004201908906e-05,
+   "min": 3.362664642433361e-06,
+   "max": 9.61933390547832e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0774432499971454e-05,
+   "host_canary_seconds": 8.221462499999888e-06,
    "pass_seconds": [
-    5.498933047056202e-05,
-    2.4871997535228695e-05,
-    0.0
+    3.580933374663194e-05,
+    1.4332004201908906e-05,
+    9.858669402698704e-06
    ],
    "pass_host_canary_seconds": [
-    1.0774432499971454e-05,
-    1.4398464999985094e-05,
-    1.4421537500055592e-05
+    8.221462499999888e-06,
+    8.380475000002718e-06,
+    8.613659999987532e-06
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.9840001612901684e-05,
-   "min": 3.632000088691711e-05,
-   "max": 8.736000210046769e-05,
+   "seconds": 2.300800010561943e-05,
+   "min": 1.9999999552965164e-05,
+   "max": 5.356800183653831e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.069983749999892e-05,
+   "host_canary_seconds": 8.197677500003664e-06,
    "pass_seconds": [
-    3.9840001612901684e-05,
-    3.8784001022577287e-05,
-    4.540799930691719e-05
+    3.7631999701261523e-05,
+    2.300800010561943e-05,
+    2.112000063061714e-05
    ],
    "pass_host_canary_seconds": [
-    1.069983749999892e-05,
-    1.4320119999950975e-05,
-    1.4458010000097944e-05
+    8.197677500003664e-06,
+    8.622587500006773e-06,
+    8.139424999988875e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 2.5511996820569007e-05,
-   "min": 0.0,
-   "max": 0.00027393332123756413,
+   "seconds": 2.2658670010666088e-05,
+   "min": 1.0466666581730085e-05,
+   "max": 0.00015794800718625386,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.069983749999892e-05,
+   "host_canary_seconds": 8.197677500003664e-06,
    "pass_seconds": [
-    7.386933267116551e-05,
-    2.5511996820569007e-05,
-    1.7061329757173815e-05
+    4.672133674224219e-05,
+    2.175600578387578e-05,
+    2.2658670010666088e-05
    ],
    "pass_host_canary_seconds": [
-    1.069983749999892e-05,
-    1.4320119999950975e-05,
-    1.4458010000097944e-05
+    8.197677500003664e-06,
+    8.622587500006773e-06,
+    8.139424999988875e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 2.3007239259424662e-05,
-   "min": 1.7323429385821024e-05,
-   "max": 2.6222476469618935e-05,
+   "seconds": 1.4070095671784308e-05,
+   "min": 9.910094773485548e-06,
+   "max": 1.544761914937269e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3181,26 +3181,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7151999771595004e-05,
-    9.475199878215789e-05,
-    0.00029888001084327697
+    3.004799969494343e-05,
+    4.659200087189674e-05,
+    0.00017430399358272554
    ],
-   "host_canary_seconds": 1.0413979999981393e-05,
+   "host_canary_seconds": 6.31184500001325e-06,
    "pass_seconds": [
-    1.7323429385821024e-05,
-    2.3007239259424662e-05,
-    2.6222476469618935e-05
+    9.910094773485548e-06,
+    1.544761914937269e-05,
+    1.4070095671784308e-05
    ],
    "pass_host_canary_seconds": [
-    1.0413979999981393e-05,
-    1.4214202499971406e-05,
-    1.547671000011519e-05
+    6.31184500001325e-06,
+    8.579069999967715e-06,
+    8.450847500007796e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.7452950633707497e-05,
-   "min": 7.748568341845565e-07,
-   "max": 2.0121904533533828e-05,
+   "seconds": 8.125713449858481e-06,
+   "min": 7.895618854534058e-06,
+   "max": 9.785143126334464e-06,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3209,26 +3209,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014828799664974213,
-    0.00025004801154136655,
-    0.00043558400869369505
+    9.504000097513199e-05,
+    0.00013104000687599182,
+    0.00035631999373435973
    ],
-   "host_canary_seconds": 1.0413979999981393e-05,
+   "host_canary_seconds": 6.31184500001325e-06,
    "pass_seconds": [
-    7.748568341845565e-07,
-    1.7452950633707497e-05,
-    2.0121904533533828e-05
+    7.895618854534058e-06,
+    8.125713449858481e-06,
+    9.785143126334464e-06
    ],
    "pass_host_canary_seconds": [
-    1.0413979999981393e-05,
-    1.4214202499971406e-05,
-    1.547671000011519e-05
+    6.31184500001325e-06,
+    8.579069999967715e-06,
+    8.450847500007796e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 2.229333385115578e-05,
-   "min": 2.1323428622313907e-05,
-   "max": 2.4215618591933022e-05,
+   "seconds": 1.3962666903223308e-05,
+   "min": 1.0364952452835583e-05,
+   "max": 1.4491429108948933e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3237,26 +3237,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.129599988460541e-05,
-    6.662400066852569e-05,
-    0.00034160000085830687
+    2.9408000409603118e-05,
+    6.1023999005556104e-05,
+    0.00018505600094795226
    ],
-   "host_canary_seconds": 1.0556184999970242e-05,
+   "host_canary_seconds": 6.323660000013831e-06,
    "pass_seconds": [
-    2.1323428622313907e-05,
-    2.4215618591933022e-05,
-    2.229333385115578e-05
+    1.0364952452835583e-05,
+    1.3962666903223308e-05,
+    1.4491429108948933e-05
    ],
    "pass_host_canary_seconds": [
-    1.0556184999970242e-05,
-    1.4198825000022452e-05,
-    1.524983999999563e-05
+    6.323660000013831e-06,
+    8.272004999980708e-06,
+    8.612179999971659e-06
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 2.5888761948971525e-05,
-   "min": 2.4803046314489275e-05,
-   "max": 3.28510476364976e-05,
+   "seconds": 1.045485736713523e-05,
+   "min": 1.0138666523354396e-05,
+   "max": 1.0732189885207582e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3265,98 +3265,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013196800649166107,
-    0.0003375680148601532,
-    0.0008462719917297363
+    0.00010409600287675858,
+    0.0001459839940071106,
+    0.0004095360040664673
    ],
-   "host_canary_seconds": 1.0556184999970242e-05,
+   "host_canary_seconds": 6.323660000013831e-06,
    "pass_seconds": [
-    2.4803046314489275e-05,
-    3.28510476364976e-05,
-    2.5888761948971525e-05
+    1.045485736713523e-05,
+    1.0732189885207582e-05,
+    1.0138666523354396e-05
    ],
    "pass_host_canary_seconds": [
-    1.0556184999970242e-05,
-    1.4198825000022452e-05,
-    1.524983999999563e-05
+    6.323660000013831e-06,
+    8.272004999980708e-06,
+    8.612179999971659e-06
    ]
   },
   "layer_forward_cat": {
-   "seconds": 4.2431998997926714e-05,
-   "min": 2.6335999369621275e-05,
-   "max": 7.423999905586243e-05,
+   "seconds": 2.127999998629093e-05,
+   "min": 1.542400009930134e-05,
+   "max": 3.913599997758865e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0403495000019803e-05,
+   "host_canary_seconds": 6.272017500013049e-06,
    "pass_seconds": [
-    2.97279991209507e-05,
-    4.864000156521797e-05,
-    4.2431998997926714e-05
+    1.7247999086976052e-05,
+    2.127999998629093e-05,
+    2.2943999618291856e-05
    ],
    "pass_host_canary_seconds": [
-    1.0403495000019803e-05,
-    1.485624750003467e-05,
-    1.5570950000025618e-05
+    6.272017500013049e-06,
+    8.299499999999682e-06,
+    8.632184999974868e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 6.109599955379962e-05,
+   "seconds": 2.6906669760744034e-06,
    "min": 0.0,
-   "max": 0.0003289093226194382,
+   "max": 0.0001382746711994211,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0403495000019803e-05,
+   "host_canary_seconds": 6.272017500013049e-06,
    "pass_seconds": [
-    6.21573328971863e-05,
-    6.109599955379962e-05,
-    0.0
+    6.46533009906611e-06,
+    2.524002765615785e-06,
+    2.6906669760744034e-06
    ],
    "pass_host_canary_seconds": [
-    1.0403495000019803e-05,
-    1.485624750003467e-05,
-    1.5570950000025618e-05
+    6.272017500013049e-06,
+    8.299499999999682e-06,
+    8.632184999974868e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 6.812799721956253e-05,
-   "min": 4.6783998608589174e-05,
-   "max": 0.000102463997900486,
+   "seconds": 3.177599981427193e-05,
+   "min": 2.438399940729141e-05,
+   "max": 5.427199974656105e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.032496000000549e-05,
+   "host_canary_seconds": 6.2144624999938e-06,
    "pass_seconds": [
-    5.219199880957604e-05,
-    7.440000027418137e-05,
-    6.812799721956253e-05
+    2.751999907195568e-05,
+    3.177599981427193e-05,
+    3.443200141191483e-05
    ],
    "pass_host_canary_seconds": [
-    1.032496000000549e-05,
-    1.4722564999942733e-05,
-    1.56926374999955e-05
+    6.2144624999938e-06,
+    8.270125000002793e-06,
+    8.581752499985383e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 8.835999481379984e-05,
+   "seconds": 8.25866839538021e-06,
    "min": 0.0,
-   "max": 0.00023760799877345563,
+   "max": 3.609733593960604e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.032496000000549e-05,
+   "host_canary_seconds": 6.2144624999938e-06,
    "pass_seconds": [
-    0.00011646132916212083,
-    8.835999481379984e-05,
-    0.0
+    9.793336813648551e-06,
+    3.356007238229113e-06,
+    8.25866839538021e-06
    ],
    "pass_host_canary_seconds": [
-    1.032496000000549e-05,
-    1.4722564999942733e-05,
-    1.56926374999955e-05
+    6.2144624999938e-06,
+    8.270125000002793e-06,
+    8.581752499985383e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00015605714988140834,
-   "min": 6.784762158280328e-05,
-   "max": 0.00016001371045907338,
+   "seconds": 8.367999607608432e-05,
+   "min": 8.252494853167306e-05,
+   "max": 0.00010144686024813426,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3365,26 +3365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012905600666999816,
-    0.0004587840139865875,
-    0.0011888320446014405
+    8.857599645853042e-05,
+    0.0003854080140590668,
+    0.0016077760457992554
    ],
-   "host_canary_seconds": 9.757140000061782e-06,
+   "host_canary_seconds": 8.617117499998272e-06,
    "pass_seconds": [
-    6.784762158280328e-05,
-    0.00016001371045907338,
-    0.00015605714988140834
+    0.00010144686024813426,
+    8.367999607608432e-05,
+    8.252494853167306e-05
    ],
    "pass_host_canary_seconds": [
-    9.757140000061782e-06,
-    1.4395097499999565e-05,
-    1.4503277500068634e-05
+    8.617117499998272e-06,
+    8.528302500003804e-06,
+    8.692239999987805e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00020448455995037445,
-   "min": 0.00017855389132386164,
-   "max": 0.00022635275054545633,
+   "seconds": 0.00016715733990782777,
+   "min": 0.0001155291465776307,
+   "max": 0.00018542552810339703,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3393,26 +3393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046374401450157164,
-    0.0011851199865341186,
-    0.004153823852539063
+    0.0003264639973640442,
+    0.0011695359945297242,
+    0.0036451520919799805
    ],
-   "host_canary_seconds": 9.757140000061782e-06,
+   "host_canary_seconds": 8.617117499998272e-06,
    "pass_seconds": [
-    0.00017855389132386164,
-    0.00022635275054545633,
-    0.00020448455995037445
+    0.0001155291465776307,
+    0.00016715733990782777,
+    0.00018542552810339703
    ],
    "pass_host_canary_seconds": [
-    9.757140000061782e-06,
-    1.4395097499999565e-05,
-    1.4503277500068634e-05
+    8.617117499998272e-06,
+    8.528302500003804e-06,
+    8.692239999987805e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00012647238728545962,
-   "min": 0.00011787047485510507,
-   "max": 0.00013616761423292613,
+   "seconds": 9.558095428205671e-05,
+   "min": 5.507657073792957e-05,
+   "max": 0.00013102856952519645,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,26 +3421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015382400155067443,
-    0.0004843200147151947,
-    0.0019141759872436524
+    0.00014851200580596923,
+    0.00045062398910522463,
+    0.0010202879905700684
    ],
-   "host_canary_seconds": 9.781124999932444e-06,
+   "host_canary_seconds": 6.136190000010089e-06,
    "pass_seconds": [
-    0.00011787047485510507,
-    0.00012647238728545962,
-    0.00013616761423292613
+    5.507657073792957e-05,
+    0.00013102856952519645,
+    9.558095428205671e-05
    ],
    "pass_host_canary_seconds": [
-    9.781124999932444e-06,
-    1.3323860000014064e-05,
-    1.3597380000049953e-05
+    6.136190000010089e-06,
+    8.48680250001621e-06,
+    9.523290000039709e-06
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00021635582049687706,
-   "min": 0.00014236267336777277,
-   "max": 0.00025738133490085596,
+   "seconds": 0.00011804953075590588,
+   "min": 0.00010631085471028373,
+   "max": 0.00016543543161380868,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3449,26 +3449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003477120101451874,
-    0.00134553599357605,
-    0.0043235840797424315
+    0.0005165119767189026,
+    0.0012440320253372193,
+    0.003182784080505371
    ],
-   "host_canary_seconds": 9.781124999932444e-06,
+   "host_canary_seconds": 6.136190000010089e-06,
    "pass_seconds": [
-    0.00014236267336777277,
-    0.00025738133490085596,
-    0.00021635582049687706
+    0.00011804953075590588,
+    0.00010631085471028373,
+    0.00016543543161380868
    ],
    "pass_host_canary_seconds": [
-    9.781124999932444e-06,
-    1.3323860000014064e-05,
-    1.3597380000049953e-05
+    6.136190000010089e-06,
+    8.48680250001621e-06,
+    9.523290000039709e-06
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0004032495149544307,
-   "min": 0.0003963299109822227,
-   "max": 0.0005483794538747697,
+   "seconds": 0.00022584761963004158,
+   "min": 0.00017833523452281952,
+   "max": 0.00024725181148165746,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3477,26 +3477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004073280096054077,
-    0.0013867839574813843,
-    0.006282432079315186
+    0.000201215997338295,
+    0.0007544000148773193,
+    0.0028823039531707764
    ],
-   "host_canary_seconds": 1.0056644999991703e-05,
+   "host_canary_seconds": 6.090534999998454e-06,
    "pass_seconds": [
-    0.0003963299109822227,
-    0.0005483794538747697,
-    0.0004032495149544307
+    0.00017833523452281952,
+    0.00022584761963004158,
+    0.00024725181148165746
    ],
    "pass_host_canary_seconds": [
-    1.0056644999991703e-05,
-    1.5630215000044245e-05,
-    1.3987524999947709e-05
+    6.090534999998454e-06,
+    8.571970000019746e-06,
+    9.06033000003248e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0007707116930257705,
-   "min": 0.0004467703189168657,
-   "max": 0.0009332609928789592,
+   "seconds": 0.00042736533709934776,
+   "min": 0.00036045712019715985,
+   "max": 0.0006607184913896379,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3505,26 +3505,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001531327962875366,
-    0.004898399829864502,
-    0.014457088470458984
+    0.0012546240091323854,
+    0.0030420799255371092,
+    0.009393535614013671
    ],
-   "host_canary_seconds": 1.0056644999991703e-05,
+   "host_canary_seconds": 6.090534999998454e-06,
    "pass_seconds": [
-    0.0004467703189168657,
-    0.0009332609928789592,
-    0.0007707116930257705
+    0.00036045712019715985,
+    0.0006607184913896379,
+    0.00042736533709934776
    ],
    "pass_host_canary_seconds": [
-    1.0056644999991703e-05,
-    1.5630215000044245e-05,
-    1.3987524999947709e-05
+    6.090534999998454e-06,
+    8.571970000019746e-06,
+    9.06033000003248e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0003317218962169829,
-   "min": 0.00025481599427404854,
-   "max": 0.0003990057082403274,
+   "seconds": 0.0002944891367639814,
+   "min": 0.00023562057387261162,
+   "max": 0.00047156343289784017,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3533,26 +3533,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00038086399435997007,
-    0.001967360019683838,
-    0.004477119922637939
+    0.0003124159872531891,
+    0.0010676480531692505,
+    0.0038628480434417726
    ],
-   "host_canary_seconds": 7.302304999967646e-06,
+   "host_canary_seconds": 6.6721474999908994e-06,
    "pass_seconds": [
-    0.00025481599427404854,
-    0.0003990057082403274,
-    0.0003317218962169829
+    0.00023562057387261162,
+    0.00047156343289784017,
+    0.0002944891367639814
    ],
    "pass_host_canary_seconds": [
-    7.302304999967646e-06,
-    1.3364877499952854e-05,
-    1.0468454999994493e-05
+    6.6721474999908994e-06,
+    9.074902500039174e-06,
+    8.38692499996796e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0007854773771195185,
-   "min": 0.0004560586994602567,
-   "max": 0.0012519801798320952,
+   "seconds": 0.0005402026389326368,
+   "min": 0.00041322741338184894,
+   "max": 0.0005831779156412396,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3561,26 +3561,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001561951994895935,
-    0.003662368059158325,
-    0.012214336395263672
+    0.0016461759805679321,
+    0.0044889597892761235,
+    0.01345529556274414
    ],
-   "host_canary_seconds": 7.302304999967646e-06,
+   "host_canary_seconds": 6.6721474999908994e-06,
    "pass_seconds": [
-    0.0004560586994602567,
-    0.0012519801798320952,
-    0.0007854773771195185
+    0.0005402026389326368,
+    0.00041322741338184894,
+    0.0005831779156412396
    ],
    "pass_host_canary_seconds": [
-    7.302304999967646e-06,
-    1.3364877499952854e-05,
-    1.0468454999994493e-05
+    6.6721474999908994e-06,
+    9.074902500039174e-06,
+    8.38692499996796e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.56319987986769e-05,
-   "min": 1.4012190025477183e-05,
-   "max": 2.9478856672843298e-05,
+   "seconds": 1.772571426062357e-05,
+   "min": 1.3404952273482366e-05,
+   "max": 3.16335234258856e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3589,26 +3589,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.534399926662445e-05,
-    6.851200014352798e-05,
-    0.0002359039932489395
+    2.489599958062172e-05,
+    6.467200070619584e-05,
+    0.0002258239984512329
    ],
-   "host_canary_seconds": 7.2019649999788275e-06,
+   "host_canary_seconds": 6.330297500003468e-06,
    "pass_seconds": [
-    1.4012190025477183e-05,
-    2.56319987986769e-05,
-    2.9478856672843298e-05
+    1.3404952273482366e-05,
+    3.16335234258856e-05,
+    1.772571426062357e-05
    ],
    "pass_host_canary_seconds": [
-    7.2019649999788275e-06,
-    1.3583207499934246e-05,
-    1.428053249995287e-05
+    6.330297500003468e-06,
+    1.2905689999982428e-05,
+    8.433737500013193e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.979580977842921e-05,
-   "min": 2.2293334028550555e-05,
-   "max": 6.214019319131261e-05,
+   "seconds": 3.840609497967221e-05,
+   "min": 3.247161546633357e-05,
+   "max": 5.186056877885546e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3617,26 +3617,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015190400183200836,
-    0.0003057279884815216,
-    0.0007114560008049011
+    0.00010652799904346466,
+    0.0002709439992904663,
+    0.000886687994003296
    ],
-   "host_canary_seconds": 7.2019649999788275e-06,
+   "host_canary_seconds": 6.330297500003468e-06,
    "pass_seconds": [
-    2.2293334028550555e-05,
-    6.214019319131261e-05,
-    4.979580977842921e-05
+    3.840609497967221e-05,
+    3.247161546633357e-05,
+    5.186056877885546e-05
    ],
    "pass_host_canary_seconds": [
-    7.2019649999788275e-06,
-    1.3583207499934246e-05,
-    1.428053249995287e-05
+    6.330297500003468e-06,
+    1.2905689999982428e-05,
+    8.433737500013193e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 3.073218926077797e-05,
-   "min": 1.571657100603694e-05,
-   "max": 3.6339048828397474e-05,
+   "seconds": 1.817371430141585e-05,
+   "min": 1.3046095413821085e-05,
+   "max": 2.8109713324478696e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3645,26 +3645,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.577600046992302e-05,
-    7.926400005817413e-05,
-    0.0002703039944171906
+    3.587200120091438e-05,
+    7.401599735021591e-05,
+    0.00023123200237751008
    ],
-   "host_canary_seconds": 7.849389999989853e-06,
+   "host_canary_seconds": 6.297195000009026e-06,
    "pass_seconds": [
-    1.571657100603694e-05,
-    3.6339048828397474e-05,
-    3.073218926077797e-05
+    1.3046095413821085e-05,
+    2.8109713324478696e-05,
+    1.817371430141585e-05
    ],
    "pass_host_canary_seconds": [
-    7.849389999989853e-06,
-    1.4622520000031614e-05,
-    1.420749499999374e-05
+    6.297195000009026e-06,
+    1.0717469999974582e-05,
+    8.566189999967832e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.783009950603759e-05,
-   "min": 4.605714639737493e-05,
-   "max": 7.068038128671194e-05,
+   "seconds": 4.26910508956228e-05,
+   "min": 3.5228953120254334e-05,
+   "max": 5.555428724203792e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3673,26 +3673,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016767999529838562,
-    0.0003160960078239441,
-    0.001081984043121338
+    0.00013116799294948578,
+    0.0002647680044174194,
+    0.0008515520095825196
    ],
-   "host_canary_seconds": 7.849389999989853e-06,
+   "host_canary_seconds": 6.297195000009026e-06,
    "pass_seconds": [
-    4.605714639737493e-05,
-    7.068038128671194e-05,
-    4.783009950603759e-05
+    3.5228953120254334e-05,
+    4.26910508956228e-05,
+    5.555428724203792e-05
    ],
    "pass_host_canary_seconds": [
-    7.849389999989853e-06,
-    1.4622520000031614e-05,
-    1.420749499999374e-05
+    6.297195000009026e-06,
+    1.0717469999974582e-05,
+    8.566189999967832e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 3.762285730668476e-05,
-   "min": 1.7156572214194708e-05,
-   "max": 4.316876402923038e-05,
+   "seconds": 2.0169904366845178e-05,
+   "min": 1.5030856377312117e-05,
+   "max": 2.0632381950105938e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3701,26 +3701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.800000086426735e-05,
-    7.878399640321732e-05,
-    0.0002851200103759766
+    2.5696000084280967e-05,
+    6.79360032081604e-05,
+    0.0002502079904079437
    ],
-   "host_canary_seconds": 7.715360000020156e-06,
+   "host_canary_seconds": 6.3122775000223894e-06,
    "pass_seconds": [
-    1.7156572214194708e-05,
-    4.316876402923038e-05,
-    3.762285730668476e-05
+    1.5030856377312117e-05,
+    2.0632381950105938e-05,
+    2.0169904366845178e-05
    ],
    "pass_host_canary_seconds": [
-    7.715360000020156e-06,
-    1.49003950000548e-05,
-    1.4391560000035498e-05
+    6.3122775000223894e-06,
+    8.599499999988324e-06,
+    8.029722499998116e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.0001289516251002039,
-   "min": 6.713752271164029e-05,
-   "max": 0.00015503389423801787,
+   "seconds": 0.00011196191129939893,
+   "min": 8.667428747174285e-05,
+   "max": 0.00014596800506114962,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3729,26 +3729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018367999792099,
-    0.0006613119840621948,
-    0.0015230079889297485
+    0.00014271999895572662,
+    0.00043167999386787415,
+    0.0016629120111465454
    ],
-   "host_canary_seconds": 7.715360000020156e-06,
+   "host_canary_seconds": 6.3122775000223894e-06,
    "pass_seconds": [
-    6.713752271164029e-05,
-    0.00015503389423801787,
-    0.0001289516251002039
+    8.667428747174285e-05,
+    0.00014596800506114962,
+    0.00011196191129939893
    ],
    "pass_host_canary_seconds": [
-    7.715360000020156e-06,
-    1.49003950000548e-05,
-    1.4391560000035498e-05
+    6.3122775000223894e-06,
+    8.599499999988324e-06,
+    8.029722499998116e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 5.376228441794714e-05,
-   "min": 2.3169524258091337e-05,
-   "max": 6.97417145683652e-05,
+   "seconds": 3.229180829865591e-05,
+   "min": 3.0417523213795257e-05,
+   "max": 3.654933241861207e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3757,26 +3757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.15679994225502e-05,
-    0.00014684799313545227,
-    0.00041436800360679626
+    5.3759999573230744e-05,
+    0.00011680000275373458,
+    0.000586463987827301
    ],
-   "host_canary_seconds": 7.446907500039401e-06,
+   "host_canary_seconds": 8.578330000013067e-06,
    "pass_seconds": [
-    2.3169524258091337e-05,
-    6.97417145683652e-05,
-    5.376228441794714e-05
+    3.654933241861207e-05,
+    3.229180829865591e-05,
+    3.0417523213795257e-05
    ],
    "pass_host_canary_seconds": [
-    7.446907500039401e-06,
-    1.476542999995445e-05,
-    1.4553735000006895e-05
+    8.578330000013067e-06,
+    8.553179999992722e-06,
+    8.170797500000049e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 0.00010628875912654968,
-   "min": 7.946513841549556e-05,
-   "max": 0.00011189256679444084,
+   "seconds": 8.42506693942206e-05,
+   "min": 5.0417521347602197e-05,
+   "max": 8.932267271337055e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3785,1286 +3785,1286 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003147200047969818,
-    0.0007394559979438782,
-    0.001893183946609497
+    0.00018544000387191772,
+    0.0006580479741096496,
+    0.0015605119466781615
    ],
-   "host_canary_seconds": 7.446907500039401e-06,
+   "host_canary_seconds": 8.578330000013067e-06,
    "pass_seconds": [
-    7.946513841549556e-05,
-    0.00011189256679444084,
-    0.00010628875912654968
+    5.0417521347602197e-05,
+    8.932267271337055e-05,
+    8.42506693942206e-05
    ],
    "pass_host_canary_seconds": [
-    7.446907500039401e-06,
-    1.476542999995445e-05,
-    1.4553735000006895e-05
+    8.578330000013067e-06,
+    8.553179999992722e-06,
+    8.170797500000049e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00012665599584579467,
-   "min": 7.366400212049484e-05,
-   "max": 0.00026815998554229737,
+   "seconds": 9.171199798583985e-05,
+   "min": 6.678400188684463e-05,
+   "max": 0.0005496320128440857,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.438245000059851e-06,
+   "host_canary_seconds": 8.60185750001463e-06,
    "pass_seconds": [
-    0.00012665599584579467,
-    0.00021702399849891663,
-    0.00011334399878978729
+    9.171199798583985e-05,
+    0.00012054400146007538,
+    8.57279971241951e-05
    ],
    "pass_host_canary_seconds": [
-    7.438245000059851e-06,
-    1.5149259999986952e-05,
-    1.4536630000065997e-05
+    8.60185750001463e-06,
+    8.427570000009155e-06,
+    8.503654999998389e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 8.803199976682663e-05,
-   "min": 6.191999837756157e-05,
-   "max": 0.00032627201080322264,
+   "seconds": 6.65920004248619e-05,
+   "min": 5.1552001386880875e-05,
+   "max": 0.0003220160007476807,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.438245000059851e-06,
+   "host_canary_seconds": 8.60185750001463e-06,
    "pass_seconds": [
-    7.673600316047669e-05,
-    0.00015164799988269805,
-    8.803199976682663e-05
+    6.65920004248619e-05,
+    7.184000313282012e-05,
+    6.58240020275116e-05
    ],
    "pass_host_canary_seconds": [
-    7.438245000059851e-06,
-    1.5149259999986952e-05,
-    1.4536630000065997e-05
+    8.60185750001463e-06,
+    8.427570000009155e-06,
+    8.503654999998389e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00012559999525547027,
-   "min": 8.303999900817871e-05,
-   "max": 0.00026950401067733765,
+   "seconds": 0.000102463997900486,
+   "min": 7.171200215816498e-05,
+   "max": 0.00035654398798942564,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.506359999922552e-06,
+   "host_canary_seconds": 8.563275000028624e-06,
    "pass_seconds": [
-    0.00012559999525547027,
-    0.00022732800245285034,
-    0.00012095999717712403
+    0.00010371199995279312,
+    0.000102463997900486,
+    8.560000360012055e-05
    ],
    "pass_host_canary_seconds": [
-    7.506359999922552e-06,
-    1.5170232499883695e-05,
-    1.460424000001126e-05
+    8.563275000028624e-06,
+    8.339020000036613e-06,
+    8.36790999997561e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00013974399864673614,
-   "min": 8.300799876451493e-05,
-   "max": 0.0006021760106086731,
+   "seconds": 0.00011711999773979187,
+   "min": 8.65280032157898e-05,
+   "max": 0.000443807989358902,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.506359999922552e-06,
+   "host_canary_seconds": 8.563275000028624e-06,
    "pass_seconds": [
-    0.00013366399705410005,
-    0.0002174080014228821,
-    0.00013974399864673614
+    0.00011711999773979187,
+    0.00018835200369358063,
+    9.836799651384353e-05
    ],
    "pass_host_canary_seconds": [
-    7.506359999922552e-06,
-    1.5170232499883695e-05,
-    1.460424000001126e-05
+    8.563275000028624e-06,
+    8.339020000036613e-06,
+    8.36790999997561e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00022787647247314455,
-   "min": 0.0001623276710510254,
-   "max": 0.0005368511962890625,
+   "seconds": 0.00015475456237792968,
+   "min": 0.00012973823547363282,
+   "max": 0.00018646015167236328,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.869164999974032e-06,
+   "host_canary_seconds": 8.996364999980244e-06,
    "pass_seconds": [
-    0.00017861696243286134,
-    0.0004795129776000977,
-    0.00022787647247314455
+    0.0001687014389038086,
+    0.00015475456237792968,
+    0.00013467071533203125
    ],
    "pass_host_canary_seconds": [
-    7.869164999974032e-06,
-    1.5105359999978418e-05,
-    1.4676340000079335e-05
+    8.996364999980244e-06,
+    8.765144999998142e-06,
+    8.465999999955898e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005716646575927735,
-   "min": 0.0003021824073791504,
-   "max": 0.0009061888122558594,
+   "seconds": 0.00028668607711791993,
+   "min": 0.00021191743850708006,
+   "max": 0.0004053587341308594,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.429679999972905e-06,
+   "host_canary_seconds": 8.940785000000062e-06,
    "pass_seconds": [
-    0.0003219411087036133,
-    0.0008717817687988282,
-    0.0005716646575927735
+    0.00030260160446166995,
+    0.00028668607711791993,
+    0.00025938240051269533
    ],
    "pass_host_canary_seconds": [
-    7.429679999972905e-06,
-    1.526828499990529e-05,
-    1.7613634999946724e-05
+    8.940785000000062e-06,
+    8.765144999998142e-06,
+    8.465999999955898e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00016810623168945314,
-   "min": 0.00010385536193847656,
-   "max": 0.0001965772819519043,
+   "seconds": 0.00010618111610412598,
+   "min": 8.673919677734374e-05,
+   "max": 0.00014536128044128417,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.595890000118289e-06,
+   "host_canary_seconds": 6.156032500008735e-06,
    "pass_seconds": [
-    0.00013785535812377932,
-    0.00016810623168945314,
-    0.00017916736602783205
+    8.910335540771485e-05,
+    0.0001263263988494873,
+    0.00010618111610412598
    ],
    "pass_host_canary_seconds": [
-    7.595890000118289e-06,
-    1.4843859999942311e-05,
-    1.640093000006004e-05
+    6.156032500008735e-06,
+    8.929015000020967e-06,
+    8.493737500003817e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00032630401611328125,
-   "min": 0.0001839206314086914,
-   "max": 0.0006435788726806641,
+   "seconds": 0.0001925299263000488,
+   "min": 0.0001522208023071289,
+   "max": 0.00023659839630126952,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.407789999973602e-06,
+   "host_canary_seconds": 6.216134999981193e-06,
    "pass_seconds": [
-    0.00020680320739746092,
-    0.00032630401611328125,
-    0.00034699840545654296
+    0.0001551756763458252,
+    0.00019391103744506835,
+    0.0001925299263000488
    ],
    "pass_host_canary_seconds": [
-    7.407789999973602e-06,
-    1.4960734999931446e-05,
-    1.490600500005712e-05
+    6.216134999981193e-06,
+    8.942262500006849e-06,
+    8.52203999997414e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00017674943923950197,
-   "min": 0.00012614336013793946,
-   "max": 0.0003240403366088867,
+   "seconds": 0.00010779711723327636,
+   "min": 8.926079750061036e-05,
+   "max": 0.0001460319995880127,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.320545000055745e-06,
+   "host_canary_seconds": 5.995537499980941e-06,
    "pass_seconds": [
-    0.00013913663864135743,
-    0.00017674943923950197,
-    0.00030338048934936524
+    9.414655685424805e-05,
+    0.00011416383743286132,
+    0.00010779711723327636
    ],
    "pass_host_canary_seconds": [
-    7.320545000055745e-06,
-    1.4936710000057474e-05,
-    1.490600500005712e-05
+    5.995537499980941e-06,
+    8.509935000020619e-06,
+    8.60165999995388e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0003159481620788574,
-   "min": 0.000233054084777832,
-   "max": 0.0006449247741699218,
+   "seconds": 0.00018082624435424805,
+   "min": 0.00015140800476074219,
+   "max": 0.0002532147216796875,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.833877499971776e-06,
+   "host_canary_seconds": 6.167780000012612e-06,
    "pass_seconds": [
-    0.00027017856597900394,
-    0.0003159481620788574,
-    0.0006272870254516602
+    0.0001542246437072754,
+    0.0002333113670349121,
+    0.00018082624435424805
    ],
    "pass_host_canary_seconds": [
-    9.833877499971776e-06,
-    1.421757000002799e-05,
-    1.4631722500055844e-05
+    6.167780000012612e-06,
+    8.558695000004946e-06,
+    8.58536500000895e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00023601087570190429,
-   "min": 0.00015174528121948244,
-   "max": 0.00027071168899536134,
+   "seconds": 0.00013783424377441408,
+   "min": 0.00011973631858825684,
+   "max": 0.0002667302322387695,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.08066999997459e-06,
+   "host_canary_seconds": 6.142515000000514e-06,
    "pass_seconds": [
-    0.00015546560287475587,
-    0.00023601087570190429,
-    0.0002674483108520508
+    0.000127010555267334,
+    0.00014467647552490235,
+    0.00013783424377441408
    ],
    "pass_host_canary_seconds": [
-    9.08066999997459e-06,
-    1.4215790000093875e-05,
-    1.3616244999994365e-05
+    6.142515000000514e-06,
+    8.341255000061665e-06,
+    8.595250000027476e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0005511840057373048,
-   "min": 0.0002890566444396973,
-   "max": 0.0008029305267333984,
+   "seconds": 0.00028038848876953126,
+   "min": 0.00021858240127563478,
+   "max": 0.0005193945693969727,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.914122500025656e-06,
+   "host_canary_seconds": 6.177010000030237e-06,
    "pass_seconds": [
-    0.000354087028503418,
-    0.0005511840057373048,
-    0.0007717081451416016
+    0.00023073343276977537,
+    0.00045510719299316404,
+    0.00028038848876953126
    ],
    "pass_host_canary_seconds": [
-    7.914122500025656e-06,
-    1.4338054999996074e-05,
-    1.4567189999894481e-05
+    6.177010000030237e-06,
+    8.437354999983881e-06,
+    8.651714999956539e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00040327297210693356,
-   "min": 0.00015536704063415528,
-   "max": 0.0005249651336669923,
+   "seconds": 0.00014981632232666014,
+   "min": 0.00011508928298950196,
+   "max": 0.00018805952072143556,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0396162499972662e-05,
+   "host_canary_seconds": 6.011864999990735e-06,
    "pass_seconds": [
-    0.0002163532829284668,
-    0.00040327297210693356,
-    0.0004891033554077148
+    0.00012581631660461427,
+    0.0001573465633392334,
+    0.00014981632232666014
    ],
    "pass_host_canary_seconds": [
-    1.0396162499972662e-05,
-    1.4564350000085824e-05,
-    1.4403499999957603e-05
+    6.011864999990735e-06,
+    8.816845000012563e-06,
+    8.453060000022105e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0006344505691528321,
-   "min": 0.000474532470703125,
-   "max": 0.000995707550048828,
+   "seconds": 0.00028118656158447266,
+   "min": 0.00022137023925781249,
+   "max": 0.00040959167480468755,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.050770000006196e-05,
+   "host_canary_seconds": 6.407782500001957e-06,
    "pass_seconds": [
-    0.0005390982437133789,
-    0.00069723388671875,
-    0.0006344505691528321
+    0.00023976896286010744,
+    0.00028118656158447266,
+    0.00030908672332763675
    ],
    "pass_host_canary_seconds": [
-    1.050770000006196e-05,
-    1.4274985000071183e-05,
-    1.4001770000078295e-05
+    6.407782500001957e-06,
+    8.470334999977069e-06,
+    8.319690000035962e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0002837273597717285,
-   "min": 0.00020921344757080077,
-   "max": 0.00040832000732421875,
+   "seconds": 0.00014067775726318358,
+   "min": 0.00012017408370971679,
+   "max": 0.0001795846366882324,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0928375000105461e-05,
+   "host_canary_seconds": 6.63853500000755e-06,
    "pass_seconds": [
-    0.00023962112426757814,
-    0.0002837273597717285,
-    0.00033160446166992185
+    0.00012569343566894533,
+    0.00014460800170898436,
+    0.00014067775726318358
    ],
    "pass_host_canary_seconds": [
-    1.0928375000105461e-05,
-    1.4315560000000005e-05,
-    1.5429604999894764e-05
+    6.63853500000755e-06,
+    8.427535000024023e-06,
+    8.286194999982399e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00026823936462402344,
-   "min": 0.0002139155197143555,
-   "max": 0.0003887571334838867,
+   "seconds": 0.00016849983215332033,
+   "min": 0.000138089599609375,
+   "max": 0.00022152767181396485,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0287330000124938e-05,
+   "host_canary_seconds": 6.622954999997433e-06,
    "pass_seconds": [
-    0.00026298240661621095,
-    0.00026823936462402344,
-    0.00037510784149169925
+    0.0001439731216430664,
+    0.00016849983215332033,
+    0.0001880473518371582
    ],
    "pass_host_canary_seconds": [
-    1.0287330000124938e-05,
-    1.4237369999960947e-05,
-    1.5769224999999664e-05
+    6.622954999997433e-06,
+    8.46624000004681e-06,
+    1.1636497499978305e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001677984046936035,
-   "min": 0.00013080127716064453,
-   "max": 0.0002493126487731934,
+   "seconds": 9.067904472351075e-05,
+   "min": 8.465984344482421e-05,
+   "max": 0.0001362758445739746,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0058419999978695e-05,
+   "host_canary_seconds": 6.415187500010688e-06,
    "pass_seconds": [
-    0.00013969728469848632,
-    0.0001677984046936035,
-    0.00021064960479736327
+    8.616512298583984e-05,
+    0.00010279744148254395,
+    9.067904472351075e-05
    ],
    "pass_host_canary_seconds": [
-    1.0058419999978695e-05,
-    1.4631352499989704e-05,
-    1.589081999995301e-05
+    6.415187500010688e-06,
+    8.399645000061186e-06,
+    7.3401174999432325e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00021204351425170898,
-   "min": 0.0001722636795043945,
-   "max": 0.0002497766494750977,
+   "seconds": 0.00010804351806640624,
+   "min": 0.00010052672386169433,
+   "max": 0.0001600320053100586,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0695674999965377e-05,
+   "host_canary_seconds": 6.220107499999016e-06,
    "pass_seconds": [
-    0.00021204351425170898,
-    0.00019856319427490236,
-    0.00024628671646118164
+    0.00010284864425659179,
+    0.000127324800491333,
+    0.00010804351806640624
    ],
    "pass_host_canary_seconds": [
-    1.0695674999965377e-05,
-    1.4541340000064907e-05,
-    1.5213579999908688e-05
+    6.220107499999016e-06,
+    8.281269999983465e-06,
+    7.596627500028319e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00027764352798461913,
-   "min": 0.00024201919555664063,
-   "max": 0.0003700371170043945,
+   "seconds": 0.0001495251178741455,
+   "min": 0.000134138240814209,
+   "max": 0.00023352767944335935,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1055244999909064e-05,
+   "host_canary_seconds": 6.194274999984372e-06,
    "pass_seconds": [
-    0.00027291967391967776,
-    0.00027764352798461913,
-    0.0003550387191772461
+    0.00014027008056640626,
+    0.00019974208831787107,
+    0.0001495251178741455
    ],
    "pass_host_canary_seconds": [
-    1.1055244999909064e-05,
-    1.4467510000031326e-05,
-    1.545710000002032e-05
+    6.194274999984372e-06,
+    1.212468500000341e-05,
+    7.538414999999077e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00032846401214599606,
-   "min": 0.00023984447479248047,
-   "max": 0.0005142559814453125,
+   "seconds": 0.00016988927841186523,
+   "min": 0.00015379008293151853,
+   "max": 0.00025162368774414064,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1123514999908934e-05,
+   "host_canary_seconds": 6.385655000009649e-06,
    "pass_seconds": [
-    0.0003148454475402832,
-    0.00032846401214599606,
-    0.0004411443328857422
+    0.00015857664108276368,
+    0.00022427328109741212,
+    0.00016988927841186523
    ],
    "pass_host_canary_seconds": [
-    1.1123514999908934e-05,
-    1.4514880000007224e-05,
-    1.4896925000016381e-05
+    6.385655000009649e-06,
+    1.2288465000054315e-05,
+    7.333435000020927e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010920319557189942,
-   "min": 8.246720314025879e-05,
-   "max": 0.00014091520309448242,
+   "seconds": 6.560319900512695e-05,
+   "min": 6.231488227844239e-05,
+   "max": 8.058752059936523e-05,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.932775000014658e-06,
+   "host_canary_seconds": 6.326510000000951e-06,
    "pass_seconds": [
-    8.780927658081054e-05,
-    0.00010920319557189942,
-    0.00013721343994140624
+    6.451456069946289e-05,
+    7.225279808044434e-05,
+    6.560319900512695e-05
    ],
    "pass_host_canary_seconds": [
-    7.932775000014658e-06,
-    1.1596429999940482e-05,
-    1.4771565000017973e-05
+    6.326510000000951e-06,
+    8.445014999978184e-06,
+    7.321269999991387e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00013394816398620607,
-   "min": 9.88640022277832e-05,
-   "max": 0.00017178304672241213,
+   "seconds": 8.094783782958984e-05,
+   "min": 7.705920219421387e-05,
+   "max": 0.00017828672409057617,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.949737500003608e-06,
+   "host_canary_seconds": 6.156772499981145e-06,
    "pass_seconds": [
-    0.00010743295669555665,
-    0.00013394816398620607,
-    0.00015053888320922852
+    7.87820816040039e-05,
+    0.00014420096397399902,
+    8.094783782958984e-05
    ],
    "pass_host_canary_seconds": [
-    8.949737500003608e-06,
-    1.3936860000001161e-05,
-    1.4098340000003872e-05
+    6.156772499981145e-06,
+    1.496860000003153e-05,
+    7.5851299999740715e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00010549823760986328,
-   "min": 9.257599830627441e-05,
-   "max": 0.000149169921875,
+   "seconds": 6.526656150817871e-05,
+   "min": 6.095680236816406e-05,
+   "max": 0.00012942463874816894,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.119084999937854e-06,
+   "host_canary_seconds": 6.1526549999868505e-06,
    "pass_seconds": [
-    0.00010370431900024414,
-    0.00011084480285644532,
-    0.00010549823760986328
+    6.215487957000732e-05,
+    9.112832069396972e-05,
+    6.526656150817871e-05
    ],
    "pass_host_canary_seconds": [
-    9.119084999937854e-06,
-    1.4465330000064114e-05,
-    9.788782499953185e-06
+    6.1526549999868505e-06,
+    1.2067622499998265e-05,
+    7.776879999994435e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012623104095458985,
-   "min": 9.835968017578126e-05,
-   "max": 0.0002008576011657715,
+   "seconds": 8.309375762939454e-05,
+   "min": 7.557312011718751e-05,
+   "max": 0.00011335040092468262,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.265862499996502e-06,
+   "host_canary_seconds": 6.1526549999868505e-06,
    "pass_seconds": [
-    0.00010281599998474122,
-    0.00012623104095458985,
-    0.00012721983909606935
+    7.726143836975097e-05,
+    0.00010374143600463867,
+    8.309375762939454e-05
    ],
    "pass_host_canary_seconds": [
-    8.265862499996502e-06,
-    1.218670999989513e-05,
-    1.0071490000029825e-05
+    6.1526549999868505e-06,
+    8.810172500020031e-06,
+    7.990752500006693e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010538944244384766,
-   "min": 8.095552444458008e-05,
-   "max": 0.00020786048889160158,
+   "seconds": 6.2740478515625e-05,
+   "min": 5.9056000709533694e-05,
+   "max": 9.619392395019532e-05,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.667697500011172e-06,
+   "host_canary_seconds": 6.367069999981823e-06,
    "pass_seconds": [
-    0.00010276927947998046,
-    0.0001555897617340088,
-    0.00010538944244384766
+    6.21184015274048e-05,
+    8.821887969970703e-05,
+    6.2740478515625e-05
    ],
    "pass_host_canary_seconds": [
-    7.667697500011172e-06,
-    1.4467829999915694e-05,
-    1.0104045000005614e-05
+    6.367069999981823e-06,
+    8.884155000039584e-06,
+    7.618169999972224e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00012463295936584472,
-   "min": 0.00010198016166687013,
-   "max": 0.0001552499198913574,
+   "seconds": 8.061504364013672e-05,
+   "min": 7.752575874328614e-05,
+   "max": 0.00012854847908020018,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.857132500035391e-06,
+   "host_canary_seconds": 6.4591649999989895e-06,
    "pass_seconds": [
-    0.0001164345645904541,
-    0.0001290816020965576,
-    0.00012463295936584472
+    7.933055877685548e-05,
+    0.00010273344039916991,
+    8.061504364013672e-05
    ],
    "pass_host_canary_seconds": [
-    7.857132500035391e-06,
-    1.0370795000085308e-05,
-    1.0556900000082691e-05
+    6.4591649999989895e-06,
+    8.547677499990413e-06,
+    7.5648949999873596e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010216511726379395,
-   "min": 8.634304046630859e-05,
-   "max": 0.00011859583854675292,
+   "seconds": 6.638336181640625e-05,
+   "min": 6.306560039520264e-05,
+   "max": 0.0001044223976135254,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.731569999904763e-06,
+   "host_canary_seconds": 6.449819999971851e-06,
    "pass_seconds": [
-    9.185343742370607e-05,
-    0.00010606719970703124,
-    0.00010216511726379395
+    6.447807788848876e-05,
+    8.661824226379395e-05,
+    6.638336181640625e-05
    ],
    "pass_host_canary_seconds": [
-    7.731569999904763e-06,
-    1.0323809999945866e-05,
-    1.0475075000044854e-05
+    6.449819999971851e-06,
+    8.406742499964536e-06,
+    8.028809999984788e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012109631538391113,
-   "min": 9.277119636535644e-05,
-   "max": 0.00017580671310424802,
+   "seconds": 8.06553554534912e-05,
+   "min": 7.591360092163086e-05,
+   "max": 0.00012354432106018067,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.783679999988636e-06,
+   "host_canary_seconds": 6.463387499984208e-06,
    "pass_seconds": [
-    0.00010272255897521973,
-    0.00015324352264404296,
-    0.00012109631538391113
+    8.029567718505859e-05,
+    0.00010927935600280762,
+    8.06553554534912e-05
    ],
    "pass_host_canary_seconds": [
-    7.783679999988636e-06,
-    1.0537314999936597e-05,
-    1.0552917499992986e-05
+    6.463387499984208e-06,
+    8.224904999991621e-06,
+    7.733159999965266e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010555711746215821,
-   "min": 7.598400115966797e-05,
-   "max": 0.00012740544319152832,
+   "seconds": 6.929599761962891e-05,
+   "min": 6.322879791259766e-05,
+   "max": 0.00010385536193847656,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.908824999987018e-06,
+   "host_canary_seconds": 6.486015000000122e-06,
    "pass_seconds": [
-    8.064319610595703e-05,
-    0.00011091456413269043,
-    0.00010555711746215821
+    6.480000019073487e-05,
+    8.165568351745604e-05,
+    6.929599761962891e-05
    ],
    "pass_host_canary_seconds": [
-    7.908824999987018e-06,
-    1.1972334999938993e-05,
-    1.1007700000007504e-05
+    6.486015000000122e-06,
+    8.353562500040823e-06,
+    7.872560000024009e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00012528767585754394,
-   "min": 9.318143844604492e-05,
-   "max": 0.00014378623962402345,
+   "seconds": 8.365951538085937e-05,
+   "min": 7.565440177917481e-05,
+   "max": 0.00014965951919555665,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.528679999992959e-06,
+   "host_canary_seconds": 6.347949999998547e-06,
    "pass_seconds": [
-    9.656895637512207e-05,
-    0.00012528767585754394,
-    0.0001273305606842041
+    7.931519985198974e-05,
+    9.674495697021484e-05,
+    8.365951538085937e-05
    ],
    "pass_host_canary_seconds": [
-    7.528679999992959e-06,
-    1.3476037499984273e-05,
-    1.0533022499927825e-05
+    6.347949999998547e-06,
+    1.10389625000451e-05,
+    7.88841500000359e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00011682047843933105,
-   "min": 9.14579200744629e-05,
-   "max": 0.00013573823928833008,
+   "seconds": 7.913407802581787e-05,
+   "min": 6.715392112731934e-05,
+   "max": 0.0001420742416381836,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.835649999918814e-06,
+   "host_canary_seconds": 6.342975000031004e-06,
    "pass_seconds": [
-    9.57919979095459e-05,
-    0.000125862398147583,
-    0.00011682047843933105
+    7.003647804260254e-05,
+    0.00013501631736755371,
+    7.913407802581787e-05
    ],
    "pass_host_canary_seconds": [
-    7.835649999918814e-06,
-    1.3771855000044298e-05,
-    1.040374500000496e-05
+    6.342975000031004e-06,
+    1.3418780000051811e-05,
+    7.946007499981533e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00014186304092407226,
-   "min": 0.00011326848030090331,
-   "max": 0.0002037555122375488,
+   "seconds": 9.362815856933593e-05,
+   "min": 8.669247627258301e-05,
+   "max": 0.000269039363861084,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.976687500033109e-06,
+   "host_canary_seconds": 6.550175000015201e-06,
    "pass_seconds": [
-    0.00011767295837402345,
-    0.00016402879714965822,
-    0.00014186304092407226
+    8.986495971679687e-05,
+    0.00014926527976989745,
+    9.362815856933593e-05
    ],
    "pass_host_canary_seconds": [
-    7.976687500033109e-06,
-    1.3530290000005607e-05,
-    1.0781184999899552e-05
+    6.550175000015201e-06,
+    1.3831790000011778e-05,
+    7.938839999965809e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00011835968017578125,
-   "min": 9.738304138183595e-05,
-   "max": 0.0002098240089416504,
+   "seconds": 8.908096313476563e-05,
+   "min": 7.211584091186524e-05,
+   "max": 0.00013814271926879882,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.6147499999734695e-06,
+   "host_canary_seconds": 6.3968949999804185e-06,
    "pass_seconds": [
-    0.00010894720077514648,
-    0.00015558336257934572,
-    0.00011835968017578125
+    7.617728233337402e-05,
+    0.00011111424446105957,
+    8.908096313476563e-05
    ],
    "pass_host_canary_seconds": [
-    7.6147499999734695e-06,
-    1.334603999993078e-05,
-    1.0537810000030846e-05
+    6.3968949999804185e-06,
+    1.315129749997368e-05,
+    8.264567500013698e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00014574336051940918,
-   "min": 0.00011922559738159178,
-   "max": 0.0002143564796447754,
+   "seconds": 0.00010220352172851563,
+   "min": 8.759552001953125e-05,
+   "max": 0.00014973952293395997,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.946919999994862e-06,
+   "host_canary_seconds": 6.253502500008778e-06,
    "pass_seconds": [
-    0.00012842944145202636,
-    0.0001827840042114258,
-    0.00014574336051940918
+    9.03059196472168e-05,
+    0.00014073792457580566,
+    0.00010220352172851563
    ],
    "pass_host_canary_seconds": [
-    7.946919999994862e-06,
-    1.308970000010845e-05,
-    1.065283000002637e-05
+    6.253502500008778e-06,
+    1.3112460000002101e-05,
+    8.345897499992816e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00013333439826965332,
-   "min": 0.00011764479637145995,
-   "max": 0.00018087167739868165,
+   "seconds": 8.015295982360841e-05,
+   "min": 7.113664150238037e-05,
+   "max": 0.00013637568473815918,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0407755000017004e-05,
+   "host_canary_seconds": 6.111214999968695e-06,
    "pass_seconds": [
-    0.00013333439826965332,
-    0.0001461235237121582,
-    0.00012609600067138671
+    7.187456130981445e-05,
+    0.00010932800292968749,
+    8.015295982360841e-05
    ],
    "pass_host_canary_seconds": [
-    1.0407755000017004e-05,
-    1.4482229999970287e-05,
-    1.0678882499988163e-05
+    6.111214999968695e-06,
+    1.276948000000999e-05,
+    8.184055000022284e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001814240074157715,
-   "min": 0.00014597184181213378,
-   "max": 0.00024154624938964843,
+   "seconds": 9.319552421569824e-05,
+   "min": 8.490303993225097e-05,
+   "max": 0.00014914752006530763,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.980780000091727e-06,
+   "host_canary_seconds": 5.942269999987815e-06,
    "pass_seconds": [
-    0.00017389503479003907,
-    0.0001814240074157715,
-    0.0002091846466064453
+    8.913536071777345e-05,
+    0.00013724032402038575,
+    9.319552421569824e-05
    ],
    "pass_host_canary_seconds": [
-    9.980780000091727e-06,
-    1.3735340000025075e-05,
-    1.5355395000042906e-05
+    5.942269999987815e-06,
+    1.273567000005471e-05,
+    8.107745000032197e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.0001336403179168701,
-   "min": 0.00010092351913452149,
-   "max": 0.00016343231201171874,
+   "seconds": 7.748479843139648e-05,
+   "min": 6.529664039611817e-05,
+   "max": 0.00011341055870056154,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0634207500075377e-05,
+   "host_canary_seconds": 5.9621249999963765e-06,
    "pass_seconds": [
-    0.00010720191955566406,
-    0.0001336403179168701,
-    0.00014402624130249023
+    6.88595199584961e-05,
+    9.786175727844239e-05,
+    7.748479843139648e-05
    ],
    "pass_host_canary_seconds": [
-    1.0634207500075377e-05,
-    1.3450974999926757e-05,
-    1.564290500013499e-05
+    5.9621249999963765e-06,
+    1.2445092500001921e-05,
+    8.299630000010439e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00015927295684814452,
-   "min": 0.00012053759574890136,
-   "max": 0.0001828223991394043,
+   "seconds": 9.190143585205078e-05,
+   "min": 8.058431625366212e-05,
+   "max": 0.00012240575790405274,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0945399999968685e-05,
+   "host_canary_seconds": 6.041627499993041e-06,
    "pass_seconds": [
-    0.00015927295684814452,
-    0.00014366463661193848,
-    0.00017077503204345704
+    8.383808135986327e-05,
+    9.44377613067627e-05,
+    9.190143585205078e-05
    ],
    "pass_host_canary_seconds": [
-    1.0945399999968685e-05,
-    1.3487589999954252e-05,
-    1.5292004999878372e-05
+    6.041627499993041e-06,
+    8.374167499987094e-06,
+    8.024972499995897e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010310400009155272,
-   "min": 9.508607864379882e-05,
-   "max": 0.0001218073558807373,
+   "seconds": 6.77676820755005e-05,
+   "min": 5.8583679199218756e-05,
+   "max": 9.553536415100098e-05,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0447637499950702e-05,
+   "host_canary_seconds": 6.085050000024239e-06,
    "pass_seconds": [
-    0.0001063161563873291,
-    0.00010271488189697265,
-    0.00010310400009155272
+    6.344960212707519e-05,
+    6.784639835357666e-05,
+    6.77676820755005e-05
    ],
    "pass_host_canary_seconds": [
-    1.0447637499950702e-05,
-    1.3460887499974205e-05,
-    1.0419317499952285e-05
+    6.085050000024239e-06,
+    8.261165000007509e-06,
+    8.427465000053757e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.000136560001373291,
-   "min": 0.00011418047904968262,
-   "max": 0.0001712428855895996,
+   "seconds": 8.753664016723633e-05,
+   "min": 7.23360013961792e-05,
+   "max": 0.00010987584114074706,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0589685000041983e-05,
+   "host_canary_seconds": 6.356160000002831e-06,
    "pass_seconds": [
-    0.00013963711738586426,
-    0.000136560001373291,
-    0.0001228287982940674
+    7.451712131500244e-05,
+    9.998399734497071e-05,
+    8.753664016723633e-05
    ],
    "pass_host_canary_seconds": [
-    1.0589685000041983e-05,
-    1.476405000005343e-05,
-    1.0451742499952844e-05
+    6.356160000002831e-06,
+    1.206404499999536e-05,
+    9.139002500013761e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00019141632080078123,
-   "min": 0.00015453568458557128,
-   "max": 0.00029004928588867185,
+   "seconds": 0.00013362751960754396,
+   "min": 9.954175949096678e-05,
+   "max": 0.00022353792190551758,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0301285000053895e-05,
+   "host_canary_seconds": 6.3514025000088736e-06,
    "pass_seconds": [
-    0.00016616256713867188,
-    0.00022550399780273437,
-    0.00019141632080078123
+    0.00010125632286071778,
+    0.00013362751960754396,
+    0.00018645055770874025
    ],
    "pass_host_canary_seconds": [
-    1.0301285000053895e-05,
-    1.4738879999924847e-05,
-    1.0521117500061906e-05
+    6.3514025000088736e-06,
+    8.767919999996821e-06,
+    9.136434999987842e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00024532352447509767,
-   "min": 0.0001978982353210449,
-   "max": 0.0003390950393676758,
+   "seconds": 0.0001467296028137207,
+   "min": 0.00011667967796325684,
+   "max": 0.00019335935592651367,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0448680000081367e-05,
+   "host_canary_seconds": 6.278279999989422e-06,
    "pass_seconds": [
-    0.00022450624465942385,
-    0.0002946259117126465,
-    0.00024532352447509767
+    0.0001190112018585205,
+    0.0001467296028137207,
+    0.00018621759414672853
    ],
    "pass_host_canary_seconds": [
-    1.0448680000081367e-05,
-    1.5253565000108437e-05,
-    1.555368500007148e-05
+    6.278279999989422e-06,
+    8.375964999984831e-06,
+    1.3369277499997167e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0005495366287231445,
-   "min": 0.0002528595161437988,
-   "max": 0.0007008428955078125,
+   "seconds": 0.00027571264266967773,
+   "min": 0.0001858118438720703,
+   "max": 0.00038702976226806643,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0179829999970024e-05,
+   "host_canary_seconds": 6.216767499989118e-06,
    "pass_seconds": [
-    0.0002641702461242676,
-    0.0005717433547973632,
-    0.0005495366287231445
+    0.0001946451187133789,
+    0.0003147545623779297,
+    0.00027571264266967773
    ],
    "pass_host_canary_seconds": [
-    1.0179829999970024e-05,
-    1.5224354999929801e-05,
-    1.557442500001116e-05
+    6.216767499989118e-06,
+    8.758479999997348e-06,
+    1.2754970000017351e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0006366880035400391,
-   "min": 0.0002742630386352539,
-   "max": 0.0007939590454101562,
+   "seconds": 0.00029481727600097653,
+   "min": 0.00020307264328002928,
+   "max": 0.0003959334564208984,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0314507499984416e-05,
+   "host_canary_seconds": 6.302419999997255e-06,
    "pass_seconds": [
-    0.00029372928619384765,
-    0.0007675590515136718,
-    0.0006366880035400391
+    0.00021215936660766603,
+    0.00033088382720947266,
+    0.00029481727600097653
    ],
    "pass_host_canary_seconds": [
-    1.0314507499984416e-05,
-    1.5323810000040794e-05,
-    1.5662750000018376e-05
+    6.302419999997255e-06,
+    8.659655000045064e-06,
+    8.55049000001884e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00014509696006774904,
-   "min": 0.00010568191528320312,
-   "max": 0.00016981760025024415,
+   "seconds": 8.237055778503418e-05,
+   "min": 7.28275203704834e-05,
+   "max": 0.0001621561622619629,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0802165000001197e-05,
+   "host_canary_seconds": 6.348699999989549e-06,
    "pass_seconds": [
-    0.0001309228801727295,
-    0.00014509696006774904,
-    0.0001616307258605957
+    7.577983856201172e-05,
+    0.00011414463996887208,
+    8.237055778503418e-05
    ],
    "pass_host_canary_seconds": [
-    1.0802165000001197e-05,
-    1.4468825000051311e-05,
-    1.593481499995164e-05
+    6.348699999989549e-06,
+    8.804824999977258e-06,
+    8.334922499990681e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00019233024597167968,
-   "min": 0.00012013631820678711,
-   "max": 0.0003171852874755859,
+   "seconds": 9.866880416870118e-05,
+   "min": 8.784255981445311e-05,
+   "max": 0.0001296121597290039,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1136645000107137e-05,
+   "host_canary_seconds": 6.42107499999156e-06,
    "pass_seconds": [
-    0.0001534720039367676,
-    0.0002508774375915527,
-    0.00019233024597167968
+    9.25011157989502e-05,
+    0.00011977984428405762,
+    9.866880416870118e-05
    ],
    "pass_host_canary_seconds": [
-    1.1136645000107137e-05,
-    1.5506640000069183e-05,
-    1.5540245000025262e-05
+    6.42107499999156e-06,
+    8.777152499988007e-06,
+    8.069217499979687e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00013905792236328126,
-   "min": 0.00010251328468322754,
-   "max": 0.00023044992446899414,
+   "seconds": 9.240320205688476e-05,
+   "min": 7.246784210205078e-05,
+   "max": 0.00012189248085021971,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.854797500035262e-06,
+   "host_canary_seconds": 8.033457500005171e-06,
    "pass_seconds": [
-    0.00011248640060424805,
-    0.00018365760803222656,
-    0.00013905792236328126
+    9.240320205688476e-05,
+    0.00011132672309875488,
+    8.169856071472169e-05
    ],
    "pass_host_canary_seconds": [
-    8.854797500035262e-06,
-    1.489241999991009e-05,
-    1.558961000000636e-05
+    8.033457500005171e-06,
+    8.856395000016448e-06,
+    8.022365000002196e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00017856447219848635,
-   "min": 0.00010434816360473634,
-   "max": 0.00025083839416503907,
+   "seconds": 0.00011406463623046875,
+   "min": 9.26841640472412e-05,
+   "max": 0.00020580223083496095,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.621864999975969e-06,
+   "host_canary_seconds": 1.0748490000018762e-05,
    "pass_seconds": [
-    0.0001151807975769043,
-    0.00023724159240722656,
-    0.00017856447219848635
+    0.00016879104614257813,
+    0.00011406463623046875,
+    9.716671943664551e-05
    ],
    "pass_host_canary_seconds": [
-    7.621864999975969e-06,
-    1.5466075000034606e-05,
-    1.5601507499951594e-05
+    1.0748490000018762e-05,
+    9.000155000009613e-06,
+    7.851654999981862e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.0001284992027282715,
-   "min": 7.687615871429443e-05,
-   "max": 0.00015867456436157226,
+   "seconds": 7.012159824371339e-05,
+   "min": 6.166848182678223e-05,
+   "max": 8.512831687927247e-05,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2965799999735734e-06,
+   "host_canary_seconds": 6.03089500000209e-06,
    "pass_seconds": [
-    7.978240013122557e-05,
-    0.00014533056259155274,
-    0.0001284992027282715
+    7.012159824371339e-05,
+    7.382080078124999e-05,
+    6.93881607055664e-05
    ],
    "pass_host_canary_seconds": [
-    7.2965799999735734e-06,
-    1.4702689999950281e-05,
-    1.560868499993262e-05
+    6.03089500000209e-06,
+    8.638389999973128e-06,
+    7.85774000000572e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00018087615966796877,
-   "min": 9.602687835693359e-05,
-   "max": 0.00023304576873779296,
+   "seconds": 8.710463523864746e-05,
+   "min": 7.385791778564453e-05,
+   "max": 0.00012309632301330567,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.932984999991845e-06,
+   "host_canary_seconds": 6.090489999976967e-06,
    "pass_seconds": [
-    0.0001113651180267334,
-    0.00020754047393798828,
-    0.00018087615966796877
+    7.784063816070557e-05,
+    0.00011407999992370607,
+    8.710463523864746e-05
    ],
    "pass_host_canary_seconds": [
-    9.932984999991845e-06,
-    1.4973019999899862e-05,
-    1.5894910000042728e-05
+    6.090489999976967e-06,
+    8.851434999996855e-06,
+    8.04563250000001e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.0001548416042327881,
-   "min": 9.637568473815918e-05,
-   "max": 0.00018054143905639648,
+   "seconds": 7.675327777862549e-05,
+   "min": 6.965760231018067e-05,
+   "max": 0.00010845439910888672,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.719754999935048e-06,
+   "host_canary_seconds": 6.090489999976967e-06,
    "pass_seconds": [
-    0.00010059328079223632,
-    0.00016575551986694335,
-    0.0001548416042327881
+    7.095295906066894e-05,
+    0.00010398207664489745,
+    7.675327777862549e-05
    ],
    "pass_host_canary_seconds": [
-    9.719754999935048e-06,
-    1.4866825000012795e-05,
-    1.534631499993111e-05
+    6.090489999976967e-06,
+    8.800040000025435e-06,
+    8.22945000003017e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00019650432586669923,
-   "min": 0.00011452223777770996,
-   "max": 0.00025586687088012696,
+   "seconds": 9.817215919494628e-05,
+   "min": 8.695615768432617e-05,
+   "max": 0.00016464256286621094,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.723774999983447e-06,
+   "host_canary_seconds": 6.634854999987283e-06,
    "pass_seconds": [
-    0.00012598976135253905,
-    0.00022871936798095704,
-    0.00019650432586669923
+    8.858495712280274e-05,
+    0.00012646016120910643,
+    9.817215919494628e-05
    ],
    "pass_host_canary_seconds": [
-    9.723774999983447e-06,
-    1.4941660000005186e-05,
-    1.5467764999925748e-05
+    6.634854999987283e-06,
+    9.805584999966754e-06,
+    8.69293499999202e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.940608024597168e-05,
-   "min": 5.686399936676026e-05,
-   "max": 9.936320304870604e-05,
+   "seconds": 4.6583681106567384e-05,
+   "min": 4.5112957954406736e-05,
+   "max": 8.062399864196778e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.79075000003604e-06,
+   "host_canary_seconds": 6.6525499999769975e-06,
    "pass_seconds": [
-    6.192192077636719e-05,
-    8.05907154083252e-05,
-    7.940608024597168e-05
+    4.60319995880127e-05,
+    5.988671779632569e-05,
+    4.6583681106567384e-05
    ],
    "pass_host_canary_seconds": [
-    9.79075000003604e-06,
-    1.4565682500062847e-05,
-    1.4781009999964567e-05
+    6.6525499999769975e-06,
+    9.205404999974576e-06,
+    8.472525000016162e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.00011240896224975585,
-   "min": 7.628223896026611e-05,
-   "max": 0.0001326137638092041,
+   "seconds": 6.225344181060792e-05,
+   "min": 5.859072208404541e-05,
+   "max": 7.994112014770507e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0183090000026595e-05,
+   "host_canary_seconds": 6.569349999985263e-06,
    "pass_seconds": [
-    8.715135574340821e-05,
-    0.00011953984260559082,
-    0.00011240896224975585
+    5.9448318481445315e-05,
+    7.37171220779419e-05,
+    6.225344181060792e-05
    ],
    "pass_host_canary_seconds": [
-    1.0183090000026595e-05,
-    1.4754352500006006e-05,
-    1.5382590000001528e-05
+    6.569349999985263e-06,
+    9.229314999998905e-06,
+    8.395790000008673e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.814080238342284e-05,
-   "min": 5.751935958862304e-05,
-   "max": 8.300031661987305e-05,
+   "seconds": 4.43123197555542e-05,
+   "min": 4.072319984436035e-05,
+   "max": 8.29740810394287e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0448869999919453e-05,
+   "host_canary_seconds": 6.769599999998377e-06,
    "pass_seconds": [
-    6.867648124694825e-05,
-    7.814080238342284e-05,
-    7.944767951965331e-05
+    4.4302082061767575e-05,
+    4.91923189163208e-05,
+    4.43123197555542e-05
    ],
    "pass_host_canary_seconds": [
-    1.0448869999919453e-05,
-    1.4909520000045972e-05,
-    1.5531204999916782e-05
+    6.769599999998377e-06,
+    9.316000000012536e-06,
+    8.336020000001554e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 0.00010870207786560058,
-   "min": 8.897919654846192e-05,
-   "max": 0.00012716671943664552,
+   "seconds": 5.820991992950439e-05,
+   "min": 5.35206413269043e-05,
+   "max": 6.997888088226318e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0427587499961532e-05,
+   "host_canary_seconds": 6.770130000006702e-06,
    "pass_seconds": [
-    9.596287727355957e-05,
-    0.00011528767585754396,
-    0.00010870207786560058
+    5.820991992950439e-05,
+    6.135807991027832e-05,
+    5.558847904205322e-05
    ],
    "pass_host_canary_seconds": [
-    1.0427587499961532e-05,
-    1.5486622500020532e-05,
-    1.542359249995684e-05
+    6.770130000006702e-06,
+    8.991799999975569e-06,
+    8.274164999946265e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00012547840118408202,
-   "min": 9.481151580810547e-05,
-   "max": 0.00014133440017700195,
+   "seconds": 6.581696033477783e-05,
+   "min": 6.124800205230713e-05,
+   "max": 8.703359603881836e-05,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.035934500002611e-05,
+   "host_canary_seconds": 6.716215000004411e-06,
    "pass_seconds": [
-    0.00011508864402770997,
-    0.00012822400093078613,
-    0.00012547840118408202
+    6.281599998474121e-05,
+    6.96230411529541e-05,
+    6.581696033477783e-05
    ],
    "pass_host_canary_seconds": [
-    1.035934500002611e-05,
-    1.4868315000029498e-05,
-    1.5145732499917132e-05
+    6.716215000004411e-06,
+    8.965305000003809e-06,
+    8.126895000017953e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.0001614240074157715,
-   "min": 0.00011227904319763183,
-   "max": 0.0001809721565246582,
+   "seconds": 7.780735969543457e-05,
+   "min": 7.385087966918945e-05,
+   "max": 0.00011860544204711914,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0425300000065362e-05,
+   "host_canary_seconds": 6.328707499996256e-06,
    "pass_seconds": [
-    0.00012111167907714844,
-    0.0001614240074157715,
-    0.00016577152252197265
+    7.780735969543457e-05,
+    8.062272071838379e-05,
+    7.77945613861084e-05
    ],
    "pass_host_canary_seconds": [
-    1.0425300000065362e-05,
-    1.549584499997536e-05,
-    1.5133714999961966e-05
+    6.328707499996256e-06,
+    8.693777499999556e-06,
+    8.041867499990474e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.0001617875289916992,
-   "min": 0.00010353792190551758,
-   "max": 0.00018931968688964843,
+   "seconds": 7.813439846038819e-05,
+   "min": 7.109375953674316e-05,
+   "max": 0.00012672575950622558,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.085590000002412e-05,
+   "host_canary_seconds": 6.383124999995715e-06,
    "pass_seconds": [
-    0.0001291423988342285,
-    0.0001717228889465332,
-    0.0001617875289916992
+    7.616640090942383e-05,
+    8.24300765991211e-05,
+    7.813439846038819e-05
    ],
    "pass_host_canary_seconds": [
-    1.085590000002412e-05,
-    1.5104579999984934e-05,
-    1.5253730000068799e-05
+    6.383124999995715e-06,
+    8.823225000007539e-06,
+    7.932199999984847e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00020019775390625,
-   "min": 0.0001497696018218994,
-   "max": 0.0003048224067687988,
+   "seconds": 9.426688194274902e-05,
+   "min": 8.462016105651854e-05,
+   "max": 0.0001300716781616211,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1114659999975629e-05,
+   "host_canary_seconds": 6.215032500005436e-06,
    "pass_seconds": [
-    0.00018086143493652344,
-    0.00024512319564819337,
-    0.00020019775390625
+    8.727359771728515e-05,
+    9.956288337707519e-05,
+    9.426688194274902e-05
    ],
    "pass_host_canary_seconds": [
-    1.1114659999975629e-05,
-    1.5219455000021753e-05,
-    1.556137500003274e-05
+    6.215032500005436e-06,
+    9.001172500013865e-06,
+    8.162674999994124e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 0.00010996224403381348,
-   "min": 9.844351768493652e-05,
-   "max": 0.00013403136253356933,
+   "seconds": 6.314688205718995e-05,
+   "min": 5.633600234985351e-05,
+   "max": 7.633088111877442e-05,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0909734999984266e-05,
+   "host_canary_seconds": 6.209955000002765e-06,
    "pass_seconds": [
-    0.00010684096336364745,
-    0.00010996224403381348,
-    0.00012250368118286133
+    5.881216049194336e-05,
+    6.666751861572265e-05,
+    6.314688205718995e-05
    ],
    "pass_host_canary_seconds": [
-    1.0909734999984266e-05,
-    1.6046004999950014e-05,
-    1.5669772500004342e-05
+    6.209955000002765e-06,
+    8.781384999991815e-06,
+    8.121050000013951e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00016239936828613282,
-   "min": 0.00013831104278564453,
-   "max": 0.00019947711944580079,
+   "seconds": 7.885695934295655e-05,
+   "min": 7.143487930297851e-05,
+   "max": 8.944064140319825e-05,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1041445000046223e-05,
+   "host_canary_seconds": 6.153620000013405e-06,
    "pass_seconds": [
-    0.00014844799995422363,
-    0.00016378368377685548,
-    0.00016239936828613282
+    7.606207847595214e-05,
+    8.235456466674806e-05,
+    7.885695934295655e-05
    ],
    "pass_host_canary_seconds": [
-    1.1041445000046223e-05,
-    1.5217444999962027e-05,
-    1.5797300000031102e-05
+    6.153620000013405e-06,
+    8.517325000028109e-06,
+    8.041252499992879e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0005743750381469727,
-   "min": 0.00044359870910644535,
-   "max": 0.0007287142181396485,
+   "seconds": 0.0002827680015563965,
+   "min": 0.00022519231796264648,
+   "max": 0.0005314156723022461,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0671614999893108e-05,
+   "host_canary_seconds": 6.0891500000082035e-06,
    "pass_seconds": [
-    0.0005743750381469727,
-    0.0005233369445800781,
-    0.0007127603149414062
+    0.0002401702308654785,
+    0.00032777664184570316,
+    0.0002827680015563965
    ],
    "pass_host_canary_seconds": [
-    1.0671614999893108e-05,
-    1.3409569999964788e-05,
-    1.4956140000066397e-05
+    6.0891500000082035e-06,
+    8.360660000050758e-06,
+    8.212354999983518e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0006776025390625,
-   "min": 0.0005332710266113281,
-   "max": 0.0010366835021972656,
+   "seconds": 0.00030551231384277346,
+   "min": 0.00024699071884155273,
+   "max": 0.00047498752593994146,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0687635000010686e-05,
+   "host_canary_seconds": 6.161985000012748e-06,
    "pass_seconds": [
-    0.0006142521667480469,
-    0.0006776025390625,
-    0.0007809747314453124
+    0.0002569606399536133,
+    0.00030551231384277346,
+    0.00030938495635986327
    ],
    "pass_host_canary_seconds": [
-    1.0687635000010686e-05,
-    1.3978284999893732e-05,
-    1.4583319999985634e-05
+    6.161985000012748e-06,
+    8.376504999993983e-06,
+    8.207540000029212e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0017389797973632812,
-   "min": 0.001401805419921875,
-   "max": 0.002173934783935547,
+   "seconds": 0.0011089036560058593,
+   "min": 0.0009230470275878906,
+   "max": 0.0014673855590820312,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0987120000010008e-05,
+   "host_canary_seconds": 6.5743100000048575e-06,
    "pass_seconds": [
-    0.0017389797973632812,
-    0.0017375386047363281,
-    0.00203974853515625
+    0.0010926521301269532,
+    0.0012960127258300784,
+    0.0011089036560058593
    ],
    "pass_host_canary_seconds": [
-    1.0987120000010008e-05,
-    1.4569364999914569e-05,
-    1.4316310000026534e-05
+    6.5743100000048575e-06,
+    8.505770000013512e-06,
+    8.228664999947454e-06
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.002075529022216797,
-   "min": 0.0017928877258300783,
-   "max": 0.002640670166015625,
+   "seconds": 0.001620832061767578,
+   "min": 0.001389208984375,
+   "max": 0.0017630554199218752,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0746390000093697e-05,
+   "host_canary_seconds": 7.417179999968937e-06,
    "pass_seconds": [
-    0.002075529022216797,
-    0.002343734436035156,
-    0.0019780531311035156
+    0.0014872204589843748,
+    0.0016379814147949217,
+    0.001620832061767578
    ],
    "pass_host_canary_seconds": [
-    1.0746390000093697e-05,
-    1.4103934999951661e-05,
-    1.4351874999931625e-05
+    7.417179999968937e-06,
+    8.282419999972035e-06,
+    7.755654999996864e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00013696191787719727,
-   "min": 0.00011690752029418946,
-   "max": 0.00021406976699829102,
+   "seconds": 9.29651165008545e-05,
+   "min": 8.05299186706543e-05,
+   "max": 0.00011296575546264647,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0627310000046465e-05,
+   "host_canary_seconds": 8.169114999994064e-06,
    "pass_seconds": [
-    0.00013285311698913574,
-    0.00019665151596069336,
-    0.00013696191787719727
+    9.878527641296387e-05,
+    9.29651165008545e-05,
+    8.584192276000977e-05
    ],
    "pass_host_canary_seconds": [
-    1.0627310000046465e-05,
-    1.5056499999985818e-05,
-    1.4300064999872576e-05
+    8.169114999994064e-06,
+    8.132029999998734e-06,
+    7.226847500021449e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001995347213745117,
-   "min": 0.000142805118560791,
-   "max": 0.00027406848907470704,
+   "seconds": 0.00011324224472045898,
+   "min": 9.420800209045409e-05,
+   "max": 0.00015152000427246092,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.137125999996158e-05,
+   "host_canary_seconds": 7.400147500007393e-06,
    "pass_seconds": [
-    0.0001995347213745117,
-    0.0002402720069885254,
-    0.00017018943786621093
+    0.00011324224472045898,
+    0.0001362118434906006,
+    9.623488426208497e-05
    ],
    "pass_host_canary_seconds": [
-    1.137125999996158e-05,
-    1.5303394999932606e-05,
-    1.4567239999934144e-05
+    7.400147500007393e-06,
+    8.462515000005055e-06,
+    7.1800299999935645e-06
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00028793792724609375,
-   "min": 0.00024302528381347656,
-   "max": 0.00037856319427490237,
+   "seconds": 0.00016535551071166993,
+   "min": 0.00013600576400756836,
+   "max": 0.000330513916015625,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1278165000021544e-05,
+   "host_canary_seconds": 6.4307950000142e-06,
    "pass_seconds": [
-    0.00028793792724609375,
-    0.0003445100784301758,
-    0.0002579897689819336
+    0.00014260607719421387,
+    0.00021112447738647462,
+    0.00016535551071166993
    ],
    "pass_host_canary_seconds": [
-    1.1278165000021544e-05,
-    1.5776710000068306e-05,
-    1.4769680000057406e-05
+    6.4307950000142e-06,
+    8.89952999997945e-06,
+    7.761720000019067e-06
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0004513868713378906,
-   "min": 0.00037928256988525394,
-   "max": 0.000736087646484375,
+   "seconds": 0.00026477184295654296,
+   "min": 0.00020048255920410155,
+   "max": 0.0004775455856323242,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1070842500018328e-05,
+   "host_canary_seconds": 6.343064999967396e-06,
    "pass_seconds": [
-    0.0004402163314819336,
-    0.0006294009780883789,
-    0.0004513868713378906
+    0.00021533376693725587,
+    0.00032426433563232423,
+    0.00026477184295654296
    ],
    "pass_host_canary_seconds": [
-    1.1070842500018328e-05,
-    1.459575249995737e-05,
-    1.4483615000102646e-05
+    6.343064999967396e-06,
+    8.703150000002324e-06,
+    8.12865499998594e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.2336450892828898e-06,
-   "min": 2.0697366071813813e-06,
-   "max": 3.482102678579021e-06,
+   "seconds": 1.7154263392945727e-06,
+   "min": 1.4963191964209192e-06,
+   "max": 2.064301339294821e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5074,22 +5074,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1079954999999586e-05,
+   "host_canary_seconds": 6.501700000001165e-06,
    "pass_seconds": [
-    3.2336450892828898e-06,
-    2.235881696423446e-06,
-    3.2385691965001025e-06
+    1.7154263392945727e-06,
+    1.8345781250341174e-06,
+    1.6733437500082715e-06
    ],
    "pass_host_canary_seconds": [
-    1.1079954999999586e-05,
-    1.0979924999929835e-05,
-    1.4127112499977557e-05
+    6.501700000001165e-06,
+    8.299690000015403e-06,
+    8.07769499999722e-06
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0001177222857182057,
-   "min": 7.273814284352348e-05,
-   "max": 0.00022750971429072057,
+   "seconds": 7.12132857074721e-05,
+   "min": 4.995285714772178e-05,
+   "max": 0.00011419385714564864,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5099,22 +5099,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1079954999999586e-05,
+   "host_canary_seconds": 6.501700000001165e-06,
    "pass_seconds": [
-    0.00016317785714850937,
-    0.0001177222857182057,
-    0.00010986814285323426
+    7.36998571560272e-05,
+    6.897785714394493e-05,
+    7.12132857074721e-05
    ],
    "pass_host_canary_seconds": [
-    1.1079954999999586e-05,
-    1.0979924999929835e-05,
-    1.4127112499977557e-05
+    6.501700000001165e-06,
+    8.299690000015403e-06,
+    8.07769499999722e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.0001948599999934686,
-   "min": 0.00018285699999864846,
-   "max": 0.0002125480000074731,
+   "seconds": 0.00017839399998820227,
+   "min": 0.0001733050000041203,
+   "max": 0.0001993319999940013,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5122,15 +5122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001973990000010417,
-    0.00018610099999705199,
-    0.0001948599999934686
+    0.00017839399998820227,
+    0.0001843600000057677,
+    0.00017627199999026288
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.21359665179496e-05,
-   "min": 2.6228183035722657e-05,
-   "max": 4.024225223218737e-05,
+   "seconds": 2.1450013392884264e-05,
+   "min": 1.8804598214286878e-05,
+   "max": 2.8225680803580948e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5140,22 +5140,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0926530000006095e-05,
+   "host_canary_seconds": 6.635017499974083e-06,
    "pass_seconds": [
-    3.21359665179496e-05,
-    2.959939285711905e-05,
-    3.947271428574238e-05
+    1.954236830356163e-05,
+    2.6052223214310744e-05,
+    2.1450013392884264e-05
    ],
    "pass_host_canary_seconds": [
-    1.0926530000006095e-05,
-    1.0966274999972826e-05,
-    1.4381255000017745e-05
+    6.635017499974083e-06,
+    8.817524999962246e-06,
+    7.556535000006193e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.000145839142857897,
-   "min": -3.273557144163001e-05,
-   "max": 0.0006953672857110047,
+   "seconds": 4.722728571339625e-05,
+   "min": -9.253257143322061e-05,
+   "max": 0.0003024677142998858,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5165,22 +5165,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0926530000006095e-05,
+   "host_canary_seconds": 6.635017499974083e-06,
    "pass_seconds": [
-    0.0003097118571174307,
-    0.00014065985713581806,
-    0.000145839142857897
+    8.450142857441278e-05,
+    4.3193285709516556e-05,
+    4.722728571339625e-05
    ],
    "pass_host_canary_seconds": [
-    1.0926530000006095e-05,
-    1.0966274999972826e-05,
-    1.4381255000017745e-05
+    6.635017499974083e-06,
+    8.817524999962246e-06,
+    7.556535000006193e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00017785599999342594,
-   "min": 0.00015757399998506116,
-   "max": 0.00026120999999079686,
+   "seconds": 0.00016099799999835795,
+   "min": 0.0001561779999974533,
+   "max": 0.00022773300000267227,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5188,15 +5188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001640500000235079,
-    0.00017785599999342594,
-    0.0002021710000121857
+    0.00015880400000867212,
+    0.0001638429999957225,
+    0.00016099799999835795
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.4899017857040107e-06,
-   "min": 1.468046875047995e-06,
-   "max": 2.7170937499931824e-06,
+   "seconds": 1.3776629464208007e-06,
+   "min": 1.142357142880357e-06,
+   "max": 1.4842991071795097e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5206,22 +5206,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.289974999939886e-06,
+   "host_canary_seconds": 6.540640000025633e-06,
    "pass_seconds": [
-    1.660508928516943e-06,
-    2.5161272321534104e-06,
-    2.4899017857040107e-06
+    1.3776629464208007e-06,
+    1.3949642857026743e-06,
+    1.24186607143782e-06
    ],
    "pass_host_canary_seconds": [
-    8.289974999939886e-06,
-    1.20476699999017e-05,
-    1.4407894999948212e-05
+    6.540640000025633e-06,
+    8.785544999980744e-06,
+    7.453425000036873e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 8.590899999408715e-05,
-   "min": 5.388571427796965e-05,
-   "max": 0.00017686285716373668,
+   "seconds": 5.443514285933102e-05,
+   "min": 3.84167142856638e-05,
+   "max": 0.00010403899998883455,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5231,22 +5231,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.289974999939886e-06,
+   "host_canary_seconds": 6.540640000025633e-06,
    "pass_seconds": [
-    8.315814285099674e-05,
-    0.00013193671429283832,
-    8.590899999408715e-05
+    5.443514285933102e-05,
+    5.349971429373974e-05,
+    5.449628570935212e-05
    ],
    "pass_host_canary_seconds": [
-    8.289974999939886e-06,
-    1.20476699999017e-05,
-    1.4407894999948212e-05
+    6.540640000025633e-06,
+    8.785544999980744e-06,
+    7.453425000036873e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00013983900001335314,
-   "min": 0.00012345799999025076,
-   "max": 0.00016850999998041516,
+   "seconds": 0.00012200100000825387,
+   "min": 0.00011758500001235461,
+   "max": 0.00013076300000136598,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5254,15 +5254,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012616699999057346,
-    0.00014577999999687563,
-    0.00013983900001335314
+    0.00012200100000825387,
+    0.00012291999999547443,
+    0.0001215389999913441
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.0550696428587461e-05,
-   "min": 7.73102008931405e-06,
-   "max": 1.6199991071402004e-05,
+   "seconds": 7.526582589274204e-06,
+   "min": 6.641895089286111e-06,
+   "max": 9.918598214309071e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5272,22 +5272,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.791790000055699e-06,
+   "host_canary_seconds": 6.398654999983932e-06,
    "pass_seconds": [
-    7.964133928530157e-06,
-    1.0550696428587461e-05,
-    1.5032593749987808e-05
+    6.906629464279287e-06,
+    8.273272321446257e-06,
+    7.526582589274204e-06
    ],
    "pass_host_canary_seconds": [
-    7.791790000055699e-06,
-    1.458704000000921e-05,
-    1.4758485000001542e-05
+    6.398654999983932e-06,
+    8.949389999983737e-06,
+    8.154034999989789e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00039003171428524694,
-   "min": 0.00028136342856604254,
-   "max": 0.0005730808571554137,
+   "seconds": 0.00023779314285832243,
+   "min": 8.592771428084234e-05,
+   "max": 0.00038602742857563044,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5297,22 +5297,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.791790000055699e-06,
+   "host_canary_seconds": 6.398654999983932e-06,
    "pass_seconds": [
-    0.00032582699999141236,
-    0.00039003171428524694,
-    0.0004803291428418431
+    0.00024709071428625454,
+    0.00023779314285832243,
+    0.00020416985714989878
    ],
    "pass_host_canary_seconds": [
-    7.791790000055699e-06,
-    1.458704000000921e-05,
-    1.4758485000001542e-05
+    6.398654999983932e-06,
+    8.949389999983737e-06,
+    8.154034999989789e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004658199999880708,
-   "min": 0.00044364799998675153,
-   "max": 0.0004940819999887935,
+   "seconds": 0.0004654279999982691,
+   "min": 0.00043371499999977914,
+   "max": 0.0005329859999960718,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5320,15 +5320,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00045388699999193705,
-    0.0004658199999880708,
-    0.00048071800000570875
+    0.0004416630000037003,
+    0.0004751970000000938,
+    0.0004654279999982691
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010471010267857192,
-   "min": 7.07756607143395e-05,
-   "max": 0.0001299629129464083,
+   "seconds": 7.59328191964099e-05,
+   "min": 6.018700669642639e-05,
+   "max": 9.930785937498474e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5338,22 +5338,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.807630000087329e-06,
+   "host_canary_seconds": 6.677020000012135e-06,
    "pass_seconds": [
-    7.197280357137561e-05,
-    0.00010471010267857192,
-    0.00012080851116071299
+    6.171077232143749e-05,
+    7.817180357142359e-05,
+    7.59328191964099e-05
    ],
    "pass_host_canary_seconds": [
-    7.807630000087329e-06,
-    1.259437500010563e-05,
-    1.4114490000025626e-05
+    6.677020000012135e-06,
+    8.847244999969917e-06,
+    8.43811499997571e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0004311637142880697,
-   "min": -0.0009575337142808038,
-   "max": 0.002303452428577657,
+   "seconds": 0.0003012709999938223,
+   "min": -0.0015471899999986204,
+   "max": 0.0010823495714171417,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5363,22 +5363,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.807630000087329e-06,
+   "host_canary_seconds": 6.677020000012135e-06,
    "pass_seconds": [
-    0.00037409514285968726,
-    0.0004311637142880697,
-    0.000474281428572405
+    0.0003012709999938223,
+    0.0002847015714288704,
+    0.0003020795714385417
    ],
    "pass_host_canary_seconds": [
-    7.807630000087329e-06,
-    1.259437500010563e-05,
-    1.4114490000025626e-05
+    6.677020000012135e-06,
+    8.847244999969917e-06,
+    8.43811499997571e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00043592000000103326,
-   "min": 0.0003866369999911967,
-   "max": 0.000610460999979523,
+   "seconds": 0.00038560800000198014,
+   "min": 0.0003794800000065379,
+   "max": 0.0004066249999965521,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5386,15 +5386,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003955939999968905,
-    0.00043592000000103326,
-    0.0005779920000179573
+    0.0003854290000049332,
+    0.00038560800000198014,
+    0.00038580800000431736
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.70620758925842e-06,
-   "min": 2.414037946366473e-06,
-   "max": 4.1974866071191134e-06,
+   "seconds": 2.2937053571401933e-06,
+   "min": 2.045886160706445e-06,
+   "max": 2.561491071441578e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5404,22 +5404,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.251784999941946e-06,
+   "host_canary_seconds": 6.847865000025877e-06,
    "pass_seconds": [
-    2.537265625030776e-06,
-    2.70620758925842e-06,
-    4.1087321428331535e-06
+    2.2937053571401933e-06,
+    2.138343750005386e-06,
+    2.316924107173942e-06
    ],
    "pass_host_canary_seconds": [
-    8.251784999941946e-06,
-    1.0281724999998687e-05,
-    1.452880750001384e-05
+    6.847865000025877e-06,
+    8.36291500000641e-06,
+    8.762744999941675e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00011659342859664839,
-   "min": 8.471585713972933e-05,
-   "max": 0.00018839957143817237,
+   "seconds": 7.923914285510949e-05,
+   "min": 6.159285713230083e-05,
+   "max": 0.0001233874285568553,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5429,22 +5429,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.251784999941946e-06,
+   "host_canary_seconds": 6.847865000025877e-06,
    "pass_seconds": [
-    0.00010384942858974812,
-    0.00011659342859664839,
-    0.00013536257145574382
+    8.00485714275315e-05,
+    7.901371428634514e-05,
+    7.923914285510949e-05
    ],
    "pass_host_canary_seconds": [
-    8.251784999941946e-06,
-    1.0281724999998687e-05,
-    1.452880750001384e-05
+    6.847865000025877e-06,
+    8.36291500000641e-06,
+    8.762744999941675e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0001902539999889541,
-   "min": 0.00018194099999391256,
-   "max": 0.00022961400000554022,
+   "seconds": 0.00018092999999907988,
+   "min": 0.00017602700000907134,
+   "max": 0.0002049010000035878,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5452,111 +5452,111 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018676900000969,
-    0.0001902539999889541,
-    0.0002160709999827759
+    0.0001797219999986055,
+    0.00018607599999143076,
+    0.00018092999999907988
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 6.114145999987386e-06,
-   "min": 4.959671000023036e-06,
-   "max": 9.653296999999839e-06,
+   "seconds": 5.123105000009786e-06,
+   "min": 4.533426999998369e-06,
+   "max": 5.996168999999441e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.92747500000246e-06,
+   "host_canary_seconds": 6.779014999978017e-06,
    "pass_seconds": [
-    5.2218069999980795e-06,
-    6.114145999987386e-06,
-    9.360455000006595e-06
+    4.586471000010306e-06,
+    5.123105000009786e-06,
+    5.3633180000076665e-06
    ],
    "pass_host_canary_seconds": [
-    7.92747500000246e-06,
-    1.0260714999930087e-05,
-    1.4183062499952824e-05
+    6.779014999978017e-06,
+    8.28467000005162e-06,
+    8.762744999941675e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.297950899999023e-05,
-   "min": 6.681810999992877e-06,
-   "max": 1.371259399999758e-05,
+   "seconds": 7.195377999991592e-06,
+   "min": 6.250475000001643e-06,
+   "max": 7.928946999996356e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.95861500002104e-06,
+   "host_canary_seconds": 6.680070000015803e-06,
    "pass_seconds": [
-    6.796229000002541e-06,
-    1.3153955999996469e-05,
-    1.297950899999023e-05
+    6.291810999996983e-06,
+    7.411930000003508e-06,
+    7.195377999991592e-06
    ],
    "pass_host_canary_seconds": [
-    7.95861500002104e-06,
-    1.0420979999992142e-05,
-    1.4290292500049874e-05
+    6.680070000015803e-06,
+    8.580517500007545e-06,
+    8.191450000012424e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 2.0079600000144638e-06,
-   "min": 8.318020000217529e-07,
-   "max": 3.732698999982631e-06,
+   "seconds": 1.5922829999936993e-06,
+   "min": 7.225650000037831e-07,
+   "max": 1.7370630000073106e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.836867499975142e-06,
+   "host_canary_seconds": 6.7074349999884925e-06,
    "pass_seconds": [
-    8.498589999987871e-07,
-    2.0079600000144638e-06,
-    3.6566339999808405e-06
+    7.327060000079654e-07,
+    1.6544150000044056e-06,
+    1.5922829999936993e-06
    ],
    "pass_host_canary_seconds": [
-    7.836867499975142e-06,
-    1.4654189999987466e-05,
-    1.4478297499991299e-05
+    6.7074349999884925e-06,
+    8.572887500015724e-06,
+    8.21718750003697e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.795828199999505e-05,
-   "min": 1.463054200002034e-05,
-   "max": 2.4900832999975366e-05,
+   "seconds": 1.4812613000003693e-05,
+   "min": 1.3087714999997502e-05,
+   "max": 1.6087636999998268e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.771814999983917e-06,
+   "host_canary_seconds": 6.748869999988472e-06,
    "pass_seconds": [
-    1.499899399999549e-05,
-    1.795828199999505e-05,
-    2.422940000002427e-05
+    1.332556699999543e-05,
+    1.5200133999996978e-05,
+    1.4812613000003693e-05
    ],
    "pass_host_canary_seconds": [
-    7.771814999983917e-06,
-    1.08747100000528e-05,
-    1.4033220000015944e-05
+    6.748869999988472e-06,
+    8.502397499974279e-06,
+    7.973822499991456e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.339974700001335e-05,
-   "min": 1.8434389000020702e-05,
-   "max": 3.0129122999994707e-05,
+   "seconds": 1.889537600000324e-05,
+   "min": 1.608672800000477e-05,
+   "max": 2.0393401999996286e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.06131750003658e-06,
+   "host_canary_seconds": 6.5478975000132775e-06,
    "pass_seconds": [
-    1.8785312000005662e-05,
-    2.339974700001335e-05,
-    2.9587966000008235e-05
+    1.61958970000029e-05,
+    2.001786099999947e-05,
+    1.889537600000324e-05
    ],
    "pass_host_canary_seconds": [
-    8.06131750003658e-06,
-    1.0290589999897293e-05,
-    1.4099984999944581e-05
+    6.5478975000132775e-06,
+    8.534989999979813e-06,
+    7.835352499974135e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.816985781249938e-06,
-   "min": 1.713994222869877e-06,
-   "max": 2.448144767913834e-06,
+   "seconds": 1.7215555873107795e-06,
+   "min": 1.6410857165526912e-06,
+   "max": 1.7633606468200724e-06,
    "samples": 33,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead); median of 3 passes over the probe's run",
    "pass_seconds": [
-    1.8102238751220756e-06,
-    1.8397992352295159e-06,
-    1.816985781249938e-06
+    1.726115617065421e-06,
+    1.7082245860290761e-06,
+    1.7215555873107795e-06
    ]
   }
  },
@@ -5580,15 +5580,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.55567e-05,
-    "min": 7.538810000000008e-05,
-    "max": 7.573439999999996e-05,
+    "seconds": 7.578699999999998e-05,
+    "min": 7.545550000000002e-05,
+    "max": 7.598650000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010404159999999999,
-    "min": 0.0001039167,
-    "max": 0.00010420409999999989,
+    "seconds": 0.0001043637,
+    "min": 0.0001040919,
+    "max": 0.00010455909999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5612,15 +5612,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.993565000000019e-05,
-    "min": 8.96860999999998e-05,
-    "max": 9.016260000000016e-05,
+    "seconds": 8.994860000000011e-05,
+    "min": 8.966690000000018e-05,
+    "max": 9.033219999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.488155000000005e-05,
-    "min": 9.475529999999999e-05,
-    "max": 9.504239999999999e-05,
+    "seconds": 9.50316e-05,
+    "min": 9.486950000000001e-05,
+    "max": 9.527590000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5644,15 +5644,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017652435000000002,
-    "min": 0.00017626780000000005,
-    "max": 0.0001768095000000001,
+    "seconds": 0.00017630985,
+    "min": 0.0001762385,
+    "max": 0.00017654519999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044022454999999994,
-    "min": 0.00043988770000000005,
-    "max": 0.00044084660000000004,
+    "seconds": 0.0004413286000000001,
+    "min": 0.00044032589999999996,
+    "max": 0.00044170980000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5676,15 +5676,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028269549999999997,
-    "min": 0.0002823134999999999,
-    "max": 0.00028413220000000005,
+    "seconds": 0.0002823702999999999,
+    "min": 0.0002819012999999999,
+    "max": 0.0002839534999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005201706999999999,
-    "min": 0.0005193684999999998,
-    "max": 0.0005207275,
+    "seconds": 0.0005178616000000001,
+    "min": 0.0005176392999999997,
+    "max": 0.0005182271,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5708,15 +5708,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006890584000000001,
-    "min": 0.0006887499,
-    "max": 0.0006896347,
+    "seconds": 0.0006879739999999998,
+    "min": 0.0006878852999999999,
+    "max": 0.0006889795999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017364363000000002,
-    "min": 0.0017357271,
-    "max": 0.0017372513999999995,
+    "seconds": 0.0017344869500000005,
+    "min": 0.0017337492,
+    "max": 0.0017349868,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5740,15 +5740,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011406685499999996,
-    "min": 0.0011398884000000003,
-    "max": 0.001142388600000001,
+    "seconds": 0.0011389803999999996,
+    "min": 0.0011384131999999996,
+    "max": 0.0011412948999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020923652500000004,
-    "min": 0.0020908951999999994,
-    "max": 0.0020943169999999996,
+    "seconds": 0.0020922551999999995,
+    "min": 0.0020911651000000003,
+    "max": 0.002093736000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5772,15 +5772,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4610950000000015e-05,
-    "min": 3.4546900000000074e-05,
-    "max": 3.5219100000000206e-05,
+    "seconds": 3.481240000000002e-05,
+    "min": 3.475460000000007e-05,
+    "max": 3.535e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.875439999999998e-05,
-    "min": 9.8233e-05,
-    "max": 9.911000000000009e-05,
+    "seconds": 9.85024e-05,
+    "min": 9.830370000000002e-05,
+    "max": 9.895920000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5804,15 +5804,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.830964999999998e-05,
-    "min": 4.822360000000011e-05,
-    "max": 4.962539999999995e-05,
+    "seconds": 4.8337550000000074e-05,
+    "min": 4.8320100000000046e-05,
+    "max": 4.954499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.117390000000001e-05,
-    "min": 7.098559999999999e-05,
-    "max": 7.173990000000006e-05,
+    "seconds": 7.151664999999999e-05,
+    "min": 7.141719999999997e-05,
+    "max": 7.218780000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5836,15 +5836,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017526145000000006,
-    "min": 0.00017511910000000004,
-    "max": 0.0001758711,
+    "seconds": 0.00017536549999999993,
+    "min": 0.00017481519999999995,
+    "max": 0.0001760057999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004346209,
-    "min": 0.0004339922999999999,
-    "max": 0.0004353719000000001,
+    "seconds": 0.0004349027999999999,
+    "min": 0.00043467379999999995,
+    "max": 0.0004357377000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5868,15 +5868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031998499999999995,
-    "min": 0.0003197331999999999,
-    "max": 0.0003212422,
+    "seconds": 0.00031965840000000004,
+    "min": 0.0003188585999999999,
+    "max": 0.0003206483,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005830849999999999,
-    "min": 0.0005822388000000002,
-    "max": 0.0005834249,
+    "seconds": 0.0005847618000000001,
+    "min": 0.0005834496,
+    "max": 0.0005852288,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5900,15 +5900,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1417199999999986e-05,
-    "min": 5.10748e-05,
-    "max": 5.1673400000000114e-05,
+    "seconds": 5.134499999999999e-05,
+    "min": 5.1183399999999975e-05,
+    "max": 5.1483699999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012121859999999996,
-    "min": 0.00012093780000000008,
-    "max": 0.0001213788000000001,
+    "seconds": 0.00012090649999999998,
+    "min": 0.00012068829999999995,
+    "max": 0.00012111339999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5932,15 +5932,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.844985000000004e-05,
-    "min": 6.783669999999995e-05,
-    "max": 7.024270000000002e-05,
+    "seconds": 6.819809999999998e-05,
+    "min": 6.648840000000002e-05,
+    "max": 6.965709999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012798325,
-    "min": 0.00012750429999999998,
-    "max": 0.00012965680000000002,
+    "seconds": 0.00012794435000000002,
+    "min": 0.00012714090000000001,
+    "max": 0.0001281610999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5964,15 +5964,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019959155000000007,
-    "min": 0.00019895579999999998,
-    "max": 0.0002000214000000001,
+    "seconds": 0.0001996354,
+    "min": 0.00019902179999999994,
+    "max": 0.0002001199999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046750170000000007,
-    "min": 0.0004667915999999999,
-    "max": 0.00046839000000000006,
+    "seconds": 0.0004670914,
+    "min": 0.00046674380000000004,
+    "max": 0.0004676156999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5996,15 +5996,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003772792000000002,
-    "min": 0.0003766659999999998,
-    "max": 0.00037750409999999995,
+    "seconds": 0.0003777724,
+    "min": 0.0003772329000000001,
+    "max": 0.00037838690000000023,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006110258000000001,
-    "min": 0.0006104824000000002,
-    "max": 0.0006115717,
+    "seconds": 0.000611932,
+    "min": 0.0006114818,
+    "max": 0.0006130848999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6028,15 +6028,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.942220000000001e-05,
-    "min": 7.929700000000002e-05,
-    "max": 7.974990000000001e-05,
+    "seconds": 7.923170000000002e-05,
+    "min": 7.901600000000004e-05,
+    "max": 7.954769999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014212384999999999,
-    "min": 0.0001418172,
-    "max": 0.00014237330000000002,
+    "seconds": 0.0001418595,
+    "min": 0.0001417202000000001,
+    "max": 0.0001423053,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6060,15 +6060,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012235319999999997,
-    "min": 0.00012203939999999996,
-    "max": 0.00012263350000000004,
+    "seconds": 0.0001218964999999999,
+    "min": 0.0001216649,
+    "max": 0.00012222849999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016434,
-    "min": 0.0001642325000000001,
-    "max": 0.00016459449999999996,
+    "seconds": 0.00016492279999999997,
+    "min": 0.00016463509999999998,
+    "max": 0.00016547000000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6092,15 +6092,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003062135,
-    "min": 0.0003059562,
-    "max": 0.0003063635,
+    "seconds": 0.00030678179999999995,
+    "min": 0.0003064578999999999,
+    "max": 0.00030715810000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055213185,
-    "min": 0.0005515741999999998,
-    "max": 0.0005529760999999999,
+    "seconds": 0.0005522911499999999,
+    "min": 0.0005516186999999999,
+    "max": 0.0005531128,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6124,15 +6124,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004707732,
-    "min": 0.0004702956,
-    "max": 0.00047127850000000006,
+    "seconds": 0.0004705534999999999,
+    "min": 0.0004701085999999998,
+    "max": 0.0004711105999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006578478999999999,
-    "min": 0.0006574952,
-    "max": 0.0006584494000000001,
+    "seconds": 0.0006555657500000001,
+    "min": 0.0006547782999999998,
+    "max": 0.0006557671000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6156,15 +6156,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.539149999999937e-06,
-    "min": 9.53280000000009e-06,
-    "max": 9.609600000000046e-06,
+    "seconds": 9.620749999999959e-06,
+    "min": 9.590299999999978e-06,
+    "max": 9.676599999999985e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5132700000000056e-05,
-    "min": 1.5024099999999953e-05,
-    "max": 1.543990000000001e-05,
+    "seconds": 1.5110350000000017e-05,
+    "min": 1.5017500000000007e-05,
+    "max": 1.5257500000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6188,15 +6188,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1382400000000014e-05,
-    "min": 2.135650000000003e-05,
-    "max": 2.1497700000000077e-05,
+    "seconds": 2.142854999999993e-05,
+    "min": 2.1375900000000003e-05,
+    "max": 2.151970000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0366150000000005e-05,
-    "min": 2.033599999999998e-05,
-    "max": 2.0476599999999915e-05,
+    "seconds": 2.0793450000000047e-05,
+    "min": 2.0736000000000033e-05,
+    "max": 2.0880199999999922e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6220,15 +6220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.087314999999994e-05,
-    "min": 5.07699e-05,
-    "max": 5.095329999999999e-05,
+    "seconds": 5.0964799999999983e-05,
+    "min": 5.0818400000000015e-05,
+    "max": 5.120869999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012261899999999997,
-    "min": 0.00012246349999999994,
-    "max": 0.00012271000000000002,
+    "seconds": 0.00012294835,
+    "min": 0.00012244199999999998,
+    "max": 0.00012309649999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6252,15 +6252,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.884029999999998e-05,
-    "min": 7.796740000000004e-05,
-    "max": 8.160280000000007e-05,
+    "seconds": 7.861305000000005e-05,
+    "min": 7.742119999999995e-05,
+    "max": 8.18982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015294315000000005,
-    "min": 0.0001523708,
-    "max": 0.00015320460000000003,
+    "seconds": 0.00015266460000000002,
+    "min": 0.00015223510000000006,
+    "max": 0.00015364690000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6284,15 +6284,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.338239999999996e-05,
-    "min": 1.3318299999999977e-05,
-    "max": 1.4371099999999968e-05,
+    "seconds": 1.3180750000000035e-05,
+    "min": 1.3126299999999993e-05,
+    "max": 1.3968400000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.377435e-05,
-    "min": 3.3362800000000026e-05,
-    "max": 3.384909999999999e-05,
+    "seconds": 3.3706550000000024e-05,
+    "min": 3.332449999999996e-05,
+    "max": 3.4031600000000116e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6316,15 +6316,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7018949999999942e-05,
-    "min": 2.6994900000000018e-05,
-    "max": 2.743610000000001e-05,
+    "seconds": 2.7078250000000052e-05,
+    "min": 2.7055699999999965e-05,
+    "max": 2.7443300000000124e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7270200000000046e-05,
-    "min": 2.7190100000000016e-05,
-    "max": 2.738859999999995e-05,
+    "seconds": 2.741900000000001e-05,
+    "min": 2.7398100000000035e-05,
+    "max": 2.7554999999999973e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6348,15 +6348,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.957569999999996e-05,
-    "min": 7.935059999999994e-05,
-    "max": 7.980139999999996e-05,
+    "seconds": 7.946804999999995e-05,
+    "min": 7.904870000000004e-05,
+    "max": 7.974060000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014735339999999994,
-    "min": 0.00014701840000000006,
-    "max": 0.00014769809999999993,
+    "seconds": 0.00014771410000000002,
+    "min": 0.00014742969999999991,
+    "max": 0.00014816260000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6380,15 +6380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013811119999999997,
-    "min": 0.0001377397,
-    "max": 0.00013834390000000004,
+    "seconds": 0.00013796964999999997,
+    "min": 0.0001377429,
+    "max": 0.00013844060000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019293159999999993,
-    "min": 0.00019248910000000004,
-    "max": 0.0001932764,
+    "seconds": 0.00019310749999999996,
+    "min": 0.00019240459999999996,
+    "max": 0.00019369340000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6412,15 +6412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.472950000000005e-05,
-    "min": 3.4553699999999974e-05,
-    "max": 3.5080900000000046e-05,
+    "seconds": 3.4786499999999996e-05,
+    "min": 3.4623599999999985e-05,
+    "max": 3.485130000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.922690000000002e-05,
-    "min": 5.9138700000000065e-05,
-    "max": 5.940439999999993e-05,
+    "seconds": 5.907794999999999e-05,
+    "min": 5.8997400000000005e-05,
+    "max": 5.962809999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6444,15 +6444,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.509434999999994e-05,
-    "min": 4.498539999999997e-05,
-    "max": 4.5439999999999904e-05,
+    "seconds": 4.4977450000000045e-05,
+    "min": 4.495000000000009e-05,
+    "max": 4.5315500000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.198980000000003e-05,
-    "min": 5.172439999999998e-05,
-    "max": 5.303659999999998e-05,
+    "seconds": 5.148454999999998e-05,
+    "min": 5.111289999999998e-05,
+    "max": 5.2758300000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6476,15 +6476,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015223450000000004,
-    "min": 0.00015191750000000006,
-    "max": 0.00015266220000000006,
+    "seconds": 0.00015248419999999997,
+    "min": 0.00015195550000000004,
+    "max": 0.00015268390000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002161448,
-    "min": 0.00021569029999999998,
-    "max": 0.0002164474,
+    "seconds": 0.00021611455000000002,
+    "min": 0.00021573320000000006,
+    "max": 0.00021634000000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6508,15 +6508,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019705580000000002,
-    "min": 0.00019649460000000003,
-    "max": 0.00019719869999999996,
+    "seconds": 0.0001969221500000001,
+    "min": 0.00019672080000000003,
+    "max": 0.00019712569999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002256097,
-    "min": 0.00022533950000000005,
-    "max": 0.0002262706000000001,
+    "seconds": 0.00022575275000000006,
+    "min": 0.00022545010000000004,
+    "max": 0.0002266653,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6540,15 +6540,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.500800000000033e-06,
-    "min": 6.460799999999961e-06,
-    "max": 6.53130000000001e-06,
+    "seconds": 6.505400000000032e-06,
+    "min": 6.47349999999999e-06,
+    "max": 6.5667000000000036e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.228700000000026e-06,
-    "min": 6.2077000000000685e-06,
-    "max": 6.243100000000004e-06,
+    "seconds": 6.303850000000011e-06,
+    "min": 6.2782999999999675e-06,
+    "max": 6.364999999999964e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6572,15 +6572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3676750000000038e-05,
-    "min": 1.3666900000000101e-05,
-    "max": 1.3695699999999907e-05,
+    "seconds": 1.3710000000000072e-05,
+    "min": 1.3699000000000024e-05,
+    "max": 1.3734000000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.601600000000054e-06,
-    "min": 9.571099999999979e-06,
-    "max": 9.654300000000125e-06,
+    "seconds": 9.622300000000052e-06,
+    "min": 9.59980000000004e-06,
+    "max": 9.631700000000023e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6604,15 +6604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4353900000000015e-05,
-    "min": 1.4278399999999965e-05,
-    "max": 1.5043500000000028e-05,
+    "seconds": 1.4374200000000007e-05,
+    "min": 1.4336000000000001e-05,
+    "max": 1.5059199999999952e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0489350000000003e-05,
-    "min": 3.0095700000000014e-05,
-    "max": 3.085739999999992e-05,
+    "seconds": 3.0417399999999977e-05,
+    "min": 3.0357899999999962e-05,
+    "max": 3.0821900000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6636,15 +6636,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.444305000000004e-05,
-    "min": 3.438679999999986e-05,
-    "max": 3.4642699999999966e-05,
+    "seconds": 3.4417499999999994e-05,
+    "min": 3.435019999999995e-05,
+    "max": 3.460429999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3769549999999965e-05,
-    "min": 3.372489999999998e-05,
-    "max": 3.380130000000006e-05,
+    "seconds": 3.380289999999998e-05,
+    "min": 3.375010000000001e-05,
+    "max": 3.399980000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6668,15 +6668,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.109120000000002e-05,
-    "min": 1.1014200000000119e-05,
-    "max": 1.1167899999999917e-05,
+    "seconds": 1.1139199999999976e-05,
+    "min": 1.1046399999999949e-05,
+    "max": 1.1235199999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1987100000000033e-05,
-    "min": 1.1884600000000023e-05,
-    "max": 1.2124799999999983e-05,
+    "seconds": 1.200139999999995e-05,
+    "min": 1.1868300000000011e-05,
+    "max": 1.2063700000000062e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6700,15 +6700,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.120965000000001e-05,
-    "min": 2.1186799999999992e-05,
-    "max": 2.12125e-05,
+    "seconds": 2.1227199999999955e-05,
+    "min": 2.11996000000001e-05,
+    "max": 2.1273200000000076e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6289400000000034e-05,
-    "min": 1.626199999999999e-05,
-    "max": 1.6342299999999954e-05,
+    "seconds": 1.6295950000000018e-05,
+    "min": 1.6243000000000007e-05,
+    "max": 1.6355199999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6732,15 +6732,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.667679999999999e-05,
-    "min": 3.6485800000000016e-05,
-    "max": 3.686670000000004e-05,
+    "seconds": 3.669750000000001e-05,
+    "min": 3.6639099999999986e-05,
+    "max": 3.679969999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6417600000000014e-05,
-    "min": 5.594150000000004e-05,
-    "max": 5.665550000000003e-05,
+    "seconds": 5.630710000000005e-05,
+    "min": 5.606379999999993e-05,
+    "max": 5.6645900000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6764,15 +6764,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.020965e-05,
-    "min": 6.0128099999999944e-05,
-    "max": 6.031969999999992e-05,
+    "seconds": 6.037215000000001e-05,
+    "min": 6.0235899999999916e-05,
+    "max": 6.052469999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.643964999999998e-05,
-    "min": 6.573340000000007e-05,
-    "max": 6.71702e-05,
+    "seconds": 6.612705e-05,
+    "min": 6.584969999999998e-05,
+    "max": 6.670069999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6796,15 +6796,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.163354999999998e-05,
-    "min": 2.1590700000000017e-05,
-    "max": 2.2166299999999978e-05,
+    "seconds": 2.1612650000000034e-05,
+    "min": 2.152020000000002e-05,
+    "max": 2.234879999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5067049999999985e-05,
-    "min": 3.497599999999997e-05,
-    "max": 3.529550000000006e-05,
+    "seconds": 3.5239599999999994e-05,
+    "min": 3.496270000000007e-05,
+    "max": 3.545569999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6828,15 +6828,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.580390000000007e-05,
-    "min": 3.57566e-05,
-    "max": 3.586889999999996e-05,
+    "seconds": 3.5803050000000026e-05,
+    "min": 3.57764e-05,
+    "max": 3.587790000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.919984999999998e-05,
-    "min": 2.9151700000000004e-05,
-    "max": 2.9331099999999994e-05,
+    "seconds": 2.944295000000002e-05,
+    "min": 2.936610000000006e-05,
+    "max": 2.945920000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6860,15 +6860,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.021224999999997e-05,
-    "min": 7.002829999999994e-05,
-    "max": 7.035429999999996e-05,
+    "seconds": 7.030955000000013e-05,
+    "min": 7.019510000000018e-05,
+    "max": 7.043419999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011191745000000002,
-    "min": 0.00011167919999999997,
-    "max": 0.00011219109999999999,
+    "seconds": 0.00011220284999999999,
+    "min": 0.0001120925,
+    "max": 0.00011244050000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6892,15 +6892,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011826714999999997,
-    "min": 0.00011818489999999987,
-    "max": 0.00011859799999999995,
+    "seconds": 0.00011817104999999997,
+    "min": 0.00011806289999999992,
+    "max": 0.00011829249999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012826465000000004,
-    "min": 0.00012800330000000006,
-    "max": 0.00012845930000000003,
+    "seconds": 0.0001281074,
+    "min": 0.00012780959999999996,
+    "max": 0.0001283376,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6924,15 +6924,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.228999999999968e-06,
-    "min": 7.183800000000008e-06,
-    "max": 7.298899999999958e-06,
+    "seconds": 7.278350000000011e-06,
+    "min": 7.19010000000003e-06,
+    "max": 7.3633999999999895e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.4063500000000035e-06,
-    "min": 6.39019999999989e-06,
-    "max": 6.466900000000056e-06,
+    "seconds": 6.41594999999997e-06,
+    "min": 6.40949999999998e-06,
+    "max": 6.483000000000038e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6956,15 +6956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.66848e-05,
-    "min": 1.6659399999999995e-05,
-    "max": 1.6691100000000017e-05,
+    "seconds": 1.6711949999999995e-05,
+    "min": 1.6707399999999982e-05,
+    "max": 1.6719700000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.671949999999952e-06,
-    "min": 6.630299999999988e-06,
-    "max": 6.7070000000000384e-06,
+    "seconds": 6.665399999999977e-06,
+    "min": 6.6558e-06,
+    "max": 6.70060000000002e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6988,15 +6988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1682949999999915e-05,
-    "min": 1.1644899999999996e-05,
-    "max": 1.1766200000000026e-05,
+    "seconds": 1.1716649999999884e-05,
+    "min": 1.1667400000000054e-05,
+    "max": 1.1833599999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2281500000000011e-05,
-    "min": 1.2227099999999973e-05,
-    "max": 1.2352099999999996e-05,
+    "seconds": 1.2298899999999985e-05,
+    "min": 1.224939999999998e-05,
+    "max": 1.2403199999999912e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7020,15 +7020,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.319374999999989e-05,
-    "min": 4.317380000000007e-05,
-    "max": 4.3202599999999924e-05,
+    "seconds": 4.3210200000000036e-05,
+    "min": 4.318379999999996e-05,
+    "max": 4.3219299999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7694299999999987e-05,
-    "min": 1.7647700000000065e-05,
-    "max": 1.7721300000000053e-05,
+    "seconds": 1.7809350000000016e-05,
+    "min": 1.774079999999999e-05,
+    "max": 1.7864800000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7052,15 +7052,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2385249999999987e-05,
-    "min": 2.2338700000000017e-05,
-    "max": 2.2588600000000067e-05,
+    "seconds": 2.2393649999999978e-05,
+    "min": 2.2348400000000004e-05,
+    "max": 2.2607800000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2465500000000058e-05,
-    "min": 2.2448000000000047e-05,
-    "max": 2.264309999999996e-05,
+    "seconds": 2.2474699999999983e-05,
+    "min": 2.24547e-05,
+    "max": 2.2719399999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7084,15 +7084,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.107685e-05,
-    "min": 5.10297e-05,
-    "max": 5.110450000000012e-05,
+    "seconds": 5.1037799999999994e-05,
+    "min": 5.099419999999999e-05,
+    "max": 5.105840000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1530900000000028e-05,
-    "min": 2.1430299999999977e-05,
-    "max": 2.1600099999999953e-05,
+    "seconds": 2.1534349999999985e-05,
+    "min": 2.1491000000000032e-05,
+    "max": 2.157119999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7116,15 +7116,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.329709999999996e-05,
-    "min": 5.3087100000000036e-05,
-    "max": 5.3561800000000006e-05,
+    "seconds": 5.315784999999995e-05,
+    "min": 5.3065200000000035e-05,
+    "max": 5.3599200000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.114885000000004e-05,
-    "min": 7.097570000000001e-05,
-    "max": 7.121299999999998e-05,
+    "seconds": 7.120445000000002e-05,
+    "min": 7.098820000000005e-05,
+    "max": 7.134609999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7148,15 +7148,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015551170000000002,
-    "min": 0.00015547110000000002,
-    "max": 0.00015581040000000002,
+    "seconds": 0.00015560245,
+    "min": 0.0001555595,
+    "max": 0.00015596940000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.578490000000003e-05,
-    "min": 6.559620000000005e-05,
-    "max": 6.589739999999996e-05,
+    "seconds": 6.568549999999999e-05,
+    "min": 6.558280000000003e-05,
+    "max": 6.599620000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7181,15 +7181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.622349999999994e-06,
-    "min": 6.614399999999978e-06,
-    "max": 6.636699999999974e-06,
+    "seconds": 6.628800000000018e-06,
+    "min": 6.6015000000000324e-06,
+    "max": 6.662399999999991e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0958250000000034e-05,
-    "min": 1.0934699999999975e-05,
-    "max": 1.1049400000000003e-05,
+    "seconds": 1.095985000000004e-05,
+    "min": 1.0915099999999949e-05,
+    "max": 1.1024099999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7214,15 +7214,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0342400000000008e-05,
-    "min": 1.0323000000000001e-05,
-    "max": 1.0351900000000002e-05,
+    "seconds": 1.035825000000002e-05,
+    "min": 1.0335999999999979e-05,
+    "max": 1.038680000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3070399999999996e-05,
-    "min": 1.3049499999999808e-05,
-    "max": 1.3142100000000016e-05,
+    "seconds": 1.3033500000000003e-05,
+    "min": 1.3007900000000064e-05,
+    "max": 1.3107100000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7247,15 +7247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.481599999999997e-06,
-    "min": 8.45419999999998e-06,
-    "max": 8.537500000000023e-06,
+    "seconds": 8.519849999999996e-06,
+    "min": 8.486199999999985e-06,
+    "max": 8.617599999999994e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2897450000000003e-05,
-    "min": 1.2876500000000011e-05,
-    "max": 1.2905600000000028e-05,
+    "seconds": 1.2915049999999998e-05,
+    "min": 1.2892899999999974e-05,
+    "max": 1.2927399999999967e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7280,15 +7280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4422100000000017e-05,
-    "min": 1.4371000000000005e-05,
-    "max": 1.4806200000000024e-05,
+    "seconds": 1.44255e-05,
+    "min": 1.4384199999999987e-05,
+    "max": 1.476479999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5575949999999988e-05,
-    "min": 1.5516800000000115e-05,
-    "max": 1.5765999999999916e-05,
+    "seconds": 1.5560100000000027e-05,
+    "min": 1.5516499999999972e-05,
+    "max": 1.575039999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7313,15 +7313,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5313550000000005e-05,
-    "min": 1.529599999999996e-05,
-    "max": 1.5391700000000004e-05,
+    "seconds": 1.5319850000000002e-05,
+    "min": 1.5295899999999983e-05,
+    "max": 1.53922e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0207750000000023e-05,
-    "min": 3.0054399999999944e-05,
-    "max": 3.0518199999999914e-05,
+    "seconds": 3.0180950000000018e-05,
+    "min": 3.0083200000000078e-05,
+    "max": 3.0406699999999954e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7346,15 +7346,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3721500000000034e-05,
-    "min": 2.371199999999998e-05,
-    "max": 2.3999900000000014e-05,
+    "seconds": 2.372750000000002e-05,
+    "min": 2.3609300000000018e-05,
+    "max": 2.4084100000000022e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.608924999999999e-05,
-    "min": 3.6034900000000105e-05,
-    "max": 3.6150299999999904e-05,
+    "seconds": 3.5974949999999976e-05,
+    "min": 3.5762699999999996e-05,
+    "max": 3.641279999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7379,15 +7379,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2315400000000007e-05,
-    "min": 2.224930000000005e-05,
-    "max": 2.2502099999999962e-05,
+    "seconds": 2.233100000000002e-05,
+    "min": 2.228839999999999e-05,
+    "max": 2.2470100000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.198370000000002e-05,
-    "min": 5.165729999999999e-05,
-    "max": 5.216259999999993e-05,
+    "seconds": 5.1998e-05,
+    "min": 5.180770000000016e-05,
+    "max": 5.220120000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7412,15 +7412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.051505000000003e-05,
-    "min": 4.028520000000004e-05,
-    "max": 4.053439999999999e-05,
+    "seconds": 4.0499900000000036e-05,
+    "min": 4.037770000000004e-05,
+    "max": 4.0640599999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.276414999999995e-05,
-    "min": 6.255920000000016e-05,
-    "max": 6.310140000000006e-05,
+    "seconds": 6.277394999999999e-05,
+    "min": 6.250260000000016e-05,
+    "max": 6.295690000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7445,15 +7445,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9968000000000005e-05,
-    "min": 2.9900300000000036e-05,
-    "max": 3.0092900000000045e-05,
+    "seconds": 3.0004449999999983e-05,
+    "min": 2.9906700000000003e-05,
+    "max": 3.0118799999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.720475000000004e-05,
-    "min": 7.708319999999995e-05,
-    "max": 7.73185e-05,
+    "seconds": 7.725225000000002e-05,
+    "min": 7.698159999999996e-05,
+    "max": 7.735869999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7478,15 +7478,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.921975e-05,
-    "min": 4.9049800000000026e-05,
-    "max": 4.9413799999999984e-05,
+    "seconds": 4.92133e-05,
+    "min": 4.9129199999999984e-05,
+    "max": 4.9587100000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.681520000000003e-05,
-    "min": 8.676450000000018e-05,
-    "max": 8.704299999999996e-05,
+    "seconds": 8.687530000000005e-05,
+    "min": 8.676480000000005e-05,
+    "max": 8.695680000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7511,15 +7511,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.14926e-05,
-    "min": 4.1401699999999994e-05,
-    "max": 4.1615800000000036e-05,
+    "seconds": 4.160729999999999e-05,
+    "min": 4.142330000000004e-05,
+    "max": 4.187279999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.629655000000003e-05,
-    "min": 9.624270000000011e-05,
-    "max": 9.647280000000001e-05,
+    "seconds": 9.617979999999998e-05,
+    "min": 9.597849999999998e-05,
+    "max": 9.662549999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7544,15 +7544,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.980455e-05,
-    "min": 7.953230000000004e-05,
-    "max": 8.006679999999998e-05,
+    "seconds": 7.983790000000001e-05,
+    "min": 7.964270000000004e-05,
+    "max": 7.997609999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011543594999999993,
-    "min": 0.00011522790000000024,
-    "max": 0.00011567190000000009,
+    "seconds": 0.00011539880000000001,
+    "min": 0.00011514109999999998,
+    "max": 0.00011582389999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7577,15 +7577,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.599755e-05,
-    "min": 7.588410000000003e-05,
-    "max": 7.625480000000002e-05,
+    "seconds": 7.588815e-05,
+    "min": 7.566900000000001e-05,
+    "max": 7.59323e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018895745,
-    "min": 0.00018851509999999997,
-    "max": 0.00018930350000000005,
+    "seconds": 0.00018833804999999993,
+    "min": 0.00018809669999999992,
+    "max": 0.0001887592,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7610,15 +7610,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012560684999999997,
-    "min": 0.00012541960000000003,
-    "max": 0.00012563730000000002,
+    "seconds": 0.00012567419999999998,
+    "min": 0.0001254688,
+    "max": 0.0001258007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002145664499999998,
-    "min": 0.0002143184000000002,
-    "max": 0.00021484969999999992,
+    "seconds": 0.00021450154999999997,
+    "min": 0.00021393889999999992,
+    "max": 0.00021469590000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7643,15 +7643,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010252790000000004,
-    "min": 0.0001024249,
-    "max": 0.0001026601,
+    "seconds": 0.00010287824999999996,
+    "min": 0.0001025527,
+    "max": 0.00010331319999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024244019999999998,
-    "min": 0.00024215279999999987,
-    "max": 0.00024267010000000007,
+    "seconds": 0.00024213935,
+    "min": 0.00024181780000000013,
+    "max": 0.0002425021000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7676,15 +7676,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020053755000000003,
-    "min": 0.00020018520000000006,
-    "max": 0.0002006286,
+    "seconds": 0.00020065835,
+    "min": 0.00020036900000000007,
+    "max": 0.00020080539999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002903994,
-    "min": 0.0002901515,
-    "max": 0.0002909464,
+    "seconds": 0.0002901898,
+    "min": 0.00028999420000000003,
+    "max": 0.00029024770000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7704,9 +7704,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.110250000000008e-06,
-    "min": 7.087900000000013e-06,
-    "max": 7.158100000000002e-06,
+    "seconds": 7.004849999999988e-06,
+    "min": 7.00160000000003e-06,
+    "max": 7.049599999999942e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7732,9 +7732,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.913649999999979e-06,
-    "min": 6.893099999999959e-06,
-    "max": 6.969599999999991e-06,
+    "seconds": 6.864050000000003e-06,
+    "min": 6.822099999999818e-06,
+    "max": 6.915099999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7760,9 +7760,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.689350000000013e-06,
-    "min": 7.673400000000129e-06,
-    "max": 7.699300000000086e-06,
+    "seconds": 7.655949999999975e-06,
+    "min": 7.651200000000063e-06,
+    "max": 7.680000000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7788,9 +7788,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.3842000000000385e-06,
-    "min": 7.363499999999953e-06,
-    "max": 7.4014999999999985e-06,
+    "seconds": 7.307250000000005e-06,
+    "min": 7.283600000000013e-06,
+    "max": 7.369599999999854e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7816,9 +7816,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.105765e-05,
-    "min": 1.1011000000000002e-05,
-    "max": 1.1097400000000027e-05,
+    "seconds": 1.105429999999998e-05,
+    "min": 1.1043000000000018e-05,
+    "max": 1.1087800000000057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7844,9 +7844,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.352100000000029e-06,
-    "min": 9.315499999999997e-06,
-    "max": 9.401400000000011e-06,
+    "seconds": 9.433400000000014e-06,
+    "min": 9.39829999999999e-06,
+    "max": 9.465599999999983e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7872,9 +7872,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3849200000000013e-05,
-    "min": 1.382090000000012e-05,
-    "max": 1.3878299999999967e-05,
+    "seconds": 1.3860850000000008e-05,
+    "min": 1.3772999999999956e-05,
+    "max": 1.4003099999999812e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7900,9 +7900,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2880050000000012e-05,
-    "min": 1.2841499999999972e-05,
-    "max": 1.2947199999999987e-05,
+    "seconds": 1.2956800000000015e-05,
+    "min": 1.2902299999999978e-05,
+    "max": 1.3097100000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7928,9 +7928,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.626545e-05,
-    "min": 1.6236599999999976e-05,
-    "max": 1.6441700000000036e-05,
+    "seconds": 1.6251000000000004e-05,
+    "min": 1.620150000000003e-05,
+    "max": 1.6338900000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7956,9 +7956,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.475665000000002e-05,
-    "min": 1.4681300000000022e-05,
-    "max": 1.4806499999999983e-05,
+    "seconds": 1.464645000000001e-05,
+    "min": 1.4585900000000038e-05,
+    "max": 1.4735799999999961e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7984,9 +7984,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.34318e-05,
-    "min": 4.315730000000001e-05,
-    "max": 4.356800000000003e-05,
+    "seconds": 4.341714999999998e-05,
+    "min": 4.3130000000000016e-05,
+    "max": 4.3660000000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8012,9 +8012,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9713100000000026e-05,
-    "min": 2.9667100000000064e-05,
-    "max": 2.974689999999999e-05,
+    "seconds": 2.968325000000001e-05,
+    "min": 2.9638500000000045e-05,
+    "max": 2.9920399999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8040,9 +8040,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.615474999999998e-05,
-    "min": 5.58114e-05,
-    "max": 5.630729999999999e-05,
+    "seconds": 5.611155e-05,
+    "min": 5.5964599999999955e-05,
+    "max": 5.618579999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8068,9 +8068,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9187049999999986e-05,
-    "min": 3.912900000000002e-05,
-    "max": 3.922909999999999e-05,
+    "seconds": 3.911764999999999e-05,
+    "min": 3.9017700000000004e-05,
+    "max": 3.92101e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8096,9 +8096,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9293649999999974e-05,
-    "min": 5.9102800000000006e-05,
-    "max": 5.951010000000001e-05,
+    "seconds": 5.924729999999999e-05,
+    "min": 5.907150000000001e-05,
+    "max": 5.950679999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8124,9 +8124,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4185499999999965e-05,
-    "min": 4.384889999999998e-05,
-    "max": 4.449869999999995e-05,
+    "seconds": 4.409739999999999e-05,
+    "min": 4.382629999999999e-05,
+    "max": 4.4338499999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8152,9 +8152,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013210494999999997,
-    "min": 0.00013063010000000002,
-    "max": 0.0001326966,
+    "seconds": 0.0001327867,
+    "min": 0.00013144779999999998,
+    "max": 0.00013357450000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8180,9 +8180,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.435685e-05,
-    "min": 7.427520000000006e-05,
-    "max": 7.454380000000019e-05,
+    "seconds": 7.446839999999998e-05,
+    "min": 7.432540000000003e-05,
+    "max": 7.467710000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8210,15 +8210,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4677950000000007e-05,
-    "min": 2.4626900000000003e-05,
-    "max": 2.487320000000001e-05,
+    "seconds": 2.4747550000000003e-05,
+    "min": 2.4578700000000002e-05,
+    "max": 2.488319999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.982990000000002e-05,
-    "min": 4.971190000000001e-05,
-    "max": 5.015969999999998e-05,
+    "seconds": 4.994055e-05,
+    "min": 4.9811000000000015e-05,
+    "max": 5.011250000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8240,15 +8240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.007830000000001e-05,
-    "min": 4.999299999999995e-05,
-    "max": 5.0120899999999976e-05,
+    "seconds": 5.005909999999998e-05,
+    "min": 4.999380000000001e-05,
+    "max": 5.013210000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4584100000000028e-05,
-    "min": 2.4479399999999988e-05,
-    "max": 2.4700700000000006e-05,
+    "seconds": 2.457119999999998e-05,
+    "min": 2.4460599999999964e-05,
+    "max": 2.4623900000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8273,15 +8273,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010118159999999995,
-    "min": 0.00010087309999999992,
-    "max": 0.00010177460000000002,
+    "seconds": 0.00010129515000000002,
+    "min": 0.00010091980000000002,
+    "max": 0.00010138970000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014459269999999994,
-    "min": 0.00014446299999999992,
-    "max": 0.0001449112000000001,
+    "seconds": 0.00014486034999999987,
+    "min": 0.00014455640000000003,
+    "max": 0.00014514630000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8306,15 +8306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015770465000000005,
-    "min": 0.00015758690000000001,
-    "max": 0.00015801480000000002,
+    "seconds": 0.00015784165,
+    "min": 0.00015779910000000006,
+    "max": 0.00015789870000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001706196,
-    "min": 0.00017029370000000026,
-    "max": 0.00017093949999999995,
+    "seconds": 0.00017082559999999995,
+    "min": 0.00017073889999999985,
+    "max": 0.00017099200000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8338,15 +8338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.769610000000001e-05,
-    "min": 3.7604200000000015e-05,
-    "max": 3.787790000000003e-05,
+    "seconds": 3.780815000000001e-05,
+    "min": 3.7509700000000004e-05,
+    "max": 3.800139999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010610155000000004,
-    "min": 0.00010547509999999994,
-    "max": 0.00010619179999999996,
+    "seconds": 0.00010579535000000006,
+    "min": 0.00010554139999999993,
+    "max": 0.00010602540000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8370,15 +8370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023571825000000003,
-    "min": 0.00023549420000000036,
-    "max": 0.0002360420000000001,
+    "seconds": 0.00023584069999999996,
+    "min": 0.0002356104,
+    "max": 0.00023600769999999963,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000552738449999999,
-    "min": 0.0005513522999999989,
-    "max": 0.0005533096000000001,
+    "seconds": 0.0005534320999999998,
+    "min": 0.0005529780999999999,
+    "max": 0.0005536802999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8400,15 +8400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.701119999999999e-05,
-    "min": 3.693790000000004e-05,
-    "max": 3.731830000000003e-05,
+    "seconds": 3.7146900000000015e-05,
+    "min": 3.69884e-05,
+    "max": 3.736910000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.339679999999998e-05,
-    "min": 5.28283e-05,
-    "max": 5.362910000000002e-05,
+    "seconds": 5.3424000000000016e-05,
+    "min": 5.2953699999999974e-05,
+    "max": 5.35106e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8430,15 +8430,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9394849999999996e-05,
-    "min": 1.923159999999998e-05,
-    "max": 1.9561599999999965e-05,
+    "seconds": 1.945270000000001e-05,
+    "min": 1.9350200000000007e-05,
+    "max": 1.9702700000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7537699999999972e-05,
-    "min": 2.7295700000000126e-05,
-    "max": 2.8098900000000027e-05,
+    "seconds": 2.7350300000000015e-05,
+    "min": 2.7314699999999947e-05,
+    "max": 2.7526300000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8460,15 +8460,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3265250000000025e-05,
-    "min": 3.3215599999999994e-05,
-    "max": 3.361300000000006e-05,
+    "seconds": 3.331985e-05,
+    "min": 3.3225400000000036e-05,
+    "max": 3.341399999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.757720000000002e-05,
-    "min": 4.6961900000000015e-05,
-    "max": 4.785899999999997e-05,
+    "seconds": 4.760150000000003e-05,
+    "min": 4.738839999999997e-05,
+    "max": 4.7769799999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8490,15 +8490,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3937449999999996e-05,
-    "min": 2.3897400000000026e-05,
-    "max": 2.407940000000002e-05,
+    "seconds": 2.4083000000000003e-05,
+    "min": 2.4009100000000034e-05,
+    "max": 2.42595e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.172445000000002e-05,
-    "min": 3.150019999999998e-05,
-    "max": 3.222060000000008e-05,
+    "seconds": 3.193434999999998e-05,
+    "min": 3.1810999999999984e-05,
+    "max": 3.2150100000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8518,15 +8518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3276750000000044e-05,
-    "min": 3.3203199999999926e-05,
-    "max": 3.360630000000003e-05,
+    "seconds": 3.33665e-05,
+    "min": 3.330550000000001e-05,
+    "max": 3.3535300000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.777920000000004e-05,
-    "min": 4.73048e-05,
-    "max": 4.796489999999985e-05,
+    "seconds": 4.795490000000001e-05,
+    "min": 4.766050000000005e-05,
+    "max": 4.80897e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8546,15 +8546,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.873899999999998e-05,
-    "min": 1.849929999999997e-05,
-    "max": 1.8892899999999986e-05,
+    "seconds": 1.8829e-05,
+    "min": 1.876110000000002e-05,
+    "max": 1.9014299999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.610400000000003e-05,
-    "min": 2.6019000000000003e-05,
-    "max": 2.618159999999998e-05,
+    "seconds": 2.6132299999999994e-05,
+    "min": 2.595230000000005e-05,
+    "max": 2.644129999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8574,15 +8574,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.321749999999999e-05,
-    "min": 3.3058500000000036e-05,
-    "max": 3.338139999999995e-05,
+    "seconds": 3.317315000000001e-05,
+    "min": 3.3021799999999996e-05,
+    "max": 3.322910000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7312899999999945e-05,
-    "min": 4.6997900000000006e-05,
-    "max": 4.811140000000005e-05,
+    "seconds": 4.7739100000000046e-05,
+    "min": 4.751970000000011e-05,
+    "max": 4.782720000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8602,15 +8602,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.827190000000001e-05,
-    "min": 1.80865e-05,
-    "max": 1.835830000000003e-05,
+    "seconds": 1.8344449999999976e-05,
+    "min": 1.8249200000000008e-05,
+    "max": 1.8470400000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4532899999999997e-05,
-    "min": 2.4396899999999983e-05,
-    "max": 2.4821999999999936e-05,
+    "seconds": 2.4577449999999976e-05,
+    "min": 2.438409999999999e-05,
+    "max": 2.464339999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8630,15 +8630,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.335844999999999e-05,
-    "min": 3.323530000000001e-05,
-    "max": 3.373439999999997e-05,
+    "seconds": 3.346440000000002e-05,
+    "min": 3.3337800000000025e-05,
+    "max": 3.355570000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.747355000000008e-05,
-    "min": 4.72028e-05,
-    "max": 4.7968100000000006e-05,
+    "seconds": 4.771985e-05,
+    "min": 4.7574199999999976e-05,
+    "max": 4.7779e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8658,15 +8658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.928475e-05,
-    "min": 1.9174699999999994e-05,
-    "max": 1.9353600000000028e-05,
+    "seconds": 1.9316649999999997e-05,
+    "min": 1.9257299999999996e-05,
+    "max": 1.9492200000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4510150000000018e-05,
-    "min": 2.4307200000000014e-05,
-    "max": 2.4963200000000005e-05,
+    "seconds": 2.4564449999999988e-05,
+    "min": 2.427240000000003e-05,
+    "max": 2.4771199999999906e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8688,15 +8688,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.757715000000002e-05,
-    "min": 4.74685999999999e-05,
-    "max": 4.775680000000001e-05,
+    "seconds": 4.776424999999998e-05,
+    "min": 4.762440000000002e-05,
+    "max": 4.806369999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.636465000000005e-05,
-    "min": 3.6223799999999956e-05,
-    "max": 3.686059999999998e-05,
+    "seconds": 3.646350000000003e-05,
+    "min": 3.633929999999996e-05,
+    "max": 3.659630000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8718,15 +8718,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9841349999999992e-05,
-    "min": 2.970579999999998e-05,
-    "max": 3.002519999999997e-05,
+    "seconds": 2.9924550000000066e-05,
+    "min": 2.9833899999999986e-05,
+    "max": 2.995450000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.077269999999995e-05,
-    "min": 2.0624099999999974e-05,
-    "max": 2.1283199999999966e-05,
+    "seconds": 2.086085e-05,
+    "min": 2.0738900000000002e-05,
+    "max": 2.1015300000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8754,15 +8754,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1691198348999026e-05,
-    "min": 5.11135995388031e-05,
-    "max": 5.3830397129058836e-05,
+    "seconds": 5.0211200118064885e-05,
+    "min": 5.002560019493103e-05,
+    "max": 5.117759704589843e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.892480194568634e-05,
-    "min": 7.540799975395202e-05,
-    "max": 0.00011208640336990356,
+    "seconds": 4.401440024375915e-05,
+    "min": 4.2467200756073e-05,
+    "max": 7.44383990764618e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8790,15 +8790,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.2129600644111634e-05,
-    "min": 2.8502398729324337e-05,
-    "max": 3.622080087661743e-05,
+    "seconds": 2.7726399898529054e-05,
+    "min": 2.7481600642204285e-05,
+    "max": 3.036159873008728e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.017120063304902e-05,
-    "min": 7.27936029434204e-05,
-    "max": 0.0001499359965324402,
+    "seconds": 4.6353599429130554e-05,
+    "min": 4.368639886379242e-05,
+    "max": 7.996479868888855e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8826,15 +8826,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.785274999999999e-05,
-    "min": 4.762599999999997e-05,
-    "max": 4.821689999999996e-05,
+    "seconds": 4.788909999999999e-05,
+    "min": 4.7779100000000005e-05,
+    "max": 4.796149999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.526164999999996e-05,
-    "min": 9.498190000000001e-05,
-    "max": 9.538809999999997e-05,
+    "seconds": 9.568909999999996e-05,
+    "min": 9.535610000000001e-05,
+    "max": 9.581060000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8862,15 +8862,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.434385e-05,
-    "min": 2.4268799999999933e-05,
-    "max": 2.46307e-05,
+    "seconds": 2.4486399999999996e-05,
+    "min": 2.4303800000000013e-05,
+    "max": 2.4569000000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.853730000000004e-05,
-    "min": 4.842530000000001e-05,
-    "max": 4.8713200000000054e-05,
+    "seconds": 4.871004999999999e-05,
+    "min": 4.841249999999999e-05,
+    "max": 4.885700000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8894,15 +8894,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.370105e-05,
-    "min": 3.353629999999999e-05,
-    "max": 3.389100000000003e-05,
+    "seconds": 3.372970000000001e-05,
+    "min": 3.352620000000003e-05,
+    "max": 3.3785400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.552814999999991e-05,
-    "min": 9.549049999999991e-05,
-    "max": 9.563879999999997e-05,
+    "seconds": 9.585185e-05,
+    "min": 9.574369999999995e-05,
+    "max": 9.589680000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8926,15 +8926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.398340000000001e-05,
-    "min": 8.372759999999998e-05,
-    "max": 8.409929999999995e-05,
+    "seconds": 8.39809e-05,
+    "min": 8.383630000000001e-05,
+    "max": 8.418490000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012038959999999992,
-    "min": 0.00012014279999999986,
-    "max": 0.00012103570000000002,
+    "seconds": 0.00012063000000000008,
+    "min": 0.00012019720000000002,
+    "max": 0.00012106749999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8956,15 +8956,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.333444999999995e-05,
-    "min": 6.290599999999998e-05,
-    "max": 6.377969999999998e-05,
+    "seconds": 6.344055e-05,
+    "min": 6.319160000000003e-05,
+    "max": 6.382970000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.962189999999996e-05,
-    "min": 4.915199999999999e-05,
-    "max": 4.967370000000001e-05,
+    "seconds": 4.958705000000002e-05,
+    "min": 4.95094e-05,
+    "max": 4.975900000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8986,15 +8986,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011376260000000001,
-    "min": 0.00011358770000000011,
-    "max": 0.00011405080000000006,
+    "seconds": 0.00011390594999999997,
+    "min": 0.00011338589999999997,
+    "max": 0.00011426959999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.404915e-05,
-    "min": 7.362799999999986e-05,
-    "max": 7.423720000000003e-05,
+    "seconds": 7.420085e-05,
+    "min": 7.401540000000003e-05,
+    "max": 7.43061e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.998664999999995e-05,
-    "min": 7.982680000000014e-05,
-    "max": 8.01616e-05,
+    "seconds": 8.004100000000002e-05,
+    "min": 7.942939999999999e-05,
+    "max": 8.018830000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.594355000000007e-05,
-    "min": 7.583980000000013e-05,
-    "max": 7.615050000000002e-05,
+    "seconds": 7.619084999999998e-05,
+    "min": 7.589009999999999e-05,
+    "max": 7.664949999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9056,15 +9056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012482340000000012,
-    "min": 0.00012475840000000001,
-    "max": 0.00012498430000000002,
+    "seconds": 0.00012495864999999994,
+    "min": 0.00012489790000000004,
+    "max": 0.0001251477,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.803649999999992e-05,
-    "min": 7.768300000000004e-05,
-    "max": 7.85275999999999e-05,
+    "seconds": 7.81392e-05,
+    "min": 7.768210000000003e-05,
+    "max": 7.890820000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9087,15 +9087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.582515000000003e-05,
-    "min": 3.5644499999999994e-05,
-    "max": 3.606739999999997e-05,
+    "seconds": 3.5780299999999994e-05,
+    "min": 3.571469999999997e-05,
+    "max": 3.6169199999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003395481999999998,
-    "min": 0.00033923129999999984,
-    "max": 0.00033999830000000004,
+    "seconds": 0.00034054339999999966,
+    "min": 0.00034041079999999895,
+    "max": 0.0003406802000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9118,15 +9118,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5773700000000006e-05,
-    "min": 3.558039999999999e-05,
-    "max": 3.592929999999998e-05,
+    "seconds": 3.5767649999999996e-05,
+    "min": 3.56959e-05,
+    "max": 3.593240000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033954410000000047,
-    "min": 0.00033941019999999915,
-    "max": 0.000340162,
+    "seconds": 0.0003400884500000003,
+    "min": 0.0003396787000000003,
+    "max": 0.0003404655000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9161,15 +9161,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.914055000000002e-05,
-    "min": 5.88125e-05,
-    "max": 5.924150000000002e-05,
+    "seconds": 5.892569999999999e-05,
+    "min": 5.884770000000001e-05,
+    "max": 5.908490000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019685645000000002,
-    "min": 0.00019675659999999996,
-    "max": 0.00019749430000000007,
+    "seconds": 0.00019684975,
+    "min": 0.00019669999999999988,
+    "max": 0.00019706660000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9204,15 +9204,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8710050000000016e-05,
-    "min": 5.863660000000001e-05,
-    "max": 5.8751599999999995e-05,
+    "seconds": 5.881534999999998e-05,
+    "min": 5.880889999999998e-05,
+    "max": 5.88312e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019158804999999999,
-    "min": 0.0001915281000000001,
-    "max": 0.00019159859999999987,
+    "seconds": 0.0001917183999999999,
+    "min": 0.00019167270000000012,
+    "max": 0.0001918004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9247,15 +9247,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.773925000000001e-05,
-    "min": 5.771840000000001e-05,
-    "max": 5.797129999999997e-05,
+    "seconds": 5.791535e-05,
+    "min": 5.77883e-05,
+    "max": 5.812419999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034238685000000004,
-    "min": 0.0003423029999999999,
-    "max": 0.0003424374000000001,
+    "seconds": 0.00034225155,
+    "min": 0.00034218219999999986,
+    "max": 0.00034237350000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9290,15 +9290,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.555625e-05,
-    "min": 5.546499999999997e-05,
-    "max": 5.56301e-05,
+    "seconds": 5.5475699999999995e-05,
+    "min": 5.53916e-05,
+    "max": 5.5612399999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033466059999999996,
-    "min": 0.0003345495999999998,
-    "max": 0.00033496120000000006,
+    "seconds": 0.0003348157,
+    "min": 0.00033456459999999996,
+    "max": 0.0003351246,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9337,15 +9337,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012608364999999998,
-    "min": 0.00012600310000000003,
-    "max": 0.00012618769999999998,
+    "seconds": 0.00012625484999999995,
+    "min": 0.00012621949999999999,
+    "max": 0.0001263893,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004252788499999998,
-    "min": 0.0004249368999999999,
-    "max": 0.0004256723000000004,
+    "seconds": 0.00042532595000000005,
+    "min": 0.00042489639999999994,
+    "max": 0.00042622380000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9384,15 +9384,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012642565000000006,
-    "min": 0.00012640729999999995,
-    "max": 0.00012647969999999997,
+    "seconds": 0.00012645640000000002,
+    "min": 0.00012635680000000002,
+    "max": 0.0001265694,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042310525000000004,
-    "min": 0.00042286619999999984,
-    "max": 0.0004240899999999997,
+    "seconds": 0.0004231152499999999,
+    "min": 0.0004228925000000001,
+    "max": 0.0004232261000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9419,15 +9419,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.862145000000001e-05,
-    "min": 8.820389999999998e-05,
-    "max": 8.893970000000003e-05,
+    "seconds": 8.835965000000002e-05,
+    "min": 8.757659999999999e-05,
+    "max": 8.86265e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012279745,
-    "min": 0.0001227547,
-    "max": 0.0001228642,
+    "seconds": 0.00012286060000000007,
+    "min": 0.00012283470000000002,
+    "max": 0.00012291950000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9454,15 +9454,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5081549999999974e-05,
-    "min": 5.454640000000004e-05,
-    "max": 5.529910000000002e-05,
+    "seconds": 5.509730000000001e-05,
+    "min": 5.4834899999999986e-05,
+    "max": 5.555700000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.996914999999995e-05,
-    "min": 8.993289999999993e-05,
-    "max": 9.020449999999989e-05,
+    "seconds": 9.003064999999998e-05,
+    "min": 8.994110000000007e-05,
+    "max": 9.007920000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9487,15 +9487,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.703999996185303e-05,
-    "min": 5.6470400094985964e-05,
-    "max": 6.104639768600464e-05,
+    "seconds": 5.6587198376655576e-05,
+    "min": 5.592960119247437e-05,
+    "max": 5.9516799449920655e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.180480003356933e-05,
-    "min": 6.883519887924193e-05,
-    "max": 9.192320108413697e-05,
+    "seconds": 4.854080080986023e-05,
+    "min": 4.655680060386658e-05,
+    "max": 6.688960194587707e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9520,15 +9520,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1604798436164856e-05,
-    "min": 5.123519897460938e-05,
-    "max": 5.682880282402038e-05,
+    "seconds": 5.137760043144226e-05,
+    "min": 5.0534397363662714e-05,
+    "max": 5.491840243339539e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.592960059642792e-05,
-    "min": 6.364160180091858e-05,
-    "max": 9.592959880828858e-05,
+    "seconds": 4.761920124292374e-05,
+    "min": 4.4128000736236574e-05,
+    "max": 5.95200002193451e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9560,15 +9560,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.88719990849495e-05,
-    "min": 3.802559971809387e-05,
-    "max": 4.04448002576828e-05,
+    "seconds": 3.706080019474029e-05,
+    "min": 3.686720132827759e-05,
+    "max": 3.9103999733924864e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.212640047073364e-05,
-    "min": 6.875519752502441e-05,
-    "max": 0.0001242303967475891,
+    "seconds": 4.941280037164688e-05,
+    "min": 4.721600115299225e-05,
+    "max": 6.678720116615295e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9600,15 +9600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.094080001115799e-05,
-    "min": 2.0470400154590607e-05,
-    "max": 2.566080093383789e-05,
+    "seconds": 2.0793599635362627e-05,
+    "min": 2.0163199305534363e-05,
+    "max": 2.3964799940586088e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.122879922389985e-05,
-    "min": 6.67904019355774e-05,
-    "max": 9.580479860305786e-05,
+    "seconds": 4.7636799514293674e-05,
+    "min": 4.459199905395508e-05,
+    "max": 8.965759873390199e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9628,15 +9628,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002955725500000002,
-    "min": 0.0002954025000000001,
-    "max": 0.0002959067,
+    "seconds": 0.00029559329999999997,
+    "min": 0.000295208,
+    "max": 0.0002957990000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045361830000000003,
-    "min": 0.00045320009999999956,
-    "max": 0.0004538724000000004,
+    "seconds": 0.00045386119999999997,
+    "min": 0.0004531866999999996,
+    "max": 0.0004540642999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9656,15 +9656,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036716660000000003,
-    "min": 0.0003668780999999999,
-    "max": 0.0003672911,
+    "seconds": 0.00036702185,
+    "min": 0.00036692210000000035,
+    "max": 0.0003673557999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004773112500000001,
-    "min": 0.0004763481999999996,
-    "max": 0.0004779486000000001,
+    "seconds": 0.0004774728499999999,
+    "min": 0.00047716570000000055,
+    "max": 0.00047847219999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9709,15 +9709,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024132824999999994,
-    "min": 0.00024108060000000006,
-    "max": 0.00024154370000000004,
+    "seconds": 0.00024228314999999998,
+    "min": 0.0002417428000000001,
+    "max": 0.00024269639999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007775445500000001,
-    "min": 0.0007771604,
-    "max": 0.000778929700000002,
+    "seconds": 0.0007782383500000001,
+    "min": 0.0007779066999999993,
+    "max": 0.0007786567999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9762,15 +9762,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020230707,
-    "min": 0.0020206781999999998,
-    "max": 0.002024382600000001,
+    "seconds": 0.0020233833,
+    "min": 0.0020223275999999997,
+    "max": 0.0020325877,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004949009499999998,
-    "min": 0.004942113800000001,
-    "max": 0.004963277399999999,
+    "seconds": 0.0049450120499999976,
+    "min": 0.0049425031,
+    "max": 0.004949075400000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9815,15 +9815,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005532021500000001,
-    "min": 0.0005518542,
-    "max": 0.0005545357,
+    "seconds": 0.0005511199,
+    "min": 0.0005507617,
+    "max": 0.0005532029000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017631800999999988,
-    "min": 0.0017620164999999986,
-    "max": 0.0017677727000000004,
+    "seconds": 0.0017611070000000005,
+    "min": 0.001757809899999999,
+    "max": 0.001762838899999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9868,15 +9868,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.838350000000002e-05,
-    "min": 6.814039999999995e-05,
-    "max": 6.871029999999999e-05,
+    "seconds": 6.822640000000002e-05,
+    "min": 6.794880000000004e-05,
+    "max": 6.882850000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003983667000000001,
-    "min": 0.00039798069999999984,
-    "max": 0.00039861900000000007,
+    "seconds": 0.0003980718,
+    "min": 0.0003978199000000002,
+    "max": 0.00039857019999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9921,15 +9921,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015712974999999998,
-    "min": 0.00015664459999999993,
-    "max": 0.0001578169,
+    "seconds": 0.00015671919999999997,
+    "min": 0.0001565119,
+    "max": 0.0001571637,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00049353595,
-    "min": 0.0004929414999999996,
-    "max": 0.0004945413999999757,
+    "seconds": 0.0004934564999999999,
+    "min": 0.0004928446999999753,
+    "max": 0.0004938922999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9974,15 +9974,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010309999999999996,
-    "min": 0.00010281299999999999,
-    "max": 0.00010374380000000001,
+    "seconds": 0.000102364,
+    "min": 0.00010201449999999998,
+    "max": 0.00010273880000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036243455,
-    "min": 0.0003618284000000002,
-    "max": 0.00036501630000000006,
+    "seconds": 0.00036271739999999843,
+    "min": 0.0003615187999999997,
+    "max": 0.0003629255999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10027,15 +10027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.761069999999996e-05,
-    "min": 4.7177300000000034e-05,
-    "max": 4.804760000000004e-05,
+    "seconds": 4.7276450000000004e-05,
+    "min": 4.705569999999996e-05,
+    "max": 4.7785100000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002857939000000002,
-    "min": 0.0002846513000000028,
-    "max": 0.0002862638000000001,
+    "seconds": 0.00028557509999999997,
+    "min": 0.00028514290000000253,
+    "max": 0.00028648520000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
