@@ -392,20 +392,15 @@ template <class ModelAt, class AlignedAt>
 /// Convolution: the implicit GEMM's model time times the measured cuDNN/GEMM ratio of its pass;
 /// depthwise and other thin-channel convolutions are bounded by their bytes.
 [[nodiscard]] inline KernelCost conv_cost(const Kernel& k, const ConvDims& d, const CostContext& ctx) {
-    const GemmDims g = detail::implicit_gemm(d);
-    {
-        // The sweep timed this geometry at other batch sizes: the measured times at the batches that
-        // bracket N, each scaled by the implicit GEMM model's time ratio, t(N) = t(N0) model(N) / model(N0)
-        // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry
-        // is kept), interpolated in log time over log N (from_measured_neighbours).
-        auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d));
-        if (it != ctx.conv_measured_by_batch.end()) {
-            if (auto same = it->second.find(d.n); same != it->second.end()) {
-                return {same->second, Bound::compute};  // the calibration timed this very shape
-            }
+    // The sweep timed this geometry at other batch sizes: the measured times at the batches that
+    // bracket N, each scaled by the implicit GEMM model's time ratio, t(N) = t(N0) model(N) / model(N0)
+    // (the work and its wave quantization change with N, the algorithm's efficiency on the geometry
+    // is kept), interpolated in log time over log N (from_measured_neighbours).
+    if (auto it = ctx.conv_measured_by_batch.find(detail::conv_geometry_key(k.unit, d)); it != ctx.conv_measured_by_batch.end()) {
+        if (auto same = it->second.find(d.n); same != it->second.end()) {
+            return {same->second, Bound::compute};  // the calibration timed this very shape
         }
-        auto model = ctx.gemm.find(k.unit);
-        if (it != ctx.conv_measured_by_batch.end() && model != ctx.gemm.end()) {
+        if (auto model = ctx.gemm.find(k.unit); model != ctx.gemm.end()) {
             const auto model_at = [&](std::int64_t n) {
                 ConvDims at = d;
                 at.n = n;
@@ -417,7 +412,7 @@ template <class ModelAt, class AlignedAt>
             }
         }
     }
-    KernelCost c = gemm_cost(k, g, ctx);
+    KernelCost c = gemm_cost(k, detail::implicit_gemm(d), ctx);
     const bool depthwise = d.groups > 1 && d.groups == d.c;
     if (auto it = ctx.conv.find({k.unit, d.pass, depthwise}); it != ctx.conv.end()) c.time *= it->second.factor;
     const Seconds memory = k.bytes() / ctx.ceilings.rate(MemoryLevel::dram);

@@ -35,8 +35,8 @@ struct HostCosts {
 };
 
 /// Host costs on a host `factor` times slower (> 1) or faster (< 1) than the one they were measured
-/// on: every figure scaled alike (the framework probe puts its figures on one host speed by the
-/// same rule: a tiny add's host time as the measure of the host's speed).
+/// on: every figure scaled alike (roofsim reads a framework profile's figures on one host speed by
+/// the same rule, a tiny add's host time standing for the host's speed: framework.hpp).
 [[nodiscard]] inline HostCosts scaled(HostCosts h, double factor) {
     if (!(factor > 0) || !std::isfinite(factor)) throw std::invalid_argument("host time scale must be a positive number");
     if (factor == 1) return h;
