@@ -22,6 +22,12 @@ using namespace roofsim;
 namespace {
 const std::filesystem::path runs_manifest = std::filesystem::path(ROOFSIM_SOURCE_DIR) / "data" / "validation" / "runs.json";
 
+/// Every run of data/validation/runs.json predicted at the profiles' host speed, once for all the tests.
+const RunsEvaluation& evaluated_runs() {
+    static const RunsEvaluation v = evaluate_runs(load_validation_runs(runs_manifest), HostSpeed::profiled);
+    return v;
+}
+
 /// Every run of data/validation/runs.json, loaded; `with_set(run)` for each.
 template <class F>
 int for_each_measured_set(F&& with_set) {
@@ -35,7 +41,7 @@ int for_each_measured_set(F&& with_set) {
 }  // namespace
 
 TEST_CASE("over the validation runs, each case's median error stays within the issue's bounds", "[accuracy]") {
-    const RunsEvaluation v = evaluate_runs(load_validation_runs(runs_manifest), HostSpeed::profiled);
+    const RunsEvaluation& v = evaluated_runs();
     REQUIRE(v.runs.size() >= 3);
     const auto layers = [](const CaseOverRuns& c) { return !c.model; };
     const double median = median_error_quantile(v.cases, 0.5, layers);
@@ -70,7 +76,7 @@ TEST_CASE("over the validation runs, each case's median error stays within the i
 }
 
 TEST_CASE("no validation run alone is far off", "[accuracy]") {
-    const RunsEvaluation v = evaluate_runs(load_validation_runs(runs_manifest), HostSpeed::profiled);
+    const RunsEvaluation& v = evaluated_runs();
     for (const auto& r : v.runs) {
         INFO(r.name << ": " << r.origin);
         CHECK(r.layer_median <= ROOFSIM_ACC_RUN_LAYER_MEDIAN);
