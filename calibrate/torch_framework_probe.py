@@ -159,9 +159,9 @@ class Probe:
         if host:
             if not self._closed:  # figures recorded one after another share their measurement's window
                 self._window.append(self._canary())
-                self._closed = True
             if self._window:
                 self.figures[key]["host_canary_seconds"] = statistics.median(self._window)
+        self._closed = True  # a GPU-paced measurement's canaries stay out of the next figure's window
         print(f"  {key:44s} {self.figures[key]['seconds'] * 1e6:10.3f} us", flush=True)
 
     def skip(self, key: str, reason: str) -> None:

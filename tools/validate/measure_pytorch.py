@@ -87,7 +87,8 @@ METHOD = (
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
     "timed the same way. host_canary_seconds: the host's speed while the case ran, a canary (200 "
     "torch.add of 1-element tensors back to back between two synchronizes, per add; the framework "
-    "probe's canary) before each timed step sample (models) or steady-state batch (layers). Memory: torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
+    "probe's canary) before each timed step sample (models) or steady-state batch (layers). Memory: "
+    "torch.cuda.max_memory_allocated after reset_peak_memory_stats over "
     "one forward+backward (layers) or one step (models). Times in seconds, memory in bytes."
 )
 
