@@ -349,10 +349,15 @@ def layer_cases(dev):
 
     cases = {
         "linear": (module(nn.Linear(8, 8)), lambda: [r(4, 8)]),
+        # bias-free layers (a ResNet's convolutions, GPT-2's lm_head): a cast, a reduction and two
+        # autograd nodes fewer than the biased ones (roofsim: host_op_without_bias)
+        "linear_nobias": (module(nn.Linear(8, 8, bias=False)), lambda: [r(4, 8)]),
         "matmul": (lambda: torch.matmul, lambda: [r(8, 8), r(8, 8)]),
         "bmm": (lambda: torch.bmm, lambda: [r(2, 8, 8), r(2, 8, 8)]),
         "conv2d": (module(nn.Conv2d(4, 4, 3, padding=1)), lambda: [r(1, 4, 8, 8)]),
+        "conv2d_nobias": (module(nn.Conv2d(4, 4, 3, padding=1, bias=False)), lambda: [r(1, 4, 8, 8)]),
         "conv1d": (module(nn.Conv1d(4, 4, 3, padding=1)), lambda: [r(1, 4, 8)]),
+        "conv1d_nobias": (module(nn.Conv1d(4, 4, 3, padding=1, bias=False)), lambda: [r(1, 4, 8)]),
         "batchnorm2d": (module(nn.BatchNorm2d(4)), lambda: [r(2, 4, 4, 4)]),
         "layernorm": (module(nn.LayerNorm(8)), lambda: [r(4, 8)]),
         "groupnorm": (module(nn.GroupNorm(2, 4)), lambda: [r(2, 4, 4, 4)]),
@@ -610,10 +615,13 @@ def chain_cases(dev):
 
     cases = {
         "linear": (mod(lambda: nn.Linear(8, 8)), lambda: r(4, 8)),
+        "linear_nobias": (mod(lambda: nn.Linear(8, 8, bias=False)), lambda: r(4, 8)),
         "matmul": (with_param((8, 8), torch.matmul), lambda: r(8, 8)),
         "bmm": (with_param((2, 8, 8), torch.bmm), lambda: r(2, 8, 8)),
         "conv2d": (mod(lambda: nn.Conv2d(4, 4, 3, padding=1)), lambda: r(1, 4, 8, 8)),
+        "conv2d_nobias": (mod(lambda: nn.Conv2d(4, 4, 3, padding=1, bias=False)), lambda: r(1, 4, 8, 8)),
         "conv1d": (mod(lambda: nn.Conv1d(4, 4, 3, padding=1)), lambda: r(1, 4, 8)),
+        "conv1d_nobias": (mod(lambda: nn.Conv1d(4, 4, 3, padding=1, bias=False)), lambda: r(1, 4, 8)),
         "batchnorm2d": (mod(lambda: nn.BatchNorm2d(4)), lambda: r(2, 4, 4, 4)),
         "layernorm": (mod(lambda: nn.LayerNorm(8)), lambda: r(4, 8)),
         "groupnorm": (mod(lambda: nn.GroupNorm(2, 4)), lambda: r(2, 4, 4, 4)),

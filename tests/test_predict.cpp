@@ -430,6 +430,62 @@ TEST_CASE("a layer on its own pays the per-call host cost that its steady-state 
     CHECK_THROWS_AS(predict(g, ctx, o), std::invalid_argument);
 }
 
+TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the op's where none was measured", "[predict][sim]") {
+    FrameworkProfile f;
+    f.device_name = "NVIDIA H200";
+    f.gpu_key = "h200-sxm";
+    f.torch_version = "2.11.0";
+    f.date_utc = "2026-11-30T00:00:00+00:00";
+    const auto figure = [&f](const std::string& key, double seconds) {
+        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test", std::nullopt};
+    };
+    figure("layer_forward_conv2d", 30e-6);
+    figure("layer_backward_conv2d", 70e-6);
+    figure("layer_forward_add", 4e-6);
+    figure("layer_backward_add", 6e-6);
+    figure("backward_call", 50e-6);
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    PredictOptions o;
+    o.lowering.batch = 2;
+    o.lowering.optimizer.kind = OptimizerKind::none;
+    o.framework = &f;
+    Graph g;
+    g.name = "convs";
+    g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 4, 8, 8}, DType::f32, true});
+    const std::map<std::string, AttrValue> attrs = {{"in_channels", AttrValue(std::int64_t{4})},
+                                                    {"out_channels", AttrValue(std::int64_t{4})},
+                                                    {"kernel_size", AttrValue(std::vector<std::int64_t>{3, 3})},
+                                                    {"padding", AttrValue(std::vector<std::int64_t>{1, 1})}};
+    auto without_bias = attrs;
+    without_bias["bias"] = AttrValue(false);
+    g.layers.push_back(Layer{"biased", "conv2d", {"x"}, attrs});
+    g.layers.push_back(Layer{"plain", "conv2d", {"biased"}, without_bias});
+    // The lowering names the bias-free layer's two markers after its figures; its rows stay conv2d.
+    const LoweredStep step = lower(g, o.lowering);
+    std::vector<std::string> host_ops;
+    for (const Kernel& k : step.kernels.kernels) {
+        if (k.kind == KernelKind::host_only && k.layer == "plain") host_ops.push_back(k.host_op);
+    }
+    CHECK(host_ops == std::vector<std::string>{"conv2d_nobias", "conv2d_nobias"});
+    // No bias-free figures in the profile: both layers cost the op's.
+    const Prediction fallback = predict(g, ctx, o);
+    CHECK(fallback.host_time.value() == Catch::Approx(2 * (30e-6 + 70e-6) + 50e-6));
+    REQUIRE(fallback.layers.size() >= 2);
+    CHECK(fallback.layers[1].op == "conv2d");
+    // With them, the bias-free layer costs its own.
+    figure("layer_forward_conv2d_nobias", 20e-6);
+    figure("layer_backward_conv2d_nobias", 40e-6);
+    const Prediction own = predict(g, ctx, o);
+    CHECK(own.host_time.value() == Catch::Approx((30e-6 + 70e-6) + (20e-6 + 40e-6) + 50e-6));
+    // A bias-free layer on its own: its bias-free steady figure, else the op's.
+    g.layers.erase(g.layers.begin());
+    g.layers[0].inputs = {"x"};
+    figure("layer_steady_conv2d", 200e-6);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(200e-6));
+    figure("layer_steady_conv2d_nobias", 150e-6);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(150e-6));
+}
+
 TEST_CASE("host costs scale as a whole, and the profile names the host speed they were measured at", "[predict][sim]") {
     HostCosts h;
     h.forward["linear"] = Seconds(10e-6);

@@ -275,14 +275,20 @@ namespace detail {
     // A graph of one op (a layer on its own) pays the per-call costs that the per-layer figures, chain
     // slopes, leave out: the op's steady-state figure is the whole host cost of one forward + backward,
     // and what the per-layer figures do not account for is this step's per-call cost.
+    // (A layer without a bias is looked up by its bias-free figures, which the lowering lists among the ops.)
     if (single_layer && ops && !ops->empty()) {
-        if (const auto steady = f.seconds(concat("layer_steady_", ops->front(), amp_suffix))) {
-            const auto figure = [](const std::map<std::string, Seconds>& table, std::string_view op, Seconds fallback) {
-                const auto it = table.find(std::string(op));
-                return it != table.end() ? it->second : fallback;
+        const std::string_view graph_op = ops->front();
+        const std::string_view host_op = std::find(ops->begin(), ops->end(), host_op_without_bias(graph_op)) != ops->end()
+                                             ? host_op_without_bias(graph_op)
+                                             : graph_op;
+        auto steady = f.seconds(concat("layer_steady_", host_op, amp_suffix));
+        if (!steady) steady = f.seconds(concat("layer_steady_", graph_op, amp_suffix));
+        if (steady) {
+            const auto figure = [host_op](const auto& table, Seconds fallback) {
+                const Seconds* s = find_host_figure(table, host_op);
+                return s ? *s : fallback;
             };
-            const Seconds layer = figure(h.forward, ops->front(), h.default_forward) +
-                                  figure(h.backward, ops->front(), h.default_backward);
+            const Seconds layer = figure(h.forward, h.default_forward) + figure(h.backward, h.default_backward);
             h.backward_call = max(Seconds(0), *steady - layer);
         }
     }

@@ -227,6 +227,22 @@ struct Kernel {
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }
 };
 
+/// The host op of a layer of `op` without a bias ("conv2d_nobias"): the framework probe's tiny layers of
+/// these ops have a bias (a cast, a reduction and two autograd nodes more), so it measures them apart
+/// too. `op` itself for an op without that variant.
+[[nodiscard]] constexpr std::string_view host_op_without_bias(std::string_view op) {
+    if (op == "linear") return "linear_nobias";
+    if (op == "conv2d") return "conv2d_nobias";
+    if (op == "conv1d") return "conv1d_nobias";
+    return op;
+}
+
+/// The graph op a host op stands for: "conv2d" for "conv2d_nobias" (host_op_without_bias), else itself.
+[[nodiscard]] constexpr std::string_view graph_op_of_host_op(std::string_view host_op) {
+    constexpr std::string_view variant = "_nobias";
+    return host_op.ends_with(variant) ? host_op.substr(0, host_op.size() - variant.size()) : host_op;
+}
+
 /// A training step's kernels, in the order the host issues them, with what produced them.
 struct KernelList {
     std::string model;      ///< what the kernels describe ("resnet50")

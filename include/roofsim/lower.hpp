@@ -387,6 +387,7 @@ private:
     std::vector<std::size_t> first_reader_;  // per value: the first layer that reads it
     std::vector<std::size_t> tensor_;        // per value: the value whose tensor it is (in-place outputs)
     std::size_t layer_ = 0;                  // the layer being lowered
+    std::size_t forward_marker_ = 0;         // its forward dispatch marker's place in the kernels
     // Backward kernels, one run per layer in forward order: layer i's start at backward_begin_[i].
     std::vector<Kernel> backward_;
     std::vector<std::size_t> backward_begin_;
@@ -516,6 +517,15 @@ private:
         k.layer = layer;
         k.host_op = op;
         k.host_dispatch = true;
+    }
+
+    /// The layer being lowered has no bias: its dispatch markers cost the op's bias-free host figures
+    /// (host_op_without_bias), which join the ops whose figures the step looks up.
+    void markers_without_bias(const Layer& l) {
+        const std::string_view host_op = host_op_without_bias(l.op);
+        step_.kernels.kernels[forward_marker_].host_op = host_op;
+        backward_[backward_begin_.back()].host_op = host_op;  // the backward marker (lower_layer put it first)
+        if (std::find(op_names_.begin(), op_names_.end(), host_op) == op_names_.end()) op_names_.push_back(host_op);
     }
 
     /// A bias gradient: dY (rows x columns) summed over its rows (aten::sum over the leading dims),
@@ -648,6 +658,7 @@ private:
             s.name = l.name;
             s.op = l.op;
         }
+        forward_marker_ = step_.kernels.kernels.size();
         Kernel& forward_marker = step_.kernels.kernels.emplace_back(blank_);
         marker(forward_marker, l.name, l.op, Phase::forward);
         rows_.of_kernel.push_back(static_cast<std::uint32_t>(layer_));
@@ -712,6 +723,7 @@ private:
         const Value& x = input(l, 0);
         const std::int64_t in_f = int_attr(l, "in_features"), out_f = int_attr(l, "out_features");
         const bool bias = bool_attr(l, "bias", true);
+        if (!bias) markers_without_bias(l);
         if (x.shape.empty() || x.shape.back() != in_f) {
             throw layer_error(l, "in_features: " + std::to_string(in_f) + " does not match the input's last dimension");
         }
@@ -771,6 +783,7 @@ private:
         const auto pad = dims_attr(l, "padding", rank, 0), dil = dims_attr(l, "dilation", rank, 1);
         const std::int64_t groups = int_attr(l, "groups", 1);
         const bool bias = bool_attr(l, "bias", true);
+        if (!bias) markers_without_bias(l);
         if (x.shape[1] != c) throw layer_error(l, "in_channels: " + std::to_string(c) + " does not match the input");
         if (groups <= 0 || c % groups != 0 || k % groups != 0) throw layer_error(l, "groups: must divide in_channels and out_channels");
         ConvDims d;

@@ -37,7 +37,7 @@ namespace roofsim {
     p.parameters = ir.parameter_elements;
     std::map<std::string, std::string> op_of_layer;
     for (const Kernel& k : p.kernels.kernels) {
-        const std::string& op = !k.source_op.empty() ? k.source_op : k.host_op;
+        const std::string_view op = !k.source_op.empty() ? std::string_view(k.source_op) : graph_op_of_host_op(k.host_op);
         if (!op.empty()) op_of_layer.emplace(k.layer, op);
     }
     for (auto& row : p.layers) {

@@ -22,8 +22,8 @@ namespace roofsim {
 /// Host time of a step's dispatches: per layer op (forward, backward), the fixed cost of one
 /// backward() call, optimizer.step(), and a cost per kernel where nothing better is known.
 struct HostCosts {
-    std::map<std::string, Seconds> forward;   ///< a layer's forward, by graph op ("linear")
-    std::map<std::string, Seconds> backward;  ///< a layer's backward nodes, by graph op
+    std::map<std::string, Seconds, std::less<>> forward;   ///< a layer's forward, by host op ("linear", "conv2d_nobias")
+    std::map<std::string, Seconds, std::less<>> backward;  ///< a layer's backward nodes, by host op
     Seconds default_forward{0};               ///< a layer whose op has no figure
     Seconds default_backward{0};
     Seconds backward_call{0};                 ///< once per step, before the first backward node
@@ -33,6 +33,15 @@ struct HostCosts {
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
     std::string source;
 };
+
+/// A host op's figure in `table`: its own, else (a variant the profile did not measure, "conv2d_nobias")
+/// the op's it is a variant of; nullptr when neither is there.
+[[nodiscard]] inline const Seconds* find_host_figure(const std::map<std::string, Seconds, std::less<>>& table,
+                                                     std::string_view op) {
+    auto it = table.find(op);
+    if (it == table.end()) it = table.find(graph_op_of_host_op(op));
+    return it != table.end() ? &it->second : nullptr;
+}
 
 /// Host costs on a host `factor` times slower (> 1) or faster (< 1) than the one they were measured
 /// on: every figure scaled alike (roofsim reads a framework profile's figures on one host speed by
@@ -91,8 +100,7 @@ struct Timeline {
     if (k.kind == KernelKind::host_only && !k.host_op.empty()) {
         if (k.phase == Phase::optimizer) return h.optimizer_step;
         const auto& table = k.phase == Phase::forward ? h.forward : h.backward;
-        auto it = table.find(k.host_op);
-        if (it != table.end()) return it->second;
+        if (const Seconds* figure = find_host_figure(table, k.host_op)) return *figure;
         return k.phase == Phase::forward ? h.default_forward : h.default_backward;
     }
     return k.host_dispatch ? h.per_kernel : Seconds(0);

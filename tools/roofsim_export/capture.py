@@ -31,7 +31,7 @@ import torch.nn as nn
 from . import compat, values
 from .emulate import CudaEmulation
 from .kernels import BATCH_NORM_BACKWARD_OPS, Mapper, describe_args, flat_tensors
-from .ops import aten_graph_op, module_op
+from .ops import aten_graph_op, host_op, module_op
 from .precision import Precision, element_size
 
 
@@ -53,6 +53,7 @@ class Call:
     type_name: str
     op: str | None                 # the layer-graph op of its module type, None if unknown
     module: nn.Module | None = None
+    host_op: str | None = None     # the framework figures of its host cost (ops.host_op)
     known: "Call | None" = None     # the outermost call of a known type on the stack (may be self)
 
 
@@ -171,11 +172,11 @@ class Session:
         path = self.paths.get(id(module), type(module).__name__)
         op = module_op(module)
         parent_known = self.stack[-1].known if self.stack else None
-        call = Call(path, type(module).__name__, op, module)
+        call = Call(path, type(module).__name__, op, module, host_op(module, op) if op else None)
         call.known = parent_known if parent_known is not None else (call if op else None)
         self.stack.append(call)
         if self.recording and op and parent_known is None:
-            self.kernels.append(marker(op, "forward", path))
+            self.kernels.append(marker(op, "forward", path, call.host_op))
 
     def _post_hook(self, module, args, output):
         for i in range(len(self.stack) - 1, -1, -1):
@@ -322,7 +323,7 @@ class Session:
         known = owner.known
         if known is not None:
             if phase == "backward" and known is not self.last_bw_known:
-                self.kernels.append(marker(known.op, "backward", known.path))
+                self.kernels.append(marker(known.op, "backward", known.path, known.host_op))
             self.last_bw_known = known if phase == "backward" else self.last_bw_known
             for k in kernels:
                 k["host_dispatch"] = False
@@ -404,9 +405,10 @@ def _shape_rule(func, name, na, args, kwargs):
     return _NO_RULE
 
 
-def marker(op: str, phase: str, layer: str) -> dict:
-    """A host-only dispatch marker: the host cost of one call of `op` (docs/ir-format.md)."""
-    return {"op": "dispatch " + op, "kind": "host-only", "phase": phase, "layer": layer, "host_op": op}
+def marker(op: str, phase: str, layer: str, host: str | None = None) -> dict:
+    """A host-only dispatch marker: the host cost of one call of `op`, by the figures of `host` (ops.host_op;
+    default `op`) (docs/ir-format.md)."""
+    return {"op": "dispatch " + op, "kind": "host-only", "phase": phase, "layer": layer, "host_op": host or op}
 
 
 _KEY_ORDER = ["op", "kind", "phase", "layer", "dtype", "unit", "flops", "bytes_read", "bytes_written", "gemm",

@@ -47,6 +47,17 @@ _NAMED_MODULES = {
 }
 
 
+def host_op(module: nn.Module, op: str) -> str:
+    """The host op whose framework figures cost a call of `module` (of layer-graph op `op`): the
+    op's bias-free variant for a Linear or convolution without a bias ("conv2d_nobias"; the probe's
+    tiny layers of these ops have one), else the op itself. roofsim falls back to the op's figures
+    where a profile has no bias-free ones."""
+    if op in ("linear", "conv1d", "conv2d") and isinstance(module, (nn.Linear, nn.Conv1d, nn.Conv2d)) \
+            and getattr(module, "bias", None) is None:
+        return op + "_nobias"
+    return op
+
+
 def module_op(module: nn.Module) -> str | None:
     """The layer-graph op of a module call, or None when the module type is not one roofsim knows."""
     cls = type(module)
