@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T10:20:23+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/v/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-11-30T11:56:48+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/v5/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -52,433 +52,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "passes": 3
  },
  "host_speed": {
-  "reference_seconds_per_op": 8.490387500010854e-06,
+  "reference_seconds_per_op": 1.5351660000106904e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 2886,
-  "canary_p10_seconds": 6.283859999989261e-06,
-  "canary_p90_seconds": 1.2050699999974768e-05,
+  "canaries": 4461,
+  "canary_p10_seconds": 9.589820000002191e-06,
+  "canary_p90_seconds": 1.771872999995594e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.894107500000303e-06,
-   "min": 5.986143499999486e-06,
-   "max": 1.0242122499995786e-05,
+   "seconds": 1.0561662999997167e-05,
+   "min": 9.782448499997543e-06,
+   "max": 1.6817775000006917e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.085732999999038e-06,
-   "host_canary_seconds": 6.161830000017687e-06,
+   "issue_only_seconds": 9.922255999999408e-06,
+   "host_canary_seconds": 1.02691449999881e-05,
    "pass_seconds": [
-    6.092235999997086e-06,
-    8.676074999996786e-06,
-    7.894107500000303e-06
+    9.968149500000578e-06,
+    1.0561662999997167e-05,
+    1.6146984500011287e-05
    ],
    "pass_host_canary_seconds": [
-    6.161830000017687e-06,
-    8.647929999980875e-06,
-    8.00318499997843e-06
+    1.02691449999881e-05,
+    1.1559640000022853e-05,
+    1.626794499998141e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.4184832499999799e-05,
-   "min": 1.1016901000001412e-05,
-   "max": 1.6345788499997127e-05,
+   "seconds": 1.872743899999918e-05,
+   "min": 1.6831494999998143e-05,
+   "max": 3.212401000000398e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1400809999997818e-05,
-   "host_canary_seconds": 6.378160000011235e-06,
+   "issue_only_seconds": 1.8674982000000285e-05,
+   "host_canary_seconds": 1.0303759999992224e-05,
    "pass_seconds": [
-    1.1424354499997236e-05,
-    1.5680346999999985e-05,
-    1.4184832499999799e-05
+    1.872743899999918e-05,
+    1.8417795999994268e-05,
+    3.09080945000062e-05
    ],
    "pass_host_canary_seconds": [
-    6.378160000011235e-06,
-    9.023040000002425e-06,
-    8.056725000002984e-06
+    1.0303759999992224e-05,
+    1.033658499999035e-05,
+    1.6290819999937866e-05
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.4268441500000505e-05,
-   "min": 9.98849499999821e-06,
-   "max": 1.7622893000002193e-05,
+   "seconds": 1.7072586500006535e-05,
+   "min": 1.1300480500000987e-05,
+   "max": 2.952356449999627e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.045907450000172e-05,
-   "host_canary_seconds": 6.499250000011613e-06,
+   "issue_only_seconds": 1.1520235500000809e-05,
+   "host_canary_seconds": 7.348160000013592e-06,
    "pass_seconds": [
-    1.0486810500001553e-05,
-    1.4641762499998379e-05,
-    1.4268441500000505e-05
+    1.1559362999999934e-05,
+    1.7072586500006535e-05,
+    2.7982104499997716e-05
    ],
    "pass_host_canary_seconds": [
-    6.499250000011613e-06,
-    9.161374999990813e-06,
-    8.636774999999375e-06
+    7.348160000013592e-06,
+    1.0110134999976594e-05,
+    1.6488839999908578e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.6218711999997026e-05,
-   "min": 9.682877499997744e-06,
-   "max": 2.276706099999615e-05,
+   "seconds": 1.7518713999997713e-05,
+   "min": 1.095295300000032e-05,
+   "max": 3.243841850000706e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.99722550000115e-06,
-   "host_canary_seconds": 6.433319999992193e-06,
+   "issue_only_seconds": 1.1201964499999661e-05,
+   "host_canary_seconds": 7.591229999981408e-06,
    "pass_seconds": [
-    1.0010130000001282e-05,
-    1.9761560999995708e-05,
-    1.6218711999997026e-05
+    1.1225476999999983e-05,
+    1.7518713999997713e-05,
+    3.176122200000009e-05
    ],
    "pass_host_canary_seconds": [
-    6.433319999992193e-06,
-    1.0590669999999136e-05,
-    9.03077499998517e-06
+    7.591229999981408e-06,
+    1.0038654999959818e-05,
+    1.6360219999995705e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 8.918895500002576e-06,
-   "min": 6.1580674999994755e-06,
-   "max": 1.1876896499998679e-05,
+   "seconds": 1.085118499999993e-05,
+   "min": 7.126464500000651e-06,
+   "max": 1.7318882499992583e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.305033000000293e-06,
-   "host_canary_seconds": 6.356494999995022e-06,
+   "issue_only_seconds": 8.216048499999573e-06,
+   "host_canary_seconds": 7.651969999997732e-06,
    "pass_seconds": [
-    6.315276499996969e-06,
-    1.1152957999996715e-05,
-    8.918895500002576e-06
+    8.263275000000902e-06,
+    1.085118499999993e-05,
+    1.70650480000063e-05
    ],
    "pass_host_canary_seconds": [
-    6.356494999995022e-06,
-    1.1033165000000622e-05,
-    8.958754999994767e-06
+    7.651969999997732e-06,
+    1.0417240000002436e-05,
+    1.658040999998889e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.656451000000317e-05,
-   "min": 3.0007916500000674e-05,
-   "max": 5.548750749999698e-05,
+   "seconds": 5.754453149999961e-05,
+   "min": 3.9790049499998755e-05,
+   "max": 9.60923570000034e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.2935335500003046e-05,
-   "host_canary_seconds": 6.37964999999241e-06,
+   "issue_only_seconds": 5.2211456500000255e-05,
+   "host_canary_seconds": 9.98154499999515e-06,
    "pass_seconds": [
-    3.2973563000002315e-05,
-    4.7604779499998525e-05,
-    4.656451000000317e-05
+    5.226830100000157e-05,
+    5.754453149999961e-05,
+    9.359455399999205e-05
    ],
    "pass_host_canary_seconds": [
-    6.37964999999241e-06,
-    9.170935000000213e-06,
-    8.87208999998279e-06
+    9.98154499999515e-06,
+    1.1157360000026983e-05,
+    1.6535449999963704e-05
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.279296150000022e-05,
-   "min": 2.2903532500002654e-05,
-   "max": 3.7368274999998615e-05,
+   "seconds": 5.98152114999948e-05,
+   "min": 3.1519272499998865e-05,
+   "max": 7.126711200000102e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.384056700000059e-05,
-   "host_canary_seconds": 6.453579999998738e-06,
+   "issue_only_seconds": 3.586737150000019e-05,
+   "host_canary_seconds": 8.728089999969767e-06,
    "pass_seconds": [
-    2.384854499999989e-05,
-    3.4827890000002526e-05,
-    3.279296150000022e-05
+    3.591351650000263e-05,
+    5.98152114999948e-05,
+    6.783400900000913e-05
    ],
    "pass_host_canary_seconds": [
-    6.453579999998738e-06,
-    9.062599999936083e-06,
-    8.55696500003944e-06
+    8.728089999969767e-06,
+    1.4919300000002522e-05,
+    1.7304080000002386e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.5756443000000787e-05,
-   "min": 9.273800999999082e-06,
-   "max": 2.0933003999999755e-05,
+   "seconds": 2.8200349499996948e-05,
+   "min": 1.228291299999995e-05,
+   "max": 3.32913149999996e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.670707999998029e-06,
-   "host_canary_seconds": 6.297364999987565e-06,
+   "issue_only_seconds": 1.36939224999999e-05,
+   "host_canary_seconds": 1.04914250000121e-05,
    "pass_seconds": [
-    9.67739000000023e-06,
-    1.697919949999971e-05,
-    1.5756443000000787e-05
+    1.3738099999997643e-05,
+    2.8200349499996948e-05,
+    3.212864550000916e-05
    ],
    "pass_host_canary_seconds": [
-    6.297364999987565e-06,
-    9.266765000006671e-06,
-    8.749479999963227e-06
+    1.04914250000121e-05,
+    1.5512989999990623e-05,
+    1.6448410000009518e-05
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 9.540690999997991e-06,
-   "min": 7.341406999998412e-06,
-   "max": 1.1829444999996497e-05,
+   "seconds": 1.3869352499995102e-05,
+   "min": 1.1920802500000604e-05,
+   "max": 2.072757599999875e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.444331500000345e-06,
-   "host_canary_seconds": 6.0838699999976596e-06,
+   "issue_only_seconds": 1.328746650000312e-05,
+   "host_canary_seconds": 1.1159225000021421e-05,
    "pass_seconds": [
-    7.4509949999992385e-06,
-    1.0899799000000599e-05,
-    9.540690999997991e-06
+    1.3335890500002278e-05,
+    1.3869352499995102e-05,
+    1.958757200000605e-05
    ],
    "pass_host_canary_seconds": [
-    6.0838699999976596e-06,
-    9.220949999999561e-06,
-    8.263345000010246e-06
+    1.1159225000021421e-05,
+    1.3567080000029818e-05,
+    1.7093575000046712e-05
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.7356947499997943e-05,
-   "min": 1.3416500499999984e-05,
-   "max": 1.92141050000032e-05,
+   "seconds": 2.9864737499998738e-05,
+   "min": 2.501595949999924e-05,
+   "max": 3.7846734499993314e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3609204000001541e-05,
-   "host_canary_seconds": 6.401944999971931e-06,
+   "issue_only_seconds": 2.5872248500000693e-05,
+   "host_canary_seconds": 1.1456654999975058e-05,
    "pass_seconds": [
-    1.3617256999999939e-05,
-    1.8687288999998943e-05,
-    1.7356947499997943e-05
+    2.5922622500001324e-05,
+    2.9864737499998738e-05,
+    3.741451199999801e-05
    ],
    "pass_host_canary_seconds": [
-    6.401944999971931e-06,
-    9.056785000041146e-06,
-    8.23134500002709e-06
+    1.1456654999975058e-05,
+    1.4913750000005166e-05,
+    1.7081579999995712e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.5090520500002924e-05,
-   "min": 1.2671983500002426e-05,
-   "max": 1.7397325999993994e-05,
+   "seconds": 2.789009899999684e-05,
+   "min": 2.248502800000196e-05,
+   "max": 3.337611249999384e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.295823850000133e-05,
-   "host_canary_seconds": 6.416594999976155e-06,
+   "issue_only_seconds": 2.2800147000001657e-05,
+   "host_canary_seconds": 1.1229700000008335e-05,
    "pass_seconds": [
-    1.2965767499999004e-05,
-    1.696860899999564e-05,
-    1.5090520500002924e-05
+    2.286315950000173e-05,
+    2.789009899999684e-05,
+    3.309270700000866e-05
    ],
    "pass_host_canary_seconds": [
-    6.416594999976155e-06,
-    9.194140000019502e-06,
-    8.22970499996245e-06
+    1.1229700000008335e-05,
+    1.5311249999996334e-05,
+    1.724980999995296e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.6932733499999132e-05,
-   "min": 1.2376761500000555e-05,
-   "max": 1.904951899999929e-05,
+   "seconds": 2.6659952000002816e-05,
+   "min": 2.027002049999993e-05,
+   "max": 3.763159749999545e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2602593500002257e-05,
-   "host_canary_seconds": 6.479989999981228e-06,
+   "issue_only_seconds": 2.183314599999875e-05,
+   "host_canary_seconds": 1.0926184999995314e-05,
    "pass_seconds": [
-    1.2611751499999713e-05,
-    1.8559457500003874e-05,
-    1.6932733499999132e-05
+    2.1886909999999203e-05,
+    2.6659952000002816e-05,
+    3.6650034499999154e-05
    ],
    "pass_host_canary_seconds": [
-    6.479989999981228e-06,
-    9.024770000038984e-06,
-    8.31856499999617e-06
+    1.0926184999995314e-05,
+    1.3736330000000408e-05,
+    1.6940750000031813e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 9.240426499999898e-06,
-   "min": 7.372034999999499e-06,
-   "max": 1.0732399000005444e-05,
+   "seconds": 1.562866950000341e-05,
+   "min": 1.238776650000517e-05,
+   "max": 2.0093535000000883e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.742738000001027e-06,
-   "host_canary_seconds": 6.447187499993845e-06,
+   "issue_only_seconds": 1.297298649999945e-05,
+   "host_canary_seconds": 1.0939235000009262e-05,
    "pass_seconds": [
-    7.75004900000198e-06,
-    9.89084300000087e-06,
-    9.240426499999898e-06
+    1.3026145000001322e-05,
+    1.562866950000341e-05,
+    1.971366600000124e-05
    ],
    "pass_host_canary_seconds": [
-    6.447187499993845e-06,
-    8.570972500017149e-06,
-    7.99784499999845e-06
+    1.0939235000009262e-05,
+    1.4993854999971745e-05,
+    1.713895000008847e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.8659190499995758e-05,
-   "min": 1.5181031499999165e-05,
-   "max": 3.1043405500000176e-05,
+   "seconds": 2.4943144499999902e-05,
+   "min": 2.1434209500000635e-05,
+   "max": 4.154733000000021e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5355487499999043e-05,
-   "host_canary_seconds": 6.50337000003276e-06,
+   "issue_only_seconds": 2.4884886999998913e-05,
+   "host_canary_seconds": 1.0519829999999786e-05,
    "pass_seconds": [
-    1.536843099999885e-05,
-    2.0034998499994572e-05,
-    1.8659190499995758e-05
+    2.4943144499999902e-05,
+    2.211237249999698e-05,
+    4.0265552500002856e-05
    ],
    "pass_host_canary_seconds": [
-    6.50337000003276e-06,
-    8.853834999982269e-06,
-    8.438985000012167e-06
+    1.0519829999999786e-05,
+    1.0367120000012164e-05,
+    1.9510655000090083e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.4895463499996709e-05,
-   "min": 1.1871813999999148e-05,
-   "max": 1.840303249999664e-05,
+   "seconds": 1.866877549999657e-05,
+   "min": 1.3885586499998937e-05,
+   "max": 3.621334599999671e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2235561000000673e-05,
-   "host_canary_seconds": 6.487555000020961e-06,
+   "issue_only_seconds": 1.4296090500000247e-05,
+   "host_canary_seconds": 7.91360499999172e-06,
    "pass_seconds": [
-    1.2254619499998399e-05,
-    1.6370741000002908e-05,
-    1.4895463499996709e-05
+    1.4331142499997895e-05,
+    1.866877549999657e-05,
+    3.2207982499997455e-05
    ],
    "pass_host_canary_seconds": [
-    6.487555000020961e-06,
-    8.925550000000726e-06,
-    8.378145000023097e-06
+    7.91360499999172e-06,
+    1.0369519999997578e-05,
+    1.7503744999913805e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.752690949999902e-05,
-   "min": 1.2475958500001383e-05,
-   "max": 1.8926591999999686e-05,
+   "seconds": 2.1417281499999775e-05,
+   "min": 1.3949513000000025e-05,
+   "max": 3.7493932999993265e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.291071300000013e-05,
-   "host_canary_seconds": 6.55658999999531e-06,
+   "issue_only_seconds": 1.445797949999772e-05,
+   "host_canary_seconds": 7.90783499997616e-06,
    "pass_seconds": [
-    1.292842049999976e-05,
-    1.8444676999997967e-05,
-    1.752690949999902e-05
+    1.449635550000039e-05,
+    2.1417281499999775e-05,
+    3.673177950000195e-05
    ],
    "pass_host_canary_seconds": [
-    6.55658999999531e-06,
-    8.82769000000394e-06,
-    8.443365000019298e-06
+    7.90783499997616e-06,
+    1.0351184999990438e-05,
+    1.7127170000037495e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.784298500001285e-06,
-   "min": 5.28631650000122e-06,
-   "max": 7.393807999996227e-06,
+   "seconds": 8.658359999998312e-06,
+   "min": 6.384895500001875e-06,
+   "max": 1.4099454000003675e-05,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.472243999999904e-06,
-   "host_canary_seconds": 6.522577499996629e-06,
+   "issue_only_seconds": 6.5115334999994446e-06,
+   "host_canary_seconds": 7.8355650000006e-06,
    "pass_seconds": [
-    5.478502499997262e-06,
-    7.2841364999973735e-06,
-    6.784298500001285e-06
+    6.520743999999468e-06,
+    8.658359999998312e-06,
+    1.376235150000582e-05
    ],
    "pass_host_canary_seconds": [
-    6.522577499996629e-06,
-    8.965940000038585e-06,
-    8.106580000024621e-06
+    7.8355650000006e-06,
+    1.0437825000018108e-05,
+    1.7253654999933587e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.2228677777778154e-05,
-   "min": 8.796945555557853e-06,
-   "max": 1.9722171111106314e-05,
+   "seconds": 1.605718666667144e-05,
+   "min": 9.779396666671244e-06,
+   "max": 2.7143901111135922e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.300615000007781e-06,
+   "host_canary_seconds": 7.560399999988477e-06,
    "pass_seconds": [
-    9.517826666672767e-06,
-    1.2921886666674709e-05,
-    1.2228677777778154e-05
+    1.0396579999994376e-05,
+    1.605718666667144e-05,
+    2.5316651111116547e-05
    ],
    "pass_host_canary_seconds": [
-    6.300615000007781e-06,
-    1.2824410000007447e-05,
-    8.71015500003125e-06
+    7.560399999988477e-06,
+    1.6123065000002157e-05,
+    1.640725499996165e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0006721923333267278,
-   "min": 0.00018371833333535263,
-   "max": 0.00127210400000403,
+   "seconds": 0.0008316512222168943,
+   "min": 3.004299999689571e-05,
+   "max": 0.0019627697777764297,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.300615000007781e-06,
+   "host_canary_seconds": 7.560399999988477e-06,
    "pass_seconds": [
-    0.0006721923333267278,
-    0.0006905097777737033,
-    0.0006313378888809971
+    0.00040918666666714095,
+    0.0008316512222168943,
+    0.001323150555571652
    ],
    "pass_host_canary_seconds": [
-    6.300615000007781e-06,
-    1.2824410000007447e-05,
-    8.71015500003125e-06
+    7.560399999988477e-06,
+    1.6123065000002157e-05,
+    1.640725499996165e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 4.032143333334817e-06,
-   "min": 3.1667366666552095e-06,
-   "max": 5.862105555552135e-06,
+   "seconds": 5.086993333331217e-06,
+   "min": 3.6394111111093253e-06,
+   "max": 9.561001111156505e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.580800000006605e-06,
+   "host_canary_seconds": 7.520017499995647e-06,
    "pass_seconds": [
-    3.444616666672889e-06,
-    4.449717777769516e-06,
-    4.032143333334817e-06
+    3.782262222221296e-06,
+    5.086993333331217e-06,
+    9.196191111110845e-06
    ],
    "pass_host_canary_seconds": [
-    7.580800000006605e-06,
-    1.2994395000021086e-05,
-    8.50177750002956e-06
+    7.520017499995647e-06,
+    1.5731217499990182e-05,
+    1.613592250002682e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.242004444437144e-06,
-   "min": 3.6089422222258032e-06,
-   "max": 6.827432222225285e-06,
+   "seconds": 4.9302588888780166e-06,
+   "min": 3.4183688888826206e-06,
+   "max": 9.516228888912793e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.46054000001928e-06,
+   "host_canary_seconds": 7.483489999984272e-06,
    "pass_seconds": [
-    5.161256666662931e-06,
-    4.242004444437144e-06,
-    3.866441111107911e-06
+    3.5230099999949973e-06,
+    4.9302588888780166e-06,
+    8.911198888925911e-06
    ],
    "pass_host_canary_seconds": [
-    8.46054000001928e-06,
-    1.3177852500021458e-05,
-    8.546880000004364e-06
+    7.483489999984272e-06,
+    1.5365602500025944e-05,
+    1.8232034999954294e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 3.95099655555479e-05,
-   "min": 3.0230283333333812e-05,
-   "max": 5.6504197777782236e-05,
+   "seconds": 6.612853111109177e-05,
+   "min": 3.468191333332982e-05,
+   "max": 8.963462999999037e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.2242450000127294e-06,
+   "host_canary_seconds": 7.541694999986248e-06,
    "pass_seconds": [
-    3.134827444444315e-05,
-    4.2885263333339984e-05,
-    3.95099655555479e-05
+    3.55166522222245e-05,
+    6.612853111109177e-05,
+    8.270340888887833e-05
    ],
    "pass_host_canary_seconds": [
-    6.2242450000127294e-06,
-    1.321389000004558e-05,
-    8.775270000001001e-06
+    7.541694999986248e-06,
+    1.4345960000028413e-05,
+    1.764875999995752e-05
    ]
   },
   "backward_call": {
-   "seconds": 5.827599639693896e-05,
-   "min": 5.219066763917604e-05,
-   "max": 6.034933247913914e-05,
+   "seconds": 0.00012140133728583653,
+   "min": 5.031067257126173e-05,
+   "max": 0.00021804533029596011,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 14.72 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 20.22 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -487,28 +487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    7.596799731254578e-05,
-    8.630400151014328e-05,
-    0.00010873600095510483,
-    0.00014825600385665893,
-    0.00029795199632644655
+    0.00011430399864912033,
+    0.00016499200463294982,
+    0.00021932800114154814,
+    0.0003032959997653961,
+    0.00043190398812294005
    ],
-   "host_canary_seconds": 6.338859999992507e-06,
+   "host_canary_seconds": 1.039639999998343e-05,
    "pass_seconds": [
-    5.219066763917604e-05,
-    5.827599639693896e-05,
-    6.034933247913914e-05
+    0.00012140133728583653,
+    5.031067257126173e-05,
+    0.00021804533029596011
    ],
    "pass_host_canary_seconds": [
-    6.338859999992507e-06,
-    1.3215942499975598e-05,
-    8.436725000038337e-06
+    1.039639999998343e-05,
+    1.1032164999988936e-05,
+    1.7010155000036774e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 1.9420951427448362e-05,
-   "min": 1.5847618824669295e-05,
-   "max": 3.843200135798681e-05,
+   "seconds": 4.411276075102034e-05,
+   "min": 2.3574094864584153e-05,
+   "max": 4.530666839508783e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -517,26 +517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8224000707268716e-05,
-    7.552000135183334e-05,
-    0.00026585599780082705
+    5.056000128388405e-05,
+    0.00011903999745845795,
+    0.0004034239947795868
    ],
-   "host_canary_seconds": 6.347679999993971e-06,
+   "host_canary_seconds": 8.463484999978733e-06,
    "pass_seconds": [
-    1.5847618824669295e-05,
-    3.843200135798681e-05,
-    1.9420951427448362e-05
+    2.3574094864584153e-05,
+    4.411276075102034e-05,
+    4.530666839508783e-05
    ],
    "pass_host_canary_seconds": [
-    6.347679999993971e-06,
-    1.2505414999992582e-05,
-    1.1517515000036838e-05
+    8.463484999978733e-06,
+    1.3734439999950609e-05,
+    1.6955274999972402e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.206323627205122e-05,
-   "min": 8.703162228422506e-05,
-   "max": 9.954361475649336e-05,
+   "seconds": 9.759009984277544e-05,
+   "min": 7.05912345576854e-05,
+   "max": 0.00014339047102701098,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -545,26 +545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018153600394725798,
-    0.0005244799852371216,
-    0.0017361600399017334
+    0.00020739200711250306,
+    0.0006107519865036011,
+    0.0016601599454879761
    ],
-   "host_canary_seconds": 6.347679999993971e-06,
+   "host_canary_seconds": 8.463484999978733e-06,
    "pass_seconds": [
-    8.703162228422506e-05,
-    9.954361475649336e-05,
-    9.206323627205122e-05
+    7.05912345576854e-05,
+    9.759009984277544e-05,
+    0.00014339047102701098
    ],
    "pass_host_canary_seconds": [
-    6.347679999993971e-06,
-    1.2505414999992582e-05,
-    1.1517515000036838e-05
+    8.463484999978733e-06,
+    1.3734439999950609e-05,
+    1.6955274999972402e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.139657354071027e-05,
-   "min": 3.9487998400415696e-05,
-   "max": 8.154438152199701e-05,
+   "seconds": 4.959466698623839e-05,
+   "min": 4.518323888381323e-05,
+   "max": 5.4928763991310475e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -573,26 +573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.9023996591568e-05,
-    0.0001783680021762848,
-    0.00065830397605896
+    0.00010787200182676315,
+    0.00021292799711227417,
+    0.0007754560112953186
    ],
-   "host_canary_seconds": 6.2820175000055655e-06,
+   "host_canary_seconds": 8.160210000021095e-06,
    "pass_seconds": [
-    3.9487998400415696e-05,
-    8.154438152199701e-05,
-    4.139657354071027e-05
+    4.518323888381323e-05,
+    4.959466698623839e-05,
+    5.4928763991310475e-05
    ],
    "pass_host_canary_seconds": [
-    6.2820175000055655e-06,
-    1.3087705000032201e-05,
-    8.439019999961771e-06
+    8.160210000021095e-06,
+    1.1080820000017866e-05,
+    1.690625999998474e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00012531123026495892,
-   "min": 0.00010107581885088055,
-   "max": 0.00013875503838062285,
+   "seconds": 0.00021072837639422642,
+   "min": 0.00015645714423486164,
+   "max": 0.00027072914867174054,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -601,26 +601,138 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002337920069694519,
-    0.000879423975944519,
-    0.002416896104812622
+    0.00034828799962997436,
+    0.0009742400050163269,
+    0.00337990403175354
    ],
-   "host_canary_seconds": 6.2820175000055655e-06,
+   "host_canary_seconds": 8.160210000021095e-06,
    "pass_seconds": [
-    0.00010107581885088055,
-    0.00013875503838062285,
-    0.00012531123026495892
+    0.00015645714423486164,
+    0.00021072837639422642,
+    0.00027072914867174054
    ],
    "pass_host_canary_seconds": [
-    6.2820175000055655e-06,
-    1.3087705000032201e-05,
-    8.439019999961771e-06
+    8.160210000021095e-06,
+    1.1080820000017866e-05,
+    1.690625999998474e-05
+   ]
+  },
+  "layer_forward_linear_nobias": {
+   "seconds": 3.69759989636285e-05,
+   "min": 2.6774857193231582e-05,
+   "max": 4.46651428937912e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    4.371200129389763e-05,
+    0.00012147200107574463,
+    0.0004444800019264221
+   ],
+   "host_canary_seconds": 1.0190637500002708e-05,
+   "pass_seconds": [
+    2.6774857193231582e-05,
+    4.46651428937912e-05,
+    3.69759989636285e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0190637500002708e-05,
+    1.5621854999992025e-05,
+    1.7350619999945137e-05
+   ]
+  },
+  "layer_backward_linear_nobias": {
+   "seconds": 9.064228265058427e-05,
+   "min": 7.545219060210954e-05,
+   "max": 9.599618613719942e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0003174720108509064,
+    0.0007606719732284546,
+    0.0018963840007781983
+   ],
+   "host_canary_seconds": 1.0190637500002708e-05,
+   "pass_seconds": [
+    7.545219060210954e-05,
+    9.599618613719942e-05,
+    9.064228265058427e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0190637500002708e-05,
+    1.5621854999992025e-05,
+    1.7350619999945137e-05
+   ]
+  },
+  "layer_forward_linear_nobias_autocast": {
+   "seconds": 6.093104609421321e-05,
+   "min": 4.957942700102216e-05,
+   "max": 6.581637689045497e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00012006399780511856,
+    0.00024592000246047974,
+    0.0008561279773712158
+   ],
+   "host_canary_seconds": 1.0162762500005585e-05,
+   "pass_seconds": [
+    4.957942700102216e-05,
+    6.581637689045497e-05,
+    6.093104609421321e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0162762500005585e-05,
+    1.5602249999950856e-05,
+    1.6815480000076376e-05
+   ]
+  },
+  "layer_backward_linear_nobias_autocast": {
+   "seconds": 9.018057017099292e-05,
+   "min": 7.887238299562815e-05,
+   "max": 0.00017300191450686685,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0005040000081062317,
+    0.0010286719799041748,
+    0.0024772160053253174
+   ],
+   "host_canary_seconds": 1.0162762500005585e-05,
+   "pass_seconds": [
+    7.887238299562815e-05,
+    9.018057017099292e-05,
+    0.00017300191450686685
+   ],
+   "pass_host_canary_seconds": [
+    1.0162762500005585e-05,
+    1.5602249999950856e-05,
+    1.6815480000076376e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.1642666444891977e-05,
-   "min": 1.0956190349090668e-05,
-   "max": 1.3202285837559473e-05,
+   "seconds": 2.4051809594744726e-05,
+   "min": 1.945295309027036e-05,
+   "max": 2.8716951608657837e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -629,26 +741,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9872000440955163e-05,
-    5.113599821925163e-05,
-    0.00018367999792099
+    3.718400001525879e-05,
+    9.558399766683578e-05,
+    0.0003289920091629028
    ],
-   "host_canary_seconds": 6.112082499996063e-06,
+   "host_canary_seconds": 1.0422805000018797e-05,
    "pass_seconds": [
-    1.0956190349090668e-05,
-    1.1642666444891977e-05,
-    1.3202285837559473e-05
+    1.945295309027036e-05,
+    2.4051809594744726e-05,
+    2.8716951608657837e-05
    ],
    "pass_host_canary_seconds": [
-    6.112082499996063e-06,
-    9.62291000000448e-06,
-    8.576739999952564e-06
+    1.0422805000018797e-05,
+    1.5195849999969369e-05,
+    1.674413750002657e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 5.836724206095652e-05,
-   "min": 5.116571823046321e-05,
-   "max": 7.641752383538654e-05,
+   "seconds": 8.463542518161591e-05,
+   "min": 7.38521876434485e-05,
+   "max": 9.224305692173189e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,26 +769,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012758399546146393,
-    0.00025974398851394653,
-    0.0010413440465927124
+    0.00027136000990867615,
+    0.0005788480043411255,
+    0.00168012797832489
    ],
-   "host_canary_seconds": 6.112082499996063e-06,
+   "host_canary_seconds": 1.0422805000018797e-05,
    "pass_seconds": [
-    5.116571823046321e-05,
-    7.641752383538654e-05,
-    5.836724206095652e-05
+    7.38521876434485e-05,
+    8.463542518161591e-05,
+    9.224305692173189e-05
    ],
    "pass_host_canary_seconds": [
-    6.112082499996063e-06,
-    9.62291000000448e-06,
-    8.576739999952564e-06
+    1.0422805000018797e-05,
+    1.5195849999969369e-05,
+    1.674413750002657e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.9265524730795902e-05,
-   "min": 2.2636191298564274e-05,
-   "max": 2.9280000144527064e-05,
+   "seconds": 5.333104871568225e-05,
+   "min": 3.906361723229999e-05,
+   "max": 6.118628808430262e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -685,26 +797,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8336000889539715e-05,
-    0.00011705599725246429,
-    0.0003948160111904144
+    0.0001000320017337799,
+    0.00024352000653743745,
+    0.0006947519779205323
    ],
-   "host_canary_seconds": 6.2627049999974815e-06,
+   "host_canary_seconds": 1.0330652499987992e-05,
    "pass_seconds": [
-    2.2636191298564274e-05,
-    2.9265524730795902e-05,
-    2.9280000144527064e-05
+    3.906361723229999e-05,
+    5.333104871568225e-05,
+    6.118628808430262e-05
    ],
    "pass_host_canary_seconds": [
-    6.2627049999974815e-06,
-    8.940194999951246e-06,
-    8.328397500036998e-06
+    1.0330652499987992e-05,
+    1.553869749997716e-05,
+    1.6701702499943852e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.243885409973917e-05,
-   "min": 8.423694790828797e-05,
-   "max": 0.00010975923814943861,
+   "seconds": 0.00010399467036837624,
+   "min": 9.524267734516235e-05,
+   "max": 0.00014974476326079595,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -713,26 +825,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018457600474357605,
-    0.0004939520061016082,
-    0.001898751974105835
+    0.0005232319831848145,
+    0.0010704319477081298,
+    0.0025859200954437256
    ],
-   "host_canary_seconds": 6.2627049999974815e-06,
+   "host_canary_seconds": 1.0330652499987992e-05,
    "pass_seconds": [
-    9.243885409973917e-05,
-    0.00010975923814943861,
-    8.423694790828797e-05
+    9.524267734516235e-05,
+    0.00014974476326079595,
+    0.00010399467036837624
    ],
    "pass_host_canary_seconds": [
-    6.2627049999974815e-06,
-    8.940194999951246e-06,
-    8.328397500036998e-06
+    1.0330652499987992e-05,
+    1.553869749997716e-05,
+    1.6701702499943852e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.7615237938506263e-05,
-   "min": 1.3855999513041403e-05,
-   "max": 1.7958858094754672e-05,
+   "seconds": 2.3823999578044528e-05,
+   "min": 1.9753142481758483e-05,
+   "max": 3.459123912311735e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -741,26 +853,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.364799939095974e-05,
-    6.358399987220764e-05,
-    0.00023094399273395537
+    4.281599819660187e-05,
+    0.00010579200088977814,
+    0.0003973439931869507
    ],
-   "host_canary_seconds": 6.762579999985974e-06,
+   "host_canary_seconds": 1.003879249999784e-05,
    "pass_seconds": [
-    1.3855999513041403e-05,
-    1.7615237938506263e-05,
-    1.7958858094754672e-05
+    2.3823999578044528e-05,
+    1.9753142481758483e-05,
+    3.459123912311735e-05
    ],
    "pass_host_canary_seconds": [
-    6.762579999985974e-06,
-    9.22093249997147e-06,
-    8.452820000002248e-06
+    1.003879249999784e-05,
+    1.1048712499999169e-05,
+    1.6750544999979412e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.755504925690946e-05,
-   "min": 6.411504905138698e-05,
-   "max": 7.482362086219449e-05,
+   "seconds": 8.681981301023847e-05,
+   "min": 6.861180918557302e-05,
+   "max": 0.00010438704064914158,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -769,26 +881,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013718399405479432,
-    0.00031868800520896913,
-    0.001337440013885498
+    0.00025225600600242617,
+    0.0006825600266456604,
+    0.0019447040557861329
    ],
-   "host_canary_seconds": 6.762579999985974e-06,
+   "host_canary_seconds": 1.003879249999784e-05,
    "pass_seconds": [
-    6.755504925690946e-05,
-    6.411504905138698e-05,
-    7.482362086219449e-05
+    8.681981301023847e-05,
+    6.861180918557302e-05,
+    0.00010438704064914158
    ],
    "pass_host_canary_seconds": [
-    6.762579999985974e-06,
-    9.22093249997147e-06,
-    8.452820000002248e-06
+    1.003879249999784e-05,
+    1.1048712499999169e-05,
+    1.6750544999979412e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.2510476765178497e-05,
-   "min": 2.1446095690840764e-05,
-   "max": 3.640533167691458e-05,
+   "seconds": 5.6038095837547657e-05,
+   "min": 4.1982476555165784e-05,
+   "max": 6.950704753398894e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,26 +909,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.200000107288361e-05,
-    0.00011903999745845795,
-    0.00037459200620651244
+    0.00010684800148010254,
+    0.00024371199309825898,
+    0.000740224003791809
    ],
-   "host_canary_seconds": 6.415354999980139e-06,
+   "host_canary_seconds": 1.0424179999972693e-05,
    "pass_seconds": [
-    2.1446095690840764e-05,
-    2.2510476765178497e-05,
-    3.640533167691458e-05
+    4.1982476555165784e-05,
+    6.950704753398894e-05,
+    5.6038095837547657e-05
    ],
    "pass_host_canary_seconds": [
-    6.415354999980139e-06,
-    1.0077422500032185e-05,
-    8.828315000037889e-06
+    1.0424179999972693e-05,
+    1.380934999996697e-05,
+    1.676211250000392e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.854704846938453e-05,
-   "min": 7.575619327170509e-05,
-   "max": 0.00011974248361019862,
+   "seconds": 8.822932910351527e-05,
+   "min": 7.188419323591957e-05,
+   "max": 0.0001465211397125608,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -825,26 +937,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021881599724292756,
-    0.0006222079992294311,
-    0.0017141120433807372
+    0.0005790079832077026,
+    0.0011221120357513428,
+    0.002354176044464111
    ],
-   "host_canary_seconds": 6.415354999980139e-06,
+   "host_canary_seconds": 1.0424179999972693e-05,
    "pass_seconds": [
-    7.575619327170509e-05,
-    0.00011974248361019862,
-    8.854704846938453e-05
+    7.188419323591957e-05,
+    8.822932910351527e-05,
+    0.0001465211397125608
    ],
    "pass_host_canary_seconds": [
-    6.415354999980139e-06,
-    1.0077422500032185e-05,
-    8.828315000037889e-06
+    1.0424179999972693e-05,
+    1.380934999996697e-05,
+    1.676211250000392e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 3.3290666838486984e-05,
-   "min": 2.432533424525034e-05,
-   "max": 3.758933395147324e-05,
+   "seconds": 4.4530286143223444e-05,
+   "min": 3.2675047183320634e-05,
+   "max": 6.409523529665811e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -853,26 +965,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.942399844527245e-05,
-    0.00010735999792814255,
-    0.0004026240110397339
+    5.4239999502897264e-05,
+    0.0002375040054321289,
+    0.000738752007484436
    ],
-   "host_canary_seconds": 6.197725000021137e-06,
+   "host_canary_seconds": 1.0489227499999032e-05,
    "pass_seconds": [
-    2.432533424525034e-05,
-    3.758933395147324e-05,
-    3.3290666838486984e-05
+    4.4530286143223444e-05,
+    3.2675047183320634e-05,
+    6.409523529665811e-05
    ],
    "pass_host_canary_seconds": [
-    6.197725000021137e-06,
-    1.032720000004872e-05,
-    9.259055000008231e-06
+    1.0489227499999032e-05,
+    1.0040230000001316e-05,
+    1.6598975000050588e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.774780726148968e-05,
-   "min": 7.360456777470451e-05,
-   "max": 9.445790272383463e-05,
+   "seconds": 0.00010586210162866681,
+   "min": 6.904609767454013e-05,
+   "max": 0.00011550627914922576,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -881,26 +993,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014844800531864166,
-    0.00038431999087333677,
-    0.0016560959815979004
+    0.00042707198858261107,
+    0.000950976014137268,
+    0.0021917760372161866
    ],
-   "host_canary_seconds": 6.197725000021137e-06,
+   "host_canary_seconds": 1.0489227499999032e-05,
    "pass_seconds": [
-    7.774780726148968e-05,
-    9.445790272383463e-05,
-    7.360456777470451e-05
+    6.904609767454013e-05,
+    0.00011550627914922576,
+    0.00010586210162866681
    ],
    "pass_host_canary_seconds": [
-    6.197725000021137e-06,
-    1.032720000004872e-05,
-    9.259055000008231e-06
+    1.0489227499999032e-05,
+    1.0040230000001316e-05,
+    1.6598975000050588e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 5.7320382623445426e-05,
-   "min": 4.24243790053186e-05,
-   "max": 7.770056916134699e-05,
+   "seconds": 0.0001022377120597022,
+   "min": 8.577143081596919e-05,
+   "max": 0.00012035809386344181,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -909,26 +1021,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.689599692821503e-05,
-    0.00019913600385189055,
-    0.0007115839719772338
+    0.0001422400027513504,
+    0.0003540160059928894,
+    0.0014136320352554322
    ],
-   "host_canary_seconds": 6.282900000016412e-06,
+   "host_canary_seconds": 1.043509000002274e-05,
    "pass_seconds": [
-    4.24243790053186e-05,
-    7.770056916134699e-05,
-    5.7320382623445426e-05
+    8.577143081596919e-05,
+    0.0001022377120597022,
+    0.00012035809386344181
    ],
    "pass_host_canary_seconds": [
-    6.282900000016412e-06,
-    1.18449475000304e-05,
-    8.721729999976446e-06
+    1.043509000002274e-05,
+    1.558563499997945e-05,
+    1.588809500006505e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00013817752471991947,
-   "min": 0.00012574019070182526,
-   "max": 0.0001780883985615912,
+   "seconds": 0.00017030856935750869,
+   "min": 0.00014378515950271063,
+   "max": 0.00024268344328517007,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,26 +1049,138 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002664639949798584,
-    0.0008080959916114807,
-    0.00280131196975708
+    0.000515168011188507,
+    0.001628767967224121,
+    0.004471487998962402
    ],
-   "host_canary_seconds": 6.282900000016412e-06,
+   "host_canary_seconds": 1.043509000002274e-05,
    "pass_seconds": [
-    0.00012574019070182526,
-    0.0001780883985615912,
-    0.00013817752471991947
+    0.00017030856935750869,
+    0.00014378515950271063,
+    0.00024268344328517007
    ],
    "pass_host_canary_seconds": [
-    6.282900000016412e-06,
-    1.18449475000304e-05,
-    8.721729999976446e-06
+    1.043509000002274e-05,
+    1.558563499997945e-05,
+    1.588809500006505e-05
+   ]
+  },
+  "layer_forward_conv2d_nobias": {
+   "seconds": 3.599619120359421e-05,
+   "min": 3.403047578675407e-05,
+   "max": 4.050971532151812e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    6.796800345182419e-05,
+    0.00017497600615024568,
+    0.0005800639986991883
+   ],
+   "host_canary_seconds": 1.0394362500001364e-05,
+   "pass_seconds": [
+    3.403047578675407e-05,
+    4.050971532151812e-05,
+    3.599619120359421e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0394362500001364e-05,
+    1.5634035000005044e-05,
+    1.3663809999968635e-05
+   ]
+  },
+  "layer_backward_conv2d_nobias": {
+   "seconds": 7.613942914065861e-05,
+   "min": 4.264000200089954e-05,
+   "max": 8.071391178028926e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0003324480056762695,
+    0.0007886080145835877,
+    0.0015578880310058594
+   ],
+   "host_canary_seconds": 1.0394362500001364e-05,
+   "pass_seconds": [
+    4.264000200089954e-05,
+    8.071391178028926e-05,
+    7.613942914065861e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0394362500001364e-05,
+    1.5634035000005044e-05,
+    1.3663809999968635e-05
+   ]
+  },
+  "layer_forward_conv2d_nobias_autocast": {
+   "seconds": 5.290133186749049e-05,
+   "min": 4.7663238786515735e-05,
+   "max": 9.910399644147782e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    0.00012841600179672242,
+    0.0003012480139732361,
+    0.0008533120155334473
+   ],
+   "host_canary_seconds": 1.0492345000017167e-05,
+   "pass_seconds": [
+    4.7663238786515735e-05,
+    5.290133186749049e-05,
+    9.910399644147782e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0492345000017167e-05,
+    1.4040097500043203e-05,
+    1.6557917500037436e-05
+   ]
+  },
+  "layer_backward_conv2d_nobias_autocast": {
+   "seconds": 0.00015800533833957854,
+   "min": 0.00011657523399307614,
+   "max": 0.00016810211326394762,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0004985600113868714,
+    0.0010886399745941163,
+    0.002994591951370239
+   ],
+   "host_canary_seconds": 1.0492345000017167e-05,
+   "pass_seconds": [
+    0.00011657523399307614,
+    0.00015800533833957854,
+    0.00016810211326394762
+   ],
+   "pass_host_canary_seconds": [
+    1.0492345000017167e-05,
+    1.4040097500043203e-05,
+    1.6557917500037436e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 2.569752346192087e-05,
-   "min": 2.4232381156512674e-05,
-   "max": 4.130895187457401e-05,
+   "seconds": 5.004799933660598e-05,
+   "min": 4.3996951409748615e-05,
+   "max": 8.087771492344993e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,26 +1189,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.801599889993668e-05,
-    0.00011062400043010711,
-    0.00040147200226783755
+    8.128000050783158e-05,
+    0.00020553599298000336,
+    0.0007386559844017029
    ],
-   "host_canary_seconds": 6.2364250000257474e-06,
+   "host_canary_seconds": 1.089710500000507e-05,
    "pass_seconds": [
-    2.4232381156512674e-05,
-    4.130895187457401e-05,
-    2.569752346192087e-05
+    4.3996951409748615e-05,
+    5.004799933660598e-05,
+    8.087771492344993e-05
    ],
    "pass_host_canary_seconds": [
-    6.2364250000257474e-06,
-    1.1807039999993663e-05,
-    7.80808000001798e-06
+    1.089710500000507e-05,
+    1.4489054999984318e-05,
+    1.6650820000023715e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.597562320175623e-05,
-   "min": 7.325942601476396e-05,
-   "max": 9.08205702546097e-05,
+   "seconds": 8.174018490882145e-05,
+   "min": 7.708723488308134e-05,
+   "max": 9.438933715933843e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -993,26 +1217,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001475200057029724,
-    0.00045206400752067567,
-    0.001613919973373413
+    0.00029417601227760314,
+    0.0008742719888687134,
+    0.0021827199459075928
    ],
-   "host_canary_seconds": 6.2364250000257474e-06,
+   "host_canary_seconds": 1.089710500000507e-05,
    "pass_seconds": [
-    7.325942601476396e-05,
-    8.597562320175623e-05,
-    9.08205702546097e-05
+    7.708723488308134e-05,
+    8.174018490882145e-05,
+    9.438933715933843e-05
    ],
    "pass_host_canary_seconds": [
-    6.2364250000257474e-06,
-    1.1807039999993663e-05,
-    7.80808000001798e-06
+    1.089710500000507e-05,
+    1.4489054999984318e-05,
+    1.6650820000023715e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 4.8509715568451646e-05,
-   "min": 4.461942684082758e-05,
-   "max": 4.976380935737065e-05,
+   "seconds": 8.859581322897048e-05,
+   "min": 7.564342944394973e-05,
+   "max": 0.0001034940963699704,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1021,26 +1245,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.69919976592064e-05,
-    0.00021235199272632598,
-    0.000746783971786499
+    0.000176256000995636,
+    0.0004894079864025116,
+    0.0013396480083465575
    ],
-   "host_canary_seconds": 6.543874999991316e-06,
+   "host_canary_seconds": 1.0445105000016496e-05,
    "pass_seconds": [
-    4.461942684082758e-05,
-    4.8509715568451646e-05,
-    4.976380935737065e-05
+    7.564342944394973e-05,
+    8.859581322897048e-05,
+    0.0001034940963699704
    ],
    "pass_host_canary_seconds": [
-    6.543874999991316e-06,
-    9.510189999986097e-06,
-    7.848449999983132e-06
+    1.0445105000016496e-05,
+    1.5084797500009017e-05,
+    1.710704999993595e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00015105828571887245,
-   "min": 0.00012868952325412208,
-   "max": 0.00019174400539625258,
+   "seconds": 0.0002200297259149097,
+   "min": 0.00011292723176025211,
+   "max": 0.00022275656461715696,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1049,26 +1273,138 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003250240087509155,
-    0.0008139839768409729,
-    0.0029143359661102297
+    0.000781216025352478,
+    0.001438752055168152,
+    0.0036403839588165284
    ],
-   "host_canary_seconds": 6.543874999991316e-06,
+   "host_canary_seconds": 1.0445105000016496e-05,
    "pass_seconds": [
-    0.00012868952325412208,
-    0.00019174400539625258,
-    0.00015105828571887245
+    0.00011292723176025211,
+    0.0002200297259149097,
+    0.00022275656461715696
    ],
    "pass_host_canary_seconds": [
-    6.543874999991316e-06,
-    9.510189999986097e-06,
-    7.848449999983132e-06
+    1.0445105000016496e-05,
+    1.5084797500009017e-05,
+    1.710704999993595e-05
+   ]
+  },
+  "layer_forward_conv1d_nobias": {
+   "seconds": 3.939276046696163e-05,
+   "min": 2.4167618226437343e-05,
+   "max": 3.944837976069678e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    5.6159999221563336e-05,
+    0.00010998400300741196,
+    0.000412447988986969
+   ],
+   "host_canary_seconds": 9.470942499998357e-06,
+   "pass_seconds": [
+    2.4167618226437343e-05,
+    3.944837976069678e-05,
+    3.939276046696163e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.470942499998357e-06,
+    1.6084674999952143e-05,
+    1.622967250000329e-05
+   ]
+  },
+  "layer_backward_conv1d_nobias": {
+   "seconds": 8.006399798960915e-05,
+   "min": 4.039695255813144e-05,
+   "max": 9.325714090040752e-05,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.00024220800399780274,
+    0.0004017600119113922,
+    0.001199295997619629
+   ],
+   "host_canary_seconds": 9.470942499998357e-06,
+   "pass_seconds": [
+    4.039695255813144e-05,
+    8.006399798960915e-05,
+    9.325714090040752e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.470942499998357e-06,
+    1.6084674999952143e-05,
+    1.622967250000329e-05
+   ]
+  },
+  "layer_forward_conv1d_nobias_autocast": {
+   "seconds": 4.559923637480963e-05,
+   "min": 3.894933490526108e-05,
+   "max": 7.564647921494075e-05,
+   "samples": 3,
+   "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_seconds": [
+    7.977599650621414e-05,
+    0.00020310400426387786,
+    0.0006661760210990906
+   ],
+   "host_canary_seconds": 9.59046999998492e-06,
+   "pass_seconds": [
+    3.894933490526108e-05,
+    4.559923637480963e-05,
+    7.564647921494075e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.59046999998492e-06,
+    1.6510550000035095e-05,
+    1.6625637500027323e-05
+   ]
+  },
+  "layer_backward_conv1d_nobias_autocast": {
+   "seconds": 0.00016295618741285234,
+   "min": 0.00012204266729808988,
+   "max": 0.00023403429417383104,
+   "samples": 3,
+   "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "chain_lengths": [
+    1,
+    4,
+    16
+   ],
+   "chain_forward_backward_seconds": [
+    0.0003171519935131073,
+    0.0006926079988479614,
+    0.0026961920261383055
+   ],
+   "host_canary_seconds": 9.59046999998492e-06,
+   "pass_seconds": [
+    0.00012204266729808988,
+    0.00023403429417383104,
+    0.00016295618741285234
+   ],
+   "pass_host_canary_seconds": [
+    9.59046999998492e-06,
+    1.6510550000035095e-05,
+    1.6625637500027323e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 4.332114294880913e-05,
-   "min": 3.156114280933425e-05,
-   "max": 4.4399997840325036e-05,
+   "seconds": 6.558933428355626e-05,
+   "min": 4.6682668583733696e-05,
+   "max": 9.496609369913737e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1077,26 +1413,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8255998641252515e-05,
-    0.00021769599616527558,
-    0.0005465919971466064
+    6.774400174617767e-05,
+    0.00020956799387931825,
+    0.0007685760259628296
    ],
-   "host_canary_seconds": 6.36444250000423e-06,
+   "host_canary_seconds": 9.730744999991714e-06,
    "pass_seconds": [
-    3.156114280933425e-05,
-    4.332114294880913e-05,
-    4.4399997840325036e-05
+    4.6682668583733696e-05,
+    9.496609369913737e-05,
+    6.558933428355626e-05
    ],
    "pass_host_canary_seconds": [
-    6.36444250000423e-06,
-    9.204087500016556e-06,
-    8.406460000003334e-06
+    9.730744999991714e-06,
+    1.695219499996625e-05,
+    1.3101785000060318e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 7.179428512851398e-05,
-   "min": 6.0696377463284e-05,
-   "max": 7.425981156882784e-05,
+   "seconds": 7.421180747804188e-05,
+   "min": 5.590323465211052e-05,
+   "max": 0.0001165843747910999,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1105,26 +1441,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001918720006942749,
-    0.0004066559970378876,
-    0.0015550719499588012
+    0.00021952000260353087,
+    0.0005813120007514954,
+    0.001776319980621338
    ],
-   "host_canary_seconds": 6.36444250000423e-06,
+   "host_canary_seconds": 9.730744999991714e-06,
    "pass_seconds": [
-    6.0696377463284e-05,
-    7.425981156882784e-05,
-    7.179428512851398e-05
+    5.590323465211052e-05,
+    7.421180747804188e-05,
+    0.0001165843747910999
    ],
    "pass_host_canary_seconds": [
-    6.36444250000423e-06,
-    9.204087500016556e-06,
-    8.406460000003334e-06
+    9.730744999991714e-06,
+    1.695219499996625e-05,
+    1.3101785000060318e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 4.442666719357173e-05,
-   "min": 4.266971314237231e-05,
-   "max": 5.8460190537429976e-05,
+   "seconds": 8.694476456869217e-05,
+   "min": 4.649676347062702e-05,
+   "max": 0.00010956343015034994,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1133,26 +1469,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.265600025653839e-05,
-    0.00016131199896335602,
-    0.0009139840006828308
+    8.393599838018418e-05,
+    0.00022655999660491942,
+    0.0007824320197105408
    ],
-   "host_canary_seconds": 8.642257500000028e-06,
+   "host_canary_seconds": 9.554375000000447e-06,
    "pass_seconds": [
-    5.8460190537429976e-05,
-    4.266971314237231e-05,
-    4.442666719357173e-05
+    4.649676347062702e-05,
+    8.694476456869217e-05,
+    0.00010956343015034994
    ],
    "pass_host_canary_seconds": [
-    8.642257500000028e-06,
-    8.45300000001714e-06,
-    8.72060500000771e-06
+    9.554375000000447e-06,
+    1.786579500006269e-05,
+    1.703824250000707e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.706437929755165e-05,
-   "min": 4.625828315814337e-05,
-   "max": 8.195427805185316e-05,
+   "seconds": 8.687314816883632e-05,
+   "min": 5.772266040245691e-05,
+   "max": 0.00013476952768507453,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1161,26 +1497,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016383999586105347,
-    0.0004422079920768738,
-    0.0017226879596710205
+    0.00027433601021766664,
+    0.0005788480043411255,
+    0.0018349119424819946
    ],
-   "host_canary_seconds": 8.642257500000028e-06,
+   "host_canary_seconds": 9.554375000000447e-06,
    "pass_seconds": [
-    4.625828315814337e-05,
-    8.195427805185316e-05,
-    6.706437929755165e-05
+    5.772266040245691e-05,
+    0.00013476952768507453,
+    8.687314816883632e-05
    ],
    "pass_host_canary_seconds": [
-    8.642257500000028e-06,
-    8.45300000001714e-06,
-    8.72060500000771e-06
+    9.554375000000447e-06,
+    1.786579500006269e-05,
+    1.703824250000707e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.1146666790757863e-05,
-   "min": 2.007009621177401e-05,
-   "max": 2.2712381467932748e-05,
+   "seconds": 4.649295338562557e-05,
+   "min": 2.2444953343697958e-05,
+   "max": 6.162666919685545e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1189,26 +1525,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9551999419927596e-05,
-    0.00010524799674749375,
-    0.00037942400574684143
+    3.63520011305809e-05,
+    0.00010291200131177902,
+    0.00037276801466941834
    ],
-   "host_canary_seconds": 8.37975999999685e-06,
+   "host_canary_seconds": 9.956464999980596e-06,
    "pass_seconds": [
-    2.2712381467932748e-05,
-    2.007009621177401e-05,
-    2.1146666790757863e-05
+    2.2444953343697958e-05,
+    6.162666919685545e-05,
+    4.649295338562557e-05
    ],
    "pass_host_canary_seconds": [
-    8.37975999999685e-06,
-    8.862349999958497e-06,
-    8.827615000015498e-06
+    9.956464999980596e-06,
+    1.915048250001661e-05,
+    1.7200467500018133e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.7672377101012635e-05,
-   "min": 4.5369143642130355e-05,
-   "max": 6.76906630396843e-05,
+   "seconds": 5.7332571950696764e-05,
+   "min": 4.857751656146276e-05,
+   "max": 7.047772052742188e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1217,26 +1553,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014044800400733948,
-    0.0003248000144958496,
-    0.0011550400257110596
+    0.0001613440066576004,
+    0.0004031040072441101,
+    0.0013588160276412965
    ],
-   "host_canary_seconds": 8.37975999999685e-06,
+   "host_canary_seconds": 9.956464999980596e-06,
    "pass_seconds": [
-    4.5369143642130355e-05,
-    6.76906630396843e-05,
-    4.7672377101012635e-05
+    5.7332571950696764e-05,
+    4.857751656146276e-05,
+    7.047772052742188e-05
    ],
    "pass_host_canary_seconds": [
-    8.37975999999685e-06,
-    8.862349999958497e-06,
-    8.827615000015498e-06
+    9.956464999980596e-06,
+    1.915048250001661e-05,
+    1.7200467500018133e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.3263238547813326e-05,
-   "min": 2.0895237901381082e-05,
-   "max": 2.3529905116274242e-05,
+   "seconds": 4.555352528889974e-05,
+   "min": 2.3408000667889914e-05,
+   "max": 4.607923825581868e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1245,26 +1581,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.436800047755242e-05,
-    0.00012352000176906586,
-    0.0004031040072441101
+    5.417599901556969e-05,
+    0.000121568001806736,
+    0.0004043520092964172
    ],
-   "host_canary_seconds": 8.290469999998607e-06,
+   "host_canary_seconds": 9.808379999984851e-06,
    "pass_seconds": [
-    2.3263238547813326e-05,
-    2.3529905116274242e-05,
-    2.0895237901381082e-05
+    2.3408000667889914e-05,
+    4.607923825581868e-05,
+    4.555352528889974e-05
    ],
    "pass_host_canary_seconds": [
-    8.290469999998607e-06,
-    1.2044434999936015e-05,
-    8.686904999990474e-06
+    9.808379999984851e-06,
+    1.704664249999155e-05,
+    1.6734605000010562e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 6.75024800002575e-05,
-   "min": 4.539352176444872e-05,
-   "max": 9.07405691132659e-05,
+   "seconds": 7.579581510452995e-05,
+   "min": 5.181790249688286e-05,
+   "max": 8.22529523145585e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,26 +1609,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016153599321842193,
-    0.00034784001111984254,
-    0.001184831976890564
+    0.00019817599654197693,
+    0.0004285440146923065,
+    0.0013281279802322388
    ],
-   "host_canary_seconds": 8.290469999998607e-06,
+   "host_canary_seconds": 9.808379999984851e-06,
    "pass_seconds": [
-    4.539352176444872e-05,
-    9.07405691132659e-05,
-    6.75024800002575e-05
+    5.181790249688286e-05,
+    8.22529523145585e-05,
+    7.579581510452995e-05
    ],
    "pass_host_canary_seconds": [
-    8.290469999998607e-06,
-    1.2044434999936015e-05,
-    8.686904999990474e-06
+    9.808379999984851e-06,
+    1.704664249999155e-05,
+    1.6734605000010562e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 3.9785905785503845e-05,
-   "min": 2.6545524242378418e-05,
-   "max": 6.834285386971066e-05,
+   "seconds": 9.078780987433025e-05,
+   "min": 4.4227046980744316e-05,
+   "max": 9.623314120939799e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1301,26 +1637,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.169600039720535e-05,
-    0.0001881600022315979,
-    0.000475488007068634
+    6.304000318050384e-05,
+    0.00016179199516773223,
+    0.0007151359915733337
    ],
-   "host_canary_seconds": 7.448725000003265e-06,
+   "host_canary_seconds": 9.653607499995332e-06,
    "pass_seconds": [
-    2.6545524242378418e-05,
-    6.834285386971066e-05,
-    3.9785905785503845e-05
+    4.4227046980744316e-05,
+    9.623314120939799e-05,
+    9.078780987433025e-05
    ],
    "pass_host_canary_seconds": [
-    7.448725000003265e-06,
-    1.3031955000002426e-05,
-    8.682082499973376e-06
+    9.653607499995332e-06,
+    1.8044904999996447e-05,
+    1.7102985000008173e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.780114778450553e-05,
-   "min": 8.677485478775844e-05,
-   "max": 0.0001233440029124419,
+   "seconds": 0.00017018285358235953,
+   "min": 9.38240002308573e-05,
+   "max": 0.0001712342894503049,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1329,26 +1665,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019382399320602418,
-    0.0005447360277175904,
-    0.001897279977798462
+    0.0002670719921588898,
+    0.0007554879784584046,
+    0.0023625919818878174
    ],
-   "host_canary_seconds": 7.448725000003265e-06,
+   "host_canary_seconds": 9.653607499995332e-06,
    "pass_seconds": [
-    8.677485478775844e-05,
-    8.780114778450553e-05,
-    0.0001233440029124419
+    9.38240002308573e-05,
+    0.00017018285358235953,
+    0.0001712342894503049
    ],
    "pass_host_canary_seconds": [
-    7.448725000003265e-06,
-    1.3031955000002426e-05,
-    8.682082499973376e-06
+    9.653607499995332e-06,
+    1.8044904999996447e-05,
+    1.7102985000008173e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 3.4943237900733944e-05,
-   "min": 2.997180890469324e-05,
-   "max": 4.093866866259348e-05,
+   "seconds": 5.2065524671758924e-05,
+   "min": 4.419352256116413e-05,
+   "max": 5.3462096623012004e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1357,26 +1693,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.056000083684921e-05,
-    0.00016467200219631194,
-    0.0005215359926223755
+    7.692799717187882e-05,
+    0.0002141440063714981,
+    0.0007413759827613831
    ],
-   "host_canary_seconds": 6.41451749999078e-06,
+   "host_canary_seconds": 9.708949999982508e-06,
    "pass_seconds": [
-    2.997180890469324e-05,
-    3.4943237900733944e-05,
-    4.093866866259348e-05
+    4.419352256116413e-05,
+    5.3462096623012004e-05,
+    5.2065524671758924e-05
    ],
    "pass_host_canary_seconds": [
-    6.41451749999078e-06,
-    8.790979999986349e-06,
-    8.938574999959315e-06
+    9.708949999982508e-06,
+    1.705510499999008e-05,
+    1.5745437500029883e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00011082818323657627,
-   "min": 5.240838300614129e-05,
-   "max": 0.00012929676650535495,
+   "seconds": 0.00017547199094579335,
+   "min": 8.037409683068593e-05,
+   "max": 0.00018513600173450647,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,26 +1721,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019443200528621675,
-    0.000745248019695282,
-    0.0015313600301742553
+    0.00026713600754737853,
+    0.0007219520211219787,
+    0.0021626880168914794
    ],
-   "host_canary_seconds": 6.41451749999078e-06,
+   "host_canary_seconds": 9.708949999982508e-06,
    "pass_seconds": [
-    5.240838300614129e-05,
-    0.00011082818323657627,
-    0.00012929676650535495
+    8.037409683068593e-05,
+    0.00018513600173450647,
+    0.00017547199094579335
    ],
    "pass_host_canary_seconds": [
-    6.41451749999078e-06,
-    8.790979999986349e-06,
-    8.938574999959315e-06
+    9.708949999982508e-06,
+    1.705510499999008e-05,
+    1.5745437500029883e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.3267809791224345e-05,
-   "min": 9.590856819635348e-06,
-   "max": 1.3609904707187698e-05,
+   "seconds": 1.7667048566398165e-05,
+   "min": 1.314514298878965e-05,
+   "max": 2.6067048133838742e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1413,26 +1749,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.0031999796628952e-05,
-    4.8448000103235245e-05,
-    0.0001637759953737259
+    2.751999907195568e-05,
+    6.515199691057205e-05,
+    0.00022409600019454955
    ],
-   "host_canary_seconds": 6.48701749998537e-06,
+   "host_canary_seconds": 9.749210000009611e-06,
    "pass_seconds": [
-    9.590856819635348e-06,
-    1.3267809791224345e-05,
-    1.3609904707187698e-05
+    1.314514298878965e-05,
+    2.6067048133838742e-05,
+    1.7667048566398165e-05
    ],
    "pass_host_canary_seconds": [
-    6.48701749998537e-06,
-    1.1410707500019158e-05,
-    8.929339999994568e-06
+    9.749210000009611e-06,
+    1.8090175000011753e-05,
+    1.638262500009091e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.5709715538791257e-05,
-   "min": 1.3727237692191483e-05,
-   "max": 4.776076333863395e-05,
+   "seconds": 3.296152484558877e-05,
+   "min": 1.6634668711395492e-05,
+   "max": 4.878552275754155e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1441,26 +1777,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010992000252008438,
-    0.00019174399971961975,
-    0.0004636479914188385
+    0.00011427199840545654,
+    0.00019657599925994873,
+    0.000558624029159546
    ],
-   "host_canary_seconds": 6.48701749998537e-06,
+   "host_canary_seconds": 9.749210000009611e-06,
    "pass_seconds": [
-    1.3727237692191483e-05,
-    4.776076333863395e-05,
-    2.5709715538791257e-05
+    1.6634668711395492e-05,
+    3.296152484558877e-05,
+    4.878552275754155e-05
    ],
    "pass_host_canary_seconds": [
-    6.48701749998537e-06,
-    1.1410707500019158e-05,
-    8.929339999994568e-06
+    9.749210000009611e-06,
+    1.8090175000011753e-05,
+    1.638262500009091e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.2355047677244459e-05,
-   "min": 9.264000558427402e-06,
-   "max": 2.1590856746548697e-05,
+   "seconds": 2.2647618183067864e-05,
+   "min": 1.3777523700680053e-05,
+   "max": 2.684419069971357e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1469,26 +1805,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.924799919128418e-05,
-    5.708799883723259e-05,
-    0.0001682240068912506
+    3.9264000952243806e-05,
+    8.220800012350083e-05,
+    0.00024646399915218356
    ],
-   "host_canary_seconds": 6.413215000016237e-06,
+   "host_canary_seconds": 9.812749999973392e-06,
    "pass_seconds": [
-    9.264000558427402e-06,
-    2.1590856746548697e-05,
-    1.2355047677244459e-05
+    1.3777523700680053e-05,
+    2.684419069971357e-05,
+    2.2647618183067864e-05
    ],
    "pass_host_canary_seconds": [
-    6.413215000016237e-06,
-    1.0557500000061281e-05,
-    8.829900000009161e-06
+    9.812749999973392e-06,
+    1.8140385000009472e-05,
+    1.638262500009091e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.9017141000145953e-05,
-   "min": 1.187580921465442e-05,
-   "max": 4.4355049374557683e-05,
+   "seconds": 3.754056777272906e-05,
+   "min": 2.0028951799585706e-05,
+   "max": 3.8235434109256384e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1497,26 +1833,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.590400010347366e-05,
-    0.00015967999398708342,
-    0.0004131200015544891
+    0.00012176000326871872,
+    0.000226175993680954,
+    0.000629855990409851
    ],
-   "host_canary_seconds": 6.413215000016237e-06,
+   "host_canary_seconds": 9.812749999973392e-06,
    "pass_seconds": [
-    1.187580921465442e-05,
-    2.9017141000145953e-05,
-    4.4355049374557683e-05
+    2.0028951799585706e-05,
+    3.754056777272906e-05,
+    3.8235434109256384e-05
    ],
    "pass_host_canary_seconds": [
-    6.413215000016237e-06,
-    1.0557500000061281e-05,
-    8.829900000009161e-06
+    9.812749999973392e-06,
+    1.8140385000009472e-05,
+    1.638262500009091e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.208685702156453e-05,
-   "min": 8.838095391790073e-06,
-   "max": 1.2160000169561023e-05,
+   "seconds": 2.1142857592730298e-05,
+   "min": 1.2920381146527473e-05,
+   "max": 2.4923427651325863e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1525,26 +1861,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.329600043594837e-05,
-    4.387199878692627e-05,
-    0.000153888002038002
+    2.3711999878287314e-05,
+    5.955199897289276e-05,
+    0.00021654400229454042
    ],
-   "host_canary_seconds": 6.3060249999935536e-06,
+   "host_canary_seconds": 9.335909999990122e-06,
    "pass_seconds": [
-    8.838095391790073e-06,
-    1.2160000169561023e-05,
-    1.208685702156453e-05
+    1.2920381146527473e-05,
+    2.4923427651325863e-05,
+    2.1142857592730298e-05
    ],
    "pass_host_canary_seconds": [
-    6.3060249999935536e-06,
-    9.17448500004525e-06,
-    9.303049999971335e-06
+    9.335909999990122e-06,
+    1.6599384999977928e-05,
+    1.5258494999983442e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.9945141680183863e-05,
-   "min": 1.4140951935024488e-05,
-   "max": 3.119237924970332e-05,
+   "seconds": 2.113523635835874e-05,
+   "min": 1.5610665703813236e-05,
+   "max": 2.9894098462093448e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1553,26 +1889,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.06720033288002e-05,
-    0.00014112000167369843,
-    0.0004225279986858368
+    9.596800059080124e-05,
+    0.00017657600343227387,
+    0.000522271990776062
    ],
-   "host_canary_seconds": 6.3060249999935536e-06,
+   "host_canary_seconds": 9.335909999990122e-06,
    "pass_seconds": [
-    1.4140951935024488e-05,
-    2.9945141680183863e-05,
-    3.119237924970332e-05
+    1.5610665703813236e-05,
+    2.9894098462093448e-05,
+    2.113523635835874e-05
    ],
    "pass_host_canary_seconds": [
-    6.3060249999935536e-06,
-    9.17448500004525e-06,
-    9.303049999971335e-06
+    9.335909999990122e-06,
+    1.6599384999977928e-05,
+    1.5258494999983442e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.2420571808304106e-05,
-   "min": 8.799999508829343e-06,
-   "max": 1.3099428621076402e-05,
+   "seconds": 1.5836953052452636e-05,
+   "min": 1.345447628271012e-05,
+   "max": 2.3907047652062916e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,26 +1917,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.873600088059902e-05,
-    5.475199967622757e-05,
-    0.00016060799360275268
+    3.705599904060364e-05,
+    7.715199887752532e-05,
+    0.00023878400027751921
    ],
-   "host_canary_seconds": 6.3392425000152735e-06,
+   "host_canary_seconds": 9.542155000019648e-06,
    "pass_seconds": [
-    8.799999508829343e-06,
-    1.2420571808304106e-05,
-    1.3099428621076402e-05
+    1.345447628271012e-05,
+    2.3907047652062916e-05,
+    1.5836953052452636e-05
    ],
    "pass_host_canary_seconds": [
-    6.3392425000152735e-06,
-    9.151292499964826e-06,
-    9.47187499996005e-06
+    9.542155000019648e-06,
+    1.755675500000109e-05,
+    1.6166535000081696e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.893866864698274e-05,
-   "min": 1.595733323622318e-05,
-   "max": 3.24655223105635e-05,
+   "seconds": 3.798094924007142e-05,
+   "min": 2.568990666241873e-05,
+   "max": 4.410590728123983e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1609,26 +1945,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.372799843549729e-05,
-    0.00015811200439929963,
-    0.0004617919921875
+    0.00011999999731779099,
+    0.00021718400716781616,
+    0.0007004160284996033
    ],
-   "host_canary_seconds": 6.3392425000152735e-06,
+   "host_canary_seconds": 9.542155000019648e-06,
    "pass_seconds": [
-    1.595733323622318e-05,
-    3.24655223105635e-05,
-    2.893866864698274e-05
+    2.568990666241873e-05,
+    4.410590728123983e-05,
+    3.798094924007142e-05
    ],
    "pass_host_canary_seconds": [
-    6.3392425000152735e-06,
-    9.151292499964826e-06,
-    9.47187499996005e-06
+    9.542155000019648e-06,
+    1.755675500000109e-05,
+    1.6166535000081696e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.1001905071593467e-05,
-   "min": 9.038476628207026e-06,
-   "max": 1.1465904879428092e-05,
+   "seconds": 2.2698665658632912e-05,
+   "min": 1.3273143431260475e-05,
+   "max": 2.4586666730188188e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1637,26 +1973,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9071999937295912e-05,
-    4.56320010125637e-05,
-    0.0001544640064239502
+    2.5087999179959297e-05,
+    6.15679994225502e-05,
+    0.00022307200729846955
    ],
-   "host_canary_seconds": 6.775192499990368e-06,
+   "host_canary_seconds": 9.967645000017455e-06,
    "pass_seconds": [
-    9.038476628207026e-06,
-    1.1465904879428092e-05,
-    1.1001905071593467e-05
+    1.3273143431260475e-05,
+    2.4586666730188188e-05,
+    2.2698665658632912e-05
    ],
    "pass_host_canary_seconds": [
-    6.775192499990368e-06,
-    8.645059999992099e-06,
-    9.035989999972572e-06
+    9.967645000017455e-06,
+    1.7303622500008944e-05,
+    1.6702120000076093e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.683809656827222e-05,
-   "min": 1.5382856574086915e-05,
-   "max": 3.2309334991233685e-05,
+   "seconds": 3.8025904446840273e-05,
+   "min": 2.228495008533909e-05,
+   "max": 4.156038236050379e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1665,26 +2001,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.33280012011528e-05,
-    0.0001637440025806427,
-    0.00045203199982643126
+    0.00010636799782514572,
+    0.0001921280026435852,
+    0.0006327679753303527
    ],
-   "host_canary_seconds": 6.775192499990368e-06,
+   "host_canary_seconds": 9.967645000017455e-06,
    "pass_seconds": [
-    1.5382856574086915e-05,
-    3.2309334991233685e-05,
-    2.683809656827222e-05
+    2.228495008533909e-05,
+    3.8025904446840273e-05,
+    4.156038236050379e-05
    ],
    "pass_host_canary_seconds": [
-    6.775192499990368e-06,
-    8.645059999992099e-06,
-    9.035989999972572e-06
+    9.967645000017455e-06,
+    1.7303622500008944e-05,
+    1.6702120000076093e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.1667809316090175e-05,
-   "min": 8.976762138661885e-06,
-   "max": 1.2024380976245516e-05,
+   "seconds": 2.6057905739261988e-05,
+   "min": 1.3065904201496215e-05,
+   "max": 2.7768380939960483e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1693,26 +2029,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9055999591946602e-05,
-    5.628800019621849e-05,
-    0.00016380800306797026
+    3.7408001720905304e-05,
+    7.577600330114365e-05,
+    0.00023311999440193176
    ],
-   "host_canary_seconds": 6.4737325000052695e-06,
+   "host_canary_seconds": 9.65398499999992e-06,
    "pass_seconds": [
-    8.976762138661885e-06,
-    1.1667809316090175e-05,
-    1.2024380976245516e-05
+    1.3065904201496215e-05,
+    2.7768380939960483e-05,
+    2.6057905739261988e-05
    ],
    "pass_host_canary_seconds": [
-    6.4737325000052695e-06,
-    9.371864999998536e-06,
-    8.8863400000605e-06
+    9.65398499999992e-06,
+    1.7571435000007794e-05,
+    1.5803172500028494e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.1843047369094115e-05,
-   "min": 1.5687618582021618e-05,
-   "max": 3.680685907602311e-05,
+   "seconds": 2.069104533819925e-05,
+   "min": 1.974476323950858e-05,
+   "max": 3.783466241189411e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1721,26 +2057,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.897600114345551e-05,
-    0.00015862399339675902,
-    0.0004641599953174591
+    0.00012723200023174287,
+    0.00023199999332427978,
+    0.000621504008769989
    ],
-   "host_canary_seconds": 6.4737325000052695e-06,
+   "host_canary_seconds": 9.65398499999992e-06,
    "pass_seconds": [
-    1.5687618582021618e-05,
-    3.680685907602311e-05,
-    2.1843047369094115e-05
+    1.974476323950858e-05,
+    3.783466241189411e-05,
+    2.069104533819925e-05
    ],
    "pass_host_canary_seconds": [
-    6.4737325000052695e-06,
-    9.371864999998536e-06,
-    8.8863400000605e-06
+    9.65398499999992e-06,
+    1.7571435000007794e-05,
+    1.5803172500028494e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.1245714766638617e-05,
-   "min": 9.612952314672016e-06,
-   "max": 1.1931428330994788e-05,
+   "seconds": 1.8803048169329053e-05,
+   "min": 1.303161946790559e-05,
+   "max": 2.41409515341123e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,26 +2085,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9328000023961066e-05,
-    4.470400139689445e-05,
-    0.00016236799955368042
+    2.4960000067949296e-05,
+    6.284800171852112e-05,
+    0.0002200320065021515
    ],
-   "host_canary_seconds": 6.524470000002225e-06,
+   "host_canary_seconds": 9.685825000005367e-06,
    "pass_seconds": [
-    9.612952314672016e-06,
-    1.1245714766638617e-05,
-    1.1931428330994788e-05
+    1.303161946790559e-05,
+    2.41409515341123e-05,
+    1.8803048169329053e-05
    ],
    "pass_host_canary_seconds": [
-    6.524470000002225e-06,
-    8.786104999956023e-06,
-    8.942830000009394e-06
+    9.685825000005367e-06,
+    1.7536852500015245e-05,
+    1.5051929999998492e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.8550096789286252e-05,
-   "min": 1.2918096213113691e-05,
-   "max": 2.7227429761773066e-05,
+   "seconds": 3.020800046977542e-05,
+   "min": 2.2207236893120266e-05,
+   "max": 4.097066518096696e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1777,26 +2113,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    7.993599772453308e-05,
-    0.0001451839953660965,
-    0.00041712000966072084
+    0.00012969599664211273,
+    0.00022521600127220153,
+    0.0006548799872398377
    ],
-   "host_canary_seconds": 6.524470000002225e-06,
+   "host_canary_seconds": 9.685825000005367e-06,
    "pass_seconds": [
-    1.2918096213113691e-05,
-    2.7227429761773066e-05,
-    1.8550096789286252e-05
+    2.2207236893120266e-05,
+    3.020800046977542e-05,
+    4.097066518096696e-05
    ],
    "pass_host_canary_seconds": [
-    6.524470000002225e-06,
-    8.786104999956023e-06,
-    8.942830000009394e-06
+    9.685825000005367e-06,
+    1.7536852500015245e-05,
+    1.5051929999998492e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.1369143213544572e-05,
-   "min": 8.812952786684037e-06,
-   "max": 1.1570285296156294e-05,
+   "seconds": 2.3952761931078777e-05,
+   "min": 1.3114666122765767e-05,
+   "max": 2.5471237443742298e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1805,26 +2141,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8287999331951143e-05,
-    5.65439984202385e-05,
-    0.0001610880047082901
+    3.98080013692379e-05,
+    8.006399869918823e-05,
+    0.00023683199286460876
    ],
-   "host_canary_seconds": 6.3900149999973615e-06,
+   "host_canary_seconds": 9.681414999995753e-06,
    "pass_seconds": [
-    8.812952786684037e-06,
-    1.1570285296156294e-05,
-    1.1369143213544572e-05
+    1.3114666122765767e-05,
+    2.5471237443742298e-05,
+    2.3952761931078777e-05
    ],
    "pass_host_canary_seconds": [
-    6.3900149999973615e-06,
-    8.736035000040942e-06,
-    8.433210000049485e-06
+    9.681414999995753e-06,
+    1.7451780000001806e-05,
+    1.6648505000063096e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.8553143675838197e-05,
-   "min": 1.270933360570953e-05,
-   "max": 3.655085819108146e-05,
+   "seconds": 3.497295436405002e-05,
+   "min": 1.8733715549820952e-05,
+   "max": 3.742781033118566e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1833,26 +2169,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.574399888515472e-05,
-    0.00015852800011634827,
-    0.0004179840087890625
+    0.00015244799852371215,
+    0.00026067200303077695,
+    0.0006344000101089478
    ],
-   "host_canary_seconds": 6.3900149999973615e-06,
+   "host_canary_seconds": 9.681414999995753e-06,
    "pass_seconds": [
-    1.270933360570953e-05,
-    2.8553143675838197e-05,
-    3.655085819108146e-05
+    1.8733715549820952e-05,
+    3.497295436405002e-05,
+    3.742781033118566e-05
    ],
    "pass_host_canary_seconds": [
-    6.3900149999973615e-06,
-    8.736035000040942e-06,
-    8.433210000049485e-06
+    9.681414999995753e-06,
+    1.7451780000001806e-05,
+    1.6648505000063096e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.1276952656252043e-05,
-   "min": 8.869333724890436e-06,
-   "max": 1.1561143345066479e-05,
+   "seconds": 2.307123868238358e-05,
+   "min": 1.2425142473408153e-05,
+   "max": 2.4201143355596634e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1861,26 +2197,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.865600049495697e-05,
-    4.464000090956688e-05,
-    0.00015148800611495972
+    2.550400048494339e-05,
+    6.217600032687187e-05,
+    0.00021167999505996703
    ],
-   "host_canary_seconds": 6.392324999993093e-06,
+   "host_canary_seconds": 9.722745000004807e-06,
    "pass_seconds": [
-    8.869333724890436e-06,
-    1.1561143345066479e-05,
-    1.1276952656252043e-05
+    1.2425142473408153e-05,
+    2.4201143355596634e-05,
+    2.307123868238358e-05
    ],
    "pass_host_canary_seconds": [
-    6.392324999993093e-06,
-    8.82578500004172e-06,
-    8.62699499997177e-06
+    9.722745000004807e-06,
+    1.7417217500010907e-05,
+    1.6690420000031733e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.7099429053210077e-05,
-   "min": 1.2355809321715721e-05,
-   "max": 4.6930284993279545e-05,
+   "seconds": 2.6609525794074636e-05,
+   "min": 2.0435047557666186e-05,
+   "max": 3.6071620526767916e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,26 +2225,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.140800148248673e-05,
-    0.00014159999787807464,
-    0.0003986240029335022
+    0.00011945600062608718,
+    0.0002125439941883087,
+    0.0006105279922485351
    ],
-   "host_canary_seconds": 6.392324999993093e-06,
+   "host_canary_seconds": 9.722745000004807e-06,
    "pass_seconds": [
-    1.2355809321715721e-05,
-    2.7099429053210077e-05,
-    4.6930284993279545e-05
+    2.0435047557666186e-05,
+    3.6071620526767916e-05,
+    2.6609525794074636e-05
    ],
    "pass_host_canary_seconds": [
-    6.392324999993093e-06,
-    8.82578500004172e-06,
-    8.62699499997177e-06
+    9.722745000004807e-06,
+    1.7417217500010907e-05,
+    1.6690420000031733e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.1153524298043479e-05,
-   "min": 8.790857469042143e-06,
-   "max": 1.1390476177136104e-05,
+   "seconds": 2.4105904712563472e-05,
+   "min": 1.312609478121712e-05,
+   "max": 2.466209516638801e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1917,26 +2253,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8095999732613562e-05,
-    5.488000065088272e-05,
-    0.00016009600460529329
+    4.0031999349594116e-05,
+    7.932800054550171e-05,
+    0.00023689599335193634
    ],
-   "host_canary_seconds": 6.287769999993031e-06,
+   "host_canary_seconds": 9.704450000000974e-06,
    "pass_seconds": [
-    8.790857469042143e-06,
-    1.1153524298043479e-05,
-    1.1390476177136104e-05
+    1.312609478121712e-05,
+    2.466209516638801e-05,
+    2.4105904712563472e-05
    ],
    "pass_host_canary_seconds": [
-    6.287769999993031e-06,
-    8.772070000020449e-06,
-    8.852939999997034e-06
+    9.704450000000974e-06,
+    1.7325452500003282e-05,
+    1.6479410000016515e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.8631620286476036e-05,
-   "min": 1.1621332505629177e-05,
-   "max": 2.934552356600761e-05,
+   "seconds": 3.2694857035364425e-05,
+   "min": 2.1674665666761854e-05,
+   "max": 3.275199624754133e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1945,26 +2281,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.878399968147278e-05,
-    0.00016278399527072906,
-    0.0004058879911899567
+    0.00013558399677276613,
+    0.0002391359955072403,
+    0.0006573119759559631
    ],
-   "host_canary_seconds": 6.287769999993031e-06,
+   "host_canary_seconds": 9.704450000000974e-06,
    "pass_seconds": [
-    1.1621332505629177e-05,
-    2.8631620286476036e-05,
-    2.934552356600761e-05
+    2.1674665666761854e-05,
+    3.2694857035364425e-05,
+    3.275199624754133e-05
    ],
    "pass_host_canary_seconds": [
-    6.287769999993031e-06,
-    8.772070000020449e-06,
-    8.852939999997034e-06
+    9.704450000000974e-06,
+    1.7325452500003282e-05,
+    1.6479410000016515e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.9039237428279147e-05,
-   "min": 1.338285713323525e-05,
-   "max": 2.0309332758188247e-05,
+   "seconds": 3.737904805512655e-05,
+   "min": 1.9898667044582816e-05,
+   "max": 3.991009614297322e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,26 +2309,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.287999913096428e-05,
-    6.12800009548664e-05,
-    0.00022303999960422515
+    3.388800099492073e-05,
+    9.42080020904541e-05,
+    0.00033257600665092467
    ],
-   "host_canary_seconds": 6.39347999999984e-06,
+   "host_canary_seconds": 9.951639999989936e-06,
    "pass_seconds": [
-    1.338285713323525e-05,
-    1.9039237428279147e-05,
-    2.0309332758188247e-05
+    1.9898667044582816e-05,
+    3.737904805512655e-05,
+    3.991009614297322e-05
    ],
    "pass_host_canary_seconds": [
-    6.39347999999984e-06,
-    8.73072999997504e-06,
-    8.923394999982293e-06
+    9.951639999989936e-06,
+    1.7002175000015995e-05,
+    1.700138250008365e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.7126096189022067e-05,
-   "min": 1.2390094410095896e-05,
-   "max": 2.974933261672656e-05,
+   "seconds": 3.194209188222885e-05,
+   "min": 1.687847663249289e-05,
+   "max": 3.910628706216814e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2001,26 +2337,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.710400015115738e-05,
-    0.00015875199437141417,
-    0.000471807986497879
+    0.00014707200229167937,
+    0.0002622720003128052,
+    0.0007003520131111145
    ],
-   "host_canary_seconds": 6.39347999999984e-06,
+   "host_canary_seconds": 9.951639999989936e-06,
    "pass_seconds": [
-    1.2390094410095896e-05,
-    2.7126096189022067e-05,
-    2.974933261672656e-05
+    1.687847663249289e-05,
+    3.194209188222885e-05,
+    3.910628706216814e-05
    ],
    "pass_host_canary_seconds": [
-    6.39347999999984e-06,
-    8.73072999997504e-06,
-    8.923394999982293e-06
+    9.951639999989936e-06,
+    1.7002175000015995e-05,
+    1.700138250008365e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 1.818666589402017e-05,
-   "min": 1.3859047776176816e-05,
-   "max": 2.0457142343123753e-05,
+   "seconds": 3.8694856067498525e-05,
+   "min": 1.986133254000119e-05,
+   "max": 4.127238158668791e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2029,26 +2365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.2832000404596326e-05,
-    7.51359984278679e-05,
-    0.0002409600019454956
+    4.684799909591675e-05,
+    0.0001064319983124733,
+    0.0003447679877281189
    ],
-   "host_canary_seconds": 6.5210800000059525e-06,
+   "host_canary_seconds": 9.835084999991749e-06,
    "pass_seconds": [
-    1.3859047776176816e-05,
-    1.818666589402017e-05,
-    2.0457142343123753e-05
+    1.986133254000119e-05,
+    3.8694856067498525e-05,
+    4.127238158668791e-05
    ],
    "pass_host_canary_seconds": [
-    6.5210800000059525e-06,
-    8.664767499979576e-06,
-    8.701452500012863e-06
+    9.835084999991749e-06,
+    1.666589999999246e-05,
+    1.6669780000029276e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 3.2080763684851784e-05,
-   "min": 1.5081902699811119e-05,
-   "max": 3.71093318930694e-05,
+   "seconds": 3.464533707925252e-05,
+   "min": 2.28053354436443e-05,
+   "max": 3.793600095169885e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2057,26 +2393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001029760017991066,
-    0.00017932799458503723,
-    0.0005335999727249146
+    0.0001345600038766861,
+    0.00028540799021720885,
+    0.0007821760177612305
    ],
-   "host_canary_seconds": 6.5210800000059525e-06,
+   "host_canary_seconds": 9.835084999991749e-06,
    "pass_seconds": [
-    1.5081902699811119e-05,
-    3.71093318930694e-05,
-    3.2080763684851784e-05
+    2.28053354436443e-05,
+    3.464533707925252e-05,
+    3.793600095169885e-05
    ],
    "pass_host_canary_seconds": [
-    6.5210800000059525e-06,
-    8.664767499979576e-06,
-    8.701452500012863e-06
+    9.835084999991749e-06,
+    1.666589999999246e-05,
+    1.6669780000029276e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 8.712381124496462e-06,
-   "min": 7.2144763100714895e-06,
-   "max": 1.005866706726097e-05,
+   "seconds": 1.8006095396620884e-05,
+   "min": 1.1237333573046187e-05,
+   "max": 1.977295144682839e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2085,26 +2421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.6256000846624374e-05,
-    3.8111999630928036e-05,
-    0.00012454400211572646
+    2.380800060927868e-05,
+    5.718399956822395e-05,
+    0.00019225600361824036
    ],
-   "host_canary_seconds": 6.44267749999372e-06,
+   "host_canary_seconds": 9.831560000002072e-06,
    "pass_seconds": [
-    7.2144763100714895e-06,
-    1.005866706726097e-05,
-    8.712381124496462e-06
+    1.1237333573046187e-05,
+    1.8006095396620884e-05,
+    1.977295144682839e-05
    ],
    "pass_host_canary_seconds": [
-    6.44267749999372e-06,
-    8.699020000051405e-06,
-    8.727815000000306e-06
+    9.831560000002072e-06,
+    1.636996000002e-05,
+    1.6420107500039193e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.5945903289885747e-05,
-   "min": 2.3062096110412056e-05,
-   "max": 3.949942608319578e-05,
+   "seconds": 3.592457178802718e-05,
+   "min": 2.6633142360619137e-05,
+   "max": 4.329295491888411e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2113,26 +2449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.982399851083755e-05,
-    0.00015452800691127778,
-    0.0005352640151977539
+    0.00012300799787044525,
+    0.0002516160011291504,
+    0.0006960639953613281
    ],
-   "host_canary_seconds": 6.44267749999372e-06,
+   "host_canary_seconds": 9.831560000002072e-06,
    "pass_seconds": [
-    2.3062096110412056e-05,
-    3.949942608319578e-05,
-    2.5945903289885747e-05
+    2.6633142360619137e-05,
+    3.592457178802718e-05,
+    4.329295491888411e-05
    ],
    "pass_host_canary_seconds": [
-    6.44267749999372e-06,
-    8.699020000051405e-06,
-    8.727815000000306e-06
+    9.831560000002072e-06,
+    1.636996000002e-05,
+    1.6420107500039193e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 7.626667086567197e-06,
-   "min": 6.717714791496595e-06,
-   "max": 9.955047408030147e-06,
+   "seconds": 1.9459810462735946e-05,
+   "min": 1.1138285554590679e-05,
+   "max": 2.001599967479706e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2141,26 +2477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7663999944925305e-05,
-    4.755200073122978e-05,
-    0.00013500800728797913
+    3.776000067591667e-05,
+    6.905599683523179e-05,
+    0.0002041279971599579
    ],
-   "host_canary_seconds": 6.339477500016954e-06,
+   "host_canary_seconds": 9.900850000015282e-06,
    "pass_seconds": [
-    6.717714791496595e-06,
-    7.626667086567197e-06,
-    9.955047408030147e-06
+    1.1138285554590679e-05,
+    1.9459810462735946e-05,
+    2.001599967479706e-05
    ],
    "pass_host_canary_seconds": [
-    6.339477500016954e-06,
-    8.92292999999711e-06,
-    8.767364999968663e-06
+    9.900850000015282e-06,
+    1.663131000000817e-05,
+    1.5910007499968516e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.0326855147168755e-05,
-   "min": 1.7151238751553354e-05,
-   "max": 3.7309715169526286e-05,
+   "seconds": 3.8312383350871855e-05,
+   "min": 2.997866663194838e-05,
+   "max": 4.401447854581333e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2169,26 +2505,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010726399719715118,
-    0.00016527999937534333,
-    0.00046076801419258116
+    0.0001637759953737259,
+    0.0002791039943695068,
+    0.0007778559923171997
    ],
-   "host_canary_seconds": 6.339477500016954e-06,
+   "host_canary_seconds": 9.900850000015282e-06,
    "pass_seconds": [
-    1.7151238751553354e-05,
-    3.0326855147168755e-05,
-    3.7309715169526286e-05
+    2.997866663194838e-05,
+    4.401447854581333e-05,
+    3.8312383350871855e-05
    ],
    "pass_host_canary_seconds": [
-    6.339477500016954e-06,
-    8.92292999999711e-06,
-    8.767364999968663e-06
+    9.900850000015282e-06,
+    1.663131000000817e-05,
+    1.5910007499968516e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.3739428349903652e-05,
-   "min": 7.88495201794874e-06,
-   "max": 1.661942792790277e-05,
+   "seconds": 1.544228604152089e-05,
+   "min": 1.2008380943111012e-05,
+   "max": 2.0995047298215686e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,26 +2533,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.6575999557971955e-05,
-    3.888000175356865e-05,
-    0.00013439999520778657
+    2.2528000175952913e-05,
+    5.798399820923805e-05,
+    0.00020246399939060212
    ],
-   "host_canary_seconds": 6.25745000000677e-06,
+   "host_canary_seconds": 9.561112499998358e-06,
    "pass_seconds": [
-    7.88495201794874e-06,
-    1.661942792790277e-05,
-    1.3739428349903652e-05
+    1.2008380943111012e-05,
+    1.544228604152089e-05,
+    2.0995047298215686e-05
    ],
    "pass_host_canary_seconds": [
-    6.25745000000677e-06,
-    1.3391029999993976e-05,
-    1.2231039999974768e-05
+    9.561112499998358e-06,
+    1.600406000001442e-05,
+    1.655408999994279e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.681447813553471e-05,
-   "min": 4.296000479232697e-05,
-   "max": 5.948799848556519e-05,
+   "seconds": 5.641981019150643e-05,
+   "min": 5.011047502713543e-05,
+   "max": 8.473524114205724e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,26 +2561,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.436800330877304e-05,
-    0.00019219200313091278,
-    0.0008927680253982544
+    0.00014083200693130492,
+    0.0003278400003910065,
+    0.0010728319883346557
    ],
-   "host_canary_seconds": 6.25745000000677e-06,
+   "host_canary_seconds": 9.561112499998358e-06,
    "pass_seconds": [
-    4.681447813553471e-05,
-    4.296000479232697e-05,
-    5.948799848556519e-05
+    5.011047502713543e-05,
+    8.473524114205724e-05,
+    5.641981019150643e-05
    ],
    "pass_host_canary_seconds": [
-    6.25745000000677e-06,
-    1.3391029999993976e-05,
-    1.2231039999974768e-05
+    9.561112499998358e-06,
+    1.600406000001442e-05,
+    1.655408999994279e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.516418992763474e-05,
-   "min": 7.746286246748198e-06,
-   "max": 1.5959619943584716e-05,
+   "seconds": 1.1863618556942259e-05,
+   "min": 8.261332909266153e-06,
+   "max": 2.1612191129298436e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2253,26 +2589,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.646400034427643e-05,
-    5.0175998359918594e-05,
-    0.00014281600713729857
+    4.156799986958504e-05,
+    7.628799974918365e-05,
+    0.0002192319929599762
    ],
-   "host_canary_seconds": 6.258329999973e-06,
+   "host_canary_seconds": 9.555737500015482e-06,
    "pass_seconds": [
-    7.746286246748198e-06,
-    1.5959619943584716e-05,
-    1.516418992763474e-05
+    1.1863618556942259e-05,
+    8.261332909266153e-06,
+    2.1612191129298436e-05
    ],
    "pass_host_canary_seconds": [
-    6.258329999973e-06,
-    1.35561700000153e-05,
-    1.1881154999997534e-05
+    9.555737500015482e-06,
+    1.670405749997883e-05,
+    1.6048279999978376e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.456685634241218e-05,
-   "min": 3.260952500360353e-05,
-   "max": 5.199314174907549e-05,
+   "seconds": 5.553904920816422e-05,
+   "min": 4.7836190000886004e-05,
+   "max": 8.153523859523592e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2281,26 +2617,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010915199667215347,
-    0.00021484799683094025,
-    0.0008767679929733277
+    0.0001583999991416931,
+    0.00030723199248313906,
+    0.0010438079833984374
    ],
-   "host_canary_seconds": 6.258329999973e-06,
+   "host_canary_seconds": 9.555737500015482e-06,
    "pass_seconds": [
-    4.456685634241218e-05,
-    3.260952500360353e-05,
-    5.199314174907549e-05
+    4.7836190000886004e-05,
+    8.153523859523592e-05,
+    5.553904920816422e-05
    ],
    "pass_host_canary_seconds": [
-    6.258329999973e-06,
-    1.35561700000153e-05,
-    1.1881154999997534e-05
+    9.555737500015482e-06,
+    1.670405749997883e-05,
+    1.6048279999978376e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.1660952830598466e-05,
-   "min": 9.929904536831946e-06,
-   "max": 1.647162011691502e-05,
+   "seconds": 2.1202286261887778e-05,
+   "min": 1.1577904401790528e-05,
+   "max": 2.4615619775085217e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2309,26 +2645,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.473600022494793e-05,
-    5.6159999221563336e-05,
-    0.0001984640061855316
+    2.425600029528141e-05,
+    5.897599831223488e-05,
+    0.00019791999459266662
    ],
-   "host_canary_seconds": 8.932085000008527e-06,
+   "host_canary_seconds": 9.66876750002399e-06,
    "pass_seconds": [
-    1.1660952830598466e-05,
-    1.647162011691502e-05,
-    9.929904536831946e-06
+    1.1577904401790528e-05,
+    2.4615619775085217e-05,
+    2.1202286261887778e-05
    ],
    "pass_host_canary_seconds": [
-    8.932085000008527e-06,
-    1.328028499997913e-05,
-    8.941419999999312e-06
+    9.66876750002399e-06,
+    1.763998499995978e-05,
+    1.6717272499917612e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.452799868370806e-05,
-   "min": 2.1402664305198764e-05,
-   "max": 3.786666513908477e-05,
+   "seconds": 4.904228173905895e-05,
+   "min": 2.9193904960439318e-05,
+   "max": 5.400000352944647e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2337,26 +2673,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010976000130176544,
-    0.0002083200067281723,
-    0.0006055039763450623
+    0.00013324800133705138,
+    0.00025884801149368285,
+    0.0007459200024604797
    ],
-   "host_canary_seconds": 8.932085000008527e-06,
+   "host_canary_seconds": 9.66876750002399e-06,
    "pass_seconds": [
-    2.1402664305198764e-05,
-    3.786666513908477e-05,
-    3.452799868370806e-05
+    2.9193904960439318e-05,
+    4.904228173905895e-05,
+    5.400000352944647e-05
    ],
    "pass_host_canary_seconds": [
-    8.932085000008527e-06,
-    1.328028499997913e-05,
-    8.941419999999312e-06
+    9.66876750002399e-06,
+    1.763998499995978e-05,
+    1.6717272499917612e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.0645333677530289e-05,
-   "min": 9.260952472686767e-06,
-   "max": 1.2099048034066246e-05,
+   "seconds": 2.143085783436185e-05,
+   "min": 1.2082286001670928e-05,
+   "max": 2.3002667441254572e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2365,26 +2701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.052800104022026e-05,
-    8.91840010881424e-05,
-    0.00023280000686645507
+    4.0800001472234724e-05,
+    7.603199779987336e-05,
+    0.00022169600427150726
    ],
-   "host_canary_seconds": 8.761892500004365e-06,
+   "host_canary_seconds": 9.633165000018096e-06,
    "pass_seconds": [
-    1.2099048034066246e-05,
-    9.260952472686767e-06,
-    1.0645333677530289e-05
+    1.2082286001670928e-05,
+    2.3002667441254572e-05,
+    2.143085783436185e-05
    ],
    "pass_host_canary_seconds": [
-    8.761892500004365e-06,
-    1.1090407499985133e-05,
-    8.43676999998877e-06
+    9.633165000018096e-06,
+    1.693914500002336e-05,
+    1.68387499999767e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.242514193767593e-05,
-   "min": 2.1011047597442358e-05,
-   "max": 4.098818983350481e-05,
+   "seconds": 4.497676165330976e-05,
+   "min": 3.098057050790106e-05,
+   "max": 4.8144000981535225e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,26 +2729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002112639993429184,
-    0.0003562560081481934,
-    0.0007231360077857972
+    0.00015145599842071535,
+    0.0002688640058040619,
+    0.0007934719920158386
    ],
-   "host_canary_seconds": 8.761892500004365e-06,
+   "host_canary_seconds": 9.633165000018096e-06,
    "pass_seconds": [
-    2.1011047597442358e-05,
-    4.098818983350481e-05,
-    3.242514193767593e-05
+    3.098057050790106e-05,
+    4.8144000981535225e-05,
+    4.497676165330976e-05
    ],
    "pass_host_canary_seconds": [
-    8.761892500004365e-06,
-    1.1090407499985133e-05,
-    8.43676999998877e-06
+    9.633165000018096e-06,
+    1.693914500002336e-05,
+    1.68387499999767e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 9.518476025689215e-06,
-   "min": 7.609143409700621e-06,
-   "max": 1.0255238573466029e-05,
+   "seconds": 1.3960380816743486e-05,
+   "min": 1.165714327778135e-05,
+   "max": 2.0963809674694426e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,26 +2757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.727999933063984e-05,
-    3.897599875926972e-05,
-    0.00013104000687599182
+    2.4671999737620354e-05,
+    5.942400172352791e-05,
+    0.00019945600628852844
    ],
-   "host_canary_seconds": 6.59343500000631e-06,
+   "host_canary_seconds": 9.641129999984344e-06,
    "pass_seconds": [
-    7.609143409700621e-06,
-    1.0255238573466029e-05,
-    9.518476025689215e-06
+    1.165714327778135e-05,
+    1.3960380816743486e-05,
+    2.0963809674694426e-05
    ],
    "pass_host_canary_seconds": [
-    6.59343500000631e-06,
-    9.113659999968603e-06,
-    8.43676999998877e-06
+    9.641129999984344e-06,
+    1.6837424999991412e-05,
+    1.6913840000114532e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.7958095829401692e-05,
-   "min": 1.2361903364459672e-05,
-   "max": 1.9233524001070433e-05,
+   "seconds": 3.523200076250803e-05,
+   "min": 1.8588189567838395e-05,
+   "max": 4.9103237865936204e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2449,26 +2785,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    7.612799853086472e-05,
-    0.00013359999656677247,
-    0.00037487998604774476
+    0.00012217599898576737,
+    0.0002091200053691864,
+    0.0005745919942855835
    ],
-   "host_canary_seconds": 6.59343500000631e-06,
+   "host_canary_seconds": 9.641129999984344e-06,
    "pass_seconds": [
-    1.2361903364459672e-05,
-    1.9233524001070433e-05,
-    1.7958095829401692e-05
+    1.8588189567838395e-05,
+    4.9103237865936204e-05,
+    3.523200076250803e-05
    ],
    "pass_host_canary_seconds": [
-    6.59343500000631e-06,
-    9.113659999968603e-06,
-    8.43676999998877e-06
+    9.641129999984344e-06,
+    1.6837424999991412e-05,
+    1.6913840000114532e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.052723771759442e-05,
-   "min": 1.0417524193014418e-05,
-   "max": 1.3248761672349203e-05,
+   "seconds": 2.239009631531579e-05,
+   "min": 1.2252952193930036e-05,
+   "max": 2.3077332547732762e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2477,26 +2813,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.198399931192398e-05,
-    7.180800288915634e-05,
-    0.00023740799725055695
+    4.0608000010252e-05,
+    7.529599964618684e-05,
+    0.00022371199727058412
    ],
-   "host_canary_seconds": 7.926110000013863e-06,
+   "host_canary_seconds": 9.892134999986978e-06,
    "pass_seconds": [
-    1.3248761672349203e-05,
-    1.0417524193014418e-05,
-    1.052723771759442e-05
+    1.2252952193930036e-05,
+    2.3077332547732762e-05,
+    2.239009631531579e-05
    ],
    "pass_host_canary_seconds": [
-    7.926110000013863e-06,
-    8.780335000011518e-06,
-    8.466205000061677e-06
+    9.892134999986978e-06,
+    1.6803687500015486e-05,
+    1.6907949999946933e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.879009568975085e-05,
-   "min": 1.5426284323136017e-05,
-   "max": 2.3276951164007188e-05,
+   "seconds": 3.351161558003653e-05,
+   "min": 2.0571430346795495e-05,
+   "max": 3.5021715220950914e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2505,674 +2841,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012332800030708313,
-    0.0002048960030078888,
-    0.0005519679784774781
+    0.0001441600024700165,
+    0.00024163199961185454,
+    0.0006361920237541199
    ],
-   "host_canary_seconds": 7.926110000013863e-06,
+   "host_canary_seconds": 9.892134999986978e-06,
    "pass_seconds": [
-    1.5426284323136017e-05,
-    1.879009568975085e-05,
-    2.3276951164007188e-05
+    2.0571430346795495e-05,
+    3.5021715220950914e-05,
+    3.351161558003653e-05
    ],
    "pass_host_canary_seconds": [
-    7.926110000013863e-06,
-    8.780335000011518e-06,
-    8.466205000061677e-06
+    9.892134999986978e-06,
+    1.6803687500015486e-05,
+    1.6907949999946933e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 4.4576000422239305e-05,
-   "min": 3.248000144958496e-05,
-   "max": 6.726399809122086e-05,
+   "seconds": 0.00010224000364542008,
+   "min": 4.886399954557419e-05,
+   "max": 0.00014441600441932677,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.666515000013362e-06,
+   "host_canary_seconds": 9.927525000001936e-06,
    "pass_seconds": [
-    3.481600061058998e-05,
-    4.473600164055824e-05,
-    4.4576000422239305e-05
+    5.200000107288361e-05,
+    0.00010505600273609162,
+    0.00010224000364542008
    ],
    "pass_host_canary_seconds": [
-    6.666515000013362e-06,
-    8.441675000021575e-06,
-    8.364484999958677e-06
+    9.927525000001936e-06,
+    1.6609635000008894e-05,
+    1.6321069999918336e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 3.903600325187048e-05,
-   "min": 2.1121328075726826e-05,
-   "max": 0.000178305317958196,
+   "seconds": 7.702665155132608e-05,
+   "min": 0.0,
+   "max": 0.0005378812986115615,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.666515000013362e-06,
+   "host_canary_seconds": 9.927525000001936e-06,
    "pass_seconds": [
-    3.0305330952008584e-05,
-    3.903600325187048e-05,
-    4.9250663879017045e-05
+    1.4534654716650652e-05,
+    0.00028248931343356765,
+    7.702665155132608e-05
    ],
    "pass_host_canary_seconds": [
-    6.666515000013362e-06,
-    8.441675000021575e-06,
-    8.364484999958677e-06
+    9.927525000001936e-06,
+    1.6609635000008894e-05,
+    1.6321069999918336e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.888000130653381e-05,
-   "min": 4.0608000010252e-05,
-   "max": 8.591999858617782e-05,
+   "seconds": 0.00013369600474834442,
+   "min": 6.620799750089646e-05,
+   "max": 0.00018764799833297728,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.158407500009843e-06,
+   "host_canary_seconds": 1.0207804999993186e-05,
    "pass_seconds": [
-    4.518400132656097e-05,
-    5.888000130653381e-05,
-    5.9519998729228974e-05
+    7.129599899053574e-05,
+    0.00014876799285411834,
+    0.00013369600474834442
    ],
    "pass_host_canary_seconds": [
-    6.158407500009843e-06,
-    8.537785000015674e-06,
-    8.48902499999582e-06
+    1.0207804999993186e-05,
+    1.7246275000033505e-05,
+    1.630016999996542e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 3.8786669882635315e-05,
-   "min": 2.3266663464407156e-05,
-   "max": 9.581067195783064e-05,
+   "seconds": 0.00012208265935381257,
+   "min": 1.986661305030177e-06,
+   "max": 0.00045740134889880814,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.158407500009843e-06,
+   "host_canary_seconds": 1.0207804999993186e-05,
    "pass_seconds": [
-    3.552133714159332e-05,
-    4.466800515850386e-05,
-    3.8786669882635315e-05
+    4.250266651312508e-05,
+    0.00029618532831470173,
+    0.00012208265935381257
    ],
    "pass_host_canary_seconds": [
-    6.158407500009843e-06,
-    8.537785000015674e-06,
-    8.48902499999582e-06
+    1.0207804999993186e-05,
+    1.7246275000033505e-05,
+    1.630016999996542e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.152000159025192e-05,
-   "min": 2.6623999699950218e-05,
-   "max": 5.641600117087364e-05,
+   "seconds": 6.943999975919723e-05,
+   "min": 3.5967998206615446e-05,
+   "max": 0.00010681600123643876,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.215529999997528e-06,
+   "host_canary_seconds": 1.0174179999999922e-05,
    "pass_seconds": [
-    3.478400036692619e-05,
-    3.152000159025192e-05,
-    2.921600081026554e-05
+    3.776000067591667e-05,
+    7.206399738788604e-05,
+    6.943999975919723e-05
    ],
    "pass_host_canary_seconds": [
-    8.215529999997528e-06,
-    1.0162719999939896e-05,
-    8.199990000008484e-06
+    1.0174179999999922e-05,
+    1.7316725000000588e-05,
+    1.6330779999975675e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0002007693176468213,
-   "min": 0.00016317066891739768,
-   "max": 0.0008289880243440469,
+   "seconds": 0.0004740826797982057,
+   "min": 0.0001615746530393759,
+   "max": 0.0014602173405388991,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.215529999997528e-06,
+   "host_canary_seconds": 1.0174179999999922e-05,
    "pass_seconds": [
-    0.0002007693176468213,
-    0.00022233200942476592,
-    0.00019840267642090722
+    0.00021373464787999787,
+    0.0007771453099946181,
+    0.0004740826797982057
    ],
    "pass_host_canary_seconds": [
-    8.215529999997528e-06,
-    1.0162719999939896e-05,
-    8.199990000008484e-06
+    1.0174179999999922e-05,
+    1.7316725000000588e-05,
+    1.6330779999975675e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.267199873924255e-05,
-   "min": 3.526400029659271e-05,
-   "max": 8.43840017914772e-05,
+   "seconds": 0.00010982400178909301,
+   "min": 4.527999833226204e-05,
+   "max": 0.00018291200697422027,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.723044999996431e-06,
+   "host_canary_seconds": 9.50550999998967e-06,
    "pass_seconds": [
-    5.267199873924255e-05,
-    5.526399984955787e-05,
-    4.11520004272461e-05
+    4.758400097489357e-05,
+    0.00010982400178909301,
+    0.00011081600189208984
    ],
    "pass_host_canary_seconds": [
-    8.723044999996431e-06,
-    1.2650425000018118e-05,
-    7.969039999977668e-06
+    9.50550999998967e-06,
+    1.7815150000011216e-05,
+    1.6537072500071303e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00021632267317424223,
-   "min": 0.00014339333151777586,
-   "max": 0.0008862746485198539,
+   "seconds": 0.0004750106570621332,
+   "min": 0.0001854466485480467,
+   "max": 0.001306617377946774,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.723044999996431e-06,
+   "host_canary_seconds": 9.50550999998967e-06,
    "pass_seconds": [
-    0.00020547332738836608,
-    0.0002712280129392942,
-    0.00021632267317424223
+    0.00023639064903060593,
+    0.0007808893310527008,
+    0.0004750106570621332
    ],
    "pass_host_canary_seconds": [
-    8.723044999996431e-06,
-    1.2650425000018118e-05,
-    7.969039999977668e-06
+    9.50550999998967e-06,
+    1.7815150000011216e-05,
+    1.6537072500071303e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.5631999596953393e-05,
-   "min": 1.8848000094294547e-05,
-   "max": 6.521599739789963e-05,
+   "seconds": 5.724800005555153e-05,
+   "min": 2.5728000327944755e-05,
+   "max": 0.00012937599420547485,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.324424999988309e-06,
+   "host_canary_seconds": 9.538619999993614e-06,
    "pass_seconds": [
-    2.022399939596653e-05,
-    3.9583999663591384e-05,
-    2.5631999596953393e-05
+    2.7327999472618103e-05,
+    5.724800005555153e-05,
+    6.65920004248619e-05
    ],
    "pass_host_canary_seconds": [
-    6.324424999988309e-06,
-    1.0641844999987882e-05,
-    8.094014999961985e-06
+    9.538619999993614e-06,
+    1.7912630000012086e-05,
+    1.6872570000003862e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 1.222667067001265e-05,
-   "min": 4.988004763921097e-06,
-   "max": 6.118532953162991e-05,
+   "seconds": 1.0498673965533562e-05,
+   "min": 0.0,
+   "max": 0.0003965372989575068,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.324424999988309e-06,
+   "host_canary_seconds": 9.538619999993614e-06,
    "pass_seconds": [
-    2.1121329938371983e-05,
-    1.0556002457936603e-05,
-    1.222667067001265e-05
+    0.0,
+    0.0001994173179070155,
+    1.0498673965533562e-05
    ],
    "pass_host_canary_seconds": [
-    6.324424999988309e-06,
-    1.0641844999987882e-05,
-    8.094014999961985e-06
+    9.538619999993614e-06,
+    1.7912630000012086e-05,
+    1.6872570000003862e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 3.625600039958954e-05,
-   "min": 2.851199917495251e-05,
-   "max": 5.7824000716209414e-05,
+   "seconds": 7.475200295448303e-05,
+   "min": 3.90079990029335e-05,
+   "max": 0.00017084799706935884,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.334774999992021e-06,
+   "host_canary_seconds": 9.453760000006639e-06,
    "pass_seconds": [
-    3.0592000111937526e-05,
-    3.791999816894531e-05,
-    3.625600039958954e-05
+    4.083200171589851e-05,
+    7.475200295448303e-05,
+    9.424000233411789e-05
    ],
    "pass_host_canary_seconds": [
-    6.334774999992021e-06,
-    8.629109999986896e-06,
-    8.395984999971517e-06
+    9.453760000006639e-06,
+    1.8446620000034385e-05,
+    1.6593615000033425e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 2.511600529154141e-05,
-   "min": 1.6129332905014368e-05,
-   "max": 8.035467347751063e-05,
+   "seconds": 7.170678426822046e-06,
+   "min": 0.0,
+   "max": 0.0008368253397444884,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.334774999992021e-06,
+   "host_canary_seconds": 9.453760000006639e-06,
    "pass_seconds": [
-    1.9969332342346512e-05,
-    2.511600529154141e-05,
-    2.633866450438899e-05
+    0.0,
+    0.00013000932211677232,
+    7.170678426822046e-06
    ],
    "pass_host_canary_seconds": [
-    6.334774999992021e-06,
-    8.629109999986896e-06,
-    8.395984999971517e-06
+    9.453760000006639e-06,
+    1.8446620000034385e-05,
+    1.6593615000033425e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.582399919629097e-05,
-   "min": 1.8271999433636665e-05,
-   "max": 4.4576000422239305e-05,
+   "seconds": 6.006399914622307e-05,
+   "min": 2.5248000398278235e-05,
+   "max": 0.00023683199286460876,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3477099999964536e-06,
+   "host_canary_seconds": 9.279284999994532e-06,
    "pass_seconds": [
-    1.9711999222636224e-05,
-    2.582399919629097e-05,
-    2.5887999683618544e-05
+    2.7359999716281892e-05,
+    6.364800035953522e-05,
+    6.006399914622307e-05
    ],
    "pass_host_canary_seconds": [
-    6.3477099999964536e-06,
-    8.496902499999238e-06,
-    8.552430000001721e-06
+    9.279284999994532e-06,
+    1.5794130000017504e-05,
+    1.6035554999973555e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 1.7346666815380276e-05,
-   "min": 7.65066749105853e-06,
-   "max": 3.820400436719259e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0006102333503464857,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3477099999964536e-06,
+   "host_canary_seconds": 9.279284999994532e-06,
    "pass_seconds": [
-    1.628933412333331e-05,
-    1.8044007321198774e-05,
-    1.7346666815380276e-05
+    0.0,
+    0.00022591332967082656,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    6.3477099999964536e-06,
-    8.496902499999238e-06,
-    8.552430000001721e-06
+    9.279284999994532e-06,
+    1.5794130000017504e-05,
+    1.6035554999973555e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.561599925160408e-05,
-   "min": 2.8255999088287354e-05,
-   "max": 5.407999828457832e-05,
+   "seconds": 8.956799656152725e-05,
+   "min": 3.884800150990486e-05,
+   "max": 0.0002091200053691864,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.2726950000069336e-06,
+   "host_canary_seconds": 9.23506999999546e-06,
    "pass_seconds": [
-    3.0239999294281007e-05,
-    3.561599925160408e-05,
-    3.622400015592575e-05
+    4.038399830460548e-05,
+    8.979199826717377e-05,
+    8.956799656152725e-05
    ],
    "pass_host_canary_seconds": [
-    6.2726950000069336e-06,
-    8.401652500005241e-06,
-    8.406837500025689e-06
+    9.23506999999546e-06,
+    1.5537569999963808e-05,
+    1.4854785000011362e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.4994669171671103e-05,
-   "min": 1.6130668732027242e-05,
-   "max": 5.785732840498288e-05,
+   "seconds": 4.429067795475326e-05,
+   "min": 0.0,
+   "max": 0.0005833213465909163,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.2726950000069336e-06,
+   "host_canary_seconds": 9.23506999999546e-06,
    "pass_seconds": [
-    2.1889330198367448e-05,
-    2.530800302823384e-05,
-    2.4994669171671103e-05
+    0.0,
+    0.0002672573166588942,
+    4.429067795475326e-05
    ],
    "pass_host_canary_seconds": [
-    6.2726950000069336e-06,
-    8.401652500005241e-06,
-    8.406837500025689e-06
+    9.23506999999546e-06,
+    1.5537569999963808e-05,
+    1.4854785000011362e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.211200073361397e-05,
-   "min": 1.6575999557971955e-05,
-   "max": 3.6448001861572264e-05,
+   "seconds": 4.6783998608589174e-05,
+   "min": 2.284800074994564e-05,
+   "max": 0.00012006399780511856,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.221682500004988e-06,
+   "host_canary_seconds": 9.209874999989154e-06,
    "pass_seconds": [
-    1.788800023496151e-05,
-    2.3423999547958375e-05,
-    2.211200073361397e-05
+    2.5151999667286874e-05,
+    5.030399933457375e-05,
+    4.6783998608589174e-05
    ],
    "pass_host_canary_seconds": [
-    6.221682500004988e-06,
-    8.313152500001308e-06,
-    8.324890000004359e-06
+    9.209874999989154e-06,
+    1.6838754999994876e-05,
+    1.3362057500003743e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 7.074663105110352e-06,
-   "min": 3.4669103721803474e-08,
-   "max": 2.876400326689085e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.000485657329360644,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.221682500004988e-06,
+   "host_canary_seconds": 9.209874999989154e-06,
    "pass_seconds": [
-    6.913329785068848e-06,
-    8.284003784259151e-06,
-    7.074663105110352e-06
+    0.0,
+    0.00016834532717863716,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    6.221682500004988e-06,
-    8.313152500001308e-06,
-    8.324890000004359e-06
+    9.209874999989154e-06,
+    1.6838754999994876e-05,
+    1.3362057500003743e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.3344000577926634e-05,
-   "min": 2.643200010061264e-05,
-   "max": 7.340800017118454e-05,
+   "seconds": 4.368000105023384e-05,
+   "min": 3.462399914860725e-05,
+   "max": 0.0003597440123558044,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.384747499996735e-06,
+   "host_canary_seconds": 9.3853124999832e-06,
    "pass_seconds": [
-    2.8255999088287354e-05,
-    3.347200155258179e-05,
-    3.3344000577926634e-05
+    3.622400015592575e-05,
+    7.020799815654754e-05,
+    4.368000105023384e-05
    ],
    "pass_host_canary_seconds": [
-    6.384747499996735e-06,
-    8.390139999967517e-06,
-    8.67017499995626e-06
+    9.3853124999832e-06,
+    2.0269414999987136e-05,
+    1.1508547499943233e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 1.3756000747283293e-05,
-   "min": 3.330668124059872e-06,
-   "max": 0.00047414664706836145,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0008009626617034276,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.384747499996735e-06,
+   "host_canary_seconds": 9.3853124999832e-06,
    "pass_seconds": [
-    1.5713335325320574e-05,
-    1.3756000747283293e-05,
-    1.3154668423036772e-05
+    0.0,
+    0.00022904933864871665,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    6.384747499996735e-06,
-    8.390139999967517e-06,
-    8.67017499995626e-06
+    9.3853124999832e-06,
+    2.0269414999987136e-05,
+    1.1508547499943233e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.566399984061718e-05,
-   "min": 1.9680000841617586e-05,
-   "max": 4.601600021123886e-05,
+   "seconds": 3.2287999987602236e-05,
+   "min": 2.4703999981284142e-05,
+   "max": 0.00015161600708961487,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.673510000001272e-06,
+   "host_canary_seconds": 9.064577500002002e-06,
    "pass_seconds": [
-    2.08320003002882e-05,
-    2.566399984061718e-05,
-    2.6079999282956125e-05
+    2.6752000674605368e-05,
+    6.377600133419037e-05,
+    3.2287999987602236e-05
    ],
    "pass_host_canary_seconds": [
-    8.673510000001272e-06,
-    8.469547499991847e-06,
-    8.88521499998518e-06
+    9.064577500002002e-06,
+    1.6510130000000344e-05,
+    1.1015814999950635e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 1.3148005430897082e-05,
-   "min": 6.690669494370646e-06,
-   "max": 9.80493382861217e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0005490813391904036,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.673510000001272e-06,
+   "host_canary_seconds": 9.064577500002002e-06,
    "pass_seconds": [
-    5.8177332704265934e-05,
-    1.3148005430897082e-05,
-    1.2450668650368883e-05
+    0.0,
+    0.00014498533184329664,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.673510000001272e-06,
-    8.469547499991847e-06,
-    8.88521499998518e-06
+    9.064577500002002e-06,
+    1.6510130000000344e-05,
+    1.1015814999950635e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.7696000188589093e-05,
-   "min": 3.507199883460998e-05,
-   "max": 8.1727996468544e-05,
+   "seconds": 4.5343998819589614e-05,
+   "min": 3.7216000258922574e-05,
+   "max": 9.939199686050415e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.987255000008075e-06,
+   "host_canary_seconds": 9.213470000020151e-06,
    "pass_seconds": [
-    5.6575998663902286e-05,
-    3.6896001547574996e-05,
-    3.7696000188589093e-05
+    4.1439998894929886e-05,
+    7.379200309514999e-05,
+    4.5343998819589614e-05
    ],
    "pass_host_canary_seconds": [
-    8.987255000008075e-06,
-    8.463590000005185e-06,
-    8.778285000019537e-06
+    9.213470000020151e-06,
+    1.6181790000047157e-05,
+    1.1329969999991363e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.038666761169835e-05,
-   "min": 1.2059999008973433e-05,
-   "max": 0.00056326533233126,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0006992892983059089,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.987255000008075e-06,
+   "host_canary_seconds": 9.213470000020151e-06,
    "pass_seconds": [
-    8.108932649095855e-05,
-    1.6923998792966208e-05,
-    2.038666761169835e-05
+    0.0,
+    0.00011000931883851686,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.987255000008075e-06,
-    8.463590000005185e-06,
-    8.778285000019537e-06
+    9.213470000020151e-06,
+    1.6181790000047157e-05,
+    1.1329969999991363e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.4688000082969666e-05,
-   "min": 1.2864000163972378e-05,
-   "max": 4.32640016078949e-05,
+   "seconds": 1.7823999747633934e-05,
+   "min": 1.5647999942302704e-05,
+   "max": 7.852800190448761e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.826527500007785e-06,
+   "host_canary_seconds": 9.262022500013954e-06,
    "pass_seconds": [
-    2.1503999829292296e-05,
-    1.3856000266969204e-05,
-    1.4688000082969666e-05
+    1.6256000846624374e-05,
+    2.851199917495251e-05,
+    1.7823999747633934e-05
    ],
    "pass_host_canary_seconds": [
-    7.826527500007785e-06,
-    8.432692499980021e-06,
-    8.8043699999929e-06
+    9.262022500013954e-06,
+    1.858278750002995e-05,
+    1.1452982500017583e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.9345334817965844e-05,
+   "max": 0.0003775293237219254,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.826527500007785e-06,
+   "host_canary_seconds": 9.262022500013954e-06,
    "pass_seconds": [
-    9.409332027037962e-06,
     0.0,
+    8.325733306507267e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.826527500007785e-06,
-    8.432692499980021e-06,
-    8.8043699999929e-06
+    9.262022500013954e-06,
+    1.858278750002995e-05,
+    1.1452982500017583e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.457600086927414e-05,
-   "min": 1.9360000267624855e-05,
-   "max": 4.614400118589401e-05,
+   "seconds": 4.69760000705719e-05,
+   "min": 2.8192000463604927e-05,
+   "max": 0.00014508800208568574,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.962717499998661e-06,
+   "host_canary_seconds": 9.16304000000423e-06,
    "pass_seconds": [
-    3.411199897527695e-05,
-    2.2911999374628067e-05,
-    2.457600086927414e-05
+    2.912000007927418e-05,
+    5.5647999048233035e-05,
+    4.69760000705719e-05
    ],
    "pass_host_canary_seconds": [
-    6.962717499998661e-06,
-    8.322067500010633e-06,
-    8.844849999967153e-06
+    9.16304000000423e-06,
+    1.693424999999138e-05,
+    1.1003180000059843e-05
    ]
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.57773340245088e-05,
+   "max": 0.00038085731739799186,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.962717499998661e-06,
+   "host_canary_seconds": 9.16304000000423e-06,
    "pass_seconds": [
-    3.552132969101272e-05,
     0.0,
+    0.00011880932624141373,
     0.0
    ],
    "pass_host_canary_seconds": [
-    6.962717499998661e-06,
-    8.322067500010633e-06,
-    8.844849999967153e-06
+    9.16304000000423e-06,
+    1.693424999999138e-05,
+    1.1003180000059843e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.2480000033974648e-05,
-   "min": 9.79200005531311e-06,
-   "max": 4.310400038957596e-05,
+   "seconds": 1.5744000673294066e-05,
+   "min": 1.369599997997284e-05,
+   "max": 9.679999947547912e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.436952499994986e-06,
+   "host_canary_seconds": 9.218257499998828e-06,
    "pass_seconds": [
-    1.0304000228643417e-05,
-    1.2480000033974648e-05,
-    1.2992000207304955e-05
+    1.4143999665975571e-05,
+    2.5536000728607178e-05,
+    1.5744000673294066e-05
    ],
    "pass_host_canary_seconds": [
-    8.436952499994986e-06,
-    8.525947500039877e-06,
-    8.914814999982923e-06
+    9.218257499998828e-06,
+    1.6321007500010865e-05,
+    1.081847750000975e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.342533399661384e-05,
+   "max": 0.0002927933322886626,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.436952499994986e-06,
+   "host_canary_seconds": 9.218257499998828e-06,
    "pass_seconds": [
-    1.9745332499345163e-05,
     0.0,
+    7.874533409873643e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.436952499994986e-06,
-    8.525947500039877e-06,
-    8.914814999982923e-06
+    9.218257499998828e-06,
+    1.6321007500010865e-05,
+    1.081847750000975e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.160000056028366e-05,
-   "min": 1.9840000197291375e-05,
-   "max": 6.220800057053566e-05,
+   "seconds": 2.6048000901937486e-05,
+   "min": 2.4480000138282777e-05,
+   "max": 0.00013264000415802002,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.10475250000431e-06,
+   "host_canary_seconds": 9.23571999999595e-06,
    "pass_seconds": [
-    3.5424001514911655e-05,
-    2.160000056028366e-05,
-    2.1215999498963357e-05
+    2.5439999997615813e-05,
+    4.7231998294591905e-05,
+    2.6048000901937486e-05
    ],
    "pass_host_canary_seconds": [
-    9.10475250000431e-06,
-    8.496462499998358e-06,
-    8.952357500007223e-06
+    9.23571999999595e-06,
+    1.5760694999968906e-05,
+    1.0902590000014812e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.337733154495558e-05,
+   "max": 0.0003403133178750674,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.10475250000431e-06,
+   "host_canary_seconds": 9.23571999999595e-06,
    "pass_seconds": [
-    2.54733276863893e-05,
     0.0,
+    9.365733216206232e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.10475250000431e-06,
-    8.496462499998358e-06,
-    8.952357500007223e-06
+    9.23571999999595e-06,
+    1.5760694999968906e-05,
+    1.0902590000014812e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.4208000153303147e-05,
-   "min": 1.2703999876976014e-05,
-   "max": 3.6416001617908476e-05,
+   "seconds": 1.6736000776290894e-05,
+   "min": 1.5104000456631184e-05,
+   "max": 7.833600044250488e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.221462499999888e-06,
+   "host_canary_seconds": 9.485332499998832e-06,
    "pass_seconds": [
-    2.08320003002882e-05,
-    1.360000018030405e-05,
-    1.4208000153303147e-05
+    1.551999989897013e-05,
+    2.783999964594841e-05,
+    1.6736000776290894e-05
    ],
    "pass_host_canary_seconds": [
-    8.221462499999888e-06,
-    8.380475000002718e-06,
-    8.613659999987532e-06
+    9.485332499998832e-06,
+    1.8034500000041476e-05,
+    1.0951410000004102e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 1.4332004201908906e-05,
-   "min": 3.362664642433361e-06,
-   "max": 9.61933390547832e-05,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0004468413169185321,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.221462499999888e-06,
+   "host_canary_seconds": 9.485332499998832e-06,
    "pass_seconds": [
-    3.580933374663194e-05,
-    1.4332004201908906e-05,
-    9.858669402698704e-06
+    0.0,
+    0.00019570534179608027,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.221462499999888e-06,
-    8.380475000002718e-06,
-    8.613659999987532e-06
+    9.485332499998832e-06,
+    1.8034500000041476e-05,
+    1.0951410000004102e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.300800010561943e-05,
-   "min": 1.9999999552965164e-05,
-   "max": 5.356800183653831e-05,
+   "seconds": 2.8960000723600386e-05,
+   "min": 2.72000003606081e-05,
+   "max": 0.00011132799834012986,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.197677500003664e-06,
+   "host_canary_seconds": 1.008529499999966e-05,
    "pass_seconds": [
-    3.7631999701261523e-05,
-    2.300800010561943e-05,
-    2.112000063061714e-05
+    2.8416000306606293e-05,
+    5.795200169086456e-05,
+    2.8960000723600386e-05
    ],
    "pass_host_canary_seconds": [
-    8.197677500003664e-06,
-    8.622587500006773e-06,
-    8.139424999988875e-06
+    1.008529499999966e-05,
+    1.7043045000022517e-05,
+    1.0845887499968399e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 2.2658670010666088e-05,
-   "min": 1.0466666581730085e-05,
-   "max": 0.00015794800718625386,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0005534333425263563,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.197677500003664e-06,
+   "host_canary_seconds": 1.008529499999966e-05,
    "pass_seconds": [
-    4.672133674224219e-05,
-    2.175600578387578e-05,
-    2.2658670010666088e-05
+    0.0,
+    0.00017135332400600113,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.197677500003664e-06,
-    8.622587500006773e-06,
-    8.139424999988875e-06
+    1.008529499999966e-05,
+    1.7043045000022517e-05,
+    1.0845887499968399e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.4070095671784308e-05,
-   "min": 9.910094773485548e-06,
-   "max": 1.544761914937269e-05,
+   "seconds": 1.7145141959190367e-05,
+   "min": 1.570209479402928e-05,
+   "max": 2.886476208056722e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3181,26 +3517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.004799969494343e-05,
-    4.659200087189674e-05,
-    0.00017430399358272554
+    2.864000014960766e-05,
+    7.292799651622772e-05,
+    0.00026323199272155763
    ],
-   "host_canary_seconds": 6.31184500001325e-06,
+   "host_canary_seconds": 9.905444999986911e-06,
    "pass_seconds": [
-    9.910094773485548e-06,
-    1.544761914937269e-05,
-    1.4070095671784308e-05
+    1.570209479402928e-05,
+    2.886476208056722e-05,
+    1.7145141959190367e-05
    ],
    "pass_host_canary_seconds": [
-    6.31184500001325e-06,
-    8.579069999967715e-06,
-    8.450847500007796e-06
+    9.905444999986911e-06,
+    1.6312444999968534e-05,
+    1.1296310000048494e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 8.125713449858481e-06,
-   "min": 7.895618854534058e-06,
-   "max": 9.785143126334464e-06,
+   "seconds": 2.0182856314239055e-05,
+   "min": 1.0050286760642413e-05,
+   "max": 3.703161967652185e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3209,26 +3545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.504000097513199e-05,
-    0.00013104000687599182,
-    0.00035631999373435973
+    0.00011215999722480774,
+    0.00018563200533390045,
+    0.000497184008359909
    ],
-   "host_canary_seconds": 6.31184500001325e-06,
+   "host_canary_seconds": 9.905444999986911e-06,
    "pass_seconds": [
-    7.895618854534058e-06,
-    8.125713449858481e-06,
-    9.785143126334464e-06
+    1.0050286760642413e-05,
+    2.0182856314239055e-05,
+    3.703161967652185e-05
    ],
    "pass_host_canary_seconds": [
-    6.31184500001325e-06,
-    8.579069999967715e-06,
-    8.450847500007796e-06
+    9.905444999986911e-06,
+    1.6312444999968534e-05,
+    1.1296310000048494e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.3962666903223308e-05,
-   "min": 1.0364952452835583e-05,
-   "max": 1.4491429108948933e-05,
+   "seconds": 2.7556570512907846e-05,
+   "min": 1.577752349632127e-05,
+   "max": 2.8238477806250247e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3237,26 +3573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9408000409603118e-05,
-    6.1023999005556104e-05,
-    0.00018505600094795226
+    4.211200028657913e-05,
+    9.120000153779983e-05,
+    0.00027935999631881713
    ],
-   "host_canary_seconds": 6.323660000013831e-06,
+   "host_canary_seconds": 9.627054999974404e-06,
    "pass_seconds": [
-    1.0364952452835583e-05,
-    1.3962666903223308e-05,
-    1.4491429108948933e-05
+    1.577752349632127e-05,
+    2.7556570512907846e-05,
+    2.8238477806250247e-05
    ],
    "pass_host_canary_seconds": [
-    6.323660000013831e-06,
-    8.272004999980708e-06,
-    8.612179999971659e-06
+    9.627054999974404e-06,
+    1.6253259999956527e-05,
+    1.6394297499999766e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.045485736713523e-05,
-   "min": 1.0138666523354396e-05,
-   "max": 1.0732189885207582e-05,
+   "seconds": 2.200685476972944e-05,
+   "min": 1.4933335106997263e-05,
+   "max": 2.634362308751969e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3265,98 +3601,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010409600287675858,
-    0.0001459839940071106,
-    0.0004095360040664673
+    0.00014636799693107605,
+    0.00021884800493717193,
+    0.0006004800200462341
    ],
-   "host_canary_seconds": 6.323660000013831e-06,
+   "host_canary_seconds": 9.627054999974404e-06,
    "pass_seconds": [
-    1.045485736713523e-05,
-    1.0732189885207582e-05,
-    1.0138666523354396e-05
+    1.4933335106997263e-05,
+    2.634362308751969e-05,
+    2.200685476972944e-05
    ],
    "pass_host_canary_seconds": [
-    6.323660000013831e-06,
-    8.272004999980708e-06,
-    8.612179999971659e-06
+    9.627054999974404e-06,
+    1.6253259999956527e-05,
+    1.6394297499999766e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.127999998629093e-05,
-   "min": 1.542400009930134e-05,
-   "max": 3.913599997758865e-05,
+   "seconds": 4.7008000314235686e-05,
+   "min": 2.4351999163627623e-05,
+   "max": 0.00011503999680280685,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.272017500013049e-06,
+   "host_canary_seconds": 9.818839999997663e-06,
    "pass_seconds": [
-    1.7247999086976052e-05,
-    2.127999998629093e-05,
-    2.2943999618291856e-05
+    2.595200017094612e-05,
+    4.854400083422661e-05,
+    4.7008000314235686e-05
    ],
    "pass_host_canary_seconds": [
-    6.272017500013049e-06,
-    8.299499999999682e-06,
-    8.632184999974868e-06
+    9.818839999997663e-06,
+    1.6298644999963584e-05,
+    1.6594674999907965e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 2.6906669760744034e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0001382746711994211,
+   "max": 0.0004303293103973071,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.272017500013049e-06,
+   "host_canary_seconds": 9.818839999997663e-06,
    "pass_seconds": [
-    6.46533009906611e-06,
-    2.524002765615785e-06,
-    2.6906669760744034e-06
+    0.0,
+    0.0001111933315793673,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    6.272017500013049e-06,
-    8.299499999999682e-06,
-    8.632184999974868e-06
+    9.818839999997663e-06,
+    1.6298644999963584e-05,
+    1.6594674999907965e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.177599981427193e-05,
-   "min": 2.438399940729141e-05,
-   "max": 5.427199974656105e-05,
+   "seconds": 6.966400146484375e-05,
+   "min": 3.660799935460091e-05,
+   "max": 0.00022406400740146638,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.2144624999938e-06,
+   "host_canary_seconds": 9.930737499992403e-06,
    "pass_seconds": [
-    2.751999907195568e-05,
-    3.177599981427193e-05,
-    3.443200141191483e-05
+    3.913599997758865e-05,
+    7.96480029821396e-05,
+    6.966400146484375e-05
    ],
    "pass_host_canary_seconds": [
-    6.2144624999938e-06,
-    8.270125000002793e-06,
-    8.581752499985383e-06
+    9.930737499992403e-06,
+    1.644380999998418e-05,
+    1.6594674999907965e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 8.25866839538021e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 3.609733593960604e-05,
+   "max": 0.0005538493531445662,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.2144624999938e-06,
+   "host_canary_seconds": 9.930737499992403e-06,
    "pass_seconds": [
-    9.793336813648551e-06,
-    3.356007238229113e-06,
-    8.25866839538021e-06
+    0.0,
+    0.0001563133137921492,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    6.2144624999938e-06,
-    8.270125000002793e-06,
-    8.581752499985383e-06
+    9.930737499992403e-06,
+    1.644380999998418e-05,
+    1.6594674999907965e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 8.367999607608432e-05,
-   "min": 8.252494853167306e-05,
-   "max": 0.00010144686024813426,
+   "seconds": 0.00018130743148781004,
+   "min": 9.708876588514873e-05,
+   "max": 0.00018226895232995353,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3365,26 +3701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.857599645853042e-05,
-    0.0003854080140590668,
-    0.0016077760457992554
+    0.00010793600231409072,
+    0.0003989759981632233,
+    0.0015641920566558838
    ],
-   "host_canary_seconds": 8.617117499998272e-06,
+   "host_canary_seconds": 9.477152500014796e-06,
    "pass_seconds": [
-    0.00010144686024813426,
-    8.367999607608432e-05,
-    8.252494853167306e-05
+    9.708876588514873e-05,
+    0.00018130743148781004,
+    0.00018226895232995353
    ],
    "pass_host_canary_seconds": [
-    8.617117499998272e-06,
-    8.528302500003804e-06,
-    8.692239999987805e-06
+    9.477152500014796e-06,
+    1.6788722500002964e-05,
+    1.6909957499962046e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00016715733990782777,
-   "min": 0.0001155291465776307,
-   "max": 0.00018542552810339703,
+   "seconds": 0.00027249295867624743,
+   "min": 0.000173433131760075,
+   "max": 0.00030952912072340654,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3393,26 +3729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003264639973640442,
-    0.0011695359945297242,
-    0.0036451520919799805
+    0.0004428800046443939,
+    0.0012860159873962402,
+    0.004511231899261474
    ],
-   "host_canary_seconds": 8.617117499998272e-06,
+   "host_canary_seconds": 9.477152500014796e-06,
    "pass_seconds": [
-    0.0001155291465776307,
-    0.00016715733990782777,
-    0.00018542552810339703
+    0.000173433131760075,
+    0.00030952912072340654,
+    0.00027249295867624743
    ],
    "pass_host_canary_seconds": [
-    8.617117499998272e-06,
-    8.528302500003804e-06,
-    8.692239999987805e-06
+    9.477152500014796e-06,
+    1.6788722500002964e-05,
+    1.6909957499962046e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 9.558095428205671e-05,
-   "min": 5.507657073792957e-05,
-   "max": 0.00013102856952519645,
+   "seconds": 0.00016225523182324,
+   "min": 9.645105188801177e-05,
+   "max": 0.00017027504387355985,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3421,26 +3757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014851200580596923,
-    0.00045062398910522463,
-    0.0010202879905700684
+    0.00012591999769210815,
+    0.0004180159866809845,
+    0.0015736000537872315
    ],
-   "host_canary_seconds": 6.136190000010089e-06,
+   "host_canary_seconds": 9.471704999981512e-06,
    "pass_seconds": [
-    5.507657073792957e-05,
-    0.00013102856952519645,
-    9.558095428205671e-05
+    9.645105188801177e-05,
+    0.00017027504387355985,
+    0.00016225523182324
    ],
    "pass_host_canary_seconds": [
-    6.136190000010089e-06,
-    8.48680250001621e-06,
-    9.523290000039709e-06
+    9.471704999981512e-06,
+    1.7379009999984874e-05,
+    1.558439999996608e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011804953075590588,
-   "min": 0.00010631085471028373,
-   "max": 0.00016543543161380868,
+   "seconds": 0.00026922744938305445,
+   "min": 0.00016952152266388844,
+   "max": 0.000299481159164792,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3449,26 +3785,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005165119767189026,
-    0.0012440320253372193,
-    0.003182784080505371
+    0.00044896000623703003,
+    0.0013403199911117554,
+    0.004469696044921875
    ],
-   "host_canary_seconds": 6.136190000010089e-06,
+   "host_canary_seconds": 9.471704999981512e-06,
    "pass_seconds": [
-    0.00011804953075590588,
-    0.00010631085471028373,
-    0.00016543543161380868
+    0.00016952152266388844,
+    0.000299481159164792,
+    0.00026922744938305445
    ],
    "pass_host_canary_seconds": [
-    6.136190000010089e-06,
-    8.48680250001621e-06,
-    9.523290000039709e-06
+    9.471704999981512e-06,
+    1.7379009999984874e-05,
+    1.558439999996608e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00022584761963004158,
-   "min": 0.00017833523452281952,
-   "max": 0.00024725181148165746,
+   "seconds": 0.00028712531924247745,
+   "min": 0.0002804274190039862,
+   "max": 0.00033969296160198397,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3477,26 +3813,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000201215997338295,
-    0.0007544000148773193,
-    0.0028823039531707764
+    0.0003086400032043457,
+    0.0009716479778289795,
+    0.005285344123840332
    ],
-   "host_canary_seconds": 6.090534999998454e-06,
+   "host_canary_seconds": 9.959660000014026e-06,
    "pass_seconds": [
-    0.00017833523452281952,
-    0.00022584761963004158,
-    0.00024725181148165746
+    0.00033969296160198397,
+    0.0002804274190039862,
+    0.00028712531924247745
    ],
    "pass_host_canary_seconds": [
-    6.090534999998454e-06,
-    8.571970000019746e-06,
-    9.06033000003248e-06
+    9.959660000014026e-06,
+    1.65237599999557e-05,
+    1.6693495000055235e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.00042736533709934776,
-   "min": 0.00036045712019715985,
-   "max": 0.0006607184913896379,
+   "seconds": 0.0013241363508360725,
+   "min": 0.0007420616376967661,
+   "max": 0.0015713729702291038,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3505,26 +3841,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0012546240091323854,
-    0.0030420799255371092,
-    0.009393535614013671
+    0.001287551999092102,
+    0.003951488018035888,
+    0.01732009506225586
    ],
-   "host_canary_seconds": 6.090534999998454e-06,
+   "host_canary_seconds": 9.959660000014026e-06,
    "pass_seconds": [
-    0.00036045712019715985,
-    0.0006607184913896379,
-    0.00042736533709934776
+    0.0007420616376967661,
+    0.0013241363508360725,
+    0.0015713729702291038
    ],
    "pass_host_canary_seconds": [
-    6.090534999998454e-06,
-    8.571970000019746e-06,
-    9.06033000003248e-06
+    9.959660000014026e-06,
+    1.65237599999557e-05,
+    1.6693495000055235e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0002944891367639814,
-   "min": 0.00023562057387261162,
-   "max": 0.00047156343289784017,
+   "seconds": 0.00044083124115353533,
+   "min": 0.0003962011394046602,
+   "max": 0.0005164632314727419,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3533,26 +3869,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003124159872531891,
-    0.0010676480531692505,
-    0.0038628480434417726
+    0.0008358079791069031,
+    0.0024986560344696044,
+    0.008620575904846191
    ],
-   "host_canary_seconds": 6.6721474999908994e-06,
+   "host_canary_seconds": 1.0371882499988772e-05,
    "pass_seconds": [
-    0.00023562057387261162,
-    0.00047156343289784017,
-    0.0002944891367639814
+    0.0005164632314727419,
+    0.0003962011394046602,
+    0.00044083124115353533
    ],
    "pass_host_canary_seconds": [
-    6.6721474999908994e-06,
-    9.074902500039174e-06,
-    8.38692499996796e-06
+    1.0371882499988772e-05,
+    1.6275999999990633e-05,
+    1.2956802499957121e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0005402026389326368,
-   "min": 0.00041322741338184894,
-   "max": 0.0005831779156412396,
+   "seconds": 0.000775370677312215,
+   "min": 0.0007148563209034149,
+   "max": 0.0014867275612694875,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3561,26 +3897,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016461759805679321,
-    0.0044889597892761235,
-    0.01345529556274414
+    0.0022815680503845215,
+    0.006359712123870849,
+    0.020879423141479492
    ],
-   "host_canary_seconds": 6.6721474999908994e-06,
+   "host_canary_seconds": 1.0371882499988772e-05,
    "pass_seconds": [
-    0.0005402026389326368,
-    0.00041322741338184894,
-    0.0005831779156412396
+    0.0007148563209034149,
+    0.0014867275612694875,
+    0.000775370677312215
    ],
    "pass_host_canary_seconds": [
-    6.6721474999908994e-06,
-    9.074902500039174e-06,
-    8.38692499996796e-06
+    1.0371882499988772e-05,
+    1.6275999999990633e-05,
+    1.2956802499957121e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.772571426062357e-05,
-   "min": 1.3404952273482366e-05,
-   "max": 3.16335234258856e-05,
+   "seconds": 2.6387809287934074e-05,
+   "min": 2.4035809118123284e-05,
+   "max": 4.05455245858147e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3589,26 +3925,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.489599958062172e-05,
-    6.467200070619584e-05,
-    0.0002258239984512329
+    4.2431998997926714e-05,
+    9.708800166845322e-05,
+    0.00043007999658584595
    ],
-   "host_canary_seconds": 6.330297500003468e-06,
+   "host_canary_seconds": 1.042900499999888e-05,
    "pass_seconds": [
-    1.3404952273482366e-05,
-    3.16335234258856e-05,
-    1.772571426062357e-05
+    2.6387809287934074e-05,
+    2.4035809118123284e-05,
+    4.05455245858147e-05
    ],
    "pass_host_canary_seconds": [
-    6.330297500003468e-06,
-    1.2905689999982428e-05,
-    8.433737500013193e-06
+    1.042900499999888e-05,
+    1.2956897500018272e-05,
+    1.6591764999915883e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 3.840609497967221e-05,
-   "min": 3.247161546633357e-05,
-   "max": 5.186056877885546e-05,
+   "seconds": 5.4783239251091385e-05,
+   "min": 4.774933698631467e-05,
+   "max": 6.674971697585921e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3617,26 +3953,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010652799904346466,
-    0.0002709439992904663,
-    0.000886687994003296
+    0.00015251199901103972,
+    0.00040585601329803467,
+    0.001274880051612854
    ],
-   "host_canary_seconds": 6.330297500003468e-06,
+   "host_canary_seconds": 1.042900499999888e-05,
    "pass_seconds": [
-    3.840609497967221e-05,
-    3.247161546633357e-05,
-    5.186056877885546e-05
+    4.774933698631467e-05,
+    6.674971697585921e-05,
+    5.4783239251091385e-05
    ],
    "pass_host_canary_seconds": [
-    6.330297500003468e-06,
-    1.2905689999982428e-05,
-    8.433737500013193e-06
+    1.042900499999888e-05,
+    1.2956897500018272e-05,
+    1.6591764999915883e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 1.817371430141585e-05,
-   "min": 1.3046095413821085e-05,
-   "max": 2.8109713324478696e-05,
+   "seconds": 3.861028701066971e-05,
+   "min": 2.092190512589046e-05,
+   "max": 4.203047479192416e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3645,26 +3981,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.587200120091438e-05,
-    7.401599735021591e-05,
-    0.00023123200237751008
+    7.51359984278679e-05,
+    0.00013452799618244172,
+    0.00038784000277519227
    ],
-   "host_canary_seconds": 6.297195000009026e-06,
+   "host_canary_seconds": 1.0644777500008472e-05,
    "pass_seconds": [
-    1.3046095413821085e-05,
-    2.8109713324478696e-05,
-    1.817371430141585e-05
+    2.092190512589046e-05,
+    4.203047479192416e-05,
+    3.861028701066971e-05
    ],
    "pass_host_canary_seconds": [
-    6.297195000009026e-06,
-    1.0717469999974582e-05,
-    8.566189999967832e-06
+    1.0644777500008472e-05,
+    1.659534499999893e-05,
+    1.6273389999952314e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.26910508956228e-05,
-   "min": 3.5228953120254334e-05,
-   "max": 5.555428724203792e-05,
+   "seconds": 6.676114332817847e-05,
+   "min": 5.750857506479535e-05,
+   "max": 6.683123360077539e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3673,26 +4009,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013116799294948578,
-    0.0002647680044174194,
-    0.0008515520095825196
+    0.0002620159983634949,
+    0.0004022400081157684,
+    0.0014067840576171874
    ],
-   "host_canary_seconds": 6.297195000009026e-06,
+   "host_canary_seconds": 1.0644777500008472e-05,
    "pass_seconds": [
-    3.5228953120254334e-05,
-    4.26910508956228e-05,
-    5.555428724203792e-05
+    5.750857506479535e-05,
+    6.676114332817847e-05,
+    6.683123360077539e-05
    ],
    "pass_host_canary_seconds": [
-    6.297195000009026e-06,
-    1.0717469999974582e-05,
-    8.566189999967832e-06
+    1.0644777500008472e-05,
+    1.659534499999893e-05,
+    1.6273389999952314e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.0169904366845178e-05,
-   "min": 1.5030856377312117e-05,
-   "max": 2.0632381950105938e-05,
+   "seconds": 3.0514284790981382e-05,
+   "min": 2.576076274826413e-05,
+   "max": 4.534095348346801e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3701,26 +4037,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5696000084280967e-05,
-    6.79360032081604e-05,
-    0.0002502079904079437
+    4.153599962592125e-05,
+    0.00012438400089740754,
+    0.0004963519871234894
    ],
-   "host_canary_seconds": 6.3122775000223894e-06,
+   "host_canary_seconds": 1.080718750001708e-05,
    "pass_seconds": [
-    1.5030856377312117e-05,
-    2.0632381950105938e-05,
-    2.0169904366845178e-05
+    3.0514284790981382e-05,
+    4.534095348346801e-05,
+    2.576076274826413e-05
    ],
    "pass_host_canary_seconds": [
-    6.3122775000223894e-06,
-    8.599499999988324e-06,
-    8.029722499998116e-06
+    1.080718750001708e-05,
+    1.6378884999994625e-05,
+    1.6354909999947154e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00011196191129939893,
-   "min": 8.667428747174285e-05,
-   "max": 0.00014596800506114962,
+   "seconds": 0.00017531504411072958,
+   "min": 9.704838710881417e-05,
+   "max": 0.00019645560781160994,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3729,26 +4065,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014271999895572662,
-    0.00043167999386787415,
-    0.0016629120111465454
+    0.0002836799919605255,
+    0.0010210880041122436,
+    0.0023153600692749025
    ],
-   "host_canary_seconds": 6.3122775000223894e-06,
+   "host_canary_seconds": 1.080718750001708e-05,
    "pass_seconds": [
-    8.667428747174285e-05,
-    0.00014596800506114962,
-    0.00011196191129939893
+    9.704838710881417e-05,
+    0.00017531504411072958,
+    0.00019645560781160994
    ],
    "pass_host_canary_seconds": [
-    6.3122775000223894e-06,
-    8.599499999988324e-06,
-    8.029722499998116e-06
+    1.080718750001708e-05,
+    1.6378884999994625e-05,
+    1.6354909999947154e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.229180829865591e-05,
-   "min": 3.0417523213795257e-05,
-   "max": 3.654933241861207e-05,
+   "seconds": 7.60731441634042e-05,
+   "min": 4.4576762687592276e-05,
+   "max": 7.713828484217326e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3757,26 +4093,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.3759999573230744e-05,
-    0.00011680000275373458,
-    0.000586463987827301
+    7.107199728488922e-05,
+    0.0002598719894886017,
+    0.0007580800056457519
    ],
-   "host_canary_seconds": 8.578330000013067e-06,
+   "host_canary_seconds": 1.042288000000724e-05,
    "pass_seconds": [
-    3.654933241861207e-05,
-    3.229180829865591e-05,
-    3.0417523213795257e-05
+    4.4576762687592276e-05,
+    7.713828484217326e-05,
+    7.60731441634042e-05
    ],
    "pass_host_canary_seconds": [
-    8.578330000013067e-06,
-    8.553179999992722e-06,
-    8.170797500000049e-06
+    1.042288000000724e-05,
+    1.6497877500007974e-05,
+    1.627603000002864e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.42506693942206e-05,
-   "min": 5.0417521347602197e-05,
-   "max": 8.932267271337055e-05,
+   "seconds": 0.00012067199321020219,
+   "min": 5.018514394760132e-05,
+   "max": 0.0001231466702052525,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3785,1286 +4121,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018544000387191772,
-    0.0006580479741096496,
-    0.0015605119466781615
+    0.00040217599272727967,
+    0.0009422399997711182,
+    0.0019088640213012695
    ],
-   "host_canary_seconds": 8.578330000013067e-06,
+   "host_canary_seconds": 1.042288000000724e-05,
    "pass_seconds": [
-    5.0417521347602197e-05,
-    8.932267271337055e-05,
-    8.42506693942206e-05
+    5.018514394760132e-05,
+    0.00012067199321020219,
+    0.0001231466702052525
    ],
    "pass_host_canary_seconds": [
-    8.578330000013067e-06,
-    8.553179999992722e-06,
-    8.170797500000049e-06
+    1.042288000000724e-05,
+    1.6497877500007974e-05,
+    1.627603000002864e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 9.171199798583985e-05,
-   "min": 6.678400188684463e-05,
-   "max": 0.0005496320128440857,
+   "seconds": 0.00016566400229930877,
+   "min": 6.876800209283829e-05,
+   "max": 0.00030371201038360596,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.60185750001463e-06,
+   "host_canary_seconds": 9.753579999998153e-06,
    "pass_seconds": [
-    9.171199798583985e-05,
-    0.00012054400146007538,
-    8.57279971241951e-05
+    8.374399691820145e-05,
+    0.00016566400229930877,
+    0.0001924159973859787
    ],
    "pass_host_canary_seconds": [
-    8.60185750001463e-06,
-    8.427570000009155e-06,
-    8.503654999998389e-06
+    9.753579999998153e-06,
+    1.6410220000011576e-05,
+    1.1414724999951886e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 6.65920004248619e-05,
-   "min": 5.1552001386880875e-05,
-   "max": 0.0003220160007476807,
+   "seconds": 0.00013635200262069702,
+   "min": 5.846399813890457e-05,
+   "max": 0.0004689280092716217,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.60185750001463e-06,
+   "host_canary_seconds": 9.753579999998153e-06,
    "pass_seconds": [
-    6.65920004248619e-05,
-    7.184000313282012e-05,
-    6.58240020275116e-05
+    6.467200070619584e-05,
+    0.000139615997672081,
+    0.00013635200262069702
    ],
    "pass_host_canary_seconds": [
-    8.60185750001463e-06,
-    8.427570000009155e-06,
-    8.503654999998389e-06
+    9.753579999998153e-06,
+    1.6410220000011576e-05,
+    1.1414724999951886e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.000102463997900486,
-   "min": 7.171200215816498e-05,
-   "max": 0.00035654398798942564,
+   "seconds": 0.0001794240027666092,
+   "min": 8.521600067615509e-05,
+   "max": 0.0003354879915714264,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.563275000028624e-06,
+   "host_canary_seconds": 9.608894999999507e-06,
    "pass_seconds": [
-    0.00010371199995279312,
-    0.000102463997900486,
-    8.560000360012055e-05
+    0.00011987199634313583,
+    0.0001794240027666092,
+    0.0001842239946126938
    ],
    "pass_host_canary_seconds": [
-    8.563275000028624e-06,
-    8.339020000036613e-06,
-    8.36790999997561e-06
+    9.608894999999507e-06,
+    1.3026499999995167e-05,
+    1.2218624999889015e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00011711999773979187,
-   "min": 8.65280032157898e-05,
-   "max": 0.000443807989358902,
+   "seconds": 0.00017766399681568145,
+   "min": 9.44959968328476e-05,
+   "max": 0.0004898560047149658,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.563275000028624e-06,
+   "host_canary_seconds": 9.608894999999507e-06,
    "pass_seconds": [
-    0.00011711999773979187,
-    0.00018835200369358063,
-    9.836799651384353e-05
+    0.00011296000331640244,
+    0.00017766399681568145,
+    0.00019167999923229217
    ],
    "pass_host_canary_seconds": [
-    8.563275000028624e-06,
-    8.339020000036613e-06,
-    8.36790999997561e-06
+    9.608894999999507e-06,
+    1.3026499999995167e-05,
+    1.2218624999889015e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00015475456237792968,
-   "min": 0.00012973823547363282,
-   "max": 0.00018646015167236328,
+   "seconds": 0.000310633602142334,
+   "min": 0.00015198080062866213,
+   "max": 0.0005399763107299805,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.996364999980244e-06,
+   "host_canary_seconds": 9.67600999999263e-06,
    "pass_seconds": [
-    0.0001687014389038086,
-    0.00015475456237792968,
-    0.00013467071533203125
+    0.00015848768234252928,
+    0.000310633602142334,
+    0.000521207046508789
    ],
    "pass_host_canary_seconds": [
-    8.996364999980244e-06,
-    8.765144999998142e-06,
-    8.465999999955898e-06
+    9.67600999999263e-06,
+    1.2560875000033888e-05,
+    1.648669000005043e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00028668607711791993,
-   "min": 0.00021191743850708006,
-   "max": 0.0004053587341308594,
+   "seconds": 0.000733981475830078,
+   "min": 0.00028116416931152344,
+   "max": 0.0008894380950927734,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.940785000000062e-06,
+   "host_canary_seconds": 1.0557559999995191e-05,
    "pass_seconds": [
-    0.00030260160446166995,
-    0.00028668607711791993,
-    0.00025938240051269533
+    0.0005555449676513672,
+    0.000733981475830078,
+    0.0008570893096923827
    ],
    "pass_host_canary_seconds": [
-    8.940785000000062e-06,
-    8.765144999998142e-06,
-    8.465999999955898e-06
+    1.0557559999995191e-05,
+    1.6825585000006528e-05,
+    1.6673770000039666e-05
+   ]
+  },
+  "layer_steady_linear_nobias": {
+   "seconds": 0.00027735296249389646,
+   "min": 0.00015834367752075196,
+   "max": 0.0004527827072143555,
+   "samples": 33,
+   "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0816435000009505e-05,
+   "pass_seconds": [
+    0.00017281856536865235,
+    0.00027735296249389646,
+    0.00041821823120117185
+   ],
+   "pass_host_canary_seconds": [
+    1.0816435000009505e-05,
+    1.69574899999958e-05,
+    1.7376459999951522e-05
+   ]
+  },
+  "layer_steady_linear_nobias_autocast": {
+   "seconds": 0.0005740864181518555,
+   "min": 0.0002901177597045898,
+   "max": 0.0006800102233886719,
+   "samples": 33,
+   "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0923325000007367e-05,
+   "pass_seconds": [
+    0.00035372798919677736,
+    0.0005970291137695312,
+    0.0005740864181518555
+   ],
+   "pass_host_canary_seconds": [
+    1.0923325000007367e-05,
+    1.6926159999997026e-05,
+    1.751260999995452e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00010618111610412598,
-   "min": 8.673919677734374e-05,
-   "max": 0.00014536128044128417,
+   "seconds": 0.00015477120399475097,
+   "min": 0.00013737983703613282,
+   "max": 0.00022309312820434569,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.156032500008735e-06,
+   "host_canary_seconds": 1.1135064999976407e-05,
    "pass_seconds": [
-    8.910335540771485e-05,
-    0.0001263263988494873,
-    0.00010618111610412598
+    0.00015477120399475097,
+    0.00019501056671142577,
+    0.0001500876808166504
    ],
    "pass_host_canary_seconds": [
-    6.156032500008735e-06,
-    8.929015000020967e-06,
-    8.493737500003817e-06
+    1.1135064999976407e-05,
+    1.707350500005589e-05,
+    1.1303194999925382e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0001925299263000488,
-   "min": 0.0001522208023071289,
-   "max": 0.00023659839630126952,
+   "seconds": 0.00033626369476318356,
+   "min": 0.0002611846351623535,
+   "max": 0.0006163103866577149,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.216134999981193e-06,
+   "host_canary_seconds": 1.0565464999992002e-05,
    "pass_seconds": [
-    0.0001551756763458252,
-    0.00019391103744506835,
-    0.0001925299263000488
+    0.0002848563194274902,
+    0.0005435961532592774,
+    0.00033626369476318356
    ],
    "pass_host_canary_seconds": [
-    6.216134999981193e-06,
-    8.942262500006849e-06,
-    8.52203999997414e-06
+    1.0565464999992002e-05,
+    1.5653230000012285e-05,
+    1.2454187500026137e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00010779711723327636,
-   "min": 8.926079750061036e-05,
-   "max": 0.0001460319995880127,
+   "seconds": 0.00023516351699829103,
+   "min": 0.0001499129581451416,
+   "max": 0.00033332031249999996,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 5.995537499980941e-06,
+   "host_canary_seconds": 7.569580000001963e-06,
    "pass_seconds": [
-    9.414655685424805e-05,
-    0.00011416383743286132,
-    0.00010779711723327636
+    0.00015333375930786131,
+    0.00029665727615356446,
+    0.00023516351699829103
    ],
    "pass_host_canary_seconds": [
-    5.995537499980941e-06,
-    8.509935000020619e-06,
-    8.60165999995388e-06
+    7.569580000001963e-06,
+    1.580403500000216e-05,
+    1.643955999995228e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00018082624435424805,
-   "min": 0.00015140800476074219,
-   "max": 0.0002532147216796875,
+   "seconds": 0.0005310579299926758,
+   "min": 0.0002481952095031738,
+   "max": 0.0006925138854980468,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.167780000012612e-06,
+   "host_canary_seconds": 7.50068000002102e-06,
    "pass_seconds": [
-    0.0001542246437072754,
-    0.0002333113670349121,
-    0.00018082624435424805
+    0.0002520294380187988,
+    0.0005310579299926758,
+    0.0005567187118530274
    ],
    "pass_host_canary_seconds": [
-    6.167780000012612e-06,
-    8.558695000004946e-06,
-    8.58536500000895e-06
+    7.50068000002102e-06,
+    1.5896427500017297e-05,
+    1.6962675000087303e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00013783424377441408,
-   "min": 0.00011973631858825684,
-   "max": 0.0002667302322387695,
+   "seconds": 0.000345425910949707,
+   "min": 0.00017225536346435547,
+   "max": 0.0005567897415161133,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.142515000000514e-06,
+   "host_canary_seconds": 7.478482500005157e-06,
    "pass_seconds": [
-    0.000127010555267334,
-    0.00014467647552490235,
-    0.00013783424377441408
+    0.00018780351638793947,
+    0.000345425910949707,
+    0.00044151294708251953
    ],
    "pass_host_canary_seconds": [
-    6.142515000000514e-06,
-    8.341255000061665e-06,
-    8.595250000027476e-06
+    7.478482500005157e-06,
+    1.5917670000007433e-05,
+    1.794142500003204e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00028038848876953126,
-   "min": 0.00021858240127563478,
-   "max": 0.0005193945693969727,
+   "seconds": 0.0008246784210205079,
+   "min": 0.00027657344818115236,
+   "max": 0.0009482745361328126,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.177010000030237e-06,
+   "host_canary_seconds": 7.5109650000015906e-06,
    "pass_seconds": [
-    0.00023073343276977537,
-    0.00045510719299316404,
-    0.00028038848876953126
+    0.0003533478546142578,
+    0.0008246784210205079,
+    0.0008913299560546875
    ],
    "pass_host_canary_seconds": [
-    6.177010000030237e-06,
-    8.437354999983881e-06,
-    8.651714999956539e-06
+    7.5109650000015906e-06,
+    1.6946440000040753e-05,
+    1.744727999991369e-05
+   ]
+  },
+  "layer_steady_conv2d_nobias": {
+   "seconds": 0.0002967705535888672,
+   "min": 0.00011671744346618652,
+   "max": 0.0004026176071166992,
+   "samples": 33,
+   "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.96822000001407e-06,
+   "pass_seconds": [
+    0.00013169407844543457,
+    0.000351409912109375,
+    0.0002967705535888672
+   ],
+   "pass_host_canary_seconds": [
+    8.96822000001407e-06,
+    1.563994249998757e-05,
+    1.7918839999992998e-05
+   ]
+  },
+  "layer_steady_conv2d_nobias_autocast": {
+   "seconds": 0.0006529023742675781,
+   "min": 0.00022394239425659182,
+   "max": 0.0008082297515869142,
+   "samples": 33,
+   "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.082930000004041e-06,
+   "pass_seconds": [
+    0.00027693376541137695,
+    0.0006840243530273438,
+    0.0006529023742675781
+   ],
+   "pass_host_canary_seconds": [
+    8.082930000004041e-06,
+    1.5656169999971325e-05,
+    1.3811230000015939e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00014981632232666014,
-   "min": 0.00011508928298950196,
-   "max": 0.00018805952072143556,
+   "seconds": 0.0003452870559692383,
+   "min": 0.00019235456466674803,
+   "max": 0.000531916160583496,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.011864999990735e-06,
+   "host_canary_seconds": 7.442359999991766e-06,
    "pass_seconds": [
-    0.00012581631660461427,
-    0.0001573465633392334,
-    0.00014981632232666014
+    0.00019842496871948245,
+    0.0004294060897827148,
+    0.0003452870559692383
    ],
    "pass_host_canary_seconds": [
-    6.011864999990735e-06,
-    8.816845000012563e-06,
-    8.453060000022105e-06
+    7.442359999991766e-06,
+    1.605382500002861e-05,
+    1.9032910000049696e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00028118656158447266,
-   "min": 0.00022137023925781249,
-   "max": 0.00040959167480468755,
+   "seconds": 0.000794419174194336,
+   "min": 0.0004760172653198242,
+   "max": 0.0010713350677490235,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.407782500001957e-06,
+   "host_canary_seconds": 7.819895000018563e-06,
    "pass_seconds": [
-    0.00023976896286010744,
-    0.00028118656158447266,
-    0.00030908672332763675
+    0.000520753288269043,
+    0.0009280377960205079,
+    0.000794419174194336
    ],
    "pass_host_canary_seconds": [
-    6.407782500001957e-06,
-    8.470334999977069e-06,
-    8.319690000035962e-06
+    7.819895000018563e-06,
+    1.74216099999569e-05,
+    1.7124990000070282e-05
+   ]
+  },
+  "layer_steady_conv1d_nobias": {
+   "seconds": 0.000192675838470459,
+   "min": 0.00015332223892211916,
+   "max": 0.00040628673553466796,
+   "samples": 33,
+   "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 7.834034999980588e-06,
+   "pass_seconds": [
+    0.00017973503112792967,
+    0.000294204158782959,
+    0.000192675838470459
+   ],
+   "pass_host_canary_seconds": [
+    7.834034999980588e-06,
+    1.7352004999935388e-05,
+    1.4517329999961248e-05
+   ]
+  },
+  "layer_steady_conv1d_nobias_autocast": {
+   "seconds": 0.0005954182434082031,
+   "min": 0.0003362176132202149,
+   "max": 0.0007715443420410156,
+   "samples": 33,
+   "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.176004999995712e-06,
+   "pass_seconds": [
+    0.00041273216247558596,
+    0.00070716796875,
+    0.0005954182434082031
+   ],
+   "pass_host_canary_seconds": [
+    8.176004999995712e-06,
+    1.72969199999784e-05,
+    1.5832345000035274e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00014067775726318358,
-   "min": 0.00012017408370971679,
-   "max": 0.0001795846366882324,
+   "seconds": 0.00025796863555908205,
+   "min": 0.0002264473533630371,
+   "max": 0.00042814910888671877,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.63853500000755e-06,
+   "host_canary_seconds": 1.0531554999957394e-05,
    "pass_seconds": [
-    0.00012569343566894533,
-    0.00014460800170898436,
-    0.00014067775726318358
+    0.00024016895294189455,
+    0.00039658111572265625,
+    0.00025796863555908205
    ],
    "pass_host_canary_seconds": [
-    6.63853500000755e-06,
-    8.427535000024023e-06,
-    8.286194999982399e-06
+    1.0531554999957394e-05,
+    1.7317297500021312e-05,
+    1.2066870000069229e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00016849983215332033,
-   "min": 0.000138089599609375,
-   "max": 0.00022152767181396485,
+   "seconds": 0.00032934398651123046,
+   "min": 0.0002923257637023926,
+   "max": 0.0005293030548095703,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.622954999997433e-06,
+   "host_canary_seconds": 1.0166944999951965e-05,
    "pass_seconds": [
-    0.0001439731216430664,
-    0.00016849983215332033,
-    0.0001880473518371582
+    0.0003287583923339844,
+    0.00044423553466796877,
+    0.00032934398651123046
    ],
    "pass_host_canary_seconds": [
-    6.622954999997433e-06,
-    8.46624000004681e-06,
-    1.1636497499978305e-05
+    1.0166944999951965e-05,
+    1.7017409999979805e-05,
+    1.2463244999878497e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 9.067904472351075e-05,
-   "min": 8.465984344482421e-05,
-   "max": 0.0001362758445739746,
+   "seconds": 0.00022608768463134763,
+   "min": 0.00014554752349853515,
+   "max": 0.00026845823287963865,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.415187500010688e-06,
+   "host_canary_seconds": 1.012394999996502e-05,
    "pass_seconds": [
-    8.616512298583984e-05,
-    0.00010279744148254395,
-    9.067904472351075e-05
+    0.00015409664154052735,
+    0.00022608768463134763,
+    0.00023557056427001954
    ],
    "pass_host_canary_seconds": [
-    6.415187500010688e-06,
-    8.399645000061186e-06,
-    7.3401174999432325e-06
+    1.012394999996502e-05,
+    1.6717749999983765e-05,
+    1.7402295000010782e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00010804351806640624,
-   "min": 0.00010052672386169433,
-   "max": 0.0001600320053100586,
+   "seconds": 0.0002097011184692383,
+   "min": 0.00017979328155517577,
+   "max": 0.00026931007385253903,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.220107499999016e-06,
+   "host_canary_seconds": 1.047447249998612e-05,
    "pass_seconds": [
-    0.00010284864425659179,
-    0.000127324800491333,
-    0.00010804351806640624
+    0.00019060096740722656,
+    0.0002097011184692383,
+    0.00022460224151611328
    ],
    "pass_host_canary_seconds": [
-    6.220107499999016e-06,
-    8.281269999983465e-06,
-    7.596627500028319e-06
+    1.047447249998612e-05,
+    1.1834499999991977e-05,
+    1.2291375000046401e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0001495251178741455,
-   "min": 0.000134138240814209,
-   "max": 0.00023352767944335935,
+   "seconds": 0.00030551040649414064,
+   "min": 0.0002251411247253418,
+   "max": 0.0005616166305541992,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.194274999984372e-06,
+   "host_canary_seconds": 1.0207075000039368e-05,
    "pass_seconds": [
-    0.00014027008056640626,
-    0.00019974208831787107,
-    0.0001495251178741455
+    0.0002370137596130371,
+    0.00030551040649414064,
+    0.00047336318969726563
    ],
    "pass_host_canary_seconds": [
-    6.194274999984372e-06,
-    1.212468500000341e-05,
-    7.538414999999077e-06
+    1.0207075000039368e-05,
+    1.1604644999962943e-05,
+    1.8357089999980756e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00016988927841186523,
-   "min": 0.00015379008293151853,
-   "max": 0.00025162368774414064,
+   "seconds": 0.0003649977493286133,
+   "min": 0.0003136569595336914,
+   "max": 0.0005129350280761719,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.385655000009649e-06,
+   "host_canary_seconds": 1.0303002499973957e-05,
    "pass_seconds": [
-    0.00015857664108276368,
-    0.00022427328109741212,
-    0.00016988927841186523
+    0.0003498080062866211,
+    0.0003649977493286133,
+    0.00046886974334716796
    ],
    "pass_host_canary_seconds": [
-    6.385655000009649e-06,
-    1.2288465000054315e-05,
-    7.333435000020927e-06
+    1.0303002499973957e-05,
+    1.2820860000033463e-05,
+    1.7740019999976653e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 6.560319900512695e-05,
-   "min": 6.231488227844239e-05,
-   "max": 8.058752059936523e-05,
+   "seconds": 0.00012020031929016113,
+   "min": 0.00010537280082702636,
+   "max": 0.00014829952239990235,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.326510000000951e-06,
+   "host_canary_seconds": 1.0510537500003635e-05,
    "pass_seconds": [
-    6.451456069946289e-05,
-    7.225279808044434e-05,
-    6.560319900512695e-05
+    0.00012020031929016113,
+    0.00013881664276123046,
+    0.00011098176002502443
    ],
    "pass_host_canary_seconds": [
-    6.326510000000951e-06,
-    8.445014999978184e-06,
-    7.321269999991387e-06
+    1.0510537500003635e-05,
+    1.3046930000015778e-05,
+    1.1573264999924505e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 8.094783782958984e-05,
-   "min": 7.705920219421387e-05,
-   "max": 0.00017828672409057617,
+   "seconds": 0.00016513664245605466,
+   "min": 0.00013370559692382812,
+   "max": 0.00020185792922973632,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.156772499981145e-06,
+   "host_canary_seconds": 1.068635000002871e-05,
    "pass_seconds": [
-    7.87820816040039e-05,
-    0.00014420096397399902,
-    8.094783782958984e-05
+    0.00016513664245605466,
+    0.00016687231063842775,
+    0.00015943615913391115
    ],
    "pass_host_canary_seconds": [
-    6.156772499981145e-06,
-    1.496860000003153e-05,
-    7.5851299999740715e-06
+    1.068635000002871e-05,
+    1.1775414999988243e-05,
+    1.6667840000081924e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 6.526656150817871e-05,
-   "min": 6.095680236816406e-05,
-   "max": 0.00012942463874816894,
+   "seconds": 0.00011670847892761231,
+   "min": 9.980159759521485e-05,
+   "max": 0.0001541427230834961,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.1526549999868505e-06,
+   "host_canary_seconds": 1.0512177500032749e-05,
    "pass_seconds": [
-    6.215487957000732e-05,
-    9.112832069396972e-05,
-    6.526656150817871e-05
+    0.00011670847892761231,
+    0.00011722047805786133,
+    0.00010914048194885255
    ],
    "pass_host_canary_seconds": [
-    6.1526549999868505e-06,
-    1.2067622499998265e-05,
-    7.776879999994435e-06
+    1.0512177500032749e-05,
+    1.1268754999989027e-05,
+    1.3950655000058986e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 8.309375762939454e-05,
-   "min": 7.557312011718751e-05,
-   "max": 0.00011335040092468262,
+   "seconds": 0.00015396672248840332,
+   "min": 0.00012083968162536622,
+   "max": 0.0004102316665649414,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.1526549999868505e-06,
+   "host_canary_seconds": 1.0541795000023057e-05,
    "pass_seconds": [
-    7.726143836975097e-05,
-    0.00010374143600463867,
-    8.309375762939454e-05
+    0.00015396672248840332,
+    0.00017369728088378905,
+    0.00012819519996643068
    ],
    "pass_host_canary_seconds": [
-    6.1526549999868505e-06,
-    8.810172500020031e-06,
-    7.990752500006693e-06
+    1.0541795000023057e-05,
+    1.2240850000004855e-05,
+    1.1412054999908606e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 6.2740478515625e-05,
-   "min": 5.9056000709533694e-05,
-   "max": 9.619392395019532e-05,
+   "seconds": 0.00010720255851745606,
+   "min": 9.986111640930177e-05,
+   "max": 0.0001396396827697754,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.367069999981823e-06,
+   "host_canary_seconds": 1.0128190000031623e-05,
    "pass_seconds": [
-    6.21184015274048e-05,
-    8.821887969970703e-05,
-    6.2740478515625e-05
+    0.00010720255851745606,
+    0.00010524031639099121,
+    0.00010882752418518066
    ],
    "pass_host_canary_seconds": [
-    6.367069999981823e-06,
-    8.884155000039584e-06,
-    7.618169999972224e-06
+    1.0128190000031623e-05,
+    1.1996047500026919e-05,
+    1.2606097499983094e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 8.061504364013672e-05,
-   "min": 7.752575874328614e-05,
-   "max": 0.00012854847908020018,
+   "seconds": 0.000149749755859375,
+   "min": 0.00011574399948120118,
+   "max": 0.0001927654457092285,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4591649999989895e-06,
+   "host_canary_seconds": 1.0047434999975735e-05,
    "pass_seconds": [
-    7.933055877685548e-05,
-    0.00010273344039916991,
-    8.061504364013672e-05
+    0.00012146047592163086,
+    0.000149749755859375,
+    0.00015767231941223145
    ],
    "pass_host_canary_seconds": [
-    6.4591649999989895e-06,
-    8.547677499990413e-06,
-    7.5648949999873596e-06
+    1.0047434999975735e-05,
+    1.1752190000038354e-05,
+    1.2590390000042362e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 6.638336181640625e-05,
-   "min": 6.306560039520264e-05,
-   "max": 0.0001044223976135254,
+   "seconds": 0.00011033344268798828,
+   "min": 9.486080169677735e-05,
+   "max": 0.00016203264236450195,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.449819999971851e-06,
+   "host_canary_seconds": 1.0458167500040361e-05,
    "pass_seconds": [
-    6.447807788848876e-05,
-    8.661824226379395e-05,
-    6.638336181640625e-05
+    9.730879783630371e-05,
+    0.00014088576316833494,
+    0.00011033344268798828
    ],
    "pass_host_canary_seconds": [
-    6.449819999971851e-06,
-    8.406742499964536e-06,
-    8.028809999984788e-06
+    1.0458167500040361e-05,
+    1.6554585000037037e-05,
+    1.2427062499966724e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 8.06553554534912e-05,
-   "min": 7.591360092163086e-05,
-   "max": 0.00012354432106018067,
+   "seconds": 0.00014539327621459962,
+   "min": 0.00012050304412841797,
+   "max": 0.00031603008270263675,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.463387499984208e-06,
+   "host_canary_seconds": 1.042826499997318e-05,
    "pass_seconds": [
-    8.029567718505859e-05,
-    0.00010927935600280762,
-    8.06553554534912e-05
+    0.00012828927993774415,
+    0.00022501760482788086,
+    0.00014539327621459962
    ],
    "pass_host_canary_seconds": [
-    6.463387499984208e-06,
-    8.224904999991621e-06,
-    7.733159999965266e-06
+    1.042826499997318e-05,
+    1.5805450000030418e-05,
+    1.1922414999929743e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 6.929599761962891e-05,
-   "min": 6.322879791259766e-05,
-   "max": 0.00010385536193847656,
+   "seconds": 0.0001193836784362793,
+   "min": 9.502016067504882e-05,
+   "max": 0.0001511731243133545,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.486015000000122e-06,
+   "host_canary_seconds": 1.0500945000018192e-05,
    "pass_seconds": [
-    6.480000019073487e-05,
-    8.165568351745604e-05,
-    6.929599761962891e-05
+    0.0001002188777923584,
+    0.0001380345630645752,
+    0.0001193836784362793
    ],
    "pass_host_canary_seconds": [
-    6.486015000000122e-06,
-    8.353562500040823e-06,
-    7.872560000024009e-06
+    1.0500945000018192e-05,
+    1.583677999995814e-05,
+    1.1926150000007851e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 8.365951538085937e-05,
-   "min": 7.565440177917481e-05,
-   "max": 0.00014965951919555665,
+   "seconds": 0.00014684415817260742,
+   "min": 0.00011880255699157715,
+   "max": 0.0002148761558532715,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.347949999998547e-06,
+   "host_canary_seconds": 1.0294882500012649e-05,
    "pass_seconds": [
-    7.931519985198974e-05,
-    9.674495697021484e-05,
-    8.365951538085937e-05
+    0.00012299072265625,
+    0.00018697599411010742,
+    0.00014684415817260742
    ],
    "pass_host_canary_seconds": [
-    6.347949999998547e-06,
-    1.10389625000451e-05,
-    7.88841500000359e-06
+    1.0294882500012649e-05,
+    1.7696437500021035e-05,
+    1.192988500008596e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 7.913407802581787e-05,
-   "min": 6.715392112731934e-05,
-   "max": 0.0001420742416381836,
+   "seconds": 0.00012568063735961913,
+   "min": 0.00010401344299316406,
+   "max": 0.0001706220817565918,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.342975000031004e-06,
+   "host_canary_seconds": 1.017461500001815e-05,
    "pass_seconds": [
-    7.003647804260254e-05,
-    0.00013501631736755371,
-    7.913407802581787e-05
+    0.0001060422420501709,
+    0.00014995136260986328,
+    0.00012568063735961913
    ],
    "pass_host_canary_seconds": [
-    6.342975000031004e-06,
-    1.3418780000051811e-05,
-    7.946007499981533e-06
+    1.017461500001815e-05,
+    1.7997180000008938e-05,
+    1.176139499996509e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 9.362815856933593e-05,
-   "min": 8.669247627258301e-05,
-   "max": 0.000269039363861084,
+   "seconds": 0.00016897792816162108,
+   "min": 0.00013050559997558595,
+   "max": 0.00027313663482666015,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.550175000015201e-06,
+   "host_canary_seconds": 1.0214724999997316e-05,
    "pass_seconds": [
-    8.986495971679687e-05,
-    0.00014926527976989745,
-    9.362815856933593e-05
+    0.0001336844825744629,
+    0.00021183616638183596,
+    0.00016897792816162108
    ],
    "pass_host_canary_seconds": [
-    6.550175000015201e-06,
-    1.3831790000011778e-05,
-    7.938839999965809e-06
+    1.0214724999997316e-05,
+    1.7750929999991172e-05,
+    1.1593284999946718e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 8.908096313476563e-05,
-   "min": 7.211584091186524e-05,
-   "max": 0.00013814271926879882,
+   "seconds": 0.00015833727836608885,
+   "min": 0.00010281344413757324,
+   "max": 0.00022380224227905275,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3968949999804185e-06,
+   "host_canary_seconds": 1.0138877499983324e-05,
    "pass_seconds": [
-    7.617728233337402e-05,
-    0.00011111424446105957,
-    8.908096313476563e-05
+    0.0001045849609375,
+    0.00017526079177856445,
+    0.00015833727836608885
    ],
    "pass_host_canary_seconds": [
-    6.3968949999804185e-06,
-    1.315129749997368e-05,
-    8.264567500013698e-06
+    1.0138877499983324e-05,
+    1.945252750001458e-05,
+    1.1469389999945178e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00010220352172851563,
-   "min": 8.759552001953125e-05,
-   "max": 0.00014973952293395997,
+   "seconds": 0.00020434303283691405,
+   "min": 0.00012857024192810057,
+   "max": 0.00027497791290283203,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.253502500008778e-06,
+   "host_canary_seconds": 1.0061185000012074e-05,
    "pass_seconds": [
-    9.03059196472168e-05,
-    0.00014073792457580566,
-    0.00010220352172851563
+    0.0001342073631286621,
+    0.00021128000259399413,
+    0.00020434303283691405
    ],
    "pass_host_canary_seconds": [
-    6.253502500008778e-06,
-    1.3112460000002101e-05,
-    8.345897499992816e-06
+    1.0061185000012074e-05,
+    1.7731020000013588e-05,
+    1.56921600000004e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 8.015295982360841e-05,
-   "min": 7.113664150238037e-05,
-   "max": 0.00013637568473815918,
+   "seconds": 0.00012440959930419922,
+   "min": 0.0001013606357574463,
+   "max": 0.0004213158416748047,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.111214999968695e-06,
+   "host_canary_seconds": 9.811074999994674e-06,
    "pass_seconds": [
-    7.187456130981445e-05,
-    0.00010932800292968749,
-    8.015295982360841e-05
+    0.00010285120010375976,
+    0.00020955072402954102,
+    0.00012440959930419922
    ],
    "pass_host_canary_seconds": [
-    6.111214999968695e-06,
-    1.276948000000999e-05,
-    8.184055000022284e-06
+    9.811074999994674e-06,
+    2.6874815000041962e-05,
+    1.2333074999872907e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 9.319552421569824e-05,
-   "min": 8.490303993225097e-05,
-   "max": 0.00014914752006530763,
+   "seconds": 0.0001747808074951172,
+   "min": 0.0001214470386505127,
+   "max": 0.00029164287567138674,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 5.942269999987815e-06,
+   "host_canary_seconds": 9.739505000041504e-06,
    "pass_seconds": [
-    8.913536071777345e-05,
-    0.00013724032402038575,
-    9.319552421569824e-05
+    0.00012513088226318362,
+    0.0002494060707092285,
+    0.0001747808074951172
    ],
    "pass_host_canary_seconds": [
-    5.942269999987815e-06,
-    1.273567000005471e-05,
-    8.107745000032197e-06
+    9.739505000041504e-06,
+    2.5869174999968437e-05,
+    1.1987385000082894e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 7.748479843139648e-05,
-   "min": 6.529664039611817e-05,
-   "max": 0.00011341055870056154,
+   "seconds": 0.00013032768249511718,
+   "min": 7.284095764160156e-05,
+   "max": 0.0002226777648925781,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 5.9621249999963765e-06,
+   "host_canary_seconds": 8.264242500004571e-06,
    "pass_seconds": [
-    6.88595199584961e-05,
-    9.786175727844239e-05,
-    7.748479843139648e-05
+    9.149567604064941e-05,
+    0.00014596351623535157,
+    0.00013032768249511718
    ],
    "pass_host_canary_seconds": [
-    5.9621249999963765e-06,
-    1.2445092500001921e-05,
-    8.299630000010439e-06
+    8.264242500004571e-06,
+    1.5681847500026437e-05,
+    1.1678375000059304e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 9.190143585205078e-05,
-   "min": 8.058431625366212e-05,
-   "max": 0.00012240575790405274,
+   "seconds": 0.00014820351600646972,
+   "min": 8.838848114013672e-05,
+   "max": 0.00024586048126220704,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.041627499993041e-06,
+   "host_canary_seconds": 7.041097500000148e-06,
    "pass_seconds": [
-    8.383808135986327e-05,
-    9.44377613067627e-05,
-    9.190143585205078e-05
+    9.478143692016602e-05,
+    0.00014820351600646972,
+    0.00015347071647644044
    ],
    "pass_host_canary_seconds": [
-    6.041627499993041e-06,
-    8.374167499987094e-06,
-    8.024972499995897e-06
+    7.041097500000148e-06,
+    1.4666100000013671e-05,
+    1.175873500002922e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 6.77676820755005e-05,
-   "min": 5.8583679199218756e-05,
-   "max": 9.553536415100098e-05,
+   "seconds": 0.00012238143920898436,
+   "min": 6.909759998321532e-05,
+   "max": 0.000165598087310791,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.085050000024239e-06,
+   "host_canary_seconds": 7.018215000016426e-06,
    "pass_seconds": [
-    6.344960212707519e-05,
-    6.784639835357666e-05,
-    6.77676820755005e-05
+    6.972671985626221e-05,
+    0.0001262451171875,
+    0.00012238143920898436
    ],
    "pass_host_canary_seconds": [
-    6.085050000024239e-06,
-    8.261165000007509e-06,
-    8.427465000053757e-06
+    7.018215000016426e-06,
+    1.583292749998577e-05,
+    1.2020882499967912e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 8.753664016723633e-05,
-   "min": 7.23360013961792e-05,
-   "max": 0.00010987584114074706,
+   "seconds": 0.0001330681610107422,
+   "min": 8.190848350524902e-05,
+   "max": 0.00019128448486328126,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.356160000002831e-06,
+   "host_canary_seconds": 6.934847499984187e-06,
    "pass_seconds": [
-    7.451712131500244e-05,
-    9.998399734497071e-05,
-    8.753664016723633e-05
+    9.124992370605469e-05,
+    0.00013958975791931153,
+    0.0001330681610107422
    ],
    "pass_host_canary_seconds": [
-    6.356160000002831e-06,
-    1.206404499999536e-05,
-    9.139002500013761e-06
+    6.934847499984187e-06,
+    1.513122000005751e-05,
+    1.1678740000036214e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00013362751960754396,
-   "min": 9.954175949096678e-05,
-   "max": 0.00022353792190551758,
+   "seconds": 0.00022168447494506837,
+   "min": 0.00011232128143310547,
+   "max": 0.0003125823974609375,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3514025000088736e-06,
+   "host_canary_seconds": 6.929824999986067e-06,
    "pass_seconds": [
-    0.00010125632286071778,
-    0.00013362751960754396,
-    0.00018645055770874025
+    0.00011842111587524413,
+    0.00024835071563720704,
+    0.00022168447494506837
    ],
    "pass_host_canary_seconds": [
-    6.3514025000088736e-06,
-    8.767919999996821e-06,
-    9.136434999987842e-06
+    6.929824999986067e-06,
+    1.531480500005955e-05,
+    1.2016514999970696e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001467296028137207,
-   "min": 0.00011667967796325684,
-   "max": 0.00019335935592651367,
+   "seconds": 0.0002988915252685547,
+   "min": 0.0001590201568603516,
+   "max": 0.00041340160369873047,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.278279999989422e-06,
+   "host_canary_seconds": 1.0131335000025387e-05,
    "pass_seconds": [
-    0.0001190112018585205,
-    0.0001467296028137207,
-    0.00018621759414672853
+    0.00021402496337890624,
+    0.0003116249656677246,
+    0.0002988915252685547
    ],
    "pass_host_canary_seconds": [
-    6.278279999989422e-06,
-    8.375964999984831e-06,
-    1.3369277499997167e-05
+    1.0131335000025387e-05,
+    1.5599987500003465e-05,
+    1.233838000004539e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00027571264266967773,
-   "min": 0.0001858118438720703,
-   "max": 0.00038702976226806643,
+   "seconds": 0.0006046323013305664,
+   "min": 0.0002665804862976074,
+   "max": 0.0007160562896728516,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.216767499989118e-06,
+   "host_canary_seconds": 1.0158015000030218e-05,
    "pass_seconds": [
-    0.0001946451187133789,
-    0.0003147545623779297,
-    0.00027571264266967773
+    0.0003048627281188965,
+    0.0006046323013305664,
+    0.0006374867248535156
    ],
    "pass_host_canary_seconds": [
-    6.216767499989118e-06,
-    8.758479999997348e-06,
-    1.2754970000017351e-05
+    1.0158015000030218e-05,
+    1.4917954999944527e-05,
+    1.6075759999978347e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00029481727600097653,
-   "min": 0.00020307264328002928,
-   "max": 0.0003959334564208984,
+   "seconds": 0.00046459903717041014,
+   "min": 0.00027536319732666015,
+   "max": 0.0006582150268554688,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.302419999997255e-06,
+   "host_canary_seconds": 9.745235000053753e-06,
    "pass_seconds": [
-    0.00021215936660766603,
-    0.00033088382720947266,
-    0.00029481727600097653
+    0.00028346431732177734,
+    0.00046459903717041014,
+    0.0005939948654174804
    ],
    "pass_host_canary_seconds": [
-    6.302419999997255e-06,
-    8.659655000045064e-06,
-    8.55049000001884e-06
+    9.745235000053753e-06,
+    1.134954000001187e-05,
+    1.5886954999899673e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 8.237055778503418e-05,
-   "min": 7.28275203704834e-05,
-   "max": 0.0001621561622619629,
+   "seconds": 0.0001542751979827881,
+   "min": 0.00011491264343261719,
+   "max": 0.0001988204765319824,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.348699999989549e-06,
+   "host_canary_seconds": 1.0708512499988387e-05,
    "pass_seconds": [
-    7.577983856201172e-05,
-    0.00011414463996887208,
-    8.237055778503418e-05
+    0.0001168940830230713,
+    0.0001542751979827881,
+    0.00016699520111083984
    ],
    "pass_host_canary_seconds": [
-    6.348699999989549e-06,
-    8.804824999977258e-06,
-    8.334922499990681e-06
+    1.0708512499988387e-05,
+    1.1487069999986942e-05,
+    1.57809499999928e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 9.866880416870118e-05,
-   "min": 8.784255981445311e-05,
-   "max": 0.0001296121597290039,
+   "seconds": 0.000176231689453125,
+   "min": 0.00015794495582580566,
+   "max": 0.0003130860710144043,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.42107499999156e-06,
+   "host_canary_seconds": 1.0620225000010919e-05,
    "pass_seconds": [
-    9.25011157989502e-05,
-    0.00011977984428405762,
-    9.866880416870118e-05
+    0.0001657651138305664,
+    0.000176231689453125,
+    0.0002398521614074707
    ],
    "pass_host_canary_seconds": [
-    6.42107499999156e-06,
-    8.777152499988007e-06,
-    8.069217499979687e-06
+    1.0620225000010919e-05,
+    1.191106000000275e-05,
+    1.6197919999996203e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 9.240320205688476e-05,
-   "min": 7.246784210205078e-05,
-   "max": 0.00012189248085021971,
+   "seconds": 0.00015150015830993653,
+   "min": 0.0001338976001739502,
+   "max": 0.00020815296173095702,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.033457500005171e-06,
+   "host_canary_seconds": 1.148283000006245e-05,
    "pass_seconds": [
-    9.240320205688476e-05,
-    0.00011132672309875488,
-    8.169856071472169e-05
+    0.00013861632347106934,
+    0.00015150015830993653,
+    0.00019182079315185546
    ],
    "pass_host_canary_seconds": [
-    8.033457500005171e-06,
-    8.856395000016448e-06,
-    8.022365000002196e-06
+    1.148283000006245e-05,
+    1.2200979999974493e-05,
+    1.6181292500050405e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00011406463623046875,
-   "min": 9.26841640472412e-05,
-   "max": 0.00020580223083496095,
+   "seconds": 0.00017154624938964843,
+   "min": 0.000147521915435791,
+   "max": 0.00027427135467529296,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0748490000018762e-05,
+   "host_canary_seconds": 1.0697574999980475e-05,
    "pass_seconds": [
-    0.00016879104614257813,
-    0.00011406463623046875,
-    9.716671943664551e-05
+    0.0001577286434173584,
+    0.00017154624938964843,
+    0.00026350656509399416
    ],
    "pass_host_canary_seconds": [
-    1.0748490000018762e-05,
-    9.000155000009613e-06,
-    7.851654999981862e-06
+    1.0697574999980475e-05,
+    1.1703999999994608e-05,
+    1.6062895000032995e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 7.012159824371339e-05,
-   "min": 6.166848182678223e-05,
-   "max": 8.512831687927247e-05,
+   "seconds": 0.00012156543731689452,
+   "min": 0.00010985471725463868,
+   "max": 0.00018866432189941406,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.03089500000209e-06,
+   "host_canary_seconds": 1.0673214999989967e-05,
    "pass_seconds": [
-    7.012159824371339e-05,
-    7.382080078124999e-05,
-    6.93881607055664e-05
+    0.00012156543731689452,
+    0.00011893823623657226,
+    0.0001597094440460205
    ],
    "pass_host_canary_seconds": [
-    6.03089500000209e-06,
-    8.638389999973128e-06,
-    7.85774000000572e-06
+    1.0673214999989967e-05,
+    1.329019000003484e-05,
+    1.6167575000025637e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 8.710463523864746e-05,
-   "min": 7.385791778564453e-05,
-   "max": 0.00012309632301330567,
+   "seconds": 0.0001730476760864258,
+   "min": 0.00013073472023010255,
+   "max": 0.0003067545509338379,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.090489999976967e-06,
+   "host_canary_seconds": 1.1113365000028352e-05,
    "pass_seconds": [
-    7.784063816070557e-05,
-    0.00011407999992370607,
-    8.710463523864746e-05
+    0.00014270400047302245,
+    0.0001730476760864258,
+    0.00021858112335205077
    ],
    "pass_host_canary_seconds": [
-    6.090489999976967e-06,
-    8.851434999996855e-06,
-    8.04563250000001e-06
+    1.1113365000028352e-05,
+    1.4413807499984443e-05,
+    1.6167575000025637e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 7.675327777862549e-05,
-   "min": 6.965760231018067e-05,
-   "max": 0.00010845439910888672,
+   "seconds": 0.0001448300838470459,
+   "min": 0.00011833791732788085,
+   "max": 0.00019932735443115235,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.090489999976967e-06,
+   "host_canary_seconds": 1.0647989999981179e-05,
    "pass_seconds": [
-    7.095295906066894e-05,
-    0.00010398207664489745,
-    7.675327777862549e-05
+    0.00012431360244750977,
+    0.0001448300838470459,
+    0.0001737376022338867
    ],
    "pass_host_canary_seconds": [
-    6.090489999976967e-06,
-    8.800040000025435e-06,
-    8.22945000003017e-06
+    1.0647989999981179e-05,
+    1.238243499997793e-05,
+    1.67365800000141e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 9.817215919494628e-05,
-   "min": 8.695615768432617e-05,
-   "max": 0.00016464256286621094,
+   "seconds": 0.00016106111526489257,
+   "min": 0.00014217920303344727,
+   "max": 0.00026081151962280275,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.634854999987283e-06,
+   "host_canary_seconds": 1.0381795000000694e-05,
    "pass_seconds": [
-    8.858495712280274e-05,
-    0.00012646016120910643,
-    9.817215919494628e-05
+    0.00015348928451538085,
+    0.00016106111526489257,
+    0.00024784320831298826
    ],
    "pass_host_canary_seconds": [
-    6.634854999987283e-06,
-    9.805584999966754e-06,
-    8.69293499999202e-06
+    1.0381795000000694e-05,
+    1.2482455000011328e-05,
+    1.6333960000025628e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 4.6583681106567384e-05,
-   "min": 4.5112957954406736e-05,
-   "max": 8.062399864196778e-05,
+   "seconds": 7.262335777282715e-05,
+   "min": 5.861248016357422e-05,
+   "max": 0.00012536447525024415,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.6525499999769975e-06,
+   "host_canary_seconds": 9.738924999993514e-06,
    "pass_seconds": [
-    4.60319995880127e-05,
-    5.988671779632569e-05,
-    4.6583681106567384e-05
+    7.262335777282715e-05,
+    6.082304000854492e-05,
+    9.198975563049317e-05
    ],
    "pass_host_canary_seconds": [
-    6.6525499999769975e-06,
-    9.205404999974576e-06,
-    8.472525000016162e-06
+    9.738924999993514e-06,
+    1.1714485000027252e-05,
+    1.574500000003809e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 6.225344181060792e-05,
-   "min": 5.859072208404541e-05,
-   "max": 7.994112014770507e-05,
+   "seconds": 9.233344078063965e-05,
+   "min": 7.716864109039307e-05,
+   "max": 0.00013239999771118163,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.569349999985263e-06,
+   "host_canary_seconds": 9.661704999999187e-06,
    "pass_seconds": [
-    5.9448318481445315e-05,
-    7.37171220779419e-05,
-    6.225344181060792e-05
+    9.233344078063965e-05,
+    8.602047920227051e-05,
+    0.00012984000205993652
    ],
    "pass_host_canary_seconds": [
-    6.569349999985263e-06,
-    9.229314999998905e-06,
-    8.395790000008673e-06
+    9.661704999999187e-06,
+    1.1278720000014175e-05,
+    1.6453825000013468e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 4.43123197555542e-05,
-   "min": 4.072319984436035e-05,
-   "max": 8.29740810394287e-05,
+   "seconds": 7.021632194519043e-05,
+   "min": 5.268799781799317e-05,
+   "max": 9.6693115234375e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.769599999998377e-06,
+   "host_canary_seconds": 9.903095000041162e-06,
    "pass_seconds": [
-    4.4302082061767575e-05,
-    4.91923189163208e-05,
-    4.43123197555542e-05
+    5.636223793029785e-05,
+    7.021632194519043e-05,
+    7.492608070373535e-05
    ],
    "pass_host_canary_seconds": [
-    6.769599999998377e-06,
-    9.316000000012536e-06,
-    8.336020000001554e-06
+    9.903095000041162e-06,
+    1.1874495000014917e-05,
+    1.5387847499965802e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 5.820991992950439e-05,
-   "min": 5.35206413269043e-05,
-   "max": 6.997888088226318e-05,
+   "seconds": 9.003456115722657e-05,
+   "min": 7.361216068267822e-05,
+   "max": 0.00012705856323242187,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.770130000006702e-06,
+   "host_canary_seconds": 9.758510000033026e-06,
    "pass_seconds": [
-    5.820991992950439e-05,
-    6.135807991027832e-05,
-    5.558847904205322e-05
+    8.130175590515137e-05,
+    9.003456115722657e-05,
+    0.00010679615974426268
    ],
    "pass_host_canary_seconds": [
-    6.770130000006702e-06,
-    8.991799999975569e-06,
-    8.274164999946265e-06
+    9.758510000033026e-06,
+    1.2070049999977072e-05,
+    1.6256827500029655e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 6.581696033477783e-05,
-   "min": 6.124800205230713e-05,
-   "max": 8.703359603881836e-05,
+   "seconds": 0.00011186304092407227,
+   "min": 7.822847843170167e-05,
+   "max": 0.00014300992012023926,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.716215000004411e-06,
+   "host_canary_seconds": 9.524902500004372e-06,
    "pass_seconds": [
-    6.281599998474121e-05,
-    6.96230411529541e-05,
-    6.581696033477783e-05
+    8.818431854248047e-05,
+    0.00011692928314208986,
+    0.00011186304092407227
    ],
    "pass_host_canary_seconds": [
-    6.716215000004411e-06,
-    8.965305000003809e-06,
-    8.126895000017953e-06
+    9.524902500004372e-06,
+    1.1846364999996695e-05,
+    1.581813500003193e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 7.780735969543457e-05,
-   "min": 7.385087966918945e-05,
-   "max": 0.00011860544204711914,
+   "seconds": 0.00011906751632690429,
+   "min": 0.00010033408164978027,
+   "max": 0.00020901056289672853,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.328707499996256e-06,
+   "host_canary_seconds": 9.097167500016212e-06,
    "pass_seconds": [
-    7.780735969543457e-05,
-    8.062272071838379e-05,
-    7.77945613861084e-05
+    0.00010219072341918946,
+    0.00011906751632690429,
+    0.00018983104705810547
    ],
    "pass_host_canary_seconds": [
-    6.328707499996256e-06,
-    8.693777499999556e-06,
-    8.041867499990474e-06
+    9.097167500016212e-06,
+    1.1986895000006825e-05,
+    1.591848749995961e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 7.813439846038819e-05,
-   "min": 7.109375953674316e-05,
-   "max": 0.00012672575950622558,
+   "seconds": 0.0001493395233154297,
+   "min": 9.921343803405761e-05,
+   "max": 0.00022841215133666992,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.383124999995715e-06,
+   "host_canary_seconds": 9.024334999985228e-06,
    "pass_seconds": [
-    7.616640090942383e-05,
-    8.24300765991211e-05,
-    7.813439846038819e-05
+    0.00010148159980773926,
+    0.0001493395233154297,
+    0.00019735231399536132
    ],
    "pass_host_canary_seconds": [
-    6.383124999995715e-06,
-    8.823225000007539e-06,
-    7.932199999984847e-06
+    9.024334999985228e-06,
+    1.17218000000463e-05,
+    1.4793840000066894e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 9.426688194274902e-05,
-   "min": 8.462016105651854e-05,
-   "max": 0.0001300716781616211,
+   "seconds": 0.00017411712646484375,
+   "min": 0.00014425408363342285,
+   "max": 0.00027680063247680667,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.215032500005436e-06,
+   "host_canary_seconds": 9.971079999999689e-06,
    "pass_seconds": [
-    8.727359771728515e-05,
-    9.956288337707519e-05,
-    9.426688194274902e-05
+    0.00015953215599060058,
+    0.00017411712646484375,
+    0.00022795135498046877
    ],
    "pass_host_canary_seconds": [
-    6.215032500005436e-06,
-    9.001172500013865e-06,
-    8.162674999994124e-06
+    9.971079999999689e-06,
+    1.2355070000005242e-05,
+    1.5984700000046813e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 6.314688205718995e-05,
-   "min": 5.633600234985351e-05,
-   "max": 7.633088111877442e-05,
+   "seconds": 0.00011741824150085449,
+   "min": 8.28991985321045e-05,
+   "max": 0.000155348482131958,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.209955000002765e-06,
+   "host_canary_seconds": 1.043050999999906e-05,
    "pass_seconds": [
-    5.881216049194336e-05,
-    6.666751861572265e-05,
-    6.314688205718995e-05
+    9.35865592956543e-05,
+    0.0001351033592224121,
+    0.00011741824150085449
    ],
    "pass_host_canary_seconds": [
-    6.209955000002765e-06,
-    8.781384999991815e-06,
-    8.121050000013951e-06
+    1.043050999999906e-05,
+    1.7575070000006575e-05,
+    1.1740974999980835e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 7.885695934295655e-05,
-   "min": 7.143487930297851e-05,
-   "max": 8.944064140319825e-05,
+   "seconds": 0.00012709247589111328,
+   "min": 0.00010600447654724121,
+   "max": 0.0001823219108581543,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.153620000013405e-06,
+   "host_canary_seconds": 9.660824999997431e-06,
    "pass_seconds": [
-    7.606207847595214e-05,
-    8.235456466674806e-05,
-    7.885695934295655e-05
+    0.0001260268783569336,
+    0.00017234880447387693,
+    0.00012709247589111328
    ],
    "pass_host_canary_seconds": [
-    6.153620000013405e-06,
-    8.517325000028109e-06,
-    8.041252499992879e-06
+    9.660824999997431e-06,
+    1.74169399999613e-05,
+    1.0729179999913185e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0002827680015563965,
-   "min": 0.00022519231796264648,
-   "max": 0.0005314156723022461,
+   "seconds": 0.0006626815795898437,
+   "min": 0.0003711167907714844,
+   "max": 0.0007746566772460937,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.0891500000082035e-06,
+   "host_canary_seconds": 9.527007500018668e-06,
    "pass_seconds": [
-    0.0002401702308654785,
-    0.00032777664184570316,
-    0.0002827680015563965
+    0.0004481497573852539,
+    0.0007030770874023437,
+    0.0006626815795898437
    ],
    "pass_host_canary_seconds": [
-    6.0891500000082035e-06,
-    8.360660000050758e-06,
-    8.212354999983518e-06
+    9.527007500018668e-06,
+    1.655744500006051e-05,
+    1.457676000001129e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00030551231384277346,
-   "min": 0.00024699071884155273,
-   "max": 0.00047498752593994146,
+   "seconds": 0.0007446707153320313,
+   "min": 0.0002730963134765625,
+   "max": 0.0008579622650146484,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.161985000012748e-06,
+   "host_canary_seconds": 7.206014999994182e-06,
    "pass_seconds": [
-    0.0002569606399536133,
-    0.00030551231384277346,
-    0.00030938495635986327
+    0.00030764991760253905,
+    0.0007500595092773438,
+    0.0007446707153320313
    ],
    "pass_host_canary_seconds": [
-    6.161985000012748e-06,
-    8.376504999993983e-06,
-    8.207540000029212e-06
+    7.206014999994182e-06,
+    1.5757155000031275e-05,
+    1.4522065000051043e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0011089036560058593,
-   "min": 0.0009230470275878906,
-   "max": 0.0014673855590820312,
+   "seconds": 0.0018705209350585938,
+   "min": 0.0012629875183105467,
+   "max": 0.002228531188964844,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5743100000048575e-06,
+   "host_canary_seconds": 9.663169999996057e-06,
    "pass_seconds": [
-    0.0010926521301269532,
-    0.0012960127258300784,
-    0.0011089036560058593
+    0.001413206329345703,
+    0.0018705209350585938,
+    0.00199931396484375
    ],
    "pass_host_canary_seconds": [
-    6.5743100000048575e-06,
-    8.505770000013512e-06,
-    8.228664999947454e-06
+    9.663169999996057e-06,
+    1.6163029999987087e-05,
+    1.632963000005816e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.001620832061767578,
-   "min": 0.001389208984375,
-   "max": 0.0017630554199218752,
+   "seconds": 0.002181465606689453,
+   "min": 0.0016185772705078125,
+   "max": 0.0026585055541992184,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.417179999968937e-06,
+   "host_canary_seconds": 7.121499999982462e-06,
    "pass_seconds": [
-    0.0014872204589843748,
-    0.0016379814147949217,
-    0.001620832061767578
+    0.0017445587158203123,
+    0.002580268859863281,
+    0.002181465606689453
    ],
    "pass_host_canary_seconds": [
-    7.417179999968937e-06,
-    8.282419999972035e-06,
-    7.755654999996864e-06
+    7.121499999982462e-06,
+    1.538464999995881e-05,
+    1.5623660000017027e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 9.29651165008545e-05,
-   "min": 8.05299186706543e-05,
-   "max": 0.00011296575546264647,
+   "seconds": 0.00017833215713500977,
+   "min": 0.00010134719848632813,
+   "max": 0.0002633407974243164,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.169114999994064e-06,
+   "host_canary_seconds": 6.820772499978034e-06,
    "pass_seconds": [
-    9.878527641296387e-05,
-    9.29651165008545e-05,
-    8.584192276000977e-05
+    0.00010694080352783203,
+    0.000217890567779541,
+    0.00017833215713500977
    ],
    "pass_host_canary_seconds": [
-    8.169114999994064e-06,
-    8.132029999998734e-06,
-    7.226847500021449e-06
+    6.820772499978034e-06,
+    1.4780984999944735e-05,
+    1.5933334999971294e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00011324224472045898,
-   "min": 9.420800209045409e-05,
-   "max": 0.00015152000427246092,
+   "seconds": 0.0001891219139099121,
+   "min": 0.00012382335662841797,
+   "max": 0.0003347264099121094,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.400147500007393e-06,
+   "host_canary_seconds": 7.29319749996904e-06,
    "pass_seconds": [
-    0.00011324224472045898,
-    0.0001362118434906006,
-    9.623488426208497e-05
+    0.0001266425609588623,
+    0.0002810214424133301,
+    0.0001891219139099121
    ],
    "pass_host_canary_seconds": [
-    7.400147500007393e-06,
-    8.462515000005055e-06,
-    7.1800299999935645e-06
+    7.29319749996904e-06,
+    1.6356029999968768e-05,
+    1.6361904999939725e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00016535551071166993,
-   "min": 0.00013600576400756836,
-   "max": 0.000330513916015625,
+   "seconds": 0.0002799430465698242,
+   "min": 0.00020298048019409178,
+   "max": 0.00043021694183349615,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4307950000142e-06,
+   "host_canary_seconds": 7.182004999961577e-06,
    "pass_seconds": [
-    0.00014260607719421387,
-    0.00021112447738647462,
-    0.00016535551071166993
+    0.0002228102493286133,
+    0.0003011257553100586,
+    0.0002799430465698242
    ],
    "pass_host_canary_seconds": [
-    6.4307950000142e-06,
-    8.89952999997945e-06,
-    7.761720000019067e-06
+    7.182004999961577e-06,
+    1.704789000001483e-05,
+    1.6389669999909985e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00026477184295654296,
-   "min": 0.00020048255920410155,
-   "max": 0.0004775455856323242,
+   "seconds": 0.00047729663848876955,
+   "min": 0.00034551807403564454,
+   "max": 0.0008033708953857421,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.343064999967396e-06,
+   "host_canary_seconds": 7.502499999958445e-06,
    "pass_seconds": [
-    0.00021533376693725587,
-    0.00032426433563232423,
-    0.00026477184295654296
+    0.0004284486389160156,
+    0.0006331423950195312,
+    0.00047729663848876955
    ],
    "pass_host_canary_seconds": [
-    6.343064999967396e-06,
-    8.703150000002324e-06,
-    8.12865499998594e-06
+    7.502499999958445e-06,
+    1.6418845000032434e-05,
+    1.5892499999949904e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 1.7154263392945727e-06,
-   "min": 1.4963191964209192e-06,
-   "max": 2.064301339294821e-06,
+   "seconds": 3.4156473214887384e-06,
+   "min": 1.9204486607003546e-06,
+   "max": 5.512002232136279e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5074,22 +5518,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.501700000001165e-06,
+   "host_canary_seconds": 7.582830000032459e-06,
    "pass_seconds": [
-    1.7154263392945727e-06,
-    1.8345781250341174e-06,
-    1.6733437500082715e-06
+    1.9443035714137935e-06,
+    3.943611607144197e-06,
+    3.4156473214887384e-06
    ],
    "pass_host_canary_seconds": [
-    6.501700000001165e-06,
-    8.299690000015403e-06,
-    8.07769499999722e-06
+    7.582830000032459e-06,
+    1.6455102500003704e-05,
+    1.55465549999434e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 7.12132857074721e-05,
-   "min": 4.995285714772178e-05,
-   "max": 0.00011419385714564864,
+   "seconds": 0.00012870242859110346,
+   "min": 5.567785715194465e-05,
+   "max": 0.00036203785714202956,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5099,22 +5543,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.501700000001165e-06,
+   "host_canary_seconds": 7.582830000032459e-06,
    "pass_seconds": [
-    7.36998571560272e-05,
-    6.897785714394493e-05,
-    7.12132857074721e-05
+    8.238714285572053e-05,
+    0.00017647585714135924,
+    0.00012870242859110346
    ],
    "pass_host_canary_seconds": [
-    6.501700000001165e-06,
-    8.299690000015403e-06,
-    8.07769499999722e-06
+    7.582830000032459e-06,
+    1.6455102500003704e-05,
+    1.55465549999434e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00017839399998820227,
-   "min": 0.0001733050000041203,
-   "max": 0.0001993319999940013,
+   "seconds": 0.00020062499999085048,
+   "min": 0.0001774899999986701,
+   "max": 0.0003403340000005528,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5122,15 +5566,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00017839399998820227,
-    0.0001843600000057677,
-    0.00017627199999026288
+    0.0001823119999926348,
+    0.0002030539999964276,
+    0.00020062499999085048
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.1450013392884264e-05,
-   "min": 1.8804598214286878e-05,
-   "max": 2.8225680803580948e-05,
+   "seconds": 4.21744419642727e-05,
+   "min": 2.038217410715859e-05,
+   "max": 4.935181026786774e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5140,22 +5584,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.635017499974083e-06,
+   "host_canary_seconds": 7.209507500007816e-06,
    "pass_seconds": [
-    1.954236830356163e-05,
-    2.6052223214310744e-05,
-    2.1450013392884264e-05
+    2.1121321428571198e-05,
+    4.741687053571348e-05,
+    4.21744419642727e-05
    ],
    "pass_host_canary_seconds": [
-    6.635017499974083e-06,
-    8.817524999962246e-06,
-    7.556535000006193e-06
+    7.209507500007816e-06,
+    1.635942499994769e-05,
+    1.5345590000066523e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 4.722728571339625e-05,
-   "min": -9.253257143322061e-05,
-   "max": 0.0003024677142998858,
+   "seconds": 0.00017507114284853742,
+   "min": -0.00018540385715125124,
+   "max": 0.0008984367142902882,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5165,22 +5609,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.635017499974083e-06,
+   "host_canary_seconds": 7.209507500007816e-06,
    "pass_seconds": [
-    8.450142857441278e-05,
-    4.3193285709516556e-05,
-    4.722728571339625e-05
+    5.853500000390396e-05,
+    0.0002604778571456529,
+    0.00017507114284853742
    ],
    "pass_host_canary_seconds": [
-    6.635017499974083e-06,
-    8.817524999962246e-06,
-    7.556535000006193e-06
+    7.209507500007816e-06,
+    1.635942499994769e-05,
+    1.5345590000066523e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016099799999835795,
-   "min": 0.0001561779999974533,
-   "max": 0.00022773300000267227,
+   "seconds": 0.00021767100000147366,
+   "min": 0.00015727599999593167,
+   "max": 0.00032652399998767123,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5188,15 +5632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00015880400000867212,
-    0.0001638429999957225,
-    0.00016099799999835795
+    0.00015951199999619803,
+    0.0002515790000074958,
+    0.00021767100000147366
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.3776629464208007e-06,
-   "min": 1.142357142880357e-06,
-   "max": 1.4842991071795097e-06,
+   "seconds": 2.5290178571652736e-06,
+   "min": 1.3884107142711092e-06,
+   "max": 4.143098214282048e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5206,22 +5650,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.540640000025633e-06,
+   "host_canary_seconds": 7.098795000004543e-06,
    "pass_seconds": [
-    1.3776629464208007e-06,
-    1.3949642857026743e-06,
-    1.24186607143782e-06
+    1.463151785729977e-06,
+    3.0382566964526347e-06,
+    2.5290178571652736e-06
    ],
    "pass_host_canary_seconds": [
-    6.540640000025633e-06,
-    8.785544999980744e-06,
-    7.453425000036873e-06
+    7.098795000004543e-06,
+    1.974067249996381e-05,
+    1.5416419999922935e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 5.443514285933102e-05,
-   "min": 3.84167142856638e-05,
-   "max": 0.00010403899998883455,
+   "seconds": 9.518528571561546e-05,
+   "min": 4.129671428643178e-05,
+   "max": 0.00032502742857332123,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5231,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.540640000025633e-06,
+   "host_canary_seconds": 7.098795000004543e-06,
    "pass_seconds": [
-    5.443514285933102e-05,
-    5.349971429373974e-05,
-    5.449628570935212e-05
+    6.122228570859534e-05,
+    0.00015711114286075047,
+    9.518528571561546e-05
    ],
    "pass_host_canary_seconds": [
-    6.540640000025633e-06,
-    8.785544999980744e-06,
-    7.453425000036873e-06
+    7.098795000004543e-06,
+    1.974067249996381e-05,
+    1.5416419999922935e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012200100000825387,
-   "min": 0.00011758500001235461,
-   "max": 0.00013076300000136598,
+   "seconds": 0.0001431649999972251,
+   "min": 0.00011774299998990045,
+   "max": 0.00020249599999999646,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5254,15 +5698,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012200100000825387,
-    0.00012291999999547443,
-    0.0001215389999913441
+    0.00012358200000051056,
+    0.0001431649999972251,
+    0.00014407099999402817
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.526582589274204e-06,
-   "min": 6.641895089286111e-06,
-   "max": 9.918598214309071e-06,
+   "seconds": 1.680773660714e-05,
+   "min": 7.201584821401953e-06,
+   "max": 2.190043080358655e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5272,22 +5716,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.398654999983932e-06,
+   "host_canary_seconds": 7.4173550000011805e-06,
    "pass_seconds": [
-    6.906629464279287e-06,
-    8.273272321446257e-06,
-    7.526582589274204e-06
+    7.385122767861978e-06,
+    2.0006011160716192e-05,
+    1.680773660714e-05
    ],
    "pass_host_canary_seconds": [
-    6.398654999983932e-06,
-    8.949389999983737e-06,
-    8.154034999989789e-06
+    7.4173550000011805e-06,
+    1.6525624999985666e-05,
+    1.583948499998655e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00023779314285832243,
-   "min": 8.592771428084234e-05,
-   "max": 0.00038602742857563044,
+   "seconds": 0.0005871394285707407,
+   "min": 0.0002447589999974298,
+   "max": 0.0013677774285838495,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5297,22 +5741,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.398654999983932e-06,
+   "host_canary_seconds": 7.4173550000011805e-06,
    "pass_seconds": [
-    0.00024709071428625454,
-    0.00023779314285832243,
-    0.00020416985714989878
+    0.00027006885713173494,
+    0.0007247682857130908,
+    0.0005871394285707407
    ],
    "pass_host_canary_seconds": [
-    6.398654999983932e-06,
-    8.949389999983737e-06,
-    8.154034999989789e-06
+    7.4173550000011805e-06,
+    1.6525624999985666e-05,
+    1.583948499998655e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004654279999982691,
-   "min": 0.00043371499999977914,
-   "max": 0.0005329859999960718,
+   "seconds": 0.000493497000007892,
+   "min": 0.00043934800000045016,
+   "max": 0.0010183509999990292,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5320,15 +5764,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004416630000037003,
-    0.0004751970000000938,
-    0.0004654279999982691
+    0.0004430579999876727,
+    0.000560509999999681,
+    0.000493497000007892
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 7.59328191964099e-05,
-   "min": 6.018700669642639e-05,
-   "max": 9.930785937498474e-05,
+   "seconds": 0.00013780935491076413,
+   "min": 6.472203125002756e-05,
+   "max": 0.00017247841294643074,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5338,22 +5782,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.677020000012135e-06,
+   "host_canary_seconds": 7.4173550000011805e-06,
    "pass_seconds": [
-    6.171077232143749e-05,
-    7.817180357142359e-05,
-    7.59328191964099e-05
+    6.781100669647369e-05,
+    0.000160864957589205,
+    0.00013780935491076413
    ],
    "pass_host_canary_seconds": [
-    6.677020000012135e-06,
-    8.847244999969917e-06,
-    8.43811499997571e-06
+    7.4173550000011805e-06,
+    1.6879479999971636e-05,
+    1.6159305000087444e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003012709999938223,
-   "min": -0.0015471899999986204,
-   "max": 0.0010823495714171417,
+   "seconds": 0.0005614312857013769,
+   "min": -0.00146383342857348,
+   "max": 0.0018356459999893104,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5363,22 +5807,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.677020000012135e-06,
+   "host_canary_seconds": 7.4173550000011805e-06,
    "pass_seconds": [
-    0.0003012709999938223,
-    0.0002847015714288704,
-    0.0003020795714385417
+    0.0002943601428658637,
+    0.001019546714283186,
+    0.0005614312857013769
    ],
    "pass_host_canary_seconds": [
-    6.677020000012135e-06,
-    8.847244999969917e-06,
-    8.43811499997571e-06
+    7.4173550000011805e-06,
+    1.6879479999971636e-05,
+    1.6159305000087444e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00038560800000198014,
-   "min": 0.0003794800000065379,
-   "max": 0.0004066249999965521,
+   "seconds": 0.0006316239999932804,
+   "min": 0.0003798510000052602,
+   "max": 0.001192690999999968,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5386,15 +5830,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003854290000049332,
-    0.00038560800000198014,
-    0.00038580800000431736
+    0.00038445400001307917,
+    0.0007410519999950793,
+    0.0006316239999932804
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.2937053571401933e-06,
-   "min": 2.045886160706445e-06,
-   "max": 2.561491071441578e-06,
+   "seconds": 4.5595379465040205e-06,
+   "min": 2.3149575892730416e-06,
+   "max": 6.241013392876178e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5404,22 +5848,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.847865000025877e-06,
+   "host_canary_seconds": 9.22552000005794e-06,
    "pass_seconds": [
-    2.2937053571401933e-06,
-    2.138343750005386e-06,
-    2.316924107173942e-06
+    2.3960491071228773e-06,
+    5.616995535679641e-06,
+    4.5595379465040205e-06
    ],
    "pass_host_canary_seconds": [
-    6.847865000025877e-06,
-    8.36291500000641e-06,
-    8.762744999941675e-06
+    9.22552000005794e-06,
+    1.9820050000021183e-05,
+    1.6163252499978853e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 7.923914285510949e-05,
-   "min": 6.159285713230083e-05,
-   "max": 0.0001233874285568553,
+   "seconds": 0.0001256837142956816,
+   "min": 3.3649428579402804e-05,
+   "max": 0.000837953571423863,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5429,22 +5873,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.847865000025877e-06,
+   "host_canary_seconds": 9.22552000005794e-06,
    "pass_seconds": [
-    8.00485714275315e-05,
-    7.901371428634514e-05,
-    7.923914285510949e-05
+    9.401700000921664e-05,
+    0.00024172128570804877,
+    0.0001256837142956816
    ],
    "pass_host_canary_seconds": [
-    6.847865000025877e-06,
-    8.36291500000641e-06,
-    8.762744999941675e-06
+    9.22552000005794e-06,
+    1.9820050000021183e-05,
+    1.6163252499978853e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018092999999907988,
-   "min": 0.00017602700000907134,
-   "max": 0.0002049010000035878,
+   "seconds": 0.00022139000000720443,
+   "min": 0.00017793400000698512,
+   "max": 0.000488842999999406,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5452,111 +5896,111 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001797219999986055,
-    0.00018607599999143076,
-    0.00018092999999907988
+    0.0001829979999996567,
+    0.00023863199999141216,
+    0.00022139000000720443
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.123105000009786e-06,
-   "min": 4.533426999998369e-06,
-   "max": 5.996168999999441e-06,
+   "seconds": 1.056797500001494e-05,
+   "min": 4.676583999994932e-06,
+   "max": 1.259698199999093e-05,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.779014999978017e-06,
+   "host_canary_seconds": 7.4303550000109905e-06,
    "pass_seconds": [
-    4.586471000010306e-06,
-    5.123105000009786e-06,
-    5.3633180000076665e-06
+    4.873356999993916e-06,
+    1.2223908999999366e-05,
+    1.056797500001494e-05
    ],
    "pass_host_canary_seconds": [
-    6.779014999978017e-06,
-    8.28467000005162e-06,
-    8.762744999941675e-06
+    7.4303550000109905e-06,
+    1.7432410000068898e-05,
+    1.5958802500080082e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 7.195377999991592e-06,
-   "min": 6.250475000001643e-06,
-   "max": 7.928946999996356e-06,
+   "seconds": 1.4468759999999748e-05,
+   "min": 6.291949000001296e-06,
+   "max": 1.680493999998589e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.680070000015803e-06,
+   "host_canary_seconds": 7.453105000010396e-06,
    "pass_seconds": [
-    6.291810999996983e-06,
-    7.411930000003508e-06,
-    7.195377999991592e-06
+    6.399594999990654e-06,
+    1.5956605000013725e-05,
+    1.4468759999999748e-05
    ],
    "pass_host_canary_seconds": [
-    6.680070000015803e-06,
-    8.580517500007545e-06,
-    8.191450000012424e-06
+    7.453105000010396e-06,
+    1.7030739999981395e-05,
+    1.5860472499937828e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.5922829999936993e-06,
-   "min": 7.225650000037831e-07,
-   "max": 1.7370630000073106e-06,
+   "seconds": 3.8057790000038948e-06,
+   "min": 7.977610000011737e-07,
+   "max": 4.481085000008989e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.7074349999884925e-06,
+   "host_canary_seconds": 7.4810099999922385e-06,
    "pass_seconds": [
-    7.327060000079654e-07,
-    1.6544150000044056e-06,
-    1.5922829999936993e-06
+    8.141369999918879e-07,
+    4.0724730000079035e-06,
+    3.8057790000038948e-06
    ],
    "pass_host_canary_seconds": [
-    6.7074349999884925e-06,
-    8.572887500015724e-06,
-    8.21718750003697e-06
+    7.4810099999922385e-06,
+    1.6879559999978256e-05,
+    1.6122654999932706e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.4812613000003693e-05,
-   "min": 1.3087714999997502e-05,
-   "max": 1.6087636999998268e-05,
+   "seconds": 2.733931299999881e-05,
+   "min": 1.4204707000004646e-05,
+   "max": 3.163522900001681e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.748869999988472e-06,
+   "host_canary_seconds": 7.681410000017764e-06,
    "pass_seconds": [
-    1.332556699999543e-05,
-    1.5200133999996978e-05,
-    1.4812613000003693e-05
+    1.4412368000009223e-05,
+    3.1089584999989483e-05,
+    2.733931299999881e-05
    ],
    "pass_host_canary_seconds": [
-    6.748869999988472e-06,
-    8.502397499974279e-06,
-    7.973822499991456e-06
+    7.681410000017764e-06,
+    1.656490000002009e-05,
+    1.621870500002842e-05
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.889537600000324e-05,
-   "min": 1.608672800000477e-05,
-   "max": 2.0393401999996286e-05,
+   "seconds": 3.288046599999461e-05,
+   "min": 1.7864463999998746e-05,
+   "max": 3.7398671999994804e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5478975000132775e-06,
+   "host_canary_seconds": 7.735975000002782e-06,
    "pass_seconds": [
-    1.61958970000029e-05,
-    2.001786099999947e-05,
-    1.889537600000324e-05
+    1.804470099999378e-05,
+    3.650602800001934e-05,
+    3.288046599999461e-05
    ],
    "pass_host_canary_seconds": [
-    6.5478975000132775e-06,
-    8.534989999979813e-06,
-    7.835352499974135e-06
+    7.735975000002782e-06,
+    1.6765700000007655e-05,
+    1.6021580000113998e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.7215555873107795e-06,
-   "min": 1.6410857165526912e-06,
-   "max": 1.7633606468200724e-06,
+   "seconds": 1.7620349205017161e-06,
+   "min": 1.620605693969726e-06,
+   "max": 1.979319952392545e-06,
    "samples": 33,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead); median of 3 passes over the probe's run",
    "pass_seconds": [
-    1.726115617065421e-06,
-    1.7082245860290761e-06,
-    1.7215555873107795e-06
+    1.691809363403329e-06,
+    1.8112906919860837e-06,
+    1.7620349205017161e-06
    ]
   }
  },
@@ -5580,15 +6024,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.578699999999998e-05,
-    "min": 7.545550000000002e-05,
-    "max": 7.598650000000001e-05,
+    "seconds": 7.578999999999998e-05,
+    "min": 7.562519999999994e-05,
+    "max": 7.595230000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001043637,
-    "min": 0.0001040919,
-    "max": 0.00010455909999999995,
+    "seconds": 0.00010416459999999995,
+    "min": 0.00010402129999999997,
+    "max": 0.0001042268000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5612,15 +6056,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.994860000000011e-05,
-    "min": 8.966690000000018e-05,
-    "max": 9.033219999999998e-05,
+    "seconds": 8.984085000000011e-05,
+    "min": 8.962860000000014e-05,
+    "max": 9.023330000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.50316e-05,
-    "min": 9.486950000000001e-05,
-    "max": 9.527590000000003e-05,
+    "seconds": 9.512740000000003e-05,
+    "min": 9.494659999999994e-05,
+    "max": 9.53309999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5644,15 +6088,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017630985,
-    "min": 0.0001762385,
-    "max": 0.00017654519999999992,
+    "seconds": 0.00017663485000000005,
+    "min": 0.00017646779999999998,
+    "max": 0.0001767812,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004413286000000001,
-    "min": 0.00044032589999999996,
-    "max": 0.00044170980000000004,
+    "seconds": 0.00044192745000000004,
+    "min": 0.0004417767999999999,
+    "max": 0.0004424202,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5676,15 +6120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002823702999999999,
-    "min": 0.0002819012999999999,
-    "max": 0.0002839534999999999,
+    "seconds": 0.0002825977999999999,
+    "min": 0.0002818396000000001,
+    "max": 0.0002837335000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005178616000000001,
-    "min": 0.0005176392999999997,
-    "max": 0.0005182271,
+    "seconds": 0.0005183808,
+    "min": 0.0005179342000000001,
+    "max": 0.0005194848,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5708,15 +6152,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006879739999999998,
-    "min": 0.0006878852999999999,
-    "max": 0.0006889795999999999,
+    "seconds": 0.00068834035,
+    "min": 0.0006874190000000004,
+    "max": 0.0006895443999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017344869500000005,
-    "min": 0.0017337492,
-    "max": 0.0017349868,
+    "seconds": 0.00173660445,
+    "min": 0.0017356184,
+    "max": 0.0017379152999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5740,15 +6184,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011389803999999996,
-    "min": 0.0011384131999999996,
-    "max": 0.0011412948999999994,
+    "seconds": 0.0011402381500000003,
+    "min": 0.0011391897999999997,
+    "max": 0.0011406768,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020922551999999995,
-    "min": 0.0020911651000000003,
-    "max": 0.002093736000000001,
+    "seconds": 0.0020941491,
+    "min": 0.0020926404,
+    "max": 0.0020950439000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5772,15 +6216,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.481240000000002e-05,
-    "min": 3.475460000000007e-05,
-    "max": 3.535e-05,
+    "seconds": 3.479994999999999e-05,
+    "min": 3.472949999999994e-05,
+    "max": 3.541400000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.85024e-05,
-    "min": 9.830370000000002e-05,
-    "max": 9.895920000000005e-05,
+    "seconds": 9.778155000000002e-05,
+    "min": 9.736550000000002e-05,
+    "max": 9.860790000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5804,15 +6248,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8337550000000074e-05,
-    "min": 4.8320100000000046e-05,
-    "max": 4.954499999999998e-05,
+    "seconds": 4.831609999999997e-05,
+    "min": 4.82748e-05,
+    "max": 4.9263899999999927e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.151664999999999e-05,
-    "min": 7.141719999999997e-05,
-    "max": 7.218780000000002e-05,
+    "seconds": 6.973625e-05,
+    "min": 6.970180000000007e-05,
+    "max": 7.05269e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5836,15 +6280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017536549999999993,
-    "min": 0.00017481519999999995,
-    "max": 0.0001760057999999999,
+    "seconds": 0.00017544925000000002,
+    "min": 0.0001749560999999999,
+    "max": 0.00017600550000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004349027999999999,
-    "min": 0.00043467379999999995,
-    "max": 0.0004357377000000001,
+    "seconds": 0.00043391170000000006,
+    "min": 0.00043371649999999985,
+    "max": 0.0004340804999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5868,15 +6312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031965840000000004,
-    "min": 0.0003188585999999999,
-    "max": 0.0003206483,
+    "seconds": 0.0003196310999999999,
+    "min": 0.0003186837000000001,
+    "max": 0.0003210635000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005847618000000001,
-    "min": 0.0005834496,
-    "max": 0.0005852288,
+    "seconds": 0.0005827864499999998,
+    "min": 0.0005816677999999997,
+    "max": 0.0005835103999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5900,15 +6344,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.134499999999999e-05,
-    "min": 5.1183399999999975e-05,
-    "max": 5.1483699999999996e-05,
+    "seconds": 5.151755000000011e-05,
+    "min": 5.134650000000004e-05,
+    "max": 5.18012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012090649999999998,
-    "min": 0.00012068829999999995,
-    "max": 0.00012111339999999995,
+    "seconds": 0.00012098565000000003,
+    "min": 0.00012053909999999997,
+    "max": 0.00012133209999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5932,15 +6376,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.819809999999998e-05,
-    "min": 6.648840000000002e-05,
-    "max": 6.965709999999997e-05,
+    "seconds": 6.817694999999999e-05,
+    "min": 6.726350000000014e-05,
+    "max": 6.990659999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012794435000000002,
-    "min": 0.00012714090000000001,
-    "max": 0.0001281610999999999,
+    "seconds": 0.00012663370000000004,
+    "min": 0.00012602179999999995,
+    "max": 0.0001270985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5964,15 +6408,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001996354,
-    "min": 0.00019902179999999994,
-    "max": 0.0002001199999999999,
+    "seconds": 0.00019950525,
+    "min": 0.00019820670000000006,
+    "max": 0.00019999360000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004670914,
-    "min": 0.00046674380000000004,
-    "max": 0.0004676156999999999,
+    "seconds": 0.00046709410000000007,
+    "min": 0.00046693160000000006,
+    "max": 0.00046768040000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -5996,15 +6440,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003777724,
-    "min": 0.0003772329000000001,
-    "max": 0.00037838690000000023,
+    "seconds": 0.00037753064999999995,
+    "min": 0.0003771115999999998,
+    "max": 0.0003777851000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000611932,
-    "min": 0.0006114818,
-    "max": 0.0006130848999999999,
+    "seconds": 0.0006128938,
+    "min": 0.0006113894,
+    "max": 0.0006139081,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6028,15 +6472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.923170000000002e-05,
-    "min": 7.901600000000004e-05,
-    "max": 7.954769999999998e-05,
+    "seconds": 7.919644999999996e-05,
+    "min": 7.878930000000004e-05,
+    "max": 7.942239999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001418595,
-    "min": 0.0001417202000000001,
-    "max": 0.0001423053,
+    "seconds": 0.00014191430000000003,
+    "min": 0.00014171240000000008,
+    "max": 0.00014224280000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6060,15 +6504,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001218964999999999,
-    "min": 0.0001216649,
-    "max": 0.00012222849999999995,
+    "seconds": 0.00012192385000000006,
+    "min": 0.00012172619999999994,
+    "max": 0.00012233590000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016492279999999997,
-    "min": 0.00016463509999999998,
-    "max": 0.00016547000000000003,
+    "seconds": 0.00016438200000000003,
+    "min": 0.00016428300000000004,
+    "max": 0.00016483070000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6092,15 +6536,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030678179999999995,
-    "min": 0.0003064578999999999,
-    "max": 0.00030715810000000006,
+    "seconds": 0.00030666345000000014,
+    "min": 0.0003063295,
+    "max": 0.00030676970000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005522911499999999,
-    "min": 0.0005516186999999999,
-    "max": 0.0005531128,
+    "seconds": 0.0005526187,
+    "min": 0.0005520876000000001,
+    "max": 0.0005530851999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6124,15 +6568,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004705534999999999,
-    "min": 0.0004701085999999998,
-    "max": 0.0004711105999999998,
+    "seconds": 0.0004703331,
+    "min": 0.00046973329999999995,
+    "max": 0.0004705889000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006555657500000001,
-    "min": 0.0006547782999999998,
-    "max": 0.0006557671000000001,
+    "seconds": 0.00065527805,
+    "min": 0.0006547497,
+    "max": 0.0006557662000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6156,15 +6600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.620749999999959e-06,
-    "min": 9.590299999999978e-06,
-    "max": 9.676599999999985e-06,
+    "seconds": 9.40635000000002e-06,
+    "min": 9.337500000000046e-06,
+    "max": 9.449699999999961e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5110350000000017e-05,
-    "min": 1.5017500000000007e-05,
-    "max": 1.5257500000000004e-05,
+    "seconds": 1.524920000000003e-05,
+    "min": 1.5209599999999911e-05,
+    "max": 1.539819999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6188,15 +6632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.142854999999993e-05,
-    "min": 2.1375900000000003e-05,
-    "max": 2.151970000000001e-05,
+    "seconds": 2.1337149999999962e-05,
+    "min": 2.1305299999999896e-05,
+    "max": 2.145850000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0793450000000047e-05,
-    "min": 2.0736000000000033e-05,
-    "max": 2.0880199999999922e-05,
+    "seconds": 2.076139999999999e-05,
+    "min": 2.0735599999999954e-05,
+    "max": 2.0892400000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6220,15 +6664,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0964799999999983e-05,
-    "min": 5.0818400000000015e-05,
-    "max": 5.120869999999998e-05,
+    "seconds": 5.087849999999999e-05,
+    "min": 5.063359999999998e-05,
+    "max": 5.1074799999999954e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012294835,
-    "min": 0.00012244199999999998,
-    "max": 0.00012309649999999993,
+    "seconds": 0.00012272879999999998,
+    "min": 0.00012230679999999998,
+    "max": 0.00012313510000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6252,15 +6696,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.861305000000005e-05,
-    "min": 7.742119999999995e-05,
-    "max": 8.18982e-05,
+    "seconds": 7.977439999999999e-05,
+    "min": 7.869710000000015e-05,
+    "max": 8.075069999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015266460000000002,
-    "min": 0.00015223510000000006,
-    "max": 0.00015364690000000005,
+    "seconds": 0.00015227124999999986,
+    "min": 0.00015162890000000004,
+    "max": 0.00015324999999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6284,15 +6728,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3180750000000035e-05,
-    "min": 1.3126299999999993e-05,
-    "max": 1.3968400000000044e-05,
+    "seconds": 1.3124699999999996e-05,
+    "min": 1.3087799999999948e-05,
+    "max": 1.3855700000000068e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3706550000000024e-05,
-    "min": 3.332449999999996e-05,
-    "max": 3.4031600000000116e-05,
+    "seconds": 3.352625000000003e-05,
+    "min": 3.317440000000001e-05,
+    "max": 3.363830000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6316,15 +6760,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7078250000000052e-05,
-    "min": 2.7055699999999965e-05,
-    "max": 2.7443300000000124e-05,
+    "seconds": 2.718865000000002e-05,
+    "min": 2.714840000000008e-05,
+    "max": 2.755809999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.741900000000001e-05,
-    "min": 2.7398100000000035e-05,
-    "max": 2.7554999999999973e-05,
+    "seconds": 2.742220000000001e-05,
+    "min": 2.735990000000002e-05,
+    "max": 2.751040000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6348,15 +6792,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.946804999999995e-05,
-    "min": 7.904870000000004e-05,
-    "max": 7.974060000000007e-05,
+    "seconds": 7.943190000000004e-05,
+    "min": 7.911619999999999e-05,
+    "max": 7.980129999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014771410000000002,
-    "min": 0.00014742969999999991,
-    "max": 0.00014816260000000004,
+    "seconds": 0.00014739409999999994,
+    "min": 0.0001470352,
+    "max": 0.00014794509999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6380,15 +6824,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013796964999999997,
-    "min": 0.0001377429,
-    "max": 0.00013844060000000002,
+    "seconds": 0.00013811120000000007,
+    "min": 0.0001378320000000001,
+    "max": 0.0001384192,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019310749999999996,
-    "min": 0.00019240459999999996,
-    "max": 0.00019369340000000005,
+    "seconds": 0.0001925503500000001,
+    "min": 0.00019227039999999997,
+    "max": 0.00019263569999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6412,15 +6856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4786499999999996e-05,
-    "min": 3.4623599999999985e-05,
-    "max": 3.485130000000004e-05,
+    "seconds": 3.480140000000001e-05,
+    "min": 3.467810000000022e-05,
+    "max": 3.4947199999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.907794999999999e-05,
-    "min": 5.8997400000000005e-05,
-    "max": 5.962809999999999e-05,
+    "seconds": 5.9354999999999976e-05,
+    "min": 5.8985700000000014e-05,
+    "max": 5.9487600000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6444,15 +6888,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4977450000000045e-05,
-    "min": 4.495000000000009e-05,
-    "max": 4.5315500000000003e-05,
+    "seconds": 4.5335999999999974e-05,
+    "min": 4.49278e-05,
+    "max": 4.5733800000000047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.148454999999998e-05,
-    "min": 5.111289999999998e-05,
-    "max": 5.2758300000000006e-05,
+    "seconds": 5.2355200000000023e-05,
+    "min": 5.208950000000007e-05,
+    "max": 5.302060000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6476,15 +6920,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015248419999999997,
-    "min": 0.00015195550000000004,
-    "max": 0.00015268390000000006,
+    "seconds": 0.00015246799999999995,
+    "min": 0.00015218090000000006,
+    "max": 0.00015269589999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021611455000000002,
-    "min": 0.00021573320000000006,
-    "max": 0.00021634000000000006,
+    "seconds": 0.00021612214999999988,
+    "min": 0.00021585469999999994,
+    "max": 0.0002163511,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6508,15 +6952,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001969221500000001,
-    "min": 0.00019672080000000003,
-    "max": 0.00019712569999999992,
+    "seconds": 0.0001969201000000001,
+    "min": 0.00019673249999999998,
+    "max": 0.00019704860000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022575275000000006,
-    "min": 0.00022545010000000004,
-    "max": 0.0002266653,
+    "seconds": 0.00022592190000000006,
+    "min": 0.00022574829999999995,
+    "max": 0.000226237,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6540,15 +6984,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.505400000000032e-06,
-    "min": 6.47349999999999e-06,
-    "max": 6.5667000000000036e-06,
+    "seconds": 6.519999999999924e-06,
+    "min": 6.489699999999993e-06,
+    "max": 6.534300000000076e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.303850000000011e-06,
-    "min": 6.2782999999999675e-06,
-    "max": 6.364999999999964e-06,
+    "seconds": 6.262300000000015e-06,
+    "min": 6.249600000000032e-06,
+    "max": 6.27519999999995e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6572,15 +7016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3710000000000072e-05,
-    "min": 1.3699000000000024e-05,
-    "max": 1.3734000000000025e-05,
+    "seconds": 1.3665550000000054e-05,
+    "min": 1.3654300000000058e-05,
+    "max": 1.368629999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.622300000000052e-06,
-    "min": 9.59980000000004e-06,
-    "max": 9.631700000000023e-06,
+    "seconds": 9.575949999999943e-06,
+    "min": 9.558300000000078e-06,
+    "max": 9.612799999999994e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6604,15 +7048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4374200000000007e-05,
-    "min": 1.4336000000000001e-05,
-    "max": 1.5059199999999952e-05,
+    "seconds": 1.4359949999999947e-05,
+    "min": 1.4265800000000059e-05,
+    "max": 1.5052999999999907e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0417399999999977e-05,
-    "min": 3.0357899999999962e-05,
-    "max": 3.0821900000000004e-05,
+    "seconds": 3.056295000000002e-05,
+    "min": 3.009940000000004e-05,
+    "max": 3.1107099999999965e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6636,15 +7080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4417499999999994e-05,
-    "min": 3.435019999999995e-05,
-    "max": 3.460429999999999e-05,
+    "seconds": 3.4484850000000145e-05,
+    "min": 3.440279999999998e-05,
+    "max": 3.468750000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.380289999999998e-05,
-    "min": 3.375010000000001e-05,
-    "max": 3.399980000000005e-05,
+    "seconds": 3.396904999999997e-05,
+    "min": 3.388179999999995e-05,
+    "max": 3.40670000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6668,15 +7112,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1139199999999976e-05,
-    "min": 1.1046399999999949e-05,
-    "max": 1.1235199999999997e-05,
+    "seconds": 1.1099200000000053e-05,
+    "min": 1.1033500000000026e-05,
+    "max": 1.1353699999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.200139999999995e-05,
-    "min": 1.1868300000000011e-05,
-    "max": 1.2063700000000062e-05,
+    "seconds": 1.2010999999999943e-05,
+    "min": 1.1836699999999996e-05,
+    "max": 1.2051099999999928e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6700,15 +7144,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1227199999999955e-05,
-    "min": 2.11996000000001e-05,
-    "max": 2.1273200000000076e-05,
+    "seconds": 2.124490000000005e-05,
+    "min": 2.120949999999989e-05,
+    "max": 2.1296199999999886e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6295950000000018e-05,
-    "min": 1.6243000000000007e-05,
-    "max": 1.6355199999999992e-05,
+    "seconds": 1.6260600000000032e-05,
+    "min": 1.6246299999999974e-05,
+    "max": 1.629460000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6732,15 +7176,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.669750000000001e-05,
-    "min": 3.6639099999999986e-05,
-    "max": 3.679969999999994e-05,
+    "seconds": 3.670864999999995e-05,
+    "min": 3.650810000000001e-05,
+    "max": 3.699509999999973e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.630710000000005e-05,
-    "min": 5.606379999999993e-05,
-    "max": 5.6645900000000026e-05,
+    "seconds": 5.62221e-05,
+    "min": 5.613390000000004e-05,
+    "max": 5.645429999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6764,15 +7208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.037215000000001e-05,
-    "min": 6.0235899999999916e-05,
-    "max": 6.052469999999999e-05,
+    "seconds": 6.0429849999999985e-05,
+    "min": 6.025230000000001e-05,
+    "max": 6.06811e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.612705e-05,
-    "min": 6.584969999999998e-05,
-    "max": 6.670069999999998e-05,
+    "seconds": 6.652789999999996e-05,
+    "min": 6.625900000000003e-05,
+    "max": 6.69888e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6796,15 +7240,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1612650000000034e-05,
-    "min": 2.152020000000002e-05,
-    "max": 2.234879999999996e-05,
+    "seconds": 2.1732899999999973e-05,
+    "min": 2.1657499999999984e-05,
+    "max": 2.2351799999999958e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5239599999999994e-05,
-    "min": 3.496270000000007e-05,
-    "max": 3.545569999999999e-05,
+    "seconds": 3.5153350000000045e-05,
+    "min": 3.503319999999999e-05,
+    "max": 3.520640000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6828,15 +7272,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5803050000000026e-05,
-    "min": 3.57764e-05,
-    "max": 3.587790000000009e-05,
+    "seconds": 3.589784999999998e-05,
+    "min": 3.587499999999998e-05,
+    "max": 3.5993600000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.944295000000002e-05,
-    "min": 2.936610000000006e-05,
-    "max": 2.945920000000003e-05,
+    "seconds": 2.9271849999999997e-05,
+    "min": 2.924440000000002e-05,
+    "max": 2.9359799999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6860,15 +7304,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.030955000000013e-05,
-    "min": 7.019510000000018e-05,
-    "max": 7.043419999999998e-05,
+    "seconds": 6.992089999999999e-05,
+    "min": 6.95834000000001e-05,
+    "max": 7.03328e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011220284999999999,
-    "min": 0.0001120925,
-    "max": 0.00011244050000000002,
+    "seconds": 0.00011213619999999996,
+    "min": 0.00011193589999999992,
+    "max": 0.00011237429999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6892,15 +7336,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011817104999999997,
-    "min": 0.00011806289999999992,
-    "max": 0.00011829249999999997,
+    "seconds": 0.00011817109999999996,
+    "min": 0.00011792879999999992,
+    "max": 0.00011844460000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001281074,
-    "min": 0.00012780959999999996,
-    "max": 0.0001283376,
+    "seconds": 0.00012817869999999997,
+    "min": 0.0001280442,
+    "max": 0.00012829109999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6924,15 +7368,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.278350000000011e-06,
-    "min": 7.19010000000003e-06,
-    "max": 7.3633999999999895e-06,
+    "seconds": 7.246600000000012e-06,
+    "min": 7.225400000000059e-06,
+    "max": 7.337499999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.41594999999997e-06,
-    "min": 6.40949999999998e-06,
-    "max": 6.483000000000038e-06,
+    "seconds": 6.432049999999936e-06,
+    "min": 6.428699999999981e-06,
+    "max": 6.4861999999999854e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6956,15 +7400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6711949999999995e-05,
-    "min": 1.6707399999999982e-05,
-    "max": 1.6719700000000002e-05,
+    "seconds": 1.671689999999994e-05,
+    "min": 1.6684199999999985e-05,
+    "max": 1.674210000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.665399999999977e-06,
-    "min": 6.6558e-06,
-    "max": 6.70060000000002e-06,
+    "seconds": 6.70879999999994e-06,
+    "min": 6.6913000000000015e-06,
+    "max": 6.76490000000008e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6988,15 +7432,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1716649999999884e-05,
-    "min": 1.1667400000000054e-05,
-    "max": 1.1833599999999978e-05,
+    "seconds": 1.1684750000000007e-05,
+    "min": 1.1625200000000086e-05,
+    "max": 1.1840099999999848e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2298899999999985e-05,
-    "min": 1.224939999999998e-05,
-    "max": 1.2403199999999912e-05,
+    "seconds": 1.226555000000002e-05,
+    "min": 1.2207999999999948e-05,
+    "max": 1.234570000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7020,15 +7464,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3210200000000036e-05,
-    "min": 4.318379999999996e-05,
-    "max": 4.3219299999999974e-05,
+    "seconds": 4.328614999999996e-05,
+    "min": 4.325119999999993e-05,
+    "max": 4.3292899999999736e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7809350000000016e-05,
-    "min": 1.774079999999999e-05,
-    "max": 1.7864800000000036e-05,
+    "seconds": 1.7806200000000026e-05,
+    "min": 1.7798199999999975e-05,
+    "max": 1.789430000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7052,15 +7496,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2393649999999978e-05,
-    "min": 2.2348400000000004e-05,
-    "max": 2.2607800000000018e-05,
+    "seconds": 2.24237500000001e-05,
+    "min": 2.2367900000000078e-05,
+    "max": 2.2665499999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2474699999999983e-05,
-    "min": 2.24547e-05,
-    "max": 2.2719399999999995e-05,
+    "seconds": 2.247484999999998e-05,
+    "min": 2.2447800000000053e-05,
+    "max": 2.268159999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7084,15 +7528,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1037799999999994e-05,
-    "min": 5.099419999999999e-05,
-    "max": 5.105840000000009e-05,
+    "seconds": 5.115794999999999e-05,
+    "min": 5.1128699999999957e-05,
+    "max": 5.117450000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1534349999999985e-05,
-    "min": 2.1491000000000032e-05,
-    "max": 2.157119999999994e-05,
+    "seconds": 2.1561499999999987e-05,
+    "min": 2.1491100000000073e-05,
+    "max": 2.1644999999999936e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7116,15 +7560,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.315784999999995e-05,
-    "min": 5.3065200000000035e-05,
-    "max": 5.3599200000000034e-05,
+    "seconds": 5.332100000000005e-05,
+    "min": 5.304289999999991e-05,
+    "max": 5.37563000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.120445000000002e-05,
-    "min": 7.098820000000005e-05,
-    "max": 7.134609999999998e-05,
+    "seconds": 7.114715000000003e-05,
+    "min": 7.102069999999992e-05,
+    "max": 7.125009999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7148,15 +7592,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015560245,
-    "min": 0.0001555595,
-    "max": 0.00015596940000000008,
+    "seconds": 0.00015564269999999997,
+    "min": 0.0001556242000000001,
+    "max": 0.00015583249999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.568549999999999e-05,
-    "min": 6.558280000000003e-05,
-    "max": 6.599620000000001e-05,
+    "seconds": 6.603469999999997e-05,
+    "min": 6.575300000000009e-05,
+    "max": 6.628080000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7181,15 +7625,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.628800000000018e-06,
-    "min": 6.6015000000000324e-06,
-    "max": 6.662399999999991e-06,
+    "seconds": 6.6494999999999835e-06,
+    "min": 6.636799999999982e-06,
+    "max": 6.671799999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.095985000000004e-05,
-    "min": 1.0915099999999949e-05,
-    "max": 1.1024099999999976e-05,
+    "seconds": 1.0939149999999937e-05,
+    "min": 1.091800000000003e-05,
+    "max": 1.1010999999999968e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7214,15 +7658,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.035825000000002e-05,
-    "min": 1.0335999999999979e-05,
-    "max": 1.038680000000004e-05,
+    "seconds": 1.0323299999999956e-05,
+    "min": 1.0307400000000234e-05,
+    "max": 1.0358300000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3033500000000003e-05,
-    "min": 1.3007900000000064e-05,
-    "max": 1.3107100000000002e-05,
+    "seconds": 1.3100599999999964e-05,
+    "min": 1.308090000000002e-05,
+    "max": 1.3161800000000061e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7247,15 +7691,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.519849999999996e-06,
-    "min": 8.486199999999985e-06,
-    "max": 8.617599999999994e-06,
+    "seconds": 8.495900000000011e-06,
+    "min": 8.480000000000017e-06,
+    "max": 8.626899999999955e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2915049999999998e-05,
-    "min": 1.2892899999999974e-05,
-    "max": 1.2927399999999967e-05,
+    "seconds": 1.2924950000000195e-05,
+    "min": 1.2892500000000155e-05,
+    "max": 1.2953600000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7280,15 +7724,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.44255e-05,
-    "min": 1.4384199999999987e-05,
-    "max": 1.476479999999999e-05,
+    "seconds": 1.4411199999999985e-05,
+    "min": 1.4386999999999966e-05,
+    "max": 1.4979300000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5560100000000027e-05,
-    "min": 1.5516499999999972e-05,
-    "max": 1.575039999999998e-05,
+    "seconds": 1.5518599999999903e-05,
+    "min": 1.548759999999991e-05,
+    "max": 1.5689400000000094e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7313,15 +7757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5319850000000002e-05,
-    "min": 1.5295899999999983e-05,
-    "max": 1.53922e-05,
+    "seconds": 1.5353500000000032e-05,
+    "min": 1.5343699999999943e-05,
+    "max": 1.54461e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0180950000000018e-05,
-    "min": 3.0083200000000078e-05,
-    "max": 3.0406699999999954e-05,
+    "seconds": 3.025749999999996e-05,
+    "min": 2.9954700000000047e-05,
+    "max": 3.0482699999999955e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7346,15 +7790,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.372750000000002e-05,
-    "min": 2.3609300000000018e-05,
-    "max": 2.4084100000000022e-05,
+    "seconds": 2.377435000000006e-05,
+    "min": 2.370560000000005e-05,
+    "max": 2.4022399999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5974949999999976e-05,
-    "min": 3.5762699999999996e-05,
-    "max": 3.641279999999995e-05,
+    "seconds": 3.6097549999999974e-05,
+    "min": 3.59133e-05,
+    "max": 3.639960000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7379,15 +7823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.233100000000002e-05,
-    "min": 2.228839999999999e-05,
-    "max": 2.2470100000000004e-05,
+    "seconds": 2.2289499999999984e-05,
+    "min": 2.2226900000000002e-05,
+    "max": 2.2450799999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1998e-05,
-    "min": 5.180770000000016e-05,
-    "max": 5.220120000000003e-05,
+    "seconds": 5.197914999999989e-05,
+    "min": 5.187449999999999e-05,
+    "max": 5.2339299999999914e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7412,15 +7856,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0499900000000036e-05,
-    "min": 4.037770000000004e-05,
-    "max": 4.0640599999999985e-05,
+    "seconds": 4.0435000000000015e-05,
+    "min": 4.033520000000001e-05,
+    "max": 4.060829999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.277394999999999e-05,
-    "min": 6.250260000000016e-05,
-    "max": 6.295690000000003e-05,
+    "seconds": 6.280285e-05,
+    "min": 6.26109e-05,
+    "max": 6.312300000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7445,15 +7889,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0004449999999983e-05,
-    "min": 2.9906700000000003e-05,
-    "max": 3.0118799999999987e-05,
+    "seconds": 3.008765000000001e-05,
+    "min": 3.0005899999999997e-05,
+    "max": 3.0162799999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.725225000000002e-05,
-    "min": 7.698159999999996e-05,
-    "max": 7.735869999999998e-05,
+    "seconds": 7.728789999999995e-05,
+    "min": 7.719300000000006e-05,
+    "max": 7.74404e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7478,15 +7922,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.92133e-05,
-    "min": 4.9129199999999984e-05,
-    "max": 4.9587100000000005e-05,
+    "seconds": 4.917735000000003e-05,
+    "min": 4.907440000000004e-05,
+    "max": 4.931500000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.687530000000005e-05,
-    "min": 8.676480000000005e-05,
-    "max": 8.695680000000003e-05,
+    "seconds": 8.69359000000001e-05,
+    "min": 8.664229999999995e-05,
+    "max": 8.702400000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7511,15 +7955,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.160729999999999e-05,
-    "min": 4.142330000000004e-05,
-    "max": 4.187279999999998e-05,
+    "seconds": 4.166665000000002e-05,
+    "min": 4.1497000000000026e-05,
+    "max": 4.172810000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.617979999999998e-05,
-    "min": 9.597849999999998e-05,
-    "max": 9.662549999999996e-05,
+    "seconds": 9.650044999999998e-05,
+    "min": 9.631889999999999e-05,
+    "max": 9.670119999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7544,15 +7988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.983790000000001e-05,
-    "min": 7.964270000000004e-05,
-    "max": 7.997609999999995e-05,
+    "seconds": 8.002144999999996e-05,
+    "min": 7.97595999999999e-05,
+    "max": 8.013060000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011539880000000001,
-    "min": 0.00011514109999999998,
-    "max": 0.00011582389999999999,
+    "seconds": 0.00011547935000000009,
+    "min": 0.00011523509999999996,
+    "max": 0.00011581020000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7577,15 +8021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.588815e-05,
-    "min": 7.566900000000001e-05,
-    "max": 7.59323e-05,
+    "seconds": 7.585404999999999e-05,
+    "min": 7.572380000000001e-05,
+    "max": 7.593940000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018833804999999993,
-    "min": 0.00018809669999999992,
-    "max": 0.0001887592,
+    "seconds": 0.00018846284999999988,
+    "min": 0.00018806570000000003,
+    "max": 0.00018868949999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7610,15 +8054,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012567419999999998,
-    "min": 0.0001254688,
-    "max": 0.0001258007,
+    "seconds": 0.00012557294999999998,
+    "min": 0.00012540759999999997,
+    "max": 0.00012566570000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021450154999999997,
-    "min": 0.00021393889999999992,
-    "max": 0.00021469590000000016,
+    "seconds": 0.00021435615000000007,
+    "min": 0.00021422950000000011,
+    "max": 0.00021458849999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7643,15 +8087,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010287824999999996,
-    "min": 0.0001025527,
-    "max": 0.00010331319999999999,
+    "seconds": 0.00010272754999999996,
+    "min": 0.00010246489999999998,
+    "max": 0.00010307179999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024213935,
-    "min": 0.00024181780000000013,
-    "max": 0.0002425021000000001,
+    "seconds": 0.0002420613,
+    "min": 0.00024172579999999998,
+    "max": 0.00024241279999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7676,15 +8120,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020065835,
-    "min": 0.00020036900000000007,
-    "max": 0.00020080539999999995,
+    "seconds": 0.0002004609000000001,
+    "min": 0.0002000477000000001,
+    "max": 0.00020079549999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002901898,
-    "min": 0.00028999420000000003,
-    "max": 0.00029024770000000006,
+    "seconds": 0.00028991315,
+    "min": 0.00028965340000000004,
+    "max": 0.0002900747000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7704,9 +8148,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.004849999999988e-06,
-    "min": 7.00160000000003e-06,
-    "max": 7.049599999999942e-06,
+    "seconds": 6.945700000000005e-06,
+    "min": 6.943499999999995e-06,
+    "max": 7.046399999999937e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7732,9 +8176,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.864050000000003e-06,
-    "min": 6.822099999999818e-06,
-    "max": 6.915099999999984e-06,
+    "seconds": 6.780749999999966e-06,
+    "min": 6.761600000000022e-06,
+    "max": 6.867300000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7760,9 +8204,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.655949999999975e-06,
-    "min": 7.651200000000063e-06,
-    "max": 7.680000000000001e-06,
+    "seconds": 7.572550000000025e-06,
+    "min": 7.5584000000000054e-06,
+    "max": 7.59050000000002e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7788,9 +8232,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.307250000000005e-06,
-    "min": 7.283600000000013e-06,
-    "max": 7.369599999999854e-06,
+    "seconds": 7.223949999999957e-06,
+    "min": 7.193499999999994e-06,
+    "max": 7.347000000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7816,9 +8260,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.105429999999998e-05,
-    "min": 1.1043000000000018e-05,
-    "max": 1.1087800000000057e-05,
+    "seconds": 1.1031999999999948e-05,
+    "min": 1.1008100000000012e-05,
+    "max": 1.1097600000000058e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7844,9 +8288,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.433400000000014e-06,
-    "min": 9.39829999999999e-06,
-    "max": 9.465599999999983e-06,
+    "seconds": 9.481399999999985e-06,
+    "min": 9.4462e-06,
+    "max": 9.526399999999945e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7872,9 +8316,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3860850000000008e-05,
-    "min": 1.3772999999999956e-05,
-    "max": 1.4003099999999812e-05,
+    "seconds": 1.3679950000000055e-05,
+    "min": 1.3634900000000016e-05,
+    "max": 1.372800000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7900,9 +8344,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2956800000000015e-05,
-    "min": 1.2902299999999978e-05,
-    "max": 1.3097100000000024e-05,
+    "seconds": 1.2799700000000019e-05,
+    "min": 1.2771100000000024e-05,
+    "max": 1.2825800000000073e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7928,9 +8372,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6251000000000004e-05,
-    "min": 1.620150000000003e-05,
-    "max": 1.6338900000000024e-05,
+    "seconds": 1.6111949999999967e-05,
+    "min": 1.6083199999999965e-05,
+    "max": 1.614700000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7956,9 +8400,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.464645000000001e-05,
-    "min": 1.4585900000000038e-05,
-    "max": 1.4735799999999961e-05,
+    "seconds": 1.453594999999999e-05,
+    "min": 1.4518100000000003e-05,
+    "max": 1.4578899999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -7984,9 +8428,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.341714999999998e-05,
-    "min": 4.3130000000000016e-05,
-    "max": 4.3660000000000005e-05,
+    "seconds": 4.3398150000000004e-05,
+    "min": 4.322570000000007e-05,
+    "max": 4.3571e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8012,9 +8456,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.968325000000001e-05,
-    "min": 2.9638500000000045e-05,
-    "max": 2.9920399999999996e-05,
+    "seconds": 2.976625000000005e-05,
+    "min": 2.960590000000002e-05,
+    "max": 2.9872099999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8040,9 +8484,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.611155e-05,
-    "min": 5.5964599999999955e-05,
-    "max": 5.618579999999997e-05,
+    "seconds": 5.5968e-05,
+    "min": 5.57177e-05,
+    "max": 5.6390500000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8068,9 +8512,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.911764999999999e-05,
-    "min": 3.9017700000000004e-05,
-    "max": 3.92101e-05,
+    "seconds": 3.916275000000003e-05,
+    "min": 3.9043699999999966e-05,
+    "max": 3.924800000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8096,9 +8540,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.924729999999999e-05,
-    "min": 5.907150000000001e-05,
-    "max": 5.950679999999997e-05,
+    "seconds": 5.922695000000003e-05,
+    "min": 5.9177400000000034e-05,
+    "max": 5.941749999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8124,9 +8568,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.409739999999999e-05,
-    "min": 4.382629999999999e-05,
-    "max": 4.4338499999999975e-05,
+    "seconds": 4.412099999999995e-05,
+    "min": 4.3916400000000134e-05,
+    "max": 4.424590000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8152,9 +8596,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001327867,
-    "min": 0.00013144779999999998,
-    "max": 0.00013357450000000005,
+    "seconds": 0.00013220859999999994,
+    "min": 0.00013109970000000005,
+    "max": 0.00013345570000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8180,9 +8624,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.446839999999998e-05,
-    "min": 7.432540000000003e-05,
-    "max": 7.467710000000005e-05,
+    "seconds": 7.4366e-05,
+    "min": 7.423239999999986e-05,
+    "max": 7.44225e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8210,15 +8654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4747550000000003e-05,
-    "min": 2.4578700000000002e-05,
-    "max": 2.488319999999999e-05,
+    "seconds": 2.458549999999998e-05,
+    "min": 2.430400000000002e-05,
+    "max": 2.4950199999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.994055e-05,
-    "min": 4.9811000000000015e-05,
-    "max": 5.011250000000002e-05,
+    "seconds": 5.0049049999999964e-05,
+    "min": 4.9996700000000015e-05,
+    "max": 5.011780000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8240,15 +8684,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.005909999999998e-05,
-    "min": 4.999380000000001e-05,
-    "max": 5.013210000000001e-05,
+    "seconds": 5.002684999999999e-05,
+    "min": 4.998430000000002e-05,
+    "max": 5.01118e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.457119999999998e-05,
-    "min": 2.4460599999999964e-05,
-    "max": 2.4623900000000003e-05,
+    "seconds": 2.4534000000000047e-05,
+    "min": 2.4262400000000047e-05,
+    "max": 2.4613900000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8273,15 +8717,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010129515000000002,
-    "min": 0.00010091980000000002,
-    "max": 0.00010138970000000008,
+    "seconds": 0.00010143459999999995,
+    "min": 0.00010102679999999988,
+    "max": 0.00010166149999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014486034999999987,
-    "min": 0.00014455640000000003,
-    "max": 0.00014514630000000002,
+    "seconds": 0.00014495430000000008,
+    "min": 0.00014467039999999987,
+    "max": 0.00014525940000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8306,15 +8750,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015784165,
-    "min": 0.00015779910000000006,
-    "max": 0.00015789870000000003,
+    "seconds": 0.00015773419999999988,
+    "min": 0.00015727970000000002,
+    "max": 0.0001579121,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017082559999999995,
-    "min": 0.00017073889999999985,
-    "max": 0.00017099200000000007,
+    "seconds": 0.0001707372500000001,
+    "min": 0.00017048339999999984,
+    "max": 0.00017103239999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8338,15 +8782,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.780815000000001e-05,
-    "min": 3.7509700000000004e-05,
-    "max": 3.800139999999999e-05,
+    "seconds": 3.78316e-05,
+    "min": 3.767070000000001e-05,
+    "max": 3.794179999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010579535000000006,
-    "min": 0.00010554139999999993,
-    "max": 0.00010602540000000014,
+    "seconds": 0.00010593270000000001,
+    "min": 0.00010545590000000001,
+    "max": 0.00010610829999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8370,15 +8814,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023584069999999996,
-    "min": 0.0002356104,
-    "max": 0.00023600769999999963,
+    "seconds": 0.00023562099999999977,
+    "min": 0.00023548430000000018,
+    "max": 0.00023623809999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005534320999999998,
-    "min": 0.0005529780999999999,
-    "max": 0.0005536802999999999,
+    "seconds": 0.0005531396999999998,
+    "min": 0.0005520592000000004,
+    "max": 0.0005536284999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8400,15 +8844,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7146900000000015e-05,
-    "min": 3.69884e-05,
-    "max": 3.736910000000003e-05,
+    "seconds": 3.691489999999999e-05,
+    "min": 3.683520000000001e-05,
+    "max": 3.7168600000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3424000000000016e-05,
-    "min": 5.2953699999999974e-05,
-    "max": 5.35106e-05,
+    "seconds": 5.3188650000000004e-05,
+    "min": 5.302670000000009e-05,
+    "max": 5.336569999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8430,15 +8874,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.945270000000001e-05,
-    "min": 1.9350200000000007e-05,
-    "max": 1.9702700000000014e-05,
+    "seconds": 1.9274999999999987e-05,
+    "min": 1.9219100000000004e-05,
+    "max": 1.9401299999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7350300000000015e-05,
-    "min": 2.7314699999999947e-05,
-    "max": 2.7526300000000035e-05,
+    "seconds": 2.7291000000000007e-05,
+    "min": 2.7200100000000024e-05,
+    "max": 2.7718000000000052e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8460,15 +8904,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.331985e-05,
-    "min": 3.3225400000000036e-05,
-    "max": 3.341399999999994e-05,
+    "seconds": 3.321130000000012e-05,
+    "min": 3.3196699999999966e-05,
+    "max": 3.332830000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.760150000000003e-05,
-    "min": 4.738839999999997e-05,
-    "max": 4.7769799999999984e-05,
+    "seconds": 4.7439350000000015e-05,
+    "min": 4.6988899999999966e-05,
+    "max": 4.789040000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8490,15 +8934,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4083000000000003e-05,
-    "min": 2.4009100000000034e-05,
-    "max": 2.42595e-05,
+    "seconds": 2.4166350000000006e-05,
+    "min": 2.4082999999999945e-05,
+    "max": 2.4371099999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.193434999999998e-05,
-    "min": 3.1810999999999984e-05,
-    "max": 3.2150100000000016e-05,
+    "seconds": 3.199175000000005e-05,
+    "min": 3.169580000000003e-05,
+    "max": 3.222700000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8518,15 +8962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.33665e-05,
-    "min": 3.330550000000001e-05,
-    "max": 3.3535300000000004e-05,
+    "seconds": 3.3313649999999996e-05,
+    "min": 3.305250000000006e-05,
+    "max": 3.360329999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.795490000000001e-05,
-    "min": 4.766050000000005e-05,
-    "max": 4.80897e-05,
+    "seconds": 4.7561200000000015e-05,
+    "min": 4.729879999999996e-05,
+    "max": 4.7737499999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8546,15 +8990,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8829e-05,
-    "min": 1.876110000000002e-05,
-    "max": 1.9014299999999978e-05,
+    "seconds": 1.8761549999999997e-05,
+    "min": 1.8585199999999986e-05,
+    "max": 1.8975699999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6132299999999994e-05,
-    "min": 2.595230000000005e-05,
-    "max": 2.644129999999999e-05,
+    "seconds": 2.6159899999999993e-05,
+    "min": 2.59712e-05,
+    "max": 2.6585599999999883e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8574,15 +9018,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.317315000000001e-05,
-    "min": 3.3021799999999996e-05,
-    "max": 3.322910000000002e-05,
+    "seconds": 3.315675000000004e-05,
+    "min": 3.305629999999992e-05,
+    "max": 3.321879999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7739100000000046e-05,
-    "min": 4.751970000000011e-05,
-    "max": 4.782720000000001e-05,
+    "seconds": 4.714234999999993e-05,
+    "min": 4.7052399999999895e-05,
+    "max": 4.824970000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8602,15 +9046,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8344449999999976e-05,
-    "min": 1.8249200000000008e-05,
-    "max": 1.8470400000000005e-05,
+    "seconds": 1.8198299999999995e-05,
+    "min": 1.8121600000000033e-05,
+    "max": 1.8463900000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4577449999999976e-05,
-    "min": 2.438409999999999e-05,
-    "max": 2.464339999999994e-05,
+    "seconds": 2.4529699999999983e-05,
+    "min": 2.4297400000000016e-05,
+    "max": 2.5200000000000023e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8630,15 +9074,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.346440000000002e-05,
-    "min": 3.3337800000000025e-05,
-    "max": 3.355570000000003e-05,
+    "seconds": 3.341445e-05,
+    "min": 3.3382199999999966e-05,
+    "max": 3.355260000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.771985e-05,
-    "min": 4.7574199999999976e-05,
-    "max": 4.7779e-05,
+    "seconds": 4.7415900000000076e-05,
+    "min": 4.714529999999993e-05,
+    "max": 4.788479999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8658,15 +9102,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9316649999999997e-05,
-    "min": 1.9257299999999996e-05,
-    "max": 1.9492200000000016e-05,
+    "seconds": 1.926880000000002e-05,
+    "min": 1.90398999999999e-05,
+    "max": 1.9350299999999946e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4564449999999988e-05,
-    "min": 2.427240000000003e-05,
-    "max": 2.4771199999999906e-05,
+    "seconds": 2.443350000000005e-05,
+    "min": 2.430440000000008e-05,
+    "max": 2.4575699999999962e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8688,15 +9132,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.776424999999998e-05,
-    "min": 4.762440000000002e-05,
-    "max": 4.806369999999996e-05,
+    "seconds": 4.7932850000000006e-05,
+    "min": 4.760310000000002e-05,
+    "max": 4.820499999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.646350000000003e-05,
-    "min": 3.633929999999996e-05,
-    "max": 3.659630000000002e-05,
+    "seconds": 3.646205000000001e-05,
+    "min": 3.6233700000000066e-05,
+    "max": 3.680290000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8718,15 +9162,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9924550000000066e-05,
-    "min": 2.9833899999999986e-05,
-    "max": 2.995450000000002e-05,
+    "seconds": 2.9960199999999978e-05,
+    "min": 2.9839899999999985e-05,
+    "max": 2.9987199999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.086085e-05,
-    "min": 2.0738900000000002e-05,
-    "max": 2.1015300000000026e-05,
+    "seconds": 2.0795050000000037e-05,
+    "min": 2.0681699999999934e-05,
+    "max": 2.088930000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8754,15 +9198,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0211200118064885e-05,
-    "min": 5.002560019493103e-05,
-    "max": 5.117759704589843e-05,
+    "seconds": 5.096960067749023e-05,
+    "min": 5.0518399477005e-05,
+    "max": 5.256000161170959e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.401440024375915e-05,
-    "min": 4.2467200756073e-05,
-    "max": 7.44383990764618e-05,
+    "seconds": 8.379839956760406e-05,
+    "min": 7.459520101547242e-05,
+    "max": 0.00034933760166168214,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8790,15 +9234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7726399898529054e-05,
-    "min": 2.7481600642204285e-05,
-    "max": 3.036159873008728e-05,
+    "seconds": 2.9294399917125702e-05,
+    "min": 2.901119887828827e-05,
+    "max": 3.470399975776672e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.6353599429130554e-05,
-    "min": 4.368639886379242e-05,
-    "max": 7.996479868888855e-05,
+    "seconds": 7.848000228404999e-05,
+    "min": 7.46783971786499e-05,
+    "max": 9.844480156898498e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -8826,15 +9270,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.788909999999999e-05,
-    "min": 4.7779100000000005e-05,
-    "max": 4.796149999999998e-05,
+    "seconds": 4.7859300000000025e-05,
+    "min": 4.770559999999998e-05,
+    "max": 4.8015700000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.568909999999996e-05,
-    "min": 9.535610000000001e-05,
-    "max": 9.581060000000006e-05,
+    "seconds": 9.530345000000005e-05,
+    "min": 9.51075e-05,
+    "max": 9.546460000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8862,15 +9306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4486399999999996e-05,
-    "min": 2.4303800000000013e-05,
-    "max": 2.4569000000000008e-05,
+    "seconds": 2.4397999999999992e-05,
+    "min": 2.4108799999999995e-05,
+    "max": 2.4566299999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.871004999999999e-05,
-    "min": 4.841249999999999e-05,
-    "max": 4.885700000000001e-05,
+    "seconds": 4.8606200000000057e-05,
+    "min": 4.8549899999999886e-05,
+    "max": 4.8988700000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8894,15 +9338,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.372970000000001e-05,
-    "min": 3.352620000000003e-05,
-    "max": 3.3785400000000004e-05,
+    "seconds": 3.3619149999999974e-05,
+    "min": 3.3439899999999985e-05,
+    "max": 3.37212e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.585185e-05,
-    "min": 9.574369999999995e-05,
-    "max": 9.589680000000002e-05,
+    "seconds": 9.565829999999992e-05,
+    "min": 9.553260000000009e-05,
+    "max": 9.57603999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8926,15 +9370,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.39809e-05,
-    "min": 8.383630000000001e-05,
-    "max": 8.418490000000007e-05,
+    "seconds": 8.388755000000002e-05,
+    "min": 8.370440000000004e-05,
+    "max": 8.403129999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012063000000000008,
-    "min": 0.00012019720000000002,
-    "max": 0.00012106749999999998,
+    "seconds": 0.00012018335000000009,
+    "min": 0.00011972390000000005,
+    "max": 0.00012075239999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8956,15 +9400,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.344055e-05,
-    "min": 6.319160000000003e-05,
-    "max": 6.382970000000002e-05,
+    "seconds": 6.352625000000002e-05,
+    "min": 6.330269999999994e-05,
+    "max": 6.37851e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.958705000000002e-05,
-    "min": 4.95094e-05,
-    "max": 4.975900000000006e-05,
+    "seconds": 4.972435e-05,
+    "min": 4.941730000000002e-05,
+    "max": 4.990090000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8986,15 +9430,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011390594999999997,
-    "min": 0.00011338589999999997,
-    "max": 0.00011426959999999999,
+    "seconds": 0.00011361590000000005,
+    "min": 0.00011316730000000008,
+    "max": 0.0001139908,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.420085e-05,
-    "min": 7.401540000000003e-05,
-    "max": 7.43061e-05,
+    "seconds": 7.401045000000004e-05,
+    "min": 7.381840000000007e-05,
+    "max": 7.421439999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.004100000000002e-05,
-    "min": 7.942939999999999e-05,
-    "max": 8.018830000000005e-05,
+    "seconds": 8.010545000000006e-05,
+    "min": 7.947499999999998e-05,
+    "max": 8.025289999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.619084999999998e-05,
-    "min": 7.589009999999999e-05,
-    "max": 7.664949999999999e-05,
+    "seconds": 7.591324999999991e-05,
+    "min": 7.559609999999995e-05,
+    "max": 7.609259999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9056,15 +9500,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012495864999999994,
-    "min": 0.00012489790000000004,
-    "max": 0.0001251477,
+    "seconds": 0.00012491225000000008,
+    "min": 0.00012466160000000002,
+    "max": 0.00012503670000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.81392e-05,
-    "min": 7.768210000000003e-05,
-    "max": 7.890820000000024e-05,
+    "seconds": 7.783035000000012e-05,
+    "min": 7.754290000000007e-05,
+    "max": 7.81085000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9087,15 +9531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5780299999999994e-05,
-    "min": 3.571469999999997e-05,
-    "max": 3.6169199999999965e-05,
+    "seconds": 3.5651149999999985e-05,
+    "min": 3.557740000000001e-05,
+    "max": 3.579830000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034054339999999966,
-    "min": 0.00034041079999999895,
-    "max": 0.0003406802000000003,
+    "seconds": 0.00033993325000000046,
+    "min": 0.00033956309999999985,
+    "max": 0.00034057469999999954,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9118,15 +9562,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5767649999999996e-05,
-    "min": 3.56959e-05,
-    "max": 3.593240000000001e-05,
+    "seconds": 3.568924999999998e-05,
+    "min": 3.547550000000001e-05,
+    "max": 3.58625e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003400884500000003,
-    "min": 0.0003396787000000003,
-    "max": 0.0003404655000000002,
+    "seconds": 0.00034041694999999996,
+    "min": 0.00034012760000000033,
+    "max": 0.0003407720999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9161,15 +9605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.892569999999999e-05,
-    "min": 5.884770000000001e-05,
-    "max": 5.908490000000003e-05,
+    "seconds": 5.908814999999996e-05,
+    "min": 5.891809999999998e-05,
+    "max": 5.914269999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019684975,
-    "min": 0.00019669999999999988,
-    "max": 0.00019706660000000001,
+    "seconds": 0.00019674125000000004,
+    "min": 0.00019670679999999997,
+    "max": 0.0001968204000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9204,15 +9648,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.881534999999998e-05,
-    "min": 5.880889999999998e-05,
-    "max": 5.88312e-05,
+    "seconds": 5.8893050000000024e-05,
+    "min": 5.875159999999996e-05,
+    "max": 5.900150000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001917183999999999,
-    "min": 0.00019167270000000012,
-    "max": 0.0001918004,
+    "seconds": 0.00019168464999999997,
+    "min": 0.0001914727,
+    "max": 0.00019177909999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9247,15 +9691,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.791535e-05,
-    "min": 5.77883e-05,
-    "max": 5.812419999999998e-05,
+    "seconds": 5.81982e-05,
+    "min": 5.787479999999998e-05,
+    "max": 5.834760000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034225155,
-    "min": 0.00034218219999999986,
-    "max": 0.00034237350000000004,
+    "seconds": 0.00034264150000000004,
+    "min": 0.00034248500000000007,
+    "max": 0.00034274660000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9290,15 +9734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5475699999999995e-05,
-    "min": 5.53916e-05,
-    "max": 5.5612399999999976e-05,
+    "seconds": 5.551490000000003e-05,
+    "min": 5.542089999999998e-05,
+    "max": 5.567009999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003348157,
-    "min": 0.00033456459999999996,
-    "max": 0.0003351246,
+    "seconds": 0.00033468075000000005,
+    "min": 0.00033459729999999995,
+    "max": 0.0003349686,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9337,15 +9781,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012625484999999995,
-    "min": 0.00012621949999999999,
-    "max": 0.0001263893,
+    "seconds": 0.00012620739999999998,
+    "min": 0.0001260984,
+    "max": 0.0001268003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042532595000000005,
-    "min": 0.00042489639999999994,
-    "max": 0.00042622380000000004,
+    "seconds": 0.00042590865000000013,
+    "min": 0.0004255461000000001,
+    "max": 0.00042681020000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9384,15 +9828,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012645640000000002,
-    "min": 0.00012635680000000002,
-    "max": 0.0001265694,
+    "seconds": 0.0001264658499999999,
+    "min": 0.00012634209999999997,
+    "max": 0.00012660819999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004231152499999999,
-    "min": 0.0004228925000000001,
-    "max": 0.0004232261000000002,
+    "seconds": 0.00042323755,
+    "min": 0.0004230383,
+    "max": 0.0004233438000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9419,15 +9863,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.835965000000002e-05,
-    "min": 8.757659999999999e-05,
-    "max": 8.86265e-05,
+    "seconds": 8.886355e-05,
+    "min": 8.804119999999998e-05,
+    "max": 8.904239999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012286060000000007,
-    "min": 0.00012283470000000002,
-    "max": 0.00012291950000000007,
+    "seconds": 0.000122823,
+    "min": 0.00012277740000000008,
+    "max": 0.00012291110000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9454,15 +9898,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.509730000000001e-05,
-    "min": 5.4834899999999986e-05,
-    "max": 5.555700000000004e-05,
+    "seconds": 5.523665e-05,
+    "min": 5.50432e-05,
+    "max": 5.5586900000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.003064999999998e-05,
-    "min": 8.994110000000007e-05,
-    "max": 9.007920000000004e-05,
+    "seconds": 8.996300000000002e-05,
+    "min": 8.98617999999999e-05,
+    "max": 9.012439999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9487,15 +9931,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.6587198376655576e-05,
-    "min": 5.592960119247437e-05,
-    "max": 5.9516799449920655e-05,
+    "seconds": 5.769279897212982e-05,
+    "min": 5.669119954109192e-05,
+    "max": 6.11295998096466e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.854080080986023e-05,
-    "min": 4.655680060386658e-05,
-    "max": 6.688960194587707e-05,
+    "seconds": 7.479999959468841e-05,
+    "min": 7.116479873657227e-05,
+    "max": 9.530240297317506e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9520,15 +9964,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.137760043144226e-05,
-    "min": 5.0534397363662714e-05,
-    "max": 5.491840243339539e-05,
+    "seconds": 5.2155199646949774e-05,
+    "min": 5.1894402503967285e-05,
+    "max": 5.9126400947570795e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.761920124292374e-05,
-    "min": 4.4128000736236574e-05,
-    "max": 5.95200002193451e-05,
+    "seconds": 8.04527997970581e-05,
+    "min": 6.847360134124756e-05,
+    "max": 0.00011397119760513306,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9560,15 +10004,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.706080019474029e-05,
-    "min": 3.686720132827759e-05,
-    "max": 3.9103999733924864e-05,
+    "seconds": 3.747519999742508e-05,
+    "min": 3.710399866104126e-05,
+    "max": 4.031040072441101e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.941280037164688e-05,
-    "min": 4.721600115299225e-05,
-    "max": 6.678720116615295e-05,
+    "seconds": 9.097599983215332e-05,
+    "min": 7.471359968185424e-05,
+    "max": 0.00010922240018844604,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9600,15 +10044,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.0793599635362627e-05,
-    "min": 2.0163199305534363e-05,
-    "max": 2.3964799940586088e-05,
+    "seconds": 2.1278399974107744e-05,
+    "min": 2.0768000185489653e-05,
+    "max": 2.707839906215668e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7636799514293674e-05,
-    "min": 4.459199905395508e-05,
-    "max": 8.965759873390199e-05,
+    "seconds": 7.411679923534394e-05,
+    "min": 7.25920021533966e-05,
+    "max": 9.895359873771667e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9628,15 +10072,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029559329999999997,
-    "min": 0.000295208,
-    "max": 0.0002957990000000001,
+    "seconds": 0.0002955901,
+    "min": 0.0002949074000000001,
+    "max": 0.0002957764,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045386119999999997,
-    "min": 0.0004531866999999996,
-    "max": 0.0004540642999999999,
+    "seconds": 0.0004536642999999999,
+    "min": 0.0004530442,
+    "max": 0.0004540746000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9656,15 +10100,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036702185,
-    "min": 0.00036692210000000035,
-    "max": 0.0003673557999999997,
+    "seconds": 0.0003666628000000003,
+    "min": 0.00036625180000000033,
+    "max": 0.00036708899999999975,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004774728499999999,
-    "min": 0.00047716570000000055,
-    "max": 0.00047847219999999993,
+    "seconds": 0.0004772809499999994,
+    "min": 0.00047705209999999987,
+    "max": 0.0004777047999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9709,15 +10153,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024228314999999998,
-    "min": 0.0002417428000000001,
-    "max": 0.00024269639999999998,
+    "seconds": 0.0002424998500000001,
+    "min": 0.0002418239,
+    "max": 0.00024414209999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007782383500000001,
-    "min": 0.0007779066999999993,
-    "max": 0.0007786567999999999,
+    "seconds": 0.0007788945999999996,
+    "min": 0.0007778388999999996,
+    "max": 0.0007799747999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9762,15 +10206,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020233833,
-    "min": 0.0020223275999999997,
-    "max": 0.0020325877,
+    "seconds": 0.0020258791,
+    "min": 0.0020206595,
+    "max": 0.0020317321,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049450120499999976,
-    "min": 0.0049425031,
-    "max": 0.004949075400000001,
+    "seconds": 0.00494108645,
+    "min": 0.004937890800000002,
+    "max": 0.004944218900000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9815,15 +10259,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005511199,
-    "min": 0.0005507617,
-    "max": 0.0005532029000000001,
+    "seconds": 0.0005511070999999999,
+    "min": 0.0005507952,
+    "max": 0.0005516868,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017611070000000005,
-    "min": 0.001757809899999999,
-    "max": 0.001762838899999999,
+    "seconds": 0.00175763425,
+    "min": 0.0017555391000000004,
+    "max": 0.0017584006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9868,15 +10312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.822640000000002e-05,
-    "min": 6.794880000000004e-05,
-    "max": 6.882850000000002e-05,
+    "seconds": 6.836919999999998e-05,
+    "min": 6.816649999999996e-05,
+    "max": 6.877089999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003980718,
-    "min": 0.0003978199000000002,
-    "max": 0.00039857019999999996,
+    "seconds": 0.0003984488999999999,
+    "min": 0.0003978647999999999,
+    "max": 0.0003987518999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9921,15 +10365,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015671919999999997,
-    "min": 0.0001565119,
-    "max": 0.0001571637,
+    "seconds": 0.00015807274999999992,
+    "min": 0.00015764749999999992,
+    "max": 0.00015912800000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004934564999999999,
-    "min": 0.0004928446999999753,
-    "max": 0.0004938922999999998,
+    "seconds": 0.0004955632000000001,
+    "min": 0.0004938438999999999,
+    "max": 0.0004985959000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9974,15 +10418,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000102364,
-    "min": 0.00010201449999999998,
-    "max": 0.00010273880000000003,
+    "seconds": 0.00010446535000000002,
+    "min": 0.00010396719999999994,
+    "max": 0.00010493430000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036271739999999843,
-    "min": 0.0003615187999999997,
-    "max": 0.0003629255999999998,
+    "seconds": 0.00036400780000000007,
+    "min": 0.00036280169999999986,
+    "max": 0.0003655590999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10027,15 +10471,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7276450000000004e-05,
-    "min": 4.705569999999996e-05,
-    "max": 4.7785100000000045e-05,
+    "seconds": 4.765900000000001e-05,
+    "min": 4.735660000000003e-05,
+    "max": 4.789789999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028557509999999997,
-    "min": 0.00028514290000000253,
-    "max": 0.00028648520000000013,
+    "seconds": 0.0002858453500000002,
+    "min": 0.00028501009999999985,
+    "max": 0.00028628659999999724,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
