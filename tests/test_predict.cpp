@@ -21,6 +21,32 @@ Prediction run(const std::string& model, std::int64_t batch, PrecisionMode mode,
     o.framework = framework;
     return predict(*zoo::model(model), ctx, o);
 }
+
+/// Sets one figure of `f`, as measured once.
+void set_figure(FrameworkProfile& f, const std::string& key, double seconds) {
+    f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test", std::nullopt};
+}
+
+/// An H200 framework profile with the figures a test sets, each as measured once.
+FrameworkProfile h200_test_framework(const std::map<std::string, double>& seconds_by_figure) {
+    FrameworkProfile f;
+    f.device_name = "NVIDIA H200";
+    f.gpu_key = "h200-sxm";
+    f.torch_version = "2.11.0";
+    f.date_utc = "2026-11-30T00:00:00+00:00";
+    for (const auto& [key, seconds] : seconds_by_figure) set_figure(f, key, seconds);
+    return f;
+}
+
+/// Options predicting a batch of 2 with no optimizer, the host costs from `f`.
+PredictOptions host_cost_options(const FrameworkProfile& f) {
+    PredictOptions o;
+    o.lowering.batch = 2;
+    o.lowering.optimizer.kind = OptimizerKind::none;
+    o.framework = &f;
+    return o;
+}
+
 }  // namespace
 
 TEST_CASE("the simulated step is bounded by GPU work and host issue", "[predict][sim]") {
@@ -389,25 +415,11 @@ TEST_CASE("a synchronizing host op waits for the GPU, and back-to-back kernels l
 }
 
 TEST_CASE("a layer on its own pays the per-call host cost that its steady-state figure measured", "[predict][sim]") {
-    FrameworkProfile f;
-    f.device_name = "NVIDIA H200";
-    f.gpu_key = "h200-sxm";
-    f.torch_version = "2.11.0";
-    f.date_utc = "2026-11-30T00:00:00+00:00";
-    const auto figure = [&f](const std::string& key, double seconds) {
-        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test", std::nullopt};
-    };
-    figure("layer_forward_relu", 10e-6);
-    figure("layer_backward_relu", 20e-6);
-    figure("layer_forward_add", 4e-6);
-    figure("layer_backward_add", 6e-6);
-    figure("backward_call", 50e-6);
-    figure("layer_steady_relu", 130e-6);
+    FrameworkProfile f = h200_test_framework({{"layer_forward_relu", 10e-6}, {"layer_backward_relu", 20e-6}, {"layer_forward_add", 4e-6},
+                                              {"layer_backward_add", 6e-6}, {"backward_call", 50e-6}, {"layer_steady_relu", 130e-6}});
+    const auto figure = [&f](const std::string& key, double seconds) { set_figure(f, key, seconds); };
     const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
-    PredictOptions o;
-    o.lowering.batch = 2;
-    o.lowering.optimizer.kind = OptimizerKind::none;
-    o.framework = &f;
+    PredictOptions o = host_cost_options(f);
     Graph g;
     g.name = "relu";
     g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 16}, DType::f32, true});
@@ -431,24 +443,11 @@ TEST_CASE("a layer on its own pays the per-call host cost that its steady-state 
 }
 
 TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the op's where none was measured", "[predict][sim]") {
-    FrameworkProfile f;
-    f.device_name = "NVIDIA H200";
-    f.gpu_key = "h200-sxm";
-    f.torch_version = "2.11.0";
-    f.date_utc = "2026-11-30T00:00:00+00:00";
-    const auto figure = [&f](const std::string& key, double seconds) {
-        f.figures[key] = FrameworkFigure{seconds, seconds, seconds, 1, "set by the test", std::nullopt};
-    };
-    figure("layer_forward_conv2d", 30e-6);
-    figure("layer_backward_conv2d", 70e-6);
-    figure("layer_forward_add", 4e-6);
-    figure("layer_backward_add", 6e-6);
-    figure("backward_call", 50e-6);
+    FrameworkProfile f = h200_test_framework({{"layer_forward_conv2d", 30e-6}, {"layer_backward_conv2d", 70e-6}, {"layer_forward_add", 4e-6},
+                                              {"layer_backward_add", 6e-6}, {"backward_call", 50e-6}});
+    const auto figure = [&f](const std::string& key, double seconds) { set_figure(f, key, seconds); };
     const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
-    PredictOptions o;
-    o.lowering.batch = 2;
-    o.lowering.optimizer.kind = OptimizerKind::none;
-    o.framework = &f;
+    const PredictOptions o = host_cost_options(f);
     Graph g;
     g.name = "convs";
     g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 4, 8, 8}, DType::f32, true});
