@@ -1,5 +1,6 @@
 #include "catch.hpp"
 
+#include <roofsim/ir.hpp>
 #include <roofsim/name.hpp>
 
 #include <nlohmann/json.hpp>
@@ -143,4 +144,23 @@ TEST_CASE("a name prints and converts to JSON as its characters", "[name]") {
     CHECK(out.str() == "layer1.0.conv1|" + text(60));
     CHECK(nlohmann::json(Name("layer1.0.conv1")) == nlohmann::json("layer1.0.conv1"));
     CHECK(nlohmann::json(Name(text(60))).dump() == '"' + text(60) + '"');
+}
+
+TEST_CASE("kernels built by hand keep their names through copies and reallocation", "[name]") {
+    std::vector<Kernel> kernels;
+    for (int i = 0; i < 100; ++i) {
+        Kernel k;
+        k.op = "aten::cudnn_convolution";
+        k.layer = std::string("encoder.layer.") + std::to_string(i) + ".attention.output.dense.very.long.path";
+        k.source_op = std::string_view("conv2d");
+        k.host_op = k.source_op;
+        kernels.push_back(k);
+    }
+    const std::vector<Kernel> copies = kernels;
+    for (int i = 0; i < 100; ++i) {
+        const std::string layer = "encoder.layer." + std::to_string(i) + ".attention.output.dense.very.long.path";
+        CHECK(copies[static_cast<std::size_t>(i)].layer == layer);
+        CHECK(copies[static_cast<std::size_t>(i)].op == "aten::cudnn_convolution");
+        CHECK(kernels[static_cast<std::size_t>(i)].host_op == "conv2d");
+    }
 }
