@@ -141,7 +141,7 @@ TEST_CASE("the calibration never timed a GEMM or convolution shape of the valida
             for (const auto& k : list.kernels) {
                 if (k.kind != KernelKind::gemm && k.kind != KernelKind::conv) continue;
                 ++checked;
-                if (timed_by_calibration(k, m.ctx)) timed.push_back(id + ": " + k.op + " in " + k.layer);
+                if (timed_by_calibration(k, m.ctx)) timed.push_back(id + ": " + k.op.str() + " in " + k.layer.str());
             }
         };
         for (const auto& c : m.set.cases) check(c.id, lower(c.graph, c.options).kernels);

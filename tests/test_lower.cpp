@@ -175,7 +175,7 @@ TEST_CASE("backward runs in reverse layer order, after the whole forward", "[low
     for (const auto& k : s.kernels.kernels) {
         CHECK(static_cast<int>(k.phase) >= static_cast<int>(last));  // forward, then backward, then optimizer
         last = k.phase;
-        if (k.phase == Phase::backward && (backward_layers.empty() || backward_layers.back() != k.layer)) backward_layers.push_back(k.layer);
+        if (k.phase == Phase::backward && (backward_layers.empty() || backward_layers.back() != k.layer)) backward_layers.push_back(k.layer.str());
     }
     CHECK(backward_layers == std::vector<std::string>{"loss", "fc2", "act", "fc1"});
     // AdamW foreach: eight torch._foreach_* ops over 4 parameter tensors, one launch each.

@@ -463,7 +463,7 @@ TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the 
     const LoweredStep step = lower(g, o.lowering);
     std::vector<std::string> host_ops;
     for (const Kernel& k : step.kernels.kernels) {
-        if (k.kind == KernelKind::host_only && k.layer == "plain") host_ops.push_back(k.host_op);
+        if (k.kind == KernelKind::host_only && k.layer == "plain") host_ops.push_back(k.host_op.str());
     }
     CHECK(host_ops == std::vector<std::string>{"conv2d_nobias", "conv2d_nobias"});
     // No bias-free figures in the profile: both layers cost the op's.

@@ -4,6 +4,7 @@
 /// (forward, backward, optimizer) and the layer that owns it. Layer graphs are lowered into it
 /// (graph.hpp) and the PyTorch exporter writes it (docs/ir-format.md); the cost models read it.
 
+#include <roofsim/name.hpp>
 #include <roofsim/precision.hpp>
 #include <roofsim/units.hpp>
 
@@ -207,10 +208,10 @@ struct NormDims {
 
 /// One GPU kernel (or one host-only dispatch) of a training step.
 struct Kernel {
-    std::string op;                          ///< the operator that issues it ("aten::addmm", "linear.forward")
+    Name op;                                 ///< the operator that issues it ("aten::addmm", "linear.forward")
     KernelKind kind = KernelKind::unknown;
     Phase phase = Phase::forward;
-    std::string layer;                       ///< owning layer / module path ("layer1.0.conv1")
+    Name layer;                              ///< owning layer / module path ("layer1.0.conv1")
     DType dtype = DType::f32;                ///< storage type of its main operands
     ComputeUnit unit = ComputeUnit::fp32;    ///< the compute ceiling its arithmetic runs on
     Flops flops{0};                          ///< arithmetic work (FMA = 2)
@@ -220,8 +221,8 @@ struct Kernel {
     bool backward_pass = false;              ///< attention: the backward kernel of the pair
     bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
     bool host_sync = false;                  ///< host-only: the host waits here until the GPU has drained (.item())
-    std::string host_op;                     ///< host-only markers: the framework op whose dispatch it stands for
-    std::string source_op;                   ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
+    Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
+    Name source_op;                          ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise
 
     [[nodiscard]] Bytes bytes() const { return bytes_read + bytes_written; }

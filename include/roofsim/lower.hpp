@@ -255,6 +255,14 @@ inline const KnownOp* find_known_op(std::string_view op) {
     return s;
 }
 
+/// `a`, `b` and `c` as one name: a kernel's op made of parts ("aten::relu_backward"), in place.
+[[nodiscard]] inline Name joined_name(std::string_view a, std::string_view b, std::string_view c = {}) {
+    Name name = a;
+    name += b;
+    name += c;
+    return name;
+}
+
 /// The report row of each kernel of a lowered step: its layer's, in graph order; the optimizer's
 /// last (rows appear in order: every layer's forward comes first).
 struct KernelRows {
@@ -511,7 +519,7 @@ private:
     /// The host-side dispatch of a layer (module call, autograd node): no GPU work, the host cost
     /// of the layer's op as the framework profile measured it.
     static void marker(Kernel& k, std::string_view layer, std::string_view op, Phase phase) {
-        k.op = concat("dispatch ", op);
+        k.op = joined_name("dispatch ", op);
         k.kind = KernelKind::host_only;
         k.phase = phase;
         k.layer = layer;
@@ -862,8 +870,8 @@ private:
         const std::string_view fwd = rms ? "aten::_fused_rms_norm" : "aten::native_layer_norm";
         kernel(l, Phase::forward, fwd, KernelKind::normalization, dt, n, n, 0).dims = per_row;
         save_input(s, l, 0, dt);
-        kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::normalization, dt, 2 * n, n, 0).dims = per_row;
-        if (affine) kernel(l, Phase::backward, concat(fwd, "_backward"), KernelKind::reduction, dt, 2 * n, normalized);
+        kernel(l, Phase::backward, joined_name(fwd, "_backward"), KernelKind::normalization, dt, 2 * n, n, 0).dims = per_row;
+        if (affine) kernel(l, Phase::backward, joined_name(fwd, "_backward"), KernelKind::reduction, dt, 2 * n, normalized);
         return Value{x.shape, dt, true};
     }
 
@@ -890,13 +898,13 @@ private:
     Value activation(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         const double n = numel(x.shape);
-        kernel(l, Phase::forward, concat("aten::", l.op), KernelKind::elementwise, x.dtype, n, n);
+        kernel(l, Phase::forward, joined_name("aten::", l.op), KernelKind::elementwise, x.dtype, n, n);
         // relu, tanh and sigmoid save their output; gelu and silu their input. inplace=True (torchvision's
         // ReLU) writes the output over the input: no new tensor.
         if (bool_attr(l, "inplace", false)) tensor_[own_id()] = tensor_[input_id(0)];
         const bool saves_output = l.op == "relu" || l.op == "tanh" || l.op == "sigmoid";
         save_value(s, saves_output ? own_id() : input_id(0), tensor_bytes(n, x.dtype));
-        kernel(l, Phase::backward, concat("aten::", l.op, "_backward"), KernelKind::elementwise, x.dtype, 2 * n, n);
+        kernel(l, Phase::backward, joined_name("aten::", l.op, "_backward"), KernelKind::elementwise, x.dtype, 2 * n, n);
         return Value{x.shape, x.dtype, x.needs_grad};
     }
 
@@ -931,7 +939,7 @@ private:
         }
         const DType dt = (a.dtype == DType::f32 || b.dtype == DType::f32) ? DType::f32 : a.dtype;  // type promotion
         const double n = numel(a.shape);
-        kernel(l, Phase::forward, concat("aten::", l.op), KernelKind::elementwise, dt, n + numel(b.shape), n);
+        kernel(l, Phase::forward, joined_name("aten::", l.op), KernelKind::elementwise, dt, n + numel(b.shape), n);
         if (broadcast && b.needs_grad) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, n, numel(b.shape));
         if (l.op == "mul") {
             save_input(s, l, 0, dt);
@@ -948,9 +956,9 @@ private:
         (void)int_attr(l, "dim", -1);
         const DType dt = compute_dtype(l, x);
         const double n = numel(x.shape);
-        kernel(l, Phase::forward, concat("aten::_", l.op), KernelKind::softmax, dt, n, n);
+        kernel(l, Phase::forward, joined_name("aten::_", l.op), KernelKind::softmax, dt, n, n);
         save_value(s, own_id(), tensor_bytes(n, dt));
-        kernel(l, Phase::backward, concat("aten::_", l.op, "_backward_data"), KernelKind::softmax, dt, 2 * n, n);
+        kernel(l, Phase::backward, joined_name("aten::_", l.op, "_backward_data"), KernelKind::softmax, dt, 2 * n, n);
         return Value{x.shape, dt, x.needs_grad};
     }
 
@@ -1015,8 +1023,8 @@ private:
         f.bytes_written += tensor_bytes(rows, DType::f32);  // log-sum-exp per row
         f.dims = a;
         // backward: a preprocessing pass (rowsum(dO * O)) and the fused backward kernel.
-        kernel(l, Phase::backward, concat(name, "_backward"), KernelKind::reduction, dt, 2 * o, 0);
-        Kernel& b = kernel(l, Phase::backward, concat(name, "_backward"), KernelKind::attention, dt, qkv + 2 * o, qkv,
+        kernel(l, Phase::backward, joined_name(name, "_backward"), KernelKind::reduction, dt, 2 * o, 0);
+        Kernel& b = kernel(l, Phase::backward, joined_name(name, "_backward"), KernelKind::attention, dt, qkv + 2 * o, qkv,
                            attention_flops(a, true).value(), matmul_unit(dt));
         b.dims = a;
         b.backward_pass = true;

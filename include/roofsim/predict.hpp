@@ -77,7 +77,7 @@ namespace detail {
     NameIndex row_of(rows ? 0 : list.kernels.size() / 4);  // a layer has a few kernels
     std::vector<Seconds> longest(p.layers.capacity());
     std::size_t row_index = 0;
-    const std::string* previous_layer = nullptr;
+    const Name* previous_layer = nullptr;
     Seconds phase_end[3] = {Seconds(0), Seconds(0), Seconds(0)};
     for (std::size_t i = 0; i < list.kernels.size(); ++i) {
         const Kernel& k = list.kernels[i];
@@ -89,7 +89,7 @@ namespace detail {
             previous_layer = &k.layer;
         }
         if (row_index == p.layers.size()) {
-            p.layers.push_back(LayerTime{k.layer, k.phase == Phase::optimizer ? "optimizer" : ""});
+            p.layers.push_back(LayerTime{k.layer.str(), k.phase == Phase::optimizer ? "optimizer" : ""});
             if (longest.size() < p.layers.size()) longest.resize(p.layers.size());
         }
         LayerTime& row = p.layers[row_index];

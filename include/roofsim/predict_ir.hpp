@@ -83,7 +83,7 @@ struct OperatorTime {
 /// The step's GPU time by operator (aten op or lowered kernel name), most time first; host-only
 /// dispatches are left out.
 [[nodiscard]] inline std::vector<OperatorTime> time_by_operator(const Prediction& p) {
-    std::map<std::string, OperatorTime> by_op;
+    std::map<Name, OperatorTime> by_op;
     for (std::size_t i = 0; i < p.kernels.kernels.size(); ++i) {
         const Kernel& k = p.kernels.kernels[i];
         if (k.kind == KernelKind::host_only) continue;

@@ -10,6 +10,7 @@
 #include <roofsim/roofline_svg.hpp>
 #include <roofsim/framework.hpp>
 #include <roofsim/builtin_profiles.hpp>
+#include <roofsim/name.hpp>
 #include <roofsim/ir.hpp>
 #include <roofsim/ir_json.hpp>
 #include <roofsim/graph.hpp>

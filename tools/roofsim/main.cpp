@@ -374,7 +374,7 @@ void print_prediction(const roofsim::Prediction& p, std::size_t top, std::ostrea
             << ms(p.flagged_gpu_time) << " ms, " << format_number("%.1f", 100 * (p.flagged_gpu_time / p.gpu_time))
             << "% of GPU time; their real time is unknown):";
         std::map<std::string, int> ops;
-        for (const auto* k : roofsim::flagged_kernels(p.kernels)) ops[k->op] += 1;
+        for (const auto* k : roofsim::flagged_kernels(p.kernels)) ops[k->op.str()] += 1;
         for (const auto& [op, n] : ops) out << ' ' << op << " x" << n;
         out << '\n';
     }

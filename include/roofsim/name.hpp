@@ -1,0 +1,164 @@
+#pragma once
+/// Name: the string type of the names a kernel carries (its op, its layer's module path). A step has
+/// hundreds of kernels with names a little too long for std::string's in-place buffer
+/// ("aten::cudnn_convolution", "layer1.0.downsample.bn"); a Name holds them in place, so kernels are
+/// made, copied and freed without allocating.
+
+#include <array>
+#include <compare>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+namespace roofsim {
+
+/// A name held in place up to `in_place` characters (a longer one on the heap); reads as a
+/// std::string_view, compares with strings, and is assigned from them.
+class Name {
+public:
+    /// The longest name held without allocating.
+    static constexpr std::size_t in_place = 47;
+
+    /// The empty name.
+    Name() noexcept = default;
+    /// A copy of `s`.
+    Name(std::string_view s) { assign(s); }
+    /// A copy of the C string `s`.
+    Name(const char* s) : Name(std::string_view(s)) {}
+    /// A copy of `s`.
+    Name(const std::string& s) : Name(std::string_view(s)) {}
+
+    /// A copy of `other` (its own heap copy, for a long name).
+    Name(const Name& other) : chars_(other.chars_), size_(other.size_) {
+        if (other.on_heap()) assign(other.view());
+    }
+    /// Takes `other`'s characters; `other` is left empty.
+    Name(Name&& other) noexcept : chars_(other.chars_), size_(other.size_) { other.size_ = 0; }
+    /// Copies `other`'s characters.
+    Name& operator=(const Name& other) {
+        if (!on_heap() && !other.on_heap()) {
+            chars_ = other.chars_;
+            size_ = other.size_;
+            return *this;
+        }
+        return *this = Name(other);
+    }
+    /// Takes `other`'s characters; `other` is left empty.
+    Name& operator=(Name&& other) noexcept {
+        if (this != &other) {
+            release();
+            chars_ = other.chars_;
+            size_ = other.size_;
+            other.size_ = 0;
+        }
+        return *this;
+    }
+    ~Name() { release(); }
+
+    /// Appends `s` (which may be a view of this name).
+    Name& operator+=(std::string_view s) {
+        if (s.empty()) return *this;
+        const std::size_t old_size = size(), new_size = old_size + s.size();
+        // In place before and after: `s`, even a view of this name, does not overlap where it goes.
+        if (new_size <= in_place) {
+            std::memcpy(chars_.data() + old_size, s.data(), s.size());
+            size_ = static_cast<std::uint8_t>(new_size);
+            return *this;
+        }
+        Name joined;
+        char* const chars = joined.allocate(new_size);
+        std::memcpy(chars, data(), old_size);
+        std::memcpy(chars + old_size, s.data(), s.size());
+        return *this = std::move(joined);
+    }
+
+    /// The characters.
+    [[nodiscard]] std::string_view view() const noexcept {
+        return on_heap() ? std::string_view(heap_chars(), heap_size()) : std::string_view(chars_.data(), size_);
+    }
+    /// The characters, wherever a std::string_view is taken.
+    operator std::string_view() const noexcept { return view(); }
+    /// The characters as a std::string (an allocation for a long one, so never implicit).
+    [[nodiscard]] std::string str() const { return std::string(view()); }
+    /// str(), for std::string(name) and static_cast.
+    explicit operator std::string() const { return str(); }
+
+    /// The first character (not followed by a zero).
+    [[nodiscard]] const char* data() const noexcept { return view().data(); }
+    /// The number of characters.
+    [[nodiscard]] std::size_t size() const noexcept { return view().size(); }
+    /// Whether it has no characters (a name on the heap has many).
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    /// The characters, as a range.
+    [[nodiscard]] const char* begin() const noexcept { return data(); }
+    /// The end of the characters.
+    [[nodiscard]] const char* end() const noexcept { return data() + size(); }
+
+    /// Compares the characters with any string (a Name, std::string, std::string_view, C string).
+    template <class String>
+        requires std::convertible_to<const String&, std::string_view>
+    friend bool operator==(const Name& a, const String& b) noexcept {
+        return a.view() == std::string_view(b);
+    }
+    /// Orders by the characters, as std::string_view does.
+    template <class String>
+        requires std::convertible_to<const String&, std::string_view>
+    friend std::strong_ordering operator<=>(const Name& a, const String& b) noexcept {
+        return a.view() <=> std::string_view(b);
+    }
+    /// Writes the characters.
+    friend std::ostream& operator<<(std::ostream& out, const Name& n) { return out << n.view(); }
+
+private:
+    static constexpr std::uint8_t heap = 0xff;  ///< size_ of a name on the heap
+    static_assert(in_place < heap && in_place >= sizeof(char*) + sizeof(std::size_t));
+
+    /// In place: the characters. On the heap: the address and the length of the heap copy, stored
+    /// bytewise.
+    std::array<char, in_place> chars_{};
+    std::uint8_t size_ = 0;  ///< the length in place, or `heap`
+
+    [[nodiscard]] bool on_heap() const noexcept { return size_ == heap; }
+    [[nodiscard]] char* heap_chars() const noexcept {
+        char* chars = nullptr;
+        std::memcpy(&chars, chars_.data(), sizeof chars);
+        return chars;
+    }
+    [[nodiscard]] std::size_t heap_size() const noexcept {
+        std::size_t size = 0;
+        std::memcpy(&size, chars_.data() + sizeof(char*), sizeof size);
+        return size;
+    }
+
+    /// Takes a copy of `s`, over whatever the name held (a name being constructed).
+    void assign(std::string_view s) {
+        if (s.size() <= in_place) {
+            if (!s.empty()) std::memcpy(chars_.data(), s.data(), s.size());
+            size_ = static_cast<std::uint8_t>(s.size());
+            return;
+        }
+        std::memcpy(allocate(s.size()), s.data(), s.size());
+    }
+
+    /// Holds `size` characters (more than in_place) on the heap, over whatever the name held: the
+    /// caller writes them.
+    [[nodiscard]] char* allocate(std::size_t size) {
+        char* const chars = new char[size];
+        std::memcpy(chars_.data(), &chars, sizeof chars);
+        std::memcpy(chars_.data() + sizeof chars, &size, sizeof size);
+        size_ = heap;
+        return chars;
+    }
+
+    /// Frees a heap copy; the name is then empty.
+    void release() noexcept {
+        if (on_heap()) delete[] heap_chars();
+        size_ = 0;
+    }
+};
+
+}  // namespace roofsim
