@@ -277,10 +277,8 @@ namespace detail {
     // and what the per-layer figures do not account for is this step's per-call cost.
     // (A layer without a bias is looked up by its bias-free figures, which the lowering lists among the ops.)
     if (single_layer && ops && !ops->empty()) {
-        const std::string_view graph_op = ops->front();
-        const std::string_view host_op = std::find(ops->begin(), ops->end(), host_op_without_bias(graph_op)) != ops->end()
-                                             ? host_op_without_bias(graph_op)
-                                             : graph_op;
+        const std::string_view graph_op = ops->front(), without_bias = host_op_without_bias(graph_op);
+        const std::string_view host_op = std::find(ops->begin(), ops->end(), without_bias) != ops->end() ? without_bias : graph_op;
         auto steady = f.seconds(concat("layer_steady_", host_op, amp_suffix));
         if (!steady) steady = f.seconds(concat("layer_steady_", graph_op, amp_suffix));
         if (steady) {

@@ -527,12 +527,12 @@ private:
         k.host_dispatch = true;
     }
 
-    /// The layer being lowered has no bias: its dispatch markers cost the op's bias-free host figures
-    /// (host_op_without_bias), which join the ops whose figures the step looks up.
-    void markers_without_bias(const Layer& l) {
-        const std::string_view host_op = host_op_without_bias(l.op);
-        step_.kernels.kernels[forward_marker_].host_op = host_op;
-        backward_[backward_begin_.back()].host_op = host_op;  // the backward marker (lower_layer put it first)
+    /// The layer being lowered costs the figures of `host_op` (a string with static storage), not its
+    /// graph op's, at its forward and/or backward dispatch marker; `host_op` joins the ops whose
+    /// figures the step looks up.
+    void cost_markers_as(std::string_view host_op, bool forward, bool backward) {
+        if (forward) step_.kernels.kernels[forward_marker_].host_op = host_op;
+        if (backward) backward_[backward_begin_.back()].host_op = host_op;  // the backward marker (lower_layer put it first)
         if (std::find(op_names_.begin(), op_names_.end(), host_op) == op_names_.end()) op_names_.push_back(host_op);
     }
 
@@ -731,7 +731,7 @@ private:
         const Value& x = input(l, 0);
         const std::int64_t in_f = int_attr(l, "in_features"), out_f = int_attr(l, "out_features");
         const bool bias = bool_attr(l, "bias", true);
-        if (!bias) markers_without_bias(l);
+        if (!bias) cost_markers_as(host_op_without_bias(l.op), true, true);
         if (x.shape.empty() || x.shape.back() != in_f) {
             throw layer_error(l, "in_features: " + std::to_string(in_f) + " does not match the input's last dimension");
         }
@@ -791,7 +791,7 @@ private:
         const auto pad = dims_attr(l, "padding", rank, 0), dil = dims_attr(l, "dilation", rank, 1);
         const std::int64_t groups = int_attr(l, "groups", 1);
         const bool bias = bool_attr(l, "bias", true);
-        if (!bias) markers_without_bias(l);
+        if (!bias) cost_markers_as(host_op_without_bias(l.op), true, true);
         if (x.shape[1] != c) throw layer_error(l, "in_channels: " + std::to_string(c) + " does not match the input");
         if (groups <= 0 || c % groups != 0 || k % groups != 0) throw layer_error(l, "groups: must divide in_channels and out_channels");
         ConvDims d;
@@ -1145,10 +1145,7 @@ private:
         if (lookups <= 3072) {
             Kernel& a = kernel(l, Phase::backward, op, KernelKind::embedding, dt, row_elements, row_elements);
             a.bytes_read += tensor_bytes(lookups, idx.dtype);
-            // its host cost is the atomic path's (framework probe: embedding_atomic)
-            constexpr std::string_view atomic = "embedding_atomic";
-            if (backward_begin_.back() < backward_.size()) backward_[backward_begin_.back()].host_op = atomic;
-            if (std::find(op_names_.begin(), op_names_.end(), atomic) == op_names_.end()) op_names_.push_back(atomic);
+            cost_markers_as("embedding_atomic", false, true);  // the atomic path's host cost (framework probe)
         } else {
             for (const auto& k : detail::embedding_sort_kernels(lookups, row_elements, idx.dtype, dt)) {
                 Kernel& b = kernel(l, Phase::backward, op, k.kind, DType::i64, 0, 0);
