@@ -241,3 +241,39 @@ TEST_CASE("graph JSON round-trips and rejects malformed files", "[graph][json]")
     j["inputs"][0]["shape"][0] = "tokens";
     CHECK_THROWS_WITH(graph_from_json(j, "m.json"), Catch::Matchers::Contains("/inputs/0/shape/0: a symbolic dimension must be \"batch\""));
 }
+
+TEST_CASE("the math attention path runs the kernels of PyTorch's _scaled_dot_product_attention_math", "[lower]") {
+    // PyTorch (aten/src/ATen/native/transformers/attention.cpp): q and k^T each times sqrt(scale);
+    // causal: ones(L, S).tril() made a 0 / -inf mask, added in place to q k^T; _safe_softmax =
+    // softmax, eq(-inf), all over the row, where (with two one-element scalar tensors); then @ v.
+    const GraphInput q{"", {2, 4, 128, 64}, DType::f32, true};
+    Graph g = one_layer_graph("sdpa", {{"is_causal", AttrValue(true)}, {"backend", AttrValue(std::string("math"))}}, {q, q, q});
+    LoweringOptions o;
+    o.precision = PrecisionMode::fp32;
+    o.optimizer.kind = OptimizerKind::none;
+    const LoweredStep s = lower(g, o);
+    std::vector<std::string> forward, backward;
+    for (const auto& k : s.kernels.kernels) {
+        if (k.kind == KernelKind::host_only) continue;
+        (k.phase == Phase::forward ? forward : backward).push_back(k.op.str());
+    }
+    CHECK(forward == std::vector<std::string>{"aten::mul", "aten::mul", "aten::bmm", "aten::ones", "aten::tril", "aten::where",
+                                              "aten::add_", "aten::_softmax", "aten::fill_", "aten::fill_", "aten::eq",
+                                              "aten::all", "aten::where", "aten::bmm"});
+    CHECK(backward == std::vector<std::string>{"aten::bmm", "aten::bmm", "aten::_softmax_backward_data", "aten::bmm",
+                                               "aten::bmm", "aten::mul", "aten::mul"});
+    // The scores: 2 x 4 x 128 x 128 of float32; _safe_softmax's eq writes a byte per score.
+    const double scores = 2.0 * 4 * 128 * 128;
+    for (const auto& k : s.kernels.kernels) {
+        if (k.op == "aten::eq") CHECK(k.bytes_written.value() == Catch::Approx(scores));
+        if (k.op == "aten::_softmax") CHECK(k.bytes_written.value() == Catch::Approx(4 * scores));
+        // its elementwise and softmax kernels take their own ops' efficiencies, not the fused kernels'
+        if (k.kind == KernelKind::softmax) CHECK(k.source_op == "softmax");
+        if (k.op == "aten::mul") CHECK(k.source_op == "mul");
+    }
+    // Without the mask: no ones, tril or add_; the softmax guard stays (it runs unconditionally).
+    g.layers[0].attrs["is_causal"] = AttrValue(false);
+    const LoweredStep full = lower(g, o);
+    CHECK(std::none_of(full.kernels.kernels.begin(), full.kernels.kernels.end(), [](const Kernel& k) { return k.op == "aten::tril"; }));
+    CHECK(std::count_if(full.kernels.kernels.begin(), full.kernels.kernels.end(), [](const Kernel& k) { return k.op == "aten::eq"; }) == 1);
+}
