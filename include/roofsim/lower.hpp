@@ -1004,38 +1004,42 @@ private:
             // into 0 / -inf and added in place to the scores; _safe_softmax (softmax, then rows all -inf
             // set to zero: eq(-inf), all(dim), where, with two one-element scalar tensors); bmm(P, V).
             // Its elementwise and softmax kernels are plain ones: they take those ops' efficiencies, not
-            // the fused attention kernels' (cost_as).
+            // the fused attention kernels'.
             const std::int64_t bh = a.batch * a.heads;
             const double scores = static_cast<double>(bh * a.seq_q * a.seq_kv);
             const double k_elements = static_cast<double>(bh * a.seq_kv * a.head_dim);
             const double mask = static_cast<double>(a.seq_q * a.seq_kv);
-            const auto cost_as = [](Kernel& k, std::string_view op) -> Kernel& { k.source_op = op; return k; };
-            cost_as(kernel(l, Phase::forward, "aten::mul", KernelKind::elementwise, dt, o, o), "mul");  // q * sqrt(scale)
-            cost_as(kernel(l, Phase::forward, "aten::mul", KernelKind::elementwise, dt, k_elements, k_elements), "mul");  // k^T * sqrt(scale)
+            // a kernel of the path that takes the efficiency of the plain op `efficiency_of`
+            const auto plain = [&](Phase ph, std::string_view op, KernelKind kind, DType d, double read, double write,
+                                   std::string_view efficiency_of) -> Kernel& {
+                Kernel& k = kernel(l, ph, op, kind, d, read, write);
+                k.source_op = efficiency_of;
+                return k;
+            };
+            constexpr auto elementwise = KernelKind::elementwise;
+            plain(Phase::forward, "aten::mul", elementwise, dt, o, o, "mul");                     // q * sqrt(scale)
+            plain(Phase::forward, "aten::mul", elementwise, dt, k_elements, k_elements, "mul");   // k^T * sqrt(scale)
             gemm(l, Phase::forward, "aten::bmm", dt, {a.seq_q, a.seq_kv, a.head_dim, bh}, dt);
             if (a.causal) {
-                cost_as(kernel(l, Phase::forward, "aten::ones", KernelKind::elementwise, DType::boolean, 0, mask), "add");
-                cost_as(kernel(l, Phase::forward, "aten::tril", KernelKind::elementwise, DType::boolean, mask, mask), "add");
-                Kernel& to_float = cost_as(kernel(l, Phase::forward, "aten::where", KernelKind::elementwise, dt, 0, mask), "add");
-                to_float.bytes_read = tensor_bytes(mask, DType::boolean);
-                cost_as(kernel(l, Phase::forward, "aten::add_", KernelKind::elementwise, dt, scores + mask, scores), "add");
+                plain(Phase::forward, "aten::ones", elementwise, DType::boolean, 0, mask, "add");
+                plain(Phase::forward, "aten::tril", elementwise, DType::boolean, mask, mask, "add");
+                plain(Phase::forward, "aten::where", elementwise, dt, 0, mask, "add").bytes_read = tensor_bytes(mask, DType::boolean);
+                plain(Phase::forward, "aten::add_", elementwise, dt, scores + mask, scores, "add");
             }
-            cost_as(kernel(l, Phase::forward, "aten::_softmax", KernelKind::softmax, dt, scores, scores), "softmax");
-            for (int i = 0; i < 2; ++i) cost_as(kernel(l, Phase::forward, "aten::fill_", KernelKind::elementwise, dt, 0, 1), "add");
-            Kernel& eq = cost_as(kernel(l, Phase::forward, "aten::eq", KernelKind::elementwise, dt, scores, 0), "add");
-            eq.bytes_written = tensor_bytes(scores, DType::boolean);
-            cost_as(kernel(l, Phase::forward, "aten::all", KernelKind::reduction, DType::boolean, scores, rows), "add");
-            Kernel& where = cost_as(kernel(l, Phase::forward, "aten::where", KernelKind::elementwise, dt, scores, scores), "add");
-            where.bytes_read += tensor_bytes(rows, DType::boolean);
+            plain(Phase::forward, "aten::_softmax", KernelKind::softmax, dt, scores, scores, "softmax");
+            for (int i = 0; i < 2; ++i) plain(Phase::forward, "aten::fill_", elementwise, dt, 0, 1, "add");
+            plain(Phase::forward, "aten::eq", elementwise, dt, scores, 0, "add").bytes_written = tensor_bytes(scores, DType::boolean);
+            plain(Phase::forward, "aten::all", KernelKind::reduction, DType::boolean, scores, rows, "add");
+            plain(Phase::forward, "aten::where", elementwise, dt, scores, scores, "add").bytes_read += tensor_bytes(rows, DType::boolean);
             gemm(l, Phase::forward, "aten::bmm", dt, {a.seq_q, a.head_dim, a.seq_kv, bh}, dt);
             gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_q, a.seq_kv, a.head_dim, bh}, dt);  // dP = dO V^T
             gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_kv, a.head_dim, a.seq_q, bh}, dt);  // dV = P^T dO
             // _safe_softmax's derivative formula is softmax's (_softmax_backward_data): no kernel for its guard
-            cost_as(kernel(l, Phase::backward, "aten::_softmax_backward_data", KernelKind::softmax, dt, 2 * scores, scores), "softmax");
+            plain(Phase::backward, "aten::_softmax_backward_data", KernelKind::softmax, dt, 2 * scores, scores, "softmax");
             gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_q, a.head_dim, a.seq_kv, bh}, dt);  // dQ = dS K
             gemm(l, Phase::backward, "aten::bmm", dt, {a.seq_kv, a.head_dim, a.seq_q, bh}, dt);  // dK = dS^T Q
-            cost_as(kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, o, o), "mul");
-            cost_as(kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, k_elements, k_elements), "mul");
+            plain(Phase::backward, "aten::mul", elementwise, dt, o, o, "mul");
+            plain(Phase::backward, "aten::mul", elementwise, dt, k_elements, k_elements, "mul");
             return;
         }
         const std::string_view name = a.backend == AttentionBackend::flash   ? "aten::_scaled_dot_product_flash_attention"

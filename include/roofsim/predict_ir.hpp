@@ -35,7 +35,7 @@ namespace roofsim {
     Prediction p = predict_kernels(ir.list, ctx, host);
     p.batch = ir.batch;
     p.parameters = ir.parameter_elements;
-    std::map<std::string, std::string> op_of_layer;
+    std::map<std::string_view, std::string_view, std::less<>> op_of_layer;  // views of p's kernels' names
     for (const Kernel& k : p.kernels.kernels) {
         const std::string_view op = !k.source_op.empty() ? std::string_view(k.source_op) : graph_op_of_host_op(k.host_op);
         if (!op.empty()) op_of_layer.emplace(k.layer, op);
