@@ -35,7 +35,7 @@ run() {  # run NAME CMD...: show the log only when the command fails
     fi
 }
 
-run measure_pytorch "$py" "$root/tools/validate/measure_pytorch.py" --device cpu --smoke \
+run measure_pytorch "$py" "$root/tools/validate/measure_pytorch.py" --device cpu --smoke --layer-rounds 2 \
     --out "$tmp/out/validation.json"
 "$py" "$root/tools/validate/measure_pytorch.py" --smoke --list >"$tmp/ids.txt"
 run torch_framework_probe "$py" "$root/calibrate/torch_framework_probe.py" --device cpu --smoke \
@@ -79,6 +79,11 @@ for c in layers:
         check(timing_ok(c.get(key)), f"layer {c.get('id')}: bad {key}")
     check(isinstance(c.get("steady_repetitions"), int) and c["steady_repetitions"] >= 4,
           f"layer {c.get('id')}: steady_repetitions")
+    steady, canary = c.get("forward_backward_steady_seconds", {}), c.get("host_canary_seconds", {})
+    check(c.get("steady_rounds") == 2, f"layer {c.get('id')}: steady_rounds is not 2 (--layer-rounds 2)")
+    check(len(steady.get("values", [])) == steady.get("samples") == canary.get("samples")
+          and steady.get("samples", 0) % 2 == 0,
+          f"layer {c.get('id')}: steady samples of both rounds, a canary for each")
 for c in models:
     for key in ("id", "model", "batch", "precision", "optimizer_info", "parameter_count", "peak_memory_bytes"):
         check(key in c, f"model {c.get('id')}: missing {key!r}")

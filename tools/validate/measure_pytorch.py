@@ -83,7 +83,9 @@ METHOD = (
     "Layer cases: forward (autograd recording on) and forward+backward (out.backward(grad) with a "
     "pre-made random gradient) timed separately with torch.cuda.Event pairs, synchronize before and "
     "after each repetition; parameter and input .grad set to None before each repetition; warm-up "
-    "repetitions discarded; median/min/max over the timed repetitions. Model cases: full training "
+    "repetitions discarded; median/min/max over the timed repetitions. Layer steady state: batches of "
+    "forward+backward repetitions back to back, in --layer-rounds rounds over all cases (the later "
+    "ones after every case's first), samples pooled. Model cases: full training "
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
     "timed the same way. host_canary_seconds: the host's speed while the case ran, a canary (200 "
     "torch.add of 1-element tensors back to back between two synchronizes, per add; the framework "
@@ -630,14 +632,17 @@ def set_grads_to_none(tensors) -> None:
         t.grad = None
 
 
-def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
-    """Time one layer case; raises Skip (or any error) when it cannot run."""
-    mode = case["precision"]
-    with tf32_flags(mode):
-        settings = precision_settings(mode)
-        seed = case_seed(case["id"])
-        torch.manual_seed(seed)
-        module, fn, notes = build_layer(case, device)
+class LayerRun:
+    """One layer case made ready to run (build it inside tf32_flags(case["precision"])): the
+    module or function on the device, its inputs, the leaves whose .grad is reset, the forward's
+    context (autocast, the attention backend) and a random upstream gradient of the output's shape."""
+
+    def __init__(self, case: dict, device: torch.device):
+        mode = case["precision"]
+        self.settings = precision_settings(mode)
+        self.seed = case_seed(case["id"])
+        torch.manual_seed(self.seed)
+        module, self.fn, self.notes = build_layer(case, device)
         params: list[torch.Tensor] = []
         if module is not None:
             module.to(device)
@@ -645,48 +650,76 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
                 module.to(torch.bfloat16)
             module.train()
             params = [q for q in module.parameters() if q.requires_grad]
-        inputs = make_inputs(case, device)
-        grad_leaves = params + [x for x in inputs if x.requires_grad]
-
-        op_ctx = None
+        self.inputs = make_inputs(case, device)
+        self.grad_leaves = params + [x for x in self.inputs if x.requires_grad]
+        self.op_ctx = None
         if case["op"] == "sdpa":
-            op_ctx, notes["backend_api"] = sdpa_backend_ctx_factory(case["params"]["backend"])
+            self.op_ctx, self.notes["backend_api"] = sdpa_backend_ctx_factory(case["params"]["backend"])
+        self.mode, self.device_type = mode, device.type
 
-        @contextlib.contextmanager
-        def forward_ctx():
-            with contextlib.ExitStack() as stack:
-                if op_ctx is not None:
-                    stack.enter_context(op_ctx())
-                stack.enter_context(autocast_ctx(mode, device.type))
-                yield
-
-        with forward_ctx():
+        with self.forward_ctx():
             if PRECISIONS[mode][2] is not None and not autocast_enabled(device.type):
                 raise Skip(f"autocast {PRECISIONS[mode][2]} not active on {device.type}")
-            out = fn(*inputs)
+            out = self.fn(*self.inputs)
         if not out.requires_grad:
             raise Skip("output does not require grad")
-        grad = torch.randn_like(out)  # the upstream gradient, random like the real one
-        output = {"shape": list(out.shape), "dtype": dtype_name(out.dtype)}
-        del out
+        self.grad = torch.randn_like(out)  # the upstream gradient, random like the real one
+        self.output = {"shape": list(out.shape), "dtype": dtype_name(out.dtype)}
+
+    @contextlib.contextmanager
+    def forward_ctx(self):
+        with contextlib.ExitStack() as stack:
+            if self.op_ctx is not None:
+                stack.enter_context(self.op_ctx())
+            stack.enter_context(autocast_ctx(self.mode, self.device_type))
+            yield
+
+    def forward_backward_steady(self, clock: Clock, reps: int) -> float:
+        """Forward + backward `reps` times back to back with no synchronize between, so the host's
+        per-call costs overlap the GPU's work of the repetition before; seconds per repetition."""
+        clock.sync()
+        clock.start()
+        for _ in range(reps):
+            set_grads_to_none(self.grad_leaves)
+            with self.forward_ctx():
+                out = self.fn(*self.inputs)
+            out.backward(self.grad)
+            del out
+        return clock.stop() / reps
+
+    def steady_batches(self, clock: Clock, device: torch.device, reps: int, batches: int):
+        """(seconds per repetition, canary) for each of `batches` steady-state batches, a canary
+        before each; one batch first as its own warm-up (the allocator's pool for the repetitions)."""
+        self.forward_backward_steady(clock, reps)
+        canary_s, steady_s = [], []
+        for _ in range(batches):
+            canary_s.append(canary_seconds_per_op(device))
+            steady_s.append(self.forward_backward_steady(clock, reps))
+        return steady_s, canary_s
+
+
+def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
+    """Time one layer case; raises Skip (or any error) when it cannot run."""
+    with tf32_flags(case["precision"]):
+        run = LayerRun(case, device)
 
         def forward_once() -> float:
-            set_grads_to_none(grad_leaves)
+            set_grads_to_none(run.grad_leaves)
             clock.sync()
-            with forward_ctx():
+            with run.forward_ctx():
                 clock.start()
-                out = fn(*inputs)
+                out = run.fn(*run.inputs)
                 elapsed = clock.stop()
             del out
             return elapsed
 
         def forward_backward_once() -> float:
-            set_grads_to_none(grad_leaves)
+            set_grads_to_none(run.grad_leaves)
             clock.sync()
-            with forward_ctx():
+            with run.forward_ctx():
                 clock.start()
-                out = fn(*inputs)
-            out.backward(grad)
+                out = run.fn(*run.inputs)
+            out.backward(run.grad)
             elapsed = clock.stop()
             del out
             return elapsed
@@ -706,58 +739,57 @@ def measure_layer(case: dict, device: torch.device, clock: Clock, args, target_s
         forward_s = [forward_once() for _ in range(repeats)]
         forward_backward_s = [forward_backward_once() for _ in range(repeats)]
 
-        # Steady state, as a layer runs inside a training loop: forward + backward repeated back to
-        # back with no synchronize between repetitions, so the host's per-call costs overlap the
-        # GPU's work of the repetition before; the time of a batch of them over their count.
+        # Steady state, as a layer runs inside a training loop: batches of back-to-back repetitions
+        # (more rounds of them later in the run: steady_round).
         reps = max(4, min(100, round(5e-3 / max(fb_wall_s, 1e-9))))
         batches = max(3, min(9, int(target_s / max(reps * fb_wall_s, 1e-9))))
-
-        def forward_backward_steady() -> float:
-            clock.sync()
-            clock.start()
-            for _ in range(reps):
-                set_grads_to_none(grad_leaves)
-                with forward_ctx():
-                    out = fn(*inputs)
-                out.backward(grad)
-                del out
-            return clock.stop() / reps
-
-        forward_backward_steady()  # its own warm-up: the allocator's pool for several repetitions
-        canary_s, steady_s = [], []
-        for _ in range(batches):
-            canary_s.append(canary_seconds_per_op(device))
-            steady_s.append(forward_backward_steady())
+        steady_s, canary_s = run.steady_batches(clock, device, reps, batches)
 
         peak = baseline = None
         if device.type == "cuda":
-            set_grads_to_none(grad_leaves)
+            set_grads_to_none(run.grad_leaves)
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats(device)
             baseline = torch.cuda.memory_allocated(device)
-            with forward_ctx():
-                out = fn(*inputs)
-            out.backward(grad)
+            with run.forward_ctx():
+                out = run.fn(*run.inputs)
+            out.backward(run.grad)
             del out
             torch.cuda.synchronize()
             peak = torch.cuda.max_memory_allocated(device)
 
     record = dict(case)
     record.update({
-        "seed": seed,
-        "precision_settings": settings,
-        "implementation": notes,
-        "output": output,
+        "seed": run.seed,
+        "precision_settings": run.settings,
+        "implementation": run.notes,
+        "output": run.output,
         "warmup": warmup,
         "forward_seconds": stats(forward_s),
         "forward_backward_seconds": stats(forward_backward_s),
-        "forward_backward_steady_seconds": stats(steady_s),
+        "forward_backward_steady_seconds": stats(steady_s, keep_values=True),
         "steady_repetitions": reps,
+        "steady_rounds": 1,
         "host_canary_seconds": stats(canary_s, keep_values=True),
         "peak_memory_bytes": peak,
         "baseline_memory_bytes": baseline,
     })
     return record
+
+
+def steady_round(record: dict, device: torch.device, clock: Clock) -> None:
+    """One more round of a measured layer case's steady state, tens of seconds after its first
+    (a shared host's speed holds for seconds at a time): the case built again, as many batches of
+    as many repetitions as its first round, their samples and canaries pooled into the record."""
+    case = {k: record[k] for k in ("id", "op", "precision", "params", "inputs")}
+    batches = len(record["forward_backward_steady_seconds"]["values"]) // record["steady_rounds"]
+    with tf32_flags(case["precision"]):
+        run = LayerRun(case, device)
+        steady_s, canary_s = run.steady_batches(clock, device, record["steady_repetitions"], batches)
+    record["forward_backward_steady_seconds"] = stats(
+        record["forward_backward_steady_seconds"]["values"] + steady_s, keep_values=True)
+    record["host_canary_seconds"] = stats(record["host_canary_seconds"]["values"] + canary_s, keep_values=True)
+    record["steady_rounds"] += 1
 
 
 # ----------------------------------------------------------------------------- model cases
@@ -1157,6 +1189,9 @@ def parse_args(argv=None):
                          "at least 1 always runs)")
     ap.add_argument("--model-repeats", type=int, default=None,
                     help="timed repetitions per model case and phase (default 15; 2 with --smoke)")
+    ap.add_argument("--layer-rounds", type=int, default=None,
+                    help="rounds of every layer case's steady state, the later ones after all cases' first, "
+                         "their samples pooled (default 3; 1 with --smoke)")
     ap.add_argument("--model-rounds", type=int, default=None,
                     help="passes over the model cases, each timing every case anew (default 2; 1 with "
                          "--smoke); the samples of all passes are pooled, so that a burst of host "
@@ -1168,12 +1203,12 @@ def parse_args(argv=None):
     ap.add_argument("--list", action="store_true", help="print the case ids and exit")
     args = ap.parse_args(argv)
     smoke = args.smoke
-    for name, full, tiny in (("repeats", 30, 3), ("warmup", 5, 1), ("model_repeats", 15, 2), ("model_rounds", 2, 1),
+    for name, full, tiny in (("repeats", 30, 3), ("warmup", 5, 1), ("model_repeats", 15, 2), ("layer_rounds", 3, 1), ("model_rounds", 2, 1),
                              ("model_warmup", 5, 1), ("time_budget_s", 240.0, 120.0)):
         if getattr(args, name) is None:
             setattr(args, name, tiny if smoke else full)
-    if args.repeats < 1 or args.model_repeats < 1 or args.model_rounds < 1:
-        ap.error("--repeats, --model-repeats and --model-rounds must be at least 1")
+    if args.repeats < 1 or args.model_repeats < 1 or args.model_rounds < 1 or args.layer_rounds < 1:
+        ap.error("--repeats, --model-repeats, --layer-rounds and --model-rounds must be at least 1")
     return args
 
 
@@ -1216,7 +1251,7 @@ def main(argv=None) -> int:
             "timer": clock.name, "device": str(device), "smoke": args.smoke,
             "warmup": max(1, args.warmup), "repeats": args.repeats,
             "model_warmup": max(1, args.model_warmup), "model_repeats": args.model_repeats,
-            "model_rounds": args.model_rounds,
+            "layer_rounds": args.layer_rounds, "model_rounds": args.model_rounds,
             "min_repeats": 3, "time_budget_s": args.time_budget_s,
             "cudnn_benchmark": torch.backends.cudnn.benchmark,
             "cudnn_deterministic": torch.backends.cudnn.deterministic,
@@ -1263,8 +1298,10 @@ def main(argv=None) -> int:
         if t_case > layer_deadline:
             skip("layer", case, f"time budget exhausted (--time-budget-s {args.time_budget_s:g})")
             continue
-        # Each case gets an equal share of the time left, for its timed repetitions.
-        target_s = max(0.05, 0.6 * (layer_deadline - t_case) / left)
+        # Each case gets an equal share of the time left for its timed repetitions, less what the
+        # later steady-state rounds need (about a third of a first round's time each).
+        first_round_s = (layer_deadline - t_case) / (1 + (args.layer_rounds - 1) / 3)
+        target_s = max(0.05, 0.6 * first_round_s / left)
         try:
             rec = measure_layer(case, device, clock, args, target_s)
             doc["layer_cases"].append(rec)
@@ -1282,6 +1319,25 @@ def main(argv=None) -> int:
         layer_wall.append(time.perf_counter() - t_case)
         write_json_atomic(out, doc)
 
+    # The steady state again, in rounds over all cases, so that each case's samples span moments
+    # tens of seconds apart (a shared host's speed changes for seconds at a time; the probe's passes
+    # do the same for its figures).
+    for round_index in range(2, args.layer_rounds + 1):
+        for i, rec in enumerate(doc["layer_cases"]):
+            if time.perf_counter() > layer_deadline:
+                print(f"[{elapsed():7.1f} s] steady-state round {round_index}: time budget exhausted after "
+                      f"{i} of {len(doc['layer_cases'])} cases", flush=True)
+                break
+            try:
+                steady_round(rec, device, clock)
+            except Exception as exc:  # it ran in the first round: say so, keep the first round's samples
+                print(f"[{elapsed():7.1f} s] steady-state round {round_index} of {rec['id']}: {first_line(exc)}",
+                      flush=True)
+                clear_memory(device)
+        else:
+            print(f"[{elapsed():7.1f} s] steady-state round {round_index}: {len(doc['layer_cases'])} cases",
+                  flush=True)
+        write_json_atomic(out, doc)
     if layers:
         clear_memory(device)
     model_passes = [(r, spec) for r in range(args.model_rounds) for spec in models]
