@@ -47,19 +47,20 @@ TEST_CASE("over the validation runs, each case's median error stays within the i
     const auto layers = [](const CaseOverRuns& c) { return !c.model; };
     const double median = median_error_quantile(v.cases, 0.5, layers);
     const double p90 = median_error_quantile(v.cases, 0.9, layers);
-    // The Hugging Face models' host time is under-predicted on these runs: the issue's bound is missed
-    // for them, and a wider one keeps them from getting worse (docs/NOTES.md).
-    const auto hugging_face = [](const CaseOverRuns& c) { return c.id.rfind("bert-base/", 0) == 0 || c.id.rfind("gpt2-small/", 0) == 0; };
-    const auto model_bounds = [&hugging_face](const std::vector<CaseOverRuns>& cases, double bound, double hf_bound, double memory_bound,
-                                              const char* path) {
+    // Models whose predicted host issue time is near or above their GPU time are under-predicted on
+    // these runs: the issue's bound is missed for them, and a wider one keeps them from getting worse
+    // (docs/NOTES.md). The others, GPU-paced, keep the issue's bound.
+    const auto host_sensitive = [](const CaseOverRuns& c) { return c.median_host_over_gpu() >= 0.7; };
+    const auto model_bounds = [&host_sensitive](const std::vector<CaseOverRuns>& cases, double bound, double host_bound,
+                                                double memory_bound, const char* path) {
         std::size_t gpu_paced = 0;
         for (const auto& c : cases) {
             if (!c.model) continue;
-            gpu_paced += c.host_bound() ? 0 : 1;
-            std::printf("  %s %-32s median error %+6.1f%% over %zu runs (paced by the %s)\n", path, c.id.c_str(), 100 * c.median_error(),
-                        c.errors.size(), c.host_bound() ? "host" : "GPU");
+            gpu_paced += host_sensitive(c) ? 0 : 1;
+            std::printf("  %s %-32s median error %+6.1f%% over %zu runs (host / GPU %.2f)\n", path, c.id.c_str(), 100 * c.median_error(),
+                        c.errors.size(), c.median_host_over_gpu());
             INFO(path << " " << c.id << " median error " << c.median_error() << " over " << c.errors.size() << " runs");
-            CHECK(std::abs(c.median_error()) <= (hugging_face(c) ? hf_bound : bound));
+            CHECK(std::abs(c.median_error()) <= (host_sensitive(c) ? host_bound : bound));
             if (const auto memory = c.median_memory_error()) CHECK(std::abs(*memory) <= memory_bound);
         }
         CHECK(gpu_paced >= 3);
@@ -71,9 +72,9 @@ TEST_CASE("over the validation runs, each case's median error stays within the i
     CHECK(layer_cases >= 60);
     CHECK(median <= ROOFSIM_ACC_LAYER_MEDIAN);
     CHECK(p90 <= ROOFSIM_ACC_LAYER_P90);
-    model_bounds(v.cases, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MODEL_WORST_HF, ROOFSIM_ACC_MEMORY_WORST, "zoo");
+    model_bounds(v.cases, ROOFSIM_ACC_MODEL_WORST, ROOFSIM_ACC_MODEL_WORST_HOST, ROOFSIM_ACC_MEMORY_WORST, "zoo");
     REQUIRE_FALSE(v.exported.empty());
-    model_bounds(v.exported, ROOFSIM_ACC_EXPORT_MODEL_WORST, ROOFSIM_ACC_EXPORT_MODEL_WORST_HF, ROOFSIM_ACC_EXPORT_MEMORY_WORST,
+    model_bounds(v.exported, ROOFSIM_ACC_EXPORT_MODEL_WORST, ROOFSIM_ACC_EXPORT_MODEL_WORST_HOST, ROOFSIM_ACC_EXPORT_MEMORY_WORST,
                  "exported");
     // The exported IRs hold every model case, those the zoo has and those it does not (ViT-B/16).
     CHECK(std::count_if(v.exported.begin(), v.exported.end(), [](const CaseOverRuns& c) { return c.id.rfind("vit-b-16/", 0) == 0; }) >= 2);
@@ -193,4 +194,35 @@ TEST_CASE("a model case's host canary is read where the measurement recorded it"
     const auto profiled = evaluate(set, ctx, &f, HostSpeed::profiled);
     CHECK(measured[0].host_time_scale == Catch::Approx(0.75));
     CHECK(profiled[0].host_time_scale == 1.0);
+}
+
+TEST_CASE("a case's error keeps the prediction's host and GPU times; over runs, their median ratio", "[accuracy][validation]") {
+    ValidationCase c;
+    c.id = "linear/b8x256->256/fp32";
+    c.measured_seconds = 200e-6;
+    c.steady_state = true;
+    Prediction p;
+    p.host_time = Seconds(150e-6);
+    p.gpu_time = Seconds(90e-6);
+    p.gpu_gap_time = Seconds(10e-6);
+    p.step_time = Seconds(400e-6);  // a steady-state case is compared with max(host, GPU), not the step
+    const CaseError host_paced = case_error(c, p, false);
+    CHECK(host_paced.predicted_host_seconds == Catch::Approx(150e-6));
+    CHECK(host_paced.predicted_gpu_seconds == Catch::Approx(100e-6));
+    CHECK(host_paced.predicted_seconds == Catch::Approx(150e-6));
+    CHECK(host_paced.error == Catch::Approx(-0.25));
+    CHECK(host_paced.host_bound);
+    p.host_time = Seconds(50e-6);
+    const CaseError gpu_paced = case_error(c, p, false);
+    CHECK(gpu_paced.predicted_seconds == Catch::Approx(100e-6));
+    CHECK_FALSE(gpu_paced.host_bound);
+    p.host_time = Seconds(80e-6);
+    const CaseError third = case_error(c, p, false);
+
+    std::vector<CaseOverRuns> runs;
+    detail::gather(runs, {host_paced, gpu_paced, third});  // three runs of one case
+    REQUIRE(runs.size() == 1);
+    CHECK(runs[0].host_over_gpu.size() == 3);
+    CHECK(runs[0].median_host_over_gpu() == Catch::Approx(0.8));  // of 1.5, 0.5 and 0.8
+    CHECK_FALSE(runs[0].host_bound());                             // one run of three
 }

@@ -161,6 +161,8 @@ struct CaseError {
     const ValidationCase* c = nullptr;
     double host_time_scale = 1.0;  ///< the host costs' scale it was predicted with
     double predicted_seconds = 0;
+    double predicted_host_seconds = 0;  ///< the prediction's host issue time
+    double predicted_gpu_seconds = 0;   ///< its GPU time: kernels and the gaps between them
     double error = 0;  ///< (predicted - measured) / measured
     std::optional<double> predicted_peak_bytes;
     std::optional<double> memory_error;
@@ -177,7 +179,9 @@ struct CaseError {
     e.c = &c;
     e.predicted_seconds = c.steady_state ? max(p.host_time, p.gpu_time + p.gpu_gap_time).value() : p.step_time.value();
     e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
-    e.host_bound = p.host_time > p.gpu_time + p.gpu_gap_time;
+    e.predicted_host_seconds = p.host_time.value();
+    e.predicted_gpu_seconds = (p.gpu_time + p.gpu_gap_time).value();
+    e.host_bound = e.predicted_host_seconds > e.predicted_gpu_seconds;
     if (with_memory && c.measured_peak_bytes) {
         e.predicted_peak_bytes = p.memory.peak.value();
         e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;
@@ -307,6 +311,7 @@ struct CaseOverRuns {
     std::vector<double> errors;         ///< (predicted - measured) / measured, one per run
     std::vector<double> memory_errors;  ///< peak memory, where compared
     int host_bound_runs = 0;            ///< runs whose prediction the host paces
+    std::vector<double> host_over_gpu;  ///< the prediction's host issue time over its GPU time, one per run
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
     /// The median peak-memory error, where any run compared it.
@@ -316,6 +321,9 @@ struct CaseOverRuns {
     }
     /// Paced by the host in the prediction of most runs.
     [[nodiscard]] bool host_bound() const { return 2 * static_cast<std::size_t>(host_bound_runs) > errors.size(); }
+    /// The median over the runs of the prediction's host issue time over its GPU time: near or above 1,
+    /// the step's time moves with the host's speed while it runs.
+    [[nodiscard]] double median_host_over_gpu() const { return host_over_gpu.empty() ? 0.0 : detail::quantile(host_over_gpu, 0.5); }
 };
 
 /// The cases of several runs, each case's errors gathered by its id.
@@ -334,12 +342,13 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
     for (const auto& e : errors) {
         auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
         if (it == out.end()) {
-            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, 0});
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, 0, {}});
             it = std::prev(out.end());
         }
         it->errors.push_back(e.error);
         if (e.memory_error) it->memory_errors.push_back(*e.memory_error);
         it->host_bound_runs += e.host_bound ? 1 : 0;
+        if (e.predicted_gpu_seconds > 0) it->host_over_gpu.push_back(e.predicted_host_seconds / e.predicted_gpu_seconds);
     }
 }
 }  // namespace detail

@@ -307,11 +307,12 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
         return text;
     };
     const auto table = [&](const std::vector<roofsim::CaseOverRuns>& cases, bool models_only) {
-        TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "median memory error %"});
+        TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "host / GPU",
+                     "median memory error %"});
         for (const auto& c : cases) {
             if (models_only && !c.model) continue;
             t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), by_run(c),
-                       c.host_bound() ? "host" : "GPU",
+                       c.host_bound() ? "host" : "GPU", format_number("%.2f", c.median_host_over_gpu()),
                        c.median_memory_error() ? format_number("%+.1f", 100 * *c.median_memory_error()) : "-"});
         }
         t.print(out);
@@ -715,11 +716,13 @@ int main(int argc, char** argv) {
                                                            : "the framework profile's host speed")
                       << "\n\n";
             if (validate_cases) {
-                TextTable t({"case", "measured ms", "predicted ms", "error %", "paced by", "canary x", other_error_header});
+                TextTable t({"case", "measured ms", "predicted ms", "host ms", "GPU ms", "error %", "paced by", "canary x",
+                             other_error_header});
                 for (std::size_t i = 0; i < errors.size(); ++i) {
                     const auto& e = errors[i];
                     t.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3),
-                               format_number("%.3f", e.predicted_seconds * 1e3), format_number("%+.1f", 100 * e.error),
+                               format_number("%.3f", e.predicted_seconds * 1e3), format_number("%.3f", e.predicted_host_seconds * 1e3),
+                               format_number("%.3f", e.predicted_gpu_seconds * 1e3), format_number("%+.1f", 100 * e.error),
                                e.host_bound ? "host" : "GPU",
                                format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
                                format_number("%+.1f", 100 * other[i].error)});
