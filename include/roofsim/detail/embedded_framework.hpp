@@ -26,8 +26,8 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T11:56:48+00:00",
- "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /tmp/v5/h200-sxm-torch-2.11.json",
+ "date_utc": "2026-11-30T13:43:53+00:00",
+ "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
   "warmup": 2,
@@ -52,433 +52,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "passes": 3
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.5351660000106904e-05,
+  "reference_seconds_per_op": 1.1251165000061292e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4461,
-  "canary_p10_seconds": 9.589820000002191e-06,
-  "canary_p90_seconds": 1.771872999995594e-05,
+  "canaries": 3993,
+  "canary_p10_seconds": 8.147820000061757e-06,
+  "canary_p90_seconds": 1.2327055000014297e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 1.0561662999997167e-05,
-   "min": 9.782448499997543e-06,
-   "max": 1.6817775000006917e-05,
+   "seconds": 7.902270499997144e-06,
+   "min": 7.515315999995664e-06,
+   "max": 9.101938000000587e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.922255999999408e-06,
-   "host_canary_seconds": 1.02691449999881e-05,
+   "issue_only_seconds": 8.106083000001262e-06,
+   "host_canary_seconds": 8.032739999990213e-06,
    "pass_seconds": [
-    9.968149500000578e-06,
-    1.0561662999997167e-05,
-    1.6146984500011287e-05
+    8.124455499995519e-06,
+    7.73177649999468e-06,
+    7.902270499997144e-06
    ],
    "pass_host_canary_seconds": [
-    1.02691449999881e-05,
-    1.1559640000022853e-05,
-    1.626794499998141e-05
+    8.032739999990213e-06,
+    7.814659999993978e-06,
+    8.104949999960809e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.872743899999918e-05,
-   "min": 1.6831494999998143e-05,
-   "max": 3.212401000000398e-05,
+   "seconds": 1.5046565000005785e-05,
+   "min": 1.4340654500003324e-05,
+   "max": 1.9186645499999598e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8674982000000285e-05,
-   "host_canary_seconds": 1.0303759999992224e-05,
+   "issue_only_seconds": 1.4999517500001503e-05,
+   "host_canary_seconds": 8.583394999988058e-06,
    "pass_seconds": [
-    1.872743899999918e-05,
-    1.8417795999994268e-05,
-    3.09080945000062e-05
+    1.5046565000005785e-05,
+    1.6326004500001547e-05,
+    1.4732477999999105e-05
    ],
    "pass_host_canary_seconds": [
-    1.0303759999992224e-05,
-    1.033658499999035e-05,
-    1.6290819999937866e-05
+    8.583394999988058e-06,
+    8.370589999984191e-06,
+    8.210339999976669e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.7072586500006535e-05,
-   "min": 1.1300480500000987e-05,
-   "max": 2.952356449999627e-05,
+   "seconds": 1.5950002500005667e-05,
+   "min": 1.3127555500005883e-05,
+   "max": 2.0970318500005193e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1520235500000809e-05,
-   "host_canary_seconds": 7.348160000013592e-06,
+   "issue_only_seconds": 1.501166900000328e-05,
+   "host_canary_seconds": 8.536724999999023e-06,
    "pass_seconds": [
-    1.1559362999999934e-05,
-    1.7072586500006535e-05,
-    2.7982104499997716e-05
+    1.5075604000003296e-05,
+    1.5950002500005667e-05,
+    1.701016549999679e-05
    ],
    "pass_host_canary_seconds": [
-    7.348160000013592e-06,
-    1.0110134999976594e-05,
-    1.6488839999908578e-05
+    8.536724999999023e-06,
+    9.759454999951345e-06,
+    1.0442235000027722e-05
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.7518713999997713e-05,
-   "min": 1.095295300000032e-05,
-   "max": 3.243841850000706e-05,
+   "seconds": 1.5336239999996337e-05,
+   "min": 1.2437903500000403e-05,
+   "max": 2.159707100000219e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1201964499999661e-05,
-   "host_canary_seconds": 7.591229999981408e-06,
+   "issue_only_seconds": 1.9777611999998612e-05,
+   "host_canary_seconds": 1.2715659999997798e-05,
    "pass_seconds": [
-    1.1225476999999983e-05,
-    1.7518713999997713e-05,
-    3.176122200000009e-05
+    1.982903199999697e-05,
+    1.5336239999996337e-05,
+    1.340695899999389e-05
    ],
    "pass_host_canary_seconds": [
-    7.591229999981408e-06,
-    1.0038654999959818e-05,
-    1.6360219999995705e-05
+    1.2715659999997798e-05,
+    1.0151779999958421e-05,
+    8.475264999958654e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 1.085118499999993e-05,
-   "min": 7.126464500000651e-06,
-   "max": 1.7318882499992583e-05,
+   "seconds": 1.1088467500002253e-05,
+   "min": 7.850852000004239e-06,
+   "max": 1.2308029499997986e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.216048499999573e-06,
-   "host_canary_seconds": 7.651969999997732e-06,
+   "issue_only_seconds": 1.1695776499998089e-05,
+   "host_canary_seconds": 1.2014034999978663e-05,
    "pass_seconds": [
-    8.263275000000902e-06,
-    1.085118499999993e-05,
-    1.70650480000063e-05
+    1.1752156000000014e-05,
+    1.1088467500002253e-05,
+    7.967176999997606e-06
    ],
    "pass_host_canary_seconds": [
-    7.651969999997732e-06,
-    1.0417240000002436e-05,
-    1.658040999998889e-05
+    1.2014034999978663e-05,
+    1.1426625000012792e-05,
+    8.043529999994803e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 5.754453149999961e-05,
-   "min": 3.9790049499998755e-05,
-   "max": 9.60923570000034e-05,
+   "seconds": 4.306495799998799e-05,
+   "min": 4.1705014500010406e-05,
+   "max": 6.593053099999934e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.2211456500000255e-05,
-   "host_canary_seconds": 9.98154499999515e-06,
+   "issue_only_seconds": 6.358743300000213e-05,
+   "host_canary_seconds": 1.2438370000040777e-05,
    "pass_seconds": [
-    5.226830100000157e-05,
-    5.754453149999961e-05,
-    9.359455399999205e-05
+    6.36411054999968e-05,
+    4.265301200000238e-05,
+    4.306495799998799e-05
    ],
    "pass_host_canary_seconds": [
-    9.98154499999515e-06,
-    1.1157360000026983e-05,
-    1.6535449999963704e-05
+    1.2438370000040777e-05,
+    8.300450000007231e-06,
+    8.269559999973808e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 5.98152114999948e-05,
-   "min": 3.1519272499998865e-05,
-   "max": 7.126711200000102e-05,
+   "seconds": 3.3083634999997003e-05,
+   "min": 3.0346543499987888e-05,
+   "max": 4.744688649999773e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.586737150000019e-05,
-   "host_canary_seconds": 8.728089999969767e-06,
+   "issue_only_seconds": 4.5843869000002255e-05,
+   "host_canary_seconds": 1.2145869999997672e-05,
    "pass_seconds": [
-    3.591351650000263e-05,
-    5.98152114999948e-05,
-    6.783400900000913e-05
+    4.5900865000000126e-05,
+    3.3083634999997003e-05,
+    3.1356646000006095e-05
    ],
    "pass_host_canary_seconds": [
-    8.728089999969767e-06,
-    1.4919300000002522e-05,
-    1.7304080000002386e-05
+    1.2145869999997672e-05,
+    8.454060000033791e-06,
+    8.22848499993256e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 2.8200349499996948e-05,
-   "min": 1.228291299999995e-05,
-   "max": 3.32913149999996e-05,
+   "seconds": 1.3989259499993523e-05,
+   "min": 1.2859673999997768e-05,
+   "max": 1.994658150000106e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.36939224999999e-05,
-   "host_canary_seconds": 1.04914250000121e-05,
+   "issue_only_seconds": 1.9690502000003106e-05,
+   "host_canary_seconds": 1.1766610000023547e-05,
    "pass_seconds": [
-    1.3738099999997643e-05,
-    2.8200349499996948e-05,
-    3.212864550000916e-05
+    1.9746937000000742e-05,
+    1.3989259499993523e-05,
+    1.3354774500001553e-05
    ],
    "pass_host_canary_seconds": [
-    1.04914250000121e-05,
-    1.5512989999990623e-05,
-    1.6448410000009518e-05
+    1.1766610000023547e-05,
+    8.5448099999752e-06,
+    8.211834999940493e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.3869352499995102e-05,
-   "min": 1.1920802500000604e-05,
-   "max": 2.072757599999875e-05,
+   "seconds": 1.0301970000000437e-05,
+   "min": 9.415371999992317e-06,
+   "max": 1.4099859499999923e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.328746650000312e-05,
-   "host_canary_seconds": 1.1159225000021421e-05,
+   "issue_only_seconds": 1.3866856500001745e-05,
+   "host_canary_seconds": 1.1766610000023547e-05,
    "pass_seconds": [
-    1.3335890500002278e-05,
-    1.3869352499995102e-05,
-    1.958757200000605e-05
+    1.3931986000002893e-05,
+    1.0301970000000437e-05,
+    9.799655499989512e-06
    ],
    "pass_host_canary_seconds": [
-    1.1159225000021421e-05,
-    1.3567080000029818e-05,
-    1.7093575000046712e-05
+    1.1766610000023547e-05,
+    9.867619999965881e-06,
+    8.201705000061566e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.9864737499998738e-05,
-   "min": 2.501595949999924e-05,
-   "max": 3.7846734499993314e-05,
+   "seconds": 2.666709000000367e-05,
+   "min": 1.7558453999996004e-05,
+   "max": 2.7929762999995945e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.5872248500000693e-05,
-   "host_canary_seconds": 1.1456654999975058e-05,
+   "issue_only_seconds": 2.671366450000079e-05,
+   "host_canary_seconds": 1.1890525000026742e-05,
    "pass_seconds": [
-    2.5922622500001324e-05,
-    2.9864737499998738e-05,
-    3.741451199999801e-05
+    2.6788788000004615e-05,
+    2.0432175499998096e-05,
+    2.666709000000367e-05
    ],
    "pass_host_canary_seconds": [
-    1.1456654999975058e-05,
-    1.4913750000005166e-05,
-    1.7081579999995712e-05
+    1.1890525000026742e-05,
+    9.58974500001375e-06,
+    1.1931319999973766e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.789009899999684e-05,
-   "min": 2.248502800000196e-05,
-   "max": 3.337611249999384e-05,
+   "seconds": 2.453162999999847e-05,
+   "min": 1.57432660000012e-05,
+   "max": 2.5861274000000378e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.2800147000001657e-05,
-   "host_canary_seconds": 1.1229700000008335e-05,
+   "issue_only_seconds": 2.5345848499995328e-05,
+   "host_canary_seconds": 1.2264940000008551e-05,
    "pass_seconds": [
-    2.286315950000173e-05,
-    2.789009899999684e-05,
-    3.309270700000866e-05
+    2.541835799999603e-05,
+    1.8800604500000874e-05,
+    2.453162999999847e-05
    ],
    "pass_host_canary_seconds": [
-    1.1229700000008335e-05,
-    1.5311249999996334e-05,
-    1.724980999995296e-05
+    1.2264940000008551e-05,
+    8.332435000042437e-06,
+    1.2200990000081901e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 2.6659952000002816e-05,
-   "min": 2.027002049999993e-05,
-   "max": 3.763159749999545e-05,
+   "seconds": 1.656139349999819e-05,
+   "min": 1.5656403999997793e-05,
+   "max": 2.566738050000339e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.183314599999875e-05,
-   "host_canary_seconds": 1.0926184999995314e-05,
+   "issue_only_seconds": 2.441676400000148e-05,
+   "host_canary_seconds": 1.2143705000013938e-05,
    "pass_seconds": [
-    2.1886909999999203e-05,
-    2.6659952000002816e-05,
-    3.6650034499999154e-05
+    2.4477231000005873e-05,
+    1.656139349999819e-05,
+    1.651250150000294e-05
    ],
    "pass_host_canary_seconds": [
-    1.0926184999995314e-05,
-    1.3736330000000408e-05,
-    1.6940750000031813e-05
+    1.2143705000013938e-05,
+    8.458105000030969e-06,
+    8.128639999966935e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.562866950000341e-05,
-   "min": 1.238776650000517e-05,
-   "max": 2.0093535000000883e-05,
+   "seconds": 1.019972999999652e-05,
+   "min": 9.58358800000525e-06,
+   "max": 1.5212594499999455e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.297298649999945e-05,
-   "host_canary_seconds": 1.0939235000009262e-05,
+   "issue_only_seconds": 1.4477436999996484e-05,
+   "host_canary_seconds": 1.2040714999983492e-05,
    "pass_seconds": [
-    1.3026145000001322e-05,
-    1.562866950000341e-05,
-    1.971366600000124e-05
+    1.4544693999994252e-05,
+    1.019972999999652e-05,
+    1.0035260000009317e-05
    ],
    "pass_host_canary_seconds": [
-    1.0939235000009262e-05,
-    1.4993854999971745e-05,
-    1.713895000008847e-05
+    1.2040714999983492e-05,
+    8.768969999977116e-06,
+    8.052140000032182e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.4943144499999902e-05,
-   "min": 2.1434209500000635e-05,
-   "max": 4.154733000000021e-05,
+   "seconds": 2.4461072000001137e-05,
+   "min": 1.8795263000001228e-05,
+   "max": 3.097740200000487e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4884886999998913e-05,
-   "host_canary_seconds": 1.0519829999999786e-05,
+   "issue_only_seconds": 2.4412354000006076e-05,
+   "host_canary_seconds": 1.182008500002496e-05,
    "pass_seconds": [
-    2.4943144499999902e-05,
-    2.211237249999698e-05,
-    4.0265552500002856e-05
+    2.4461072000001137e-05,
+    2.9815308999999956e-05,
+    1.940226849998794e-05
    ],
    "pass_host_canary_seconds": [
-    1.0519829999999786e-05,
-    1.0367120000012164e-05,
-    1.9510655000090083e-05
+    1.182008500002496e-05,
+    1.2028665000016757e-05,
+    8.113550000103942e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.866877549999657e-05,
-   "min": 1.3885586499998937e-05,
-   "max": 3.621334599999671e-05,
+   "seconds": 2.083393499999886e-05,
+   "min": 1.5708591500001034e-05,
+   "max": 2.6410571499994263e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4296090500000247e-05,
-   "host_canary_seconds": 7.91360499999172e-06,
+   "issue_only_seconds": 2.378088749999563e-05,
+   "host_canary_seconds": 1.2047344999999155e-05,
    "pass_seconds": [
-    1.4331142499997895e-05,
-    1.866877549999657e-05,
-    3.2207982499997455e-05
+    2.3852679999997406e-05,
+    2.083393499999886e-05,
+    1.7786171500006276e-05
    ],
    "pass_host_canary_seconds": [
-    7.91360499999172e-06,
-    1.0369519999997578e-05,
-    1.7503744999913805e-05
+    1.2047344999999155e-05,
+    1.1385434999979793e-05,
+    1.1482230000012806e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.1417281499999775e-05,
-   "min": 1.3949513000000025e-05,
-   "max": 3.7493932999993265e-05,
+   "seconds": 2.3716430999996873e-05,
+   "min": 1.5268617500005634e-05,
+   "max": 2.5880766000000222e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.445797949999772e-05,
-   "host_canary_seconds": 7.90783499997616e-06,
+   "issue_only_seconds": 2.5331331499998555e-05,
+   "host_canary_seconds": 1.2153065000006791e-05,
    "pass_seconds": [
-    1.449635550000039e-05,
-    2.1417281499999775e-05,
-    3.673177950000195e-05
+    2.5384064000000706e-05,
+    1.60542445000047e-05,
+    2.3716430999996873e-05
    ],
    "pass_host_canary_seconds": [
-    7.90783499997616e-06,
-    1.0351184999990438e-05,
-    1.7127170000037495e-05
+    1.2153065000006791e-05,
+    8.139830000004621e-06,
+    1.1569029999947134e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.658359999998312e-06,
-   "min": 6.384895500001875e-06,
-   "max": 1.4099454000003675e-05,
+   "seconds": 8.468102999998451e-06,
+   "min": 6.6064104999981056e-06,
+   "max": 1.0019135000000289e-05,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.5115334999994446e-06,
-   "host_canary_seconds": 7.8355650000006e-06,
+   "issue_only_seconds": 8.419402500003059e-06,
+   "host_canary_seconds": 9.652452500041875e-06,
    "pass_seconds": [
-    6.520743999999468e-06,
-    8.658359999998312e-06,
-    1.376235150000582e-05
+    8.468102999998451e-06,
+    6.829366499999878e-06,
+    9.217344999996158e-06
    ],
    "pass_host_canary_seconds": [
-    7.8355650000006e-06,
-    1.0437825000018108e-05,
-    1.7253654999933587e-05
+    9.652452500041875e-06,
+    8.227559999980372e-06,
+    1.1492209999985904e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.605718666667144e-05,
-   "min": 9.779396666671244e-06,
-   "max": 2.7143901111135922e-05,
+   "seconds": 1.7697913333339304e-05,
+   "min": 1.0331535555552464e-05,
+   "max": 2.0596631111102523e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.560399999988477e-06,
+   "host_canary_seconds": 9.949519999992163e-06,
    "pass_seconds": [
-    1.0396579999994376e-05,
-    1.605718666667144e-05,
-    2.5316651111116547e-05
+    1.854034222222683e-05,
+    1.7697913333339304e-05,
+    1.3126486666629313e-05
    ],
    "pass_host_canary_seconds": [
-    7.560399999988477e-06,
-    1.6123065000002157e-05,
-    1.640725499996165e-05
+    9.949519999992163e-06,
+    8.31515500003377e-06,
+    8.196940000004815e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0008316512222168943,
-   "min": 3.004299999689571e-05,
-   "max": 0.0019627697777764297,
+   "seconds": 0.0008454701111020313,
+   "min": 0.0001847798888895292,
+   "max": 0.0024338764444406837,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.560399999988477e-06,
+   "host_canary_seconds": 9.949519999992163e-06,
    "pass_seconds": [
-    0.00040918666666714095,
-    0.0008316512222168943,
-    0.001323150555571652
+    0.0008713032222244818,
+    0.0007470767777846277,
+    0.0008454701111020313
    ],
    "pass_host_canary_seconds": [
-    7.560399999988477e-06,
-    1.6123065000002157e-05,
-    1.640725499996165e-05
+    9.949519999992163e-06,
+    8.31515500003377e-06,
+    8.196940000004815e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 5.086993333331217e-06,
-   "min": 3.6394111111093253e-06,
-   "max": 9.561001111156505e-06,
+   "seconds": 7.79234111111767e-06,
+   "min": 3.771478888899714e-06,
+   "max": 8.566472222229196e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.520017499995647e-06,
+   "host_canary_seconds": 9.276554999964047e-06,
    "pass_seconds": [
-    3.782262222221296e-06,
-    5.086993333331217e-06,
-    9.196191111110845e-06
+    7.84272666666968e-06,
+    7.79234111111767e-06,
+    4.527067777770652e-06
    ],
    "pass_host_canary_seconds": [
-    7.520017499995647e-06,
-    1.5731217499990182e-05,
-    1.613592250002682e-05
+    9.276554999964047e-06,
+    1.1102442500003917e-05,
+    8.42551750004361e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 4.9302588888780166e-06,
-   "min": 3.4183688888826206e-06,
-   "max": 9.516228888912793e-06,
+   "seconds": 7.305073333314896e-06,
+   "min": 3.93054333332859e-06,
+   "max": 8.106173333336149e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.483489999984272e-06,
+   "host_canary_seconds": 1.2581414999992547e-05,
    "pass_seconds": [
-    3.5230099999949973e-06,
-    4.9302588888780166e-06,
-    8.911198888925911e-06
+    7.305073333314896e-06,
+    7.347940000007232e-06,
+    4.614383333318983e-06
    ],
    "pass_host_canary_seconds": [
-    7.483489999984272e-06,
-    1.5365602500025944e-05,
-    1.8232034999954294e-05
+    1.2581414999992547e-05,
+    1.1754567499977498e-05,
+    1.197499499994592e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 6.612853111109177e-05,
-   "min": 3.468191333332982e-05,
-   "max": 8.963462999999037e-05,
+   "seconds": 4.483090555554428e-05,
+   "min": 3.912090333333001e-05,
+   "max": 7.222299111110904e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.541694999986248e-06,
+   "host_canary_seconds": 1.2515740000011988e-05,
    "pass_seconds": [
-    3.55166522222245e-05,
-    6.612853111109177e-05,
-    8.270340888887833e-05
+    6.22048955555638e-05,
+    4.483090555554428e-05,
+    4.2367644444425425e-05
    ],
    "pass_host_canary_seconds": [
-    7.541694999986248e-06,
-    1.4345960000028413e-05,
-    1.764875999995752e-05
+    1.2515740000011988e-05,
+    1.2048924999987776e-05,
+    8.180935000012823e-06
    ]
   },
   "backward_call": {
-   "seconds": 0.00012140133728583653,
-   "min": 5.031067257126173e-05,
-   "max": 0.00021804533029596011,
+   "seconds": 0.0001782373307893674,
+   "min": 0.0001729106654723485,
+   "max": 0.0001799840002010266,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 20.22 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 27.21 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -487,28 +487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00011430399864912033,
-    0.00016499200463294982,
-    0.00021932800114154814,
-    0.0003032959997653961,
-    0.00043190398812294005
+    0.0001839359998703003,
+    0.00023296000063419343,
+    0.0002869119942188263,
+    0.00043606400489807127,
+    0.000594976007938385
    ],
-   "host_canary_seconds": 1.039639999998343e-05,
+   "host_canary_seconds": 1.1764154999980291e-05,
    "pass_seconds": [
-    0.00012140133728583653,
-    5.031067257126173e-05,
-    0.00021804533029596011
+    0.0001782373307893674,
+    0.0001729106654723485,
+    0.0001799840002010266
    ],
    "pass_host_canary_seconds": [
-    1.039639999998343e-05,
-    1.1032164999988936e-05,
-    1.7010155000036774e-05
+    1.1764154999980291e-05,
+    1.167801750000308e-05,
+    1.183531999998877e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 4.411276075102034e-05,
-   "min": 2.3574094864584153e-05,
-   "max": 4.530666839508783e-05,
+   "seconds": 3.451428686579068e-05,
+   "min": 3.05295256631715e-05,
+   "max": 3.934781093682561e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -517,26 +517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.056000128388405e-05,
-    0.00011903999745845795,
-    0.0004034239947795868
+    7.014399766921997e-05,
+    0.0001103999987244606,
+    0.0006344320178031922
    ],
-   "host_canary_seconds": 8.463484999978733e-06,
+   "host_canary_seconds": 1.1414677500027892e-05,
    "pass_seconds": [
-    2.3574094864584153e-05,
-    4.411276075102034e-05,
-    4.530666839508783e-05
+    3.934781093682561e-05,
+    3.05295256631715e-05,
+    3.451428686579068e-05
    ],
    "pass_host_canary_seconds": [
-    8.463484999978733e-06,
-    1.3734439999950609e-05,
-    1.6955274999972402e-05
+    1.1414677500027892e-05,
+    1.2537992499943585e-05,
+    1.1594375000072432e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.759009984277544e-05,
-   "min": 7.05912345576854e-05,
-   "max": 0.00014339047102701098,
+   "seconds": 0.00010448381570833071,
+   "min": 9.285180004579679e-05,
+   "max": 0.00012771884635800408,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -545,26 +545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020739200711250306,
-    0.0006107519865036011,
-    0.0016601599454879761
+    0.0002640640139579773,
+    0.0009562879800796509,
+    0.002345599889755249
    ],
-   "host_canary_seconds": 8.463484999978733e-06,
+   "host_canary_seconds": 1.1414677500027892e-05,
    "pass_seconds": [
-    7.05912345576854e-05,
-    9.759009984277544e-05,
-    0.00014339047102701098
+    9.285180004579679e-05,
+    0.00012771884635800408,
+    0.00010448381570833071
    ],
    "pass_host_canary_seconds": [
-    8.463484999978733e-06,
-    1.3734439999950609e-05,
-    1.6955274999972402e-05
+    1.1414677500027892e-05,
+    1.2537992499943585e-05,
+    1.1594375000072432e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.959466698623839e-05,
-   "min": 4.518323888381323e-05,
-   "max": 5.4928763991310475e-05,
+   "seconds": 8.186819014095125e-05,
+   "min": 7.921371360619863e-05,
+   "max": 8.28068582784562e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -573,26 +573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010787200182676315,
-    0.00021292799711227417,
-    0.0007754560112953186
+    0.0001886399984359741,
+    0.0004792320132255554,
+    0.0014448000192642213
    ],
-   "host_canary_seconds": 8.160210000021095e-06,
+   "host_canary_seconds": 1.1317610000034505e-05,
    "pass_seconds": [
-    4.518323888381323e-05,
-    4.959466698623839e-05,
-    5.4928763991310475e-05
+    8.28068582784562e-05,
+    8.186819014095125e-05,
+    7.921371360619863e-05
    ],
    "pass_host_canary_seconds": [
-    8.160210000021095e-06,
-    1.1080820000017866e-05,
-    1.690625999998474e-05
+    1.1317610000034505e-05,
+    1.2207932499990192e-05,
+    1.1724940000021887e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00021072837639422642,
-   "min": 0.00015645714423486164,
-   "max": 0.00027072914867174054,
+   "seconds": 0.00015514437783332096,
+   "min": 9.343161043666658e-05,
+   "max": 0.0001681714334658214,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -601,26 +601,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00034828799962997436,
-    0.0009742400050163269,
-    0.00337990403175354
+    0.0006600000262260437,
+    0.0014853760004043578,
+    0.0034024639129638674
    ],
-   "host_canary_seconds": 8.160210000021095e-06,
+   "host_canary_seconds": 1.1317610000034505e-05,
    "pass_seconds": [
-    0.00015645714423486164,
-    0.00021072837639422642,
-    0.00027072914867174054
+    9.343161043666658e-05,
+    0.00015514437783332096,
+    0.0001681714334658214
    ],
    "pass_host_canary_seconds": [
-    8.160210000021095e-06,
-    1.1080820000017866e-05,
-    1.690625999998474e-05
+    1.1317610000034505e-05,
+    1.2207932499990192e-05,
+    1.1724940000021887e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 3.69759989636285e-05,
-   "min": 2.6774857193231582e-05,
-   "max": 4.46651428937912e-05,
+   "seconds": 2.038933283516339e-05,
+   "min": 1.9881904302608397e-05,
+   "max": 3.271238257487615e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -629,26 +629,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.371200129389763e-05,
-    0.00012147200107574463,
-    0.0004444800019264221
+    3.311999887228012e-05,
+    9.068799763917923e-05,
+    0.0003306559920310974
    ],
-   "host_canary_seconds": 1.0190637500002708e-05,
+   "host_canary_seconds": 8.742130000030101e-06,
    "pass_seconds": [
-    2.6774857193231582e-05,
-    4.46651428937912e-05,
-    3.69759989636285e-05
+    1.9881904302608397e-05,
+    2.038933283516339e-05,
+    3.271238257487615e-05
    ],
    "pass_host_canary_seconds": [
-    1.0190637500002708e-05,
-    1.5621854999992025e-05,
-    1.7350619999945137e-05
+    8.742130000030101e-06,
+    9.193409999994628e-06,
+    1.1713259999908132e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 9.064228265058427e-05,
-   "min": 7.545219060210954e-05,
-   "max": 9.599618613719942e-05,
+   "seconds": 7.192533339063327e-05,
+   "min": 6.911618830192655e-05,
+   "max": 8.121904784015246e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,26 +657,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003174720108509064,
-    0.0007606719732284546,
-    0.0018963840007781983
+    0.00019702400267124177,
+    0.0006011199951171875,
+    0.0017471359968185426
    ],
-   "host_canary_seconds": 1.0190637500002708e-05,
+   "host_canary_seconds": 8.742130000030101e-06,
    "pass_seconds": [
-    7.545219060210954e-05,
-    9.599618613719942e-05,
-    9.064228265058427e-05
+    8.121904784015246e-05,
+    7.192533339063327e-05,
+    6.911618830192655e-05
    ],
    "pass_host_canary_seconds": [
-    1.0190637500002708e-05,
-    1.5621854999992025e-05,
-    1.7350619999945137e-05
+    8.742130000030101e-06,
+    9.193409999994628e-06,
+    1.1713259999908132e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 6.093104609421321e-05,
-   "min": 4.957942700102216e-05,
-   "max": 6.581637689045497e-05,
+   "seconds": 5.376685765527544e-05,
+   "min": 4.9947429980550495e-05,
+   "max": 6.0880758577869045e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -685,26 +685,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012006399780511856,
-    0.00024592000246047974,
-    0.0008561279773712158
+    0.00011206399649381638,
+    0.0002722879946231842,
+    0.0009182080030441284
    ],
-   "host_canary_seconds": 1.0162762500005585e-05,
+   "host_canary_seconds": 1.1084825000011732e-05,
    "pass_seconds": [
-    4.957942700102216e-05,
-    6.581637689045497e-05,
-    6.093104609421321e-05
+    5.376685765527544e-05,
+    6.0880758577869045e-05,
+    4.9947429980550495e-05
    ],
    "pass_host_canary_seconds": [
-    1.0162762500005585e-05,
-    1.5602249999950856e-05,
-    1.6815480000076376e-05
+    1.1084825000011732e-05,
+    1.0990940000112914e-05,
+    1.167321499991658e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 9.018057017099292e-05,
-   "min": 7.887238299562815e-05,
-   "max": 0.00017300191450686685,
+   "seconds": 8.757714465970085e-05,
+   "min": 8.334096166349594e-05,
+   "max": 0.0001000220952999024,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -713,26 +713,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005040000081062317,
-    0.0010286719799041748,
-    0.0024772160053253174
+    0.0004779520034790039,
+    0.001029088020324707,
+    0.0026404800415039064
    ],
-   "host_canary_seconds": 1.0162762500005585e-05,
+   "host_canary_seconds": 1.1084825000011732e-05,
    "pass_seconds": [
-    7.887238299562815e-05,
-    9.018057017099292e-05,
-    0.00017300191450686685
+    8.757714465970085e-05,
+    8.334096166349594e-05,
+    0.0001000220952999024
    ],
    "pass_host_canary_seconds": [
-    1.0162762500005585e-05,
-    1.5602249999950856e-05,
-    1.6815480000076376e-05
+    1.1084825000011732e-05,
+    1.0990940000112914e-05,
+    1.167321499991658e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.4051809594744726e-05,
-   "min": 1.945295309027036e-05,
-   "max": 2.8716951608657837e-05,
+   "seconds": 1.4526476285287309e-05,
+   "min": 1.4474666721764065e-05,
+   "max": 1.6026666121823447e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -741,26 +741,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.718400001525879e-05,
-    9.558399766683578e-05,
-    0.0003289920091629028
+    3.855999931693077e-05,
+    6.9023996591568e-05,
+    0.0002513599991798401
    ],
-   "host_canary_seconds": 1.0422805000018797e-05,
+   "host_canary_seconds": 8.75566750000445e-06,
    "pass_seconds": [
-    1.945295309027036e-05,
-    2.4051809594744726e-05,
-    2.8716951608657837e-05
+    1.4474666721764065e-05,
+    1.6026666121823447e-05,
+    1.4526476285287309e-05
    ],
    "pass_host_canary_seconds": [
-    1.0422805000018797e-05,
-    1.5195849999969369e-05,
-    1.674413750002657e-05
+    8.75566750000445e-06,
+    1.056578250000939e-05,
+    8.46813500004373e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 8.463542518161591e-05,
-   "min": 7.38521876434485e-05,
-   "max": 9.224305692173189e-05,
+   "seconds": 7.468190186080478e-05,
+   "min": 7.094094884537515e-05,
+   "max": 8.09546693095139e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -769,26 +769,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027136000990867615,
-    0.0005788480043411255,
-    0.00168012797832489
+    0.00015516799688339232,
+    0.00044832000136375426,
+    0.0015888960361480713
    ],
-   "host_canary_seconds": 1.0422805000018797e-05,
+   "host_canary_seconds": 8.75566750000445e-06,
    "pass_seconds": [
-    7.38521876434485e-05,
-    8.463542518161591e-05,
-    9.224305692173189e-05
+    8.09546693095139e-05,
+    7.468190186080478e-05,
+    7.094094884537515e-05
    ],
    "pass_host_canary_seconds": [
-    1.0422805000018797e-05,
-    1.5195849999969369e-05,
-    1.674413750002657e-05
+    8.75566750000445e-06,
+    1.056578250000939e-05,
+    8.46813500004373e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 5.333104871568225e-05,
-   "min": 3.906361723229999e-05,
-   "max": 6.118628808430262e-05,
+   "seconds": 3.986209701924097e-05,
+   "min": 2.9515428202492854e-05,
+   "max": 4.8096000793434324e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,26 +797,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001000320017337799,
-    0.00024352000653743745,
-    0.0006947519779205323
+    6.764800101518631e-05,
+    0.00017708800733089446,
+    0.0005173439979553223
    ],
-   "host_canary_seconds": 1.0330652499987992e-05,
+   "host_canary_seconds": 8.202819999993949e-06,
    "pass_seconds": [
-    3.906361723229999e-05,
-    5.333104871568225e-05,
-    6.118628808430262e-05
+    2.9515428202492854e-05,
+    4.8096000793434324e-05,
+    3.986209701924097e-05
    ],
    "pass_host_canary_seconds": [
-    1.0330652499987992e-05,
-    1.553869749997716e-05,
-    1.6701702499943852e-05
+    8.202819999993949e-06,
+    1.0732335000085413e-05,
+    1.047453750004479e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00010399467036837624,
-   "min": 9.524267734516235e-05,
-   "max": 0.00014974476326079595,
+   "seconds": 9.77554264522734e-05,
+   "min": 6.888151913881301e-05,
+   "max": 9.84510417495455e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -825,26 +825,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005232319831848145,
-    0.0010704319477081298,
-    0.0025859200954437256
+    0.00034297600388526916,
+    0.0009246399998664856,
+    0.002318655967712402
    ],
-   "host_canary_seconds": 1.0330652499987992e-05,
+   "host_canary_seconds": 8.202819999993949e-06,
    "pass_seconds": [
-    9.524267734516235e-05,
-    0.00014974476326079595,
-    0.00010399467036837624
+    9.77554264522734e-05,
+    6.888151913881301e-05,
+    9.84510417495455e-05
    ],
    "pass_host_canary_seconds": [
-    1.0330652499987992e-05,
-    1.553869749997716e-05,
-    1.6701702499943852e-05
+    8.202819999993949e-06,
+    1.0732335000085413e-05,
+    1.047453750004479e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.3823999578044528e-05,
-   "min": 1.9753142481758483e-05,
-   "max": 3.459123912311735e-05,
+   "seconds": 2.5767620120729715e-05,
+   "min": 2.2563048594054725e-05,
+   "max": 3.3769905301077025e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -853,26 +853,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.281599819660187e-05,
-    0.00010579200088977814,
-    0.0003973439931869507
+    2.956799976527691e-05,
+    8.73280018568039e-05,
+    0.0005216000080108642
    ],
-   "host_canary_seconds": 1.003879249999784e-05,
+   "host_canary_seconds": 1.1486954999995191e-05,
    "pass_seconds": [
-    2.3823999578044528e-05,
-    1.9753142481758483e-05,
-    3.459123912311735e-05
+    3.3769905301077025e-05,
+    2.2563048594054725e-05,
+    2.5767620120729715e-05
    ],
    "pass_host_canary_seconds": [
-    1.003879249999784e-05,
-    1.1048712499999169e-05,
-    1.6750544999979412e-05
+    1.1486954999995191e-05,
+    1.02957574999607e-05,
+    1.0878932500020255e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 8.681981301023847e-05,
-   "min": 6.861180918557302e-05,
-   "max": 0.00010438704064914158,
+   "seconds": 7.331809499079272e-05,
+   "min": 6.014704934897877e-05,
+   "max": 8.703161705107915e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -881,26 +881,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025225600600242617,
-    0.0006825600266456604,
-    0.0019447040557861329
+    0.00017977599799633026,
+    0.0005433279871940613,
+    0.0018001919984817504
    ],
-   "host_canary_seconds": 1.003879249999784e-05,
+   "host_canary_seconds": 1.1486954999995191e-05,
    "pass_seconds": [
-    8.681981301023847e-05,
-    6.861180918557302e-05,
-    0.00010438704064914158
+    7.331809499079272e-05,
+    6.014704934897877e-05,
+    8.703161705107915e-05
    ],
    "pass_host_canary_seconds": [
-    1.003879249999784e-05,
-    1.1048712499999169e-05,
-    1.6750544999979412e-05
+    1.1486954999995191e-05,
+    1.02957574999607e-05,
+    1.0878932500020255e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 5.6038095837547657e-05,
-   "min": 4.1982476555165784e-05,
-   "max": 6.950704753398894e-05,
+   "seconds": 3.982628420704887e-05,
+   "min": 3.4780188685371766e-05,
+   "max": 5.390780986774535e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -909,26 +909,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010684800148010254,
-    0.00024371199309825898,
-    0.000740224003791809
+    0.00011257600039243698,
+    0.00016867199540138245,
+    0.0008859840035438537
    ],
-   "host_canary_seconds": 1.0424179999972693e-05,
+   "host_canary_seconds": 1.1780290000018568e-05,
    "pass_seconds": [
-    4.1982476555165784e-05,
-    6.950704753398894e-05,
-    5.6038095837547657e-05
+    5.390780986774535e-05,
+    3.4780188685371766e-05,
+    3.982628420704887e-05
    ],
    "pass_host_canary_seconds": [
-    1.0424179999972693e-05,
-    1.380934999996697e-05,
-    1.676211250000392e-05
+    1.1780290000018568e-05,
+    9.824475000073108e-06,
+    1.1652210000079322e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.822932910351527e-05,
-   "min": 7.188419323591957e-05,
-   "max": 0.0001465211397125608,
+   "seconds": 8.86598030726115e-05,
+   "min": 8.094400628691628e-05,
+   "max": 0.00010378056445292064,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,26 +937,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005790079832077026,
-    0.0011221120357513428,
-    0.002354176044464111
+    0.000513696014881134,
+    0.00118121600151062,
+    0.0026241281032562255
    ],
-   "host_canary_seconds": 1.0424179999972693e-05,
+   "host_canary_seconds": 1.1780290000018568e-05,
    "pass_seconds": [
-    7.188419323591957e-05,
-    8.822932910351527e-05,
-    0.0001465211397125608
+    8.094400628691628e-05,
+    8.86598030726115e-05,
+    0.00010378056445292064
    ],
    "pass_host_canary_seconds": [
-    1.0424179999972693e-05,
-    1.380934999996697e-05,
-    1.676211250000392e-05
+    1.1780290000018568e-05,
+    9.824475000073108e-06,
+    1.1652210000079322e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.4530286143223444e-05,
-   "min": 3.2675047183320634e-05,
-   "max": 6.409523529665811e-05,
+   "seconds": 4.529371502853575e-05,
+   "min": 3.333790458384014e-05,
+   "max": 5.8287237371717185e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,26 +965,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.4239999502897264e-05,
-    0.0002375040054321289,
-    0.000738752007484436
+    9.904000163078309e-05,
+    0.00026601600646972655,
+    0.0009707199931144714
    ],
-   "host_canary_seconds": 1.0489227499999032e-05,
+   "host_canary_seconds": 1.1604574999992679e-05,
    "pass_seconds": [
-    4.4530286143223444e-05,
-    3.2675047183320634e-05,
-    6.409523529665811e-05
+    5.8287237371717185e-05,
+    3.333790458384014e-05,
+    4.529371502853575e-05
    ],
    "pass_host_canary_seconds": [
-    1.0489227499999032e-05,
-    1.0040230000001316e-05,
-    1.6598975000050588e-05
+    1.1604574999992679e-05,
+    8.377742500016438e-06,
+    1.1449177500040265e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 0.00010586210162866681,
-   "min": 6.904609767454013e-05,
-   "max": 0.00011550627914922576,
+   "seconds": 9.290285692328497e-05,
+   "min": 7.3050673518862e-05,
+   "max": 0.00010205256584144777,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -993,26 +993,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00042707198858261107,
-    0.000950976014137268,
-    0.0021917760372161866
+    0.0004869759976863861,
+    0.0009492800235748291,
+    0.0024798080921173095
    ],
-   "host_canary_seconds": 1.0489227499999032e-05,
+   "host_canary_seconds": 1.1604574999992679e-05,
    "pass_seconds": [
-    6.904609767454013e-05,
-    0.00011550627914922576,
-    0.00010586210162866681
+    7.3050673518862e-05,
+    9.290285692328497e-05,
+    0.00010205256584144777
    ],
    "pass_host_canary_seconds": [
-    1.0489227499999032e-05,
-    1.0040230000001316e-05,
-    1.6598975000050588e-05
+    1.1604574999992679e-05,
+    8.377742500016438e-06,
+    1.1449177500040265e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 0.0001022377120597022,
-   "min": 8.577143081596919e-05,
-   "max": 0.00012035809386344181,
+   "seconds": 7.040457214627946e-05,
+   "min": 5.277028679847718e-05,
+   "max": 9.759923709290369e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1021,26 +1021,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001422400027513504,
-    0.0003540160059928894,
-    0.0014136320352554322
+    0.00010550399869680404,
+    0.000568831980228424,
+    0.0016263359785079956
    ],
-   "host_canary_seconds": 1.043509000002274e-05,
+   "host_canary_seconds": 1.1506680000010762e-05,
    "pass_seconds": [
-    8.577143081596919e-05,
-    0.0001022377120597022,
-    0.00012035809386344181
+    9.759923709290369e-05,
+    5.277028679847718e-05,
+    7.040457214627946e-05
    ],
    "pass_host_canary_seconds": [
-    1.043509000002274e-05,
-    1.558563499997945e-05,
-    1.588809500006505e-05
+    1.1506680000010762e-05,
+    8.268482500000118e-06,
+    1.1026459999996518e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00017030856935750869,
-   "min": 0.00014378515950271063,
-   "max": 0.00024268344328517007,
+   "seconds": 0.00016977828705594652,
+   "min": 0.00015941486472175235,
+   "max": 0.00019516494586354206,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1049,26 +1049,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000515168011188507,
-    0.001628767967224121,
-    0.004471487998962402
+    0.0007283840179443359,
+    0.0018583359718322755,
+    0.004848320007324219
    ],
-   "host_canary_seconds": 1.043509000002274e-05,
+   "host_canary_seconds": 1.1506680000010762e-05,
    "pass_seconds": [
-    0.00017030856935750869,
-    0.00014378515950271063,
-    0.00024268344328517007
+    0.00016977828705594652,
+    0.00019516494586354206,
+    0.00015941486472175235
    ],
    "pass_host_canary_seconds": [
-    1.043509000002274e-05,
-    1.558563499997945e-05,
-    1.588809500006505e-05
+    1.1506680000010762e-05,
+    8.268482500000118e-06,
+    1.1026459999996518e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.599619120359421e-05,
-   "min": 3.403047578675407e-05,
-   "max": 4.050971532151812e-05,
+   "seconds": 2.5497142048109142e-05,
+   "min": 2.2870857623361403e-05,
+   "max": 3.296152342643057e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1077,26 +1077,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.796800345182419e-05,
-    0.00017497600615024568,
-    0.0005800639986991883
+    4.3168000876903534e-05,
+    0.00016153599321842193,
+    0.00043958398699760437
    ],
-   "host_canary_seconds": 1.0394362500001364e-05,
+   "host_canary_seconds": 9.393140000000243e-06,
    "pass_seconds": [
-    3.403047578675407e-05,
-    4.050971532151812e-05,
-    3.599619120359421e-05
+    2.5497142048109142e-05,
+    2.2870857623361403e-05,
+    3.296152342643057e-05
    ],
    "pass_host_canary_seconds": [
-    1.0394362500001364e-05,
-    1.5634035000005044e-05,
-    1.3663809999968635e-05
+    9.393140000000243e-06,
+    7.877464999950235e-06,
+    1.0295280000036654e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 7.613942914065861e-05,
-   "min": 4.264000200089954e-05,
-   "max": 8.071391178028926e-05,
+   "seconds": 7.048762057508742e-05,
+   "min": 6.342018697233428e-05,
+   "max": 7.160380713286854e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1105,26 +1105,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003324480056762695,
-    0.0007886080145835877,
-    0.0015578880310058594
+    0.0002608320116996765,
+    0.0006380800008773804,
+    0.0017303680181503297
    ],
-   "host_canary_seconds": 1.0394362500001364e-05,
+   "host_canary_seconds": 9.393140000000243e-06,
    "pass_seconds": [
-    4.264000200089954e-05,
-    8.071391178028926e-05,
-    7.613942914065861e-05
+    7.048762057508742e-05,
+    7.160380713286854e-05,
+    6.342018697233428e-05
    ],
    "pass_host_canary_seconds": [
-    1.0394362500001364e-05,
-    1.5634035000005044e-05,
-    1.3663809999968635e-05
+    9.393140000000243e-06,
+    7.877464999950235e-06,
+    1.0295280000036654e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 5.290133186749049e-05,
-   "min": 4.7663238786515735e-05,
-   "max": 9.910399644147782e-05,
+   "seconds": 3.550933514322553e-05,
+   "min": 3.372571439970107e-05,
+   "max": 4.4707048506963824e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1133,26 +1133,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012841600179672242,
-    0.0003012480139732361,
-    0.0008533120155334473
+    0.00011644800007343293,
+    0.0001932159960269928,
+    0.0006391680240631103
    ],
-   "host_canary_seconds": 1.0492345000017167e-05,
+   "host_canary_seconds": 1.0994504999999322e-05,
    "pass_seconds": [
-    4.7663238786515735e-05,
-    5.290133186749049e-05,
-    9.910399644147782e-05
+    3.550933514322553e-05,
+    3.372571439970107e-05,
+    4.4707048506963824e-05
    ],
    "pass_host_canary_seconds": [
-    1.0492345000017167e-05,
-    1.4040097500043203e-05,
-    1.6557917500037436e-05
+    1.0994504999999322e-05,
+    8.03476000001524e-06,
+    1.0899204999930134e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00015800533833957854,
-   "min": 0.00011657523399307614,
-   "max": 0.00016810211326394762,
+   "seconds": 0.00012356113961764745,
+   "min": 0.00011487694865181333,
+   "max": 0.0001254125762553442,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1161,26 +1161,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004985600113868714,
-    0.0010886399745941163,
-    0.002994591951370239
+    0.0005629119873046875,
+    0.0009275199770927429,
+    0.00278985595703125
    ],
-   "host_canary_seconds": 1.0492345000017167e-05,
+   "host_canary_seconds": 1.0994504999999322e-05,
    "pass_seconds": [
-    0.00011657523399307614,
-    0.00015800533833957854,
-    0.00016810211326394762
+    0.00011487694865181333,
+    0.00012356113961764745,
+    0.0001254125762553442
    ],
    "pass_host_canary_seconds": [
-    1.0492345000017167e-05,
-    1.4040097500043203e-05,
-    1.6557917500037436e-05
+    1.0994504999999322e-05,
+    8.03476000001524e-06,
+    1.0899204999930134e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 5.004799933660598e-05,
-   "min": 4.3996951409748615e-05,
-   "max": 8.087771492344993e-05,
+   "seconds": 4.326628432387397e-05,
+   "min": 3.291047488649687e-05,
+   "max": 4.6233142060892925e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1189,26 +1189,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.128000050783158e-05,
-    0.00020553599298000336,
-    0.0007386559844017029
+    7.132799923419952e-05,
+    0.00020591999590396882,
+    0.0007634559869766235
    ],
-   "host_canary_seconds": 1.089710500000507e-05,
+   "host_canary_seconds": 1.0976302500012025e-05,
    "pass_seconds": [
-    4.3996951409748615e-05,
-    5.004799933660598e-05,
-    8.087771492344993e-05
+    4.6233142060892925e-05,
+    3.291047488649687e-05,
+    4.326628432387397e-05
    ],
    "pass_host_canary_seconds": [
-    1.089710500000507e-05,
-    1.4489054999984318e-05,
-    1.6650820000023715e-05
+    1.0976302500012025e-05,
+    8.361094999997931e-06,
+    1.1188209999986044e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.174018490882145e-05,
-   "min": 7.708723488308134e-05,
-   "max": 9.438933715933843e-05,
+   "seconds": 9.30217199382328e-05,
+   "min": 6.886018706219539e-05,
+   "max": 9.388799876684233e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1217,26 +1217,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029417601227760314,
-    0.0008742719888687134,
-    0.0021827199459075928
+    0.0003028480112552643,
+    0.0007954879999160767,
+    0.0020783679485321047
    ],
-   "host_canary_seconds": 1.089710500000507e-05,
+   "host_canary_seconds": 1.0976302500012025e-05,
    "pass_seconds": [
-    7.708723488308134e-05,
-    8.174018490882145e-05,
-    9.438933715933843e-05
+    6.886018706219539e-05,
+    9.388799876684233e-05,
+    9.30217199382328e-05
    ],
    "pass_host_canary_seconds": [
-    1.089710500000507e-05,
-    1.4489054999984318e-05,
-    1.6650820000023715e-05
+    1.0976302500012025e-05,
+    8.361094999997931e-06,
+    1.1188209999986044e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.859581322897048e-05,
-   "min": 7.564342944394973e-05,
-   "max": 0.0001034940963699704,
+   "seconds": 7.591314117113749e-05,
+   "min": 7.253180728072212e-05,
+   "max": 7.774628769783746e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1245,26 +1245,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000176256000995636,
-    0.0004894079864025116,
-    0.0013396480083465575
+    0.00014211200177669526,
+    0.0003883520066738129,
+    0.0012869759798049927
    ],
-   "host_canary_seconds": 1.0445105000016496e-05,
+   "host_canary_seconds": 1.1105704999962995e-05,
    "pass_seconds": [
-    7.564342944394973e-05,
-    8.859581322897048e-05,
-    0.0001034940963699704
+    7.591314117113749e-05,
+    7.774628769783746e-05,
+    7.253180728072212e-05
    ],
    "pass_host_canary_seconds": [
-    1.0445105000016496e-05,
-    1.5084797500009017e-05,
-    1.710704999993595e-05
+    1.1105704999962995e-05,
+    1.1188390000000936e-05,
+    1.1097750000033103e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.0002200297259149097,
-   "min": 0.00011292723176025211,
-   "max": 0.00022275656461715696,
+   "seconds": 0.00018376534751483376,
+   "min": 0.0001713356354406902,
+   "max": 0.0002177622701440538,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,26 +1273,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000781216025352478,
-    0.001438752055168152,
-    0.0036403839588165284
+    0.0005815039873123169,
+    0.0013560960292816162,
+    0.004475200176239013
    ],
-   "host_canary_seconds": 1.0445105000016496e-05,
+   "host_canary_seconds": 1.1105704999962995e-05,
    "pass_seconds": [
-    0.00011292723176025211,
-    0.0002200297259149097,
-    0.00022275656461715696
+    0.00018376534751483376,
+    0.0002177622701440538,
+    0.0001713356354406902
    ],
    "pass_host_canary_seconds": [
-    1.0445105000016496e-05,
-    1.5084797500009017e-05,
-    1.710704999993595e-05
+    1.1105704999962995e-05,
+    1.1188390000000936e-05,
+    1.1097750000033103e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.939276046696163e-05,
-   "min": 2.4167618226437343e-05,
-   "max": 3.944837976069678e-05,
+   "seconds": 3.212190437174979e-05,
+   "min": 2.1107048505828494e-05,
+   "max": 3.3060569848333084e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1301,26 +1301,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6159999221563336e-05,
-    0.00010998400300741196,
-    0.000412447988986969
+    6.678400188684463e-05,
+    0.00015836800634860994,
+    0.0005601599812507629
    ],
-   "host_canary_seconds": 9.470942499998357e-06,
+   "host_canary_seconds": 1.1427825000041024e-05,
    "pass_seconds": [
-    2.4167618226437343e-05,
-    3.944837976069678e-05,
-    3.939276046696163e-05
+    3.3060569848333084e-05,
+    2.1107048505828494e-05,
+    3.212190437174979e-05
    ],
    "pass_host_canary_seconds": [
-    9.470942499998357e-06,
-    1.6084674999952143e-05,
-    1.622967250000329e-05
+    1.1427825000041024e-05,
+    9.434575000000221e-06,
+    1.0942680000027848e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 8.006399798960915e-05,
-   "min": 4.039695255813144e-05,
-   "max": 9.325714090040752e-05,
+   "seconds": 6.875123509338923e-05,
+   "min": 5.90072361131509e-05,
+   "max": 9.075428829306647e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1329,26 +1329,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024220800399780274,
-    0.0004017600119113922,
-    0.001199295997619629
+    0.00026188799738883974,
+    0.000601472020149231,
+    0.001800447940826416
    ],
-   "host_canary_seconds": 9.470942499998357e-06,
+   "host_canary_seconds": 1.1427825000041024e-05,
    "pass_seconds": [
-    4.039695255813144e-05,
-    8.006399798960915e-05,
-    9.325714090040752e-05
+    6.875123509338923e-05,
+    9.075428829306647e-05,
+    5.90072361131509e-05
    ],
    "pass_host_canary_seconds": [
-    9.470942499998357e-06,
-    1.6084674999952143e-05,
-    1.622967250000329e-05
+    1.1427825000041024e-05,
+    9.434575000000221e-06,
+    1.0942680000027848e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.559923637480963e-05,
-   "min": 3.894933490526108e-05,
-   "max": 7.564647921494075e-05,
+   "seconds": 4.708190404233479e-05,
+   "min": 3.073828667402267e-05,
+   "max": 5.2428191971211205e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1357,26 +1357,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.977599650621414e-05,
-    0.00020310400426387786,
-    0.0006661760210990906
+    0.00011648000031709671,
+    0.00028867200016975404,
+    0.0009078720211982727
    ],
-   "host_canary_seconds": 9.59046999998492e-06,
+   "host_canary_seconds": 1.1489287499983902e-05,
    "pass_seconds": [
-    3.894933490526108e-05,
-    4.559923637480963e-05,
-    7.564647921494075e-05
+    5.2428191971211205e-05,
+    3.073828667402267e-05,
+    4.708190404233479e-05
    ],
    "pass_host_canary_seconds": [
-    9.59046999998492e-06,
-    1.6510550000035095e-05,
-    1.6625637500027323e-05
+    1.1489287499983902e-05,
+    1.0699167500050065e-05,
+    1.1125997500016637e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00016295618741285234,
-   "min": 0.00012204266729808988,
-   "max": 0.00023403429417383104,
+   "seconds": 0.0001119184795589674,
+   "min": 0.00010045562116872694,
+   "max": 0.00013941637497572672,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,26 +1385,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003171519935131073,
-    0.0006926079988479614,
-    0.0026961920261383055
+    0.0004954560101032257,
+    0.001146623969078064,
+    0.003398335933685303
    ],
-   "host_canary_seconds": 9.59046999998492e-06,
+   "host_canary_seconds": 1.1489287499983902e-05,
    "pass_seconds": [
-    0.00012204266729808988,
-    0.00023403429417383104,
-    0.00016295618741285234
+    0.00013941637497572672,
+    0.0001119184795589674,
+    0.00010045562116872694
    ],
    "pass_host_canary_seconds": [
-    9.59046999998492e-06,
-    1.6510550000035095e-05,
-    1.6625637500027323e-05
+    1.1489287499983902e-05,
+    1.0699167500050065e-05,
+    1.1125997500016637e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.558933428355626e-05,
-   "min": 4.6682668583733696e-05,
-   "max": 9.496609369913737e-05,
+   "seconds": 6.308647848310925e-05,
+   "min": 5.8843428889910375e-05,
+   "max": 6.555275973819552e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1413,26 +1413,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.774400174617767e-05,
-    0.00020956799387931825,
-    0.0007685760259628296
+    9.990400075912476e-05,
+    0.0003098239898681641,
+    0.001087615966796875
    ],
-   "host_canary_seconds": 9.730744999991714e-06,
+   "host_canary_seconds": 1.1622144999989813e-05,
    "pass_seconds": [
-    4.6682668583733696e-05,
-    9.496609369913737e-05,
-    6.558933428355626e-05
+    6.555275973819552e-05,
+    6.308647848310925e-05,
+    5.8843428889910375e-05
    ],
    "pass_host_canary_seconds": [
-    9.730744999991714e-06,
-    1.695219499996625e-05,
-    1.3101785000060318e-05
+    1.1622144999989813e-05,
+    1.1355470000111721e-05,
+    1.0922579999999015e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 7.421180747804188e-05,
-   "min": 5.590323465211052e-05,
-   "max": 0.0001165843747910999,
+   "seconds": 6.481067197663442e-05,
+   "min": 5.607314123993828e-05,
+   "max": 7.655696074167888e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1441,26 +1441,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021952000260353087,
-    0.0005813120007514954,
-    0.001776319980621338
+    0.0003112320005893707,
+    0.0007954559922218323,
+    0.0024621760845184326
    ],
-   "host_canary_seconds": 9.730744999991714e-06,
+   "host_canary_seconds": 1.1622144999989813e-05,
    "pass_seconds": [
-    5.590323465211052e-05,
-    7.421180747804188e-05,
-    0.0001165843747910999
+    7.655696074167888e-05,
+    6.481067197663442e-05,
+    5.607314123993828e-05
    ],
    "pass_host_canary_seconds": [
-    9.730744999991714e-06,
-    1.695219499996625e-05,
-    1.3101785000060318e-05
+    1.1622144999989813e-05,
+    1.1355470000111721e-05,
+    1.0922579999999015e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 8.694476456869217e-05,
-   "min": 4.649676347062702e-05,
-   "max": 0.00010956343015034994,
+   "seconds": 5.946057538191478e-05,
+   "min": 4.502095282077789e-05,
+   "max": 8.633295127323695e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1469,26 +1469,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.393599838018418e-05,
-    0.00022655999660491942,
-    0.0007824320197105408
+    0.0001298239976167679,
+    0.0003215680122375488,
+    0.0008240320086479187
    ],
-   "host_canary_seconds": 9.554375000000447e-06,
+   "host_canary_seconds": 1.0652047499988271e-05,
    "pass_seconds": [
-    4.649676347062702e-05,
-    8.694476456869217e-05,
-    0.00010956343015034994
+    4.502095282077789e-05,
+    8.633295127323695e-05,
+    5.946057538191478e-05
    ],
    "pass_host_canary_seconds": [
-    9.554375000000447e-06,
-    1.786579500006269e-05,
-    1.703824250000707e-05
+    1.0652047499988271e-05,
+    1.1106900000044107e-05,
+    1.1026564999951915e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 8.687314816883632e-05,
-   "min": 5.772266040245691e-05,
-   "max": 0.00013476952768507453,
+   "seconds": 3.454323467754184e-05,
+   "min": 2.905066311359406e-05,
+   "max": 6.646551759470078e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1497,26 +1497,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027433601021766664,
-    0.0005788480043411255,
-    0.0018349119424819946
+    0.00041942399740219115,
+    0.0008716480135917663,
+    0.0016071679592132568
    ],
-   "host_canary_seconds": 9.554375000000447e-06,
+   "host_canary_seconds": 1.0652047499988271e-05,
    "pass_seconds": [
-    5.772266040245691e-05,
-    0.00013476952768507453,
-    8.687314816883632e-05
+    2.905066311359406e-05,
+    3.454323467754184e-05,
+    6.646551759470078e-05
    ],
    "pass_host_canary_seconds": [
-    9.554375000000447e-06,
-    1.786579500006269e-05,
-    1.703824250000707e-05
+    1.0652047499988271e-05,
+    1.1106900000044107e-05,
+    1.1026564999951915e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 4.649295338562557e-05,
-   "min": 2.2444953343697958e-05,
-   "max": 6.162666919685545e-05,
+   "seconds": 3.167618882088434e-05,
+   "min": 2.8259810415052233e-05,
+   "max": 3.302399938305219e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1526,25 +1526,25 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
    ],
    "chain_forward_seconds": [
     3.63520011305809e-05,
-    0.00010291200131177902,
-    0.00037276801466941834
+    0.00014124800264835358,
+    0.0005147839784622192
    ],
-   "host_canary_seconds": 9.956464999980596e-06,
+   "host_canary_seconds": 1.1711660000024438e-05,
    "pass_seconds": [
-    2.2444953343697958e-05,
-    6.162666919685545e-05,
-    4.649295338562557e-05
+    3.167618882088434e-05,
+    3.302399938305219e-05,
+    2.8259810415052233e-05
    ],
    "pass_host_canary_seconds": [
-    9.956464999980596e-06,
-    1.915048250001661e-05,
-    1.7200467500018133e-05
+    1.1711660000024438e-05,
+    9.832850000037752e-06,
+    1.1107795000100396e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.7332571950696764e-05,
-   "min": 4.857751656146276e-05,
-   "max": 7.047772052742188e-05,
+   "seconds": 6.612114679245722e-05,
+   "min": 5.9440762336765004e-05,
+   "max": 6.699276413945924e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1553,26 +1553,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001613440066576004,
-    0.0004031040072441101,
-    0.0013588160276412965
+    0.00024588799476623534,
+    0.0006008639931678772,
+    0.0017333760261535644
    ],
-   "host_canary_seconds": 9.956464999980596e-06,
+   "host_canary_seconds": 1.1711660000024438e-05,
    "pass_seconds": [
-    5.7332571950696764e-05,
-    4.857751656146276e-05,
-    7.047772052742188e-05
+    6.612114679245722e-05,
+    6.699276413945924e-05,
+    5.9440762336765004e-05
    ],
    "pass_host_canary_seconds": [
-    9.956464999980596e-06,
-    1.915048250001661e-05,
-    1.7200467500018133e-05
+    1.1711660000024438e-05,
+    9.832850000037752e-06,
+    1.1107795000100396e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 4.555352528889974e-05,
-   "min": 2.3408000667889914e-05,
-   "max": 4.607923825581868e-05,
+   "seconds": 3.1888761335895176e-05,
+   "min": 2.6254476713282723e-05,
+   "max": 3.645180946304684e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,26 +1581,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.417599901556969e-05,
-    0.000121568001806736,
-    0.0004043520092964172
+    5.056000128388405e-05,
+    0.00018771199882030486,
+    0.00046384000778198245
    ],
-   "host_canary_seconds": 9.808379999984851e-06,
+   "host_canary_seconds": 1.1104607499987651e-05,
    "pass_seconds": [
-    2.3408000667889914e-05,
-    4.607923825581868e-05,
-    4.555352528889974e-05
+    2.6254476713282723e-05,
+    3.1888761335895176e-05,
+    3.645180946304684e-05
    ],
    "pass_host_canary_seconds": [
-    9.808379999984851e-06,
-    1.704664249999155e-05,
-    1.6734605000010562e-05
+    1.1104607499987651e-05,
+    8.400585000032378e-06,
+    1.1788099999989754e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 7.579581510452995e-05,
-   "min": 5.181790249688286e-05,
-   "max": 8.22529523145585e-05,
+   "seconds": 6.18476170514311e-05,
+   "min": 5.29287617121424e-05,
+   "max": 6.486095275197711e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1609,26 +1609,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019817599654197693,
-    0.0004285440146923065,
-    0.0013281279802322388
+    0.0002860159873962402,
+    0.0006763839721679688,
+    0.00164956796169281
    ],
-   "host_canary_seconds": 9.808379999984851e-06,
+   "host_canary_seconds": 1.1104607499987651e-05,
    "pass_seconds": [
-    5.181790249688286e-05,
-    8.22529523145585e-05,
-    7.579581510452995e-05
+    6.18476170514311e-05,
+    5.29287617121424e-05,
+    6.486095275197711e-05
    ],
    "pass_host_canary_seconds": [
-    9.808379999984851e-06,
-    1.704664249999155e-05,
-    1.6734605000010562e-05
+    1.1104607499987651e-05,
+    8.400585000032378e-06,
+    1.1788099999989754e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 9.078780987433025e-05,
-   "min": 4.4227046980744316e-05,
-   "max": 9.623314120939799e-05,
+   "seconds": 5.925714260055905e-05,
+   "min": 5.7102474428358534e-05,
+   "max": 6.338438427164441e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1637,26 +1637,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.304000318050384e-05,
-    0.00016179199516773223,
-    0.0007151359915733337
+    8.105599880218506e-05,
+    0.00024959999322891234,
+    0.0009366719722747802
    ],
-   "host_canary_seconds": 9.653607499995332e-06,
+   "host_canary_seconds": 1.1294147500002793e-05,
    "pass_seconds": [
-    4.4227046980744316e-05,
-    9.623314120939799e-05,
-    9.078780987433025e-05
+    5.7102474428358534e-05,
+    6.338438427164441e-05,
+    5.925714260055905e-05
    ],
    "pass_host_canary_seconds": [
-    9.653607499995332e-06,
-    1.8044904999996447e-05,
-    1.7102985000008173e-05
+    1.1294147500002793e-05,
+    9.320312500022965e-06,
+    1.1660925000001044e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00017018285358235953,
-   "min": 9.38240002308573e-05,
-   "max": 0.0001712342894503049,
+   "seconds": 8.517942684037346e-05,
+   "min": 7.889294872681299e-05,
+   "max": 0.00012380951784905932,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1665,26 +1665,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002670719921588898,
-    0.0007554879784584046,
-    0.0023625919818878174
+    0.00043142399191856384,
+    0.0009649919867515564,
+    0.003142047882080078
    ],
-   "host_canary_seconds": 9.653607499995332e-06,
+   "host_canary_seconds": 1.1294147500002793e-05,
    "pass_seconds": [
-    9.38240002308573e-05,
-    0.00017018285358235953,
-    0.0001712342894503049
+    0.00012380951784905932,
+    7.889294872681299e-05,
+    8.517942684037346e-05
    ],
    "pass_host_canary_seconds": [
-    9.653607499995332e-06,
-    1.8044904999996447e-05,
-    1.7102985000008173e-05
+    1.1294147500002793e-05,
+    9.320312500022965e-06,
+    1.1660925000001044e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.2065524671758924e-05,
-   "min": 4.419352256116413e-05,
-   "max": 5.3462096623012004e-05,
+   "seconds": 4.1791237181141264e-05,
+   "min": 3.394590318202973e-05,
+   "max": 6.234057460512435e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1693,26 +1693,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.692799717187882e-05,
-    0.0002141440063714981,
-    0.0007413759827613831
+    0.0001385280042886734,
+    0.00036515200138092043,
+    0.0006893119812011719
    ],
-   "host_canary_seconds": 9.708949999982508e-06,
+   "host_canary_seconds": 1.3176759999993237e-05,
    "pass_seconds": [
-    4.419352256116413e-05,
-    5.3462096623012004e-05,
-    5.2065524671758924e-05
+    3.394590318202973e-05,
+    4.1791237181141264e-05,
+    6.234057460512435e-05
    ],
    "pass_host_canary_seconds": [
-    9.708949999982508e-06,
-    1.705510499999008e-05,
-    1.5745437500029883e-05
+    1.3176759999993237e-05,
+    8.554915000047459e-06,
+    1.1453399999936663e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00017547199094579335,
-   "min": 8.037409683068593e-05,
-   "max": 0.00018513600173450647,
+   "seconds": 0.00010403353295155933,
+   "min": 8.880760981923055e-05,
+   "max": 0.00013923809570925576,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1721,26 +1721,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026713600754737853,
-    0.0007219520211219787,
-    0.0021626880168914794
+    0.0005668799877166748,
+    0.000999072015285492,
+    0.0031355199813842775
    ],
-   "host_canary_seconds": 9.708949999982508e-06,
+   "host_canary_seconds": 1.3176759999993237e-05,
    "pass_seconds": [
-    8.037409683068593e-05,
-    0.00018513600173450647,
-    0.00017547199094579335
+    0.00013923809570925576,
+    0.00010403353295155933,
+    8.880760981923055e-05
    ],
    "pass_host_canary_seconds": [
-    9.708949999982508e-06,
-    1.705510499999008e-05,
-    1.5745437500029883e-05
+    1.3176759999993237e-05,
+    8.554915000047459e-06,
+    1.1453399999936663e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.7667048566398165e-05,
-   "min": 1.314514298878965e-05,
-   "max": 2.6067048133838742e-05,
+   "seconds": 1.774247576083456e-05,
+   "min": 1.2223999769914718e-05,
+   "max": 1.9388951715968906e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,26 +1749,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.751999907195568e-05,
-    6.515199691057205e-05,
-    0.00022409600019454955
+    3.942399844527245e-05,
+    9.763199836015701e-05,
+    0.00033027198910713196
    ],
-   "host_canary_seconds": 9.749210000009611e-06,
+   "host_canary_seconds": 1.1985042499986775e-05,
    "pass_seconds": [
-    1.314514298878965e-05,
-    2.6067048133838742e-05,
-    1.7667048566398165e-05
+    1.9388951715968906e-05,
+    1.2223999769914718e-05,
+    1.774247576083456e-05
    ],
    "pass_host_canary_seconds": [
-    9.749210000009611e-06,
-    1.8090175000011753e-05,
-    1.638262500009091e-05
+    1.1985042499986775e-05,
+    9.865090000005239e-06,
+    1.1383947500007707e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 3.296152484558877e-05,
-   "min": 1.6634668711395492e-05,
-   "max": 4.878552275754155e-05,
+   "seconds": 2.8867809900215693e-05,
+   "min": 2.661181205794925e-05,
+   "max": 3.0852570242825e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1777,26 +1777,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011427199840545654,
-    0.00019657599925994873,
-    0.000558624029159546
+    0.00020524799823760985,
+    0.00034911999106407163,
+    0.0008972160220146179
    ],
-   "host_canary_seconds": 9.749210000009611e-06,
+   "host_canary_seconds": 1.1985042499986775e-05,
    "pass_seconds": [
-    1.6634668711395492e-05,
-    3.296152484558877e-05,
-    4.878552275754155e-05
+    2.661181205794925e-05,
+    2.8867809900215693e-05,
+    3.0852570242825e-05
    ],
    "pass_host_canary_seconds": [
-    9.749210000009611e-06,
-    1.8090175000011753e-05,
-    1.638262500009091e-05
+    1.1985042499986775e-05,
+    9.865090000005239e-06,
+    1.1383947500007707e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 2.2647618183067864e-05,
-   "min": 1.3777523700680053e-05,
-   "max": 2.684419069971357e-05,
+   "seconds": 1.862857100509462e-05,
+   "min": 1.1367619392417726e-05,
+   "max": 1.9661713568937212e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1805,26 +1805,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.9264000952243806e-05,
-    8.220800012350083e-05,
-    0.00024646399915218356
+    5.817599967122078e-05,
+    0.00012268800288438796,
+    0.00035494399070739745
    ],
-   "host_canary_seconds": 9.812749999973392e-06,
+   "host_canary_seconds": 1.2116265000017278e-05,
    "pass_seconds": [
-    1.3777523700680053e-05,
-    2.684419069971357e-05,
-    2.2647618183067864e-05
+    1.9661713568937212e-05,
+    1.1367619392417726e-05,
+    1.862857100509462e-05
    ],
    "pass_host_canary_seconds": [
-    9.812749999973392e-06,
-    1.8140385000009472e-05,
-    1.638262500009091e-05
+    1.2116265000017278e-05,
+    9.702867500038792e-06,
+    1.1645765000025676e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 3.754056777272906e-05,
-   "min": 2.0028951799585706e-05,
-   "max": 3.8235434109256384e-05,
+   "seconds": 2.6361141886029924e-05,
+   "min": 2.4629333544345126e-05,
+   "max": 3.5210665137994856e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1833,26 +1833,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012176000326871872,
-    0.000226175993680954,
-    0.000629855990409851
+    0.000236735999584198,
+    0.00041411200165748595,
+    0.0009159359931945801
    ],
-   "host_canary_seconds": 9.812749999973392e-06,
+   "host_canary_seconds": 1.2116265000017278e-05,
    "pass_seconds": [
-    2.0028951799585706e-05,
-    3.754056777272906e-05,
-    3.8235434109256384e-05
+    2.4629333544345126e-05,
+    3.5210665137994856e-05,
+    2.6361141886029924e-05
    ],
    "pass_host_canary_seconds": [
-    9.812749999973392e-06,
-    1.8140385000009472e-05,
-    1.638262500009091e-05
+    1.2116265000017278e-05,
+    9.702867500038792e-06,
+    1.1645765000025676e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 2.1142857592730298e-05,
-   "min": 1.2920381146527473e-05,
-   "max": 2.4923427651325863e-05,
+   "seconds": 1.211885753132048e-05,
+   "min": 1.134552371998628e-05,
+   "max": 1.81996189057827e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1861,26 +1861,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3711999878287314e-05,
-    5.955199897289276e-05,
-    0.00021654400229454042
+    3.903999924659729e-05,
+    9.267199784517288e-05,
+    0.00031171199679374693
    ],
-   "host_canary_seconds": 9.335909999990122e-06,
+   "host_canary_seconds": 1.2172419999956219e-05,
    "pass_seconds": [
-    1.2920381146527473e-05,
-    2.4923427651325863e-05,
-    2.1142857592730298e-05
+    1.81996189057827e-05,
+    1.211885753132048e-05,
+    1.134552371998628e-05
    ],
    "pass_host_canary_seconds": [
-    9.335909999990122e-06,
-    1.6599384999977928e-05,
-    1.5258494999983442e-05
+    1.2172419999956219e-05,
+    8.043855000039458e-06,
+    8.13089000004652e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.113523635835874e-05,
-   "min": 1.5610665703813236e-05,
-   "max": 2.9894098462093448e-05,
+   "seconds": 3.099885804667359e-05,
+   "min": 2.7692953922918868e-05,
+   "max": 3.5257903238137555e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,26 +1889,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.596800059080124e-05,
-    0.00017657600343227387,
-    0.000522271990776062
+    0.00017791999876499176,
+    0.00031760001182556155,
+    0.0008669760227203369
    ],
-   "host_canary_seconds": 9.335909999990122e-06,
+   "host_canary_seconds": 1.2172419999956219e-05,
    "pass_seconds": [
-    1.5610665703813236e-05,
-    2.9894098462093448e-05,
-    2.113523635835874e-05
+    2.7692953922918868e-05,
+    3.5257903238137555e-05,
+    3.099885804667359e-05
    ],
    "pass_host_canary_seconds": [
-    9.335909999990122e-06,
-    1.6599384999977928e-05,
-    1.5258494999983442e-05
+    1.2172419999956219e-05,
+    8.043855000039458e-06,
+    8.13089000004652e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5836953052452636e-05,
-   "min": 1.345447628271012e-05,
-   "max": 2.3907047652062916e-05,
+   "seconds": 1.2697142859299979e-05,
+   "min": 1.1874286014409292e-05,
+   "max": 1.743771384159724e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1917,26 +1917,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.705599904060364e-05,
-    7.715199887752532e-05,
-    0.00023878400027751921
+    6.0479998588562014e-05,
+    0.00011222399771213532,
+    0.0003218559920787811
    ],
-   "host_canary_seconds": 9.542155000019648e-06,
+   "host_canary_seconds": 1.202934999994909e-05,
    "pass_seconds": [
-    1.345447628271012e-05,
-    2.3907047652062916e-05,
-    1.5836953052452636e-05
+    1.743771384159724e-05,
+    1.1874286014409292e-05,
+    1.2697142859299979e-05
    ],
    "pass_host_canary_seconds": [
-    9.542155000019648e-06,
-    1.755675500000109e-05,
-    1.6166535000081696e-05
+    1.202934999994909e-05,
+    8.136929999977837e-06,
+    8.188452499950928e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 3.798094924007142e-05,
-   "min": 2.568990666241873e-05,
-   "max": 4.410590728123983e-05,
+   "seconds": 3.0074665588991983e-05,
+   "min": 2.74156214935439e-05,
+   "max": 3.4087619079010834e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1945,26 +1945,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011999999731779099,
-    0.00021718400716781616,
-    0.0007004160284996033
+    0.00020956799387931825,
+    0.0003225280046463013,
+    0.0008751680254936218
    ],
-   "host_canary_seconds": 9.542155000019648e-06,
+   "host_canary_seconds": 1.202934999994909e-05,
    "pass_seconds": [
-    2.568990666241873e-05,
-    4.410590728123983e-05,
-    3.798094924007142e-05
+    2.74156214935439e-05,
+    3.4087619079010834e-05,
+    3.0074665588991983e-05
    ],
    "pass_host_canary_seconds": [
-    9.542155000019648e-06,
-    1.755675500000109e-05,
-    1.6166535000081696e-05
+    1.202934999994909e-05,
+    8.136929999977837e-06,
+    8.188452499950928e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 2.2698665658632912e-05,
-   "min": 1.3273143431260475e-05,
-   "max": 2.4586666730188188e-05,
+   "seconds": 1.3977143203928359e-05,
+   "min": 1.1360762108649525e-05,
+   "max": 1.7718856178578876e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,26 +1973,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5087999179959297e-05,
-    6.15679994225502e-05,
-    0.00022307200729846955
+    3.7376001477241516e-05,
+    8.931200206279755e-05,
+    0.00030275198817253114
    ],
-   "host_canary_seconds": 9.967645000017455e-06,
+   "host_canary_seconds": 1.218354999998894e-05,
    "pass_seconds": [
-    1.3273143431260475e-05,
-    2.4586666730188188e-05,
-    2.2698665658632912e-05
+    1.7718856178578876e-05,
+    1.1360762108649525e-05,
+    1.3977143203928359e-05
    ],
    "pass_host_canary_seconds": [
-    9.967645000017455e-06,
-    1.7303622500008944e-05,
-    1.6702120000076093e-05
+    1.218354999998894e-05,
+    8.402570000001219e-06,
+    8.418574999922157e-06
    ]
   },
   "layer_backward_silu": {
-   "seconds": 3.8025904446840273e-05,
-   "min": 2.228495008533909e-05,
-   "max": 4.156038236050379e-05,
+   "seconds": 2.7936762819687525e-05,
+   "min": 2.3919238575867245e-05,
+   "max": 3.568381026742005e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2001,26 +2001,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010636799782514572,
-    0.0001921280026435852,
-    0.0006327679753303527
+    0.0001599999964237213,
+    0.00031228798627853395,
+    0.0007936959862709045
    ],
-   "host_canary_seconds": 9.967645000017455e-06,
+   "host_canary_seconds": 1.218354999998894e-05,
    "pass_seconds": [
-    2.228495008533909e-05,
-    3.8025904446840273e-05,
-    4.156038236050379e-05
+    2.3919238575867245e-05,
+    3.568381026742005e-05,
+    2.7936762819687525e-05
    ],
    "pass_host_canary_seconds": [
-    9.967645000017455e-06,
-    1.7303622500008944e-05,
-    1.6702120000076093e-05
+    1.218354999998894e-05,
+    8.402570000001219e-06,
+    8.418574999922157e-06
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 2.6057905739261988e-05,
-   "min": 1.3065904201496215e-05,
-   "max": 2.7768380939960483e-05,
+   "seconds": 1.6941714499677928e-05,
+   "min": 1.2790856616837637e-05,
+   "max": 1.7869713583162853e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2029,26 +2029,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7408001720905304e-05,
-    7.577600330114365e-05,
-    0.00023311999440193176
+    5.9264000505208966e-05,
+    0.0001136000007390976,
+    0.0003275519907474518
    ],
-   "host_canary_seconds": 9.65398499999992e-06,
+   "host_canary_seconds": 1.1991729999962786e-05,
    "pass_seconds": [
-    1.3065904201496215e-05,
-    2.7768380939960483e-05,
-    2.6057905739261988e-05
+    1.7869713583162853e-05,
+    1.6941714499677928e-05,
+    1.2790856616837637e-05
    ],
    "pass_host_canary_seconds": [
-    9.65398499999992e-06,
-    1.7571435000007794e-05,
-    1.5803172500028494e-05
+    1.1991729999962786e-05,
+    1.1056445000008353e-05,
+    8.406502499980205e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.069104533819925e-05,
-   "min": 1.974476323950858e-05,
-   "max": 3.783466241189411e-05,
+   "seconds": 2.2969144618227366e-05,
+   "min": 2.186514330761774e-05,
+   "max": 3.555504622913542e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2057,26 +2057,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012723200023174287,
-    0.00023199999332427978,
-    0.000621504008769989
+    0.00018537600338459014,
+    0.000305184006690979,
+    0.0007970560193061828
    ],
-   "host_canary_seconds": 9.65398499999992e-06,
+   "host_canary_seconds": 1.1991729999962786e-05,
    "pass_seconds": [
-    1.974476323950858e-05,
-    3.783466241189411e-05,
-    2.069104533819925e-05
+    2.2969144618227366e-05,
+    2.186514330761774e-05,
+    3.555504622913542e-05
    ],
    "pass_host_canary_seconds": [
-    9.65398499999992e-06,
-    1.7571435000007794e-05,
-    1.5803172500028494e-05
+    1.1991729999962786e-05,
+    1.1056445000008353e-05,
+    8.406502499980205e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.8803048169329053e-05,
-   "min": 1.303161946790559e-05,
-   "max": 2.41409515341123e-05,
+   "seconds": 1.62163811425368e-05,
+   "min": 1.0976000289831843e-05,
+   "max": 1.7574095655055272e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2085,26 +2085,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4960000067949296e-05,
-    6.284800171852112e-05,
-    0.0002200320065021515
+    3.8079999387264255e-05,
+    8.899199962615967e-05,
+    0.00030108800530433653
    ],
-   "host_canary_seconds": 9.685825000005367e-06,
+   "host_canary_seconds": 1.19915600000553e-05,
    "pass_seconds": [
-    1.303161946790559e-05,
-    2.41409515341123e-05,
-    1.8803048169329053e-05
+    1.7574095655055272e-05,
+    1.62163811425368e-05,
+    1.0976000289831843e-05
    ],
    "pass_host_canary_seconds": [
-    9.685825000005367e-06,
-    1.7536852500015245e-05,
-    1.5051929999998492e-05
+    1.19915600000553e-05,
+    1.101572500004977e-05,
+    8.223227499968288e-06
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 3.020800046977542e-05,
-   "min": 2.2207236893120266e-05,
-   "max": 4.097066518096696e-05,
+   "seconds": 2.6655238121747965e-05,
+   "min": 2.5465903892403567e-05,
+   "max": 4.199466561632496e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2113,26 +2113,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012969599664211273,
-    0.00022521600127220153,
-    0.0006548799872398377
+    0.00017107200622558594,
+    0.0002841599881649017,
+    0.0008113279938697815
    ],
-   "host_canary_seconds": 9.685825000005367e-06,
+   "host_canary_seconds": 1.19915600000553e-05,
    "pass_seconds": [
-    2.2207236893120266e-05,
-    3.020800046977542e-05,
-    4.097066518096696e-05
+    2.5465903892403567e-05,
+    2.6655238121747965e-05,
+    4.199466561632496e-05
    ],
    "pass_host_canary_seconds": [
-    9.685825000005367e-06,
-    1.7536852500015245e-05,
-    1.5051929999998492e-05
+    1.19915600000553e-05,
+    1.101572500004977e-05,
+    8.223227499968288e-06
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 2.3952761931078777e-05,
-   "min": 1.3114666122765767e-05,
-   "max": 2.5471237443742298e-05,
+   "seconds": 1.6418285135711945e-05,
+   "min": 1.2064000148148765e-05,
+   "max": 1.6860190956365494e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2141,26 +2141,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.98080013692379e-05,
-    8.006399869918823e-05,
-    0.00023683199286460876
+    6.233600154519081e-05,
+    0.00011510399729013443,
+    0.00031596800684928895
    ],
-   "host_canary_seconds": 9.681414999995753e-06,
+   "host_canary_seconds": 1.2157004999977516e-05,
    "pass_seconds": [
-    1.3114666122765767e-05,
-    2.5471237443742298e-05,
-    2.3952761931078777e-05
+    1.6860190956365494e-05,
+    1.6418285135711945e-05,
+    1.2064000148148765e-05
    ],
    "pass_host_canary_seconds": [
-    9.681414999995753e-06,
-    1.7451780000001806e-05,
-    1.6648505000063096e-05
+    1.2157004999977516e-05,
+    1.0666634999978441e-05,
+    1.050340500000857e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 3.497295436405002e-05,
-   "min": 1.8733715549820952e-05,
-   "max": 3.742781033118566e-05,
+   "seconds": 2.970895135686511e-05,
+   "min": 2.4963047710202984e-05,
+   "max": 4.433752294807206e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2169,26 +2169,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015244799852371215,
-    0.00026067200303077695,
-    0.0006344000101089478
+    0.00019203199446201326,
+    0.0003267199993133545,
+    0.0008888959884643555
    ],
-   "host_canary_seconds": 9.681414999995753e-06,
+   "host_canary_seconds": 1.2157004999977516e-05,
    "pass_seconds": [
-    1.8733715549820952e-05,
-    3.497295436405002e-05,
-    3.742781033118566e-05
+    2.970895135686511e-05,
+    2.4963047710202984e-05,
+    4.433752294807206e-05
    ],
    "pass_host_canary_seconds": [
-    9.681414999995753e-06,
-    1.7451780000001806e-05,
-    1.6648505000063096e-05
+    1.2157004999977516e-05,
+    1.0666634999978441e-05,
+    1.050340500000857e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 2.307123868238358e-05,
-   "min": 1.2425142473408153e-05,
-   "max": 2.4201143355596634e-05,
+   "seconds": 1.71718102480684e-05,
+   "min": 1.7065903970173425e-05,
+   "max": 1.9157333033425466e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,26 +2197,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.550400048494339e-05,
-    6.217600032687187e-05,
-    0.00021167999505996703
+    3.888000175356865e-05,
+    7.657600194215775e-05,
+    0.000290367990732193
    ],
-   "host_canary_seconds": 9.722745000004807e-06,
+   "host_canary_seconds": 1.2132385000001023e-05,
    "pass_seconds": [
-    1.2425142473408153e-05,
-    2.4201143355596634e-05,
-    2.307123868238358e-05
+    1.7065903970173425e-05,
+    1.71718102480684e-05,
+    1.9157333033425466e-05
    ],
    "pass_host_canary_seconds": [
-    9.722745000004807e-06,
-    1.7417217500010907e-05,
-    1.6690420000031733e-05
+    1.2132385000001023e-05,
+    1.0997552500029427e-05,
+    1.1950880000028973e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.6609525794074636e-05,
-   "min": 2.0435047557666186e-05,
-   "max": 3.6071620526767916e-05,
+   "seconds": 2.520457247183437e-05,
+   "min": 2.4566094080607093e-05,
+   "max": 3.0302477024850392e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,26 +2225,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011945600062608718,
-    0.0002125439941883087,
-    0.0006105279922485351
+    0.00019833600521087646,
+    0.000288127988576889,
+    0.0008914240002632141
    ],
-   "host_canary_seconds": 9.722745000004807e-06,
+   "host_canary_seconds": 1.2132385000001023e-05,
    "pass_seconds": [
-    2.0435047557666186e-05,
-    3.6071620526767916e-05,
-    2.6609525794074636e-05
+    3.0302477024850392e-05,
+    2.520457247183437e-05,
+    2.4566094080607093e-05
    ],
    "pass_host_canary_seconds": [
-    9.722745000004807e-06,
-    1.7417217500010907e-05,
-    1.6690420000031733e-05
+    1.2132385000001023e-05,
+    1.0997552500029427e-05,
+    1.1950880000028973e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 2.4105904712563472e-05,
-   "min": 1.312609478121712e-05,
-   "max": 2.466209516638801e-05,
+   "seconds": 1.693942788101378e-05,
+   "min": 1.5318094797077633e-05,
+   "max": 1.8074666105565572e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2253,26 +2253,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0031999349594116e-05,
-    7.932800054550171e-05,
-    0.00023689599335193634
+    5.990400165319443e-05,
+    0.00011379200220108033,
+    0.0003309119939804077
    ],
-   "host_canary_seconds": 9.704450000000974e-06,
+   "host_canary_seconds": 1.1878479999936076e-05,
    "pass_seconds": [
-    1.312609478121712e-05,
-    2.466209516638801e-05,
-    2.4105904712563472e-05
+    1.8074666105565572e-05,
+    1.693942788101378e-05,
+    1.5318094797077633e-05
    ],
    "pass_host_canary_seconds": [
-    9.704450000000974e-06,
-    1.7325452500003282e-05,
-    1.6479410000016515e-05
+    1.1878479999936076e-05,
+    1.1345284999890736e-05,
+    1.207426000007672e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 3.2694857035364425e-05,
-   "min": 2.1674665666761854e-05,
-   "max": 3.275199624754133e-05,
+   "seconds": 2.202666799227396e-05,
+   "min": 2.0726856199048815e-05,
+   "max": 2.984533529906045e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2281,26 +2281,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013558399677276613,
-    0.0002391359955072403,
-    0.0006573119759559631
+    0.0001996160000562668,
+    0.00037491199374198916,
+    0.0009289280176162719
    ],
-   "host_canary_seconds": 9.704450000000974e-06,
+   "host_canary_seconds": 1.1878479999936076e-05,
    "pass_seconds": [
-    2.1674665666761854e-05,
-    3.2694857035364425e-05,
-    3.275199624754133e-05
+    2.984533529906045e-05,
+    2.202666799227396e-05,
+    2.0726856199048815e-05
    ],
    "pass_host_canary_seconds": [
-    9.704450000000974e-06,
-    1.7325452500003282e-05,
-    1.6479410000016515e-05
+    1.1878479999936076e-05,
+    1.1345284999890736e-05,
+    1.207426000007672e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 3.737904805512655e-05,
-   "min": 1.9898667044582816e-05,
-   "max": 3.991009614297322e-05,
+   "seconds": 2.9100952403885977e-05,
+   "min": 2.901485651021912e-05,
+   "max": 3.501790300721214e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2309,26 +2309,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.388800099492073e-05,
-    9.42080020904541e-05,
-    0.00033257600665092467
+    4.499199986457825e-05,
+    0.00010873600095510483,
+    0.0004724479913711548
    ],
-   "host_canary_seconds": 9.951639999989936e-06,
+   "host_canary_seconds": 1.1942595000000721e-05,
    "pass_seconds": [
-    1.9898667044582816e-05,
-    3.737904805512655e-05,
-    3.991009614297322e-05
+    2.901485651021912e-05,
+    2.9100952403885977e-05,
+    3.501790300721214e-05
    ],
    "pass_host_canary_seconds": [
-    9.951639999989936e-06,
-    1.7002175000015995e-05,
-    1.700138250008365e-05
+    1.1942595000000721e-05,
+    1.149925999996526e-05,
+    1.2925082499961604e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 3.194209188222885e-05,
-   "min": 1.687847663249289e-05,
-   "max": 3.910628706216814e-05,
+   "seconds": 2.255542682749885e-05,
+   "min": 1.755352389244806e-05,
+   "max": 2.4143236556223468e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2337,26 +2337,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014707200229167937,
-    0.0002622720003128052,
-    0.0007003520131111145
+    0.00015360000729560853,
+    0.0003467839956283569,
+    0.0009622079730033875
    ],
-   "host_canary_seconds": 9.951639999989936e-06,
+   "host_canary_seconds": 1.1942595000000721e-05,
    "pass_seconds": [
-    1.687847663249289e-05,
-    3.194209188222885e-05,
-    3.910628706216814e-05
+    2.4143236556223468e-05,
+    1.755352389244806e-05,
+    2.255542682749885e-05
    ],
    "pass_host_canary_seconds": [
-    9.951639999989936e-06,
-    1.7002175000015995e-05,
-    1.700138250008365e-05
+    1.1942595000000721e-05,
+    1.149925999996526e-05,
+    1.2925082499961604e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 3.8694856067498525e-05,
-   "min": 1.986133254000119e-05,
-   "max": 4.127238158668791e-05,
+   "seconds": 2.7962666359685713e-05,
+   "min": 2.7267046982333776e-05,
+   "max": 3.0163807883149104e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2365,26 +2365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.684799909591675e-05,
-    0.0001064319983124733,
-    0.0003447679877281189
+    7.366400212049484e-05,
+    0.00015494400262832642,
+    0.0004824959933757782
    ],
-   "host_canary_seconds": 9.835084999991749e-06,
+   "host_canary_seconds": 1.1865527499992369e-05,
    "pass_seconds": [
-    1.986133254000119e-05,
-    3.8694856067498525e-05,
-    4.127238158668791e-05
+    2.7267046982333776e-05,
+    2.7962666359685713e-05,
+    3.0163807883149104e-05
    ],
    "pass_host_canary_seconds": [
-    9.835084999991749e-06,
-    1.666589999999246e-05,
-    1.6669780000029276e-05
+    1.1865527499992369e-05,
+    1.1017960000003768e-05,
+    1.2659914999915146e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 3.464533707925252e-05,
-   "min": 2.28053354436443e-05,
-   "max": 3.793600095169885e-05,
+   "seconds": 2.7664760571150553e-05,
+   "min": 2.5476569575922835e-05,
+   "max": 2.8329147824219292e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,26 +2393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001345600038766861,
-    0.00028540799021720885,
-    0.0007821760177612305
+    0.00023126399517059326,
+    0.0003701440095901489,
+    0.0010159679651260377
    ],
-   "host_canary_seconds": 9.835084999991749e-06,
+   "host_canary_seconds": 1.1865527499992369e-05,
    "pass_seconds": [
-    2.28053354436443e-05,
-    3.464533707925252e-05,
-    3.793600095169885e-05
+    2.5476569575922835e-05,
+    2.7664760571150553e-05,
+    2.8329147824219292e-05
    ],
    "pass_host_canary_seconds": [
-    9.835084999991749e-06,
-    1.666589999999246e-05,
-    1.6669780000029276e-05
+    1.1865527499992369e-05,
+    1.1017960000003768e-05,
+    1.2659914999915146e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.8006095396620884e-05,
-   "min": 1.1237333573046187e-05,
-   "max": 1.977295144682839e-05,
+   "seconds": 1.3967999922377722e-05,
+   "min": 8.430475989977518e-06,
+   "max": 1.6431237437895367e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,26 +2421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.380800060927868e-05,
-    5.718399956822395e-05,
-    0.00019225600361824036
+    3.254399821162224e-05,
+    7.814399898052215e-05,
+    0.00024329599738121032
    ],
-   "host_canary_seconds": 9.831560000002072e-06,
+   "host_canary_seconds": 1.187196999996587e-05,
    "pass_seconds": [
-    1.1237333573046187e-05,
-    1.8006095396620884e-05,
-    1.977295144682839e-05
+    1.3967999922377722e-05,
+    8.430475989977518e-06,
+    1.6431237437895367e-05
    ],
    "pass_host_canary_seconds": [
-    9.831560000002072e-06,
-    1.636996000002e-05,
-    1.6420107500039193e-05
+    1.187196999996587e-05,
+    1.0967134999972927e-05,
+    1.26875824999928e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.592457178802718e-05,
-   "min": 2.6633142360619137e-05,
-   "max": 4.329295491888411e-05,
+   "seconds": 3.054475979436011e-05,
+   "min": 2.5993142986581437e-05,
+   "max": 3.1966474084627064e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2449,26 +2449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012300799787044525,
-    0.0002516160011291504,
-    0.0006960639953613281
+    0.00016655999422073364,
+    0.000272352010011673,
+    0.0007612800002098083
    ],
-   "host_canary_seconds": 9.831560000002072e-06,
+   "host_canary_seconds": 1.187196999996587e-05,
    "pass_seconds": [
-    2.6633142360619137e-05,
-    3.592457178802718e-05,
-    4.329295491888411e-05
+    2.5993142986581437e-05,
+    3.1966474084627064e-05,
+    3.054475979436011e-05
    ],
    "pass_host_canary_seconds": [
-    9.831560000002072e-06,
-    1.636996000002e-05,
-    1.6420107500039193e-05
+    1.187196999996587e-05,
+    1.0967134999972927e-05,
+    1.26875824999928e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.9459810462735946e-05,
-   "min": 1.1138285554590679e-05,
-   "max": 2.001599967479706e-05,
+   "seconds": 1.4246095149289993e-05,
+   "min": 9.576381317206793e-06,
+   "max": 1.7890285345770063e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2477,26 +2477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.776000067591667e-05,
-    6.905599683523179e-05,
-    0.0002041279971599579
+    5.4719999432563783e-05,
+    9.31520015001297e-05,
+    0.000266975998878479
    ],
-   "host_canary_seconds": 9.900850000015282e-06,
+   "host_canary_seconds": 1.1990400000030378e-05,
    "pass_seconds": [
-    1.1138285554590679e-05,
-    1.9459810462735946e-05,
-    2.001599967479706e-05
+    1.4246095149289993e-05,
+    9.576381317206793e-06,
+    1.7890285345770063e-05
    ],
    "pass_host_canary_seconds": [
-    9.900850000015282e-06,
-    1.663131000000817e-05,
-    1.5910007499968516e-05
+    1.1990400000030378e-05,
+    7.900064999972756e-06,
+    1.2093889999960083e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.8312383350871855e-05,
-   "min": 2.997866663194838e-05,
-   "max": 4.401447854581333e-05,
+   "seconds": 3.176000111159825e-05,
+   "min": 2.114209727871985e-05,
+   "max": 3.388647841555731e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2505,26 +2505,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001637759953737259,
-    0.0002791039943695068,
-    0.0007778559923171997
+    0.00018236799538135529,
+    0.0003024640083312988,
+    0.0008962560296058655
    ],
-   "host_canary_seconds": 9.900850000015282e-06,
+   "host_canary_seconds": 1.1990400000030378e-05,
    "pass_seconds": [
-    2.997866663194838e-05,
-    4.401447854581333e-05,
-    3.8312383350871855e-05
+    3.388647841555731e-05,
+    3.176000111159825e-05,
+    2.114209727871985e-05
    ],
    "pass_host_canary_seconds": [
-    9.900850000015282e-06,
-    1.663131000000817e-05,
-    1.5910007499968516e-05
+    1.1990400000030378e-05,
+    7.900064999972756e-06,
+    1.2093889999960083e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.544228604152089e-05,
-   "min": 1.2008380943111012e-05,
-   "max": 2.0995047298215686e-05,
+   "seconds": 1.530895275729043e-05,
+   "min": 1.1647238263062069e-05,
+   "max": 1.5454477142719996e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2533,26 +2533,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.2528000175952913e-05,
-    5.798399820923805e-05,
-    0.00020246399939060212
+    3.6671999841928484e-05,
+    7.868800312280655e-05,
+    0.0002670400142669678
    ],
-   "host_canary_seconds": 9.561112499998358e-06,
+   "host_canary_seconds": 1.1859859999958645e-05,
    "pass_seconds": [
-    1.2008380943111012e-05,
-    1.544228604152089e-05,
-    2.0995047298215686e-05
+    1.5454477142719996e-05,
+    1.1647238263062069e-05,
+    1.530895275729043e-05
    ],
    "pass_host_canary_seconds": [
-    9.561112499998358e-06,
-    1.600406000001442e-05,
-    1.655408999994279e-05
+    1.1859859999958645e-05,
+    8.480179999992288e-06,
+    1.1606639999968137e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.641981019150643e-05,
-   "min": 5.011047502713543e-05,
-   "max": 8.473524114205724e-05,
+   "seconds": 5.6345145972002115e-05,
+   "min": 5.472152218932197e-05,
+   "max": 6.166476259628932e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2561,26 +2561,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014083200693130492,
-    0.0003278400003910065,
-    0.0010728319883346557
+    0.0001685120016336441,
+    0.0003650560081005096,
+    0.001313696026802063
    ],
-   "host_canary_seconds": 9.561112499998358e-06,
+   "host_canary_seconds": 1.1859859999958645e-05,
    "pass_seconds": [
-    5.011047502713543e-05,
-    8.473524114205724e-05,
-    5.641981019150643e-05
+    6.166476259628932e-05,
+    5.6345145972002115e-05,
+    5.472152218932197e-05
    ],
    "pass_host_canary_seconds": [
-    9.561112499998358e-06,
-    1.600406000001442e-05,
-    1.655408999994279e-05
+    1.1859859999958645e-05,
+    8.480179999992288e-06,
+    1.1606639999968137e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.1863618556942259e-05,
-   "min": 8.261332909266153e-06,
-   "max": 2.1612191129298436e-05,
+   "seconds": 1.5750096135196232e-05,
+   "min": 1.0994286232051394e-05,
+   "max": 1.7681523447945005e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2589,26 +2589,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.156799986958504e-05,
-    7.628799974918365e-05,
-    0.0002192319929599762
+    5.724800005555153e-05,
+    0.00010096000134944915,
+    0.00029232001304626464
    ],
-   "host_canary_seconds": 9.555737500015482e-06,
+   "host_canary_seconds": 1.1756537500033914e-05,
    "pass_seconds": [
-    1.1863618556942259e-05,
-    8.261332909266153e-06,
-    2.1612191129298436e-05
+    1.5750096135196232e-05,
+    1.0994286232051394e-05,
+    1.7681523447945005e-05
    ],
    "pass_host_canary_seconds": [
-    9.555737500015482e-06,
-    1.670405749997883e-05,
-    1.6048279999978376e-05
+    1.1756537500033914e-05,
+    8.341919999992341e-06,
+    1.2000619999952278e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.553904920816422e-05,
-   "min": 4.7836190000886004e-05,
-   "max": 8.153523859523592e-05,
+   "seconds": 5.6856380864268264e-05,
+   "min": 4.811199488384383e-05,
+   "max": 5.7553522643588844e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2617,26 +2617,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001583999991416931,
-    0.00030723199248313906,
-    0.0010438079833984374
+    0.00023971199989318847,
+    0.0004786880016326904,
+    0.00121343994140625
    ],
-   "host_canary_seconds": 9.555737500015482e-06,
+   "host_canary_seconds": 1.1756537500033914e-05,
    "pass_seconds": [
-    4.7836190000886004e-05,
-    8.153523859523592e-05,
-    5.553904920816422e-05
+    4.811199488384383e-05,
+    5.6856380864268264e-05,
+    5.7553522643588844e-05
    ],
    "pass_host_canary_seconds": [
-    9.555737500015482e-06,
-    1.670405749997883e-05,
-    1.6048279999978376e-05
+    1.1756537500033914e-05,
+    8.341919999992341e-06,
+    1.2000619999952278e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 2.1202286261887778e-05,
-   "min": 1.1577904401790528e-05,
-   "max": 2.4615619775085217e-05,
+   "seconds": 1.4358857291794959e-05,
+   "min": 9.23123840420019e-06,
+   "max": 1.4635428431488221e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2645,26 +2645,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.425600029528141e-05,
-    5.897599831223488e-05,
-    0.00019791999459266662
+    3.0463999137282373e-05,
+    7.971200346946716e-05,
+    0.0002479040026664734
    ],
-   "host_canary_seconds": 9.66876750002399e-06,
+   "host_canary_seconds": 1.2108130000001439e-05,
    "pass_seconds": [
-    1.1577904401790528e-05,
-    2.4615619775085217e-05,
-    2.1202286261887778e-05
+    1.4358857291794959e-05,
+    9.23123840420019e-06,
+    1.4635428431488221e-05
    ],
    "pass_host_canary_seconds": [
-    9.66876750002399e-06,
-    1.763998499995978e-05,
-    1.6717272499917612e-05
+    1.2108130000001439e-05,
+    9.164685000087047e-06,
+    1.163986999998201e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 4.904228173905895e-05,
-   "min": 2.9193904960439318e-05,
-   "max": 5.400000352944647e-05,
+   "seconds": 3.7289904430508617e-05,
+   "min": 3.191999833853471e-05,
+   "max": 3.885028227454139e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2673,26 +2673,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013324800133705138,
-    0.00025884801149368285,
-    0.0007459200024604797
+    0.00016275200247764589,
+    0.00029331201314926146,
+    0.0008541759848594665
    ],
-   "host_canary_seconds": 9.66876750002399e-06,
+   "host_canary_seconds": 1.2108130000001439e-05,
    "pass_seconds": [
-    2.9193904960439318e-05,
-    4.904228173905895e-05,
-    5.400000352944647e-05
+    3.191999833853471e-05,
+    3.7289904430508617e-05,
+    3.885028227454139e-05
    ],
    "pass_host_canary_seconds": [
-    9.66876750002399e-06,
-    1.763998499995978e-05,
-    1.6717272499917612e-05
+    1.2108130000001439e-05,
+    9.164685000087047e-06,
+    1.163986999998201e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 2.143085783436185e-05,
-   "min": 1.2082286001670928e-05,
-   "max": 2.3002667441254572e-05,
+   "seconds": 1.4549333247400467e-05,
+   "min": 9.140570958455403e-06,
+   "max": 1.592990489942687e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2701,26 +2701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0800001472234724e-05,
-    7.603199779987336e-05,
-    0.00022169600427150726
+    5.465599894523621e-05,
+    0.00010886400192975997,
+    0.000295744001865387
    ],
-   "host_canary_seconds": 9.633165000018096e-06,
+   "host_canary_seconds": 1.1831174999983318e-05,
    "pass_seconds": [
-    1.2082286001670928e-05,
-    2.3002667441254572e-05,
-    2.143085783436185e-05
+    1.592990489942687e-05,
+    9.140570958455403e-06,
+    1.4549333247400467e-05
    ],
    "pass_host_canary_seconds": [
-    9.633165000018096e-06,
-    1.693914500002336e-05,
-    1.68387499999767e-05
+    1.1831174999983318e-05,
+    8.007979999931081e-06,
+    1.1265365000099336e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 4.497676165330976e-05,
-   "min": 3.098057050790106e-05,
-   "max": 4.8144000981535225e-05,
+   "seconds": 4.0313138670864564e-05,
+   "min": 3.373790514611062e-05,
+   "max": 4.1539047445569713e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2729,26 +2729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015145599842071535,
-    0.0002688640058040619,
-    0.0007934719920158386
+    0.00020969599485397338,
+    0.00033446401357650757,
+    0.0010386879444122315
    ],
-   "host_canary_seconds": 9.633165000018096e-06,
+   "host_canary_seconds": 1.1831174999983318e-05,
    "pass_seconds": [
-    3.098057050790106e-05,
-    4.8144000981535225e-05,
-    4.497676165330976e-05
+    4.0313138670864564e-05,
+    4.1539047445569713e-05,
+    3.373790514611062e-05
    ],
    "pass_host_canary_seconds": [
-    9.633165000018096e-06,
-    1.693914500002336e-05,
-    1.68387499999767e-05
+    1.1831174999983318e-05,
+    8.007979999931081e-06,
+    1.1265365000099336e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.3960380816743486e-05,
-   "min": 1.165714327778135e-05,
-   "max": 2.0963809674694426e-05,
+   "seconds": 1.4894475716920128e-05,
+   "min": 9.768381182636533e-06,
+   "max": 1.638019129279114e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2757,26 +2757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4671999737620354e-05,
-    5.942400172352791e-05,
-    0.00019945600628852844
+    3.3535998314619065e-05,
+    7.919999957084656e-05,
+    0.00025727999210357666
    ],
-   "host_canary_seconds": 9.641129999984344e-06,
+   "host_canary_seconds": 1.1774384999974075e-05,
    "pass_seconds": [
-    1.165714327778135e-05,
-    1.3960380816743486e-05,
-    2.0963809674694426e-05
+    1.4894475716920128e-05,
+    9.768381182636533e-06,
+    1.638019129279114e-05
    ],
    "pass_host_canary_seconds": [
-    9.641129999984344e-06,
-    1.6837424999991412e-05,
-    1.6913840000114532e-05
+    1.1774384999974075e-05,
+    8.057940000014697e-06,
+    1.1205627500032733e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 3.523200076250803e-05,
-   "min": 1.8588189567838395e-05,
-   "max": 4.9103237865936204e-05,
+   "seconds": 2.4774095309632166e-05,
+   "min": 2.062552129583699e-05,
+   "max": 2.717181100022225e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2785,26 +2785,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012217599898576737,
-    0.0002091200053691864,
-    0.0005745919942855835
+    0.00022092799842357637,
+    0.000290336012840271,
+    0.0008329920172691345
    ],
-   "host_canary_seconds": 9.641129999984344e-06,
+   "host_canary_seconds": 1.1774384999974075e-05,
    "pass_seconds": [
-    1.8588189567838395e-05,
-    4.9103237865936204e-05,
-    3.523200076250803e-05
+    2.717181100022225e-05,
+    2.4774095309632166e-05,
+    2.062552129583699e-05
    ],
    "pass_host_canary_seconds": [
-    9.641129999984344e-06,
-    1.6837424999991412e-05,
-    1.6913840000114532e-05
+    1.1774384999974075e-05,
+    8.057940000014697e-06,
+    1.1205627500032733e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 2.239009631531579e-05,
-   "min": 1.2252952193930036e-05,
-   "max": 2.3077332547732762e-05,
+   "seconds": 1.507352398974555e-05,
+   "min": 1.0550857122455323e-05,
+   "max": 1.68434287465754e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2813,26 +2813,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0608000010252e-05,
-    7.529599964618684e-05,
-    0.00022371199727058412
+    5.692800134420395e-05,
+    0.00010870400071144105,
+    0.00028521600365638734
    ],
-   "host_canary_seconds": 9.892134999986978e-06,
+   "host_canary_seconds": 1.1863422499978073e-05,
    "pass_seconds": [
-    1.2252952193930036e-05,
-    2.3077332547732762e-05,
-    2.239009631531579e-05
+    1.507352398974555e-05,
+    1.0550857122455323e-05,
+    1.68434287465754e-05
    ],
    "pass_host_canary_seconds": [
-    9.892134999986978e-06,
-    1.6803687500015486e-05,
-    1.6907949999946933e-05
+    1.1863422499978073e-05,
+    8.360885000087136e-06,
+    1.1529740000000288e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 3.351161558003653e-05,
-   "min": 2.0571430346795495e-05,
-   "max": 3.5021715220950914e-05,
+   "seconds": 2.718628623655864e-05,
+   "min": 2.7093332615636642e-05,
+   "max": 3.3224382038627356e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2841,674 +2841,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001441600024700165,
-    0.00024163199961185454,
-    0.0006361920237541199
+    0.0002114879935979843,
+    0.0003463039994239807,
+    0.0008480640053749085
    ],
-   "host_canary_seconds": 9.892134999986978e-06,
+   "host_canary_seconds": 1.1863422499978073e-05,
    "pass_seconds": [
-    2.0571430346795495e-05,
-    3.5021715220950914e-05,
-    3.351161558003653e-05
+    2.718628623655864e-05,
+    2.7093332615636642e-05,
+    3.3224382038627356e-05
    ],
    "pass_host_canary_seconds": [
-    9.892134999986978e-06,
-    1.6803687500015486e-05,
-    1.6907949999946933e-05
+    1.1863422499978073e-05,
+    8.360885000087136e-06,
+    1.1529740000000288e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 0.00010224000364542008,
-   "min": 4.886399954557419e-05,
-   "max": 0.00014441600441932677,
+   "seconds": 6.831999868154525e-05,
+   "min": 3.7599999457597735e-05,
+   "max": 0.00017097599804401397,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.927525000001936e-06,
+   "host_canary_seconds": 1.1881954999992672e-05,
    "pass_seconds": [
-    5.200000107288361e-05,
-    0.00010505600273609162,
-    0.00010224000364542008
+    6.831999868154525e-05,
+    4.073600098490715e-05,
+    7.382400333881378e-05
    ],
    "pass_host_canary_seconds": [
-    9.927525000001936e-06,
-    1.6609635000008894e-05,
-    1.6321069999918336e-05
+    1.1881954999992672e-05,
+    9.1860124999954e-06,
+    1.2071080000026769e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 7.702665155132608e-05,
+   "seconds": 3.334667844076951e-05,
    "min": 0.0,
-   "max": 0.0005378812986115615,
+   "max": 0.000913584011917313,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.927525000001936e-06,
+   "host_canary_seconds": 1.1881954999992672e-05,
    "pass_seconds": [
-    1.4534654716650652e-05,
-    0.00028248931343356765,
-    7.702665155132608e-05
+    3.334667844076951e-05,
+    0.0,
+    7.723199141522252e-05
    ],
    "pass_host_canary_seconds": [
-    9.927525000001936e-06,
-    1.6609635000008894e-05,
-    1.6321069999918336e-05
+    1.1881954999992672e-05,
+    9.1860124999954e-06,
+    1.2071080000026769e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 0.00013369600474834442,
-   "min": 6.620799750089646e-05,
-   "max": 0.00018764799833297728,
+   "seconds": 0.00010131199657917023,
+   "min": 5.411199852824211e-05,
+   "max": 0.00023609599471092224,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0207804999993186e-05,
+   "host_canary_seconds": 1.1951325000012503e-05,
    "pass_seconds": [
-    7.129599899053574e-05,
-    0.00014876799285411834,
-    0.00013369600474834442
+    0.00010131199657917023,
+    8.380799740552902e-05,
+    0.00010211200267076492
    ],
    "pass_host_canary_seconds": [
-    1.0207804999993186e-05,
-    1.7246275000033505e-05,
-    1.630016999996542e-05
+    1.1951325000012503e-05,
+    8.36461500000496e-06,
+    1.0764270000009901e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00012208265935381257,
-   "min": 1.986661305030177e-06,
-   "max": 0.00045740134889880814,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.00024855997723837695,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0207804999993186e-05,
+   "host_canary_seconds": 1.1951325000012503e-05,
    "pass_seconds": [
-    4.250266651312508e-05,
-    0.00029618532831470173,
-    0.00012208265935381257
+    0.0,
+    0.0,
+    3.848000926276045e-05
    ],
    "pass_host_canary_seconds": [
-    1.0207804999993186e-05,
-    1.7246275000033505e-05,
-    1.630016999996542e-05
+    1.1951325000012503e-05,
+    8.36461500000496e-06,
+    1.0764270000009901e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 6.943999975919723e-05,
-   "min": 3.5967998206615446e-05,
-   "max": 0.00010681600123643876,
+   "seconds": 5.0144001841545105e-05,
+   "min": 2.7135999873280526e-05,
+   "max": 9.014400094747544e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0174179999999922e-05,
+   "host_canary_seconds": 1.2210650000028523e-05,
    "pass_seconds": [
-    3.776000067591667e-05,
-    7.206399738788604e-05,
-    6.943999975919723e-05
+    5.215999856591225e-05,
+    3.222399950027466e-05,
+    5.0144001841545105e-05
    ],
    "pass_host_canary_seconds": [
-    1.0174179999999922e-05,
-    1.7316725000000588e-05,
-    1.6330779999975675e-05
+    1.2210650000028523e-05,
+    8.32334999998352e-06,
+    1.0964030000053527e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0004740826797982057,
-   "min": 0.0001615746530393759,
-   "max": 0.0014602173405388991,
+   "seconds": 0.00022105868098636463,
+   "min": 0.00010013066170116265,
+   "max": 0.0006020653496185938,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0174179999999922e-05,
+   "host_canary_seconds": 1.2210650000028523e-05,
    "pass_seconds": [
-    0.00021373464787999787,
-    0.0007771453099946181,
-    0.0004740826797982057
+    0.00022105868098636463,
+    0.00021134533981482191,
+    0.00024987198722859226
    ],
    "pass_host_canary_seconds": [
-    1.0174179999999922e-05,
-    1.7316725000000588e-05,
-    1.6330779999975675e-05
+    1.2210650000028523e-05,
+    8.32334999998352e-06,
+    1.0964030000053527e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 0.00010982400178909301,
-   "min": 4.527999833226204e-05,
-   "max": 0.00018291200697422027,
+   "seconds": 7.545600086450576e-05,
+   "min": 4.035200178623199e-05,
+   "max": 0.00014476799964904786,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.50550999998967e-06,
+   "host_canary_seconds": 1.2051929999969957e-05,
    "pass_seconds": [
-    4.758400097489357e-05,
-    0.00010982400178909301,
-    0.00011081600189208984
+    7.545600086450576e-05,
+    4.38079982995987e-05,
+    7.942400127649308e-05
    ],
    "pass_host_canary_seconds": [
-    9.50550999998967e-06,
-    1.7815150000011216e-05,
-    1.6537072500071303e-05
+    1.2051929999969957e-05,
+    8.457214999992856e-06,
+    1.158948500005863e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0004750106570621332,
-   "min": 0.0001854466485480467,
-   "max": 0.001306617377946774,
+   "seconds": 0.00019844799799223739,
+   "min": 9.90239934374889e-05,
+   "max": 0.00111150527993838,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.50550999998967e-06,
+   "host_canary_seconds": 1.2051929999969957e-05,
    "pass_seconds": [
-    0.00023639064903060593,
-    0.0007808893310527008,
-    0.0004750106570621332
+    0.00019257865411539867,
+    0.00020411334435145066,
+    0.00019844799799223739
    ],
    "pass_host_canary_seconds": [
-    9.50550999998967e-06,
-    1.7815150000011216e-05,
-    1.6537072500071303e-05
+    1.2051929999969957e-05,
+    8.457214999992856e-06,
+    1.158948500005863e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 5.724800005555153e-05,
-   "min": 2.5728000327944755e-05,
-   "max": 0.00012937599420547485,
+   "seconds": 4.27200011909008e-05,
+   "min": 2.4512000381946565e-05,
+   "max": 6.934399902820587e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.538619999993614e-06,
+   "host_canary_seconds": 1.2023980000002156e-05,
    "pass_seconds": [
-    2.7327999472618103e-05,
-    5.724800005555153e-05,
-    6.65920004248619e-05
+    4.27200011909008e-05,
+    2.6176000013947487e-05,
+    4.53759990632534e-05
    ],
    "pass_host_canary_seconds": [
-    9.538619999993614e-06,
-    1.7912630000012086e-05,
-    1.6872570000003862e-05
+    1.2023980000002156e-05,
+    8.304460000019277e-06,
+    1.1164069999907157e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 1.0498673965533562e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003965372989575068,
+   "max": 0.0005762079724421104,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.538619999993614e-06,
+   "host_canary_seconds": 1.2023980000002156e-05,
    "pass_seconds": [
     0.0,
-    0.0001994173179070155,
-    1.0498673965533562e-05
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.538619999993614e-06,
-    1.7912630000012086e-05,
-    1.6872570000003862e-05
+    1.2023980000002156e-05,
+    8.304460000019277e-06,
+    1.1164069999907157e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 7.475200295448303e-05,
-   "min": 3.90079990029335e-05,
-   "max": 0.00017084799706935884,
+   "seconds": 5.503999814391136e-05,
+   "min": 3.5999998450279234e-05,
+   "max": 0.0001026879996061325,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.453760000006639e-06,
+   "host_canary_seconds": 1.212646500000858e-05,
    "pass_seconds": [
-    4.083200171589851e-05,
-    7.475200295448303e-05,
-    9.424000233411789e-05
+    6.067200005054474e-05,
+    3.868800029158592e-05,
+    5.503999814391136e-05
    ],
    "pass_host_canary_seconds": [
-    9.453760000006639e-06,
-    1.8446620000034385e-05,
-    1.6593615000033425e-05
+    1.212646500000858e-05,
+    7.985532500001114e-06,
+    1.0726182499993798e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 7.170678426822046e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0008368253397444884,
+   "max": 0.0003117786974956592,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.453760000006639e-06,
+   "host_canary_seconds": 1.212646500000858e-05,
    "pass_seconds": [
     0.0,
-    0.00013000932211677232,
-    7.170678426822046e-06
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.453760000006639e-06,
-    1.8446620000034385e-05,
-    1.6593615000033425e-05
+    1.212646500000858e-05,
+    7.985532500001114e-06,
+    1.0726182499993798e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 6.006399914622307e-05,
-   "min": 2.5248000398278235e-05,
-   "max": 0.00023683199286460876,
+   "seconds": 3.622400015592575e-05,
+   "min": 2.3679999634623526e-05,
+   "max": 5.987200140953064e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.279284999994532e-06,
+   "host_canary_seconds": 1.2098467500010202e-05,
    "pass_seconds": [
-    2.7359999716281892e-05,
-    6.364800035953522e-05,
-    6.006399914622307e-05
+    3.9071999490261076e-05,
+    2.5280000641942024e-05,
+    3.622400015592575e-05
    ],
    "pass_host_canary_seconds": [
-    9.279284999994532e-06,
-    1.5794130000017504e-05,
-    1.6035554999973555e-05
+    1.2098467500010202e-05,
+    8.113929999993274e-06,
+    1.0808880000041653e-05
    ]
   },
   "layer_backward_maxpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0006102333503464857,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.279284999994532e-06,
+   "host_canary_seconds": 1.2098467500010202e-05,
    "pass_seconds": [
     0.0,
-    0.00022591332967082656,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.279284999994532e-06,
-    1.5794130000017504e-05,
-    1.6035554999973555e-05
+    1.2098467500010202e-05,
+    8.113929999993274e-06,
+    1.0808880000041653e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 8.956799656152725e-05,
-   "min": 3.884800150990486e-05,
-   "max": 0.0002091200053691864,
+   "seconds": 5.548800155520439e-05,
+   "min": 3.558399900794029e-05,
+   "max": 0.000104032002389431,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.23506999999546e-06,
+   "host_canary_seconds": 1.215520500000622e-05,
    "pass_seconds": [
-    4.038399830460548e-05,
-    8.979199826717377e-05,
-    8.956799656152725e-05
+    6.143999844789505e-05,
+    3.731200098991394e-05,
+    5.548800155520439e-05
    ],
    "pass_host_canary_seconds": [
-    9.23506999999546e-06,
-    1.5537569999963808e-05,
-    1.4854785000011362e-05
+    1.215520500000622e-05,
+    8.164692499974534e-06,
+    1.0812502499959463e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 4.429067795475326e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0005833213465909163,
+   "max": 0.000332354645555218,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.23506999999546e-06,
+   "host_canary_seconds": 1.215520500000622e-05,
    "pass_seconds": [
     0.0,
-    0.0002672573166588942,
-    4.429067795475326e-05
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.23506999999546e-06,
-    1.5537569999963808e-05,
-    1.4854785000011362e-05
+    1.215520500000622e-05,
+    8.164692499974534e-06,
+    1.0812502499959463e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 4.6783998608589174e-05,
-   "min": 2.284800074994564e-05,
-   "max": 0.00012006399780511856,
+   "seconds": 3.222399950027466e-05,
+   "min": 2.0128000527620317e-05,
+   "max": 7.174400240182876e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.209874999989154e-06,
+   "host_canary_seconds": 1.226930499996115e-05,
    "pass_seconds": [
-    2.5151999667286874e-05,
-    5.030399933457375e-05,
-    4.6783998608589174e-05
+    3.5424001514911655e-05,
+    2.1856000646948815e-05,
+    3.222399950027466e-05
    ],
    "pass_host_canary_seconds": [
-    9.209874999989154e-06,
-    1.6838754999994876e-05,
-    1.3362057500003743e-05
+    1.226930499996115e-05,
+    7.814607499909698e-06,
+    1.0998757500004785e-05
    ]
   },
   "layer_backward_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.000485657329360644,
+   "max": 3.489600432415803e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.209874999989154e-06,
+   "host_canary_seconds": 1.226930499996115e-05,
    "pass_seconds": [
     0.0,
-    0.00016834532717863716,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.209874999989154e-06,
-    1.6838754999994876e-05,
-    1.3362057500003743e-05
+    1.226930499996115e-05,
+    7.814607499909698e-06,
+    1.0998757500004785e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.368000105023384e-05,
-   "min": 3.462399914860725e-05,
-   "max": 0.0003597440123558044,
+   "seconds": 4.9375999718904496e-05,
+   "min": 3.219199925661087e-05,
+   "max": 0.00010012800246477127,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.3853124999832e-06,
+   "host_canary_seconds": 1.2268434999995748e-05,
    "pass_seconds": [
-    3.622400015592575e-05,
-    7.020799815654754e-05,
-    4.368000105023384e-05
+    5.5711999535560605e-05,
+    3.459199890494346e-05,
+    4.9375999718904496e-05
    ],
    "pass_host_canary_seconds": [
-    9.3853124999832e-06,
-    2.0269414999987136e-05,
-    1.1508547499943233e-05
+    1.2268434999995748e-05,
+    7.661737499944364e-06,
+    1.1262152500037814e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0008009626617034276,
+   "max": 0.00010278666329880553,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.3853124999832e-06,
+   "host_canary_seconds": 1.2268434999995748e-05,
    "pass_seconds": [
     0.0,
-    0.00022904933864871665,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.3853124999832e-06,
-    2.0269414999987136e-05,
-    1.1508547499943233e-05
+    1.2268434999995748e-05,
+    7.661737499944364e-06,
+    1.1262152500037814e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.2287999987602236e-05,
-   "min": 2.4703999981284142e-05,
-   "max": 0.00015161600708961487,
+   "seconds": 3.4495998173952105e-05,
+   "min": 2.2655999287962913e-05,
+   "max": 5.94559982419014e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.064577500002002e-06,
+   "host_canary_seconds": 1.182756500000437e-05,
    "pass_seconds": [
-    2.6752000674605368e-05,
-    6.377600133419037e-05,
-    3.2287999987602236e-05
+    4.2208001017570495e-05,
+    2.4447999894618988e-05,
+    3.4495998173952105e-05
    ],
    "pass_host_canary_seconds": [
-    9.064577500002002e-06,
-    1.6510130000000344e-05,
-    1.1015814999950635e-05
+    1.182756500000437e-05,
+    7.815709999974275e-06,
+    1.0970894999999814e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0005490813391904036,
+   "max": 3.7071987365682905e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.064577500002002e-06,
+   "host_canary_seconds": 1.182756500000437e-05,
    "pass_seconds": [
     0.0,
-    0.00014498533184329664,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.064577500002002e-06,
-    1.6510130000000344e-05,
-    1.1015814999950635e-05
+    1.182756500000437e-05,
+    7.815709999974275e-06,
+    1.0970894999999814e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.5343998819589614e-05,
-   "min": 3.7216000258922574e-05,
-   "max": 9.939199686050415e-05,
+   "seconds": 5.363199859857559e-05,
+   "min": 3.414399921894073e-05,
+   "max": 0.00012467200309038162,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.213470000020151e-06,
+   "host_canary_seconds": 1.1868957499991951e-05,
    "pass_seconds": [
-    4.1439998894929886e-05,
-    7.379200309514999e-05,
-    4.5343998819589614e-05
+    6.560000032186509e-05,
+    3.7856001406908035e-05,
+    5.363199859857559e-05
    ],
    "pass_host_canary_seconds": [
-    9.213470000020151e-06,
-    1.6181790000047157e-05,
-    1.1329969999991363e-05
+    1.1868957499991951e-05,
+    7.993752499970697e-06,
+    1.0759242500029131e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0006992892983059089,
+   "max": 0.00017907467049856974,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.213470000020151e-06,
+   "host_canary_seconds": 1.1868957499991951e-05,
    "pass_seconds": [
     0.0,
-    0.00011000931883851686,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.213470000020151e-06,
-    1.6181790000047157e-05,
-    1.1329969999991363e-05
+    1.1868957499991951e-05,
+    7.993752499970697e-06,
+    1.0759242500029131e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.7823999747633934e-05,
-   "min": 1.5647999942302704e-05,
-   "max": 7.852800190448761e-05,
+   "seconds": 2.1983999758958816e-05,
+   "min": 1.4431999996304512e-05,
+   "max": 5.363199859857559e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.262022500013954e-06,
+   "host_canary_seconds": 1.182911249998142e-05,
    "pass_seconds": [
-    1.6256000846624374e-05,
-    2.851199917495251e-05,
-    1.7823999747633934e-05
+    2.5760000571608544e-05,
+    1.5231999568641186e-05,
+    2.1983999758958816e-05
    ],
    "pass_host_canary_seconds": [
-    9.262022500013954e-06,
-    1.858278750002995e-05,
-    1.1452982500017583e-05
+    1.182911249998142e-05,
+    8.051984999966067e-06,
+    1.080692000002159e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003775293237219254,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.262022500013954e-06,
+   "host_canary_seconds": 1.182911249998142e-05,
    "pass_seconds": [
     0.0,
-    8.325733306507267e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.262022500013954e-06,
-    1.858278750002995e-05,
-    1.1452982500017583e-05
+    1.182911249998142e-05,
+    8.051984999966067e-06,
+    1.080692000002159e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.69760000705719e-05,
-   "min": 2.8192000463604927e-05,
-   "max": 0.00014508800208568574,
+   "seconds": 3.843199834227562e-05,
+   "min": 2.4351999163627623e-05,
+   "max": 9.302400052547454e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.16304000000423e-06,
+   "host_canary_seconds": 1.1904787500007785e-05,
    "pass_seconds": [
-    2.912000007927418e-05,
-    5.5647999048233035e-05,
-    4.69760000705719e-05
+    4.499199986457825e-05,
+    2.5599999353289605e-05,
+    3.843199834227562e-05
    ],
    "pass_host_canary_seconds": [
-    9.16304000000423e-06,
-    1.693424999999138e-05,
-    1.1003180000059843e-05
+    1.1904787500007785e-05,
+    7.931494999979805e-06,
+    1.0782174999945937e-05
    ]
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00038085731739799186,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.16304000000423e-06,
+   "host_canary_seconds": 1.1904787500007785e-05,
    "pass_seconds": [
     0.0,
-    0.00011880932624141373,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.16304000000423e-06,
-    1.693424999999138e-05,
-    1.1003180000059843e-05
+    1.1904787500007785e-05,
+    7.931494999979805e-06,
+    1.0782174999945937e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.5744000673294066e-05,
-   "min": 1.369599997997284e-05,
-   "max": 9.679999947547912e-05,
+   "seconds": 1.8848000094294547e-05,
+   "min": 1.244799979031086e-05,
+   "max": 3.8623999804258345e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.218257499998828e-06,
+   "host_canary_seconds": 1.1943690000002505e-05,
    "pass_seconds": [
-    1.4143999665975571e-05,
-    2.5536000728607178e-05,
-    1.5744000673294066e-05
+    2.1951999515295028e-05,
+    1.3055999763309955e-05,
+    1.8848000094294547e-05
    ],
    "pass_host_canary_seconds": [
-    9.218257499998828e-06,
-    1.6321007500010865e-05,
-    1.081847750000975e-05
+    1.1943690000002505e-05,
+    7.913320000056957e-06,
+    1.0754949999878249e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0002927933322886626,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.218257499998828e-06,
+   "host_canary_seconds": 1.1943690000002505e-05,
    "pass_seconds": [
     0.0,
-    7.874533409873643e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.218257499998828e-06,
-    1.6321007500010865e-05,
-    1.081847750000975e-05
+    1.1943690000002505e-05,
+    7.913320000056957e-06,
+    1.0754949999878249e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.6048000901937486e-05,
-   "min": 2.4480000138282777e-05,
-   "max": 0.00013264000415802002,
+   "seconds": 3.5199999809265136e-05,
+   "min": 2.2304000332951547e-05,
+   "max": 6.831999868154525e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.23571999999595e-06,
+   "host_canary_seconds": 1.172758999999246e-05,
    "pass_seconds": [
-    2.5439999997615813e-05,
-    4.7231998294591905e-05,
-    2.6048000901937486e-05
+    4.112000018358231e-05,
+    2.3711999878287314e-05,
+    3.5199999809265136e-05
    ],
    "pass_host_canary_seconds": [
-    9.23571999999595e-06,
-    1.5760694999968906e-05,
-    1.0902590000014812e-05
+    1.172758999999246e-05,
+    8.198382500097522e-06,
+    1.0760104999931742e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003403133178750674,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.23571999999595e-06,
+   "host_canary_seconds": 1.172758999999246e-05,
    "pass_seconds": [
     0.0,
-    9.365733216206232e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.23571999999595e-06,
-    1.5760694999968906e-05,
-    1.0902590000014812e-05
+    1.172758999999246e-05,
+    8.198382500097522e-06,
+    1.0760104999931742e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.6736000776290894e-05,
-   "min": 1.5104000456631184e-05,
-   "max": 7.833600044250488e-05,
+   "seconds": 2.0608000457286833e-05,
+   "min": 1.3663999736309052e-05,
+   "max": 4.636799916625023e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.485332499998832e-06,
+   "host_canary_seconds": 1.1402774999993427e-05,
    "pass_seconds": [
-    1.551999989897013e-05,
-    2.783999964594841e-05,
-    1.6736000776290894e-05
+    2.3552000522613525e-05,
+    1.436800044029951e-05,
+    2.0608000457286833e-05
    ],
    "pass_host_canary_seconds": [
-    9.485332499998832e-06,
-    1.8034500000041476e-05,
-    1.0951410000004102e-05
+    1.1402774999993427e-05,
+    9.68815750006513e-06,
+    1.0637852499968404e-05
    ]
   },
   "layer_backward_slice": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0004468413169185321,
+   "max": 4.6193338620166015e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.485332499998832e-06,
+   "host_canary_seconds": 1.1402774999993427e-05,
    "pass_seconds": [
     0.0,
-    0.00019570534179608027,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.485332499998832e-06,
-    1.8034500000041476e-05,
-    1.0951410000004102e-05
+    1.1402774999993427e-05,
+    9.68815750006513e-06,
+    1.0637852499968404e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.8960000723600386e-05,
-   "min": 2.72000003606081e-05,
-   "max": 0.00011132799834012986,
+   "seconds": 3.5519998520612714e-05,
+   "min": 2.4447999894618988e-05,
+   "max": 8.070400357246399e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.008529499999966e-05,
+   "host_canary_seconds": 1.1577262499997688e-05,
    "pass_seconds": [
-    2.8416000306606293e-05,
-    5.795200169086456e-05,
-    2.8960000723600386e-05
+    4.4319998472929e-05,
+    2.6976000517606734e-05,
+    3.5519998520612714e-05
    ],
    "pass_host_canary_seconds": [
-    1.008529499999966e-05,
-    1.7043045000022517e-05,
-    1.0845887499968399e-05
+    1.1577262499997688e-05,
+    9.657404999998676e-06,
+    1.0469504999974788e-05
    ]
   },
   "layer_backward_slice_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0005534333425263563,
+   "max": 0.0001356973486642043,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.008529499999966e-05,
+   "host_canary_seconds": 1.1577262499997688e-05,
    "pass_seconds": [
     0.0,
-    0.00017135332400600113,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.008529499999966e-05,
-    1.7043045000022517e-05,
-    1.0845887499968399e-05
+    1.1577262499997688e-05,
+    9.657404999998676e-06,
+    1.0469504999974788e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.7145141959190367e-05,
-   "min": 1.570209479402928e-05,
-   "max": 2.886476208056722e-05,
+   "seconds": 1.804800047760918e-05,
+   "min": 1.3533714183029673e-05,
+   "max": 2.0275810112555822e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3517,26 +3517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.864000014960766e-05,
-    7.292799651622772e-05,
-    0.00026323199272155763
+    4.236799851059914e-05,
+    0.00010527999699115753,
+    0.0003472000062465668
    ],
-   "host_canary_seconds": 9.905444999986911e-06,
+   "host_canary_seconds": 1.1997209999989878e-05,
    "pass_seconds": [
-    1.570209479402928e-05,
-    2.886476208056722e-05,
-    1.7145141959190367e-05
+    2.0275810112555822e-05,
+    1.3533714183029673e-05,
+    1.804800047760918e-05
    ],
    "pass_host_canary_seconds": [
-    9.905444999986911e-06,
-    1.6312444999968534e-05,
-    1.1296310000048494e-05
+    1.1997209999989878e-05,
+    9.131489999987252e-06,
+    1.0755920000065089e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 2.0182856314239055e-05,
-   "min": 1.0050286760642413e-05,
-   "max": 3.703161967652185e-05,
+   "seconds": 1.6524189284869608e-05,
+   "min": 1.417676048974196e-05,
+   "max": 1.751923898146266e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3545,26 +3545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011215999722480774,
-    0.00018563200533390045,
-    0.000497184008359909
+    0.00017782400548458098,
+    0.00026371198892593384,
+    0.000735584020614624
    ],
-   "host_canary_seconds": 9.905444999986911e-06,
+   "host_canary_seconds": 1.1997209999989878e-05,
    "pass_seconds": [
-    1.0050286760642413e-05,
-    2.0182856314239055e-05,
-    3.703161967652185e-05
+    1.751923898146266e-05,
+    1.417676048974196e-05,
+    1.6524189284869608e-05
    ],
    "pass_host_canary_seconds": [
-    9.905444999986911e-06,
-    1.6312444999968534e-05,
-    1.1296310000048494e-05
+    1.1997209999989878e-05,
+    9.131489999987252e-06,
+    1.0755920000065089e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 2.7556570512907846e-05,
-   "min": 1.577752349632127e-05,
-   "max": 2.8238477806250247e-05,
+   "seconds": 2.122285731491588e-05,
+   "min": 1.8576761796360927e-05,
+   "max": 2.517409445274444e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3573,26 +3573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.211200028657913e-05,
-    9.120000153779983e-05,
-    0.00027935999631881713
+    6.207999959588052e-05,
+    0.0001271679997444153,
+    0.00038089600205421447
    ],
-   "host_canary_seconds": 9.627054999974404e-06,
+   "host_canary_seconds": 1.1582504999978482e-05,
    "pass_seconds": [
-    1.577752349632127e-05,
-    2.7556570512907846e-05,
-    2.8238477806250247e-05
+    2.122285731491588e-05,
+    2.517409445274444e-05,
+    1.8576761796360927e-05
    ],
    "pass_host_canary_seconds": [
-    9.627054999974404e-06,
-    1.6253259999956527e-05,
-    1.6394297499999766e-05
+    1.1582504999978482e-05,
+    1.1809415000101353e-05,
+    1.0628404999977193e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 2.200685476972944e-05,
-   "min": 1.4933335106997263e-05,
-   "max": 2.634362308751969e-05,
+   "seconds": 1.4715430282411115e-05,
+   "min": 1.4709334465719417e-05,
+   "max": 1.6451046935149596e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3601,98 +3601,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014636799693107605,
-    0.00021884800493717193,
-    0.0006004800200462341
+    0.0002128639966249466,
+    0.0004041599929332733,
+    0.0007796800136566162
    ],
-   "host_canary_seconds": 9.627054999974404e-06,
+   "host_canary_seconds": 1.1582504999978482e-05,
    "pass_seconds": [
-    1.4933335106997263e-05,
-    2.634362308751969e-05,
-    2.200685476972944e-05
+    1.4709334465719417e-05,
+    1.6451046935149596e-05,
+    1.4715430282411115e-05
    ],
    "pass_host_canary_seconds": [
-    9.627054999974404e-06,
-    1.6253259999956527e-05,
-    1.6394297499999766e-05
+    1.1582504999978482e-05,
+    1.1809415000101353e-05,
+    1.0628404999977193e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 4.7008000314235686e-05,
-   "min": 2.4351999163627623e-05,
-   "max": 0.00011503999680280685,
+   "seconds": 3.417599946260452e-05,
+   "min": 2.8831999748945236e-05,
+   "max": 6.499200314283371e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.818839999997663e-06,
+   "host_canary_seconds": 1.1493274999949677e-05,
    "pass_seconds": [
-    2.595200017094612e-05,
-    4.854400083422661e-05,
-    4.7008000314235686e-05
+    3.417599946260452e-05,
+    3.574400022625923e-05,
+    3.084800019860268e-05
    ],
    "pass_host_canary_seconds": [
-    9.818839999997663e-06,
-    1.6298644999963584e-05,
-    1.6594674999907965e-05
+    1.1493274999949677e-05,
+    1.1676832500029377e-05,
+    1.0550677500020812e-05
    ]
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0004303293103973071,
+   "max": 0.0002083546624829371,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.818839999997663e-06,
+   "host_canary_seconds": 1.1493274999949677e-05,
    "pass_seconds": [
     0.0,
-    0.0001111933315793673,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.818839999997663e-06,
-    1.6298644999963584e-05,
-    1.6594674999907965e-05
+    1.1493274999949677e-05,
+    1.1676832500029377e-05,
+    1.0550677500020812e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 6.966400146484375e-05,
-   "min": 3.660799935460091e-05,
-   "max": 0.00022406400740146638,
+   "seconds": 5.990400165319443e-05,
+   "min": 4.547199979424477e-05,
+   "max": 0.00012191999703645707,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.930737499992403e-06,
+   "host_canary_seconds": 1.2131330000002548e-05,
    "pass_seconds": [
-    3.913599997758865e-05,
-    7.96480029821396e-05,
-    6.966400146484375e-05
+    5.990400165319443e-05,
+    6.550399959087372e-05,
+    4.8448000103235245e-05
    ],
    "pass_host_canary_seconds": [
-    9.930737499992403e-06,
-    1.644380999998418e-05,
-    1.6594674999907965e-05
+    1.2131330000002548e-05,
+    1.1447882499950879e-05,
+    1.0685752500023682e-05
    ]
   },
   "layer_backward_cat_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0005538493531445662,
+   "max": 4.009866279860332e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.930737499992403e-06,
+   "host_canary_seconds": 1.2131330000002548e-05,
    "pass_seconds": [
     0.0,
-    0.0001563133137921492,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.930737499992403e-06,
-    1.644380999998418e-05,
-    1.6594674999907965e-05
+    1.2131330000002548e-05,
+    1.1447882499950879e-05,
+    1.0685752500023682e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00018130743148781004,
-   "min": 9.708876588514873e-05,
-   "max": 0.00018226895232995353,
+   "seconds": 0.00011130590736865998,
+   "min": 7.411504572346096e-05,
+   "max": 0.0001258529481433687,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3701,26 +3701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010793600231409072,
-    0.0003989759981632233,
-    0.0015641920566558838
+    0.00014528000354766844,
+    0.0005224959850311279,
+    0.0020329599380493166
    ],
-   "host_canary_seconds": 9.477152500014796e-06,
+   "host_canary_seconds": 1.1570612500015899e-05,
    "pass_seconds": [
-    9.708876588514873e-05,
-    0.00018130743148781004,
-    0.00018226895232995353
+    0.0001258529481433687,
+    7.411504572346096e-05,
+    0.00011130590736865998
    ],
    "pass_host_canary_seconds": [
-    9.477152500014796e-06,
-    1.6788722500002964e-05,
-    1.6909957499962046e-05
+    1.1570612500015899e-05,
+    8.827664999984107e-06,
+    1.0893477499962502e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00027249295867624743,
-   "min": 0.000173433131760075,
-   "max": 0.00030952912072340654,
+   "seconds": 0.00020463161241440541,
+   "min": 0.00020149561124188555,
+   "max": 0.0002213348483755475,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3729,26 +3729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004428800046443939,
-    0.0012860159873962402,
-    0.004511231899261474
+    0.0005210239887237549,
+    0.001604383945465088,
+    0.005508927822113037
    ],
-   "host_canary_seconds": 9.477152500014796e-06,
+   "host_canary_seconds": 1.1570612500015899e-05,
    "pass_seconds": [
-    0.000173433131760075,
-    0.00030952912072340654,
-    0.00027249295867624743
+    0.00020463161241440541,
+    0.00020149561124188555,
+    0.0002213348483755475
    ],
    "pass_host_canary_seconds": [
-    9.477152500014796e-06,
-    1.6788722500002964e-05,
-    1.6909957499962046e-05
+    1.1570612500015899e-05,
+    8.827664999984107e-06,
+    1.0893477499962502e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00016225523182324,
-   "min": 9.645105188801177e-05,
-   "max": 0.00017027504387355985,
+   "seconds": 0.00012531048414253051,
+   "min": 0.0001174483774673371,
+   "max": 0.0001430872469430878,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3757,26 +3757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012591999769210815,
-    0.0004180159866809845,
-    0.0015736000537872315
+    0.0001736000031232834,
+    0.0005443199872970582,
+    0.002051520109176636
    ],
-   "host_canary_seconds": 9.471704999981512e-06,
+   "host_canary_seconds": 1.1587449999979072e-05,
    "pass_seconds": [
-    9.645105188801177e-05,
-    0.00017027504387355985,
-    0.00016225523182324
+    0.00012531048414253051,
+    0.0001430872469430878,
+    0.0001174483774673371
    ],
    "pass_host_canary_seconds": [
-    9.471704999981512e-06,
-    1.7379009999984874e-05,
-    1.558439999996608e-05
+    1.1587449999979072e-05,
+    1.149194999996439e-05,
+    1.1173380000002452e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00026922744938305445,
-   "min": 0.00016952152266388844,
-   "max": 0.000299481159164792,
+   "seconds": 0.00017325864341996962,
+   "min": 0.00014952074984709424,
+   "max": 0.0001898940993206842,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3785,26 +3785,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00044896000623703003,
-    0.0013403199911117554,
-    0.004469696044921875
+    0.00046777600049972536,
+    0.0015089919567108155,
+    0.005227712154388428
    ],
-   "host_canary_seconds": 9.471704999981512e-06,
+   "host_canary_seconds": 1.1587449999979072e-05,
    "pass_seconds": [
-    0.00016952152266388844,
-    0.000299481159164792,
-    0.00026922744938305445
+    0.0001898940993206842,
+    0.00017325864341996962,
+    0.00014952074984709424
    ],
    "pass_host_canary_seconds": [
-    9.471704999981512e-06,
-    1.7379009999984874e-05,
-    1.558439999996608e-05
+    1.1587449999979072e-05,
+    1.149194999996439e-05,
+    1.1173380000002452e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00028712531924247745,
-   "min": 0.0002804274190039862,
-   "max": 0.00033969296160198397,
+   "seconds": 0.00044104685669853574,
+   "min": 0.00032825829443477447,
+   "max": 0.0005693310584340777,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3813,26 +3813,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0003086400032043457,
-    0.0009716479778289795,
-    0.005285344123840332
+    0.00063372802734375,
+    0.0018258559703826904,
+    0.007205760002136231
    ],
-   "host_canary_seconds": 9.959660000014026e-06,
+   "host_canary_seconds": 1.1762420000032136e-05,
    "pass_seconds": [
-    0.00033969296160198397,
-    0.0002804274190039862,
-    0.00028712531924247745
+    0.00044104685669853574,
+    0.0005693310584340777,
+    0.00032825829443477447
    ],
    "pass_host_canary_seconds": [
-    9.959660000014026e-06,
-    1.65237599999557e-05,
-    1.6693495000055235e-05
+    1.1762420000032136e-05,
+    1.1559645000005502e-05,
+    1.1042184999965343e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0013241363508360725,
-   "min": 0.0007420616376967661,
-   "max": 0.0015713729702291038,
+   "seconds": 0.0006633637575876145,
+   "min": 0.0006449120073091416,
+   "max": 0.0009212861160437268,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3841,26 +3841,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.001287551999092102,
-    0.003951488018035888,
-    0.01732009506225586
+    0.0017833600044250488,
+    0.005221248149871826,
+    0.01839107131958008
    ],
-   "host_canary_seconds": 9.959660000014026e-06,
+   "host_canary_seconds": 1.1762420000032136e-05,
    "pass_seconds": [
-    0.0007420616376967661,
-    0.0013241363508360725,
-    0.0015713729702291038
+    0.0006633637575876145,
+    0.0006449120073091416,
+    0.0009212861160437268
    ],
    "pass_host_canary_seconds": [
-    9.959660000014026e-06,
-    1.65237599999557e-05,
-    1.6693495000055235e-05
+    1.1762420000032136e-05,
+    1.1559645000005502e-05,
+    1.1042184999965343e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00044083124115353533,
-   "min": 0.0003962011394046602,
-   "max": 0.0005164632314727419,
+   "seconds": 0.0004840434335526966,
+   "min": 0.0003783855296316601,
+   "max": 0.0005567001757167633,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3869,26 +3869,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0008358079791069031,
-    0.0024986560344696044,
-    0.008620575904846191
+    0.0007933760285377502,
+    0.002583359956741333,
+    0.009183839797973633
    ],
-   "host_canary_seconds": 1.0371882499988772e-05,
+   "host_canary_seconds": 1.1391167500001131e-05,
    "pass_seconds": [
-    0.0005164632314727419,
-    0.0003962011394046602,
-    0.00044083124115353533
+    0.0005567001757167633,
+    0.0004840434335526966,
+    0.0003783855296316601
    ],
    "pass_host_canary_seconds": [
-    1.0371882499988772e-05,
-    1.6275999999990633e-05,
-    1.2956802499957121e-05
+    1.1391167500001131e-05,
+    1.1240800000109629e-05,
+    1.1087129999935996e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.000775370677312215,
-   "min": 0.0007148563209034149,
-   "max": 0.0014867275612694875,
+   "seconds": 0.0011447511996541706,
+   "min": 0.0009695642505373274,
+   "max": 0.0011556244662829806,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3897,26 +3897,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0022815680503845215,
-    0.006359712123870849,
-    0.020879423141479492
+    0.0021993279457092284,
+    0.007180191993713379,
+    0.02783216094970703
    ],
-   "host_canary_seconds": 1.0371882499988772e-05,
+   "host_canary_seconds": 1.1391167500001131e-05,
    "pass_seconds": [
-    0.0007148563209034149,
-    0.0014867275612694875,
-    0.000775370677312215
+    0.0011556244662829806,
+    0.0009695642505373274,
+    0.0011447511996541706
    ],
    "pass_host_canary_seconds": [
-    1.0371882499988772e-05,
-    1.6275999999990633e-05,
-    1.2956802499957121e-05
+    1.1391167500001131e-05,
+    1.1240800000109629e-05,
+    1.1087129999935996e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.6387809287934074e-05,
-   "min": 2.4035809118123284e-05,
-   "max": 4.05455245858147e-05,
+   "seconds": 2.5480380547898155e-05,
+   "min": 1.6540952381633576e-05,
+   "max": 2.944000083066168e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3925,26 +3925,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2431998997926714e-05,
-    9.708800166845322e-05,
-    0.00043007999658584595
+    3.129599988460541e-05,
+    7.894399762153625e-05,
+    0.00027875199913978576
    ],
-   "host_canary_seconds": 1.042900499999888e-05,
+   "host_canary_seconds": 8.831459999996128e-06,
    "pass_seconds": [
-    2.6387809287934074e-05,
-    2.4035809118123284e-05,
-    4.05455245858147e-05
+    1.6540952381633576e-05,
+    2.5480380547898155e-05,
+    2.944000083066168e-05
    ],
    "pass_host_canary_seconds": [
-    1.042900499999888e-05,
-    1.2956897500018272e-05,
-    1.6591764999915883e-05
+    8.831459999996128e-06,
+    1.09824100000111e-05,
+    8.966037500073298e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.4783239251091385e-05,
-   "min": 4.774933698631467e-05,
-   "max": 6.674971697585921e-05,
+   "seconds": 4.4183614530733674e-05,
+   "min": 4.3880378738755276e-05,
+   "max": 5.873143247195654e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3953,26 +3953,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015251199901103972,
-    0.00040585601329803467,
-    0.001274880051612854
+    0.00013862399756908416,
+    0.0002640320062637329,
+    0.0012342400550842286
    ],
-   "host_canary_seconds": 1.042900499999888e-05,
+   "host_canary_seconds": 8.831459999996128e-06,
    "pass_seconds": [
-    4.774933698631467e-05,
-    6.674971697585921e-05,
-    5.4783239251091385e-05
+    5.873143247195654e-05,
+    4.3880378738755276e-05,
+    4.4183614530733674e-05
    ],
    "pass_host_canary_seconds": [
-    1.042900499999888e-05,
-    1.2956897500018272e-05,
-    1.6591764999915883e-05
+    8.831459999996128e-06,
+    1.09824100000111e-05,
+    8.966037500073298e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 3.861028701066971e-05,
-   "min": 2.092190512589046e-05,
-   "max": 4.203047479192416e-05,
+   "seconds": 2.5126856884786064e-05,
+   "min": 1.8237713369585217e-05,
+   "max": 2.8528763779572075e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3981,26 +3981,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.51359984278679e-05,
-    0.00013452799618244172,
-    0.00038784000277519227
+    7.990399748086929e-05,
+    0.00016607999801635743,
+    0.0005080320239067077
    ],
-   "host_canary_seconds": 1.0644777500008472e-05,
+   "host_canary_seconds": 1.132965500001859e-05,
    "pass_seconds": [
-    2.092190512589046e-05,
-    4.203047479192416e-05,
-    3.861028701066971e-05
+    2.8528763779572075e-05,
+    2.5126856884786064e-05,
+    1.8237713369585217e-05
    ],
    "pass_host_canary_seconds": [
-    1.0644777500008472e-05,
-    1.659534499999893e-05,
-    1.6273389999952314e-05
+    1.132965500001859e-05,
+    1.083081749996495e-05,
+    8.329415000005724e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 6.676114332817847e-05,
-   "min": 5.750857506479535e-05,
-   "max": 6.683123360077539e-05,
+   "seconds": 5.257676364410493e-05,
+   "min": 4.7114670808826174e-05,
+   "max": 5.656838505750611e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4009,26 +4009,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002620159983634949,
-    0.0004022400081157684,
-    0.0014067840576171874
+    0.0002680000066757202,
+    0.0007203840017318726,
+    0.0015542720556259155
    ],
-   "host_canary_seconds": 1.0644777500008472e-05,
+   "host_canary_seconds": 1.132965500001859e-05,
    "pass_seconds": [
-    5.750857506479535e-05,
-    6.676114332817847e-05,
-    6.683123360077539e-05
+    5.257676364410493e-05,
+    4.7114670808826174e-05,
+    5.656838505750611e-05
    ],
    "pass_host_canary_seconds": [
-    1.0644777500008472e-05,
-    1.659534499999893e-05,
-    1.6273389999952314e-05
+    1.132965500001859e-05,
+    1.083081749996495e-05,
+    8.329415000005724e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 3.0514284790981382e-05,
-   "min": 2.576076274826413e-05,
-   "max": 4.534095348346801e-05,
+   "seconds": 2.6455618263710112e-05,
+   "min": 2.227733284235001e-05,
+   "max": 2.890361951930182e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4037,26 +4037,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.153599962592125e-05,
-    0.00012438400089740754,
-    0.0004963519871234894
+    5.09440004825592e-05,
+    0.00013068799674510956,
+    0.0004821760058403015
    ],
-   "host_canary_seconds": 1.080718750001708e-05,
+   "host_canary_seconds": 1.1320855000036545e-05,
    "pass_seconds": [
-    3.0514284790981382e-05,
-    4.534095348346801e-05,
-    2.576076274826413e-05
+    2.890361951930182e-05,
+    2.6455618263710112e-05,
+    2.227733284235001e-05
    ],
    "pass_host_canary_seconds": [
-    1.080718750001708e-05,
-    1.6378884999994625e-05,
-    1.6354909999947154e-05
+    1.1320855000036545e-05,
+    1.0880909999997357e-05,
+    8.420359999945504e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00017531504411072958,
-   "min": 9.704838710881417e-05,
-   "max": 0.00019645560781160994,
+   "seconds": 0.00010830323309415862,
+   "min": 0.00010586590958493095,
+   "max": 0.00012365867232992534,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4065,26 +4065,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002836799919605255,
-    0.0010210880041122436,
-    0.0023153600692749025
+    0.0004715200066566467,
+    0.0010314879417419433,
+    0.0027940480709075927
    ],
-   "host_canary_seconds": 1.080718750001708e-05,
+   "host_canary_seconds": 1.1320855000036545e-05,
    "pass_seconds": [
-    9.704838710881417e-05,
-    0.00017531504411072958,
-    0.00019645560781160994
+    0.00012365867232992534,
+    0.00010830323309415862,
+    0.00010586590958493095
    ],
    "pass_host_canary_seconds": [
-    1.080718750001708e-05,
-    1.6378884999994625e-05,
-    1.6354909999947154e-05
+    1.1320855000036545e-05,
+    1.0880909999997357e-05,
+    8.420359999945504e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 7.60731441634042e-05,
-   "min": 4.4576762687592276e-05,
-   "max": 7.713828484217326e-05,
+   "seconds": 3.944761980147589e-05,
+   "min": 3.169066529898417e-05,
+   "max": 5.132952580849329e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4093,26 +4093,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.107199728488922e-05,
-    0.0002598719894886017,
-    0.0007580800056457519
+    0.00010630399733781814,
+    0.0002518720030784607,
+    0.0008734400272369385
    ],
-   "host_canary_seconds": 1.042288000000724e-05,
+   "host_canary_seconds": 1.1412659999976426e-05,
    "pass_seconds": [
-    4.4576762687592276e-05,
-    7.713828484217326e-05,
-    7.60731441634042e-05
+    5.132952580849329e-05,
+    3.944761980147589e-05,
+    3.169066529898417e-05
    ],
    "pass_host_canary_seconds": [
-    1.042288000000724e-05,
-    1.6497877500007974e-05,
-    1.627603000002864e-05
+    1.1412659999976426e-05,
+    1.081143500002213e-05,
+    8.983909999926709e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 0.00012067199321020219,
-   "min": 5.018514394760132e-05,
-   "max": 0.0001231466702052525,
+   "seconds": 8.222628207433792e-05,
+   "min": 7.419123571543465e-05,
+   "max": 0.00010469790051380792,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4121,1394 +4121,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040217599272727967,
-    0.0009422399997711182,
-    0.0019088640213012695
+    0.000497759997844696,
+    0.000972927987575531,
+    0.0024134399890899656
    ],
-   "host_canary_seconds": 1.042288000000724e-05,
+   "host_canary_seconds": 1.1412659999976426e-05,
    "pass_seconds": [
-    5.018514394760132e-05,
-    0.00012067199321020219,
-    0.0001231466702052525
+    7.419123571543465e-05,
+    8.222628207433792e-05,
+    0.00010469790051380792
    ],
    "pass_host_canary_seconds": [
-    1.042288000000724e-05,
-    1.6497877500007974e-05,
-    1.627603000002864e-05
+    1.1412659999976426e-05,
+    1.081143500002213e-05,
+    8.983909999926709e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00016566400229930877,
-   "min": 6.876800209283829e-05,
-   "max": 0.00030371201038360596,
+   "seconds": 0.00012572799623012542,
+   "min": 8.739200234413147e-05,
+   "max": 0.0003487040102481842,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.753579999998153e-06,
+   "host_canary_seconds": 1.1342540000001123e-05,
    "pass_seconds": [
-    8.374399691820145e-05,
-    0.00016566400229930877,
-    0.0001924159973859787
+    0.00014880000054836275,
+    0.00012572799623012542,
+    0.00012092799693346024
    ],
    "pass_host_canary_seconds": [
-    9.753579999998153e-06,
-    1.6410220000011576e-05,
-    1.1414724999951886e-05
+    1.1342540000001123e-05,
+    1.1045054999954119e-05,
+    7.880084999953852e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00013635200262069702,
-   "min": 5.846399813890457e-05,
-   "max": 0.0004689280092716217,
+   "seconds": 0.00010636799782514572,
+   "min": 6.668800115585327e-05,
+   "max": 0.0003601920008659363,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.753579999998153e-06,
+   "host_canary_seconds": 1.1342540000001123e-05,
    "pass_seconds": [
-    6.467200070619584e-05,
-    0.000139615997672081,
-    0.00013635200262069702
+    0.00010636799782514572,
+    8.787199854850769e-05,
+    0.00025727999210357666
    ],
    "pass_host_canary_seconds": [
-    9.753579999998153e-06,
-    1.6410220000011576e-05,
-    1.1414724999951886e-05
+    1.1342540000001123e-05,
+    1.1045054999954119e-05,
+    7.880084999953852e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001794240027666092,
-   "min": 8.521600067615509e-05,
-   "max": 0.0003354879915714264,
+   "seconds": 0.00013840000331401825,
+   "min": 9.865599870681763e-05,
+   "max": 0.0004838080108165741,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.608894999999507e-06,
+   "host_canary_seconds": 1.1406575000023622e-05,
    "pass_seconds": [
-    0.00011987199634313583,
-    0.0001794240027666092,
-    0.0001842239946126938
+    0.00022323200106620788,
+    0.00013840000331401825,
+    0.00012297599762678147
    ],
    "pass_host_canary_seconds": [
-    9.608894999999507e-06,
-    1.3026499999995167e-05,
-    1.2218624999889015e-05
+    1.1406575000023622e-05,
+    1.0538559999986319e-05,
+    7.880084999953852e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00017766399681568145,
-   "min": 9.44959968328476e-05,
-   "max": 0.0004898560047149658,
+   "seconds": 0.00017683200538158418,
+   "min": 0.00010694400221109391,
+   "max": 0.00035219201445579526,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.608894999999507e-06,
+   "host_canary_seconds": 1.1406575000023622e-05,
    "pass_seconds": [
-    0.00011296000331640244,
-    0.00017766399681568145,
-    0.00019167999923229217
+    0.00017683200538158418,
+    0.0001266240030527115,
+    0.00021199999749660492
    ],
    "pass_host_canary_seconds": [
-    9.608894999999507e-06,
-    1.3026499999995167e-05,
-    1.2218624999889015e-05
+    1.1406575000023622e-05,
+    1.0538559999986319e-05,
+    7.880084999953852e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.000310633602142334,
-   "min": 0.00015198080062866213,
-   "max": 0.0005399763107299805,
+   "seconds": 0.0002159891128540039,
+   "min": 0.0001629036712646484,
+   "max": 0.00034788543701171873,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.67600999999263e-06,
+   "host_canary_seconds": 1.1778240000026585e-05,
    "pass_seconds": [
-    0.00015848768234252928,
-    0.000310633602142334,
-    0.000521207046508789
+    0.00022536895751953126,
+    0.00018786815643310545,
+    0.0002159891128540039
    ],
    "pass_host_canary_seconds": [
-    9.67600999999263e-06,
-    1.2560875000033888e-05,
-    1.648669000005043e-05
+    1.1778240000026585e-05,
+    1.0805784999945444e-05,
+    9.379969999940841e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.000733981475830078,
-   "min": 0.00028116416931152344,
-   "max": 0.0008894380950927734,
+   "seconds": 0.0004556307220458984,
+   "min": 0.00034428417205810543,
+   "max": 0.0006933433532714845,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0557559999995191e-05,
+   "host_canary_seconds": 1.1386770000001434e-05,
    "pass_seconds": [
-    0.0005555449676513672,
-    0.000733981475830078,
-    0.0008570893096923827
+    0.0005386982345581055,
+    0.000376416015625,
+    0.0004556307220458984
    ],
    "pass_host_canary_seconds": [
-    1.0557559999995191e-05,
-    1.6825585000006528e-05,
-    1.6673770000039666e-05
+    1.1386770000001434e-05,
+    1.1054834999981721e-05,
+    1.1678310000036164e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00027735296249389646,
-   "min": 0.00015834367752075196,
-   "max": 0.0004527827072143555,
+   "seconds": 0.00019313600540161132,
+   "min": 0.0001824127960205078,
+   "max": 0.0002276198387145996,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0816435000009505e-05,
+   "host_canary_seconds": 1.1524554999979842e-05,
    "pass_seconds": [
-    0.00017281856536865235,
-    0.00027735296249389646,
-    0.00041821823120117185
+    0.00019313600540161132,
+    0.00020239103317260744,
+    0.00018834751129150393
    ],
    "pass_host_canary_seconds": [
-    1.0816435000009505e-05,
-    1.69574899999958e-05,
-    1.7376459999951522e-05
+    1.1524554999979842e-05,
+    1.1058360000006928e-05,
+    1.1253710000005412e-05
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0005740864181518555,
-   "min": 0.0002901177597045898,
-   "max": 0.0006800102233886719,
+   "seconds": 0.00035539199829101565,
+   "min": 0.00033059646606445315,
+   "max": 0.0006117113494873047,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0923325000007367e-05,
+   "host_canary_seconds": 1.1643364999969207e-05,
    "pass_seconds": [
-    0.00035372798919677736,
-    0.0005970291137695312,
-    0.0005740864181518555
+    0.0005567148971557617,
+    0.0003418649673461914,
+    0.00035539199829101565
    ],
    "pass_host_canary_seconds": [
-    1.0923325000007367e-05,
-    1.6926159999997026e-05,
-    1.751260999995452e-05
+    1.1643364999969207e-05,
+    1.1011929999966697e-05,
+    1.1607615000031047e-05
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00015477120399475097,
-   "min": 0.00013737983703613282,
-   "max": 0.00022309312820434569,
+   "seconds": 0.00016840576171875,
+   "min": 0.00013109951972961427,
+   "max": 0.0002536908721923828,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1135064999976407e-05,
+   "host_canary_seconds": 1.181021999997256e-05,
    "pass_seconds": [
-    0.00015477120399475097,
-    0.00019501056671142577,
-    0.0001500876808166504
+    0.0002296384048461914,
+    0.00016840576171875,
+    0.00014054911613464355
    ],
    "pass_host_canary_seconds": [
-    1.1135064999976407e-05,
-    1.707350500005589e-05,
-    1.1303194999925382e-05
+    1.181021999997256e-05,
+    1.0777970000077631e-05,
+    1.1042874999986907e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00033626369476318356,
-   "min": 0.0002611846351623535,
-   "max": 0.0006163103866577149,
+   "seconds": 0.00030743167877197265,
+   "min": 0.00025563648223876954,
+   "max": 0.000596426887512207,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0565464999992002e-05,
+   "host_canary_seconds": 1.1624144999942132e-05,
    "pass_seconds": [
-    0.0002848563194274902,
-    0.0005435961532592774,
-    0.00033626369476318356
+    0.000508787841796875,
+    0.00030743167877197265,
+    0.00027373632431030274
    ],
    "pass_host_canary_seconds": [
-    1.0565464999992002e-05,
-    1.5653230000012285e-05,
-    1.2454187500026137e-05
+    1.1624144999942132e-05,
+    1.0811854999985827e-05,
+    1.0890679999988607e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00023516351699829103,
-   "min": 0.0001499129581451416,
-   "max": 0.00033332031249999996,
+   "seconds": 0.00018378559112548827,
+   "min": 0.00016557823181152342,
+   "max": 0.00038783103942871094,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.569580000001963e-06,
+   "host_canary_seconds": 1.1111799999952154e-05,
    "pass_seconds": [
-    0.00015333375930786131,
-    0.00029665727615356446,
-    0.00023516351699829103
+    0.00023300479888916015,
+    0.00018378559112548827,
+    0.0001703046417236328
    ],
    "pass_host_canary_seconds": [
-    7.569580000001963e-06,
-    1.580403500000216e-05,
-    1.643955999995228e-05
+    1.1111799999952154e-05,
+    1.0790414999917176e-05,
+    8.097190000029286e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0005310579299926758,
-   "min": 0.0002481952095031738,
-   "max": 0.0006925138854980468,
+   "seconds": 0.00030970304489135744,
+   "min": 0.0002684409523010254,
+   "max": 0.00033392127990722656,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.50068000002102e-06,
+   "host_canary_seconds": 1.1024615000039262e-05,
    "pass_seconds": [
-    0.0002520294380187988,
-    0.0005310579299926758,
-    0.0005567187118530274
+    0.0002994592094421387,
+    0.00030970304489135744,
+    0.0003128800010681152
    ],
    "pass_host_canary_seconds": [
-    7.50068000002102e-06,
-    1.5896427500017297e-05,
-    1.6962675000087303e-05
+    1.1024615000039262e-05,
+    1.0790414999917176e-05,
+    8.338384999859727e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.000345425910949707,
-   "min": 0.00017225536346435547,
-   "max": 0.0005567897415161133,
+   "seconds": 0.00023242752075195314,
+   "min": 0.00018756479263305664,
+   "max": 0.0002910227203369141,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.478482500005157e-06,
+   "host_canary_seconds": 1.1036639999986164e-05,
    "pass_seconds": [
-    0.00018780351638793947,
-    0.000345425910949707,
-    0.00044151294708251953
+    0.000200565128326416,
+    0.00023242752075195314,
+    0.0002481952095031738
    ],
    "pass_host_canary_seconds": [
-    7.478482500005157e-06,
-    1.5917670000007433e-05,
-    1.794142500003204e-05
+    1.1036639999986164e-05,
+    1.0665109999905554e-05,
+    1.1611394999988533e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0008246784210205079,
-   "min": 0.00027657344818115236,
-   "max": 0.0009482745361328126,
+   "seconds": 0.00048612480163574216,
+   "min": 0.0003758572769165039,
+   "max": 0.0006776064300537108,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5109650000015906e-06,
+   "host_canary_seconds": 1.1564705000033371e-05,
    "pass_seconds": [
-    0.0003533478546142578,
-    0.0008246784210205079,
-    0.0008913299560546875
+    0.0004918547058105468,
+    0.0004713062286376953,
+    0.00048612480163574216
    ],
    "pass_host_canary_seconds": [
-    7.5109650000015906e-06,
-    1.6946440000040753e-05,
-    1.744727999991369e-05
+    1.1564705000033371e-05,
+    1.0873629999963441e-05,
+    1.1392079999978932e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0002967705535888672,
-   "min": 0.00011671744346618652,
-   "max": 0.0004026176071166992,
+   "seconds": 0.00018873664855957034,
+   "min": 0.00017097600936889646,
+   "max": 0.00020712575912475585,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.96822000001407e-06,
+   "host_canary_seconds": 1.1853747500047974e-05,
    "pass_seconds": [
-    0.00013169407844543457,
-    0.000351409912109375,
-    0.0002967705535888672
+    0.0001782809638977051,
+    0.00018947391510009765,
+    0.00018873664855957034
    ],
    "pass_host_canary_seconds": [
-    8.96822000001407e-06,
-    1.563994249998757e-05,
-    1.7918839999992998e-05
+    1.1853747500047974e-05,
+    1.0693305000017972e-05,
+    1.1277085000074295e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0006529023742675781,
-   "min": 0.00022394239425659182,
-   "max": 0.0008082297515869142,
+   "seconds": 0.0003543699264526367,
+   "min": 0.00028137983322143554,
+   "max": 0.000410068473815918,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.082930000004041e-06,
+   "host_canary_seconds": 1.12534400000186e-05,
    "pass_seconds": [
-    0.00027693376541137695,
-    0.0006840243530273438,
-    0.0006529023742675781
+    0.0003690419387817383,
+    0.0003050860786437988,
+    0.0003543699264526367
    ],
    "pass_host_canary_seconds": [
-    8.082930000004041e-06,
-    1.5656169999971325e-05,
-    1.3811230000015939e-05
+    1.12534400000186e-05,
+    9.538557499908506e-06,
+    1.1131024999997407e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0003452870559692383,
-   "min": 0.00019235456466674803,
-   "max": 0.000531916160583496,
+   "seconds": 0.00024235328674316405,
+   "min": 0.00017673599243164063,
+   "max": 0.0002940691184997559,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.442359999991766e-06,
+   "host_canary_seconds": 1.1219334999950093e-05,
    "pass_seconds": [
-    0.00019842496871948245,
-    0.0004294060897827148,
-    0.0003452870559692383
+    0.00020498880386352538,
+    0.00024901248931884765,
+    0.00024235328674316405
    ],
    "pass_host_canary_seconds": [
-    7.442359999991766e-06,
-    1.605382500002861e-05,
-    1.9032910000049696e-05
+    1.1219334999950093e-05,
+    9.446574999998347e-06,
+    1.1307175000041526e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.000794419174194336,
-   "min": 0.0004760172653198242,
-   "max": 0.0010713350677490235,
+   "seconds": 0.0005719148635864258,
+   "min": 0.00045854976654052733,
+   "max": 0.0007731116485595702,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.819895000018563e-06,
+   "host_canary_seconds": 1.1226234999952566e-05,
    "pass_seconds": [
-    0.000520753288269043,
-    0.0009280377960205079,
-    0.000794419174194336
+    0.0005719148635864258,
+    0.0005130707168579102,
+    0.0006200774383544922
    ],
    "pass_host_canary_seconds": [
-    7.819895000018563e-06,
-    1.74216099999569e-05,
-    1.7124990000070282e-05
+    1.1226234999952566e-05,
+    8.001260000014553e-06,
+    1.2323025000000598e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.000192675838470459,
-   "min": 0.00015332223892211916,
-   "max": 0.00040628673553466796,
+   "seconds": 0.00019109952926635743,
+   "min": 0.00016079168319702147,
+   "max": 0.00030362367630004883,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.834034999980588e-06,
+   "host_canary_seconds": 1.1640124999985345e-05,
    "pass_seconds": [
-    0.00017973503112792967,
-    0.000294204158782959,
-    0.000192675838470459
+    0.00019109952926635743,
+    0.0001720537567138672,
+    0.0002475430488586426
    ],
    "pass_host_canary_seconds": [
-    7.834034999980588e-06,
-    1.7352004999935388e-05,
-    1.4517329999961248e-05
+    1.1640124999985345e-05,
+    7.887964999895302e-06,
+    1.2575085000037234e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0005954182434082031,
-   "min": 0.0003362176132202149,
-   "max": 0.0007715443420410156,
+   "seconds": 0.0004660736083984375,
+   "min": 0.00035492862701416017,
+   "max": 0.0007453164672851563,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.176004999995712e-06,
+   "host_canary_seconds": 1.1548184999981004e-05,
    "pass_seconds": [
-    0.00041273216247558596,
-    0.00070716796875,
-    0.0005954182434082031
+    0.00042937408447265625,
+    0.0004939136123657226,
+    0.0004660736083984375
    ],
    "pass_host_canary_seconds": [
-    8.176004999995712e-06,
-    1.72969199999784e-05,
-    1.5832345000035274e-05
+    1.1548184999981004e-05,
+    8.39043500000969e-06,
+    1.229921000003742e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00025796863555908205,
-   "min": 0.0002264473533630371,
-   "max": 0.00042814910888671877,
+   "seconds": 0.0002779660797119141,
+   "min": 0.0002063737678527832,
+   "max": 0.0004017030334472656,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0531554999957394e-05,
+   "host_canary_seconds": 1.1166255000034652e-05,
    "pass_seconds": [
-    0.00024016895294189455,
-    0.00039658111572265625,
-    0.00025796863555908205
+    0.00022629823684692382,
+    0.00034366783142089847,
+    0.0002779660797119141
    ],
    "pass_host_canary_seconds": [
-    1.0531554999957394e-05,
-    1.7317297500021312e-05,
-    1.2066870000069229e-05
+    1.1166255000034652e-05,
+    1.1508137500015892e-05,
+    1.2537234999996371e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00032934398651123046,
-   "min": 0.0002923257637023926,
-   "max": 0.0005293030548095703,
+   "seconds": 0.00034212287902832034,
+   "min": 0.00025586496353149414,
+   "max": 0.000513045768737793,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0166944999951965e-05,
+   "host_canary_seconds": 1.1128545000005374e-05,
    "pass_seconds": [
-    0.0003287583923339844,
-    0.00044423553466796877,
-    0.00032934398651123046
+    0.00026514495849609373,
+    0.00034212287902832034,
+    0.00036039615631103516
    ],
    "pass_host_canary_seconds": [
-    1.0166944999951965e-05,
-    1.7017409999979805e-05,
-    1.2463244999878497e-05
+    1.1128545000005374e-05,
+    1.1795402499998886e-05,
+    1.172367999998869e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00022608768463134763,
-   "min": 0.00014554752349853515,
-   "max": 0.00026845823287963865,
+   "seconds": 0.00015749952316284181,
+   "min": 0.0001192460823059082,
+   "max": 0.00017316160202026368,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.012394999996502e-05,
+   "host_canary_seconds": 1.0625849999996718e-05,
    "pass_seconds": [
-    0.00015409664154052735,
-    0.00022608768463134763,
-    0.00023557056427001954
+    0.00016220800399780272,
+    0.00015749952316284181,
+    0.00013409472465515136
    ],
    "pass_host_canary_seconds": [
-    1.012394999996502e-05,
-    1.6717749999983765e-05,
-    1.7402295000010782e-05
+    1.0625849999996718e-05,
+    1.120923999991419e-05,
+    8.452855000058435e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0002097011184692383,
-   "min": 0.00017979328155517577,
-   "max": 0.00026931007385253903,
+   "seconds": 0.0002113222312927246,
+   "min": 0.00019033023834228515,
+   "max": 0.00031639488220214847,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.047447249998612e-05,
+   "host_canary_seconds": 1.1441470000015386e-05,
    "pass_seconds": [
-    0.00019060096740722656,
-    0.0002097011184692383,
-    0.00022460224151611328
+    0.00019662464141845704,
+    0.0002113222312927246,
+    0.00025398912429809567
    ],
    "pass_host_canary_seconds": [
-    1.047447249998612e-05,
-    1.1834499999991977e-05,
-    1.2291375000046401e-05
+    1.1441470000015386e-05,
+    1.1737680000010186e-05,
+    1.3074710000040569e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00030551040649414064,
-   "min": 0.0002251411247253418,
-   "max": 0.0005616166305541992,
+   "seconds": 0.0003039142417907715,
+   "min": 0.00022939136505126953,
+   "max": 0.0003423020935058594,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0207075000039368e-05,
+   "host_canary_seconds": 1.1792814999935786e-05,
    "pass_seconds": [
-    0.0002370137596130371,
-    0.00030551040649414064,
-    0.00047336318969726563
+    0.0003039142417907715,
+    0.0002394086456298828,
+    0.00030719295501708985
    ],
    "pass_host_canary_seconds": [
-    1.0207075000039368e-05,
-    1.1604644999962943e-05,
-    1.8357089999980756e-05
+    1.1792814999935786e-05,
+    1.1649085000016157e-05,
+    1.2251114999912716e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0003649977493286133,
-   "min": 0.0003136569595336914,
-   "max": 0.0005129350280761719,
+   "seconds": 0.00032799102783203125,
+   "min": 0.0002586348724365234,
+   "max": 0.0006161555099487306,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0303002499973957e-05,
+   "host_canary_seconds": 1.217693500002781e-05,
    "pass_seconds": [
-    0.0003498080062866211,
-    0.0003649977493286133,
-    0.00046886974334716796
+    0.00032799102783203125,
+    0.00029346624374389647,
+    0.00045991870880126955
    ],
    "pass_host_canary_seconds": [
-    1.0303002499973957e-05,
-    1.2820860000033463e-05,
-    1.7740019999976653e-05
+    1.217693500002781e-05,
+    1.2231440000078919e-05,
+    1.2399182500075767e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00012020031929016113,
-   "min": 0.00010537280082702636,
-   "max": 0.00014829952239990235,
+   "seconds": 0.00012959872245788575,
+   "min": 0.00010994879722595215,
+   "max": 0.00018126911163330076,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0510537500003635e-05,
+   "host_canary_seconds": 1.1921380000003979e-05,
    "pass_seconds": [
-    0.00012020031929016113,
-    0.00013881664276123046,
-    0.00011098176002502443
+    0.00012959872245788575,
+    0.00011393856048583985,
+    0.00015547200202941896
    ],
    "pass_host_canary_seconds": [
-    1.0510537500003635e-05,
-    1.3046930000015778e-05,
-    1.1573264999924505e-05
+    1.1921380000003979e-05,
+    1.1081944999986603e-05,
+    1.2241525000007415e-05
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00016513664245605466,
-   "min": 0.00013370559692382812,
-   "max": 0.00020185792922973632,
+   "seconds": 0.0001621491241455078,
+   "min": 0.0001515827178955078,
+   "max": 0.0002893862342834473,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.068635000002871e-05,
+   "host_canary_seconds": 1.1991430000009018e-05,
    "pass_seconds": [
-    0.00016513664245605466,
-    0.00016687231063842775,
-    0.00015943615913391115
+    0.0001634239959716797,
+    0.00015902784347534177,
+    0.0001621491241455078
    ],
    "pass_host_canary_seconds": [
-    1.068635000002871e-05,
-    1.1775414999988243e-05,
-    1.6667840000081924e-05
+    1.1991430000009018e-05,
+    1.1350260000000389e-05,
+    1.2215239999946448e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00011670847892761231,
-   "min": 9.980159759521485e-05,
-   "max": 0.0001541427230834961,
+   "seconds": 0.00011844863891601562,
+   "min": 0.00010904447555541992,
+   "max": 0.0001681772804260254,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0512177500032749e-05,
+   "host_canary_seconds": 1.1344612500003848e-05,
    "pass_seconds": [
-    0.00011670847892761231,
-    0.00011722047805786133,
-    0.00010914048194885255
+    0.00011844863891601562,
+    0.00011662591934204101,
+    0.00014131391525268555
    ],
    "pass_host_canary_seconds": [
-    1.0512177500032749e-05,
-    1.1268754999989027e-05,
-    1.3950655000058986e-05
+    1.1344612500003848e-05,
+    1.1286407499966344e-05,
+    1.2780455000012125e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00015396672248840332,
-   "min": 0.00012083968162536622,
-   "max": 0.0004102316665649414,
+   "seconds": 0.00015567359924316407,
+   "min": 0.00014362560272216797,
+   "max": 0.000218023681640625,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0541795000023057e-05,
+   "host_canary_seconds": 1.1740819999985774e-05,
    "pass_seconds": [
-    0.00015396672248840332,
-    0.00017369728088378905,
-    0.00012819519996643068
+    0.00015031295776367189,
+    0.00015567359924316407,
+    0.00017261951446533204
    ],
    "pass_host_canary_seconds": [
-    1.0541795000023057e-05,
-    1.2240850000004855e-05,
-    1.1412054999908606e-05
+    1.1740819999985774e-05,
+    1.1720454999988305e-05,
+    1.218411000010633e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010720255851745606,
-   "min": 9.986111640930177e-05,
-   "max": 0.0001396396827697754,
+   "seconds": 0.00012108799934387206,
+   "min": 0.00010293055534362793,
+   "max": 0.000135601282119751,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0128190000031623e-05,
+   "host_canary_seconds": 1.1638117500005764e-05,
    "pass_seconds": [
-    0.00010720255851745606,
-    0.00010524031639099121,
-    0.00010882752418518066
+    0.00012108799934387206,
+    0.00013054335594177245,
+    0.00011377984046936035
    ],
    "pass_host_canary_seconds": [
-    1.0128190000031623e-05,
-    1.1996047500026919e-05,
-    1.2606097499983094e-05
+    1.1638117500005764e-05,
+    1.131215000000907e-05,
+    9.071575000021424e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.000149749755859375,
-   "min": 0.00011574399948120118,
-   "max": 0.0001927654457092285,
+   "seconds": 0.0001507366371154785,
+   "min": 0.00012223039627075194,
+   "max": 0.00017060735702514648,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0047434999975735e-05,
+   "host_canary_seconds": 1.1810255000028746e-05,
    "pass_seconds": [
-    0.00012146047592163086,
-    0.000149749755859375,
-    0.00015767231941223145
+    0.0001507366371154785,
+    0.00016040895462036134,
+    0.00013841152191162109
    ],
    "pass_host_canary_seconds": [
-    1.0047434999975735e-05,
-    1.1752190000038354e-05,
-    1.2590390000042362e-05
+    1.1810255000028746e-05,
+    1.1514575000006744e-05,
+    9.090475000022025e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00011033344268798828,
-   "min": 9.486080169677735e-05,
-   "max": 0.00016203264236450195,
+   "seconds": 0.00011914752006530761,
+   "min": 0.00011137663841247558,
+   "max": 0.00014788543701171875,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0458167500040361e-05,
+   "host_canary_seconds": 1.1542067499981101e-05,
    "pass_seconds": [
-    9.730879783630371e-05,
-    0.00014088576316833494,
-    0.00011033344268798828
+    0.00011914752006530761,
+    0.00012114496231079101,
+    0.00011638527870178222
    ],
    "pass_host_canary_seconds": [
-    1.0458167500040361e-05,
-    1.6554585000037037e-05,
-    1.2427062499966724e-05
+    1.1542067499981101e-05,
+    1.0963315000083185e-05,
+    8.580394999953e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00014539327621459962,
-   "min": 0.00012050304412841797,
-   "max": 0.00031603008270263675,
+   "seconds": 0.0001470841598510742,
+   "min": 0.00010094207763671875,
+   "max": 0.00016291263580322265,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.042826499997318e-05,
+   "host_canary_seconds": 1.1346080000009807e-05,
    "pass_seconds": [
-    0.00012828927993774415,
-    0.00022501760482788086,
-    0.00014539327621459962
+    0.00014744640350341796,
+    0.0001142790412902832,
+    0.0001470841598510742
    ],
    "pass_host_canary_seconds": [
-    1.042826499997318e-05,
-    1.5805450000030418e-05,
-    1.1922414999929743e-05
+    1.1346080000009807e-05,
+    9.480119999949465e-06,
+    9.105634999997392e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.0001193836784362793,
-   "min": 9.502016067504882e-05,
-   "max": 0.0001511731243133545,
+   "seconds": 0.00012071295738220215,
+   "min": 7.902207851409913e-05,
+   "max": 0.00016303104400634767,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0500945000018192e-05,
+   "host_canary_seconds": 1.1609535000012272e-05,
    "pass_seconds": [
-    0.0001002188777923584,
-    0.0001380345630645752,
-    0.0001193836784362793
+    0.00012071295738220215,
+    8.763392448425294e-05,
+    0.00012721920013427734
    ],
    "pass_host_canary_seconds": [
-    1.0500945000018192e-05,
-    1.583677999995814e-05,
-    1.1926150000007851e-05
+    1.1609535000012272e-05,
+    8.478615000058198e-06,
+    1.1204204999870626e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00014684415817260742,
-   "min": 0.00011880255699157715,
-   "max": 0.0002148761558532715,
+   "seconds": 0.00015165120124816894,
+   "min": 0.00014148544311523437,
+   "max": 0.0001687615966796875,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0294882500012649e-05,
+   "host_canary_seconds": 1.192338999999265e-05,
    "pass_seconds": [
-    0.00012299072265625,
-    0.00018697599411010742,
-    0.00014684415817260742
+    0.00014944640159606935,
+    0.00015165120124816894,
+    0.00016151615142822267
    ],
    "pass_host_canary_seconds": [
-    1.0294882500012649e-05,
-    1.7696437500021035e-05,
-    1.192988500008596e-05
+    1.192338999999265e-05,
+    1.1592589999906976e-05,
+    1.115179500004615e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012568063735961913,
-   "min": 0.00010401344299316406,
-   "max": 0.0001706220817565918,
+   "seconds": 0.00013438719749450683,
+   "min": 0.00011174143791198731,
+   "max": 0.00015651328086853028,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.017461500001815e-05,
+   "host_canary_seconds": 1.1813449999991121e-05,
    "pass_seconds": [
-    0.0001060422420501709,
-    0.00014995136260986328,
-    0.00012568063735961913
+    0.00013438719749450683,
+    0.0001325055980682373,
+    0.00014411520004272463
    ],
    "pass_host_canary_seconds": [
-    1.017461500001815e-05,
-    1.7997180000008938e-05,
-    1.176139499996509e-05
+    1.1813449999991121e-05,
+    1.152271000009364e-05,
+    1.09858000000429e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00016897792816162108,
-   "min": 0.00013050559997558595,
-   "max": 0.00027313663482666015,
+   "seconds": 0.00016221824645996092,
+   "min": 0.00012999615669250487,
+   "max": 0.00018388160705566403,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0214724999997316e-05,
+   "host_canary_seconds": 1.1815625000011209e-05,
    "pass_seconds": [
-    0.0001336844825744629,
-    0.00021183616638183596,
-    0.00016897792816162108
+    0.00016221824645996092,
+    0.0001444435214996338,
+    0.00017071807861328124
    ],
    "pass_host_canary_seconds": [
-    1.0214724999997316e-05,
-    1.7750929999991172e-05,
-    1.1593284999946718e-05
+    1.1815625000011209e-05,
+    8.846595000022716e-06,
+    1.0778900000047997e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00015833727836608885,
-   "min": 0.00010281344413757324,
-   "max": 0.00022380224227905275,
+   "seconds": 0.0001468671989440918,
+   "min": 0.00012551487922668459,
+   "max": 0.00017661888122558593,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0138877499983324e-05,
+   "host_canary_seconds": 1.178486500002407e-05,
    "pass_seconds": [
-    0.0001045849609375,
-    0.00017526079177856445,
-    0.00015833727836608885
+    0.00013660672187805177,
+    0.00015442367553710937,
+    0.0001468671989440918
    ],
    "pass_host_canary_seconds": [
-    1.0138877499983324e-05,
-    1.945252750001458e-05,
-    1.1469389999945178e-05
+    1.178486500002407e-05,
+    1.2602025000063577e-05,
+    1.0968990000037594e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00020434303283691405,
-   "min": 0.00012857024192810057,
-   "max": 0.00027497791290283203,
+   "seconds": 0.00016381504058837892,
+   "min": 0.00014203583717346192,
+   "max": 0.00019058879852294923,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0061185000012074e-05,
+   "host_canary_seconds": 1.1583065000024817e-05,
    "pass_seconds": [
-    0.0001342073631286621,
-    0.00021128000259399413,
-    0.00020434303283691405
+    0.00016363264083862306,
+    0.00016381504058837892,
+    0.00018164608001708987
    ],
    "pass_host_canary_seconds": [
-    1.0061185000012074e-05,
-    1.7731020000013588e-05,
-    1.56921600000004e-05
+    1.1583065000024817e-05,
+    9.372465000012653e-06,
+    1.08790650000401e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00012440959930419922,
-   "min": 0.0001013606357574463,
-   "max": 0.0004213158416748047,
+   "seconds": 0.00013572671890258787,
+   "min": 0.00011775487899780274,
+   "max": 0.00016688640594482424,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.811074999994674e-06,
+   "host_canary_seconds": 1.1272194999989437e-05,
    "pass_seconds": [
-    0.00010285120010375976,
-    0.00020955072402954102,
-    0.00012440959930419922
+    0.00013572671890258787,
+    0.0001290732765197754,
+    0.00013666879653930665
    ],
    "pass_host_canary_seconds": [
-    9.811074999994674e-06,
-    2.6874815000041962e-05,
-    1.2333074999872907e-05
+    1.1272194999989437e-05,
+    1.0017155000099365e-05,
+    1.0920579999975643e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001747808074951172,
-   "min": 0.0001214470386505127,
-   "max": 0.00029164287567138674,
+   "seconds": 0.00017748416900634765,
+   "min": 0.0001575487995147705,
+   "max": 0.00021546239852905273,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.739505000041504e-06,
+   "host_canary_seconds": 1.1387595000016404e-05,
    "pass_seconds": [
-    0.00012513088226318362,
-    0.0002494060707092285,
-    0.0001747808074951172
+    0.00016524160385131837,
+    0.00018417152404785156,
+    0.00017748416900634765
    ],
    "pass_host_canary_seconds": [
-    9.739505000041504e-06,
-    2.5869174999968437e-05,
-    1.1987385000082894e-05
+    1.1387595000016404e-05,
+    1.242277999992325e-05,
+    1.062143749990696e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00013032768249511718,
-   "min": 7.284095764160156e-05,
-   "max": 0.0002226777648925781,
+   "seconds": 0.00013473535537719726,
+   "min": 0.0001246438407897949,
+   "max": 0.00015061887741088867,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.264242500004571e-06,
+   "host_canary_seconds": 1.1935942499974316e-05,
    "pass_seconds": [
-    9.149567604064941e-05,
-    0.00014596351623535157,
-    0.00013032768249511718
+    0.00012884608268737792,
+    0.00013473535537719726,
+    0.00013724096298217773
    ],
    "pass_host_canary_seconds": [
-    8.264242500004571e-06,
-    1.5681847500026437e-05,
-    1.1678375000059304e-05
+    1.1935942499974316e-05,
+    1.046332000001371e-05,
+    1.0964095000076669e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00014820351600646972,
-   "min": 8.838848114013672e-05,
-   "max": 0.00024586048126220704,
+   "seconds": 0.00016695936203002927,
+   "min": 0.00014539263725280762,
+   "max": 0.00019566207885742188,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.041097500000148e-06,
+   "host_canary_seconds": 1.153986999995027e-05,
    "pass_seconds": [
-    9.478143692016602e-05,
-    0.00014820351600646972,
-    0.00015347071647644044
+    0.00015672448158264162,
+    0.00016695936203002927,
+    0.00018014400482177734
    ],
    "pass_host_canary_seconds": [
-    7.041097500000148e-06,
-    1.4666100000013671e-05,
-    1.175873500002922e-05
+    1.153986999995027e-05,
+    1.2128869999941117e-05,
+    1.1025034999931905e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00012238143920898436,
-   "min": 6.909759998321532e-05,
-   "max": 0.000165598087310791,
+   "seconds": 0.00012037440299987793,
+   "min": 0.00010401984214782715,
+   "max": 0.00013316991806030273,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.018215000016426e-06,
+   "host_canary_seconds": 1.1829672499992229e-05,
    "pass_seconds": [
-    6.972671985626221e-05,
-    0.0001262451171875,
-    0.00012238143920898436
+    0.00011547455787658691,
+    0.00012037440299987793,
+    0.00012633919715881347
    ],
    "pass_host_canary_seconds": [
-    7.018215000016426e-06,
-    1.583292749998577e-05,
-    1.2020882499967912e-05
+    1.1829672499992229e-05,
+    9.62982750003505e-06,
+    1.0862354999972012e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.0001330681610107422,
-   "min": 8.190848350524902e-05,
-   "max": 0.00019128448486328126,
+   "seconds": 0.00015496064186096192,
+   "min": 0.00013729215621948243,
+   "max": 0.00017456127166748047,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.934847499984187e-06,
+   "host_canary_seconds": 1.1625785000006772e-05,
    "pass_seconds": [
-    9.124992370605469e-05,
-    0.00013958975791931153,
-    0.0001330681610107422
+    0.0001411398410797119,
+    0.00015678272247314455,
+    0.00015496064186096192
    ],
    "pass_host_canary_seconds": [
-    6.934847499984187e-06,
-    1.513122000005751e-05,
-    1.1678740000036214e-05
+    1.1625785000006772e-05,
+    1.2193225000061148e-05,
+    1.0601605000033487e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00022168447494506837,
-   "min": 0.00011232128143310547,
-   "max": 0.0003125823974609375,
+   "seconds": 0.0001977670478820801,
+   "min": 0.00016259071350097656,
+   "max": 0.00023796543121337892,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.929824999986067e-06,
+   "host_canary_seconds": 8.717345000022192e-06,
    "pass_seconds": [
-    0.00011842111587524413,
-    0.00024835071563720704,
-    0.00022168447494506837
+    0.00017403327941894532,
+    0.00022556095123291015,
+    0.0001977670478820801
    ],
    "pass_host_canary_seconds": [
-    6.929824999986067e-06,
-    1.531480500005955e-05,
-    1.2016514999970696e-05
+    8.717345000022192e-06,
+    1.250881500013179e-05,
+    1.0791305000026341e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0002988915252685547,
-   "min": 0.0001590201568603516,
-   "max": 0.00041340160369873047,
+   "seconds": 0.000254085750579834,
+   "min": 0.00019136383056640626,
+   "max": 0.0002798028755187988,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0131335000025387e-05,
+   "host_canary_seconds": 9.910839999989207e-06,
    "pass_seconds": [
-    0.00021402496337890624,
-    0.0003116249656677246,
-    0.0002988915252685547
+    0.00023189823150634767,
+    0.0002670636749267578,
+    0.000254085750579834
    ],
    "pass_host_canary_seconds": [
-    1.0131335000025387e-05,
-    1.5599987500003465e-05,
-    1.233838000004539e-05
+    9.910839999989207e-06,
+    1.2822610000000622e-05,
+    1.1041304999963585e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0006046323013305664,
-   "min": 0.0002665804862976074,
-   "max": 0.0007160562896728516,
+   "seconds": 0.00041380992889404296,
+   "min": 0.00030046207427978516,
+   "max": 0.000601352310180664,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0158015000030218e-05,
+   "host_canary_seconds": 1.047972999998592e-05,
    "pass_seconds": [
-    0.0003048627281188965,
-    0.0006046323013305664,
-    0.0006374867248535156
+    0.00038212158203125,
+    0.0004647283172607422,
+    0.00041380992889404296
    ],
    "pass_host_canary_seconds": [
-    1.0158015000030218e-05,
-    1.4917954999944527e-05,
-    1.6075759999978347e-05
+    1.047972999998592e-05,
+    1.2583225000071253e-05,
+    1.1038999999968269e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00046459903717041014,
-   "min": 0.00027536319732666015,
-   "max": 0.0006582150268554688,
+   "seconds": 0.0005028422546386719,
+   "min": 0.00037626686096191406,
+   "max": 0.000631739501953125,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.745235000053753e-06,
+   "host_canary_seconds": 8.390927500023791e-06,
    "pass_seconds": [
-    0.00028346431732177734,
-    0.00046459903717041014,
-    0.0005939948654174804
+    0.0004250681686401367,
+    0.0005352486419677734,
+    0.0005028422546386719
    ],
    "pass_host_canary_seconds": [
-    9.745235000053753e-06,
-    1.134954000001187e-05,
-    1.5886954999899673e-05
+    8.390927500023791e-06,
+    1.2004000000018778e-05,
+    1.158785499995929e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.0001542751979827881,
-   "min": 0.00011491264343261719,
-   "max": 0.0001988204765319824,
+   "seconds": 0.00017510335922241212,
+   "min": 0.0001111513614654541,
+   "max": 0.00022866559982299807,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0708512499988387e-05,
+   "host_canary_seconds": 1.1456204999973352e-05,
    "pass_seconds": [
-    0.0001168940830230713,
-    0.0001542751979827881,
-    0.00016699520111083984
+    0.00014194687843322755,
+    0.00017510335922241212,
+    0.00019702911376953124
    ],
    "pass_host_canary_seconds": [
-    1.0708512499988387e-05,
-    1.1487069999986942e-05,
-    1.57809499999928e-05
+    1.1456204999973352e-05,
+    1.066355999995494e-05,
+    1.256975500005808e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.000176231689453125,
-   "min": 0.00015794495582580566,
-   "max": 0.0003130860710144043,
+   "seconds": 0.0001602521514892578,
+   "min": 0.00012252351760864259,
+   "max": 0.0002642412757873535,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0620225000010919e-05,
+   "host_canary_seconds": 1.13592100000659e-05,
    "pass_seconds": [
-    0.0001657651138305664,
-    0.000176231689453125,
-    0.0002398521614074707
+    0.0001602521514892578,
+    0.00013381823539733887,
+    0.00018072000503540042
    ],
    "pass_host_canary_seconds": [
-    1.0620225000010919e-05,
-    1.191106000000275e-05,
-    1.6197919999996203e-05
+    1.13592100000659e-05,
+    8.492019999977173e-06,
+    1.2085097500005303e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00015150015830993653,
-   "min": 0.0001338976001739502,
-   "max": 0.00020815296173095702,
+   "seconds": 0.00012576831817626952,
+   "min": 0.00011635968208312989,
+   "max": 0.00020485120773315428,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.148283000006245e-05,
+   "host_canary_seconds": 8.597489999999652e-06,
    "pass_seconds": [
-    0.00013861632347106934,
-    0.00015150015830993653,
-    0.00019182079315185546
+    0.00012576831817626952,
+    0.00014803775787353515,
+    0.00012363391876220702
    ],
    "pass_host_canary_seconds": [
-    1.148283000006245e-05,
-    1.2200979999974493e-05,
-    1.6181292500050405e-05
+    8.597489999999652e-06,
+    1.194665499994585e-05,
+    8.204424999860294e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00017154624938964843,
-   "min": 0.000147521915435791,
-   "max": 0.00027427135467529296,
+   "seconds": 0.00018228544235229492,
+   "min": 0.00014549504280090333,
+   "max": 0.000225350399017334,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0697574999980475e-05,
+   "host_canary_seconds": 9.914994999959958e-06,
    "pass_seconds": [
-    0.0001577286434173584,
-    0.00017154624938964843,
-    0.00026350656509399416
+    0.00016441471099853518,
+    0.00020871679306030274,
+    0.00018228544235229492
    ],
    "pass_host_canary_seconds": [
-    1.0697574999980475e-05,
-    1.1703999999994608e-05,
-    1.6062895000032995e-05
+    9.914994999959958e-06,
+    1.2192709999965246e-05,
+    1.1005490000002283e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00012156543731689452,
-   "min": 0.00010985471725463868,
-   "max": 0.00018866432189941406,
+   "seconds": 0.00013211903572082518,
+   "min": 0.00010118911743164063,
+   "max": 0.00014519295692443847,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0673214999989967e-05,
+   "host_canary_seconds": 1.102289999998618e-05,
    "pass_seconds": [
-    0.00012156543731689452,
-    0.00011893823623657226,
-    0.0001597094440460205
+    0.00011389823913574219,
+    0.00013780159950256348,
+    0.00013211903572082518
    ],
    "pass_host_canary_seconds": [
-    1.0673214999989967e-05,
-    1.329019000003484e-05,
-    1.6167575000025637e-05
+    1.102289999998618e-05,
+    1.145553000000632e-05,
+    1.1418779999985418e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.0001730476760864258,
-   "min": 0.00013073472023010255,
-   "max": 0.0003067545509338379,
+   "seconds": 0.00014560959815979003,
+   "min": 0.00011968192100524902,
+   "max": 0.0001754431915283203,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1113365000028352e-05,
+   "host_canary_seconds": 8.74293999999054e-06,
    "pass_seconds": [
-    0.00014270400047302245,
-    0.0001730476760864258,
-    0.00021858112335205077
+    0.00013969152450561524,
+    0.00014560959815979003,
+    0.0001607788848876953
    ],
    "pass_host_canary_seconds": [
-    1.1113365000028352e-05,
-    1.4413807499984443e-05,
-    1.6167575000025637e-05
+    8.74293999999054e-06,
+    1.1204415000065637e-05,
+    1.162014000001932e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.0001448300838470459,
-   "min": 0.00011833791732788085,
-   "max": 0.00019932735443115235,
+   "seconds": 0.00012492480278015138,
+   "min": 0.00010517824172973633,
+   "max": 0.00015427712440490725,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0647989999981179e-05,
+   "host_canary_seconds": 8.013660000045775e-06,
    "pass_seconds": [
-    0.00012431360244750977,
-    0.0001448300838470459,
-    0.0001737376022338867
+    0.00011873984336853027,
+    0.00012526080131530762,
+    0.00012492480278015138
    ],
    "pass_host_canary_seconds": [
-    1.0647989999981179e-05,
-    1.238243499997793e-05,
-    1.67365800000141e-05
+    8.013660000045775e-06,
+    1.1020520000073474e-05,
+    8.024619999957849e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00016106111526489257,
-   "min": 0.00014217920303344727,
-   "max": 0.00026081151962280275,
+   "seconds": 0.00017178815841674807,
+   "min": 0.00012949503898620606,
+   "max": 0.0001995136070251465,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0381795000000694e-05,
+   "host_canary_seconds": 1.1480175000002647e-05,
    "pass_seconds": [
-    0.00015348928451538085,
-    0.00016106111526489257,
-    0.00024784320831298826
+    0.00017178815841674807,
+    0.00017240255355834962,
+    0.00013647168159484864
    ],
    "pass_host_canary_seconds": [
-    1.0381795000000694e-05,
-    1.2482455000011328e-05,
-    1.6333960000025628e-05
+    1.1480175000002647e-05,
+    1.1237450000010085e-05,
+    7.923434999952405e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.262335777282715e-05,
-   "min": 5.861248016357422e-05,
-   "max": 0.00012536447525024415,
+   "seconds": 8.210111618041992e-05,
+   "min": 6.850368022918702e-05,
+   "max": 9.293567657470704e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.738924999993514e-06,
+   "host_canary_seconds": 1.1572392500021068e-05,
    "pass_seconds": [
-    7.262335777282715e-05,
-    6.082304000854492e-05,
-    9.198975563049317e-05
+    8.660096168518067e-05,
+    8.210111618041992e-05,
+    7.333568096160888e-05
    ],
    "pass_host_canary_seconds": [
-    9.738924999993514e-06,
-    1.1714485000027252e-05,
-    1.574500000003809e-05
+    1.1572392500021068e-05,
+    1.0774732499996276e-05,
+    8.06417500001544e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.233344078063965e-05,
-   "min": 7.716864109039307e-05,
-   "max": 0.00013239999771118163,
+   "seconds": 0.00011079232215881347,
+   "min": 8.314496040344238e-05,
+   "max": 0.00012808896064758302,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.661704999999187e-06,
+   "host_canary_seconds": 1.1959010000026637e-05,
    "pass_seconds": [
-    9.233344078063965e-05,
-    8.602047920227051e-05,
-    0.00012984000205993652
+    0.00011079232215881347,
+    0.00011480704307556152,
+    8.763839721679687e-05
    ],
    "pass_host_canary_seconds": [
-    9.661704999999187e-06,
-    1.1278720000014175e-05,
-    1.6453825000013468e-05
+    1.1959010000026637e-05,
+    1.0918357500031561e-05,
+    8.11798249998219e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.021632194519043e-05,
-   "min": 5.268799781799317e-05,
-   "max": 9.6693115234375e-05,
+   "seconds": 7.447743892669677e-05,
+   "min": 6.63270378112793e-05,
+   "max": 9.866111755371094e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.903095000041162e-06,
+   "host_canary_seconds": 1.160784500001455e-05,
    "pass_seconds": [
-    5.636223793029785e-05,
-    7.021632194519043e-05,
-    7.492608070373535e-05
+    7.447743892669677e-05,
+    7.857344150543212e-05,
+    6.8919677734375e-05
    ],
    "pass_host_canary_seconds": [
-    9.903095000041162e-06,
-    1.1874495000014917e-05,
-    1.5387847499965802e-05
+    1.160784500001455e-05,
+    1.0939645000007658e-05,
+    8.348705000003065e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.003456115722657e-05,
-   "min": 7.361216068267822e-05,
-   "max": 0.00012705856323242187,
+   "seconds": 9.962623596191405e-05,
+   "min": 8.303808212280274e-05,
+   "max": 0.0001342784023284912,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.758510000033026e-06,
+   "host_canary_seconds": 1.1610040000000764e-05,
    "pass_seconds": [
-    8.130175590515137e-05,
-    9.003456115722657e-05,
-    0.00010679615974426268
+    0.00010388480186462403,
+    9.962623596191405e-05,
+    9.115263938903809e-05
    ],
    "pass_host_canary_seconds": [
-    9.758510000033026e-06,
-    1.2070049999977072e-05,
-    1.6256827500029655e-05
+    1.1610040000000764e-05,
+    1.0097644999973453e-05,
+    8.358410000042228e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00011186304092407227,
-   "min": 7.822847843170167e-05,
-   "max": 0.00014300992012023926,
+   "seconds": 0.00010821824073791504,
+   "min": 9.516863822937012e-05,
+   "max": 0.00012951807975769043,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.524902500004372e-06,
+   "host_canary_seconds": 1.177795000000259e-05,
    "pass_seconds": [
-    8.818431854248047e-05,
-    0.00011692928314208986,
-    0.00011186304092407227
+    0.00012353599548339843,
+    0.00010821824073791504,
+    0.00010332096099853515
    ],
    "pass_host_canary_seconds": [
-    9.524902500004372e-06,
-    1.1846364999996695e-05,
-    1.581813500003193e-05
+    1.177795000000259e-05,
+    1.1461082500048291e-05,
+    8.048662500073079e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00011906751632690429,
-   "min": 0.00010033408164978027,
-   "max": 0.00020901056289672853,
+   "seconds": 0.00013110591888427733,
+   "min": 0.00011644991874694824,
+   "max": 0.00015446208000183105,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.097167500016212e-06,
+   "host_canary_seconds": 1.1757080000052155e-05,
    "pass_seconds": [
-    0.00010219072341918946,
-    0.00011906751632690429,
-    0.00018983104705810547
+    0.00014605119705200196,
+    0.00013110591888427733,
+    0.00012301823616027834
    ],
    "pass_host_canary_seconds": [
-    9.097167500016212e-06,
-    1.1986895000006825e-05,
-    1.591848749995961e-05
+    1.1757080000052155e-05,
+    1.1591614999986177e-05,
+    7.666387500009364e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.0001493395233154297,
-   "min": 9.921343803405761e-05,
-   "max": 0.00022841215133666992,
+   "seconds": 0.00013176575660705565,
+   "min": 0.00011690624237060547,
+   "max": 0.0001583692836761475,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.024334999985228e-06,
+   "host_canary_seconds": 1.1664654999989921e-05,
    "pass_seconds": [
-    0.00010148159980773926,
-    0.0001493395233154297,
-    0.00019735231399536132
+    0.00015047871589660643,
+    0.00013176575660705565,
+    0.00012129983901977539
    ],
    "pass_host_canary_seconds": [
-    9.024334999985228e-06,
-    1.17218000000463e-05,
-    1.4793840000066894e-05
+    1.1664654999989921e-05,
+    1.0287950000105183e-05,
+    7.886804999941432e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00017411712646484375,
-   "min": 0.00014425408363342285,
-   "max": 0.00027680063247680667,
+   "seconds": 0.00014168319702148436,
+   "min": 0.00012940608024597167,
+   "max": 0.00018244031906127932,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.971079999999689e-06,
+   "host_canary_seconds": 1.1589574999959495e-05,
    "pass_seconds": [
-    0.00015953215599060058,
-    0.00017411712646484375,
-    0.00022795135498046877
+    0.00017294464111328127,
+    0.00014168319702148436,
+    0.00013524928092956544
    ],
    "pass_host_canary_seconds": [
-    9.971079999999689e-06,
-    1.2355070000005242e-05,
-    1.5984700000046813e-05
+    1.1589574999959495e-05,
+    9.579220000119904e-06,
+    7.801040000003923e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 0.00011741824150085449,
-   "min": 8.28991985321045e-05,
-   "max": 0.000155348482131958,
+   "seconds": 9.115903854370118e-05,
+   "min": 8.577343940734862e-05,
+   "max": 0.00011240384101867677,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.043050999999906e-05,
+   "host_canary_seconds": 1.178119500000463e-05,
    "pass_seconds": [
-    9.35865592956543e-05,
-    0.0001351033592224121,
-    0.00011741824150085449
+    0.00010900032043457032,
+    8.98745632171631e-05,
+    9.115903854370118e-05
    ],
    "pass_host_canary_seconds": [
-    1.043050999999906e-05,
-    1.7575070000006575e-05,
-    1.1740974999980835e-05
+    1.178119500000463e-05,
+    8.145397499959019e-06,
+    8.014730000027725e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00012709247589111328,
-   "min": 0.00010600447654724121,
-   "max": 0.0001823219108581543,
+   "seconds": 0.00010814911842346191,
+   "min": 9.122879981994628e-05,
+   "max": 0.00017613567352294923,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.660824999997431e-06,
+   "host_canary_seconds": 1.1722544999983598e-05,
    "pass_seconds": [
-    0.0001260268783569336,
-    0.00017234880447387693,
-    0.00012709247589111328
+    0.00014377216339111327,
+    0.00010814911842346191,
+    0.00010398847579956055
    ],
    "pass_host_canary_seconds": [
-    9.660824999997431e-06,
-    1.74169399999613e-05,
-    1.0729179999913185e-05
+    1.1722544999983598e-05,
+    8.044592499985015e-06,
+    7.999795000017683e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0006626815795898437,
-   "min": 0.0003711167907714844,
-   "max": 0.0007746566772460937,
+   "seconds": 0.0003894393539428711,
+   "min": 0.0003130086326599121,
+   "max": 0.0006661363220214845,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.527007500018668e-06,
+   "host_canary_seconds": 1.1734790000019757e-05,
    "pass_seconds": [
-    0.0004481497573852539,
-    0.0007030770874023437,
-    0.0006626815795898437
+    0.0005934316635131836,
+    0.0003894393539428711,
+    0.00037759487152099614
    ],
    "pass_host_canary_seconds": [
-    9.527007500018668e-06,
-    1.655744500006051e-05,
-    1.457676000001129e-05
+    1.1734790000019757e-05,
+    1.1073439999975676e-05,
+    1.0187097500065078e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0007446707153320313,
-   "min": 0.0002730963134765625,
-   "max": 0.0008579622650146484,
+   "seconds": 0.0005977779388427735,
+   "min": 0.0003520473480224609,
+   "max": 0.0007617298889160157,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.206014999994182e-06,
+   "host_canary_seconds": 1.181782500005113e-05,
    "pass_seconds": [
-    0.00030764991760253905,
-    0.0007500595092773438,
-    0.0007446707153320313
+    0.000668353271484375,
+    0.0005977779388427735,
+    0.00041164608001708985
    ],
    "pass_host_canary_seconds": [
-    7.206014999994182e-06,
-    1.5757155000031275e-05,
-    1.4522065000051043e-05
+    1.181782500005113e-05,
+    1.0862550000041438e-05,
+    7.781070000021373e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0018705209350585938,
-   "min": 0.0012629875183105467,
-   "max": 0.002228531188964844,
+   "seconds": 0.0015658746337890625,
+   "min": 0.0011690386962890625,
+   "max": 0.001986489562988281,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.663169999996057e-06,
+   "host_canary_seconds": 1.0271210000070141e-05,
    "pass_seconds": [
-    0.001413206329345703,
-    0.0018705209350585938,
-    0.00199931396484375
+    0.0015658746337890625,
+    0.0016524114990234375,
+    0.0013117074584960938
    ],
    "pass_host_canary_seconds": [
-    9.663169999996057e-06,
-    1.6163029999987087e-05,
-    1.632963000005816e-05
+    1.0271210000070141e-05,
+    1.0813140000038856e-05,
+    1.1118769999995948e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.002181465606689453,
-   "min": 0.0016185772705078125,
-   "max": 0.0026585055541992184,
+   "seconds": 0.0019120806884765627,
+   "min": 0.001650894012451172,
+   "max": 0.0028722457885742188,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.121499999982462e-06,
+   "host_canary_seconds": 1.1435689999999e-05,
    "pass_seconds": [
-    0.0017445587158203123,
-    0.002580268859863281,
-    0.002181465606689453
+    0.0019120806884765627,
+    0.0018737158203125002,
+    0.0025105836486816408
    ],
    "pass_host_canary_seconds": [
-    7.121499999982462e-06,
-    1.538464999995881e-05,
-    1.5623660000017027e-05
+    1.1435689999999e-05,
+    1.0573489999927688e-05,
+    1.2328285000080542e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00017833215713500977,
-   "min": 0.00010134719848632813,
-   "max": 0.0002633407974243164,
+   "seconds": 0.00016387008666992188,
+   "min": 0.00012867008209228514,
+   "max": 0.00034608062744140625,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.820772499978034e-06,
+   "host_canary_seconds": 1.1870674999983066e-05,
    "pass_seconds": [
-    0.00010694080352783203,
-    0.000217890567779541,
-    0.00017833215713500977
+    0.00016387008666992188,
+    0.00015143296241760254,
+    0.00024528064727783204
    ],
    "pass_host_canary_seconds": [
-    6.820772499978034e-06,
-    1.4780984999944735e-05,
-    1.5933334999971294e-05
+    1.1870674999983066e-05,
+    1.0943995000047836e-05,
+    1.2594820000089157e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001891219139099121,
-   "min": 0.00012382335662841797,
-   "max": 0.0003347264099121094,
+   "seconds": 0.0001936832046508789,
+   "min": 0.00015040767669677736,
+   "max": 0.0002635539245605469,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.29319749996904e-06,
+   "host_canary_seconds": 1.1857432499979835e-05,
    "pass_seconds": [
-    0.0001266425609588623,
-    0.0002810214424133301,
-    0.0001891219139099121
+    0.0001936832046508789,
+    0.0001564134407043457,
+    0.00024195648193359374
    ],
    "pass_host_canary_seconds": [
-    7.29319749996904e-06,
-    1.6356029999968768e-05,
-    1.6361904999939725e-05
+    1.1857432499979835e-05,
+    1.1429420000013125e-05,
+    1.2798090000103456e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002799430465698242,
-   "min": 0.00020298048019409178,
-   "max": 0.00043021694183349615,
+   "seconds": 0.00025532928466796877,
+   "min": 0.00020886911392211914,
+   "max": 0.0005760396957397461,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.182004999961577e-06,
+   "host_canary_seconds": 1.2164050000009752e-05,
    "pass_seconds": [
-    0.0002228102493286133,
-    0.0003011257553100586,
-    0.0002799430465698242
+    0.00025532928466796877,
+    0.00022068864822387697,
+    0.0003517638397216797
    ],
    "pass_host_canary_seconds": [
-    7.182004999961577e-06,
-    1.704789000001483e-05,
-    1.6389669999909985e-05
+    1.2164050000009752e-05,
+    1.167229499998257e-05,
+    1.2755924999936497e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00047729663848876955,
-   "min": 0.00034551807403564454,
-   "max": 0.0008033708953857421,
+   "seconds": 0.00045349822998046874,
+   "min": 0.00029745088577270507,
+   "max": 0.0007284390258789062,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.502499999958445e-06,
+   "host_canary_seconds": 1.1653655000003481e-05,
    "pass_seconds": [
-    0.0004284486389160156,
-    0.0006331423950195312,
-    0.00047729663848876955
+    0.00045349822998046874,
+    0.00039419902801513673,
+    0.0006012377548217774
    ],
    "pass_host_canary_seconds": [
-    7.502499999958445e-06,
-    1.6418845000032434e-05,
-    1.5892499999949904e-05
+    1.1653655000003481e-05,
+    1.0607374999977992e-05,
+    1.1891479999945886e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.4156473214887384e-06,
-   "min": 1.9204486607003546e-06,
-   "max": 5.512002232136279e-06,
+   "seconds": 3.665580357153126e-06,
+   "min": 2.038647321432409e-06,
+   "max": 3.891216517829374e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5518,22 +5518,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.582830000032459e-06,
+   "host_canary_seconds": 8.397049999970818e-06,
    "pass_seconds": [
-    1.9443035714137935e-06,
-    3.943611607144197e-06,
-    3.4156473214887384e-06
+    2.120957589303783e-06,
+    3.6715736607842838e-06,
+    3.665580357153126e-06
    ],
    "pass_host_canary_seconds": [
-    7.582830000032459e-06,
-    1.6455102500003704e-05,
-    1.55465549999434e-05
+    8.397049999970818e-06,
+    1.1091674999974544e-05,
+    1.0937537500055329e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00012870242859110346,
-   "min": 5.567785715194465e-05,
-   "max": 0.00036203785714202956,
+   "seconds": 0.00015047742859662452,
+   "min": 7.948885715133462e-05,
+   "max": 0.00027029357144264007,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5543,22 +5543,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.582830000032459e-06,
+   "host_canary_seconds": 8.397049999970818e-06,
    "pass_seconds": [
-    8.238714285572053e-05,
-    0.00017647585714135924,
-    0.00012870242859110346
+    0.00011430957142774138,
+    0.00015047742859662452,
+    0.0001765525714217477
    ],
    "pass_host_canary_seconds": [
-    7.582830000032459e-06,
-    1.6455102500003704e-05,
-    1.55465549999434e-05
+    8.397049999970818e-06,
+    1.1091674999974544e-05,
+    1.0937537500055329e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00020062499999085048,
-   "min": 0.0001774899999986701,
-   "max": 0.0003403340000005528,
+   "seconds": 0.0001991519999933189,
+   "min": 0.00018145500000343873,
+   "max": 0.00021595600000523518,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5566,15 +5566,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001823119999926348,
-    0.0002030539999964276,
-    0.00020062499999085048
+    0.00018607599999143076,
+    0.0001991519999933189,
+    0.00020641099999352264
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 4.21744419642727e-05,
-   "min": 2.038217410715859e-05,
-   "max": 4.935181026786774e-05,
+   "seconds": 3.3264075892880385e-05,
+   "min": 2.3742843749983778e-05,
+   "max": 3.510407812501448e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5584,22 +5584,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.209507500007816e-06,
+   "host_canary_seconds": 8.182595000008064e-06,
    "pass_seconds": [
-    2.1121321428571198e-05,
-    4.741687053571348e-05,
-    4.21744419642727e-05
+    2.6017337053620337e-05,
+    3.349537053574737e-05,
+    3.3264075892880385e-05
    ],
    "pass_host_canary_seconds": [
-    7.209507500007816e-06,
-    1.635942499994769e-05,
-    1.5345590000066523e-05
+    8.182595000008064e-06,
+    1.118908499989857e-05,
+    1.083869499993284e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00017507114284853742,
-   "min": -0.00018540385715125124,
-   "max": 0.0008984367142902882,
+   "seconds": 0.00025180642858556096,
+   "min": -0.00029126985714762136,
+   "max": 0.0009710632856995613,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5609,22 +5609,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.209507500007816e-06,
+   "host_canary_seconds": 8.182595000008064e-06,
    "pass_seconds": [
-    5.853500000390396e-05,
-    0.0002604778571456529,
-    0.00017507114284853742
+    0.0001790688571300539,
+    0.00025180642858556096,
+    0.00032354700002201753
    ],
    "pass_host_canary_seconds": [
-    7.209507500007816e-06,
-    1.635942499994769e-05,
-    1.5345590000066523e-05
+    8.182595000008064e-06,
+    1.118908499989857e-05,
+    1.083869499993284e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00021767100000147366,
-   "min": 0.00015727599999593167,
-   "max": 0.00032652399998767123,
+   "seconds": 0.00018788400001312766,
+   "min": 0.00015967999999588756,
+   "max": 0.00023468399999160283,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5632,15 +5632,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00015951199999619803,
-    0.0002515790000074958,
-    0.00021767100000147366
+    0.00019438600000398765,
+    0.00018788400001312766,
+    0.00016063399999666217
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.5290178571652736e-06,
-   "min": 1.3884107142711092e-06,
-   "max": 4.143098214282048e-06,
+   "seconds": 1.6366718749795593e-06,
+   "min": 1.5472455357569613e-06,
+   "max": 4.0115691963826805e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5650,22 +5650,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.098795000004543e-06,
+   "host_canary_seconds": 1.096386500002211e-05,
    "pass_seconds": [
-    1.463151785729977e-06,
-    3.0382566964526347e-06,
-    2.5290178571652736e-06
+    1.6366718749795593e-06,
+    2.914542410779676e-06,
+    1.6239308035435686e-06
    ],
    "pass_host_canary_seconds": [
-    7.098795000004543e-06,
-    1.974067249996381e-05,
-    1.5416419999922935e-05
+    1.096386500002211e-05,
+    1.1185012500050107e-05,
+    7.675634999912973e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 9.518528571561546e-05,
-   "min": 4.129671428643178e-05,
-   "max": 0.00032502742857332123,
+   "seconds": 6.625285714026827e-05,
+   "min": -3.686428568374018e-06,
+   "max": 0.00023513614286230222,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.098795000004543e-06,
+   "host_canary_seconds": 1.096386500002211e-05,
    "pass_seconds": [
-    6.122228570859534e-05,
-    0.00015711114286075047,
-    9.518528571561546e-05
+    6.625285714026827e-05,
+    0.00013782428572182783,
+    6.48240000162202e-05
    ],
    "pass_host_canary_seconds": [
-    7.098795000004543e-06,
-    1.974067249996381e-05,
-    1.5416419999922935e-05
+    1.096386500002211e-05,
+    1.1185012500050107e-05,
+    7.675634999912973e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001431649999972251,
-   "min": 0.00011774299998990045,
-   "max": 0.00020249599999999646,
+   "seconds": 0.00012620799999751853,
+   "min": 0.000124212000002899,
+   "max": 0.00016738700000473727,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5698,15 +5698,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012358200000051056,
-    0.0001431649999972251,
-    0.00014407099999402817
+    0.00012620799999751853,
+    0.00014982199999735712,
+    0.00012599300001170377
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.680773660714e-05,
-   "min": 7.201584821401953e-06,
-   "max": 2.190043080358655e-05,
+   "seconds": 1.0051558035684138e-05,
+   "min": 7.890468750001592e-06,
+   "max": 1.5023002232185587e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5716,22 +5716,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4173550000011805e-06,
+   "host_canary_seconds": 9.869227500018952e-06,
    "pass_seconds": [
-    7.385122767861978e-06,
-    2.0006011160716192e-05,
-    1.680773660714e-05
+    1.0051558035684138e-05,
+    1.4739600446400658e-05,
+    8.582595982163457e-06
    ],
    "pass_host_canary_seconds": [
-    7.4173550000011805e-06,
-    1.6525624999985666e-05,
-    1.583948499998655e-05
+    9.869227500018952e-06,
+    1.1525834999943642e-05,
+    7.779729999981555e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0005871394285707407,
-   "min": 0.0002447589999974298,
-   "max": 0.0013677774285838495,
+   "seconds": 0.00031464428572292036,
+   "min": 0.00015515571429805931,
+   "max": 0.0008452669999984762,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5741,22 +5741,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4173550000011805e-06,
+   "host_canary_seconds": 9.869227500018952e-06,
    "pass_seconds": [
-    0.00027006885713173494,
-    0.0007247682857130908,
-    0.0005871394285707407
+    0.00031464428572292036,
+    0.0005012694285499362,
+    0.0003080045714227708
    ],
    "pass_host_canary_seconds": [
-    7.4173550000011805e-06,
-    1.6525624999985666e-05,
-    1.583948499998655e-05
+    9.869227500018952e-06,
+    1.1525834999943642e-05,
+    7.779729999981555e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.000493497000007892,
-   "min": 0.00043934800000045016,
-   "max": 0.0010183509999990292,
+   "seconds": 0.0005073899999956666,
+   "min": 0.00045441599999662685,
+   "max": 0.0005548510000039641,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5764,15 +5764,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004430579999876727,
-    0.000560509999999681,
-    0.000493497000007892
+    0.0005087090000017724,
+    0.0005073899999956666,
+    0.000462106999975731
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00013780935491076413,
-   "min": 6.472203125002756e-05,
-   "max": 0.00017247841294643074,
+   "seconds": 0.00010439981696430678,
+   "min": 7.336660714285514e-05,
+   "max": 0.00012116238616074629,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5782,22 +5782,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4173550000011805e-06,
+   "host_canary_seconds": 1.1097610000021519e-05,
    "pass_seconds": [
-    6.781100669647369e-05,
-    0.000160864957589205,
-    0.00013780935491076413
+    9.500736830360599e-05,
+    0.00010769854241075651,
+    0.00010439981696430678
    ],
    "pass_host_canary_seconds": [
-    7.4173550000011805e-06,
-    1.6879479999971636e-05,
-    1.6159305000087444e-05
+    1.1097610000021519e-05,
+    1.1400885000085737e-05,
+    1.1204050000088728e-05
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005614312857013769,
-   "min": -0.00146383342857348,
-   "max": 0.0018356459999893104,
+   "seconds": 0.0004869699999931398,
+   "min": -0.0012798292857212346,
+   "max": 0.002986908000017203,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5807,22 +5807,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4173550000011805e-06,
+   "host_canary_seconds": 1.1097610000021519e-05,
    "pass_seconds": [
-    0.0002943601428658637,
-    0.001019546714283186,
-    0.0005614312857013769
+    0.0012410660000057305,
+    0.0004869699999931398,
+    0.00030721442856978306
    ],
    "pass_host_canary_seconds": [
-    7.4173550000011805e-06,
-    1.6879479999971636e-05,
-    1.6159305000087444e-05
+    1.1097610000021519e-05,
+    1.1400885000085737e-05,
+    1.1204050000088728e-05
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0006316239999932804,
-   "min": 0.0003798510000052602,
-   "max": 0.001192690999999968,
+   "seconds": 0.00039540499997769984,
+   "min": 0.0003864030000073626,
+   "max": 0.0007988529999920502,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5830,15 +5830,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00038445400001307917,
-    0.0007410519999950793,
-    0.0006316239999932804
+    0.00039517800000510306,
+    0.00039540499997769984,
+    0.000700432000002138
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 4.5595379465040205e-06,
-   "min": 2.3149575892730416e-06,
-   "max": 6.241013392876178e-06,
+   "seconds": 2.85225223211378e-06,
+   "min": 2.5009843749947336e-06,
+   "max": 5.094316964207987e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5848,22 +5848,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.22552000005794e-06,
+   "host_canary_seconds": 7.988569999994865e-06,
    "pass_seconds": [
-    2.3960491071228773e-06,
-    5.616995535679641e-06,
-    4.5595379465040205e-06
+    2.651004464266598e-06,
+    2.85225223211378e-06,
+    4.859044642836961e-06
    ],
    "pass_host_canary_seconds": [
-    9.22552000005794e-06,
-    1.9820050000021183e-05,
-    1.6163252499978853e-05
+    7.988569999994865e-06,
+    9.330924999915169e-06,
+    1.1282837499990705e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.0001256837142956816,
-   "min": 3.3649428579402804e-05,
-   "max": 0.000837953571423863,
+   "seconds": 0.00010514371428728606,
+   "min": 6.387028570234828e-05,
+   "max": 0.00029145299997627,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5873,22 +5873,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.22552000005794e-06,
+   "host_canary_seconds": 7.988569999994865e-06,
    "pass_seconds": [
-    9.401700000921664e-05,
-    0.00024172128570804877,
-    0.0001256837142956816
+    0.00010514371428728606,
+    9.987800000642113e-05,
+    0.00023739728572179174
    ],
    "pass_host_canary_seconds": [
-    9.22552000005794e-06,
-    1.9820050000021183e-05,
-    1.6163252499978853e-05
+    7.988569999994865e-06,
+    9.330924999915169e-06,
+    1.1282837499990705e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00022139000000720443,
-   "min": 0.00017793400000698512,
-   "max": 0.000488842999999406,
+   "seconds": 0.00018826600000920735,
+   "min": 0.00018240299999661147,
+   "max": 0.0003053840000006858,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5896,112 +5896,107 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001829979999996567,
-    0.00023863199999141216,
-    0.00022139000000720443
+    0.00018820900000093843,
+    0.00018826600000920735,
+    0.00026485600000114573
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 1.056797500001494e-05,
-   "min": 4.676583999994932e-06,
-   "max": 1.259698199999093e-05,
+   "seconds": 5.535801000007723e-06,
+   "min": 5.23094100000776e-06,
+   "max": 9.24298800001111e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4303550000109905e-06,
+   "host_canary_seconds": 7.93486500000995e-06,
    "pass_seconds": [
-    4.873356999993916e-06,
-    1.2223908999999366e-05,
-    1.056797500001494e-05
+    5.445100000002867e-06,
+    5.535801000007723e-06,
+    8.832996999984743e-06
    ],
    "pass_host_canary_seconds": [
-    7.4303550000109905e-06,
-    1.7432410000068898e-05,
-    1.5958802500080082e-05
+    7.93486500000995e-06,
+    8.01625500002956e-06,
+    1.164260499997738e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.4468759999999748e-05,
-   "min": 6.291949000001296e-06,
-   "max": 1.680493999998589e-05,
+   "seconds": 7.788150999999743e-06,
+   "min": 7.368207999988386e-06,
+   "max": 1.285103500001128e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.453105000010396e-06,
+   "host_canary_seconds": 7.796735000020761e-06,
    "pass_seconds": [
-    6.399594999990654e-06,
-    1.5956605000013725e-05,
-    1.4468759999999748e-05
+    7.724207000009641e-06,
+    7.788150999999743e-06,
+    1.2250804999979437e-05
    ],
    "pass_host_canary_seconds": [
-    7.453105000010396e-06,
-    1.7030739999981395e-05,
-    1.5860472499937828e-05
+    7.796735000020761e-06,
+    8.289202499938142e-06,
+    1.154355500005977e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 3.8057790000038948e-06,
-   "min": 7.977610000011737e-07,
-   "max": 4.481085000008989e-06,
+   "seconds": 9.055300000113675e-07,
+   "min": 8.736400000088906e-07,
+   "max": 1.4091020000250864e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4810099999922385e-06,
+   "host_canary_seconds": 7.690337500001476e-06,
    "pass_seconds": [
-    8.141369999918879e-07,
-    4.0724730000079035e-06,
-    3.8057790000038948e-06
+    9.053729999948246e-07,
+    9.055300000113675e-07,
+    9.907300000122632e-07
    ],
    "pass_host_canary_seconds": [
-    7.4810099999922385e-06,
-    1.6879559999978256e-05,
-    1.6122654999932706e-05
+    7.690337500001476e-06,
+    7.997999999957984e-06,
+    1.0193995000022937e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 2.733931299999881e-05,
-   "min": 1.4204707000004646e-05,
-   "max": 3.163522900001681e-05,
+   "seconds": 1.6577560000001768e-05,
+   "min": 1.5551310999995848e-05,
+   "max": 1.766245999999683e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.681410000017764e-06,
+   "host_canary_seconds": 8.188180000026081e-06,
    "pass_seconds": [
-    1.4412368000009223e-05,
-    3.1089584999989483e-05,
-    2.733931299999881e-05
+    1.6577560000001768e-05,
+    1.6103272000009384e-05,
+    1.6602769000002126e-05
    ],
    "pass_host_canary_seconds": [
-    7.681410000017764e-06,
-    1.656490000002009e-05,
-    1.621870500002842e-05
+    8.188180000026081e-06,
+    8.124502499953224e-06,
+    8.215820000003759e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 3.288046599999461e-05,
-   "min": 1.7864463999998746e-05,
-   "max": 3.7398671999994804e-05,
+   "seconds": 1.896370299999717e-05,
+   "min": 1.8476004999996576e-05,
+   "max": 2.1749284000009085e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.735975000002782e-06,
+   "host_canary_seconds": 8.174955000015415e-06,
    "pass_seconds": [
-    1.804470099999378e-05,
-    3.650602800001934e-05,
-    3.288046599999461e-05
+    1.8634750999993345e-05,
+    1.896370299999717e-05,
+    1.9321532000020626e-05
    ],
    "pass_host_canary_seconds": [
-    7.735975000002782e-06,
-    1.6765700000007655e-05,
-    1.6021580000113998e-05
+    8.174955000015415e-06,
+    8.108562499984374e-06,
+    7.960475000032829e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.7620349205017161e-06,
-   "min": 1.620605693969726e-06,
-   "max": 1.979319952392545e-06,
-   "samples": 33,
-   "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead); median of 3 passes over the probe's run",
-   "pass_seconds": [
-    1.691809363403329e-06,
-    1.8112906919860837e-06,
-    1.7620349205017161e-06
-   ]
+   "seconds": 1.7434400384521452e-06,
+   "min": 1.6828492813110472e-06,
+   "max": 1.8515107217406992e-06,
+   "samples": 11,
+   "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
  },
  "op_timings": [
@@ -6024,15 +6019,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.578999999999998e-05,
-    "min": 7.562519999999994e-05,
-    "max": 7.595230000000001e-05,
+    "seconds": 7.654384999999995e-05,
+    "min": 7.635189999999993e-05,
+    "max": 7.686369999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010416459999999995,
-    "min": 0.00010402129999999997,
-    "max": 0.0001042268000000001,
+    "seconds": 0.00010469575000000007,
+    "min": 0.00010420040000000003,
+    "max": 0.00010495629999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6056,15 +6051,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.984085000000011e-05,
-    "min": 8.962860000000014e-05,
-    "max": 9.023330000000005e-05,
+    "seconds": 9.207940000000015e-05,
+    "min": 9.187430000000004e-05,
+    "max": 9.231749999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.512740000000003e-05,
-    "min": 9.494659999999994e-05,
-    "max": 9.53309999999999e-05,
+    "seconds": 9.689404999999997e-05,
+    "min": 9.659489999999978e-05,
+    "max": 9.711659999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6088,15 +6083,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017663485000000005,
-    "min": 0.00017646779999999998,
-    "max": 0.0001767812,
+    "seconds": 0.00017942405000000004,
+    "min": 0.00017906129999999986,
+    "max": 0.00017971500000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044192745000000004,
-    "min": 0.0004417767999999999,
-    "max": 0.0004424202,
+    "seconds": 0.0004546285,
+    "min": 0.00045428640000000006,
+    "max": 0.00045498100000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6120,15 +6115,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002825977999999999,
-    "min": 0.0002818396000000001,
-    "max": 0.0002837335000000001,
+    "seconds": 0.00029036975,
+    "min": 0.00028955750000000014,
+    "max": 0.0002917351999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005183808,
-    "min": 0.0005179342000000001,
-    "max": 0.0005194848,
+    "seconds": 0.00053345755,
+    "min": 0.0005332568,
+    "max": 0.0005336659000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6152,15 +6147,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00068834035,
-    "min": 0.0006874190000000004,
-    "max": 0.0006895443999999999,
+    "seconds": 0.0006988577,
+    "min": 0.0006984686000000003,
+    "max": 0.0006996236000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00173660445,
-    "min": 0.0017356184,
-    "max": 0.0017379152999999997,
+    "seconds": 0.0017961354,
+    "min": 0.0017952671000000004,
+    "max": 0.0017977486999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6184,15 +6179,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011402381500000003,
-    "min": 0.0011391897999999997,
-    "max": 0.0011406768,
+    "seconds": 0.00117319925,
+    "min": 0.0011724252,
+    "max": 0.0011743990000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020941491,
-    "min": 0.0020926404,
-    "max": 0.0020950439000000003,
+    "seconds": 0.0021522975,
+    "min": 0.0021505571000000005,
+    "max": 0.0021535168999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6216,15 +6211,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.479994999999999e-05,
-    "min": 3.472949999999994e-05,
-    "max": 3.541400000000001e-05,
+    "seconds": 3.491794999999995e-05,
+    "min": 3.4892800000000046e-05,
+    "max": 3.558360000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.778155000000002e-05,
-    "min": 9.736550000000002e-05,
-    "max": 9.860790000000002e-05,
+    "seconds": 0.00010167284999999994,
+    "min": 0.00010146809999999991,
+    "max": 0.00010216890000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6248,15 +6243,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.831609999999997e-05,
-    "min": 4.82748e-05,
-    "max": 4.9263899999999927e-05,
+    "seconds": 4.8347150000000014e-05,
+    "min": 4.829169999999999e-05,
+    "max": 4.960539999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.973625e-05,
-    "min": 6.970180000000007e-05,
-    "max": 7.05269e-05,
+    "seconds": 7.135345e-05,
+    "min": 7.126069999999993e-05,
+    "max": 7.2182e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6280,15 +6275,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017544925000000002,
-    "min": 0.0001749560999999999,
-    "max": 0.00017600550000000005,
+    "seconds": 0.00017823475,
+    "min": 0.0001780570999999999,
+    "max": 0.00017886370000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043391170000000006,
-    "min": 0.00043371649999999985,
-    "max": 0.0004340804999999998,
+    "seconds": 0.0004487799999999999,
+    "min": 0.0004481660000000001,
+    "max": 0.0004493809000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6312,15 +6307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003196310999999999,
-    "min": 0.0003186837000000001,
-    "max": 0.0003210635000000001,
+    "seconds": 0.00032835104999999996,
+    "min": 0.0003280872000000001,
+    "max": 0.000328902,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005827864499999998,
-    "min": 0.0005816677999999997,
-    "max": 0.0005835103999999998,
+    "seconds": 0.0006017374999999999,
+    "min": 0.0006006375000000002,
+    "max": 0.0006022332,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6344,15 +6339,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.151755000000011e-05,
-    "min": 5.134650000000004e-05,
-    "max": 5.18012e-05,
+    "seconds": 5.209925000000006e-05,
+    "min": 5.20667000000001e-05,
+    "max": 5.238850000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012098565000000003,
-    "min": 0.00012053909999999997,
-    "max": 0.00012133209999999996,
+    "seconds": 0.00012472100000000005,
+    "min": 0.00012451609999999995,
+    "max": 0.0001251830999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6376,15 +6371,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.817694999999999e-05,
-    "min": 6.726350000000014e-05,
-    "max": 6.990659999999994e-05,
+    "seconds": 6.93486000000001e-05,
+    "min": 6.859510000000023e-05,
+    "max": 7.067480000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012663370000000004,
-    "min": 0.00012602179999999995,
-    "max": 0.0001270985,
+    "seconds": 0.00013181339999999997,
+    "min": 0.0001311737,
+    "max": 0.0001328086000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6408,15 +6403,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019950525,
-    "min": 0.00019820670000000006,
-    "max": 0.00019999360000000002,
+    "seconds": 0.00020167355000000006,
+    "min": 0.0002014586,
+    "max": 0.00020243089999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046709410000000007,
-    "min": 0.00046693160000000006,
-    "max": 0.00046768040000000013,
+    "seconds": 0.00047962835,
+    "min": 0.00047913500000000005,
+    "max": 0.00048006100000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6440,15 +6435,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037753064999999995,
-    "min": 0.0003771115999999998,
-    "max": 0.0003777851000000002,
+    "seconds": 0.00038876059999999986,
+    "min": 0.00038840780000000023,
+    "max": 0.0003903327999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006128938,
-    "min": 0.0006113894,
-    "max": 0.0006139081,
+    "seconds": 0.0006304491999999999,
+    "min": 0.0006292203999999999,
+    "max": 0.0006314627000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6472,15 +6467,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.919644999999996e-05,
-    "min": 7.878930000000004e-05,
-    "max": 7.942239999999995e-05,
+    "seconds": 7.957745000000011e-05,
+    "min": 7.940829999999983e-05,
+    "max": 8.001210000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014191430000000003,
-    "min": 0.00014171240000000008,
-    "max": 0.00014224280000000008,
+    "seconds": 0.00014365134999999997,
+    "min": 0.00014325430000000004,
+    "max": 0.0001440853000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6504,15 +6499,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012192385000000006,
-    "min": 0.00012172619999999994,
-    "max": 0.00012233590000000017,
+    "seconds": 0.00012605494999999995,
+    "min": 0.00012557459999999998,
+    "max": 0.00012704909999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016438200000000003,
-    "min": 0.00016428300000000004,
-    "max": 0.00016483070000000008,
+    "seconds": 0.00016922744999999998,
+    "min": 0.0001688277,
+    "max": 0.0001699537,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6536,15 +6531,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030666345000000014,
-    "min": 0.0003063295,
-    "max": 0.00030676970000000005,
+    "seconds": 0.0003082273,
+    "min": 0.00030792990000000006,
+    "max": 0.0003089937,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005526187,
-    "min": 0.0005520876000000001,
-    "max": 0.0005530851999999999,
+    "seconds": 0.0005565057499999999,
+    "min": 0.0005562862000000002,
+    "max": 0.0005572355000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6568,15 +6563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004703331,
-    "min": 0.00046973329999999995,
-    "max": 0.0004705889000000001,
+    "seconds": 0.00048433075000000003,
+    "min": 0.0004836273000000003,
+    "max": 0.0004845365000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065527805,
-    "min": 0.0006547497,
-    "max": 0.0006557662000000001,
+    "seconds": 0.0006744578000000001,
+    "min": 0.0006738309,
+    "max": 0.000677351,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6600,15 +6595,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.40635000000002e-06,
-    "min": 9.337500000000046e-06,
-    "max": 9.449699999999961e-06,
+    "seconds": 9.660850000000004e-06,
+    "min": 9.60630000000001e-06,
+    "max": 9.683299999999918e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.524920000000003e-05,
-    "min": 1.5209599999999911e-05,
-    "max": 1.539819999999993e-05,
+    "seconds": 1.554539999999996e-05,
+    "min": 1.5446199999999954e-05,
+    "max": 1.6038499999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6632,15 +6627,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1337149999999962e-05,
-    "min": 2.1305299999999896e-05,
-    "max": 2.145850000000014e-05,
+    "seconds": 2.152184999999995e-05,
+    "min": 2.149450000000005e-05,
+    "max": 2.1590100000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.076139999999999e-05,
-    "min": 2.0735599999999954e-05,
-    "max": 2.0892400000000044e-05,
+    "seconds": 2.1246400000000007e-05,
+    "min": 2.1222199999999974e-05,
+    "max": 2.1379300000000058e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6664,15 +6659,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.087849999999999e-05,
-    "min": 5.063359999999998e-05,
-    "max": 5.1074799999999954e-05,
+    "seconds": 5.1740749999999994e-05,
+    "min": 5.1437e-05,
+    "max": 5.188129999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012272879999999998,
-    "min": 0.00012230679999999998,
-    "max": 0.00012313510000000008,
+    "seconds": 0.00012563214999999998,
+    "min": 0.00012554850000000007,
+    "max": 0.00012645079999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6696,15 +6691,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.977439999999999e-05,
-    "min": 7.869710000000015e-05,
-    "max": 8.075069999999973e-05,
+    "seconds": 7.914460000000008e-05,
+    "min": 7.794520000000004e-05,
+    "max": 8.26584e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015227124999999986,
-    "min": 0.00015162890000000004,
-    "max": 0.00015324999999999998,
+    "seconds": 0.000156641,
+    "min": 0.00015661669999999996,
+    "max": 0.00015683750000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6728,15 +6723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3124699999999996e-05,
-    "min": 1.3087799999999948e-05,
-    "max": 1.3855700000000068e-05,
+    "seconds": 1.3202850000000012e-05,
+    "min": 1.3139299999999959e-05,
+    "max": 1.3887800000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.352625000000003e-05,
-    "min": 3.317440000000001e-05,
-    "max": 3.363830000000012e-05,
+    "seconds": 3.447355000000008e-05,
+    "min": 3.417910000000004e-05,
+    "max": 3.470070000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6760,15 +6755,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.718865000000002e-05,
-    "min": 2.714840000000008e-05,
-    "max": 2.755809999999999e-05,
+    "seconds": 2.7085049999999965e-05,
+    "min": 2.7036999999999965e-05,
+    "max": 2.7631999999999948e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.742220000000001e-05,
-    "min": 2.735990000000002e-05,
-    "max": 2.751040000000005e-05,
+    "seconds": 2.751510000000003e-05,
+    "min": 2.7430400000000055e-05,
+    "max": 2.7628699999999978e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6792,15 +6787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.943190000000004e-05,
-    "min": 7.911619999999999e-05,
-    "max": 7.980129999999998e-05,
+    "seconds": 8.010795000000019e-05,
+    "min": 7.980119999999998e-05,
+    "max": 8.07542e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014739409999999994,
-    "min": 0.0001470352,
-    "max": 0.00014794509999999995,
+    "seconds": 0.00014853205,
+    "min": 0.00014842120000000002,
+    "max": 0.00014887959999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6824,15 +6819,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013811120000000007,
-    "min": 0.0001378320000000001,
-    "max": 0.0001384192,
+    "seconds": 0.00014182095000000002,
+    "min": 0.00014134019999999996,
+    "max": 0.0001422967999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001925503500000001,
-    "min": 0.00019227039999999997,
-    "max": 0.00019263569999999994,
+    "seconds": 0.00019802639999999996,
+    "min": 0.00019772729999999994,
+    "max": 0.00019867890000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6856,15 +6851,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.480140000000001e-05,
-    "min": 3.467810000000022e-05,
-    "max": 3.4947199999999976e-05,
+    "seconds": 3.519960000000004e-05,
+    "min": 3.498580000000006e-05,
+    "max": 3.547509999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9354999999999976e-05,
-    "min": 5.8985700000000014e-05,
-    "max": 5.9487600000000016e-05,
+    "seconds": 5.924754999999998e-05,
+    "min": 5.9001299999999994e-05,
+    "max": 5.941999999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6888,15 +6883,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5335999999999974e-05,
-    "min": 4.49278e-05,
-    "max": 4.5733800000000047e-05,
+    "seconds": 4.5708500000000005e-05,
+    "min": 4.528719999999996e-05,
+    "max": 4.634879999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2355200000000023e-05,
-    "min": 5.208950000000007e-05,
-    "max": 5.302060000000006e-05,
+    "seconds": 5.196940000000004e-05,
+    "min": 5.1596800000000075e-05,
+    "max": 5.3318500000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6920,15 +6915,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015246799999999995,
-    "min": 0.00015218090000000006,
-    "max": 0.00015269589999999987,
+    "seconds": 0.0001537963000000001,
+    "min": 0.00015330430000000004,
+    "max": 0.00015408910000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021612214999999988,
-    "min": 0.00021585469999999994,
-    "max": 0.0002163511,
+    "seconds": 0.00021493225,
+    "min": 0.00021456769999999995,
+    "max": 0.000215436,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6952,15 +6947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001969201000000001,
-    "min": 0.00019673249999999998,
-    "max": 0.00019704860000000014,
+    "seconds": 0.00020121180000000005,
+    "min": 0.00020107219999999996,
+    "max": 0.00020159330000000015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022592190000000006,
-    "min": 0.00022574829999999995,
-    "max": 0.000226237,
+    "seconds": 0.00022955409999999996,
+    "min": 0.00022908690000000004,
+    "max": 0.00023066050000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6984,15 +6979,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.519999999999924e-06,
-    "min": 6.489699999999993e-06,
-    "max": 6.534300000000076e-06,
+    "seconds": 6.555099999999959e-06,
+    "min": 6.52790000000009e-06,
+    "max": 6.646500000000082e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.262300000000015e-06,
-    "min": 6.249600000000032e-06,
-    "max": 6.27519999999995e-06,
+    "seconds": 6.264100000000053e-06,
+    "min": 6.249499999999966e-06,
+    "max": 6.348800000000028e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7016,15 +7011,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3665550000000054e-05,
-    "min": 1.3654300000000058e-05,
-    "max": 1.368629999999996e-05,
+    "seconds": 1.366229999999988e-05,
+    "min": 1.3651100000000089e-05,
+    "max": 1.3706099999999787e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.575949999999943e-06,
-    "min": 9.558300000000078e-06,
-    "max": 9.612799999999994e-06,
+    "seconds": 9.57909999999998e-06,
+    "min": 9.561499999999978e-06,
+    "max": 9.62580000000005e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7048,15 +7043,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4359949999999947e-05,
-    "min": 1.4265800000000059e-05,
-    "max": 1.5052999999999907e-05,
+    "seconds": 1.445280000000007e-05,
+    "min": 1.4374200000000155e-05,
+    "max": 1.5094599999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.056295000000002e-05,
-    "min": 3.009940000000004e-05,
-    "max": 3.1107099999999965e-05,
+    "seconds": 3.1363300000000025e-05,
+    "min": 3.084780000000003e-05,
+    "max": 3.241890000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7080,15 +7075,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4484850000000145e-05,
-    "min": 3.440279999999998e-05,
-    "max": 3.468750000000018e-05,
+    "seconds": 3.446870000000002e-05,
+    "min": 3.436209999999999e-05,
+    "max": 3.4719699999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.396904999999997e-05,
-    "min": 3.388179999999995e-05,
-    "max": 3.40670000000001e-05,
+    "seconds": 3.372465000000008e-05,
+    "min": 3.366050000000396e-05,
+    "max": 3.391349999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7112,15 +7107,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1099200000000053e-05,
-    "min": 1.1033500000000026e-05,
-    "max": 1.1353699999999935e-05,
+    "seconds": 1.1039800000000104e-05,
+    "min": 1.0950500000000033e-05,
+    "max": 1.1257600000000048e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2010999999999943e-05,
-    "min": 1.1836699999999996e-05,
-    "max": 1.2051099999999928e-05,
+    "seconds": 1.211530000000007e-05,
+    "min": 1.2009400000000004e-05,
+    "max": 1.2272000000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7144,15 +7139,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.124490000000005e-05,
-    "min": 2.120949999999989e-05,
-    "max": 2.1296199999999886e-05,
+    "seconds": 2.1217650000000036e-05,
+    "min": 2.1193299999999955e-05,
+    "max": 2.1228400000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6260600000000032e-05,
-    "min": 1.6246299999999974e-05,
-    "max": 1.629460000000004e-05,
+    "seconds": 1.635205000000001e-05,
+    "min": 1.6320000000000003e-05,
+    "max": 1.637100000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7176,15 +7171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.670864999999995e-05,
-    "min": 3.650810000000001e-05,
-    "max": 3.699509999999973e-05,
+    "seconds": 3.685105000000004e-05,
+    "min": 3.675500000000013e-05,
+    "max": 3.7142300000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.62221e-05,
-    "min": 5.613390000000004e-05,
-    "max": 5.645429999999997e-05,
+    "seconds": 5.647985e-05,
+    "min": 5.625629999999988e-05,
+    "max": 5.704639999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7208,15 +7203,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0429849999999985e-05,
-    "min": 6.025230000000001e-05,
-    "max": 6.06811e-05,
+    "seconds": 6.0619050000000014e-05,
+    "min": 6.045129999999999e-05,
+    "max": 6.0838500000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.652789999999996e-05,
-    "min": 6.625900000000003e-05,
-    "max": 6.69888e-05,
+    "seconds": 6.688404999999998e-05,
+    "min": 6.60636e-05,
+    "max": 6.720240000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7240,15 +7235,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1732899999999973e-05,
-    "min": 2.1657499999999984e-05,
-    "max": 2.2351799999999958e-05,
+    "seconds": 2.193240000000005e-05,
+    "min": 2.1771999999999865e-05,
+    "max": 2.2438300000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5153350000000045e-05,
-    "min": 3.503319999999999e-05,
-    "max": 3.520640000000001e-05,
+    "seconds": 3.572479999999996e-05,
+    "min": 3.545880000000011e-05,
+    "max": 3.601250000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7272,15 +7267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.589784999999998e-05,
-    "min": 3.587499999999998e-05,
-    "max": 3.5993600000000034e-05,
+    "seconds": 3.5940700000000074e-05,
+    "min": 3.5903799999999905e-05,
+    "max": 3.5992799999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9271849999999997e-05,
-    "min": 2.924440000000002e-05,
-    "max": 2.9359799999999996e-05,
+    "seconds": 2.941269999999997e-05,
+    "min": 2.9327900000000136e-05,
+    "max": 2.9523400000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7304,15 +7299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.992089999999999e-05,
-    "min": 6.95834000000001e-05,
-    "max": 7.03328e-05,
+    "seconds": 7.136275000000005e-05,
+    "min": 7.072199999999998e-05,
+    "max": 7.152619999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011213619999999996,
-    "min": 0.00011193589999999992,
-    "max": 0.00011237429999999996,
+    "seconds": 0.00011209075000000004,
+    "min": 0.00011175339999999999,
+    "max": 0.00011238609999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7336,15 +7331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011817109999999996,
-    "min": 0.00011792879999999992,
-    "max": 0.00011844460000000013,
+    "seconds": 0.00011930374999999998,
+    "min": 0.00011915830000000002,
+    "max": 0.00011961469999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012817869999999997,
-    "min": 0.0001280442,
-    "max": 0.00012829109999999998,
+    "seconds": 0.00013081774999999996,
+    "min": 0.00013044189999999995,
+    "max": 0.00013122459999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7368,15 +7363,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.246600000000012e-06,
-    "min": 7.225400000000059e-06,
-    "max": 7.337499999999966e-06,
+    "seconds": 7.228550000000029e-06,
+    "min": 7.209600000000001e-06,
+    "max": 7.289499999999976e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.432049999999936e-06,
-    "min": 6.428699999999981e-06,
-    "max": 6.4861999999999854e-06,
+    "seconds": 6.439950000000045e-06,
+    "min": 6.425700000000075e-06,
+    "max": 6.470500000000061e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7400,15 +7395,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.671689999999994e-05,
-    "min": 1.6684199999999985e-05,
-    "max": 1.674210000000012e-05,
+    "seconds": 1.6718599999999945e-05,
+    "min": 1.671019999999992e-05,
+    "max": 1.672650000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.70879999999994e-06,
-    "min": 6.6913000000000015e-06,
-    "max": 6.76490000000008e-06,
+    "seconds": 6.838449999999989e-06,
+    "min": 6.7774999999999415e-06,
+    "max": 6.867300000000046e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7432,15 +7427,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1684750000000007e-05,
-    "min": 1.1625200000000086e-05,
-    "max": 1.1840099999999848e-05,
+    "seconds": 1.1699200000000008e-05,
+    "min": 1.1666699999999945e-05,
+    "max": 1.183340000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.226555000000002e-05,
-    "min": 1.2207999999999948e-05,
-    "max": 1.234570000000001e-05,
+    "seconds": 1.2347300000000044e-05,
+    "min": 1.2275099999999997e-05,
+    "max": 1.252150000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7464,15 +7459,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.328614999999996e-05,
-    "min": 4.325119999999993e-05,
-    "max": 4.3292899999999736e-05,
+    "seconds": 4.330734999999993e-05,
+    "min": 4.3292599999999925e-05,
+    "max": 4.332800000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7806200000000026e-05,
-    "min": 1.7798199999999975e-05,
-    "max": 1.789430000000002e-05,
+    "seconds": 1.7876850000000022e-05,
+    "min": 1.7840099999999985e-05,
+    "max": 1.792330000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7496,15 +7491,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.24237500000001e-05,
-    "min": 2.2367900000000078e-05,
-    "max": 2.2665499999999975e-05,
+    "seconds": 2.252005000000004e-05,
+    "min": 2.2463699999999973e-05,
+    "max": 2.2723099999999952e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.247484999999998e-05,
-    "min": 2.2447800000000053e-05,
-    "max": 2.268159999999996e-05,
+    "seconds": 2.2630449999999983e-05,
+    "min": 2.2592000000000078e-05,
+    "max": 2.271039999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7528,15 +7523,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.115794999999999e-05,
-    "min": 5.1128699999999957e-05,
-    "max": 5.117450000000015e-05,
+    "seconds": 5.1149999999999874e-05,
+    "min": 5.1110199999999875e-05,
+    "max": 5.117380000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1561499999999987e-05,
-    "min": 2.1491100000000073e-05,
-    "max": 2.1644999999999936e-05,
+    "seconds": 2.15663499999999e-05,
+    "min": 2.149799999999998e-05,
+    "max": 2.165780000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7560,15 +7555,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.332100000000005e-05,
-    "min": 5.304289999999991e-05,
-    "max": 5.37563000000001e-05,
+    "seconds": 5.373735000000008e-05,
+    "min": 5.355900000000002e-05,
+    "max": 5.406380000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.114715000000003e-05,
-    "min": 7.102069999999992e-05,
-    "max": 7.125009999999995e-05,
+    "seconds": 7.222845000000002e-05,
+    "min": 7.209559999999997e-05,
+    "max": 7.236429999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7592,15 +7587,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015564269999999997,
-    "min": 0.0001556242000000001,
-    "max": 0.00015583249999999996,
+    "seconds": 0.00015563905000000008,
+    "min": 0.0001555006999999999,
+    "max": 0.0001558879000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.603469999999997e-05,
-    "min": 6.575300000000009e-05,
-    "max": 6.628080000000004e-05,
+    "seconds": 6.655680000000002e-05,
+    "min": 6.62876000000001e-05,
+    "max": 6.66783e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7625,15 +7620,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.6494999999999835e-06,
-    "min": 6.636799999999982e-06,
-    "max": 6.671799999999984e-06,
+    "seconds": 6.657500000000027e-06,
+    "min": 6.649499999999989e-06,
+    "max": 6.69450000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0939149999999937e-05,
-    "min": 1.091800000000003e-05,
-    "max": 1.1010999999999968e-05,
+    "seconds": 1.1017550000000052e-05,
+    "min": 1.0963400000000092e-05,
+    "max": 1.1094400000000019e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7658,15 +7653,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0323299999999956e-05,
-    "min": 1.0307400000000234e-05,
-    "max": 1.0358300000000009e-05,
+    "seconds": 1.0340949999999998e-05,
+    "min": 1.0323399999999993e-05,
+    "max": 1.0345399999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3100599999999964e-05,
-    "min": 1.308090000000002e-05,
-    "max": 1.3161800000000061e-05,
+    "seconds": 1.2839550000000032e-05,
+    "min": 1.2815799999999899e-05,
+    "max": 1.2863699999999948e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7691,15 +7686,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.495900000000011e-06,
-    "min": 8.480000000000017e-06,
-    "max": 8.626899999999955e-06,
+    "seconds": 8.532950000000028e-06,
+    "min": 8.502399999999966e-06,
+    "max": 8.575700000000029e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2924950000000195e-05,
-    "min": 1.2892500000000155e-05,
-    "max": 1.2953600000000028e-05,
+    "seconds": 1.2859299999999962e-05,
+    "min": 1.2844999999999891e-05,
+    "max": 1.2889499999999928e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7724,15 +7719,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4411199999999985e-05,
-    "min": 1.4386999999999966e-05,
-    "max": 1.4979300000000011e-05,
+    "seconds": 1.4480150000000016e-05,
+    "min": 1.4425799999999981e-05,
+    "max": 1.4931300000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5518599999999903e-05,
-    "min": 1.548759999999991e-05,
-    "max": 1.5689400000000094e-05,
+    "seconds": 1.5679800000000066e-05,
+    "min": 1.559330000000009e-05,
+    "max": 1.5804400000000055e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7757,15 +7752,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5353500000000032e-05,
-    "min": 1.5343699999999943e-05,
-    "max": 1.54461e-05,
+    "seconds": 1.543024999999999e-05,
+    "min": 1.541120000000001e-05,
+    "max": 1.5510300000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.025749999999996e-05,
-    "min": 2.9954700000000047e-05,
-    "max": 3.0482699999999955e-05,
+    "seconds": 3.078560000000008e-05,
+    "min": 3.054680000000007e-05,
+    "max": 3.084509999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7790,15 +7785,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.377435000000006e-05,
-    "min": 2.370560000000005e-05,
-    "max": 2.4022399999999992e-05,
+    "seconds": 2.3949049999999967e-05,
+    "min": 2.3906800000000067e-05,
+    "max": 2.4240000000000144e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6097549999999974e-05,
-    "min": 3.59133e-05,
-    "max": 3.639960000000008e-05,
+    "seconds": 3.674710000000005e-05,
+    "min": 3.653730000000007e-05,
+    "max": 3.6966200000000066e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7823,15 +7818,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2289499999999984e-05,
-    "min": 2.2226900000000002e-05,
-    "max": 2.2450799999999992e-05,
+    "seconds": 2.2459249999999966e-05,
+    "min": 2.2390400000000012e-05,
+    "max": 2.2621000000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.197914999999989e-05,
-    "min": 5.187449999999999e-05,
-    "max": 5.2339299999999914e-05,
+    "seconds": 5.286375000000004e-05,
+    "min": 5.264330000000002e-05,
+    "max": 5.2950600000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7856,15 +7851,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0435000000000015e-05,
-    "min": 4.033520000000001e-05,
-    "max": 4.060829999999996e-05,
+    "seconds": 4.088620000000003e-05,
+    "min": 4.0812499999999955e-05,
+    "max": 4.1177599999999936e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.280285e-05,
-    "min": 6.26109e-05,
-    "max": 6.312300000000003e-05,
+    "seconds": 6.387505000000007e-05,
+    "min": 6.352580000000003e-05,
+    "max": 6.403149999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7889,15 +7884,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.008765000000001e-05,
-    "min": 3.0005899999999997e-05,
-    "max": 3.0162799999999992e-05,
+    "seconds": 3.022389999999997e-05,
+    "min": 3.0108799999999975e-05,
+    "max": 3.0288099999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.728789999999995e-05,
-    "min": 7.719300000000006e-05,
-    "max": 7.74404e-05,
+    "seconds": 7.936004999999993e-05,
+    "min": 7.916450000000009e-05,
+    "max": 7.968040000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7922,15 +7917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.917735000000003e-05,
-    "min": 4.907440000000004e-05,
-    "max": 4.931500000000001e-05,
+    "seconds": 4.979665000000004e-05,
+    "min": 4.9702299999999946e-05,
+    "max": 5.0057400000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.69359000000001e-05,
-    "min": 8.664229999999995e-05,
-    "max": 8.702400000000007e-05,
+    "seconds": 8.920465000000003e-05,
+    "min": 8.907119999999981e-05,
+    "max": 8.952309999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7955,15 +7950,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.166665000000002e-05,
-    "min": 4.1497000000000026e-05,
-    "max": 4.172810000000001e-05,
+    "seconds": 4.216e-05,
+    "min": 4.203540000000001e-05,
+    "max": 4.2226499999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.650044999999998e-05,
-    "min": 9.631889999999999e-05,
-    "max": 9.670119999999994e-05,
+    "seconds": 9.774655000000006e-05,
+    "min": 9.762549999999987e-05,
+    "max": 9.828409999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7988,15 +7983,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.002144999999996e-05,
-    "min": 7.97595999999999e-05,
-    "max": 8.013060000000002e-05,
+    "seconds": 8.096779999999999e-05,
+    "min": 8.071660000000006e-05,
+    "max": 8.120570000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011547935000000009,
-    "min": 0.00011523509999999996,
-    "max": 0.00011581020000000005,
+    "seconds": 0.00011683155000000002,
+    "min": 0.00011633580000000005,
+    "max": 0.0001169376999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8021,15 +8016,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.585404999999999e-05,
-    "min": 7.572380000000001e-05,
-    "max": 7.593940000000001e-05,
+    "seconds": 7.62494e-05,
+    "min": 7.604489999999999e-05,
+    "max": 7.658750000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018846284999999988,
-    "min": 0.00018806570000000003,
-    "max": 0.00018868949999999992,
+    "seconds": 0.00019288584999999997,
+    "min": 0.00019252219999999997,
+    "max": 0.00019313770000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8054,15 +8049,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012557294999999998,
-    "min": 0.00012540759999999997,
-    "max": 0.00012566570000000003,
+    "seconds": 0.00012695019999999998,
+    "min": 0.00012678579999999997,
+    "max": 0.00012703610000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021435615000000007,
-    "min": 0.00021422950000000011,
-    "max": 0.00021458849999999989,
+    "seconds": 0.0002185584,
+    "min": 0.00021843810000000003,
+    "max": 0.00021892299999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8087,15 +8082,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010272754999999996,
-    "min": 0.00010246489999999998,
-    "max": 0.00010307179999999996,
+    "seconds": 0.00010356100000000001,
+    "min": 0.00010337299999999996,
+    "max": 0.00010371659999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002420613,
-    "min": 0.00024172579999999998,
-    "max": 0.00024241279999999985,
+    "seconds": 0.0002446447000000001,
+    "min": 0.0002443816,
+    "max": 0.0002454839000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8120,15 +8115,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002004609000000001,
-    "min": 0.0002000477000000001,
-    "max": 0.00020079549999999993,
+    "seconds": 0.00020299960000000003,
+    "min": 0.00020286689999999985,
+    "max": 0.00020320960000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028991315,
-    "min": 0.00028965340000000004,
-    "max": 0.0002900747000000001,
+    "seconds": 0.0002924491,
+    "min": 0.00029200659999999997,
+    "max": 0.00029300370000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8148,9 +8143,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.945700000000005e-06,
-    "min": 6.943499999999995e-06,
-    "max": 7.046399999999937e-06,
+    "seconds": 6.936000000000001e-06,
+    "min": 6.931200000000035e-06,
+    "max": 7.059200000000033e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8176,9 +8171,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.780749999999966e-06,
-    "min": 6.761600000000022e-06,
-    "max": 6.867300000000023e-06,
+    "seconds": 6.844849999999997e-06,
+    "min": 6.835299999999961e-06,
+    "max": 6.9152000000000045e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8204,9 +8199,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.572550000000025e-06,
-    "min": 7.5584000000000054e-06,
-    "max": 7.59050000000002e-06,
+    "seconds": 7.623900000000027e-06,
+    "min": 7.60349999999994e-06,
+    "max": 7.631899999999995e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8232,9 +8227,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.223949999999957e-06,
-    "min": 7.193499999999994e-06,
-    "max": 7.347000000000003e-06,
+    "seconds": 7.2977499999999845e-06,
+    "min": 7.248000000000047e-06,
+    "max": 7.327799999999979e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8260,9 +8255,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1031999999999948e-05,
-    "min": 1.1008100000000012e-05,
-    "max": 1.1097600000000058e-05,
+    "seconds": 1.1028599999999995e-05,
+    "min": 1.0991900000000124e-05,
+    "max": 1.1055999999999926e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8288,9 +8283,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.481399999999985e-06,
-    "min": 9.4462e-06,
-    "max": 9.526399999999945e-06,
+    "seconds": 9.427250000000027e-06,
+    "min": 9.411500000000023e-06,
+    "max": 9.449600000000146e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8316,9 +8311,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3679950000000055e-05,
-    "min": 1.3634900000000016e-05,
-    "max": 1.372800000000002e-05,
+    "seconds": 1.3775850000000059e-05,
+    "min": 1.3759999999999944e-05,
+    "max": 1.3814799999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8344,9 +8339,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2799700000000019e-05,
-    "min": 1.2771100000000024e-05,
-    "max": 1.2825800000000073e-05,
+    "seconds": 1.2972799999999984e-05,
+    "min": 1.2950500000000033e-05,
+    "max": 1.3062499999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8372,9 +8367,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6111949999999967e-05,
-    "min": 1.6083199999999965e-05,
-    "max": 1.614700000000007e-05,
+    "seconds": 1.6172600000000036e-05,
+    "min": 1.6147000000000027e-05,
+    "max": 1.6194999999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8400,9 +8395,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.453594999999999e-05,
-    "min": 1.4518100000000003e-05,
-    "max": 1.4578899999999999e-05,
+    "seconds": 1.4593399999999997e-05,
+    "min": 1.4553500000000007e-05,
+    "max": 1.461410000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8428,9 +8423,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3398150000000004e-05,
-    "min": 4.322570000000007e-05,
-    "max": 4.3571e-05,
+    "seconds": 4.304494999999999e-05,
+    "min": 4.28e-05,
+    "max": 4.3247900000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8456,9 +8451,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.976625000000005e-05,
-    "min": 2.960590000000002e-05,
-    "max": 2.9872099999999957e-05,
+    "seconds": 2.985729999999995e-05,
+    "min": 2.9606199999999967e-05,
+    "max": 3.0064000000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8484,9 +8479,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5968e-05,
-    "min": 5.57177e-05,
-    "max": 5.6390500000000015e-05,
+    "seconds": 5.672895000000007e-05,
+    "min": 5.6314e-05,
+    "max": 5.719629999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8512,9 +8507,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.916275000000003e-05,
-    "min": 3.9043699999999966e-05,
-    "max": 3.924800000000005e-05,
+    "seconds": 3.927799999999997e-05,
+    "min": 3.912910000000004e-05,
+    "max": 3.933090000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8540,9 +8535,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.922695000000003e-05,
-    "min": 5.9177400000000034e-05,
-    "max": 5.941749999999997e-05,
+    "seconds": 5.944724999999999e-05,
+    "min": 5.93626e-05,
+    "max": 5.9490599999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8568,9 +8563,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.412099999999995e-05,
-    "min": 4.3916400000000134e-05,
-    "max": 4.424590000000003e-05,
+    "seconds": 4.449470000000002e-05,
+    "min": 4.422999999999993e-05,
+    "max": 4.462029999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8596,9 +8591,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013220859999999994,
-    "min": 0.00013109970000000005,
-    "max": 0.00013345570000000004,
+    "seconds": 0.00013089255,
+    "min": 0.000129714,
+    "max": 0.00013146849999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8624,9 +8619,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.4366e-05,
-    "min": 7.423239999999986e-05,
-    "max": 7.44225e-05,
+    "seconds": 7.360615000000001e-05,
+    "min": 7.355489999999998e-05,
+    "max": 7.366979999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8654,15 +8649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.458549999999998e-05,
-    "min": 2.430400000000002e-05,
-    "max": 2.4950199999999997e-05,
+    "seconds": 2.4766150000000017e-05,
+    "min": 2.456620000000003e-05,
+    "max": 2.4921699999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0049049999999964e-05,
-    "min": 4.9996700000000015e-05,
-    "max": 5.011780000000004e-05,
+    "seconds": 5.110680000000004e-05,
+    "min": 5.093720000000001e-05,
+    "max": 5.128629999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8684,15 +8679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.002684999999999e-05,
-    "min": 4.998430000000002e-05,
-    "max": 5.01118e-05,
+    "seconds": 5.116660000000002e-05,
+    "min": 5.09278e-05,
+    "max": 5.121919999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4534000000000047e-05,
-    "min": 2.4262400000000047e-05,
-    "max": 2.4613900000000015e-05,
+    "seconds": 2.4455899999999974e-05,
+    "min": 2.4371199999999978e-05,
+    "max": 2.4896000000000048e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8717,15 +8712,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010143459999999995,
-    "min": 0.00010102679999999988,
-    "max": 0.00010166149999999998,
+    "seconds": 0.00010328160000000003,
+    "min": 0.00010316400000000006,
+    "max": 0.00010343959999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014495430000000008,
-    "min": 0.00014467039999999987,
-    "max": 0.00014525940000000015,
+    "seconds": 0.00014627014999999994,
+    "min": 0.0001461280000000002,
+    "max": 0.0001465247000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8750,15 +8745,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015773419999999988,
-    "min": 0.00015727970000000002,
-    "max": 0.0001579121,
+    "seconds": 0.00016094649999999995,
+    "min": 0.0001608224,
+    "max": 0.00016112300000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001707372500000001,
-    "min": 0.00017048339999999984,
-    "max": 0.00017103239999999994,
+    "seconds": 0.00017227844999999982,
+    "min": 0.00017172529999999974,
+    "max": 0.00017259549999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8782,15 +8777,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.78316e-05,
-    "min": 3.767070000000001e-05,
-    "max": 3.794179999999996e-05,
+    "seconds": 3.802864999999999e-05,
+    "min": 3.779220000000001e-05,
+    "max": 3.82365e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010593270000000001,
-    "min": 0.00010545590000000001,
-    "max": 0.00010610829999999991,
+    "seconds": 0.00010630549999999996,
+    "min": 0.00010600350000000004,
+    "max": 0.00010653870000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8814,15 +8809,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023562099999999977,
-    "min": 0.00023548430000000018,
-    "max": 0.00023623809999999992,
+    "seconds": 0.00023921590000000001,
+    "min": 0.0002385915000000001,
+    "max": 0.00023941989999999978,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005531396999999998,
-    "min": 0.0005520592000000004,
-    "max": 0.0005536284999999995,
+    "seconds": 0.0005559694000000003,
+    "min": 0.0005558605999999998,
+    "max": 0.0005562514999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8844,15 +8839,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.691489999999999e-05,
-    "min": 3.683520000000001e-05,
-    "max": 3.7168600000000015e-05,
+    "seconds": 3.732654999999997e-05,
+    "min": 3.711689999999996e-05,
+    "max": 3.75587e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3188650000000004e-05,
-    "min": 5.302670000000009e-05,
-    "max": 5.336569999999992e-05,
+    "seconds": 5.302879999999996e-05,
+    "min": 5.259500000000001e-05,
+    "max": 5.3446099999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8874,15 +8869,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9274999999999987e-05,
-    "min": 1.9219100000000004e-05,
-    "max": 1.9401299999999993e-05,
+    "seconds": 1.9569850000000024e-05,
+    "min": 1.940820000000001e-05,
+    "max": 1.9862799999999958e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7291000000000007e-05,
-    "min": 2.7200100000000024e-05,
-    "max": 2.7718000000000052e-05,
+    "seconds": 2.732319999999993e-05,
+    "min": 2.7078200000000018e-05,
+    "max": 2.8115400000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8904,15 +8899,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.321130000000012e-05,
-    "min": 3.3196699999999966e-05,
-    "max": 3.332830000000006e-05,
+    "seconds": 3.351824999999998e-05,
+    "min": 3.317550000000001e-05,
+    "max": 3.3654999999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7439350000000015e-05,
-    "min": 4.6988899999999966e-05,
-    "max": 4.789040000000002e-05,
+    "seconds": 4.758499999999997e-05,
+    "min": 4.7027300000000105e-05,
+    "max": 4.802899999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8934,15 +8929,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4166350000000006e-05,
-    "min": 2.4082999999999945e-05,
-    "max": 2.4371099999999977e-05,
+    "seconds": 2.42319e-05,
+    "min": 2.4143899999999984e-05,
+    "max": 2.4316500000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.199175000000005e-05,
-    "min": 3.169580000000003e-05,
-    "max": 3.222700000000002e-05,
+    "seconds": 3.2336349999999994e-05,
+    "min": 3.205719999999999e-05,
+    "max": 3.262399999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8962,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3313649999999996e-05,
-    "min": 3.305250000000006e-05,
-    "max": 3.360329999999997e-05,
+    "seconds": 3.3620600000000035e-05,
+    "min": 3.351330000000006e-05,
+    "max": 3.367010000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7561200000000015e-05,
-    "min": 4.729879999999996e-05,
-    "max": 4.7737499999999975e-05,
+    "seconds": 4.762055000000002e-05,
+    "min": 4.717099999999998e-05,
+    "max": 4.7862600000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8990,15 +8985,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8761549999999997e-05,
-    "min": 1.8585199999999986e-05,
-    "max": 1.8975699999999985e-05,
+    "seconds": 1.9072099999999976e-05,
+    "min": 1.894100000000008e-05,
+    "max": 1.9167999999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6159899999999993e-05,
-    "min": 2.59712e-05,
-    "max": 2.6585599999999883e-05,
+    "seconds": 2.6515199999999912e-05,
+    "min": 2.6182100000000015e-05,
+    "max": 2.675849999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9018,15 +9013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.315675000000004e-05,
-    "min": 3.305629999999992e-05,
-    "max": 3.321879999999997e-05,
+    "seconds": 3.3436399999999984e-05,
+    "min": 3.3328299999999984e-05,
+    "max": 3.363200000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.714234999999993e-05,
-    "min": 4.7052399999999895e-05,
-    "max": 4.824970000000001e-05,
+    "seconds": 4.764984999999997e-05,
+    "min": 4.7174500000000034e-05,
+    "max": 4.805829999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9046,15 +9041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8198299999999995e-05,
-    "min": 1.8121600000000033e-05,
-    "max": 1.8463900000000035e-05,
+    "seconds": 1.8476749999999996e-05,
+    "min": 1.825229999999999e-05,
+    "max": 1.8803499999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4529699999999983e-05,
-    "min": 2.4297400000000016e-05,
-    "max": 2.5200000000000023e-05,
+    "seconds": 2.443810000000004e-05,
+    "min": 2.4255900000000064e-05,
+    "max": 2.5075500000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9074,15 +9069,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.341445e-05,
-    "min": 3.3382199999999966e-05,
-    "max": 3.355260000000001e-05,
+    "seconds": 3.3598850000000004e-05,
+    "min": 3.329660000000008e-05,
+    "max": 3.37629e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7415900000000076e-05,
-    "min": 4.714529999999993e-05,
-    "max": 4.788479999999995e-05,
+    "seconds": 4.755345000000003e-05,
+    "min": 4.726089999999997e-05,
+    "max": 4.7955499999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9102,15 +9097,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.926880000000002e-05,
-    "min": 1.90398999999999e-05,
-    "max": 1.9350299999999946e-05,
+    "seconds": 1.9380699999999955e-05,
+    "min": 1.9344500000000028e-05,
+    "max": 1.9587200000000052e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.443350000000005e-05,
-    "min": 2.430440000000008e-05,
-    "max": 2.4575699999999962e-05,
+    "seconds": 2.4463999999999954e-05,
+    "min": 2.4242999999999985e-05,
+    "max": 2.476509999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9132,15 +9127,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7932850000000006e-05,
-    "min": 4.760310000000002e-05,
-    "max": 4.820499999999997e-05,
+    "seconds": 4.847234999999998e-05,
+    "min": 4.8287700000000015e-05,
+    "max": 4.883510000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.646205000000001e-05,
-    "min": 3.6233700000000066e-05,
-    "max": 3.680290000000003e-05,
+    "seconds": 3.652345000000006e-05,
+    "min": 3.6297400000000016e-05,
+    "max": 3.724159999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9162,15 +9157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9960199999999978e-05,
-    "min": 2.9839899999999985e-05,
-    "max": 2.9987199999999986e-05,
+    "seconds": 3.0194950000000015e-05,
+    "min": 2.994550000000004e-05,
+    "max": 3.064639999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0795050000000037e-05,
-    "min": 2.0681699999999934e-05,
-    "max": 2.088930000000005e-05,
+    "seconds": 2.0943899999999998e-05,
+    "min": 2.0729499999999985e-05,
+    "max": 2.1142399999999952e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9198,15 +9193,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.096960067749023e-05,
-    "min": 5.0518399477005e-05,
-    "max": 5.256000161170959e-05,
+    "seconds": 5.1267200708389276e-05,
+    "min": 5.070080161094666e-05,
+    "max": 5.216959714889526e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.379839956760406e-05,
-    "min": 7.459520101547242e-05,
-    "max": 0.00034933760166168214,
+    "seconds": 7.480640113353729e-05,
+    "min": 7.271360158920287e-05,
+    "max": 0.00010840959548950196,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9234,15 +9229,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9294399917125702e-05,
-    "min": 2.901119887828827e-05,
-    "max": 3.470399975776672e-05,
+    "seconds": 3.3588799834251406e-05,
+    "min": 3.107199966907501e-05,
+    "max": 4.020799994468689e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.848000228404999e-05,
-    "min": 7.46783971786499e-05,
-    "max": 9.844480156898498e-05,
+    "seconds": 9.200640022754669e-05,
+    "min": 8.43455970287323e-05,
+    "max": 0.00015826239585876466,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9270,15 +9265,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7859300000000025e-05,
-    "min": 4.770559999999998e-05,
-    "max": 4.8015700000000036e-05,
+    "seconds": 4.782514999999998e-05,
+    "min": 4.750519999999999e-05,
+    "max": 4.790029999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.530345000000005e-05,
-    "min": 9.51075e-05,
-    "max": 9.546460000000003e-05,
+    "seconds": 9.516555000000001e-05,
+    "min": 9.484700000000005e-05,
+    "max": 9.525100000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9306,15 +9301,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4397999999999992e-05,
-    "min": 2.4108799999999995e-05,
-    "max": 2.4566299999999955e-05,
+    "seconds": 2.4548699999999977e-05,
+    "min": 2.4267799999999988e-05,
+    "max": 2.464320000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8606200000000057e-05,
-    "min": 4.8549899999999886e-05,
-    "max": 4.8988700000000035e-05,
+    "seconds": 4.866205000000003e-05,
+    "min": 4.833300000000008e-05,
+    "max": 4.874180000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9338,15 +9333,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3619149999999974e-05,
-    "min": 3.3439899999999985e-05,
-    "max": 3.37212e-05,
+    "seconds": 3.3819150000000006e-05,
+    "min": 3.371220000000003e-05,
+    "max": 3.427530000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.565829999999992e-05,
-    "min": 9.553260000000009e-05,
-    "max": 9.57603999999999e-05,
+    "seconds": 9.529370000000003e-05,
+    "min": 9.514150000000004e-05,
+    "max": 9.566389999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9370,15 +9365,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.388755000000002e-05,
-    "min": 8.370440000000004e-05,
-    "max": 8.403129999999995e-05,
+    "seconds": 8.511620000000003e-05,
+    "min": 8.502099999999994e-05,
+    "max": 8.525420000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012018335000000009,
-    "min": 0.00011972390000000005,
-    "max": 0.00012075239999999985,
+    "seconds": 0.0001200888000000001,
+    "min": 0.000119885,
+    "max": 0.00012060419999999989,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9400,15 +9395,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.352625000000002e-05,
-    "min": 6.330269999999994e-05,
-    "max": 6.37851e-05,
+    "seconds": 6.414499999999999e-05,
+    "min": 6.339480000000001e-05,
+    "max": 6.437429999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.972435e-05,
-    "min": 4.941730000000002e-05,
-    "max": 4.990090000000002e-05,
+    "seconds": 4.9670200000000025e-05,
+    "min": 4.9507000000000134e-05,
+    "max": 4.9814100000000056e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9430,15 +9425,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011361590000000005,
-    "min": 0.00011316730000000008,
-    "max": 0.0001139908,
+    "seconds": 0.00011534269999999999,
+    "min": 0.00011506409999999996,
+    "max": 0.00011561970000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.401045000000004e-05,
-    "min": 7.381840000000007e-05,
-    "max": 7.421439999999988e-05,
+    "seconds": 7.418499999999991e-05,
+    "min": 7.394209999999996e-05,
+    "max": 7.447319999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9465,15 +9460,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.010545000000006e-05,
-    "min": 7.947499999999998e-05,
-    "max": 8.025289999999996e-05,
+    "seconds": 8.091454999999993e-05,
+    "min": 8.0521e-05,
+    "max": 8.12175e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.591324999999991e-05,
-    "min": 7.559609999999995e-05,
-    "max": 7.609259999999995e-05,
+    "seconds": 7.620100000000004e-05,
+    "min": 7.597729999999988e-05,
+    "max": 7.642520000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9500,15 +9495,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012491225000000008,
-    "min": 0.00012466160000000002,
-    "max": 0.00012503670000000002,
+    "seconds": 0.00012683049999999998,
+    "min": 0.00012672650000000005,
+    "max": 0.00012699509999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.783035000000012e-05,
-    "min": 7.754290000000007e-05,
-    "max": 7.81085000000001e-05,
+    "seconds": 7.852525e-05,
+    "min": 7.818480000000016e-05,
+    "max": 7.859499999999977e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9531,15 +9526,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5651149999999985e-05,
-    "min": 3.557740000000001e-05,
-    "max": 3.579830000000002e-05,
+    "seconds": 3.641270000000001e-05,
+    "min": 3.6179100000000014e-05,
+    "max": 3.649929999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033993325000000046,
-    "min": 0.00033956309999999985,
-    "max": 0.00034057469999999954,
+    "seconds": 0.00034604380000000155,
+    "min": 0.0003457130999999992,
+    "max": 0.00034647099999999935,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9562,15 +9557,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.568924999999998e-05,
-    "min": 3.547550000000001e-05,
-    "max": 3.58625e-05,
+    "seconds": 3.634040000000001e-05,
+    "min": 3.62779e-05,
+    "max": 3.66432e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034041694999999996,
-    "min": 0.00034012760000000033,
-    "max": 0.0003407720999999997,
+    "seconds": 0.00034634395000000004,
+    "min": 0.00034606239999999966,
+    "max": 0.00034689209999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9605,15 +9600,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.908814999999996e-05,
-    "min": 5.891809999999998e-05,
-    "max": 5.914269999999994e-05,
+    "seconds": 5.940480000000001e-05,
+    "min": 5.927690000000003e-05,
+    "max": 5.9603600000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019674125000000004,
-    "min": 0.00019670679999999997,
-    "max": 0.0001968204000000001,
+    "seconds": 0.00019771994999999995,
+    "min": 0.00019766709999999985,
+    "max": 0.0001977457,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9648,15 +9643,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8893050000000024e-05,
-    "min": 5.875159999999996e-05,
-    "max": 5.900150000000001e-05,
+    "seconds": 5.8961049999999977e-05,
+    "min": 5.888949999999998e-05,
+    "max": 5.9084199999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019168464999999997,
-    "min": 0.0001914727,
-    "max": 0.00019177909999999995,
+    "seconds": 0.00019231300000000005,
+    "min": 0.0001921430000000002,
+    "max": 0.00019236079999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9691,15 +9686,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.81982e-05,
-    "min": 5.787479999999998e-05,
-    "max": 5.834760000000003e-05,
+    "seconds": 5.8457250000000003e-05,
+    "min": 5.838319999999999e-05,
+    "max": 5.852789999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034264150000000004,
-    "min": 0.00034248500000000007,
-    "max": 0.00034274660000000004,
+    "seconds": 0.00034509495,
+    "min": 0.0003449704,
+    "max": 0.00034515450000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9734,15 +9729,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.551490000000003e-05,
-    "min": 5.542089999999998e-05,
-    "max": 5.567009999999996e-05,
+    "seconds": 5.5994399999999967e-05,
+    "min": 5.591970000000001e-05,
+    "max": 5.625900000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033468075000000005,
-    "min": 0.00033459729999999995,
-    "max": 0.0003349686,
+    "seconds": 0.00033660995,
+    "min": 0.00033651130000000016,
+    "max": 0.0003369879999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9781,15 +9776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012620739999999998,
-    "min": 0.0001260984,
-    "max": 0.0001268003,
+    "seconds": 0.00012827040000000002,
+    "min": 0.00012799,
+    "max": 0.0001283446,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042590865000000013,
-    "min": 0.0004255461000000001,
-    "max": 0.00042681020000000003,
+    "seconds": 0.00043015285,
+    "min": 0.00042973249999999984,
+    "max": 0.0004305667,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9828,15 +9823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001264658499999999,
-    "min": 0.00012634209999999997,
-    "max": 0.00012660819999999994,
+    "seconds": 0.00012695189999999997,
+    "min": 0.00012683370000000005,
+    "max": 0.00012706179999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042323755,
-    "min": 0.0004230383,
-    "max": 0.0004233438000000002,
+    "seconds": 0.0004257324500000001,
+    "min": 0.00042513540000000023,
+    "max": 0.0004264833999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9863,15 +9858,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.886355e-05,
-    "min": 8.804119999999998e-05,
-    "max": 8.904239999999995e-05,
+    "seconds": 8.823435e-05,
+    "min": 8.789670000000001e-05,
+    "max": 8.868419999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000122823,
-    "min": 0.00012277740000000008,
-    "max": 0.00012291110000000005,
+    "seconds": 0.00012270840000000007,
+    "min": 0.00012268400000000002,
+    "max": 0.00012284109999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9898,15 +9893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.523665e-05,
-    "min": 5.50432e-05,
-    "max": 5.5586900000000015e-05,
+    "seconds": 5.5464949999999995e-05,
+    "min": 5.5292000000000005e-05,
+    "max": 5.55998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.996300000000002e-05,
-    "min": 8.98617999999999e-05,
-    "max": 9.012439999999995e-05,
+    "seconds": 9.004874999999996e-05,
+    "min": 8.993279999999989e-05,
+    "max": 9.060460000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9931,15 +9926,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.769279897212982e-05,
-    "min": 5.669119954109192e-05,
-    "max": 6.11295998096466e-05,
+    "seconds": 6.078720092773437e-05,
+    "min": 5.962240099906921e-05,
+    "max": 6.422399878501892e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.479999959468841e-05,
-    "min": 7.116479873657227e-05,
-    "max": 9.530240297317506e-05,
+    "seconds": 0.00011016319692134857,
+    "min": 7.708160281181335e-05,
+    "max": 0.0001425503969192505,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9964,15 +9959,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2155199646949774e-05,
-    "min": 5.1894402503967285e-05,
-    "max": 5.9126400947570795e-05,
+    "seconds": 6.030080020427704e-05,
+    "min": 5.5862402915954596e-05,
+    "max": 8.024640083312988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.04527997970581e-05,
-    "min": 6.847360134124756e-05,
-    "max": 0.00011397119760513306,
+    "seconds": 0.00010589439868927002,
+    "min": 8.345280289649964e-05,
+    "max": 0.00011625280380249024,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10004,15 +9999,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.747519999742508e-05,
-    "min": 3.710399866104126e-05,
-    "max": 4.031040072441101e-05,
+    "seconds": 3.849279880523682e-05,
+    "min": 3.832640051841736e-05,
+    "max": 4.37824010848999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.097599983215332e-05,
-    "min": 7.471359968185424e-05,
-    "max": 0.00010922240018844604,
+    "seconds": 0.0001124783992767334,
+    "min": 9.242560267448425e-05,
+    "max": 0.00013950400352478028,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10044,15 +10039,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1278399974107744e-05,
-    "min": 2.0768000185489653e-05,
-    "max": 2.707839906215668e-05,
+    "seconds": 3.0025599896907806e-05,
+    "min": 2.832320034503937e-05,
+    "max": 4.99455988407135e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.411679923534394e-05,
-    "min": 7.25920021533966e-05,
-    "max": 9.895359873771667e-05,
+    "seconds": 0.00011161600351333617,
+    "min": 9.39840018749237e-05,
+    "max": 0.0001234015941619873,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10072,15 +10067,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002955901,
-    "min": 0.0002949074000000001,
-    "max": 0.0002957764,
+    "seconds": 0.00029630585000000014,
+    "min": 0.00029550410000000007,
+    "max": 0.0002966069,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004536642999999999,
-    "min": 0.0004530442,
-    "max": 0.0004540746000000001,
+    "seconds": 0.00045408560000000006,
+    "min": 0.00045292790000000025,
+    "max": 0.00045413899999999956,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10100,15 +10095,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003666628000000003,
-    "min": 0.00036625180000000033,
-    "max": 0.00036708899999999975,
+    "seconds": 0.0003710830999999999,
+    "min": 0.0003708040999999993,
+    "max": 0.00037153559999999976,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004772809499999994,
-    "min": 0.00047705209999999987,
-    "max": 0.0004777047999999999,
+    "seconds": 0.00047855454999999933,
+    "min": 0.00047759679999999995,
+    "max": 0.0004791598000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10153,15 +10148,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002424998500000001,
-    "min": 0.0002418239,
-    "max": 0.00024414209999999996,
+    "seconds": 0.00024164280000000006,
+    "min": 0.00024104179999999992,
+    "max": 0.00024214000000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007788945999999996,
-    "min": 0.0007778388999999996,
-    "max": 0.0007799747999999997,
+    "seconds": 0.0007823917499999995,
+    "min": 0.0007818097,
+    "max": 0.0007826857999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10206,15 +10201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020258791,
-    "min": 0.0020206595,
-    "max": 0.0020317321,
+    "seconds": 0.0020100985,
+    "min": 0.0020087486,
+    "max": 0.0020280085,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00494108645,
-    "min": 0.004937890800000002,
-    "max": 0.004944218900000001,
+    "seconds": 0.004930855899999999,
+    "min": 0.0049249700999999995,
+    "max": 0.004933144499999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10259,15 +10254,121 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005511070999999999,
-    "min": 0.0005507952,
-    "max": 0.0005516868,
+    "seconds": 0.00054934635,
+    "min": 0.0005488834000000001,
+    "max": 0.0005494888,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00175763425,
-    "min": 0.0017555391000000004,
-    "max": 0.0017584006,
+    "seconds": 0.0017550875500000002,
+    "min": 0.0017523889,
+    "max": 0.0017565755999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "efficient"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0011719189500000002,
+    "min": 0.0011649871000000002,
+    "max": 0.0011760836999999999,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0028126055,
+    "min": 0.0028053439999999987,
+    "max": 0.002819336400000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "efficient"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00033782279999999994,
+    "min": 0.0003352629,
+    "max": 0.0003425562,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0010915386,
+    "min": 0.0010892275999999999,
+    "max": 0.0010948089999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10312,15 +10413,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.836919999999998e-05,
-    "min": 6.816649999999996e-05,
-    "max": 6.877089999999993e-05,
+    "seconds": 6.848699999999994e-05,
+    "min": 6.825969999999995e-05,
+    "max": 6.866500000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003984488999999999,
-    "min": 0.0003978647999999999,
-    "max": 0.0003987518999999999,
+    "seconds": 0.00040178574999999976,
+    "min": 0.0004011398999999999,
+    "max": 0.00040233849999999965,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10365,15 +10466,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015807274999999992,
-    "min": 0.00015764749999999992,
-    "max": 0.00015912800000000008,
+    "seconds": 0.00015756190000000005,
+    "min": 0.00015698199999999998,
+    "max": 0.00016122750000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004955632000000001,
-    "min": 0.0004938438999999999,
-    "max": 0.0004985959000000006,
+    "seconds": 0.0004957785500000001,
+    "min": 0.0004951997000000001,
+    "max": 0.0004966666,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10418,15 +10519,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010446535000000002,
-    "min": 0.00010396719999999994,
-    "max": 0.00010493430000000012,
+    "seconds": 0.00010387019999999987,
+    "min": 0.0001034098,
+    "max": 0.00010441920000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036400780000000007,
-    "min": 0.00036280169999999986,
-    "max": 0.0003655590999999998,
+    "seconds": 0.0003648279500000002,
+    "min": 0.00036374419999999995,
+    "max": 0.00036710900000000836,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10471,15 +10572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.765900000000001e-05,
-    "min": 4.735660000000003e-05,
-    "max": 4.789789999999998e-05,
+    "seconds": 4.736115000000002e-05,
+    "min": 4.7210500000000025e-05,
+    "max": 4.783059999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002858453500000002,
-    "min": 0.00028501009999999985,
-    "max": 0.00028628659999999724,
+    "seconds": 0.0002898036000000001,
+    "min": 0.0002894806999999899,
+    "max": 0.0002901266,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
