@@ -12,9 +12,11 @@
 #include <roofsim/validation.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -225,4 +227,15 @@ TEST_CASE("a case's error keeps the prediction's host and GPU times; over runs, 
     CHECK(runs[0].host_over_gpu.size() == 3);
     CHECK(runs[0].median_host_over_gpu() == Catch::Approx(0.8));  // of 1.5, 0.5 and 0.8
     CHECK_FALSE(runs[0].host_bound());                             // one run of three
+
+    // A layer with no GPU work (a view): host-paced, its ratio infinite, never NaN.
+    p.gpu_time = Seconds(0);
+    p.gpu_gap_time = Seconds(0);
+    const CaseError view = case_error(c, p, false);
+    std::vector<CaseOverRuns> views;
+    detail::gather(views, {view, view, gpu_paced});
+    CHECK(views[0].host_bound());
+    CHECK(std::isinf(views[0].median_host_over_gpu()));
+    CHECK(detail::quantile({1.0, 2.0}, 0.5) == Catch::Approx(1.5));
+    CHECK(std::isinf(detail::quantile({1.0, 2.0, std::numeric_limits<double>::infinity()}, 0.9)));
 }

@@ -14,8 +14,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <map>
 #include <iterator>
+#include <limits>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -310,7 +311,6 @@ struct CaseOverRuns {
     bool model = false;
     std::vector<double> errors;         ///< (predicted - measured) / measured, one per run
     std::vector<double> memory_errors;  ///< peak memory, where compared
-    int host_bound_runs = 0;            ///< runs whose prediction the host paces
     std::vector<double> host_over_gpu;  ///< the prediction's host issue time over its GPU time, one per run
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
@@ -320,7 +320,10 @@ struct CaseOverRuns {
         return detail::quantile(memory_errors, 0.5);
     }
     /// Paced by the host in the prediction of most runs.
-    [[nodiscard]] bool host_bound() const { return 2 * static_cast<std::size_t>(host_bound_runs) > errors.size(); }
+    [[nodiscard]] bool host_bound() const {
+        const auto runs = std::count_if(host_over_gpu.begin(), host_over_gpu.end(), [](double r) { return r > 1.0; });
+        return 2 * static_cast<std::size_t>(runs) > host_over_gpu.size();
+    }
     /// The median over the runs of the prediction's host issue time over its GPU time: near or above 1,
     /// the step's time moves with the host's speed while it runs.
     [[nodiscard]] double median_host_over_gpu() const { return host_over_gpu.empty() ? 0.0 : detail::quantile(host_over_gpu, 0.5); }
@@ -342,13 +345,13 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
     for (const auto& e : errors) {
         auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
         if (it == out.end()) {
-            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, 0, {}});
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}});
             it = std::prev(out.end());
         }
         it->errors.push_back(e.error);
         if (e.memory_error) it->memory_errors.push_back(*e.memory_error);
-        it->host_bound_runs += e.host_bound ? 1 : 0;
-        if (e.predicted_gpu_seconds > 0) it->host_over_gpu.push_back(e.predicted_host_seconds / e.predicted_gpu_seconds);
+        it->host_over_gpu.push_back(e.predicted_gpu_seconds > 0 ? e.predicted_host_seconds / e.predicted_gpu_seconds
+                                                                : std::numeric_limits<double>::infinity());
     }
 }
 }  // namespace detail

@@ -312,7 +312,8 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
         for (const auto& c : cases) {
             if (models_only && !c.model) continue;
             t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), by_run(c),
-                       c.host_bound() ? "host" : "GPU", format_number("%.2f", c.median_host_over_gpu()),
+                       c.host_bound() ? "host" : "GPU",
+                       std::isfinite(c.median_host_over_gpu()) ? format_number("%.2f", c.median_host_over_gpu()) : "no GPU work",
                        c.median_memory_error() ? format_number("%+.1f", 100 * *c.median_memory_error()) : "-"});
         }
         t.print(out);

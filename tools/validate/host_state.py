@@ -92,24 +92,15 @@ def probe_workload(dev, op: str, use_autocast: bool):
 
 
 def validation_workload(dev, case_id: str):
+    """A validation case built as measure_pytorch.py builds it; its steady-state repetition."""
     case = next(c for c in mp.layer_cases(False) if c["id"] == case_id)
-    mode = case["precision"]
-    torch.manual_seed(mp.case_seed(case_id))
-    module, fn, _ = mp.build_layer(case, dev)
-    params = []
-    if module is not None:
-        module.to(dev).train()
-        params = [q for q in module.parameters() if q.requires_grad]
-    inputs = mp.make_inputs(case, dev)
-    leaves = params + [x for x in inputs if x.requires_grad]
-    with mp.autocast_ctx(mode, dev.type):
-        grad = torch.randn_like(fn(*inputs))
+    run = mp.LayerRun(case, dev)
 
     def step():
-        mp.set_grads_to_none(leaves)
-        with mp.autocast_ctx(mode, dev.type):
-            out = fn(*inputs)
-        out.backward(grad)
+        mp.set_grads_to_none(run.grad_leaves)
+        with mp.autocast_ctx(run.mode, dev.type):
+            out = run.fn(*run.inputs)
+        out.backward(run.grad)
     return step
 
 
