@@ -213,11 +213,11 @@ TEST_CASE("a case's error keeps the prediction's host and GPU times; over runs, 
     CHECK(host_paced.predicted_gpu_seconds == Catch::Approx(100e-6));
     CHECK(host_paced.predicted_seconds == Catch::Approx(150e-6));
     CHECK(host_paced.error == Catch::Approx(-0.25));
-    CHECK(host_paced.host_bound);
+    CHECK(host_paced.host_bound());
     p.host_time = Seconds(50e-6);
     const CaseError gpu_paced = case_error(c, p, false);
     CHECK(gpu_paced.predicted_seconds == Catch::Approx(100e-6));
-    CHECK_FALSE(gpu_paced.host_bound);
+    CHECK_FALSE(gpu_paced.host_bound());
     p.host_time = Seconds(80e-6);
     const CaseError third = case_error(c, p, false);
 

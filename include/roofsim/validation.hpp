@@ -169,7 +169,7 @@ struct CaseError {
     std::optional<double> memory_error;
     /// The prediction's host issue time exceeds its GPU time (kernels and the gaps between them): the
     /// host sets the pace, and the measurement moves with the host's speed at the time.
-    bool host_bound = false;
+    [[nodiscard]] bool host_bound() const { return predicted_host_seconds > predicted_gpu_seconds; }
 };
 
 /// A case's prediction against its measurement; the peak memory too when `with_memory`. Repeated
@@ -182,7 +182,6 @@ struct CaseError {
     e.error = (e.predicted_seconds - c.measured_seconds) / c.measured_seconds;
     e.predicted_host_seconds = p.host_time.value();
     e.predicted_gpu_seconds = (p.gpu_time + p.gpu_gap_time).value();
-    e.host_bound = e.predicted_host_seconds > e.predicted_gpu_seconds;
     if (with_memory && c.measured_peak_bytes) {
         e.predicted_peak_bytes = p.memory.peak.value();
         e.memory_error = (*e.predicted_peak_bytes - *c.measured_peak_bytes) / *c.measured_peak_bytes;

@@ -724,7 +724,7 @@ int main(int argc, char** argv) {
                     t.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3),
                                format_number("%.3f", e.predicted_seconds * 1e3), format_number("%.3f", e.predicted_host_seconds * 1e3),
                                format_number("%.3f", e.predicted_gpu_seconds * 1e3), format_number("%+.1f", 100 * e.error),
-                               e.host_bound ? "host" : "GPU",
+                               e.host_bound() ? "host" : "GPU",
                                format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
                                format_number("%+.1f", 100 * other[i].error)});
                 }
@@ -764,7 +764,7 @@ int main(int argc, char** argv) {
                     const auto& e = exported[i];
                     const auto gib = [](std::optional<double> b) { return b ? format_number("%.2f", *b / 1073741824.0) : "-"; };
                     table.add_row({e.c->id, format_number("%.3f", e.c->measured_seconds * 1e3), format_number("%.3f", e.predicted_seconds * 1e3),
-                               format_number("%+.1f", 100 * e.error), e.host_bound ? "host" : "GPU",
+                               format_number("%+.1f", 100 * e.error), e.host_bound() ? "host" : "GPU",
                                format_number("%.2f", roofsim::host_time_scale(*e.c, framework, roofsim::HostSpeed::measured)),
                                format_number("%+.1f", 100 * exported_other[i].error), gib(e.c->measured_peak_bytes),
                                gib(e.predicted_peak_bytes),
