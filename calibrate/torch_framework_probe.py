@@ -936,11 +936,28 @@ def op_timing_probes(p: Probe, calls: int) -> list:
 
 # ----------------------------------------------------------------------------- (c) optimizers
 
+SGD_WEIGHT_DECAY = 1e-4  # a typical ResNet recipe's; any non-zero value runs the same ops
+
+
 def make_optimizer(kind: str, impl: str, params):
+    """kind: sgd (momentum 0.9, no weight decay), sgd_wd (the same with weight decay: one more
+    foreach op, grads + wd * params, allocating a new gradient list) or adamw (its defaults)."""
     flags = {"foreach": {"foreach": True}, "for_loop": {"foreach": False}, "fused": {"fused": True}}[impl]
-    if kind == "sgd":
-        return torch.optim.SGD(params, lr=0.01, momentum=0.9, **flags)
+    if kind in ("sgd", "sgd_wd"):
+        return torch.optim.SGD(params, lr=0.01, momentum=0.9,
+                               weight_decay=SGD_WEIGHT_DECAY if kind == "sgd_wd" else 0.0, **flags)
     return torch.optim.AdamW(params, lr=1e-4, **flags)
+
+
+_FLUSH_SOURCE = _FLUSH_TARGET = None
+
+
+def flush_cpu_caches() -> None:
+    """Evict the calling thread's CPU caches: a 64 MiB copy into memory already mapped."""
+    global _FLUSH_SOURCE, _FLUSH_TARGET
+    if _FLUSH_SOURCE is None:
+        _FLUSH_SOURCE, _FLUSH_TARGET = bytes(64 << 20), bytearray(64 << 20)
+    _FLUSH_TARGET[:] = _FLUSH_SOURCE
 
 
 def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: int) -> None:
@@ -952,14 +969,16 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
             q.grad = torch.randn_like(q)
         return ps
 
-    def step_time(opt) -> float:
+    def step_time(opt, cold: bool = False) -> float:
         p.sync()
+        if cold:
+            flush_cpu_caches()
         t0 = time.perf_counter()
         opt.step()
         p.sync()
         return time.perf_counter() - t0
 
-    for kind in ("sgd", "adamw"):
+    for kind in ("sgd", "sgd_wd", "adamw"):
         for impl in ("foreach", "for_loop", "fused"):
             base = f"optimizer_{kind}_{impl}"
             try:
@@ -971,21 +990,28 @@ def optimizer_probes(p: Probe, n1: int, n2: int, small_numel: int, large_numel: 
             except Exception as exc:  # fused not supported for this optimizer, device or version
                 p.skip(base, first_line(exc))
                 continue
-            intercepts: list[float] = []
-
-            def measure():
-                t1, t2 = step_time(opt1), step_time(opt2)
-                slope = (t2 - t1) / (n2 - n1)
-                intercepts.append(t1 - slope * n1)
-                return slope
-
-            slopes = p.repeat(measure)
             shape = {"small_param_numel": small_numel, "param_counts": [n1, n2]}
-            p.record(f"{base}_per_param", slopes,
-                     f"optimizer.step() on {n1} and {n2} fp32 parameters of {small_numel} elements; "
-                     f"(T({n2}) - T({n1})) / {n2 - n1}; synchronize around step", params=shape)
-            p.record(f"{base}_per_step", intercepts[-len(slopes):],
-                     f"intercept of the same fit: T({n1}) - slope * {n1}", params=shape)
+            # Hot: steps back to back. Cold: the CPU's caches flushed before each step, as in a
+            # training step, where the forward and backward run between two optimizer steps.
+            for cold, key in ((False, base), (True, f"{base}_cold")):
+                intercepts: list[float] = []
+
+                def measure(cold=cold, intercepts=intercepts):
+                    t1, t2 = step_time(opt1, cold), step_time(opt2, cold)
+                    slope = (t2 - t1) / (n2 - n1)
+                    intercepts.append(t1 - slope * n1)
+                    return slope
+
+                slopes = p.repeat(measure)
+                how = ("the CPU's caches flushed (a 64 MiB copy) before each step" if cold
+                       else "steps back to back")
+                p.record(f"{key}_per_param", slopes,
+                         f"optimizer.step() on {n1} and {n2} fp32 parameters of {small_numel} elements, {how}; "
+                         f"(T({n2}) - T({n1})) / {n2 - n1}; synchronize around step", params=shape)
+                p.record(f"{key}_per_step", intercepts[-len(slopes):],
+                         f"intercept of the same fit: T({n1}) - slope * {n1}", params=shape)
+            if kind == "sgd_wd":
+                continue  # the large-parameter contrast: once per optimizer
             try:
                 big = make_optimizer(kind, impl, params_with_grads(4, large_numel))
                 big.step()

@@ -485,6 +485,42 @@ TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the 
     CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(150e-6));
 }
 
+TEST_CASE("optimizer.step() costs the figures of the optimizer as it runs, measured with cold caches where the profile has them", "[predict][sim]") {
+    FrameworkProfile f = h200_test_framework({{"optimizer_sgd_foreach_per_step", 100e-6}, {"optimizer_sgd_foreach_per_param", 2e-6},
+                                              {"optimizer_adamw_foreach_per_step", 300e-6}, {"optimizer_adamw_foreach_per_param", 10e-6}});
+    const auto figure = [&f](const std::string& key, double seconds) { set_figure(f, key, seconds); };
+    OptimizerOptions sgd;
+    sgd.kind = OptimizerKind::sgd;
+    sgd.weight_decay = true;
+    OptimizerOptions sgd_plain = sgd;
+    sgd_plain.weight_decay = false;
+    OptimizerOptions adamw;
+    adamw.kind = OptimizerKind::adamw;
+    const std::size_t tensors = 161;
+    const auto step = [&f, tensors](const OptimizerOptions& o) { return optimizer_step_host_seconds(f, o, tensors).value(); };
+    // An older profile: SGD with weight decay falls back to the figures of SGD without.
+    CHECK(step(sgd) == Catch::Approx(100e-6 + 161 * 2e-6));
+    CHECK(step(adamw) == Catch::Approx(300e-6 + 161 * 10e-6));
+    // Weight decay's own figures, then their cold-cache ones, each preferred where present.
+    figure("optimizer_sgd_wd_foreach_per_step", 150e-6);
+    figure("optimizer_sgd_wd_foreach_per_param", 3e-6);
+    CHECK(step(sgd) == Catch::Approx(150e-6 + 161 * 3e-6));
+    CHECK(step(sgd_plain) == Catch::Approx(100e-6 + 161 * 2e-6));
+    figure("optimizer_sgd_wd_foreach_cold_per_step", 250e-6);
+    CHECK(step(sgd) == Catch::Approx(150e-6 + 161 * 3e-6));  // a fit needs both of its figures
+    figure("optimizer_sgd_wd_foreach_cold_per_param", 4e-6);
+    CHECK(step(sgd) == Catch::Approx(250e-6 + 161 * 4e-6));
+    figure("optimizer_adamw_foreach_cold_per_step", 400e-6);
+    figure("optimizer_adamw_foreach_cold_per_param", 12e-6);
+    CHECK(step(adamw) == Catch::Approx(400e-6 + 161 * 12e-6));
+    OptimizerOptions none;
+    none.kind = OptimizerKind::none;
+    CHECK(step(none) == 0);
+    OptimizerOptions fused = sgd;
+    fused.fused = true;
+    CHECK(step(fused) == 0);  // no fused figures measured: no host cost known
+}
+
 TEST_CASE("host costs scale as a whole, and the profile names the host speed they were measured at", "[predict][sim]") {
     HostCosts h;
     h.forward["linear"] = Seconds(10e-6);

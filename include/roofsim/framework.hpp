@@ -235,6 +235,31 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     return ctx;
 }
 
+/// Host time of one optimizer.step() over `parameter_tensors` tensors: per_step + tensors x per_param
+/// (the probe's fit over 64 and 512 tiny parameters), for the optimizer as it runs (SGD with weight
+/// decay runs one more foreach op, which allocates a new gradient list), measured with the CPU's
+/// caches flushed before each step (`_cold`: in a training step the forward and backward run between
+/// two optimizer steps). A profile without those figures (before the twenty-third run of 2026-11-30)
+/// gives the back-to-back ones, then SGD's without weight decay. Adam reads AdamW's figures.
+[[nodiscard]] inline Seconds optimizer_step_host_seconds(const FrameworkProfile& f, const OptimizerOptions& optimizer,
+                                                         std::size_t parameter_tensors) {
+    if (optimizer.kind == OptimizerKind::none) return Seconds(0);
+    const bool sgd = optimizer.kind == OptimizerKind::sgd;
+    const std::string impl = optimizer.fused ? "_fused" : "_foreach";
+    std::vector<std::string> kinds;
+    if (sgd && optimizer.weight_decay) kinds.emplace_back("optimizer_sgd_wd");
+    kinds.emplace_back(sgd ? "optimizer_sgd" : "optimizer_adamw");
+    for (const std::string& kind : kinds) {
+        for (const char* when : {"_cold", ""}) {
+            const std::string base = kind + impl + when;
+            const auto per_step = f.seconds(base + "_per_step");
+            const auto per_param = f.seconds(base + "_per_param");
+            if (per_step && per_param) return *per_step + static_cast<double>(parameter_tensors) * *per_param;
+        }
+    }
+    return Seconds(0);
+}
+
 namespace detail {
 
 /// host_costs_from_framework, with the per-op figures of `ops` alone where given (all a prediction
@@ -299,13 +324,7 @@ namespace detail {
         h.backward_call_end = h.backward_call * (1 - share_before);
         h.backward_call = h.backward_call * share_before;
     }
-    if (optimizer.kind != OptimizerKind::none) {
-        const std::string kind = optimizer.kind == OptimizerKind::sgd ? "sgd" : "adamw";
-        const std::string impl = optimizer.fused ? "fused" : "foreach";
-        const std::string base = "optimizer_" + kind + "_" + impl;
-        h.optimizer_step = f.seconds(base + "_per_step").value_or(Seconds(0)) +
-                           static_cast<double>(parameter_tensors) * f.seconds(base + "_per_param").value_or(Seconds(0));
-    }
+    h.optimizer_step = optimizer_step_host_seconds(f, optimizer, parameter_tensors);
     h.per_kernel = Seconds(0);
     h.source = f.provenance();
     return h;

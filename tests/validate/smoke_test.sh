@@ -107,6 +107,7 @@ for key in ("schema_version", "kind", "device", "software", "date_utc", "command
 check(fw.get("kind") == "roofsim-framework-profile", "framework: kind")
 figures = fw.get("figures", {})
 for key in ("eager_op_add", "eager_op_add_autograd", "backward_node_mul", "optimizer_sgd_foreach_per_param",
+            "optimizer_sgd_wd_foreach_cold_per_param", "optimizer_adamw_foreach_cold_per_step",
             "layer_steady_linear", "layer_steady_linear_autocast"):
     check(key in figures, f"framework: figure {key!r} missing")
 for key, fig in figures.items():

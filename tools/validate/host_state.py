@@ -25,6 +25,29 @@ Phases (--phase, one process each):
             does a layer cost more inside a graph a model's depth deep?
   clocks    the GPU's SM clock (nvidia-smi, every 20 ms) while host-paced cases run in steady state,
             against a GPU-bound case and an idle GPU.
+  overlap   does the host's issuing overlap the GPU's work? For layer cases and model steps: each
+            repetition's parts (zero-grad, forward, backward, optimizer) timed on the host, the loop
+            until its last call returns (issue) and until the GPU is done (total); then the same
+            loop queued behind a GPU sleep (torch.cuda._sleep), so that the GPU is busy while the host
+            issues and then runs the queued kernels back to back: the host's issue time against a busy
+            GPU, the GPU's own time (CUDA events), and any part that waits for the GPU (it lasts as
+            long as the sleep); and how many launches the queue takes before a launch waits.
+  sizes     does an op's host time grow with its shapes? Families of one op and precision from the
+            framework probe's tiny size to the validation's, each layer's host issue time queued
+            behind a GPU sleep (so the GPU's own time never paces it), in rounds; then, under
+            torch.profiler at the end, each one's kernel launches and CUDA API calls per repetition;
+            optimizer.step() alone too, on tiny parameters and on ResNet-50's and BERT-base's own
+            shapes, SGD with and without weight decay.
+  model_sum does a model cost the host what its own layers cost one at a time? ResNet-50 (batch 32,
+            autocast bf16): forward + backward issue time in the model, against the sum over every
+            layer call of that layer's host time in a loop of its own (same module, same input
+            shape and dtype; queued behind a GPU sleep), and the same with the CPU's caches flushed
+            (a 64 MiB copy) before each repetition. Each such loop pays a backward() call per
+            repetition: the sum measures those per-call costs more than the model's.
+  model_host  each validation model's host time by part (zero-grad, forward, backward, optimizer)
+            at its validation size and at a tiny batch and input (the same layers, tiny tensors, so
+            the host sets the pace): does a model's host time depend on its tensors' sizes?
+The last five take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -328,9 +351,556 @@ def phase_clocks(dev, workloads, started) -> list:
     return points
 
 
+OVERLAP_LAYERS = [
+    "linear/b8x1024x768->3072/amp-bf16", "linear/b8x1024x768->3072/bf16", "linear/b8x1024x768->3072/fp32",
+    "conv2d/64x64x56x56->64k3s1p1/amp-bf16", "conv2d/64x64x56x56->64k3s1p1/bf16",
+    "sdpa/b8h12l1024d64-causal-flash/amp-bf16", "silu/8x1024x3072/amp-bf16", "add/8x1024x768/fp32",
+    "cat/8x1024x768/fp32", "transpose_contiguous/8x1024x12x64/fp32", "linear/b8x256->256/fp32",
+]
+OVERLAP_MODELS = ["resnet50/b32x224/amp-bf16", "bert-base/b32xs128/amp-bf16", "gpt2-small/b4xs1024/amp-bf16"]
+
+
+def has_gpu_sleep(dev) -> bool:
+    return dev.type == "cuda"
+
+
+def sleep_cycles_per_second() -> float:
+    """torch.cuda._sleep spins for a number of GPU clock cycles: how many a second, right now (CUDA
+    events around a 20 M-cycle sleep); only to size the holds below, which are timed by events."""
+    torch.cuda._sleep(1000)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    e0.record()
+    torch.cuda._sleep(20_000_000)
+    e1.record()
+    torch.cuda.synchronize()
+    return 20_000_000 / (e0.elapsed_time(e1) / 1e3)
+
+
+def layer_parts_step(run):
+    """A layer case's steady-state repetition as measure_pytorch.py's runs it, each part timed."""
+    def step(parts):
+        t0 = time.perf_counter()
+        mp.set_grads_to_none(run.grad_leaves)
+        t1 = time.perf_counter()
+        with run.forward_ctx():
+            out = run.fn(*run.inputs)
+        t2 = time.perf_counter()
+        out.backward(run.grad)
+        t3 = time.perf_counter()
+        del out
+        parts["zero_grad"].append(t1 - t0)
+        parts["forward"].append(t2 - t1)
+        parts["backward"].append(t3 - t2)
+    return step
+
+
+def model_parts_step(spec, dev):
+    """A model case's training step as measure_pytorch.py's measure_model runs it (no grad scaler:
+    the amp-bf16 cases), each part timed."""
+    mode = spec["precision"]
+    torch.manual_seed(mp.case_seed(spec["id"]))
+    model, batch, loss_fn, _ = mp.build_model(spec, dev, False)
+    model.to(device=dev, dtype=getattr(torch, mp.PRECISIONS[mode][3])).train()
+    batch = {k: v.to(dev) for k, v in batch.items()}
+    opt, _ = mp.make_optimizer(spec["optimizer"], model)
+
+    def step(parts):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        t1 = time.perf_counter()
+        with mp.autocast_ctx(mode, dev.type):
+            loss = loss_fn(model, batch)
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        opt.step()
+        t4 = time.perf_counter()
+        del loss
+        parts["zero_grad"].append(t1 - t0)
+        parts["forward"].append(t2 - t1)
+        parts["backward"].append(t3 - t2)
+        parts["optimizer"].append(t4 - t3)
+    return step
+
+
+def overlap_record(label, dev, step, reps, batches, cycles_per_s) -> dict:
+    """Normal batches (issue and total per repetition, the parts), then batches queued behind a GPU
+    sleep three times a normal batch long (issue per repetition against a busy GPU, the GPU's
+    back-to-back time per repetition by CUDA events, the parts)."""
+    import collections
+    for _ in range(2):  # warm-up: library set-up, the allocator's pools
+        step(collections.defaultdict(list))
+    sync()
+    normal = {"issue": [], "total": [], "canary": []}
+    normal_parts = collections.defaultdict(list)
+    for _ in range(batches):
+        normal["canary"].append(mp.canary_seconds_per_op(dev))
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            step(normal_parts)
+        t1 = time.perf_counter()
+        sync()
+        t2 = time.perf_counter()
+        normal["issue"].append((t1 - t0) / reps)
+        normal["total"].append((t2 - t0) / reps)
+    hold_s = max(0.02, 3.0 * statistics.median(normal["total"]) * reps)
+    queued = {"issue": [], "gpu": [], "hold": [], "host_done_before_gpu": [], "first_rep_parts": []}
+    queued_parts = collections.defaultdict(list)
+    for _ in range(batches):
+        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+        sync()
+        e0.record()
+        torch.cuda._sleep(int(hold_s * cycles_per_s))
+        e1.record()
+        t0 = time.perf_counter()
+        first = collections.defaultdict(list)
+        step(first)
+        for _ in range(reps - 1):
+            step(queued_parts)
+        t1 = time.perf_counter()
+        e2.record()
+        sync()
+        for name, v in first.items():
+            queued_parts[name].extend(v)
+        hold = e0.elapsed_time(e1) / 1e3
+        queued["issue"].append((t1 - t0) / reps)
+        queued["gpu"].append(e1.elapsed_time(e2) / 1e3 / reps)
+        queued["hold"].append(hold)
+        queued["host_done_before_gpu"].append(t1 - t0 < 0.9 * hold)
+        queued["first_rep_parts"].append({name: v[0] for name, v in first.items()})
+    med = statistics.median
+    rec = {"label": label, "repetitions": reps, "batches": batches,
+           "normal": {"issue_seconds": med(normal["issue"]), "total_seconds": med(normal["total"]),
+                      "canary_seconds": med(normal["canary"]),
+                      "parts_seconds": {k: med(v) for k, v in normal_parts.items()},
+                      "issue_values": normal["issue"], "total_values": normal["total"]},
+           "queued": {"issue_seconds": med(queued["issue"]), "gpu_back_to_back_seconds": med(queued["gpu"]),
+                      "hold_seconds": queued["hold"], "host_done_before_gpu": queued["host_done_before_gpu"],
+                      "parts_seconds": {k: med(v) for k, v in queued_parts.items()},
+                      "first_repetition_parts_seconds": queued["first_rep_parts"],
+                      "issue_values": queued["issue"], "gpu_values": queued["gpu"]}}
+    n, q = rec["normal"], rec["queued"]
+    parts = " ".join(f"{k} {v * 1e6:.0f}/{q['parts_seconds'].get(k, 0) * 1e6:.0f}" for k, v in n["parts_seconds"].items())
+    print(f"  {label:44s} normal issue {n['issue_seconds'] * 1e6:8.1f} total {n['total_seconds'] * 1e6:8.1f} | "
+          f"queued issue {q['issue_seconds'] * 1e6:8.1f} GPU {q['gpu_back_to_back_seconds'] * 1e6:8.1f} "
+          f"ok {sum(q['host_done_before_gpu'])}/{batches} | parts normal/queued us: {parts} | canary {n['canary_seconds'] * 1e6:.1f}",
+          flush=True)
+    return rec
+
+
+def launch_queue_depth(dev, cycles_per_s, launches: int = 4096) -> dict:
+    """Tiny adds issued behind a 300 ms GPU sleep, the host's clock read after each: the launch at
+    which the host first waits (a launch taking over 1 ms) is how many the queue holds."""
+    x, y = torch.ones(1, device=dev), torch.ones(1, device=dev)
+    sync()
+    torch.cuda._sleep(int(0.3 * cycles_per_s))
+    stamps = [time.perf_counter()]
+    for _ in range(launches):
+        torch.add(x, y)
+        stamps.append(time.perf_counter())
+    sync()
+    waits = [i for i in range(launches) if stamps[i + 1] - stamps[i] > 1e-3]
+    result = {"launches": launches, "first_waiting_launch": waits[0] if waits else None,
+              "waiting_launches": len(waits),
+              "median_launch_seconds_before_wait": statistics.median(
+                  [stamps[i + 1] - stamps[i] for i in range(waits[0] if waits else launches)])}
+    print(f"  launch queue: first launch that waits: {result['first_waiting_launch']} of {launches} "
+          f"({result['waiting_launches']} wait); {result['median_launch_seconds_before_wait'] * 1e6:.2f} us per launch before",
+          flush=True)
+    return result
+
+
+def phase_overlap(dev, workloads, started) -> list:
+    """Does the host's issuing overlap the GPU's work, for layer cases whose steady state measured
+    about host + GPU time rather than the larger of the two, and for the host-paced model steps?"""
+    if not has_gpu_sleep(dev):
+        raise SystemExit("error: the overlap phase needs a CUDA device")
+    cycles_per_s = sleep_cycles_per_second()
+    print(f"  torch.cuda._sleep: {cycles_per_s / 1e6:.0f} M cycles a second", flush=True)
+    points = [{"label": "launch queue", "at_seconds": time.perf_counter() - started,
+               "sleep_cycles_per_second": cycles_per_s, "launch_queue": launch_queue_depth(dev, cycles_per_s)}]
+    x, y = torch.ones(1, device=dev), torch.ones(1, device=dev)
+
+    def tiny_add(parts):
+        t0 = time.perf_counter()
+        torch.add(x, y)
+        parts["forward"].append(time.perf_counter() - t0)
+    points.append(overlap_record("tiny add", dev, tiny_add, 200, 5, cycles_per_s))
+    cases = {c["id"]: c for c in mp.layer_cases(False)}
+    for case_id in OVERLAP_LAYERS:
+        case = cases[case_id]
+        with mp.tf32_flags(case["precision"]):
+            run = mp.LayerRun(case, dev)
+            points.append(overlap_record(case_id, dev, layer_parts_step(run), 20, 5, cycles_per_s))
+        del run
+    mp.clear_memory(dev)
+    specs = {c["id"]: c for c in mp.model_cases(False)}
+    for case_id in OVERLAP_MODELS:
+        spec = specs[case_id]
+        with mp.tf32_flags(spec["precision"]):
+            try:
+                step = model_parts_step(spec, dev)
+            except mp.Skip as exc:
+                print(f"  {case_id}: skipped ({exc})", flush=True)
+                continue
+            points.append(overlap_record(case_id, dev, step, 3, 4, cycles_per_s))
+        del step
+        mp.clear_memory(dev)
+    for p in points:
+        p.setdefault("at_seconds", time.perf_counter() - started)
+    return points
+
+
+def _float_input(shape, mode):
+    return {"shape": shape, "dtype": mp.PRECISIONS[mode][3], "requires_grad": True}
+
+
+def size_families() -> list:
+    """(family, [case dicts from small to large]): one op and precision, several sizes."""
+    fams = []
+
+    def family(op, mode, sizes):
+        cases = []
+        for tag, params, inputs in sizes:
+            cases.append({"id": f"{op}/{tag}/{mode}", "op": op, "precision": mode, "params": params,
+                          "inputs": [_float_input(shape, mode) for shape in inputs]})
+        fams.append((f"{op} {mode}", cases))
+
+    def conv_sizes(xs):
+        out = []
+        for n, c, h in xs:
+            params = {"in_channels": c, "out_channels": c, "kernel_size": [3, 3], "stride": [1, 1],
+                      "padding": [1, 1], "dilation": [1, 1], "groups": 1, "bias": False}
+            out.append((f"{n}x{c}x{h}x{h}", params, [[n, c, h, h]]))
+        return out
+    convs = [(2, 4, 8), (8, 16, 16), (16, 32, 28), (32, 64, 56), (64, 64, 56)]
+    family("conv2d", "amp-bf16", conv_sizes(convs))
+    family("conv2d", "bf16", conv_sizes(convs))
+    family("conv2d", "fp32", conv_sizes(convs))
+
+    def linear_sizes(xs):
+        return [(f"b{mp._dims(lead)}x{fin}->{fout}", {"in_features": fin, "out_features": fout, "bias": True},
+                 [lead + [fin]]) for lead, fin, fout in xs]
+    linears = [([8], 256, 256), ([8, 128], 768, 768), ([8, 512], 768, 3072), ([8, 1024], 768, 3072)]
+    family("linear", "amp-bf16", linear_sizes(linears))
+    family("linear", "fp32", linear_sizes(linears))
+    family("batchnorm2d", "amp-bf16", [(f"{mp._dims(x)}", {"num_features": x[1]}, [x]) for x in
+                                       ([2, 4, 8, 8], [8, 16, 16, 16], [32, 64, 56, 56], [64, 256, 56, 56])])
+    family("relu", "amp-bf16", [(f"{mp._dims(x)}", {}, [x]) for x in ([8, 256], [8, 64, 768], [8, 1024, 768], [64, 256, 56, 56])])
+    family("add", "fp32", [(f"{mp._dims(x)}", {}, [x, x]) for x in ([8, 256], [8, 64, 768], [8, 256, 768], [8, 1024, 768])])
+    family("cat", "fp32", [(f"{mp._dims(x)}", {"dim": -1}, [x, x]) for x in ([8, 256], [8, 64, 768], [8, 1024, 768])])
+    family("layernorm", "amp-bf16", [(f"{mp._dims(x)}", {"normalized_shape": [768], "elementwise_affine": True}, [x])
+                                     for x in ([8, 768], [8, 128, 768], [8, 1024, 768])])
+    family("sdpa", "amp-bf16", [(f"b{b}h{h}l{l}d64", {"is_causal": True, "backend": "flash"}, [[b, h, l, 64]] * 3)
+                                for b, h, l in ((1, 2, 64), (2, 12, 256), (8, 12, 1024))])
+    return fams
+
+
+def queued_issue_seconds(step, reps, hold_s, cycles_per_s):
+    """Host seconds per repetition of `reps` issued while the GPU sleeps `hold_s` (so it runs
+    none of them yet), and whether the host was done before the GPU woke."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    sync()
+    e0.record()
+    torch.cuda._sleep(int(hold_s * cycles_per_s))
+    e1.record()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        step()
+    issue = time.perf_counter() - t0
+    sync()
+    return issue / reps, issue < 0.9 * e0.elapsed_time(e1) / 1e3
+
+
+def profiled_counts(step, reps) -> dict:
+    """Kernel launches, CUDA runtime/driver API calls and aten ops per repetition under torch.profiler."""
+    from torch.profiler import ProfilerActivity, profile
+    sync()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            step()
+        sync()
+    kernels = api = aten = 0
+    api_names: dict = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            kernels += 1
+        elif e.name.startswith("aten::"):
+            aten += 1
+        elif e.name.startswith("cu") and "Synchronize" not in e.name:
+            api += 1
+            api_names[e.name] = api_names.get(e.name, 0) + 1
+    return {"kernels": kernels / reps, "api_calls": api / reps, "aten_ops": aten / reps,
+            "api_calls_by_name": {k: v / reps for k, v in sorted(api_names.items(), key=lambda kv: -kv[1])}}
+
+
+def optimizer_families(dev) -> list:
+    """(family, [(label, step)]): optimizer.step() alone on tiny parameters (the framework probe's
+    kind) and on the validation models' own parameter shapes, SGD with and without weight decay."""
+    def shapes_of(build):
+        try:
+            return [tuple(q.shape) for q in build().parameters()]
+        except Exception as exc:  # noqa: BLE001 (torchvision / transformers missing: tiny ones only)
+            print(f"  parameter shapes not available: {exc}", flush=True)
+            return None
+
+    def resnet50():
+        import torchvision
+        return torchvision.models.resnet50()
+
+    def bert():
+        import transformers
+        return transformers.BertForSequenceClassification(transformers.BertConfig(num_labels=2))
+
+    def step_for(make_opt, shapes):
+        params = [torch.randn(shape, device=dev, requires_grad=True) for shape in shapes]
+        for q in params:
+            q.grad = torch.randn_like(q)
+        opt = make_opt(params)
+        opt.step()
+        opt.step()
+        return lambda: opt.step()
+    fams = []
+    r50, bert_shapes = shapes_of(resnet50), shapes_of(bert)
+    sgd = []
+    for wd in (0.0, 1e-4):
+        make = (lambda ps, wd=wd: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=wd, foreach=True))
+        sgd.append((f"sgd wd={wd} 161 x 256", step_for(make, [(256,)] * 161)))
+        if r50:
+            sgd.append((f"sgd wd={wd} resnet50 shapes ({len(r50)})", step_for(make, r50)))
+    fams.append(("optimizer sgd foreach", sgd))
+    adamw = []
+    make = (lambda ps: torch.optim.AdamW(ps, lr=1e-4, weight_decay=0.01, foreach=True))
+    adamw.append(("adamw 201 x 256", step_for(make, [(256,)] * 201)))
+    if bert_shapes:
+        adamw.append((f"adamw bert-base shapes ({len(bert_shapes)})", step_for(make, bert_shapes)))
+    fams.append(("optimizer adamw foreach", adamw))
+    return fams
+
+
+def phase_sizes(dev, workloads, started) -> list:
+    import collections
+    if not has_gpu_sleep(dev):
+        raise SystemExit("error: the sizes phase needs a CUDA device")
+    cycles_per_s = sleep_cycles_per_second()
+    built = []  # (family, label, step, precision mode, repetitions)
+    for fam, cases in size_families():
+        for case in cases:
+            try:
+                with mp.tf32_flags(case["precision"]):
+                    run = mp.LayerRun(case, dev)
+            except mp.Skip as exc:
+                print(f"  {case['id']}: skipped ({exc})", flush=True)
+                continue
+            step_parts = layer_parts_step(run)
+
+            def step(step_parts=step_parts):
+                step_parts(collections.defaultdict(list))
+            built.append((fam, case["id"], step, case["precision"], 20))
+    for fam, steps in optimizer_families(dev):
+        built.extend((fam, label, step, "fp32", 4) for label, step in steps)
+    estimates = {}
+    for fam, label, step, mode, reps in built:  # warm-up, and each one's GPU-inclusive time to size its hold
+        with mp.tf32_flags(mode):
+            steady_seconds(step, 3)
+            estimates[label] = steady_seconds(step, 5)
+    results = {label: {"issue": [], "normal": [], "ok": [], "canary": []} for _, label, *_ in built}
+    for r in range(3):
+        for fam, label, step, mode, reps in built:
+            res = results[label]
+            with mp.tf32_flags(mode):
+                res["canary"].append(mp.canary_seconds_per_op(dev))
+                issue, ok = queued_issue_seconds(step, reps, max(0.02, 3 * reps * estimates[label]), cycles_per_s)
+                res["issue"].append(issue)
+                res["ok"].append(ok)
+                res["normal"].append(steady_seconds(step, reps))
+        print(f"[{time.perf_counter() - started:6.1f} s] round {r + 1} done", flush=True)
+    points = []
+    for fam, label, step, mode, reps in built:  # profiled last: a process that has profiled issues ops more slowly
+        with mp.tf32_flags(mode):
+            counts = profiled_counts(step, min(reps, 5))
+        res = results[label]
+        point_ = {"label": label, "family": fam, "at_seconds": time.perf_counter() - started, "repetitions": reps,
+                  "queued_issue_seconds": statistics.median(res["issue"]), "queued_values": res["issue"],
+                  "host_done_before_gpu": res["ok"], "normal_seconds": statistics.median(res["normal"]),
+                  "canary_seconds": statistics.median(res["canary"]), "profiled": counts}
+        points.append(point_)
+        print(f"  {label:44s} host {point_['queued_issue_seconds'] * 1e6:7.1f} us (ok {sum(res['ok'])}/3)  "
+              f"normal {point_['normal_seconds'] * 1e6:8.1f} us  canary {point_['canary_seconds'] * 1e6:5.1f}  "
+              f"kernels {counts['kernels']:.0f} api {counts['api_calls']:.0f} aten {counts['aten_ops']:.0f}", flush=True)
+    return points
+
+def phase_model_sum(dev, workloads, started) -> list:
+    import collections
+    nn = torch.nn
+    if not has_gpu_sleep(dev):
+        raise SystemExit("error: the model_sum phase needs a CUDA device")
+    cycles_per_s = sleep_cycles_per_second()
+    spec = next(c for c in mp.model_cases(False) if c["id"] == "resnet50/b32x224/amp-bf16")
+    torch.manual_seed(0)
+    model, batch, loss_fn, _ = mp.build_model(spec, dev, False)
+    model.to(dev).train()
+    batch = {k: v.to(dev) for k, v in batch.items()}
+    params = list(model.parameters())
+
+    def fwd_bwd():
+        for q in params:
+            q.grad = None
+        with mp.autocast_ctx("amp-bf16", dev.type):
+            loss = loss_fn(model, batch)
+        loss.backward()
+
+    # The layer calls of one forward: every leaf module, with its input's shape, dtype, requires_grad.
+    calls, adds = [], []
+    hooks = []
+    for name, m in model.named_modules():
+        if not list(m.children()):
+            hooks.append(m.register_forward_hook(
+                lambda mod, inp, out, name=name: calls.append((name, mod, inp[0].shape, inp[0].dtype, inp[0].requires_grad))))
+        elif type(m).__name__ == "Bottleneck":  # its residual add: out += identity, on bn3's output
+            hooks.append(m.bn3.register_forward_hook(
+                lambda mod, inp, out: adds.append((out.shape, out.dtype))))
+    fwd_bwd()
+    for h in hooks:
+        h.remove()
+    sync()
+    # In the model: forward + backward issue time, three back to back, five batches.
+    for _ in range(2):
+        fwd_bwd()
+    sync()
+    in_model_issue, in_model_total, canaries = [], [], []
+    for _ in range(5):
+        canaries.append(mp.canary_seconds_per_op(dev))
+        sync()
+        t0 = time.perf_counter()
+        for _ in range(3):
+            fwd_bwd()
+        t1 = time.perf_counter()
+        sync()
+        in_model_issue.append((t1 - t0) / 3)
+        in_model_total.append((time.perf_counter() - t0) / 3)
+    print(f"  in the model: forward + backward issue {statistics.median(in_model_issue) * 1e3:.2f} ms, "
+          f"total {statistics.median(in_model_total) * 1e3:.2f} ms, canary {statistics.median(canaries) * 1e6:.1f} us; "
+          f"{len(calls)} layer calls, {len(adds)} residual adds", flush=True)
+
+    def standalone(make_out, leaves):
+        """A step: forward + backward of one layer call on its own (grads reset)."""
+        with mp.autocast_ctx("amp-bf16", dev.type):
+            out = make_out()
+        grad = torch.randn_like(out)
+
+        def step():
+            for t in leaves:
+                t.grad = None
+            with mp.autocast_ctx("amp-bf16", dev.type):
+                y = make_out()
+            y.backward(grad)
+        return step
+
+    def host_times(step):
+        steady_seconds(step, 3)
+        hot = [queued_issue_seconds(step, 10, 0.03, cycles_per_s)[0] for _ in range(3)]
+        cold = []
+        for _ in range(3):  # each repetition after a flush, the GPU asleep behind them all
+            sync()
+            torch.cuda._sleep(int(0.2 * cycles_per_s))
+            for _ in range(3):
+                probe.flush_cpu_caches()
+                t0 = time.perf_counter()
+                step()
+                cold.append(time.perf_counter() - t0)
+            sync()
+        return statistics.median(hot), statistics.median(cold)
+
+    by_kind = collections.defaultdict(lambda: [0, 0.0, 0.0])
+    rows = []
+    for name, mod, shape, dtype, needs_grad in calls:
+        x = torch.randn(shape, dtype=dtype, device=dev, requires_grad=needs_grad)
+        layer = nn.ReLU() if isinstance(mod, nn.ReLU) else mod  # in place on a leaf is not allowed
+        leaves = [x] + list(mod.parameters())
+        hot, cold = host_times(standalone(lambda layer=layer, x=x: layer(x), leaves))
+        kind = type(mod).__name__
+        by_kind[kind][0] += 1
+        by_kind[kind][1] += hot
+        by_kind[kind][2] += cold
+        rows.append({"layer": name, "kind": kind, "shape": list(shape), "dtype": str(dtype), "hot_seconds": hot, "cold_seconds": cold})
+    for shape, dtype in adds:
+        a = torch.randn(shape, dtype=dtype, device=dev, requires_grad=True)
+        b = torch.randn(shape, dtype=dtype, device=dev, requires_grad=True)
+        hot, cold = host_times(standalone(lambda a=a, b=b: a + b, [a, b]))
+        by_kind["residual add"][0] += 1
+        by_kind["residual add"][1] += hot
+        by_kind["residual add"][2] += cold
+    logits = torch.randn(batch["y"].shape[0], 1000, device=dev, requires_grad=True)
+    hot, cold = host_times(standalone(lambda: torch.nn.functional.cross_entropy(torch.flatten(logits, 1), batch["y"]), [logits]))
+    by_kind["flatten + cross_entropy"] = [1, hot, cold]
+    total_hot = sum(v[1] for v in by_kind.values())
+    total_cold = sum(v[2] for v in by_kind.values())
+    for kind, (n, hot, cold) in by_kind.items():
+        print(f"  {kind:24s} x{n:3d}  one at a time {hot * 1e3:7.2f} ms   caches flushed {cold * 1e3:7.2f} ms", flush=True)
+    print(f"  sum of the layers one at a time {total_hot * 1e3:.2f} ms, caches flushed {total_cold * 1e3:.2f} ms; "
+          f"in the model {statistics.median(in_model_issue) * 1e3:.2f} ms", flush=True)
+    return [{"label": "resnet50/b32x224/amp-bf16 forward + backward", "at_seconds": time.perf_counter() - started,
+             "in_model_issue_seconds": statistics.median(in_model_issue), "in_model_issue_values": in_model_issue,
+             "in_model_total_seconds": statistics.median(in_model_total), "canary_seconds": statistics.median(canaries),
+             "sum_one_at_a_time_seconds": total_hot, "sum_caches_flushed_seconds": total_cold,
+             "by_kind": {k: {"calls": v[0], "one_at_a_time_seconds": v[1], "caches_flushed_seconds": v[2]} for k, v in by_kind.items()},
+             "layers": rows}]
+
+
+def phase_model_host(dev, workloads, started) -> list:
+    import collections
+    specs = []
+    for spec in mp.model_cases(False):
+        if spec["id"] in ("resnet50/b32x224/amp-bf16", "bert-base/b32xs128/amp-bf16",
+                          "gpt2-small/b4xs1024/amp-bf16", "vit-b-16/b32x224/amp-bf16"):
+            specs.append(spec)
+            tiny = dict(spec, batch=1 if "seq_len" in spec else 2)
+            size_key = "seq_len" if "seq_len" in spec else "image_size"
+            tiny[size_key] = 16 if size_key == "seq_len" else 32
+            tiny["id"] = spec["id"] + " (tiny batch and input)"
+            specs.append(tiny)
+    points = []
+    for spec in specs:
+        with mp.tf32_flags(spec["precision"]):
+            try:
+                step = model_parts_step(spec, dev)
+            except mp.Skip as exc:
+                print(f"  {spec['id']}: skipped ({exc})", flush=True)
+                continue
+            for _ in range(3):
+                step(collections.defaultdict(list))
+            sync()
+            issue, total, canaries = [], [], []
+            parts = collections.defaultdict(list)
+            for _ in range(5):
+                canaries.append(mp.canary_seconds_per_op(dev))
+                sync()
+                t0 = time.perf_counter()
+                for _ in range(3):
+                    step(parts)
+                t1 = time.perf_counter()
+                sync()
+                issue.append((t1 - t0) / 3)
+                total.append((time.perf_counter() - t0) / 3)
+        del step
+        mp.clear_memory(dev)
+        med = {k: statistics.median(v) for k, v in parts.items()}
+        points.append({"label": spec["id"], "at_seconds": time.perf_counter() - started, "batch": spec["batch"],
+                       "issue_seconds": statistics.median(issue), "total_seconds": statistics.median(total),
+                       "canary_seconds": statistics.median(canaries), "parts_seconds": med,
+                       "issue_values": issue, "total_values": total})
+        print(f"  {spec['id']:52s} issue {statistics.median(issue) * 1e3:7.2f} ms total {statistics.median(total) * 1e3:7.2f} ms | "
+              + " ".join(f"{k} {v * 1e3:.2f}" for k, v in med.items()) + f" | canary {statistics.median(canaries) * 1e6:.1f} us",
+              flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -343,7 +913,7 @@ def main(argv=None) -> int:
     print("workloads (us per forward + backward): " + " | ".join(workloads), flush=True)
     phases = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
-              "clocks": phase_clocks}
+              "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
