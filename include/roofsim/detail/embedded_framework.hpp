@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T13:43:53+00:00",
+ "date_utc": "2026-11-30T14:59:59+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -52,433 +52,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "passes": 3
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.1251165000061292e-05,
+  "reference_seconds_per_op": 1.1153704999991021e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 3993,
-  "canary_p10_seconds": 8.147820000061757e-06,
-  "canary_p90_seconds": 1.2327055000014297e-05,
+  "canaries": 4518,
+  "canary_p10_seconds": 8.327434999984006e-06,
+  "canary_p90_seconds": 1.2577114999992034e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.902270499997144e-06,
-   "min": 7.515315999995664e-06,
-   "max": 9.101938000000587e-06,
+   "seconds": 9.070407999999475e-06,
+   "min": 7.531261000004008e-06,
+   "max": 1.3891662500000734e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.106083000001262e-06,
-   "host_canary_seconds": 8.032739999990213e-06,
+   "issue_only_seconds": 1.2311367500000615e-05,
+   "host_canary_seconds": 1.239863750001291e-05,
    "pass_seconds": [
-    8.124455499995519e-06,
-    7.73177649999468e-06,
-    7.902270499997144e-06
+    1.2376120500000809e-05,
+    7.8419640000007e-06,
+    9.070407999999475e-06
    ],
    "pass_host_canary_seconds": [
-    8.032739999990213e-06,
-    7.814659999993978e-06,
-    8.104949999960809e-06
+    1.239863750001291e-05,
+    7.939150000026985e-06,
+    9.138745000001336e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.5046565000005785e-05,
-   "min": 1.4340654500003324e-05,
-   "max": 1.9186645499999598e-05,
+   "seconds": 1.9562344999997093e-05,
+   "min": 1.4208039000003226e-05,
+   "max": 2.4000878999999033e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4999517500001503e-05,
-   "host_canary_seconds": 8.583394999988058e-06,
+   "issue_only_seconds": 2.1354784999999766e-05,
+   "host_canary_seconds": 1.2426649999994766e-05,
    "pass_seconds": [
-    1.5046565000005785e-05,
-    1.6326004500001547e-05,
-    1.4732477999999105e-05
+    2.1427664000000847e-05,
+    1.9562344999997093e-05,
+    1.680314249999526e-05
    ],
    "pass_host_canary_seconds": [
-    8.583394999988058e-06,
-    8.370589999984191e-06,
-    8.210339999976669e-06
+    1.2426649999994766e-05,
+    9.789595000029294e-06,
+    9.291565000069113e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.5950002500005667e-05,
-   "min": 1.3127555500005883e-05,
-   "max": 2.0970318500005193e-05,
+   "seconds": 1.4129795499997045e-05,
+   "min": 1.3434644000000161e-05,
+   "max": 2.228800949999865e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.501166900000328e-05,
-   "host_canary_seconds": 8.536724999999023e-06,
+   "issue_only_seconds": 1.8770921500003367e-05,
+   "host_canary_seconds": 9.850114999991887e-06,
    "pass_seconds": [
-    1.5075604000003296e-05,
-    1.5950002500005667e-05,
-    1.701016549999679e-05
+    1.879603700000132e-05,
+    1.4129795499997045e-05,
+    1.4003008499997804e-05
    ],
    "pass_host_canary_seconds": [
-    8.536724999999023e-06,
-    9.759454999951345e-06,
-    1.0442235000027722e-05
+    9.850114999991887e-06,
+    8.320969999999761e-06,
+    8.361355000090498e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.5336239999996337e-05,
-   "min": 1.2437903500000403e-05,
-   "max": 2.159707100000219e-05,
+   "seconds": 1.6484380000008514e-05,
+   "min": 1.2134880499999668e-05,
+   "max": 2.2370425500000124e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9777611999998612e-05,
-   "host_canary_seconds": 1.2715659999997798e-05,
+   "issue_only_seconds": 1.997240650000265e-05,
+   "host_canary_seconds": 1.254431500001374e-05,
    "pass_seconds": [
-    1.982903199999697e-05,
-    1.5336239999996337e-05,
-    1.340695899999389e-05
+    2.0028300500001705e-05,
+    1.2440980000000934e-05,
+    1.6484380000008514e-05
    ],
    "pass_host_canary_seconds": [
-    1.2715659999997798e-05,
-    1.0151779999958421e-05,
-    8.475264999958654e-06
+    1.254431500001374e-05,
+    8.17837500001417e-06,
+    1.0242740000023787e-05
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 1.1088467500002253e-05,
-   "min": 7.850852000004239e-06,
-   "max": 1.2308029499997986e-05,
+   "seconds": 7.956116000002567e-06,
+   "min": 7.653788500000757e-06,
+   "max": 1.275236700000093e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1695776499998089e-05,
-   "host_canary_seconds": 1.2014034999978663e-05,
+   "issue_only_seconds": 1.0765918500002414e-05,
+   "host_canary_seconds": 1.2553660000005352e-05,
    "pass_seconds": [
-    1.1752156000000014e-05,
-    1.1088467500002253e-05,
-    7.967176999997606e-06
+    1.0821449499999858e-05,
+    7.7925625000006e-06,
+    7.956116000002567e-06
    ],
    "pass_host_canary_seconds": [
-    1.2014034999978663e-05,
-    1.1426625000012792e-05,
-    8.043529999994803e-06
+    1.2553660000005352e-05,
+    8.044287499977543e-06,
+    8.133097499936071e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.306495799998799e-05,
-   "min": 4.1705014500010406e-05,
-   "max": 6.593053099999934e-05,
+   "seconds": 4.887145000000004e-05,
+   "min": 4.181912599999294e-05,
+   "max": 6.76379235000013e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.358743300000213e-05,
-   "host_canary_seconds": 1.2438370000040777e-05,
+   "issue_only_seconds": 6.298611400000098e-05,
+   "host_canary_seconds": 1.2512010000023111e-05,
    "pass_seconds": [
-    6.36411054999968e-05,
-    4.265301200000238e-05,
-    4.306495799998799e-05
+    6.305744650000022e-05,
+    4.887145000000004e-05,
+    4.358040200000346e-05
    ],
    "pass_host_canary_seconds": [
-    1.2438370000040777e-05,
-    8.300450000007231e-06,
-    8.269559999973808e-06
+    1.2512010000023111e-05,
+    8.68537999998864e-06,
+    8.247955000086904e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.3083634999997003e-05,
-   "min": 3.0346543499987888e-05,
-   "max": 4.744688649999773e-05,
+   "seconds": 3.413724549999131e-05,
+   "min": 3.009867299999769e-05,
+   "max": 4.629483849999971e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.5843869000002255e-05,
-   "host_canary_seconds": 1.2145869999997672e-05,
+   "issue_only_seconds": 4.546771600000099e-05,
+   "host_canary_seconds": 1.2581020000013154e-05,
    "pass_seconds": [
-    4.5900865000000126e-05,
-    3.3083634999997003e-05,
-    3.1356646000006095e-05
+    4.5550925000000576e-05,
+    3.072900449999594e-05,
+    3.413724549999131e-05
    ],
    "pass_host_canary_seconds": [
-    1.2145869999997672e-05,
-    8.454060000033791e-06,
-    8.22848499993256e-06
+    1.2581020000013154e-05,
+    8.351255000036417e-06,
+    8.53012500002137e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.3989259499993523e-05,
-   "min": 1.2859673999997768e-05,
-   "max": 1.994658150000106e-05,
+   "seconds": 1.309833850000075e-05,
+   "min": 1.2420712999997362e-05,
+   "max": 2.042139150000111e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9690502000003106e-05,
-   "host_canary_seconds": 1.1766610000023547e-05,
+   "issue_only_seconds": 2.0080503999999166e-05,
+   "host_canary_seconds": 1.2768189999974311e-05,
    "pass_seconds": [
-    1.9746937000000742e-05,
-    1.3989259499993523e-05,
-    1.3354774500001553e-05
+    2.01392845000008e-05,
+    1.2708232999997904e-05,
+    1.309833850000075e-05
    ],
    "pass_host_canary_seconds": [
-    1.1766610000023547e-05,
-    8.5448099999752e-06,
-    8.211834999940493e-06
+    1.2768189999974311e-05,
+    8.252175000009743e-06,
+    8.491305000006832e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.0301970000000437e-05,
-   "min": 9.415371999992317e-06,
-   "max": 1.4099859499999923e-05,
+   "seconds": 9.859663499995008e-06,
+   "min": 9.244077500000004e-06,
+   "max": 1.5716000000001172e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3866856500001745e-05,
-   "host_canary_seconds": 1.1766610000023547e-05,
+   "issue_only_seconds": 1.3826075499999035e-05,
+   "host_canary_seconds": 1.1916739999975334e-05,
    "pass_seconds": [
-    1.3931986000002893e-05,
-    1.0301970000000437e-05,
-    9.799655499989512e-06
+    1.389494849999906e-05,
+    9.47899349999659e-06,
+    9.859663499995008e-06
    ],
    "pass_host_canary_seconds": [
-    1.1766610000023547e-05,
-    9.867619999965881e-06,
-    8.201705000061566e-06
+    1.1916739999975334e-05,
+    8.042694999979005e-06,
+    8.213644999983671e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.666709000000367e-05,
-   "min": 1.7558453999996004e-05,
-   "max": 2.7929762999995945e-05,
+   "seconds": 2.513741549999793e-05,
+   "min": 1.7316653000001736e-05,
+   "max": 3.9926077499998766e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.671366450000079e-05,
-   "host_canary_seconds": 1.1890525000026742e-05,
+   "issue_only_seconds": 2.6871679999999286e-05,
+   "host_canary_seconds": 1.238457499997736e-05,
    "pass_seconds": [
-    2.6788788000004615e-05,
-    2.0432175499998096e-05,
-    2.666709000000367e-05
+    2.694494899999711e-05,
+    1.7682854000000248e-05,
+    2.513741549999793e-05
    ],
    "pass_host_canary_seconds": [
-    1.1890525000026742e-05,
-    9.58974500001375e-06,
-    1.1931319999973766e-05
+    1.238457499997736e-05,
+    8.254469999968705e-06,
+    1.161690499998258e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 2.453162999999847e-05,
-   "min": 1.57432660000012e-05,
-   "max": 2.5861274000000378e-05,
+   "seconds": 1.7031755499999692e-05,
+   "min": 1.621903949998682e-05,
+   "max": 2.6435604499997822e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.5345848499995328e-05,
-   "host_canary_seconds": 1.2264940000008551e-05,
+   "issue_only_seconds": 2.2985585000000696e-05,
+   "host_canary_seconds": 1.2090300000018316e-05,
    "pass_seconds": [
-    2.541835799999603e-05,
-    1.8800604500000874e-05,
-    2.453162999999847e-05
+    2.304641099999927e-05,
+    1.7031755499999692e-05,
+    1.6515063499994654e-05
    ],
    "pass_host_canary_seconds": [
-    1.2264940000008551e-05,
-    8.332435000042437e-06,
-    1.2200990000081901e-05
+    1.2090300000018316e-05,
+    8.331779999934952e-06,
+    8.158429999980398e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.656139349999819e-05,
-   "min": 1.5656403999997793e-05,
-   "max": 2.566738050000339e-05,
+   "seconds": 1.633926950000131e-05,
+   "min": 1.5557032499998512e-05,
+   "max": 2.5818213000000866e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.441676400000148e-05,
-   "host_canary_seconds": 1.2143705000013938e-05,
+   "issue_only_seconds": 2.2741517500001864e-05,
+   "host_canary_seconds": 1.1076790000004167e-05,
    "pass_seconds": [
-    2.4477231000005873e-05,
-    1.656139349999819e-05,
-    1.651250150000294e-05
+    2.2788883499998746e-05,
+    1.633926950000131e-05,
+    1.5992397000005097e-05
    ],
    "pass_host_canary_seconds": [
-    1.2143705000013938e-05,
-    8.458105000030969e-06,
-    8.128639999966935e-06
+    1.1076790000004167e-05,
+    8.430270000019391e-06,
+    8.382544999960828e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.019972999999652e-05,
-   "min": 9.58358800000525e-06,
-   "max": 1.5212594499999455e-05,
+   "seconds": 1.051554949999911e-05,
+   "min": 9.579903000002332e-06,
+   "max": 1.566259999999886e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4477436999996484e-05,
-   "host_canary_seconds": 1.2040714999983492e-05,
+   "issue_only_seconds": 1.4779510499998594e-05,
+   "host_canary_seconds": 1.2482859999991548e-05,
    "pass_seconds": [
-    1.4544693999994252e-05,
-    1.019972999999652e-05,
-    1.0035260000009317e-05
+    1.4840938999999054e-05,
+    1.0028802000000781e-05,
+    1.051554949999911e-05
    ],
    "pass_host_canary_seconds": [
-    1.2040714999983492e-05,
-    8.768969999977116e-06,
-    8.052140000032182e-06
+    1.2482859999991548e-05,
+    8.351975000024936e-06,
+    8.587279999971997e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.4461072000001137e-05,
-   "min": 1.8795263000001228e-05,
-   "max": 3.097740200000487e-05,
+   "seconds": 2.8144330499998205e-05,
+   "min": 1.9387450500005345e-05,
+   "max": 3.276361500000036e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4412354000006076e-05,
-   "host_canary_seconds": 1.182008500002496e-05,
+   "issue_only_seconds": 3.1496228000001736e-05,
+   "host_canary_seconds": 1.260215500000328e-05,
    "pass_seconds": [
-    2.4461072000001137e-05,
-    2.9815308999999956e-05,
-    1.940226849998794e-05
+    3.157174050000222e-05,
+    2.8115124999999352e-05,
+    2.8144330499998205e-05
    ],
    "pass_host_canary_seconds": [
-    1.182008500002496e-05,
-    1.2028665000016757e-05,
-    8.113550000103942e-06
+    1.260215500000328e-05,
+    1.1807775000036713e-05,
+    1.1802490000007993e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.083393499999886e-05,
-   "min": 1.5708591500001034e-05,
-   "max": 2.6410571499994263e-05,
+   "seconds": 2.321761000000322e-05,
+   "min": 2.2322212000005947e-05,
+   "max": 2.6230789999999616e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.378088749999563e-05,
-   "host_canary_seconds": 1.2047344999999155e-05,
+   "issue_only_seconds": 2.3145493000001238e-05,
+   "host_canary_seconds": 1.231226499999849e-05,
    "pass_seconds": [
-    2.3852679999997406e-05,
-    2.083393499999886e-05,
-    1.7786171500006276e-05
+    2.321761000000322e-05,
+    2.2654867500001786e-05,
+    2.4178755999997746e-05
    ],
    "pass_host_canary_seconds": [
-    1.2047344999999155e-05,
-    1.1385434999979793e-05,
-    1.1482230000012806e-05
+    1.231226499999849e-05,
+    1.2150900000023057e-05,
+    1.2338829999976042e-05
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.3716430999996873e-05,
-   "min": 1.5268617500005634e-05,
-   "max": 2.5880766000000222e-05,
+   "seconds": 2.4903045500000332e-05,
+   "min": 2.3684613500002172e-05,
+   "max": 2.8283491499998094e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.5331331499998555e-05,
-   "host_canary_seconds": 1.2153065000006791e-05,
+   "issue_only_seconds": 2.4846785000001148e-05,
+   "host_canary_seconds": 1.226202999998094e-05,
    "pass_seconds": [
-    2.5384064000000706e-05,
-    1.60542445000047e-05,
-    2.3716430999996873e-05
+    2.4903045500000332e-05,
+    2.4631997500002e-05,
+    2.5508545999997524e-05
    ],
    "pass_host_canary_seconds": [
-    1.2153065000006791e-05,
-    8.139830000004621e-06,
-    1.1569029999947134e-05
+    1.226202999998094e-05,
+    1.255102500003602e-05,
+    1.2389635000005228e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.468102999998451e-06,
-   "min": 6.6064104999981056e-06,
-   "max": 1.0019135000000289e-05,
+   "seconds": 1.0062701999999036e-05,
+   "min": 7.486990499998569e-06,
+   "max": 1.1044794500001843e-05,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.419402500003059e-06,
-   "host_canary_seconds": 9.652452500041875e-06,
+   "issue_only_seconds": 1.0055721000000517e-05,
+   "host_canary_seconds": 1.2037325000022747e-05,
    "pass_seconds": [
-    8.468102999998451e-06,
-    6.829366499999878e-06,
-    9.217344999996158e-06
+    1.0141261999997652e-05,
+    9.647926500001347e-06,
+    1.0062701999999036e-05
    ],
    "pass_host_canary_seconds": [
-    9.652452500041875e-06,
-    8.227559999980372e-06,
-    1.1492209999985904e-05
+    1.2037325000022747e-05,
+    1.1518067499984852e-05,
+    1.2438790000004474e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.7697913333339304e-05,
-   "min": 1.0331535555552464e-05,
-   "max": 2.0596631111102523e-05,
+   "seconds": 1.7810405555549223e-05,
+   "min": 1.2307200000015604e-05,
+   "max": 2.1477046666665464e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.949519999992163e-06,
+   "host_canary_seconds": 1.3522584999989818e-05,
    "pass_seconds": [
-    1.854034222222683e-05,
-    1.7697913333339304e-05,
-    1.3126486666629313e-05
+    1.9814966666665947e-05,
+    1.7810405555549223e-05,
+    1.6167747777792052e-05
    ],
    "pass_host_canary_seconds": [
-    9.949519999992163e-06,
-    8.31515500003377e-06,
-    8.196940000004815e-06
+    1.3522584999989818e-05,
+    1.0881589999982567e-05,
+    1.1012774999983321e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0008454701111020313,
-   "min": 0.0001847798888895292,
-   "max": 0.0024338764444406837,
+   "seconds": 0.000957823111110972,
+   "min": 0.00041468244443936767,
+   "max": 0.00165483666666925,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.949519999992163e-06,
+   "host_canary_seconds": 1.3522584999989818e-05,
    "pass_seconds": [
-    0.0008713032222244818,
-    0.0007470767777846277,
-    0.0008454701111020313
+    0.0010168055555518488,
+    0.000957823111110972,
+    0.0008060513333324102
    ],
    "pass_host_canary_seconds": [
-    9.949519999992163e-06,
-    8.31515500003377e-06,
-    8.196940000004815e-06
+    1.3522584999989818e-05,
+    1.0881589999982567e-05,
+    1.1012774999983321e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 7.79234111111767e-06,
-   "min": 3.771478888899714e-06,
-   "max": 8.566472222229196e-06,
+   "seconds": 7.497029999983498e-06,
+   "min": 5.441307777781882e-06,
+   "max": 1.1542108888894138e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.276554999964047e-06,
+   "host_canary_seconds": 1.2918570000000074e-05,
    "pass_seconds": [
-    7.84272666666968e-06,
-    7.79234111111767e-06,
-    4.527067777770652e-06
+    8.810206666664852e-06,
+    7.497029999983498e-06,
+    6.514561111082963e-06
    ],
    "pass_host_canary_seconds": [
-    9.276554999964047e-06,
-    1.1102442500003917e-05,
-    8.42551750004361e-06
+    1.2918570000000074e-05,
+    8.313715000021205e-06,
+    1.1003192499998703e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 7.305073333314896e-06,
-   "min": 3.93054333332859e-06,
-   "max": 8.106173333336149e-06,
+   "seconds": 7.585442222222127e-06,
+   "min": 4.068335555555475e-06,
+   "max": 9.077716666673217e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2581414999992547e-05,
+   "host_canary_seconds": 1.2956752499988512e-05,
    "pass_seconds": [
-    7.305073333314896e-06,
-    7.347940000007232e-06,
-    4.614383333318983e-06
+    8.046228888897784e-06,
+    7.585442222222127e-06,
+    4.557697777758878e-06
    ],
    "pass_host_canary_seconds": [
-    1.2581414999992547e-05,
-    1.1754567499977498e-05,
-    1.197499499994592e-05
+    1.2956752499988512e-05,
+    8.479327500019452e-06,
+    1.0735189999948603e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.483090555554428e-05,
-   "min": 3.912090333333001e-05,
-   "max": 7.222299111110904e-05,
+   "seconds": 5.9406211111113156e-05,
+   "min": 4.275447222220742e-05,
+   "max": 7.24765322222096e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2515740000011988e-05,
+   "host_canary_seconds": 1.3006514999993613e-05,
    "pass_seconds": [
-    6.22048955555638e-05,
-    4.483090555554428e-05,
-    4.2367644444425425e-05
+    5.9406211111113156e-05,
+    6.481200222222267e-05,
+    5.009058666666356e-05
    ],
    "pass_host_canary_seconds": [
-    1.2515740000011988e-05,
-    1.2048924999987776e-05,
-    8.180935000012823e-06
+    1.3006514999993613e-05,
+    1.1581085000003099e-05,
+    1.034052500003213e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.0001782373307893674,
-   "min": 0.0001729106654723485,
-   "max": 0.0001799840002010266,
+   "seconds": 9.534533570210139e-05,
+   "min": 8.870266067485016e-05,
+   "max": 0.00023568799595038092,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 27.21 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 26.08 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -487,28 +487,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.0001839359998703003,
-    0.00023296000063419343,
-    0.0002869119942188263,
-    0.00043606400489807127,
-    0.000594976007938385
+    0.0002194879949092865,
+    0.00026128000020980837,
+    0.0004238080084323883,
+    0.00044435200095176695,
+    0.0006379200220108033
    ],
-   "host_canary_seconds": 1.1764154999980291e-05,
+   "host_canary_seconds": 1.275330250001261e-05,
    "pass_seconds": [
-    0.0001782373307893674,
-    0.0001729106654723485,
-    0.0001799840002010266
+    0.00023568799595038092,
+    8.870266067485016e-05,
+    9.534533570210139e-05
    ],
    "pass_host_canary_seconds": [
-    1.1764154999980291e-05,
-    1.167801750000308e-05,
-    1.183531999998877e-05
+    1.275330250001261e-05,
+    1.0123970000002204e-05,
+    1.0542792500061182e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.451428686579068e-05,
-   "min": 3.05295256631715e-05,
-   "max": 3.934781093682561e-05,
+   "seconds": 2.8269714720192406e-05,
+   "min": 2.7884951659611293e-05,
+   "max": 4.227428688179879e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -517,26 +517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.014399766921997e-05,
-    0.0001103999987244606,
-    0.0006344320178031922
+    5.040000006556511e-05,
+    0.00012960000336170195,
+    0.0006686400175094604
    ],
-   "host_canary_seconds": 1.1414677500027892e-05,
+   "host_canary_seconds": 1.2487089999986267e-05,
    "pass_seconds": [
-    3.934781093682561e-05,
-    3.05295256631715e-05,
-    3.451428686579068e-05
+    4.227428688179879e-05,
+    2.8269714720192406e-05,
+    2.7884951659611293e-05
    ],
    "pass_host_canary_seconds": [
-    1.1414677500027892e-05,
-    1.2537992499943585e-05,
-    1.1594375000072432e-05
+    1.2487089999986267e-05,
+    1.0526537500012977e-05,
+    1.0671890000040208e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010448381570833071,
-   "min": 9.285180004579679e-05,
-   "max": 0.00012771884635800408,
+   "seconds": 0.00011320456773752254,
+   "min": 9.517485612914675e-05,
+   "max": 0.00015741104260087014,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -545,26 +545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002640640139579773,
-    0.0009562879800796509,
-    0.002345599889755249
+    0.0003420799970626831,
+    0.0011094720363616943,
+    0.003393471956253052
    ],
-   "host_canary_seconds": 1.1414677500027892e-05,
+   "host_canary_seconds": 1.2487089999986267e-05,
    "pass_seconds": [
-    9.285180004579679e-05,
-    0.00012771884635800408,
-    0.00010448381570833071
+    0.00015741104260087014,
+    0.00011320456773752254,
+    9.517485612914675e-05
    ],
    "pass_host_canary_seconds": [
-    1.1414677500027892e-05,
-    1.2537992499943585e-05,
-    1.1594375000072432e-05
+    1.2487089999986267e-05,
+    1.0526537500012977e-05,
+    1.0671890000040208e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 8.186819014095125e-05,
-   "min": 7.921371360619863e-05,
-   "max": 8.28068582784562e-05,
+   "seconds": 6.14887575308482e-05,
+   "min": 5.884495377540589e-05,
+   "max": 9.223238485200064e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -573,26 +573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001886399984359741,
-    0.0004792320132255554,
-    0.0014448000192642213
+    0.00012841600179672242,
+    0.0005269439816474915,
+    0.001552512049674988
    ],
-   "host_canary_seconds": 1.1317610000034505e-05,
+   "host_canary_seconds": 1.264872000000139e-05,
    "pass_seconds": [
-    8.28068582784562e-05,
-    8.186819014095125e-05,
-    7.921371360619863e-05
+    9.223238485200064e-05,
+    6.14887575308482e-05,
+    5.884495377540589e-05
    ],
    "pass_host_canary_seconds": [
-    1.1317610000034505e-05,
-    1.2207932499990192e-05,
-    1.1724940000021887e-05
+    1.264872000000139e-05,
+    1.0845622499999763e-05,
+    1.092712000009044e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00015514437783332096,
-   "min": 9.343161043666658e-05,
-   "max": 0.0001681714334658214,
+   "seconds": 0.00017819582990237645,
+   "min": 0.00016404114166895548,
+   "max": 0.0002067253461905888,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -601,26 +601,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006600000262260437,
-    0.0014853760004043578,
-    0.0034024639129638674
+    0.0007310720086097717,
+    0.0016575679779052734,
+    0.005225312232971191
    ],
-   "host_canary_seconds": 1.1317610000034505e-05,
+   "host_canary_seconds": 1.264872000000139e-05,
    "pass_seconds": [
-    9.343161043666658e-05,
-    0.00015514437783332096,
-    0.0001681714334658214
+    0.0002067253461905888,
+    0.00017819582990237645,
+    0.00016404114166895548
    ],
    "pass_host_canary_seconds": [
-    1.1317610000034505e-05,
-    1.2207932499990192e-05,
-    1.1724940000021887e-05
+    1.264872000000139e-05,
+    1.0845622499999763e-05,
+    1.092712000009044e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.038933283516339e-05,
-   "min": 1.9881904302608397e-05,
-   "max": 3.271238257487615e-05,
+   "seconds": 2.5461333315996896e-05,
+   "min": 2.4909714502947674e-05,
+   "max": 3.565714313160806e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -629,26 +629,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.311999887228012e-05,
-    9.068799763917923e-05,
-    0.0003306559920310974
+    5.321599915623665e-05,
+    0.0001563200056552887,
+    0.0005867840051651001
    ],
-   "host_canary_seconds": 8.742130000030101e-06,
+   "host_canary_seconds": 1.2757220000008118e-05,
    "pass_seconds": [
-    1.9881904302608397e-05,
-    2.038933283516339e-05,
-    3.271238257487615e-05
+    3.565714313160806e-05,
+    2.5461333315996896e-05,
+    2.4909714502947674e-05
    ],
    "pass_host_canary_seconds": [
-    8.742130000030101e-06,
-    9.193409999994628e-06,
-    1.1713259999908132e-05
+    1.2757220000008118e-05,
+    1.0749170000039499e-05,
+    1.1339959999929761e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.192533339063327e-05,
-   "min": 6.911618830192655e-05,
-   "max": 8.121904784015246e-05,
+   "seconds": 8.28601884700003e-05,
+   "min": 7.885713963991119e-05,
+   "max": 8.861790508741423e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,26 +657,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019702400267124177,
-    0.0006011199951171875,
-    0.0017471359968185426
+    0.0003869119882583618,
+    0.0008606719970703125,
+    0.002148031949996948
    ],
-   "host_canary_seconds": 8.742130000030101e-06,
+   "host_canary_seconds": 1.2757220000008118e-05,
    "pass_seconds": [
-    8.121904784015246e-05,
-    7.192533339063327e-05,
-    6.911618830192655e-05
+    7.885713963991119e-05,
+    8.861790508741423e-05,
+    8.28601884700003e-05
    ],
    "pass_host_canary_seconds": [
-    8.742130000030101e-06,
-    9.193409999994628e-06,
-    1.1713259999908132e-05
+    1.2757220000008118e-05,
+    1.0749170000039499e-05,
+    1.1339959999929761e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 5.376685765527544e-05,
-   "min": 4.9947429980550495e-05,
-   "max": 6.0880758577869045e-05,
+   "seconds": 5.387428509337562e-05,
+   "min": 5.380038242964518e-05,
+   "max": 6.378362221377236e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -685,26 +685,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011206399649381638,
-    0.0002722879946231842,
-    0.0009182080030441284
+    0.00018831999599933625,
+    0.0002483839988708496,
+    0.0011013120412826539
    ],
-   "host_canary_seconds": 1.1084825000011732e-05,
+   "host_canary_seconds": 1.2627924999968343e-05,
    "pass_seconds": [
-    5.376685765527544e-05,
-    6.0880758577869045e-05,
-    4.9947429980550495e-05
+    6.378362221377236e-05,
+    5.380038242964518e-05,
+    5.387428509337562e-05
    ],
    "pass_host_canary_seconds": [
-    1.1084825000011732e-05,
-    1.0990940000112914e-05,
-    1.167321499991658e-05
+    1.2627924999968343e-05,
+    1.1253309999972316e-05,
+    1.1249329999998282e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.757714465970085e-05,
-   "min": 8.334096166349594e-05,
-   "max": 0.0001000220952999024,
+   "seconds": 0.00011323657383521396,
+   "min": 0.00010098971816755475,
+   "max": 0.0001562118026472273,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -713,26 +713,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004779520034790039,
-    0.001029088020324707,
-    0.0026404800415039064
+    0.0006712319850921631,
+    0.001078752040863037,
+    0.00388700795173645
    ],
-   "host_canary_seconds": 1.1084825000011732e-05,
+   "host_canary_seconds": 1.2627924999968343e-05,
    "pass_seconds": [
-    8.757714465970085e-05,
-    8.334096166349594e-05,
-    0.0001000220952999024
+    0.0001562118026472273,
+    0.00011323657383521396,
+    0.00010098971816755475
    ],
    "pass_host_canary_seconds": [
-    1.1084825000011732e-05,
-    1.0990940000112914e-05,
-    1.167321499991658e-05
+    1.2627924999968343e-05,
+    1.1253309999972316e-05,
+    1.1249329999998282e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.4526476285287309e-05,
-   "min": 1.4474666721764065e-05,
-   "max": 1.6026666121823447e-05,
+   "seconds": 2.1848380920432863e-05,
+   "min": 1.6941715031862257e-05,
+   "max": 2.3281523514361608e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -741,26 +741,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.855999931693077e-05,
-    6.9023996591568e-05,
-    0.0002513599991798401
+    4.348799958825111e-05,
+    0.00011388800293207169,
+    0.00039289599657058716
    ],
-   "host_canary_seconds": 8.75566750000445e-06,
+   "host_canary_seconds": 1.2379475000017238e-05,
    "pass_seconds": [
-    1.4474666721764065e-05,
-    1.6026666121823447e-05,
-    1.4526476285287309e-05
+    2.3281523514361608e-05,
+    2.1848380920432863e-05,
+    1.6941715031862257e-05
    ],
    "pass_host_canary_seconds": [
-    8.75566750000445e-06,
-    1.056578250000939e-05,
-    8.46813500004373e-06
+    1.2379475000017238e-05,
+    1.1236100000004966e-05,
+    1.0719777500085571e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.468190186080478e-05,
-   "min": 7.094094884537515e-05,
-   "max": 8.09546693095139e-05,
+   "seconds": 8.591008860440483e-05,
+   "min": 7.992609537073545e-05,
+   "max": 8.80495206940742e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -769,26 +769,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015516799688339232,
-    0.00044832000136375426,
-    0.0015888960361480713
+    0.00048233601450920106,
+    0.0007232639789581299,
+    0.0020913279056549074
    ],
-   "host_canary_seconds": 8.75566750000445e-06,
+   "host_canary_seconds": 1.2379475000017238e-05,
    "pass_seconds": [
-    8.09546693095139e-05,
-    7.468190186080478e-05,
-    7.094094884537515e-05
+    8.591008860440483e-05,
+    8.80495206940742e-05,
+    7.992609537073545e-05
    ],
    "pass_host_canary_seconds": [
-    8.75566750000445e-06,
-    1.056578250000939e-05,
-    8.46813500004373e-06
+    1.2379475000017238e-05,
+    1.1236100000004966e-05,
+    1.0719777500085571e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.986209701924097e-05,
-   "min": 2.9515428202492854e-05,
-   "max": 4.8096000793434324e-05,
+   "seconds": 4.8984381059805554e-05,
+   "min": 4.3804191762492776e-05,
+   "max": 5.684190633751096e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,26 +797,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.764800101518631e-05,
-    0.00017708800733089446,
-    0.0005173439979553223
+    0.00010950399935245514,
+    0.0002756479978561401,
+    0.0009606720209121704
    ],
-   "host_canary_seconds": 8.202819999993949e-06,
+   "host_canary_seconds": 1.2806385000008191e-05,
    "pass_seconds": [
-    2.9515428202492854e-05,
-    4.8096000793434324e-05,
-    3.986209701924097e-05
+    5.684190633751096e-05,
+    4.8984381059805554e-05,
+    4.3804191762492776e-05
    ],
    "pass_host_canary_seconds": [
-    8.202819999993949e-06,
-    1.0732335000085413e-05,
-    1.047453750004479e-05
+    1.2806385000008191e-05,
+    1.144937999995932e-05,
+    1.1573734999998919e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.77554264522734e-05,
-   "min": 6.888151913881301e-05,
-   "max": 9.84510417495455e-05,
+   "seconds": 0.00011857218862999054,
+   "min": 0.0001048266699626332,
+   "max": 0.0001236121831905274,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -825,26 +825,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00034297600388526916,
-    0.0009246399998664856,
-    0.002318655967712402
+    0.0005585920214653015,
+    0.001257599949836731,
+    0.0033179519176483154
    ],
-   "host_canary_seconds": 8.202819999993949e-06,
+   "host_canary_seconds": 1.2806385000008191e-05,
    "pass_seconds": [
-    9.77554264522734e-05,
-    6.888151913881301e-05,
-    9.84510417495455e-05
+    0.0001236121831905274,
+    0.00011857218862999054,
+    0.0001048266699626332
    ],
    "pass_host_canary_seconds": [
-    8.202819999993949e-06,
-    1.0732335000085413e-05,
-    1.047453750004479e-05
+    1.2806385000008191e-05,
+    1.144937999995932e-05,
+    1.1573734999998919e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.5767620120729715e-05,
-   "min": 2.2563048594054725e-05,
-   "max": 3.3769905301077025e-05,
+   "seconds": 2.930361901720365e-05,
+   "min": 2.8689524247532798e-05,
+   "max": 3.508571588567325e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -853,26 +853,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.956799976527691e-05,
-    8.73280018568039e-05,
-    0.0005216000080108642
+    5.6095998734235766e-05,
+    0.00015545600652694703,
+    0.0005804160237312317
    ],
-   "host_canary_seconds": 1.1486954999995191e-05,
+   "host_canary_seconds": 1.3594514999990536e-05,
    "pass_seconds": [
-    3.3769905301077025e-05,
-    2.2563048594054725e-05,
-    2.5767620120729715e-05
+    3.508571588567325e-05,
+    2.930361901720365e-05,
+    2.8689524247532798e-05
    ],
    "pass_host_canary_seconds": [
-    1.1486954999995191e-05,
-    1.02957574999607e-05,
-    1.0878932500020255e-05
+    1.3594514999990536e-05,
+    1.1275262500021199e-05,
+    1.1300177499933283e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.331809499079272e-05,
-   "min": 6.014704934897877e-05,
-   "max": 8.703161705107915e-05,
+   "seconds": 7.990933599926178e-05,
+   "min": 7.211884625610851e-05,
+   "max": 8.420571809013684e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -881,26 +881,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017977599799633026,
-    0.0005433279871940613,
-    0.0018001919984817504
+    0.0003899840116500854,
+    0.0009279680252075195,
+    0.002070175886154175
    ],
-   "host_canary_seconds": 1.1486954999995191e-05,
+   "host_canary_seconds": 1.3594514999990536e-05,
    "pass_seconds": [
-    7.331809499079272e-05,
-    6.014704934897877e-05,
-    8.703161705107915e-05
+    7.211884625610851e-05,
+    8.420571809013684e-05,
+    7.990933599926178e-05
    ],
    "pass_host_canary_seconds": [
-    1.1486954999995191e-05,
-    1.02957574999607e-05,
-    1.0878932500020255e-05
+    1.3594514999990536e-05,
+    1.1275262500021199e-05,
+    1.1300177499933283e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.982628420704887e-05,
-   "min": 3.4780188685371766e-05,
-   "max": 5.390780986774535e-05,
+   "seconds": 3.870933431954611e-05,
+   "min": 3.392990536632992e-05,
+   "max": 4.149562084958666e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -909,26 +909,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011257600039243698,
-    0.00016867199540138245,
-    0.0008859840035438537
+    6.995200365781785e-05,
+    0.00033238399028778077,
+    0.0006993600130081177
    ],
-   "host_canary_seconds": 1.1780290000018568e-05,
+   "host_canary_seconds": 1.1735047499996654e-05,
    "pass_seconds": [
-    5.390780986774535e-05,
-    3.4780188685371766e-05,
-    3.982628420704887e-05
+    3.870933431954611e-05,
+    3.392990536632992e-05,
+    4.149562084958666e-05
    ],
    "pass_host_canary_seconds": [
-    1.1780290000018568e-05,
-    9.824475000073108e-06,
-    1.1652210000079322e-05
+    1.1735047499996654e-05,
+    1.120335000003081e-05,
+    1.1794065000003683e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.86598030726115e-05,
-   "min": 8.094400628691628e-05,
-   "max": 0.00010378056445292064,
+   "seconds": 0.00014211809102978025,
+   "min": 9.112457327899481e-05,
+   "max": 0.0001571542915134203,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,26 +937,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000513696014881134,
-    0.00118121600151062,
-    0.0026241281032562255
+    0.000579584002494812,
+    0.0008829119801521301,
+    0.0034227840900421143
    ],
-   "host_canary_seconds": 1.1780290000018568e-05,
+   "host_canary_seconds": 1.1735047499996654e-05,
    "pass_seconds": [
-    8.094400628691628e-05,
-    8.86598030726115e-05,
-    0.00010378056445292064
+    0.0001571542915134203,
+    0.00014211809102978025,
+    9.112457327899481e-05
    ],
    "pass_host_canary_seconds": [
-    1.1780290000018568e-05,
-    9.824475000073108e-06,
-    1.1652210000079322e-05
+    1.1735047499996654e-05,
+    1.120335000003081e-05,
+    1.1794065000003683e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.529371502853575e-05,
-   "min": 3.333790458384014e-05,
-   "max": 5.8287237371717185e-05,
+   "seconds": 5.299657086531322e-05,
+   "min": 5.214628577232361e-05,
+   "max": 5.887086050851004e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,26 +965,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.904000163078309e-05,
-    0.00026601600646972655,
-    0.0009707199931144714
+    0.00010908800363540649,
+    0.00033737599849700925,
+    0.001009376049041748
    ],
-   "host_canary_seconds": 1.1604574999992679e-05,
+   "host_canary_seconds": 1.2289330000019305e-05,
    "pass_seconds": [
-    5.8287237371717185e-05,
-    3.333790458384014e-05,
-    4.529371502853575e-05
+    5.887086050851004e-05,
+    5.214628577232361e-05,
+    5.299657086531322e-05
    ],
    "pass_host_canary_seconds": [
-    1.1604574999992679e-05,
-    8.377742500016438e-06,
-    1.1449177500040265e-05
+    1.2289330000019305e-05,
+    1.2067919999978472e-05,
+    1.2260299999979907e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 9.290285692328497e-05,
-   "min": 7.3050673518862e-05,
-   "max": 0.00010205256584144777,
+   "seconds": 9.061866005261739e-05,
+   "min": 8.248686009929292e-05,
+   "max": 0.00012291581290108816,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -993,26 +993,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004869759976863861,
-    0.0009492800235748291,
-    0.0024798080921173095
+    0.0008241279721260071,
+    0.001404863953590393,
+    0.0035627200603485106
    ],
-   "host_canary_seconds": 1.1604574999992679e-05,
+   "host_canary_seconds": 1.2289330000019305e-05,
    "pass_seconds": [
-    7.3050673518862e-05,
-    9.290285692328497e-05,
-    0.00010205256584144777
+    0.00012291581290108816,
+    9.061866005261739e-05,
+    8.248686009929292e-05
    ],
    "pass_host_canary_seconds": [
-    1.1604574999992679e-05,
-    8.377742500016438e-06,
-    1.1449177500040265e-05
+    1.2289330000019305e-05,
+    1.2067919999978472e-05,
+    1.2260299999979907e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.040457214627946e-05,
-   "min": 5.277028679847718e-05,
-   "max": 9.759923709290369e-05,
+   "seconds": 8.229562214442663e-05,
+   "min": 7.83634249653135e-05,
+   "max": 9.751466910044352e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1021,26 +1021,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010550399869680404,
-    0.000568831980228424,
-    0.0016263359785079956
+    0.00012720000743865966,
+    0.0004664959907531738,
+    0.001605504035949707
    ],
-   "host_canary_seconds": 1.1506680000010762e-05,
+   "host_canary_seconds": 1.2921015000024738e-05,
    "pass_seconds": [
-    9.759923709290369e-05,
-    5.277028679847718e-05,
-    7.040457214627946e-05
+    9.751466910044352e-05,
+    7.83634249653135e-05,
+    8.229562214442663e-05
    ],
    "pass_host_canary_seconds": [
-    1.1506680000010762e-05,
-    8.268482500000118e-06,
-    1.1026459999996518e-05
+    1.2921015000024738e-05,
+    1.1728369999985943e-05,
+    1.2081150000042838e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00016977828705594652,
-   "min": 0.00015941486472175235,
-   "max": 0.00019516494586354206,
+   "seconds": 0.00019701561118875232,
+   "min": 0.00015783465760094777,
+   "max": 0.00023179808117094496,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1049,26 +1049,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007283840179443359,
-    0.0018583359718322755,
-    0.004848320007324219
+    0.0007490879893302918,
+    0.0018261760473251344,
+    0.005718495845794678
    ],
-   "host_canary_seconds": 1.1506680000010762e-05,
+   "host_canary_seconds": 1.2921015000024738e-05,
    "pass_seconds": [
-    0.00016977828705594652,
-    0.00019516494586354206,
-    0.00015941486472175235
+    0.00023179808117094496,
+    0.00019701561118875232,
+    0.00015783465760094777
    ],
    "pass_host_canary_seconds": [
-    1.1506680000010762e-05,
-    8.268482500000118e-06,
-    1.1026459999996518e-05
+    1.2921015000024738e-05,
+    1.1728369999985943e-05,
+    1.2081150000042838e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.5497142048109142e-05,
-   "min": 2.2870857623361403e-05,
-   "max": 3.296152342643057e-05,
+   "seconds": 3.7844572748456686e-05,
+   "min": 3.4262097130219136e-05,
+   "max": 3.998552404698871e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1077,26 +1077,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.3168000876903534e-05,
-    0.00016153599321842193,
-    0.00043958398699760437
+    7.161600142717362e-05,
+    0.0001979839950799942,
+    0.0006735360026359558
    ],
-   "host_canary_seconds": 9.393140000000243e-06,
+   "host_canary_seconds": 1.2514884999994535e-05,
    "pass_seconds": [
-    2.5497142048109142e-05,
-    2.2870857623361403e-05,
-    3.296152342643057e-05
+    3.998552404698871e-05,
+    3.7844572748456686e-05,
+    3.4262097130219136e-05
    ],
    "pass_host_canary_seconds": [
-    9.393140000000243e-06,
-    7.877464999950235e-06,
-    1.0295280000036654e-05
+    1.2514884999994535e-05,
+    1.2073059999977432e-05,
+    1.1593389999973169e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 7.048762057508742e-05,
-   "min": 6.342018697233428e-05,
-   "max": 7.160380713286854e-05,
+   "seconds": 7.244265647161574e-05,
+   "min": 5.6340571847699956e-05,
+   "max": 7.968914012114207e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1105,26 +1105,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002608320116996765,
-    0.0006380800008773804,
-    0.0017303680181503297
+    0.0003599680066108704,
+    0.0008163840174674988,
+    0.002187551975250244
    ],
-   "host_canary_seconds": 9.393140000000243e-06,
+   "host_canary_seconds": 1.2514884999994535e-05,
    "pass_seconds": [
-    7.048762057508742e-05,
-    7.160380713286854e-05,
-    6.342018697233428e-05
+    7.968914012114207e-05,
+    7.244265647161574e-05,
+    5.6340571847699956e-05
    ],
    "pass_host_canary_seconds": [
-    9.393140000000243e-06,
-    7.877464999950235e-06,
-    1.0295280000036654e-05
+    1.2514884999994535e-05,
+    1.2073059999977432e-05,
+    1.1593389999973169e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 3.550933514322553e-05,
-   "min": 3.372571439970107e-05,
-   "max": 4.4707048506963824e-05,
+   "seconds": 5.749942681619099e-05,
+   "min": 5.118019098327273e-05,
+   "max": 6.849980567182814e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1133,26 +1133,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011644800007343293,
-    0.0001932159960269928,
-    0.0006391680240631103
+    0.00012960000336170195,
+    0.00033238399028778077,
+    0.0011561919450759888
    ],
-   "host_canary_seconds": 1.0994504999999322e-05,
+   "host_canary_seconds": 1.1954995000031943e-05,
    "pass_seconds": [
-    3.550933514322553e-05,
-    3.372571439970107e-05,
-    4.4707048506963824e-05
+    6.849980567182814e-05,
+    5.749942681619099e-05,
+    5.118019098327273e-05
    ],
    "pass_host_canary_seconds": [
-    1.0994504999999322e-05,
-    8.03476000001524e-06,
-    1.0899204999930134e-05
+    1.1954995000031943e-05,
+    1.137762999995573e-05,
+    1.1607449999928577e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00012356113961764745,
-   "min": 0.00011487694865181333,
-   "max": 0.0001254125762553442,
+   "seconds": 0.00011808990580695014,
+   "min": 0.00010717104801109859,
+   "max": 0.0001358308497638929,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1161,26 +1161,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005629119873046875,
-    0.0009275199770927429,
-    0.00278985595703125
+    0.0005666880011558533,
+    0.0013178880214691161,
+    0.003276479959487915
    ],
-   "host_canary_seconds": 1.0994504999999322e-05,
+   "host_canary_seconds": 1.1954995000031943e-05,
    "pass_seconds": [
-    0.00011487694865181333,
-    0.00012356113961764745,
-    0.0001254125762553442
+    0.00010717104801109859,
+    0.0001358308497638929,
+    0.00011808990580695014
    ],
    "pass_host_canary_seconds": [
-    1.0994504999999322e-05,
-    8.03476000001524e-06,
-    1.0899204999930134e-05
+    1.1954995000031943e-05,
+    1.137762999995573e-05,
+    1.1607449999928577e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.326628432387397e-05,
-   "min": 3.291047488649687e-05,
-   "max": 4.6233142060892925e-05,
+   "seconds": 3.444190323352814e-05,
+   "min": 3.1609143529619486e-05,
+   "max": 4.751923786742347e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1189,26 +1189,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.132799923419952e-05,
-    0.00020591999590396882,
-    0.0007634559869766235
+    7.727999985218048e-05,
+    0.00020127999782562257,
+    0.0006007999777793884
    ],
-   "host_canary_seconds": 1.0976302500012025e-05,
+   "host_canary_seconds": 1.1234822499996965e-05,
    "pass_seconds": [
-    4.6233142060892925e-05,
-    3.291047488649687e-05,
-    4.326628432387397e-05
+    3.444190323352814e-05,
+    3.1609143529619486e-05,
+    4.751923786742347e-05
    ],
    "pass_host_canary_seconds": [
-    1.0976302500012025e-05,
-    8.361094999997931e-06,
-    1.1188209999986044e-05
+    1.1234822499996965e-05,
+    1.1474265000046557e-05,
+    1.1349124999924243e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.30217199382328e-05,
-   "min": 6.886018706219539e-05,
-   "max": 9.388799876684233e-05,
+   "seconds": 0.00011545904193605692,
+   "min": 9.025142058020544e-05,
+   "max": 0.00011750247577826183,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1217,26 +1217,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003028480112552643,
-    0.0007954879999160767,
-    0.0020783679485321047
+    0.00033097600936889647,
+    0.0009916800260543824,
+    0.002678431987762451
    ],
-   "host_canary_seconds": 1.0976302500012025e-05,
+   "host_canary_seconds": 1.1234822499996965e-05,
    "pass_seconds": [
-    6.886018706219539e-05,
-    9.388799876684233e-05,
-    9.30217199382328e-05
+    0.00011750247577826183,
+    0.00011545904193605692,
+    9.025142058020544e-05
    ],
    "pass_host_canary_seconds": [
-    1.0976302500012025e-05,
-    8.361094999997931e-06,
-    1.1188209999986044e-05
+    1.1234822499996965e-05,
+    1.1474265000046557e-05,
+    1.1349124999924243e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.591314117113749e-05,
-   "min": 7.253180728072212e-05,
-   "max": 7.774628769783746e-05,
+   "seconds": 8.808456787041255e-05,
+   "min": 8.418285491920654e-05,
+   "max": 8.937905090195791e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1245,26 +1245,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014211200177669526,
-    0.0003883520066738129,
-    0.0012869759798049927
+    0.0002120639979839325,
+    0.0005381439924240113,
+    0.0015720640420913696
    ],
-   "host_canary_seconds": 1.1105704999962995e-05,
+   "host_canary_seconds": 1.1873239999999896e-05,
    "pass_seconds": [
-    7.591314117113749e-05,
-    7.774628769783746e-05,
-    7.253180728072212e-05
+    8.937905090195791e-05,
+    8.808456787041255e-05,
+    8.418285491920654e-05
    ],
    "pass_host_canary_seconds": [
-    1.1105704999962995e-05,
-    1.1188390000000936e-05,
-    1.1097750000033103e-05
+    1.1873239999999896e-05,
+    1.158678499997734e-05,
+    1.1097437499998364e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00018376534751483376,
-   "min": 0.0001713356354406902,
-   "max": 0.0002177622701440538,
+   "seconds": 0.00017796952596732548,
+   "min": 0.00014175770183404287,
+   "max": 0.00019370436526480178,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,26 +1273,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005815039873123169,
-    0.0013560960292816162,
-    0.004475200176239013
+    0.0007582719922065734,
+    0.001878208041191101,
+    0.005094751834869384
    ],
-   "host_canary_seconds": 1.1105704999962995e-05,
+   "host_canary_seconds": 1.1873239999999896e-05,
    "pass_seconds": [
-    0.00018376534751483376,
-    0.0002177622701440538,
-    0.0001713356354406902
+    0.00019370436526480178,
+    0.00017796952596732548,
+    0.00014175770183404287
    ],
    "pass_host_canary_seconds": [
-    1.1105704999962995e-05,
-    1.1188390000000936e-05,
-    1.1097750000033103e-05
+    1.1873239999999896e-05,
+    1.158678499997734e-05,
+    1.1097437499998364e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.212190437174979e-05,
-   "min": 2.1107048505828494e-05,
-   "max": 3.3060569848333084e-05,
+   "seconds": 3.7333332179557715e-05,
+   "min": 3.425142772140957e-05,
+   "max": 4.3027048309644066e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1301,26 +1301,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.678400188684463e-05,
-    0.00015836800634860994,
-    0.0005601599812507629
+    7.177600264549255e-05,
+    0.00019424000382423402,
+    0.0007149760127067566
    ],
-   "host_canary_seconds": 1.1427825000041024e-05,
+   "host_canary_seconds": 1.1767312499983973e-05,
    "pass_seconds": [
-    3.3060569848333084e-05,
-    2.1107048505828494e-05,
-    3.212190437174979e-05
+    4.3027048309644066e-05,
+    3.425142772140957e-05,
+    3.7333332179557715e-05
    ],
    "pass_host_canary_seconds": [
-    1.1427825000041024e-05,
-    9.434575000000221e-06,
-    1.0942680000027848e-05
+    1.1767312499983973e-05,
+    1.1610730000057857e-05,
+    1.0409962500048665e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.875123509338923e-05,
-   "min": 5.90072361131509e-05,
-   "max": 9.075428829306647e-05,
+   "seconds": 6.540267063038691e-05,
+   "min": 6.533637713818322e-05,
+   "max": 6.635885951774461e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1329,26 +1329,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026188799738883974,
-    0.000601472020149231,
-    0.001800447940826416
+    0.0004392000138759613,
+    0.0008808000087738037,
+    0.002103487968444824
    ],
-   "host_canary_seconds": 1.1427825000041024e-05,
+   "host_canary_seconds": 1.1767312499983973e-05,
    "pass_seconds": [
-    6.875123509338923e-05,
-    9.075428829306647e-05,
-    5.90072361131509e-05
+    6.533637713818322e-05,
+    6.540267063038691e-05,
+    6.635885951774461e-05
    ],
    "pass_host_canary_seconds": [
-    1.1427825000041024e-05,
-    9.434575000000221e-06,
-    1.0942680000027848e-05
+    1.1767312499983973e-05,
+    1.1610730000057857e-05,
+    1.0409962500048665e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.708190404233479e-05,
-   "min": 3.073828667402267e-05,
-   "max": 5.2428191971211205e-05,
+   "seconds": 5.207161747273945e-05,
+   "min": 3.5693713951678503e-05,
+   "max": 5.893333469118391e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1357,26 +1357,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011648000031709671,
-    0.00028867200016975404,
-    0.0009078720211982727
+    0.00013142399489879608,
+    0.00033798399567604067,
+    0.0010253440141677857
    ],
-   "host_canary_seconds": 1.1489287499983902e-05,
+   "host_canary_seconds": 1.205372750000322e-05,
    "pass_seconds": [
-    5.2428191971211205e-05,
-    3.073828667402267e-05,
-    4.708190404233479e-05
+    5.893333469118391e-05,
+    5.207161747273945e-05,
+    3.5693713951678503e-05
    ],
    "pass_host_canary_seconds": [
-    1.1489287499983902e-05,
-    1.0699167500050065e-05,
-    1.1125997500016637e-05
+    1.205372750000322e-05,
+    1.1751494999998613e-05,
+    8.785372499957588e-06
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.0001119184795589674,
-   "min": 0.00010045562116872694,
-   "max": 0.00013941637497572672,
+   "seconds": 0.00014235962820904598,
+   "min": 0.00012935313795294076,
+   "max": 0.00014516647656758624,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,26 +1385,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004954560101032257,
-    0.001146623969078064,
-    0.003398335933685303
+    0.0006174079775810242,
+    0.0013596160411834717,
+    0.003722208023071289
    ],
-   "host_canary_seconds": 1.1489287499983902e-05,
+   "host_canary_seconds": 1.205372750000322e-05,
    "pass_seconds": [
-    0.00013941637497572672,
-    0.0001119184795589674,
-    0.00010045562116872694
+    0.00014516647656758624,
+    0.00012935313795294076,
+    0.00014235962820904598
    ],
    "pass_host_canary_seconds": [
-    1.1489287499983902e-05,
-    1.0699167500050065e-05,
-    1.1125997500016637e-05
+    1.205372750000322e-05,
+    1.1751494999998613e-05,
+    8.785372499957588e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.308647848310925e-05,
-   "min": 5.8843428889910375e-05,
-   "max": 6.555275973819552e-05,
+   "seconds": 6.901332913410095e-05,
+   "min": 4.231923907285645e-05,
+   "max": 0.00010784380705583663,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1413,26 +1413,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.990400075912476e-05,
-    0.0003098239898681641,
-    0.001087615966796875
+    0.00010284800082445144,
+    0.00032265600562095644,
+    0.0011423039436340332
    ],
-   "host_canary_seconds": 1.1622144999989813e-05,
+   "host_canary_seconds": 1.1946300000005295e-05,
    "pass_seconds": [
-    6.555275973819552e-05,
-    6.308647848310925e-05,
-    5.8843428889910375e-05
+    6.901332913410095e-05,
+    0.00010784380705583663,
+    4.231923907285645e-05
    ],
    "pass_host_canary_seconds": [
-    1.1622144999989813e-05,
-    1.1355470000111721e-05,
-    1.0922579999999015e-05
+    1.1946300000005295e-05,
+    1.4818514999994648e-05,
+    8.36993000007169e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.481067197663442e-05,
-   "min": 5.607314123993828e-05,
-   "max": 7.655696074167888e-05,
+   "seconds": 7.290895549314362e-05,
+   "min": 5.153981631710417e-05,
+   "max": 7.366932822125297e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1441,26 +1441,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003112320005893707,
-    0.0007954559922218323,
-    0.0024621760845184326
+    0.00047721600532531737,
+    0.0010081280469894408,
+    0.0026517438888549803
    ],
-   "host_canary_seconds": 1.1622144999989813e-05,
+   "host_canary_seconds": 1.1946300000005295e-05,
    "pass_seconds": [
-    7.655696074167888e-05,
-    6.481067197663442e-05,
-    5.607314123993828e-05
+    7.366932822125297e-05,
+    5.153981631710417e-05,
+    7.290895549314362e-05
    ],
    "pass_host_canary_seconds": [
-    1.1622144999989813e-05,
-    1.1355470000111721e-05,
-    1.0922579999999015e-05
+    1.1946300000005295e-05,
+    1.4818514999994648e-05,
+    8.36993000007169e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 5.946057538191478e-05,
-   "min": 4.502095282077789e-05,
-   "max": 8.633295127323695e-05,
+   "seconds": 9.410818630740756e-05,
+   "min": 4.319314090978531e-05,
+   "max": 0.00010646933104310717,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1469,26 +1469,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001298239976167679,
-    0.0003215680122375488,
-    0.0008240320086479187
+    0.000178847998380661,
+    0.00038713601231575015,
+    0.0017388479709625243
    ],
-   "host_canary_seconds": 1.0652047499988271e-05,
+   "host_canary_seconds": 1.2746907499998627e-05,
    "pass_seconds": [
-    4.502095282077789e-05,
-    8.633295127323695e-05,
-    5.946057538191478e-05
+    0.00010646933104310717,
+    9.410818630740756e-05,
+    4.319314090978531e-05
    ],
    "pass_host_canary_seconds": [
-    1.0652047499988271e-05,
-    1.1106900000044107e-05,
-    1.1026564999951915e-05
+    1.2746907499998627e-05,
+    1.1708599999984415e-05,
+    8.42816749994313e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 3.454323467754184e-05,
-   "min": 2.905066311359406e-05,
-   "max": 6.646551759470078e-05,
+   "seconds": 7.10308672416778e-05,
+   "min": 6.492038354987191e-05,
+   "max": 8.31337081534522e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1497,26 +1497,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00041942399740219115,
-    0.0008716480135917663,
-    0.0016071679592132568
+    0.0004872640073299408,
+    0.0010663039684295655,
+    0.003165280103683472
    ],
-   "host_canary_seconds": 1.0652047499988271e-05,
+   "host_canary_seconds": 1.2746907499998627e-05,
    "pass_seconds": [
-    2.905066311359406e-05,
-    3.454323467754184e-05,
-    6.646551759470078e-05
+    7.10308672416778e-05,
+    6.492038354987191e-05,
+    8.31337081534522e-05
    ],
    "pass_host_canary_seconds": [
-    1.0652047499988271e-05,
-    1.1106900000044107e-05,
-    1.1026564999951915e-05
+    1.2746907499998627e-05,
+    1.1708599999984415e-05,
+    8.42816749994313e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 3.167618882088434e-05,
-   "min": 2.8259810415052233e-05,
-   "max": 3.302399938305219e-05,
+   "seconds": 2.7529905239741013e-05,
+   "min": 2.1376000273795353e-05,
+   "max": 4.740419061410995e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1525,26 +1525,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.63520011305809e-05,
-    0.00014124800264835358,
-    0.0005147839784622192
+    8.416000008583068e-05,
+    0.00022832000255584717,
+    0.000517632007598877
    ],
-   "host_canary_seconds": 1.1711660000024438e-05,
+   "host_canary_seconds": 1.3621859999979335e-05,
    "pass_seconds": [
-    3.167618882088434e-05,
-    3.302399938305219e-05,
-    2.8259810415052233e-05
+    2.7529905239741013e-05,
+    4.740419061410995e-05,
+    2.1376000273795353e-05
    ],
    "pass_host_canary_seconds": [
-    1.1711660000024438e-05,
-    9.832850000037752e-06,
-    1.1107795000100396e-05
+    1.3621859999979335e-05,
+    1.1688429999985318e-05,
+    9.121319999962907e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.612114679245722e-05,
-   "min": 5.9440762336765004e-05,
-   "max": 6.699276413945924e-05,
+   "seconds": 6.687847489402407e-05,
+   "min": 4.138285844098953e-05,
+   "max": 7.553676054591224e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1553,26 +1553,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024588799476623534,
-    0.0006008639931678772,
-    0.0017333760261535644
+    0.00040121600031852724,
+    0.0006700479984283448,
+    0.0018125439882278442
    ],
-   "host_canary_seconds": 1.1711660000024438e-05,
+   "host_canary_seconds": 1.3621859999979335e-05,
    "pass_seconds": [
-    6.612114679245722e-05,
-    6.699276413945924e-05,
-    5.9440762336765004e-05
+    6.687847489402407e-05,
+    4.138285844098953e-05,
+    7.553676054591224e-05
    ],
    "pass_host_canary_seconds": [
-    1.1711660000024438e-05,
-    9.832850000037752e-06,
-    1.1107795000100396e-05
+    1.3621859999979335e-05,
+    1.1688429999985318e-05,
+    9.121319999962907e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.1888761335895176e-05,
-   "min": 2.6254476713282723e-05,
-   "max": 3.645180946304684e-05,
+   "seconds": 3.092190339451745e-05,
+   "min": 2.8438858687877654e-05,
+   "max": 3.849752531165168e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,26 +1581,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.056000128388405e-05,
-    0.00018771199882030486,
-    0.00046384000778198245
+    6.643199920654297e-05,
+    0.0001990080028772354,
+    0.0005087680220603942
    ],
-   "host_canary_seconds": 1.1104607499987651e-05,
+   "host_canary_seconds": 1.22691800000041e-05,
    "pass_seconds": [
-    2.6254476713282723e-05,
-    3.1888761335895176e-05,
-    3.645180946304684e-05
+    2.8438858687877654e-05,
+    3.092190339451745e-05,
+    3.849752531165168e-05
    ],
    "pass_host_canary_seconds": [
-    1.1104607499987651e-05,
-    8.400585000032378e-06,
-    1.1788099999989754e-05
+    1.22691800000041e-05,
+    1.1382069999967825e-05,
+    1.1826834999979497e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 6.18476170514311e-05,
-   "min": 5.29287617121424e-05,
-   "max": 6.486095275197711e-05,
+   "seconds": 5.582781348909651e-05,
+   "min": 5.3611429674284805e-05,
+   "max": 6.608380483729499e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1609,26 +1609,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002860159873962402,
-    0.0006763839721679688,
-    0.00164956796169281
+    0.0004117119908332825,
+    0.000775488018989563,
+    0.001856287956237793
    ],
-   "host_canary_seconds": 1.1104607499987651e-05,
+   "host_canary_seconds": 1.22691800000041e-05,
    "pass_seconds": [
-    6.18476170514311e-05,
-    5.29287617121424e-05,
-    6.486095275197711e-05
+    6.608380483729499e-05,
+    5.582781348909651e-05,
+    5.3611429674284805e-05
    ],
    "pass_host_canary_seconds": [
-    1.1104607499987651e-05,
-    8.400585000032378e-06,
-    1.1788099999989754e-05
+    1.22691800000041e-05,
+    1.1382069999967825e-05,
+    1.1826834999979497e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.925714260055905e-05,
-   "min": 5.7102474428358534e-05,
-   "max": 6.338438427164441e-05,
+   "seconds": 6.11070515144439e-05,
+   "min": 5.9724191115016024e-05,
+   "max": 6.378819225799471e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1637,26 +1637,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.105599880218506e-05,
-    0.00024959999322891234,
-    0.0009366719722747802
+    0.00010121600329875946,
+    0.0003061439990997314,
+    0.0010250240564346313
    ],
-   "host_canary_seconds": 1.1294147500002793e-05,
+   "host_canary_seconds": 1.2697637499989867e-05,
    "pass_seconds": [
-    5.7102474428358534e-05,
-    6.338438427164441e-05,
-    5.925714260055905e-05
+    6.11070515144439e-05,
+    5.9724191115016024e-05,
+    6.378819225799471e-05
    ],
    "pass_host_canary_seconds": [
-    1.1294147500002793e-05,
-    9.320312500022965e-06,
-    1.1660925000001044e-05
+    1.2697637499989867e-05,
+    1.1218540000044185e-05,
+    1.1977879999989227e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 8.517942684037346e-05,
-   "min": 7.889294872681299e-05,
-   "max": 0.00012380951784905932,
+   "seconds": 0.00010816914304381323,
+   "min": 0.00010404190775893982,
+   "max": 0.00011996494801271526,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1665,26 +1665,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043142399191856384,
-    0.0009649919867515564,
-    0.003142047882080078
+    0.0005084800124168396,
+    0.0011240320205688477,
+    0.0032486720085144042
    ],
-   "host_canary_seconds": 1.1294147500002793e-05,
+   "host_canary_seconds": 1.2697637499989867e-05,
    "pass_seconds": [
-    0.00012380951784905932,
-    7.889294872681299e-05,
-    8.517942684037346e-05
+    0.00011996494801271526,
+    0.00010404190775893982,
+    0.00010816914304381323
    ],
    "pass_host_canary_seconds": [
-    1.1294147500002793e-05,
-    9.320312500022965e-06,
-    1.1660925000001044e-05
+    1.2697637499989867e-05,
+    1.1218540000044185e-05,
+    1.1977879999989227e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.1791237181141264e-05,
-   "min": 3.394590318202973e-05,
-   "max": 6.234057460512435e-05,
+   "seconds": 6.47420971876099e-05,
+   "min": 5.555657261893863e-05,
+   "max": 7.30567645458948e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1693,26 +1693,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001385280042886734,
-    0.00036515200138092043,
-    0.0006893119812011719
+    0.00011974400281906128,
+    0.00029494398832321167,
+    0.0009559360146522522
    ],
-   "host_canary_seconds": 1.3176759999993237e-05,
+   "host_canary_seconds": 1.176040499998976e-05,
    "pass_seconds": [
-    3.394590318202973e-05,
-    4.1791237181141264e-05,
-    6.234057460512435e-05
+    5.555657261893863e-05,
+    7.30567645458948e-05,
+    6.47420971876099e-05
    ],
    "pass_host_canary_seconds": [
-    1.3176759999993237e-05,
-    8.554915000047459e-06,
-    1.1453399999936663e-05
+    1.176040499998976e-05,
+    1.1187595000023975e-05,
+    1.1344784999991475e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010403353295155933,
-   "min": 8.880760981923055e-05,
-   "max": 0.00013923809570925576,
+   "seconds": 0.00010787733253978549,
+   "min": 0.00010650437325239181,
+   "max": 0.0001088883706501552,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1721,26 +1721,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005668799877166748,
-    0.000999072015285492,
-    0.0031355199813842775
+    0.0005357760190963745,
+    0.0011013439893722535,
+    0.0030265278816223144
    ],
-   "host_canary_seconds": 1.3176759999993237e-05,
+   "host_canary_seconds": 1.176040499998976e-05,
    "pass_seconds": [
-    0.00013923809570925576,
-    0.00010403353295155933,
-    8.880760981923055e-05
+    0.0001088883706501552,
+    0.00010787733253978549,
+    0.00010650437325239181
    ],
    "pass_host_canary_seconds": [
-    1.3176759999993237e-05,
-    8.554915000047459e-06,
-    1.1453399999936663e-05
+    1.176040499998976e-05,
+    1.1187595000023975e-05,
+    1.1344784999991475e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.774247576083456e-05,
-   "min": 1.2223999769914718e-05,
-   "max": 1.9388951715968906e-05,
+   "seconds": 1.977828588514101e-05,
+   "min": 1.891428516024635e-05,
+   "max": 1.9883427768945695e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,26 +1749,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.942399844527245e-05,
-    9.763199836015701e-05,
-    0.00033027198910713196
+    3.872000053524971e-05,
+    8.816000074148178e-05,
+    0.0003199999928474426
    ],
-   "host_canary_seconds": 1.1985042499986775e-05,
+   "host_canary_seconds": 1.193983749999461e-05,
    "pass_seconds": [
-    1.9388951715968906e-05,
-    1.2223999769914718e-05,
-    1.774247576083456e-05
+    1.891428516024635e-05,
+    1.9883427768945695e-05,
+    1.977828588514101e-05
    ],
    "pass_host_canary_seconds": [
-    1.1985042499986775e-05,
-    9.865090000005239e-06,
-    1.1383947500007707e-05
+    1.193983749999461e-05,
+    1.1120909999959848e-05,
+    1.1617490000048746e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.8867809900215693e-05,
-   "min": 2.661181205794925e-05,
-   "max": 3.0852570242825e-05,
+   "seconds": 3.001295083335468e-05,
+   "min": 2.5716572822559445e-05,
+   "max": 3.1236573344185236e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1777,26 +1777,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020524799823760985,
-    0.00034911999106407163,
-    0.0008972160220146179
+    0.00015104000270366668,
+    0.0003055039942264557,
+    0.0009046400189399719
    ],
-   "host_canary_seconds": 1.1985042499986775e-05,
+   "host_canary_seconds": 1.193983749999461e-05,
    "pass_seconds": [
-    2.661181205794925e-05,
-    2.8867809900215693e-05,
-    3.0852570242825e-05
+    3.1236573344185236e-05,
+    2.5716572822559445e-05,
+    3.001295083335468e-05
    ],
    "pass_host_canary_seconds": [
-    1.1985042499986775e-05,
-    9.865090000005239e-06,
-    1.1383947500007707e-05
+    1.193983749999461e-05,
+    1.1120909999959848e-05,
+    1.1617490000048746e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.862857100509462e-05,
-   "min": 1.1367619392417726e-05,
-   "max": 1.9661713568937212e-05,
+   "seconds": 1.976000091859272e-05,
+   "min": 1.7154286659899213e-05,
+   "max": 2.0342095976784116e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1805,26 +1805,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.817599967122078e-05,
-    0.00012268800288438796,
-    0.00035494399070739745
+    5.507199838757515e-05,
+    7.785599678754807e-05,
+    0.0003474560081958771
    ],
-   "host_canary_seconds": 1.2116265000017278e-05,
+   "host_canary_seconds": 1.208938000001325e-05,
    "pass_seconds": [
-    1.9661713568937212e-05,
-    1.1367619392417726e-05,
-    1.862857100509462e-05
+    2.0342095976784116e-05,
+    1.7154286659899213e-05,
+    1.976000091859272e-05
    ],
    "pass_host_canary_seconds": [
-    1.2116265000017278e-05,
-    9.702867500038792e-06,
-    1.1645765000025676e-05
+    1.208938000001325e-05,
+    1.1003225000010275e-05,
+    1.1643805000005613e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.6361141886029924e-05,
-   "min": 2.4629333544345126e-05,
-   "max": 3.5210665137994856e-05,
+   "seconds": 3.255314025140944e-05,
+   "min": 2.4127237498760223e-05,
+   "max": 4.353600101811547e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1833,26 +1833,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000236735999584198,
-    0.00041411200165748595,
-    0.0009159359931945801
+    0.00019523200392723085,
+    0.0003672960102558136,
+    0.0011468800306320191
    ],
-   "host_canary_seconds": 1.2116265000017278e-05,
+   "host_canary_seconds": 1.208938000001325e-05,
    "pass_seconds": [
-    2.4629333544345126e-05,
-    3.5210665137994856e-05,
-    2.6361141886029924e-05
+    4.353600101811547e-05,
+    2.4127237498760223e-05,
+    3.255314025140944e-05
    ],
    "pass_host_canary_seconds": [
-    1.2116265000017278e-05,
-    9.702867500038792e-06,
-    1.1645765000025676e-05
+    1.208938000001325e-05,
+    1.1003225000010275e-05,
+    1.1643805000005613e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.211885753132048e-05,
-   "min": 1.134552371998628e-05,
-   "max": 1.81996189057827e-05,
+   "seconds": 1.713371401031812e-05,
+   "min": 1.637333400902294e-05,
+   "max": 1.831161922642163e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1861,26 +1861,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.903999924659729e-05,
-    9.267199784517288e-05,
-    0.00031171199679374693
+    3.6959998309612273e-05,
+    8.473599702119828e-05,
+    0.00030924800038337706
    ],
-   "host_canary_seconds": 1.2172419999956219e-05,
+   "host_canary_seconds": 1.1752700000009497e-05,
    "pass_seconds": [
-    1.81996189057827e-05,
-    1.211885753132048e-05,
-    1.134552371998628e-05
+    1.831161922642163e-05,
+    1.637333400902294e-05,
+    1.713371401031812e-05
    ],
    "pass_host_canary_seconds": [
-    1.2172419999956219e-05,
-    8.043855000039458e-06,
-    8.13089000004652e-06
+    1.1752700000009497e-05,
+    1.1063642499991033e-05,
+    1.1303965000024618e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 3.099885804667359e-05,
-   "min": 2.7692953922918868e-05,
-   "max": 3.5257903238137555e-05,
+   "seconds": 2.901866553085191e-05,
+   "min": 2.6196572929620743e-05,
+   "max": 3.0018287577799396e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,26 +1889,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017791999876499176,
-    0.00031760001182556155,
-    0.0008669760227203369
+    0.00019030399620532988,
+    0.0003287999927997589,
+    0.0009130880236625672
    ],
-   "host_canary_seconds": 1.2172419999956219e-05,
+   "host_canary_seconds": 1.1752700000009497e-05,
    "pass_seconds": [
-    2.7692953922918868e-05,
-    3.5257903238137555e-05,
-    3.099885804667359e-05
+    3.0018287577799396e-05,
+    2.901866553085191e-05,
+    2.6196572929620743e-05
    ],
    "pass_host_canary_seconds": [
-    1.2172419999956219e-05,
-    8.043855000039458e-06,
-    8.13089000004652e-06
+    1.1752700000009497e-05,
+    1.1063642499991033e-05,
+    1.1303965000024618e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.2697142859299979e-05,
-   "min": 1.1874286014409292e-05,
-   "max": 1.743771384159724e-05,
+   "seconds": 1.6441143871772857e-05,
+   "min": 1.4455618602888923e-05,
+   "max": 1.8076191345850624e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1917,26 +1917,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0479998588562014e-05,
-    0.00011222399771213532,
-    0.0003218559920787811
+    6.163199990987778e-05,
+    9.203200042247772e-05,
+    0.0002741439938545227
    ],
-   "host_canary_seconds": 1.202934999994909e-05,
+   "host_canary_seconds": 1.0986480000010347e-05,
    "pass_seconds": [
-    1.743771384159724e-05,
-    1.1874286014409292e-05,
-    1.2697142859299979e-05
+    1.4455618602888923e-05,
+    1.6441143871772857e-05,
+    1.8076191345850624e-05
    ],
    "pass_host_canary_seconds": [
-    1.202934999994909e-05,
-    8.136929999977837e-06,
-    8.188452499950928e-06
+    1.0986480000010347e-05,
+    1.1001390000018318e-05,
+    1.1566465000072412e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 3.0074665588991983e-05,
-   "min": 2.74156214935439e-05,
-   "max": 3.4087619079010834e-05,
+   "seconds": 2.918247718896185e-05,
+   "min": 2.7421712875366214e-05,
+   "max": 3.0305523247945876e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1945,26 +1945,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020956799387931825,
-    0.0003225280046463013,
-    0.0008751680254936218
+    0.00018464000523090362,
+    0.00031084799766540526,
+    0.0008129919767379761
    ],
-   "host_canary_seconds": 1.202934999994909e-05,
+   "host_canary_seconds": 1.0986480000010347e-05,
    "pass_seconds": [
-    2.74156214935439e-05,
-    3.4087619079010834e-05,
-    3.0074665588991983e-05
+    2.7421712875366214e-05,
+    2.918247718896185e-05,
+    3.0305523247945876e-05
    ],
    "pass_host_canary_seconds": [
-    1.202934999994909e-05,
-    8.136929999977837e-06,
-    8.188452499950928e-06
+    1.0986480000010347e-05,
+    1.1001390000018318e-05,
+    1.1566465000072412e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.3977143203928359e-05,
-   "min": 1.1360762108649525e-05,
-   "max": 1.7718856178578876e-05,
+   "seconds": 1.6448762800012316e-05,
+   "min": 1.5547428368812517e-05,
+   "max": 1.733181004722913e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,26 +1973,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7376001477241516e-05,
-    8.931200206279755e-05,
-    0.00030275198817253114
+    2.8704000636935235e-05,
+    7.487999647855759e-05,
+    0.0002617599964141846
    ],
-   "host_canary_seconds": 1.218354999998894e-05,
+   "host_canary_seconds": 1.1418872499984189e-05,
    "pass_seconds": [
-    1.7718856178578876e-05,
-    1.1360762108649525e-05,
-    1.3977143203928359e-05
+    1.5547428368812517e-05,
+    1.6448762800012316e-05,
+    1.733181004722913e-05
    ],
    "pass_host_canary_seconds": [
-    1.218354999998894e-05,
-    8.402570000001219e-06,
-    8.418574999922157e-06
+    1.1418872499984189e-05,
+    1.0681804999990163e-05,
+    1.1367127499966044e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.7936762819687525e-05,
-   "min": 2.3919238575867245e-05,
-   "max": 3.568381026742005e-05,
+   "seconds": 2.8965331436622713e-05,
+   "min": 2.3523808590003427e-05,
+   "max": 3.3804192163404957e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2001,26 +2001,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001599999964237213,
-    0.00031228798627853395,
-    0.0007936959862709045
+    0.00014316800236701966,
+    0.00027532801032066346,
+    0.0008781440258026123
    ],
-   "host_canary_seconds": 1.218354999998894e-05,
+   "host_canary_seconds": 1.1418872499984189e-05,
    "pass_seconds": [
-    2.3919238575867245e-05,
-    3.568381026742005e-05,
-    2.7936762819687525e-05
+    3.3804192163404957e-05,
+    2.3523808590003427e-05,
+    2.8965331436622713e-05
    ],
    "pass_host_canary_seconds": [
-    1.218354999998894e-05,
-    8.402570000001219e-06,
-    8.418574999922157e-06
+    1.1418872499984189e-05,
+    1.0681804999990163e-05,
+    1.1367127499966044e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.6941714499677928e-05,
-   "min": 1.2790856616837637e-05,
-   "max": 1.7869713583162853e-05,
+   "seconds": 1.760533345597131e-05,
+   "min": 1.707657178243001e-05,
+   "max": 1.8394666058676583e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2029,26 +2029,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9264000505208966e-05,
-    0.0001136000007390976,
-    0.0003275519907474518
+    5.603199824690819e-05,
+    0.00010860799998044968,
+    0.000320032000541687
    ],
-   "host_canary_seconds": 1.1991729999962786e-05,
+   "host_canary_seconds": 1.1702274999976225e-05,
    "pass_seconds": [
-    1.7869713583162853e-05,
-    1.6941714499677928e-05,
-    1.2790856616837637e-05
+    1.760533345597131e-05,
+    1.707657178243001e-05,
+    1.8394666058676583e-05
    ],
    "pass_host_canary_seconds": [
-    1.1991729999962786e-05,
-    1.1056445000008353e-05,
-    8.406502499980205e-06
+    1.1702274999976225e-05,
+    1.0878140000016855e-05,
+    1.1149239999923566e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.2969144618227366e-05,
-   "min": 2.186514330761774e-05,
-   "max": 3.555504622913542e-05,
+   "seconds": 2.588799879664467e-05,
+   "min": 1.723428744645345e-05,
+   "max": 2.809676173187437e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2057,26 +2057,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018537600338459014,
-    0.000305184006690979,
-    0.0007970560193061828
+    0.00025567999482154847,
+    0.00038390401005744936,
+    0.0007861760258674621
    ],
-   "host_canary_seconds": 1.1991729999962786e-05,
+   "host_canary_seconds": 1.1702274999976225e-05,
    "pass_seconds": [
-    2.2969144618227366e-05,
-    2.186514330761774e-05,
-    3.555504622913542e-05
+    1.723428744645345e-05,
+    2.588799879664467e-05,
+    2.809676173187437e-05
    ],
    "pass_host_canary_seconds": [
-    1.1991729999962786e-05,
-    1.1056445000008353e-05,
-    8.406502499980205e-06
+    1.1702274999976225e-05,
+    1.0878140000016855e-05,
+    1.1149239999923566e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.62163811425368e-05,
-   "min": 1.0976000289831843e-05,
-   "max": 1.7574095655055272e-05,
+   "seconds": 1.7347048081102825e-05,
+   "min": 1.731504641828083e-05,
+   "max": 1.982628669412363e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2085,26 +2085,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.8079999387264255e-05,
-    8.899199962615967e-05,
-    0.00030108800530433653
+    3.654399886727333e-05,
+    5.9296000748872755e-05,
+    0.00032169601321220396
    ],
-   "host_canary_seconds": 1.19915600000553e-05,
+   "host_canary_seconds": 1.1686139999991241e-05,
    "pass_seconds": [
-    1.7574095655055272e-05,
-    1.62163811425368e-05,
-    1.0976000289831843e-05
+    1.982628669412363e-05,
+    1.7347048081102825e-05,
+    1.731504641828083e-05
    ],
    "pass_host_canary_seconds": [
-    1.19915600000553e-05,
-    1.101572500004977e-05,
-    8.223227499968288e-06
+    1.1686139999991241e-05,
+    1.1227164999993989e-05,
+    1.108641750001027e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.6655238121747965e-05,
-   "min": 2.5465903892403567e-05,
-   "max": 4.199466561632496e-05,
+   "seconds": 2.9463620412917366e-05,
+   "min": 2.7420190473397568e-05,
+   "max": 3.425980811672552e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2113,26 +2113,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017107200622558594,
-    0.0002841599881649017,
-    0.0008113279938697815
+    0.00012950399518013,
+    0.0002684479951858521,
+    0.000933023989200592
    ],
-   "host_canary_seconds": 1.19915600000553e-05,
+   "host_canary_seconds": 1.1686139999991241e-05,
    "pass_seconds": [
-    2.5465903892403567e-05,
-    2.6655238121747965e-05,
-    4.199466561632496e-05
+    3.425980811672552e-05,
+    2.7420190473397568e-05,
+    2.9463620412917366e-05
    ],
    "pass_host_canary_seconds": [
-    1.19915600000553e-05,
-    1.101572500004977e-05,
-    8.223227499968288e-06
+    1.1686139999991241e-05,
+    1.1227164999993989e-05,
+    1.108641750001027e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.6418285135711945e-05,
-   "min": 1.2064000148148765e-05,
-   "max": 1.6860190956365494e-05,
+   "seconds": 1.7283809504338674e-05,
+   "min": 1.6571429336354847e-05,
+   "max": 1.8186665716625395e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2141,26 +2141,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.233600154519081e-05,
-    0.00011510399729013443,
-    0.00031596800684928895
+    6.780800223350525e-05,
+    0.00012294399738311767,
+    0.0003407999873161316
    ],
-   "host_canary_seconds": 1.2157004999977516e-05,
+   "host_canary_seconds": 1.1674534999990272e-05,
    "pass_seconds": [
-    1.6860190956365494e-05,
-    1.6418285135711945e-05,
-    1.2064000148148765e-05
+    1.8186665716625395e-05,
+    1.6571429336354847e-05,
+    1.7283809504338674e-05
    ],
    "pass_host_canary_seconds": [
-    1.2157004999977516e-05,
-    1.0666634999978441e-05,
-    1.050340500000857e-05
+    1.1674534999990272e-05,
+    1.070883500005948e-05,
+    1.1741185000033738e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.970895135686511e-05,
-   "min": 2.4963047710202984e-05,
-   "max": 4.433752294807206e-05,
+   "seconds": 2.7964189648628238e-05,
+   "min": 2.5081141896191092e-05,
+   "max": 2.8710095123166127e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2169,26 +2169,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019203199446201326,
-    0.0003267199993133545,
-    0.0008888959884643555
+    0.0002936320006847382,
+    0.00044512000679969787,
+    0.000990239977836609
    ],
-   "host_canary_seconds": 1.2157004999977516e-05,
+   "host_canary_seconds": 1.1674534999990272e-05,
    "pass_seconds": [
-    2.970895135686511e-05,
-    2.4963047710202984e-05,
-    4.433752294807206e-05
+    2.7964189648628238e-05,
+    2.8710095123166127e-05,
+    2.5081141896191092e-05
    ],
    "pass_host_canary_seconds": [
-    1.2157004999977516e-05,
-    1.0666634999978441e-05,
-    1.050340500000857e-05
+    1.1674534999990272e-05,
+    1.070883500005948e-05,
+    1.1741185000033738e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.71718102480684e-05,
-   "min": 1.7065903970173425e-05,
-   "max": 1.9157333033425466e-05,
+   "seconds": 1.6662856297833578e-05,
+   "min": 1.631161996296474e-05,
+   "max": 1.751466716329257e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,26 +2197,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.888000175356865e-05,
-    7.657600194215775e-05,
-    0.000290367990732193
+    3.999999910593033e-05,
+    9.139200299978256e-05,
+    0.00030233600735664367
    ],
-   "host_canary_seconds": 1.2132385000001023e-05,
+   "host_canary_seconds": 1.2005162499999501e-05,
    "pass_seconds": [
-    1.7065903970173425e-05,
-    1.71718102480684e-05,
-    1.9157333033425466e-05
+    1.751466716329257e-05,
+    1.6662856297833578e-05,
+    1.631161996296474e-05
    ],
    "pass_host_canary_seconds": [
-    1.2132385000001023e-05,
-    1.0997552500029427e-05,
-    1.1950880000028973e-05
+    1.2005162499999501e-05,
+    1.1022387500005948e-05,
+    1.1874630000008323e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.520457247183437e-05,
-   "min": 2.4566094080607093e-05,
-   "max": 3.0302477024850392e-05,
+   "seconds": 2.6469331766877856e-05,
+   "min": 2.5583238828749877e-05,
+   "max": 2.9683046575103488e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,26 +2225,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019833600521087646,
-    0.000288127988576889,
-    0.0008914240002632141
+    0.00023372800648212432,
+    0.00037091198563575745,
+    0.0009402239918708801
    ],
-   "host_canary_seconds": 1.2132385000001023e-05,
+   "host_canary_seconds": 1.2005162499999501e-05,
    "pass_seconds": [
-    3.0302477024850392e-05,
-    2.520457247183437e-05,
-    2.4566094080607093e-05
+    2.9683046575103488e-05,
+    2.6469331766877856e-05,
+    2.5583238828749877e-05
    ],
    "pass_host_canary_seconds": [
-    1.2132385000001023e-05,
-    1.0997552500029427e-05,
-    1.1950880000028973e-05
+    1.2005162499999501e-05,
+    1.1022387500005948e-05,
+    1.1874630000008323e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.693942788101378e-05,
-   "min": 1.5318094797077633e-05,
-   "max": 1.8074666105565572e-05,
+   "seconds": 1.7257141925039745e-05,
+   "min": 1.6621713836987813e-05,
+   "max": 1.9193905450048903e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2253,26 +2253,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.990400165319443e-05,
-    0.00011379200220108033,
-    0.0003309119939804077
+    6.598400324583054e-05,
+    0.0001348160058259964,
+    0.00033052799105644226
    ],
-   "host_canary_seconds": 1.1878479999936076e-05,
+   "host_canary_seconds": 1.1836494999997171e-05,
    "pass_seconds": [
-    1.8074666105565572e-05,
-    1.693942788101378e-05,
-    1.5318094797077633e-05
+    1.7257141925039745e-05,
+    1.6621713836987813e-05,
+    1.9193905450048903e-05
    ],
    "pass_host_canary_seconds": [
-    1.1878479999936076e-05,
-    1.1345284999890736e-05,
-    1.207426000007672e-05
+    1.1836494999997171e-05,
+    1.110499999999348e-05,
+    1.228813499992043e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.202666799227396e-05,
-   "min": 2.0726856199048815e-05,
-   "max": 2.984533529906045e-05,
+   "seconds": 2.4742096662521355e-05,
+   "min": 2.4662095875967117e-05,
+   "max": 2.7867427894047332e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2281,26 +2281,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001996160000562668,
-    0.00037491199374198916,
-    0.0009289280176162719
+    0.000226623997092247,
+    0.00035404801368713377,
+    0.0008559679985046387
    ],
-   "host_canary_seconds": 1.1878479999936076e-05,
+   "host_canary_seconds": 1.1836494999997171e-05,
    "pass_seconds": [
-    2.984533529906045e-05,
-    2.202666799227396e-05,
-    2.0726856199048815e-05
+    2.4662095875967117e-05,
+    2.7867427894047332e-05,
+    2.4742096662521355e-05
    ],
    "pass_host_canary_seconds": [
-    1.1878479999936076e-05,
-    1.1345284999890736e-05,
-    1.207426000007672e-05
+    1.1836494999997171e-05,
+    1.110499999999348e-05,
+    1.228813499992043e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.9100952403885977e-05,
-   "min": 2.901485651021912e-05,
-   "max": 3.501790300721214e-05,
+   "seconds": 2.5418666324445177e-05,
+   "min": 1.8575238507418403e-05,
+   "max": 2.7644951960870197e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2309,26 +2309,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.499199986457825e-05,
-    0.00010873600095510483,
-    0.0004724479913711548
+    4.5536000281572345e-05,
+    0.00013283200562000275,
+    0.0003346880078315735
    ],
-   "host_canary_seconds": 1.1942595000000721e-05,
+   "host_canary_seconds": 1.1523207500001576e-05,
    "pass_seconds": [
-    2.901485651021912e-05,
-    2.9100952403885977e-05,
-    3.501790300721214e-05
+    1.8575238507418403e-05,
+    2.5418666324445177e-05,
+    2.7644951960870197e-05
    ],
    "pass_host_canary_seconds": [
-    1.1942595000000721e-05,
-    1.149925999996526e-05,
-    1.2925082499961604e-05
+    1.1523207500001576e-05,
+    1.0926210000050674e-05,
+    1.127329749998296e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.255542682749885e-05,
-   "min": 1.755352389244806e-05,
-   "max": 2.4143236556223468e-05,
+   "seconds": 2.8544004651762197e-05,
+   "min": 2.7538288029886427e-05,
+   "max": 3.835276035325868e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2337,26 +2337,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015360000729560853,
-    0.0003467839956283569,
-    0.0009622079730033875
+    0.00023520000278949736,
+    0.00032515200972557066,
+    0.001062175989151001
    ],
-   "host_canary_seconds": 1.1942595000000721e-05,
+   "host_canary_seconds": 1.1523207500001576e-05,
    "pass_seconds": [
-    2.4143236556223468e-05,
-    1.755352389244806e-05,
-    2.255542682749885e-05
+    3.835276035325868e-05,
+    2.7538288029886427e-05,
+    2.8544004651762197e-05
    ],
    "pass_host_canary_seconds": [
-    1.1942595000000721e-05,
-    1.149925999996526e-05,
-    1.2925082499961604e-05
+    1.1523207500001576e-05,
+    1.0926210000050674e-05,
+    1.127329749998296e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.7962666359685713e-05,
-   "min": 2.7267046982333776e-05,
-   "max": 3.0163807883149104e-05,
+   "seconds": 2.8220190533569883e-05,
+   "min": 2.64266665492739e-05,
+   "max": 3.147504638348307e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2365,26 +2365,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.366400212049484e-05,
-    0.00015494400262832642,
-    0.0004824959933757782
+    5.2287999540567396e-05,
+    0.000175135999917984,
+    0.0005338879823684693
    ],
-   "host_canary_seconds": 1.1865527499992369e-05,
+   "host_canary_seconds": 1.1976984999986229e-05,
    "pass_seconds": [
-    2.7267046982333776e-05,
-    2.7962666359685713e-05,
-    3.0163807883149104e-05
+    3.147504638348307e-05,
+    2.64266665492739e-05,
+    2.8220190533569883e-05
    ],
    "pass_host_canary_seconds": [
-    1.1865527499992369e-05,
-    1.1017960000003768e-05,
-    1.2659914999915146e-05
+    1.1976984999986229e-05,
+    1.0880284999963407e-05,
+    1.1804802500066102e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.7664760571150553e-05,
-   "min": 2.5476569575922835e-05,
-   "max": 2.8329147824219292e-05,
+   "seconds": 2.646933868527412e-05,
+   "min": 2.5538289830798208e-05,
+   "max": 3.049447955120177e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,26 +2393,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023126399517059326,
-    0.0003701440095901489,
-    0.0010159679651260377
+    0.0003007679879665375,
+    0.0004228160083293915,
+    0.0011526720523834229
    ],
-   "host_canary_seconds": 1.1865527499992369e-05,
+   "host_canary_seconds": 1.1976984999986229e-05,
    "pass_seconds": [
-    2.5476569575922835e-05,
-    2.7664760571150553e-05,
-    2.8329147824219292e-05
+    2.646933868527412e-05,
+    2.5538289830798208e-05,
+    3.049447955120177e-05
    ],
    "pass_host_canary_seconds": [
-    1.1865527499992369e-05,
-    1.1017960000003768e-05,
-    1.2659914999915146e-05
+    1.1976984999986229e-05,
+    1.0880284999963407e-05,
+    1.1804802500066102e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.3967999922377722e-05,
-   "min": 8.430475989977518e-06,
-   "max": 1.6431237437895367e-05,
+   "seconds": 1.3711238368636087e-05,
+   "min": 1.3589333742856979e-05,
+   "max": 1.3907809963538533e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,26 +2421,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.254399821162224e-05,
-    7.814399898052215e-05,
-    0.00024329599738121032
+    3.574400022625923e-05,
+    7.926400005817413e-05,
+    0.00024220800399780274
    ],
-   "host_canary_seconds": 1.187196999996587e-05,
+   "host_canary_seconds": 1.184065749999519e-05,
    "pass_seconds": [
-    1.3967999922377722e-05,
-    8.430475989977518e-06,
-    1.6431237437895367e-05
+    1.3711238368636087e-05,
+    1.3907809963538533e-05,
+    1.3589333742856979e-05
    ],
    "pass_host_canary_seconds": [
-    1.187196999996587e-05,
-    1.0967134999972927e-05,
-    1.26875824999928e-05
+    1.184065749999519e-05,
+    1.0966030000005845e-05,
+    1.2211729999975774e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.054475979436011e-05,
-   "min": 2.5993142986581437e-05,
-   "max": 3.1966474084627064e-05,
+   "seconds": 3.250895139007341e-05,
+   "min": 3.128761913449991e-05,
+   "max": 3.610742677535329e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2449,26 +2449,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016655999422073364,
-    0.000272352010011673,
-    0.0007612800002098083
+    0.00020384000241756439,
+    0.00032822400331497195,
+    0.0008923839926719665
    ],
-   "host_canary_seconds": 1.187196999996587e-05,
+   "host_canary_seconds": 1.184065749999519e-05,
    "pass_seconds": [
-    2.5993142986581437e-05,
-    3.1966474084627064e-05,
-    3.054475979436011e-05
+    3.250895139007341e-05,
+    3.128761913449991e-05,
+    3.610742677535329e-05
    ],
    "pass_host_canary_seconds": [
-    1.187196999996587e-05,
-    1.0967134999972927e-05,
-    1.26875824999928e-05
+    1.184065749999519e-05,
+    1.0966030000005845e-05,
+    1.2211729999975774e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.4246095149289993e-05,
-   "min": 9.576381317206793e-06,
-   "max": 1.7890285345770063e-05,
+   "seconds": 1.4399238995143346e-05,
+   "min": 1.3120761939457486e-05,
+   "max": 1.4464000506060465e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2477,26 +2477,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.4719999432563783e-05,
-    9.31520015001297e-05,
-    0.000266975998878479
+    5.3247999399900436e-05,
+    9.299200028181076e-05,
+    0.00026899200677871703
    ],
-   "host_canary_seconds": 1.1990400000030378e-05,
+   "host_canary_seconds": 1.1799785000015107e-05,
    "pass_seconds": [
-    1.4246095149289993e-05,
-    9.576381317206793e-06,
-    1.7890285345770063e-05
+    1.4464000506060465e-05,
+    1.3120761939457486e-05,
+    1.4399238995143346e-05
    ],
    "pass_host_canary_seconds": [
-    1.1990400000030378e-05,
-    7.900064999972756e-06,
-    1.2093889999960083e-05
+    1.1799785000015107e-05,
+    1.0786475000017504e-05,
+    1.2043315000056509e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.176000111159825e-05,
-   "min": 2.114209727871985e-05,
-   "max": 3.388647841555731e-05,
+   "seconds": 3.497599703924997e-05,
+   "min": 3.15078120856058e-05,
+   "max": 3.844800130242393e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2505,26 +2505,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018236799538135529,
-    0.0003024640083312988,
-    0.0008962560296058655
+    0.00024348799884319305,
+    0.0004108160138130188,
+    0.0010400320291519165
    ],
-   "host_canary_seconds": 1.1990400000030378e-05,
+   "host_canary_seconds": 1.1799785000015107e-05,
    "pass_seconds": [
-    3.388647841555731e-05,
-    3.176000111159825e-05,
-    2.114209727871985e-05
+    3.844800130242393e-05,
+    3.15078120856058e-05,
+    3.497599703924997e-05
    ],
    "pass_host_canary_seconds": [
-    1.1990400000030378e-05,
-    7.900064999972756e-06,
-    1.2093889999960083e-05
+    1.1799785000015107e-05,
+    1.0786475000017504e-05,
+    1.2043315000056509e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.530895275729043e-05,
-   "min": 1.1647238263062069e-05,
-   "max": 1.5454477142719996e-05,
+   "seconds": 1.5800381700197855e-05,
+   "min": 1.4304762173976215e-05,
+   "max": 1.6045714418093365e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2533,26 +2533,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6671999841928484e-05,
-    7.868800312280655e-05,
-    0.0002670400142669678
+    3.366399928927422e-05,
+    8.723200112581253e-05,
+    0.00027616000175476074
    ],
-   "host_canary_seconds": 1.1859859999958645e-05,
+   "host_canary_seconds": 1.2314865000000451e-05,
    "pass_seconds": [
-    1.5454477142719996e-05,
-    1.1647238263062069e-05,
-    1.530895275729043e-05
+    1.6045714418093365e-05,
+    1.4304762173976215e-05,
+    1.5800381700197855e-05
    ],
    "pass_host_canary_seconds": [
-    1.1859859999958645e-05,
-    8.480179999992288e-06,
-    1.1606639999968137e-05
+    1.2314865000000451e-05,
+    1.117687499998965e-05,
+    1.128263249995598e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.6345145972002115e-05,
-   "min": 5.472152218932197e-05,
-   "max": 6.166476259628932e-05,
+   "seconds": 5.713142596539996e-05,
+   "min": 5.1310476802644284e-05,
+   "max": 5.860494848872933e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2561,26 +2561,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001685120016336441,
-    0.0003650560081005096,
-    0.001313696026802063
+    0.00026927998661994935,
+    0.0004769279956817627,
+    0.0013629759550094604
    ],
-   "host_canary_seconds": 1.1859859999958645e-05,
+   "host_canary_seconds": 1.2314865000000451e-05,
    "pass_seconds": [
-    6.166476259628932e-05,
-    5.6345145972002115e-05,
-    5.472152218932197e-05
+    5.713142596539996e-05,
+    5.860494848872933e-05,
+    5.1310476802644284e-05
    ],
    "pass_host_canary_seconds": [
-    1.1859859999958645e-05,
-    8.480179999992288e-06,
-    1.1606639999968137e-05
+    1.2314865000000451e-05,
+    1.117687499998965e-05,
+    1.128263249995598e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.5750096135196232e-05,
-   "min": 1.0994286232051394e-05,
-   "max": 1.7681523447945005e-05,
+   "seconds": 1.5202285810595466e-05,
+   "min": 1.4964570601781209e-05,
+   "max": 1.7333333336171648e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2589,26 +2589,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.724800005555153e-05,
-    0.00010096000134944915,
-    0.00029232001304626464
+    5.795200169086456e-05,
+    0.00010844799876213074,
+    0.00028428798913955687
    ],
-   "host_canary_seconds": 1.1756537500033914e-05,
+   "host_canary_seconds": 1.1917792500000246e-05,
    "pass_seconds": [
-    1.5750096135196232e-05,
-    1.0994286232051394e-05,
-    1.7681523447945005e-05
+    1.4964570601781209e-05,
+    1.5202285810595466e-05,
+    1.7333333336171648e-05
    ],
    "pass_host_canary_seconds": [
-    1.1756537500033914e-05,
-    8.341919999992341e-06,
-    1.2000619999952278e-05
+    1.1917792500000246e-05,
+    1.1069942500014918e-05,
+    1.0704962500014404e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.6856380864268264e-05,
-   "min": 4.811199488384383e-05,
-   "max": 5.7553522643588844e-05,
+   "seconds": 5.4766475622143053e-05,
+   "min": 4.122743116957802e-05,
+   "max": 5.566400005703881e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2617,26 +2617,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023971199989318847,
-    0.0004786880016326904,
-    0.00121343994140625
+    0.00029443201422691345,
+    0.0005163840055465699,
+    0.0013572160005569458
    ],
-   "host_canary_seconds": 1.1756537500033914e-05,
+   "host_canary_seconds": 1.1917792500000246e-05,
    "pass_seconds": [
-    4.811199488384383e-05,
-    5.6856380864268264e-05,
-    5.7553522643588844e-05
+    5.566400005703881e-05,
+    5.4766475622143053e-05,
+    4.122743116957802e-05
    ],
    "pass_host_canary_seconds": [
-    1.1756537500033914e-05,
-    8.341919999992341e-06,
-    1.2000619999952278e-05
+    1.1917792500000246e-05,
+    1.1069942500014918e-05,
+    1.0704962500014404e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.4358857291794959e-05,
-   "min": 9.23123840420019e-06,
-   "max": 1.4635428431488221e-05,
+   "seconds": 1.4233904757669996e-05,
+   "min": 1.3397333079150743e-05,
+   "max": 1.4988190538826446e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2645,26 +2645,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0463999137282373e-05,
-    7.971200346946716e-05,
-    0.0002479040026664734
+    3.3055998384952545e-05,
+    7.56480023264885e-05,
+    0.0002465279996395111
    ],
-   "host_canary_seconds": 1.2108130000001439e-05,
+   "host_canary_seconds": 1.152965250000193e-05,
    "pass_seconds": [
-    1.4358857291794959e-05,
-    9.23123840420019e-06,
-    1.4635428431488221e-05
+    1.4233904757669996e-05,
+    1.4988190538826446e-05,
+    1.3397333079150743e-05
    ],
    "pass_host_canary_seconds": [
-    1.2108130000001439e-05,
-    9.164685000087047e-06,
-    1.163986999998201e-05
+    1.152965250000193e-05,
+    1.1410595000000967e-05,
+    1.0998942500037856e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.7289904430508617e-05,
-   "min": 3.191999833853471e-05,
-   "max": 3.885028227454139e-05,
+   "seconds": 3.744457112181754e-05,
+   "min": 2.981028581658999e-05,
+   "max": 3.98590462725787e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2673,26 +2673,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016275200247764589,
-    0.00029331201314926146,
-    0.0008541759848594665
+    0.0001961600035429001,
+    0.0003657599985599518,
+    0.0009761919975280762
    ],
-   "host_canary_seconds": 1.2108130000001439e-05,
+   "host_canary_seconds": 1.152965250000193e-05,
    "pass_seconds": [
-    3.191999833853471e-05,
-    3.7289904430508617e-05,
-    3.885028227454139e-05
+    3.744457112181754e-05,
+    2.981028581658999e-05,
+    3.98590462725787e-05
    ],
    "pass_host_canary_seconds": [
-    1.2108130000001439e-05,
-    9.164685000087047e-06,
-    1.163986999998201e-05
+    1.152965250000193e-05,
+    1.1410595000000967e-05,
+    1.0998942500037856e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.4549333247400467e-05,
-   "min": 9.140570958455403e-06,
-   "max": 1.592990489942687e-05,
+   "seconds": 1.575314253568649e-05,
+   "min": 1.4441142656973431e-05,
+   "max": 1.6221714871270316e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2701,26 +2701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.465599894523621e-05,
-    0.00010886400192975997,
-    0.000295744001865387
+    3.651199862360954e-05,
+    0.00010304000228643417,
+    0.000279231995344162
    ],
-   "host_canary_seconds": 1.1831174999983318e-05,
+   "host_canary_seconds": 1.1766060000013567e-05,
    "pass_seconds": [
-    1.592990489942687e-05,
-    9.140570958455403e-06,
-    1.4549333247400467e-05
+    1.575314253568649e-05,
+    1.6221714871270316e-05,
+    1.4441142656973431e-05
    ],
    "pass_host_canary_seconds": [
-    1.1831174999983318e-05,
-    8.007979999931081e-06,
-    1.1265365000099336e-05
+    1.1766060000013567e-05,
+    1.1765719999985436e-05,
+    1.0821985000006862e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 4.0313138670864564e-05,
-   "min": 3.373790514611062e-05,
-   "max": 4.1539047445569713e-05,
+   "seconds": 3.659657176051821e-05,
+   "min": 3.0525713981617064e-05,
+   "max": 4.094400150435311e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2729,26 +2729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020969599485397338,
-    0.00033446401357650757,
-    0.0010386879444122315
+    0.00025705599784851075,
+    0.0004307200014591217,
+    0.0010478399991989136
    ],
-   "host_canary_seconds": 1.1831174999983318e-05,
+   "host_canary_seconds": 1.1766060000013567e-05,
    "pass_seconds": [
-    4.0313138670864564e-05,
-    4.1539047445569713e-05,
-    3.373790514611062e-05
+    3.659657176051821e-05,
+    4.094400150435311e-05,
+    3.0525713981617064e-05
    ],
    "pass_host_canary_seconds": [
-    1.1831174999983318e-05,
-    8.007979999931081e-06,
-    1.1265365000099336e-05
+    1.1766060000013567e-05,
+    1.1765719999985436e-05,
+    1.0821985000006862e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.4894475716920128e-05,
-   "min": 9.768381182636533e-06,
-   "max": 1.638019129279114e-05,
+   "seconds": 1.4051047996396111e-05,
+   "min": 1.2803047806734128e-05,
+   "max": 1.4522666909864971e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2757,26 +2757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3535998314619065e-05,
-    7.919999957084656e-05,
-    0.00025727999210357666
+    3.315199911594391e-05,
+    7.334399968385697e-05,
+    0.00024326400458812714
    ],
-   "host_canary_seconds": 1.1774384999974075e-05,
+   "host_canary_seconds": 1.167226499999785e-05,
    "pass_seconds": [
-    1.4894475716920128e-05,
-    9.768381182636533e-06,
-    1.638019129279114e-05
+    1.4051047996396111e-05,
+    1.4522666909864971e-05,
+    1.2803047806734128e-05
    ],
    "pass_host_canary_seconds": [
-    1.1774384999974075e-05,
-    8.057940000014697e-06,
-    1.1205627500032733e-05
+    1.167226499999785e-05,
+    1.0868400000028088e-05,
+    1.0657374999993863e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.4774095309632166e-05,
-   "min": 2.062552129583699e-05,
-   "max": 2.717181100022225e-05,
+   "seconds": 2.3545902931974048e-05,
+   "min": 2.167618922179653e-05,
+   "max": 2.9440762563830324e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2785,26 +2785,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022092799842357637,
-    0.000290336012840271,
-    0.0008329920172691345
+    0.00018636800348758697,
+    0.0002839359939098358,
+    0.0008277760148048401
    ],
-   "host_canary_seconds": 1.1774384999974075e-05,
+   "host_canary_seconds": 1.167226499999785e-05,
    "pass_seconds": [
-    2.717181100022225e-05,
-    2.4774095309632166e-05,
-    2.062552129583699e-05
+    2.9440762563830324e-05,
+    2.3545902931974048e-05,
+    2.167618922179653e-05
    ],
    "pass_host_canary_seconds": [
-    1.1774384999974075e-05,
-    8.057940000014697e-06,
-    1.1205627500032733e-05
+    1.167226499999785e-05,
+    1.0868400000028088e-05,
+    1.0657374999993863e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.507352398974555e-05,
-   "min": 1.0550857122455323e-05,
-   "max": 1.68434287465754e-05,
+   "seconds": 1.596723816224507e-05,
+   "min": 1.3618285812082745e-05,
+   "max": 1.6907428879113426e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2813,26 +2813,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.692800134420395e-05,
-    0.00010870400071144105,
-    0.00028521600365638734
+    5.369599908590317e-05,
+    9.731200337409973e-05,
+    0.0002917760014533997
    ],
-   "host_canary_seconds": 1.1863422499978073e-05,
+   "host_canary_seconds": 1.1493339999972819e-05,
    "pass_seconds": [
-    1.507352398974555e-05,
-    1.0550857122455323e-05,
-    1.68434287465754e-05
+    1.596723816224507e-05,
+    1.6907428879113426e-05,
+    1.3618285812082745e-05
    ],
    "pass_host_canary_seconds": [
-    1.1863422499978073e-05,
-    8.360885000087136e-06,
-    1.1529740000000288e-05
+    1.1493339999972819e-05,
+    1.2245777499977351e-05,
+    1.0608665000049199e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.718628623655864e-05,
-   "min": 2.7093332615636642e-05,
-   "max": 3.3224382038627356e-05,
+   "seconds": 2.5598477394807904e-05,
+   "min": 2.2412190657286418e-05,
+   "max": 3.23832393402145e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2841,674 +2841,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002114879935979843,
-    0.0003463039994239807,
-    0.0008480640053749085
+    0.00022588799893856048,
+    0.0003601920008659363,
+    0.0008525760173797608
    ],
-   "host_canary_seconds": 1.1863422499978073e-05,
+   "host_canary_seconds": 1.1493339999972819e-05,
    "pass_seconds": [
-    2.718628623655864e-05,
-    2.7093332615636642e-05,
-    3.3224382038627356e-05
+    2.5598477394807904e-05,
+    2.2412190657286418e-05,
+    3.23832393402145e-05
    ],
    "pass_host_canary_seconds": [
-    1.1863422499978073e-05,
-    8.360885000087136e-06,
-    1.1529740000000288e-05
+    1.1493339999972819e-05,
+    1.2245777499977351e-05,
+    1.0608665000049199e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.831999868154525e-05,
-   "min": 3.7599999457597735e-05,
-   "max": 0.00017097599804401397,
+   "seconds": 6.521599739789963e-05,
+   "min": 5.567999929189682e-05,
+   "max": 0.00043398401141166686,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1881954999992672e-05,
+   "host_canary_seconds": 9.923970000009775e-06,
    "pass_seconds": [
-    6.831999868154525e-05,
-    4.073600098490715e-05,
-    7.382400333881378e-05
+    6.521599739789963e-05,
+    6.012799963355064e-05,
+    7.763200253248215e-05
    ],
    "pass_host_canary_seconds": [
-    1.1881954999992672e-05,
-    9.1860124999954e-06,
-    1.2071080000026769e-05
+    9.923970000009775e-06,
+    1.1561129999932973e-05,
+    1.1764079999920796e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 3.334667844076951e-05,
+   "seconds": 0.0001304466625054677,
    "min": 0.0,
-   "max": 0.000913584011917313,
+   "max": 0.0005014733591427405,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1881954999992672e-05,
+   "host_canary_seconds": 9.923970000009775e-06,
    "pass_seconds": [
-    3.334667844076951e-05,
     0.0,
-    7.723199141522252e-05
+    0.00017603333977361522,
+    0.0001304466625054677
    ],
    "pass_host_canary_seconds": [
-    1.1881954999992672e-05,
-    9.1860124999954e-06,
-    1.2071080000026769e-05
+    9.923970000009775e-06,
+    1.1561129999932973e-05,
+    1.1764079999920796e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 0.00010131199657917023,
-   "min": 5.411199852824211e-05,
-   "max": 0.00023609599471092224,
+   "seconds": 8.233600109815597e-05,
+   "min": 5.769599974155426e-05,
+   "max": 0.0001571200042963028,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1951325000012503e-05,
+   "host_canary_seconds": 8.269710000021746e-06,
    "pass_seconds": [
-    0.00010131199657917023,
-    8.380799740552902e-05,
-    0.00010211200267076492
+    6.313599646091461e-05,
+    8.233600109815597e-05,
+    0.00011100800335407257
    ],
    "pass_host_canary_seconds": [
-    1.1951325000012503e-05,
-    8.36461500000496e-06,
-    1.0764270000009901e-05
+    8.269710000021746e-06,
+    1.1891519999949196e-05,
+    1.1981284999933451e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.0,
+   "seconds": 0.0001435346578558286,
    "min": 0.0,
-   "max": 0.00024855997723837695,
+   "max": 0.000481729354088505,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1951325000012503e-05,
+   "host_canary_seconds": 8.269710000021746e-06,
    "pass_seconds": [
     0.0,
-    0.0,
-    3.848000926276045e-05
+    0.00017372932595511277,
+    0.0001435346578558286
    ],
    "pass_host_canary_seconds": [
-    1.1951325000012503e-05,
-    8.36461500000496e-06,
-    1.0764270000009901e-05
+    8.269710000021746e-06,
+    1.1891519999949196e-05,
+    1.1981284999933451e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 5.0144001841545105e-05,
-   "min": 2.7135999873280526e-05,
-   "max": 9.014400094747544e-05,
+   "seconds": 4.566400125622749e-05,
+   "min": 4.156799986958504e-05,
+   "max": 9.148799628019333e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2210650000028523e-05,
+   "host_canary_seconds": 1.1681295000016689e-05,
    "pass_seconds": [
-    5.215999856591225e-05,
-    3.222399950027466e-05,
-    5.0144001841545105e-05
+    4.566400125622749e-05,
+    4.51200008392334e-05,
+    5.8111999183893203e-05
    ],
    "pass_host_canary_seconds": [
-    1.2210650000028523e-05,
-    8.32334999998352e-06,
-    1.0964030000053527e-05
+    1.1681295000016689e-05,
+    1.1957325000011565e-05,
+    1.1774704999965024e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00022105868098636463,
-   "min": 0.00010013066170116265,
-   "max": 0.0006020653496185938,
+   "seconds": 0.00038871867333849274,
+   "min": 8.581601207455003e-05,
+   "max": 0.003736440227677425,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2210650000028523e-05,
+   "host_canary_seconds": 1.1681295000016689e-05,
    "pass_seconds": [
-    0.00022105868098636463,
-    0.00021134533981482191,
-    0.00024987198722859226
+    0.0002401839954157671,
+    0.00040140934598942594,
+    0.00038871867333849274
    ],
    "pass_host_canary_seconds": [
-    1.2210650000028523e-05,
-    8.32334999998352e-06,
-    1.0964030000053527e-05
+    1.1681295000016689e-05,
+    1.1957325000011565e-05,
+    1.1774704999965024e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.545600086450576e-05,
-   "min": 4.035200178623199e-05,
-   "max": 0.00014476799964904786,
+   "seconds": 7.366400212049484e-05,
+   "min": 6.067200005054474e-05,
+   "max": 0.00013872000575065614,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2051929999969957e-05,
+   "host_canary_seconds": 1.1810875000008991e-05,
    "pass_seconds": [
-    7.545600086450576e-05,
-    4.38079982995987e-05,
-    7.942400127649308e-05
+    8.105599880218506e-05,
+    6.995200365781785e-05,
+    7.366400212049484e-05
    ],
    "pass_host_canary_seconds": [
-    1.2051929999969957e-05,
-    8.457214999992856e-06,
-    1.158948500005863e-05
+    1.1810875000008991e-05,
+    1.1957325000011565e-05,
+    1.0907795000036912e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00019844799799223739,
-   "min": 9.90239934374889e-05,
-   "max": 0.00111150527993838,
+   "seconds": 0.00029313464959462485,
+   "min": 6.741601725419367e-05,
+   "max": 0.000724481310074528,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2051929999969957e-05,
+   "host_canary_seconds": 1.1810875000008991e-05,
    "pass_seconds": [
-    0.00019257865411539867,
-    0.00020411334435145066,
-    0.00019844799799223739
+    0.00024428001542886103,
+    0.00037619331044455367,
+    0.00029313464959462485
    ],
    "pass_host_canary_seconds": [
-    1.2051929999969957e-05,
-    8.457214999992856e-06,
-    1.158948500005863e-05
+    1.1810875000008991e-05,
+    1.1957325000011565e-05,
+    1.0907795000036912e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 4.27200011909008e-05,
-   "min": 2.4512000381946565e-05,
-   "max": 6.934399902820587e-05,
+   "seconds": 5.049600079655647e-05,
+   "min": 3.2287999987602236e-05,
+   "max": 0.000166143998503685,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2023980000002156e-05,
+   "host_canary_seconds": 1.1831900000061069e-05,
    "pass_seconds": [
-    4.27200011909008e-05,
-    2.6176000013947487e-05,
-    4.53759990632534e-05
+    5.049600079655647e-05,
+    6.467200070619584e-05,
+    3.411199897527695e-05
    ],
    "pass_host_canary_seconds": [
-    1.2023980000002156e-05,
-    8.304460000019277e-06,
-    1.1164069999907157e-05
+    1.1831900000061069e-05,
+    1.2124500000041393e-05,
+    1.1163782499963305e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 0.0,
+   "seconds": 2.702266474564869e-05,
    "min": 0.0,
-   "max": 0.0005762079724421104,
+   "max": 0.0005205773220707973,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2023980000002156e-05,
+   "host_canary_seconds": 1.1831900000061069e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    6.697733265658218e-05,
+    2.702266474564869e-05
    ],
    "pass_host_canary_seconds": [
-    1.2023980000002156e-05,
-    8.304460000019277e-06,
-    1.1164069999907157e-05
+    1.1831900000061069e-05,
+    1.2124500000041393e-05,
+    1.1163782499963305e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.503999814391136e-05,
-   "min": 3.5999998450279234e-05,
-   "max": 0.0001026879996061325,
+   "seconds": 6.37120008468628e-05,
+   "min": 4.787199944257736e-05,
+   "max": 0.00013823999464511873,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.212646500000858e-05,
+   "host_canary_seconds": 1.1492385000053672e-05,
    "pass_seconds": [
-    6.067200005054474e-05,
-    3.868800029158592e-05,
-    5.503999814391136e-05
+    7.286400347948074e-05,
+    6.37120008468628e-05,
+    5.0624001771211624e-05
    ],
    "pass_host_canary_seconds": [
-    1.212646500000858e-05,
-    7.985532500001114e-06,
-    1.0726182499993798e-05
+    1.1492385000053672e-05,
+    1.104566999998724e-05,
+    1.0882602500004167e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.891066049536068e-05,
    "min": 0.0,
-   "max": 0.0003117786974956592,
+   "max": 0.0005255693377306063,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.212646500000858e-05,
+   "host_canary_seconds": 1.1492385000053672e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    0.0001810893298437198,
+    2.891066049536068e-05
    ],
    "pass_host_canary_seconds": [
-    1.212646500000858e-05,
-    7.985532500001114e-06,
-    1.0726182499993798e-05
+    1.1492385000053672e-05,
+    1.104566999998724e-05,
+    1.0882602500004167e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.622400015592575e-05,
-   "min": 2.3679999634623526e-05,
-   "max": 5.987200140953064e-05,
+   "seconds": 4.0224000811576846e-05,
+   "min": 3.119999915361404e-05,
+   "max": 0.00012905600666999816,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2098467500010202e-05,
+   "host_canary_seconds": 1.169437500003312e-05,
    "pass_seconds": [
-    3.9071999490261076e-05,
-    2.5280000641942024e-05,
-    3.622400015592575e-05
+    4.774399846792221e-05,
+    4.0224000811576846e-05,
+    3.3792000263929365e-05
    ],
    "pass_host_canary_seconds": [
-    1.2098467500010202e-05,
-    8.113929999993274e-06,
-    1.0808880000041653e-05
+    1.169437500003312e-05,
+    1.1238605000016832e-05,
+    1.0963257499980728e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 0.0,
+   "seconds": 2.001465981205306e-05,
    "min": 0.0,
-   "max": 0.0,
+   "max": 0.000432119977970918,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2098467500010202e-05,
+   "host_canary_seconds": 1.169437500003312e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    0.00011500934076805907,
+    2.001465981205306e-05
    ],
    "pass_host_canary_seconds": [
-    1.2098467500010202e-05,
-    8.113929999993274e-06,
-    1.0808880000041653e-05
+    1.169437500003312e-05,
+    1.1238605000016832e-05,
+    1.0963257499980728e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.548800155520439e-05,
-   "min": 3.558399900794029e-05,
-   "max": 0.000104032002389431,
+   "seconds": 5.9487998485565186e-05,
+   "min": 4.716800153255463e-05,
+   "max": 0.00012576000392436982,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.215520500000622e-05,
+   "host_canary_seconds": 1.1689104999987876e-05,
    "pass_seconds": [
-    6.143999844789505e-05,
-    3.731200098991394e-05,
-    5.548800155520439e-05
+    7.260800153017045e-05,
+    5.9487998485565186e-05,
+    4.9855999648571016e-05
    ],
    "pass_host_canary_seconds": [
-    1.215520500000622e-05,
-    8.164692499974534e-06,
-    1.0812502499959463e-05
+    1.1689104999987876e-05,
+    1.2025864999998249e-05,
+    1.089045249990761e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.775866289933521e-05,
    "min": 0.0,
-   "max": 0.000332354645555218,
+   "max": 0.0003648653210451205,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.215520500000622e-05,
+   "host_canary_seconds": 1.1689104999987876e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    8.20173354198535e-05,
+    2.775866289933521e-05
    ],
    "pass_host_canary_seconds": [
-    1.215520500000622e-05,
-    8.164692499974534e-06,
-    1.0812502499959463e-05
+    1.1689104999987876e-05,
+    1.2025864999998249e-05,
+    1.089045249990761e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.222399950027466e-05,
-   "min": 2.0128000527620317e-05,
-   "max": 7.174400240182876e-05,
+   "seconds": 3.5199999809265136e-05,
+   "min": 2.816000021994114e-05,
+   "max": 0.0001353600025177002,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.226930499996115e-05,
+   "host_canary_seconds": 1.1689104999987876e-05,
    "pass_seconds": [
-    3.5424001514911655e-05,
-    2.1856000646948815e-05,
-    3.222399950027466e-05
+    4.035200178623199e-05,
+    3.5199999809265136e-05,
+    3.017600066959858e-05
    ],
    "pass_host_canary_seconds": [
-    1.226930499996115e-05,
-    7.814607499909698e-06,
-    1.0998757500004785e-05
+    1.1689104999987876e-05,
+    1.2072672499989778e-05,
+    1.0715197499919781e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 1.0702665274341902e-05,
    "min": 0.0,
-   "max": 3.489600432415803e-05,
+   "max": 0.00013539333951969942,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.226930499996115e-05,
+   "host_canary_seconds": 1.1689104999987876e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    3.971334112187226e-05,
+    1.0702665274341902e-05
    ],
    "pass_host_canary_seconds": [
-    1.226930499996115e-05,
-    7.814607499909698e-06,
-    1.0998757500004785e-05
+    1.1689104999987876e-05,
+    1.2072672499989778e-05,
+    1.0715197499919781e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.9375999718904496e-05,
-   "min": 3.219199925661087e-05,
-   "max": 0.00010012800246477127,
+   "seconds": 5.60000017285347e-05,
+   "min": 4.208000004291534e-05,
+   "max": 0.00024297599494457246,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2268434999995748e-05,
+   "host_canary_seconds": 1.1582955000051243e-05,
    "pass_seconds": [
-    5.5711999535560605e-05,
-    3.459199890494346e-05,
-    4.9375999718904496e-05
+    6.755200028419494e-05,
+    5.60000017285347e-05,
+    4.51200008392334e-05
    ],
    "pass_host_canary_seconds": [
-    1.2268434999995748e-05,
-    7.661737499944364e-06,
-    1.1262152500037814e-05
+    1.1582955000051243e-05,
+    1.1819704999993519e-05,
+    1.1171519999990663e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.0286667247613283e-05,
    "min": 0.0,
-   "max": 0.00010278666329880553,
+   "max": 0.0004152333245923121,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2268434999995748e-05,
+   "host_canary_seconds": 1.1582955000051243e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    0.00010912133318682511,
+    3.0286667247613283e-05
    ],
    "pass_host_canary_seconds": [
-    1.2268434999995748e-05,
-    7.661737499944364e-06,
-    1.1262152500037814e-05
+    1.1582955000051243e-05,
+    1.1819704999993519e-05,
+    1.1171519999990663e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.4495998173952105e-05,
-   "min": 2.2655999287962913e-05,
-   "max": 5.94559982419014e-05,
+   "seconds": 3.756799921393395e-05,
+   "min": 2.7424000203609465e-05,
+   "max": 0.00013731199502944947,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.182756500000437e-05,
+   "host_canary_seconds": 1.1962744999998165e-05,
    "pass_seconds": [
-    4.2208001017570495e-05,
-    2.4447999894618988e-05,
-    3.4495998173952105e-05
+    4.742399975657463e-05,
+    3.756799921393395e-05,
+    3.686400130391121e-05
    ],
    "pass_host_canary_seconds": [
-    1.182756500000437e-05,
-    7.815709999974275e-06,
-    1.0970894999999814e-05
+    1.1962744999998165e-05,
+    1.159768750000012e-05,
+    1.1483327500059203e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 4.516666506727539e-05,
    "min": 0.0,
-   "max": 3.7071987365682905e-05,
+   "max": 0.0003015053489555915,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.182756500000437e-05,
+   "host_canary_seconds": 1.1962744999998165e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    6.195334283014137e-05,
+    4.516666506727539e-05
    ],
    "pass_host_canary_seconds": [
-    1.182756500000437e-05,
-    7.815709999974275e-06,
-    1.0970894999999814e-05
+    1.1962744999998165e-05,
+    1.159768750000012e-05,
+    1.1483327500059203e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.363199859857559e-05,
-   "min": 3.414399921894073e-05,
-   "max": 0.00012467200309038162,
+   "seconds": 6.745599955320358e-05,
+   "min": 4.8255998641252515e-05,
+   "max": 0.0003534719944000244,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1868957499991951e-05,
+   "host_canary_seconds": 1.1489170000018589e-05,
    "pass_seconds": [
-    6.560000032186509e-05,
-    3.7856001406908035e-05,
-    5.363199859857559e-05
+    7.558400183916092e-05,
+    6.745599955320358e-05,
+    5.0912000238895414e-05
    ],
    "pass_host_canary_seconds": [
-    1.1868957499991951e-05,
-    7.993752499970697e-06,
-    1.0759242500029131e-05
+    1.1489170000018589e-05,
+    1.2188829999999485e-05,
+    1.1210779999970553e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.5646661718686415e-05,
    "min": 0.0,
-   "max": 0.00017907467049856974,
+   "max": 0.0003875533596922954,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1868957499991951e-05,
+   "host_canary_seconds": 1.1489170000018589e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    6.416134101649125e-05,
+    2.5646661718686415e-05
    ],
    "pass_host_canary_seconds": [
-    1.1868957499991951e-05,
-    7.993752499970697e-06,
-    1.0759242500029131e-05
+    1.1489170000018589e-05,
+    1.2188829999999485e-05,
+    1.1210779999970553e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.1983999758958816e-05,
-   "min": 1.4431999996304512e-05,
-   "max": 5.363199859857559e-05,
+   "seconds": 2.5087999179959297e-05,
+   "min": 1.9392000511288643e-05,
+   "max": 0.00010150399804115296,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.182911249998142e-05,
+   "host_canary_seconds": 1.1980509999993672e-05,
    "pass_seconds": [
-    2.5760000571608544e-05,
-    1.5231999568641186e-05,
-    2.1983999758958816e-05
+    2.655999921262264e-05,
+    2.5087999179959297e-05,
+    2.009600028395653e-05
    ],
    "pass_host_canary_seconds": [
-    1.182911249998142e-05,
-    8.051984999966067e-06,
-    1.080692000002159e-05
+    1.1980509999993672e-05,
+    1.1133090000008395e-05,
+    1.1217992499936713e-05
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 0.00022748935346802077,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.182911249998142e-05,
+   "host_canary_seconds": 1.1980509999993672e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    9.430533771713574e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.182911249998142e-05,
-    8.051984999966067e-06,
-    1.080692000002159e-05
+    1.1980509999993672e-05,
+    1.1133090000008395e-05,
+    1.1217992499936713e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.843199834227562e-05,
-   "min": 2.4351999163627623e-05,
-   "max": 9.302400052547454e-05,
+   "seconds": 4.057599976658821e-05,
+   "min": 3.311999887228012e-05,
+   "max": 0.00063264000415802,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1904787500007785e-05,
+   "host_canary_seconds": 1.260008500004517e-05,
    "pass_seconds": [
-    4.499199986457825e-05,
-    2.5599999353289605e-05,
-    3.843199834227562e-05
+    7.398399710655212e-05,
+    4.057599976658821e-05,
+    3.481600061058998e-05
    ],
    "pass_host_canary_seconds": [
-    1.1904787500007785e-05,
-    7.931494999979805e-06,
-    1.0782174999945937e-05
+    1.260008500004517e-05,
+    1.2088302500075089e-05,
+    1.109721749998016e-05
    ]
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 0.00019615203638871512,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1904787500007785e-05,
+   "host_canary_seconds": 1.260008500004517e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    2.1377339338262848e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1904787500007785e-05,
-    7.931494999979805e-06,
-    1.0782174999945937e-05
+    1.260008500004517e-05,
+    1.2088302500075089e-05,
+    1.109721749998016e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.8848000094294547e-05,
-   "min": 1.244799979031086e-05,
-   "max": 3.8623999804258345e-05,
+   "seconds": 1.9231999292969705e-05,
+   "min": 1.651199907064438e-05,
+   "max": 5.3504001349210736e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1943690000002505e-05,
+   "host_canary_seconds": 1.2569025000033207e-05,
    "pass_seconds": [
-    2.1951999515295028e-05,
-    1.3055999763309955e-05,
-    1.8848000094294547e-05
+    2.25600004196167e-05,
+    1.9231999292969705e-05,
+    1.696000061929226e-05
    ],
    "pass_host_canary_seconds": [
-    1.1943690000002505e-05,
-    7.913320000056957e-06,
-    1.0754949999878249e-05
+    1.2569025000033207e-05,
+    1.2222527500043157e-05,
+    1.0866750000033677e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 0.00019193735097845394,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1943690000002505e-05,
+   "host_canary_seconds": 1.2569025000033207e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    6.369338681300459e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1943690000002505e-05,
-    7.913320000056957e-06,
-    1.0754949999878249e-05
+    1.2569025000033207e-05,
+    1.2222527500043157e-05,
+    1.0866750000033677e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.5199999809265136e-05,
-   "min": 2.2304000332951547e-05,
-   "max": 6.831999868154525e-05,
+   "seconds": 3.7696000188589093e-05,
+   "min": 3.017600066959858e-05,
+   "max": 7.519999891519547e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.172758999999246e-05,
+   "host_canary_seconds": 1.261124500000932e-05,
    "pass_seconds": [
-    4.112000018358231e-05,
-    2.3711999878287314e-05,
-    3.5199999809265136e-05
+    4.639999940991402e-05,
+    3.7696000188589093e-05,
+    3.1136000528931616e-05
    ],
    "pass_host_canary_seconds": [
-    1.172758999999246e-05,
-    8.198382500097522e-06,
-    1.0760104999931742e-05
+    1.261124500000932e-05,
+    1.1741212499956077e-05,
+    1.0760647500092091e-05
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 9.840134469171364e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.172758999999246e-05,
+   "host_canary_seconds": 1.261124500000932e-05,
    "pass_seconds": [
     0.0,
-    0.0,
+    1.136133757730323e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.172758999999246e-05,
-    8.198382500097522e-06,
-    1.0760104999931742e-05
+    1.261124500000932e-05,
+    1.1741212499956077e-05,
+    1.0760647500092091e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 2.0608000457286833e-05,
-   "min": 1.3663999736309052e-05,
-   "max": 4.636799916625023e-05,
+   "seconds": 2.3040000349283217e-05,
+   "min": 1.8239999189972877e-05,
+   "max": 5.673599988222122e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1402774999993427e-05,
+   "host_canary_seconds": 1.2721517500011714e-05,
    "pass_seconds": [
-    2.3552000522613525e-05,
-    1.436800044029951e-05,
-    2.0608000457286833e-05
+    2.691200003027916e-05,
+    2.3040000349283217e-05,
+    1.865600049495697e-05
    ],
    "pass_host_canary_seconds": [
-    1.1402774999993427e-05,
-    9.68815750006513e-06,
-    1.0637852499968404e-05
+    1.2721517500011714e-05,
+    1.1236337499980209e-05,
+    1.0970852500093997e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 0.0,
+   "seconds": 1.979066183169684e-05,
    "min": 0.0,
-   "max": 4.6193338620166015e-05,
+   "max": 0.0002440013432254394,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1402774999993427e-05,
+   "host_canary_seconds": 1.2721517500011714e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    8.835333523650964e-05,
+    1.979066183169684e-05
    ],
    "pass_host_canary_seconds": [
-    1.1402774999993427e-05,
-    9.68815750006513e-06,
-    1.0637852499968404e-05
+    1.2721517500011714e-05,
+    1.1236337499980209e-05,
+    1.0970852500093997e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.5519998520612714e-05,
-   "min": 2.4447999894618988e-05,
-   "max": 8.070400357246399e-05,
+   "seconds": 4.2975999414920804e-05,
+   "min": 3.2832000404596326e-05,
+   "max": 0.00010105600208044052,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1577262499997688e-05,
+   "host_canary_seconds": 1.2758510000026035e-05,
    "pass_seconds": [
-    4.4319998472929e-05,
-    2.6976000517606734e-05,
-    3.5519998520612714e-05
+    4.447999969124794e-05,
+    3.8111999630928036e-05,
+    4.2975999414920804e-05
    ],
    "pass_host_canary_seconds": [
-    1.1577262499997688e-05,
-    9.657404999998676e-06,
-    1.0469504999974788e-05
+    1.2758510000026035e-05,
+    1.1345862500036219e-05,
+    1.2101697500028761e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.108665843804678e-05,
    "min": 0.0,
-   "max": 0.0001356973486642043,
+   "max": 0.0004185613424827655,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1577262499997688e-05,
+   "host_canary_seconds": 1.2758510000026035e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    7.040134382744627e-05,
+    3.108665843804678e-05
    ],
    "pass_host_canary_seconds": [
-    1.1577262499997688e-05,
-    9.657404999998676e-06,
-    1.0469504999974788e-05
+    1.2758510000026035e-05,
+    1.1345862500036219e-05,
+    1.2101697500028761e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.804800047760918e-05,
-   "min": 1.3533714183029673e-05,
-   "max": 2.0275810112555822e-05,
+   "seconds": 1.9590857128302257e-05,
+   "min": 1.773257092351005e-05,
+   "max": 2.2750475399550933e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3517,26 +3517,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.236799851059914e-05,
-    0.00010527999699115753,
-    0.0003472000062465668
+    4.8000000417232514e-05,
+    0.00012111999839544296,
+    0.0003908799886703491
    ],
-   "host_canary_seconds": 1.1997209999989878e-05,
+   "host_canary_seconds": 1.2268755000022225e-05,
    "pass_seconds": [
-    2.0275810112555822e-05,
-    1.3533714183029673e-05,
-    1.804800047760918e-05
+    2.2750475399550933e-05,
+    1.9590857128302257e-05,
+    1.773257092351005e-05
    ],
    "pass_host_canary_seconds": [
-    1.1997209999989878e-05,
-    9.131489999987252e-06,
-    1.0755920000065089e-05
+    1.2268755000022225e-05,
+    1.1521354999928236e-05,
+    1.0465360000040392e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.6524189284869608e-05,
-   "min": 1.417676048974196e-05,
-   "max": 1.751923898146266e-05,
+   "seconds": 1.73249530295531e-05,
+   "min": 1.5897144164357878e-05,
+   "max": 1.7838474895272938e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3545,26 +3545,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017782400548458098,
-    0.00026371198892593384,
-    0.000735584020614624
+    0.0002566719949245453,
+    0.0003490239977836609,
+    0.0008485119938850403
    ],
-   "host_canary_seconds": 1.1997209999989878e-05,
+   "host_canary_seconds": 1.2268755000022225e-05,
    "pass_seconds": [
-    1.751923898146266e-05,
-    1.417676048974196e-05,
-    1.6524189284869608e-05
+    1.73249530295531e-05,
+    1.7838474895272938e-05,
+    1.5897144164357878e-05
    ],
    "pass_host_canary_seconds": [
-    1.1997209999989878e-05,
-    9.131489999987252e-06,
-    1.0755920000065089e-05
+    1.2268755000022225e-05,
+    1.1521354999928236e-05,
+    1.0465360000040392e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 2.122285731491588e-05,
-   "min": 1.8576761796360927e-05,
-   "max": 2.517409445274444e-05,
+   "seconds": 1.662552445417359e-05,
+   "min": 1.52959997455279e-05,
+   "max": 1.9878094572396503e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3573,26 +3573,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.207999959588052e-05,
-    0.0001271679997444153,
-    0.00038089600205421447
+    7.222399860620499e-05,
+    0.000142304003238678,
+    0.0003097279965877533
    ],
-   "host_canary_seconds": 1.1582504999978482e-05,
+   "host_canary_seconds": 9.156070000031491e-06,
    "pass_seconds": [
-    2.122285731491588e-05,
-    2.517409445274444e-05,
-    1.8576761796360927e-05
+    1.52959997455279e-05,
+    1.9878094572396503e-05,
+    1.662552445417359e-05
    ],
    "pass_host_canary_seconds": [
-    1.1582504999978482e-05,
-    1.1809415000101353e-05,
-    1.0628404999977193e-05
+    9.156070000031491e-06,
+    1.1327634999958037e-05,
+    1.0315170000012586e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.4715430282411115e-05,
-   "min": 1.4709334465719417e-05,
-   "max": 1.6451046935149596e-05,
+   "seconds": 1.9825522920915056e-05,
+   "min": 1.562742729272161e-05,
+   "max": 2.1433906540984203e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3601,98 +3601,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002128639966249466,
-    0.0004041599929332733,
-    0.0007796800136566162
+    0.00030582401156425477,
+    0.0003433279991149902,
+    0.0008325440287590027
    ],
-   "host_canary_seconds": 1.1582504999978482e-05,
+   "host_canary_seconds": 9.156070000031491e-06,
    "pass_seconds": [
-    1.4709334465719417e-05,
-    1.6451046935149596e-05,
-    1.4715430282411115e-05
+    2.1433906540984203e-05,
+    1.9825522920915056e-05,
+    1.562742729272161e-05
    ],
    "pass_host_canary_seconds": [
-    1.1582504999978482e-05,
-    1.1809415000101353e-05,
-    1.0628404999977193e-05
+    9.156070000031491e-06,
+    1.1327634999958037e-05,
+    1.0315170000012586e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.417599946260452e-05,
-   "min": 2.8831999748945236e-05,
-   "max": 6.499200314283371e-05,
+   "seconds": 2.6976000517606734e-05,
+   "min": 2.1727999672293662e-05,
+   "max": 5.462399870157242e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1493274999949677e-05,
+   "host_canary_seconds": 8.389010000016129e-06,
    "pass_seconds": [
-    3.417599946260452e-05,
-    3.574400022625923e-05,
-    3.084800019860268e-05
+    2.300800010561943e-05,
+    4.0063999593257904e-05,
+    2.6976000517606734e-05
    ],
    "pass_host_canary_seconds": [
-    1.1493274999949677e-05,
-    1.1676832500029377e-05,
-    1.0550677500020812e-05
+    8.389010000016129e-06,
+    1.1712575000046855e-05,
+    1.0153992500008258e-05
    ]
   },
   "layer_backward_cat": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0002083546624829371,
+   "max": 0.0020252945733567084,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1493274999949677e-05,
+   "host_canary_seconds": 8.389010000016129e-06,
    "pass_seconds": [
     0.0,
-    0.0,
+    6.412933332224687e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1493274999949677e-05,
-    1.1676832500029377e-05,
-    1.0550677500020812e-05
+    8.389010000016129e-06,
+    1.1712575000046855e-05,
+    1.0153992500008258e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.990400165319443e-05,
-   "min": 4.547199979424477e-05,
-   "max": 0.00012191999703645707,
+   "seconds": 5.167999863624573e-05,
+   "min": 3.481600061058998e-05,
+   "max": 9.948799759149551e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2131330000002548e-05,
+   "host_canary_seconds": 1.0322382500014271e-05,
    "pass_seconds": [
-    5.990400165319443e-05,
-    6.550399959087372e-05,
-    4.8448000103235245e-05
+    5.167999863624573e-05,
+    6.003199890255928e-05,
+    4.182400181889534e-05
    ],
    "pass_host_canary_seconds": [
-    1.2131330000002548e-05,
-    1.1447882499950879e-05,
-    1.0685752500023682e-05
+    1.0322382500014271e-05,
+    1.1479005000012421e-05,
+    1.0184892499935928e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
+   "seconds": 1.1278667797644937e-05,
    "min": 0.0,
-   "max": 4.009866279860332e-05,
+   "max": 0.0003226253384103377,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2131330000002548e-05,
+   "host_canary_seconds": 1.0322382500014271e-05,
    "pass_seconds": [
     0.0,
-    0.0,
-    0.0
+    8.579334554572896e-05,
+    1.1278667797644937e-05
    ],
    "pass_host_canary_seconds": [
-    1.2131330000002548e-05,
-    1.1447882499950879e-05,
-    1.0685752500023682e-05
+    1.0322382500014271e-05,
+    1.1479005000012421e-05,
+    1.0184892499935928e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00011130590736865998,
-   "min": 7.411504572346096e-05,
-   "max": 0.0001258529481433687,
+   "seconds": 0.00010474895579474311,
+   "min": 8.80769533770425e-05,
+   "max": 0.00011437562037081946,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3701,26 +3701,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014528000354766844,
-    0.0005224959850311279,
-    0.0020329599380493166
+    0.00010175999999046325,
+    0.000566815972328186,
+    0.0014898560047149657
    ],
-   "host_canary_seconds": 1.1570612500015899e-05,
+   "host_canary_seconds": 1.16426325000063e-05,
    "pass_seconds": [
-    0.0001258529481433687,
-    7.411504572346096e-05,
-    0.00011130590736865998
+    8.80769533770425e-05,
+    0.00011437562037081946,
+    0.00010474895579474311
    ],
    "pass_host_canary_seconds": [
-    1.1570612500015899e-05,
-    8.827664999984107e-06,
-    1.0893477499962502e-05
+    1.16426325000063e-05,
+    1.1294079999970563e-05,
+    1.012386500001128e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00020463161241440541,
-   "min": 0.00020149561124188555,
-   "max": 0.0002213348483755475,
+   "seconds": 0.0002251428436665308,
+   "min": 0.00019657293955485032,
+   "max": 0.00023531122647580646,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3729,26 +3729,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005210239887237549,
-    0.001604383945465088,
-    0.005508927822113037
+    0.0005273600220680237,
+    0.0017594560384750367,
+    0.00532313585281372
    ],
-   "host_canary_seconds": 1.1570612500015899e-05,
+   "host_canary_seconds": 1.16426325000063e-05,
    "pass_seconds": [
-    0.00020463161241440541,
-    0.00020149561124188555,
-    0.0002213348483755475
+    0.0002251428436665308,
+    0.00023531122647580646,
+    0.00019657293955485032
    ],
    "pass_host_canary_seconds": [
-    1.1570612500015899e-05,
-    8.827664999984107e-06,
-    1.0893477499962502e-05
+    1.16426325000063e-05,
+    1.1294079999970563e-05,
+    1.012386500001128e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00012531048414253051,
-   "min": 0.0001174483774673371,
-   "max": 0.0001430872469430878,
+   "seconds": 0.00010837256766500928,
+   "min": 0.00010086933346021743,
+   "max": 0.0001380205750465393,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3757,26 +3757,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001736000031232834,
-    0.0005443199872970582,
-    0.002051520109176636
+    0.00020739200711250306,
+    0.0006427519917488098,
+    0.0022848000526428224
    ],
-   "host_canary_seconds": 1.1587449999979072e-05,
+   "host_canary_seconds": 1.1877099999964003e-05,
    "pass_seconds": [
-    0.00012531048414253051,
-    0.0001430872469430878,
-    0.0001174483774673371
+    0.0001380205750465393,
+    0.00010837256766500928,
+    0.00010086933346021743
    ],
    "pass_host_canary_seconds": [
-    1.1587449999979072e-05,
-    1.149194999996439e-05,
-    1.1173380000002452e-05
+    1.1877099999964003e-05,
+    1.0384682499946506e-05,
+    1.0159252500017147e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017325864341996962,
-   "min": 0.00014952074984709424,
-   "max": 0.0001898940993206842,
+   "seconds": 0.0002035283943017324,
+   "min": 0.00018187580506006878,
+   "max": 0.00021115732760656447,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3785,26 +3785,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046777600049972536,
-    0.0015089919567108155,
-    0.005227712154388428
+    0.0007292799949645996,
+    0.0016895999908447265,
+    0.0055279359817504885
    ],
-   "host_canary_seconds": 1.1587449999979072e-05,
+   "host_canary_seconds": 1.1877099999964003e-05,
    "pass_seconds": [
-    0.0001898940993206842,
-    0.00017325864341996962,
-    0.00014952074984709424
+    0.00018187580506006878,
+    0.0002035283943017324,
+    0.00021115732760656447
    ],
    "pass_host_canary_seconds": [
-    1.1587449999979072e-05,
-    1.149194999996439e-05,
-    1.1173380000002452e-05
+    1.1877099999964003e-05,
+    1.0384682499946506e-05,
+    1.0159252500017147e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00044104685669853574,
-   "min": 0.00032825829443477447,
-   "max": 0.0005693310584340777,
+   "seconds": 0.00031177372875667756,
+   "min": 0.00024998705443881805,
+   "max": 0.00044812039250419254,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3813,26 +3813,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00063372802734375,
-    0.0018258559703826904,
-    0.007205760002136231
+    0.0006826239824295044,
+    0.0013390079736709595,
+    0.007175104141235351
    ],
-   "host_canary_seconds": 1.1762420000032136e-05,
+   "host_canary_seconds": 1.1922467499942968e-05,
    "pass_seconds": [
-    0.00044104685669853574,
-    0.0005693310584340777,
-    0.00032825829443477447
+    0.00044812039250419254,
+    0.00024998705443881805,
+    0.00031177372875667756
    ],
    "pass_host_canary_seconds": [
-    1.1762420000032136e-05,
-    1.1559645000005502e-05,
-    1.1042184999965343e-05
+    1.1922467499942968e-05,
+    1.0859770000024583e-05,
+    1.0400735000075656e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006633637575876145,
-   "min": 0.0006449120073091416,
-   "max": 0.0009212861160437268,
+   "seconds": 0.0008622391876720247,
+   "min": 0.0006533896781149363,
+   "max": 0.0009692052687917439,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3841,26 +3841,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017833600044250488,
-    0.005221248149871826,
-    0.01839107131958008
+    0.0020795519351959227,
+    0.005827936172485351,
+    0.021674047470092772
    ],
-   "host_canary_seconds": 1.1762420000032136e-05,
+   "host_canary_seconds": 1.1922467499942968e-05,
    "pass_seconds": [
-    0.0006633637575876145,
-    0.0006449120073091416,
-    0.0009212861160437268
+    0.0008622391876720247,
+    0.0009692052687917439,
+    0.0006533896781149363
    ],
    "pass_host_canary_seconds": [
-    1.1762420000032136e-05,
-    1.1559645000005502e-05,
-    1.1042184999965343e-05
+    1.1922467499942968e-05,
+    1.0859770000024583e-05,
+    1.0400735000075656e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0004840434335526966,
-   "min": 0.0003783855296316601,
-   "max": 0.0005567001757167633,
+   "seconds": 0.0004363527496655782,
+   "min": 0.00041895619744346257,
+   "max": 0.0006899786875361487,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3869,26 +3869,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007933760285377502,
-    0.002583359956741333,
-    0.009183839797973633
+    0.0007816320061683655,
+    0.002905600070953369,
+    0.007355008125305176
    ],
-   "host_canary_seconds": 1.1391167500001131e-05,
+   "host_canary_seconds": 1.1834747500003573e-05,
    "pass_seconds": [
-    0.0005567001757167633,
-    0.0004840434335526966,
-    0.0003783855296316601
+    0.00041895619744346257,
+    0.0004363527496655782,
+    0.0006899786875361487
    ],
    "pass_host_canary_seconds": [
-    1.1391167500001131e-05,
-    1.1240800000109629e-05,
-    1.1087129999935996e-05
+    1.1834747500003573e-05,
+    1.1193589999933806e-05,
+    1.1807285000031698e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0011447511996541706,
-   "min": 0.0009695642505373274,
-   "max": 0.0011556244662829806,
+   "seconds": 0.0010441576895259676,
+   "min": 0.0009931230686959767,
+   "max": 0.001340281864007314,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3897,26 +3897,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021993279457092284,
-    0.007180191993713379,
-    0.02783216094970703
+    0.0022452800273895265,
+    0.007214848041534424,
+    0.02853113555908203
    ],
-   "host_canary_seconds": 1.1391167500001131e-05,
+   "host_canary_seconds": 1.1834747500003573e-05,
    "pass_seconds": [
-    0.0011556244662829806,
-    0.0009695642505373274,
-    0.0011447511996541706
+    0.001340281864007314,
+    0.0009931230686959767,
+    0.0010441576895259676
    ],
    "pass_host_canary_seconds": [
-    1.1391167500001131e-05,
-    1.1240800000109629e-05,
-    1.1087129999935996e-05
+    1.1834747500003573e-05,
+    1.1193589999933806e-05,
+    1.1807285000031698e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.5480380547898155e-05,
-   "min": 1.6540952381633576e-05,
-   "max": 2.944000083066168e-05,
+   "seconds": 1.8881523183413917e-05,
+   "min": 1.8857905463803385e-05,
+   "max": 2.313371499379476e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3925,26 +3925,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.129599988460541e-05,
-    7.894399762153625e-05,
-    0.00027875199913978576
+    3.055999986827374e-05,
+    8.995199948549271e-05,
+    0.00031436800956726076
    ],
-   "host_canary_seconds": 8.831459999996128e-06,
+   "host_canary_seconds": 1.1160275000037246e-05,
    "pass_seconds": [
-    1.6540952381633576e-05,
-    2.5480380547898155e-05,
-    2.944000083066168e-05
+    1.8857905463803385e-05,
+    2.313371499379476e-05,
+    1.8881523183413917e-05
    ],
    "pass_host_canary_seconds": [
-    8.831459999996128e-06,
-    1.09824100000111e-05,
-    8.966037500073298e-06
+    1.1160275000037246e-05,
+    1.0823402500008683e-05,
+    9.177907500017567e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.4183614530733674e-05,
-   "min": 4.3880378738755276e-05,
-   "max": 5.873143247195654e-05,
+   "seconds": 5.4726096136229366e-05,
+   "min": 4.454933674562544e-05,
+   "max": 7.239314000166599e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3953,26 +3953,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013862399756908416,
-    0.0002640320062637329,
-    0.0012342400550842286
+    0.00015507200360298157,
+    0.0003264960050582886,
+    0.0014897279739379884
    ],
-   "host_canary_seconds": 8.831459999996128e-06,
+   "host_canary_seconds": 1.1160275000037246e-05,
    "pass_seconds": [
-    5.873143247195654e-05,
-    4.3880378738755276e-05,
-    4.4183614530733674e-05
+    7.239314000166599e-05,
+    5.4726096136229366e-05,
+    4.454933674562544e-05
    ],
    "pass_host_canary_seconds": [
-    8.831459999996128e-06,
-    1.09824100000111e-05,
-    8.966037500073298e-06
+    1.1160275000037246e-05,
+    1.0823402500008683e-05,
+    9.177907500017567e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.5126856884786064e-05,
-   "min": 1.8237713369585217e-05,
-   "max": 2.8528763779572075e-05,
+   "seconds": 2.9990095999978836e-05,
+   "min": 2.825371353399186e-05,
+   "max": 3.013561949843452e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3981,26 +3981,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.990399748086929e-05,
-    0.00016607999801635743,
-    0.0005080320239067077
+    8.649600297212601e-05,
+    0.00018486399948596956,
+    0.0005411840081214905
    ],
-   "host_canary_seconds": 1.132965500001859e-05,
+   "host_canary_seconds": 1.1789972500011457e-05,
    "pass_seconds": [
-    2.8528763779572075e-05,
-    2.5126856884786064e-05,
-    1.8237713369585217e-05
+    3.013561949843452e-05,
+    2.825371353399186e-05,
+    2.9990095999978836e-05
    ],
    "pass_host_canary_seconds": [
-    1.132965500001859e-05,
-    1.083081749996495e-05,
-    8.329415000005724e-06
+    1.1789972500011457e-05,
+    1.0664164999951709e-05,
+    1.1824110000020483e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 5.257676364410493e-05,
-   "min": 4.7114670808826174e-05,
-   "max": 5.656838505750611e-05,
+   "seconds": 4.887923953079043e-05,
+   "min": 4.65081880489985e-05,
+   "max": 4.9680763944273894e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4009,26 +4009,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002680000066757202,
-    0.0007203840017318726,
-    0.0015542720556259155
+    0.0003899520039558411,
+    0.0006280320286750794,
+    0.0015755200386047363
    ],
-   "host_canary_seconds": 1.132965500001859e-05,
+   "host_canary_seconds": 1.1789972500011457e-05,
    "pass_seconds": [
-    5.257676364410493e-05,
-    4.7114670808826174e-05,
-    5.656838505750611e-05
+    4.887923953079043e-05,
+    4.65081880489985e-05,
+    4.9680763944273894e-05
    ],
    "pass_host_canary_seconds": [
-    1.132965500001859e-05,
-    1.083081749996495e-05,
-    8.329415000005724e-06
+    1.1789972500011457e-05,
+    1.0664164999951709e-05,
+    1.1824110000020483e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.6455618263710112e-05,
-   "min": 2.227733284235001e-05,
-   "max": 2.890361951930182e-05,
+   "seconds": 3.070552363282159e-05,
+   "min": 1.4846476415793102e-05,
+   "max": 3.531961888074876e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4037,26 +4037,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.09440004825592e-05,
-    0.00013068799674510956,
-    0.0004821760058403015
+    5.6639999151229856e-05,
+    0.00014348800480365752,
+    0.0005800639986991883
    ],
-   "host_canary_seconds": 1.1320855000036545e-05,
+   "host_canary_seconds": 1.2058424999992212e-05,
    "pass_seconds": [
-    2.890361951930182e-05,
-    2.6455618263710112e-05,
-    2.227733284235001e-05
+    3.531961888074876e-05,
+    3.070552363282159e-05,
+    1.4846476415793102e-05
    ],
    "pass_host_canary_seconds": [
-    1.1320855000036545e-05,
-    1.0880909999997357e-05,
-    8.420359999945504e-06
+    1.2058424999992212e-05,
+    1.0859279999948512e-05,
+    8.147714999893197e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010830323309415862,
-   "min": 0.00010586590958493095,
-   "max": 0.00012365867232992534,
+   "seconds": 9.803277147667748e-05,
+   "min": 9.730437468914758e-05,
+   "max": 0.00011090743293364842,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4065,26 +4065,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004715200066566467,
-    0.0010314879417419433,
-    0.0027940480709075927
+    0.0005169919729232788,
+    0.0010272639989852906,
+    0.00255401611328125
    ],
-   "host_canary_seconds": 1.1320855000036545e-05,
+   "host_canary_seconds": 1.2058424999992212e-05,
    "pass_seconds": [
-    0.00012365867232992534,
-    0.00010830323309415862,
-    0.00010586590958493095
+    9.803277147667748e-05,
+    9.730437468914758e-05,
+    0.00011090743293364842
    ],
    "pass_host_canary_seconds": [
-    1.1320855000036545e-05,
-    1.0880909999997357e-05,
-    8.420359999945504e-06
+    1.2058424999992212e-05,
+    1.0859279999948512e-05,
+    8.147714999893197e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.944761980147589e-05,
-   "min": 3.169066529898417e-05,
-   "max": 5.132952580849329e-05,
+   "seconds": 2.7846858082782652e-05,
+   "min": 2.277104556560516e-05,
+   "max": 4.048914355891091e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4093,26 +4093,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010630399733781814,
-    0.0002518720030784607,
-    0.0008734400272369385
+    0.00015705600380897523,
+    0.0002351039946079254,
+    0.0007499200105667114
    ],
-   "host_canary_seconds": 1.1412659999976426e-05,
+   "host_canary_seconds": 1.1972375000013358e-05,
    "pass_seconds": [
-    5.132952580849329e-05,
-    3.944761980147589e-05,
-    3.169066529898417e-05
+    4.048914355891091e-05,
+    2.277104556560516e-05,
+    2.7846858082782652e-05
    ],
    "pass_host_canary_seconds": [
-    1.1412659999976426e-05,
-    1.081143500002213e-05,
-    8.983909999926709e-06
+    1.1972375000013358e-05,
+    1.0680074999953604e-05,
+    8.055269999971415e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.222628207433792e-05,
-   "min": 7.419123571543465e-05,
-   "max": 0.00010469790051380792,
+   "seconds": 0.00010982171907311395,
+   "min": 9.449599949376923e-05,
+   "max": 0.00011588800166334427,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4121,1396 +4121,1396 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000497759997844696,
-    0.000972927987575531,
-    0.0024134399890899656
+    0.00040166398882865906,
+    0.0008170560002326965,
+    0.0027294080257415773
    ],
-   "host_canary_seconds": 1.1412659999976426e-05,
+   "host_canary_seconds": 1.1972375000013358e-05,
    "pass_seconds": [
-    7.419123571543465e-05,
-    8.222628207433792e-05,
-    0.00010469790051380792
+    0.00011588800166334427,
+    0.00010982171907311395,
+    9.449599949376923e-05
    ],
    "pass_host_canary_seconds": [
-    1.1412659999976426e-05,
-    1.081143500002213e-05,
-    8.983909999926709e-06
+    1.1972375000013358e-05,
+    1.0680074999953604e-05,
+    8.055269999971415e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00012572799623012542,
-   "min": 8.739200234413147e-05,
-   "max": 0.0003487040102481842,
+   "seconds": 0.0001605439931154251,
+   "min": 8.966399729251861e-05,
+   "max": 0.0005724160075187683,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1342540000001123e-05,
+   "host_canary_seconds": 1.2305189999963772e-05,
    "pass_seconds": [
-    0.00014880000054836275,
-    0.00012572799623012542,
-    0.00012092799693346024
+    0.00014502400159835816,
+    0.00021695999801158905,
+    0.0001605439931154251
    ],
    "pass_host_canary_seconds": [
-    1.1342540000001123e-05,
-    1.1045054999954119e-05,
-    7.880084999953852e-06
+    1.2305189999963772e-05,
+    1.0667399999988447e-05,
+    8.106814999990775e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010636799782514572,
-   "min": 6.668800115585327e-05,
-   "max": 0.0003601920008659363,
+   "seconds": 0.00011817599833011627,
+   "min": 6.620799750089646e-05,
+   "max": 0.000281792014837265,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1342540000001123e-05,
+   "host_canary_seconds": 1.2305189999963772e-05,
    "pass_seconds": [
-    0.00010636799782514572,
-    8.787199854850769e-05,
-    0.00025727999210357666
+    0.00011817599833011627,
+    0.00013267199695110322,
+    0.00010163199901580811
    ],
    "pass_host_canary_seconds": [
-    1.1342540000001123e-05,
-    1.1045054999954119e-05,
-    7.880084999953852e-06
+    1.2305189999963772e-05,
+    1.0667399999988447e-05,
+    8.106814999990775e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00013840000331401825,
-   "min": 9.865599870681763e-05,
-   "max": 0.0004838080108165741,
+   "seconds": 0.00015136000514030456,
+   "min": 0.00010675200074911118,
+   "max": 0.00032867199182510376,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1406575000023622e-05,
+   "host_canary_seconds": 1.1980864999969754e-05,
    "pass_seconds": [
-    0.00022323200106620788,
-    0.00013840000331401825,
-    0.00012297599762678147
+    0.00015136000514030456,
+    0.00019702400267124177,
+    0.00014771200716495514
    ],
    "pass_host_canary_seconds": [
-    1.1406575000023622e-05,
-    1.0538559999986319e-05,
-    7.880084999953852e-06
+    1.1980864999969754e-05,
+    1.0636175000087178e-05,
+    8.106814999990775e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00017683200538158418,
-   "min": 0.00010694400221109391,
-   "max": 0.00035219201445579526,
+   "seconds": 0.00015830400586128236,
+   "min": 0.00010684800148010254,
+   "max": 0.0005809599757194519,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1406575000023622e-05,
+   "host_canary_seconds": 1.1980864999969754e-05,
    "pass_seconds": [
-    0.00017683200538158418,
-    0.0001266240030527115,
-    0.00021199999749660492
+    0.00015830400586128236,
+    0.00015727999806404113,
+    0.00018671999871730803
    ],
    "pass_host_canary_seconds": [
-    1.1406575000023622e-05,
-    1.0538559999986319e-05,
-    7.880084999953852e-06
+    1.1980864999969754e-05,
+    1.0636175000087178e-05,
+    8.106814999990775e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0002159891128540039,
-   "min": 0.0001629036712646484,
-   "max": 0.00034788543701171873,
+   "seconds": 0.0002668902397155762,
+   "min": 0.00018464767456054687,
+   "max": 0.0004994355010986329,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1778240000026585e-05,
+   "host_canary_seconds": 1.1837319999976616e-05,
    "pass_seconds": [
-    0.00022536895751953126,
-    0.00018786815643310545,
-    0.0002159891128540039
+    0.0002668902397155762,
+    0.00029780479431152344,
+    0.0002169753646850586
    ],
    "pass_host_canary_seconds": [
-    1.1778240000026585e-05,
-    1.0805784999945444e-05,
-    9.379969999940841e-06
+    1.1837319999976616e-05,
+    1.2674907500027644e-05,
+    8.184860000000072e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0004556307220458984,
-   "min": 0.00034428417205810543,
-   "max": 0.0006933433532714845,
+   "seconds": 0.0005155001449584961,
+   "min": 0.00038180862426757814,
+   "max": 0.0007609881591796875,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1386770000001434e-05,
+   "host_canary_seconds": 1.184464499999649e-05,
    "pass_seconds": [
-    0.0005386982345581055,
-    0.000376416015625,
-    0.0004556307220458984
+    0.0005155001449584961,
+    0.0006643801879882813,
+    0.0004588595199584961
    ],
    "pass_host_canary_seconds": [
-    1.1386770000001434e-05,
-    1.1054834999981721e-05,
-    1.1678310000036164e-05
+    1.184464499999649e-05,
+    1.1405685000056565e-05,
+    8.293672499917194e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00019313600540161132,
-   "min": 0.0001824127960205078,
-   "max": 0.0002276198387145996,
+   "seconds": 0.00018964672088623048,
+   "min": 0.00015789248466491698,
+   "max": 0.00027350400924682617,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1524554999979842e-05,
+   "host_canary_seconds": 1.2013217500026485e-05,
    "pass_seconds": [
-    0.00019313600540161132,
-    0.00020239103317260744,
-    0.00018834751129150393
+    0.00018964672088623048,
+    0.00019545984268188476,
+    0.00017457855224609374
    ],
    "pass_host_canary_seconds": [
-    1.1524554999979842e-05,
-    1.1058360000006928e-05,
-    1.1253710000005412e-05
+    1.2013217500026485e-05,
+    9.851667499987115e-06,
+    8.113304999994853e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00035539199829101565,
-   "min": 0.00033059646606445315,
-   "max": 0.0006117113494873047,
+   "seconds": 0.0003272428894042969,
+   "min": 0.00029548608779907224,
+   "max": 0.0005604902267456055,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1643364999969207e-05,
+   "host_canary_seconds": 1.1655539999964048e-05,
    "pass_seconds": [
-    0.0005567148971557617,
-    0.0003418649673461914,
-    0.00035539199829101565
+    0.00037279808044433596,
+    0.0003272428894042969,
+    0.0003162387275695801
    ],
    "pass_host_canary_seconds": [
-    1.1643364999969207e-05,
-    1.1011929999966697e-05,
-    1.1607615000031047e-05
+    1.1655539999964048e-05,
+    8.204497500017282e-06,
+    8.40190999994661e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00016840576171875,
-   "min": 0.00013109951972961427,
-   "max": 0.0002536908721923828,
+   "seconds": 0.00015977791786193847,
+   "min": 0.00014187071800231932,
+   "max": 0.00020342208862304687,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.181021999997256e-05,
+   "host_canary_seconds": 1.0790199999988203e-05,
    "pass_seconds": [
-    0.0002296384048461914,
-    0.00016840576171875,
-    0.00014054911613464355
+    0.0001759475135803223,
+    0.00014722496032714845,
+    0.00015977791786193847
    ],
    "pass_host_canary_seconds": [
-    1.181021999997256e-05,
-    1.0777970000077631e-05,
-    1.1042874999986907e-05
+    1.0790199999988203e-05,
+    7.85948000000758e-06,
+    8.276045000030762e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00030743167877197265,
-   "min": 0.00025563648223876954,
-   "max": 0.000596426887512207,
+   "seconds": 0.000313437442779541,
+   "min": 0.00020286720275878908,
+   "max": 0.0004054195022583008,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1624144999942132e-05,
+   "host_canary_seconds": 1.1342155000022558e-05,
    "pass_seconds": [
-    0.000508787841796875,
-    0.00030743167877197265,
-    0.00027373632431030274
+    0.000313437442779541,
+    0.00032883071899414065,
+    0.00027928895950317384
    ],
    "pass_host_canary_seconds": [
-    1.1624144999942132e-05,
-    1.0811854999985827e-05,
-    1.0890679999988607e-05
+    1.1342155000022558e-05,
+    1.0834735000031515e-05,
+    8.327309999884847e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00018378559112548827,
-   "min": 0.00016557823181152342,
-   "max": 0.00038783103942871094,
+   "seconds": 0.00018231359481811523,
+   "min": 0.00016552640914916993,
+   "max": 0.00025387712478637693,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1111799999952154e-05,
+   "host_canary_seconds": 1.1263730000052874e-05,
    "pass_seconds": [
-    0.00023300479888916015,
-    0.00018378559112548827,
-    0.0001703046417236328
+    0.00020258752822875978,
+    0.00018231359481811523,
+    0.00017060991287231445
    ],
    "pass_host_canary_seconds": [
-    1.1111799999952154e-05,
-    1.0790414999917176e-05,
-    8.097190000029286e-06
+    1.1263730000052874e-05,
+    1.0931204999877765e-05,
+    8.521299999983967e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00030970304489135744,
-   "min": 0.0002684409523010254,
-   "max": 0.00033392127990722656,
+   "seconds": 0.00032380863189697265,
+   "min": 0.0002617158317565918,
+   "max": 0.0005630694580078125,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1024615000039262e-05,
+   "host_canary_seconds": 1.1596595000007427e-05,
    "pass_seconds": [
-    0.0002994592094421387,
-    0.00030970304489135744,
-    0.0003128800010681152
+    0.000426984977722168,
+    0.00032380863189697265,
+    0.00027726335525512694
    ],
    "pass_host_canary_seconds": [
-    1.1024615000039262e-05,
-    1.0790414999917176e-05,
-    8.338384999859727e-06
+    1.1596595000007427e-05,
+    1.1253775000028554e-05,
+    8.521299999983967e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00023242752075195314,
-   "min": 0.00018756479263305664,
-   "max": 0.0002910227203369141,
+   "seconds": 0.00024929344177246094,
+   "min": 0.0001875904083251953,
+   "max": 0.00026967552185058595,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1036639999986164e-05,
+   "host_canary_seconds": 1.1333754999967027e-05,
    "pass_seconds": [
-    0.000200565128326416,
-    0.00023242752075195314,
-    0.0002481952095031738
+    0.00025934080123901366,
+    0.00024929344177246094,
+    0.00019425792694091796
    ],
    "pass_host_canary_seconds": [
-    1.1036639999986164e-05,
-    1.0665109999905554e-05,
-    1.1611394999988533e-05
+    1.1333754999967027e-05,
+    1.115580499998714e-05,
+    8.72891249997565e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00048612480163574216,
-   "min": 0.0003758572769165039,
-   "max": 0.0006776064300537108,
+   "seconds": 0.000537896957397461,
+   "min": 0.0004313888168334961,
+   "max": 0.0008328076934814453,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1564705000033371e-05,
+   "host_canary_seconds": 1.1955024999963371e-05,
    "pass_seconds": [
-    0.0004918547058105468,
-    0.0004713062286376953,
-    0.00048612480163574216
+    0.0007271711730957031,
+    0.000537896957397461,
+    0.0005059692764282226
    ],
    "pass_host_canary_seconds": [
-    1.1564705000033371e-05,
-    1.0873629999963441e-05,
-    1.1392079999978932e-05
+    1.1955024999963371e-05,
+    1.0582274999961782e-05,
+    1.0324659999980667e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00018873664855957034,
-   "min": 0.00017097600936889646,
-   "max": 0.00020712575912475585,
+   "seconds": 0.0001891097640991211,
+   "min": 0.00016996160507202148,
+   "max": 0.0002912076759338379,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1853747500047974e-05,
+   "host_canary_seconds": 1.1117347500011477e-05,
    "pass_seconds": [
-    0.0001782809638977051,
-    0.00018947391510009765,
-    0.00018873664855957034
+    0.0001891097640991211,
+    0.00025992767333984375,
+    0.00017587583541870118
    ],
    "pass_host_canary_seconds": [
-    1.1853747500047974e-05,
-    1.0693305000017972e-05,
-    1.1277085000074295e-05
+    1.1117347500011477e-05,
+    1.088600499997483e-05,
+    1.026697500009277e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003543699264526367,
-   "min": 0.00028137983322143554,
-   "max": 0.000410068473815918,
+   "seconds": 0.00041278656005859374,
+   "min": 0.00029607168197631837,
+   "max": 0.0006268076705932616,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.12534400000186e-05,
+   "host_canary_seconds": 1.0990402500006269e-05,
    "pass_seconds": [
-    0.0003690419387817383,
-    0.0003050860786437988,
-    0.0003543699264526367
+    0.0004054150390625,
+    0.0005045881652832032,
+    0.00041278656005859374
    ],
    "pass_host_canary_seconds": [
-    1.12534400000186e-05,
-    9.538557499908506e-06,
-    1.1131024999997407e-05
+    1.0990402500006269e-05,
+    1.0871205000029249e-05,
+    1.0593837500039171e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00024235328674316405,
-   "min": 0.00017673599243164063,
-   "max": 0.0002940691184997559,
+   "seconds": 0.00023448448181152343,
+   "min": 0.00020256704330444335,
+   "max": 0.0005378355026245117,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1219334999950093e-05,
+   "host_canary_seconds": 1.1468189999987998e-05,
    "pass_seconds": [
-    0.00020498880386352538,
-    0.00024901248931884765,
-    0.00024235328674316405
+    0.00036745086669921876,
+    0.00023448448181152343,
+    0.00022607744216918943
    ],
    "pass_host_canary_seconds": [
-    1.1219334999950093e-05,
-    9.446574999998347e-06,
-    1.1307175000041526e-05
+    1.1468189999987998e-05,
+    1.0879314999954203e-05,
+    1.0815495000002783e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005719148635864258,
-   "min": 0.00045854976654052733,
-   "max": 0.0007731116485595702,
+   "seconds": 0.0005193395233154297,
+   "min": 0.0003830508804321289,
+   "max": 0.0006322361755371094,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1226234999952566e-05,
+   "host_canary_seconds": 1.17471949999981e-05,
    "pass_seconds": [
-    0.0005719148635864258,
-    0.0005130707168579102,
-    0.0006200774383544922
+    0.0005637094497680665,
+    0.0005193395233154297,
+    0.000447825927734375
    ],
    "pass_host_canary_seconds": [
-    1.1226234999952566e-05,
-    8.001260000014553e-06,
-    1.2323025000000598e-05
+    1.17471949999981e-05,
+    1.054742499995598e-05,
+    1.0810205000097994e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00019109952926635743,
-   "min": 0.00016079168319702147,
-   "max": 0.00030362367630004883,
+   "seconds": 0.0001693062400817871,
+   "min": 0.0001518342399597168,
+   "max": 0.0002005574417114258,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1640124999985345e-05,
+   "host_canary_seconds": 1.2210119999949142e-05,
    "pass_seconds": [
-    0.00019109952926635743,
-    0.0001720537567138672,
-    0.0002475430488586426
+    0.00018746368408203125,
+    0.00016235776901245118,
+    0.0001693062400817871
    ],
    "pass_host_canary_seconds": [
-    1.1640124999985345e-05,
-    7.887964999895302e-06,
-    1.2575085000037234e-05
+    1.2210119999949142e-05,
+    1.0564114999880303e-05,
+    1.0601614999927732e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0004660736083984375,
-   "min": 0.00035492862701416017,
-   "max": 0.0007453164672851563,
+   "seconds": 0.00041909889221191407,
+   "min": 0.0003053497505187988,
+   "max": 0.000654694366455078,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1548184999981004e-05,
+   "host_canary_seconds": 1.210650499999133e-05,
    "pass_seconds": [
-    0.00042937408447265625,
-    0.0004939136123657226,
-    0.0004660736083984375
+    0.0004503622436523438,
+    0.00041909889221191407,
+    0.0003352006530761719
    ],
    "pass_host_canary_seconds": [
-    1.1548184999981004e-05,
-    8.39043500000969e-06,
-    1.229921000003742e-05
+    1.210650499999133e-05,
+    1.0621977500022695e-05,
+    1.0802764999908732e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0002779660797119141,
-   "min": 0.0002063737678527832,
-   "max": 0.0004017030334472656,
+   "seconds": 0.0002442118453979492,
+   "min": 0.00019567615509033206,
+   "max": 0.0003503238296508789,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1166255000034652e-05,
+   "host_canary_seconds": 1.0913320000014438e-05,
    "pass_seconds": [
-    0.00022629823684692382,
-    0.00034366783142089847,
-    0.0002779660797119141
+    0.00027562623977661133,
+    0.0002442118453979492,
+    0.00020583551406860352
    ],
    "pass_host_canary_seconds": [
-    1.1166255000034652e-05,
-    1.1508137500015892e-05,
-    1.2537234999996371e-05
+    1.0913320000014438e-05,
+    1.0848390000006702e-05,
+    1.075726500005203e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00034212287902832034,
-   "min": 0.00025586496353149414,
-   "max": 0.000513045768737793,
+   "seconds": 0.0002910451126098633,
+   "min": 0.0002048409652709961,
+   "max": 0.00033103679656982425,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1128545000005374e-05,
+   "host_canary_seconds": 1.0583889999935535e-05,
    "pass_seconds": [
-    0.00026514495849609373,
-    0.00034212287902832034,
-    0.00036039615631103516
+    0.00031367231369018556,
+    0.0002910451126098633,
+    0.0002253228759765625
    ],
    "pass_host_canary_seconds": [
-    1.1128545000005374e-05,
-    1.1795402499998886e-05,
-    1.172367999998869e-05
+    1.0583889999935535e-05,
+    1.0903360000042994e-05,
+    1.0843645000022662e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00015749952316284181,
-   "min": 0.0001192460823059082,
-   "max": 0.00017316160202026368,
+   "seconds": 0.00017601215362548827,
+   "min": 0.00014125120162963866,
+   "max": 0.00022265600204467772,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0625849999996718e-05,
+   "host_canary_seconds": 1.0437540000012291e-05,
    "pass_seconds": [
-    0.00016220800399780272,
-    0.00015749952316284181,
-    0.00013409472465515136
+    0.00018248319625854492,
+    0.00017601215362548827,
+    0.00015257216453552246
    ],
    "pass_host_canary_seconds": [
-    1.0625849999996718e-05,
-    1.120923999991419e-05,
-    8.452855000058435e-06
+    1.0437540000012291e-05,
+    1.064104500002827e-05,
+    1.0843645000022662e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0002113222312927246,
-   "min": 0.00019033023834228515,
-   "max": 0.00031639488220214847,
+   "seconds": 0.00019887744903564455,
+   "min": 0.00016989248275756837,
+   "max": 0.00022664255142211914,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1441470000015386e-05,
+   "host_canary_seconds": 1.0604315000009023e-05,
    "pass_seconds": [
-    0.00019662464141845704,
-    0.0002113222312927246,
-    0.00025398912429809567
+    0.0002176288032531738,
+    0.00019887744903564455,
+    0.0001770662307739258
    ],
    "pass_host_canary_seconds": [
-    1.1441470000015386e-05,
-    1.1737680000010186e-05,
-    1.3074710000040569e-05
+    1.0604315000009023e-05,
+    1.0658615000096461e-05,
+    1.1241445000109706e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0003039142417907715,
-   "min": 0.00022939136505126953,
-   "max": 0.0003423020935058594,
+   "seconds": 0.0002806547164916992,
+   "min": 0.00021734207153320314,
+   "max": 0.00032279361724853515,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1792814999935786e-05,
+   "host_canary_seconds": 1.0310279999998784e-05,
    "pass_seconds": [
-    0.0003039142417907715,
-    0.0002394086456298828,
-    0.00030719295501708985
+    0.0003106496047973633,
+    0.0002806547164916992,
+    0.00022646591186523436
    ],
    "pass_host_canary_seconds": [
-    1.1792814999935786e-05,
-    1.1649085000016157e-05,
-    1.2251114999912716e-05
+    1.0310279999998784e-05,
+    1.0164494999997942e-05,
+    1.1135580000001254e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00032799102783203125,
-   "min": 0.0002586348724365234,
-   "max": 0.0006161555099487306,
+   "seconds": 0.00031483392715454106,
+   "min": 0.00022590143203735352,
+   "max": 0.00037701248168945316,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.217693500002781e-05,
+   "host_canary_seconds": 1.0461835000015185e-05,
    "pass_seconds": [
-    0.00032799102783203125,
-    0.00029346624374389647,
-    0.00045991870880126955
+    0.0003452384185791016,
+    0.00031483392715454106,
+    0.0002563078308105469
    ],
    "pass_host_canary_seconds": [
-    1.217693500002781e-05,
-    1.2231440000078919e-05,
-    1.2399182500075767e-05
+    1.0461835000015185e-05,
+    1.085392500002058e-05,
+    1.0975614999892969e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00012959872245788575,
-   "min": 0.00010994879722595215,
-   "max": 0.00018126911163330076,
+   "seconds": 0.00011393983840942383,
+   "min": 8.31167984008789e-05,
+   "max": 0.00015947711944580076,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1921380000003979e-05,
+   "host_canary_seconds": 1.0626810000005094e-05,
    "pass_seconds": [
-    0.00012959872245788575,
-    0.00011393856048583985,
-    0.00015547200202941896
+    0.00011393983840942383,
+    0.00011981375694274903,
+    9.45081615447998e-05
    ],
    "pass_host_canary_seconds": [
-    1.1921380000003979e-05,
-    1.1081944999986603e-05,
-    1.2241525000007415e-05
+    1.0626810000005094e-05,
+    1.1028847500043072e-05,
+    8.452972499952693e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.0001621491241455078,
-   "min": 0.0001515827178955078,
-   "max": 0.0002893862342834473,
+   "seconds": 0.00014110464096069337,
+   "min": 0.0001225990390777588,
+   "max": 0.00016308160781860353,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1991430000009018e-05,
+   "host_canary_seconds": 1.0525725000007923e-05,
    "pass_seconds": [
-    0.0001634239959716797,
-    0.00015902784347534177,
-    0.0001621491241455078
+    0.00014110464096069337,
+    0.0001450271987915039,
+    0.0001380339241027832
    ],
    "pass_host_canary_seconds": [
-    1.1991430000009018e-05,
-    1.1350260000000389e-05,
-    1.2215239999946448e-05
+    1.0525725000007923e-05,
+    1.0713565000060044e-05,
+    1.0899014999949942e-05
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00011844863891601562,
-   "min": 0.00010904447555541992,
-   "max": 0.0001681772804260254,
+   "seconds": 0.00011053695678710937,
+   "min": 9.822591781616212e-05,
+   "max": 0.00012758208274841307,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1344612500003848e-05,
+   "host_canary_seconds": 1.040679749998219e-05,
    "pass_seconds": [
-    0.00011844863891601562,
-    0.00011662591934204101,
-    0.00014131391525268555
+    0.00011544063568115234,
+    0.00011053695678710937,
+    0.00010913279533386231
    ],
    "pass_host_canary_seconds": [
-    1.1344612500003848e-05,
-    1.1286407499966344e-05,
-    1.2780455000012125e-05
+    1.040679749998219e-05,
+    1.0534080000041969e-05,
+    1.0959394999972006e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00015567359924316407,
-   "min": 0.00014362560272216797,
-   "max": 0.000218023681640625,
+   "seconds": 0.00013012415885925292,
+   "min": 0.00010270208358764648,
+   "max": 0.00015082624435424805,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1740819999985774e-05,
+   "host_canary_seconds": 1.063971000000663e-05,
    "pass_seconds": [
-    0.00015031295776367189,
-    0.00015567359924316407,
-    0.00017261951446533204
+    0.00013012415885925292,
+    0.00013701120376586912,
+    0.00011307904243469239
    ],
    "pass_host_canary_seconds": [
-    1.1740819999985774e-05,
-    1.1720454999988305e-05,
-    1.218411000010633e-05
+    1.063971000000663e-05,
+    1.0744140000014114e-05,
+    8.47487000001479e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00012108799934387206,
-   "min": 0.00010293055534362793,
-   "max": 0.000135601282119751,
+   "seconds": 0.00010189888000488281,
+   "min": 7.932672023773193e-05,
+   "max": 0.00012269248008728027,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1638117500005764e-05,
+   "host_canary_seconds": 1.0889367499977708e-05,
    "pass_seconds": [
-    0.00012108799934387206,
-    0.00013054335594177245,
-    0.00011377984046936035
+    0.00010189888000488281,
+    0.00011196607589721681,
+    8.193920135498048e-05
    ],
    "pass_host_canary_seconds": [
-    1.1638117500005764e-05,
-    1.131215000000907e-05,
-    9.071575000021424e-06
+    1.0889367499977708e-05,
+    1.0372505000049158e-05,
+    8.26179749999767e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.0001507366371154785,
-   "min": 0.00012223039627075194,
-   "max": 0.00017060735702514648,
+   "seconds": 0.0001268627166748047,
+   "min": 9.621248245239258e-05,
+   "max": 0.00015814784049987792,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1810255000028746e-05,
+   "host_canary_seconds": 1.0396770000014044e-05,
    "pass_seconds": [
-    0.0001507366371154785,
-    0.00016040895462036134,
-    0.00013841152191162109
+    0.0001268627166748047,
+    0.0001387936019897461,
+    0.00010188863754272461
    ],
    "pass_host_canary_seconds": [
-    1.1810255000028746e-05,
-    1.1514575000006744e-05,
-    9.090475000022025e-06
+    1.0396770000014044e-05,
+    1.074576500002422e-05,
+    8.440550000017312e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00011914752006530761,
-   "min": 0.00011137663841247558,
-   "max": 0.00014788543701171875,
+   "seconds": 0.00010308799743652343,
+   "min": 7.778687953948975e-05,
+   "max": 0.00012215680122375488,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1542067499981101e-05,
+   "host_canary_seconds": 1.0890707500017528e-05,
    "pass_seconds": [
-    0.00011914752006530761,
-    0.00012114496231079101,
-    0.00011638527870178222
+    0.00010308799743652343,
+    0.00010905856132507325,
+    8.193344116210937e-05
    ],
    "pass_host_canary_seconds": [
-    1.1542067499981101e-05,
-    1.0963315000083185e-05,
-    8.580394999953e-06
+    1.0890707500017528e-05,
+    1.0562460000045348e-05,
+    8.53197249995219e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.0001470841598510742,
-   "min": 0.00010094207763671875,
-   "max": 0.00016291263580322265,
+   "seconds": 0.00012873920440673828,
+   "min": 0.00010306112289428711,
+   "max": 0.0001589311981201172,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1346080000009807e-05,
+   "host_canary_seconds": 1.0746340000054032e-05,
    "pass_seconds": [
-    0.00014744640350341796,
-    0.0001142790412902832,
-    0.0001470841598510742
+    0.00012873920440673828,
+    0.00013623231887817383,
+    0.00010880895614624023
    ],
    "pass_host_canary_seconds": [
-    1.1346080000009807e-05,
-    9.480119999949465e-06,
-    9.105634999997392e-06
+    1.0746340000054032e-05,
+    1.0430960000036293e-05,
+    8.57012249994682e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00012071295738220215,
-   "min": 7.902207851409913e-05,
-   "max": 0.00016303104400634767,
+   "seconds": 0.00010171072006225586,
+   "min": 9.092160224914551e-05,
+   "max": 0.00012476287841796873,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1609535000012272e-05,
+   "host_canary_seconds": 1.047368249999181e-05,
    "pass_seconds": [
-    0.00012071295738220215,
-    8.763392448425294e-05,
-    0.00012721920013427734
+    9.561152458190918e-05,
+    0.00011146047592163085,
+    0.00010171072006225586
    ],
    "pass_host_canary_seconds": [
-    1.1609535000012272e-05,
-    8.478615000058198e-06,
-    1.1204204999870626e-05
+    1.047368249999181e-05,
+    1.043991999999605e-05,
+    8.948192500000118e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00015165120124816894,
-   "min": 0.00014148544311523437,
-   "max": 0.0001687615966796875,
+   "seconds": 0.00013622912406921386,
+   "min": 0.00011499648094177246,
+   "max": 0.00015485440254211426,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.192338999999265e-05,
+   "host_canary_seconds": 1.0585264999960487e-05,
    "pass_seconds": [
-    0.00014944640159606935,
-    0.00015165120124816894,
-    0.00016151615142822267
+    0.00013622912406921386,
+    0.000136943998336792,
+    0.00011847616195678712
    ],
    "pass_host_canary_seconds": [
-    1.192338999999265e-05,
-    1.1592589999906976e-05,
-    1.115179500004615e-05
+    1.0585264999960487e-05,
+    1.023716499986449e-05,
+    8.4988724999846e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00013438719749450683,
-   "min": 0.00011174143791198731,
-   "max": 0.00015651328086853028,
+   "seconds": 0.00012148351669311523,
+   "min": 0.00010577535629272461,
+   "max": 0.00016941696166992187,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1813449999991121e-05,
+   "host_canary_seconds": 1.0643524999984776e-05,
    "pass_seconds": [
-    0.00013438719749450683,
-    0.0001325055980682373,
-    0.00014411520004272463
+    0.00012163840293884276,
+    0.00012148351669311523,
+    0.00011530112266540528
    ],
    "pass_host_canary_seconds": [
-    1.1813449999991121e-05,
-    1.152271000009364e-05,
-    1.09858000000429e-05
+    1.0643524999984776e-05,
+    1.0251554999953783e-05,
+    9.577819999933013e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00016221824645996092,
-   "min": 0.00012999615669250487,
-   "max": 0.00018388160705566403,
+   "seconds": 0.0001463526439666748,
+   "min": 0.0001337772846221924,
+   "max": 0.00016188032150268557,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1815625000011209e-05,
+   "host_canary_seconds": 1.0620129999949768e-05,
    "pass_seconds": [
-    0.00016221824645996092,
-    0.0001444435214996338,
-    0.00017071807861328124
+    0.0001526643180847168,
+    0.0001463526439666748,
+    0.00013829504013061522
    ],
    "pass_host_canary_seconds": [
-    1.1815625000011209e-05,
-    8.846595000022716e-06,
-    1.0778900000047997e-05
+    1.0620129999949768e-05,
+    1.0349364999910904e-05,
+    1.102014500006021e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.0001468671989440918,
-   "min": 0.00012551487922668459,
-   "max": 0.00017661888122558593,
+   "seconds": 0.00012545727729797363,
+   "min": 0.00011408384323120118,
+   "max": 0.000146746244430542,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.178486500002407e-05,
+   "host_canary_seconds": 1.0755730000013842e-05,
    "pass_seconds": [
-    0.00013660672187805177,
-    0.00015442367553710937,
-    0.0001468671989440918
+    0.00012911104202270506,
+    0.00012545727729797363,
+    0.00011794239997863768
    ],
    "pass_host_canary_seconds": [
-    1.178486500002407e-05,
-    1.2602025000063577e-05,
-    1.0968990000037594e-05
+    1.0755730000013842e-05,
+    1.0236465000019734e-05,
+    8.496479999990924e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00016381504058837892,
-   "min": 0.00014203583717346192,
-   "max": 0.00019058879852294923,
+   "seconds": 0.000151079044342041,
+   "min": 0.00013522687911987305,
+   "max": 0.0001869900894165039,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1583065000024817e-05,
+   "host_canary_seconds": 1.075005499998838e-05,
    "pass_seconds": [
-    0.00016363264083862306,
-    0.00016381504058837892,
-    0.00018164608001708987
+    0.0001606528091430664,
+    0.000151079044342041,
+    0.00014262720108032228
    ],
    "pass_host_canary_seconds": [
-    1.1583065000024817e-05,
-    9.372465000012653e-06,
-    1.08790650000401e-05
+    1.075005499998838e-05,
+    1.027997999997865e-05,
+    8.530930000034686e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00013572671890258787,
-   "min": 0.00011775487899780274,
-   "max": 0.00016688640594482424,
+   "seconds": 0.0001242527961730957,
+   "min": 9.377344131469727e-05,
+   "max": 0.0001679814338684082,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1272194999989437e-05,
+   "host_canary_seconds": 1.0633720000043923e-05,
    "pass_seconds": [
-    0.00013572671890258787,
-    0.0001290732765197754,
-    0.00013666879653930665
+    0.0001309836769104004,
+    0.0001242527961730957,
+    0.00011809663772583007
    ],
    "pass_host_canary_seconds": [
-    1.1272194999989437e-05,
-    1.0017155000099365e-05,
-    1.0920579999975643e-05
+    1.0633720000043923e-05,
+    1.0157594999924413e-05,
+    8.080100000000812e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00017748416900634765,
-   "min": 0.0001575487995147705,
-   "max": 0.00021546239852905273,
+   "seconds": 0.0001502188777923584,
+   "min": 0.0001102444839477539,
+   "max": 0.00017297664642333986,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1387595000016404e-05,
+   "host_canary_seconds": 1.0486169999950334e-05,
    "pass_seconds": [
-    0.00016524160385131837,
-    0.00018417152404785156,
-    0.00017748416900634765
+    0.0001502188777923584,
+    0.0001488684844970703,
+    0.00015309887886047363
    ],
    "pass_host_canary_seconds": [
-    1.1387595000016404e-05,
-    1.242277999992325e-05,
-    1.062143749990696e-05
+    1.0486169999950334e-05,
+    1.0263440000102264e-05,
+    1.1164855000060924e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00013473535537719726,
-   "min": 0.0001246438407897949,
-   "max": 0.00015061887741088867,
+   "seconds": 0.00011276800155639649,
+   "min": 8.873791694641112e-05,
+   "max": 0.00012859519958496093,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1935942499974316e-05,
+   "host_canary_seconds": 1.0911434999982816e-05,
    "pass_seconds": [
-    0.00012884608268737792,
-    0.00013473535537719726,
-    0.00013724096298217773
+    0.00012023103713989258,
+    0.00011276800155639649,
+    9.305472373962402e-05
    ],
    "pass_host_canary_seconds": [
-    1.1935942499974316e-05,
-    1.046332000001371e-05,
-    1.0964095000076669e-05
+    1.0911434999982816e-05,
+    1.0369612500014112e-05,
+    8.393044999976951e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00016695936203002927,
-   "min": 0.00014539263725280762,
-   "max": 0.00019566207885742188,
+   "seconds": 0.00014501184463500976,
+   "min": 0.0001086956787109375,
+   "max": 0.0001709004783630371,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.153986999995027e-05,
+   "host_canary_seconds": 1.0678205000047569e-05,
    "pass_seconds": [
-    0.00015672448158264162,
-    0.00016695936203002927,
-    0.00018014400482177734
+    0.00014790847778320312,
+    0.00013969152450561524,
+    0.00014501184463500976
    ],
    "pass_host_canary_seconds": [
-    1.153986999995027e-05,
-    1.2128869999941117e-05,
-    1.1025034999931905e-05
+    1.0678205000047569e-05,
+    1.0261114999963183e-05,
+    9.18612500001359e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00012037440299987793,
-   "min": 0.00010401984214782715,
-   "max": 0.00013316991806030273,
+   "seconds": 0.00010881855964660644,
+   "min": 9.709183692932128e-05,
+   "max": 0.00014247743606567384,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1829672499992229e-05,
+   "host_canary_seconds": 1.0689950000006831e-05,
    "pass_seconds": [
-    0.00011547455787658691,
-    0.00012037440299987793,
-    0.00012633919715881347
+    0.00010881855964660644,
+    0.00010148736000061035,
+    0.0001217024040222168
    ],
    "pass_host_canary_seconds": [
-    1.1829672499992229e-05,
-    9.62982750003505e-06,
-    1.0862354999972012e-05
+    1.0689950000006831e-05,
+    1.0444167499983337e-05,
+    8.224725000047784e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00015496064186096192,
-   "min": 0.00013729215621948243,
-   "max": 0.00017456127166748047,
+   "seconds": 0.00013165632247924805,
+   "min": 0.0001047590446472168,
+   "max": 0.000155796480178833,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1625785000006772e-05,
+   "host_canary_seconds": 1.0611459999978479e-05,
    "pass_seconds": [
-    0.0001411398410797119,
-    0.00015678272247314455,
-    0.00015496064186096192
+    0.00013175999641418457,
+    0.00013165632247924805,
+    0.00011857536315917968
    ],
    "pass_host_canary_seconds": [
-    1.1625785000006772e-05,
-    1.2193225000061148e-05,
-    1.0601605000033487e-05
+    1.0611459999978479e-05,
+    1.0409440000103131e-05,
+    8.33958500003007e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001977670478820801,
-   "min": 0.00016259071350097656,
-   "max": 0.00023796543121337892,
+   "seconds": 0.00018144447326660156,
+   "min": 0.00016370815277099612,
+   "max": 0.00023983743667602538,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.717345000022192e-06,
+   "host_canary_seconds": 1.054909000004045e-05,
    "pass_seconds": [
-    0.00017403327941894532,
-    0.00022556095123291015,
-    0.0001977670478820801
+    0.00018183679580688477,
+    0.00018144447326660156,
+    0.00016969728469848631
    ],
    "pass_host_canary_seconds": [
-    8.717345000022192e-06,
-    1.250881500013179e-05,
-    1.0791305000026341e-05
+    1.054909000004045e-05,
+    1.0495052500019142e-05,
+    8.388815000017758e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.000254085750579834,
-   "min": 0.00019136383056640626,
-   "max": 0.0002798028755187988,
+   "seconds": 0.00021044416427612304,
+   "min": 0.00017427328109741213,
+   "max": 0.00022912063598632814,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.910839999989207e-06,
+   "host_canary_seconds": 1.055961500000535e-05,
    "pass_seconds": [
-    0.00023189823150634767,
-    0.0002670636749267578,
-    0.000254085750579834
+    0.00021073791503906252,
+    0.00021044416427612304,
+    0.00018609983444213866
    ],
    "pass_host_canary_seconds": [
-    9.910839999989207e-06,
-    1.2822610000000622e-05,
-    1.1041304999963585e-05
+    1.055961500000535e-05,
+    1.0924979999913376e-05,
+    8.273900000048685e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00041380992889404296,
-   "min": 0.00030046207427978516,
-   "max": 0.000601352310180664,
+   "seconds": 0.0004266284942626953,
+   "min": 0.00033955520629882813,
+   "max": 0.0005846259307861328,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.047972999998592e-05,
+   "host_canary_seconds": 1.1768015000015452e-05,
    "pass_seconds": [
-    0.00038212158203125,
-    0.0004647283172607422,
-    0.00041380992889404296
+    0.0004759724807739258,
+    0.0003694015884399414,
+    0.0004266284942626953
    ],
    "pass_host_canary_seconds": [
-    1.047972999998592e-05,
-    1.2583225000071253e-05,
-    1.1038999999968269e-05
+    1.1768015000015452e-05,
+    1.091100249993815e-05,
+    8.354200000013634e-06
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0005028422546386719,
-   "min": 0.00037626686096191406,
-   "max": 0.000631739501953125,
+   "seconds": 0.00045679233551025394,
+   "min": 0.0003829292678833008,
+   "max": 0.0006237862396240235,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.390927500023791e-06,
+   "host_canary_seconds": 1.159346249998805e-05,
    "pass_seconds": [
-    0.0004250681686401367,
-    0.0005352486419677734,
-    0.0005028422546386719
+    0.00045679233551025394,
+    0.0004778732681274414,
+    0.0004292787170410156
    ],
    "pass_host_canary_seconds": [
-    8.390927500023791e-06,
-    1.2004000000018778e-05,
-    1.158785499995929e-05
+    1.159346249998805e-05,
+    1.1058125000005248e-05,
+    1.0958260000037968e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00017510335922241212,
-   "min": 0.0001111513614654541,
-   "max": 0.00022866559982299807,
+   "seconds": 0.00013623167991638183,
+   "min": 0.00010386240005493165,
+   "max": 0.00020181247711181642,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1456204999973352e-05,
+   "host_canary_seconds": 1.1336430000028485e-05,
    "pass_seconds": [
-    0.00014194687843322755,
-    0.00017510335922241212,
-    0.00019702911376953124
+    0.00013623167991638183,
+    0.0001330399990081787,
+    0.00013728832244873048
    ],
    "pass_host_canary_seconds": [
-    1.1456204999973352e-05,
-    1.066355999995494e-05,
-    1.256975500005808e-05
+    1.1336430000028485e-05,
+    1.094889500009799e-05,
+    1.194330000004129e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.0001602521514892578,
-   "min": 0.00012252351760864259,
-   "max": 0.0002642412757873535,
+   "seconds": 0.00016400768280029298,
+   "min": 0.0001403769588470459,
+   "max": 0.0002034675216674805,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.13592100000659e-05,
+   "host_canary_seconds": 1.1032594999988987e-05,
    "pass_seconds": [
-    0.0001602521514892578,
-    0.00013381823539733887,
-    0.00018072000503540042
+    0.00015257408142089845,
+    0.00016400768280029298,
+    0.00019062911987304687
    ],
    "pass_host_canary_seconds": [
-    1.13592100000659e-05,
-    8.492019999977173e-06,
-    1.2085097500005303e-05
+    1.1032594999988987e-05,
+    1.0314809999982799e-05,
+    1.1991599999987558e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012576831817626952,
-   "min": 0.00011635968208312989,
-   "max": 0.00020485120773315428,
+   "seconds": 0.0001357196807861328,
+   "min": 0.00011567359924316406,
+   "max": 0.00015883584022521974,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.597489999999652e-06,
+   "host_canary_seconds": 9.034720000045126e-06,
    "pass_seconds": [
-    0.00012576831817626952,
-    0.00014803775787353515,
-    0.00012363391876220702
+    0.00012048192024230957,
+    0.0001357196807861328,
+    0.00015323264122009278
    ],
    "pass_host_canary_seconds": [
-    8.597489999999652e-06,
-    1.194665499994585e-05,
-    8.204424999860294e-06
+    9.034720000045126e-06,
+    1.1077424999967889e-05,
+    1.223859000006655e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00018228544235229492,
-   "min": 0.00014549504280090333,
-   "max": 0.000225350399017334,
+   "seconds": 0.0001704966354370117,
+   "min": 0.00014433792114257812,
+   "max": 0.00020741567611694338,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.914994999959958e-06,
+   "host_canary_seconds": 1.0259164999979476e-05,
    "pass_seconds": [
-    0.00016441471099853518,
-    0.00020871679306030274,
-    0.00018228544235229492
+    0.00016425151824951172,
+    0.0001704966354370117,
+    0.00019048511505126954
    ],
    "pass_host_canary_seconds": [
-    9.914994999959958e-06,
-    1.2192709999965246e-05,
-    1.1005490000002283e-05
+    1.0259164999979476e-05,
+    1.0554694999882486e-05,
+    1.2535215000042398e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00013211903572082518,
-   "min": 0.00010118911743164063,
-   "max": 0.00014519295692443847,
+   "seconds": 0.00011356863975524903,
+   "min": 0.00010341055870056152,
+   "max": 0.0001395206356048584,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.102289999998618e-05,
+   "host_canary_seconds": 8.913212500019086e-06,
    "pass_seconds": [
-    0.00011389823913574219,
-    0.00013780159950256348,
-    0.00013211903572082518
+    0.00010741951942443849,
+    0.00011356863975524903,
+    0.0001270476818084717
    ],
    "pass_host_canary_seconds": [
-    1.102289999998618e-05,
-    1.145553000000632e-05,
-    1.1418779999985418e-05
+    8.913212500019086e-06,
+    1.1131145000007338e-05,
+    1.2001309999902786e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00014560959815979003,
-   "min": 0.00011968192100524902,
-   "max": 0.0001754431915283203,
+   "seconds": 0.00014169599533081056,
+   "min": 0.00011905280113220215,
+   "max": 0.00023462591171264648,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.74293999999054e-06,
+   "host_canary_seconds": 8.462550000061241e-06,
    "pass_seconds": [
-    0.00013969152450561524,
-    0.00014560959815979003,
-    0.0001607788848876953
+    0.000127128963470459,
+    0.00014169599533081056,
+    0.00017411008834838866
    ],
    "pass_host_canary_seconds": [
-    8.74293999999054e-06,
-    1.1204415000065637e-05,
-    1.162014000001932e-05
+    8.462550000061241e-06,
+    1.0654870000053051e-05,
+    1.220571000004611e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012492480278015138,
-   "min": 0.00010517824172973633,
-   "max": 0.00015427712440490725,
+   "seconds": 0.00012843520164489746,
+   "min": 0.00010415488243103028,
+   "max": 0.0001727020835876465,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.013660000045775e-06,
+   "host_canary_seconds": 8.396482500003799e-06,
    "pass_seconds": [
-    0.00011873984336853027,
-    0.00012526080131530762,
-    0.00012492480278015138
+    0.00012087167739868164,
+    0.00012843520164489746,
+    0.0001544326400756836
    ],
    "pass_host_canary_seconds": [
-    8.013660000045775e-06,
-    1.1020520000073474e-05,
-    8.024619999957849e-06
+    8.396482500003799e-06,
+    1.0633020000057059e-05,
+    1.1858714999988251e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00017178815841674807,
-   "min": 0.00012949503898620606,
-   "max": 0.0001995136070251465,
+   "seconds": 0.0001677132797241211,
+   "min": 0.00013690303802490236,
+   "max": 0.0002731999969482422,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1480175000002647e-05,
+   "host_canary_seconds": 1.1744645000000275e-05,
    "pass_seconds": [
-    0.00017178815841674807,
-    0.00017240255355834962,
-    0.00013647168159484864
+    0.0002101113510131836,
+    0.00016096895217895506,
+    0.0001677132797241211
    ],
    "pass_host_canary_seconds": [
-    1.1480175000002647e-05,
-    1.1237450000010085e-05,
-    7.923434999952405e-06
+    1.1744645000000275e-05,
+    1.0830099999878939e-05,
+    1.1944069999998419e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 8.210111618041992e-05,
-   "min": 6.850368022918702e-05,
-   "max": 9.293567657470704e-05,
+   "seconds": 8.225536346435547e-05,
+   "min": 7.236032009124755e-05,
+   "max": 0.00010209024429321289,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1572392500021068e-05,
+   "host_canary_seconds": 1.1882249999999317e-05,
    "pass_seconds": [
-    8.660096168518067e-05,
-    8.210111618041992e-05,
-    7.333568096160888e-05
+    9.111295700073242e-05,
+    8.101504325866699e-05,
+    8.225536346435547e-05
    ],
    "pass_host_canary_seconds": [
-    1.1572392500021068e-05,
-    1.0774732499996276e-05,
-    8.06417500001544e-06
+    1.1882249999999317e-05,
+    1.0711082500023394e-05,
+    1.183051750004438e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.00011079232215881347,
-   "min": 8.314496040344238e-05,
-   "max": 0.00012808896064758302,
+   "seconds": 0.00010489919662475585,
+   "min": 8.726911544799805e-05,
+   "max": 0.00012889472007751465,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1959010000026637e-05,
+   "host_canary_seconds": 8.31770249998698e-06,
    "pass_seconds": [
-    0.00011079232215881347,
-    0.00011480704307556152,
-    8.763839721679687e-05
+    9.041600227355958e-05,
+    0.00010489919662475585,
+    0.00011494463920593261
    ],
    "pass_host_canary_seconds": [
-    1.1959010000026637e-05,
-    1.0918357500031561e-05,
-    8.11798249998219e-06
+    8.31770249998698e-06,
+    1.0200185000002194e-05,
+    1.1664057499984892e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.447743892669677e-05,
-   "min": 6.63270378112793e-05,
-   "max": 9.866111755371094e-05,
+   "seconds": 7.380864143371582e-05,
+   "min": 6.291264057159423e-05,
+   "max": 9.337408065795898e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.160784500001455e-05,
+   "host_canary_seconds": 8.600680000014904e-06,
    "pass_seconds": [
-    7.447743892669677e-05,
-    7.857344150543212e-05,
-    6.8919677734375e-05
+    6.7608962059021e-05,
+    7.380864143371582e-05,
+    7.772096157073975e-05
    ],
    "pass_host_canary_seconds": [
-    1.160784500001455e-05,
-    1.0939645000007658e-05,
-    8.348705000003065e-06
+    8.600680000014904e-06,
+    1.056839999996839e-05,
+    1.1544145000073058e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.962623596191405e-05,
-   "min": 8.303808212280274e-05,
-   "max": 0.0001342784023284912,
+   "seconds": 0.00010240256309509277,
+   "min": 8.452863693237304e-05,
+   "max": 0.00012336895942687988,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1610040000000764e-05,
+   "host_canary_seconds": 8.607555000033074e-06,
    "pass_seconds": [
-    0.00010388480186462403,
-    9.962623596191405e-05,
-    9.115263938903809e-05
+    9.02560043334961e-05,
+    0.00010240256309509277,
+    0.00011496191978454589
    ],
    "pass_host_canary_seconds": [
-    1.1610040000000764e-05,
-    1.0097644999973453e-05,
-    8.358410000042228e-06
+    8.607555000033074e-06,
+    1.0218002500010925e-05,
+    1.1864532499927806e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00010821824073791504,
-   "min": 9.516863822937012e-05,
-   "max": 0.00012951807975769043,
+   "seconds": 0.00011267007827758789,
+   "min": 0.00010211968421936034,
+   "max": 0.00012796544075012207,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.177795000000259e-05,
+   "host_canary_seconds": 8.34524250002744e-06,
    "pass_seconds": [
-    0.00012353599548339843,
-    0.00010821824073791504,
-    0.00010332096099853515
+    0.00011267007827758789,
+    0.00010839360237121582,
+    0.00012255295753479004
    ],
    "pass_host_canary_seconds": [
-    1.177795000000259e-05,
-    1.1461082500048291e-05,
-    8.048662500073079e-06
+    8.34524250002744e-06,
+    1.0569762499912372e-05,
+    1.2106907499926933e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00013110591888427733,
-   "min": 0.00011644991874694824,
-   "max": 0.00015446208000183105,
+   "seconds": 0.00014236351966857912,
+   "min": 0.00012043392181396485,
+   "max": 0.00019832639694213866,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1757080000052155e-05,
+   "host_canary_seconds": 1.1639515000041456e-05,
    "pass_seconds": [
-    0.00014605119705200196,
-    0.00013110591888427733,
-    0.00012301823616027834
+    0.00018087615966796877,
+    0.0001306060791015625,
+    0.00014236351966857912
    ],
    "pass_host_canary_seconds": [
-    1.1757080000052155e-05,
-    1.1591614999986177e-05,
-    7.666387500009364e-06
+    1.1639515000041456e-05,
+    1.0178644999996323e-05,
+    1.142672499995001e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00013176575660705565,
-   "min": 0.00011690624237060547,
-   "max": 0.0001583692836761475,
+   "seconds": 0.0001398483180999756,
+   "min": 0.00011716799736022949,
+   "max": 0.00025617536544799807,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1664654999989921e-05,
+   "host_canary_seconds": 1.2291530000005934e-05,
    "pass_seconds": [
-    0.00015047871589660643,
-    0.00013176575660705565,
-    0.00012129983901977539
+    0.00020205247879028323,
+    0.00012679295539855956,
+    0.0001398483180999756
    ],
    "pass_host_canary_seconds": [
-    1.1664654999989921e-05,
-    1.0287950000105183e-05,
-    7.886804999941432e-06
+    1.2291530000005934e-05,
+    1.079201500004956e-05,
+    1.1482274999963237e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00014168319702148436,
-   "min": 0.00012940608024597167,
-   "max": 0.00018244031906127932,
+   "seconds": 0.00020012992858886718,
+   "min": 0.00016202047348022462,
+   "max": 0.00030137599945068356,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1589574999959495e-05,
+   "host_canary_seconds": 1.226765499993121e-05,
    "pass_seconds": [
-    0.00017294464111328127,
-    0.00014168319702148436,
-    0.00013524928092956544
+    0.0002750214385986328,
+    0.00016794944763183595,
+    0.00020012992858886718
    ],
    "pass_host_canary_seconds": [
-    1.1589574999959495e-05,
-    9.579220000119904e-06,
-    7.801040000003923e-06
+    1.226765499993121e-05,
+    1.0667540000071085e-05,
+    1.21772100000328e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.115903854370118e-05,
-   "min": 8.577343940734862e-05,
-   "max": 0.00011240384101867677,
+   "seconds": 0.00012636544227600098,
+   "min": 9.991935729980468e-05,
+   "max": 0.0001626905632019043,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.178119500000463e-05,
+   "host_canary_seconds": 1.3125870000010309e-05,
    "pass_seconds": [
-    0.00010900032043457032,
-    8.98745632171631e-05,
-    9.115903854370118e-05
+    0.00015487232208251953,
+    0.00010531455993652343,
+    0.00012636544227600098
    ],
    "pass_host_canary_seconds": [
-    1.178119500000463e-05,
-    8.145397499959019e-06,
-    8.014730000027725e-06
+    1.3125870000010309e-05,
+    9.852732500021944e-06,
+    1.1609690000113915e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00010814911842346191,
-   "min": 9.122879981994628e-05,
-   "max": 0.00017613567352294923,
+   "seconds": 0.00015399935722351074,
+   "min": 0.000126428804397583,
+   "max": 0.0002268832015991211,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1722544999983598e-05,
+   "host_canary_seconds": 1.2385819999991554e-05,
    "pass_seconds": [
-    0.00014377216339111327,
-    0.00010814911842346191,
-    0.00010398847579956055
+    0.00021021696090698242,
+    0.00013958720207214357,
+    0.00015399935722351074
    ],
    "pass_host_canary_seconds": [
-    1.1722544999983598e-05,
-    8.044592499985015e-06,
-    7.999795000017683e-06
+    1.2385819999991554e-05,
+    9.638005000027761e-06,
+    1.1438174999938155e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0003894393539428711,
-   "min": 0.0003130086326599121,
-   "max": 0.0006661363220214845,
+   "seconds": 0.0005032960128784179,
+   "min": 0.0004099903869628906,
+   "max": 0.0007008262634277345,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1734790000019757e-05,
+   "host_canary_seconds": 1.1769724999979304e-05,
    "pass_seconds": [
-    0.0005934316635131836,
-    0.0003894393539428711,
-    0.00037759487152099614
+    0.0005979910278320312,
+    0.0004605632019042969,
+    0.0005032960128784179
    ],
    "pass_host_canary_seconds": [
-    1.1734790000019757e-05,
-    1.1073439999975676e-05,
-    1.0187097500065078e-05
+    1.1769724999979304e-05,
+    1.0946919999952342e-05,
+    1.1038460000065698e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005977779388427735,
-   "min": 0.0003520473480224609,
-   "max": 0.0007617298889160157,
+   "seconds": 0.0005560383987426757,
+   "min": 0.00047218433380126956,
+   "max": 0.0008500768280029297,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.181782500005113e-05,
+   "host_canary_seconds": 1.1788400000014576e-05,
    "pass_seconds": [
-    0.000668353271484375,
-    0.0005977779388427735,
-    0.00041164608001708985
+    0.0006729971313476562,
+    0.0005560383987426757,
+    0.0005321478271484375
    ],
    "pass_host_canary_seconds": [
-    1.181782500005113e-05,
-    1.0862550000041438e-05,
-    7.781070000021373e-06
+    1.1788400000014576e-05,
+    1.0700330000048552e-05,
+    1.0582609999971738e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0015658746337890625,
-   "min": 0.0011690386962890625,
-   "max": 0.001986489562988281,
+   "seconds": 0.0016520672607421875,
+   "min": 0.0011251891326904296,
+   "max": 0.001963956451416016,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0271210000070141e-05,
+   "host_canary_seconds": 1.1642759999972441e-05,
    "pass_seconds": [
-    0.0015658746337890625,
-    0.0016524114990234375,
-    0.0013117074584960938
+    0.0016748294067382814,
+    0.0016520672607421875,
+    0.0013966522216796876
    ],
    "pass_host_canary_seconds": [
-    1.0271210000070141e-05,
-    1.0813140000038856e-05,
-    1.1118769999995948e-05
+    1.1642759999972441e-05,
+    1.1251350000094361e-05,
+    1.0402699999900732e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0019120806884765627,
-   "min": 0.001650894012451172,
-   "max": 0.0028722457885742188,
+   "seconds": 0.0018797920227050782,
+   "min": 0.0014703231811523437,
+   "max": 0.0024200921630859375,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1435689999999e-05,
+   "host_canary_seconds": 1.0090230000017187e-05,
    "pass_seconds": [
-    0.0019120806884765627,
-    0.0018737158203125002,
-    0.0025105836486816408
+    0.0018797920227050782,
+    0.0022987962341308593,
+    0.001602901153564453
    ],
    "pass_host_canary_seconds": [
-    1.1435689999999e-05,
-    1.0573489999927688e-05,
-    1.2328285000080542e-05
+    1.0090230000017187e-05,
+    1.1454324999959908e-05,
+    9.917409999928851e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00016387008666992188,
-   "min": 0.00012867008209228514,
-   "max": 0.00034608062744140625,
+   "seconds": 0.00015915904045104982,
+   "min": 0.00011801024436950684,
+   "max": 0.00022038463592529298,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1870674999983066e-05,
+   "host_canary_seconds": 1.103106500004003e-05,
    "pass_seconds": [
-    0.00016387008666992188,
-    0.00015143296241760254,
-    0.00024528064727783204
+    0.00015915904045104982,
+    0.00017175359725952146,
+    0.0001236076831817627
    ],
    "pass_host_canary_seconds": [
-    1.1870674999983066e-05,
-    1.0943995000047836e-05,
-    1.2594820000089157e-05
+    1.103106500004003e-05,
+    1.298282000007589e-05,
+    1.0374219999960133e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001936832046508789,
-   "min": 0.00015040767669677736,
-   "max": 0.0002635539245605469,
+   "seconds": 0.0001897043228149414,
+   "min": 0.00014104960441589355,
+   "max": 0.0002913254356384277,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1857432499979835e-05,
+   "host_canary_seconds": 1.1212145000030206e-05,
    "pass_seconds": [
-    0.0001936832046508789,
-    0.0001564134407043457,
-    0.00024195648193359374
+    0.0001897043228149414,
+    0.00023589759826660156,
+    0.00014678336143493653
    ],
    "pass_host_canary_seconds": [
-    1.1857432499979835e-05,
-    1.1429420000013125e-05,
-    1.2798090000103456e-05
+    1.1212145000030206e-05,
+    1.180946499999891e-05,
+    1.0513204999966774e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00025532928466796877,
-   "min": 0.00020886911392211914,
-   "max": 0.0005760396957397461,
+   "seconds": 0.00027317440032958984,
+   "min": 0.000200832633972168,
+   "max": 0.0004175609588623047,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2164050000009752e-05,
+   "host_canary_seconds": 1.1252330000033339e-05,
    "pass_seconds": [
-    0.00025532928466796877,
-    0.00022068864822387697,
-    0.0003517638397216797
+    0.00027317440032958984,
+    0.00030520191192626953,
+    0.00020881792068481447
    ],
    "pass_host_canary_seconds": [
-    1.2164050000009752e-05,
-    1.167229499998257e-05,
-    1.2755924999936497e-05
+    1.1252330000033339e-05,
+    1.167987500011236e-05,
+    1.088351999996462e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00045349822998046874,
-   "min": 0.00029745088577270507,
-   "max": 0.0007284390258789062,
+   "seconds": 0.0004624972915649414,
+   "min": 0.00034979713439941407,
+   "max": 0.0006341651153564453,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1653655000003481e-05,
+   "host_canary_seconds": 1.0906605000045034e-05,
    "pass_seconds": [
-    0.00045349822998046874,
-    0.00039419902801513673,
-    0.0006012377548217774
+    0.0004624972915649414,
+    0.0004568857574462891,
+    0.00046262271881103515
    ],
    "pass_host_canary_seconds": [
-    1.1653655000003481e-05,
-    1.0607374999977992e-05,
-    1.1891479999945886e-05
+    1.0906605000045034e-05,
+    1.0874900000032993e-05,
+    1.107067000006623e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.665580357153126e-06,
-   "min": 2.038647321432409e-06,
-   "max": 3.891216517829374e-06,
+   "seconds": 3.1020624999505183e-06,
+   "min": 2.001654017900835e-06,
+   "max": 3.495908482127013e-06,
    "samples": 33,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
@@ -5518,22 +5518,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.397049999970818e-06,
+   "host_canary_seconds": 9.402550000032762e-06,
    "pass_seconds": [
-    2.120957589303783e-06,
-    3.6715736607842838e-06,
-    3.665580357153126e-06
+    2.0891339285812805e-06,
+    3.2214196428499112e-06,
+    3.1020624999505183e-06
    ],
    "pass_host_canary_seconds": [
-    8.397049999970818e-06,
-    1.1091674999974544e-05,
-    1.0937537500055329e-05
+    9.402550000032762e-06,
+    1.0924267499987651e-05,
+    1.0253857499975538e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00015047742859662452,
-   "min": 7.948885715133462e-05,
-   "max": 0.00027029357144264007,
+   "seconds": 0.00011432500001465736,
+   "min": 7.535857143027767e-05,
+   "max": 0.00023123899999534712,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5543,22 +5543,72 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.397049999970818e-06,
+   "host_canary_seconds": 9.402550000032762e-06,
    "pass_seconds": [
-    0.00011430957142774138,
-    0.00015047742859662452,
-    0.0001765525714217477
+    8.858871428125376e-05,
+    0.00013700385713783753,
+    0.00011432500001465736
    ],
    "pass_host_canary_seconds": [
-    8.397049999970818e-06,
-    1.1091674999974544e-05,
-    1.0937537500055329e-05
+    9.402550000032762e-06,
+    1.0924267499987651e-05,
+    1.0253857499975538e-05
+   ]
+  },
+  "optimizer_sgd_foreach_cold_per_param": {
+   "seconds": 3.0083571428260062e-06,
+   "min": 2.619401785697306e-06,
+   "max": 5.93407366073733e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 8.427950000040596e-06,
+   "pass_seconds": [
+    2.9358616071561983e-06,
+    4.13460937506319e-06,
+    3.0083571428260062e-06
+   ],
+   "pass_host_canary_seconds": [
+    8.427950000040596e-06,
+    1.1051150000014332e-05,
+    8.40018000005216e-06
+   ]
+  },
+  "optimizer_sgd_foreach_cold_per_step": {
+   "seconds": 0.0007017895714349315,
+   "min": 0.0006070985714379568,
+   "max": 0.0008636510000030739,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 8.427950000040596e-06,
+   "pass_seconds": [
+    0.0006641872857033247,
+    0.0007801501428811467,
+    0.0007017895714349315
+   ],
+   "pass_host_canary_seconds": [
+    8.427950000040596e-06,
+    1.1051150000014332e-05,
+    8.40018000005216e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.0001991519999933189,
-   "min": 0.00018145500000343873,
-   "max": 0.00021595600000523518,
+   "seconds": 0.00019495099999744525,
+   "min": 0.0001800229999844305,
+   "max": 0.00023459000000514152,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5566,17 +5616,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018607599999143076,
-    0.0001991519999933189,
-    0.00020641099999352264
+    0.0002109139999930676,
+    0.00019495099999744525,
+    0.000184239999981628
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.3264075892880385e-05,
-   "min": 2.3742843749983778e-05,
-   "max": 3.510407812501448e-05,
+   "seconds": 3.318542857133622e-05,
+   "min": 2.3417020089297074e-05,
+   "max": 3.7026774553559705e-05,
    "samples": 33,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
@@ -5584,22 +5634,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.182595000008064e-06,
+   "host_canary_seconds": 1.1016949999991255e-05,
    "pass_seconds": [
-    2.6017337053620337e-05,
-    3.349537053574737e-05,
-    3.3264075892880385e-05
+    3.331879464285592e-05,
+    3.318542857133622e-05,
+    2.418288616062065e-05
    ],
    "pass_host_canary_seconds": [
-    8.182595000008064e-06,
-    1.118908499989857e-05,
-    1.083869499993284e-05
+    1.1016949999991255e-05,
+    1.1086682499978906e-05,
+    8.131259999970552e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00025180642858556096,
-   "min": -0.00029126985714762136,
-   "max": 0.0009710632856995613,
+   "seconds": 0.00019913942856370718,
+   "min": -0.00021213957141899943,
+   "max": 0.001173728285706943,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5609,22 +5659,72 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.182595000008064e-06,
+   "host_canary_seconds": 1.1016949999991255e-05,
    "pass_seconds": [
-    0.0001790688571300539,
-    0.00025180642858556096,
-    0.00032354700002201753
+    0.0003686032857115962,
+    0.00019913942856370718,
+    0.00014700728573708547
    ],
    "pass_host_canary_seconds": [
-    8.182595000008064e-06,
-    1.118908499989857e-05,
-    1.083869499993284e-05
+    1.1016949999991255e-05,
+    1.1086682499978906e-05,
+    8.131259999970552e-06
+   ]
+  },
+  "optimizer_sgd_for_loop_cold_per_param": {
+   "seconds": 3.344523214288131e-05,
+   "min": 2.322104910712497e-05,
+   "max": 3.554312946429938e-05,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.100198499997873e-05,
+   "pass_seconds": [
+    3.360899330354502e-05,
+    3.344523214288131e-05,
+    2.4546033482167724e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.100198499997873e-05,
+    1.1285235000002559e-05,
+    7.96153500004948e-06
+   ]
+  },
+  "optimizer_sgd_for_loop_cold_per_step": {
+   "seconds": 0.0006898012857082644,
+   "min": 0.00036026128568421105,
+   "max": 0.001392094857152415,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.100198499997873e-05,
+   "pass_seconds": [
+    0.0007457555714215198,
+    0.0006729832857266566,
+    0.0006898012857082644
+   ],
+   "pass_host_canary_seconds": [
+    1.100198499997873e-05,
+    1.1285235000002559e-05,
+    7.96153500004948e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00018788400001312766,
-   "min": 0.00015967999999588756,
-   "max": 0.00023468399999160283,
+   "seconds": 0.00016404100000499966,
+   "min": 0.00015634399998987192,
+   "max": 0.00020074500000077933,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5632,17 +5732,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019438600000398765,
-    0.00018788400001312766,
-    0.00016063399999666217
+    0.00016216700001336903,
+    0.00017227000000730186,
+    0.00016404100000499966
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.6366718749795593e-06,
-   "min": 1.5472455357569613e-06,
-   "max": 4.0115691963826805e-06,
+   "seconds": 2.3058727678699446e-06,
+   "min": 1.6144866071345274e-06,
+   "max": 3.035805803630609e-06,
    "samples": 33,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
@@ -5650,22 +5750,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.096386500002211e-05,
+   "host_canary_seconds": 1.0012309999964941e-05,
    "pass_seconds": [
-    1.6366718749795593e-06,
-    2.914542410779676e-06,
-    1.6239308035435686e-06
+    2.3058727678699446e-06,
+    2.5469397321969164e-06,
+    1.6443526785282967e-06
    ],
    "pass_host_canary_seconds": [
-    1.096386500002211e-05,
-    1.1185012500050107e-05,
-    7.675634999912973e-06
+    1.0012309999964941e-05,
+    1.1559439999899724e-05,
+    8.184855000052948e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 6.625285714026827e-05,
-   "min": -3.686428568374018e-06,
-   "max": 0.00023513614286230222,
+   "seconds": 7.620042856209302e-05,
+   "min": 4.893299997580211e-05,
+   "max": 0.00018181300000768324,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5675,22 +5775,72 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.096386500002211e-05,
+   "host_canary_seconds": 1.0012309999964941e-05,
    "pass_seconds": [
-    6.625285714026827e-05,
-    0.00013782428572182783,
-    6.48240000162202e-05
+    7.620042856209302e-05,
+    8.587785715365368e-05,
+    6.14394285491926e-05
    ],
    "pass_host_canary_seconds": [
-    1.096386500002211e-05,
-    1.1185012500050107e-05,
-    7.675634999912973e-06
+    1.0012309999964941e-05,
+    1.1559439999899724e-05,
+    8.184855000052948e-06
+   ]
+  },
+  "optimizer_sgd_fused_cold_per_param": {
+   "seconds": 3.1731763392756866e-06,
+   "min": 1.9055334822429667e-06,
+   "max": 3.8802433035556305e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.040984999995942e-05,
+   "pass_seconds": [
+    3.1731763392756866e-06,
+    3.375080357161307e-06,
+    2.4290758928735556e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.040984999995942e-05,
+    1.1276599999945347e-05,
+    8.201010000021825e-06
+   ]
+  },
+  "optimizer_sgd_fused_cold_per_step": {
+   "seconds": 0.0006667524285717263,
+   "min": 0.0005313910000057019,
+   "max": 0.0008103228571120066,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.040984999995942e-05,
+   "pass_seconds": [
+    0.0006712408571506298,
+    0.0006667524285717263,
+    0.0005707461428414717
+   ],
+   "pass_host_canary_seconds": [
+    1.040984999995942e-05,
+    1.1276599999945347e-05,
+    8.201010000021825e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012620799999751853,
-   "min": 0.000124212000002899,
-   "max": 0.00016738700000473727,
+   "seconds": 0.00013874699999405493,
+   "min": 0.0001219250000019656,
+   "max": 0.00016954600002350162,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5698,17 +5848,317 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012620799999751853,
-    0.00014982199999735712,
-    0.00012599300001170377
+    0.00013874699999405493,
+    0.00015114199999288758,
+    0.00012739799998939816
+   ]
+  },
+  "optimizer_sgd_wd_foreach_per_param": {
+   "seconds": 6.464852678554424e-06,
+   "min": 4.327399553551357e-06,
+   "max": 7.309453124992871e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.053575499994963e-05,
+   "pass_seconds": [
+    6.464852678554424e-06,
+    6.8989129464418804e-06,
+    4.4172455356975405e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.053575499994963e-05,
+    1.1369184999949766e-05,
+    8.158167499985326e-06
+   ]
+  },
+  "optimizer_sgd_wd_foreach_per_step": {
+   "seconds": 0.00013724971428530353,
+   "min": 8.75725714227623e-05,
+   "max": 0.00023809400000069606,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.053575499994963e-05,
+   "pass_seconds": [
+    0.00013724971428530353,
+    0.00018382357142903468,
+    0.00011998385714053129
+   ],
+   "pass_host_canary_seconds": [
+    1.053575499994963e-05,
+    1.1369184999949766e-05,
+    8.158167499985326e-06
+   ]
+  },
+  "optimizer_sgd_wd_foreach_cold_per_param": {
+   "seconds": 8.291785714265032e-06,
+   "min": 5.782799107123537e-06,
+   "max": 9.734205357135397e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.037156999998956e-05,
+   "pass_seconds": [
+    8.291785714265032e-06,
+    8.706468750016175e-06,
+    6.08544196437474e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.037156999998956e-05,
+    1.117191000005846e-05,
+    8.127084999927092e-06
+   ]
+  },
+  "optimizer_sgd_wd_foreach_cold_per_step": {
+   "seconds": 0.0007837298571534543,
+   "min": 0.0006758185714334429,
+   "max": 0.000919804000001737,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.037156999998956e-05,
+   "pass_seconds": [
+    0.0007837298571534543,
+    0.0008568544285805858,
+    0.0007599907142556666
+   ],
+   "pass_host_canary_seconds": [
+    1.037156999998956e-05,
+    1.117191000005846e-05,
+    8.127084999927092e-06
+   ]
+  },
+  "optimizer_sgd_wd_for_loop_per_param": {
+   "seconds": 4.110708482141234e-05,
+   "min": 3.2265357142830755e-05,
+   "max": 4.5301832589217383e-05,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.0093855000050666e-05,
+   "pass_seconds": [
+    4.110708482141234e-05,
+    4.4286611607142436e-05,
+    3.247518303574536e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0093855000050666e-05,
+    1.0939705000083677e-05,
+    7.877777499984973e-06
+   ]
+  },
+  "optimizer_sgd_wd_for_loop_per_step": {
+   "seconds": 0.0003799145714335089,
+   "min": 0.00016902071428554714,
+   "max": 0.0005151668571435103,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.0093855000050666e-05,
+   "pass_seconds": [
+    0.0003799145714335089,
+    0.00038054357142008107,
+    0.00023630028571070775
+   ],
+   "pass_host_canary_seconds": [
+    1.0093855000050666e-05,
+    1.0939705000083677e-05,
+    7.877777499984973e-06
+   ]
+  },
+  "optimizer_sgd_wd_for_loop_cold_per_param": {
+   "seconds": 4.254854241070305e-05,
+   "min": 3.152110044643156e-05,
+   "max": 4.534943080347631e-05,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.0340820000038774e-05,
+   "pass_seconds": [
+    4.254854241070305e-05,
+    4.4989374999954936e-05,
+    3.2627993303549884e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0340820000038774e-05,
+    1.0994505000070376e-05,
+    7.700485000015078e-06
+   ]
+  },
+  "optimizer_sgd_wd_for_loop_cold_per_step": {
+   "seconds": 0.000868258857118625,
+   "min": 0.0006171167142992673,
+   "max": 0.0012239412857216587,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.0340820000038774e-05,
+   "pass_seconds": [
+    0.0009174052857190418,
+    0.000868258857118625,
+    0.0007436775714333116
+   ],
+   "pass_host_canary_seconds": [
+    1.0340820000038774e-05,
+    1.0994505000070376e-05,
+    7.700485000015078e-06
+   ]
+  },
+  "optimizer_sgd_wd_fused_per_param": {
+   "seconds": 2.472937500013523e-06,
+   "min": 1.660837053536162e-06,
+   "max": 3.0219375000140047e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.064746499999103e-05,
+   "pass_seconds": [
+    2.472937500013523e-06,
+    2.515285714313872e-06,
+    1.7191473213884478e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.064746499999103e-05,
+    1.1123634999989917e-05,
+    8.974189999975123e-06
+   ]
+  },
+  "optimizer_sgd_wd_fused_per_step": {
+   "seconds": 9.786971428736382e-05,
+   "min": 3.4228999997562185e-05,
+   "max": 0.00017444485714333626,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 1.064746499999103e-05,
+   "pass_seconds": [
+    0.00010024885713936067,
+    9.786971428736382e-05,
+    8.274999997784757e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.064746499999103e-05,
+    1.1123634999989917e-05,
+    8.974189999975123e-06
+   ]
+  },
+  "optimizer_sgd_wd_fused_cold_per_param": {
+   "seconds": 2.558294642859441e-06,
+   "min": 1.9316316964358904e-06,
+   "max": 4.882622767876654e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 9.044930000001727e-06,
+   "pass_seconds": [
+    2.558294642859441e-06,
+    3.5118035713718347e-06,
+    2.485270089280789e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.044930000001727e-06,
+    1.1203395000052296e-05,
+    8.392579999991767e-06
+   ]
+  },
+  "optimizer_sgd_wd_fused_cold_per_step": {
+   "seconds": 0.0006504611428478516,
+   "min": 0.0004118401428456764,
+   "max": 0.0008314502857140432,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 9.044930000001727e-06,
+   "pass_seconds": [
+    0.0007224835714164815,
+    0.0006504611428478516,
+    0.0005650218571377406
+   ],
+   "pass_host_canary_seconds": [
+    9.044930000001727e-06,
+    1.1203395000052296e-05,
+    8.392579999991767e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.0051558035684138e-05,
-   "min": 7.890468750001592e-06,
-   "max": 1.5023002232185587e-05,
+   "seconds": 1.122226116069745e-05,
+   "min": 8.162756696477353e-06,
+   "max": 1.4372352678553619e-05,
    "samples": 33,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
@@ -5716,22 +6166,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.869227500018952e-06,
+   "host_canary_seconds": 1.0979657500023164e-05,
    "pass_seconds": [
-    1.0051558035684138e-05,
-    1.4739600446400658e-05,
-    8.582595982163457e-06
+    1.122226116069745e-05,
+    1.3521060267799154e-05,
+    8.576593749991851e-06
    ],
    "pass_host_canary_seconds": [
-    9.869227500018952e-06,
-    1.1525834999943642e-05,
-    7.779729999981555e-06
+    1.0979657500023164e-05,
+    1.1308942500036777e-05,
+    8.392579999991767e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00031464428572292036,
-   "min": 0.00015515571429805931,
-   "max": 0.0008452669999984762,
+   "seconds": 0.0004634551428434211,
+   "min": 6.75184285796604e-05,
+   "max": 0.0009938637142872559,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5741,22 +6191,72 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.869227500018952e-06,
+   "host_canary_seconds": 1.0979657500023164e-05,
    "pass_seconds": [
-    0.00031464428572292036,
-    0.0005012694285499362,
-    0.0003080045714227708
+    0.0006030161428611791,
+    0.0004634551428434211,
+    0.00038216300000369434
    ],
    "pass_host_canary_seconds": [
-    9.869227500018952e-06,
-    1.1525834999943642e-05,
-    7.779729999981555e-06
+    1.0979657500023164e-05,
+    1.1308942500036777e-05,
+    8.392579999991767e-06
+   ]
+  },
+  "optimizer_adamw_foreach_cold_per_param": {
+   "seconds": 1.155082366069823e-05,
+   "min": 8.34175446429164e-06,
+   "max": 1.852608258927952e-05,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 9.974235000029808e-06,
+   "pass_seconds": [
+    1.155082366069823e-05,
+    1.5821524553594202e-05,
+    9.70895982144171e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.974235000029808e-06,
+    1.155245500001456e-05,
+    7.842334999992318e-06
+   ]
+  },
+  "optimizer_adamw_foreach_cold_per_step": {
+   "seconds": 0.0011795455714320724,
+   "min": 0.000935247285708231,
+   "max": 0.001874857714284417,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 9.974235000029808e-06,
+   "pass_seconds": [
+    0.0013921951428618026,
+    0.0011795455714320724,
+    0.0009776054285980862
+   ],
+   "pass_host_canary_seconds": [
+    9.974235000029808e-06,
+    1.155245500001456e-05,
+    7.842334999992318e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0005073899999956666,
-   "min": 0.00045441599999662685,
-   "max": 0.0005548510000039641,
+   "seconds": 0.00048338999999941734,
+   "min": 0.00045245499998713967,
+   "max": 0.0006362320000050659,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5764,17 +6264,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005087090000017724,
-    0.0005073899999956666,
-    0.000462106999975731
+    0.0005867200000011508,
+    0.00048338999999941734,
+    0.0004595049999807088
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010439981696430678,
-   "min": 7.336660714285514e-05,
-   "max": 0.00012116238616074629,
+   "seconds": 0.00010433543749994405,
+   "min": 7.22747812499845e-05,
+   "max": 0.00012324319196428086,
    "samples": 33,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
@@ -5782,22 +6282,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1097610000021519e-05,
+   "host_canary_seconds": 1.1937769999974534e-05,
    "pass_seconds": [
-    9.500736830360599e-05,
-    0.00010769854241075651,
-    0.00010439981696430678
+    0.00012204501562499257,
+    0.00010433543749994405,
+    7.500160044645757e-05
    ],
    "pass_host_canary_seconds": [
-    1.1097610000021519e-05,
-    1.1400885000085737e-05,
-    1.1204050000088728e-05
+    1.1937769999974534e-05,
+    1.1089055000041981e-05,
+    7.858949999928199e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0004869699999931398,
-   "min": -0.0012798292857212346,
-   "max": 0.002986908000017203,
+   "seconds": 0.0005565907143006499,
+   "min": -0.001608386714285156,
+   "max": 0.0012094614285769823,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5807,22 +6307,72 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1097610000021519e-05,
+   "host_canary_seconds": 1.1937769999974534e-05,
    "pass_seconds": [
-    0.0012410660000057305,
-    0.0004869699999931398,
-    0.00030721442856978306
+    0.0007768639999901393,
+    0.0005565907143006499,
+    0.0003534498571257571
    ],
    "pass_host_canary_seconds": [
-    1.1097610000021519e-05,
-    1.1400885000085737e-05,
-    1.1204050000088728e-05
+    1.1937769999974534e-05,
+    1.1089055000041981e-05,
+    7.858949999928199e-06
+   ]
+  },
+  "optimizer_adamw_for_loop_cold_per_param": {
+   "seconds": 9.570176562502728e-05,
+   "min": 7.32709933035964e-05,
+   "max": 0.00011420931473212928,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 8.689345000050252e-06,
+   "pass_seconds": [
+    9.570176562502728e-05,
+    0.00010346588616069344,
+    7.721023437502948e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.689345000050252e-06,
+    1.1007064999972727e-05,
+    7.892790000028072e-06
+   ]
+  },
+  "optimizer_adamw_for_loop_cold_per_step": {
+   "seconds": 0.00104836600000624,
+   "min": 0.00026243399998447485,
+   "max": 0.005060366571427721,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 8.689345000050252e-06,
+   "pass_seconds": [
+    0.00104836600000624,
+    0.001192332285727714,
+    0.0010016827142952222
+   ],
+   "pass_host_canary_seconds": [
+    8.689345000050252e-06,
+    1.1007064999972727e-05,
+    7.892790000028072e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039540499997769984,
-   "min": 0.0003864030000073626,
-   "max": 0.0007988529999920502,
+   "seconds": 0.00039495300001135547,
+   "min": 0.00038539400000559,
+   "max": 0.0004845119999998815,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5830,17 +6380,17 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00039517800000510306,
-    0.00039540499997769984,
-    0.000700432000002138
+    0.00039880199999231536,
+    0.0003947890000119969,
+    0.00039495300001135547
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.85225223211378e-06,
-   "min": 2.5009843749947336e-06,
-   "max": 5.094316964207987e-06,
+   "seconds": 3.0433995536403657e-06,
+   "min": 2.6386183035346074e-06,
+   "max": 5.054026785712905e-06,
    "samples": 33,
-   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
     "small_param_numel": 256,
     "param_counts": [
@@ -5848,22 +6398,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.988569999994865e-06,
+   "host_canary_seconds": 8.647614999972574e-06,
    "pass_seconds": [
-    2.651004464266598e-06,
-    2.85225223211378e-06,
-    4.859044642836961e-06
+    2.7324866071408238e-06,
+    3.0433995536403657e-06,
+    3.198555803583604e-06
    ],
    "pass_host_canary_seconds": [
-    7.988569999994865e-06,
-    9.330924999915169e-06,
-    1.1282837499990705e-05
+    8.647614999972574e-06,
+    8.824777500038295e-06,
+    8.789325000009286e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00010514371428728606,
-   "min": 6.387028570234828e-05,
-   "max": 0.00029145299997627,
+   "seconds": 0.000128026142860449,
+   "min": 4.884628570981216e-05,
+   "max": 0.00028115528571350163,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5873,22 +6423,72 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.988569999994865e-06,
+   "host_canary_seconds": 8.647614999972574e-06,
    "pass_seconds": [
-    0.00010514371428728606,
-    9.987800000642113e-05,
-    0.00023739728572179174
+    0.000128026142860449,
+    0.0001610522857171353,
+    0.0001223335714379508
    ],
    "pass_host_canary_seconds": [
-    7.988569999994865e-06,
-    9.330924999915169e-06,
-    1.1282837499990705e-05
+    8.647614999972574e-06,
+    8.824777500038295e-06,
+    8.789325000009286e-06
+   ]
+  },
+  "optimizer_adamw_fused_cold_per_param": {
+   "seconds": 3.85210044636811e-06,
+   "min": 2.932654017850922e-06,
+   "max": 7.491357142809717e-06,
+   "samples": 33,
+   "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 8.562430000012e-06,
+   "pass_seconds": [
+    3.7585156250154384e-06,
+    4.304649553635695e-06,
+    3.85210044636811e-06
+   ],
+   "pass_host_canary_seconds": [
+    8.562430000012e-06,
+    8.60571000004029e-06,
+    1.0310840000045119e-05
+   ]
+  },
+  "optimizer_adamw_fused_cold_per_step": {
+   "seconds": 0.0006856061428501497,
+   "min": 0.0004007221428707908,
+   "max": 0.0011181109999926417,
+   "samples": 33,
+   "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
+   "params": {
+    "small_param_numel": 256,
+    "param_counts": [
+     64,
+     512
+    ]
+   },
+   "host_canary_seconds": 8.562430000012e-06,
+   "pass_seconds": [
+    0.0007893351428691631,
+    0.0006856061428501497,
+    0.000650019857143239
+   ],
+   "pass_host_canary_seconds": [
+    8.562430000012e-06,
+    8.60571000004029e-06,
+    1.0310840000045119e-05
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018826600000920735,
-   "min": 0.00018240299999661147,
-   "max": 0.0003053840000006858,
+   "seconds": 0.00021781999998893298,
+   "min": 0.00017958999998768377,
+   "max": 0.0002445310000069867,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5896,105 +6496,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018820900000093843,
-    0.00018826600000920735,
-    0.00026485600000114573
+    0.00021781999998893298,
+    0.00022079800001506555,
+    0.00018288900000129615
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.535801000007723e-06,
-   "min": 5.23094100000776e-06,
-   "max": 9.24298800001111e-06,
+   "seconds": 6.011912999994707e-06,
+   "min": 4.860100000001921e-06,
+   "max": 8.684101000000056e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.93486500000995e-06,
+   "host_canary_seconds": 8.563332499988974e-06,
    "pass_seconds": [
-    5.445100000002867e-06,
-    5.535801000007723e-06,
-    8.832996999984743e-06
+    6.011912999994707e-06,
+    6.18457499999181e-06,
+    5.04236300000116e-06
    ],
    "pass_host_canary_seconds": [
-    7.93486500000995e-06,
-    8.01625500002956e-06,
-    1.164260499997738e-05
+    8.563332499988974e-06,
+    8.899815000091849e-06,
+    7.936960000023418e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 7.788150999999743e-06,
-   "min": 7.368207999988386e-06,
-   "max": 1.285103500001128e-05,
+   "seconds": 1.0382663000001457e-05,
+   "min": 6.590789000000541e-06,
+   "max": 1.2125887999999918e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.796735000020761e-06,
+   "host_canary_seconds": 1.190006999998161e-05,
    "pass_seconds": [
-    7.724207000009641e-06,
-    7.788150999999743e-06,
-    1.2250804999979437e-05
+    1.1788171000006287e-05,
+    7.892739000027405e-06,
+    1.0382663000001457e-05
    ],
    "pass_host_canary_seconds": [
-    7.796735000020761e-06,
-    8.289202499938142e-06,
-    1.154355500005977e-05
+    1.190006999998161e-05,
+    1.012706250001827e-05,
+    1.038206750003212e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 9.055300000113675e-07,
-   "min": 8.736400000088906e-07,
-   "max": 1.4091020000250864e-06,
+   "seconds": 1.3655639999967662e-06,
+   "min": 9.017529999937323e-07,
+   "max": 1.8715209999982108e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.690337500001476e-06,
+   "host_canary_seconds": 1.1850554999952578e-05,
    "pass_seconds": [
-    9.053729999948246e-07,
-    9.055300000113675e-07,
-    9.907300000122632e-07
+    1.8380000000064455e-06,
+    9.408500000063214e-07,
+    1.3655639999967662e-06
    ],
    "pass_host_canary_seconds": [
-    7.690337500001476e-06,
-    7.997999999957984e-06,
-    1.0193995000022937e-05
+    1.1850554999952578e-05,
+    9.128042499995103e-06,
+    9.910894999975995e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.6577560000001768e-05,
-   "min": 1.5551310999995848e-05,
-   "max": 1.766245999999683e-05,
+   "seconds": 1.679039999999077e-05,
+   "min": 1.511041000000546e-05,
+   "max": 2.2584838999989644e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.188180000026081e-06,
+   "host_canary_seconds": 1.1523034999996185e-05,
    "pass_seconds": [
-    1.6577560000001768e-05,
-    1.6103272000009384e-05,
-    1.6602769000002126e-05
+    2.2432690000002252e-05,
+    1.679039999999077e-05,
+    1.531247100001565e-05
    ],
    "pass_host_canary_seconds": [
-    8.188180000026081e-06,
-    8.124502499953224e-06,
-    8.215820000003759e-06
+    1.1523034999996185e-05,
+    1.0633185000017419e-05,
+    7.85264750000181e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.896370299999717e-05,
-   "min": 1.8476004999996576e-05,
-   "max": 2.1749284000009085e-05,
+   "seconds": 2.1430346000002487e-05,
+   "min": 1.8066450000020495e-05,
+   "max": 3.076822899998888e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.174955000015415e-06,
+   "host_canary_seconds": 8.23060000001874e-06,
    "pass_seconds": [
-    1.8634750999993345e-05,
-    1.896370299999717e-05,
-    1.9321532000020626e-05
+    2.1430346000002487e-05,
+    2.5736526999992293e-05,
+    1.8138513999986116e-05
    ],
    "pass_host_canary_seconds": [
-    8.174955000015415e-06,
-    8.108562499984374e-06,
-    7.960475000032829e-06
+    8.23060000001874e-06,
+    1.1823815000013838e-05,
+    7.651154999948062e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.7434400384521452e-06,
-   "min": 1.6828492813110472e-06,
-   "max": 1.8515107217406992e-06,
+   "seconds": 1.7332493008422907e-06,
+   "min": 1.609470990448002e-06,
+   "max": 1.8776595655822712e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -6019,15 +6619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.654384999999995e-05,
-    "min": 7.635189999999993e-05,
-    "max": 7.686369999999993e-05,
+    "seconds": 7.542379999999995e-05,
+    "min": 7.531840000000005e-05,
+    "max": 7.585279999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010469575000000007,
-    "min": 0.00010420040000000003,
-    "max": 0.00010495629999999998,
+    "seconds": 0.00010397755,
+    "min": 0.0001039061,
+    "max": 0.00010429810000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6051,15 +6651,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.207940000000015e-05,
-    "min": 9.187430000000004e-05,
-    "max": 9.231749999999997e-05,
+    "seconds": 8.988289999999997e-05,
+    "min": 8.976639999999993e-05,
+    "max": 9.030110000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.689404999999997e-05,
-    "min": 9.659489999999978e-05,
-    "max": 9.711659999999992e-05,
+    "seconds": 9.486370000000001e-05,
+    "min": 9.470389999999997e-05,
+    "max": 9.52768000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6083,15 +6683,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017942405000000004,
-    "min": 0.00017906129999999986,
-    "max": 0.00017971500000000013,
+    "seconds": 0.00017646964999999999,
+    "min": 0.00017635739999999995,
+    "max": 0.00017667699999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004546285,
-    "min": 0.00045428640000000006,
-    "max": 0.00045498100000000014,
+    "seconds": 0.00044101795,
+    "min": 0.00044047330000000003,
+    "max": 0.00044156520000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6115,15 +6715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029036975,
-    "min": 0.00028955750000000014,
-    "max": 0.0002917351999999999,
+    "seconds": 0.00028196070000000007,
+    "min": 0.00028152869999999993,
+    "max": 0.00028268489999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00053345755,
-    "min": 0.0005332568,
-    "max": 0.0005336659000000001,
+    "seconds": 0.00051703065,
+    "min": 0.0005168312,
+    "max": 0.0005178925,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6147,15 +6747,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006988577,
-    "min": 0.0006984686000000003,
-    "max": 0.0006996236000000001,
+    "seconds": 0.0006881444499999998,
+    "min": 0.0006872144000000005,
+    "max": 0.0006887964000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017961354,
-    "min": 0.0017952671000000004,
-    "max": 0.0017977486999999996,
+    "seconds": 0.0017361798500000005,
+    "min": 0.0017343451,
+    "max": 0.0017364679,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6179,15 +6779,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00117319925,
-    "min": 0.0011724252,
-    "max": 0.0011743990000000002,
+    "seconds": 0.00113919935,
+    "min": 0.001138484,
+    "max": 0.0011402806999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021522975,
-    "min": 0.0021505571000000005,
-    "max": 0.0021535168999999997,
+    "seconds": 0.0020860043000000003,
+    "min": 0.0020857878,
+    "max": 0.0020884446000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6211,15 +6811,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.491794999999995e-05,
-    "min": 3.4892800000000046e-05,
-    "max": 3.558360000000007e-05,
+    "seconds": 3.4841550000000005e-05,
+    "min": 3.4748399999999906e-05,
+    "max": 3.530540000000021e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010167284999999994,
-    "min": 0.00010146809999999991,
-    "max": 0.00010216890000000004,
+    "seconds": 9.830415000000004e-05,
+    "min": 9.796159999999998e-05,
+    "max": 9.894369999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6243,15 +6843,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8347150000000014e-05,
-    "min": 4.829169999999999e-05,
-    "max": 4.960539999999997e-05,
+    "seconds": 4.8249400000000006e-05,
+    "min": 4.818860000000002e-05,
+    "max": 4.931839999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.135345e-05,
-    "min": 7.126069999999993e-05,
-    "max": 7.2182e-05,
+    "seconds": 7.104324999999994e-05,
+    "min": 7.087690000000011e-05,
+    "max": 7.185529999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6275,15 +6875,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017823475,
-    "min": 0.0001780570999999999,
-    "max": 0.00017886370000000002,
+    "seconds": 0.00017542160000000003,
+    "min": 0.0001751988,
+    "max": 0.00017551250000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004487799999999999,
-    "min": 0.0004481660000000001,
-    "max": 0.0004493809000000001,
+    "seconds": 0.00043430814999999995,
+    "min": 0.00043407880000000007,
+    "max": 0.0004348885999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6307,15 +6907,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00032835104999999996,
-    "min": 0.0003280872000000001,
-    "max": 0.000328902,
+    "seconds": 0.00031867805,
+    "min": 0.00031822039999999984,
+    "max": 0.0003198097000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006017374999999999,
-    "min": 0.0006006375000000002,
-    "max": 0.0006022332,
+    "seconds": 0.0005821515499999999,
+    "min": 0.0005812166999999999,
+    "max": 0.0005824371,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6339,15 +6939,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.209925000000006e-05,
-    "min": 5.20667000000001e-05,
-    "max": 5.238850000000004e-05,
+    "seconds": 5.136959999999995e-05,
+    "min": 5.118389999999997e-05,
+    "max": 5.1970700000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012472100000000005,
-    "min": 0.00012451609999999995,
-    "max": 0.0001251830999999999,
+    "seconds": 0.00012076549999999995,
+    "min": 0.00012065889999999995,
+    "max": 0.00012105210000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6371,15 +6971,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.93486000000001e-05,
-    "min": 6.859510000000023e-05,
-    "max": 7.067480000000008e-05,
+    "seconds": 6.797925000000003e-05,
+    "min": 6.680010000000007e-05,
+    "max": 7.005750000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013181339999999997,
-    "min": 0.0001311737,
-    "max": 0.0001328086000000001,
+    "seconds": 0.0001274637,
+    "min": 0.0001272407,
+    "max": 0.00012775950000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6403,15 +7003,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020167355000000006,
-    "min": 0.0002014586,
-    "max": 0.00020243089999999998,
+    "seconds": 0.00019941300000000012,
+    "min": 0.0001988190999999999,
+    "max": 0.0001998639,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047962835,
-    "min": 0.00047913500000000005,
-    "max": 0.00048006100000000005,
+    "seconds": 0.0004671419,
+    "min": 0.00046647580000000005,
+    "max": 0.00046804569999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6435,15 +7035,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00038876059999999986,
-    "min": 0.00038840780000000023,
-    "max": 0.0003903327999999999,
+    "seconds": 0.0003769960500000002,
+    "min": 0.00037680630000000014,
+    "max": 0.00037757319999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006304491999999999,
-    "min": 0.0006292203999999999,
-    "max": 0.0006314627000000001,
+    "seconds": 0.00061130875,
+    "min": 0.0006098561,
+    "max": 0.0006122866999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6467,15 +7067,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.957745000000011e-05,
-    "min": 7.940829999999983e-05,
-    "max": 8.001210000000015e-05,
+    "seconds": 7.912099999999998e-05,
+    "min": 7.88415e-05,
+    "max": 7.919660000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014365134999999997,
-    "min": 0.00014325430000000004,
-    "max": 0.0001440853000000001,
+    "seconds": 0.00014202015000000002,
+    "min": 0.00014169290000000005,
+    "max": 0.000142272,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6499,15 +7099,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012605494999999995,
-    "min": 0.00012557459999999998,
-    "max": 0.00012704909999999994,
+    "seconds": 0.00012204255000000005,
+    "min": 0.00012169640000000008,
+    "max": 0.0001222107,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016922744999999998,
-    "min": 0.0001688277,
-    "max": 0.0001699537,
+    "seconds": 0.0001646621,
+    "min": 0.00016436429999999998,
+    "max": 0.00016514599999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6531,15 +7131,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003082273,
-    "min": 0.00030792990000000006,
-    "max": 0.0003089937,
+    "seconds": 0.00030674755000000003,
+    "min": 0.00030628309999999995,
+    "max": 0.0003068789,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005565057499999999,
-    "min": 0.0005562862000000002,
-    "max": 0.0005572355000000001,
+    "seconds": 0.00055174815,
+    "min": 0.0005511539,
+    "max": 0.0005533426999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6563,15 +7163,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00048433075000000003,
-    "min": 0.0004836273000000003,
-    "max": 0.0004845365000000001,
+    "seconds": 0.00047001289999999994,
+    "min": 0.0004692255000000001,
+    "max": 0.0004703886999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006744578000000001,
-    "min": 0.0006738309,
-    "max": 0.000677351,
+    "seconds": 0.0006586610000000001,
+    "min": 0.0006581857,
+    "max": 0.0006604572,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6595,15 +7195,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.660850000000004e-06,
-    "min": 9.60630000000001e-06,
-    "max": 9.683299999999918e-06,
+    "seconds": 9.40154999999993e-06,
+    "min": 9.385699999999975e-06,
+    "max": 9.471899999999983e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.554539999999996e-05,
-    "min": 1.5446199999999954e-05,
-    "max": 1.6038499999999975e-05,
+    "seconds": 1.499839999999997e-05,
+    "min": 1.4944100000000049e-05,
+    "max": 1.5123399999999947e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6627,15 +7227,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.152184999999995e-05,
-    "min": 2.149450000000005e-05,
-    "max": 2.1590100000000005e-05,
+    "seconds": 2.131350000000002e-05,
+    "min": 2.128310000000008e-05,
+    "max": 2.1417300000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1246400000000007e-05,
-    "min": 2.1222199999999974e-05,
-    "max": 2.1379300000000058e-05,
+    "seconds": 2.0233550000000026e-05,
+    "min": 2.0192000000000006e-05,
+    "max": 2.0377700000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6659,15 +7259,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1740749999999994e-05,
-    "min": 5.1437e-05,
-    "max": 5.188129999999997e-05,
+    "seconds": 5.0851200000000026e-05,
+    "min": 5.0265599999999995e-05,
+    "max": 5.1208999999999855e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012563214999999998,
-    "min": 0.00012554850000000007,
-    "max": 0.00012645079999999993,
+    "seconds": 0.00012272090000000005,
+    "min": 0.0001223232999999999,
+    "max": 0.00012306570000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6691,15 +7291,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.914460000000008e-05,
-    "min": 7.794520000000004e-05,
-    "max": 8.26584e-05,
+    "seconds": 7.842299999999999e-05,
+    "min": 7.7952e-05,
+    "max": 8.084069999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000156641,
-    "min": 0.00015661669999999996,
-    "max": 0.00015683750000000004,
+    "seconds": 0.00015418365,
+    "min": 0.0001539389,
+    "max": 0.00015448889999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6723,15 +7323,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3202850000000012e-05,
-    "min": 1.3139299999999959e-05,
-    "max": 1.3887800000000016e-05,
+    "seconds": 1.3148700000000144e-05,
+    "min": 1.3110299999999917e-05,
+    "max": 1.3859199999999942e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.447355000000008e-05,
-    "min": 3.417910000000004e-05,
-    "max": 3.470070000000009e-05,
+    "seconds": 3.352960000000004e-05,
+    "min": 3.338240000000003e-05,
+    "max": 3.392640000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6755,15 +7355,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7085049999999965e-05,
-    "min": 2.7036999999999965e-05,
-    "max": 2.7631999999999948e-05,
+    "seconds": 2.7083299999999836e-05,
+    "min": 2.70337e-05,
+    "max": 2.7514099999999913e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.751510000000003e-05,
-    "min": 2.7430400000000055e-05,
-    "max": 2.7628699999999978e-05,
+    "seconds": 2.7386949999999967e-05,
+    "min": 2.7334600000000048e-05,
+    "max": 2.7500800000000047e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6787,15 +7387,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.010795000000019e-05,
-    "min": 7.980119999999998e-05,
-    "max": 8.07542e-05,
+    "seconds": 7.954555000000004e-05,
+    "min": 7.898329999999994e-05,
+    "max": 7.968839999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014853205,
-    "min": 0.00014842120000000002,
-    "max": 0.00014887959999999997,
+    "seconds": 0.00014736774999999999,
+    "min": 0.00014686359999999997,
+    "max": 0.00014789169999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6819,15 +7419,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00014182095000000002,
-    "min": 0.00014134019999999996,
-    "max": 0.0001422967999999999,
+    "seconds": 0.00013786734999999994,
+    "min": 0.00013755149999999998,
+    "max": 0.00013836729999999983,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019802639999999996,
-    "min": 0.00019772729999999994,
-    "max": 0.00019867890000000005,
+    "seconds": 0.00019220429999999996,
+    "min": 0.00019181930000000005,
+    "max": 0.00019247950000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6851,15 +7451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.519960000000004e-05,
-    "min": 3.498580000000006e-05,
-    "max": 3.547509999999993e-05,
+    "seconds": 3.4717050000000085e-05,
+    "min": 3.45185e-05,
+    "max": 3.5020600000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.924754999999998e-05,
-    "min": 5.9001299999999994e-05,
-    "max": 5.941999999999998e-05,
+    "seconds": 5.9084749999999983e-05,
+    "min": 5.8771599999999985e-05,
+    "max": 5.9273899999999954e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6883,15 +7483,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5708500000000005e-05,
-    "min": 4.528719999999996e-05,
-    "max": 4.634879999999996e-05,
+    "seconds": 4.5441650000000114e-05,
+    "min": 4.515199999999991e-05,
+    "max": 4.579729999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.196940000000004e-05,
-    "min": 5.1596800000000075e-05,
-    "max": 5.3318500000000015e-05,
+    "seconds": 5.16094999999999e-05,
+    "min": 5.138889999999999e-05,
+    "max": 5.2428600000000076e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6915,15 +7515,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001537963000000001,
-    "min": 0.00015330430000000004,
-    "max": 0.00015408910000000003,
+    "seconds": 0.00015219610000000004,
+    "min": 0.00015191330000000001,
+    "max": 0.00015241530000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021493225,
-    "min": 0.00021456769999999995,
-    "max": 0.000215436,
+    "seconds": 0.00021605675000000005,
+    "min": 0.0002158104,
+    "max": 0.00021644089999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6947,15 +7547,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020121180000000005,
-    "min": 0.00020107219999999996,
-    "max": 0.00020159330000000015,
+    "seconds": 0.00019679824999999985,
+    "min": 0.00019638980000000005,
+    "max": 0.0001969078,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022955409999999996,
-    "min": 0.00022908690000000004,
-    "max": 0.00023066050000000005,
+    "seconds": 0.00022574505000000006,
+    "min": 0.00022554219999999995,
+    "max": 0.00022585289999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6979,15 +7579,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.555099999999959e-06,
-    "min": 6.52790000000009e-06,
-    "max": 6.646500000000082e-06,
+    "seconds": 6.497450000000009e-06,
+    "min": 6.431999999999994e-06,
+    "max": 6.5150999999999726e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.264100000000053e-06,
-    "min": 6.249499999999966e-06,
-    "max": 6.348800000000028e-06,
+    "seconds": 6.2927000000000024e-06,
+    "min": 6.265599999999927e-06,
+    "max": 6.3167999999999435e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7011,15 +7611,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.366229999999988e-05,
-    "min": 1.3651100000000089e-05,
-    "max": 1.3706099999999787e-05,
+    "seconds": 1.3700799999999925e-05,
+    "min": 1.3676999999999976e-05,
+    "max": 1.374080000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.57909999999998e-06,
-    "min": 9.561499999999978e-06,
-    "max": 9.62580000000005e-06,
+    "seconds": 9.593600000000094e-06,
+    "min": 9.58070000000007e-06,
+    "max": 9.650900000000003e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7043,15 +7643,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.445280000000007e-05,
-    "min": 1.4374200000000155e-05,
-    "max": 1.5094599999999967e-05,
+    "seconds": 1.4310049999999994e-05,
+    "min": 1.4246199999999908e-05,
+    "max": 1.4978800000000057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1363300000000025e-05,
-    "min": 3.084780000000003e-05,
-    "max": 3.241890000000003e-05,
+    "seconds": 3.0668850000000004e-05,
+    "min": 3.0390200000000026e-05,
+    "max": 3.1052699999999954e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7075,15 +7675,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.446870000000002e-05,
-    "min": 3.436209999999999e-05,
-    "max": 3.4719699999999965e-05,
+    "seconds": 3.43838999999999e-05,
+    "min": 3.4358300000000054e-05,
+    "max": 3.461110000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.372465000000008e-05,
-    "min": 3.366050000000396e-05,
-    "max": 3.391349999999995e-05,
+    "seconds": 3.369264999999988e-05,
+    "min": 3.36768000000001e-05,
+    "max": 3.3747199999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7107,15 +7707,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1039800000000104e-05,
-    "min": 1.0950500000000033e-05,
-    "max": 1.1257600000000048e-05,
+    "seconds": 1.1107299999999988e-05,
+    "min": 1.1040199999999937e-05,
+    "max": 1.1171100000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.211530000000007e-05,
-    "min": 1.2009400000000004e-05,
-    "max": 1.2272000000000026e-05,
+    "seconds": 1.1951950000000125e-05,
+    "min": 1.191050000000014e-05,
+    "max": 1.200619999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7139,15 +7739,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1217650000000036e-05,
-    "min": 2.1193299999999955e-05,
-    "max": 2.1228400000000056e-05,
+    "seconds": 2.1193900000000075e-05,
+    "min": 2.1148299999999948e-05,
+    "max": 2.1225400000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.635205000000001e-05,
-    "min": 1.6320000000000003e-05,
-    "max": 1.637100000000005e-05,
+    "seconds": 1.638714999999994e-05,
+    "min": 1.637460000000001e-05,
+    "max": 1.641290000000031e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7171,15 +7771,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.685105000000004e-05,
-    "min": 3.675500000000013e-05,
-    "max": 3.7142300000000046e-05,
+    "seconds": 3.664810000000001e-05,
+    "min": 3.6588599999999963e-05,
+    "max": 3.680320000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.647985e-05,
-    "min": 5.625629999999988e-05,
-    "max": 5.704639999999997e-05,
+    "seconds": 5.6268400000000005e-05,
+    "min": 5.601579999999994e-05,
+    "max": 5.657600000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7203,15 +7803,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0619050000000014e-05,
-    "min": 6.045129999999999e-05,
-    "max": 6.0838500000000024e-05,
+    "seconds": 6.041735000000002e-05,
+    "min": 6.016940000000007e-05,
+    "max": 6.070400000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.688404999999998e-05,
-    "min": 6.60636e-05,
-    "max": 6.720240000000004e-05,
+    "seconds": 6.631330000000002e-05,
+    "min": 6.582710000000004e-05,
+    "max": 6.689559999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7235,15 +7835,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.193240000000005e-05,
-    "min": 2.1771999999999865e-05,
-    "max": 2.2438300000000025e-05,
+    "seconds": 2.1638250000000063e-05,
+    "min": 2.161300000000001e-05,
+    "max": 2.2220900000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.572479999999996e-05,
-    "min": 3.545880000000011e-05,
-    "max": 3.601250000000002e-05,
+    "seconds": 3.510885000000002e-05,
+    "min": 3.498259999999996e-05,
+    "max": 3.5168100000000074e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7267,15 +7867,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5940700000000074e-05,
-    "min": 3.5903799999999905e-05,
-    "max": 3.5992799999999985e-05,
+    "seconds": 3.584860000000012e-05,
+    "min": 3.5805699999999954e-05,
+    "max": 3.5910400000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.941269999999997e-05,
-    "min": 2.9327900000000136e-05,
-    "max": 2.9523400000000016e-05,
+    "seconds": 2.936975000000001e-05,
+    "min": 2.9305600000000003e-05,
+    "max": 2.9474900000000045e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7299,15 +7899,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.136275000000005e-05,
-    "min": 7.072199999999998e-05,
-    "max": 7.152619999999997e-05,
+    "seconds": 7.019469999999998e-05,
+    "min": 7.002839999999997e-05,
+    "max": 7.027189999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011209075000000004,
-    "min": 0.00011175339999999999,
-    "max": 0.00011238609999999998,
+    "seconds": 0.00011184150000000004,
+    "min": 0.00011177279999999999,
+    "max": 0.00011246749999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7331,15 +7931,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011930374999999998,
-    "min": 0.00011915830000000002,
-    "max": 0.00011961469999999996,
+    "seconds": 0.00011794124999999996,
+    "min": 0.00011790280000000016,
+    "max": 0.00011838359999999991,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013081774999999996,
-    "min": 0.00013044189999999995,
-    "max": 0.00013122459999999995,
+    "seconds": 0.00012807520000000002,
+    "min": 0.00012798230000000008,
+    "max": 0.00012863449999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7363,15 +7963,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.228550000000029e-06,
-    "min": 7.209600000000001e-06,
-    "max": 7.289499999999976e-06,
+    "seconds": 7.300649999999927e-06,
+    "min": 7.222499999999922e-06,
+    "max": 7.331299999999964e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.439950000000045e-06,
-    "min": 6.425700000000075e-06,
-    "max": 6.470500000000061e-06,
+    "seconds": 6.411250000000007e-06,
+    "min": 6.4000999999999525e-06,
+    "max": 6.5055000000000294e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7395,15 +7995,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6718599999999945e-05,
-    "min": 1.671019999999992e-05,
-    "max": 1.672650000000001e-05,
+    "seconds": 1.6660749999999917e-05,
+    "min": 1.6643100000000163e-05,
+    "max": 1.6681600000000047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.838449999999989e-06,
-    "min": 6.7774999999999415e-06,
-    "max": 6.867300000000046e-06,
+    "seconds": 6.803299999999911e-06,
+    "min": 6.745399999999926e-06,
+    "max": 6.825599999999918e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7427,15 +8027,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1699200000000008e-05,
-    "min": 1.1666699999999945e-05,
-    "max": 1.183340000000012e-05,
+    "seconds": 1.166235000000004e-05,
+    "min": 1.1632000000000062e-05,
+    "max": 1.1802000000000022e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2347300000000044e-05,
-    "min": 1.2275099999999997e-05,
-    "max": 1.252150000000006e-05,
+    "seconds": 1.2240000000000052e-05,
+    "min": 1.2188799999999901e-05,
+    "max": 1.23038e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7459,15 +8059,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.330734999999993e-05,
-    "min": 4.3292599999999925e-05,
-    "max": 4.332800000000027e-05,
+    "seconds": 4.330404999999998e-05,
+    "min": 4.3260300000000186e-05,
+    "max": 4.331840000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7876850000000022e-05,
-    "min": 1.7840099999999985e-05,
-    "max": 1.792330000000004e-05,
+    "seconds": 1.7649600000000032e-05,
+    "min": 1.758439999999994e-05,
+    "max": 1.7740399999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7491,15 +8091,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.252005000000004e-05,
-    "min": 2.2463699999999973e-05,
-    "max": 2.2723099999999952e-05,
+    "seconds": 2.2412849999999997e-05,
+    "min": 2.2352099999999962e-05,
+    "max": 2.2524799999999958e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2630449999999983e-05,
-    "min": 2.2592000000000078e-05,
-    "max": 2.271039999999998e-05,
+    "seconds": 2.237264999999997e-05,
+    "min": 2.234260000000004e-05,
+    "max": 2.2576200000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7523,15 +8123,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1149999999999874e-05,
-    "min": 5.1110199999999875e-05,
-    "max": 5.117380000000014e-05,
+    "seconds": 5.1047699999999955e-05,
+    "min": 5.102700000000002e-05,
+    "max": 5.1066e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.15663499999999e-05,
-    "min": 2.149799999999998e-05,
-    "max": 2.165780000000002e-05,
+    "seconds": 2.1515350000000007e-05,
+    "min": 2.1356899999999995e-05,
+    "max": 2.1545600000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7555,15 +8155,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.373735000000008e-05,
-    "min": 5.355900000000002e-05,
-    "max": 5.406380000000006e-05,
+    "seconds": 5.33838e-05,
+    "min": 5.3026700000000005e-05,
+    "max": 5.342440000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.222845000000002e-05,
-    "min": 7.209559999999997e-05,
-    "max": 7.236429999999998e-05,
+    "seconds": 7.113280000000001e-05,
+    "min": 7.092760000000005e-05,
+    "max": 7.130559999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7587,15 +8187,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015563905000000008,
-    "min": 0.0001555006999999999,
-    "max": 0.0001558879000000001,
+    "seconds": 0.00015544665000000006,
+    "min": 0.00015531729999999994,
+    "max": 0.00015575359999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.655680000000002e-05,
-    "min": 6.62876000000001e-05,
-    "max": 6.66783e-05,
+    "seconds": 6.581259999999996e-05,
+    "min": 6.564800000000005e-05,
+    "max": 6.60163e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7620,15 +8220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.657500000000027e-06,
-    "min": 6.649499999999989e-06,
-    "max": 6.69450000000004e-06,
+    "seconds": 6.646300000000013e-06,
+    "min": 6.633700000000011e-06,
+    "max": 6.659100000000012e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1017550000000052e-05,
-    "min": 1.0963400000000092e-05,
-    "max": 1.1094400000000019e-05,
+    "seconds": 1.0979299999999927e-05,
+    "min": 1.095380000000007e-05,
+    "max": 1.1065500000000032e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7653,15 +8253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0340949999999998e-05,
-    "min": 1.0323399999999993e-05,
-    "max": 1.0345399999999972e-05,
+    "seconds": 1.0295950000000011e-05,
+    "min": 1.0278299999999854e-05,
+    "max": 1.031690000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2839550000000032e-05,
-    "min": 1.2815799999999899e-05,
-    "max": 1.2863699999999948e-05,
+    "seconds": 1.3012949999999967e-05,
+    "min": 1.2998400000000024e-05,
+    "max": 1.3049599999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7686,15 +8286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.532950000000028e-06,
-    "min": 8.502399999999966e-06,
-    "max": 8.575700000000029e-06,
+    "seconds": 8.491199999999998e-06,
+    "min": 8.476800000000025e-06,
+    "max": 8.61450000000002e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2859299999999962e-05,
-    "min": 1.2844999999999891e-05,
-    "max": 1.2889499999999928e-05,
+    "seconds": 1.2923150000000015e-05,
+    "min": 1.289580000000001e-05,
+    "max": 1.2950600000000054e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7719,15 +8319,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4480150000000016e-05,
-    "min": 1.4425799999999981e-05,
-    "max": 1.4931300000000034e-05,
+    "seconds": 1.4468600000000002e-05,
+    "min": 1.4406500000000029e-05,
+    "max": 1.4860600000000067e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5679800000000066e-05,
-    "min": 1.559330000000009e-05,
-    "max": 1.5804400000000055e-05,
+    "seconds": 1.54863500000003e-05,
+    "min": 1.5459300000000054e-05,
+    "max": 1.5705800000000066e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7752,15 +8352,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.543024999999999e-05,
-    "min": 1.541120000000001e-05,
-    "max": 1.5510300000000006e-05,
+    "seconds": 1.537915000000001e-05,
+    "min": 1.535359999999996e-05,
+    "max": 1.5465499999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.078560000000008e-05,
-    "min": 3.054680000000007e-05,
-    "max": 3.084509999999998e-05,
+    "seconds": 3.018880000000006e-05,
+    "min": 3.015679999999998e-05,
+    "max": 3.028479999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7785,15 +8385,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3949049999999967e-05,
-    "min": 2.3906800000000067e-05,
-    "max": 2.4240000000000144e-05,
+    "seconds": 2.3758249999999996e-05,
+    "min": 2.3743900000000008e-05,
+    "max": 2.4089499999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.674710000000005e-05,
-    "min": 3.653730000000007e-05,
-    "max": 3.6966200000000066e-05,
+    "seconds": 3.576980000000003e-05,
+    "min": 3.563210000000008e-05,
+    "max": 3.5993599999999946e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7818,15 +8418,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2459249999999966e-05,
-    "min": 2.2390400000000012e-05,
-    "max": 2.2621000000000026e-05,
+    "seconds": 2.2236600000000068e-05,
+    "min": 2.2150400000000034e-05,
+    "max": 2.24001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.286375000000004e-05,
-    "min": 5.264330000000002e-05,
-    "max": 5.2950600000000035e-05,
+    "seconds": 5.1855949999999915e-05,
+    "min": 5.1792200000000076e-05,
+    "max": 5.23103e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7851,15 +8451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.088620000000003e-05,
-    "min": 4.0812499999999955e-05,
-    "max": 4.1177599999999936e-05,
+    "seconds": 4.0510150000000014e-05,
+    "min": 4.0319699999999986e-05,
+    "max": 4.0627199999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.387505000000007e-05,
-    "min": 6.352580000000003e-05,
-    "max": 6.403149999999996e-05,
+    "seconds": 6.27308499999999e-05,
+    "min": 6.250570000000002e-05,
+    "max": 6.310069999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7884,15 +8484,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.022389999999997e-05,
-    "min": 3.0108799999999975e-05,
-    "max": 3.0288099999999985e-05,
+    "seconds": 2.990735e-05,
+    "min": 2.9888199999999962e-05,
+    "max": 2.998020000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.936004999999993e-05,
-    "min": 7.916450000000009e-05,
-    "max": 7.968040000000008e-05,
+    "seconds": 7.709299999999992e-05,
+    "min": 7.694989999999994e-05,
+    "max": 7.725740000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7917,15 +8517,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.979665000000004e-05,
-    "min": 4.9702299999999946e-05,
-    "max": 5.0057400000000006e-05,
+    "seconds": 4.9199749999999986e-05,
+    "min": 4.901680000000005e-05,
+    "max": 4.9375500000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.920465000000003e-05,
-    "min": 8.907119999999981e-05,
-    "max": 8.952309999999989e-05,
+    "seconds": 8.670859999999997e-05,
+    "min": 8.639399999999997e-05,
+    "max": 8.694360000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7950,15 +8550,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.216e-05,
-    "min": 4.203540000000001e-05,
-    "max": 4.2226499999999986e-05,
+    "seconds": 4.1542550000000014e-05,
+    "min": 4.140090000000001e-05,
+    "max": 4.180149999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.774655000000006e-05,
-    "min": 9.762549999999987e-05,
-    "max": 9.828409999999995e-05,
+    "seconds": 9.638679999999996e-05,
+    "min": 9.599330000000004e-05,
+    "max": 9.64862e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7983,15 +8583,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.096779999999999e-05,
-    "min": 8.071660000000006e-05,
-    "max": 8.120570000000007e-05,
+    "seconds": 7.976154999999995e-05,
+    "min": 7.96154999999999e-05,
+    "max": 7.992270000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011683155000000002,
-    "min": 0.00011633580000000005,
-    "max": 0.0001169376999999999,
+    "seconds": 0.00011534035000000003,
+    "min": 0.00011517800000000007,
+    "max": 0.00011539730000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8016,15 +8616,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.62494e-05,
-    "min": 7.604489999999999e-05,
-    "max": 7.658750000000003e-05,
+    "seconds": 7.580424999999992e-05,
+    "min": 7.561610000000005e-05,
+    "max": 7.61786e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019288584999999997,
-    "min": 0.00019252219999999997,
-    "max": 0.00019313770000000012,
+    "seconds": 0.00018814840000000002,
+    "min": 0.00018765210000000002,
+    "max": 0.0001884497,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8049,15 +8649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012695019999999998,
-    "min": 0.00012678579999999997,
-    "max": 0.00012703610000000003,
+    "seconds": 0.00012540444999999996,
+    "min": 0.00012526139999999994,
+    "max": 0.00012559369999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002185584,
-    "min": 0.00021843810000000003,
-    "max": 0.00021892299999999986,
+    "seconds": 0.0002140496,
+    "min": 0.0002136414999999999,
+    "max": 0.00021425690000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8082,15 +8682,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010356100000000001,
-    "min": 0.00010337299999999996,
-    "max": 0.00010371659999999997,
+    "seconds": 0.00010246184999999997,
+    "min": 0.00010234270000000001,
+    "max": 0.00010267480000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002446447000000001,
-    "min": 0.0002443816,
-    "max": 0.0002454839000000002,
+    "seconds": 0.00024205099999999985,
+    "min": 0.00024176550000000002,
+    "max": 0.00024237430000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8115,15 +8715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020299960000000003,
-    "min": 0.00020286689999999985,
-    "max": 0.00020320960000000005,
+    "seconds": 0.00020029314999999998,
+    "min": 0.00020020229999999985,
+    "max": 0.0002004387,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002924491,
-    "min": 0.00029200659999999997,
-    "max": 0.00029300370000000004,
+    "seconds": 0.00028988255000000007,
+    "min": 0.00028965359999999984,
+    "max": 0.00029021010000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8143,9 +8743,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.936000000000001e-06,
-    "min": 6.931200000000035e-06,
-    "max": 7.059200000000033e-06,
+    "seconds": 7.054400000000033e-06,
+    "min": 7.0462000000000224e-06,
+    "max": 7.168299999999977e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8171,9 +8771,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.844849999999997e-06,
-    "min": 6.835299999999961e-06,
-    "max": 6.9152000000000045e-06,
+    "seconds": 6.839949999999936e-06,
+    "min": 6.822400000000027e-06,
+    "max": 6.941000000000054e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8199,9 +8799,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.623900000000027e-06,
-    "min": 7.60349999999994e-06,
-    "max": 7.631899999999995e-06,
+    "seconds": 7.94874999999999e-06,
+    "min": 7.8942e-06,
+    "max": 7.974300000000086e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8227,9 +8827,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2977499999999845e-06,
-    "min": 7.248000000000047e-06,
-    "max": 7.327799999999979e-06,
+    "seconds": 7.3087499999999866e-06,
+    "min": 7.270100000000093e-06,
+    "max": 7.350400000000013e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8255,9 +8855,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1028599999999995e-05,
-    "min": 1.0991900000000124e-05,
-    "max": 1.1055999999999926e-05,
+    "seconds": 1.1439999999999997e-05,
+    "min": 1.1420800000000008e-05,
+    "max": 1.1571099999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8283,9 +8883,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.427250000000027e-06,
-    "min": 9.411500000000023e-06,
-    "max": 9.449600000000146e-06,
+    "seconds": 9.478400000000018e-06,
+    "min": 9.41700000000003e-06,
+    "max": 9.504500000000029e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8311,9 +8911,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3775850000000059e-05,
-    "min": 1.3759999999999944e-05,
-    "max": 1.3814799999999992e-05,
+    "seconds": 1.41921e-05,
+    "min": 1.4172800000000006e-05,
+    "max": 1.4208199999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8339,9 +8939,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2972799999999984e-05,
-    "min": 1.2950500000000033e-05,
-    "max": 1.3062499999999955e-05,
+    "seconds": 1.2835000000000002e-05,
+    "min": 1.2819499999999995e-05,
+    "max": 1.2895899999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8367,9 +8967,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6172600000000036e-05,
-    "min": 1.6147000000000027e-05,
-    "max": 1.6194999999999983e-05,
+    "seconds": 1.6598250000000088e-05,
+    "min": 1.6569299999999886e-05,
+    "max": 1.661129999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8395,9 +8995,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4593399999999997e-05,
-    "min": 1.4553500000000007e-05,
-    "max": 1.461410000000003e-05,
+    "seconds": 1.4569650000000034e-05,
+    "min": 1.4553500000000075e-05,
+    "max": 1.4607999999999947e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8423,9 +9023,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.304494999999999e-05,
-    "min": 4.28e-05,
-    "max": 4.3247900000000023e-05,
+    "seconds": 4.3516799999999956e-05,
+    "min": 4.3138900000000015e-05,
+    "max": 4.375369999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8451,9 +9051,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.985729999999995e-05,
-    "min": 2.9606199999999967e-05,
-    "max": 3.0064000000000056e-05,
+    "seconds": 2.9782150000000025e-05,
+    "min": 2.9664200000000006e-05,
+    "max": 2.9942699999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8479,9 +9079,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.672895000000007e-05,
-    "min": 5.6314e-05,
-    "max": 5.719629999999993e-05,
+    "seconds": 5.61552e-05,
+    "min": 5.552939999999998e-05,
+    "max": 5.64953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8507,9 +9107,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.927799999999997e-05,
-    "min": 3.912910000000004e-05,
-    "max": 3.933090000000002e-05,
+    "seconds": 3.9108800000000035e-05,
+    "min": 3.891830000000009e-05,
+    "max": 3.9199799999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8535,9 +9135,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.944724999999999e-05,
-    "min": 5.93626e-05,
-    "max": 5.9490599999999976e-05,
+    "seconds": 5.942999999999998e-05,
+    "min": 5.8985200000000006e-05,
+    "max": 5.958979999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8563,9 +9163,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.449470000000002e-05,
-    "min": 4.422999999999993e-05,
-    "max": 4.462029999999995e-05,
+    "seconds": 4.4220400000000035e-05,
+    "min": 4.391660000000002e-05,
+    "max": 4.435159999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8591,9 +9191,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013089255,
-    "min": 0.000129714,
-    "max": 0.00013146849999999996,
+    "seconds": 0.00013227195,
+    "min": 0.00013183730000000004,
+    "max": 0.00013263660000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8619,9 +9219,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.360615000000001e-05,
-    "min": 7.355489999999998e-05,
-    "max": 7.366979999999992e-05,
+    "seconds": 7.438340000000004e-05,
+    "min": 7.425269999999996e-05,
+    "max": 7.444479999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8649,15 +9249,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4766150000000017e-05,
-    "min": 2.456620000000003e-05,
-    "max": 2.4921699999999965e-05,
+    "seconds": 2.467685e-05,
+    "min": 2.462099999999998e-05,
+    "max": 2.4784000000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.110680000000004e-05,
-    "min": 5.093720000000001e-05,
-    "max": 5.128629999999998e-05,
+    "seconds": 4.989115000000005e-05,
+    "min": 4.964769999999996e-05,
+    "max": 5.007369999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8679,15 +9279,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.116660000000002e-05,
-    "min": 5.09278e-05,
-    "max": 5.121919999999993e-05,
+    "seconds": 5.0053049999999926e-05,
+    "min": 4.991999999999997e-05,
+    "max": 5.0102999999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4455899999999974e-05,
-    "min": 2.4371199999999978e-05,
-    "max": 2.4896000000000048e-05,
+    "seconds": 2.4476550000000012e-05,
+    "min": 2.439380000000002e-05,
+    "max": 2.484489999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8712,15 +9312,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010328160000000003,
-    "min": 0.00010316400000000006,
-    "max": 0.00010343959999999994,
+    "seconds": 0.00010111834999999999,
+    "min": 0.00010095639999999999,
+    "max": 0.00010154279999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014627014999999994,
-    "min": 0.0001461280000000002,
-    "max": 0.0001465247000000001,
+    "seconds": 0.00014485434999999996,
+    "min": 0.00014459519999999985,
+    "max": 0.00014505159999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8745,15 +9345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016094649999999995,
-    "min": 0.0001608224,
-    "max": 0.00016112300000000002,
+    "seconds": 0.00015761289999999994,
+    "min": 0.00015751040000000006,
+    "max": 0.00015780530000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017227844999999982,
-    "min": 0.00017172529999999974,
-    "max": 0.00017259549999999992,
+    "seconds": 0.0001705613499999996,
+    "min": 0.00017042850000000017,
+    "max": 0.0001707291999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8777,15 +9377,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.802864999999999e-05,
-    "min": 3.779220000000001e-05,
-    "max": 3.82365e-05,
+    "seconds": 3.774674999999997e-05,
+    "min": 3.7634900000000035e-05,
+    "max": 3.788459999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010630549999999996,
-    "min": 0.00010600350000000004,
-    "max": 0.00010653870000000005,
+    "seconds": 0.00010566884999999996,
+    "min": 0.00010552899999999986,
+    "max": 0.00010579840000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8809,15 +9409,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023921590000000001,
-    "min": 0.0002385915000000001,
-    "max": 0.00023941989999999978,
+    "seconds": 0.00023583959999999988,
+    "min": 0.00023566170000000001,
+    "max": 0.00023611069999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005559694000000003,
-    "min": 0.0005558605999999998,
-    "max": 0.0005562514999999997,
+    "seconds": 0.0005526980500000004,
+    "min": 0.0005520753000000014,
+    "max": 0.0005534959999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8839,15 +9439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.732654999999997e-05,
-    "min": 3.711689999999996e-05,
-    "max": 3.75587e-05,
+    "seconds": 3.697425000000002e-05,
+    "min": 3.665270000000009e-05,
+    "max": 3.707189999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.302879999999996e-05,
-    "min": 5.259500000000001e-05,
-    "max": 5.3446099999999996e-05,
+    "seconds": 5.315174999999999e-05,
+    "min": 5.303989999999986e-05,
+    "max": 5.339160000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8869,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9569850000000024e-05,
-    "min": 1.940820000000001e-05,
-    "max": 1.9862799999999958e-05,
+    "seconds": 1.9287949999999965e-05,
+    "min": 1.914480000000003e-05,
+    "max": 1.9494500000000062e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.732319999999993e-05,
-    "min": 2.7078200000000018e-05,
-    "max": 2.8115400000000046e-05,
+    "seconds": 2.736135000000003e-05,
+    "min": 2.7260499999999954e-05,
+    "max": 2.7791800000000038e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8899,15 +9499,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.351824999999998e-05,
-    "min": 3.317550000000001e-05,
-    "max": 3.3654999999999995e-05,
+    "seconds": 3.328989999999999e-05,
+    "min": 3.30461e-05,
+    "max": 3.337589999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.758499999999997e-05,
-    "min": 4.7027300000000105e-05,
-    "max": 4.802899999999995e-05,
+    "seconds": 4.722049999999994e-05,
+    "min": 4.6979400000000074e-05,
+    "max": 4.725400000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8929,15 +9529,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.42319e-05,
-    "min": 2.4143899999999984e-05,
-    "max": 2.4316500000000017e-05,
+    "seconds": 2.4091349999999967e-05,
+    "min": 2.3910299999999983e-05,
+    "max": 2.4147400000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2336349999999994e-05,
-    "min": 3.205719999999999e-05,
-    "max": 3.262399999999996e-05,
+    "seconds": 3.187019999999998e-05,
+    "min": 3.166370000000001e-05,
+    "max": 3.1949300000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +9557,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3620600000000035e-05,
-    "min": 3.351330000000006e-05,
-    "max": 3.367010000000002e-05,
+    "seconds": 3.339184999999999e-05,
+    "min": 3.3113499999999974e-05,
+    "max": 3.3552199999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.762055000000002e-05,
-    "min": 4.717099999999998e-05,
-    "max": 4.7862600000000025e-05,
+    "seconds": 4.810540000000003e-05,
+    "min": 4.72636e-05,
+    "max": 4.824980000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8985,15 +9585,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9072099999999976e-05,
-    "min": 1.894100000000008e-05,
-    "max": 1.9167999999999997e-05,
+    "seconds": 1.8745349999999985e-05,
+    "min": 1.8675000000000024e-05,
+    "max": 1.901739999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6515199999999912e-05,
-    "min": 2.6182100000000015e-05,
-    "max": 2.675849999999996e-05,
+    "seconds": 2.6022350000000007e-05,
+    "min": 2.5897299999999973e-05,
+    "max": 2.61054000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9013,15 +9613,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3436399999999984e-05,
-    "min": 3.3328299999999984e-05,
-    "max": 3.363200000000001e-05,
+    "seconds": 3.313600000000003e-05,
+    "min": 3.304939999999999e-05,
+    "max": 3.324459999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.764984999999997e-05,
-    "min": 4.7174500000000034e-05,
-    "max": 4.805829999999999e-05,
+    "seconds": 4.746054999999998e-05,
+    "min": 4.708149999999994e-05,
+    "max": 4.750700000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9041,15 +9641,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8476749999999996e-05,
-    "min": 1.825229999999999e-05,
-    "max": 1.8803499999999987e-05,
+    "seconds": 1.8249749999999965e-05,
+    "min": 1.8051399999999967e-05,
+    "max": 1.8294300000000022e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.443810000000004e-05,
-    "min": 2.4255900000000064e-05,
-    "max": 2.5075500000000035e-05,
+    "seconds": 2.4582500000000004e-05,
+    "min": 2.440010000000002e-05,
+    "max": 2.4672199999999974e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9069,15 +9669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3598850000000004e-05,
-    "min": 3.329660000000008e-05,
-    "max": 3.37629e-05,
+    "seconds": 3.3417600000000024e-05,
+    "min": 3.3200499999999954e-05,
+    "max": 3.36826e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.755345000000003e-05,
-    "min": 4.726089999999997e-05,
-    "max": 4.7955499999999985e-05,
+    "seconds": 4.764175000000001e-05,
+    "min": 4.731190000000015e-05,
+    "max": 4.781779999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9097,15 +9697,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9380699999999955e-05,
-    "min": 1.9344500000000028e-05,
-    "max": 1.9587200000000052e-05,
+    "seconds": 1.9185549999999998e-05,
+    "min": 1.9024000000000047e-05,
+    "max": 1.9341200000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4463999999999954e-05,
-    "min": 2.4242999999999985e-05,
-    "max": 2.476509999999996e-05,
+    "seconds": 2.444969999999997e-05,
+    "min": 2.4300599999999985e-05,
+    "max": 2.4691200000000073e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9127,15 +9727,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.847234999999998e-05,
-    "min": 4.8287700000000015e-05,
-    "max": 4.883510000000005e-05,
+    "seconds": 4.7880150000000006e-05,
+    "min": 4.76417e-05,
+    "max": 4.813399999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.652345000000006e-05,
-    "min": 3.6297400000000016e-05,
-    "max": 3.724159999999999e-05,
+    "seconds": 3.650044999999997e-05,
+    "min": 3.61984e-05,
+    "max": 3.665619999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9157,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0194950000000015e-05,
-    "min": 2.994550000000004e-05,
-    "max": 3.064639999999995e-05,
+    "seconds": 2.9902349999999997e-05,
+    "min": 2.976299999999999e-05,
+    "max": 3.007070000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0943899999999998e-05,
-    "min": 2.0729499999999985e-05,
-    "max": 2.1142399999999952e-05,
+    "seconds": 2.080489999999994e-05,
+    "min": 2.060470000000005e-05,
+    "max": 2.1027199999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9193,15 +9793,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1267200708389276e-05,
-    "min": 5.070080161094666e-05,
-    "max": 5.216959714889526e-05,
+    "seconds": 5.141440033912659e-05,
+    "min": 5.067200064659119e-05,
+    "max": 5.250560045242309e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.480640113353729e-05,
-    "min": 7.271360158920287e-05,
-    "max": 0.00010840959548950196,
+    "seconds": 7.827360033988952e-05,
+    "min": 7.560639977455139e-05,
+    "max": 0.00011259839534759522,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9229,15 +9829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3588799834251406e-05,
-    "min": 3.107199966907501e-05,
-    "max": 4.020799994468689e-05,
+    "seconds": 3.0006399750709535e-05,
+    "min": 2.8825598955154418e-05,
+    "max": 3.370240032672882e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.200640022754669e-05,
-    "min": 8.43455970287323e-05,
-    "max": 0.00015826239585876466,
+    "seconds": 6.556160151958466e-05,
+    "min": 6.203200221061707e-05,
+    "max": 0.00015753920078277587,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9265,15 +9865,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.782514999999998e-05,
-    "min": 4.750519999999999e-05,
-    "max": 4.790029999999997e-05,
+    "seconds": 4.76992e-05,
+    "min": 4.7491499999999964e-05,
+    "max": 4.818869999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.516555000000001e-05,
-    "min": 9.484700000000005e-05,
-    "max": 9.525100000000007e-05,
+    "seconds": 9.54781e-05,
+    "min": 9.523789999999999e-05,
+    "max": 9.558340000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9301,15 +9901,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4548699999999977e-05,
-    "min": 2.4267799999999988e-05,
-    "max": 2.464320000000005e-05,
+    "seconds": 2.447360000000001e-05,
+    "min": 2.436139999999998e-05,
+    "max": 2.4665700000000027e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.866205000000003e-05,
-    "min": 4.833300000000008e-05,
-    "max": 4.874180000000001e-05,
+    "seconds": 4.859830000000005e-05,
+    "min": 4.814729999999999e-05,
+    "max": 4.892490000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9333,15 +9933,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3819150000000006e-05,
-    "min": 3.371220000000003e-05,
-    "max": 3.427530000000004e-05,
+    "seconds": 3.370240000000001e-05,
+    "min": 3.3516899999999984e-05,
+    "max": 3.38144e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.529370000000003e-05,
-    "min": 9.514150000000004e-05,
-    "max": 9.566389999999996e-05,
+    "seconds": 9.571345000000006e-05,
+    "min": 9.563870000000015e-05,
+    "max": 9.597760000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9365,15 +9965,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.511620000000003e-05,
-    "min": 8.502099999999994e-05,
-    "max": 8.525420000000009e-05,
+    "seconds": 8.399059999999997e-05,
+    "min": 8.368000000000005e-05,
+    "max": 8.415710000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001200888000000001,
-    "min": 0.000119885,
-    "max": 0.00012060419999999989,
+    "seconds": 0.00012019645000000008,
+    "min": 0.00011991969999999993,
+    "max": 0.0001204007000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9395,15 +9995,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.414499999999999e-05,
-    "min": 6.339480000000001e-05,
-    "max": 6.437429999999998e-05,
+    "seconds": 6.345300000000002e-05,
+    "min": 6.317109999999996e-05,
+    "max": 6.4003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9670200000000025e-05,
-    "min": 4.9507000000000134e-05,
-    "max": 4.9814100000000056e-05,
+    "seconds": 4.952929999999996e-05,
+    "min": 4.933460000000004e-05,
+    "max": 4.9903999999999934e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9425,15 +10025,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011534269999999999,
-    "min": 0.00011506409999999996,
-    "max": 0.00011561970000000003,
+    "seconds": 0.00011363964999999995,
+    "min": 0.00011327410000000001,
+    "max": 0.0001139707,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.418499999999991e-05,
-    "min": 7.394209999999996e-05,
-    "max": 7.447319999999985e-05,
+    "seconds": 7.405935000000004e-05,
+    "min": 7.382650000000007e-05,
+    "max": 7.418880000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9460,15 +10060,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.091454999999993e-05,
-    "min": 8.0521e-05,
-    "max": 8.12175e-05,
+    "seconds": 7.99098e-05,
+    "min": 7.969899999999997e-05,
+    "max": 8.042520000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.620100000000004e-05,
-    "min": 7.597729999999988e-05,
-    "max": 7.642520000000004e-05,
+    "seconds": 7.580484999999989e-05,
+    "min": 7.571869999999995e-05,
+    "max": 7.623419999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9495,15 +10095,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012683049999999998,
-    "min": 0.00012672650000000005,
-    "max": 0.00012699509999999993,
+    "seconds": 0.00012458290000000002,
+    "min": 0.00012439279999999995,
+    "max": 0.00012479899999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.852525e-05,
-    "min": 7.818480000000016e-05,
-    "max": 7.859499999999977e-05,
+    "seconds": 7.795685000000003e-05,
+    "min": 7.763800000000006e-05,
+    "max": 7.832569999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9526,15 +10126,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.641270000000001e-05,
-    "min": 3.6179100000000014e-05,
-    "max": 3.649929999999995e-05,
+    "seconds": 3.571395000000001e-05,
+    "min": 3.569590000000005e-05,
+    "max": 3.595159999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034604380000000155,
-    "min": 0.0003457130999999992,
-    "max": 0.00034647099999999935,
+    "seconds": 0.0003406129499999999,
+    "min": 0.00033971809999999985,
+    "max": 0.00034084469999999973,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9557,15 +10157,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.634040000000001e-05,
-    "min": 3.62779e-05,
-    "max": 3.66432e-05,
+    "seconds": 3.575354999999998e-05,
+    "min": 3.5651099999999995e-05,
+    "max": 3.5871999999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034634395000000004,
-    "min": 0.00034606239999999966,
-    "max": 0.00034689209999999983,
+    "seconds": 0.00033895925,
+    "min": 0.0003385275,
+    "max": 0.00033948350000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9600,15 +10200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.940480000000001e-05,
-    "min": 5.927690000000003e-05,
-    "max": 5.9603600000000034e-05,
+    "seconds": 5.890489999999997e-05,
+    "min": 5.887350000000002e-05,
+    "max": 5.900410000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019771994999999995,
-    "min": 0.00019766709999999985,
-    "max": 0.0001977457,
+    "seconds": 0.00019674,
+    "min": 0.0001966190999999999,
+    "max": 0.00019678979999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9643,15 +10243,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8961049999999977e-05,
-    "min": 5.888949999999998e-05,
-    "max": 5.9084199999999965e-05,
+    "seconds": 5.880765000000001e-05,
+    "min": 5.8793699999999986e-05,
+    "max": 5.8816000000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019231300000000005,
-    "min": 0.0001921430000000002,
-    "max": 0.00019236079999999996,
+    "seconds": 0.00019158885,
+    "min": 0.0001915493,
+    "max": 0.0001916770999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9686,15 +10286,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8457250000000003e-05,
-    "min": 5.838319999999999e-05,
-    "max": 5.852789999999997e-05,
+    "seconds": 5.792005000000001e-05,
+    "min": 5.774619999999999e-05,
+    "max": 5.814409999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034509495,
-    "min": 0.0003449704,
-    "max": 0.00034515450000000014,
+    "seconds": 0.0003422728,
+    "min": 0.0003421552999999999,
+    "max": 0.0003423114,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9729,15 +10329,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5994399999999967e-05,
-    "min": 5.591970000000001e-05,
-    "max": 5.625900000000004e-05,
+    "seconds": 5.546635e-05,
+    "min": 5.540810000000004e-05,
+    "max": 5.567749999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033660995,
-    "min": 0.00033651130000000016,
-    "max": 0.0003369879999999998,
+    "seconds": 0.00033468775,
+    "min": 0.00033455140000000007,
+    "max": 0.00033485149999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9776,15 +10376,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012827040000000002,
-    "min": 0.00012799,
-    "max": 0.0001283446,
+    "seconds": 0.00012614605000000004,
+    "min": 0.0001260802,
+    "max": 0.00012637030000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043015285,
-    "min": 0.00042973249999999984,
-    "max": 0.0004305667,
+    "seconds": 0.00042518609999999996,
+    "min": 0.00042480080000000003,
+    "max": 0.00042579609999999975,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9823,15 +10423,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012695189999999997,
-    "min": 0.00012683370000000005,
-    "max": 0.00012706179999999985,
+    "seconds": 0.00012632649999999996,
+    "min": 0.00012625209999999994,
+    "max": 0.00012639640000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004257324500000001,
-    "min": 0.00042513540000000023,
-    "max": 0.0004264833999999998,
+    "seconds": 0.00042294045000000006,
+    "min": 0.0004226077,
+    "max": 0.0004232371999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9858,15 +10458,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.823435e-05,
-    "min": 8.789670000000001e-05,
-    "max": 8.868419999999993e-05,
+    "seconds": 8.853455e-05,
+    "min": 8.830969999999999e-05,
+    "max": 8.867769999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012270840000000007,
-    "min": 0.00012268400000000002,
-    "max": 0.00012284109999999987,
+    "seconds": 0.00012271549999999997,
+    "min": 0.00012270430000000003,
+    "max": 0.0001227541999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9893,15 +10493,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5464949999999995e-05,
-    "min": 5.5292000000000005e-05,
-    "max": 5.55998e-05,
+    "seconds": 5.5009349999999985e-05,
+    "min": 5.487080000000003e-05,
+    "max": 5.5221900000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.004874999999996e-05,
-    "min": 8.993279999999989e-05,
-    "max": 9.060460000000006e-05,
+    "seconds": 8.990685e-05,
+    "min": 8.986770000000001e-05,
+    "max": 8.995160000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9926,15 +10526,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.078720092773437e-05,
-    "min": 5.962240099906921e-05,
-    "max": 6.422399878501892e-05,
+    "seconds": 5.692960023880005e-05,
+    "min": 5.620480179786682e-05,
+    "max": 6.0489600896835324e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011016319692134857,
-    "min": 7.708160281181335e-05,
-    "max": 0.0001425503969192505,
+    "seconds": 7.420160174369811e-05,
+    "min": 6.906560063362121e-05,
+    "max": 9.3231999874115e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9959,15 +10559,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.030080020427704e-05,
-    "min": 5.5862402915954596e-05,
-    "max": 8.024640083312988e-05,
+    "seconds": 5.2643200755119326e-05,
+    "min": 5.158399939537049e-05,
+    "max": 5.969280004501343e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010589439868927002,
-    "min": 8.345280289649964e-05,
-    "max": 0.00011625280380249024,
+    "seconds": 8.729120194911957e-05,
+    "min": 6.841920018196105e-05,
+    "max": 0.00013954559564590454,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9999,15 +10599,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.849279880523682e-05,
-    "min": 3.832640051841736e-05,
-    "max": 4.37824010848999e-05,
+    "seconds": 3.7388800084590914e-05,
+    "min": 3.683840036392212e-05,
+    "max": 4.110400080680847e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001124783992767334,
-    "min": 9.242560267448425e-05,
-    "max": 0.00013950400352478028,
+    "seconds": 7.735039889812469e-05,
+    "min": 7.226880192756653e-05,
+    "max": 0.0001224671959877014,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10039,15 +10639,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0025599896907806e-05,
-    "min": 2.832320034503937e-05,
-    "max": 4.99455988407135e-05,
+    "seconds": 2.104320004582405e-05,
+    "min": 2.0319999754428864e-05,
+    "max": 2.6745599508285526e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011161600351333617,
-    "min": 9.39840018749237e-05,
-    "max": 0.0001234015941619873,
+    "seconds": 7.801759839057922e-05,
+    "min": 7.233279943466187e-05,
+    "max": 0.00010456000566482545,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10067,15 +10667,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029630585000000014,
-    "min": 0.00029550410000000007,
-    "max": 0.0002966069,
+    "seconds": 0.00029556639999999996,
+    "min": 0.00029538119999999985,
+    "max": 0.00029580290000000037,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045408560000000006,
-    "min": 0.00045292790000000025,
-    "max": 0.00045413899999999956,
+    "seconds": 0.00045395720000000024,
+    "min": 0.0004529106000000005,
+    "max": 0.0004542226999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10095,15 +10695,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003710830999999999,
-    "min": 0.0003708040999999993,
-    "max": 0.00037153559999999976,
+    "seconds": 0.00036704865000000014,
+    "min": 0.00036673980000000026,
+    "max": 0.00036728490000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047855454999999933,
-    "min": 0.00047759679999999995,
-    "max": 0.0004791598000000001,
+    "seconds": 0.0004776785999999998,
+    "min": 0.0004769974,
+    "max": 0.0004784025000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10148,15 +10748,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024164280000000006,
-    "min": 0.00024104179999999992,
-    "max": 0.00024214000000000012,
+    "seconds": 0.00024196510000000005,
+    "min": 0.00024101110000000005,
+    "max": 0.00024432549999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007823917499999995,
-    "min": 0.0007818097,
-    "max": 0.0007826857999999999,
+    "seconds": 0.0007787052499999998,
+    "min": 0.0007779722000000009,
+    "max": 0.0007798573000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10201,15 +10801,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020100985,
-    "min": 0.0020087486,
-    "max": 0.0020280085,
+    "seconds": 0.0020094496500000004,
+    "min": 0.0020082423999999996,
+    "max": 0.0020250299999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004930855899999999,
-    "min": 0.0049249700999999995,
-    "max": 0.004933144499999998,
+    "seconds": 0.0049421671,
+    "min": 0.004938508000000001,
+    "max": 0.0049450779,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10254,15 +10854,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00054934635,
-    "min": 0.0005488834000000001,
-    "max": 0.0005494888,
+    "seconds": 0.0005514678999999999,
+    "min": 0.0005510132999999998,
+    "max": 0.0005517671,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017550875500000002,
-    "min": 0.0017523889,
-    "max": 0.0017565755999999998,
+    "seconds": 0.0017580024999999991,
+    "min": 0.0017569889000000002,
+    "max": 0.0017605942,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10907,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011719189500000002,
-    "min": 0.0011649871000000002,
-    "max": 0.0011760836999999999,
+    "seconds": 0.0011709773999999998,
+    "min": 0.0011637329999999997,
+    "max": 0.0011771705999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028126055,
-    "min": 0.0028053439999999987,
-    "max": 0.002819336400000001,
+    "seconds": 0.0028249876000000004,
+    "min": 0.0028192263999999995,
+    "max": 0.0028310503000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10360,15 +10960,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033782279999999994,
-    "min": 0.0003352629,
-    "max": 0.0003425562,
+    "seconds": 0.0003387101,
+    "min": 0.00033314560000000007,
+    "max": 0.0003436421,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010915386,
-    "min": 0.0010892275999999999,
-    "max": 0.0010948089999999998,
+    "seconds": 0.0010930942000000003,
+    "min": 0.0010904215,
+    "max": 0.001097310000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10413,15 +11013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.848699999999994e-05,
-    "min": 6.825969999999995e-05,
-    "max": 6.866500000000006e-05,
+    "seconds": 6.815174999999998e-05,
+    "min": 6.804140000000005e-05,
+    "max": 6.826250000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00040178574999999976,
-    "min": 0.0004011398999999999,
-    "max": 0.00040233849999999965,
+    "seconds": 0.0003978049999999997,
+    "min": 0.0003965367000000002,
+    "max": 0.00039849829999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10466,15 +11066,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015756190000000005,
-    "min": 0.00015698199999999998,
-    "max": 0.00016122750000000001,
+    "seconds": 0.00015603435000000006,
+    "min": 0.0001557497,
+    "max": 0.00015674149999999985,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004957785500000001,
-    "min": 0.0004951997000000001,
-    "max": 0.0004966666,
+    "seconds": 0.0004912576499999609,
+    "min": 0.0004902486000000002,
+    "max": 0.0004921918,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10519,15 +11119,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010387019999999987,
-    "min": 0.0001034098,
-    "max": 0.00010441920000000002,
+    "seconds": 0.00010269260000000001,
+    "min": 0.00010232550000000003,
+    "max": 0.00010283140000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003648279500000002,
-    "min": 0.00036374419999999995,
-    "max": 0.00036710900000000836,
+    "seconds": 0.0003653097000000001,
+    "min": 0.0003626932999999997,
+    "max": 0.00036558930000000405,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10572,15 +11172,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.736115000000002e-05,
-    "min": 4.7210500000000025e-05,
-    "max": 4.783059999999982e-05,
+    "seconds": 4.7682600000000064e-05,
+    "min": 4.7564399999999886e-05,
+    "max": 4.8131600000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002898036000000001,
-    "min": 0.0002894806999999899,
-    "max": 0.0002901266,
+    "seconds": 0.00028585250000000447,
+    "min": 0.0002846585000000003,
+    "max": 0.0002866039999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
