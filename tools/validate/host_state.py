@@ -399,11 +399,7 @@ def model_parts_step(spec, dev):
     """A model case's training step as measure_pytorch.py's measure_model runs it (no grad scaler:
     the amp-bf16 cases), each part timed."""
     mode = spec["precision"]
-    torch.manual_seed(mp.case_seed(spec["id"]))
-    model, batch, loss_fn, _ = mp.build_model(spec, dev, False)
-    model.to(device=dev, dtype=getattr(torch, mp.PRECISIONS[mode][3])).train()
-    batch = {k: v.to(dev) for k, v in batch.items()}
-    opt, _ = mp.make_optimizer(spec["optimizer"], model)
+    _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
 
     def step(parts):
         t0 = time.perf_counter()
@@ -739,10 +735,7 @@ def phase_model_sum(dev, workloads, started) -> list:
         raise SystemExit("error: the model_sum phase needs a CUDA device")
     cycles_per_s = sleep_cycles_per_second()
     spec = next(c for c in mp.model_cases(False) if c["id"] == "resnet50/b32x224/amp-bf16")
-    torch.manual_seed(0)
-    model, batch, loss_fn, _ = mp.build_model(spec, dev, False)
-    model.to(dev).train()
-    batch = {k: v.to(dev) for k, v in batch.items()}
+    _, model, batch, loss_fn, _, _, _ = mp.ready_model(spec, dev, False)
     params = list(model.parameters())
 
     def fwd_bwd():

@@ -986,21 +986,31 @@ def make_grad_scaler(device: torch.device):
     return torch.cuda.amp.GradScaler(), "torch.cuda.amp.GradScaler"
 
 
+def ready_model(spec: dict, device: torch.device, smoke: bool):
+    """A model case made ready to train (call it inside tf32_flags(spec["precision"])): seeded from
+    its id, built, on the device in its mode's parameter dtype, in train mode, its batch on the
+    device (floating inputs in bfloat16 in the pure-bf16 mode), its optimizer.
+    (seed, model, batch, loss_fn(model, batch) -> loss, info, optimizer, optimizer info)."""
+    seed = case_seed(spec["id"])
+    torch.manual_seed(seed)
+    dtype = PRECISIONS[spec["precision"]][3]
+    model, batch, loss_fn, info = build_model(spec, device, smoke)
+    model.to(device=device, dtype=getattr(torch, dtype))
+    model.train()
+    batch = {k: v.to(device) for k, v in batch.items()}
+    if dtype == "bfloat16":
+        batch = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in batch.items()}
+    opt, opt_info = make_optimizer(spec["optimizer"], model)
+    return seed, model, batch, loss_fn, info, opt, opt_info
+
+
 def measure_model(spec: dict, device: torch.device, clock: Clock, args, target_s: float) -> dict:
     """Time one whole-model training step and its phases; raises Skip when it cannot run."""
     mode = spec["precision"]
     with tf32_flags(mode):
         settings = precision_settings(mode)
-        seed = case_seed(spec["id"])
-        torch.manual_seed(seed)
         build0 = time.perf_counter()
-        model, batch, loss_fn, info = build_model(spec, device, args.smoke)
-        model.to(device=device, dtype=getattr(torch, PRECISIONS[mode][3]))
-        model.train()
-        batch = {k: v.to(device) for k, v in batch.items()}
-        if PRECISIONS[mode][3] == "bfloat16":
-            batch = {k: (v.to(torch.bfloat16) if v.is_floating_point() else v) for k, v in batch.items()}
-        opt, opt_info = make_optimizer(spec["optimizer"], model)
+        seed, model, batch, loss_fn, info, opt, opt_info = ready_model(spec, device, args.smoke)
         scaler = None
         if mode == "amp-fp16":
             scaler, settings["grad_scaler"] = make_grad_scaler(device)

@@ -43,12 +43,7 @@ def profile_case(case: dict, device: torch.device, warmup: int) -> dict:
     """One training step set up exactly as measure_pytorch.measure_model does it (amp modes only)."""
     mode = case["precision"]
     with mp.tf32_flags(mode):
-        torch.manual_seed(mp.case_seed(case["id"]))
-        model, batch, loss_fn, info = mp.build_model(case, device, False)
-        model.to(device=device, dtype=getattr(torch, mp.PRECISIONS[mode][3]))
-        model.train()
-        batch = {k: v.to(device) for k, v in batch.items()}
-        opt, _ = mp.make_optimizer(case["optimizer"], model)
+        _, model, batch, loss_fn, info, opt, _ = mp.ready_model(case, device, False)
 
         def step():
             opt.zero_grad(set_to_none=True)
