@@ -483,6 +483,11 @@ int main(int argc, char** argv) {
     auto* optimizer_option =
         predict->add_option("--optimizer", predict_optimizer, "sgd (momentum), adam, adamw, none")->capture_default_str();
     auto* fused_option = predict->add_flag("--fused", predict_fused, "The optimizer's fused=True implementation (default: foreach)");
+    bool predict_no_weight_decay = false;
+    auto* no_weight_decay_option = predict->add_flag(
+        "--no-weight-decay", predict_no_weight_decay,
+        "The optimizer without weight decay (default: with it, as a training recipe has it: SGD's costs one more foreach "
+        "pass and its own host time, AdamW's one more multiply)");
     std::string predict_framework;
     predict->add_option("--framework", predict_framework,
                         "Framework profile (host costs) from calibrate/torch_framework_probe.py (default: the built-in one)");
@@ -620,6 +625,7 @@ int main(int argc, char** argv) {
             options.lowering.precision = *mode;
             options.lowering.optimizer.kind = *optimizer;
             options.lowering.optimizer.fused = predict_fused;
+            options.lowering.optimizer.weight_decay = !predict_no_weight_decay;
             std::variant<roofsim::Graph, roofsim::KernelIr> input;
             if (!predict_model.empty()) {
                 auto g = roofsim::zoo::model(predict_model, predict_size);
@@ -642,6 +648,9 @@ int main(int argc, char** argv) {
                     (fused_option->count() > 0 && predict_fused != ir->optimizer.fused)) {
                     throw UsageError("--optimizer/--fused: the IR was captured with " + std::string(to_string(ir->optimizer.kind)) +
                                      (ir->optimizer.fused ? " (fused)" : "") + again);
+                }
+                if (no_weight_decay_option->count() > 0) {
+                    throw UsageError("--no-weight-decay: the IR holds the optimizer ops it was captured with" + again);
                 }
                 if (!predict_emit_ir.empty()) throw UsageError("--emit-ir: the input is already a kernel IR");
                 if (predict_size > 0) throw UsageError("--size applies to built-in models only");
