@@ -420,6 +420,15 @@ def model_parts_step(spec, dev):
     return step
 
 
+def model_step_or_none(spec, dev):
+    """model_parts_step(spec, dev), or None, said on stdout, for a model that cannot be built here."""
+    try:
+        return model_parts_step(spec, dev)
+    except mp.Skip as exc:
+        print(f"  {spec['id']}: skipped ({exc})", flush=True)
+        return None
+
+
 def overlap_record(label, dev, step, reps, batches, cycles_per_s) -> dict:
     """Normal batches (issue and total per repetition, the parts), then batches queued behind a GPU
     sleep three times a normal batch long (issue per repetition against a busy GPU, the GPU's
@@ -536,10 +545,8 @@ def phase_overlap(dev, workloads, started) -> list:
     for case_id in OVERLAP_MODELS:
         spec = specs[case_id]
         with mp.tf32_flags(spec["precision"]):
-            try:
-                step = model_parts_step(spec, dev)
-            except mp.Skip as exc:
-                print(f"  {case_id}: skipped ({exc})", flush=True)
+            step = model_step_or_none(spec, dev)
+            if step is None:
                 continue
             points.append(overlap_record(case_id, dev, step, 3, 4, cycles_per_s))
         del step
@@ -858,10 +865,8 @@ def phase_model_host(dev, workloads, started) -> list:
     points = []
     for spec in specs:
         with mp.tf32_flags(spec["precision"]):
-            try:
-                step = model_parts_step(spec, dev)
-            except mp.Skip as exc:
-                print(f"  {spec['id']}: skipped ({exc})", flush=True)
+            step = model_step_or_none(spec, dev)
+            if step is None:
                 continue
             for _ in range(3):
                 step(collections.defaultdict(list))
