@@ -49,6 +49,14 @@ TEST_CASE("a lowered step survives the IR's JSON form kernel for kernel", "[ir][
     }
     CHECK(back.batch == 4);
     CHECK(back.optimizer.kind == OptimizerKind::adamw);
+    CHECK(back.optimizer.weight_decay == options.optimizer.weight_decay);
+    // Without weight decay, said in the file; and an IR that does not say is read as with it.
+    KernelIr plain = ir;
+    plain.optimizer.weight_decay = false;
+    CHECK_FALSE(kernel_ir_from_json(nlohmann::json::parse(to_json(plain).dump()), "plain").optimizer.weight_decay);
+    nlohmann::json unsaid = to_json(plain);
+    unsaid["optimizer"].erase("weight_decay");
+    CHECK(kernel_ir_from_json(unsaid, "unsaid").optimizer.weight_decay);
     CHECK(back.list.precision == to_string(mode));
     CHECK(back.parameter_tensors == static_cast<std::int64_t>(step.parameter_tensors.size()));
     REQUIRE(back.memory);
@@ -167,6 +175,10 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
     SECTION("optimizer") {
         doc["optimizer"]["kind"] = "lamb";
         CHECK(error_of(doc) == "ir.json: /optimizer/kind: expected none, sgd, adam or adamw");
+    }
+    SECTION("optimizer weight decay not a boolean") {
+        doc["optimizer"]["weight_decay"] = 1e-4;
+        CHECK(error_of(doc).find("ir.json: /optimizer/weight_decay: expected") == 0);
     }
     SECTION("missing layer") {
         doc["kernels"][3].erase("layer");

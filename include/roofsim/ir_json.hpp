@@ -200,11 +200,13 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
     if (root.has("batch")) ir.batch = root.at("batch").positive_integer();
     if (root.has("optimizer")) {
         const JsonCursor o = root.at("optimizer");
-        detail::check_fields(o, {"kind", "fused"});
+        detail::check_fields(o, {"kind", "fused", "weight_decay"});
         const auto kind = optimizer_from_key(o.at("kind").string());
         if (!kind) o.at("kind").fail("expected none, sgd, adam or adamw");
         ir.optimizer.kind = *kind;
         ir.optimizer.fused = o.has("fused") && o.at("fused").boolean();
+        // Absent: with weight decay, as every IR written before the field was (the exporter's SGD and AdamW have it).
+        ir.optimizer.weight_decay = !o.has("weight_decay") || o.at("weight_decay").boolean();
     }
     if (root.has("parameters")) {
         const JsonCursor p = root.at("parameters");
@@ -277,7 +279,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
                         {"origin", ir.list.origin}};
     if (!ir.list.precision.empty()) j["precision"] = ir.list.precision;
     if (ir.batch > 0) j["batch"] = ir.batch;
-    j["optimizer"] = {{"kind", to_string(ir.optimizer.kind)}, {"fused", ir.optimizer.fused}};
+    j["optimizer"] = {{"kind", to_string(ir.optimizer.kind)}, {"fused", ir.optimizer.fused}, {"weight_decay", ir.optimizer.weight_decay}};
     if (ir.parameter_tensors > 0 || ir.parameter_elements > 0) {
         j["parameters"] = {{"elements", ir.parameter_elements}, {"tensors", ir.parameter_tensors}};
     }

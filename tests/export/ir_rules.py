@@ -45,9 +45,9 @@ def violations(doc):
         err("batch: must be a positive integer")
     if "optimizer" in doc:
         o = doc["optimizer"]
-        if set(o) - {"kind", "fused"} or o.get("kind") not in ("none", "sgd", "adam", "adamw") \
-                or not isinstance(o.get("fused", False), bool):
-            err("optimizer: {kind, fused}")
+        if set(o) - {"kind", "fused", "weight_decay"} or o.get("kind") not in ("none", "sgd", "adam", "adamw") \
+                or not isinstance(o.get("fused", False), bool) or not isinstance(o.get("weight_decay", True), bool):
+            err("optimizer: {kind, fused, weight_decay}")
     if "parameters" in doc:
         p = doc["parameters"]
         if set(p) != {"elements", "tensors"} or not _num(p["elements"]) or p["elements"] < 0 \

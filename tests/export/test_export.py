@@ -307,7 +307,7 @@ class TransformerBlock(unittest.TestCase):
         self.assertEqual([k for k in fwd if k["op"].startswith("dispatch")], fwd[:1])  # one marker for the call
         self.assertTrue(all(k["source_op"] == "mha" for k in fwd[1:]))
         self.assertEqual(len([k for k in fwd if k["op"] == "aten::bmm"]), 2)
-        self.assertEqual(doc["optimizer"], {"kind": "none", "fused": False})
+        self.assertEqual(doc["optimizer"], {"kind": "none", "fused": False, "weight_decay": False})
         self.assertFalse([k for k in doc["kernels"] if k["phase"] == "optimizer"])
 
 
@@ -454,7 +454,7 @@ class Cli(unittest.TestCase):
                 doc = json.load(f)
             EXPORTED.append(doc)
             self.assertEqual((doc["model"], doc["precision"], doc["batch"]), ("resnet18", "amp-bf16", 2))
-            self.assertEqual(doc["optimizer"], {"kind": "sgd", "fused": False})
+            self.assertEqual(doc["optimizer"], {"kind": "sgd", "fused": False, "weight_decay": True})  # SGD(weight_decay=1e-4)
             self.assertIn("roofsim_export 1.0.0", doc["origin"])
             x = [k for k in aten(doc, "_to_copy", "forward") if k["layer"] == "conv1"]
             self.assertIn(2 * 3 * 64 * 64 * 4, [k["bytes_read"] for k in x])  # the image, cast to bfloat16

@@ -649,8 +649,8 @@ int main(int argc, char** argv) {
                     throw UsageError("--optimizer/--fused: the IR was captured with " + std::string(to_string(ir->optimizer.kind)) +
                                      (ir->optimizer.fused ? " (fused)" : "") + again);
                 }
-                if (no_weight_decay_option->count() > 0) {
-                    throw UsageError("--no-weight-decay: the IR holds the optimizer ops it was captured with" + again);
+                if (no_weight_decay_option->count() > 0 && ir->optimizer.weight_decay) {
+                    throw UsageError("--no-weight-decay: the IR was captured with weight decay" + again);
                 }
                 if (!predict_emit_ir.empty()) throw UsageError("--emit-ir: the input is already a kernel IR");
                 if (predict_size > 0) throw UsageError("--size applies to built-in models only");

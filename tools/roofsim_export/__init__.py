@@ -17,7 +17,7 @@ __version__ = "1.0.0"
 import torch
 
 from . import compat
-from .capture import Capture, ExportError, StepSpec, capture_step
+from .capture import WEIGHT_DECAY, Capture, ExportError, StepSpec, capture_step
 from .models import generic_loss_fn, split_targets
 from .precision import MODES, parse_dtype
 from .writer import document, dumps, problems, summary, unknown_kernels, write_atomic
@@ -90,7 +90,7 @@ def export(model: torch.nn.Module, inputs: dict, *, loss=None, targets=None, pre
     description = description or f"{cls.__module__}.{cls.__qualname__}"
     memory = dict(cap.memory, method=MEMORY_METHOD)
     doc = document(model=model_name or cls.__name__, precision=precision, batch=batch, optimizer=optimizer,
-                   fused=fused, parameters=cap.parameters, origin=origin(description, cap, optimizer, notes),
+                   fused=fused, weight_decay=WEIGHT_DECAY.get(optimizer, 0.0) != 0, parameters=cap.parameters, origin=origin(description, cap, optimizer, notes),
                    memory=memory, kernels=cap.kernels)
     bad = problems(doc)
     if bad:  # a bug in the exporter, never the user's model

@@ -461,15 +461,18 @@ def choose_device(requested: str) -> tuple[torch.device, bool]:
     return torch.device("cpu"), True
 
 
+WEIGHT_DECAY = {"sgd": 1e-4, "adamw": 0.01, "adam": 0.0, "none": 0.0}  # each optimizer's, as make_optimizer builds it
+
+
 def make_optimizer(kind: str, params, fused: bool):
     """The optimizers of tools/validate/measure_pytorch.py, foreach (PyTorch 2.x's default on CUDA)
     unless fused; the implementation is named explicitly because fake parameters are not the plain
     tensors torch's default rule looks for."""
     impl = {"fused": True} if fused else {"foreach": True}
     if kind == "sgd":
-        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=1e-4, **impl)
+        return torch.optim.SGD(params, lr=0.1, momentum=0.9, weight_decay=WEIGHT_DECAY["sgd"], **impl)
     if kind == "adamw":
-        return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01, **impl)
+        return torch.optim.AdamW(params, lr=1e-4, weight_decay=WEIGHT_DECAY["adamw"], **impl)
     if kind == "adam":
         return torch.optim.Adam(params, lr=1e-4, **impl)
     raise ExportError(f"unknown optimizer '{kind}' (none, sgd, adam, adamw)")

@@ -22,15 +22,15 @@ KERNEL_FIELDS = ("op", "kind", "phase", "layer", "dtype", "unit", "flops", "byte
 MEMORY_FIELDS = ("parameters_bytes", "gradients_bytes", "optimizer_state_bytes", "peak_bytes", "method")
 
 
-def document(*, model: str, precision: str, batch: int, optimizer: str, fused: bool, parameters: dict, origin: str,
-             memory: dict, kernels: list) -> dict:
+def document(*, model: str, precision: str, batch: int, optimizer: str, fused: bool, weight_decay: bool,
+             parameters: dict, origin: str, memory: dict, kernels: list) -> dict:
     return {
         "schema_version": 1,
         "kind": "roofsim-kernel-ir",
         "model": model,
         "precision": precision,
         "batch": int(batch),
-        "optimizer": {"kind": optimizer, "fused": bool(fused)},
+        "optimizer": {"kind": optimizer, "fused": bool(fused), "weight_decay": bool(weight_decay)},
         "parameters": parameters,
         "origin": origin,
         "memory": memory,
@@ -57,8 +57,10 @@ def problems(doc: dict) -> list[str]:
         bad("kind", 'expected "roofsim-kernel-ir"')
     opt = doc.get("optimizer")
     if opt is not None and (not isinstance(opt, dict) or opt.get("kind") not in ("none", "sgd", "adam", "adamw")
-                            or not isinstance(opt.get("fused", False), bool) or set(opt) - {"kind", "fused"}):
-        bad("optimizer", "expected {kind: none|sgd|adam|adamw, fused: bool}")
+                            or not isinstance(opt.get("fused", False), bool)
+                            or not isinstance(opt.get("weight_decay", True), bool)
+                            or set(opt) - {"kind", "fused", "weight_decay"}):
+        bad("optimizer", "expected {kind: none|sgd|adam|adamw, fused: bool, weight_decay: bool}")
     params = doc.get("parameters")
     if params is not None:
         if not isinstance(params, dict) or set(params) != {"elements", "tensors"} or not number(params["elements"]) \
