@@ -55,6 +55,7 @@ Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the reposi
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import gc
 import json
@@ -429,11 +430,31 @@ def model_step_or_none(spec, dev):
         return None
 
 
+def queued_batch(step, reps, hold_s, cycles_per_s) -> dict:
+    """`reps` calls of step() issued while the GPU sleeps `hold_s` (so it runs none of them yet):
+    the host's issue seconds per repetition, the GPU's seconds per repetition once it woke and ran
+    them back to back (CUDA events), the sleep's own seconds, and whether the host was done before
+    the GPU woke (else the GPU time includes waiting for the host)."""
+    e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
+    sync()
+    e0.record()
+    torch.cuda._sleep(int(hold_s * cycles_per_s))
+    e1.record()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        step()
+    issue = time.perf_counter() - t0
+    e2.record()
+    sync()
+    hold = e0.elapsed_time(e1) / 1e3
+    return {"issue_seconds": issue / reps, "gpu_seconds": e1.elapsed_time(e2) / 1e3 / reps, "hold_seconds": hold,
+            "host_done_before_gpu": issue < 0.9 * hold}
+
+
 def overlap_record(label, dev, step, reps, batches, cycles_per_s) -> dict:
     """Normal batches (issue and total per repetition, the parts), then batches queued behind a GPU
     sleep three times a normal batch long (issue per repetition against a busy GPU, the GPU's
     back-to-back time per repetition by CUDA events, the parts)."""
-    import collections
     for _ in range(2):  # warm-up: library set-up, the allocator's pools
         step(collections.defaultdict(list))
     sync()
@@ -454,26 +475,19 @@ def overlap_record(label, dev, step, reps, batches, cycles_per_s) -> dict:
     queued = {"issue": [], "gpu": [], "hold": [], "host_done_before_gpu": [], "first_rep_parts": []}
     queued_parts = collections.defaultdict(list)
     for _ in range(batches):
-        e0, e1, e2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-        sync()
-        e0.record()
-        torch.cuda._sleep(int(hold_s * cycles_per_s))
-        e1.record()
-        t0 = time.perf_counter()
-        first = collections.defaultdict(list)
-        step(first)
-        for _ in range(reps - 1):
-            step(queued_parts)
-        t1 = time.perf_counter()
-        e2.record()
-        sync()
+        first = collections.defaultdict(list)  # the first repetition's parts: one that waits for the GPU shows here
+        calls = []
+
+        def one(first=first, calls=calls):
+            step(first if not calls else queued_parts)
+            calls.append(1)
+        batch = queued_batch(one, reps, hold_s, cycles_per_s)
         for name, v in first.items():
             queued_parts[name].extend(v)
-        hold = e0.elapsed_time(e1) / 1e3
-        queued["issue"].append((t1 - t0) / reps)
-        queued["gpu"].append(e1.elapsed_time(e2) / 1e3 / reps)
-        queued["hold"].append(hold)
-        queued["host_done_before_gpu"].append(t1 - t0 < 0.9 * hold)
+        queued["issue"].append(batch["issue_seconds"])
+        queued["gpu"].append(batch["gpu_seconds"])
+        queued["hold"].append(batch["hold_seconds"])
+        queued["host_done_before_gpu"].append(batch["host_done_before_gpu"])
         queued["first_rep_parts"].append({name: v[0] for name, v in first.items()})
     med = statistics.median
     rec = {"label": label, "repetitions": reps, "batches": batches,
@@ -601,22 +615,6 @@ def size_families() -> list:
     return fams
 
 
-def queued_issue_seconds(step, reps, hold_s, cycles_per_s):
-    """Host seconds per repetition of `reps` issued while the GPU sleeps `hold_s` (so it runs
-    none of them yet), and whether the host was done before the GPU woke."""
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    sync()
-    e0.record()
-    torch.cuda._sleep(int(hold_s * cycles_per_s))
-    e1.record()
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        step()
-    issue = time.perf_counter() - t0
-    sync()
-    return issue / reps, issue < 0.9 * e0.elapsed_time(e1) / 1e3
-
-
 def profiled_counts(step, reps) -> dict:
     """Kernel launches, CUDA runtime/driver API calls and aten ops per repetition under torch.profiler."""
     from torch.profiler import ProfilerActivity, profile
@@ -684,7 +682,6 @@ def optimizer_families(dev) -> list:
 
 
 def phase_sizes(dev, workloads, started) -> list:
-    import collections
     if not has_gpu_sleep(dev):
         raise SystemExit("error: the sizes phase needs a CUDA device")
     cycles_per_s = sleep_cycles_per_second()
@@ -715,9 +712,9 @@ def phase_sizes(dev, workloads, started) -> list:
             res = results[label]
             with mp.tf32_flags(mode):
                 res["canary"].append(mp.canary_seconds_per_op(dev))
-                issue, ok = queued_issue_seconds(step, reps, max(0.02, 3 * reps * estimates[label]), cycles_per_s)
-                res["issue"].append(issue)
-                res["ok"].append(ok)
+                batch = queued_batch(step, reps, max(0.02, 3 * reps * estimates[label]), cycles_per_s)
+                res["issue"].append(batch["issue_seconds"])
+                res["ok"].append(batch["host_done_before_gpu"])
                 res["normal"].append(steady_seconds(step, reps))
         print(f"[{time.perf_counter() - started:6.1f} s] round {r + 1} done", flush=True)
     points = []
@@ -736,7 +733,6 @@ def phase_sizes(dev, workloads, started) -> list:
     return points
 
 def phase_model_sum(dev, workloads, started) -> list:
-    import collections
     nn = torch.nn
     if not has_gpu_sleep(dev):
         raise SystemExit("error: the model_sum phase needs a CUDA device")
@@ -801,7 +797,7 @@ def phase_model_sum(dev, workloads, started) -> list:
 
     def host_times(step):
         steady_seconds(step, 3)
-        hot = [queued_issue_seconds(step, 10, 0.03, cycles_per_s)[0] for _ in range(3)]
+        hot = [queued_batch(step, 10, 0.03, cycles_per_s)["issue_seconds"] for _ in range(3)]
         cold = []
         for _ in range(3):  # each repetition after a flush, the GPU asleep behind them all
             sync()
@@ -851,7 +847,6 @@ def phase_model_sum(dev, workloads, started) -> list:
 
 
 def phase_model_host(dev, workloads, started) -> list:
-    import collections
     specs = []
     for spec in mp.model_cases(False):
         if spec["id"] in ("resnet50/b32x224/amp-bf16", "bert-base/b32xs128/amp-bf16",
