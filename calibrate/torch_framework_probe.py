@@ -34,6 +34,12 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       CUDA events around them; per repetition. It includes the per-call costs (autocast entry,
       the backward() call) that the chain slopes above leave out; roofsim uses it for a graph of
       that one op.
+  conv_host_<k3|k1>_<fp32|fp32_strict|bf16|autocast>_<N>x<C>x<H>x<W>_<K>_<forward|forward_backward>
+      A Conv2d layer's (no bias, 3x3 or 1x1, stride 1) host cost at four sizes from the tiny layer
+      up, forward alone and forward + backward: 10 calls issued while the GPU sleeps
+      (torch.cuda._sleep), so that the GPU never sets the pace, host seconds per call. cuDNN runs
+      more kernels as a convolution grows (3 to 16 for a float32 3x3 one), each launched by the
+      host; roofsim adds the growth over the tiny size to a convolution's chain figures.
   backward_call_before_first_kernel[_autocast], backward_call_after_last_kernel[_autocast]
       Where the fixed cost of a backward() call falls: a chain of 4 tiny Linear layers on an idle
       GPU; CUDA events recorded before backward(), by the first autograd node's pre-hook, by the
@@ -546,6 +552,117 @@ def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
             p.record(f"layer_steady_{op}{suffix}", values,
                      f"one tiny {op} layer: grads set to None, forward, backward(grad), {reps} times back to back "
                      f"with no synchronize between, CUDA events around them; per repetition; {where}")
+
+
+# A convolution's host cost at sizes: cuDNN picks engines of more kernels (layout transposes, split
+# reductions) as a convolution grows, each launched by the host. (n, channels in, channels out, height
+# = width), stride 1, "same" padding; the first of each family is the chain probes' tiny layer. The
+# shapes are kept apart from tools/validate's convolution cases.
+CONV_HOST_SIZES = {
+    "k3": [(2, 4, 4, 8), (8, 32, 32, 28), (16, 64, 64, 56), (32, 128, 128, 56)],
+    "k1": [(2, 4, 4, 8), (8, 64, 64, 28), (16, 256, 64, 56), (32, 256, 256, 56)],
+}
+CONV_HOST_SMOKE_SIZES = {"k3": [(2, 4, 4, 8), (2, 8, 8, 8)], "k1": [(2, 4, 4, 8), (2, 8, 8, 8)]}
+# the precision classes a convolution's host path differs by: PyTorch's default (cuDNN may use TF32,
+# as in the fp32 and tf32 modes), TF32 off (fp32-strict), bfloat16 weights and inputs (bf16), and
+# float32 weights under torch.autocast(bfloat16) (amp modes)
+CONV_HOST_MODES = ("fp32", "fp32_strict", "bf16", "autocast")
+
+
+def gpu_sleep_cycles_per_second() -> float:
+    """torch.cuda._sleep spins for a number of GPU clock cycles: how many a second, now (CUDA events
+    around a 20 M-cycle sleep); only to size the holds of queued_issue_seconds."""
+    torch.cuda._sleep(1000)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    e0.record()
+    torch.cuda._sleep(20_000_000)
+    e1.record()
+    torch.cuda.synchronize()
+    return 20_000_000 / (e0.elapsed_time(e1) / 1e3)
+
+
+def queued_issue_seconds(step, reps: int, hold_s: float, cycles_per_s: float | None) -> float:
+    """Host seconds per call of step(), `reps` calls issued while the GPU sleeps `hold_s` (so that it
+    runs none of them yet and the host never waits for it: the host's own issue time, whatever the
+    calls' GPU time). Without a GPU (cycles_per_s None): wall seconds per call."""
+    if cycles_per_s is not None:
+        torch.cuda.synchronize()
+        torch.cuda._sleep(int(hold_s * cycles_per_s))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        step()
+    issue = time.perf_counter() - t0
+    if cycles_per_s is not None:
+        torch.cuda.synchronize()
+    return issue / reps
+
+
+@contextlib.contextmanager
+def cudnn_tf32(allowed: bool):
+    saved = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = allowed
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32 = saved
+
+
+def conv_host_probes(p: Probe, samples: int, reps: int, smoke: bool) -> None:
+    """A convolution layer's host cost (no bias), forward and forward + backward, at sizes from the
+    tiny layer up: each sample `reps` calls issued while the GPU sleeps (queued_issue_seconds), so the
+    GPU's own time never sets the pace. roofsim adds a convolution's growth over the tiny size to its
+    chain figures (framework.hpp)."""
+    dev = p.device
+    cycles_per_s = gpu_sleep_cycles_per_second() if p.cuda else None
+    nn = torch.nn
+    for family, shapes in (CONV_HOST_SMOKE_SIZES if smoke else CONV_HOST_SIZES).items():
+        ks = 3 if family == "k3" else 1
+        for mode in CONV_HOST_MODES:
+            for n, c, k, h in shapes:
+                key = f"conv_host_{family}_{mode}_{n}x{c}x{h}x{h}_{k}"
+                dtype = torch.bfloat16 if mode == "bf16" else torch.float32
+                ctx = (lambda: autocast_bf16(dev)) if mode == "autocast" else contextlib.nullcontext
+                try:
+                    conv = nn.Conv2d(c, k, ks, padding=ks // 2, bias=False).to(dev, dtype).train()
+                    x = torch.randn(n, c, h, h, device=dev, dtype=dtype, requires_grad=True)
+                    with ctx():
+                        grad = torch.randn_like(conv(x))
+
+                    def forward(conv=conv, x=x, ctx=ctx):
+                        with ctx():
+                            conv(x)
+
+                    def forward_backward(conv=conv, x=x, ctx=ctx, grad=grad):
+                        x.grad = None
+                        conv.weight.grad = None
+                        with ctx():
+                            y = conv(x)
+                        y.backward(grad)
+
+                    with cudnn_tf32(mode != "fp32_strict"):
+                        for _ in range(3):  # warm-up: cuDNN's engine choice, the allocator's pools
+                            forward_backward()
+                        p.sync()
+                        t0 = time.perf_counter()
+                        for _ in range(3):
+                            forward_backward()
+                        p.sync()
+                        per_call = (time.perf_counter() - t0) / 3  # host and GPU, to size the holds
+                        for part, step in (("forward", forward), ("forward_backward", forward_backward)):
+                            values = []
+                            for _ in range(samples):
+                                p.tick()
+                                values.append(queued_issue_seconds(step, reps, max(0.005, 2 * reps * per_call), cycles_per_s))
+                            p.record(f"{key}_{part}", values,
+                                     f"{reps} calls of a {c}->{k} {ks}x{ks} Conv2d without bias on {n}x{c}x{h}x{h} "
+                                     f"({mode}): {part.replace('_', ' + ')}, issued while the GPU sleeps "
+                                     f"(torch.cuda._sleep), host seconds per call",
+                                     conv_host={"family": family, "mode": mode, "part": part, "n": n, "c": c,
+                                                "k": k, "h": h, "w": h, "kernel_size": ks,
+                                                "flops": 2.0 * n * c * k * ks * ks * h * h})
+                except Exception as exc:  # a dtype or autocast this device or torch lacks
+                    p.skip(f"{key}_forward", first_line(exc))
 
 
 def backward_split_probes(p: Probe, samples: int) -> None:
@@ -1159,7 +1276,8 @@ def main(argv=None) -> int:
                 "sync_calls_per_measurement": 50 if smoke else 1000, "smoke": smoke,
                 "layer_samples": 5 if smoke else 41, "op_timing_calls": 2 if smoke else 10,
                 "split_samples": 3 if smoke else 21, "steady_batches": 3 if smoke else 11,
-                "steady_repetitions": 5 if smoke else 50, "passes": passes}
+                "steady_repetitions": 5 if smoke else 50, "passes": passes,
+                "conv_host_samples": 2 if smoke else 5, "conv_host_calls": 2 if smoke else 10}
 
     def host_groups(p: Probe):
         return (
@@ -1169,6 +1287,8 @@ def main(argv=None) -> int:
         ("backward call split", lambda: backward_split_probes(p, settings["split_samples"])),
         ("layers in steady state", lambda: steady_layer_probes(p, settings["steady_batches"],
                                                                settings["steady_repetitions"])),
+        ("convolution host by size", lambda: conv_host_probes(p, settings["conv_host_samples"],
+                                                              settings["conv_host_calls"], smoke)),
         ("optimizers", lambda: optimizer_probes(p, *settings["optimizer_param_counts"],
                                                 settings["optimizer_small_param_numel"],
                                                 settings["optimizer_large_param_numel"])),

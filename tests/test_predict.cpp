@@ -485,6 +485,107 @@ TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the 
     CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(150e-6));
 }
 
+TEST_CASE("a convolution's host cost grows with its size as the profile's conv_host figures measured it", "[predict][sim]") {
+    nlohmann::json figures = nlohmann::json::object();
+    const auto conv_figure = [&figures](const std::string& family, const std::string& mode, const std::string& part, double flops,
+                                        double seconds) {
+        figures["conv_host_" + family + "_" + mode + "_" + std::to_string(static_cast<long long>(flops)) + "_" + part] = {
+            {"seconds", seconds}, {"min", seconds}, {"max", seconds}, {"samples", 1}, {"method", "test"},
+            {"conv_host", {{"family", family}, {"mode", mode}, {"part", part}, {"flops", flops}}}};
+    };
+    // 3x3 under autocast at 1e4, 1e8 and 1e10 FLOPs: forward 100, 150, 140 us; forward + backward
+    // 300, 420, 600 us. Growth over the tiny size: forward 0, 50, 40 (never below 0); backward
+    // (200, 270, 460) - 200 = 0, 70, 260 us.
+    conv_figure("k3", "autocast", "forward", 1e4, 100e-6);
+    conv_figure("k3", "autocast", "forward_backward", 1e4, 300e-6);
+    conv_figure("k3", "autocast", "forward", 1e8, 150e-6);
+    conv_figure("k3", "autocast", "forward_backward", 1e8, 420e-6);
+    conv_figure("k3", "autocast", "forward", 1e10, 140e-6);
+    conv_figure("k3", "autocast", "forward_backward", 1e10, 600e-6);
+    // 1x1 under autocast: forward 80 -> 60 us (no growth), forward + backward 200 -> 300 us.
+    conv_figure("k1", "autocast", "forward", 1e4, 80e-6);
+    conv_figure("k1", "autocast", "forward_backward", 1e4, 200e-6);
+    conv_figure("k1", "autocast", "forward", 1e9, 60e-6);
+    conv_figure("k1", "autocast", "forward_backward", 1e9, 300e-6);
+    // float32 without TF32: one size only, no curve.
+    conv_figure("k3", "fp32_strict", "forward", 1e4, 30e-6);
+    conv_figure("k3", "fp32_strict", "forward_backward", 1e4, 90e-6);
+    const nlohmann::json doc = {{"schema_version", 1},
+                                {"kind", "roofsim-framework-profile"},
+                                {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+                                {"software", {{"torch", "2.11.0"}}},
+                                {"date_utc", "2026-11-30T00:00:00+00:00"},
+                                {"figures", figures}};
+    const FrameworkProfile f = framework_profile_from_json(doc, "test");
+    CHECK(f.conv_host.size() == 12);
+    const ConvHostGrowth amp = conv_host_growth_from_framework(f, PrecisionMode::amp_fp16);
+    REQUIRE(amp.other.size() == 3);
+    CHECK(amp.other[1].forward.value() == Catch::Approx(50e-6));
+    CHECK(amp.other[2].forward.value() == Catch::Approx(40e-6));
+    CHECK(amp.other[1].backward.value() == Catch::Approx(70e-6));
+    CHECK(amp.other[2].backward.value() == Catch::Approx(260e-6));
+    REQUIRE(amp.kernel_1x1.size() == 2);
+    CHECK(amp.kernel_1x1[1].forward.value() == 0);
+    CHECK(amp.kernel_1x1[1].backward.value() == Catch::Approx(120e-6));
+    CHECK(conv_host_growth_from_framework(f, PrecisionMode::fp32_strict).other.empty());  // one size: no growth known
+    CHECK(conv_host_growth_from_framework(f, PrecisionMode::fp32).other.empty());         // another precision class
+
+    // A pass between two sizes: linear in log FLOPs (1e9 is halfway from 1e8 to 1e10); beyond the
+    // largest, the largest's; the data-gradient pass and a depthwise convolution grow by nothing.
+    Kernel k;
+    k.kind = KernelKind::conv;
+    ConvDims d;  // 2 N K P Q C R S = 2 x 100 x 50 x 10 x 10 x 100 x 3 x 3 = 9e8 FLOPs
+    d.n = 100; d.k = 50; d.c = 100; d.h = d.w = 10; d.r = d.s = 3; d.pad_h = d.pad_w = 1;
+    const auto growth_at = [&](ConvPass pass, const ConvDims& dims) {
+        ConvDims with = dims;
+        with.pass = pass;
+        k.dims = with;
+        return conv_host_growth(k, amp).value();
+    };
+    const double t = std::log(9e8 / 1e8) / std::log(1e10 / 1e8);
+    CHECK(growth_at(ConvPass::forward, d) == Catch::Approx(50e-6 + (40e-6 - 50e-6) * t));
+    CHECK(growth_at(ConvPass::backward_filter, d) == Catch::Approx(70e-6 + (260e-6 - 70e-6) * t));
+    CHECK(growth_at(ConvPass::backward_data, d) == 0);
+    ConvDims big = d;
+    big.n = 10000;  // 9e10 FLOPs
+    CHECK(growth_at(ConvPass::backward_filter, big) == Catch::Approx(260e-6));
+    ConvDims depthwise = d;
+    depthwise.k = depthwise.groups = 100;
+    CHECK(growth_at(ConvPass::forward, depthwise) == 0);
+    ConvDims pointwise = d;
+    pointwise.r = pointwise.s = 1;
+    pointwise.pad_h = pointwise.pad_w = 0;
+    pointwise.n = 1000;  // 1e9 FLOPs: the 1x1 curve's largest size
+    CHECK(growth_at(ConvPass::backward_filter, pointwise) == Catch::Approx(120e-6));
+
+    // In a prediction: a convolution layer costs its tiny figures plus its growth.
+    FrameworkProfile with_layers = f;
+    for (const auto& [key, seconds] : std::map<std::string, double>{{"layer_forward_conv2d_nobias_autocast", 20e-6},
+                                                                     {"layer_backward_conv2d_nobias_autocast", 40e-6},
+                                                                     {"backward_call", 50e-6}}) {
+        set_figure(with_layers, key, seconds);
+    }
+    PredictOptions o = host_cost_options(with_layers);
+    o.lowering.precision = PrecisionMode::amp_bf16;
+    o.lowering.batch = 100;
+    Graph g;
+    g.name = "conv";
+    g.inputs.push_back(GraphInput{"x", {GraphBuilder::batch, 100, 10, 10}, DType::f32, true});
+    g.layers.push_back(Layer{"conv", "conv2d", {"x"},
+                             {{"in_channels", AttrValue(std::int64_t{100})}, {"out_channels", AttrValue(std::int64_t{50})},
+                              {"kernel_size", AttrValue(std::vector<std::int64_t>{3, 3})},
+                              {"padding", AttrValue(std::vector<std::int64_t>{1, 1})}, {"bias", AttrValue(false)}}});
+    const CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"));
+    const double growth = growth_at(ConvPass::forward, d) + growth_at(ConvPass::backward_filter, d);
+    CHECK(predict(g, ctx, o).host_time.value() == Catch::Approx(20e-6 + 40e-6 + 50e-6 + growth));
+    CHECK(scaled(host_costs_from_framework(with_layers, PrecisionMode::amp_bf16, o.lowering.optimizer, 1), 2.0)
+              .conv_growth.other[2].backward.value() == Catch::Approx(520e-6));
+
+    nlohmann::json bad = doc;
+    bad["figures"].begin()->at("conv_host")["family"] = "k5";
+    CHECK_THROWS_WITH(framework_profile_from_json(bad, "test"), Catch::Contains("family") && Catch::Contains("k3"));
+}
+
 TEST_CASE("optimizer.step() costs the figures of the optimizer as it runs, measured with cold caches where the profile has them", "[predict][sim]") {
     FrameworkProfile f = h200_test_framework({{"optimizer_sgd_foreach_per_step", 100e-6}, {"optimizer_sgd_foreach_per_param", 2e-6},
                                               {"optimizer_adamw_foreach_per_step", 300e-6}, {"optimizer_adamw_foreach_per_param", 10e-6}});

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace roofsim {
@@ -39,6 +40,15 @@ struct OpTiming {
     double backward_seconds = 0;
 };
 
+/// A convolution layer's host cost at one size (a conv_host_* figure): its family ("k3", "k1"), the
+/// precision class it ran in ("fp32", "fp32_strict", "bf16", "autocast"), the part ("forward",
+/// "forward_backward"), the FLOPs of one pass, and the figure on the profile's host speed.
+struct ConvHostFigure {
+    std::string family, mode, part;
+    double flops = 0;
+    Seconds seconds{0};
+};
+
 struct FrameworkProfile {
     std::string device_name;  ///< "NVIDIA H200"
     std::string gpu_key;      ///< "h200-sxm"
@@ -46,6 +56,7 @@ struct FrameworkProfile {
     std::string date_utc;
     std::map<std::string, FrameworkFigure> figures;
     std::vector<OpTiming> op_timings;
+    std::vector<ConvHostFigure> conv_host;  ///< the conv_host_* figures, by size
     /// The host speed every host figure is put on: seconds per tiny torch.add of the probe's canary
     /// (its run's median; "host_speed" in the document). Profiles from before the canary have none,
     /// and their figures are as measured.
@@ -127,6 +138,14 @@ namespace detail {
                 x.min = std::min(x.min, x.seconds);
                 x.max = std::max(x.max, x.seconds);
             }
+        }
+        if (fig.has("conv_host")) {
+            const JsonCursor c = fig.at("conv_host");
+            ConvHostFigure h{c.at("family").string(), c.at("mode").string(), c.at("part").string(), c.at("flops").positive(),
+                             Seconds(x.seconds)};
+            if (h.family != "k3" && h.family != "k1") c.at("family").fail("expected \"k3\" or \"k1\"");
+            if (h.part != "forward" && h.part != "forward_backward") c.at("part").fail("expected \"forward\" or \"forward_backward\"");
+            f.conv_host.push_back(std::move(h));
         }
         f.figures[key] = x;
     }
@@ -260,6 +279,47 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     return Seconds(0);
 }
 
+/// The precision class a convolution's host path differs by in `mode` (the conv_host figures' "mode"):
+/// PyTorch's default flags (cuDNN may use TF32: fp32 and tf32), TF32 off, bfloat16 weights, autocast.
+[[nodiscard]] constexpr std::string_view conv_host_mode(PrecisionMode mode) {
+    switch (mode) {
+        case PrecisionMode::fp32:
+        case PrecisionMode::tf32: return "fp32";
+        case PrecisionMode::fp32_strict: return "fp32_strict";
+        case PrecisionMode::bf16: return "bf16";
+        case PrecisionMode::amp_bf16:
+        case PrecisionMode::amp_fp16: return "autocast";
+    }
+    return "fp32";
+}
+
+/// How a convolution's host cost grows with its size in `mode`, from the profile's conv_host figures:
+/// at each size, forward(size) - forward(tiny) for the forward, and the same of (forward + backward
+/// - forward) for the backward, the tiny size being the family's smallest; a negative growth (the
+/// figures' noise) counts as none. Empty where the profile has no such figures (before 2026-12).
+[[nodiscard]] inline ConvHostGrowth conv_host_growth_from_framework(const FrameworkProfile& f, PrecisionMode mode) {
+    ConvHostGrowth growth;
+    const std::string_view wanted = conv_host_mode(mode);
+    for (const std::string_view family : {"k1", "k3"}) {
+        std::map<double, std::pair<std::optional<Seconds>, std::optional<Seconds>>> by_flops;  // forward, forward + backward
+        for (const ConvHostFigure& c : f.conv_host) {
+            if (c.family != family || c.mode != wanted) continue;
+            auto& entry = by_flops[c.flops];
+            (c.part == "forward" ? entry.first : entry.second) = c.seconds;
+        }
+        std::vector<ConvHostGrowth::Point> points;
+        std::optional<std::pair<Seconds, Seconds>> tiny;  // forward, backward
+        for (const auto& [flops, parts] : by_flops) {
+            if (!parts.first || !parts.second) continue;
+            const Seconds forward = *parts.first, backward = *parts.second - *parts.first;
+            if (!tiny) tiny = std::pair{forward, backward};
+            points.push_back({flops, max(Seconds(0), forward - tiny->first), max(Seconds(0), backward - tiny->second)});
+        }
+        if (points.size() >= 2) (family == "k1" ? growth.kernel_1x1 : growth.other) = std::move(points);
+    }
+    return growth;
+}
+
 namespace detail {
 
 /// host_costs_from_framework, with the per-op figures of `ops` alone where given (all a prediction
@@ -325,6 +385,7 @@ namespace detail {
         h.backward_call = h.backward_call * share_before;
     }
     h.optimizer_step = optimizer_step_host_seconds(f, optimizer, parameter_tensors);
+    h.conv_growth = conv_host_growth_from_framework(f, mode);
     h.per_kernel = Seconds(0);
     h.source = f.provenance();
     return h;
@@ -337,6 +398,7 @@ namespace detail {
 /// before its first kernel and the part after its last), and optimizer.step()
 /// as its fixed cost plus a cost per parameter tensor (Adam uses AdamW's figures: both run
 /// torch.optim.adam's _multi_tensor_adam / _fused_adam). Ops without a figure take the add layer's.
+/// A convolution pass adds its growth over the tiny layer by size (conv_host_growth_from_framework).
 [[nodiscard]] inline HostCosts host_costs_from_framework(const FrameworkProfile& f, PrecisionMode mode,
                                                          const OptimizerOptions& optimizer, std::size_t parameter_tensors) {
     return detail::host_costs_from_framework(f, mode, optimizer, parameter_tensors, nullptr);

@@ -21,6 +21,18 @@ namespace roofsim {
 
 /// Host time of a step's dispatches: per layer op (forward, backward), the fixed cost of one
 /// backward() call, optimizer.step(), and a cost per kernel where nothing better is known.
+/// How a convolution's host cost grows with its size beyond the tiny layer the per-layer figures were
+/// measured on (cuDNN runs engines of more kernels for larger convolutions): points of (FLOPs of one
+/// pass, extra forward seconds, extra backward seconds), FLOPs rising, the first the tiny layer's.
+struct ConvHostGrowth {
+    struct Point {
+        double flops = 0;
+        Seconds forward{0}, backward{0};
+    };
+    std::vector<Point> kernel_1x1;  ///< 1x1 convolutions
+    std::vector<Point> other;       ///< the rest (measured on 3x3 ones)
+};
+
 struct HostCosts {
     std::map<std::string, Seconds, std::less<>> forward;   ///< a layer's forward, by host op ("linear", "conv2d_nobias")
     std::map<std::string, Seconds, std::less<>> backward;  ///< a layer's backward nodes, by host op
@@ -31,6 +43,7 @@ struct HostCosts {
     Seconds optimizer_step{0};                ///< the whole optimizer.step()
     Seconds per_kernel{0};                    ///< each kernel dispatched on its own (exported IR, no profile)
     Seconds synchronize{0};                   ///< returning from a wait for the GPU (a `sync` kernel)
+    ConvHostGrowth conv_growth;               ///< a convolution's host cost beyond its tiny layer's, by size
     std::string source;
 };
 
@@ -55,6 +68,12 @@ struct HostCosts {
     for (Seconds* s : {&h.default_forward, &h.default_backward, &h.backward_call, &h.backward_call_end, &h.optimizer_step,
                        &h.per_kernel, &h.synchronize}) {
         *s = *s * factor;
+    }
+    for (auto* points : {&h.conv_growth.kernel_1x1, &h.conv_growth.other}) {
+        for (auto& point : *points) {
+            point.forward = point.forward * factor;
+            point.backward = point.backward * factor;
+        }
     }
     char text[32];
     std::snprintf(text, sizeof text, "; host times x%.3f", factor);
@@ -94,8 +113,32 @@ struct Timeline {
     Seconds gpu_gap_time{0};               ///< total time between back-to-back kernels (gap_after)
 };
 
+/// A convolution pass's host cost beyond its tiny layer's: the growth measured at the sizes around
+/// its FLOPs, linear in log FLOPs between them, held at the end points beyond them; the forward's on
+/// the forward pass, the backward's on the weight-gradient pass (every convolution's backward has
+/// one). None for a depthwise convolution (PyTorch's own kernels, not cuDNN's engines).
+[[nodiscard]] inline Seconds conv_host_growth(const Kernel& k, const ConvHostGrowth& growth) {
+    const auto* d = std::get_if<ConvDims>(&k.dims);
+    if (k.kind != KernelKind::conv || !d || d->pass == ConvPass::backward_data || is_depthwise_conv(k)) return Seconds(0);
+    const auto& points = d->r == 1 && d->s == 1 ? growth.kernel_1x1 : growth.other;
+    const double flops = conv_flops(*d).value();
+    if (points.empty() || !(flops > 0)) return Seconds(0);
+    const auto extra = [&](const ConvHostGrowth::Point& p) { return d->pass == ConvPass::forward ? p.forward : p.backward; };
+    const double x = std::log(flops);
+    if (x <= std::log(points.front().flops)) return extra(points.front());
+    for (std::size_t i = 1; i < points.size(); ++i) {
+        const double x1 = std::log(points[i].flops);
+        if (x <= x1) {
+            const double x0 = std::log(points[i - 1].flops), t = (x - x0) / (x1 - x0);
+            return extra(points[i - 1]) + (extra(points[i]) - extra(points[i - 1])) * t;
+        }
+    }
+    return extra(points.back());
+}
+
 /// Host time before kernel `k` can be launched: a layer's dispatch marker (host-only, naming its
-/// op) costs that op's figure; a kernel dispatched on its own costs `per_kernel`.
+/// op) costs that op's figure; a kernel dispatched on its own costs `per_kernel`; a convolution pass
+/// adds its growth over the tiny layer (conv_host_growth).
 [[nodiscard]] inline Seconds host_cost(const Kernel& k, const HostCosts& h) {
     if (k.kind == KernelKind::host_only && !k.host_op.empty()) {
         if (k.phase == Phase::optimizer) return h.optimizer_step;
@@ -103,7 +146,8 @@ struct Timeline {
         if (const Seconds* figure = find_host_figure(table, k.host_op)) return *figure;
         return k.phase == Phase::forward ? h.default_forward : h.default_backward;
     }
-    return k.host_dispatch ? h.per_kernel : Seconds(0);
+    const Seconds dispatch = k.host_dispatch ? h.per_kernel : Seconds(0);
+    return k.kind == KernelKind::conv ? dispatch + conv_host_growth(k, h.conv_growth) : dispatch;
 }
 
 namespace detail {

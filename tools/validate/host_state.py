@@ -58,7 +58,6 @@ import argparse
 import collections
 import contextlib
 import gc
-import json
 import os
 import statistics
 import sys
@@ -365,19 +364,6 @@ def has_gpu_sleep(dev) -> bool:
     return dev.type == "cuda"
 
 
-def sleep_cycles_per_second() -> float:
-    """torch.cuda._sleep spins for a number of GPU clock cycles: how many a second, right now (CUDA
-    events around a 20 M-cycle sleep); only to size the holds below, which are timed by events."""
-    torch.cuda._sleep(1000)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    e0.record()
-    torch.cuda._sleep(20_000_000)
-    e1.record()
-    torch.cuda.synchronize()
-    return 20_000_000 / (e0.elapsed_time(e1) / 1e3)
-
-
 def layer_parts_step(run):
     """A layer case's steady-state repetition as measure_pytorch.py's runs it, each part timed."""
     def step(parts):
@@ -536,7 +522,7 @@ def phase_overlap(dev, workloads, started) -> list:
     about host + GPU time rather than the larger of the two, and for the host-paced model steps?"""
     if not has_gpu_sleep(dev):
         raise SystemExit("error: the overlap phase needs a CUDA device")
-    cycles_per_s = sleep_cycles_per_second()
+    cycles_per_s = probe.gpu_sleep_cycles_per_second()
     print(f"  torch.cuda._sleep: {cycles_per_s / 1e6:.0f} M cycles a second", flush=True)
     points = [{"label": "launch queue", "at_seconds": time.perf_counter() - started,
                "sleep_cycles_per_second": cycles_per_s, "launch_queue": launch_queue_depth(dev, cycles_per_s)}]
@@ -684,7 +670,7 @@ def optimizer_families(dev) -> list:
 def phase_sizes(dev, workloads, started) -> list:
     if not has_gpu_sleep(dev):
         raise SystemExit("error: the sizes phase needs a CUDA device")
-    cycles_per_s = sleep_cycles_per_second()
+    cycles_per_s = probe.gpu_sleep_cycles_per_second()
     built = []  # (family, label, step, precision mode, repetitions)
     for fam, cases in size_families():
         for case in cases:
@@ -736,7 +722,7 @@ def phase_model_sum(dev, workloads, started) -> list:
     nn = torch.nn
     if not has_gpu_sleep(dev):
         raise SystemExit("error: the model_sum phase needs a CUDA device")
-    cycles_per_s = sleep_cycles_per_second()
+    cycles_per_s = probe.gpu_sleep_cycles_per_second()
     spec = next(c for c in mp.model_cases(False) if c["id"] == "resnet50/b32x224/amp-bf16")
     _, model, batch, loss_fn, _, _, _ = mp.ready_model(spec, dev, False)
     params = list(model.parameters())
