@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T14:59:59+00:00",
+ "date_utc": "2026-11-30T16:35:48+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -49,436 +49,438 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "split_samples": 21,
   "steady_batches": 11,
   "steady_repetitions": 50,
-  "passes": 3
+  "passes": 3,
+  "conv_host_samples": 5,
+  "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.1153704999991021e-05,
+  "reference_seconds_per_op": 1.0541394999847853e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4518,
-  "canary_p10_seconds": 8.327434999984006e-06,
-  "canary_p90_seconds": 1.2577114999992034e-05,
+  "canaries": 4788,
+  "canary_p10_seconds": 7.582145000242235e-06,
+  "canary_p90_seconds": 1.171986000031211e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.070407999999475e-06,
-   "min": 7.531261000004008e-06,
-   "max": 1.3891662500000734e-05,
+   "seconds": 7.875463000004857e-06,
+   "min": 6.969781999998759e-06,
+   "max": 1.1849805499991817e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2311367500000615e-05,
-   "host_canary_seconds": 1.239863750001291e-05,
+   "issue_only_seconds": 1.0600160000024062e-05,
+   "host_canary_seconds": 1.095155749993637e-05,
    "pass_seconds": [
-    1.2376120500000809e-05,
-    7.8419640000007e-06,
-    9.070407999999475e-06
+    1.0647160500013797e-05,
+    7.144116500001019e-06,
+    7.875463000004857e-06
    ],
    "pass_host_canary_seconds": [
-    1.239863750001291e-05,
-    7.939150000026985e-06,
-    9.138745000001336e-06
+    1.095155749993637e-05,
+    7.114850000107253e-06,
+    7.5464200000396886e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.9562344999997093e-05,
-   "min": 1.4208039000003226e-05,
-   "max": 2.4000878999999033e-05,
+   "seconds": 1.4955834500028687e-05,
+   "min": 1.2934563500039075e-05,
+   "max": 1.967319350001162e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.1354784999999766e-05,
-   "host_canary_seconds": 1.2426649999994766e-05,
+   "issue_only_seconds": 1.936929050003755e-05,
+   "host_canary_seconds": 1.1196055000368688e-05,
    "pass_seconds": [
-    2.1427664000000847e-05,
-    1.9562344999997093e-05,
-    1.680314249999526e-05
+    1.9418787000006433e-05,
+    1.3750676500023928e-05,
+    1.4955834500028687e-05
    ],
    "pass_host_canary_seconds": [
-    1.2426649999994766e-05,
-    9.789595000029294e-06,
-    9.291565000069113e-06
+    1.1196055000368688e-05,
+    7.389229999716917e-06,
+    8.264324999913697e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.4129795499997045e-05,
-   "min": 1.3434644000000161e-05,
-   "max": 2.228800949999865e-05,
+   "seconds": 1.3953459999981987e-05,
+   "min": 1.2199544499992498e-05,
+   "max": 1.838177199999791e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8770921500003367e-05,
-   "host_canary_seconds": 9.850114999991887e-06,
+   "issue_only_seconds": 1.7714981999972678e-05,
+   "host_canary_seconds": 1.1199095000051785e-05,
    "pass_seconds": [
-    1.879603700000132e-05,
-    1.4129795499997045e-05,
-    1.4003008499997804e-05
+    1.776286399996252e-05,
+    1.2457984000036503e-05,
+    1.3953459999981987e-05
    ],
    "pass_host_canary_seconds": [
-    9.850114999991887e-06,
-    8.320969999999761e-06,
-    8.361355000090498e-06
+    1.1199095000051785e-05,
+    7.175685000220255e-06,
+    8.229665000385467e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.6484380000008514e-05,
-   "min": 1.2134880499999668e-05,
-   "max": 2.2370425500000124e-05,
+   "seconds": 1.2606748999985485e-05,
+   "min": 1.1404604500000915e-05,
+   "max": 1.8680848999963472e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.997240650000265e-05,
-   "host_canary_seconds": 1.254431500001374e-05,
+   "issue_only_seconds": 1.812788850003244e-05,
+   "host_canary_seconds": 1.1354810000057115e-05,
    "pass_seconds": [
-    2.0028300500001705e-05,
-    1.2440980000000934e-05,
-    1.6484380000008514e-05
+    1.817900800000416e-05,
+    1.1700636499995198e-05,
+    1.2606748999985485e-05
    ],
    "pass_host_canary_seconds": [
-    1.254431500001374e-05,
-    8.17837500001417e-06,
-    1.0242740000023787e-05
+    1.1354810000057115e-05,
+    7.31897999969533e-06,
+    8.087635000038063e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.956116000002567e-06,
-   "min": 7.653788500000757e-06,
-   "max": 1.275236700000093e-05,
+   "seconds": 1.0030695999944327e-05,
+   "min": 7.066093999981149e-06,
+   "max": 1.1117653499979952e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0765918500002414e-05,
-   "host_canary_seconds": 1.2553660000005352e-05,
+   "issue_only_seconds": 1.0736834999988786e-05,
+   "host_canary_seconds": 1.1124810000069373e-05,
    "pass_seconds": [
-    1.0821449499999858e-05,
-    7.7925625000006e-06,
-    7.956116000002567e-06
+    1.0780145000012453e-05,
+    7.370683000033296e-06,
+    1.0030695999944327e-05
    ],
    "pass_host_canary_seconds": [
-    1.2553660000005352e-05,
-    8.044287499977543e-06,
-    8.133097499936071e-06
+    1.1124810000069373e-05,
+    7.711627499986662e-06,
+    1.0121054999672197e-05
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.887145000000004e-05,
-   "min": 4.181912599999294e-05,
-   "max": 6.76379235000013e-05,
+   "seconds": 4.326343249999809e-05,
+   "min": 3.769548349998786e-05,
+   "max": 6.0341563999998014e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.298611400000098e-05,
-   "host_canary_seconds": 1.2512010000023111e-05,
+   "issue_only_seconds": 4.3218985999999406e-05,
+   "host_canary_seconds": 7.752569999865954e-06,
    "pass_seconds": [
-    6.305744650000022e-05,
-    4.887145000000004e-05,
-    4.358040200000346e-05
+    4.326343249999809e-05,
+    3.892696450003541e-05,
+    4.3821233000016944e-05
    ],
    "pass_host_canary_seconds": [
-    1.2512010000023111e-05,
-    8.68537999998864e-06,
-    8.247955000086904e-06
+    7.752569999865954e-06,
+    7.453185000372287e-06,
+    8.578485000043656e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.413724549999131e-05,
-   "min": 3.009867299999769e-05,
-   "max": 4.629483849999971e-05,
+   "seconds": 2.9083660000026158e-05,
+   "min": 2.749251950001508e-05,
+   "max": 4.4351601999949255e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.546771600000099e-05,
-   "host_canary_seconds": 1.2581020000013154e-05,
+   "issue_only_seconds": 2.9043999500004246e-05,
+   "host_canary_seconds": 7.572609999897395e-06,
    "pass_seconds": [
-    4.5550925000000576e-05,
-    3.072900449999594e-05,
-    3.413724549999131e-05
+    2.9083660000026158e-05,
+    2.7731186999972123e-05,
+    4.2084760500017634e-05
    ],
    "pass_host_canary_seconds": [
-    1.2581020000013154e-05,
-    8.351255000036417e-06,
-    8.53012500002137e-06
+    7.572609999897395e-06,
+    7.5017599999682715e-06,
+    1.1113934999684715e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.309833850000075e-05,
-   "min": 1.2420712999997362e-05,
-   "max": 2.042139150000111e-05,
+   "seconds": 1.2711194000019077e-05,
+   "min": 1.1881511000012778e-05,
+   "max": 1.743622549997781e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.0080503999999166e-05,
-   "host_canary_seconds": 1.2768189999974311e-05,
+   "issue_only_seconds": 1.2764040499973817e-05,
+   "host_canary_seconds": 7.934579999755442e-06,
    "pass_seconds": [
-    2.01392845000008e-05,
-    1.2708232999997904e-05,
-    1.309833850000075e-05
+    1.2805118499954915e-05,
+    1.2054425499968601e-05,
+    1.2711194000019077e-05
    ],
    "pass_host_canary_seconds": [
-    1.2768189999974311e-05,
-    8.252175000009743e-06,
-    8.491305000006832e-06
+    7.934579999755442e-06,
+    7.424560000117708e-06,
+    8.091894999893156e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 9.859663499995008e-06,
-   "min": 9.244077500000004e-06,
-   "max": 1.5716000000001172e-05,
+   "seconds": 9.418335500015473e-06,
+   "min": 8.546495000018694e-06,
+   "max": 1.4202229500028808e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3826075499999035e-05,
-   "host_canary_seconds": 1.1916739999975334e-05,
+   "issue_only_seconds": 9.388957999988178e-06,
+   "host_canary_seconds": 7.624602500300171e-06,
    "pass_seconds": [
-    1.389494849999906e-05,
-    9.47899349999659e-06,
-    9.859663499995008e-06
+    9.418335500015473e-06,
+    8.95401050001965e-06,
+    1.0206021499982398e-05
    ],
    "pass_host_canary_seconds": [
-    1.1916739999975334e-05,
-    8.042694999979005e-06,
-    8.213644999983671e-06
+    7.624602500300171e-06,
+    7.24463499977901e-06,
+    8.106102499993993e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 2.513741549999793e-05,
-   "min": 1.7316653000001736e-05,
-   "max": 3.9926077499998766e-05,
+   "seconds": 1.7554679499994562e-05,
+   "min": 1.6397831000006135e-05,
+   "max": 2.6790413000014724e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.6871679999999286e-05,
-   "host_canary_seconds": 1.238457499997736e-05,
+   "issue_only_seconds": 1.751011149997339e-05,
+   "host_canary_seconds": 7.709795000323538e-06,
    "pass_seconds": [
-    2.694494899999711e-05,
-    1.7682854000000248e-05,
-    2.513741549999793e-05
+    1.7554679499994562e-05,
+    1.7136252499994952e-05,
+    2.653894949997948e-05
    ],
    "pass_host_canary_seconds": [
-    1.238457499997736e-05,
-    8.254469999968705e-06,
-    1.161690499998258e-05
+    7.709795000323538e-06,
+    7.556700000463934e-06,
+    1.17044450001913e-05
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.7031755499999692e-05,
-   "min": 1.621903949998682e-05,
-   "max": 2.6435604499997822e-05,
+   "seconds": 1.637078549998705e-05,
+   "min": 1.551248050003551e-05,
+   "max": 2.65809119999858e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.2985585000000696e-05,
-   "host_canary_seconds": 1.2090300000018316e-05,
+   "issue_only_seconds": 1.6322743999978684e-05,
+   "host_canary_seconds": 7.730350000088037e-06,
    "pass_seconds": [
-    2.304641099999927e-05,
-    1.7031755499999692e-05,
-    1.6515063499994654e-05
+    1.637078549998705e-05,
+    1.5671728500024075e-05,
+    2.6012787499951172e-05
    ],
    "pass_host_canary_seconds": [
-    1.2090300000018316e-05,
-    8.331779999934952e-06,
-    8.158429999980398e-06
+    7.730350000088037e-06,
+    7.443430000080298e-06,
+    1.211553000018739e-05
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.633926950000131e-05,
-   "min": 1.5557032499998512e-05,
-   "max": 2.5818213000000866e-05,
+   "seconds": 1.5178714500052593e-05,
+   "min": 1.4699847500025952e-05,
+   "max": 2.469425350000165e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.2741517500001864e-05,
-   "host_canary_seconds": 1.1076790000004167e-05,
+   "issue_only_seconds": 1.5149742000005517e-05,
+   "host_canary_seconds": 7.671210000239625e-06,
    "pass_seconds": [
-    2.2788883499998746e-05,
-    1.633926950000131e-05,
-    1.5992397000005097e-05
+    1.5178714500052593e-05,
+    1.510848549997945e-05,
+    2.439679949998208e-05
    ],
    "pass_host_canary_seconds": [
-    1.1076790000004167e-05,
-    8.430270000019391e-06,
-    8.382544999960828e-06
+    7.671210000239625e-06,
+    7.4566249998042625e-06,
+    1.175787499960279e-05
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 1.051554949999911e-05,
-   "min": 9.579903000002332e-06,
-   "max": 1.566259999999886e-05,
+   "seconds": 9.239205500023217e-06,
+   "min": 8.808525000006284e-06,
+   "max": 1.4855419000014081e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4779510499998594e-05,
-   "host_canary_seconds": 1.2482859999991548e-05,
+   "issue_only_seconds": 9.231896500011771e-06,
+   "host_canary_seconds": 7.55500999986225e-06,
    "pass_seconds": [
-    1.4840938999999054e-05,
-    1.0028802000000781e-05,
-    1.051554949999911e-05
+    9.239205500023217e-06,
+    9.173408999970434e-06,
+    1.4237240999989353e-05
    ],
    "pass_host_canary_seconds": [
-    1.2482859999991548e-05,
-    8.351975000024936e-06,
-    8.587279999971997e-06
+    7.55500999986225e-06,
+    7.639810000057424e-06,
+    1.1605379999650722e-05
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.8144330499998205e-05,
-   "min": 1.9387450500005345e-05,
-   "max": 3.276361500000036e-05,
+   "seconds": 1.8502419500009637e-05,
+   "min": 1.7750766000006024e-05,
+   "max": 3.1251408499997524e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.1496228000001736e-05,
-   "host_canary_seconds": 1.260215500000328e-05,
+   "issue_only_seconds": 1.844664550003472e-05,
+   "host_canary_seconds": 7.657819999735693e-06,
    "pass_seconds": [
-    3.157174050000222e-05,
-    2.8115124999999352e-05,
-    2.8144330499998205e-05
+    1.8480906500030868e-05,
+    1.8502419500009637e-05,
+    2.9507125999998606e-05
    ],
    "pass_host_canary_seconds": [
-    1.260215500000328e-05,
-    1.1807775000036713e-05,
-    1.1802490000007993e-05
+    7.657819999735693e-06,
+    7.526109999957953e-06,
+    1.1797644999660406e-05
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 2.321761000000322e-05,
-   "min": 2.2322212000005947e-05,
-   "max": 2.6230789999999616e-05,
+   "seconds": 1.5988112499996986e-05,
+   "min": 1.3531089500020244e-05,
+   "max": 2.285839799998257e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.3145493000001238e-05,
-   "host_canary_seconds": 1.231226499999849e-05,
+   "issue_only_seconds": 1.676000899999508e-05,
+   "host_canary_seconds": 7.785390000094594e-06,
    "pass_seconds": [
-    2.321761000000322e-05,
-    2.2654867500001786e-05,
-    2.4178755999997746e-05
+    1.6814479499998923e-05,
+    1.398249350000924e-05,
+    1.5988112499996986e-05
    ],
    "pass_host_canary_seconds": [
-    1.231226499999849e-05,
-    1.2150900000023057e-05,
-    1.2338829999976042e-05
+    7.785390000094594e-06,
+    7.397294999691439e-06,
+    8.36206499968739e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 2.4903045500000332e-05,
-   "min": 2.3684613500002172e-05,
-   "max": 2.8283491499998094e-05,
+   "seconds": 1.6377402999978585e-05,
+   "min": 1.4997040500020376e-05,
+   "max": 2.5195965499960948e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4846785000001148e-05,
-   "host_canary_seconds": 1.226202999998094e-05,
+   "issue_only_seconds": 1.9530756999984078e-05,
+   "host_canary_seconds": 8.36508500015043e-06,
    "pass_seconds": [
-    2.4903045500000332e-05,
-    2.4631997500002e-05,
-    2.5508545999997524e-05
+    1.958057049995432e-05,
+    1.5236452500005271e-05,
+    1.6377402999978585e-05
    ],
    "pass_host_canary_seconds": [
-    1.226202999998094e-05,
-    1.255102500003602e-05,
-    1.2389635000005228e-05
+    8.36508500015043e-06,
+    7.585720000520269e-06,
+    8.30646999986584e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 1.0062701999999036e-05,
-   "min": 7.486990499998569e-06,
-   "max": 1.1044794500001843e-05,
+   "seconds": 9.082677499975489e-06,
+   "min": 5.997798999999304e-06,
+   "max": 9.989137500042489e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0055721000000517e-05,
-   "host_canary_seconds": 1.2037325000022747e-05,
+   "issue_only_seconds": 9.037176999981966e-06,
+   "host_canary_seconds": 1.1140482500024972e-05,
    "pass_seconds": [
-    1.0141261999997652e-05,
-    9.647926500001347e-06,
-    1.0062701999999036e-05
+    9.082677499975489e-06,
+    6.2768410000444415e-06,
+    9.625651499959531e-06
    ],
    "pass_host_canary_seconds": [
-    1.2037325000022747e-05,
-    1.1518067499984852e-05,
-    1.2438790000004474e-05
+    1.1140482500024972e-05,
+    8.048967499973969e-06,
+    1.1503919999711343e-05
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.7810405555549223e-05,
-   "min": 1.2307200000015604e-05,
-   "max": 2.1477046666665464e-05,
+   "seconds": 1.5296404444471692e-05,
+   "min": 1.0392977777782006e-05,
+   "max": 1.7352583333326442e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3522584999989818e-05,
+   "host_canary_seconds": 1.1320575000013378e-05,
    "pass_seconds": [
-    1.9814966666665947e-05,
-    1.7810405555549223e-05,
-    1.6167747777792052e-05
+    1.2485046666547027e-05,
+    1.5296404444471692e-05,
+    1.5820981111194973e-05
    ],
    "pass_host_canary_seconds": [
-    1.3522584999989818e-05,
-    1.0881589999982567e-05,
-    1.1012774999983321e-05
+    1.1320575000013378e-05,
+    1.0110999999710657e-05,
+    1.0272014999941348e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.000957823111110972,
-   "min": 0.00041468244443936767,
-   "max": 0.00165483666666925,
+   "seconds": 0.0007884458888535544,
+   "min": 0.00010710377776174747,
+   "max": 0.0010616948888153071,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3522584999989818e-05,
+   "host_canary_seconds": 1.1320575000013378e-05,
    "pass_seconds": [
-    0.0010168055555518488,
-    0.000957823111110972,
-    0.0008060513333324102
+    0.0007904534443746848,
+    0.0007884458888535544,
+    0.0007092213333458454
    ],
    "pass_host_canary_seconds": [
-    1.3522584999989818e-05,
-    1.0881589999982567e-05,
-    1.1012774999983321e-05
+    1.1320575000013378e-05,
+    1.0110999999710657e-05,
+    1.0272014999941348e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 7.497029999983498e-06,
-   "min": 5.441307777781882e-06,
-   "max": 1.1542108888894138e-05,
+   "seconds": 6.590121111255738e-06,
+   "min": 3.6840877778053657e-06,
+   "max": 7.475326666634727e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2918570000000074e-05,
+   "host_canary_seconds": 1.1721600000100807e-05,
    "pass_seconds": [
-    8.810206666664852e-06,
-    7.497029999983498e-06,
-    6.514561111082963e-06
+    4.527924444472673e-06,
+    6.8301111112608245e-06,
+    6.590121111255738e-06
    ],
    "pass_host_canary_seconds": [
-    1.2918570000000074e-05,
-    8.313715000021205e-06,
-    1.1003192499998703e-05
+    1.1721600000100807e-05,
+    7.559544999935497e-06,
+    8.263362499860704e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 7.585442222222127e-06,
-   "min": 4.068335555555475e-06,
-   "max": 9.077716666673217e-06,
+   "seconds": 5.677968888954234e-06,
+   "min": 3.5900766666448665e-06,
+   "max": 8.015318888839021e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2956752499988512e-05,
+   "host_canary_seconds": 1.0491119999755938e-05,
    "pass_seconds": [
-    8.046228888897784e-06,
-    7.585442222222127e-06,
-    4.557697777758878e-06
+    5.677968888954234e-06,
+    4.5965844444455995e-06,
+    6.577160000031452e-06
    ],
    "pass_host_canary_seconds": [
-    1.2956752499988512e-05,
-    8.479327500019452e-06,
-    1.0735189999948603e-05
+    1.0491119999755938e-05,
+    8.59319999960917e-06,
+    8.468574999653811e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.9406211111113156e-05,
-   "min": 4.275447222220742e-05,
-   "max": 7.24765322222096e-05,
+   "seconds": 4.43195688887954e-05,
+   "min": 3.6767351111090345e-05,
+   "max": 6.420361333324663e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3006514999993613e-05,
+   "host_canary_seconds": 1.0517229999891243e-05,
    "pass_seconds": [
-    5.9406211111113156e-05,
-    6.481200222222267e-05,
-    5.009058666666356e-05
+    4.7348244444391535e-05,
+    3.870103222223204e-05,
+    4.43195688887954e-05
    ],
    "pass_host_canary_seconds": [
-    1.3006514999993613e-05,
-    1.1581085000003099e-05,
-    1.034052500003213e-05
+    1.0517229999891243e-05,
+    7.546664999722452e-06,
+    8.926929999688583e-06
    ]
   },
   "backward_call": {
-   "seconds": 9.534533570210139e-05,
-   "min": 8.870266067485016e-05,
-   "max": 0.00023568799595038092,
+   "seconds": 8.533200249075888e-05,
+   "min": 6.125733225295941e-05,
+   "max": 0.00011605334033568701,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 26.08 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.00 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -487,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.0002194879949092865,
-    0.00026128000020980837,
-    0.0004238080084323883,
-    0.00044435200095176695,
-    0.0006379200220108033
+    8.96959975361824e-05,
+    0.00010358399897813796,
+    0.00014422400295734407,
+    0.00021622399985790253,
+    0.00040345600247383115
    ],
-   "host_canary_seconds": 1.275330250001261e-05,
+   "host_canary_seconds": 7.217122499980632e-06,
    "pass_seconds": [
-    0.00023568799595038092,
-    8.870266067485016e-05,
-    9.534533570210139e-05
+    6.125733225295941e-05,
+    8.533200249075888e-05,
+    0.00011605334033568701
    ],
    "pass_host_canary_seconds": [
-    1.275330250001261e-05,
-    1.0123970000002204e-05,
-    1.0542792500061182e-05
+    7.217122499980632e-06,
+    1.0179344999983187e-05,
+    8.949767500041616e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.8269714720192406e-05,
-   "min": 2.7884951659611293e-05,
-   "max": 4.227428688179879e-05,
+   "seconds": 3.1399620076020555e-05,
+   "min": 2.0308570847624825e-05,
+   "max": 3.495542687319574e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -517,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.040000006556511e-05,
-    0.00012960000336170195,
-    0.0006686400175094604
+    3.42399999499321e-05,
+    9.059199690818786e-05,
+    0.0003373439908027649
    ],
-   "host_canary_seconds": 1.2487089999986267e-05,
+   "host_canary_seconds": 7.5314949998528385e-06,
    "pass_seconds": [
-    4.227428688179879e-05,
-    2.8269714720192406e-05,
-    2.7884951659611293e-05
+    2.0308570847624825e-05,
+    3.1399620076020555e-05,
+    3.495542687319574e-05
    ],
    "pass_host_canary_seconds": [
-    1.2487089999986267e-05,
-    1.0526537500012977e-05,
-    1.0671890000040208e-05
+    7.5314949998528385e-06,
+    1.0392904999889652e-05,
+    9.376309999993282e-06
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00011320456773752254,
-   "min": 9.517485612914675e-05,
-   "max": 0.00015741104260087014,
+   "seconds": 9.405333406868437e-05,
+   "min": 6.60137188221727e-05,
+   "max": 9.50864769873165e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -545,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003420799970626831,
-    0.0011094720363616943,
-    0.003393471956253052
+    0.0002441920042037964,
+    0.0007536320090293884,
+    0.002029536008834839
    ],
-   "host_canary_seconds": 1.2487089999986267e-05,
+   "host_canary_seconds": 7.5314949998528385e-06,
    "pass_seconds": [
-    0.00015741104260087014,
-    0.00011320456773752254,
-    9.517485612914675e-05
+    9.50864769873165e-05,
+    9.405333406868437e-05,
+    6.60137188221727e-05
    ],
    "pass_host_canary_seconds": [
-    1.2487089999986267e-05,
-    1.0526537500012977e-05,
-    1.0671890000040208e-05
+    7.5314949998528385e-06,
+    1.0392904999889652e-05,
+    9.376309999993282e-06
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.14887575308482e-05,
-   "min": 5.884495377540589e-05,
-   "max": 9.223238485200064e-05,
+   "seconds": 6.780570958341871e-05,
+   "min": 4.619580968504861e-05,
+   "max": 7.176457061654045e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -573,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012841600179672242,
-    0.0005269439816474915,
-    0.001552512049674988
+    8.511999994516372e-05,
+    0.00022991999983787537,
+    0.0007801280021667481
    ],
-   "host_canary_seconds": 1.264872000000139e-05,
+   "host_canary_seconds": 7.849492500042744e-06,
    "pass_seconds": [
-    9.223238485200064e-05,
-    6.14887575308482e-05,
-    5.884495377540589e-05
+    4.619580968504861e-05,
+    6.780570958341871e-05,
+    7.176457061654045e-05
    ],
    "pass_host_canary_seconds": [
-    1.264872000000139e-05,
-    1.0845622499999763e-05,
-    1.092712000009044e-05
+    7.849492500042744e-06,
+    1.0322224999868013e-05,
+    1.1247124999727021e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00017819582990237645,
-   "min": 0.00016404114166895548,
-   "max": 0.0002067253461905888,
+   "seconds": 0.0001519954154888789,
+   "min": 0.00011356725082510991,
+   "max": 0.00017415619002921244,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -601,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007310720086097717,
-    0.0016575679779052734,
-    0.005225312232971191
+    0.00041593599319458005,
+    0.0010839999914169312,
+    0.0037235519886016847
    ],
-   "host_canary_seconds": 1.264872000000139e-05,
+   "host_canary_seconds": 7.849492500042744e-06,
    "pass_seconds": [
-    0.0002067253461905888,
-    0.00017819582990237645,
-    0.00016404114166895548
+    0.00017415619002921244,
+    0.00011356725082510991,
+    0.0001519954154888789
    ],
    "pass_host_canary_seconds": [
-    1.264872000000139e-05,
-    1.0845622499999763e-05,
-    1.092712000009044e-05
+    7.849492500042744e-06,
+    1.0322224999868013e-05,
+    1.1247124999727021e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.5461333315996896e-05,
-   "min": 2.4909714502947674e-05,
-   "max": 3.565714313160806e-05,
+   "seconds": 2.7145905331486748e-05,
+   "min": 2.0148571935437975e-05,
+   "max": 3.1161906108969725e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -629,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.321599915623665e-05,
-    0.0001563200056552887,
-    0.0005867840051651001
+    3.536000102758408e-05,
+    8.748800307512284e-05,
+    0.00033481600880622863
    ],
-   "host_canary_seconds": 1.2757220000008118e-05,
+   "host_canary_seconds": 7.816505000164398e-06,
    "pass_seconds": [
-    3.565714313160806e-05,
-    2.5461333315996896e-05,
-    2.4909714502947674e-05
+    2.0148571935437975e-05,
+    2.7145905331486748e-05,
+    3.1161906108969725e-05
    ],
    "pass_host_canary_seconds": [
-    1.2757220000008118e-05,
-    1.0749170000039499e-05,
-    1.1339959999929761e-05
+    7.816505000164398e-06,
+    1.0363494999978685e-05,
+    1.1258459999794467e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 8.28601884700003e-05,
-   "min": 7.885713963991119e-05,
-   "max": 8.861790508741423e-05,
+   "seconds": 7.711542823484966e-05,
+   "min": 6.540266229283241e-05,
+   "max": 8.715733300362316e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -657,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003869119882583618,
-    0.0008606719970703125,
-    0.002148031949996948
+    0.00022592000663280488,
+    0.0006592320203781128,
+    0.0018726400136947633
    ],
-   "host_canary_seconds": 1.2757220000008118e-05,
+   "host_canary_seconds": 7.816505000164398e-06,
    "pass_seconds": [
-    7.885713963991119e-05,
-    8.861790508741423e-05,
-    8.28601884700003e-05
+    8.715733300362316e-05,
+    6.540266229283241e-05,
+    7.711542823484966e-05
    ],
    "pass_host_canary_seconds": [
-    1.2757220000008118e-05,
-    1.0749170000039499e-05,
-    1.1339959999929761e-05
+    7.816505000164398e-06,
+    1.0363494999978685e-05,
+    1.1258459999794467e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 5.387428509337562e-05,
-   "min": 5.380038242964518e-05,
-   "max": 6.378362221377236e-05,
+   "seconds": 4.575466683932713e-05,
+   "min": 4.449980883371262e-05,
+   "max": 6.379809869187218e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -685,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018831999599933625,
-    0.0002483839988708496,
-    0.0011013120412826539
+    0.00012179200351238251,
+    0.00017644800245761872,
+    0.001033184051513672
    ],
-   "host_canary_seconds": 1.2627924999968343e-05,
+   "host_canary_seconds": 1.0708300000032977e-05,
    "pass_seconds": [
-    6.378362221377236e-05,
-    5.380038242964518e-05,
-    5.387428509337562e-05
+    6.379809869187218e-05,
+    4.575466683932713e-05,
+    4.449980883371262e-05
    ],
    "pass_host_canary_seconds": [
-    1.2627924999968343e-05,
-    1.1253309999972316e-05,
-    1.1249329999998282e-05
+    1.0708300000032977e-05,
+    1.0371095000323293e-05,
+    1.0484189999715454e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 0.00011323657383521396,
-   "min": 0.00010098971816755475,
-   "max": 0.0001562118026472273,
+   "seconds": 9.806400111743381e-05,
+   "min": 8.498895132825491e-05,
+   "max": 0.0001099040039948055,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -713,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006712319850921631,
-    0.001078752040863037,
-    0.00388700795173645
+    0.0005543040037155151,
+    0.0010329279899597167,
+    0.002796864032745361
    ],
-   "host_canary_seconds": 1.2627924999968343e-05,
+   "host_canary_seconds": 1.0708300000032977e-05,
    "pass_seconds": [
-    0.0001562118026472273,
-    0.00011323657383521396,
-    0.00010098971816755475
+    8.498895132825491e-05,
+    9.806400111743381e-05,
+    0.0001099040039948055
    ],
    "pass_host_canary_seconds": [
-    1.2627924999968343e-05,
-    1.1253309999972316e-05,
-    1.1249329999998282e-05
+    1.0708300000032977e-05,
+    1.0371095000323293e-05,
+    1.0484189999715454e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.1848380920432863e-05,
-   "min": 1.6941715031862257e-05,
-   "max": 2.3281523514361608e-05,
+   "seconds": 1.9224381517796285e-05,
+   "min": 1.3766095751807804e-05,
+   "max": 1.9823237898803894e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -741,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.348799958825111e-05,
-    0.00011388800293207169,
-    0.00039289599657058716
+    4.1439998894929886e-05,
+    9.868799895048142e-05,
+    0.000253248006105423
    ],
-   "host_canary_seconds": 1.2379475000017238e-05,
+   "host_canary_seconds": 1.0466585000017403e-05,
    "pass_seconds": [
-    2.3281523514361608e-05,
-    2.1848380920432863e-05,
-    1.6941715031862257e-05
+    1.3766095751807804e-05,
+    1.9823237898803894e-05,
+    1.9224381517796285e-05
    ],
    "pass_host_canary_seconds": [
-    1.2379475000017238e-05,
-    1.1236100000004966e-05,
-    1.0719777500085571e-05
+    1.0466585000017403e-05,
+    1.0014764999937142e-05,
+    1.045219999980418e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 8.591008860440483e-05,
-   "min": 7.992609537073545e-05,
-   "max": 8.80495206940742e-05,
+   "seconds": 8.119466297683262e-05,
+   "min": 7.632609527735483e-05,
+   "max": 8.849828300021944e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -769,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00048233601450920106,
-    0.0007232639789581299,
-    0.0020913279056549074
+    0.00040563198924064637,
+    0.0005517759919166565,
+    0.0018860479593276976
    ],
-   "host_canary_seconds": 1.2379475000017238e-05,
+   "host_canary_seconds": 1.0466585000017403e-05,
    "pass_seconds": [
-    8.591008860440483e-05,
-    8.80495206940742e-05,
-    7.992609537073545e-05
+    8.849828300021944e-05,
+    7.632609527735483e-05,
+    8.119466297683262e-05
    ],
    "pass_host_canary_seconds": [
-    1.2379475000017238e-05,
-    1.1236100000004966e-05,
-    1.0719777500085571e-05
+    1.0466585000017403e-05,
+    1.0014764999937142e-05,
+    1.045219999980418e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.8984381059805554e-05,
-   "min": 4.3804191762492776e-05,
-   "max": 5.684190633751096e-05,
+   "seconds": 4.1394285148098354e-05,
+   "min": 2.5099427927108036e-05,
+   "max": 4.551618901037035e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -797,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010950399935245514,
-    0.0002756479978561401,
-    0.0009606720209121704
+    6.643199920654297e-05,
+    0.00022492800652980805,
+    0.0006987839937210083
    ],
-   "host_canary_seconds": 1.2806385000008191e-05,
+   "host_canary_seconds": 1.0706664999702298e-05,
    "pass_seconds": [
-    5.684190633751096e-05,
-    4.8984381059805554e-05,
-    4.3804191762492776e-05
+    4.1394285148098354e-05,
+    2.5099427927108036e-05,
+    4.551618901037035e-05
    ],
    "pass_host_canary_seconds": [
-    1.2806385000008191e-05,
-    1.144937999995932e-05,
-    1.1573734999998919e-05
+    1.0706664999702298e-05,
+    9.081417499885446e-06,
+    1.1796510000294802e-05
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00011857218862999054,
-   "min": 0.0001048266699626332,
-   "max": 0.0001236121831905274,
+   "seconds": 0.00010361142350094659,
+   "min": 9.552532966647831e-05,
+   "max": 0.00012594590868268696,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -825,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005585920214653015,
-    0.001257599949836731,
-    0.0033179519176483154
+    0.0004827519953250885,
+    0.0009140480160713196,
+    0.0025433919429779053
    ],
-   "host_canary_seconds": 1.2806385000008191e-05,
+   "host_canary_seconds": 1.0706664999702298e-05,
    "pass_seconds": [
-    0.0001236121831905274,
-    0.00011857218862999054,
-    0.0001048266699626332
+    9.552532966647831e-05,
+    0.00012594590868268696,
+    0.00010361142350094659
    ],
    "pass_host_canary_seconds": [
-    1.2806385000008191e-05,
-    1.144937999995932e-05,
-    1.1573734999998919e-05
+    1.0706664999702298e-05,
+    9.081417499885446e-06,
+    1.1796510000294802e-05
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.930361901720365e-05,
-   "min": 2.8689524247532798e-05,
-   "max": 3.508571588567325e-05,
+   "seconds": 2.7474286123400643e-05,
+   "min": 2.4069333892493023e-05,
+   "max": 3.247161759507089e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -853,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6095998734235766e-05,
-    0.00015545600652694703,
-    0.0005804160237312317
+    4.2879998683929446e-05,
+    0.00011004800349473953,
+    0.0004022400081157684
    ],
-   "host_canary_seconds": 1.3594514999990536e-05,
+   "host_canary_seconds": 1.0387309999941863e-05,
    "pass_seconds": [
-    3.508571588567325e-05,
-    2.930361901720365e-05,
-    2.8689524247532798e-05
+    2.4069333892493023e-05,
+    2.7474286123400643e-05,
+    3.247161759507089e-05
    ],
    "pass_host_canary_seconds": [
-    1.3594514999990536e-05,
-    1.1275262500021199e-05,
-    1.1300177499933283e-05
+    1.0387309999941863e-05,
+    1.0477994999860131e-05,
+    1.2154292499815255e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.990933599926178e-05,
-   "min": 7.211884625610851e-05,
-   "max": 8.420571809013684e-05,
+   "seconds": 7.959086643088433e-05,
+   "min": 6.87740971999509e-05,
+   "max": 8.648457289451645e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -881,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003899840116500854,
-    0.0009279680252075195,
-    0.002070175886154175
+    0.0002194560021162033,
+    0.0005487040281295777,
+    0.001876960039138794
    ],
-   "host_canary_seconds": 1.3594514999990536e-05,
+   "host_canary_seconds": 1.0387309999941863e-05,
    "pass_seconds": [
-    7.211884625610851e-05,
-    8.420571809013684e-05,
-    7.990933599926178e-05
+    8.648457289451645e-05,
+    6.87740971999509e-05,
+    7.959086643088433e-05
    ],
    "pass_host_canary_seconds": [
-    1.3594514999990536e-05,
-    1.1275262500021199e-05,
-    1.1300177499933283e-05
+    1.0387309999941863e-05,
+    1.0477994999860131e-05,
+    1.2154292499815255e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.870933431954611e-05,
-   "min": 3.392990536632992e-05,
-   "max": 4.149562084958666e-05,
+   "seconds": 3.7429331313996085e-05,
+   "min": 2.244418930439722e-05,
+   "max": 4.332342708394641e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -909,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.995200365781785e-05,
-    0.00033238399028778077,
-    0.0006993600130081177
+    8.950400352478027e-05,
+    0.00022387200593948365,
+    0.00065830397605896
    ],
-   "host_canary_seconds": 1.1735047499996654e-05,
+   "host_canary_seconds": 1.0587379999833502e-05,
    "pass_seconds": [
-    3.870933431954611e-05,
-    3.392990536632992e-05,
-    4.149562084958666e-05
+    3.7429331313996085e-05,
+    2.244418930439722e-05,
+    4.332342708394641e-05
    ],
    "pass_host_canary_seconds": [
-    1.1735047499996654e-05,
-    1.120335000003081e-05,
-    1.1794065000003683e-05
+    1.0587379999833502e-05,
+    1.0359822499879101e-05,
+    1.1545874999683292e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.00014211809102978025,
-   "min": 9.112457327899481e-05,
-   "max": 0.0001571542915134203,
+   "seconds": 0.0001121028590769995,
+   "min": 0.00010835885043655123,
+   "max": 0.00012112914309615182,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -937,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000579584002494812,
-    0.0008829119801521301,
-    0.0034227840900421143
+    0.0003533119857311249,
+    0.000825215995311737,
+    0.0026040639877319338
    ],
-   "host_canary_seconds": 1.1735047499996654e-05,
+   "host_canary_seconds": 1.0587379999833502e-05,
    "pass_seconds": [
-    0.0001571542915134203,
-    0.00014211809102978025,
-    9.112457327899481e-05
+    0.0001121028590769995,
+    0.00012112914309615182,
+    0.00010835885043655123
    ],
    "pass_host_canary_seconds": [
-    1.1735047499996654e-05,
-    1.120335000003081e-05,
-    1.1794065000003683e-05
+    1.0587379999833502e-05,
+    1.0359822499879101e-05,
+    1.1545874999683292e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 5.299657086531322e-05,
-   "min": 5.214628577232361e-05,
-   "max": 5.887086050851004e-05,
+   "seconds": 4.318095140513919e-05,
+   "min": 4.2918856654848374e-05,
+   "max": 5.148723898898988e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -965,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010908800363540649,
-    0.00033737599849700925,
-    0.001009376049041748
+    6.87360018491745e-05,
+    0.000199520006775856,
+    0.0007168639898300171
    ],
-   "host_canary_seconds": 1.2289330000019305e-05,
+   "host_canary_seconds": 1.0493427500080087e-05,
    "pass_seconds": [
-    5.887086050851004e-05,
-    5.214628577232361e-05,
-    5.299657086531322e-05
+    4.318095140513919e-05,
+    5.148723898898988e-05,
+    4.2918856654848374e-05
    ],
    "pass_host_canary_seconds": [
-    1.2289330000019305e-05,
-    1.2067919999978472e-05,
-    1.2260299999979907e-05
+    1.0493427500080087e-05,
+    1.0709419999557213e-05,
+    1.0604074999776003e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 9.061866005261739e-05,
-   "min": 8.248686009929292e-05,
-   "max": 0.00012291581290108816,
+   "seconds": 8.496761002710885e-05,
+   "min": 8.444571920803617e-05,
+   "max": 8.729371534926553e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -993,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0008241279721260071,
-    0.001404863953590393,
-    0.0035627200603485106
+    0.00028336000442504884,
+    0.0007103999853134155,
+    0.002252351999282837
    ],
-   "host_canary_seconds": 1.2289330000019305e-05,
+   "host_canary_seconds": 1.0493427500080087e-05,
    "pass_seconds": [
-    0.00012291581290108816,
-    9.061866005261739e-05,
-    8.248686009929292e-05
+    8.729371534926553e-05,
+    8.496761002710885e-05,
+    8.444571920803617e-05
    ],
    "pass_host_canary_seconds": [
-    1.2289330000019305e-05,
-    1.2067919999978472e-05,
-    1.2260299999979907e-05
+    1.0493427500080087e-05,
+    1.0709419999557213e-05,
+    1.0604074999776003e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 8.229562214442663e-05,
-   "min": 7.83634249653135e-05,
-   "max": 9.751466910044352e-05,
+   "seconds": 7.188723839464642e-05,
+   "min": 7.115123456432705e-05,
+   "max": 8.617218690259116e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1021,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012720000743865966,
-    0.0004664959907531738,
-    0.001605504035949707
+    0.00013468800485134125,
+    0.0003627200126647949,
+    0.0012068159580230712
    ],
-   "host_canary_seconds": 1.2921015000024738e-05,
+   "host_canary_seconds": 1.0856165000348028e-05,
    "pass_seconds": [
-    9.751466910044352e-05,
-    7.83634249653135e-05,
-    8.229562214442663e-05
+    7.115123456432705e-05,
+    8.617218690259116e-05,
+    7.188723839464642e-05
    ],
    "pass_host_canary_seconds": [
-    1.2921015000024738e-05,
-    1.1728369999985943e-05,
-    1.2081150000042838e-05
+    1.0856165000348028e-05,
+    1.0499855000034585e-05,
+    1.0367840000071737e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00019701561118875232,
-   "min": 0.00015783465760094777,
-   "max": 0.00023179808117094496,
+   "seconds": 0.00016882211182798655,
+   "min": 0.00015169447021824971,
+   "max": 0.00018792381385962167,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1049,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007490879893302918,
-    0.0018261760473251344,
-    0.005718495845794678
+    0.0005088959932327271,
+    0.0012871359586715699,
+    0.004395359992980957
    ],
-   "host_canary_seconds": 1.2921015000024738e-05,
+   "host_canary_seconds": 1.0856165000348028e-05,
    "pass_seconds": [
-    0.00023179808117094496,
-    0.00019701561118875232,
-    0.00015783465760094777
+    0.00018792381385962167,
+    0.00015169447021824971,
+    0.00016882211182798655
    ],
    "pass_host_canary_seconds": [
-    1.2921015000024738e-05,
-    1.1728369999985943e-05,
-    1.2081150000042838e-05
+    1.0856165000348028e-05,
+    1.0499855000034585e-05,
+    1.0367840000071737e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.7844572748456686e-05,
-   "min": 3.4262097130219136e-05,
-   "max": 3.998552404698871e-05,
+   "seconds": 3.7008762714408696e-05,
+   "min": 2.366780862212181e-05,
+   "max": 4.144228711014702e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1077,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.161600142717362e-05,
-    0.0001979839950799942,
-    0.0006735360026359558
+    3.916800022125244e-05,
+    0.00010841599851846695,
+    0.0003935999870300293
    ],
-   "host_canary_seconds": 1.2514884999994535e-05,
+   "host_canary_seconds": 8.087292499965315e-06,
    "pass_seconds": [
-    3.998552404698871e-05,
-    3.7844572748456686e-05,
-    3.4262097130219136e-05
+    2.366780862212181e-05,
+    3.7008762714408696e-05,
+    4.144228711014702e-05
    ],
    "pass_host_canary_seconds": [
-    1.2514884999994535e-05,
-    1.2073059999977432e-05,
-    1.1593389999973169e-05
+    8.087292499965315e-06,
+    1.054293750001989e-05,
+    1.1993334999829131e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 7.244265647161574e-05,
-   "min": 5.6340571847699956e-05,
-   "max": 7.968914012114207e-05,
+   "seconds": 6.42346649297646e-05,
+   "min": 5.9808001276992605e-05,
+   "max": 6.725714320228213e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1105,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003599680066108704,
-    0.0008163840174674988,
-    0.002187551975250244
+    0.00020230400562286377,
+    0.0005495039820671082,
+    0.0015486719608306884
    ],
-   "host_canary_seconds": 1.2514884999994535e-05,
+   "host_canary_seconds": 8.087292499965315e-06,
    "pass_seconds": [
-    7.968914012114207e-05,
-    7.244265647161574e-05,
-    5.6340571847699956e-05
+    6.42346649297646e-05,
+    5.9808001276992605e-05,
+    6.725714320228213e-05
    ],
    "pass_host_canary_seconds": [
-    1.2514884999994535e-05,
-    1.2073059999977432e-05,
-    1.1593389999973169e-05
+    8.087292499965315e-06,
+    1.054293750001989e-05,
+    1.1993334999829131e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 5.749942681619099e-05,
-   "min": 5.118019098327273e-05,
-   "max": 6.849980567182814e-05,
+   "seconds": 5.462933260770071e-05,
+   "min": 5.407009451162247e-05,
+   "max": 5.596190371683666e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1133,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012960000336170195,
-    0.00033238399028778077,
-    0.0011561919450759888
+    0.00015382400155067443,
+    0.00034835198521614077,
+    0.0009756479859352111
    ],
-   "host_canary_seconds": 1.1954995000031943e-05,
+   "host_canary_seconds": 1.1207255000158511e-05,
    "pass_seconds": [
-    6.849980567182814e-05,
-    5.749942681619099e-05,
-    5.118019098327273e-05
+    5.407009451162247e-05,
+    5.462933260770071e-05,
+    5.596190371683666e-05
    ],
    "pass_host_canary_seconds": [
-    1.1954995000031943e-05,
-    1.137762999995573e-05,
-    1.1607449999928577e-05
+    1.1207255000158511e-05,
+    1.0380379999901378e-05,
+    1.1079817499819456e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011808990580695014,
-   "min": 0.00010717104801109859,
-   "max": 0.0001358308497638929,
+   "seconds": 0.00012349333401237214,
+   "min": 9.248761406966622e-05,
+   "max": 0.0001279977137843768,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1161,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005666880011558533,
-    0.0013178880214691161,
-    0.003276479959487915
+    0.0005251839756965637,
+    0.001229151964187622,
+    0.0028116478919982912
    ],
-   "host_canary_seconds": 1.1954995000031943e-05,
+   "host_canary_seconds": 1.1207255000158511e-05,
    "pass_seconds": [
-    0.00010717104801109859,
-    0.0001358308497638929,
-    0.00011808990580695014
+    9.248761406966622e-05,
+    0.00012349333401237214,
+    0.0001279977137843768
    ],
    "pass_host_canary_seconds": [
-    1.1954995000031943e-05,
-    1.137762999995573e-05,
-    1.1607449999928577e-05
+    1.1207255000158511e-05,
+    1.0380379999901378e-05,
+    1.1079817499819456e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 3.444190323352814e-05,
-   "min": 3.1609143529619486e-05,
-   "max": 4.751923786742347e-05,
+   "seconds": 4.704533339965911e-05,
+   "min": 3.4616378801209586e-05,
+   "max": 5.603428539775666e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1189,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.727999985218048e-05,
-    0.00020127999782562257,
-    0.0006007999777793884
+    0.00010572800040245056,
+    0.0002937920093536377,
+    0.0009528959989547729
    ],
-   "host_canary_seconds": 1.1234822499996965e-05,
+   "host_canary_seconds": 1.136675249995278e-05,
    "pass_seconds": [
-    3.444190323352814e-05,
-    3.1609143529619486e-05,
-    4.751923786742347e-05
+    5.603428539775666e-05,
+    4.704533339965911e-05,
+    3.4616378801209586e-05
    ],
    "pass_host_canary_seconds": [
-    1.1234822499996965e-05,
-    1.1474265000046557e-05,
-    1.1349124999924243e-05
+    1.136675249995278e-05,
+    1.0686480000003939e-05,
+    9.458592500095619e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 0.00011545904193605692,
-   "min": 9.025142058020544e-05,
-   "max": 0.00011750247577826183,
+   "seconds": 9.139048166218257e-05,
+   "min": 7.603733596347627e-05,
+   "max": 9.571886559327445e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1217,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033097600936889647,
-    0.0009916800260543824,
-    0.002678431987762451
+    0.00042656001448631285,
+    0.0009366719722747802,
+    0.0024456000328063965
    ],
-   "host_canary_seconds": 1.1234822499996965e-05,
+   "host_canary_seconds": 1.136675249995278e-05,
    "pass_seconds": [
-    0.00011750247577826183,
-    0.00011545904193605692,
-    9.025142058020544e-05
+    7.603733596347627e-05,
+    9.139048166218257e-05,
+    9.571886559327445e-05
    ],
    "pass_host_canary_seconds": [
-    1.1234822499996965e-05,
-    1.1474265000046557e-05,
-    1.1349124999924243e-05
+    1.136675249995278e-05,
+    1.0686480000003939e-05,
+    9.458592500095619e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.808456787041255e-05,
-   "min": 8.418285491920654e-05,
-   "max": 8.937905090195791e-05,
+   "seconds": 4.983847552821749e-05,
+   "min": 4.8254473933151786e-05,
+   "max": 9.022323361464908e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1245,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002120639979839325,
-    0.0005381439924240113,
-    0.0015720640420913696
+    0.00011382400244474411,
+    0.0003541760146617889,
+    0.0008695039749145508
    ],
-   "host_canary_seconds": 1.1873239999999896e-05,
+   "host_canary_seconds": 9.653577499761923e-06,
    "pass_seconds": [
-    8.937905090195791e-05,
-    8.808456787041255e-05,
-    8.418285491920654e-05
+    4.8254473933151786e-05,
+    9.022323361464908e-05,
+    4.983847552821749e-05
    ],
    "pass_host_canary_seconds": [
-    1.1873239999999896e-05,
-    1.158678499997734e-05,
-    1.1097437499998364e-05
+    9.653577499761923e-06,
+    1.0687039999766057e-05,
+    1.0433877500304334e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00017796952596732548,
-   "min": 0.00014175770183404287,
-   "max": 0.00019370436526480178,
+   "seconds": 0.00019771200879698702,
+   "min": 0.00014245105570270903,
+   "max": 0.00022902323731354305,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1273,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007582719922065734,
-    0.001878208041191101,
-    0.005094751834869384
+    0.0004514240026473999,
+    0.001167647957801819,
+    0.00413369607925415
    ],
-   "host_canary_seconds": 1.1873239999999896e-05,
+   "host_canary_seconds": 9.653577499761923e-06,
    "pass_seconds": [
-    0.00019370436526480178,
-    0.00017796952596732548,
-    0.00014175770183404287
+    0.00019771200879698702,
+    0.00014245105570270903,
+    0.00022902323731354305
    ],
    "pass_host_canary_seconds": [
-    1.1873239999999896e-05,
-    1.158678499997734e-05,
-    1.1097437499998364e-05
+    9.653577499761923e-06,
+    1.0687039999766057e-05,
+    1.0433877500304334e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.7333332179557715e-05,
-   "min": 3.425142772140957e-05,
-   "max": 4.3027048309644066e-05,
+   "seconds": 4.144304919810522e-05,
+   "min": 3.6092954377333326e-05,
+   "max": 4.565409570932388e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1301,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.177600264549255e-05,
-    0.00019424000382423402,
-    0.0007149760127067566
+    5.481600016355515e-05,
+    0.00011334399878978729,
+    0.0006545280218124389
    ],
-   "host_canary_seconds": 1.1767312499983973e-05,
+   "host_canary_seconds": 1.1244442499958041e-05,
    "pass_seconds": [
-    4.3027048309644066e-05,
-    3.425142772140957e-05,
-    3.7333332179557715e-05
+    4.144304919810522e-05,
+    3.6092954377333326e-05,
+    4.565409570932388e-05
    ],
    "pass_host_canary_seconds": [
-    1.1767312499983973e-05,
-    1.1610730000057857e-05,
-    1.0409962500048665e-05
+    1.1244442499958041e-05,
+    1.0991522499921303e-05,
+    1.191484000003129e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.540267063038691e-05,
-   "min": 6.533637713818322e-05,
-   "max": 6.635885951774461e-05,
+   "seconds": 5.863009322257268e-05,
+   "min": 5.445485349212373e-05,
+   "max": 6.521752583129064e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1329,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004392000138759613,
-    0.0008808000087738037,
-    0.002103487968444824
+    0.00020185600221157073,
+    0.0007424319982528686,
+    0.0017830719947814942
    ],
-   "host_canary_seconds": 1.1767312499983973e-05,
+   "host_canary_seconds": 1.1244442499958041e-05,
    "pass_seconds": [
-    6.533637713818322e-05,
-    6.540267063038691e-05,
-    6.635885951774461e-05
+    5.863009322257268e-05,
+    6.521752583129064e-05,
+    5.445485349212373e-05
    ],
    "pass_host_canary_seconds": [
-    1.1767312499983973e-05,
-    1.1610730000057857e-05,
-    1.0409962500048665e-05
+    1.1244442499958041e-05,
+    1.0991522499921303e-05,
+    1.191484000003129e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 5.207161747273945e-05,
-   "min": 3.5693713951678503e-05,
-   "max": 5.893333469118391e-05,
+   "seconds": 5.8665905679975245e-05,
+   "min": 5.135466619616463e-05,
+   "max": 5.868266451926459e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1357,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013142399489879608,
-    0.00033798399567604067,
-    0.0010253440141677857
+    0.00012806400656700134,
+    0.0003420799970626831,
+    0.0010209599733352662
    ],
-   "host_canary_seconds": 1.205372750000322e-05,
+   "host_canary_seconds": 1.120861250001326e-05,
    "pass_seconds": [
-    5.893333469118391e-05,
-    5.207161747273945e-05,
-    3.5693713951678503e-05
+    5.868266451926459e-05,
+    5.135466619616463e-05,
+    5.8665905679975245e-05
    ],
    "pass_host_canary_seconds": [
-    1.205372750000322e-05,
-    1.1751494999998613e-05,
-    8.785372499957588e-06
+    1.120861250001326e-05,
+    1.0382327500053633e-05,
+    1.2564200000042547e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00014235962820904598,
-   "min": 0.00012935313795294076,
-   "max": 0.00014516647656758624,
+   "seconds": 0.00012650208955719357,
+   "min": 8.644189898456844e-05,
+   "max": 0.000150186660743895,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1385,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006174079775810242,
-    0.0013596160411834717,
-    0.003722208023071289
+    0.0005943999886512757,
+    0.0011169919967651367,
+    0.0033611838817596434
    ],
-   "host_canary_seconds": 1.205372750000322e-05,
+   "host_canary_seconds": 1.120861250001326e-05,
    "pass_seconds": [
-    0.00014516647656758624,
-    0.00012935313795294076,
-    0.00014235962820904598
+    0.00012650208955719357,
+    8.644189898456844e-05,
+    0.000150186660743895
    ],
    "pass_host_canary_seconds": [
-    1.205372750000322e-05,
-    1.1751494999998613e-05,
-    8.785372499957588e-06
+    1.120861250001326e-05,
+    1.0382327500053633e-05,
+    1.2564200000042547e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 6.901332913410095e-05,
-   "min": 4.231923907285645e-05,
-   "max": 0.00010784380705583663,
+   "seconds": 7.079314724320457e-05,
+   "min": 6.482514206852231e-05,
+   "max": 7.984914098467146e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1413,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010284800082445144,
-    0.00032265600562095644,
-    0.0011423039436340332
+    0.00011846400052309036,
+    0.0003407999873161316,
+    0.0011836800575256348
    ],
-   "host_canary_seconds": 1.1946300000005295e-05,
+   "host_canary_seconds": 1.1322429999722772e-05,
    "pass_seconds": [
-    6.901332913410095e-05,
-    0.00010784380705583663,
-    4.231923907285645e-05
+    7.079314724320457e-05,
+    6.482514206852231e-05,
+    7.984914098467146e-05
    ],
    "pass_host_canary_seconds": [
-    1.1946300000005295e-05,
-    1.4818514999994648e-05,
-    8.36993000007169e-06
+    1.1322429999722772e-05,
+    1.044376999971064e-05,
+    1.1832179999942128e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 7.290895549314362e-05,
-   "min": 5.153981631710417e-05,
-   "max": 7.366932822125297e-05,
+   "seconds": 5.412342470316659e-05,
+   "min": 3.7048373903547e-05,
+   "max": 7.182933993282773e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1441,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00047721600532531737,
-    0.0010081280469894408,
-    0.0026517438888549803
+    0.0004058879911899567,
+    0.0008513280153274537,
+    0.0023032000064849853
    ],
-   "host_canary_seconds": 1.1946300000005295e-05,
+   "host_canary_seconds": 1.1322429999722772e-05,
    "pass_seconds": [
-    7.366932822125297e-05,
-    5.153981631710417e-05,
-    7.290895549314362e-05
+    5.412342470316659e-05,
+    7.182933993282773e-05,
+    3.7048373903547e-05
    ],
    "pass_host_canary_seconds": [
-    1.1946300000005295e-05,
-    1.4818514999994648e-05,
-    8.36993000007169e-06
+    1.1322429999722772e-05,
+    1.044376999971064e-05,
+    1.1832179999942128e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 9.410818630740756e-05,
-   "min": 4.319314090978531e-05,
-   "max": 0.00010646933104310717,
+   "seconds": 7.383695173831213e-05,
+   "min": 6.935162061736698e-05,
+   "max": 7.893790446576619e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1469,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000178847998380661,
-    0.00038713601231575015,
-    0.0017388479709625243
+    0.00015161600708961487,
+    0.00039059200882911684,
+    0.0012649919986724855
    ],
-   "host_canary_seconds": 1.2746907499998627e-05,
+   "host_canary_seconds": 1.1411699999825941e-05,
    "pass_seconds": [
-    0.00010646933104310717,
-    9.410818630740756e-05,
-    4.319314090978531e-05
+    7.383695173831213e-05,
+    6.935162061736698e-05,
+    7.893790446576619e-05
    ],
    "pass_host_canary_seconds": [
-    1.2746907499998627e-05,
-    1.1708599999984415e-05,
-    8.42816749994313e-06
+    1.1411699999825941e-05,
+    1.0805704999938825e-05,
+    1.1858547499912219e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 7.10308672416778e-05,
-   "min": 6.492038354987191e-05,
-   "max": 8.31337081534522e-05,
+   "seconds": 5.91664697442736e-05,
+   "min": 4.087313654876889e-05,
+   "max": 6.689219886348363e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1497,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004872640073299408,
-    0.0010663039684295655,
-    0.003165280103683472
+    0.0003925760090351105,
+    0.0010183039903640747,
+    0.0025713601112365724
    ],
-   "host_canary_seconds": 1.2746907499998627e-05,
+   "host_canary_seconds": 1.1411699999825941e-05,
    "pass_seconds": [
-    7.10308672416778e-05,
-    6.492038354987191e-05,
-    8.31337081534522e-05
+    6.689219886348363e-05,
+    5.91664697442736e-05,
+    4.087313654876889e-05
    ],
    "pass_host_canary_seconds": [
-    1.2746907499998627e-05,
-    1.1708599999984415e-05,
-    8.42816749994313e-06
+    1.1411699999825941e-05,
+    1.0805704999938825e-05,
+    1.1858547499912219e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.7529905239741013e-05,
-   "min": 2.1376000273795353e-05,
-   "max": 4.740419061410995e-05,
+   "seconds": 2.9647236601227806e-05,
+   "min": 2.7602286388476693e-05,
+   "max": 2.993904834701901e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1525,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.416000008583068e-05,
-    0.00022832000255584717,
-    0.000517632007598877
+    5.939200147986412e-05,
+    0.00015811200439929963,
+    0.0005073599815368652
    ],
-   "host_canary_seconds": 1.3621859999979335e-05,
+   "host_canary_seconds": 1.1436544999696707e-05,
    "pass_seconds": [
-    2.7529905239741013e-05,
-    4.740419061410995e-05,
-    2.1376000273795353e-05
+    2.9647236601227806e-05,
+    2.7602286388476693e-05,
+    2.993904834701901e-05
    ],
    "pass_host_canary_seconds": [
-    1.3621859999979335e-05,
-    1.1688429999985318e-05,
-    9.121319999962907e-06
+    1.1436544999696707e-05,
+    1.0562085000174193e-05,
+    1.111523500014755e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.687847489402407e-05,
-   "min": 4.138285844098953e-05,
-   "max": 7.553676054591224e-05,
+   "seconds": 6.20373347330661e-05,
+   "min": 5.470019454757373e-05,
+   "max": 6.250209254877908e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1553,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040121600031852724,
-    0.0006700479984283448,
-    0.0018125439882278442
+    0.000257856011390686,
+    0.0006312000155448914,
+    0.0015631680488586426
    ],
-   "host_canary_seconds": 1.3621859999979335e-05,
+   "host_canary_seconds": 1.1436544999696707e-05,
    "pass_seconds": [
-    6.687847489402407e-05,
-    4.138285844098953e-05,
-    7.553676054591224e-05
+    5.470019454757373e-05,
+    6.20373347330661e-05,
+    6.250209254877908e-05
    ],
    "pass_host_canary_seconds": [
-    1.3621859999979335e-05,
-    1.1688429999985318e-05,
-    9.121319999962907e-06
+    1.1436544999696707e-05,
+    1.0562085000174193e-05,
+    1.111523500014755e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.092190339451745e-05,
-   "min": 2.8438858687877654e-05,
-   "max": 3.849752531165168e-05,
+   "seconds": 3.141409513496217e-05,
+   "min": 2.783771462383725e-05,
+   "max": 3.299961806762787e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1581,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.643199920654297e-05,
-    0.0001990080028772354,
-    0.0005087680220603942
+    8.687999844551086e-05,
+    0.00018697600066661834,
+    0.0005822399854660034
    ],
-   "host_canary_seconds": 1.22691800000041e-05,
+   "host_canary_seconds": 1.1505989999989196e-05,
    "pass_seconds": [
-    2.8438858687877654e-05,
-    3.092190339451745e-05,
-    3.849752531165168e-05
+    3.299961806762787e-05,
+    3.141409513496217e-05,
+    2.783771462383725e-05
    ],
    "pass_host_canary_seconds": [
-    1.22691800000041e-05,
-    1.1382069999967825e-05,
-    1.1826834999979497e-05
+    1.1505989999989196e-05,
+    1.0841434999520061e-05,
+    1.0727227499955915e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.582781348909651e-05,
-   "min": 5.3611429674284805e-05,
-   "max": 6.608380483729499e-05,
+   "seconds": 5.4383240640163406e-05,
+   "min": 4.7255623198690875e-05,
+   "max": 6.807619368746166e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1609,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004117119908332825,
-    0.000775488018989563,
-    0.001856287956237793
+    0.00036800000071525576,
+    0.0006104000210762024,
+    0.0016721600294113158
    ],
-   "host_canary_seconds": 1.22691800000041e-05,
+   "host_canary_seconds": 1.1505989999989196e-05,
    "pass_seconds": [
-    6.608380483729499e-05,
-    5.582781348909651e-05,
-    5.3611429674284805e-05
+    5.4383240640163406e-05,
+    4.7255623198690875e-05,
+    6.807619368746166e-05
    ],
    "pass_host_canary_seconds": [
-    1.22691800000041e-05,
-    1.1382069999967825e-05,
-    1.1826834999979497e-05
+    1.1505989999989196e-05,
+    1.0841434999520061e-05,
+    1.0727227499955915e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 6.11070515144439e-05,
-   "min": 5.9724191115016024e-05,
-   "max": 6.378819225799471e-05,
+   "seconds": 5.6361906230449675e-05,
+   "min": 5.557333465133395e-05,
+   "max": 5.881295140300478e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1637,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010121600329875946,
-    0.0003061439990997314,
-    0.0010250240564346313
+    9.404800087213516e-05,
+    0.0002850239872932434,
+    0.0009810879826545715
    ],
-   "host_canary_seconds": 1.2697637499989867e-05,
+   "host_canary_seconds": 1.1018952499739497e-05,
    "pass_seconds": [
-    6.11070515144439e-05,
-    5.9724191115016024e-05,
-    6.378819225799471e-05
+    5.881295140300478e-05,
+    5.557333465133395e-05,
+    5.6361906230449675e-05
    ],
    "pass_host_canary_seconds": [
-    1.2697637499989867e-05,
-    1.1218540000044185e-05,
-    1.1977879999989227e-05
+    1.1018952499739497e-05,
+    1.0518070000102853e-05,
+    8.628319999957057e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010816914304381323,
-   "min": 0.00010404190775893982,
-   "max": 0.00011996494801271526,
+   "seconds": 0.00010076267556065602,
+   "min": 7.92236097511791e-05,
+   "max": 0.00010753294435285389,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1665,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005084800124168396,
-    0.0011240320205688477,
-    0.0032486720085144042
+    0.00042160001397132876,
+    0.0009310399889945984,
+    0.0028254721164703367
    ],
-   "host_canary_seconds": 1.2697637499989867e-05,
+   "host_canary_seconds": 1.1018952499739497e-05,
    "pass_seconds": [
-    0.00011996494801271526,
-    0.00010404190775893982,
-    0.00010816914304381323
+    0.00010076267556065602,
+    7.92236097511791e-05,
+    0.00010753294435285389
    ],
    "pass_host_canary_seconds": [
-    1.2697637499989867e-05,
-    1.1218540000044185e-05,
-    1.1977879999989227e-05
+    1.1018952499739497e-05,
+    1.0518070000102853e-05,
+    8.628319999957057e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 6.47420971876099e-05,
-   "min": 5.555657261893863e-05,
-   "max": 7.30567645458948e-05,
+   "seconds": 5.711466854526883e-05,
+   "min": 4.6369523164771856e-05,
+   "max": 6.054323769751049e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1693,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011974400281906128,
-    0.00029494398832321167,
-    0.0009559360146522522
+    0.00012352000176906586,
+    0.0003239040076732636,
+    0.0010379199981689453
    ],
-   "host_canary_seconds": 1.176040499998976e-05,
+   "host_canary_seconds": 1.0978555000065171e-05,
    "pass_seconds": [
-    5.555657261893863e-05,
-    7.30567645458948e-05,
-    6.47420971876099e-05
+    6.054323769751049e-05,
+    5.711466854526883e-05,
+    4.6369523164771856e-05
    ],
    "pass_host_canary_seconds": [
-    1.176040499998976e-05,
-    1.1187595000023975e-05,
-    1.1344784999991475e-05
+    1.0978555000065171e-05,
+    1.1217745000067226e-05,
+    8.593310000151177e-06
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010787733253978549,
-   "min": 0.00010650437325239181,
-   "max": 0.0001088883706501552,
+   "seconds": 0.0001173577152547382,
+   "min": 9.330742628801435e-05,
+   "max": 0.00011880229448988321,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1721,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005357760190963745,
-    0.0011013439893722535,
-    0.0030265278816223144
+    0.0004211199879646301,
+    0.0009522240161895752,
+    0.0030887680053710937
    ],
-   "host_canary_seconds": 1.176040499998976e-05,
+   "host_canary_seconds": 1.0978555000065171e-05,
    "pass_seconds": [
-    0.0001088883706501552,
-    0.00010787733253978549,
-    0.00010650437325239181
+    0.0001173577152547382,
+    9.330742628801435e-05,
+    0.00011880229448988321
    ],
    "pass_host_canary_seconds": [
-    1.176040499998976e-05,
-    1.1187595000023975e-05,
-    1.1344784999991475e-05
+    1.0978555000065171e-05,
+    1.1217745000067226e-05,
+    8.593310000151177e-06
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.977828588514101e-05,
-   "min": 1.891428516024635e-05,
-   "max": 1.9883427768945695e-05,
+   "seconds": 1.8362665815012795e-05,
+   "min": 1.1964952218390647e-05,
+   "max": 1.842666736670903e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1749,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.872000053524971e-05,
-    8.816000074148178e-05,
-    0.0003199999928474426
+    4.0768001228570936e-05,
+    9.993600100278855e-05,
+    0.0003184640109539032
    ],
-   "host_canary_seconds": 1.193983749999461e-05,
+   "host_canary_seconds": 1.128461000007519e-05,
    "pass_seconds": [
-    1.891428516024635e-05,
-    1.9883427768945695e-05,
-    1.977828588514101e-05
+    1.842666736670903e-05,
+    1.8362665815012795e-05,
+    1.1964952218390647e-05
    ],
    "pass_host_canary_seconds": [
-    1.193983749999461e-05,
-    1.1120909999959848e-05,
-    1.1617490000048746e-05
+    1.128461000007519e-05,
+    1.1444914999856337e-05,
+    8.60971999998128e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 3.001295083335468e-05,
-   "min": 2.5716572822559445e-05,
-   "max": 3.1236573344185236e-05,
+   "seconds": 2.937066838854835e-05,
+   "min": 2.115809669097264e-05,
+   "max": 3.0940952843853405e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1777,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015104000270366668,
-    0.0003055039942264557,
-    0.0009046400189399719
+    0.00018118399381637573,
+    0.00032332798838615416,
+    0.0008977280259132385
    ],
-   "host_canary_seconds": 1.193983749999461e-05,
+   "host_canary_seconds": 1.128461000007519e-05,
    "pass_seconds": [
-    3.1236573344185236e-05,
-    2.5716572822559445e-05,
-    3.001295083335468e-05
+    2.937066838854835e-05,
+    2.115809669097264e-05,
+    3.0940952843853405e-05
    ],
    "pass_host_canary_seconds": [
-    1.193983749999461e-05,
-    1.1120909999959848e-05,
-    1.1617490000048746e-05
+    1.128461000007519e-05,
+    1.1444914999856337e-05,
+    8.60971999998128e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.976000091859272e-05,
-   "min": 1.7154286659899213e-05,
-   "max": 2.0342095976784116e-05,
+   "seconds": 1.3080381566569919e-05,
+   "min": 1.2854857636349541e-05,
+   "max": 1.7987047455140524e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1805,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.507199838757515e-05,
-    7.785599678754807e-05,
-    0.0003474560081958771
+    6.435199826955795e-05,
+    0.00012460800260305404,
+    0.0003362559974193573
    ],
-   "host_canary_seconds": 1.208938000001325e-05,
+   "host_canary_seconds": 1.1171064999757618e-05,
    "pass_seconds": [
-    2.0342095976784116e-05,
-    1.7154286659899213e-05,
-    1.976000091859272e-05
+    1.7987047455140524e-05,
+    1.3080381566569919e-05,
+    1.2854857636349541e-05
    ],
    "pass_host_canary_seconds": [
-    1.208938000001325e-05,
-    1.1003225000010275e-05,
-    1.1643805000005613e-05
+    1.1171064999757618e-05,
+    7.549320000066473e-06,
+    9.199937499886346e-06
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 3.255314025140944e-05,
-   "min": 2.4127237498760223e-05,
-   "max": 4.353600101811547e-05,
+   "seconds": 3.1516190795671364e-05,
+   "min": 2.729447629480134e-05,
+   "max": 3.31268585508778e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1833,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019523200392723085,
-    0.0003672960102558136,
-    0.0011468800306320191
+    0.00021145600080490112,
+    0.0003562560081481934,
+    0.000893664002418518
    ],
-   "host_canary_seconds": 1.208938000001325e-05,
+   "host_canary_seconds": 1.1171064999757618e-05,
    "pass_seconds": [
-    4.353600101811547e-05,
-    2.4127237498760223e-05,
-    3.255314025140944e-05
+    2.729447629480134e-05,
+    3.1516190795671364e-05,
+    3.31268585508778e-05
    ],
    "pass_host_canary_seconds": [
-    1.208938000001325e-05,
-    1.1003225000010275e-05,
-    1.1643805000005613e-05
+    1.1171064999757618e-05,
+    7.549320000066473e-06,
+    9.199937499886346e-06
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.713371401031812e-05,
-   "min": 1.637333400902294e-05,
-   "max": 1.831161922642163e-05,
+   "seconds": 1.642514339515141e-05,
+   "min": 1.63832384028605e-05,
+   "max": 1.7968761779013132e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1861,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6959998309612273e-05,
-    8.473599702119828e-05,
-    0.00030924800038337706
+    3.702399879693985e-05,
+    8.336000144481659e-05,
+    0.0003040319979190826
    ],
-   "host_canary_seconds": 1.1752700000009497e-05,
+   "host_canary_seconds": 1.1269575000483201e-05,
    "pass_seconds": [
-    1.831161922642163e-05,
-    1.637333400902294e-05,
-    1.713371401031812e-05
+    1.7968761779013132e-05,
+    1.63832384028605e-05,
+    1.642514339515141e-05
    ],
    "pass_host_canary_seconds": [
-    1.1752700000009497e-05,
-    1.1063642499991033e-05,
-    1.1303965000024618e-05
+    1.1269575000483201e-05,
+    1.0446397500061266e-05,
+    9.89328749994911e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.901866553085191e-05,
-   "min": 2.6196572929620743e-05,
-   "max": 3.0018287577799396e-05,
+   "seconds": 2.4195048869365746e-05,
+   "min": 2.1996952238537016e-05,
+   "max": 3.202514208498456e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1889,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019030399620532988,
-    0.0003287999927997589,
-    0.0009130880236625672
+    0.0001924480050802231,
+    0.0002913919985294342,
+    0.0009253439903259277
    ],
-   "host_canary_seconds": 1.1752700000009497e-05,
+   "host_canary_seconds": 1.1269575000483201e-05,
    "pass_seconds": [
-    3.0018287577799396e-05,
-    2.901866553085191e-05,
-    2.6196572929620743e-05
+    3.202514208498456e-05,
+    2.4195048869365746e-05,
+    2.1996952238537016e-05
    ],
    "pass_host_canary_seconds": [
-    1.1752700000009497e-05,
-    1.1063642499991033e-05,
-    1.1303965000024618e-05
+    1.1269575000483201e-05,
+    1.0446397500061266e-05,
+    9.89328749994911e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.6441143871772857e-05,
-   "min": 1.4455618602888923e-05,
-   "max": 1.8076191345850624e-05,
+   "seconds": 1.120838097163609e-05,
+   "min": 1.1100952823956806e-05,
+   "max": 1.7967999336265384e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1917,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.163199990987778e-05,
-    9.203200042247772e-05,
-    0.0002741439938545227
+    6.259199976921082e-05,
+    0.00011692799627780914,
+    0.0003322559893131256
    ],
-   "host_canary_seconds": 1.0986480000010347e-05,
+   "host_canary_seconds": 1.1288615000353275e-05,
    "pass_seconds": [
-    1.4455618602888923e-05,
-    1.6441143871772857e-05,
-    1.8076191345850624e-05
+    1.7967999336265384e-05,
+    1.120838097163609e-05,
+    1.1100952823956806e-05
    ],
    "pass_host_canary_seconds": [
-    1.0986480000010347e-05,
-    1.1001390000018318e-05,
-    1.1566465000072412e-05
+    1.1288615000353275e-05,
+    1.0322615000006864e-05,
+    1.037881499996729e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.918247718896185e-05,
-   "min": 2.7421712875366214e-05,
-   "max": 3.0305523247945876e-05,
+   "seconds": 2.924723710332598e-05,
+   "min": 2.792305002609888e-05,
+   "max": 3.698971264419102e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1945,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018464000523090362,
-    0.00031084799766540526,
-    0.0008129919767379761
+    0.0002845759987831116,
+    0.00047328001260757446,
+    0.000989952027797699
    ],
-   "host_canary_seconds": 1.0986480000010347e-05,
+   "host_canary_seconds": 1.1288615000353275e-05,
    "pass_seconds": [
-    2.7421712875366214e-05,
-    2.918247718896185e-05,
-    3.0305523247945876e-05
+    2.792305002609888e-05,
+    3.698971264419102e-05,
+    2.924723710332598e-05
    ],
    "pass_host_canary_seconds": [
-    1.0986480000010347e-05,
-    1.1001390000018318e-05,
-    1.1566465000072412e-05
+    1.1288615000353275e-05,
+    1.0322615000006864e-05,
+    1.037881499996729e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.6448762800012316e-05,
-   "min": 1.5547428368812517e-05,
-   "max": 1.733181004722913e-05,
+   "seconds": 1.5618285785118737e-05,
+   "min": 1.0079999853457723e-05,
+   "max": 1.6451810264871232e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1973,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8704000636935235e-05,
-    7.487999647855759e-05,
-    0.0002617599964141846
+    4.089599847793579e-05,
+    8.854400366544723e-05,
+    0.0002871040105819702
    ],
-   "host_canary_seconds": 1.1418872499984189e-05,
+   "host_canary_seconds": 1.085248999970645e-05,
    "pass_seconds": [
-    1.5547428368812517e-05,
-    1.6448762800012316e-05,
-    1.733181004722913e-05
+    1.6451810264871232e-05,
+    1.0079999853457723e-05,
+    1.5618285785118737e-05
    ],
    "pass_host_canary_seconds": [
-    1.1418872499984189e-05,
-    1.0681804999990163e-05,
-    1.1367127499966044e-05
+    1.085248999970645e-05,
+    8.39990000031321e-06,
+    1.1034312499873522e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.8965331436622713e-05,
-   "min": 2.3523808590003427e-05,
-   "max": 3.3804192163404957e-05,
+   "seconds": 3.0356572053971743e-05,
+   "min": 2.8147046942086445e-05,
+   "max": 3.187428468040057e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2001,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014316800236701966,
-    0.00027532801032066346,
-    0.0008781440258026123
+    0.0002231999933719635,
+    0.0003989120125770569,
+    0.0009583359956741332
    ],
-   "host_canary_seconds": 1.1418872499984189e-05,
+   "host_canary_seconds": 1.085248999970645e-05,
    "pass_seconds": [
-    3.3804192163404957e-05,
-    2.3523808590003427e-05,
-    2.8965331436622713e-05
+    3.187428468040057e-05,
+    3.0356572053971743e-05,
+    2.8147046942086445e-05
    ],
    "pass_host_canary_seconds": [
-    1.1418872499984189e-05,
-    1.0681804999990163e-05,
-    1.1367127499966044e-05
+    1.085248999970645e-05,
+    8.39990000031321e-06,
+    1.1034312499873522e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.760533345597131e-05,
-   "min": 1.707657178243001e-05,
-   "max": 1.8394666058676583e-05,
+   "seconds": 1.6758094586077192e-05,
+   "min": 1.6207999594154814e-05,
+   "max": 1.777676155879384e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2029,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.603199824690819e-05,
-    0.00010860799998044968,
-    0.000320032000541687
+    6.55680000782013e-05,
+    0.00012390399724245072,
+    0.0003338879942893982
    ],
-   "host_canary_seconds": 1.1702274999976225e-05,
+   "host_canary_seconds": 1.138931000014054e-05,
    "pass_seconds": [
-    1.760533345597131e-05,
-    1.707657178243001e-05,
-    1.8394666058676583e-05
+    1.777676155879384e-05,
+    1.6758094586077192e-05,
+    1.6207999594154814e-05
    ],
    "pass_host_canary_seconds": [
-    1.1702274999976225e-05,
-    1.0878140000016855e-05,
-    1.1149239999923566e-05
+    1.138931000014054e-05,
+    1.0656222499960677e-05,
+    1.0939932499809403e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.588799879664467e-05,
-   "min": 1.723428744645345e-05,
-   "max": 2.809676173187437e-05,
+   "seconds": 2.741561918741181e-05,
+   "min": 1.788114472514107e-05,
+   "max": 3.69843803346157e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2057,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025567999482154847,
-    0.00038390401005744936,
-    0.0007861760258674621
+    0.00030854400992393494,
+    0.00047887998819351197,
+    0.0009980159997940064
    ],
-   "host_canary_seconds": 1.1702274999976225e-05,
+   "host_canary_seconds": 1.138931000014054e-05,
    "pass_seconds": [
-    1.723428744645345e-05,
-    2.588799879664467e-05,
-    2.809676173187437e-05
+    2.741561918741181e-05,
+    1.788114472514107e-05,
+    3.69843803346157e-05
    ],
    "pass_host_canary_seconds": [
-    1.1702274999976225e-05,
-    1.0878140000016855e-05,
-    1.1149239999923566e-05
+    1.138931000014054e-05,
+    1.0656222499960677e-05,
+    1.0939932499809403e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.7347048081102825e-05,
-   "min": 1.731504641828083e-05,
-   "max": 1.982628669412363e-05,
+   "seconds": 1.247161884038221e-05,
+   "min": 1.2069333610790117e-05,
+   "max": 1.6959999466226213e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2085,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.654399886727333e-05,
-    5.9296000748872755e-05,
-    0.00032169601321220396
+    4.083200171589851e-05,
+    9.31520015001297e-05,
+    0.0002957119941711426
    ],
-   "host_canary_seconds": 1.1686139999991241e-05,
+   "host_canary_seconds": 1.1304184999971767e-05,
    "pass_seconds": [
-    1.982628669412363e-05,
-    1.7347048081102825e-05,
-    1.731504641828083e-05
+    1.6959999466226213e-05,
+    1.2069333610790117e-05,
+    1.247161884038221e-05
    ],
    "pass_host_canary_seconds": [
-    1.1686139999991241e-05,
-    1.1227164999993989e-05,
-    1.108641750001027e-05
+    1.1304184999971767e-05,
+    7.803334999891832e-06,
+    1.1321427499808579e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.9463620412917366e-05,
-   "min": 2.7420190473397568e-05,
-   "max": 3.425980811672552e-05,
+   "seconds": 3.288152521210057e-05,
+   "min": 2.184152443494116e-05,
+   "max": 3.700037965817112e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2113,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012950399518013,
-    0.0002684479951858521,
-    0.000933023989200592
+    0.00016284799575805664,
+    0.00030620801448822023,
+    0.0007538560032844543
    ],
-   "host_canary_seconds": 1.1686139999991241e-05,
+   "host_canary_seconds": 1.1304184999971767e-05,
    "pass_seconds": [
-    3.425980811672552e-05,
-    2.7420190473397568e-05,
-    2.9463620412917366e-05
+    2.184152443494116e-05,
+    3.288152521210057e-05,
+    3.700037965817112e-05
    ],
    "pass_host_canary_seconds": [
-    1.1686139999991241e-05,
-    1.1227164999993989e-05,
-    1.108641750001027e-05
+    1.1304184999971767e-05,
+    7.803334999891832e-06,
+    1.1321427499808579e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.7283809504338674e-05,
-   "min": 1.6571429336354847e-05,
-   "max": 1.8186665716625395e-05,
+   "seconds": 1.7954285123518533e-05,
+   "min": 1.710323882954461e-05,
+   "max": 1.9247999858288538e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2141,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.780800223350525e-05,
-    0.00012294399738311767,
-    0.0003407999873161316
+    6.65920004248619e-05,
+    0.00011539199948310852,
+    0.0003223040103912353
    ],
-   "host_canary_seconds": 1.1674534999990272e-05,
+   "host_canary_seconds": 1.1353815000063606e-05,
    "pass_seconds": [
-    1.8186665716625395e-05,
-    1.6571429336354847e-05,
-    1.7283809504338674e-05
+    1.710323882954461e-05,
+    1.9247999858288538e-05,
+    1.7954285123518533e-05
    ],
    "pass_host_canary_seconds": [
-    1.1674534999990272e-05,
-    1.070883500005948e-05,
-    1.1741185000033738e-05
+    1.1353815000063606e-05,
+    1.0728042500147695e-05,
+    1.096558500023548e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.7964189648628238e-05,
-   "min": 2.5081141896191092e-05,
-   "max": 2.8710095123166127e-05,
+   "seconds": 2.1945905472551072e-05,
+   "min": 1.1168762864101505e-05,
+   "max": 3.0313903022380097e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2169,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002936320006847382,
-    0.00044512000679969787,
-    0.000990239977836609
+    0.0002091200053691864,
+    0.0002942720055580139,
+    0.0007841920256614685
    ],
-   "host_canary_seconds": 1.1674534999990272e-05,
+   "host_canary_seconds": 1.1353815000063606e-05,
    "pass_seconds": [
-    2.7964189648628238e-05,
-    2.8710095123166127e-05,
-    2.5081141896191092e-05
+    2.1945905472551072e-05,
+    3.0313903022380097e-05,
+    1.1168762864101505e-05
    ],
    "pass_host_canary_seconds": [
-    1.1674534999990272e-05,
-    1.070883500005948e-05,
-    1.1741185000033738e-05
+    1.1353815000063606e-05,
+    1.0728042500147695e-05,
+    1.096558500023548e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.6662856297833578e-05,
-   "min": 1.631161996296474e-05,
-   "max": 1.751466716329257e-05,
+   "seconds": 1.5233523966301057e-05,
+   "min": 1.4794666497480301e-05,
+   "max": 1.65790475550152e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2197,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.999999910593033e-05,
-    9.139200299978256e-05,
-    0.00030233600735664367
+    4.121600091457367e-05,
+    8.726400136947632e-05,
+    0.00028867200016975404
    ],
-   "host_canary_seconds": 1.2005162499999501e-05,
+   "host_canary_seconds": 1.1196945000051528e-05,
    "pass_seconds": [
-    1.751466716329257e-05,
-    1.6662856297833578e-05,
-    1.631161996296474e-05
+    1.65790475550152e-05,
+    1.4794666497480301e-05,
+    1.5233523966301057e-05
    ],
    "pass_host_canary_seconds": [
-    1.2005162499999501e-05,
-    1.1022387500005948e-05,
-    1.1874630000008323e-05
+    1.1196945000051528e-05,
+    1.0814917500283627e-05,
+    1.0684332500261463e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.6469331766877856e-05,
-   "min": 2.5583238828749877e-05,
-   "max": 2.9683046575103488e-05,
+   "seconds": 2.4257523318131764e-05,
+   "min": 1.9532950861113407e-05,
+   "max": 2.9324952158189956e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2225,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023372800648212432,
-    0.00037091198563575745,
-    0.0009402239918708801
+    0.0001732800006866455,
+    0.0002797439992427826,
+    0.0007143359780311584
    ],
-   "host_canary_seconds": 1.2005162499999501e-05,
+   "host_canary_seconds": 1.1196945000051528e-05,
    "pass_seconds": [
-    2.9683046575103488e-05,
-    2.6469331766877856e-05,
-    2.5583238828749877e-05
+    1.9532950861113407e-05,
+    2.4257523318131764e-05,
+    2.9324952158189956e-05
    ],
    "pass_host_canary_seconds": [
-    1.2005162499999501e-05,
-    1.1022387500005948e-05,
-    1.1874630000008323e-05
+    1.1196945000051528e-05,
+    1.0814917500283627e-05,
+    1.0684332500261463e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.7257141925039745e-05,
-   "min": 1.6621713836987813e-05,
-   "max": 1.9193905450048903e-05,
+   "seconds": 1.6681142151355745e-05,
+   "min": 1.073142850682849e-05,
+   "max": 1.753447701533635e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2253,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.598400324583054e-05,
-    0.0001348160058259964,
-    0.00033052799105644226
+    6.864000111818314e-05,
+    0.00011439999938011169,
+    0.0003293760120868683
    ],
-   "host_canary_seconds": 1.1836494999997171e-05,
+   "host_canary_seconds": 1.1253455000428402e-05,
    "pass_seconds": [
-    1.7257141925039745e-05,
-    1.6621713836987813e-05,
-    1.9193905450048903e-05
+    1.753447701533635e-05,
+    1.6681142151355745e-05,
+    1.073142850682849e-05
    ],
    "pass_host_canary_seconds": [
-    1.1836494999997171e-05,
-    1.110499999999348e-05,
-    1.228813499992043e-05
+    1.1253455000428402e-05,
+    1.0240382500228407e-05,
+    9.536639999794261e-06
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.4742096662521355e-05,
-   "min": 2.4662095875967117e-05,
-   "max": 2.7867427894047332e-05,
+   "seconds": 2.170437893697194e-05,
+   "min": 2.1485713620980584e-05,
+   "max": 2.9107050171920222e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2281,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000226623997092247,
-    0.00035404801368713377,
-    0.0008559679985046387
+    0.0002451840043067932,
+    0.0003792639970779419,
+    0.0008361600041389465
    ],
-   "host_canary_seconds": 1.1836494999997171e-05,
+   "host_canary_seconds": 1.1253455000428402e-05,
    "pass_seconds": [
-    2.4662095875967117e-05,
-    2.7867427894047332e-05,
-    2.4742096662521355e-05
+    2.1485713620980584e-05,
+    2.9107050171920222e-05,
+    2.170437893697194e-05
    ],
    "pass_host_canary_seconds": [
-    1.1836494999997171e-05,
-    1.110499999999348e-05,
-    1.228813499992043e-05
+    1.1253455000428402e-05,
+    1.0240382500228407e-05,
+    9.536639999794261e-06
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.5418666324445177e-05,
-   "min": 1.8575238507418403e-05,
-   "max": 2.7644951960870197e-05,
+   "seconds": 1.7952761923273406e-05,
+   "min": 1.6029714651051023e-05,
+   "max": 2.3900952012765978e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2309,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.5536000281572345e-05,
-    0.00013283200562000275,
-    0.0003346880078315735
+    5.190400034189224e-05,
+    0.00012025599926710128,
+    0.0002991040050983429
    ],
-   "host_canary_seconds": 1.1523207500001576e-05,
+   "host_canary_seconds": 7.878064999999879e-06,
    "pass_seconds": [
-    1.8575238507418403e-05,
-    2.5418666324445177e-05,
-    2.7644951960870197e-05
+    1.6029714651051023e-05,
+    2.3900952012765978e-05,
+    1.7952761923273406e-05
    ],
    "pass_host_canary_seconds": [
-    1.1523207500001576e-05,
-    1.0926210000050674e-05,
-    1.127329749998296e-05
+    7.878064999999879e-06,
+    1.0278605000166863e-05,
+    9.229332499955945e-06
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.8544004651762197e-05,
-   "min": 2.7538288029886427e-05,
-   "max": 3.835276035325868e-05,
+   "seconds": 2.9758476341764134e-05,
+   "min": 2.5176381426198136e-05,
+   "max": 3.6737523086014246e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2337,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023520000278949736,
-    0.00032515200972557066,
-    0.001062175989151001
+    0.00012905600666999816,
+    0.0002348800003528595,
+    0.0009030719995498657
    ],
-   "host_canary_seconds": 1.1523207500001576e-05,
+   "host_canary_seconds": 7.878064999999879e-06,
    "pass_seconds": [
-    3.835276035325868e-05,
-    2.7538288029886427e-05,
-    2.8544004651762197e-05
+    3.6737523086014246e-05,
+    2.5176381426198136e-05,
+    2.9758476341764134e-05
    ],
    "pass_host_canary_seconds": [
-    1.1523207500001576e-05,
-    1.0926210000050674e-05,
-    1.127329749998296e-05
+    7.878064999999879e-06,
+    1.0278605000166863e-05,
+    9.229332499955945e-06
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.8220190533569883e-05,
-   "min": 2.64266665492739e-05,
-   "max": 3.147504638348307e-05,
+   "seconds": 2.7614477134886238e-05,
+   "min": 2.3856761909666516e-05,
+   "max": 3.0670478585220515e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2365,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.2287999540567396e-05,
-    0.000175135999917984,
-    0.0005338879823684693
+    7.993599772453308e-05,
+    0.00016150400042533875,
+    0.0004937280118465423
    ],
-   "host_canary_seconds": 1.1976984999986229e-05,
+   "host_canary_seconds": 1.147778500012464e-05,
    "pass_seconds": [
-    3.147504638348307e-05,
-    2.64266665492739e-05,
-    2.8220190533569883e-05
+    2.7614477134886238e-05,
+    2.3856761909666516e-05,
+    3.0670478585220515e-05
    ],
    "pass_host_canary_seconds": [
-    1.1976984999986229e-05,
-    1.0880284999963407e-05,
-    1.1804802500066102e-05
+    1.147778500012464e-05,
+    9.971939999786627e-06,
+    1.2445185000160563e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.646933868527412e-05,
-   "min": 2.5538289830798208e-05,
-   "max": 3.049447955120177e-05,
+   "seconds": 2.3284569382667543e-05,
+   "min": 2.2617142824899586e-05,
+   "max": 2.896304464056378e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2393,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003007679879665375,
-    0.0004228160083293915,
-    0.0011526720523834229
+    0.0002451519966125488,
+    0.0003880639970302582,
+    0.0010053759813308716
    ],
-   "host_canary_seconds": 1.1976984999986229e-05,
+   "host_canary_seconds": 1.147778500012464e-05,
    "pass_seconds": [
-    2.646933868527412e-05,
-    2.5538289830798208e-05,
-    3.049447955120177e-05
+    2.3284569382667543e-05,
+    2.2617142824899586e-05,
+    2.896304464056378e-05
    ],
    "pass_host_canary_seconds": [
-    1.1976984999986229e-05,
-    1.0880284999963407e-05,
-    1.1804802500066102e-05
+    1.147778500012464e-05,
+    9.971939999786627e-06,
+    1.2445185000160563e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.3711238368636087e-05,
-   "min": 1.3589333742856979e-05,
-   "max": 1.3907809963538533e-05,
+   "seconds": 1.307733321473712e-05,
+   "min": 9.02552397123405e-06,
+   "max": 1.4170666535695395e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2421,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.574400022625923e-05,
-    7.926400005817413e-05,
-    0.00024220800399780274
+    3.3440001308918e-05,
+    7.363200187683105e-05,
+    0.00022991999983787537
    ],
-   "host_canary_seconds": 1.184065749999519e-05,
+   "host_canary_seconds": 1.1424360000091838e-05,
    "pass_seconds": [
-    1.3711238368636087e-05,
-    1.3907809963538533e-05,
-    1.3589333742856979e-05
+    1.307733321473712e-05,
+    9.02552397123405e-06,
+    1.4170666535695395e-05
    ],
    "pass_host_canary_seconds": [
-    1.184065749999519e-05,
-    1.0966030000005845e-05,
-    1.2211729999975774e-05
+    1.1424360000091838e-05,
+    8.40678000031403e-06,
+    1.3072275000070021e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.250895139007341e-05,
-   "min": 3.128761913449991e-05,
-   "max": 3.610742677535329e-05,
+   "seconds": 2.7620570645445868e-05,
+   "min": 2.4934095286187674e-05,
+   "max": 3.416228658031849e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2449,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020384000241756439,
-    0.00032822400331497195,
-    0.0008923839926719665
+    0.00017103999853134154,
+    0.000312608003616333,
+    0.0007879999876022339
    ],
-   "host_canary_seconds": 1.184065749999519e-05,
+   "host_canary_seconds": 1.1424360000091838e-05,
    "pass_seconds": [
-    3.250895139007341e-05,
-    3.128761913449991e-05,
-    3.610742677535329e-05
+    2.7620570645445868e-05,
+    3.416228658031849e-05,
+    2.4934095286187674e-05
    ],
    "pass_host_canary_seconds": [
-    1.184065749999519e-05,
-    1.0966030000005845e-05,
-    1.2211729999975774e-05
+    1.1424360000091838e-05,
+    8.40678000031403e-06,
+    1.3072275000070021e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.4399238995143346e-05,
-   "min": 1.3120761939457486e-05,
-   "max": 1.4464000506060465e-05,
+   "seconds": 1.2437333485909872e-05,
+   "min": 7.49257118219421e-06,
+   "max": 1.4255239140419733e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2477,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.3247999399900436e-05,
-    9.299200028181076e-05,
-    0.00026899200677871703
+    6.0479998588562014e-05,
+    0.00010486400127410889,
+    0.00027484801411628725
    ],
-   "host_canary_seconds": 1.1799785000015107e-05,
+   "host_canary_seconds": 1.1041204999742149e-05,
    "pass_seconds": [
-    1.4464000506060465e-05,
-    1.3120761939457486e-05,
-    1.4399238995143346e-05
+    1.4255239140419733e-05,
+    1.2437333485909872e-05,
+    7.49257118219421e-06
    ],
    "pass_host_canary_seconds": [
-    1.1799785000015107e-05,
-    1.0786475000017504e-05,
-    1.2043315000056509e-05
+    1.1041204999742149e-05,
+    1.0094687500270538e-05,
+    9.695537499965212e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.497599703924997e-05,
-   "min": 3.15078120856058e-05,
-   "max": 3.844800130242393e-05,
+   "seconds": 2.696914190337772e-05,
+   "min": 2.554590592072124e-05,
+   "max": 3.175847675828707e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2505,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024348799884319305,
-    0.0004108160138130188,
-    0.0010400320291519165
+    0.0002234559953212738,
+    0.0003552959859371185,
+    0.000844543993473053
    ],
-   "host_canary_seconds": 1.1799785000015107e-05,
+   "host_canary_seconds": 1.1041204999742149e-05,
    "pass_seconds": [
-    3.844800130242393e-05,
-    3.15078120856058e-05,
-    3.497599703924997e-05
+    2.696914190337772e-05,
+    3.175847675828707e-05,
+    2.554590592072124e-05
    ],
    "pass_host_canary_seconds": [
-    1.1799785000015107e-05,
-    1.0786475000017504e-05,
-    1.2043315000056509e-05
+    1.1041204999742149e-05,
+    1.0094687500270538e-05,
+    9.695537499965212e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.5800381700197855e-05,
-   "min": 1.4304762173976215e-05,
-   "max": 1.6045714418093365e-05,
+   "seconds": 1.033447603029864e-05,
+   "min": 9.250285458706673e-06,
+   "max": 1.2580571430070061e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2533,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.366399928927422e-05,
-    8.723200112581253e-05,
-    0.00027616000175476074
+    3.075199946761131e-05,
+    7.049600034952164e-05,
+    0.00022012799978256227
    ],
-   "host_canary_seconds": 1.2314865000000451e-05,
+   "host_canary_seconds": 1.1259825000138334e-05,
    "pass_seconds": [
-    1.6045714418093365e-05,
-    1.4304762173976215e-05,
-    1.5800381700197855e-05
+    1.2580571430070061e-05,
+    9.250285458706673e-06,
+    1.033447603029864e-05
    ],
    "pass_host_canary_seconds": [
-    1.2314865000000451e-05,
-    1.117687499998965e-05,
-    1.128263249995598e-05
+    1.1259825000138334e-05,
+    7.808327499958522e-06,
+    1.0899479999579853e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.713142596539996e-05,
-   "min": 5.1310476802644284e-05,
-   "max": 5.860494848872933e-05,
+   "seconds": 5.638857611588069e-05,
+   "min": 4.831467063299247e-05,
+   "max": 6.958476072620778e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2561,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026927998661994935,
-    0.0004769279956817627,
-    0.0013629759550094604
+    0.0001767359972000122,
+    0.0003603839874267578,
+    0.0012035200595855713
    ],
-   "host_canary_seconds": 1.2314865000000451e-05,
+   "host_canary_seconds": 1.1259825000138334e-05,
    "pass_seconds": [
-    5.713142596539996e-05,
-    5.860494848872933e-05,
-    5.1310476802644284e-05
+    5.638857611588069e-05,
+    4.831467063299247e-05,
+    6.958476072620778e-05
    ],
    "pass_host_canary_seconds": [
-    1.2314865000000451e-05,
-    1.117687499998965e-05,
-    1.128263249995598e-05
+    1.1259825000138334e-05,
+    7.808327499958522e-06,
+    1.0899479999579853e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.5202285810595466e-05,
-   "min": 1.4964570601781209e-05,
-   "max": 1.7333333336171648e-05,
+   "seconds": 9.772190203269322e-06,
+   "min": 7.8506666634764e-06,
+   "max": 1.5405714689266114e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2589,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.795200169086456e-05,
-    0.00010844799876213074,
-    0.00028428798913955687
+    5.548800155520439e-05,
+    0.00010435199737548829,
+    0.0002874560058116913
    ],
-   "host_canary_seconds": 1.1917792500000246e-05,
+   "host_canary_seconds": 1.0888379999869358e-05,
    "pass_seconds": [
-    1.4964570601781209e-05,
-    1.5202285810595466e-05,
-    1.7333333336171648e-05
+    1.5405714689266114e-05,
+    9.772190203269322e-06,
+    7.8506666634764e-06
    ],
    "pass_host_canary_seconds": [
-    1.1917792500000246e-05,
-    1.1069942500014918e-05,
-    1.0704962500014404e-05
+    1.0888379999869358e-05,
+    8.225132499717348e-06,
+    7.849035000049299e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.4766475622143053e-05,
-   "min": 4.122743116957802e-05,
-   "max": 5.566400005703881e-05,
+   "seconds": 5.70308535936333e-05,
+   "min": 3.4818285455306376e-05,
+   "max": 5.910932999991235e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2617,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00029443201422691345,
-    0.0005163840055465699,
-    0.0013572160005569458
+    0.00021296000480651857,
+    0.0005536320209503174,
+    0.0013697279691696168
    ],
-   "host_canary_seconds": 1.1917792500000246e-05,
+   "host_canary_seconds": 1.0888379999869358e-05,
    "pass_seconds": [
-    5.566400005703881e-05,
-    5.4766475622143053e-05,
-    4.122743116957802e-05
+    5.910932999991235e-05,
+    5.70308535936333e-05,
+    3.4818285455306376e-05
    ],
    "pass_host_canary_seconds": [
-    1.1917792500000246e-05,
-    1.1069942500014918e-05,
-    1.0704962500014404e-05
+    1.0888379999869358e-05,
+    8.225132499717348e-06,
+    7.849035000049299e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.4233904757669996e-05,
-   "min": 1.3397333079150743e-05,
-   "max": 1.4988190538826446e-05,
+   "seconds": 1.4542475786237491e-05,
+   "min": 9.137524114478201e-06,
+   "max": 1.4790857476847513e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2645,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3055998384952545e-05,
-    7.56480023264885e-05,
-    0.0002465279996395111
+    2.8991999104619025e-05,
+    7.686399668455124e-05,
+    0.00024854399263858797
    ],
-   "host_canary_seconds": 1.152965250000193e-05,
+   "host_canary_seconds": 1.1170319999678214e-05,
    "pass_seconds": [
-    1.4233904757669996e-05,
-    1.4988190538826446e-05,
-    1.3397333079150743e-05
+    1.4542475786237491e-05,
+    1.4790857476847513e-05,
+    9.137524114478201e-06
    ],
    "pass_host_canary_seconds": [
-    1.152965250000193e-05,
-    1.1410595000000967e-05,
-    1.0998942500037856e-05
+    1.1170319999678214e-05,
+    1.0671692500068275e-05,
+    7.882380000410194e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.744457112181754e-05,
-   "min": 2.981028581658999e-05,
-   "max": 3.98590462725787e-05,
+   "seconds": 3.766476070242268e-05,
+   "min": 3.130819213887056e-05,
+   "max": 4.048152161496026e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2673,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001961600035429001,
-    0.0003657599985599518,
-    0.0009761919975280762
+    0.00017945599555969238,
+    0.000358815997838974,
+    0.0009701439738273621
    ],
-   "host_canary_seconds": 1.152965250000193e-05,
+   "host_canary_seconds": 1.1170319999678214e-05,
    "pass_seconds": [
-    3.744457112181754e-05,
-    2.981028581658999e-05,
-    3.98590462725787e-05
+    3.766476070242268e-05,
+    4.048152161496026e-05,
+    3.130819213887056e-05
    ],
    "pass_host_canary_seconds": [
-    1.152965250000193e-05,
-    1.1410595000000967e-05,
-    1.0998942500037856e-05
+    1.1170319999678214e-05,
+    1.0671692500068275e-05,
+    7.882380000410194e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.575314253568649e-05,
-   "min": 1.4441142656973431e-05,
-   "max": 1.6221714871270316e-05,
+   "seconds": 1.0067809905324664e-05,
+   "min": 9.811809197777793e-06,
+   "max": 1.6213333855072655e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2701,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.651199862360954e-05,
-    0.00010304000228643417,
-    0.000279231995344162
+    4.252799972891807e-05,
+    6.387200206518173e-05,
+    0.0001905920058488846
    ],
-   "host_canary_seconds": 1.1766060000013567e-05,
+   "host_canary_seconds": 1.0803424999892285e-05,
    "pass_seconds": [
-    1.575314253568649e-05,
-    1.6221714871270316e-05,
-    1.4441142656973431e-05
+    1.0067809905324664e-05,
+    1.6213333855072655e-05,
+    9.811809197777793e-06
    ],
    "pass_host_canary_seconds": [
-    1.1766060000013567e-05,
-    1.1765719999985436e-05,
-    1.0821985000006862e-05
+    1.0803424999892285e-05,
+    1.0622185000102036e-05,
+    7.873789999734982e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.659657176051821e-05,
-   "min": 3.0525713981617064e-05,
-   "max": 4.094400150435311e-05,
+   "seconds": 3.8660570092144464e-05,
+   "min": 1.9929905909867516e-05,
+   "max": 4.1633525065013345e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2729,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025705599784851075,
-    0.0004307200014591217,
-    0.0010478399991989136
+    0.00014207999408245086,
+    0.000268671989440918,
+    0.0009080960154533386
    ],
-   "host_canary_seconds": 1.1766060000013567e-05,
+   "host_canary_seconds": 1.0803424999892285e-05,
    "pass_seconds": [
-    3.659657176051821e-05,
-    4.094400150435311e-05,
-    3.0525713981617064e-05
+    4.1633525065013345e-05,
+    1.9929905909867516e-05,
+    3.8660570092144464e-05
    ],
    "pass_host_canary_seconds": [
-    1.1766060000013567e-05,
-    1.1765719999985436e-05,
-    1.0821985000006862e-05
+    1.0803424999892285e-05,
+    1.0622185000102036e-05,
+    7.873789999734982e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.4051047996396111e-05,
-   "min": 1.2803047806734128e-05,
-   "max": 1.4522666909864971e-05,
+   "seconds": 1.3710475925888335e-05,
+   "min": 9.507047278540477e-06,
+   "max": 1.3734857507404828e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2757,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.315199911594391e-05,
-    7.334399968385697e-05,
-    0.00024326400458812714
+    3.612799942493439e-05,
+    7.823999971151352e-05,
+    0.00024211199581623079
    ],
-   "host_canary_seconds": 1.167226499999785e-05,
+   "host_canary_seconds": 1.1106967500040808e-05,
    "pass_seconds": [
-    1.4051047996396111e-05,
-    1.4522666909864971e-05,
-    1.2803047806734128e-05
+    1.3710475925888335e-05,
+    1.3734857507404828e-05,
+    9.507047278540477e-06
    ],
    "pass_host_canary_seconds": [
-    1.167226499999785e-05,
-    1.0868400000028088e-05,
-    1.0657374999993863e-05
+    1.1106967500040808e-05,
+    1.1052945000074033e-05,
+    8.17434999987654e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.3545902931974048e-05,
-   "min": 2.167618922179653e-05,
-   "max": 2.9440762563830324e-05,
+   "seconds": 2.4473144539764947e-05,
+   "min": 1.7629715835764298e-05,
+   "max": 2.4814477012980558e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2785,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018636800348758697,
-    0.0002839359939098358,
-    0.0008277760148048401
+    0.00015763199329376222,
+    0.0002962239980697632,
+    0.0006425920128822327
    ],
-   "host_canary_seconds": 1.167226499999785e-05,
+   "host_canary_seconds": 1.1106967500040808e-05,
    "pass_seconds": [
-    2.9440762563830324e-05,
-    2.3545902931974048e-05,
-    2.167618922179653e-05
+    1.7629715835764298e-05,
+    2.4814477012980558e-05,
+    2.4473144539764947e-05
    ],
    "pass_host_canary_seconds": [
-    1.167226499999785e-05,
-    1.0868400000028088e-05,
-    1.0657374999993863e-05
+    1.1106967500040808e-05,
+    1.1052945000074033e-05,
+    8.17434999987654e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.596723816224507e-05,
-   "min": 1.3618285812082745e-05,
-   "max": 1.6907428879113426e-05,
+   "seconds": 1.3529141743977863e-05,
+   "min": 9.377524256706239e-06,
+   "max": 1.4063999766395208e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2813,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.369599908590317e-05,
-    9.731200337409973e-05,
-    0.0002917760014533997
+    5.1839999854564665e-05,
+    9.427200257778168e-05,
+    0.00025539198517799376
    ],
-   "host_canary_seconds": 1.1493339999972819e-05,
+   "host_canary_seconds": 1.0899742500214416e-05,
    "pass_seconds": [
-    1.596723816224507e-05,
-    1.6907428879113426e-05,
-    1.3618285812082745e-05
+    1.3529141743977863e-05,
+    1.4063999766395208e-05,
+    9.377524256706239e-06
    ],
    "pass_host_canary_seconds": [
-    1.1493339999972819e-05,
-    1.2245777499977351e-05,
-    1.0608665000049199e-05
+    1.0899742500214416e-05,
+    1.068315999987135e-05,
+    8.054455000205962e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.5598477394807904e-05,
-   "min": 2.2412190657286418e-05,
-   "max": 3.23832393402145e-05,
+   "seconds": 2.3919239640235894e-05,
+   "min": 2.029333653904143e-05,
+   "max": 3.671619083200182e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2841,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022588799893856048,
-    0.0003601920008659363,
-    0.0008525760173797608
+    0.00015913599729537963,
+    0.0002813119888305664,
+    0.0006733760237693787
    ],
-   "host_canary_seconds": 1.1493339999972819e-05,
+   "host_canary_seconds": 1.0899742500214416e-05,
    "pass_seconds": [
-    2.5598477394807904e-05,
-    2.2412190657286418e-05,
-    3.23832393402145e-05
+    2.029333653904143e-05,
+    2.3919239640235894e-05,
+    3.671619083200182e-05
    ],
    "pass_host_canary_seconds": [
-    1.1493339999972819e-05,
-    1.2245777499977351e-05,
-    1.0608665000049199e-05
+    1.0899742500214416e-05,
+    1.068315999987135e-05,
+    8.054455000205962e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.521599739789963e-05,
-   "min": 5.567999929189682e-05,
-   "max": 0.00043398401141166686,
+   "seconds": 5.936000123620033e-05,
+   "min": 5.052800104022026e-05,
+   "max": 0.00011772800236940384,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.923970000009775e-06,
+   "host_canary_seconds": 1.0762479999470997e-05,
    "pass_seconds": [
-    6.521599739789963e-05,
-    6.012799963355064e-05,
-    7.763200253248215e-05
+    5.4719999432563783e-05,
+    5.936000123620033e-05,
+    7.580800354480744e-05
    ],
    "pass_host_canary_seconds": [
-    9.923970000009775e-06,
-    1.1561129999932973e-05,
-    1.1764079999920796e-05
+    1.0762479999470997e-05,
+    1.0484224999913749e-05,
+    1.1437514999670383e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 0.0001304466625054677,
-   "min": 0.0,
-   "max": 0.0005014733591427405,
+   "seconds": 0.0001088120043277741,
+   "min": 5.1574662638207276e-05,
+   "max": 0.0003941879868507386,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.923970000009775e-06,
+   "host_canary_seconds": 1.0762479999470997e-05,
    "pass_seconds": [
-    0.0,
-    0.00017603333977361522,
-    0.0001304466625054677
+    6.773467392971118e-05,
+    0.0001088120043277741,
+    0.0001410666580001513
    ],
    "pass_host_canary_seconds": [
-    9.923970000009775e-06,
-    1.1561129999932973e-05,
-    1.1764079999920796e-05
+    1.0762479999470997e-05,
+    1.0484224999913749e-05,
+    1.1437514999670383e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.233600109815597e-05,
-   "min": 5.769599974155426e-05,
-   "max": 0.0001571200042963028,
+   "seconds": 8.905600011348725e-05,
+   "min": 7.417599856853485e-05,
+   "max": 0.00014560000598430633,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.269710000021746e-06,
+   "host_canary_seconds": 1.031520999958957e-05,
    "pass_seconds": [
-    6.313599646091461e-05,
-    8.233600109815597e-05,
-    0.00011100800335407257
+    8.048000186681748e-05,
+    8.905600011348725e-05,
+    0.0001051200032234192
    ],
    "pass_host_canary_seconds": [
-    8.269710000021746e-06,
-    1.1891519999949196e-05,
-    1.1981284999933451e-05
+    1.031520999958957e-05,
+    1.057718999959434e-05,
+    1.153977000001305e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.0001435346578558286,
-   "min": 0.0,
-   "max": 0.000481729354088505,
+   "seconds": 0.00010788400843739514,
+   "min": 4.3788004666566865e-05,
+   "max": 0.0003977079875767231,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.269710000021746e-06,
+   "host_canary_seconds": 1.031520999958957e-05,
    "pass_seconds": [
-    0.0,
-    0.00017372932595511277,
-    0.0001435346578558286
+    8.184666217615207e-05,
+    0.00010788400843739514,
+    0.0001773546660939852
    ],
    "pass_host_canary_seconds": [
-    8.269710000021746e-06,
-    1.1891519999949196e-05,
-    1.1981284999933451e-05
+    1.031520999958957e-05,
+    1.057718999959434e-05,
+    1.153977000001305e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.566400125622749e-05,
-   "min": 4.156799986958504e-05,
-   "max": 9.148799628019333e-05,
+   "seconds": 4.2399998754262926e-05,
+   "min": 3.801599889993668e-05,
+   "max": 9.622400254011155e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1681295000016689e-05,
+   "host_canary_seconds": 1.031520999958957e-05,
    "pass_seconds": [
-    4.566400125622749e-05,
-    4.51200008392334e-05,
-    5.8111999183893203e-05
+    4.009599983692169e-05,
+    4.2399998754262926e-05,
+    5.491200089454651e-05
    ],
    "pass_host_canary_seconds": [
-    1.1681295000016689e-05,
-    1.1957325000011565e-05,
-    1.1774704999965024e-05
+    1.031520999958957e-05,
+    1.0393299999691408e-05,
+    1.1425159999589597e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00038871867333849274,
-   "min": 8.581601207455003e-05,
-   "max": 0.003736440227677425,
+   "seconds": 0.0002450146827225884,
+   "min": 0.00014756400138139726,
+   "max": 0.0006906666482488314,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1681295000016689e-05,
+   "host_canary_seconds": 1.031520999958957e-05,
    "pass_seconds": [
-    0.0002401839954157671,
-    0.00040140934598942594,
-    0.00038871867333849274
+    0.0002450146827225884,
+    0.00020164401084184647,
+    0.00042900267491737996
    ],
    "pass_host_canary_seconds": [
-    1.1681295000016689e-05,
-    1.1957325000011565e-05,
-    1.1774704999965024e-05
+    1.031520999958957e-05,
+    1.0393299999691408e-05,
+    1.1425159999589597e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.366400212049484e-05,
-   "min": 6.067200005054474e-05,
-   "max": 0.00013872000575065614,
+   "seconds": 6.748799979686737e-05,
+   "min": 5.3727999329566956e-05,
+   "max": 0.00011945600062608718,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1810875000008991e-05,
+   "host_canary_seconds": 1.0289909999983137e-05,
    "pass_seconds": [
-    8.105599880218506e-05,
-    6.995200365781785e-05,
-    7.366400212049484e-05
+    6.140799820423126e-05,
+    6.748799979686737e-05,
+    8.175999671220779e-05
    ],
    "pass_host_canary_seconds": [
-    1.1810875000008991e-05,
-    1.1957325000011565e-05,
-    1.0907795000036912e-05
+    1.0289909999983137e-05,
+    1.0149770000111858e-05,
+    1.1447447500074759e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00029313464959462485,
-   "min": 6.741601725419367e-05,
-   "max": 0.000724481310074528,
+   "seconds": 0.0003831159956753254,
+   "min": 0.00016901467771579819,
+   "max": 0.0007009079940617086,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1810875000008991e-05,
+   "host_canary_seconds": 1.0289909999983137e-05,
    "pass_seconds": [
-    0.00024428001542886103,
-    0.00037619331044455367,
-    0.00029313464959462485
+    0.0002189346704011162,
+    0.0003831159956753254,
+    0.0004714986632267633
    ],
    "pass_host_canary_seconds": [
-    1.1810875000008991e-05,
-    1.1957325000011565e-05,
-    1.0907795000036912e-05
+    1.0289909999983137e-05,
+    1.0149770000111858e-05,
+    1.1447447500074759e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 5.049600079655647e-05,
-   "min": 3.2287999987602236e-05,
-   "max": 0.000166143998503685,
+   "seconds": 4.182400181889534e-05,
+   "min": 3.3695999532938e-05,
+   "max": 7.51359984278679e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1831900000061069e-05,
+   "host_canary_seconds": 1.0481099999992694e-05,
    "pass_seconds": [
-    5.049600079655647e-05,
-    6.467200070619584e-05,
-    3.411199897527695e-05
+    3.513599932193756e-05,
+    4.182400181889534e-05,
+    4.53759990632534e-05
    ],
    "pass_host_canary_seconds": [
-    1.1831900000061069e-05,
-    1.2124500000041393e-05,
-    1.1163782499963305e-05
+    1.0481099999992694e-05,
+    1.0490184999980556e-05,
+    1.1270740000099977e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 2.702266474564869e-05,
-   "min": 0.0,
-   "max": 0.0005205773220707973,
+   "seconds": 7.172399759292606e-05,
+   "min": 1.8922662983338035e-05,
+   "max": 0.00044743598997592924,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1831900000061069e-05,
+   "host_canary_seconds": 1.0481099999992694e-05,
    "pass_seconds": [
-    0.0,
-    6.697733265658218e-05,
-    2.702266474564869e-05
+    4.264666171123585e-05,
+    7.172399759292606e-05,
+    7.277866328756014e-05
    ],
    "pass_host_canary_seconds": [
-    1.1831900000061069e-05,
-    1.2124500000041393e-05,
-    1.1163782499963305e-05
+    1.0481099999992694e-05,
+    1.0490184999980556e-05,
+    1.1270740000099977e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.37120008468628e-05,
-   "min": 4.787199944257736e-05,
-   "max": 0.00013823999464511873,
+   "seconds": 5.641600117087364e-05,
+   "min": 5.142400041222572e-05,
+   "max": 0.0001175680011510849,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1492385000053672e-05,
+   "host_canary_seconds": 1.0425389999966228e-05,
    "pass_seconds": [
-    7.286400347948074e-05,
-    6.37120008468628e-05,
-    5.0624001771211624e-05
+    5.44000007212162e-05,
+    5.641600117087364e-05,
+    7.091200351715087e-05
    ],
    "pass_host_canary_seconds": [
-    1.1492385000053672e-05,
-    1.104566999998724e-05,
-    1.0882602500004167e-05
+    1.0425389999966228e-05,
+    1.052227499997116e-05,
+    1.1208860000238019e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 2.891066049536068e-05,
-   "min": 0.0,
-   "max": 0.0005255693377306063,
+   "seconds": 7.514664779106775e-05,
+   "min": 3.1818660597006485e-05,
+   "max": 0.000402506651977698,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1492385000053672e-05,
+   "host_canary_seconds": 1.0425389999966228e-05,
    "pass_seconds": [
-    0.0,
-    0.0001810893298437198,
-    2.891066049536068e-05
+    6.469466940810286e-05,
+    0.00010564399510622026,
+    7.514664779106775e-05
    ],
    "pass_host_canary_seconds": [
-    1.1492385000053672e-05,
-    1.104566999998724e-05,
-    1.0882602500004167e-05
+    1.0425389999966228e-05,
+    1.052227499997116e-05,
+    1.1208860000238019e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 4.0224000811576846e-05,
-   "min": 3.119999915361404e-05,
-   "max": 0.00012905600666999816,
+   "seconds": 4.118400067090988e-05,
+   "min": 3.433600068092346e-05,
+   "max": 7.097599655389785e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.169437500003312e-05,
+   "host_canary_seconds": 1.0579732499991223e-05,
    "pass_seconds": [
-    4.774399846792221e-05,
-    4.0224000811576846e-05,
-    3.3792000263929365e-05
+    3.58400009572506e-05,
+    4.118400067090988e-05,
+    4.451199993491173e-05
    ],
    "pass_host_canary_seconds": [
-    1.169437500003312e-05,
-    1.1238605000016832e-05,
-    1.0963257499980728e-05
+    1.0579732499991223e-05,
+    1.0623937500042756e-05,
+    1.1054159999730473e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 2.001465981205306e-05,
-   "min": 0.0,
-   "max": 0.000432119977970918,
+   "seconds": 5.0678659540911514e-05,
+   "min": 3.143466139833131e-05,
+   "max": 0.0001899319998919964,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.169437500003312e-05,
+   "host_canary_seconds": 1.0579732499991223e-05,
    "pass_seconds": [
-    0.0,
-    0.00011500934076805907,
-    2.001465981205306e-05
+    5.0678659540911514e-05,
+    0.00013514799997210502,
+    4.8746666560570395e-05
    ],
    "pass_host_canary_seconds": [
-    1.169437500003312e-05,
-    1.1238605000016832e-05,
-    1.0963257499980728e-05
+    1.0579732499991223e-05,
+    1.0623937500042756e-05,
+    1.1054159999730473e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.9487998485565186e-05,
-   "min": 4.716800153255463e-05,
-   "max": 0.00012576000392436982,
+   "seconds": 6.409599632024765e-05,
+   "min": 5.1807999610900877e-05,
+   "max": 0.00010771200060844422,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1689104999987876e-05,
+   "host_canary_seconds": 1.0614447500074676e-05,
    "pass_seconds": [
-    7.260800153017045e-05,
-    5.9487998485565186e-05,
-    4.9855999648571016e-05
+    6.108799949288369e-05,
+    6.409599632024765e-05,
+    7.043199986219406e-05
    ],
    "pass_host_canary_seconds": [
-    1.1689104999987876e-05,
-    1.2025864999998249e-05,
-    1.089045249990761e-05
+    1.0614447500074676e-05,
+    1.0384944999941581e-05,
+    1.107922999949551e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.775866289933521e-05,
-   "min": 0.0,
-   "max": 0.0003648653210451205,
+   "seconds": 0.00010645466701438027,
+   "min": 4.573866228262585e-05,
+   "max": 0.0002927786509195964,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1689104999987876e-05,
+   "host_canary_seconds": 1.0614447500074676e-05,
    "pass_seconds": [
-    0.0,
-    8.20173354198535e-05,
-    2.775866289933521e-05
+    0.00010645466701438027,
+    0.00017498801276087764,
+    7.988266150156655e-05
    ],
    "pass_host_canary_seconds": [
-    1.1689104999987876e-05,
-    1.2025864999998249e-05,
-    1.089045249990761e-05
+    1.0614447500074676e-05,
+    1.0384944999941581e-05,
+    1.107922999949551e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.5199999809265136e-05,
-   "min": 2.816000021994114e-05,
-   "max": 0.0001353600025177002,
+   "seconds": 3.8623999804258345e-05,
+   "min": 3.171199932694435e-05,
+   "max": 6.42239972949028e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1689104999987876e-05,
+   "host_canary_seconds": 1.071300749998727e-05,
    "pass_seconds": [
-    4.035200178623199e-05,
-    3.5199999809265136e-05,
-    3.017600066959858e-05
+    3.996799886226654e-05,
+    3.510399907827377e-05,
+    3.8623999804258345e-05
    ],
    "pass_host_canary_seconds": [
-    1.1689104999987876e-05,
-    1.2072672499989778e-05,
-    1.0715197499919781e-05
+    1.071300749998727e-05,
+    1.038849000025266e-05,
+    1.1302347500077304e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 1.0702665274341902e-05,
-   "min": 0.0,
-   "max": 0.00013539333951969942,
+   "seconds": 3.6246672583123044e-05,
+   "min": 7.146658996740995e-07,
+   "max": 0.00015236399695277216,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1689104999987876e-05,
+   "host_canary_seconds": 1.071300749998727e-05,
    "pass_seconds": [
-    0.0,
-    3.971334112187226e-05,
-    1.0702665274341902e-05
+    3.6246672583123044e-05,
+    6.519600376486782e-05,
+    1.994665587941804e-05
    ],
    "pass_host_canary_seconds": [
-    1.1689104999987876e-05,
-    1.2072672499989778e-05,
-    1.0715197499919781e-05
+    1.071300749998727e-05,
+    1.038849000025266e-05,
+    1.1302347500077304e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.60000017285347e-05,
-   "min": 4.208000004291534e-05,
-   "max": 0.00024297599494457246,
+   "seconds": 6.300800293684005e-05,
+   "min": 4.90880012512207e-05,
+   "max": 9.465599805116654e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1582955000051243e-05,
+   "host_canary_seconds": 1.0821867499828386e-05,
    "pass_seconds": [
-    6.755200028419494e-05,
-    5.60000017285347e-05,
-    4.51200008392334e-05
+    6.300800293684005e-05,
+    5.766399949789047e-05,
+    6.540799885988236e-05
    ],
    "pass_host_canary_seconds": [
-    1.1582955000051243e-05,
-    1.1819704999993519e-05,
-    1.1171519999990663e-05
+    1.0821867499828386e-05,
+    1.0558865000120932e-05,
+    1.124385500020253e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 3.0286667247613283e-05,
-   "min": 0.0,
-   "max": 0.0004152333245923121,
+   "seconds": 5.469865600268045e-05,
+   "min": 2.7338663736979158e-05,
+   "max": 0.00024177200719714166,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1582955000051243e-05,
+   "host_canary_seconds": 1.0821867499828386e-05,
    "pass_seconds": [
-    0.0,
-    0.00010912133318682511,
-    3.0286667247613283e-05
+    4.309465767194828e-05,
+    0.0001352760009467602,
+    5.469865600268045e-05
    ],
    "pass_host_canary_seconds": [
-    1.1582955000051243e-05,
-    1.1819704999993519e-05,
-    1.1171519999990663e-05
+    1.0821867499828386e-05,
+    1.0558865000120932e-05,
+    1.124385500020253e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.756799921393395e-05,
-   "min": 2.7424000203609465e-05,
-   "max": 0.00013731199502944947,
+   "seconds": 4.3616000562906266e-05,
+   "min": 3.433600068092346e-05,
+   "max": 7.065600156784058e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1962744999998165e-05,
+   "host_canary_seconds": 1.0916879999740558e-05,
    "pass_seconds": [
-    4.742399975657463e-05,
-    3.756799921393395e-05,
-    3.686400130391121e-05
+    4.595199972391129e-05,
+    3.8336001336574555e-05,
+    4.3616000562906266e-05
    ],
    "pass_host_canary_seconds": [
-    1.1962744999998165e-05,
-    1.159768750000012e-05,
-    1.1483327500059203e-05
+    1.0916879999740558e-05,
+    1.0321890000000167e-05,
+    1.1149620000026062e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 4.516666506727539e-05,
-   "min": 0.0,
-   "max": 0.0003015053489555915,
+   "seconds": 7.336666466047366e-05,
+   "min": 2.2538660715023688e-05,
+   "max": 0.00033391066671659554,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1962744999998165e-05,
+   "host_canary_seconds": 1.0916879999740558e-05,
    "pass_seconds": [
-    0.0,
-    6.195334283014137e-05,
-    4.516666506727539e-05
+    7.336666466047366e-05,
+    0.0001381240002810955,
+    5.1594658444325126e-05
    ],
    "pass_host_canary_seconds": [
-    1.1962744999998165e-05,
-    1.159768750000012e-05,
-    1.1483327500059203e-05
+    1.0916879999740558e-05,
+    1.0321890000000167e-05,
+    1.1149620000026062e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.745599955320358e-05,
-   "min": 4.8255998641252515e-05,
-   "max": 0.0003534719944000244,
+   "seconds": 6.806399673223496e-05,
+   "min": 5.5135998874902726e-05,
+   "max": 0.00010870400071144105,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1489170000018589e-05,
+   "host_canary_seconds": 1.1090179999939664e-05,
    "pass_seconds": [
-    7.558400183916092e-05,
-    6.745599955320358e-05,
-    5.0912000238895414e-05
+    6.806399673223496e-05,
+    6.387200206518173e-05,
+    6.98240026831627e-05
    ],
    "pass_host_canary_seconds": [
-    1.1489170000018589e-05,
-    1.2188829999999485e-05,
-    1.1210779999970553e-05
+    1.1090179999939664e-05,
+    1.0561739999843667e-05,
+    1.1183885000036753e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.5646661718686415e-05,
-   "min": 0.0,
-   "max": 0.0003875533596922954,
+   "seconds": 8.804265658060708e-05,
+   "min": 4.3338651458422334e-05,
+   "max": 0.0003099959902465344,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1489170000018589e-05,
+   "host_canary_seconds": 1.1090179999939664e-05,
    "pass_seconds": [
-    0.0,
-    6.416134101649125e-05,
-    2.5646661718686415e-05
+    8.408666433145601e-05,
+    9.969199821352963e-05,
+    8.804265658060708e-05
    ],
    "pass_host_canary_seconds": [
-    1.1489170000018589e-05,
-    1.2188829999999485e-05,
-    1.1210779999970553e-05
+    1.1090179999939664e-05,
+    1.0561739999843667e-05,
+    1.1183885000036753e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.5087999179959297e-05,
-   "min": 1.9392000511288643e-05,
-   "max": 0.00010150399804115296,
+   "seconds": 2.7359999716281892e-05,
+   "min": 2.0864000543951988e-05,
+   "max": 5.510399863123894e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1980509999993672e-05,
+   "host_canary_seconds": 1.1341310000148041e-05,
    "pass_seconds": [
-    2.655999921262264e-05,
-    2.5087999179959297e-05,
-    2.009600028395653e-05
+    2.9600000008940698e-05,
+    2.3072000592947006e-05,
+    2.7359999716281892e-05
    ],
    "pass_host_canary_seconds": [
-    1.1980509999993672e-05,
-    1.1133090000008395e-05,
-    1.1217992499936713e-05
+    1.1341310000148041e-05,
+    1.0434137499828467e-05,
+    1.1340752499791052e-05
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 0.0,
+   "seconds": 5.899995565414442e-06,
    "min": 0.0,
-   "max": 0.00022748935346802077,
+   "max": 5.634267100443441e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1980509999993672e-05,
+   "host_canary_seconds": 1.1341310000148041e-05,
    "pass_seconds": [
-    0.0,
-    9.430533771713574e-05,
+    2.677466937651236e-05,
+    5.899995565414442e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1980509999993672e-05,
-    1.1133090000008395e-05,
-    1.1217992499936713e-05
+    1.1341310000148041e-05,
+    1.0434137499828467e-05,
+    1.1340752499791052e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.057599976658821e-05,
-   "min": 3.311999887228012e-05,
-   "max": 0.00063264000415802,
+   "seconds": 5.0432000309228894e-05,
+   "min": 3.60959991812706e-05,
+   "max": 8.339200168848037e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.260008500004517e-05,
+   "host_canary_seconds": 1.1159470000166037e-05,
    "pass_seconds": [
-    7.398399710655212e-05,
-    4.057599976658821e-05,
-    3.481600061058998e-05
+    5.430399999022484e-05,
+    3.8784001022577287e-05,
+    5.0432000309228894e-05
    ],
    "pass_host_canary_seconds": [
-    1.260008500004517e-05,
-    1.2088302500075089e-05,
-    1.109721749998016e-05
+    1.1159470000166037e-05,
+    1.0325744999875042e-05,
+    1.1475504999793884e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.3946656535069126e-05,
    "min": 0.0,
-   "max": 0.00019615203638871512,
+   "max": 0.0004466786722963055,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.260008500004517e-05,
+   "host_canary_seconds": 1.1159470000166037e-05,
    "pass_seconds": [
-    0.0,
-    2.1377339338262848e-05,
-    0.0
+    3.915866122891507e-05,
+    1.7195999622344996e-05,
+    2.3946656535069126e-05
    ],
    "pass_host_canary_seconds": [
-    1.260008500004517e-05,
-    1.2088302500075089e-05,
-    1.109721749998016e-05
+    1.1159470000166037e-05,
+    1.0325744999875042e-05,
+    1.1475504999793884e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.9231999292969705e-05,
-   "min": 1.651199907064438e-05,
-   "max": 5.3504001349210736e-05,
+   "seconds": 2.1888000890612604e-05,
+   "min": 1.744000054895878e-05,
+   "max": 4.399999976158142e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2569025000033207e-05,
+   "host_canary_seconds": 1.1171592500147654e-05,
    "pass_seconds": [
-    2.25600004196167e-05,
-    1.9231999292969705e-05,
-    1.696000061929226e-05
+    2.1888000890612604e-05,
+    1.8432000651955604e-05,
+    2.2655999287962913e-05
    ],
    "pass_host_canary_seconds": [
-    1.2569025000033207e-05,
-    1.2222527500043157e-05,
-    1.0866750000033677e-05
+    1.1171592500147654e-05,
+    1.031731750003928e-05,
+    1.142708749995336e-05
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00019193735097845394,
+   "max": 0.00011963866868366796,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2569025000033207e-05,
+   "host_canary_seconds": 1.1171592500147654e-05,
    "pass_seconds": [
+    3.375067034115393e-05,
     0.0,
-    6.369338681300459e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.2569025000033207e-05,
-    1.2222527500043157e-05,
-    1.0866750000033677e-05
+    1.1171592500147654e-05,
+    1.031731750003928e-05,
+    1.142708749995336e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.7696000188589093e-05,
-   "min": 3.017600066959858e-05,
-   "max": 7.519999891519547e-05,
+   "seconds": 4.275200143456459e-05,
+   "min": 3.152000159025192e-05,
+   "max": 7.465600222349167e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.261124500000932e-05,
+   "host_canary_seconds": 1.1258797499920092e-05,
    "pass_seconds": [
-    4.639999940991402e-05,
-    3.7696000188589093e-05,
-    3.1136000528931616e-05
+    4.454400017857552e-05,
+    3.436800092458725e-05,
+    4.275200143456459e-05
    ],
    "pass_host_canary_seconds": [
-    1.261124500000932e-05,
-    1.1741212499956077e-05,
-    1.0760647500092091e-05
+    1.1258797499920092e-05,
+    1.0338737500035222e-05,
+    1.169986500002551e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
+   "seconds": 1.6683991998434097e-05,
    "min": 0.0,
-   "max": 9.840134469171364e-05,
+   "max": 7.035866038252912e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.261124500000932e-05,
+   "host_canary_seconds": 1.1258797499920092e-05,
    "pass_seconds": [
-    0.0,
-    1.136133757730323e-05,
+    3.221466795851787e-05,
+    1.6683991998434097e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.261124500000932e-05,
-    1.1741212499956077e-05,
-    1.0760647500092091e-05
+    1.1258797499920092e-05,
+    1.0338737500035222e-05,
+    1.169986500002551e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 2.3040000349283217e-05,
-   "min": 1.8239999189972877e-05,
-   "max": 5.673599988222122e-05,
+   "seconds": 2.486399933695793e-05,
+   "min": 1.9519999623298644e-05,
+   "max": 4.0800001472234724e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2721517500011714e-05,
+   "host_canary_seconds": 1.121022250003989e-05,
    "pass_seconds": [
-    2.691200003027916e-05,
-    2.3040000349283217e-05,
-    1.865600049495697e-05
+    2.486399933695793e-05,
+    2.099199965596199e-05,
+    2.5248000398278235e-05
    ],
    "pass_host_canary_seconds": [
-    1.2721517500011714e-05,
-    1.1236337499980209e-05,
-    1.0970852500093997e-05
+    1.121022250003989e-05,
+    1.0410217499838837e-05,
+    1.1783274999856985e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 1.979066183169684e-05,
-   "min": 0.0,
-   "max": 0.0002440013432254394,
+   "seconds": 5.854000151157379e-05,
+   "min": 1.4698662484685573e-05,
+   "max": 0.00010091866956402857,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2721517500011714e-05,
+   "host_canary_seconds": 1.121022250003989e-05,
    "pass_seconds": [
-    0.0,
-    8.835333523650964e-05,
-    1.979066183169684e-05
+    5.995867059876522e-05,
+    5.854000151157379e-05,
+    3.1882666672269504e-05
    ],
    "pass_host_canary_seconds": [
-    1.2721517500011714e-05,
-    1.1236337499980209e-05,
-    1.0970852500093997e-05
+    1.121022250003989e-05,
+    1.0410217499838837e-05,
+    1.1783274999856985e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 4.2975999414920804e-05,
-   "min": 3.2832000404596326e-05,
-   "max": 0.00010105600208044052,
+   "seconds": 4.735999926924705e-05,
+   "min": 3.488000109791756e-05,
+   "max": 8.49599987268448e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2758510000026035e-05,
+   "host_canary_seconds": 1.139951000027395e-05,
    "pass_seconds": [
-    4.447999969124794e-05,
-    3.8111999630928036e-05,
-    4.2975999414920804e-05
+    5.0847999751567844e-05,
+    3.987200185656547e-05,
+    4.735999926924705e-05
    ],
    "pass_host_canary_seconds": [
-    1.2758510000026035e-05,
-    1.1345862500036219e-05,
-    1.2101697500028761e-05
+    1.139951000027395e-05,
+    1.043359499988128e-05,
+    1.174684500000467e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 3.108665843804678e-05,
-   "min": 0.0,
-   "max": 0.0004185613424827655,
+   "seconds": 7.159598916769028e-05,
+   "min": 2.9386660705010077e-05,
+   "max": 0.0001412066596870621,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2758510000026035e-05,
+   "host_canary_seconds": 1.139951000027395e-05,
    "pass_seconds": [
-    0.0,
-    7.040134382744627e-05,
-    3.108665843804678e-05
+    7.448666573812564e-05,
+    7.159598916769028e-05,
+    6.100266302625336e-05
    ],
    "pass_host_canary_seconds": [
-    1.2758510000026035e-05,
-    1.1345862500036219e-05,
-    1.2101697500028761e-05
+    1.139951000027395e-05,
+    1.043359499988128e-05,
+    1.174684500000467e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.9590857128302257e-05,
-   "min": 1.773257092351005e-05,
-   "max": 2.2750475399550933e-05,
+   "seconds": 1.8940953271729605e-05,
+   "min": 1.1708190043767294e-05,
+   "max": 2.031619030804861e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3517,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8000000417232514e-05,
-    0.00012111999839544296,
-    0.0003908799886703491
+    4.479999840259552e-05,
+    0.00010937599837779999,
+    0.00035075199604034423
    ],
-   "host_canary_seconds": 1.2268755000022225e-05,
+   "host_canary_seconds": 1.1237325000195143e-05,
    "pass_seconds": [
-    2.2750475399550933e-05,
-    1.9590857128302257e-05,
-    1.773257092351005e-05
+    2.031619030804861e-05,
+    1.8940953271729605e-05,
+    1.1708190043767294e-05
    ],
    "pass_host_canary_seconds": [
-    1.2268755000022225e-05,
-    1.1521354999928236e-05,
-    1.0465360000040392e-05
+    1.1237325000195143e-05,
+    1.0502840000015113e-05,
+    8.245865000162667e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.73249530295531e-05,
-   "min": 1.5897144164357878e-05,
-   "max": 1.7838474895272938e-05,
+   "seconds": 1.862247643016634e-05,
+   "min": 1.7985525230566665e-05,
+   "max": 2.0025903979937237e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3545,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002566719949245453,
-    0.0003490239977836609,
-    0.0008485119938850403
+    0.00018441599607467652,
+    0.00028867200016975404,
+    0.0007553920149803162
    ],
-   "host_canary_seconds": 1.2268755000022225e-05,
+   "host_canary_seconds": 1.1237325000195143e-05,
    "pass_seconds": [
-    1.73249530295531e-05,
-    1.7838474895272938e-05,
-    1.5897144164357878e-05
+    1.7985525230566665e-05,
+    1.862247643016634e-05,
+    2.0025903979937237e-05
    ],
    "pass_host_canary_seconds": [
-    1.2268755000022225e-05,
-    1.1521354999928236e-05,
-    1.0465360000040392e-05
+    1.1237325000195143e-05,
+    1.0502840000015113e-05,
+    8.245865000162667e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.662552445417359e-05,
-   "min": 1.52959997455279e-05,
-   "max": 1.9878094572396503e-05,
+   "seconds": 1.9569522745552518e-05,
+   "min": 1.9063619985466913e-05,
+   "max": 2.1425522863864898e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3573,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.222399860620499e-05,
-    0.000142304003238678,
-    0.0003097279965877533
+    7.084800302982331e-05,
+    0.00013443200290203094,
+    0.0003919999897480011
    ],
-   "host_canary_seconds": 9.156070000031491e-06,
+   "host_canary_seconds": 1.0875965000423093e-05,
    "pass_seconds": [
-    1.52959997455279e-05,
-    1.9878094572396503e-05,
-    1.662552445417359e-05
+    2.1425522863864898e-05,
+    1.9063619985466913e-05,
+    1.9569522745552518e-05
    ],
    "pass_host_canary_seconds": [
-    9.156070000031491e-06,
-    1.1327634999958037e-05,
-    1.0315170000012586e-05
+    1.0875965000423093e-05,
+    1.0512919999996483e-05,
+    1.122174500011397e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.9825522920915056e-05,
-   "min": 1.562742729272161e-05,
-   "max": 2.1433906540984203e-05,
+   "seconds": 1.8297143280506137e-05,
+   "min": 1.5353142328205554e-05,
+   "max": 1.9074286378565295e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3601,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030582401156425477,
-    0.0003433279991149902,
-    0.0008325440287590027
+    0.00027667200565338135,
+    0.00037088000774383544,
+    0.0008750720024108887
    ],
-   "host_canary_seconds": 9.156070000031491e-06,
+   "host_canary_seconds": 1.0875965000423093e-05,
    "pass_seconds": [
-    2.1433906540984203e-05,
-    1.9825522920915056e-05,
-    1.562742729272161e-05
+    1.9074286378565295e-05,
+    1.8297143280506137e-05,
+    1.5353142328205554e-05
    ],
    "pass_host_canary_seconds": [
-    9.156070000031491e-06,
-    1.1327634999958037e-05,
-    1.0315170000012586e-05
+    1.0875965000423093e-05,
+    1.0512919999996483e-05,
+    1.122174500011397e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.6976000517606734e-05,
-   "min": 2.1727999672293662e-05,
-   "max": 5.462399870157242e-05,
+   "seconds": 3.187200054526329e-05,
+   "min": 2.8863999992609024e-05,
+   "max": 7.126399874687195e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.389010000016129e-06,
+   "host_canary_seconds": 1.091842999983328e-05,
    "pass_seconds": [
-    2.300800010561943e-05,
-    4.0063999593257904e-05,
-    2.6976000517606734e-05
+    3.7856001406908035e-05,
+    3.139200061559677e-05,
+    3.187200054526329e-05
    ],
    "pass_host_canary_seconds": [
-    8.389010000016129e-06,
-    1.1712575000046855e-05,
-    1.0153992500008258e-05
+    1.091842999983328e-05,
+    1.0641212500104304e-05,
+    1.1235805000069377e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 3.1755995005369205e-05,
    "min": 0.0,
-   "max": 0.0020252945733567084,
+   "max": 0.00040443868593623237,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.389010000016129e-06,
+   "host_canary_seconds": 1.091842999983328e-05,
    "pass_seconds": [
-    0.0,
-    6.412933332224687e-05,
+    6.479066268851361e-05,
+    3.1755995005369205e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.389010000016129e-06,
-    1.1712575000046855e-05,
-    1.0153992500008258e-05
+    1.091842999983328e-05,
+    1.0641212500104304e-05,
+    1.1235805000069377e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.167999863624573e-05,
-   "min": 3.481600061058998e-05,
-   "max": 9.948799759149551e-05,
+   "seconds": 5.215999856591225e-05,
+   "min": 4.5600000768899915e-05,
+   "max": 8.54400023818016e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0322382500014271e-05,
+   "host_canary_seconds": 1.091842999983328e-05,
    "pass_seconds": [
-    5.167999863624573e-05,
-    6.003199890255928e-05,
-    4.182400181889534e-05
+    6.355199962854386e-05,
+    5.190400034189224e-05,
+    5.215999856591225e-05
    ],
    "pass_host_canary_seconds": [
-    1.0322382500014271e-05,
-    1.1479005000012421e-05,
-    1.0184892499935928e-05
+    1.091842999983328e-05,
+    1.0345700000016222e-05,
+    1.1306352500071172e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 1.1278667797644937e-05,
+   "seconds": 5.306799337267878e-05,
    "min": 0.0,
-   "max": 0.0003226253384103377,
+   "max": 0.0003886626887445648,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0322382500014271e-05,
+   "host_canary_seconds": 1.091842999983328e-05,
    "pass_seconds": [
-    0.0,
-    8.579334554572896e-05,
-    1.1278667797644937e-05
+    7.931866527845463e-05,
+    5.306799337267878e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0322382500014271e-05,
-    1.1479005000012421e-05,
-    1.0184892499935928e-05
+    1.091842999983328e-05,
+    1.0345700000016222e-05,
+    1.1306352500071172e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00010474895579474311,
-   "min": 8.80769533770425e-05,
-   "max": 0.00011437562037081946,
+   "seconds": 0.00012261561694599336,
+   "min": 7.906742464928399e-05,
+   "max": 0.0001252655237913132,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3701,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010175999999046325,
-    0.000566815972328186,
-    0.0014898560047149657
+    0.00014579200744628906,
+    0.0005389760136604309,
+    0.00199347198009491
    ],
-   "host_canary_seconds": 1.16426325000063e-05,
+   "host_canary_seconds": 1.0925219999649016e-05,
    "pass_seconds": [
-    8.80769533770425e-05,
-    0.00011437562037081946,
-    0.00010474895579474311
+    0.00012261561694599336,
+    0.0001252655237913132,
+    7.906742464928399e-05
    ],
    "pass_host_canary_seconds": [
-    1.16426325000063e-05,
-    1.1294079999970563e-05,
-    1.012386500001128e-05
+    1.0925219999649016e-05,
+    1.0648004999893602e-05,
+    1.1071462500069628e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0002251428436665308,
-   "min": 0.00019657293955485032,
-   "max": 0.00023531122647580646,
+   "seconds": 0.0001915603776772817,
+   "min": 0.00017866895950975867,
+   "max": 0.0002520960086867923,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3729,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005273600220680237,
-    0.0017594560384750367,
-    0.00532313585281372
+    0.0005490559935569763,
+    0.0013927040100097656,
+    0.00522873592376709
    ],
-   "host_canary_seconds": 1.16426325000063e-05,
+   "host_canary_seconds": 1.0925219999649016e-05,
    "pass_seconds": [
-    0.0002251428436665308,
-    0.00023531122647580646,
-    0.00019657293955485032
+    0.0001915603776772817,
+    0.00017866895950975867,
+    0.0002520960086867923
    ],
    "pass_host_canary_seconds": [
-    1.16426325000063e-05,
-    1.1294079999970563e-05,
-    1.012386500001128e-05
+    1.0925219999649016e-05,
+    1.0648004999893602e-05,
+    1.1071462500069628e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010837256766500928,
-   "min": 0.00010086933346021743,
-   "max": 0.0001380205750465393,
+   "seconds": 0.000135559625568844,
+   "min": 8.032686014970144e-05,
+   "max": 0.00013663696036452338,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3757,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00020739200711250306,
-    0.0006427519917488098,
-    0.0022848000526428224
+    0.00011558400094509125,
+    0.000570527970790863,
+    0.001391808032989502
    ],
-   "host_canary_seconds": 1.1877099999964003e-05,
+   "host_canary_seconds": 1.0342100000002574e-05,
    "pass_seconds": [
-    0.0001380205750465393,
-    0.00010837256766500928,
-    0.00010086933346021743
+    8.032686014970144e-05,
+    0.00013663696036452338,
+    0.000135559625568844
    ],
    "pass_host_canary_seconds": [
-    1.1877099999964003e-05,
-    1.0384682499946506e-05,
-    1.0159252500017147e-05
+    1.0342100000002574e-05,
+    1.1124479999864434e-05,
+    1.1178357499659342e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0002035283943017324,
-   "min": 0.00018187580506006878,
-   "max": 0.00021115732760656447,
+   "seconds": 0.00017670397602376488,
+   "min": 0.0001730529453073229,
+   "max": 0.00019271923601627347,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3785,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007292799949645996,
-    0.0016895999908447265,
-    0.0055279359817504885
+    0.000702239990234375,
+    0.001644320011138916,
+    0.004838912010192871
    ],
-   "host_canary_seconds": 1.1877099999964003e-05,
+   "host_canary_seconds": 1.0342100000002574e-05,
    "pass_seconds": [
-    0.00018187580506006878,
-    0.0002035283943017324,
-    0.00021115732760656447
+    0.00019271923601627347,
+    0.00017670397602376488,
+    0.0001730529453073229
    ],
    "pass_host_canary_seconds": [
-    1.1877099999964003e-05,
-    1.0384682499946506e-05,
-    1.0159252500017147e-05
+    1.0342100000002574e-05,
+    1.1124479999864434e-05,
+    1.1178357499659342e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00031177372875667756,
-   "min": 0.00024998705443881805,
-   "max": 0.00044812039250419254,
+   "seconds": 0.00040767845937183926,
+   "min": 0.00034121599651518316,
+   "max": 0.0004362948423340207,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3813,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006826239824295044,
-    0.0013390079736709595,
-    0.007175104141235351
+    0.0006186559796333313,
+    0.0013400000333786011,
+    0.005636127948760986
    ],
-   "host_canary_seconds": 1.1922467499942968e-05,
+   "host_canary_seconds": 1.0624265000274136e-05,
    "pass_seconds": [
-    0.00044812039250419254,
-    0.00024998705443881805,
-    0.00031177372875667756
+    0.00034121599651518316,
+    0.0004362948423340207,
+    0.00040767845937183926
    ],
    "pass_host_canary_seconds": [
-    1.1922467499942968e-05,
-    1.0859770000024583e-05,
-    1.0400735000075656e-05
+    1.0624265000274136e-05,
+    1.0917870000071161e-05,
+    1.1115300000028582e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0008622391876720247,
-   "min": 0.0006533896781149363,
-   "max": 0.0009692052687917439,
+   "seconds": 0.0006598575455801827,
+   "min": 0.0005402537839753289,
+   "max": 0.0006816762203261965,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3841,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0020795519351959227,
-    0.005827936172485351,
-    0.021674047470092772
+    0.0016056959629058838,
+    0.004904575824737549,
+    0.016720352172851564
    ],
-   "host_canary_seconds": 1.1922467499942968e-05,
+   "host_canary_seconds": 1.0624265000274136e-05,
    "pass_seconds": [
-    0.0008622391876720247,
-    0.0009692052687917439,
-    0.0006533896781149363
+    0.0006598575455801827,
+    0.0006816762203261965,
+    0.0005402537839753289
    ],
    "pass_host_canary_seconds": [
-    1.1922467499942968e-05,
-    1.0859770000024583e-05,
-    1.0400735000075656e-05
+    1.0624265000274136e-05,
+    1.0917870000071161e-05,
+    1.1115300000028582e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0004363527496655782,
-   "min": 0.00041895619744346257,
-   "max": 0.0006899786875361487,
+   "seconds": 0.0006432647506395976,
+   "min": 0.0005601127630188352,
+   "max": 0.0007123680029596601,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3869,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007816320061683655,
-    0.002905600070953369,
-    0.007355008125305176
+    0.0005244160294532776,
+    0.0028399999141693116,
+    0.010301983833312989
    ],
-   "host_canary_seconds": 1.1834747500003573e-05,
+   "host_canary_seconds": 1.1202012499893499e-05,
    "pass_seconds": [
-    0.00041895619744346257,
-    0.0004363527496655782,
-    0.0006899786875361487
+    0.0006432647506395976,
+    0.0007123680029596601,
+    0.0005601127630188352
    ],
    "pass_host_canary_seconds": [
-    1.1834747500003573e-05,
-    1.1193589999933806e-05,
-    1.1807285000031698e-05
+    1.1202012499893499e-05,
+    1.1133222500063767e-05,
+    1.1170395000021927e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0010441576895259676,
-   "min": 0.0009931230686959767,
-   "max": 0.001340281864007314,
+   "seconds": 0.0008200373905045645,
+   "min": 0.0007715292062078202,
+   "max": 0.001013894799209776,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3897,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0022452800273895265,
-    0.007214848041534424,
-    0.02853113555908203
+    0.0021271679401397704,
+    0.0064349441528320315,
+    0.023370208740234374
    ],
-   "host_canary_seconds": 1.1834747500003573e-05,
+   "host_canary_seconds": 1.1202012499893499e-05,
    "pass_seconds": [
-    0.001340281864007314,
-    0.0009931230686959767,
-    0.0010441576895259676
+    0.0007715292062078202,
+    0.001013894799209776,
+    0.0008200373905045645
    ],
    "pass_host_canary_seconds": [
-    1.1834747500003573e-05,
-    1.1193589999933806e-05,
-    1.1807285000031698e-05
+    1.1202012499893499e-05,
+    1.1133222500063767e-05,
+    1.1170395000021927e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 1.8881523183413917e-05,
-   "min": 1.8857905463803385e-05,
-   "max": 2.313371499379476e-05,
+   "seconds": 2.9753142701728006e-05,
+   "min": 2.8217905156669162e-05,
+   "max": 3.003961859004838e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3925,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.055999986827374e-05,
-    8.995199948549271e-05,
-    0.00031436800956726076
+    5.526399984955787e-05,
+    0.00014425599575042724,
+    0.000501471996307373
    ],
-   "host_canary_seconds": 1.1160275000037246e-05,
+   "host_canary_seconds": 1.1219660000278964e-05,
    "pass_seconds": [
-    1.8857905463803385e-05,
-    2.313371499379476e-05,
-    1.8881523183413917e-05
+    2.9753142701728006e-05,
+    2.8217905156669162e-05,
+    3.003961859004838e-05
    ],
    "pass_host_canary_seconds": [
-    1.1160275000037246e-05,
-    1.0823402500008683e-05,
-    9.177907500017567e-06
+    1.1219660000278964e-05,
+    1.0858982500110413e-05,
+    1.0890959999869664e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.4726096136229366e-05,
-   "min": 4.454933674562544e-05,
-   "max": 7.239314000166599e-05,
+   "seconds": 4.758552621517862e-05,
+   "min": 3.896076640202883e-05,
+   "max": 5.1337142253205905e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3953,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015507200360298157,
-    0.0003264960050582886,
-    0.0014897279739379884
+    0.00034463998675346376,
+    0.0005088639855384827,
+    0.0013613760471343993
    ],
-   "host_canary_seconds": 1.1160275000037246e-05,
+   "host_canary_seconds": 1.1219660000278964e-05,
    "pass_seconds": [
-    7.239314000166599e-05,
-    5.4726096136229366e-05,
-    4.454933674562544e-05
+    3.896076640202883e-05,
+    5.1337142253205905e-05,
+    4.758552621517862e-05
    ],
    "pass_host_canary_seconds": [
-    1.1160275000037246e-05,
-    1.0823402500008683e-05,
-    9.177907500017567e-06
+    1.1219660000278964e-05,
+    1.0858982500110413e-05,
+    1.0890959999869664e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.9990095999978836e-05,
-   "min": 2.825371353399186e-05,
-   "max": 3.013561949843452e-05,
+   "seconds": 2.98750496336392e-05,
+   "min": 2.4402284906024023e-05,
+   "max": 3.439847787930852e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3981,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.649600297212601e-05,
-    0.00018486399948596956,
-    0.0005411840081214905
+    4.339199885725975e-05,
+    9.443199634552002e-05,
+    0.0005419840216636658
    ],
-   "host_canary_seconds": 1.1789972500011457e-05,
+   "host_canary_seconds": 1.093809999986206e-05,
    "pass_seconds": [
-    3.013561949843452e-05,
-    2.825371353399186e-05,
-    2.9990095999978836e-05
+    3.439847787930852e-05,
+    2.98750496336392e-05,
+    2.4402284906024023e-05
    ],
    "pass_host_canary_seconds": [
-    1.1789972500011457e-05,
-    1.0664164999951709e-05,
-    1.1824110000020483e-05
+    1.093809999986206e-05,
+    1.0819942500006618e-05,
+    1.0729680000167718e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.887923953079043e-05,
-   "min": 4.65081880489985e-05,
-   "max": 4.9680763944273894e-05,
+   "seconds": 4.769218571129299e-05,
+   "min": 4.4308568572714216e-05,
+   "max": 6.779581166449046e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4009,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003899520039558411,
-    0.0006280320286750794,
-    0.0015755200386047363
+    0.00015209600329399109,
+    0.0005374079942703247,
+    0.001382431983947754
    ],
-   "host_canary_seconds": 1.1789972500011457e-05,
+   "host_canary_seconds": 1.093809999986206e-05,
    "pass_seconds": [
-    4.887923953079043e-05,
-    4.65081880489985e-05,
-    4.9680763944273894e-05
+    4.4308568572714216e-05,
+    4.769218571129299e-05,
+    6.779581166449046e-05
    ],
    "pass_host_canary_seconds": [
-    1.1789972500011457e-05,
-    1.0664164999951709e-05,
-    1.1824110000020483e-05
+    1.093809999986206e-05,
+    1.0819942500006618e-05,
+    1.0729680000167718e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 3.070552363282159e-05,
-   "min": 1.4846476415793102e-05,
-   "max": 3.531961888074876e-05,
+   "seconds": 2.915733396297409e-05,
+   "min": 2.5651048514105025e-05,
+   "max": 3.098133490199134e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4037,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6639999151229856e-05,
-    0.00014348800480365752,
-    0.0005800639986991883
+    5.555199831724167e-05,
+    0.00015488000214099884,
+    0.0005224000215530395
    ],
-   "host_canary_seconds": 1.2058424999992212e-05,
+   "host_canary_seconds": 1.1797250000427084e-05,
    "pass_seconds": [
-    3.531961888074876e-05,
-    3.070552363282159e-05,
-    1.4846476415793102e-05
+    3.098133490199134e-05,
+    2.915733396297409e-05,
+    2.5651048514105025e-05
    ],
    "pass_host_canary_seconds": [
-    1.2058424999992212e-05,
-    1.0859279999948512e-05,
-    8.147714999893197e-06
+    1.1797250000427084e-05,
+    1.0770037499696628e-05,
+    1.0769677500093167e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.803277147667748e-05,
-   "min": 9.730437468914758e-05,
-   "max": 0.00011090743293364842,
+   "seconds": 0.00012544533557125502,
+   "min": 0.00010705522980008808,
+   "max": 0.00012990247263085274,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4065,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005169919729232788,
-    0.0010272639989852906,
-    0.00255401611328125
+    0.0003740159869194031,
+    0.0007522559762001038,
+    0.002432607889175415
    ],
-   "host_canary_seconds": 1.2058424999992212e-05,
+   "host_canary_seconds": 1.1797250000427084e-05,
    "pass_seconds": [
-    9.803277147667748e-05,
-    9.730437468914758e-05,
-    0.00011090743293364842
+    0.00010705522980008808,
+    0.00012544533557125502,
+    0.00012990247263085274
    ],
    "pass_host_canary_seconds": [
-    1.2058424999992212e-05,
-    1.0859279999948512e-05,
-    8.147714999893197e-06
+    1.1797250000427084e-05,
+    1.0770037499696628e-05,
+    1.0769677500093167e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.7846858082782652e-05,
-   "min": 2.277104556560516e-05,
-   "max": 4.048914355891091e-05,
+   "seconds": 4.6035046378771465e-05,
+   "min": 4.185904739868074e-05,
+   "max": 5.370971383083434e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4093,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015705600380897523,
-    0.0002351039946079254,
-    0.0007499200105667114
+    0.00010931199789047241,
+    0.00023468799889087678,
+    0.0009030399918556213
    ],
-   "host_canary_seconds": 1.1972375000013358e-05,
+   "host_canary_seconds": 1.130536999994547e-05,
    "pass_seconds": [
-    4.048914355891091e-05,
-    2.277104556560516e-05,
-    2.7846858082782652e-05
+    5.370971383083434e-05,
+    4.6035046378771465e-05,
+    4.185904739868074e-05
    ],
    "pass_host_canary_seconds": [
-    1.1972375000013358e-05,
-    1.0680074999953604e-05,
-    8.055269999971415e-06
+    1.130536999994547e-05,
+    1.0451375000002371e-05,
+    1.0933007500284475e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 0.00010982171907311395,
-   "min": 9.449599949376923e-05,
-   "max": 0.00011588800166334427,
+   "seconds": 8.89112374612263e-05,
+   "min": 7.885180945907322e-05,
+   "max": 9.123962017751875e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4121,1394 +4123,3314 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040166398882865906,
-    0.0008170560002326965,
-    0.0027294080257415773
+    0.0003583360016345978,
+    0.0009344639778137207,
+    0.002406239986419678
    ],
-   "host_canary_seconds": 1.1972375000013358e-05,
+   "host_canary_seconds": 1.130536999994547e-05,
    "pass_seconds": [
-    0.00011588800166334427,
-    0.00010982171907311395,
-    9.449599949376923e-05
+    7.885180945907322e-05,
+    8.89112374612263e-05,
+    9.123962017751875e-05
    ],
    "pass_host_canary_seconds": [
-    1.1972375000013358e-05,
-    1.0680074999953604e-05,
-    8.055269999971415e-06
+    1.130536999994547e-05,
+    1.0451375000002371e-05,
+    1.0933007500284475e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001605439931154251,
-   "min": 8.966399729251861e-05,
-   "max": 0.0005724160075187683,
+   "seconds": 0.00016012799739837646,
+   "min": 9.504000097513199e-05,
+   "max": 0.0003672640025615692,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2305189999963772e-05,
+   "host_canary_seconds": 1.1799739999673875e-05,
    "pass_seconds": [
-    0.00014502400159835816,
-    0.00021695999801158905,
-    0.0001605439931154251
+    0.00014047999680042266,
+    0.00021328000724315642,
+    0.00016012799739837646
    ],
    "pass_host_canary_seconds": [
-    1.2305189999963772e-05,
-    1.0667399999988447e-05,
-    8.106814999990775e-06
+    1.1799739999673875e-05,
+    1.0414530000275591e-05,
+    8.154770000032841e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00011817599833011627,
-   "min": 6.620799750089646e-05,
-   "max": 0.000281792014837265,
+   "seconds": 0.00012774400413036345,
+   "min": 7.542400062084198e-05,
+   "max": 0.00023446400463581084,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2305189999963772e-05,
+   "host_canary_seconds": 1.1799739999673875e-05,
    "pass_seconds": [
-    0.00011817599833011627,
-    0.00013267199695110322,
-    0.00010163199901580811
+    0.00012774400413036345,
+    0.00013766400516033173,
+    9.139200299978256e-05
    ],
    "pass_host_canary_seconds": [
-    1.2305189999963772e-05,
-    1.0667399999988447e-05,
-    8.106814999990775e-06
+    1.1799739999673875e-05,
+    1.0414530000275591e-05,
+    8.154770000032841e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00015136000514030456,
-   "min": 0.00010675200074911118,
-   "max": 0.00032867199182510376,
+   "seconds": 0.00016607999801635743,
+   "min": 0.0001215360015630722,
+   "max": 0.00028803199529647827,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1980864999969754e-05,
+   "host_canary_seconds": 1.1410002500156224e-05,
    "pass_seconds": [
-    0.00015136000514030456,
-    0.00019702400267124177,
-    0.00014771200716495514
+    0.00015328000485897064,
+    0.00022934399545192718,
+    0.00016607999801635743
    ],
    "pass_host_canary_seconds": [
-    1.1980864999969754e-05,
-    1.0636175000087178e-05,
-    8.106814999990775e-06
+    1.1410002500156224e-05,
+    1.0493992500073545e-05,
+    8.857149999812464e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015830400586128236,
-   "min": 0.00010684800148010254,
-   "max": 0.0005809599757194519,
+   "seconds": 0.00017312000691890717,
+   "min": 0.00010416000336408616,
+   "max": 0.00037782400846481323,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1980864999969754e-05,
+   "host_canary_seconds": 1.1410002500156224e-05,
    "pass_seconds": [
-    0.00015830400586128236,
-    0.00015727999806404113,
-    0.00018671999871730803
+    0.00017312000691890717,
+    0.00020473599433898926,
+    0.00015436799824237822
    ],
    "pass_host_canary_seconds": [
-    1.1980864999969754e-05,
-    1.0636175000087178e-05,
-    8.106814999990775e-06
+    1.1410002500156224e-05,
+    1.0493992500073545e-05,
+    8.857149999812464e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0002668902397155762,
-   "min": 0.00018464767456054687,
-   "max": 0.0004994355010986329,
+   "seconds": 0.00022294143676757812,
+   "min": 0.0001816582489013672,
+   "max": 0.0004904422378540039,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1837319999976616e-05,
+   "host_canary_seconds": 1.1348015000294254e-05,
    "pass_seconds": [
-    0.0002668902397155762,
-    0.00029780479431152344,
-    0.0002169753646850586
+    0.00021964160919189454,
+    0.0002244268798828125,
+    0.00022294143676757812
    ],
    "pass_host_canary_seconds": [
-    1.1837319999976616e-05,
-    1.2674907500027644e-05,
-    8.184860000000072e-06
+    1.1348015000294254e-05,
+    1.0652005000224563e-05,
+    8.307344999707312e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005155001449584961,
-   "min": 0.00038180862426757814,
-   "max": 0.0007609881591796875,
+   "seconds": 0.0005657753753662109,
+   "min": 0.0004078854370117187,
+   "max": 0.0008198751831054688,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.184464499999649e-05,
+   "host_canary_seconds": 1.1046754999597396e-05,
    "pass_seconds": [
-    0.0005155001449584961,
-    0.0006643801879882813,
-    0.0004588595199584961
+    0.00047559425354003903,
+    0.0007665529632568359,
+    0.0005657753753662109
    ],
    "pass_host_canary_seconds": [
-    1.184464499999649e-05,
-    1.1405685000056565e-05,
-    8.293672499917194e-06
+    1.1046754999597396e-05,
+    1.0697989999925994e-05,
+    1.1482804999900509e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00018964672088623048,
-   "min": 0.00015789248466491698,
-   "max": 0.00027350400924682617,
+   "seconds": 0.00018936511993408202,
+   "min": 0.0001314956760406494,
+   "max": 0.00043767360687255863,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2013217500026485e-05,
+   "host_canary_seconds": 1.0765057500066177e-05,
    "pass_seconds": [
-    0.00018964672088623048,
-    0.00019545984268188476,
-    0.00017457855224609374
+    0.00018936511993408202,
+    0.0003253555297851563,
+    0.00015205311775207518
    ],
    "pass_host_canary_seconds": [
-    1.2013217500026485e-05,
-    9.851667499987115e-06,
-    8.113304999994853e-06
+    1.0765057500066177e-05,
+    1.0727215000088109e-05,
+    7.893244999763738e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0003272428894042969,
-   "min": 0.00029548608779907224,
-   "max": 0.0005604902267456055,
+   "seconds": 0.000311976318359375,
+   "min": 0.00023222400665283204,
+   "max": 0.0006764134216308594,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1655539999964048e-05,
+   "host_canary_seconds": 1.0841564999850562e-05,
    "pass_seconds": [
-    0.00037279808044433596,
-    0.0003272428894042969,
-    0.0003162387275695801
+    0.000311976318359375,
+    0.0005065862274169922,
+    0.00023990591049194334
    ],
    "pass_host_canary_seconds": [
-    1.1655539999964048e-05,
-    8.204497500017282e-06,
-    8.40190999994661e-06
+    1.0841564999850562e-05,
+    1.0575039999594082e-05,
+    7.855160000076466e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00015977791786193847,
-   "min": 0.00014187071800231932,
-   "max": 0.00020342208862304687,
+   "seconds": 0.00016957632064819339,
+   "min": 0.00014507967948913575,
+   "max": 0.00022286079406738283,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0790199999988203e-05,
+   "host_canary_seconds": 1.1183004999679725e-05,
    "pass_seconds": [
-    0.0001759475135803223,
-    0.00014722496032714845,
-    0.00015977791786193847
+    0.00016957632064819339,
+    0.000156366720199585,
+    0.0001917241668701172
    ],
    "pass_host_canary_seconds": [
-    1.0790199999988203e-05,
-    7.85948000000758e-06,
-    8.276045000030762e-06
+    1.1183004999679725e-05,
+    1.0465144999898257e-05,
+    1.1030087499932505e-05
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.000313437442779541,
-   "min": 0.00020286720275878908,
-   "max": 0.0004054195022583008,
+   "seconds": 0.0003194553565979004,
+   "min": 0.0002622169685363769,
+   "max": 0.000497446403503418,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1342155000022558e-05,
+   "host_canary_seconds": 1.1146075000283417e-05,
    "pass_seconds": [
-    0.000313437442779541,
-    0.00032883071899414065,
-    0.00027928895950317384
+    0.0003194553565979004,
+    0.0004026796722412109,
+    0.00028846527099609374
    ],
    "pass_host_canary_seconds": [
-    1.1342155000022558e-05,
-    1.0834735000031515e-05,
-    8.327309999884847e-06
+    1.1146075000283417e-05,
+    1.059895999986793e-05,
+    1.1108302500133504e-05
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00018231359481811523,
-   "min": 0.00016552640914916993,
-   "max": 0.00025387712478637693,
+   "seconds": 0.00018456575393676757,
+   "min": 0.00016224191665649413,
+   "max": 0.00019704639434814454,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1263730000052874e-05,
+   "host_canary_seconds": 1.0788614999910351e-05,
    "pass_seconds": [
-    0.00020258752822875978,
-    0.00018231359481811523,
-    0.00017060991287231445
+    0.00019132223129272462,
+    0.00018456575393676757,
+    0.00017470079421997068
    ],
    "pass_host_canary_seconds": [
-    1.1263730000052874e-05,
-    1.0931204999877765e-05,
-    8.521299999983967e-06
+    1.0788614999910351e-05,
+    1.0634699999911846e-05,
+    1.0174260000326285e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00032380863189697265,
-   "min": 0.0002617158317565918,
-   "max": 0.0005630694580078125,
+   "seconds": 0.00031975936889648435,
+   "min": 0.00022360191345214845,
+   "max": 0.00046811710357666015,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1596595000007427e-05,
+   "host_canary_seconds": 1.1065174999771444e-05,
    "pass_seconds": [
-    0.000426984977722168,
-    0.00032380863189697265,
-    0.00027726335525512694
+    0.0003081823921203613,
+    0.0003962252807617188,
+    0.00031975936889648435
    ],
    "pass_host_canary_seconds": [
-    1.1596595000007427e-05,
-    1.1253775000028554e-05,
-    8.521299999983967e-06
+    1.1065174999771444e-05,
+    1.050588499992955e-05,
+    1.1698520000322787e-05
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00024929344177246094,
-   "min": 0.0001875904083251953,
-   "max": 0.00026967552185058595,
+   "seconds": 0.00024018623352050782,
+   "min": 0.00015521344184875487,
+   "max": 0.00031795328140258786,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1333754999967027e-05,
+   "host_canary_seconds": 1.080638750011076e-05,
    "pass_seconds": [
-    0.00025934080123901366,
-    0.00024929344177246094,
-    0.00019425792694091796
+    0.00019740352630615233,
+    0.0002681606483459473,
+    0.00024018623352050782
    ],
    "pass_host_canary_seconds": [
-    1.1333754999967027e-05,
-    1.115580499998714e-05,
-    8.72891249997565e-06
+    1.080638750011076e-05,
+    1.0126720000016575e-05,
+    1.1330505000159974e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.000537896957397461,
-   "min": 0.0004313888168334961,
-   "max": 0.0008328076934814453,
+   "seconds": 0.0005301580810546875,
+   "min": 0.0003224198532104492,
+   "max": 0.0007122195434570313,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1955024999963371e-05,
+   "host_canary_seconds": 1.1271684999769605e-05,
    "pass_seconds": [
-    0.0007271711730957031,
-    0.000537896957397461,
-    0.0005059692764282226
+    0.0006652889251708985,
+    0.00039471233367919926,
+    0.0005301580810546875
    ],
    "pass_host_canary_seconds": [
-    1.1955024999963371e-05,
-    1.0582274999961782e-05,
-    1.0324659999980667e-05
+    1.1271684999769605e-05,
+    1.023531750007578e-05,
+    1.133296500029246e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.0001891097640991211,
-   "min": 0.00016996160507202148,
-   "max": 0.0002912076759338379,
+   "seconds": 0.00018281280517578127,
+   "min": 0.00014100735664367676,
+   "max": 0.0003288518524169922,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1117347500011477e-05,
+   "host_canary_seconds": 1.1389495000173611e-05,
    "pass_seconds": [
-    0.0001891097640991211,
-    0.00025992767333984375,
-    0.00017587583541870118
+    0.00019275136947631837,
+    0.0001672812843322754,
+    0.00018281280517578127
    ],
    "pass_host_canary_seconds": [
-    1.1117347500011477e-05,
-    1.088600499997483e-05,
-    1.026697500009277e-05
+    1.1389495000173611e-05,
+    1.3488339999980781e-05,
+    1.0474100000124053e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00041278656005859374,
-   "min": 0.00029607168197631837,
-   "max": 0.0006268076705932616,
+   "seconds": 0.0004113395309448242,
+   "min": 0.0002679743957519531,
+   "max": 0.0005843929672241211,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0990402500006269e-05,
+   "host_canary_seconds": 1.1063935000095171e-05,
    "pass_seconds": [
-    0.0004054150390625,
-    0.0005045881652832032,
-    0.00041278656005859374
+    0.0004113395309448242,
+    0.00036944190979003907,
+    0.000490846061706543
    ],
    "pass_host_canary_seconds": [
-    1.0990402500006269e-05,
-    1.0871205000029249e-05,
-    1.0593837500039171e-05
+    1.1063935000095171e-05,
+    1.3357552500110615e-05,
+    1.1068314999533867e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00023448448181152343,
-   "min": 0.00020256704330444335,
-   "max": 0.0005378355026245117,
+   "seconds": 0.00028649984359741215,
+   "min": 0.00019768192291259767,
+   "max": 0.00035723838806152346,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1468189999987998e-05,
+   "host_canary_seconds": 1.10679749997189e-05,
    "pass_seconds": [
-    0.00036745086669921876,
-    0.00023448448181152343,
-    0.00022607744216918943
+    0.00024428863525390623,
+    0.00032026176452636714,
+    0.00028649984359741215
    ],
    "pass_host_canary_seconds": [
-    1.1468189999987998e-05,
-    1.0879314999954203e-05,
-    1.0815495000002783e-05
+    1.10679749997189e-05,
+    1.090404500018849e-05,
+    1.1433004999616969e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0005193395233154297,
-   "min": 0.0003830508804321289,
-   "max": 0.0006322361755371094,
+   "seconds": 0.0006274649429321289,
+   "min": 0.00047655296325683594,
+   "max": 0.0008156249237060546,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.17471949999981e-05,
+   "host_canary_seconds": 1.1697140000137551e-05,
    "pass_seconds": [
-    0.0005637094497680665,
-    0.0005193395233154297,
-    0.000447825927734375
+    0.0006274649429321289,
+    0.0005564992141723632,
+    0.0006639679718017579
    ],
    "pass_host_canary_seconds": [
-    1.17471949999981e-05,
-    1.054742499995598e-05,
-    1.0810205000097994e-05
+    1.1697140000137551e-05,
+    1.0569574999976794e-05,
+    1.1157000000139305e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.0001693062400817871,
-   "min": 0.0001518342399597168,
-   "max": 0.0002005574417114258,
+   "seconds": 0.00023545408248901368,
+   "min": 0.00012690560340881347,
+   "max": 0.00027245887756347653,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2210119999949142e-05,
+   "host_canary_seconds": 1.120306000018445e-05,
    "pass_seconds": [
-    0.00018746368408203125,
-    0.00016235776901245118,
-    0.0001693062400817871
+    0.00017918975830078125,
+    0.00023545408248901368,
+    0.0002562553596496582
    ],
    "pass_host_canary_seconds": [
-    1.2210119999949142e-05,
-    1.0564114999880303e-05,
-    1.0601614999927732e-05
+    1.120306000018445e-05,
+    1.0732854999560004e-05,
+    1.1625595000168687e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00041909889221191407,
-   "min": 0.0003053497505187988,
-   "max": 0.000654694366455078,
+   "seconds": 0.0005523859024047852,
+   "min": 0.0002511097526550293,
+   "max": 0.0006948601531982422,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.210650499999133e-05,
+   "host_canary_seconds": 1.1372777499900622e-05,
    "pass_seconds": [
-    0.0004503622436523438,
-    0.00041909889221191407,
-    0.0003352006530761719
+    0.0005523859024047852,
+    0.00026807680130004884,
+    0.0006043641662597656
    ],
    "pass_host_canary_seconds": [
-    1.210650499999133e-05,
-    1.0621977500022695e-05,
-    1.0802764999908732e-05
+    1.1372777499900622e-05,
+    7.229879999499644e-06,
+    1.122414500002833e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0002442118453979492,
-   "min": 0.00019567615509033206,
-   "max": 0.0003503238296508789,
+   "seconds": 0.00021706880569458007,
+   "min": 0.00015844672203063964,
+   "max": 0.0003549542236328125,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0913320000014438e-05,
+   "host_canary_seconds": 1.0332895000146891e-05,
    "pass_seconds": [
-    0.00027562623977661133,
-    0.0002442118453979492,
-    0.00020583551406860352
+    0.00021706880569458007,
+    0.0001762233543395996,
+    0.0003235539245605469
    ],
    "pass_host_canary_seconds": [
-    1.0913320000014438e-05,
-    1.0848390000006702e-05,
-    1.075726500005203e-05
+    1.0332895000146891e-05,
+    7.255979999740703e-06,
+    1.1131410000189135e-05
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002910451126098633,
-   "min": 0.0002048409652709961,
-   "max": 0.00033103679656982425,
+   "seconds": 0.00021997312545776366,
+   "min": 0.00019134975433349609,
+   "max": 0.0004630323028564453,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0583889999935535e-05,
+   "host_canary_seconds": 1.0398724999731712e-05,
    "pass_seconds": [
-    0.00031367231369018556,
-    0.0002910451126098633,
-    0.0002253228759765625
+    0.00021997312545776366,
+    0.00019909183502197266,
+    0.0003968147277832031
    ],
    "pass_host_canary_seconds": [
-    1.0583889999935535e-05,
-    1.0903360000042994e-05,
-    1.0843645000022662e-05
+    1.0398724999731712e-05,
+    7.304364999924928e-06,
+    1.1551919999988059e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00017601215362548827,
-   "min": 0.00014125120162963866,
-   "max": 0.00022265600204467772,
+   "seconds": 0.0001334720039367676,
+   "min": 0.00011980480194091796,
+   "max": 0.00020587968826293944,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0437540000012291e-05,
+   "host_canary_seconds": 1.0163205000139896e-05,
    "pass_seconds": [
-    0.00018248319625854492,
-    0.00017601215362548827,
-    0.00015257216453552246
+    0.0001334720039367676,
+    0.00012540160179138184,
+    0.00017434431076049806
    ],
    "pass_host_canary_seconds": [
-    1.0437540000012291e-05,
-    1.064104500002827e-05,
-    1.0843645000022662e-05
+    1.0163205000139896e-05,
+    7.16551250008024e-06,
+    1.1284242499698394e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00019887744903564455,
-   "min": 0.00016989248275756837,
-   "max": 0.00022664255142211914,
+   "seconds": 0.0001640934371948242,
+   "min": 0.0001411500835418701,
+   "max": 0.00026452287673950196,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0604315000009023e-05,
+   "host_canary_seconds": 1.0136674999898787e-05,
    "pass_seconds": [
-    0.0002176288032531738,
-    0.00019887744903564455,
-    0.0001770662307739258
+    0.0001640934371948242,
+    0.00014618495941162108,
+    0.00022258815765380862
    ],
    "pass_host_canary_seconds": [
-    1.0604315000009023e-05,
-    1.0658615000096461e-05,
-    1.1241445000109706e-05
+    1.0136674999898787e-05,
+    7.305229999587937e-06,
+    1.102141999979267e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0002806547164916992,
-   "min": 0.00021734207153320314,
-   "max": 0.00032279361724853515,
+   "seconds": 0.00023401664733886717,
+   "min": 0.00019775232315063476,
+   "max": 0.0002655513572692871,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0310279999998784e-05,
+   "host_canary_seconds": 1.0347835000175109e-05,
    "pass_seconds": [
-    0.0003106496047973633,
-    0.0002806547164916992,
-    0.00022646591186523436
+    0.0002575059127807617,
+    0.00020233728408813477,
+    0.00023401664733886717
    ],
    "pass_host_canary_seconds": [
-    1.0310279999998784e-05,
-    1.0164494999997942e-05,
-    1.1135580000001254e-05
+    1.0347835000175109e-05,
+    7.4585800001614186e-06,
+    7.979070000487809e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00031483392715454106,
-   "min": 0.00022590143203735352,
-   "max": 0.00037701248168945316,
+   "seconds": 0.0002558713531494141,
+   "min": 0.00022374080657958984,
+   "max": 0.00032693824768066404,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0461835000015185e-05,
+   "host_canary_seconds": 1.0361414999806585e-05,
    "pass_seconds": [
-    0.0003452384185791016,
-    0.00031483392715454106,
-    0.0002563078308105469
+    0.0002558713531494141,
+    0.00022480064392089844,
+    0.00029740480422973633
    ],
    "pass_host_canary_seconds": [
-    1.0461835000015185e-05,
-    1.085392500002058e-05,
-    1.0975614999892969e-05
+    1.0361414999806585e-05,
+    7.5003799997830356e-06,
+    8.435025000039787e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00011393983840942383,
-   "min": 8.31167984008789e-05,
-   "max": 0.00015947711944580076,
+   "seconds": 0.00010076736450195312,
+   "min": 8.6943359375e-05,
+   "max": 0.00012644160270690918,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0626810000005094e-05,
+   "host_canary_seconds": 1.0146770000289962e-05,
    "pass_seconds": [
-    0.00011393983840942383,
-    0.00011981375694274903,
-    9.45081615447998e-05
+    0.00010705023765563966,
+    9.035776138305665e-05,
+    0.00010076736450195312
    ],
    "pass_host_canary_seconds": [
-    1.0626810000005094e-05,
-    1.1028847500043072e-05,
-    8.452972499952693e-06
+    1.0146770000289962e-05,
+    7.4981774997695534e-06,
+    7.419542499746967e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00014110464096069337,
-   "min": 0.0001225990390777588,
-   "max": 0.00016308160781860353,
+   "seconds": 0.00012755007743835449,
+   "min": 0.00010969728469848632,
+   "max": 0.00015819071769714355,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0525725000007923e-05,
+   "host_canary_seconds": 1.0121704999619396e-05,
    "pass_seconds": [
-    0.00014110464096069337,
-    0.0001450271987915039,
-    0.0001380339241027832
+    0.00013400896072387697,
+    0.0001175052833557129,
+    0.00012755007743835449
    ],
    "pass_host_canary_seconds": [
-    1.0525725000007923e-05,
-    1.0713565000060044e-05,
-    1.0899014999949942e-05
+    1.0121704999619396e-05,
+    7.938395000053334e-06,
+    7.81566999989991e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00011053695678710937,
-   "min": 9.822591781616212e-05,
-   "max": 0.00012758208274841307,
+   "seconds": 9.803008079528808e-05,
+   "min": 8.929344177246094e-05,
+   "max": 0.00011139583587646485,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.040679749998219e-05,
+   "host_canary_seconds": 1.0147562499867034e-05,
    "pass_seconds": [
-    0.00011544063568115234,
-    0.00011053695678710937,
-    0.00010913279533386231
+    9.803008079528808e-05,
+    9.456640243530272e-05,
+    0.00010820159912109375
    ],
    "pass_host_canary_seconds": [
-    1.040679749998219e-05,
-    1.0534080000041969e-05,
-    1.0959394999972006e-05
+    1.0147562499867034e-05,
+    8.17054500004133e-06,
+    8.510682500002531e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00013012415885925292,
-   "min": 0.00010270208358764648,
-   "max": 0.00015082624435424805,
+   "seconds": 0.00012860095977783203,
+   "min": 0.00010196096420288086,
+   "max": 0.00016425024032592773,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.063971000000663e-05,
+   "host_canary_seconds": 1.0173420000114674e-05,
    "pass_seconds": [
-    0.00013012415885925292,
-    0.00013701120376586912,
-    0.00011307904243469239
+    0.00015028863906860353,
+    0.00010925567626953126,
+    0.00012860095977783203
    ],
    "pass_host_canary_seconds": [
-    1.063971000000663e-05,
-    1.0744140000014114e-05,
-    8.47487000001479e-06
+    1.0173420000114674e-05,
+    8.222047500225926e-06,
+    9.01563500008251e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010189888000488281,
-   "min": 7.932672023773193e-05,
-   "max": 0.00012269248008728027,
+   "seconds": 0.0001070291233062744,
+   "min": 8.430784225463866e-05,
+   "max": 0.00012301312446594238,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0889367499977708e-05,
+   "host_canary_seconds": 1.0087787499912792e-05,
    "pass_seconds": [
-    0.00010189888000488281,
-    0.00011196607589721681,
-    8.193920135498048e-05
+    0.00011797375679016113,
+    9.312383651733398e-05,
+    0.0001070291233062744
    ],
    "pass_host_canary_seconds": [
-    1.0889367499977708e-05,
-    1.0372505000049158e-05,
-    8.26179749999767e-06
+    1.0087787499912792e-05,
+    7.755254999892713e-06,
+    8.931297499827907e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.0001268627166748047,
-   "min": 9.621248245239258e-05,
-   "max": 0.00015814784049987792,
+   "seconds": 0.0001201030445098877,
+   "min": 9.913344383239747e-05,
+   "max": 0.00015950976371765138,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0396770000014044e-05,
+   "host_canary_seconds": 1.0385895000126767e-05,
    "pass_seconds": [
-    0.0001268627166748047,
-    0.0001387936019897461,
-    0.00010188863754272461
+    0.00014054911613464355,
+    0.00010309375762939453,
+    0.0001201030445098877
    ],
    "pass_host_canary_seconds": [
-    1.0396770000014044e-05,
-    1.074576500002422e-05,
-    8.440550000017312e-06
+    1.0385895000126767e-05,
+    7.460350000201288e-06,
+    7.837502500080974e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010308799743652343,
-   "min": 7.778687953948975e-05,
-   "max": 0.00012215680122375488,
+   "seconds": 9.929856300354005e-05,
+   "min": 8.571904182434082e-05,
+   "max": 0.00012304896354675294,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0890707500017528e-05,
+   "host_canary_seconds": 1.0130680000202119e-05,
    "pass_seconds": [
-    0.00010308799743652343,
-    0.00010905856132507325,
-    8.193344116210937e-05
+    0.00010524415969848633,
+    9.908288002014161e-05,
+    9.929856300354005e-05
    ],
    "pass_host_canary_seconds": [
-    1.0890707500017528e-05,
-    1.0562460000045348e-05,
-    8.53197249995219e-06
+    1.0130680000202119e-05,
+    9.359527500123476e-06,
+    7.542252499774804e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00012873920440673828,
-   "min": 0.00010306112289428711,
-   "max": 0.0001589311981201172,
+   "seconds": 0.00011973952293395997,
+   "min": 0.00010393535614013672,
+   "max": 0.00015222399711608888,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0746340000054032e-05,
+   "host_canary_seconds": 1.002029999995102e-05,
    "pass_seconds": [
-    0.00012873920440673828,
-    0.00013623231887817383,
-    0.00010880895614624023
+    0.00012724608421325683,
+    0.00011900416374206543,
+    0.00011973952293395997
    ],
    "pass_host_canary_seconds": [
-    1.0746340000054032e-05,
-    1.0430960000036293e-05,
-    8.57012249994682e-06
+    1.002029999995102e-05,
+    8.427234999714984e-06,
+    7.472195000275405e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010171072006225586,
-   "min": 9.092160224914551e-05,
-   "max": 0.00012476287841796873,
+   "seconds": 9.873791694641113e-05,
+   "min": 8.936575889587402e-05,
+   "max": 0.00011508095741271972,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.047368249999181e-05,
+   "host_canary_seconds": 1.0050607500033948e-05,
    "pass_seconds": [
-    9.561152458190918e-05,
-    0.00011146047592163085,
-    0.00010171072006225586
+    0.00010965312004089355,
+    9.873791694641113e-05,
+    9.746496200561522e-05
    ],
    "pass_host_canary_seconds": [
-    1.047368249999181e-05,
-    1.043991999999605e-05,
-    8.948192500000118e-06
+    1.0050607500033948e-05,
+    8.799857500036979e-06,
+    7.388882499981264e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00013622912406921386,
-   "min": 0.00011499648094177246,
-   "max": 0.00015485440254211426,
+   "seconds": 0.00011490816116333008,
+   "min": 0.00010286144256591797,
+   "max": 0.00014247551918029785,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0585264999960487e-05,
+   "host_canary_seconds": 9.963115000459765e-06,
    "pass_seconds": [
-    0.00013622912406921386,
-    0.000136943998336792,
-    0.00011847616195678712
+    0.0001365657615661621,
+    0.0001057107162475586,
+    0.00011490816116333008
    ],
    "pass_host_canary_seconds": [
-    1.0585264999960487e-05,
-    1.023716499986449e-05,
-    8.4988724999846e-06
+    9.963115000459765e-06,
+    7.616620000021612e-06,
+    7.520472500175401e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00012148351669311523,
-   "min": 0.00010577535629272461,
-   "max": 0.00016941696166992187,
+   "seconds": 0.00010518207550048828,
+   "min": 9.645376205444336e-05,
+   "max": 0.0001459443187713623,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0643524999984776e-05,
+   "host_canary_seconds": 1.0264615000323828e-05,
    "pass_seconds": [
-    0.00012163840293884276,
-    0.00012148351669311523,
-    0.00011530112266540528
+    0.00010518207550048828,
+    9.796607971191406e-05,
+    0.00011766847610473632
    ],
    "pass_host_canary_seconds": [
-    1.0643524999984776e-05,
-    1.0251554999953783e-05,
-    9.577819999933013e-06
+    1.0264615000323828e-05,
+    7.658214999821666e-06,
+    8.257014999912827e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001463526439666748,
-   "min": 0.0001337772846221924,
-   "max": 0.00016188032150268557,
+   "seconds": 0.00012896703720092774,
+   "min": 0.00011422080039978027,
+   "max": 0.000157008638381958,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0620129999949768e-05,
+   "host_canary_seconds": 9.581785000136734e-06,
    "pass_seconds": [
-    0.0001526643180847168,
-    0.0001463526439666748,
-    0.00013829504013061522
+    0.00012896703720092774,
+    0.00011699647903442383,
+    0.00013356351852416993
    ],
    "pass_host_canary_seconds": [
-    1.0620129999949768e-05,
-    1.0349364999910904e-05,
-    1.102014500006021e-05
+    9.581785000136734e-06,
+    7.742184999699475e-06,
+    7.811689999925876e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00012545727729797363,
-   "min": 0.00011408384323120118,
-   "max": 0.000146746244430542,
+   "seconds": 0.00010814144134521484,
+   "min": 0.0001027603244781494,
+   "max": 0.00012435584068298342,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0755730000013842e-05,
+   "host_canary_seconds": 1.0037159999853883e-05,
    "pass_seconds": [
-    0.00012911104202270506,
-    0.00012545727729797363,
-    0.00011794239997863768
+    0.00010814144134521484,
+    0.00010644224166870117,
+    0.00011707008361816406
    ],
    "pass_host_canary_seconds": [
-    1.0755730000013842e-05,
-    1.0236465000019734e-05,
-    8.496479999990924e-06
+    1.0037159999853883e-05,
+    7.543499999940195e-06,
+    7.655710000165072e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.000151079044342041,
-   "min": 0.00013522687911987305,
-   "max": 0.0001869900894165039,
+   "seconds": 0.00013590847969055175,
+   "min": 0.00012058560371398925,
+   "max": 0.00015722880363464354,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.075005499998838e-05,
+   "host_canary_seconds": 1.0202820000131396e-05,
    "pass_seconds": [
-    0.0001606528091430664,
-    0.000151079044342041,
-    0.00014262720108032228
+    0.00013590847969055175,
+    0.00012279359817504883,
+    0.00014105664253234864
    ],
    "pass_host_canary_seconds": [
-    1.075005499998838e-05,
-    1.027997999997865e-05,
-    8.530930000034686e-06
+    1.0202820000131396e-05,
+    7.392587500021364e-06,
+    7.808970000269255e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.0001242527961730957,
-   "min": 9.377344131469727e-05,
-   "max": 0.0001679814338684082,
+   "seconds": 0.00011942336082458496,
+   "min": 0.00010241600036621093,
+   "max": 0.00012958592414855956,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0633720000043923e-05,
+   "host_canary_seconds": 1.0265620000211584e-05,
    "pass_seconds": [
-    0.0001309836769104004,
-    0.0001242527961730957,
-    0.00011809663772583007
+    0.0001235910415649414,
+    0.00010658495903015138,
+    0.00011942336082458496
    ],
    "pass_host_canary_seconds": [
-    1.0633720000043923e-05,
-    1.0157594999924413e-05,
-    8.080100000000812e-06
+    1.0265620000211584e-05,
+    7.579685000109749e-06,
+    8.226144999525786e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001502188777923584,
-   "min": 0.0001102444839477539,
-   "max": 0.00017297664642333986,
+   "seconds": 0.0001367635154724121,
+   "min": 0.00010287679672241212,
+   "max": 0.00020210943222045898,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0486169999950334e-05,
+   "host_canary_seconds": 1.0137699999859251e-05,
    "pass_seconds": [
-    0.0001502188777923584,
-    0.0001488684844970703,
-    0.00015309887886047363
+    0.00014218048095703125,
+    0.0001137119960784912,
+    0.0001367635154724121
    ],
    "pass_host_canary_seconds": [
-    1.0486169999950334e-05,
-    1.0263440000102264e-05,
-    1.1164855000060924e-05
+    1.0137699999859251e-05,
+    7.284529999935785e-06,
+    8.087924999813367e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00011276800155639649,
-   "min": 8.873791694641112e-05,
-   "max": 0.00012859519958496093,
+   "seconds": 0.00010042624473571778,
+   "min": 9.058048248291015e-05,
+   "max": 0.00012411392211914062,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0911434999982816e-05,
+   "host_canary_seconds": 1.0106612500067058e-05,
    "pass_seconds": [
-    0.00012023103713989258,
-    0.00011276800155639649,
-    9.305472373962402e-05
+    0.00010042624473571778,
+    9.316160202026366e-05,
+    0.00011188351631164551
    ],
    "pass_host_canary_seconds": [
-    1.0911434999982816e-05,
-    1.0369612500014112e-05,
-    8.393044999976951e-06
+    1.0106612500067058e-05,
+    7.16526249988192e-06,
+    8.032824999872901e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00014501184463500976,
-   "min": 0.0001086956787109375,
-   "max": 0.0001709004783630371,
+   "seconds": 0.0001344927978515625,
+   "min": 0.00010619584083557129,
+   "max": 0.00016588672637939453,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0678205000047569e-05,
+   "host_canary_seconds": 9.974769999985256e-06,
    "pass_seconds": [
-    0.00014790847778320312,
-    0.00013969152450561524,
-    0.00014501184463500976
+    0.0001344927978515625,
+    0.00010803903579711913,
+    0.000152423038482666
    ],
    "pass_host_canary_seconds": [
-    1.0678205000047569e-05,
-    1.0261114999963183e-05,
-    9.18612500001359e-06
+    9.974769999985256e-06,
+    7.084699999779787e-06,
+    1.1080759999799739e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010881855964660644,
-   "min": 9.709183692932128e-05,
-   "max": 0.00014247743606567384,
+   "seconds": 0.00010053952217102051,
+   "min": 8.075519561767578e-05,
+   "max": 0.00010785344123840333,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0689950000006831e-05,
+   "host_canary_seconds": 1.0134052500063717e-05,
    "pass_seconds": [
-    0.00010881855964660644,
-    0.00010148736000061035,
-    0.0001217024040222168
+    0.00010053952217102051,
+    8.172479629516601e-05,
+    0.00010149567604064942
    ],
    "pass_host_canary_seconds": [
-    1.0689950000006831e-05,
-    1.0444167499983337e-05,
-    8.224725000047784e-06
+    1.0134052500063717e-05,
+    7.036705000018628e-06,
+    7.645444999866412e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00013165632247924805,
-   "min": 0.0001047590446472168,
-   "max": 0.000155796480178833,
+   "seconds": 0.00010592639923095704,
+   "min": 9.26585578918457e-05,
+   "max": 0.00017838144302368165,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0611459999978479e-05,
+   "host_canary_seconds": 8.933727499993438e-06,
    "pass_seconds": [
-    0.00013175999641418457,
-    0.00013165632247924805,
-    0.00011857536315917968
+    0.00012531200408935546,
+    9.812416076660157e-05,
+    0.00010592639923095704
    ],
    "pass_host_canary_seconds": [
-    1.0611459999978479e-05,
-    1.0409440000103131e-05,
-    8.33958500003007e-06
+    8.933727499993438e-06,
+    6.947512499948516e-06,
+    7.4368925001522264e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00018144447326660156,
-   "min": 0.00016370815277099612,
-   "max": 0.00023983743667602538,
+   "seconds": 0.00016059328079223633,
+   "min": 0.00013575488090515137,
+   "max": 0.00020827903747558594,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.054909000004045e-05,
+   "host_canary_seconds": 8.538727499853848e-06,
    "pass_seconds": [
-    0.00018183679580688477,
-    0.00018144447326660156,
-    0.00016969728469848631
+    0.0001678879928588867,
+    0.00013736063957214356,
+    0.00016059328079223633
    ],
    "pass_host_canary_seconds": [
-    1.054909000004045e-05,
-    1.0495052500019142e-05,
-    8.388815000017758e-06
+    8.538727499853848e-06,
+    6.9350450002048095e-06,
+    7.77424250003378e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00021044416427612304,
-   "min": 0.00017427328109741213,
-   "max": 0.00022912063598632814,
+   "seconds": 0.00018095232009887694,
+   "min": 0.00014767104148864747,
+   "max": 0.00027620031356811526,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.055961500000535e-05,
+   "host_canary_seconds": 1.1970324999879267e-05,
    "pass_seconds": [
-    0.00021073791503906252,
-    0.00021044416427612304,
-    0.00018609983444213866
+    0.00026290176391601563,
+    0.00015339903831481933,
+    0.00018095232009887694
    ],
    "pass_host_canary_seconds": [
-    1.055961500000535e-05,
-    1.0924979999913376e-05,
-    8.273900000048685e-06
+    1.1970324999879267e-05,
+    6.855249999944135e-06,
+    7.906969999567082e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0004266284942626953,
-   "min": 0.00033955520629882813,
-   "max": 0.0005846259307861328,
+   "seconds": 0.0004272447967529297,
+   "min": 0.00029540159225463866,
+   "max": 0.0005452096176147461,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1768015000015452e-05,
+   "host_canary_seconds": 1.1485142500191615e-05,
    "pass_seconds": [
-    0.0004759724807739258,
-    0.0003694015884399414,
-    0.0004266284942626953
+    0.0004582336044311523,
+    0.00031353088378906246,
+    0.0004272447967529297
    ],
    "pass_host_canary_seconds": [
-    1.1768015000015452e-05,
-    1.091100249993815e-05,
-    8.354200000013634e-06
+    1.1485142500191615e-05,
+    7.057239999994636e-06,
+    1.0788459999844235e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00045679233551025394,
-   "min": 0.0003829292678833008,
-   "max": 0.0006237862396240235,
+   "seconds": 0.0004846918487548828,
+   "min": 0.00027029695510864257,
+   "max": 0.0005780089569091797,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.159346249998805e-05,
+   "host_canary_seconds": 1.1546580000185713e-05,
    "pass_seconds": [
-    0.00045679233551025394,
-    0.0004778732681274414,
-    0.0004292787170410156
+    0.0004846918487548828,
+    0.00028661760330200197,
+    0.000498675193786621
    ],
    "pass_host_canary_seconds": [
-    1.159346249998805e-05,
-    1.1058125000005248e-05,
-    1.0958260000037968e-05
+    1.1546580000185713e-05,
+    9.675479999486924e-06,
+    8.429399999840825e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00013623167991638183,
-   "min": 0.00010386240005493165,
-   "max": 0.00020181247711181642,
+   "seconds": 0.00011916735649108887,
+   "min": 9.758848190307617e-05,
+   "max": 0.00017259008407592775,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1336430000028485e-05,
+   "host_canary_seconds": 1.1437080000291643e-05,
    "pass_seconds": [
-    0.00013623167991638183,
-    0.0001330399990081787,
-    0.00013728832244873048
+    0.00016713279724121094,
+    9.983743667602539e-05,
+    0.00011916735649108887
    ],
    "pass_host_canary_seconds": [
-    1.1336430000028485e-05,
-    1.094889500009799e-05,
-    1.194330000004129e-05
+    1.1437080000291643e-05,
+    9.931829999629827e-06,
+    7.903267499784761e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00016400768280029298,
-   "min": 0.0001403769588470459,
-   "max": 0.0002034675216674805,
+   "seconds": 0.00013524415969848634,
+   "min": 0.00012100031852722168,
+   "max": 0.00022644800186157228,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1032594999988987e-05,
+   "host_canary_seconds": 1.1344940000128644e-05,
    "pass_seconds": [
-    0.00015257408142089845,
-    0.00016400768280029298,
-    0.00019062911987304687
+    0.00019167680740356447,
+    0.00012376255989074707,
+    0.00013524415969848634
    ],
    "pass_host_canary_seconds": [
-    1.1032594999988987e-05,
-    1.0314809999982799e-05,
-    1.1991599999987558e-05
+    1.1344940000128644e-05,
+    9.753577499793664e-06,
+    7.64109999977336e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.0001357196807861328,
-   "min": 0.00011567359924316406,
-   "max": 0.00015883584022521974,
+   "seconds": 0.00011055551528930664,
+   "min": 0.00010024448394775391,
+   "max": 0.00013324416160583497,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.034720000045126e-06,
+   "host_canary_seconds": 1.0659667499908209e-05,
    "pass_seconds": [
-    0.00012048192024230957,
-    0.0001357196807861328,
-    0.00015323264122009278
+    0.00012848768234252929,
+    0.0001028384017944336,
+    0.00011055551528930664
    ],
    "pass_host_canary_seconds": [
-    9.034720000045126e-06,
-    1.1077424999967889e-05,
-    1.223859000006655e-05
+    1.0659667499908209e-05,
+    9.612699999763663e-06,
+    7.571637500234374e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001704966354370117,
-   "min": 0.00014433792114257812,
-   "max": 0.00020741567611694338,
+   "seconds": 0.00013407487869262696,
+   "min": 0.00010817919731140137,
+   "max": 0.00017055360794067384,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0259164999979476e-05,
+   "host_canary_seconds": 1.0694915000044602e-05,
    "pass_seconds": [
-    0.00016425151824951172,
-    0.0001704966354370117,
-    0.00019048511505126954
+    0.00015798784255981443,
+    0.00011960960388183595,
+    0.00013407487869262696
    ],
    "pass_host_canary_seconds": [
-    1.0259164999979476e-05,
-    1.0554694999882486e-05,
-    1.2535215000042398e-05
+    1.0694915000044602e-05,
+    7.686589999593707e-06,
+    7.75357999998505e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00011356863975524903,
-   "min": 0.00010341055870056152,
-   "max": 0.0001395206356048584,
+   "seconds": 0.00010943424224853517,
+   "min": 9.441663742065429e-05,
+   "max": 0.0001641913604736328,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.913212500019086e-06,
+   "host_canary_seconds": 1.1971000000130515e-05,
    "pass_seconds": [
-    0.00010741951942443849,
-    0.00011356863975524903,
-    0.0001270476818084717
+    0.00014317760467529297,
+    0.00010943424224853517,
+    0.00010027327537536622
    ],
    "pass_host_canary_seconds": [
-    8.913212500019086e-06,
-    1.1131145000007338e-05,
-    1.2001309999902786e-05
+    1.1971000000130515e-05,
+    1.0050547500384256e-05,
+    8.015750000254229e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00014169599533081056,
-   "min": 0.00011905280113220215,
-   "max": 0.00023462591171264648,
+   "seconds": 0.00013889472007751465,
+   "min": 0.00011596480369567871,
+   "max": 0.00018822399139404298,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.462550000061241e-06,
+   "host_canary_seconds": 1.220576999998002e-05,
    "pass_seconds": [
-    0.000127128963470459,
-    0.00014169599533081056,
-    0.00017411008834838866
+    0.0001827359962463379,
+    0.00013889472007751465,
+    0.00012337216377258302
    ],
    "pass_host_canary_seconds": [
-    8.462550000061241e-06,
-    1.0654870000053051e-05,
-    1.220571000004611e-05
+    1.220576999998002e-05,
+    1.0178824999798054e-05,
+    8.001107500206216e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012843520164489746,
-   "min": 0.00010415488243103028,
-   "max": 0.0001727020835876465,
+   "seconds": 0.00012814144134521484,
+   "min": 0.0001047059154510498,
+   "max": 0.00016445503234863282,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.396482500003799e-06,
+   "host_canary_seconds": 1.2062510000419025e-05,
    "pass_seconds": [
-    0.00012087167739868164,
-    0.00012843520164489746,
-    0.0001544326400756836
+    0.00015680768013000488,
+    0.00012814144134521484,
+    0.00011236543655395508
    ],
    "pass_host_canary_seconds": [
-    8.396482500003799e-06,
-    1.0633020000057059e-05,
-    1.1858714999988251e-05
+    1.2062510000419025e-05,
+    9.885712499908551e-06,
+    7.633489999818721e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001677132797241211,
-   "min": 0.00013690303802490236,
-   "max": 0.0002731999969482422,
+   "seconds": 0.0001553286361694336,
+   "min": 0.00012615488052368165,
+   "max": 0.00021106367111206056,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1744645000000275e-05,
+   "host_canary_seconds": 1.2063165000313347e-05,
    "pass_seconds": [
-    0.0002101113510131836,
-    0.00016096895217895506,
-    0.0001677132797241211
+    0.00020331008911132813,
+    0.0001553286361694336,
+    0.00013510656356811523
    ],
    "pass_host_canary_seconds": [
-    1.1744645000000275e-05,
-    1.0830099999878939e-05,
-    1.1944069999998419e-05
+    1.2063165000313347e-05,
+    9.928764999926897e-06,
+    7.433139999761806e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 8.225536346435547e-05,
-   "min": 7.236032009124755e-05,
-   "max": 0.00010209024429321289,
+   "seconds": 7.331583976745605e-05,
+   "min": 5.750144004821777e-05,
+   "max": 9.954943656921386e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1882249999999317e-05,
+   "host_canary_seconds": 1.2164722500074277e-05,
    "pass_seconds": [
-    9.111295700073242e-05,
-    8.101504325866699e-05,
-    8.225536346435547e-05
+    9.335935592651367e-05,
+    7.331583976745605e-05,
+    6.403327941894531e-05
    ],
    "pass_host_canary_seconds": [
-    1.1882249999999317e-05,
-    1.0711082500023394e-05,
-    1.183051750004438e-05
+    1.2164722500074277e-05,
+    9.8990449998837e-06,
+    8.110234999776366e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 0.00010489919662475585,
-   "min": 8.726911544799805e-05,
-   "max": 0.00012889472007751465,
+   "seconds": 9.498368263244629e-05,
+   "min": 7.352575778961181e-05,
+   "max": 0.00013680255889892578,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.31770249998698e-06,
+   "host_canary_seconds": 1.227443499999481e-05,
    "pass_seconds": [
-    9.041600227355958e-05,
-    0.00010489919662475585,
-    0.00011494463920593261
+    0.00013037631988525392,
+    9.498368263244629e-05,
+    8.446592330932617e-05
    ],
    "pass_host_canary_seconds": [
-    8.31770249998698e-06,
-    1.0200185000002194e-05,
-    1.1664057499984892e-05
+    1.227443499999481e-05,
+    1.0037272500085236e-05,
+    7.858047499951226e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 7.380864143371582e-05,
-   "min": 6.291264057159423e-05,
-   "max": 9.337408065795898e-05,
+   "seconds": 6.562240123748779e-05,
+   "min": 5.243008136749268e-05,
+   "max": 8.946687698364257e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.600680000014904e-06,
+   "host_canary_seconds": 1.239906249992373e-05,
    "pass_seconds": [
-    6.7608962059021e-05,
-    7.380864143371582e-05,
-    7.772096157073975e-05
+    8.736191749572754e-05,
+    6.562240123748779e-05,
+    5.510464191436768e-05
    ],
    "pass_host_canary_seconds": [
-    8.600680000014904e-06,
-    1.056839999996839e-05,
-    1.1544145000073058e-05
+    1.239906249992373e-05,
+    9.892150000041511e-06,
+    7.5187999999570824e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 0.00010240256309509277,
-   "min": 8.452863693237304e-05,
-   "max": 0.00012336895942687988,
+   "seconds": 8.739007949829101e-05,
+   "min": 6.875711917877197e-05,
+   "max": 0.00012659775733947753,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.607555000033074e-06,
+   "host_canary_seconds": 1.223269999997001e-05,
    "pass_seconds": [
-    9.02560043334961e-05,
-    0.00010240256309509277,
-    0.00011496191978454589
+    0.00012132672309875489,
+    8.739007949829101e-05,
+    7.2609281539917e-05
    ],
    "pass_host_canary_seconds": [
-    8.607555000033074e-06,
-    1.0218002500010925e-05,
-    1.1864532499927806e-05
+    1.223269999997001e-05,
+    1.0267544999749135e-05,
+    7.693152500110046e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.00011267007827758789,
-   "min": 0.00010211968421936034,
-   "max": 0.00012796544075012207,
+   "seconds": 0.000105928316116333,
+   "min": 7.483520030975341e-05,
+   "max": 0.0001385267162322998,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.34524250002744e-06,
+   "host_canary_seconds": 1.1820424999768875e-05,
    "pass_seconds": [
-    0.00011267007827758789,
-    0.00010839360237121582,
-    0.00012255295753479004
+    0.0001268499183654785,
+    0.000105928316116333,
+    8.023807525634766e-05
    ],
    "pass_host_canary_seconds": [
-    8.34524250002744e-06,
-    1.0569762499912372e-05,
-    1.2106907499926933e-05
+    1.1820424999768875e-05,
+    9.660927499908212e-06,
+    7.730222500015315e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00014236351966857912,
-   "min": 0.00012043392181396485,
-   "max": 0.00019832639694213866,
+   "seconds": 0.00013124032020568849,
+   "min": 0.00011482560157775878,
+   "max": 0.00016732608795166015,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1639515000041456e-05,
+   "host_canary_seconds": 1.2171550000061871e-05,
    "pass_seconds": [
-    0.00018087615966796877,
-    0.0001306060791015625,
-    0.00014236351966857912
+    0.0001620249557495117,
+    0.00013124032020568849,
+    0.00012991616249084472
    ],
    "pass_host_canary_seconds": [
-    1.1639515000041456e-05,
-    1.0178644999996323e-05,
-    1.142672499995001e-05
+    1.2171550000061871e-05,
+    9.594504999768106e-06,
+    1.08989699998574e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.0001398483180999756,
-   "min": 0.00011716799736022949,
-   "max": 0.00025617536544799807,
+   "seconds": 0.00013002752304077148,
+   "min": 0.00012000255584716797,
+   "max": 0.00017569280624389649,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2291530000005934e-05,
+   "host_canary_seconds": 1.1895695000134765e-05,
    "pass_seconds": [
-    0.00020205247879028323,
-    0.00012679295539855956,
-    0.0001398483180999756
+    0.00016629375457763673,
+    0.00012545856475830078,
+    0.00013002752304077148
    ],
    "pass_host_canary_seconds": [
-    1.2291530000005934e-05,
-    1.079201500004956e-05,
-    1.1482274999963237e-05
+    1.1895695000134765e-05,
+    9.572394999963762e-06,
+    1.0586165000177062e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00020012992858886718,
-   "min": 0.00016202047348022462,
-   "max": 0.00030137599945068356,
+   "seconds": 0.0001564748764038086,
+   "min": 0.00012763903617858888,
+   "max": 0.0002307187271118164,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.226765499993121e-05,
+   "host_canary_seconds": 1.2119479999910254e-05,
    "pass_seconds": [
-    0.0002750214385986328,
-    0.00016794944763183595,
-    0.00020012992858886718
+    0.00020767168045043947,
+    0.00015318719863891602,
+    0.0001564748764038086
    ],
    "pass_host_canary_seconds": [
-    1.226765499993121e-05,
-    1.0667540000071085e-05,
-    1.21772100000328e-05
+    1.2119479999910254e-05,
+    9.572394999963762e-06,
+    1.0480230000098344e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 0.00012636544227600098,
-   "min": 9.991935729980468e-05,
-   "max": 0.0001626905632019043,
+   "seconds": 0.00010469311714172364,
+   "min": 8.324031829833983e-05,
+   "max": 0.00014452672004699706,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3125870000010309e-05,
+   "host_canary_seconds": 1.2058995000074902e-05,
    "pass_seconds": [
-    0.00015487232208251953,
-    0.00010531455993652343,
-    0.00012636544227600098
+    0.00012904128074645997,
+    8.758399963378907e-05,
+    0.00010469311714172364
    ],
    "pass_host_canary_seconds": [
-    1.3125870000010309e-05,
-    9.852732500021944e-06,
-    1.1609690000113915e-05
+    1.2058995000074902e-05,
+    7.561597500114203e-06,
+    1.0596189999887429e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00015399935722351074,
-   "min": 0.000126428804397583,
-   "max": 0.0002268832015991211,
+   "seconds": 0.00012744319915771485,
+   "min": 0.00010340031623840331,
+   "max": 0.00018338687896728517,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2385819999991554e-05,
+   "host_canary_seconds": 1.2289974999930564e-05,
    "pass_seconds": [
-    0.00021021696090698242,
-    0.00013958720207214357,
-    0.00015399935722351074
+    0.00017504127502441407,
+    0.00011136832237243653,
+    0.00012744319915771485
    ],
    "pass_host_canary_seconds": [
-    1.2385819999991554e-05,
-    9.638005000027761e-06,
-    1.1438174999938155e-05
+    1.2289974999930564e-05,
+    8.346184999936668e-06,
+    1.0480775000019093e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0005032960128784179,
-   "min": 0.0004099903869628906,
-   "max": 0.0007008262634277345,
+   "seconds": 0.00044271358489990234,
+   "min": 0.00035445632934570317,
+   "max": 0.0006389056015014648,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1769724999979304e-05,
+   "host_canary_seconds": 1.1276209999664388e-05,
    "pass_seconds": [
-    0.0005979910278320312,
-    0.0004605632019042969,
-    0.0005032960128784179
+    0.0004676665496826172,
+    0.0004335091018676758,
+    0.00044271358489990234
    ],
    "pass_host_canary_seconds": [
-    1.1769724999979304e-05,
-    1.0946919999952342e-05,
-    1.1038460000065698e-05
+    1.1276209999664388e-05,
+    9.716650000086702e-06,
+    1.0670834999757517e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005560383987426757,
-   "min": 0.00047218433380126956,
-   "max": 0.0008500768280029297,
+   "seconds": 0.0005249516677856446,
+   "min": 0.00045073215484619145,
+   "max": 0.0007838674926757813,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1788400000014576e-05,
+   "host_canary_seconds": 1.1391404999585575e-05,
    "pass_seconds": [
-    0.0006729971313476562,
-    0.0005560383987426757,
-    0.0005321478271484375
+    0.0006202700805664062,
+    0.0005249516677856446,
+    0.0004916704177856446
    ],
    "pass_host_canary_seconds": [
-    1.1788400000014576e-05,
-    1.0700330000048552e-05,
-    1.0582609999971738e-05
+    1.1391404999585575e-05,
+    9.869130000197402e-06,
+    1.1001839999948971e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0016520672607421875,
-   "min": 0.0011251891326904296,
-   "max": 0.001963956451416016,
+   "seconds": 0.0016227040100097656,
+   "min": 0.0012506368255615235,
+   "max": 0.0021596351623535156,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1642759999972441e-05,
+   "host_canary_seconds": 1.1438140000450402e-05,
    "pass_seconds": [
-    0.0016748294067382814,
-    0.0016520672607421875,
-    0.0013966522216796876
+    0.0018007603454589843,
+    0.0016227040100097656,
+    0.0014326655578613282
    ],
    "pass_host_canary_seconds": [
-    1.1642759999972441e-05,
-    1.1251350000094361e-05,
-    1.0402699999900732e-05
+    1.1438140000450402e-05,
+    1.071099000000686e-05,
+    1.1306664999892746e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0018797920227050782,
-   "min": 0.0014703231811523437,
-   "max": 0.0024200921630859375,
+   "seconds": 0.0021348985290527344,
+   "min": 0.0016288882446289063,
+   "max": 0.0024087840270996096,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0090230000017187e-05,
+   "host_canary_seconds": 1.1274705000232644e-05,
    "pass_seconds": [
-    0.0018797920227050782,
-    0.0022987962341308593,
-    0.001602901153564453
+    0.0022107501220703122,
+    0.0020208486938476564,
+    0.0021348985290527344
    ],
    "pass_host_canary_seconds": [
-    1.0090230000017187e-05,
-    1.1454324999959908e-05,
-    9.917409999928851e-06
+    1.1274705000232644e-05,
+    1.084048499990331e-05,
+    1.1025544999938574e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015915904045104982,
-   "min": 0.00011801024436950684,
-   "max": 0.00022038463592529298,
+   "seconds": 0.00015129023551940917,
+   "min": 0.00012560959815979003,
+   "max": 0.00016847743988037108,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.103106500004003e-05,
+   "host_canary_seconds": 1.1438220000172805e-05,
    "pass_seconds": [
-    0.00015915904045104982,
-    0.00017175359725952146,
-    0.0001236076831817627
+    0.00015129023551940917,
+    0.00016505983352661132,
+    0.00013860480308532715
    ],
    "pass_host_canary_seconds": [
-    1.103106500004003e-05,
-    1.298282000007589e-05,
-    1.0374219999960133e-05
+    1.1438220000172805e-05,
+    1.0859289999984867e-05,
+    1.0619890000498344e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001897043228149414,
-   "min": 0.00014104960441589355,
-   "max": 0.0002913254356384277,
+   "seconds": 0.00019486976623535158,
+   "min": 0.00017258176803588865,
+   "max": 0.00022891136169433596,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1212145000030206e-05,
+   "host_canary_seconds": 1.1468617500156598e-05,
    "pass_seconds": [
-    0.0001897043228149414,
-    0.00023589759826660156,
-    0.00014678336143493653
+    0.000189168643951416,
+    0.0002077395248413086,
+    0.00019486976623535158
    ],
    "pass_host_canary_seconds": [
-    1.1212145000030206e-05,
-    1.180946499999891e-05,
-    1.0513204999966774e-05
+    1.1468617500156598e-05,
+    1.1071455000433162e-05,
+    1.0939642500318314e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00027317440032958984,
-   "min": 0.000200832633972168,
-   "max": 0.0004175609588623047,
+   "seconds": 0.00027786815643310547,
+   "min": 0.0002483270454406738,
+   "max": 0.00033630081176757817,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1252330000033339e-05,
+   "host_canary_seconds": 1.160314499998094e-05,
    "pass_seconds": [
-    0.00027317440032958984,
-    0.00030520191192626953,
-    0.00020881792068481447
+    0.0002622617530822754,
+    0.00027786815643310547,
+    0.0002844889640808106
    ],
    "pass_host_canary_seconds": [
-    1.1252330000033339e-05,
-    1.167987500011236e-05,
-    1.088351999996462e-05
+    1.160314499998094e-05,
+    1.0862119999615061e-05,
+    1.1266579999755777e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0004624972915649414,
-   "min": 0.00034979713439941407,
-   "max": 0.0006341651153564453,
+   "seconds": 0.0005352998352050781,
+   "min": 0.00028904767990112304,
+   "max": 0.0007544812774658204,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0906605000045034e-05,
+   "host_canary_seconds": 1.1419755000474652e-05,
    "pass_seconds": [
-    0.0004624972915649414,
-    0.0004568857574462891,
-    0.00046262271881103515
+    0.0005695859146118164,
+    0.00031551231384277344,
+    0.0005352998352050781
    ],
    "pass_host_canary_seconds": [
-    1.0906605000045034e-05,
-    1.0874900000032993e-05,
-    1.107067000006623e-05
+    1.1419755000474652e-05,
+    1.0049659999822323e-05,
+    1.0966959999905157e-05
+   ]
+  },
+  "conv_host_k3_fp32_2x4x8x8_4_forward": {
+   "seconds": 5.2457300000696705e-05,
+   "min": 3.233730000147261e-05,
+   "max": 6.346289999328291e-05,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 1.1922630000071876e-05,
+   "pass_seconds": [
+    6.068339999956152e-05,
+    3.548769999497381e-05,
+    5.2457300000696705e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1922630000071876e-05,
+    9.774074999882032e-06,
+    1.1294872500116071e-05
+   ]
+  },
+  "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
+   "seconds": 0.0003196293999963018,
+   "min": 0.00016908020000983015,
+   "max": 0.00038703459999851476,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 1.1771525000199289e-05,
+   "pass_seconds": [
+    0.00037804359999427106,
+    0.00018406240000103934,
+    0.0003196293999963018
+   ],
+   "pass_host_canary_seconds": [
+    1.1771525000199289e-05,
+    9.691370000268762e-06,
+    1.1075145000063458e-05
+   ]
+  },
+  "conv_host_k3_fp32_8x32x28x28_32_forward": {
+   "seconds": 5.055640000364292e-05,
+   "min": 3.0141400009142673e-05,
+   "max": 5.69348999988506e-05,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 1.1417219999998451e-05,
+   "pass_seconds": [
+    5.202909999297844e-05,
+    3.2208300001457244e-05,
+    5.055640000364292e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1417219999998451e-05,
+    9.620779999863771e-06,
+    1.0972325000011552e-05
+   ]
+  },
+  "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
+   "seconds": 0.00036638249999896286,
+   "min": 0.00019581359999847335,
+   "max": 0.0006383505000030709,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 1.1947355000074822e-05,
+   "pass_seconds": [
+    0.0005142342999988614,
+    0.00023111210000479332,
+    0.00036638249999896286
+   ],
+   "pass_host_canary_seconds": [
+    1.1947355000074822e-05,
+    9.986419999563623e-06,
+    1.105021000000761e-05
+   ]
+  },
+  "conv_host_k3_fp32_16x64x56x56_64_forward": {
+   "seconds": 6.025870000030409e-05,
+   "min": 4.464390000293861e-05,
+   "max": 7.939550000628515e-05,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 1.15267949996678e-05,
+   "pass_seconds": [
+    6.025870000030409e-05,
+    4.996200000277895e-05,
+    7.459739999831072e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.15267949996678e-05,
+    1.0016545000439691e-05,
+    1.123194750022094e-05
+   ]
+  },
+  "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
+   "seconds": 0.0004922568999973009,
+   "min": 0.0002722819000041454,
+   "max": 0.0005602414000009049,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 1.2174467499903585e-05,
+   "pass_seconds": [
+    0.0004922568999973009,
+    0.00029561140000851084,
+    0.0005017000999941956
+   ],
+   "pass_host_canary_seconds": [
+    1.2174467499903585e-05,
+    1.007522500003688e-05,
+    1.1300437500096904e-05
+   ]
+  },
+  "conv_host_k3_fp32_32x128x56x56_128_forward": {
+   "seconds": 9.63027000011607e-05,
+   "min": 5.829010000297785e-05,
+   "max": 0.00010900949999950171,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 1.2170809999929589e-05,
+   "pass_seconds": [
+    9.645240000963896e-05,
+    6.498340000007374e-05,
+    9.63027000011607e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.2170809999929589e-05,
+    9.773637500245514e-06,
+    1.1128320000182157e-05
+   ]
+  },
+  "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
+   "seconds": 0.000558508400001756,
+   "min": 0.0002988235000088935,
+   "max": 0.000607736200004183,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 1.189791000030027e-05,
+   "pass_seconds": [
+    0.0005813907999936418,
+    0.0003319725999972434,
+    0.000558508400001756
+   ],
+   "pass_host_canary_seconds": [
+    1.189791000030027e-05,
+    9.77827500037165e-06,
+    1.125372249987322e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
+   "seconds": 5.261759999939386e-05,
+   "min": 3.181199999744422e-05,
+   "max": 5.60055000050852e-05,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 1.1357565000196246e-05,
+   "pass_seconds": [
+    5.261759999939386e-05,
+    3.504649999968024e-05,
+    5.5206699994414524e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1357565000196246e-05,
+    9.910919999924772e-06,
+    1.1250329999938912e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
+   "seconds": 0.000339464000001044,
+   "min": 0.00016876449999472242,
+   "max": 0.00043676889999915146,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 1.1481965000257332e-05,
+   "pass_seconds": [
+    0.00038522080000120696,
+    0.00019859579999774722,
+    0.000339464000001044
+   ],
+   "pass_host_canary_seconds": [
+    1.1481965000257332e-05,
+    9.844525000062276e-06,
+    1.1029484999767192e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
+   "seconds": 4.942110000456523e-05,
+   "min": 3.1050899997353555e-05,
+   "max": 7.29566000018167e-05,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 1.1595020000072509e-05,
+   "pass_seconds": [
+    5.263719999675232e-05,
+    3.266200000098252e-05,
+    4.942110000456523e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1595020000072509e-05,
+    9.844525000062276e-06,
+    1.1167505000457823e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
+   "seconds": 0.0003446751999945263,
+   "min": 0.00022850929999549408,
+   "max": 0.00047860739999805446,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 1.1591585000019222e-05,
+   "pass_seconds": [
+    0.00045914620000075956,
+    0.00023395329999402746,
+    0.0003446751999945263
+   ],
+   "pass_host_canary_seconds": [
+    1.1591585000019222e-05,
+    9.650034999708624e-06,
+    1.1167505000457823e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
+   "seconds": 3.740390000075422e-05,
+   "min": 3.211769999325043e-05,
+   "max": 6.172070000047825e-05,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 1.0884865000093669e-05,
+   "pass_seconds": [
+    3.740390000075422e-05,
+    3.487390000600499e-05,
+    5.831449999504912e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0884865000093669e-05,
+    1.026061999993999e-05,
+    1.1096265000105632e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
+   "seconds": 0.0005026942999961648,
+   "min": 0.00032676050000191026,
+   "max": 0.0005773326000053202,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 1.0779405000107545e-05,
+   "pass_seconds": [
+    0.0005026942999961648,
+    0.00037506930000290594,
+    0.00055746390000877
+   ],
+   "pass_host_canary_seconds": [
+    1.0779405000107545e-05,
+    1.021324749984842e-05,
+    1.1235082500320459e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
+   "seconds": 4.2383300001347377e-05,
+   "min": 3.147140000692161e-05,
+   "max": 6.807230000731579e-05,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 1.0636829999839392e-05,
+   "pass_seconds": [
+    3.428790000725712e-05,
+    4.2383300001347377e-05,
+    6.428610000739355e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0636829999839392e-05,
+    1.0153157500099042e-05,
+    1.1671767500160967e-05
+   ]
+  },
+  "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
+   "seconds": 0.0005024204999926951,
+   "min": 0.00036831180000262975,
+   "max": 0.0007471588999919731,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 1.062958500000377e-05,
+   "pass_seconds": [
+    0.0005024204999926951,
+    0.0004014655999981187,
+    0.0006341521000081229
+   ],
+   "pass_host_canary_seconds": [
+    1.062958500000377e-05,
+    1.0193034999872452e-05,
+    1.1462867499858475e-05
+   ]
+  },
+  "conv_host_k3_bf16_2x4x8x8_4_forward": {
+   "seconds": 3.310280000050625e-05,
+   "min": 3.0103999995390042e-05,
+   "max": 5.52355999957399e-05,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 1.0694709999938822e-05,
+   "pass_seconds": [
+    3.0450600002041027e-05,
+    3.310280000050625e-05,
+    5.23781999959283e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0694709999938822e-05,
+    1.0038885000085429e-05,
+    1.1436730000013995e-05
+   ]
+  },
+  "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
+   "seconds": 0.0002635019999956967,
+   "min": 0.00022891689999369192,
+   "max": 0.0004639788000076805,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 1.0568739999712307e-05,
+   "pass_seconds": [
+    0.0002635019999956967,
+    0.00026224250000268513,
+    0.00033019109999941063
+   ],
+   "pass_host_canary_seconds": [
+    1.0568739999712307e-05,
+    9.971449999852666e-06,
+    1.1201615000118182e-05
+   ]
+  },
+  "conv_host_k3_bf16_8x32x28x28_32_forward": {
+   "seconds": 5.390100000113307e-05,
+   "min": 4.8682700003155334e-05,
+   "max": 8.18220000041947e-05,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 1.0152170000310435e-05,
+   "pass_seconds": [
+    5.1552599995829953e-05,
+    5.390100000113307e-05,
+    7.854120000274633e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0152170000310435e-05,
+    1.029862499990486e-05,
+    1.162567499989109e-05
+   ]
+  },
+  "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
+   "seconds": 0.00026244980000456053,
+   "min": 0.00024891550000347704,
+   "max": 0.0005249512000091272,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 1.0247575000335018e-05,
+   "pass_seconds": [
+    0.00026244980000456053,
+    0.0002558560000011312,
+    0.00043848439999010224
+   ],
+   "pass_host_canary_seconds": [
+    1.0247575000335018e-05,
+    1.0386275000087154e-05,
+    1.1632064999957947e-05
+   ]
+  },
+  "conv_host_k3_bf16_16x64x56x56_64_forward": {
+   "seconds": 5.9771999997337846e-05,
+   "min": 4.730009999320828e-05,
+   "max": 9.249629999885656e-05,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 1.0282247500299492e-05,
+   "pass_seconds": [
+    5.9771999997337846e-05,
+    5.415209999455328e-05,
+    8.763970000700284e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0282247500299492e-05,
+    8.028795000427636e-06,
+    1.1317395000105534e-05
+   ]
+  },
+  "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
+   "seconds": 0.00026485299999876586,
+   "min": 0.0002449259000059101,
+   "max": 0.0005211630000076184,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 1.0348215000135496e-05,
+   "pass_seconds": [
+    0.00026485299999876586,
+    0.0002635353000073337,
+    0.00041220199999543184
+   ],
+   "pass_host_canary_seconds": [
+    1.0348215000135496e-05,
+    7.509850000246843e-06,
+    1.1317395000105534e-05
+   ]
+  },
+  "conv_host_k3_bf16_32x128x56x56_128_forward": {
+   "seconds": 5.8270700003504315e-05,
+   "min": 4.770850000568316e-05,
+   "max": 8.076409999375755e-05,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 1.04722000000379e-05,
+   "pass_seconds": [
+    6.505940000351984e-05,
+    5.8270700003504315e-05,
+    5.62818999924275e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.04722000000379e-05,
+    7.915197500096838e-06,
+    9.413925000103517e-06
+   ]
+  },
+  "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
+   "seconds": 0.00034072789999299856,
+   "min": 0.0002766618999999082,
+   "max": 0.0005002365999985159,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 8.970949999991263e-06,
+   "pass_seconds": [
+    0.0003054649000091558,
+    0.00035400099999378655,
+    0.00034072789999299856
+   ],
+   "pass_host_canary_seconds": [
+    8.970949999991263e-06,
+    9.944459999928768e-06,
+    8.285414999704699e-06
+   ]
+  },
+  "conv_host_k3_autocast_2x4x8x8_4_forward": {
+   "seconds": 8.028930000136825e-05,
+   "min": 6.26672999942457e-05,
+   "max": 0.00011785350000081962,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 8.019520000175363e-06,
+   "pass_seconds": [
+    8.028930000136825e-05,
+    8.641859999443113e-05,
+    7.741199999600212e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.019520000175363e-06,
+    9.818579999887334e-06,
+    8.285414999704699e-06
+   ]
+  },
+  "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
+   "seconds": 0.00036916069999506365,
+   "min": 0.0003279165999970246,
+   "max": 0.0004493041999921843,
+   "samples": 15,
+   "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 3,
+    "flops": 36864.0
+   },
+   "host_canary_seconds": 8.071600000221224e-06,
+   "pass_seconds": [
+    0.00036916069999506365,
+    0.00036436190000586064,
+    0.0003772589000050175
+   ],
+   "pass_host_canary_seconds": [
+    8.071600000221224e-06,
+    9.900137499982974e-06,
+    8.834685000351782e-06
+   ]
+  },
+  "conv_host_k3_autocast_8x32x28x28_32_forward": {
+   "seconds": 9.281640000153857e-05,
+   "min": 8.2227099994725e-05,
+   "max": 0.00010912019999977928,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 7.974090000004708e-06,
+   "pass_seconds": [
+    9.281640000153857e-05,
+    0.00010457659999474345,
+    8.599770000046192e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.974090000004708e-06,
+    1.0000135000041154e-05,
+    8.189244999812217e-06
+   ]
+  },
+  "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
+   "seconds": 0.00045869929999753367,
+   "min": 0.0003529163999928642,
+   "max": 0.0006742603000020608,
+   "samples": 15,
+   "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 32,
+    "k": 32,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 3,
+    "flops": 115605504.0
+   },
+   "host_canary_seconds": 7.926234999899862e-06,
+   "pass_seconds": [
+    0.000420115800000076,
+    0.00045869929999753367,
+    0.000543355000002066
+   ],
+   "pass_host_canary_seconds": [
+    7.926234999899862e-06,
+    1.0018104999858224e-05,
+    9.472714999674281e-06
+   ]
+  },
+  "conv_host_k3_autocast_16x64x56x56_64_forward": {
+   "seconds": 8.829980000655269e-05,
+   "min": 8.10997000030511e-05,
+   "max": 0.00015878320000410894,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 7.995104999736213e-06,
+   "pass_seconds": [
+    8.829980000655269e-05,
+    9.71536999941236e-05,
+    8.79794000070433e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.995104999736213e-06,
+    8.30781249987922e-06,
+    8.123929999896973e-06
+   ]
+  },
+  "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
+   "seconds": 0.00046009200000298736,
+   "min": 0.00040358489999334777,
+   "max": 0.0007481610000013462,
+   "samples": 15,
+   "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 64,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 3699376128.0
+   },
+   "host_canary_seconds": 7.644835000064631e-06,
+   "pass_seconds": [
+    0.00041358349999427447,
+    0.00046009200000298736,
+    0.0006104553000000123
+   ],
+   "pass_host_canary_seconds": [
+    7.644835000064631e-06,
+    8.262012499926641e-06,
+    8.37721999999985e-06
+   ]
+  },
+  "conv_host_k3_autocast_32x128x56x56_128_forward": {
+   "seconds": 8.76457999993363e-05,
+   "min": 8.332200000040756e-05,
+   "max": 0.00014073669999561388,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 7.671012500054531e-06,
+   "pass_seconds": [
+    8.559709999644838e-05,
+    8.76457999993363e-05,
+    0.00012803450000546944
+   ],
+   "pass_host_canary_seconds": [
+    7.671012500054531e-06,
+    8.008042499909606e-06,
+    9.528865000163478e-06
+   ]
+  },
+  "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
+   "seconds": 0.00044732790000807655,
+   "min": 0.0004034628999988854,
+   "max": 0.0007981659999927615,
+   "samples": 15,
+   "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k3",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 128,
+    "k": 128,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 3,
+    "flops": 29595009024.0
+   },
+   "host_canary_seconds": 7.543677499768364e-06,
+   "pass_seconds": [
+    0.0004235724999944068,
+    0.00044732790000807655,
+    0.0007371545999944829
+   ],
+   "pass_host_canary_seconds": [
+    7.543677499768364e-06,
+    8.527692500024387e-06,
+    1.0243024999851968e-05
+   ]
+  },
+  "conv_host_k1_fp32_2x4x8x8_4_forward": {
+   "seconds": 3.675699999803328e-05,
+   "min": 1.9696300000759948e-05,
+   "max": 7.694339999488874e-05,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 7.4457449997566986e-06,
+   "pass_seconds": [
+    2.2237000007407914e-05,
+    4.3564400004925116e-05,
+    3.675699999803328e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.4457449997566986e-06,
+    1.1132894999832389e-05,
+    8.32170500018492e-06
+   ]
+  },
+  "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
+   "seconds": 0.00017690539999648536,
+   "min": 0.000164744900007463,
+   "max": 0.00038514880000093397,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 7.703945000230306e-06,
+   "pass_seconds": [
+    0.0001727677999951993,
+    0.00031552049999845623,
+    0.00017690539999648536
+   ],
+   "pass_host_canary_seconds": [
+    7.703945000230306e-06,
+    1.1057840000034958e-05,
+    8.152975000257357e-06
+   ]
+  },
+  "conv_host_k1_fp32_8x64x28x28_64_forward": {
+   "seconds": 3.895759999750226e-05,
+   "min": 2.2483300006115316e-05,
+   "max": 6.494569998949373e-05,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 7.607965000033801e-06,
+   "pass_seconds": [
+    2.5336499993500185e-05,
+    4.9179200004800805e-05,
+    3.895759999750226e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.607965000033801e-06,
+    1.0889320000160297e-05,
+    1.1114710000015294e-05
+   ]
+  },
+  "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
+   "seconds": 0.0002486118999968312,
+   "min": 0.00021360219999451148,
+   "max": 0.0004962191999993593,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 7.641225000156737e-06,
+   "pass_seconds": [
+    0.0002247696000040378,
+    0.00040173579999418506,
+    0.0002486118999968312
+   ],
+   "pass_host_canary_seconds": [
+    7.641225000156737e-06,
+    1.2400370000023031e-05,
+    8.187739999812039e-06
+   ]
+  },
+  "conv_host_k1_fp32_16x256x56x56_64_forward": {
+   "seconds": 3.4135500004595085e-05,
+   "min": 2.3866900005486968e-05,
+   "max": 5.882180000753579e-05,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 7.85495999991781e-06,
+   "pass_seconds": [
+    2.550940000674018e-05,
+    5.339140000160114e-05,
+    3.4135500004595085e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.85495999991781e-06,
+    1.0758925000118325e-05,
+    9.250825000322038e-06
+   ]
+  },
+  "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
+   "seconds": 0.0003213787000049706,
+   "min": 0.000212647000000743,
+   "max": 0.00047101849999080513,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 7.6043549995574725e-06,
+   "pass_seconds": [
+    0.00022481789999346803,
+    0.00044107339999754913,
+    0.0003213787000049706
+   ],
+   "pass_host_canary_seconds": [
+    7.6043549995574725e-06,
+    1.0758925000118325e-05,
+    8.760909999523392e-06
+   ]
+  },
+  "conv_host_k1_fp32_32x256x56x56_256_forward": {
+   "seconds": 5.853299999216688e-05,
+   "min": 3.27067999933206e-05,
+   "max": 0.0001287935000050311,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 7.795354999871051e-06,
+   "pass_seconds": [
+    3.379879999556579e-05,
+    0.00010215739999921424,
+    5.853299999216688e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.795354999871051e-06,
+    1.1140660000421576e-05,
+    9.181019999573436e-06
+   ]
+  },
+  "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
+   "seconds": 0.0003082502999973258,
+   "min": 0.00024359399999411834,
+   "max": 0.0005610773999933372,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 7.556470000054105e-06,
+   "pass_seconds": [
+    0.000257665900005577,
+    0.00044140479999441593,
+    0.0003082502999973258
+   ],
+   "pass_host_canary_seconds": [
+    7.556470000054105e-06,
+    1.4390439999942828e-05,
+    9.011250000412474e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
+   "seconds": 2.7210899997953674e-05,
+   "min": 2.0782599995072816e-05,
+   "max": 5.716429999438333e-05,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 7.587635000163573e-06,
+   "pass_seconds": [
+    2.6163199993334275e-05,
+    5.057219999571316e-05,
+    2.7210899997953674e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.587635000163573e-06,
+    1.072879999981069e-05,
+    8.478424999793788e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
+   "seconds": 0.0002251721999982692,
+   "min": 0.00017197519999854194,
+   "max": 0.0003799092999997811,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 7.587635000163573e-06,
+   "pass_seconds": [
+    0.00018504060000168465,
+    0.0003400962999990043,
+    0.0002251721999982692
+   ],
+   "pass_host_canary_seconds": [
+    7.587635000163573e-06,
+    1.125757500005875e-05,
+    9.344800000121723e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
+   "seconds": 3.889580000304704e-05,
+   "min": 2.1040600006472233e-05,
+   "max": 8.025019999422512e-05,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 7.712880000099176e-06,
+   "pass_seconds": [
+    2.5563400004102733e-05,
+    4.2297699997106976e-05,
+    3.889580000304704e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.712880000099176e-06,
+    1.2910970000348243e-05,
+    8.15085999988696e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
+   "seconds": 0.00021385210000062215,
+   "min": 0.00018722070000194436,
+   "max": 0.00038265279999905033,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 7.609809999848949e-06,
+   "pass_seconds": [
+    0.00019243430000415174,
+    0.0003055417000041416,
+    0.00021385210000062215
+   ],
+   "pass_host_canary_seconds": [
+    7.609809999848949e-06,
+    1.2167610000233253e-05,
+    7.913910000070246e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
+   "seconds": 2.999499999987165e-05,
+   "min": 2.345689999856404e-05,
+   "max": 6.885500000635148e-05,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 7.87068000022373e-06,
+   "pass_seconds": [
+    2.546949999668868e-05,
+    5.2908700001808026e-05,
+    2.999499999987165e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.87068000022373e-06,
+    1.0696850000044833e-05,
+    7.960510000089017e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
+   "seconds": 0.00020430360000318616,
+   "min": 0.0001863371000013103,
+   "max": 0.0003105126000036762,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 7.840717499902893e-06,
+   "pass_seconds": [
+    0.00020430360000318616,
+    0.00019580420000693267,
+    0.00026824679999890575
+   ],
+   "pass_host_canary_seconds": [
+    7.840717499902893e-06,
+    8.279419999723813e-06,
+    8.290684999963104e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
+   "seconds": 4.2930799997975556e-05,
+   "min": 2.821130000256744e-05,
+   "max": 6.481030000031751e-05,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 7.755599999654806e-06,
+   "pass_seconds": [
+    3.912449999461387e-05,
+    4.2930799997975556e-05,
+    4.521979999481118e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.755599999654806e-06,
+    8.157325000297533e-06,
+    8.159469999782231e-06
+   ]
+  },
+  "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
+   "seconds": 0.00033750349999763787,
+   "min": 0.00025736899999628804,
+   "max": 0.0004568349999999555,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "fp32_strict",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 1.0703119999959655e-05,
+   "pass_seconds": [
+    0.00033750349999763787,
+    0.00041571959999373573,
+    0.0003274882000027901
+   ],
+   "pass_host_canary_seconds": [
+    1.0703119999959655e-05,
+    1.12929000002282e-05,
+    8.497130000080233e-06
+   ]
+  },
+  "conv_host_k1_bf16_2x4x8x8_4_forward": {
+   "seconds": 3.2323300001735336e-05,
+   "min": 2.7234100002715422e-05,
+   "max": 5.086469999469045e-05,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 8.153797500085602e-06,
+   "pass_seconds": [
+    3.6379799996666404e-05,
+    3.2323300001735336e-05,
+    2.9859199992188222e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.153797500085602e-06,
+    7.904935000055957e-06,
+    7.920334999766964e-06
+   ]
+  },
+  "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
+   "seconds": 0.00022799039999199522,
+   "min": 0.00020711070000061226,
+   "max": 0.00035868960000016157,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 8.030839999833006e-06,
+   "pass_seconds": [
+    0.0002252260999966893,
+    0.00023942409999335723,
+    0.00022799039999199522
+   ],
+   "pass_host_canary_seconds": [
+    8.030839999833006e-06,
+    8.097775000237561e-06,
+    1.033640999992258e-05
+   ]
+  },
+  "conv_host_k1_bf16_8x64x28x28_64_forward": {
+   "seconds": 4.287909999902695e-05,
+   "min": 2.9651600004854118e-05,
+   "max": 5.943700000443641e-05,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 8.069864999811216e-06,
+   "pass_seconds": [
+    3.3031199996003126e-05,
+    5.3787100000590726e-05,
+    4.287909999902695e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.069864999811216e-06,
+    1.0621744999639305e-05,
+    1.04581849996066e-05
+   ]
+  },
+  "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
+   "seconds": 0.00023551699999870834,
+   "min": 0.00016722419999268823,
+   "max": 0.0003658610000002227,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 8.292630000141798e-06,
+   "pass_seconds": [
+    0.00022916389999636522,
+    0.0003159910000022137,
+    0.00023551699999870834
+   ],
+   "pass_host_canary_seconds": [
+    8.292630000141798e-06,
+    1.1144564999767682e-05,
+    1.0753014999522747e-05
+   ]
+  },
+  "conv_host_k1_bf16_16x256x56x56_64_forward": {
+   "seconds": 4.58148000006986e-05,
+   "min": 3.7984200002938453e-05,
+   "max": 5.605260000720591e-05,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 9.539174999986244e-06,
+   "pass_seconds": [
+    4.58148000006986e-05,
+    5.139979999739808e-05,
+    4.0229100000033215e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.539174999986244e-06,
+    1.0773485000186156e-05,
+    1.085885000009057e-05
+   ]
+  },
+  "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
+   "seconds": 0.00026503349999984493,
+   "min": 0.00020754529999749137,
+   "max": 0.0003717076000043562,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 8.85895999999775e-06,
+   "pass_seconds": [
+    0.00022925709999981335,
+    0.0003106913000010536,
+    0.00026503349999984493
+   ],
+   "pass_host_canary_seconds": [
+    8.85895999999775e-06,
+    1.0764994999590272e-05,
+    1.0684824999884768e-05
+   ]
+  },
+  "conv_host_k1_bf16_32x256x56x56_256_forward": {
+   "seconds": 4.402370000207156e-05,
+   "min": 3.108790000396766e-05,
+   "max": 6.353029999672799e-05,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 7.796317499924043e-06,
+   "pass_seconds": [
+    3.469219999487905e-05,
+    5.2585299999918786e-05,
+    4.402370000207156e-05
+   ],
+   "pass_host_canary_seconds": [
+    7.796317499924043e-06,
+    1.0764994999590272e-05,
+    1.0397622500022407e-05
+   ]
+  },
+  "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
+   "seconds": 0.00029586250000193106,
+   "min": 0.0002278039999964676,
+   "max": 0.00045738059999393953,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "bf16",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 8.288257500055352e-06,
+   "pass_seconds": [
+    0.00035023909999836177,
+    0.0002839785999981359,
+    0.00029586250000193106
+   ],
+   "pass_host_canary_seconds": [
+    8.288257500055352e-06,
+    8.559890000015003e-06,
+    1.0355347499739765e-05
+   ]
+  },
+  "conv_host_k1_autocast_2x4x8x8_4_forward": {
+   "seconds": 8.44802999949934e-05,
+   "min": 6.169920000047569e-05,
+   "max": 0.00012808000000177344,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 8.450070000094456e-06,
+   "pass_seconds": [
+    9.353929999633692e-05,
+    7.312460001003273e-05,
+    8.44802999949934e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.450070000094456e-06,
+    8.334249999961684e-06,
+    1.0706110000455737e-05
+   ]
+  },
+  "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
+   "seconds": 0.0003910298000050716,
+   "min": 0.0003287569999997686,
+   "max": 0.0005937773000027846,
+   "samples": 15,
+   "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 2,
+    "c": 4,
+    "k": 4,
+    "h": 8,
+    "w": 8,
+    "kernel_size": 1,
+    "flops": 4096.0
+   },
+   "host_canary_seconds": 7.787650000068425e-06,
+   "pass_seconds": [
+    0.0003910298000050716,
+    0.0005378074000077504,
+    0.00037061939999603053
+   ],
+   "pass_host_canary_seconds": [
+    7.787650000068425e-06,
+    8.218590000410586e-06,
+    1.051668000002337e-05
+   ]
+  },
+  "conv_host_k1_autocast_8x64x28x28_64_forward": {
+   "seconds": 8.877250000978165e-05,
+   "min": 6.809279999515638e-05,
+   "max": 0.00012720479999188682,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 8.507150000127694e-06,
+   "pass_seconds": [
+    0.00010020189999977447,
+    8.356079999884968e-05,
+    8.877250000978165e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.507150000127694e-06,
+    8.758835000435284e-06,
+    1.051668000002337e-05
+   ]
+  },
+  "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
+   "seconds": 0.0003982808999921872,
+   "min": 0.000339759899998171,
+   "max": 0.0006756965000022319,
+   "samples": 15,
+   "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 8,
+    "c": 64,
+    "k": 64,
+    "h": 28,
+    "w": 28,
+    "kernel_size": 1,
+    "flops": 51380224.0
+   },
+   "host_canary_seconds": 8.104207500139181e-06,
+   "pass_seconds": [
+    0.00034429159999262995,
+    0.00039867210000466,
+    0.0003982808999921872
+   ],
+   "pass_host_canary_seconds": [
+    8.104207500139181e-06,
+    7.997065000040493e-06,
+    1.0818810000046142e-05
+   ]
+  },
+  "conv_host_k1_autocast_16x256x56x56_64_forward": {
+   "seconds": 8.573060000571786e-05,
+   "min": 6.440260000317721e-05,
+   "max": 0.0001558246999934454,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 8.349014999566861e-06,
+   "pass_seconds": [
+    8.115030000226398e-05,
+    8.573060000571786e-05,
+    0.00010008350000134669
+   ],
+   "pass_host_canary_seconds": [
+    8.349014999566861e-06,
+    7.81103000008443e-06,
+    1.0756065000236959e-05
+   ]
+  },
+  "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
+   "seconds": 0.00041808869999613305,
+   "min": 0.00033355240000219053,
+   "max": 0.0005301809999991747,
+   "samples": 15,
+   "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 16,
+    "c": 256,
+    "k": 64,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 1644167168.0
+   },
+   "host_canary_seconds": 8.055265000166401e-06,
+   "pass_seconds": [
+    0.00041808869999613305,
+    0.000421891299993149,
+    0.0003836401000057776
+   ],
+   "pass_host_canary_seconds": [
+    8.055265000166401e-06,
+    8.310044999575438e-06,
+    1.073742000016864e-05
+   ]
+  },
+  "conv_host_k1_autocast_32x256x56x56_256_forward": {
+   "seconds": 8.859120000579424e-05,
+   "min": 7.33043999957772e-05,
+   "max": 0.00010385369999994509,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 8.004480000067816e-06,
+   "pass_seconds": [
+    7.80515999963427e-05,
+    9.434869999722651e-05,
+    8.859120000579424e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.004480000067816e-06,
+    8.332329999802823e-06,
+    1.0747774999799732e-05
+   ]
+  },
+  "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
+   "seconds": 0.00044890829999530977,
+   "min": 0.0003492892999929609,
+   "max": 0.0006746279000026334,
+   "samples": 15,
+   "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
+   "conv_host": {
+    "family": "k1",
+    "mode": "autocast",
+    "part": "forward_backward",
+    "n": 32,
+    "c": 256,
+    "k": 256,
+    "h": 56,
+    "w": 56,
+    "kernel_size": 1,
+    "flops": 13153337344.0
+   },
+   "host_canary_seconds": 8.00452499987614e-06,
+   "pass_seconds": [
+    0.0005545137000012801,
+    0.0004220887000087714,
+    0.00044890829999530977
+   ],
+   "pass_host_canary_seconds": [
+    8.00452499987614e-06,
+    8.607792500185953e-06,
+    1.0513235000075839e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.1020624999505183e-06,
-   "min": 2.001654017900835e-06,
-   "max": 3.495908482127013e-06,
+   "seconds": 2.365191964313697e-06,
+   "min": 2.0580982142653122e-06,
+   "max": 4.107223214232038e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5518,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.402550000032762e-06,
+   "host_canary_seconds": 7.513324999877113e-06,
    "pass_seconds": [
-    2.0891339285812805e-06,
-    3.2214196428499112e-06,
-    3.1020624999505183e-06
+    2.1308571425444304e-06,
+    2.365191964313697e-06,
+    3.272475446688564e-06
    ],
    "pass_host_canary_seconds": [
-    9.402550000032762e-06,
-    1.0924267499987651e-05,
-    1.0253857499975538e-05
+    7.513324999877113e-06,
+    8.448940000107542e-06,
+    1.044677250007453e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00011432500001465736,
-   "min": 7.535857143027767e-05,
-   "max": 0.00023123899999534712,
+   "seconds": 0.00011845157134108116,
+   "min": 6.186342860863597e-05,
+   "max": 0.00021658600006243693,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5543,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.402550000032762e-06,
+   "host_canary_seconds": 7.513324999877113e-06,
    "pass_seconds": [
-    8.858871428125376e-05,
-    0.00013700385713783753,
-    0.00011432500001465736
+    8.584942853368766e-05,
+    0.00012865085716384783,
+    0.00011845157134108116
    ],
    "pass_host_canary_seconds": [
-    9.402550000032762e-06,
-    1.0924267499987651e-05,
-    1.0253857499975538e-05
+    7.513324999877113e-06,
+    8.448940000107542e-06,
+    1.044677250007453e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.0083571428260062e-06,
-   "min": 2.619401785697306e-06,
-   "max": 5.93407366073733e-06,
+   "seconds": 3.2416897318857503e-06,
+   "min": 2.31531026782607e-06,
+   "max": 5.604310268176553e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5568,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.427950000040596e-06,
+   "host_canary_seconds": 7.586094999965099e-06,
    "pass_seconds": [
-    2.9358616071561983e-06,
-    4.13460937506319e-06,
-    3.0083571428260062e-06
+    2.7019999997435207e-06,
+    3.2416897318857503e-06,
+    4.201765624957586e-06
    ],
    "pass_host_canary_seconds": [
-    8.427950000040596e-06,
-    1.1051150000014332e-05,
-    8.40018000005216e-06
+    7.586094999965099e-06,
+    8.254930000362037e-06,
+    1.0144674999992276e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0007017895714349315,
-   "min": 0.0006070985714379568,
-   "max": 0.0008636510000030739,
+   "seconds": 0.0006007128572329229,
+   "min": 0.00044288585713405027,
+   "max": 0.0010423811429031307,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5593,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.427950000040596e-06,
+   "host_canary_seconds": 7.586094999965099e-06,
    "pass_seconds": [
-    0.0006641872857033247,
-    0.0007801501428811467,
-    0.0007017895714349315
+    0.0005959401428624135,
+    0.0006007128572329229,
+    0.0006945071429039931
    ],
    "pass_host_canary_seconds": [
-    8.427950000040596e-06,
-    1.1051150000014332e-05,
-    8.40018000005216e-06
+    7.586094999965099e-06,
+    8.254930000362037e-06,
+    1.0144674999992276e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019495099999744525,
-   "min": 0.0001800229999844305,
-   "max": 0.00023459000000514152,
+   "seconds": 0.00018628500004069792,
+   "min": 0.00018120300001100986,
+   "max": 0.00020124000002397224,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5616,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002109139999930676,
-    0.00019495099999744525,
-    0.000184239999981628
+    0.00019121900004392955,
+    0.00018428500004574744,
+    0.00018628500004069792
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.318542857133622e-05,
-   "min": 2.3417020089297074e-05,
-   "max": 3.7026774553559705e-05,
+   "seconds": 2.257865178581905e-05,
+   "min": 2.1219571428738554e-05,
+   "max": 3.495318749965496e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5634,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1016949999991255e-05,
+   "host_canary_seconds": 7.196870000143463e-06,
    "pass_seconds": [
-    3.331879464285592e-05,
-    3.318542857133622e-05,
-    2.418288616062065e-05
+    2.1930785714171668e-05,
+    2.257865178581905e-05,
+    2.6683379464336504e-05
    ],
    "pass_host_canary_seconds": [
-    1.1016949999991255e-05,
-    1.1086682499978906e-05,
-    8.131259999970552e-06
+    7.196870000143463e-06,
+    7.507585000041672e-06,
+    8.186580000142385e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00019913942856370718,
-   "min": -0.00021213957141899943,
-   "max": 0.001173728285706943,
+   "seconds": 0.00010406142850375279,
+   "min": -0.00014146542863662545,
+   "max": 0.0008075827143199734,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5659,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1016949999991255e-05,
+   "host_canary_seconds": 7.196870000143463e-06,
    "pass_seconds": [
-    0.0003686032857115962,
-    0.00019913942856370718,
-    0.00014700728573708547
+    8.955799994834839e-05,
+    0.00010406142850375279,
+    0.00020557385706914452
    ],
    "pass_host_canary_seconds": [
-    1.1016949999991255e-05,
-    1.1086682499978906e-05,
-    8.131259999970552e-06
+    7.196870000143463e-06,
+    7.507585000041672e-06,
+    8.186580000142385e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.344523214288131e-05,
-   "min": 2.322104910712497e-05,
-   "max": 3.554312946429938e-05,
+   "seconds": 3.378157366081983e-05,
+   "min": 2.1223323660787434e-05,
+   "max": 4.266237723195486e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5684,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.100198499997873e-05,
+   "host_canary_seconds": 7.579520000149387e-06,
    "pass_seconds": [
-    3.360899330354502e-05,
-    3.344523214288131e-05,
-    2.4546033482167724e-05
+    2.3042962053513145e-05,
+    3.378157366081983e-05,
+    3.576943303583237e-05
    ],
    "pass_host_canary_seconds": [
-    1.100198499997873e-05,
-    1.1285235000002559e-05,
-    7.96153500004948e-06
+    7.579520000149387e-06,
+    9.131020000268109e-06,
+    1.1639350000223202e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006898012857082644,
-   "min": 0.00036026128568421105,
-   "max": 0.001392094857152415,
+   "seconds": 0.0006424458571083441,
+   "min": -0.00016550771424915295,
+   "max": 0.0015541262856361624,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5709,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.100198499997873e-05,
+   "host_canary_seconds": 7.579520000149387e-06,
    "pass_seconds": [
-    0.0007457555714215198,
-    0.0006729832857266566,
-    0.0006898012857082644
+    0.0008133467142507861,
+    0.0006424458571083441,
+    0.0005937945714192339
    ],
    "pass_host_canary_seconds": [
-    1.100198499997873e-05,
-    1.1285235000002559e-05,
-    7.96153500004948e-06
+    7.579520000149387e-06,
+    9.131020000268109e-06,
+    1.1639350000223202e-05
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016404100000499966,
-   "min": 0.00015634399998987192,
-   "max": 0.00020074500000077933,
+   "seconds": 0.00016864799999893876,
+   "min": 0.00016213900005368487,
+   "max": 0.00022453600001881568,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5732,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016216700001336903,
-    0.00017227000000730186,
-    0.00016404100000499966
+    0.00016618300003301556,
+    0.00016864799999893876,
+    0.00018508199991629226
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 2.3058727678699446e-06,
-   "min": 1.6144866071345274e-06,
-   "max": 3.035805803630609e-06,
+   "seconds": 1.9681160716394127e-06,
+   "min": 1.5956383927167345e-06,
+   "max": 3.003388393096884e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5750,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0012309999964941e-05,
+   "host_canary_seconds": 7.833744999743431e-06,
    "pass_seconds": [
-    2.3058727678699446e-06,
-    2.5469397321969164e-06,
-    1.6443526785282967e-06
+    1.6610892856760984e-06,
+    1.9681160716394127e-06,
+    2.914582589243407e-06
    ],
    "pass_host_canary_seconds": [
-    1.0012309999964941e-05,
-    1.1559439999899724e-05,
-    8.184855000052948e-06
+    7.833744999743431e-06,
+    8.768450000502525e-06,
+    1.1883665000027576e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 7.620042856209302e-05,
-   "min": 4.893299997580211e-05,
-   "max": 0.00018181300000768324,
+   "seconds": 8.344657136863783e-05,
+   "min": 3.8018714284200026e-05,
+   "max": 0.00015813957135638442,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5775,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0012309999964941e-05,
+   "host_canary_seconds": 7.833744999743431e-06,
    "pass_seconds": [
-    7.620042856209302e-05,
-    8.587785715365368e-05,
-    6.14394285491926e-05
+    7.760514292190887e-05,
+    8.344657136863783e-05,
+    9.67494285727558e-05
    ],
    "pass_host_canary_seconds": [
-    1.0012309999964941e-05,
-    1.1559439999899724e-05,
-    8.184855000052948e-06
+    7.833744999743431e-06,
+    8.768450000502525e-06,
+    1.1883665000027576e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.1731763392756866e-06,
-   "min": 1.9055334822429667e-06,
-   "max": 3.8802433035556305e-06,
+   "seconds": 2.889781249848511e-06,
+   "min": 1.8291138394386865e-06,
+   "max": 4.806814731901048e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5800,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.040984999995942e-05,
+   "host_canary_seconds": 8.133489999977429e-06,
    "pass_seconds": [
-    3.1731763392756866e-06,
-    3.375080357161307e-06,
-    2.4290758928735556e-06
+    2.1296004462101337e-06,
+    2.889781249848511e-06,
+    3.849124999939184e-06
    ],
    "pass_host_canary_seconds": [
-    1.040984999995942e-05,
-    1.1276599999945347e-05,
-    8.201010000021825e-06
+    8.133489999977429e-06,
+    8.18459500010249e-06,
+    1.185363999979927e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006667524285717263,
-   "min": 0.0005313910000057019,
-   "max": 0.0008103228571120066,
+   "seconds": 0.0005533675713910011,
+   "min": 0.00038836785717778966,
+   "max": 0.000862116285783746,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5825,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.040984999995942e-05,
+   "host_canary_seconds": 8.133489999977429e-06,
    "pass_seconds": [
-    0.0006712408571506298,
-    0.0006667524285717263,
-    0.0005707461428414717
+    0.0005533675713910011,
+    0.0005309622857469419,
+    0.0006809914286155358
    ],
    "pass_host_canary_seconds": [
-    1.040984999995942e-05,
-    1.1276599999945347e-05,
-    8.201010000021825e-06
+    8.133489999977429e-06,
+    8.18459500010249e-06,
+    1.185363999979927e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00013874699999405493,
-   "min": 0.0001219250000019656,
-   "max": 0.00016954600002350162,
+   "seconds": 0.0001358569999183601,
+   "min": 0.0001245580000386326,
+   "max": 0.00016382599994813063,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -5848,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00013874699999405493,
-    0.00015114199999288758,
-    0.00012739799998939816
+    0.00012676500000452506,
+    0.0001358569999183601,
+    0.00014663199999631615
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 6.464852678554424e-06,
-   "min": 4.327399553551357e-06,
-   "max": 7.309453124992871e-06,
+   "seconds": 4.759649553471539e-06,
+   "min": 4.0749799108397156e-06,
+   "max": 8.089868303378417e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5866,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.053575499994963e-05,
+   "host_canary_seconds": 7.4847175000059e-06,
    "pass_seconds": [
-    6.464852678554424e-06,
-    6.8989129464418804e-06,
-    4.4172455356975405e-06
+    4.289868303633934e-06,
+    4.759649553471539e-06,
+    7.598089285616132e-06
    ],
    "pass_host_canary_seconds": [
-    1.053575499994963e-05,
-    1.1369184999949766e-05,
-    8.158167499985326e-06
+    7.4847175000059e-06,
+    8.064820000015515e-06,
+    1.1435000000119543e-05
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00013724971428530353,
-   "min": 8.75725714227623e-05,
-   "max": 0.00023809400000069606,
+   "seconds": 0.00012987099991538083,
+   "min": -5.8966857084539873e-05,
+   "max": 0.0003242034285741673,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5891,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.053575499994963e-05,
+   "host_canary_seconds": 7.4847175000059e-06,
    "pass_seconds": [
-    0.00013724971428530353,
-    0.00018382357142903468,
-    0.00011998385714053129
+    0.00012987099991538083,
+    0.00012835299989027201,
+    0.0001809272857339498
    ],
    "pass_host_canary_seconds": [
-    1.053575499994963e-05,
-    1.1369184999949766e-05,
-    8.158167499985326e-06
+    7.4847175000059e-06,
+    8.064820000015515e-06,
+    1.1435000000119543e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 8.291785714265032e-06,
-   "min": 5.782799107123537e-06,
-   "max": 9.734205357135397e-06,
+   "seconds": 7.40258705330835e-06,
+   "min": 4.5107165180167745e-06,
+   "max": 1.0720707589482816e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5916,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.037156999998956e-05,
+   "host_canary_seconds": 7.929045000309998e-06,
    "pass_seconds": [
-    8.291785714265032e-06,
-    8.706468750016175e-06,
-    6.08544196437474e-06
+    5.434991071544866e-06,
+    7.40258705330835e-06,
+    9.515593749906007e-06
    ],
    "pass_host_canary_seconds": [
-    1.037156999998956e-05,
-    1.117191000005846e-05,
-    8.127084999927092e-06
+    7.929045000309998e-06,
+    9.09155999977429e-06,
+    1.1914544999740429e-05
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007837298571534543,
-   "min": 0.0006758185714334429,
-   "max": 0.000919804000001737,
+   "seconds": 0.000696757428548673,
+   "min": 0.00036942171423756263,
+   "max": 0.0012945601428425236,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5941,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.037156999998956e-05,
+   "host_canary_seconds": 7.929045000309998e-06,
    "pass_seconds": [
-    0.0007837298571534543,
-    0.0008568544285805858,
-    0.0007599907142556666
+    0.000696757428548673,
+    0.0006685804286397407,
+    0.000876411571393224
    ],
    "pass_host_canary_seconds": [
-    1.037156999998956e-05,
-    1.117191000005846e-05,
-    8.127084999927092e-06
+    7.929045000309998e-06,
+    9.09155999977429e-06,
+    1.1914544999740429e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.110708482141234e-05,
-   "min": 3.2265357142830755e-05,
-   "max": 4.5301832589217383e-05,
+   "seconds": 4.2986229910724205e-05,
+   "min": 3.059864955368141e-05,
+   "max": 4.957455803555888e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -5966,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0093855000050666e-05,
+   "host_canary_seconds": 1.0740957500274816e-05,
    "pass_seconds": [
-    4.110708482141234e-05,
-    4.4286611607142436e-05,
-    3.247518303574536e-05
+    4.2986229910724205e-05,
+    3.700182366093786e-05,
+    4.646673660703625e-05
    ],
    "pass_host_canary_seconds": [
-    1.0093855000050666e-05,
-    1.0939705000083677e-05,
-    7.877777499984973e-06
+    1.0740957500274816e-05,
+    9.02706499971373e-06,
+    1.187103000006573e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0003799145714335089,
-   "min": 0.00016902071428554714,
-   "max": 0.0005151668571435103,
+   "seconds": 0.00040631271428992477,
+   "min": -0.00018567685718348268,
+   "max": 0.0009622918571007438,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -5991,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0093855000050666e-05,
+   "host_canary_seconds": 1.0740957500274816e-05,
    "pass_seconds": [
-    0.0003799145714335089,
-    0.00038054357142008107,
-    0.00023630028571070775
+    0.00040631271428992477,
+    0.0004595864284868056,
+    0.00033681100001103914
    ],
    "pass_host_canary_seconds": [
-    1.0093855000050666e-05,
-    1.0939705000083677e-05,
-    7.877777499984973e-06
+    1.0740957500274816e-05,
+    9.02706499971373e-06,
+    1.187103000006573e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 4.254854241070305e-05,
-   "min": 3.152110044643156e-05,
-   "max": 4.534943080347631e-05,
+   "seconds": 3.429204910711446e-05,
+   "min": 3.0503062499980566e-05,
+   "max": 4.841678571437009e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6016,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0340820000038774e-05,
+   "host_canary_seconds": 7.992410000383642e-06,
    "pass_seconds": [
-    4.254854241070305e-05,
-    4.4989374999954936e-05,
-    3.2627993303549884e-05
+    3.136305580372526e-05,
+    4.704016964294867e-05,
+    3.429204910711446e-05
    ],
    "pass_host_canary_seconds": [
-    1.0340820000038774e-05,
-    1.0994505000070376e-05,
-    7.700485000015078e-06
+    7.992410000383642e-06,
+    1.1151740000059363e-05,
+    7.95397999979741e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.000868258857118625,
-   "min": 0.0006171167142992673,
-   "max": 0.0012239412857216587,
+   "seconds": 0.0007791151428559067,
+   "min": -0.00018637828574290857,
+   "max": 0.001700202428505041,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6041,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0340820000038774e-05,
+   "host_canary_seconds": 7.992410000383642e-06,
    "pass_seconds": [
-    0.0009174052857190418,
-    0.000868258857118625,
-    0.0007436775714333116
+    0.0007915140000055285,
+    0.0007791151428559067,
+    0.0007234299999124361
    ],
    "pass_host_canary_seconds": [
-    1.0340820000038774e-05,
-    1.0994505000070376e-05,
-    7.700485000015078e-06
+    7.992410000383642e-06,
+    1.1151740000059363e-05,
+    7.95397999979741e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.472937500013523e-06,
-   "min": 1.660837053536162e-06,
-   "max": 3.0219375000140047e-06,
+   "seconds": 1.614975446579641e-06,
+   "min": 1.5196875001574232e-06,
+   "max": 2.8990133927716703e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6066,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.064746499999103e-05,
+   "host_canary_seconds": 7.267189999993207e-06,
    "pass_seconds": [
-    2.472937500013523e-06,
-    2.515285714313872e-06,
-    1.7191473213884478e-06
+    1.6046406250731188e-06,
+    2.7859419642339844e-06,
+    1.614975446579641e-06
    ],
    "pass_host_canary_seconds": [
-    1.064746499999103e-05,
-    1.1123634999989917e-05,
-    8.974189999975123e-06
+    7.267189999993207e-06,
+    1.1151740000059363e-05,
+    8.025279999515078e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 9.786971428736382e-05,
-   "min": 3.4228999997562185e-05,
-   "max": 0.00017444485714333626,
+   "seconds": 6.661271433066369e-05,
+   "min": 4.621357139252982e-05,
+   "max": 0.0001514457142905355,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6091,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.064746499999103e-05,
+   "host_canary_seconds": 7.267189999993207e-06,
    "pass_seconds": [
-    0.00010024885713936067,
-    9.786971428736382e-05,
-    8.274999997784757e-05
+    6.661271433066369e-05,
+    9.718771431315481e-05,
+    6.145957140038913e-05
    ],
    "pass_host_canary_seconds": [
-    1.064746499999103e-05,
-    1.1123634999989917e-05,
-    8.974189999975123e-06
+    7.267189999993207e-06,
+    1.1151740000059363e-05,
+    8.025279999515078e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.558294642859441e-06,
-   "min": 1.9316316964358904e-06,
-   "max": 4.882622767876654e-06,
+   "seconds": 2.417912946687092e-06,
+   "min": 2.008763392830864e-06,
+   "max": 5.837683035890352e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6116,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.044930000001727e-06,
+   "host_canary_seconds": 7.493064999835042e-06,
    "pass_seconds": [
-    2.558294642859441e-06,
-    3.5118035713718347e-06,
-    2.485270089280789e-06
+    2.154908482257919e-06,
+    2.700558035735006e-06,
+    2.417912946687092e-06
    ],
    "pass_host_canary_seconds": [
-    9.044930000001727e-06,
-    1.1203395000052296e-05,
-    8.392579999991767e-06
+    7.493064999835042e-06,
+    8.201475000078062e-06,
+    8.142355000018142e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0006504611428478516,
-   "min": 0.0004118401428456764,
-   "max": 0.0008314502857140432,
+   "seconds": 0.0005181181428822258,
+   "min": 0.00028119271429919275,
+   "max": 0.0006109755714760468,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6141,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.044930000001727e-06,
+   "host_canary_seconds": 7.493064999835042e-06,
    "pass_seconds": [
-    0.0007224835714164815,
-    0.0006504611428478516,
-    0.0005650218571377406
+    0.0004865930000538096,
+    0.0005268687142136384,
+    0.0005181181428822258
    ],
    "pass_host_canary_seconds": [
-    9.044930000001727e-06,
-    1.1203395000052296e-05,
-    8.392579999991767e-06
+    7.493064999835042e-06,
+    8.201475000078062e-06,
+    8.142355000018142e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 1.122226116069745e-05,
-   "min": 8.162756696477353e-06,
-   "max": 1.4372352678553619e-05,
+   "seconds": 9.985104910776549e-06,
+   "min": 8.333261160739117e-06,
+   "max": 1.3993395089530378e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6166,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0979657500023164e-05,
+   "host_canary_seconds": 1.0967899999911879e-05,
    "pass_seconds": [
-    1.122226116069745e-05,
-    1.3521060267799154e-05,
-    8.576593749991851e-06
+    1.3441265625096272e-05,
+    9.985104910776549e-06,
+    8.676138392869706e-06
    ],
    "pass_host_canary_seconds": [
-    1.0979657500023164e-05,
-    1.1308942500036777e-05,
-    8.392579999991767e-06
+    1.0967899999911879e-05,
+    8.898442500253623e-06,
+    8.175930000220433e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0004634551428434211,
-   "min": 6.75184285796604e-05,
-   "max": 0.0009938637142872559,
+   "seconds": 0.0003765892857277972,
+   "min": 0.00024079771422488448,
+   "max": 0.0009129344286650719,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6191,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0979657500023164e-05,
+   "host_canary_seconds": 1.0967899999911879e-05,
    "pass_seconds": [
-    0.0006030161428611791,
-    0.0004634551428434211,
-    0.00038216300000369434
+    0.0005398632857480022,
+    0.0003765892857277972,
+    0.0002846132856737833
    ],
    "pass_host_canary_seconds": [
-    1.0979657500023164e-05,
-    1.1308942500036777e-05,
-    8.392579999991767e-06
+    1.0967899999911879e-05,
+    8.898442500253623e-06,
+    8.175930000220433e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.155082366069823e-05,
-   "min": 8.34175446429164e-06,
-   "max": 1.852608258927952e-05,
+   "seconds": 1.1885183035837648e-05,
+   "min": 9.201017857206142e-06,
+   "max": 2.188447544655097e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6216,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.974235000029808e-06,
+   "host_canary_seconds": 7.748149999997623e-06,
    "pass_seconds": [
-    1.155082366069823e-05,
-    1.5821524553594202e-05,
-    9.70895982144171e-06
+    1.179355803542543e-05,
+    1.1885183035837648e-05,
+    1.4639988839247411e-05
    ],
    "pass_host_canary_seconds": [
-    9.974235000029808e-06,
-    1.155245500001456e-05,
-    7.842334999992318e-06
+    7.748149999997623e-06,
+    8.802890000083608e-06,
+    9.149389999834056e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0011795455714320724,
-   "min": 0.000935247285708231,
-   "max": 0.001874857714284417,
+   "seconds": 0.0009877620000062442,
+   "min": 0.0003428930000706845,
+   "max": 0.0016019374285341265,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6241,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.974235000029808e-06,
+   "host_canary_seconds": 7.748149999997623e-06,
    "pass_seconds": [
-    0.0013921951428618026,
-    0.0011795455714320724,
-    0.0009776054285980862
+    0.0008453607142817938,
+    0.0009877620000062442,
+    0.0010202947142780821
    ],
    "pass_host_canary_seconds": [
-    9.974235000029808e-06,
-    1.155245500001456e-05,
-    7.842334999992318e-06
+    7.748149999997623e-06,
+    8.802890000083608e-06,
+    9.149389999834056e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00048338999999941734,
-   "min": 0.00045245499998713967,
-   "max": 0.0006362320000050659,
+   "seconds": 0.00048472399998900073,
+   "min": 0.0004523229999904288,
+   "max": 0.0005636470000354166,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -6264,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005867200000011508,
-    0.00048338999999941734,
-    0.0004595049999807088
+    0.0004697370000030787,
+    0.00048472399998900073,
+    0.0004850709999573155
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 0.00010433543749994405,
-   "min": 7.22747812499845e-05,
-   "max": 0.00012324319196428086,
+   "seconds": 7.893654241085204e-05,
+   "min": 7.14754754463444e-05,
+   "max": 0.0001090075848217964,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6282,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1937769999974534e-05,
+   "host_canary_seconds": 9.76622999985466e-06,
    "pass_seconds": [
-    0.00012204501562499257,
-    0.00010433543749994405,
-    7.500160044645757e-05
+    9.395181919659632e-05,
+    7.893654241085204e-05,
+    7.438934151769518e-05
    ],
    "pass_host_canary_seconds": [
-    1.1937769999974534e-05,
-    1.1089055000041981e-05,
-    7.858949999928199e-06
+    9.76622999985466e-06,
+    7.99564000033115e-06,
+    8.042134999755036e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0005565907143006499,
-   "min": -0.001608386714285156,
-   "max": 0.0012094614285769823,
+   "seconds": 0.0004236487142829249,
+   "min": -0.000396259428563488,
+   "max": 0.001579374285662587,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6307,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1937769999974534e-05,
+   "host_canary_seconds": 9.76622999985466e-06,
    "pass_seconds": [
-    0.0007768639999901393,
-    0.0005565907143006499,
-    0.0003534498571257571
+    0.0005065497142433218,
+    0.0004236487142829249,
+    0.0003835111429647698
    ],
    "pass_host_canary_seconds": [
-    1.1937769999974534e-05,
-    1.1089055000041981e-05,
-    7.858949999928199e-06
+    9.76622999985466e-06,
+    7.99564000033115e-06,
+    8.042134999755036e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 9.570176562502728e-05,
-   "min": 7.32709933035964e-05,
-   "max": 0.00011420931473212928,
+   "seconds": 8.41366339288742e-05,
+   "min": 7.338359598207944e-05,
+   "max": 0.00012016936607141458,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6332,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.689345000050252e-06,
+   "host_canary_seconds": 1.036217000034867e-05,
    "pass_seconds": [
-    9.570176562502728e-05,
-    0.00010346588616069344,
-    7.721023437502948e-05
+    0.000103237064731841,
+    8.41366339288742e-05,
+    7.616462276795386e-05
    ],
    "pass_host_canary_seconds": [
-    8.689345000050252e-06,
-    1.1007064999972727e-05,
-    7.892790000028072e-06
+    1.036217000034867e-05,
+    8.097959999986415e-06,
+    7.937120000178765e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.00104836600000624,
-   "min": 0.00026243399998447485,
-   "max": 0.005060366571427721,
+   "seconds": 0.0009193491428699675,
+   "min": -0.0010922947143886374,
+   "max": 0.0022756650000701484,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6357,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.689345000050252e-06,
+   "host_canary_seconds": 1.036217000034867e-05,
    "pass_seconds": [
-    0.00104836600000624,
-    0.001192332285727714,
-    0.0010016827142952222
+    0.0009476578572308169,
+    0.0008347187143726842,
+    0.0009193491428699675
    ],
    "pass_host_canary_seconds": [
-    8.689345000050252e-06,
-    1.1007064999972727e-05,
-    7.892790000028072e-06
+    1.036217000034867e-05,
+    8.097959999986415e-06,
+    7.937120000178765e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039495300001135547,
-   "min": 0.00038539400000559,
-   "max": 0.0004845119999998815,
+   "seconds": 0.000399777999973594,
+   "min": 0.00039411099999142607,
+   "max": 0.0005293440000286864,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -6380,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00039880199999231536,
-    0.0003947890000119969,
-    0.00039495300001135547
+    0.000497406000022238,
+    0.0003992229999312258,
+    0.000399777999973594
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 3.0433995536403657e-06,
-   "min": 2.6386183035346074e-06,
-   "max": 5.054026785712905e-06,
+   "seconds": 2.8644196429386933e-06,
+   "min": 2.606352678822889e-06,
+   "max": 4.380676339264612e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6398,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.647614999972574e-06,
+   "host_canary_seconds": 1.0554482500140239e-05,
    "pass_seconds": [
-    2.7324866071408238e-06,
-    3.0433995536403657e-06,
-    3.198555803583604e-06
+    4.304303571345258e-06,
+    2.8644196429386933e-06,
+    2.755122767896166e-06
    ],
    "pass_host_canary_seconds": [
-    8.647614999972574e-06,
-    8.824777500038295e-06,
-    8.789325000009286e-06
+    1.0554482500140239e-05,
+    8.502450000378304e-06,
+    8.069069999692146e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.000128026142860449,
-   "min": 4.884628570981216e-05,
-   "max": 0.00028115528571350163,
+   "seconds": 0.00011296528571490074,
+   "min": 7.822071436943849e-05,
+   "max": 0.00020772057135738057,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6423,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.647614999972574e-06,
+   "host_canary_seconds": 1.0554482500140239e-05,
    "pass_seconds": [
-    0.000128026142860449,
-    0.0001610522857171353,
-    0.0001223335714379508
+    0.00016783985719419955,
+    0.00011296528571490074,
+    0.00010905900005907045
    ],
    "pass_host_canary_seconds": [
-    8.647614999972574e-06,
-    8.824777500038295e-06,
-    8.789325000009286e-06
+    1.0554482500140239e-05,
+    8.502450000378304e-06,
+    8.069069999692146e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.85210044636811e-06,
-   "min": 2.932654017850922e-06,
-   "max": 7.491357142809717e-06,
+   "seconds": 4.657089285891354e-06,
+   "min": 3.60580580352884e-06,
+   "max": 7.517433035937009e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -6448,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.562430000012e-06,
+   "host_canary_seconds": 1.0603184999808946e-05,
    "pass_seconds": [
-    3.7585156250154384e-06,
-    4.304649553635695e-06,
-    3.85210044636811e-06
+    5.921323660982937e-06,
+    4.657089285891354e-06,
+    3.9814397323161595e-06
    ],
    "pass_host_canary_seconds": [
-    8.562430000012e-06,
-    8.60571000004029e-06,
-    1.0310840000045119e-05
+    1.0603184999808946e-05,
+    8.970389999944928e-06,
+    8.209654999973282e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006856061428501497,
-   "min": 0.0004007221428707908,
-   "max": 0.0011181109999926417,
+   "seconds": 0.0006325807143282093,
+   "min": 0.00048508728566178306,
+   "max": 0.0010165801429593557,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -6473,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.562430000012e-06,
+   "host_canary_seconds": 1.0603184999808946e-05,
    "pass_seconds": [
-    0.0007893351428691631,
-    0.0006856061428501497,
-    0.000650019857143239
+    0.0006325807143282093,
+    0.0007363035713784224,
+    0.0006153867143439129
    ],
    "pass_host_canary_seconds": [
-    8.562430000012e-06,
-    8.60571000004029e-06,
-    1.0310840000045119e-05
+    1.0603184999808946e-05,
+    8.970389999944928e-06,
+    8.209654999973282e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00021781999998893298,
-   "min": 0.00017958999998768377,
-   "max": 0.0002445310000069867,
+   "seconds": 0.00019119099999898026,
+   "min": 0.00018616799991377775,
+   "max": 0.00023142800000641728,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -6496,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00021781999998893298,
-    0.00022079800001506555,
-    0.00018288900000129615
+    0.0002162579999094305,
+    0.00019119099999898026,
+    0.0001892679999855318
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 6.011912999994707e-06,
-   "min": 4.860100000001921e-06,
-   "max": 8.684101000000056e-06,
+   "seconds": 5.8523100000229535e-06,
+   "min": 5.0314939999225315e-06,
+   "max": 8.21594899991851e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.563332499988974e-06,
+   "host_canary_seconds": 1.0532350000005408e-05,
    "pass_seconds": [
-    6.011912999994707e-06,
-    6.18457499999181e-06,
-    5.04236300000116e-06
+    7.312156000011783e-06,
+    5.8523100000229535e-06,
+    5.3955600000108465e-06
    ],
    "pass_host_canary_seconds": [
-    8.563332499988974e-06,
-    8.899815000091849e-06,
-    7.936960000023418e-06
+    1.0532350000005408e-05,
+    8.821554999940417e-06,
+    8.018340000148783e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 1.0382663000001457e-05,
-   "min": 6.590789000000541e-06,
-   "max": 1.2125887999999918e-05,
+   "seconds": 7.481639000047835e-06,
+   "min": 7.082547999971212e-06,
+   "max": 9.853926999994655e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.190006999998161e-05,
+   "host_canary_seconds": 7.464247500195143e-06,
    "pass_seconds": [
-    1.1788171000006287e-05,
-    7.892739000027405e-06,
-    1.0382663000001457e-05
+    7.172764999950232e-06,
+    8.076202999973248e-06,
+    7.481639000047835e-06
    ],
    "pass_host_canary_seconds": [
-    1.190006999998161e-05,
-    1.012706250001827e-05,
-    1.038206750003212e-05
+    7.464247500195143e-06,
+    8.240602500109163e-06,
+    7.79549750006936e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 1.3655639999967662e-06,
-   "min": 9.017529999937323e-07,
-   "max": 1.8715209999982108e-06,
+   "seconds": 8.699500000375338e-07,
+   "min": 8.404609999388413e-07,
+   "max": 1.0653729999603456e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1850554999952578e-05,
+   "host_canary_seconds": 7.66942500007417e-06,
    "pass_seconds": [
-    1.8380000000064455e-06,
-    9.408500000063214e-07,
-    1.3655639999967662e-06
+    8.602909999808616e-07,
+    9.902040000042688e-07,
+    8.699500000375338e-07
    ],
    "pass_host_canary_seconds": [
-    1.1850554999952578e-05,
-    9.128042499995103e-06,
-    9.910894999975995e-06
+    7.66942500007417e-06,
+    8.209847500211254e-06,
+    7.61117749988216e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.679039999999077e-05,
-   "min": 1.511041000000546e-05,
-   "max": 2.2584838999989644e-05,
+   "seconds": 1.5963692000013907e-05,
+   "min": 1.4702759000101651e-05,
+   "max": 2.0124478000070666e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1523034999996185e-05,
+   "host_canary_seconds": 7.4880450003433904e-06,
    "pass_seconds": [
-    2.2432690000002252e-05,
-    1.679039999999077e-05,
-    1.531247100001565e-05
+    1.49161900000081e-05,
+    1.6006926999921234e-05,
+    1.5963692000013907e-05
    ],
    "pass_host_canary_seconds": [
-    1.1523034999996185e-05,
-    1.0633185000017419e-05,
-    7.85264750000181e-06
+    7.4880450003433904e-06,
+    8.086075000051095e-06,
+    7.6519350000126e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.1430346000002487e-05,
-   "min": 1.8066450000020495e-05,
-   "max": 3.076822899998888e-05,
+   "seconds": 1.8596148000028732e-05,
+   "min": 1.7574638999917624e-05,
+   "max": 2.3192692999941755e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.23060000001874e-06,
+   "host_canary_seconds": 7.388489999868852e-06,
    "pass_seconds": [
-    2.1430346000002487e-05,
-    2.5736526999992293e-05,
-    1.8138513999986116e-05
+    1.7681000000038695e-05,
+    1.9475995999982843e-05,
+    1.8596148000028732e-05
    ],
    "pass_host_canary_seconds": [
-    8.23060000001874e-06,
-    1.1823815000013838e-05,
-    7.651154999948062e-06
+    7.388489999868852e-06,
+    8.189817500010576e-06,
+    7.730245000061587e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.7332493008422907e-06,
-   "min": 1.609470990448002e-06,
-   "max": 1.8776595655822712e-06,
+   "seconds": 2.0460608695983907e-06,
+   "min": 2.0106448088073475e-06,
+   "max": 2.1074193461608897e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -6619,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.542379999999995e-05,
-    "min": 7.531840000000005e-05,
-    "max": 7.585279999999988e-05,
+    "seconds": 7.559730000000001e-05,
+    "min": 7.551040000000007e-05,
+    "max": 7.575360000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010397755,
-    "min": 0.0001039061,
-    "max": 0.00010429810000000002,
+    "seconds": 0.00010471720000000001,
+    "min": 0.00010453460000000008,
+    "max": 0.00010486700000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6651,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.988289999999997e-05,
-    "min": 8.976639999999993e-05,
-    "max": 9.030110000000009e-05,
+    "seconds": 9.093624999999995e-05,
+    "min": 9.076799999999994e-05,
+    "max": 9.14344000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.486370000000001e-05,
-    "min": 9.470389999999997e-05,
-    "max": 9.52768000000001e-05,
+    "seconds": 9.582245000000004e-05,
+    "min": 9.557739999999994e-05,
+    "max": 9.611189999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6683,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017646964999999999,
-    "min": 0.00017635739999999995,
-    "max": 0.00017667699999999987,
+    "seconds": 0.00017662075,
+    "min": 0.00017626759999999996,
+    "max": 0.00017682939999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044101795,
-    "min": 0.00044047330000000003,
-    "max": 0.00044156520000000017,
+    "seconds": 0.0004420623,
+    "min": 0.00044167460000000007,
+    "max": 0.000442373,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6715,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028196070000000007,
-    "min": 0.00028152869999999993,
-    "max": 0.00028268489999999993,
+    "seconds": 0.00028372345000000004,
+    "min": 0.00028347330000000006,
+    "max": 0.0002841115999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00051703065,
-    "min": 0.0005168312,
-    "max": 0.0005178925,
+    "seconds": 0.0005407712999999999,
+    "min": 0.0005402976,
+    "max": 0.0005410343000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6747,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006881444499999998,
-    "min": 0.0006872144000000005,
-    "max": 0.0006887964000000001,
+    "seconds": 0.0006886756999999997,
+    "min": 0.0006877108000000002,
+    "max": 0.0006891177,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017361798500000005,
-    "min": 0.0017343451,
-    "max": 0.0017364679,
+    "seconds": 0.0017434889499999997,
+    "min": 0.0017429475999999997,
+    "max": 0.0017439091000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6779,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00113919935,
-    "min": 0.001138484,
-    "max": 0.0011402806999999998,
+    "seconds": 0.0011403157499999999,
+    "min": 0.0011398409000000006,
+    "max": 0.0011421982000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020860043000000003,
-    "min": 0.0020857878,
-    "max": 0.0020884446000000003,
+    "seconds": 0.0021044472,
+    "min": 0.0021026849000000004,
+    "max": 0.0021053347,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6811,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4841550000000005e-05,
-    "min": 3.4748399999999906e-05,
-    "max": 3.530540000000021e-05,
+    "seconds": 3.461945000000002e-05,
+    "min": 3.4569799999999975e-05,
+    "max": 3.5225600000000085e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.830415000000004e-05,
-    "min": 9.796159999999998e-05,
-    "max": 9.894369999999999e-05,
+    "seconds": 9.890085000000002e-05,
+    "min": 9.8656e-05,
+    "max": 9.968640000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6843,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8249400000000006e-05,
-    "min": 4.818860000000002e-05,
-    "max": 4.931839999999997e-05,
+    "seconds": 4.8263699999999976e-05,
+    "min": 4.824600000000004e-05,
+    "max": 4.998400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.104324999999994e-05,
-    "min": 7.087690000000011e-05,
-    "max": 7.185529999999999e-05,
+    "seconds": 7.200205000000002e-05,
+    "min": 7.187510000000003e-05,
+    "max": 7.337970000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6875,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017542160000000003,
-    "min": 0.0001751988,
-    "max": 0.00017551250000000013,
+    "seconds": 0.00017563790000000003,
+    "min": 0.00017530349999999995,
+    "max": 0.00017579960000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043430814999999995,
-    "min": 0.00043407880000000007,
-    "max": 0.0004348885999999999,
+    "seconds": 0.0004381458499999999,
+    "min": 0.00043788640000000015,
+    "max": 0.0004387659,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6907,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031867805,
-    "min": 0.00031822039999999984,
-    "max": 0.0003198097000000001,
+    "seconds": 0.0003197561999999999,
+    "min": 0.00031927930000000005,
+    "max": 0.0003210049999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005821515499999999,
-    "min": 0.0005812166999999999,
-    "max": 0.0005824371,
+    "seconds": 0.0006043962,
+    "min": 0.0006039056,
+    "max": 0.0006050579,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6939,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.136959999999995e-05,
-    "min": 5.118389999999997e-05,
-    "max": 5.1970700000000014e-05,
+    "seconds": 5.136970000000001e-05,
+    "min": 5.119980000000005e-05,
+    "max": 5.173429999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012076549999999995,
-    "min": 0.00012065889999999995,
-    "max": 0.00012105210000000003,
+    "seconds": 0.00012108030000000007,
+    "min": 0.00012064940000000009,
+    "max": 0.00012121600000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -6971,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.797925000000003e-05,
-    "min": 6.680010000000007e-05,
-    "max": 7.005750000000007e-05,
+    "seconds": 6.753315000000004e-05,
+    "min": 6.65411e-05,
+    "max": 6.990389999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001274637,
-    "min": 0.0001272407,
-    "max": 0.00012775950000000008,
+    "seconds": 0.00012961634999999994,
+    "min": 0.0001294726,
+    "max": 0.0001308316,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7003,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019941300000000012,
-    "min": 0.0001988190999999999,
-    "max": 0.0001998639,
+    "seconds": 0.00019896125000000005,
+    "min": 0.00019878119999999988,
+    "max": 0.00019911019999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004671419,
-    "min": 0.00046647580000000005,
-    "max": 0.00046804569999999996,
+    "seconds": 0.00046657165000000005,
+    "min": 0.00046622439999999987,
+    "max": 0.00046721210000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7035,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003769960500000002,
-    "min": 0.00037680630000000014,
-    "max": 0.00037757319999999993,
+    "seconds": 0.00037737620000000003,
+    "min": 0.00037702699999999994,
+    "max": 0.00037793509999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061130875,
-    "min": 0.0006098561,
-    "max": 0.0006122866999999999,
+    "seconds": 0.00061642735,
+    "min": 0.0006157471,
+    "max": 0.0006166317000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7067,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.912099999999998e-05,
-    "min": 7.88415e-05,
-    "max": 7.919660000000002e-05,
+    "seconds": 7.937925000000004e-05,
+    "min": 7.930130000000001e-05,
+    "max": 7.962389999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014202015000000002,
-    "min": 0.00014169290000000005,
-    "max": 0.000142272,
+    "seconds": 0.0001423958,
+    "min": 0.00014207989999999996,
+    "max": 0.0001425413,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7099,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012204255000000005,
-    "min": 0.00012169640000000008,
-    "max": 0.0001222107,
+    "seconds": 0.00012238774999999996,
+    "min": 0.00012183100000000005,
+    "max": 0.00012278559999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001646621,
-    "min": 0.00016436429999999998,
-    "max": 0.00016514599999999997,
+    "seconds": 0.00016797090000000001,
+    "min": 0.0001674527,
+    "max": 0.00016826789999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7131,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030674755000000003,
-    "min": 0.00030628309999999995,
-    "max": 0.0003068789,
+    "seconds": 0.0003066262499999999,
+    "min": 0.0003064295999999999,
+    "max": 0.0003072606,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00055174815,
-    "min": 0.0005511539,
-    "max": 0.0005533426999999999,
+    "seconds": 0.0005514890500000001,
+    "min": 0.000551024,
+    "max": 0.0005517987000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7163,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00047001289999999994,
-    "min": 0.0004692255000000001,
-    "max": 0.0004703886999999999,
+    "seconds": 0.0004693683000000001,
+    "min": 0.0004689459000000001,
+    "max": 0.00046978920000000015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006586610000000001,
-    "min": 0.0006581857,
-    "max": 0.0006604572,
+    "seconds": 0.000654983,
+    "min": 0.0006540659,
+    "max": 0.00065596,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7195,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.40154999999993e-06,
-    "min": 9.385699999999975e-06,
-    "max": 9.471899999999983e-06,
+    "seconds": 9.534299999999967e-06,
+    "min": 9.507399999999995e-06,
+    "max": 9.63859999999994e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.499839999999997e-05,
-    "min": 1.4944100000000049e-05,
-    "max": 1.5123399999999947e-05,
+    "seconds": 1.472009999999997e-05,
+    "min": 1.4678400000000102e-05,
+    "max": 1.485109999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7227,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.131350000000002e-05,
-    "min": 2.128310000000008e-05,
-    "max": 2.1417300000000002e-05,
+    "seconds": 2.1342549999999957e-05,
+    "min": 2.1322000000000095e-05,
+    "max": 2.153920000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0233550000000026e-05,
-    "min": 2.0192000000000006e-05,
-    "max": 2.0377700000000003e-05,
+    "seconds": 2.0781100000000027e-05,
+    "min": 2.0755400000000055e-05,
+    "max": 2.08829999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7259,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0851200000000026e-05,
-    "min": 5.0265599999999995e-05,
-    "max": 5.1208999999999855e-05,
+    "seconds": 5.091660000000004e-05,
+    "min": 5.07968000000001e-05,
+    "max": 5.1142799999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012272090000000005,
-    "min": 0.0001223232999999999,
-    "max": 0.00012306570000000008,
+    "seconds": 0.00012322110000000008,
+    "min": 0.00012287359999999995,
+    "max": 0.00012337919999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7291,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.842299999999999e-05,
-    "min": 7.7952e-05,
-    "max": 8.084069999999988e-05,
+    "seconds": 7.78125500000001e-05,
+    "min": 7.675829999999999e-05,
+    "max": 8.047409999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015418365,
-    "min": 0.0001539389,
-    "max": 0.00015448889999999994,
+    "seconds": 0.00015589479999999998,
+    "min": 0.00015559980000000008,
+    "max": 0.0001562828,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7323,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3148700000000144e-05,
-    "min": 1.3110299999999917e-05,
-    "max": 1.3859199999999942e-05,
+    "seconds": 1.3628750000000002e-05,
+    "min": 1.3539699999999948e-05,
+    "max": 1.4441799999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.352960000000004e-05,
-    "min": 3.338240000000003e-05,
-    "max": 3.392640000000008e-05,
+    "seconds": 3.416319999999998e-05,
+    "min": 3.409939999999997e-05,
+    "max": 3.43044000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7355,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7083299999999836e-05,
-    "min": 2.70337e-05,
-    "max": 2.7514099999999913e-05,
+    "seconds": 2.7142500000000047e-05,
+    "min": 2.708499999999999e-05,
+    "max": 2.7433599999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7386949999999967e-05,
-    "min": 2.7334600000000048e-05,
-    "max": 2.7500800000000047e-05,
+    "seconds": 2.7413099999999997e-05,
+    "min": 2.733439999999996e-05,
+    "max": 2.7587399999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7387,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.954555000000004e-05,
-    "min": 7.898329999999994e-05,
-    "max": 7.968839999999999e-05,
+    "seconds": 7.988194999999999e-05,
+    "min": 7.970499999999998e-05,
+    "max": 8.006729999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014736774999999999,
-    "min": 0.00014686359999999997,
-    "max": 0.00014789169999999995,
+    "seconds": 0.00014766575000000002,
+    "min": 0.00014748130000000003,
+    "max": 0.00014778889999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7419,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013786734999999994,
-    "min": 0.00013755149999999998,
-    "max": 0.00013836729999999983,
+    "seconds": 0.00013787574999999996,
+    "min": 0.00013767119999999995,
+    "max": 0.00013842230000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019220429999999996,
-    "min": 0.00019181930000000005,
-    "max": 0.00019247950000000002,
+    "seconds": 0.00019748365000000004,
+    "min": 0.00019717899999999994,
+    "max": 0.00019751920000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7451,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4717050000000085e-05,
-    "min": 3.45185e-05,
-    "max": 3.5020600000000056e-05,
+    "seconds": 3.456634999999999e-05,
+    "min": 3.442550000000008e-05,
+    "max": 3.496310000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.9084749999999983e-05,
-    "min": 5.8771599999999985e-05,
-    "max": 5.9273899999999954e-05,
+    "seconds": 5.908379999999998e-05,
+    "min": 5.888659999999999e-05,
+    "max": 5.920329999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7483,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5441650000000114e-05,
-    "min": 4.515199999999991e-05,
-    "max": 4.579729999999993e-05,
+    "seconds": 4.497400000000005e-05,
+    "min": 4.485790000000003e-05,
+    "max": 4.55421e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.16094999999999e-05,
-    "min": 5.138889999999999e-05,
-    "max": 5.2428600000000076e-05,
+    "seconds": 5.1265800000000006e-05,
+    "min": 5.092830000000003e-05,
+    "max": 5.185940000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7515,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015219610000000004,
-    "min": 0.00015191330000000001,
-    "max": 0.00015241530000000009,
+    "seconds": 0.00015275380000000002,
+    "min": 0.00015241539999999998,
+    "max": 0.00015308420000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021605675000000005,
-    "min": 0.0002158104,
-    "max": 0.00021644089999999996,
+    "seconds": 0.0002159266,
+    "min": 0.00021564829999999995,
+    "max": 0.00021642349999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7547,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019679824999999985,
-    "min": 0.00019638980000000005,
-    "max": 0.0001969078,
+    "seconds": 0.00019669270000000012,
+    "min": 0.00019650889999999992,
+    "max": 0.00019715529999999988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022574505000000006,
-    "min": 0.00022554219999999995,
-    "max": 0.00022585289999999995,
+    "seconds": 0.00022583540000000005,
+    "min": 0.00022559399999999997,
+    "max": 0.00022608019999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7579,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.497450000000009e-06,
-    "min": 6.431999999999994e-06,
-    "max": 6.5150999999999726e-06,
+    "seconds": 6.453100000000018e-06,
+    "min": 6.4191000000000145e-06,
+    "max": 6.496100000000023e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.2927000000000024e-06,
-    "min": 6.265599999999927e-06,
-    "max": 6.3167999999999435e-06,
+    "seconds": 6.196849999999937e-06,
+    "min": 6.188800000000026e-06,
+    "max": 6.220999999999935e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7611,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3700799999999925e-05,
-    "min": 1.3676999999999976e-05,
-    "max": 1.374080000000006e-05,
+    "seconds": 1.3729899999999958e-05,
+    "min": 1.3708799999999997e-05,
+    "max": 1.3792099999999959e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.593600000000094e-06,
-    "min": 9.58070000000007e-06,
-    "max": 9.650900000000003e-06,
+    "seconds": 9.684799999999962e-06,
+    "min": 9.628799999999978e-06,
+    "max": 9.728100000000018e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7643,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4310049999999994e-05,
-    "min": 1.4246199999999908e-05,
-    "max": 1.4978800000000057e-05,
+    "seconds": 1.4985399999999975e-05,
+    "min": 1.4908799999999997e-05,
+    "max": 1.5526200000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0668850000000004e-05,
-    "min": 3.0390200000000026e-05,
-    "max": 3.1052699999999954e-05,
+    "seconds": 3.052480000000005e-05,
+    "min": 3.032330000000002e-05,
+    "max": 3.097280000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7675,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.43838999999999e-05,
-    "min": 3.4358300000000054e-05,
-    "max": 3.461110000000003e-05,
+    "seconds": 3.451040000000009e-05,
+    "min": 3.443829999999991e-05,
+    "max": 3.4684900000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.369264999999988e-05,
-    "min": 3.36768000000001e-05,
-    "max": 3.3747199999999974e-05,
+    "seconds": 3.389610000000002e-05,
+    "min": 3.387209999999998e-05,
+    "max": 3.4162999999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7707,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1107299999999988e-05,
-    "min": 1.1040199999999937e-05,
-    "max": 1.1171100000000024e-05,
+    "seconds": 1.1179049999999982e-05,
+    "min": 1.109110000000005e-05,
+    "max": 1.1286399999999935e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1951950000000125e-05,
-    "min": 1.191050000000014e-05,
-    "max": 1.200619999999999e-05,
+    "seconds": 1.1435050000000025e-05,
+    "min": 1.1360000000000037e-05,
+    "max": 1.1558699999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7739,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1193900000000075e-05,
-    "min": 2.1148299999999948e-05,
-    "max": 2.1225400000000036e-05,
+    "seconds": 2.1132649999999995e-05,
+    "min": 2.111419999999997e-05,
+    "max": 2.1184499999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.638714999999994e-05,
-    "min": 1.637460000000001e-05,
-    "max": 1.641290000000031e-05,
+    "seconds": 1.6383900000000018e-05,
+    "min": 1.633930000000005e-05,
+    "max": 1.6396699999999944e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7771,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.664810000000001e-05,
-    "min": 3.6588599999999963e-05,
-    "max": 3.680320000000003e-05,
+    "seconds": 3.679875000000002e-05,
+    "min": 3.6672499999999964e-05,
+    "max": 3.690580000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6268400000000005e-05,
-    "min": 5.601579999999994e-05,
-    "max": 5.657600000000006e-05,
+    "seconds": 5.65185e-05,
+    "min": 5.6323199999999976e-05,
+    "max": 5.6780700000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7803,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.041735000000002e-05,
-    "min": 6.016940000000007e-05,
-    "max": 6.070400000000009e-05,
+    "seconds": 6.033245000000003e-05,
+    "min": 6.0192099999999996e-05,
+    "max": 6.05213999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.631330000000002e-05,
-    "min": 6.582710000000004e-05,
-    "max": 6.689559999999992e-05,
+    "seconds": 6.507355000000002e-05,
+    "min": 6.453450000000005e-05,
+    "max": 6.545949999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7835,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1638250000000063e-05,
-    "min": 2.161300000000001e-05,
-    "max": 2.2220900000000006e-05,
+    "seconds": 2.2022449999999923e-05,
+    "min": 2.19522999999999e-05,
+    "max": 2.253440000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.510885000000002e-05,
-    "min": 3.498259999999996e-05,
-    "max": 3.5168100000000074e-05,
+    "seconds": 3.518550000000002e-05,
+    "min": 3.497320000000007e-05,
+    "max": 3.5322e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7867,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.584860000000012e-05,
-    "min": 3.5805699999999954e-05,
-    "max": 3.5910400000000015e-05,
+    "seconds": 3.598099999999998e-05,
+    "min": 3.5952400000000025e-05,
+    "max": 3.601300000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.936975000000001e-05,
-    "min": 2.9305600000000003e-05,
-    "max": 2.9474900000000045e-05,
+    "seconds": 2.942395000000005e-05,
+    "min": 2.9353800000000024e-05,
+    "max": 2.9500900000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7899,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.019469999999998e-05,
-    "min": 7.002839999999997e-05,
-    "max": 7.027189999999999e-05,
+    "seconds": 7.037954999999996e-05,
+    "min": 7.001990000000003e-05,
+    "max": 7.077439999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011184150000000004,
-    "min": 0.00011177279999999999,
-    "max": 0.00011246749999999999,
+    "seconds": 0.00011229310000000002,
+    "min": 0.00011203949999999997,
+    "max": 0.00011280019999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7931,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011794124999999996,
-    "min": 0.00011790280000000016,
-    "max": 0.00011838359999999991,
+    "seconds": 0.00011832934999999995,
+    "min": 0.0001182718,
+    "max": 0.00011889599999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012807520000000002,
-    "min": 0.00012798230000000008,
-    "max": 0.00012863449999999998,
+    "seconds": 0.00012937855,
+    "min": 0.00012913930000000003,
+    "max": 0.00012974399999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7963,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.300649999999927e-06,
-    "min": 7.222499999999922e-06,
-    "max": 7.331299999999964e-06,
+    "seconds": 7.3263500000000014e-06,
+    "min": 7.276599999999962e-06,
+    "max": 7.404800000000091e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.411250000000007e-06,
-    "min": 6.4000999999999525e-06,
-    "max": 6.5055000000000294e-06,
+    "seconds": 6.449599999999998e-06,
+    "min": 6.444799999999987e-06,
+    "max": 6.508900000000085e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -7995,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6660749999999917e-05,
-    "min": 1.6643100000000163e-05,
-    "max": 1.6681600000000047e-05,
+    "seconds": 1.6716449999999974e-05,
+    "min": 1.66911000000001e-05,
+    "max": 1.6729699999999932e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.803299999999911e-06,
-    "min": 6.745399999999926e-06,
-    "max": 6.825599999999918e-06,
+    "seconds": 6.726499999999999e-06,
+    "min": 6.707100000000036e-06,
+    "max": 6.790399999999932e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8027,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.166235000000004e-05,
-    "min": 1.1632000000000062e-05,
-    "max": 1.1802000000000022e-05,
+    "seconds": 1.1779300000000001e-05,
+    "min": 1.1743900000000032e-05,
+    "max": 1.2012700000000052e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2240000000000052e-05,
-    "min": 1.2188799999999901e-05,
-    "max": 1.23038e-05,
+    "seconds": 1.3003299999999957e-05,
+    "min": 1.289920000000004e-05,
+    "max": 1.3091200000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8059,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.330404999999998e-05,
-    "min": 4.3260300000000186e-05,
-    "max": 4.331840000000011e-05,
+    "seconds": 4.325000000000001e-05,
+    "min": 4.3244799999999976e-05,
+    "max": 4.3277000000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7649600000000032e-05,
-    "min": 1.758439999999994e-05,
-    "max": 1.7740399999999997e-05,
+    "seconds": 1.7787600000000012e-05,
+    "min": 1.7753800000000026e-05,
+    "max": 1.7881499999999913e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8091,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2412849999999997e-05,
-    "min": 2.2352099999999962e-05,
-    "max": 2.2524799999999958e-05,
+    "seconds": 2.2430299999999967e-05,
+    "min": 2.239989999999989e-05,
+    "max": 2.2771500000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.237264999999997e-05,
-    "min": 2.234260000000004e-05,
-    "max": 2.2576200000000016e-05,
+    "seconds": 2.303534999999997e-05,
+    "min": 2.294730000000002e-05,
+    "max": 2.3152000000000045e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8123,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1047699999999955e-05,
-    "min": 5.102700000000002e-05,
-    "max": 5.1066e-05,
+    "seconds": 5.1142650000000024e-05,
+    "min": 5.1120199999999985e-05,
+    "max": 5.1161499999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1515350000000007e-05,
-    "min": 2.1356899999999995e-05,
-    "max": 2.1545600000000036e-05,
+    "seconds": 2.1542450000000013e-05,
+    "min": 2.1481800000000022e-05,
+    "max": 2.160969999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8155,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.33838e-05,
-    "min": 5.3026700000000005e-05,
-    "max": 5.342440000000004e-05,
+    "seconds": 5.359045000000004e-05,
+    "min": 5.349450000000002e-05,
+    "max": 5.3798900000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.113280000000001e-05,
-    "min": 7.092760000000005e-05,
-    "max": 7.130559999999996e-05,
+    "seconds": 7.238565000000004e-05,
+    "min": 7.205119999999998e-05,
+    "max": 7.264680000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8187,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015544665000000006,
-    "min": 0.00015531729999999994,
-    "max": 0.00015575359999999992,
+    "seconds": 0.00015520814999999994,
+    "min": 0.00015513290000000008,
+    "max": 0.00015551020000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.581259999999996e-05,
-    "min": 6.564800000000005e-05,
-    "max": 6.60163e-05,
+    "seconds": 6.55906e-05,
+    "min": 6.539859999999999e-05,
+    "max": 6.568969999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8220,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.646300000000013e-06,
-    "min": 6.633700000000011e-06,
-    "max": 6.659100000000012e-06,
+    "seconds": 6.6448000000000215e-06,
+    "min": 6.630400000000066e-06,
+    "max": 6.652800000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0979299999999927e-05,
-    "min": 1.095380000000007e-05,
-    "max": 1.1065500000000032e-05,
+    "seconds": 1.0972749999999916e-05,
+    "min": 1.0960099999999899e-05,
+    "max": 1.1078300000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8253,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0295950000000011e-05,
-    "min": 1.0278299999999854e-05,
-    "max": 1.031690000000002e-05,
+    "seconds": 1.0331299999999953e-05,
+    "min": 1.0281600000000025e-05,
+    "max": 1.03842000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3012949999999967e-05,
-    "min": 1.2998400000000024e-05,
-    "max": 1.3049599999999964e-05,
+    "seconds": 1.309444999999996e-05,
+    "min": 1.306569999999997e-05,
+    "max": 1.3132699999999841e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8286,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.491199999999998e-06,
-    "min": 8.476800000000025e-06,
-    "max": 8.61450000000002e-06,
+    "seconds": 8.515300000000013e-06,
+    "min": 8.454700000000002e-06,
+    "max": 8.598500000000024e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2923150000000015e-05,
-    "min": 1.289580000000001e-05,
-    "max": 1.2950600000000054e-05,
+    "seconds": 1.3011000000000059e-05,
+    "min": 1.2998400000000038e-05,
+    "max": 1.3049400000000197e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8319,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4468600000000002e-05,
-    "min": 1.4406500000000029e-05,
-    "max": 1.4860600000000067e-05,
+    "seconds": 1.4473400000000026e-05,
+    "min": 1.4441800000000011e-05,
+    "max": 1.4857700000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.54863500000003e-05,
-    "min": 1.5459300000000054e-05,
-    "max": 1.5705800000000066e-05,
+    "seconds": 1.573115000000007e-05,
+    "min": 1.564140000000001e-05,
+    "max": 1.587519999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8352,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.537915000000001e-05,
-    "min": 1.535359999999996e-05,
-    "max": 1.5465499999999986e-05,
+    "seconds": 1.540155e-05,
+    "min": 1.5382100000000037e-05,
+    "max": 1.5439999999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.018880000000006e-05,
-    "min": 3.015679999999998e-05,
-    "max": 3.028479999999995e-05,
+    "seconds": 2.9920149999999832e-05,
+    "min": 2.972489999999989e-05,
+    "max": 3.0028800000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8385,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3758249999999996e-05,
-    "min": 2.3743900000000008e-05,
-    "max": 2.4089499999999977e-05,
+    "seconds": 2.3912099999999987e-05,
+    "min": 2.375369999999996e-05,
+    "max": 2.4160400000000047e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.576980000000003e-05,
-    "min": 3.563210000000008e-05,
-    "max": 3.5993599999999946e-05,
+    "seconds": 3.667744999999995e-05,
+    "min": 3.648349999999991e-05,
+    "max": 3.68319999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8418,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2236600000000068e-05,
-    "min": 2.2150400000000034e-05,
-    "max": 2.24001e-05,
+    "seconds": 2.2273700000000044e-05,
+    "min": 2.2217599999999972e-05,
+    "max": 2.242250000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1855949999999915e-05,
-    "min": 5.1792200000000076e-05,
-    "max": 5.23103e-05,
+    "seconds": 5.225625e-05,
+    "min": 5.201339999999998e-05,
+    "max": 5.2649399999999944e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8451,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0510150000000014e-05,
-    "min": 4.0319699999999986e-05,
-    "max": 4.0627199999999996e-05,
+    "seconds": 4.071669999999995e-05,
+    "min": 4.040970000000002e-05,
+    "max": 4.0780400000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.27308499999999e-05,
-    "min": 6.250570000000002e-05,
-    "max": 6.310069999999988e-05,
+    "seconds": 6.249304999999996e-05,
+    "min": 6.241300000000001e-05,
+    "max": 6.275510000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8484,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.990735e-05,
-    "min": 2.9888199999999962e-05,
-    "max": 2.998020000000001e-05,
+    "seconds": 3.008015e-05,
+    "min": 2.9916900000000032e-05,
+    "max": 3.0115199999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.709299999999992e-05,
-    "min": 7.694989999999994e-05,
-    "max": 7.725740000000006e-05,
+    "seconds": 7.647094999999999e-05,
+    "min": 7.630449999999995e-05,
+    "max": 7.677519999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8517,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.9199749999999986e-05,
-    "min": 4.901680000000005e-05,
-    "max": 4.9375500000000036e-05,
+    "seconds": 4.908679999999996e-05,
+    "min": 4.8995699999999996e-05,
+    "max": 4.91748000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.670859999999997e-05,
-    "min": 8.639399999999997e-05,
-    "max": 8.694360000000005e-05,
+    "seconds": 8.736684999999998e-05,
+    "min": 8.728919999999993e-05,
+    "max": 8.771830000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8550,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1542550000000014e-05,
-    "min": 4.140090000000001e-05,
-    "max": 4.180149999999999e-05,
+    "seconds": 4.165030000000002e-05,
+    "min": 4.1311900000000014e-05,
+    "max": 4.176380000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.638679999999996e-05,
-    "min": 9.599330000000004e-05,
-    "max": 9.64862e-05,
+    "seconds": 9.665145e-05,
+    "min": 9.639610000000012e-05,
+    "max": 9.700230000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8583,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.976154999999995e-05,
-    "min": 7.96154999999999e-05,
-    "max": 7.992270000000003e-05,
+    "seconds": 8.005260000000004e-05,
+    "min": 7.993340000000001e-05,
+    "max": 8.008659999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011534035000000003,
-    "min": 0.00011517800000000007,
-    "max": 0.00011539730000000008,
+    "seconds": 0.00011542905000000004,
+    "min": 0.00011514950000000018,
+    "max": 0.00011576489999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8616,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.580424999999992e-05,
-    "min": 7.561610000000005e-05,
-    "max": 7.61786e-05,
+    "seconds": 7.608009999999997e-05,
+    "min": 7.586899999999999e-05,
+    "max": 7.649900000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018814840000000002,
-    "min": 0.00018765210000000002,
-    "max": 0.0001884497,
+    "seconds": 0.00018966435000000004,
+    "min": 0.00018942030000000011,
+    "max": 0.0001899463,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8649,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012540444999999996,
-    "min": 0.00012526139999999994,
-    "max": 0.00012559369999999998,
+    "seconds": 0.0001258192,
+    "min": 0.00012547230000000003,
+    "max": 0.00012628699999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002140496,
-    "min": 0.0002136414999999999,
-    "max": 0.00021425690000000013,
+    "seconds": 0.00021477350000000003,
+    "min": 0.00021446070000000016,
+    "max": 0.00021535110000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8682,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010246184999999997,
-    "min": 0.00010234270000000001,
-    "max": 0.00010267480000000006,
+    "seconds": 0.00010276000000000005,
+    "min": 0.00010255650000000005,
+    "max": 0.00010309819999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024205099999999985,
-    "min": 0.00024176550000000002,
-    "max": 0.00024237430000000003,
+    "seconds": 0.00024182625000000003,
+    "min": 0.00024151089999999978,
+    "max": 0.00024243879999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8715,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020029314999999998,
-    "min": 0.00020020229999999985,
-    "max": 0.0002004387,
+    "seconds": 0.00020067439999999994,
+    "min": 0.00020048269999999998,
+    "max": 0.00020077,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028988255000000007,
-    "min": 0.00028965359999999984,
-    "max": 0.00029021010000000004,
+    "seconds": 0.0002894511499999999,
+    "min": 0.0002888498,
+    "max": 0.0002896047,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8743,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.054400000000033e-06,
-    "min": 7.0462000000000224e-06,
-    "max": 7.168299999999977e-06,
+    "seconds": 6.971050000000008e-06,
+    "min": 6.95680000000001e-06,
+    "max": 7.033600000000012e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8771,9 +10693,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.839949999999936e-06,
-    "min": 6.822400000000027e-06,
-    "max": 6.941000000000054e-06,
+    "seconds": 6.854350000000039e-06,
+    "min": 6.835099999999955e-06,
+    "max": 6.982399999999984e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8799,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.94874999999999e-06,
-    "min": 7.8942e-06,
-    "max": 7.974300000000086e-06,
+    "seconds": 7.5919500000000316e-06,
+    "min": 7.57760000000003e-06,
+    "max": 7.619299999999998e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8827,9 +10749,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.3087499999999866e-06,
-    "min": 7.270100000000093e-06,
-    "max": 7.350400000000013e-06,
+    "seconds": 7.251199999999938e-06,
+    "min": 7.235199999999986e-06,
+    "max": 7.302799999999945e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8855,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1439999999999997e-05,
-    "min": 1.1420800000000008e-05,
-    "max": 1.1571099999999978e-05,
+    "seconds": 1.1017799999999995e-05,
+    "min": 1.0985699999999985e-05,
+    "max": 1.1087900000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8883,9 +10805,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.478400000000018e-06,
-    "min": 9.41700000000003e-06,
-    "max": 9.504500000000029e-06,
+    "seconds": 9.462450000000047e-06,
+    "min": 9.418199999999957e-06,
+    "max": 9.481400000000031e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8911,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.41921e-05,
-    "min": 1.4172800000000006e-05,
-    "max": 1.4208199999999965e-05,
+    "seconds": 1.3686500000000029e-05,
+    "min": 1.3648100000000023e-05,
+    "max": 1.3728199999999948e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8939,9 +10861,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2835000000000002e-05,
-    "min": 1.2819499999999995e-05,
-    "max": 1.2895899999999983e-05,
+    "seconds": 1.2852799999999985e-05,
+    "min": 1.2822199999999975e-05,
+    "max": 1.2899399999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8967,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6598250000000088e-05,
-    "min": 1.6569299999999886e-05,
-    "max": 1.661129999999998e-05,
+    "seconds": 1.6167799999999944e-05,
+    "min": 1.6121699999999988e-05,
+    "max": 1.6211400000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -8995,9 +10917,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4569650000000034e-05,
-    "min": 1.4553500000000075e-05,
-    "max": 1.4607999999999947e-05,
+    "seconds": 1.4531399999999991e-05,
+    "min": 1.4498900000000015e-05,
+    "max": 1.4547300000000019e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9023,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3516799999999956e-05,
-    "min": 4.3138900000000015e-05,
-    "max": 4.375369999999997e-05,
+    "seconds": 4.364139999999996e-05,
+    "min": 4.351620000000003e-05,
+    "max": 4.389760000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9051,9 +10973,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9782150000000025e-05,
-    "min": 2.9664200000000006e-05,
-    "max": 2.9942699999999967e-05,
+    "seconds": 2.894414999999999e-05,
+    "min": 2.88356e-05,
+    "max": 2.9341200000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9079,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.61552e-05,
-    "min": 5.552939999999998e-05,
-    "max": 5.64953e-05,
+    "seconds": 6.0458049999999986e-05,
+    "min": 6.0284399999999995e-05,
+    "max": 6.100169999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9107,9 +11029,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.9108800000000035e-05,
-    "min": 3.891830000000009e-05,
-    "max": 3.9199799999999956e-05,
+    "seconds": 3.920949999999999e-05,
+    "min": 3.898529999999991e-05,
+    "max": 3.9401500000000046e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9135,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.942999999999998e-05,
-    "min": 5.8985200000000006e-05,
-    "max": 5.958979999999999e-05,
+    "seconds": 5.949490000000003e-05,
+    "min": 5.937580000000002e-05,
+    "max": 5.9871799999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9163,9 +11085,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.4220400000000035e-05,
-    "min": 4.391660000000002e-05,
-    "max": 4.435159999999998e-05,
+    "seconds": 4.1273999999999985e-05,
+    "min": 4.101809999999994e-05,
+    "max": 4.1501200000000076e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9191,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013227195,
-    "min": 0.00013183730000000004,
-    "max": 0.00013263660000000004,
+    "seconds": 0.00013107199999999998,
+    "min": 0.0001306287,
+    "max": 0.00013199649999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9219,9 +11141,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.438340000000004e-05,
-    "min": 7.425269999999996e-05,
-    "max": 7.444479999999998e-05,
+    "seconds": 7.450809999999997e-05,
+    "min": 7.431480000000001e-05,
+    "max": 7.458910000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -9249,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.467685e-05,
-    "min": 2.462099999999998e-05,
-    "max": 2.4784000000000026e-05,
+    "seconds": 2.4614349999999996e-05,
+    "min": 2.4537800000000035e-05,
+    "max": 2.4719999999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.989115000000005e-05,
-    "min": 4.964769999999996e-05,
-    "max": 5.007369999999997e-05,
+    "seconds": 5.0163400000000015e-05,
+    "min": 4.976659999999999e-05,
+    "max": 5.026560000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9279,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0053049999999926e-05,
-    "min": 4.991999999999997e-05,
-    "max": 5.0102999999999984e-05,
+    "seconds": 5.004024999999999e-05,
+    "min": 4.991060000000002e-05,
+    "max": 5.0071600000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4476550000000012e-05,
-    "min": 2.439380000000002e-05,
-    "max": 2.484489999999997e-05,
+    "seconds": 2.4444749999999942e-05,
+    "min": 2.432619999999997e-05,
+    "max": 2.488319999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9312,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010111834999999999,
-    "min": 0.00010095639999999999,
-    "max": 0.00010154279999999996,
+    "seconds": 0.00010137499999999998,
+    "min": 0.00010113529999999998,
+    "max": 0.00010180150000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014485434999999996,
-    "min": 0.00014459519999999985,
-    "max": 0.00014505159999999995,
+    "seconds": 0.00014492364999999996,
+    "min": 0.0001444443000000001,
+    "max": 0.0001450883999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9345,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015761289999999994,
-    "min": 0.00015751040000000006,
-    "max": 0.00015780530000000014,
+    "seconds": 0.00015791505,
+    "min": 0.00015783139999999996,
+    "max": 0.0001582496,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001705613499999996,
-    "min": 0.00017042850000000017,
-    "max": 0.0001707291999999999,
+    "seconds": 0.00017154155000000001,
+    "min": 0.0001710379,
+    "max": 0.00017186670000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9377,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.774674999999997e-05,
-    "min": 3.7634900000000035e-05,
-    "max": 3.788459999999991e-05,
+    "seconds": 3.769750000000001e-05,
+    "min": 3.7654700000000045e-05,
+    "max": 3.793599999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010566884999999996,
-    "min": 0.00010552899999999986,
-    "max": 0.00010579840000000003,
+    "seconds": 0.00010587235000000006,
+    "min": 0.00010566719999999996,
+    "max": 0.00010593639999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9409,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023583959999999988,
-    "min": 0.00023566170000000001,
-    "max": 0.00023611069999999998,
+    "seconds": 0.0002358627999999999,
+    "min": 0.00023571090000000023,
+    "max": 0.00023595720000000025,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005526980500000004,
-    "min": 0.0005520753000000014,
-    "max": 0.0005534959999999999,
+    "seconds": 0.0005546315000000004,
+    "min": 0.0005541433000000003,
+    "max": 0.0005548602000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9439,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.697425000000002e-05,
-    "min": 3.665270000000009e-05,
-    "max": 3.707189999999998e-05,
+    "seconds": 3.7131550000000026e-05,
+    "min": 3.678419999999999e-05,
+    "max": 3.7238200000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.315174999999999e-05,
-    "min": 5.303989999999986e-05,
-    "max": 5.339160000000002e-05,
+    "seconds": 5.347855000000003e-05,
+    "min": 5.272349999999997e-05,
+    "max": 5.376009999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9287949999999965e-05,
-    "min": 1.914480000000003e-05,
-    "max": 1.9494500000000062e-05,
+    "seconds": 1.9072350000000034e-05,
+    "min": 1.8976e-05,
+    "max": 1.9197000000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.736135000000003e-05,
-    "min": 2.7260499999999954e-05,
-    "max": 2.7791800000000038e-05,
+    "seconds": 2.735059999999996e-05,
+    "min": 2.7151800000000027e-05,
+    "max": 2.745639999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9499,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.328989999999999e-05,
-    "min": 3.30461e-05,
-    "max": 3.337589999999998e-05,
+    "seconds": 3.332809999999997e-05,
+    "min": 3.309809999999998e-05,
+    "max": 3.350719999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.722049999999994e-05,
-    "min": 4.6979400000000074e-05,
-    "max": 4.725400000000002e-05,
+    "seconds": 4.7688350000000026e-05,
+    "min": 4.708860000000002e-05,
+    "max": 4.79751e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9529,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4091349999999967e-05,
-    "min": 2.3910299999999983e-05,
-    "max": 2.4147400000000015e-05,
+    "seconds": 2.4122850000000012e-05,
+    "min": 2.404169999999998e-05,
+    "max": 2.4208299999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.187019999999998e-05,
-    "min": 3.166370000000001e-05,
-    "max": 3.1949300000000016e-05,
+    "seconds": 3.1904149999999995e-05,
+    "min": 3.179479999999999e-05,
+    "max": 3.218890000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9557,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.339184999999999e-05,
-    "min": 3.3113499999999974e-05,
-    "max": 3.3552199999999994e-05,
+    "seconds": 3.33107e-05,
+    "min": 3.328619999999999e-05,
+    "max": 3.3590599999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.810540000000003e-05,
-    "min": 4.72636e-05,
-    "max": 4.824980000000003e-05,
+    "seconds": 4.775374999999997e-05,
+    "min": 4.720700000000005e-05,
+    "max": 4.824379999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9585,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8745349999999985e-05,
-    "min": 1.8675000000000024e-05,
-    "max": 1.901739999999995e-05,
+    "seconds": 1.8851449999999987e-05,
+    "min": 1.8742799999999966e-05,
+    "max": 1.897629999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6022350000000007e-05,
-    "min": 2.5897299999999973e-05,
-    "max": 2.61054000000001e-05,
+    "seconds": 2.602569999999995e-05,
+    "min": 2.58051e-05,
+    "max": 2.6121399999999902e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9613,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.313600000000003e-05,
-    "min": 3.304939999999999e-05,
-    "max": 3.324459999999997e-05,
+    "seconds": 3.316819999999999e-05,
+    "min": 3.307199999999997e-05,
+    "max": 3.339469999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.746054999999998e-05,
-    "min": 4.708149999999994e-05,
-    "max": 4.750700000000003e-05,
+    "seconds": 4.7655899999999985e-05,
+    "min": 4.715249999999998e-05,
+    "max": 4.811860000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9641,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8249749999999965e-05,
-    "min": 1.8051399999999967e-05,
-    "max": 1.8294300000000022e-05,
+    "seconds": 1.82288e-05,
+    "min": 1.8079999999999973e-05,
+    "max": 1.8316899999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4582500000000004e-05,
-    "min": 2.440010000000002e-05,
-    "max": 2.4672199999999974e-05,
+    "seconds": 2.4520050000000013e-05,
+    "min": 2.4393499999999996e-05,
+    "max": 2.4883200000000033e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9669,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3417600000000024e-05,
-    "min": 3.3200499999999954e-05,
-    "max": 3.36826e-05,
+    "seconds": 3.337619999999999e-05,
+    "min": 3.330239999999994e-05,
+    "max": 3.358999999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.764175000000001e-05,
-    "min": 4.731190000000015e-05,
-    "max": 4.781779999999999e-05,
+    "seconds": 4.758410000000006e-05,
+    "min": 4.733730000000009e-05,
+    "max": 4.761909999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9697,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9185549999999998e-05,
-    "min": 1.9024000000000047e-05,
-    "max": 1.9341200000000014e-05,
+    "seconds": 1.9299350000000027e-05,
+    "min": 1.907479999999996e-05,
+    "max": 1.9404800000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.444969999999997e-05,
-    "min": 2.4300599999999985e-05,
-    "max": 2.4691200000000073e-05,
+    "seconds": 2.443699999999997e-05,
+    "min": 2.43266000000001e-05,
+    "max": 2.459530000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9727,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7880150000000006e-05,
-    "min": 4.76417e-05,
-    "max": 4.813399999999998e-05,
+    "seconds": 4.7593899999999985e-05,
+    "min": 4.741370000000002e-05,
+    "max": 4.787509999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.650044999999997e-05,
-    "min": 3.61984e-05,
-    "max": 3.665619999999999e-05,
+    "seconds": 3.6616149999999987e-05,
+    "min": 3.6294300000000063e-05,
+    "max": 3.685119999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9902349999999997e-05,
-    "min": 2.976299999999999e-05,
-    "max": 3.007070000000003e-05,
+    "seconds": 2.9844750000000006e-05,
+    "min": 2.9788799999999988e-05,
+    "max": 3.005089999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.080489999999994e-05,
-    "min": 2.060470000000005e-05,
-    "max": 2.1027199999999994e-05,
+    "seconds": 2.0839849999999986e-05,
+    "min": 2.0800299999999947e-05,
+    "max": 2.0976000000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9793,15 +11715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.141440033912659e-05,
-    "min": 5.067200064659119e-05,
-    "max": 5.250560045242309e-05,
+    "seconds": 5.133280158042907e-05,
+    "min": 5.09119987487793e-05,
+    "max": 5.282880067825317e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.827360033988952e-05,
-    "min": 7.560639977455139e-05,
-    "max": 0.00011259839534759522,
+    "seconds": 8.041599988937377e-05,
+    "min": 7.799680233001708e-05,
+    "max": 0.00011011840105056763,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9829,15 +11751,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0006399750709535e-05,
-    "min": 2.8825598955154418e-05,
-    "max": 3.370240032672882e-05,
+    "seconds": 2.9529599845409395e-05,
+    "min": 2.899520099163055e-05,
+    "max": 3.342399895191193e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.556160151958466e-05,
-    "min": 6.203200221061707e-05,
-    "max": 0.00015753920078277587,
+    "seconds": 7.696479856967925e-05,
+    "min": 7.365120053291321e-05,
+    "max": 0.00013124159574508668,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -9865,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.76992e-05,
-    "min": 4.7491499999999964e-05,
-    "max": 4.818869999999996e-05,
+    "seconds": 4.78401e-05,
+    "min": 4.766430000000001e-05,
+    "max": 4.796840000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.54781e-05,
-    "min": 9.523789999999999e-05,
-    "max": 9.558340000000005e-05,
+    "seconds": 9.524704999999979e-05,
+    "min": 9.508579999999988e-05,
+    "max": 9.550389999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9901,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.447360000000001e-05,
-    "min": 2.436139999999998e-05,
-    "max": 2.4665700000000027e-05,
+    "seconds": 2.437435000000002e-05,
+    "min": 2.4182300000000034e-05,
+    "max": 2.4550399999999967e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.859830000000005e-05,
-    "min": 4.814729999999999e-05,
-    "max": 4.892490000000007e-05,
+    "seconds": 4.869934999999999e-05,
+    "min": 4.8598699999999986e-05,
+    "max": 4.8806799999999886e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9933,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.370240000000001e-05,
-    "min": 3.3516899999999984e-05,
-    "max": 3.38144e-05,
+    "seconds": 3.382265000000002e-05,
+    "min": 3.376989999999998e-05,
+    "max": 3.396140000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.571345000000006e-05,
-    "min": 9.563870000000015e-05,
-    "max": 9.597760000000005e-05,
+    "seconds": 9.563264999999996e-05,
+    "min": 9.536390000000008e-05,
+    "max": 9.573459999999981e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9965,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.399059999999997e-05,
-    "min": 8.368000000000005e-05,
-    "max": 8.415710000000003e-05,
+    "seconds": 8.440075e-05,
+    "min": 8.430079999999996e-05,
+    "max": 8.443610000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012019645000000008,
-    "min": 0.00011991969999999993,
-    "max": 0.0001204007000000001,
+    "seconds": 0.00012022790000000021,
+    "min": 0.00011998499999999994,
+    "max": 0.0001203834,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9995,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.345300000000002e-05,
-    "min": 6.317109999999996e-05,
-    "max": 6.4003e-05,
+    "seconds": 6.33389e-05,
+    "min": 6.272729999999999e-05,
+    "max": 6.381759999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.952929999999996e-05,
-    "min": 4.933460000000004e-05,
-    "max": 4.9903999999999934e-05,
+    "seconds": 4.961629999999999e-05,
+    "min": 4.919380000000002e-05,
+    "max": 5.005150000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10025,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011363964999999995,
-    "min": 0.00011327410000000001,
-    "max": 0.0001139707,
+    "seconds": 0.00011332449999999998,
+    "min": 0.00011290650000000003,
+    "max": 0.00011358160000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.405935000000004e-05,
-    "min": 7.382650000000007e-05,
-    "max": 7.418880000000002e-05,
+    "seconds": 7.406734999999999e-05,
+    "min": 7.389459999999994e-05,
+    "max": 7.425970000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10060,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.99098e-05,
-    "min": 7.969899999999997e-05,
-    "max": 8.042520000000006e-05,
+    "seconds": 8.010699999999996e-05,
+    "min": 7.958069999999999e-05,
+    "max": 8.023720000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.580484999999989e-05,
-    "min": 7.571869999999995e-05,
-    "max": 7.623419999999996e-05,
+    "seconds": 7.587184999999986e-05,
+    "min": 7.565379999999995e-05,
+    "max": 7.594330000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10095,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012458290000000002,
-    "min": 0.00012439279999999995,
-    "max": 0.00012479899999999993,
+    "seconds": 0.00012460435000000004,
+    "min": 0.00012448650000000008,
+    "max": 0.00012498919999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.795685000000003e-05,
-    "min": 7.763800000000006e-05,
-    "max": 7.832569999999987e-05,
+    "seconds": 7.829925000000003e-05,
+    "min": 7.813099999999995e-05,
+    "max": 7.85734e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10126,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.571395000000001e-05,
-    "min": 3.569590000000005e-05,
-    "max": 3.595159999999998e-05,
+    "seconds": 3.5900900000000014e-05,
+    "min": 3.5715499999999994e-05,
+    "max": 3.597129999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003406129499999999,
-    "min": 0.00033971809999999985,
-    "max": 0.00034084469999999973,
+    "seconds": 0.00034013040000000053,
+    "min": 0.00033967090000000023,
+    "max": 0.0003404305000000011,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10157,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.575354999999998e-05,
-    "min": 3.5651099999999995e-05,
-    "max": 3.5871999999999985e-05,
+    "seconds": 3.5651400000000016e-05,
+    "min": 3.544989999999998e-05,
+    "max": 3.582749999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033895925,
-    "min": 0.0003385275,
-    "max": 0.00033948350000000013,
+    "seconds": 0.0003395673500000006,
+    "min": 0.00033892879999999925,
+    "max": 0.0003401606000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10200,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.890489999999997e-05,
-    "min": 5.887350000000002e-05,
-    "max": 5.900410000000001e-05,
+    "seconds": 5.9259300000000004e-05,
+    "min": 5.910780000000002e-05,
+    "max": 5.952029999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019674,
-    "min": 0.0001966190999999999,
-    "max": 0.00019678979999999992,
+    "seconds": 0.0001969995,
+    "min": 0.00019685220000000011,
+    "max": 0.00019715780000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10243,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.880765000000001e-05,
-    "min": 5.8793699999999986e-05,
-    "max": 5.8816000000000035e-05,
+    "seconds": 5.8844599999999996e-05,
+    "min": 5.8768999999999965e-05,
+    "max": 5.893150000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019158885,
-    "min": 0.0001915493,
-    "max": 0.0001916770999999999,
+    "seconds": 0.0001915956,
+    "min": 0.00019152229999999993,
+    "max": 0.00019161689999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10286,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.792005000000001e-05,
-    "min": 5.774619999999999e-05,
-    "max": 5.814409999999999e-05,
+    "seconds": 5.796440000000003e-05,
+    "min": 5.785580000000001e-05,
+    "max": 5.8042199999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003422728,
-    "min": 0.0003421552999999999,
-    "max": 0.0003423114,
+    "seconds": 0.00034286345,
+    "min": 0.00034281129999999993,
+    "max": 0.0003429785000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10329,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.546635e-05,
-    "min": 5.540810000000004e-05,
-    "max": 5.567749999999997e-05,
+    "seconds": 5.549585000000001e-05,
+    "min": 5.546649999999999e-05,
+    "max": 5.578279999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033468775,
-    "min": 0.00033455140000000007,
-    "max": 0.00033485149999999995,
+    "seconds": 0.00033672974999999995,
+    "min": 0.000336641,
+    "max": 0.00033722940000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10376,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012614605000000004,
-    "min": 0.0001260802,
-    "max": 0.00012637030000000002,
+    "seconds": 0.00012617265,
+    "min": 0.00012607720000000003,
+    "max": 0.00012628899999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042518609999999996,
-    "min": 0.00042480080000000003,
-    "max": 0.00042579609999999975,
+    "seconds": 0.000425336,
+    "min": 0.0004251940000000001,
+    "max": 0.0004262815999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10423,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012632649999999996,
-    "min": 0.00012625209999999994,
-    "max": 0.00012639640000000003,
+    "seconds": 0.00012662920000000002,
+    "min": 0.00012652830000000004,
+    "max": 0.00012663479999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042294045000000006,
-    "min": 0.0004226077,
-    "max": 0.0004232371999999999,
+    "seconds": 0.00042339699999999984,
+    "min": 0.00042290149999999984,
+    "max": 0.00042404809999999966,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10458,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.853455e-05,
-    "min": 8.830969999999999e-05,
-    "max": 8.867769999999997e-05,
+    "seconds": 8.879665000000001e-05,
+    "min": 8.81818e-05,
+    "max": 8.90753e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012271549999999997,
-    "min": 0.00012270430000000003,
-    "max": 0.0001227541999999999,
+    "seconds": 0.00012274019999999994,
+    "min": 0.00012269440000000002,
+    "max": 0.00012283209999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10493,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5009349999999985e-05,
-    "min": 5.487080000000003e-05,
-    "max": 5.5221900000000014e-05,
+    "seconds": 5.51845e-05,
+    "min": 5.502090000000005e-05,
+    "max": 5.5312199999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.990685e-05,
-    "min": 8.986770000000001e-05,
-    "max": 8.995160000000001e-05,
+    "seconds": 9.021330000000003e-05,
+    "min": 9.018899999999992e-05,
+    "max": 9.043549999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10526,15 +12448,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.692960023880005e-05,
-    "min": 5.620480179786682e-05,
-    "max": 6.0489600896835324e-05,
+    "seconds": 5.824640095233917e-05,
+    "min": 5.7270401716232306e-05,
+    "max": 6.20032012462616e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.420160174369811e-05,
-    "min": 6.906560063362121e-05,
-    "max": 9.3231999874115e-05,
+    "seconds": 8.094400167465209e-05,
+    "min": 8.00383985042572e-05,
+    "max": 0.0001065727949142456,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10559,15 +12481,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2643200755119326e-05,
-    "min": 5.158399939537049e-05,
-    "max": 5.969280004501343e-05,
+    "seconds": 6.176960170269013e-05,
+    "min": 5.6867200136184693e-05,
+    "max": 6.671680212020874e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.729120194911957e-05,
-    "min": 6.841920018196105e-05,
-    "max": 0.00013954559564590454,
+    "seconds": 0.00011363360285758972,
+    "min": 8.82975995540619e-05,
+    "max": 0.00013000320196151734,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10599,15 +12521,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7388800084590914e-05,
-    "min": 3.683840036392212e-05,
-    "max": 4.110400080680847e-05,
+    "seconds": 3.830559998750687e-05,
+    "min": 3.799999952316284e-05,
+    "max": 4.140479862689972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.735039889812469e-05,
-    "min": 7.226880192756653e-05,
-    "max": 0.0001224671959877014,
+    "seconds": 9.114559888839722e-05,
+    "min": 8.664640188217162e-05,
+    "max": 0.00011675519943237306,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10639,15 +12561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.104320004582405e-05,
-    "min": 2.0319999754428864e-05,
-    "max": 2.6745599508285526e-05,
+    "seconds": 2.3635200411081312e-05,
+    "min": 2.253759950399399e-05,
+    "max": 3.227199912071228e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.801759839057922e-05,
-    "min": 7.233279943466187e-05,
-    "max": 0.00010456000566482545,
+    "seconds": 8.674879968166352e-05,
+    "min": 8.51199984550476e-05,
+    "max": 0.00010754560232162475,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -10667,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029556639999999996,
-    "min": 0.00029538119999999985,
-    "max": 0.00029580290000000037,
+    "seconds": 0.0002958918,
+    "min": 0.00029550470000000006,
+    "max": 0.00029622450000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045395720000000024,
-    "min": 0.0004529106000000005,
-    "max": 0.0004542226999999996,
+    "seconds": 0.0004538259499999999,
+    "min": 0.0004533232000000005,
+    "max": 0.0004540316,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10695,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036704865000000014,
-    "min": 0.00036673980000000026,
-    "max": 0.00036728490000000004,
+    "seconds": 0.00036741175000000014,
+    "min": 0.00036721650000000013,
+    "max": 0.0003677435999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004776785999999998,
-    "min": 0.0004769974,
-    "max": 0.0004784025000000002,
+    "seconds": 0.00047819175000000003,
+    "min": 0.0004777627999999999,
+    "max": 0.0004784102000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10748,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024196510000000005,
-    "min": 0.00024101110000000005,
-    "max": 0.00024432549999999994,
+    "seconds": 0.00024031549999999996,
+    "min": 0.0002396033,
+    "max": 0.0002405802999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007787052499999998,
-    "min": 0.0007779722000000009,
-    "max": 0.0007798573000000013,
+    "seconds": 0.0007771163500000003,
+    "min": 0.0007753774999999998,
+    "max": 0.0007773060999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10801,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020094496500000004,
-    "min": 0.0020082423999999996,
-    "max": 0.0020250299999999997,
+    "seconds": 0.0020196599499999997,
+    "min": 0.0020086128,
+    "max": 0.0020270559000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049421671,
-    "min": 0.004938508000000001,
-    "max": 0.0049450779,
+    "seconds": 0.00489257905,
+    "min": 0.0048849233999999995,
+    "max": 0.004901010599999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10854,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005514678999999999,
-    "min": 0.0005510132999999998,
-    "max": 0.0005517671,
+    "seconds": 0.00055172485,
+    "min": 0.0005513963999999998,
+    "max": 0.0005520446999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017580024999999991,
-    "min": 0.0017569889000000002,
-    "max": 0.0017605942,
+    "seconds": 0.0017598537,
+    "min": 0.0017582249999999998,
+    "max": 0.0017614351,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10907,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011709773999999998,
-    "min": 0.0011637329999999997,
-    "max": 0.0011771705999999997,
+    "seconds": 0.0011737834000000002,
+    "min": 0.0011679494,
+    "max": 0.0011774485000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028249876000000004,
-    "min": 0.0028192263999999995,
-    "max": 0.0028310503000000004,
+    "seconds": 0.0028236764499999997,
+    "min": 0.0028160055000000005,
+    "max": 0.0028360482999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10960,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003387101,
-    "min": 0.00033314560000000007,
-    "max": 0.0003436421,
+    "seconds": 0.000337091,
+    "min": 0.0003350855,
+    "max": 0.0003412306,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010930942000000003,
-    "min": 0.0010904215,
-    "max": 0.001097310000000001,
+    "seconds": 0.00109633585,
+    "min": 0.0010934990000000004,
+    "max": 0.0010972058,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11013,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.815174999999998e-05,
-    "min": 6.804140000000005e-05,
-    "max": 6.826250000000005e-05,
+    "seconds": 6.831324999999994e-05,
+    "min": 6.810600000000006e-05,
+    "max": 6.865620000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003978049999999997,
-    "min": 0.0003965367000000002,
-    "max": 0.00039849829999999995,
+    "seconds": 0.0003984435,
+    "min": 0.0003978883000000003,
+    "max": 0.00039869319999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11066,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015603435000000006,
-    "min": 0.0001557497,
-    "max": 0.00015674149999999985,
+    "seconds": 0.00015826370000000003,
+    "min": 0.00015731300000000007,
+    "max": 0.0001622525,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004912576499999609,
-    "min": 0.0004902486000000002,
-    "max": 0.0004921918,
+    "seconds": 0.0004917447499999998,
+    "min": 0.0004903130999999999,
+    "max": 0.0004924683999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11119,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010269260000000001,
-    "min": 0.00010232550000000003,
-    "max": 0.00010283140000000006,
+    "seconds": 0.00010456165000000009,
+    "min": 0.00010358420000000019,
+    "max": 0.0001051394,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003653097000000001,
-    "min": 0.0003626932999999997,
-    "max": 0.00036558930000000405,
+    "seconds": 0.00036391115000000164,
+    "min": 0.00036299670000000005,
+    "max": 0.00036521020000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11172,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7682600000000064e-05,
-    "min": 4.7564399999999886e-05,
-    "max": 4.8131600000000005e-05,
+    "seconds": 4.738235e-05,
+    "min": 4.7321699999999896e-05,
+    "max": 4.785340000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028585250000000447,
-    "min": 0.0002846585000000003,
-    "max": 0.0002866039999999999,
+    "seconds": 0.00028613920000000026,
+    "min": 0.0002860171999999997,
+    "max": 0.00028700220000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
