@@ -165,6 +165,33 @@ TEST_CASE("precision modes follow PyTorch's rules", "[lower][precision]") {
     }
 }
 
+TEST_CASE("autocast casts every float32 input of a matmul and of attention, and each one's gradient back", "[lower][precision]") {
+    // torch.autocast casts each argument of a lower-precision op (matmul, bmm, scaled_dot_product_attention)
+    // on its own; autograd casts each gradient back to the input's float32.
+    const auto casts = [](Graph g, std::int64_t batch) {
+        for (auto& in : g.inputs) in.requires_grad = true;  // leaves of a layer timed on its own
+        LoweringOptions o;
+        o.batch = batch;
+        o.precision = PrecisionMode::amp_bf16;
+        o.optimizer.kind = OptimizerKind::none;
+        std::pair<int, int> counted{0, 0};
+        for (const auto& k : lower(g, o).kernels.kernels) {
+            if (k.op == "aten::_to_copy") (k.phase == Phase::forward ? counted.first : counted.second) += 1;
+        }
+        return counted;
+    };
+    GraphBuilder mm("matmul");
+    auto a = mm.input("a", {GraphBuilder::batch, 4, 16, 8});
+    auto bm = mm.input("b", {GraphBuilder::batch, 4, 8, 16});
+    mm.layer("ab", "matmul", {a, bm});
+    CHECK(casts(std::move(mm).build(), 2) == std::pair{2, 2});
+    GraphBuilder at("attention");
+    std::vector<std::string> qkv;
+    for (const char* name : {"q", "k", "v"}) qkv.push_back(at.input(name, {GraphBuilder::batch, 2, 64, 16}));
+    at.layer("attn", "sdpa", qkv, {{"backend", std::string("efficient")}});
+    CHECK(casts(std::move(at).build(), 2) == std::pair{3, 3});
+}
+
 TEST_CASE("backward runs in reverse layer order, after the whole forward", "[lower]") {
     LoweringOptions o;
     o.batch = 8;

@@ -768,8 +768,8 @@ private:
         const double batch_b = numel(b.shape) / static_cast<double>(k * n);
         if (batch_a != batch_b) throw layer_error(l, "batch dimensions differ (broadcasting is not modelled)");
         const auto batch = static_cast<std::int64_t>(batch_a);
-        DType dt = compute_dtype(l, a);
-        if (b.dtype != dt && rules_.autocast) cast(l, Phase::forward, numel(b.shape), b.dtype, dt);
+        const DType dt = compute_dtype(l, a);
+        compute_dtype(l, b);  // autocast casts each input, and each one's gradient back
         const std::string_view name = batch > 1 ? "aten::bmm" : "aten::mm";
         gemm(l, Phase::forward, name, dt, {m, n, k, batch}, dt);
         save_input(s, l, 0, dt);
@@ -1071,6 +1071,8 @@ private:
         if (!backend) throw layer_error(l, "backend: expected flash, efficient, math or cudnn");
         a.backend = *backend;
         const DType dt = compute_dtype(l, q);
+        compute_dtype(l, k);  // autocast casts each input, and each one's gradient back
+        compute_dtype(l, input(l, 2));
         attention_kernels(l, a, dt);
         for (std::size_t i = 0; i < 3; ++i) save_input(s, l, i, dt);
         save_value(s, own_id(), tensor_bytes(numel(q.shape), dt));
