@@ -58,7 +58,7 @@ def main(argv=None) -> int:
         elements = BYTES // size
         x = torch.randn(elements, device="cuda", dtype=dtype)
         moved = 2.0 * elements * size
-        t = seconds_per_call(lambda: x.clone())
+        t = seconds_per_call(lambda v=x: v.clone())
         rows.append({"dtype": str(dtype).replace("torch.", ""), "run_elements": None, "what": "x.clone() (contiguous)",
                      "seconds": t, "bytes_per_second": moved / t})
         for run in RUNS:
