@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T16:35:48+00:00",
+ "date_utc": "2026-11-30T17:05:46+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0541394999847853e-05,
+  "reference_seconds_per_op": 7.863212499987783e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4788,
-  "canary_p10_seconds": 7.582145000242235e-06,
-  "canary_p90_seconds": 1.171986000031211e-05,
+  "canaries": 4280,
+  "canary_p10_seconds": 6.691669999980832e-06,
+  "canary_p90_seconds": 1.0204465000072104e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.875463000004857e-06,
-   "min": 6.969781999998759e-06,
-   "max": 1.1849805499991817e-05,
+   "seconds": 6.628876999997146e-06,
+   "min": 6.3641420000024594e-06,
+   "max": 1.0461174999999657e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0600160000024062e-05,
-   "host_canary_seconds": 1.095155749993637e-05,
+   "issue_only_seconds": 9.691432000000333e-06,
+   "host_canary_seconds": 9.688952500006564e-06,
    "pass_seconds": [
-    1.0647160500013797e-05,
-    7.144116500001019e-06,
-    7.875463000004857e-06
+    9.745289000001379e-06,
+    6.579795500002206e-06,
+    6.628876999997146e-06
    ],
    "pass_host_canary_seconds": [
-    1.095155749993637e-05,
-    7.114850000107253e-06,
-    7.5464200000396886e-06
+    9.688952500006564e-06,
+    6.760655000022098e-06,
+    6.783070000011548e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.4955834500028687e-05,
-   "min": 1.2934563500039075e-05,
-   "max": 1.967319350001162e-05,
+   "seconds": 1.2311763999989012e-05,
+   "min": 1.1527420000000177e-05,
+   "max": 1.8111039000000772e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.936929050003755e-05,
-   "host_canary_seconds": 1.1196055000368688e-05,
+   "issue_only_seconds": 1.7173704000001066e-05,
+   "host_canary_seconds": 9.469365000001063e-06,
    "pass_seconds": [
-    1.9418787000006433e-05,
-    1.3750676500023928e-05,
-    1.4955834500028687e-05
+    1.7220401499997706e-05,
+    1.1773098500000856e-05,
+    1.2311763999989012e-05
    ],
    "pass_host_canary_seconds": [
-    1.1196055000368688e-05,
-    7.389229999716917e-06,
-    8.264324999913697e-06
+    9.469365000001063e-06,
+    6.7191400000155e-06,
+    7.1067349999509585e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.3953459999981987e-05,
-   "min": 1.2199544499992498e-05,
-   "max": 1.838177199999791e-05,
+   "seconds": 1.161718550000046e-05,
+   "min": 1.0769029999998736e-05,
+   "max": 1.4300079000008736e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7714981999972678e-05,
-   "host_canary_seconds": 1.1199095000051785e-05,
+   "issue_only_seconds": 1.094556099999977e-05,
+   "host_canary_seconds": 6.7628499999727865e-06,
    "pass_seconds": [
-    1.776286399996252e-05,
-    1.2457984000036503e-05,
-    1.3953459999981987e-05
+    1.0961621999999948e-05,
+    1.1633744999997476e-05,
+    1.161718550000046e-05
    ],
    "pass_host_canary_seconds": [
-    1.1199095000051785e-05,
-    7.175685000220255e-06,
-    8.229665000385467e-06
+    6.7628499999727865e-06,
+    6.8780500000542585e-06,
+    7.143029999951978e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.2606748999985485e-05,
-   "min": 1.1404604500000915e-05,
-   "max": 1.8680848999963472e-05,
+   "seconds": 1.080093250000047e-05,
+   "min": 1.0155308499996352e-05,
+   "max": 1.6194949000002623e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.812788850003244e-05,
-   "host_canary_seconds": 1.1354810000057115e-05,
+   "issue_only_seconds": 1.0781320999999623e-05,
+   "host_canary_seconds": 6.840180000011742e-06,
    "pass_seconds": [
-    1.817900800000416e-05,
-    1.1700636499995198e-05,
-    1.2606748999985485e-05
+    1.080093250000047e-05,
+    1.0419218000002673e-05,
+    1.0862803999998506e-05
    ],
    "pass_host_canary_seconds": [
-    1.1354810000057115e-05,
-    7.31897999969533e-06,
-    8.087635000038063e-06
+    6.840180000011742e-06,
+    6.801019999969071e-06,
+    6.821045000009462e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 1.0030695999944327e-05,
-   "min": 7.066093999981149e-06,
-   "max": 1.1117653499979952e-05,
+   "seconds": 6.872871499993493e-06,
+   "min": 6.339238000002467e-06,
+   "max": 9.351425500000232e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0736834999988786e-05,
-   "host_canary_seconds": 1.1124810000069373e-05,
+   "issue_only_seconds": 7.750170500003151e-06,
+   "host_canary_seconds": 9.277672499994337e-06,
    "pass_seconds": [
-    1.0780145000012453e-05,
-    7.370683000033296e-06,
-    1.0030695999944327e-05
+    7.778606000002241e-06,
+    6.440263500003596e-06,
+    6.872871499993493e-06
    ],
    "pass_host_canary_seconds": [
-    1.1124810000069373e-05,
-    7.711627499986662e-06,
-    1.0121054999672197e-05
+    9.277672499994337e-06,
+    6.584564999982945e-06,
+    6.908497500006661e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.326343249999809e-05,
-   "min": 3.769548349998786e-05,
-   "max": 6.0341563999998014e-05,
+   "seconds": 3.487754249999853e-05,
+   "min": 3.374434600000598e-05,
+   "max": 4.7995216499998603e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.3218985999999406e-05,
-   "host_canary_seconds": 7.752569999865954e-06,
+   "issue_only_seconds": 3.4858339499997726e-05,
+   "host_canary_seconds": 6.773164999991366e-06,
    "pass_seconds": [
-    4.326343249999809e-05,
-    3.892696450003541e-05,
-    4.3821233000016944e-05
+    3.487754249999853e-05,
+    3.462214549999487e-05,
+    3.885016650001205e-05
    ],
    "pass_host_canary_seconds": [
-    7.752569999865954e-06,
-    7.453185000372287e-06,
-    8.578485000043656e-06
+    6.773164999991366e-06,
+    6.755715000039686e-06,
+    7.228285000024925e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.9083660000026158e-05,
-   "min": 2.749251950001508e-05,
-   "max": 4.4351601999949255e-05,
+   "seconds": 2.5699583000005076e-05,
+   "min": 2.4079015499999912e-05,
+   "max": 4.031280400000981e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.9043999500004246e-05,
-   "host_canary_seconds": 7.572609999897395e-06,
+   "issue_only_seconds": 2.4991824499998926e-05,
+   "host_canary_seconds": 6.854629999999417e-06,
    "pass_seconds": [
-    2.9083660000026158e-05,
-    2.7731186999972123e-05,
-    4.2084760500017634e-05
+    2.503168699999847e-05,
+    2.5699583000005076e-05,
+    2.7018077500002846e-05
    ],
    "pass_host_canary_seconds": [
-    7.572609999897395e-06,
-    7.5017599999682715e-06,
-    1.1113934999684715e-05
+    6.854629999999417e-06,
+    6.9075200000412455e-06,
+    7.3018899999510725e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.2711194000019077e-05,
-   "min": 1.1881511000012778e-05,
-   "max": 1.743622549997781e-05,
+   "seconds": 1.060848999999564e-05,
+   "min": 1.0107390000001715e-05,
+   "max": 1.092092849999915e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2764040499973817e-05,
-   "host_canary_seconds": 7.934579999755442e-06,
+   "issue_only_seconds": 1.0192113500000488e-05,
+   "host_canary_seconds": 6.597839999997745e-06,
    "pass_seconds": [
-    1.2805118499954915e-05,
-    1.2054425499968601e-05,
-    1.2711194000019077e-05
+    1.0198295000002133e-05,
+    1.060848999999564e-05,
+    1.0734874499988223e-05
    ],
    "pass_host_canary_seconds": [
-    7.934579999755442e-06,
-    7.424560000117708e-06,
-    8.091894999893156e-06
+    6.597839999997745e-06,
+    6.9075200000412455e-06,
+    7.02681500001745e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 9.418335500015473e-06,
-   "min": 8.546495000018694e-06,
-   "max": 1.4202229500028808e-05,
+   "seconds": 7.988903000004654e-06,
+   "min": 7.755946999999707e-06,
+   "max": 9.160922500001334e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.388957999988178e-06,
-   "host_canary_seconds": 7.624602500300171e-06,
+   "issue_only_seconds": 7.816524999999076e-06,
+   "host_canary_seconds": 6.5398599999966225e-06,
    "pass_seconds": [
-    9.418335500015473e-06,
-    8.95401050001965e-06,
-    1.0206021499982398e-05
+    7.822603000001039e-06,
+    7.988903000004654e-06,
+    8.15690199999608e-06
    ],
    "pass_host_canary_seconds": [
-    7.624602500300171e-06,
-    7.24463499977901e-06,
-    8.106102499993993e-06
+    6.5398599999966225e-06,
+    6.809334999999805e-06,
+    6.958937499987883e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.7554679499994562e-05,
-   "min": 1.6397831000006135e-05,
-   "max": 2.6790413000014724e-05,
+   "seconds": 1.4581233999990672e-05,
+   "min": 1.4099555999997904e-05,
+   "max": 1.5993651499996984e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.751011149997339e-05,
-   "host_canary_seconds": 7.709795000323538e-06,
+   "issue_only_seconds": 1.4297514999999095e-05,
+   "host_canary_seconds": 6.787035000002106e-06,
    "pass_seconds": [
-    1.7554679499994562e-05,
-    1.7136252499994952e-05,
-    2.653894949997948e-05
+    1.4306200000000046e-05,
+    1.549365250000534e-05,
+    1.4581233999990672e-05
    ],
    "pass_host_canary_seconds": [
-    7.709795000323538e-06,
-    7.556700000463934e-06,
-    1.17044450001913e-05
+    6.787035000002106e-06,
+    7.0401899999694705e-06,
+    6.978879999905985e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.637078549998705e-05,
-   "min": 1.551248050003551e-05,
-   "max": 2.65809119999858e-05,
+   "seconds": 1.4078356500000666e-05,
+   "min": 1.29492359999972e-05,
+   "max": 1.5191974499998651e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6322743999978684e-05,
-   "host_canary_seconds": 7.730350000088037e-06,
+   "issue_only_seconds": 1.3162438000001942e-05,
+   "host_canary_seconds": 6.854019999984473e-06,
    "pass_seconds": [
-    1.637078549998705e-05,
-    1.5671728500024075e-05,
-    2.6012787499951172e-05
+    1.3172142500000205e-05,
+    1.4078356500000666e-05,
+    1.4238546000001406e-05
    ],
    "pass_host_canary_seconds": [
-    7.730350000088037e-06,
-    7.443430000080298e-06,
-    1.211553000018739e-05
+    6.854019999984473e-06,
+    7.133975000002124e-06,
+    7.29129999996303e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.5178714500052593e-05,
-   "min": 1.4699847500025952e-05,
-   "max": 2.469425350000165e-05,
+   "seconds": 1.2902639499998259e-05,
+   "min": 1.2589051000002626e-05,
+   "max": 1.5176776499998823e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5149742000005517e-05,
-   "host_canary_seconds": 7.671210000239625e-06,
+   "issue_only_seconds": 1.276753049999968e-05,
+   "host_canary_seconds": 6.714059999985978e-06,
    "pass_seconds": [
-    1.5178714500052593e-05,
-    1.510848549997945e-05,
-    2.439679949998208e-05
+    1.2774068999998889e-05,
+    1.2902639499998259e-05,
+    1.4156696499995292e-05
    ],
    "pass_host_canary_seconds": [
-    7.671210000239625e-06,
-    7.4566249998042625e-06,
-    1.175787499960279e-05
+    6.714059999985978e-06,
+    6.858295000000681e-06,
+    7.339374999872917e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 9.239205500023217e-06,
-   "min": 8.808525000006284e-06,
-   "max": 1.4855419000014081e-05,
+   "seconds": 8.310008999998785e-06,
+   "min": 7.807377999998977e-06,
+   "max": 9.233698499997444e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.231896500011771e-06,
-   "host_canary_seconds": 7.55500999986225e-06,
+   "issue_only_seconds": 7.87480349999825e-06,
+   "host_canary_seconds": 6.6188525000043795e-06,
    "pass_seconds": [
-    9.239205500023217e-06,
-    9.173408999970434e-06,
-    1.4237240999989353e-05
+    7.880594500001337e-06,
+    8.310008999998785e-06,
+    8.407997999995586e-06
    ],
    "pass_host_canary_seconds": [
-    7.55500999986225e-06,
-    7.639810000057424e-06,
-    1.1605379999650722e-05
+    6.6188525000043795e-06,
+    7.052747500004841e-06,
+    7.310057499978484e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.8502419500009637e-05,
-   "min": 1.7750766000006024e-05,
-   "max": 3.1251408499997524e-05,
+   "seconds": 1.6666511000003938e-05,
+   "min": 1.5422711500001185e-05,
+   "max": 1.9333345500001543e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.844664550003472e-05,
-   "host_canary_seconds": 7.657819999735693e-06,
+   "issue_only_seconds": 1.5542137000000623e-05,
+   "host_canary_seconds": 6.673394999978655e-06,
    "pass_seconds": [
-    1.8480906500030868e-05,
-    1.8502419500009637e-05,
-    2.9507125999998606e-05
+    1.5556784000001046e-05,
+    1.6666511000003938e-05,
+    1.754086549999556e-05
    ],
    "pass_host_canary_seconds": [
-    7.657819999735693e-06,
-    7.526109999957953e-06,
-    1.1797644999660406e-05
+    6.673394999978655e-06,
+    7.003295000060916e-06,
+    7.255439999909186e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.5988112499996986e-05,
-   "min": 1.3531089500020244e-05,
-   "max": 2.285839799998257e-05,
+   "seconds": 1.2779020500005345e-05,
+   "min": 1.2187136499999696e-05,
+   "max": 1.4713038500005382e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.676000899999508e-05,
-   "host_canary_seconds": 7.785390000094594e-06,
+   "issue_only_seconds": 1.237369500000085e-05,
+   "host_canary_seconds": 6.9296899999926605e-06,
    "pass_seconds": [
-    1.6814479499998923e-05,
-    1.398249350000924e-05,
-    1.5988112499996986e-05
+    1.238459400000025e-05,
+    1.2779020500005345e-05,
+    1.393726650000815e-05
    ],
    "pass_host_canary_seconds": [
-    7.785390000094594e-06,
-    7.397294999691439e-06,
-    8.36206499968739e-06
+    6.9296899999926605e-06,
+    6.902820000007637e-06,
+    7.393544999985125e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.6377402999978585e-05,
-   "min": 1.4997040500020376e-05,
-   "max": 2.5195965499960948e-05,
+   "seconds": 1.2947855500001992e-05,
+   "min": 1.2597402000000813e-05,
+   "max": 1.533764250000047e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9530756999984078e-05,
-   "host_canary_seconds": 8.36508500015043e-06,
+   "issue_only_seconds": 1.2703674499999096e-05,
+   "host_canary_seconds": 6.678924999974356e-06,
    "pass_seconds": [
-    1.958057049995432e-05,
-    1.5236452500005271e-05,
-    1.6377402999978585e-05
+    1.27151734999984e-05,
+    1.2947855500001992e-05,
+    1.3737384500004168e-05
    ],
    "pass_host_canary_seconds": [
-    8.36508500015043e-06,
-    7.585720000520269e-06,
-    8.30646999986584e-06
+    6.678924999974356e-06,
+    6.795070000009673e-06,
+    7.134589999964191e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 9.082677499975489e-06,
-   "min": 5.997798999999304e-06,
-   "max": 9.989137500042489e-06,
+   "seconds": 5.713397000000952e-06,
+   "min": 5.5484294999956776e-06,
+   "max": 6.719207499997992e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.037176999981966e-06,
-   "host_canary_seconds": 1.1140482500024972e-05,
+   "issue_only_seconds": 5.650716000001666e-06,
+   "host_canary_seconds": 6.588202499990814e-06,
    "pass_seconds": [
-    9.082677499975489e-06,
-    6.2768410000444415e-06,
-    9.625651499959531e-06
+    5.656268500001005e-06,
+    5.713397000000952e-06,
+    6.242882000009331e-06
    ],
    "pass_host_canary_seconds": [
-    1.1140482500024972e-05,
-    8.048967499973969e-06,
-    1.1503919999711343e-05
+    6.588202499990814e-06,
+    6.830747500004009e-06,
+    7.284070000110887e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.5296404444471692e-05,
-   "min": 1.0392977777782006e-05,
-   "max": 1.7352583333326442e-05,
+   "seconds": 1.1923822222191424e-05,
+   "min": 8.949288888891892e-06,
+   "max": 1.6074494444448342e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1320575000013378e-05,
+   "host_canary_seconds": 6.727580000003286e-06,
    "pass_seconds": [
-    1.2485046666547027e-05,
-    1.5296404444471692e-05,
-    1.5820981111194973e-05
+    1.1495277777776715e-05,
+    1.5024296666660398e-05,
+    1.1923822222191424e-05
    ],
    "pass_host_canary_seconds": [
-    1.1320575000013378e-05,
-    1.0110999999710657e-05,
-    1.0272014999941348e-05
+    6.727580000003286e-06,
+    7.05862500005594e-06,
+    8.949139999998579e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007884458888535544,
-   "min": 0.00010710377776174747,
-   "max": 0.0010616948888153071,
+   "seconds": 0.0007625527777774563,
+   "min": 0.00039522755555370585,
+   "max": 0.0011031445555494833,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1320575000013378e-05,
+   "host_canary_seconds": 6.727580000003286e-06,
    "pass_seconds": [
-    0.0007904534443746848,
-    0.0007884458888535544,
-    0.0007092213333458454
+    0.0007625527777774563,
+    0.0006979135555459,
+    0.0007904853333242398
    ],
    "pass_host_canary_seconds": [
-    1.1320575000013378e-05,
-    1.0110999999710657e-05,
-    1.0272014999941348e-05
+    6.727580000003286e-06,
+    7.05862500005594e-06,
+    8.949139999998579e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 6.590121111255738e-06,
-   "min": 3.6840877778053657e-06,
-   "max": 7.475326666634727e-06,
+   "seconds": 6.181459999999737e-06,
+   "min": 3.5914500000049858e-06,
+   "max": 6.526930000000499e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1721600000100807e-05,
+   "host_canary_seconds": 1.003250000000122e-05,
    "pass_seconds": [
-    4.527924444472673e-06,
-    6.8301111112608245e-06,
-    6.590121111255738e-06
+    5.361900000006396e-06,
+    6.181459999999737e-06,
+    6.2943977777586545e-06
    ],
    "pass_host_canary_seconds": [
-    1.1721600000100807e-05,
-    7.559544999935497e-06,
-    8.263362499860704e-06
+    1.003250000000122e-05,
+    9.41825750000902e-06,
+    1.0282864999950903e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.677968888954234e-06,
-   "min": 3.5900766666448665e-06,
-   "max": 8.015318888839021e-06,
+   "seconds": 5.963187777793008e-06,
+   "min": 3.495716666685035e-06,
+   "max": 6.476942222219703e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0491119999755938e-05,
+   "host_canary_seconds": 9.912912499991932e-06,
    "pass_seconds": [
-    5.677968888954234e-06,
-    4.5965844444455995e-06,
-    6.577160000031452e-06
+    5.7885211111141645e-06,
+    5.963187777793008e-06,
+    6.124377777799357e-06
    ],
    "pass_host_canary_seconds": [
-    1.0491119999755938e-05,
-    8.59319999960917e-06,
-    8.468574999653811e-06
+    9.912912499991932e-06,
+    9.433565000023236e-06,
+    1.038620499997478e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.43195688887954e-05,
-   "min": 3.6767351111090345e-05,
-   "max": 6.420361333324663e-05,
+   "seconds": 4.988070888886556e-05,
+   "min": 3.4105751111105245e-05,
+   "max": 5.531353999998601e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0517229999891243e-05,
+   "host_canary_seconds": 1.0080449999989583e-05,
    "pass_seconds": [
-    4.7348244444391535e-05,
-    3.870103222223204e-05,
-    4.43195688887954e-05
+    3.735279111111033e-05,
+    4.988070888886556e-05,
+    5.318492222218967e-05
    ],
    "pass_host_canary_seconds": [
-    1.0517229999891243e-05,
-    7.546664999722452e-06,
-    8.926929999688583e-06
+    1.0080449999989583e-05,
+    1.0289455000034309e-05,
+    1.013369000006037e-05
    ]
   },
   "backward_call": {
-   "seconds": 8.533200249075888e-05,
-   "min": 6.125733225295941e-05,
-   "max": 0.00011605334033568701,
+   "seconds": 0.00011962666424612204,
+   "min": 6.033999876429636e-05,
+   "max": 0.000155795997629563,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.00 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 16.44 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.96959975361824e-05,
-    0.00010358399897813796,
-    0.00014422400295734407,
-    0.00021622399985790253,
-    0.00040345600247383115
+    8.371199667453766e-05,
+    9.577599912881851e-05,
+    0.00012809599936008454,
+    0.00017148800194263458,
+    0.00033241599798202517
    ],
-   "host_canary_seconds": 7.217122499980632e-06,
+   "host_canary_seconds": 6.961625000005966e-06,
    "pass_seconds": [
-    6.125733225295941e-05,
-    8.533200249075888e-05,
-    0.00011605334033568701
+    6.033999876429636e-05,
+    0.000155795997629563,
+    0.00011962666424612204
    ],
    "pass_host_canary_seconds": [
-    7.217122499980632e-06,
-    1.0179344999983187e-05,
-    8.949767500041616e-06
+    6.961625000005966e-06,
+    9.877875000015024e-06,
+    1.0256244999879982e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.1399620076020555e-05,
-   "min": 2.0308570847624825e-05,
-   "max": 3.495542687319574e-05,
+   "seconds": 3.1024002248332617e-05,
+   "min": 1.8718475209815162e-05,
+   "max": 3.523657116151992e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.42399999499321e-05,
-    9.059199690818786e-05,
-    0.0003373439908027649
+    3.071999922394752e-05,
+    7.772800326347351e-05,
+    0.0003084479868412018
    ],
-   "host_canary_seconds": 7.5314949998528385e-06,
+   "host_canary_seconds": 7.070124999994931e-06,
    "pass_seconds": [
-    2.0308570847624825e-05,
-    3.1399620076020555e-05,
-    3.495542687319574e-05
+    1.8718475209815162e-05,
+    3.523657116151992e-05,
+    3.1024002248332617e-05
    ],
    "pass_host_canary_seconds": [
-    7.5314949998528385e-06,
-    1.0392904999889652e-05,
-    9.376309999993282e-06
+    7.070124999994931e-06,
+    9.978300000028639e-06,
+    1.0234874999923703e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.405333406868437e-05,
-   "min": 6.60137188221727e-05,
-   "max": 9.50864769873165e-05,
+   "seconds": 6.691733321973255e-05,
+   "min": 6.517180960093225e-05,
+   "max": 8.254170949969974e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002441920042037964,
-    0.0007536320090293884,
-    0.002029536008834839
+    0.00016128000617027282,
+    0.000481440007686615,
+    0.001442463994026184
    ],
-   "host_canary_seconds": 7.5314949998528385e-06,
+   "host_canary_seconds": 7.070124999994931e-06,
    "pass_seconds": [
-    9.50864769873165e-05,
-    9.405333406868437e-05,
-    6.60137188221727e-05
+    6.517180960093225e-05,
+    6.691733321973255e-05,
+    8.254170949969974e-05
    ],
    "pass_host_canary_seconds": [
-    7.5314949998528385e-06,
-    1.0392904999889652e-05,
-    9.376309999993282e-06
+    7.070124999994931e-06,
+    9.978300000028639e-06,
+    1.0234874999923703e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.780570958341871e-05,
-   "min": 4.619580968504861e-05,
-   "max": 7.176457061654045e-05,
+   "seconds": 6.865371479874566e-05,
+   "min": 6.718095356509801e-05,
+   "max": 7.390704396225156e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.511999994516372e-05,
-    0.00022991999983787537,
-    0.0007801280021667481
+    0.00015433600544929505,
+    0.00034643200039863586,
+    0.0011795200109481813
    ],
-   "host_canary_seconds": 7.849492500042744e-06,
+   "host_canary_seconds": 9.64478000000213e-06,
    "pass_seconds": [
-    4.619580968504861e-05,
-    6.780570958341871e-05,
-    7.176457061654045e-05
+    6.865371479874566e-05,
+    7.390704396225156e-05,
+    6.718095356509801e-05
    ],
    "pass_host_canary_seconds": [
-    7.849492500042744e-06,
-    1.0322224999868013e-05,
-    1.1247124999727021e-05
+    9.64478000000213e-06,
+    9.853229999947644e-06,
+    1.0060314999975618e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0001519954154888789,
-   "min": 0.00011356725082510991,
-   "max": 0.00017415619002921244,
+   "seconds": 0.00010279084883985065,
+   "min": 0.0001026232434170587,
+   "max": 0.00012261257781868886,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00041593599319458005,
-    0.0010839999914169312,
-    0.0037235519886016847
+    0.00062636798620224,
+    0.0012086080312728883,
+    0.003220671892166138
    ],
-   "host_canary_seconds": 7.849492500042744e-06,
+   "host_canary_seconds": 9.64478000000213e-06,
    "pass_seconds": [
-    0.00017415619002921244,
-    0.00011356725082510991,
-    0.0001519954154888789
+    0.00010279084883985065,
+    0.0001026232434170587,
+    0.00012261257781868886
    ],
    "pass_host_canary_seconds": [
-    7.849492500042744e-06,
-    1.0322224999868013e-05,
-    1.1247124999727021e-05
+    9.64478000000213e-06,
+    9.853229999947644e-06,
+    1.0060314999975618e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.7145905331486748e-05,
-   "min": 2.0148571935437975e-05,
-   "max": 3.1161906108969725e-05,
+   "seconds": 2.412038083587374e-05,
+   "min": 1.5899427767310826e-05,
+   "max": 2.6310856498423075e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.536000102758408e-05,
-    8.748800307512284e-05,
-    0.00033481600880622863
+    2.694400027394295e-05,
+    7.283200323581695e-05,
+    0.0002648319900035858
    ],
-   "host_canary_seconds": 7.816505000164398e-06,
+   "host_canary_seconds": 6.747004999994033e-06,
    "pass_seconds": [
-    2.0148571935437975e-05,
-    2.7145905331486748e-05,
-    3.1161906108969725e-05
+    1.5899427767310826e-05,
+    2.412038083587374e-05,
+    2.6310856498423075e-05
    ],
    "pass_host_canary_seconds": [
-    7.816505000164398e-06,
-    1.0363494999978685e-05,
-    1.1258459999794467e-05
+    6.747004999994033e-06,
+    9.928632500013635e-06,
+    1.0331925000031107e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.711542823484966e-05,
-   "min": 6.540266229283241e-05,
-   "max": 8.715733300362316e-05,
+   "seconds": 6.441447387139001e-05,
+   "min": 6.291428900190762e-05,
+   "max": 7.594590279318039e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022592000663280488,
-    0.0006592320203781128,
-    0.0018726400136947633
+    0.00014131200313568116,
+    0.00032313600182533265,
+    0.0013053120374679566
    ],
-   "host_canary_seconds": 7.816505000164398e-06,
+   "host_canary_seconds": 6.747004999994033e-06,
    "pass_seconds": [
-    8.715733300362316e-05,
-    6.540266229283241e-05,
-    7.711542823484966e-05
+    6.291428900190762e-05,
+    6.441447387139001e-05,
+    7.594590279318039e-05
    ],
    "pass_host_canary_seconds": [
-    7.816505000164398e-06,
-    1.0363494999978685e-05,
-    1.1258459999794467e-05
+    6.747004999994033e-06,
+    9.928632500013635e-06,
+    1.0331925000031107e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 4.575466683932713e-05,
-   "min": 4.449980883371262e-05,
-   "max": 6.379809869187218e-05,
+   "seconds": 4.9134476553826106e-05,
+   "min": 3.095390629910288e-05,
+   "max": 5.1410286909057985e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012179200351238251,
-    0.00017644800245761872,
-    0.001033184051513672
+    6.124800071120262e-05,
+    0.00014982399344444275,
+    0.0005241280198097229
    ],
-   "host_canary_seconds": 1.0708300000032977e-05,
+   "host_canary_seconds": 6.968372499986941e-06,
    "pass_seconds": [
-    6.379809869187218e-05,
-    4.575466683932713e-05,
-    4.449980883371262e-05
+    3.095390629910288e-05,
+    5.1410286909057985e-05,
+    4.9134476553826106e-05
    ],
    "pass_host_canary_seconds": [
-    1.0708300000032977e-05,
-    1.0371095000323293e-05,
-    1.0484189999715454e-05
+    6.968372499986941e-06,
+    9.610569999978225e-06,
+    9.83744000002673e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 9.806400111743381e-05,
-   "min": 8.498895132825491e-05,
-   "max": 0.0001099040039948055,
+   "seconds": 8.836266664522034e-05,
+   "min": 5.6217138965924584e-05,
+   "max": 9.388037309760141e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005543040037155151,
-    0.0010329279899597167,
-    0.002796864032745361
+    0.00023420800268650056,
+    0.0006560320258140564,
+    0.002045248031616211
    ],
-   "host_canary_seconds": 1.0708300000032977e-05,
+   "host_canary_seconds": 6.968372499986941e-06,
    "pass_seconds": [
-    8.498895132825491e-05,
-    9.806400111743381e-05,
-    0.0001099040039948055
+    8.836266664522034e-05,
+    5.6217138965924584e-05,
+    9.388037309760141e-05
    ],
    "pass_host_canary_seconds": [
-    1.0708300000032977e-05,
-    1.0371095000323293e-05,
-    1.0484189999715454e-05
+    6.968372499986941e-06,
+    9.610569999978225e-06,
+    9.83744000002673e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.9224381517796285e-05,
-   "min": 1.3766095751807804e-05,
-   "max": 1.9823237898803894e-05,
+   "seconds": 1.365257098916031e-05,
+   "min": 1.2510476633906364e-05,
+   "max": 2.0467047446540423e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.1439998894929886e-05,
-    9.868799895048142e-05,
-    0.000253248006105423
+    2.1215999498963357e-05,
+    5.673599988222122e-05,
+    0.00022419199347496033
    ],
-   "host_canary_seconds": 1.0466585000017403e-05,
+   "host_canary_seconds": 6.644960000024014e-06,
    "pass_seconds": [
-    1.3766095751807804e-05,
-    1.9823237898803894e-05,
-    1.9224381517796285e-05
+    1.365257098916031e-05,
+    2.0467047446540423e-05,
+    1.2510476633906364e-05
    ],
    "pass_host_canary_seconds": [
-    1.0466585000017403e-05,
-    1.0014764999937142e-05,
-    1.045219999980418e-05
+    6.644960000024014e-06,
+    9.91952250000594e-06,
+    6.9380775000382755e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 8.119466297683262e-05,
-   "min": 7.632609527735483e-05,
-   "max": 8.849828300021944e-05,
+   "seconds": 6.7653335010012e-05,
+   "min": 6.150933665533861e-05,
+   "max": 7.904152474587873e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040563198924064637,
-    0.0005517759919166565,
-    0.0018860479593276976
+    0.000164000004529953,
+    0.00032265600562095644,
+    0.001269152045249939
    ],
-   "host_canary_seconds": 1.0466585000017403e-05,
+   "host_canary_seconds": 6.644960000024014e-06,
    "pass_seconds": [
-    8.849828300021944e-05,
-    7.632609527735483e-05,
-    8.119466297683262e-05
+    6.150933665533861e-05,
+    6.7653335010012e-05,
+    7.904152474587873e-05
    ],
    "pass_host_canary_seconds": [
-    1.0466585000017403e-05,
-    1.0014764999937142e-05,
-    1.045219999980418e-05
+    6.644960000024014e-06,
+    9.91952250000594e-06,
+    6.9380775000382755e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 4.1394285148098354e-05,
-   "min": 2.5099427927108036e-05,
-   "max": 4.551618901037035e-05,
+   "seconds": 2.462704692568098e-05,
+   "min": 2.4530286235468728e-05,
+   "max": 3.76518095533053e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.643199920654297e-05,
-    0.00022492800652980805,
-    0.0006987839937210083
+    5.302400141954422e-05,
+    0.00013251200318336486,
+    0.00042294400930404665
    ],
-   "host_canary_seconds": 1.0706664999702298e-05,
+   "host_canary_seconds": 6.705539999991572e-06,
    "pass_seconds": [
-    4.1394285148098354e-05,
-    2.5099427927108036e-05,
-    4.551618901037035e-05
+    2.4530286235468728e-05,
+    3.76518095533053e-05,
+    2.462704692568098e-05
    ],
    "pass_host_canary_seconds": [
-    1.0706664999702298e-05,
-    9.081417499885446e-06,
-    1.1796510000294802e-05
+    6.705539999991572e-06,
+    9.615102500006857e-06,
+    9.431710000029625e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00010361142350094659,
-   "min": 9.552532966647831e-05,
-   "max": 0.00012594590868268696,
+   "seconds": 8.250742831400461e-05,
+   "min": 6.944914836259117e-05,
+   "max": 0.00010537829001744587,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004827519953250885,
-    0.0009140480160713196,
-    0.0025433919429779053
+    0.0001988160014152527,
+    0.0007059839963912964,
+    0.0018664000034332275
    ],
-   "host_canary_seconds": 1.0706664999702298e-05,
+   "host_canary_seconds": 6.705539999991572e-06,
    "pass_seconds": [
-    9.552532966647831e-05,
-    0.00012594590868268696,
-    0.00010361142350094659
+    8.250742831400461e-05,
+    6.944914836259117e-05,
+    0.00010537829001744587
    ],
    "pass_host_canary_seconds": [
-    1.0706664999702298e-05,
-    9.081417499885446e-06,
-    1.1796510000294802e-05
+    6.705539999991572e-06,
+    9.615102500006857e-06,
+    9.431710000029625e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.7474286123400643e-05,
-   "min": 2.4069333892493023e-05,
-   "max": 3.247161759507089e-05,
+   "seconds": 2.5114667202745168e-05,
+   "min": 1.4277333659785135e-05,
+   "max": 2.527847584514391e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2879998683929446e-05,
-    0.00011004800349473953,
-    0.0004022400081157684
+    2.4480000138282777e-05,
+    6.985600292682648e-05,
+    0.00023948800563812256
    ],
-   "host_canary_seconds": 1.0387309999941863e-05,
+   "host_canary_seconds": 6.6971899999757056e-06,
    "pass_seconds": [
-    2.4069333892493023e-05,
-    2.7474286123400643e-05,
-    3.247161759507089e-05
+    1.4277333659785135e-05,
+    2.527847584514391e-05,
+    2.5114667202745168e-05
    ],
    "pass_host_canary_seconds": [
-    1.0387309999941863e-05,
-    1.0477994999860131e-05,
-    1.2154292499815255e-05
+    6.6971899999757056e-06,
+    9.628229999982808e-06,
+    1.0096024999981522e-05
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.959086643088433e-05,
-   "min": 6.87740971999509e-05,
-   "max": 8.648457289451645e-05,
+   "seconds": 7.553676444859732e-05,
+   "min": 5.1667811082942134e-05,
+   "max": 7.978209179072155e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002194560021162033,
-    0.0005487040281295777,
-    0.001876960039138794
+    0.0001334400027990341,
+    0.0003810240030288696,
+    0.0015327999591827394
    ],
-   "host_canary_seconds": 1.0387309999941863e-05,
+   "host_canary_seconds": 6.6971899999757056e-06,
    "pass_seconds": [
-    8.648457289451645e-05,
-    6.87740971999509e-05,
-    7.959086643088433e-05
+    7.978209179072155e-05,
+    5.1667811082942134e-05,
+    7.553676444859732e-05
    ],
    "pass_host_canary_seconds": [
-    1.0387309999941863e-05,
-    1.0477994999860131e-05,
-    1.2154292499815255e-05
+    6.6971899999757056e-06,
+    9.628229999982808e-06,
+    1.0096024999981522e-05
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.7429331313996085e-05,
-   "min": 2.244418930439722e-05,
-   "max": 4.332342708394641e-05,
+   "seconds": 2.1353905577035177e-05,
+   "min": 2.0266667363189517e-05,
+   "max": 3.9190095095407395e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.950400352478027e-05,
-    0.00022387200593948365,
-    0.00065830397605896
+    8.345600217580795e-05,
+    0.0001244160011410713,
+    0.00039606401324272154
    ],
-   "host_canary_seconds": 1.0587379999833502e-05,
+   "host_canary_seconds": 6.707152499991764e-06,
    "pass_seconds": [
-    3.7429331313996085e-05,
-    2.244418930439722e-05,
-    4.332342708394641e-05
+    2.1353905577035177e-05,
+    2.0266667363189517e-05,
+    3.9190095095407395e-05
    ],
    "pass_host_canary_seconds": [
-    1.0587379999833502e-05,
-    1.0359822499879101e-05,
-    1.1545874999683292e-05
+    6.707152499991764e-06,
+    9.613910000041415e-06,
+    1.0002679999985275e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 0.0001121028590769995,
-   "min": 0.00010835885043655123,
-   "max": 0.00012112914309615182,
+   "seconds": 8.058438166266397e-05,
+   "min": 7.799695272530828e-05,
+   "max": 9.033828406106859e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003533119857311249,
-    0.000825215995311737,
-    0.0026040639877319338
+    0.00034787198901176455,
+    0.000693664014339447,
+    0.0018540480136871337
    ],
-   "host_canary_seconds": 1.0587379999833502e-05,
+   "host_canary_seconds": 6.707152499991764e-06,
    "pass_seconds": [
-    0.0001121028590769995,
-    0.00012112914309615182,
-    0.00010835885043655123
+    7.799695272530828e-05,
+    8.058438166266397e-05,
+    9.033828406106859e-05
    ],
    "pass_host_canary_seconds": [
-    1.0587379999833502e-05,
-    1.0359822499879101e-05,
-    1.1545874999683292e-05
+    6.707152499991764e-06,
+    9.613910000041415e-06,
+    1.0002679999985275e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.318095140513919e-05,
-   "min": 4.2918856654848374e-05,
-   "max": 5.148723898898988e-05,
+   "seconds": 4.206933471418562e-05,
+   "min": 3.4961522867282226e-05,
+   "max": 4.903238231227512e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.87360018491745e-05,
-    0.000199520006775856,
-    0.0007168639898300171
+    4.083200171589851e-05,
+    0.00011564800143241883,
+    0.0005552319884300232
    ],
-   "host_canary_seconds": 1.0493427500080087e-05,
+   "host_canary_seconds": 7.025027500002778e-06,
    "pass_seconds": [
-    4.318095140513919e-05,
-    5.148723898898988e-05,
-    4.2918856654848374e-05
+    3.4961522867282226e-05,
+    4.206933471418562e-05,
+    4.903238231227512e-05
    ],
    "pass_host_canary_seconds": [
-    1.0493427500080087e-05,
-    1.0709419999557213e-05,
-    1.0604074999776003e-05
+    7.025027500002778e-06,
+    9.822525000018345e-06,
+    1.0013734999887447e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.496761002710885e-05,
-   "min": 8.444571920803617e-05,
-   "max": 8.729371534926553e-05,
+   "seconds": 7.655618801003414e-05,
+   "min": 5.1570283160323195e-05,
+   "max": 7.951009858931814e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028336000442504884,
-    0.0007103999853134155,
-    0.002252351999282837
+    0.0001608320027589798,
+    0.00045820799469947814,
+    0.0018625600337982178
    ],
-   "host_canary_seconds": 1.0493427500080087e-05,
+   "host_canary_seconds": 7.025027500002778e-06,
    "pass_seconds": [
-    8.729371534926553e-05,
-    8.496761002710885e-05,
-    8.444571920803617e-05
+    7.951009858931814e-05,
+    5.1570283160323195e-05,
+    7.655618801003414e-05
    ],
    "pass_host_canary_seconds": [
-    1.0493427500080087e-05,
-    1.0709419999557213e-05,
-    1.0604074999776003e-05
+    7.025027500002778e-06,
+    9.822525000018345e-06,
+    1.0013734999887447e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.188723839464642e-05,
-   "min": 7.115123456432705e-05,
-   "max": 8.617218690259116e-05,
+   "seconds": 7.565790450289135e-05,
+   "min": 4.422476000729061e-05,
+   "max": 7.630247374375661e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013468800485134125,
-    0.0003627200126647949,
-    0.0012068159580230712
+    9.260799735784531e-05,
+    0.00029888001084327697,
+    0.0007805119752883911
    ],
-   "host_canary_seconds": 1.0856165000348028e-05,
+   "host_canary_seconds": 7.123317499999615e-06,
    "pass_seconds": [
-    7.115123456432705e-05,
-    8.617218690259116e-05,
-    7.188723839464642e-05
+    4.422476000729061e-05,
+    7.565790450289135e-05,
+    7.630247374375661e-05
    ],
    "pass_host_canary_seconds": [
-    1.0856165000348028e-05,
-    1.0499855000034585e-05,
-    1.0367840000071737e-05
+    7.123317499999615e-06,
+    9.608785000025932e-06,
+    9.847632500026295e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00016882211182798655,
-   "min": 0.00015169447021824971,
-   "max": 0.00018792381385962167,
+   "seconds": 0.00011988952684970129,
+   "min": 9.637485480024705e-05,
+   "max": 0.00014684648066759108,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005088959932327271,
-    0.0012871359586715699,
-    0.004395359992980957
+    0.00037302398681640626,
+    0.0010661760568618775,
+    0.003279072046279907
    ],
-   "host_canary_seconds": 1.0856165000348028e-05,
+   "host_canary_seconds": 7.123317499999615e-06,
    "pass_seconds": [
-    0.00018792381385962167,
-    0.00015169447021824971,
-    0.00016882211182798655
+    0.00014684648066759108,
+    9.637485480024705e-05,
+    0.00011988952684970129
    ],
    "pass_host_canary_seconds": [
-    1.0856165000348028e-05,
-    1.0499855000034585e-05,
-    1.0367840000071737e-05
+    7.123317499999615e-06,
+    9.608785000025932e-06,
+    9.847632500026295e-06
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.7008762714408696e-05,
-   "min": 2.366780862212181e-05,
-   "max": 4.144228711014702e-05,
+   "seconds": 2.9596191786584395e-05,
+   "min": 1.8830475707848863e-05,
+   "max": 3.0723809131554195e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.916800022125244e-05,
-    0.00010841599851846695,
-    0.0003935999870300293
+    3.094400092959404e-05,
+    8.716800063848495e-05,
+    0.00031331199407577513
    ],
-   "host_canary_seconds": 8.087292499965315e-06,
+   "host_canary_seconds": 6.836190000001352e-06,
    "pass_seconds": [
-    2.366780862212181e-05,
-    3.7008762714408696e-05,
-    4.144228711014702e-05
+    1.8830475707848863e-05,
+    2.9596191786584395e-05,
+    3.0723809131554195e-05
    ],
    "pass_host_canary_seconds": [
-    8.087292499965315e-06,
-    1.054293750001989e-05,
-    1.1993334999829131e-05
+    6.836190000001352e-06,
+    9.800959999992641e-06,
+    9.502654999948846e-06
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.42346649297646e-05,
-   "min": 5.9808001276992605e-05,
-   "max": 6.725714320228213e-05,
+   "seconds": 5.108343171221868e-05,
+   "min": 3.890971271764665e-05,
+   "max": 5.918552300759724e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020230400562286377,
-    0.0005495039820671082,
-    0.0015486719608306884
+    0.0001323840022087097,
+    0.0003763839900493622,
+    0.001192512035369873
    ],
-   "host_canary_seconds": 8.087292499965315e-06,
+   "host_canary_seconds": 6.836190000001352e-06,
    "pass_seconds": [
-    6.42346649297646e-05,
-    5.9808001276992605e-05,
-    6.725714320228213e-05
+    5.108343171221868e-05,
+    3.890971271764665e-05,
+    5.918552300759724e-05
    ],
    "pass_host_canary_seconds": [
-    8.087292499965315e-06,
-    1.054293750001989e-05,
-    1.1993334999829131e-05
+    6.836190000001352e-06,
+    9.800959999992641e-06,
+    9.502654999948846e-06
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 5.462933260770071e-05,
-   "min": 5.407009451162247e-05,
-   "max": 5.596190371683666e-05,
+   "seconds": 4.2894477645556136e-05,
+   "min": 2.544152381874266e-05,
+   "max": 4.716419251192184e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015382400155067443,
-    0.00034835198521614077,
-    0.0009756479859352111
+    6.153599917888641e-05,
+    0.0002704640030860901,
+    0.00048736000061035155
    ],
-   "host_canary_seconds": 1.1207255000158511e-05,
+   "host_canary_seconds": 8.82933000001529e-06,
    "pass_seconds": [
-    5.407009451162247e-05,
-    5.462933260770071e-05,
-    5.596190371683666e-05
+    2.544152381874266e-05,
+    4.2894477645556136e-05,
+    4.716419251192184e-05
    ],
    "pass_host_canary_seconds": [
-    1.1207255000158511e-05,
-    1.0380379999901378e-05,
-    1.1079817499819456e-05
+    8.82933000001529e-06,
+    9.805424999989044e-06,
+    9.531910000006861e-06
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00012349333401237214,
-   "min": 9.248761406966622e-05,
-   "max": 0.0001279977137843768,
+   "seconds": 9.284113773277828e-05,
+   "min": 9.263010039215997e-05,
+   "max": 0.00012060800265698205,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005251839756965637,
-    0.001229151964187622,
-    0.0028116478919982912
+    0.0004275520145893097,
+    0.0008792960047721862,
+    0.0022311360836029053
    ],
-   "host_canary_seconds": 1.1207255000158511e-05,
+   "host_canary_seconds": 8.82933000001529e-06,
    "pass_seconds": [
-    9.248761406966622e-05,
-    0.00012349333401237214,
-    0.0001279977137843768
+    9.263010039215997e-05,
+    9.284113773277828e-05,
+    0.00012060800265698205
    ],
    "pass_host_canary_seconds": [
-    1.1207255000158511e-05,
-    1.0380379999901378e-05,
-    1.1079817499819456e-05
+    8.82933000001529e-06,
+    9.805424999989044e-06,
+    9.531910000006861e-06
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.704533339965911e-05,
-   "min": 3.4616378801209586e-05,
-   "max": 5.603428539775666e-05,
+   "seconds": 4.257599973962421e-05,
+   "min": 4.1488001743952435e-05,
+   "max": 4.517866458211626e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010572800040245056,
-    0.0002937920093536377,
-    0.0009528959989547729
+    7.507199794054032e-05,
+    0.0002011200040578842,
+    0.000697920024394989
    ],
-   "host_canary_seconds": 1.136675249995278e-05,
+   "host_canary_seconds": 1.0908019999984475e-05,
    "pass_seconds": [
-    5.603428539775666e-05,
-    4.704533339965911e-05,
-    3.4616378801209586e-05
+    4.1488001743952435e-05,
+    4.257599973962421e-05,
+    4.517866458211626e-05
    ],
    "pass_host_canary_seconds": [
-    1.136675249995278e-05,
-    1.0686480000003939e-05,
-    9.458592500095619e-06
+    1.0908019999984475e-05,
+    9.837950000033401e-06,
+    9.362670000001571e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.139048166218257e-05,
-   "min": 7.603733596347627e-05,
-   "max": 9.571886559327445e-05,
+   "seconds": 8.092571724028812e-05,
+   "min": 5.5807997428235576e-05,
+   "max": 8.664533212071374e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00042656001448631285,
-    0.0009366719722747802,
-    0.0024456000328063965
+    0.00032400000095367433,
+    0.0006873279809951783,
+    0.002238976001739502
    ],
-   "host_canary_seconds": 1.136675249995278e-05,
+   "host_canary_seconds": 1.0908019999984475e-05,
    "pass_seconds": [
-    7.603733596347627e-05,
-    9.139048166218257e-05,
-    9.571886559327445e-05
+    8.664533212071374e-05,
+    5.5807997428235576e-05,
+    8.092571724028812e-05
    ],
    "pass_host_canary_seconds": [
-    1.136675249995278e-05,
-    1.0686480000003939e-05,
-    9.458592500095619e-06
+    1.0908019999984475e-05,
+    9.837950000033401e-06,
+    9.362670000001571e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 4.983847552821749e-05,
-   "min": 4.8254473933151786e-05,
-   "max": 9.022323361464908e-05,
+   "seconds": 7.460190497693562e-05,
+   "min": 7.253257007825941e-05,
+   "max": 0.00011291961868604026,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011382400244474411,
-    0.0003541760146617889,
-    0.0008695039749145508
+    0.00022892799973487854,
+    0.0006000319719314575,
+    0.0019335039854049682
    ],
-   "host_canary_seconds": 9.653577499761923e-06,
+   "host_canary_seconds": 1.5039525000020148e-05,
    "pass_seconds": [
-    4.8254473933151786e-05,
-    9.022323361464908e-05,
-    4.983847552821749e-05
+    0.00011291961868604026,
+    7.460190497693562e-05,
+    7.253257007825941e-05
    ],
    "pass_host_canary_seconds": [
-    9.653577499761923e-06,
-    1.0687039999766057e-05,
-    1.0433877500304334e-05
+    1.5039525000020148e-05,
+    9.966910000009932e-06,
+    9.277139999994688e-06
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00019771200879698702,
-   "min": 0.00014245105570270903,
-   "max": 0.00022902323731354305,
+   "seconds": 0.00014195581702958971,
+   "min": 0.00012158704229763573,
+   "max": 0.00015754209316912155,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004514240026473999,
-    0.001167647957801819,
-    0.00413369607925415
+    0.0007447360157966614,
+    0.001702847957611084,
+    0.004347199916839599
    ],
-   "host_canary_seconds": 9.653577499761923e-06,
+   "host_canary_seconds": 1.5039525000020148e-05,
    "pass_seconds": [
-    0.00019771200879698702,
-    0.00014245105570270903,
-    0.00022902323731354305
+    0.00012158704229763573,
+    0.00015754209316912155,
+    0.00014195581702958971
    ],
    "pass_host_canary_seconds": [
-    9.653577499761923e-06,
-    1.0687039999766057e-05,
-    1.0433877500304334e-05
+    1.5039525000020148e-05,
+    9.966910000009932e-06,
+    9.277139999994688e-06
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 4.144304919810522e-05,
-   "min": 3.6092954377333326e-05,
-   "max": 4.565409570932388e-05,
+   "seconds": 3.293028757685707e-05,
+   "min": 3.120228736883118e-05,
+   "max": 4.604876005933398e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.481600016355515e-05,
-    0.00011334399878978729,
-    0.0006545280218124389
+    6.780800223350525e-05,
+    0.00018335999548435211,
+    0.0007510079741477966
    ],
-   "host_canary_seconds": 1.1244442499958041e-05,
+   "host_canary_seconds": 1.44507825000062e-05,
    "pass_seconds": [
-    4.144304919810522e-05,
-    3.6092954377333326e-05,
-    4.565409570932388e-05
+    4.604876005933398e-05,
+    3.120228736883118e-05,
+    3.293028757685707e-05
    ],
    "pass_host_canary_seconds": [
-    1.1244442499958041e-05,
-    1.0991522499921303e-05,
-    1.191484000003129e-05
+    1.44507825000062e-05,
+    1.0063434999949549e-05,
+    1.0179867500070827e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.863009322257268e-05,
-   "min": 5.445485349212373e-05,
-   "max": 6.521752583129064e-05,
+   "seconds": 5.5189331372578936e-05,
+   "min": 2.6684955826827454e-05,
+   "max": 5.9763044651065563e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020185600221157073,
-    0.0007424319982528686,
-    0.0017830719947814942
+    0.00032019200921058657,
+    0.0006228799819946289,
+    0.001439360022544861
    ],
-   "host_canary_seconds": 1.1244442499958041e-05,
+   "host_canary_seconds": 1.44507825000062e-05,
    "pass_seconds": [
-    5.863009322257268e-05,
-    6.521752583129064e-05,
-    5.445485349212373e-05
+    2.6684955826827454e-05,
+    5.9763044651065563e-05,
+    5.5189331372578936e-05
    ],
    "pass_host_canary_seconds": [
-    1.1244442499958041e-05,
-    1.0991522499921303e-05,
-    1.191484000003129e-05
+    1.44507825000062e-05,
+    1.0063434999949549e-05,
+    1.0179867500070827e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 5.8665905679975245e-05,
-   "min": 5.135466619616463e-05,
-   "max": 5.868266451926459e-05,
+   "seconds": 5.0357333960987275e-05,
+   "min": 2.8992763410011923e-05,
+   "max": 5.2748951173964e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012806400656700134,
-    0.0003420799970626831,
-    0.0010209599733352662
+    6.227200105786323e-05,
+    0.00015804800391197205,
+    0.0005000960230827331
    ],
-   "host_canary_seconds": 1.120861250001326e-05,
+   "host_canary_seconds": 6.9029750000026976e-06,
    "pass_seconds": [
-    5.868266451926459e-05,
-    5.135466619616463e-05,
-    5.8665905679975245e-05
+    2.8992763410011923e-05,
+    5.0357333960987275e-05,
+    5.2748951173964e-05
    ],
    "pass_host_canary_seconds": [
-    1.120861250001326e-05,
-    1.0382327500053633e-05,
-    1.2564200000042547e-05
+    6.9029750000026976e-06,
+    9.796390000005317e-06,
+    9.620525000002545e-06
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00012650208955719357,
-   "min": 8.644189898456844e-05,
-   "max": 0.000150186660743895,
+   "seconds": 0.00011079772118301621,
+   "min": 0.00010692037712960016,
+   "max": 0.00011351923644542694,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005943999886512757,
-    0.0011169919967651367,
-    0.0033611838817596434
+    0.00022998400032520294,
+    0.0008251519799232483,
+    0.0023854401111602784
    ],
-   "host_canary_seconds": 1.120861250001326e-05,
+   "host_canary_seconds": 6.9029750000026976e-06,
    "pass_seconds": [
-    0.00012650208955719357,
-    8.644189898456844e-05,
-    0.000150186660743895
+    0.00011079772118301621,
+    0.00011351923644542694,
+    0.00010692037712960016
    ],
    "pass_host_canary_seconds": [
-    1.120861250001326e-05,
-    1.0382327500053633e-05,
-    1.2564200000042547e-05
+    6.9029750000026976e-06,
+    9.796390000005317e-06,
+    9.620525000002545e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 7.079314724320457e-05,
-   "min": 6.482514206852231e-05,
-   "max": 7.984914098467146e-05,
+   "seconds": 3.2954665521780646e-05,
+   "min": 3.2265141251541324e-05,
+   "max": 5.179504837308611e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011846400052309036,
-    0.0003407999873161316,
-    0.0011836800575256348
+    4.88319993019104e-05,
+    0.0001584639996290207,
+    0.0005370879769325257
    ],
-   "host_canary_seconds": 1.1322429999722772e-05,
+   "host_canary_seconds": 6.861239999977897e-06,
    "pass_seconds": [
-    7.079314724320457e-05,
-    6.482514206852231e-05,
-    7.984914098467146e-05
+    3.2265141251541324e-05,
+    5.179504837308611e-05,
+    3.2954665521780646e-05
    ],
    "pass_host_canary_seconds": [
-    1.1322429999722772e-05,
-    1.044376999971064e-05,
-    1.1832179999942128e-05
+    6.861239999977897e-06,
+    9.836485000036533e-06,
+    7.086394999902268e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.412342470316659e-05,
-   "min": 3.7048373903547e-05,
-   "max": 7.182933993282773e-05,
+   "seconds": 6.393600219771977e-05,
+   "min": 5.422247839825495e-05,
+   "max": 7.526857405900956e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004058879911899567,
-    0.0008513280153274537,
-    0.0023032000064849853
+    0.0002182080000638962,
+    0.00039657598733901976,
+    0.001783136010169983
    ],
-   "host_canary_seconds": 1.1322429999722772e-05,
+   "host_canary_seconds": 6.861239999977897e-06,
    "pass_seconds": [
-    5.412342470316659e-05,
-    7.182933993282773e-05,
-    3.7048373903547e-05
+    7.526857405900956e-05,
+    6.393600219771977e-05,
+    5.422247839825495e-05
    ],
    "pass_host_canary_seconds": [
-    1.1322429999722772e-05,
-    1.044376999971064e-05,
-    1.1832179999942128e-05
+    6.861239999977897e-06,
+    9.836485000036533e-06,
+    7.086394999902268e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 7.383695173831213e-05,
-   "min": 6.935162061736698e-05,
-   "max": 7.893790446576619e-05,
+   "seconds": 3.403809702112561e-05,
+   "min": 3.209600100914638e-05,
+   "max": 4.902857329164233e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015161600708961487,
-    0.00039059200882911684,
-    0.0012649919986724855
+    6.355199962854386e-05,
+    0.0002547839879989624,
+    0.000576640009880066
    ],
-   "host_canary_seconds": 1.1411699999825941e-05,
+   "host_canary_seconds": 7.008585000001233e-06,
    "pass_seconds": [
-    7.383695173831213e-05,
-    6.935162061736698e-05,
-    7.893790446576619e-05
+    3.209600100914638e-05,
+    4.902857329164233e-05,
+    3.403809702112561e-05
    ],
    "pass_host_canary_seconds": [
-    1.1411699999825941e-05,
-    1.0805704999938825e-05,
-    1.1858547499912219e-05
+    7.008585000001233e-06,
+    9.435860000053254e-06,
+    6.898637500043492e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.91664697442736e-05,
-   "min": 4.087313654876889e-05,
-   "max": 6.689219886348363e-05,
+   "seconds": 6.499123928092774e-05,
+   "min": 5.17203782995542e-05,
+   "max": 6.877409382945014e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003925760090351105,
-    0.0010183039903640747,
-    0.0025713601112365724
+    0.00017615999281406404,
+    0.00044115200638771056,
+    0.0014379199743270875
    ],
-   "host_canary_seconds": 1.1411699999825941e-05,
+   "host_canary_seconds": 7.008585000001233e-06,
    "pass_seconds": [
-    6.689219886348363e-05,
-    5.91664697442736e-05,
-    4.087313654876889e-05
+    5.17203782995542e-05,
+    6.499123928092774e-05,
+    6.877409382945014e-05
    ],
    "pass_host_canary_seconds": [
-    1.1411699999825941e-05,
-    1.0805704999938825e-05,
-    1.1858547499912219e-05
+    7.008585000001233e-06,
+    9.435860000053254e-06,
+    6.898637500043492e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.9647236601227806e-05,
-   "min": 2.7602286388476693e-05,
-   "max": 2.993904834701901e-05,
+   "seconds": 1.5785904689913707e-05,
+   "min": 1.557942958814757e-05,
+   "max": 2.3356952837535315e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.939200147986412e-05,
-    0.00015811200439929963,
-    0.0005073599815368652
+    2.582399919629097e-05,
+    6.835199892520904e-05,
+    0.00025811201333999633
    ],
-   "host_canary_seconds": 1.1436544999696707e-05,
+   "host_canary_seconds": 6.666822499994396e-06,
    "pass_seconds": [
-    2.9647236601227806e-05,
-    2.7602286388476693e-05,
-    2.993904834701901e-05
+    1.557942958814757e-05,
+    2.3356952837535315e-05,
+    1.5785904689913707e-05
    ],
    "pass_host_canary_seconds": [
-    1.1436544999696707e-05,
-    1.0562085000174193e-05,
-    1.111523500014755e-05
+    6.666822499994396e-06,
+    9.402777500007175e-06,
+    6.97964499991599e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.20373347330661e-05,
-   "min": 5.470019454757373e-05,
-   "max": 6.250209254877908e-05,
+   "seconds": 5.858895448701723e-05,
+   "min": 5.0778662165005994e-05,
+   "max": 5.94582821996439e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000257856011390686,
-    0.0006312000155448914,
-    0.0015631680488586426
+    0.00011478400230407715,
+    0.0002716799974441528,
+    0.0012054400444030762
    ],
-   "host_canary_seconds": 1.1436544999696707e-05,
+   "host_canary_seconds": 6.666822499994396e-06,
    "pass_seconds": [
-    5.470019454757373e-05,
-    6.20373347330661e-05,
-    6.250209254877908e-05
+    5.858895448701723e-05,
+    5.0778662165005994e-05,
+    5.94582821996439e-05
    ],
    "pass_host_canary_seconds": [
-    1.1436544999696707e-05,
-    1.0562085000174193e-05,
-    1.111523500014755e-05
+    6.666822499994396e-06,
+    9.402777500007175e-06,
+    6.97964499991599e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.141409513496217e-05,
-   "min": 2.783771462383725e-05,
-   "max": 3.299961806762787e-05,
+   "seconds": 1.7644952982664108e-05,
+   "min": 1.5840762605269753e-05,
+   "max": 2.3697523666279654e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.687999844551086e-05,
-    0.00018697600066661834,
-    0.0005822399854660034
+    3.728000074625015e-05,
+    8.313599973917008e-05,
+    0.00027433601021766664
    ],
-   "host_canary_seconds": 1.1505989999989196e-05,
+   "host_canary_seconds": 6.927455000003135e-06,
    "pass_seconds": [
-    3.299961806762787e-05,
-    3.141409513496217e-05,
-    2.783771462383725e-05
+    1.5840762605269753e-05,
+    2.3697523666279654e-05,
+    1.7644952982664108e-05
    ],
    "pass_host_canary_seconds": [
-    1.1505989999989196e-05,
-    1.0841434999520061e-05,
-    1.0727227499955915e-05
+    6.927455000003135e-06,
+    9.316377499999363e-06,
+    6.9533850000880194e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.4383240640163406e-05,
-   "min": 4.7255623198690875e-05,
-   "max": 6.807619368746166e-05,
+   "seconds": 5.64761905088311e-05,
+   "min": 3.7593900625194814e-05,
+   "max": 6.117866738211542e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00036800000071525576,
-    0.0006104000210762024,
-    0.0016721600294113158
+    0.00013001599907875062,
+    0.0003274239897727966,
+    0.0012082560062408446
    ],
-   "host_canary_seconds": 1.1505989999989196e-05,
+   "host_canary_seconds": 6.927455000003135e-06,
    "pass_seconds": [
-    5.4383240640163406e-05,
-    4.7255623198690875e-05,
-    6.807619368746166e-05
+    5.64761905088311e-05,
+    3.7593900625194814e-05,
+    6.117866738211542e-05
    ],
    "pass_host_canary_seconds": [
-    1.1505989999989196e-05,
-    1.0841434999520061e-05,
-    1.0727227499955915e-05
+    6.927455000003135e-06,
+    9.316377499999363e-06,
+    6.9533850000880194e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.6361906230449675e-05,
-   "min": 5.557333465133395e-05,
-   "max": 5.881295140300478e-05,
+   "seconds": 3.187885791772888e-05,
+   "min": 3.070552469719024e-05,
+   "max": 4.5766858472710564e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.404800087213516e-05,
-    0.0002850239872932434,
-    0.0009810879826545715
+    4.479999840259552e-05,
+    0.00013651199638843538,
+    0.0005052480101585389
    ],
-   "host_canary_seconds": 1.1018952499739497e-05,
+   "host_canary_seconds": 8.433050000000719e-06,
    "pass_seconds": [
-    5.881295140300478e-05,
-    5.557333465133395e-05,
-    5.6361906230449675e-05
+    3.070552469719024e-05,
+    4.5766858472710564e-05,
+    3.187885791772888e-05
    ],
    "pass_host_canary_seconds": [
-    1.1018952499739497e-05,
-    1.0518070000102853e-05,
-    8.628319999957057e-06
+    8.433050000000719e-06,
+    9.565535000000126e-06,
+    6.990800000039599e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010076267556065602,
-   "min": 7.92236097511791e-05,
-   "max": 0.00010753294435285389,
+   "seconds": 0.00010302628168747536,
+   "min": 9.625371190763655e-05,
+   "max": 0.00010962362055267608,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00042160001397132876,
-    0.0009310399889945984,
-    0.0028254721164703367
+    0.000169855996966362,
+    0.0006111040115356445,
+    0.002094367980957031
    ],
-   "host_canary_seconds": 1.1018952499739497e-05,
+   "host_canary_seconds": 8.433050000000719e-06,
    "pass_seconds": [
-    0.00010076267556065602,
-    7.92236097511791e-05,
-    0.00010753294435285389
+    9.625371190763655e-05,
+    0.00010962362055267608,
+    0.00010302628168747536
    ],
    "pass_host_canary_seconds": [
-    1.1018952499739497e-05,
-    1.0518070000102853e-05,
-    8.628319999957057e-06
+    8.433050000000719e-06,
+    9.565535000000126e-06,
+    6.990800000039599e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.711466854526883e-05,
-   "min": 4.6369523164771856e-05,
-   "max": 6.054323769751049e-05,
+   "seconds": 3.410590475513822e-05,
+   "min": 3.126933354706991e-05,
+   "max": 4.577142993609111e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012352000176906586,
-    0.0003239040076732636,
-    0.0010379199981689453
+    6.412799656391143e-05,
+    0.00015568000078201294,
+    0.0005721279978752136
    ],
-   "host_canary_seconds": 1.0978555000065171e-05,
+   "host_canary_seconds": 7.87481999999784e-06,
    "pass_seconds": [
-    6.054323769751049e-05,
-    5.711466854526883e-05,
-    4.6369523164771856e-05
+    3.410590475513822e-05,
+    4.577142993609111e-05,
+    3.126933354706991e-05
    ],
    "pass_host_canary_seconds": [
-    1.0978555000065171e-05,
-    1.1217745000067226e-05,
-    8.593310000151177e-06
+    7.87481999999784e-06,
+    9.524330000019177e-06,
+    6.877225000039289e-06
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.0001173577152547382,
-   "min": 9.330742628801435e-05,
-   "max": 0.00011880229448988321,
+   "seconds": 9.275733608575095e-05,
+   "min": 7.227504821050737e-05,
+   "max": 0.00010777142431054796,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004211199879646301,
-    0.0009522240161895752,
-    0.0030887680053710937
+    0.00028729599714279175,
+    0.0006104000210762024,
+    0.002381279945373535
    ],
-   "host_canary_seconds": 1.0978555000065171e-05,
+   "host_canary_seconds": 7.87481999999784e-06,
    "pass_seconds": [
-    0.0001173577152547382,
-    9.330742628801435e-05,
-    0.00011880229448988321
+    0.00010777142431054796,
+    7.227504821050737e-05,
+    9.275733608575095e-05
    ],
    "pass_host_canary_seconds": [
-    1.0978555000065171e-05,
-    1.1217745000067226e-05,
-    8.593310000151177e-06
+    7.87481999999784e-06,
+    9.524330000019177e-06,
+    6.877225000039289e-06
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.8362665815012795e-05,
-   "min": 1.1964952218390647e-05,
-   "max": 1.842666736670903e-05,
+   "seconds": 1.4039619515339535e-05,
+   "min": 1.3293714395591191e-05,
+   "max": 1.4182857104710169e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0768001228570936e-05,
-    9.993600100278855e-05,
-    0.0003184640109539032
+    2.97279991209507e-05,
+    5.187200009822845e-05,
+    0.00023366400599479675
    ],
-   "host_canary_seconds": 1.128461000007519e-05,
+   "host_canary_seconds": 7.698030000007349e-06,
    "pass_seconds": [
-    1.842666736670903e-05,
-    1.8362665815012795e-05,
-    1.1964952218390647e-05
+    1.4039619515339535e-05,
+    1.4182857104710169e-05,
+    1.3293714395591191e-05
    ],
    "pass_host_canary_seconds": [
-    1.128461000007519e-05,
-    1.1444914999856337e-05,
-    8.60971999998128e-06
+    7.698030000007349e-06,
+    9.464225000002102e-06,
+    7.302345000113064e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.937066838854835e-05,
-   "min": 2.115809669097264e-05,
-   "max": 3.0940952843853405e-05,
+   "seconds": 1.5814094316391714e-05,
+   "min": 1.4489144441627317e-05,
+   "max": 2.1113904991320204e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018118399381637573,
-    0.00032332798838615416,
-    0.0008977280259132385
+    9.79520007967949e-05,
+    0.00017430399358272554,
+    0.000615552008152008
    ],
-   "host_canary_seconds": 1.128461000007519e-05,
+   "host_canary_seconds": 7.698030000007349e-06,
    "pass_seconds": [
-    2.937066838854835e-05,
-    2.115809669097264e-05,
-    3.0940952843853405e-05
+    2.1113904991320204e-05,
+    1.5814094316391714e-05,
+    1.4489144441627317e-05
    ],
    "pass_host_canary_seconds": [
-    1.128461000007519e-05,
-    1.1444914999856337e-05,
-    8.60971999998128e-06
+    7.698030000007349e-06,
+    9.464225000002102e-06,
+    7.302345000113064e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.3080381566569919e-05,
-   "min": 1.2854857636349541e-05,
-   "max": 1.7987047455140524e-05,
+   "seconds": 1.3734095153354464e-05,
+   "min": 1.2139428229559035e-05,
+   "max": 1.662400001216502e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.435199826955795e-05,
-    0.00012460800260305404,
-    0.0003362559974193573
+    5.219199880957604e-05,
+    0.00010835199803113937,
+    0.00024086399376392365
    ],
-   "host_canary_seconds": 1.1171064999757618e-05,
+   "host_canary_seconds": 9.540440000002094e-06,
    "pass_seconds": [
-    1.7987047455140524e-05,
-    1.3080381566569919e-05,
-    1.2854857636349541e-05
+    1.2139428229559035e-05,
+    1.3734095153354464e-05,
+    1.662400001216502e-05
    ],
    "pass_host_canary_seconds": [
-    1.1171064999757618e-05,
-    7.549320000066473e-06,
-    9.199937499886346e-06
+    9.540440000002094e-06,
+    9.356650000000855e-06,
+    9.16925749997688e-06
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 3.1516190795671364e-05,
-   "min": 2.729447629480134e-05,
-   "max": 3.31268585508778e-05,
+   "seconds": 1.8697140827065423e-05,
+   "min": 1.3306667407353725e-05,
+   "max": 2.247161817337786e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021145600080490112,
-    0.0003562560081481934,
-    0.000893664002418518
+    0.00016307200491428374,
+    0.0003588480055332184,
+    0.0005845760107040406
    ],
-   "host_canary_seconds": 1.1171064999757618e-05,
+   "host_canary_seconds": 9.540440000002094e-06,
    "pass_seconds": [
-    2.729447629480134e-05,
-    3.1516190795671364e-05,
-    3.31268585508778e-05
+    1.3306667407353725e-05,
+    1.8697140827065423e-05,
+    2.247161817337786e-05
    ],
    "pass_host_canary_seconds": [
-    1.1171064999757618e-05,
-    7.549320000066473e-06,
-    9.199937499886346e-06
+    9.540440000002094e-06,
+    9.356650000000855e-06,
+    9.16925749997688e-06
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.642514339515141e-05,
-   "min": 1.63832384028605e-05,
-   "max": 1.7968761779013132e-05,
+   "seconds": 1.3571047889334814e-05,
+   "min": 1.0585143009111995e-05,
+   "max": 1.4658285216206594e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.702399879693985e-05,
-    8.336000144481659e-05,
-    0.0003040319979190826
+    2.006400004029274e-05,
+    4.7231998294591905e-05,
+    0.0001773120015859604
    ],
-   "host_canary_seconds": 1.1269575000483201e-05,
+   "host_canary_seconds": 7.817569999986062e-06,
    "pass_seconds": [
-    1.7968761779013132e-05,
-    1.63832384028605e-05,
-    1.642514339515141e-05
+    1.0585143009111995e-05,
+    1.3571047889334814e-05,
+    1.4658285216206594e-05
    ],
    "pass_host_canary_seconds": [
-    1.1269575000483201e-05,
-    1.0446397500061266e-05,
-    9.89328749994911e-06
+    7.817569999986062e-06,
+    9.879184999945779e-06,
+    9.25294749997363e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.4195048869365746e-05,
-   "min": 2.1996952238537016e-05,
-   "max": 3.202514208498456e-05,
+   "seconds": 2.2914285283713114e-05,
+   "min": 1.938514313882305e-05,
+   "max": 2.480305039456913e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001924480050802231,
-    0.0002913919985294342,
-    0.0009253439903259277
+    9.958399832248688e-05,
+    0.00017004799842834471,
+    0.0005426560044288635
    ],
-   "host_canary_seconds": 1.1269575000483201e-05,
+   "host_canary_seconds": 7.817569999986062e-06,
    "pass_seconds": [
-    3.202514208498456e-05,
-    2.4195048869365746e-05,
-    2.1996952238537016e-05
+    1.938514313882305e-05,
+    2.2914285283713114e-05,
+    2.480305039456913e-05
    ],
    "pass_host_canary_seconds": [
-    1.1269575000483201e-05,
-    1.0446397500061266e-05,
-    9.89328749994911e-06
+    7.817569999986062e-06,
+    9.879184999945779e-06,
+    9.25294749997363e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.120838097163609e-05,
-   "min": 1.1100952823956806e-05,
-   "max": 1.7967999336265384e-05,
+   "seconds": 1.5030857707772936e-05,
+   "min": 1.4906667172908783e-05,
+   "max": 1.557180977293423e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.259199976921082e-05,
-    0.00011692799627780914,
-    0.0003322559893131256
+    4.793599992990494e-05,
+    6.409599632024765e-05,
+    0.00027132800221443175
    ],
-   "host_canary_seconds": 1.1288615000353275e-05,
+   "host_canary_seconds": 9.71378249998267e-06,
    "pass_seconds": [
-    1.7967999336265384e-05,
-    1.120838097163609e-05,
-    1.1100952823956806e-05
+    1.557180977293423e-05,
+    1.4906667172908783e-05,
+    1.5030857707772936e-05
    ],
    "pass_host_canary_seconds": [
-    1.1288615000353275e-05,
-    1.0322615000006864e-05,
-    1.037881499996729e-05
+    9.71378249998267e-06,
+    1.0024822500014353e-05,
+    9.098277499930417e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.924723710332598e-05,
-   "min": 2.792305002609888e-05,
-   "max": 3.698971264419102e-05,
+   "seconds": 2.177523892550242e-05,
+   "min": 2.1417143266825448e-05,
+   "max": 2.244037850981667e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002845759987831116,
-    0.00047328001260757446,
-    0.000989952027797699
+    0.0001292800009250641,
+    0.0002881920039653778,
+    0.0007000960111618042
    ],
-   "host_canary_seconds": 1.1288615000353275e-05,
+   "host_canary_seconds": 9.71378249998267e-06,
    "pass_seconds": [
-    2.792305002609888e-05,
-    3.698971264419102e-05,
-    2.924723710332598e-05
+    2.1417143266825448e-05,
+    2.244037850981667e-05,
+    2.177523892550242e-05
    ],
    "pass_host_canary_seconds": [
-    1.1288615000353275e-05,
-    1.0322615000006864e-05,
-    1.037881499996729e-05
+    9.71378249998267e-06,
+    1.0024822500014353e-05,
+    9.098277499930417e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.5618285785118737e-05,
-   "min": 1.0079999853457723e-05,
-   "max": 1.6451810264871232e-05,
+   "seconds": 1.4579809137753077e-05,
+   "min": 9.072761716587204e-06,
+   "max": 1.4902857974881217e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.089599847793579e-05,
-    8.854400366544723e-05,
-    0.0002871040105819702
+    2.8672000393271447e-05,
+    4.812800139188767e-05,
+    0.0001621759980916977
    ],
-   "host_canary_seconds": 1.085248999970645e-05,
+   "host_canary_seconds": 7.080730000019741e-06,
    "pass_seconds": [
-    1.6451810264871232e-05,
-    1.0079999853457723e-05,
-    1.5618285785118737e-05
+    9.072761716587204e-06,
+    1.4902857974881217e-05,
+    1.4579809137753077e-05
    ],
    "pass_host_canary_seconds": [
-    1.085248999970645e-05,
-    8.39990000031321e-06,
-    1.1034312499873522e-05
+    7.080730000019741e-06,
+    1.0262120000028575e-05,
+    9.308345000107465e-06
    ]
   },
   "layer_backward_silu": {
-   "seconds": 3.0356572053971743e-05,
-   "min": 2.8147046942086445e-05,
-   "max": 3.187428468040057e-05,
+   "seconds": 1.9689144477957766e-05,
+   "min": 1.9223617389798162e-05,
+   "max": 3.122514042825926e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002231999933719635,
-    0.0003989120125770569,
-    0.0009583359956741332
+    0.00011318399757146836,
+    0.00018675200641155243,
+    0.0005338559746742249
    ],
-   "host_canary_seconds": 1.085248999970645e-05,
+   "host_canary_seconds": 7.080730000019741e-06,
    "pass_seconds": [
-    3.187428468040057e-05,
-    3.0356572053971743e-05,
-    2.8147046942086445e-05
+    1.9223617389798162e-05,
+    3.122514042825926e-05,
+    1.9689144477957766e-05
    ],
    "pass_host_canary_seconds": [
-    1.085248999970645e-05,
-    8.39990000031321e-06,
-    1.1034312499873522e-05
+    7.080730000019741e-06,
+    1.0262120000028575e-05,
+    9.308345000107465e-06
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.6758094586077192e-05,
-   "min": 1.6207999594154814e-05,
-   "max": 1.777676155879384e-05,
+   "seconds": 1.549257036475908e-05,
+   "min": 1.3951237978679795e-05,
+   "max": 1.5683047828220187e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.55680000782013e-05,
-    0.00012390399724245072,
-    0.0003338879942893982
+    2.89280004799366e-05,
+    5.728000029921532e-05,
+    0.00023369599878787995
    ],
-   "host_canary_seconds": 1.138931000014054e-05,
+   "host_canary_seconds": 6.839015000004167e-06,
    "pass_seconds": [
-    1.777676155879384e-05,
-    1.6758094586077192e-05,
-    1.6207999594154814e-05
+    1.3951237978679795e-05,
+    1.549257036475908e-05,
+    1.5683047828220187e-05
    ],
    "pass_host_canary_seconds": [
-    1.138931000014054e-05,
-    1.0656222499960677e-05,
-    1.0939932499809403e-05
+    6.839015000004167e-06,
+    1.0098167500025569e-05,
+    9.478837500012107e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.741561918741181e-05,
-   "min": 1.788114472514107e-05,
-   "max": 3.69843803346157e-05,
+   "seconds": 1.8547809993227314e-05,
+   "min": 1.7547426479203356e-05,
+   "max": 2.7008001470849626e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030854400992393494,
-    0.00047887998819351197,
-    0.0009980159997940064
+    0.00011577600240707397,
+    0.00018246400356292724,
+    0.0005929920077323913
    ],
-   "host_canary_seconds": 1.138931000014054e-05,
+   "host_canary_seconds": 6.839015000004167e-06,
    "pass_seconds": [
-    2.741561918741181e-05,
-    1.788114472514107e-05,
-    3.69843803346157e-05
+    1.8547809993227314e-05,
+    2.7008001470849626e-05,
+    1.7547426479203356e-05
    ],
    "pass_host_canary_seconds": [
-    1.138931000014054e-05,
-    1.0656222499960677e-05,
-    1.0939932499809403e-05
+    6.839015000004167e-06,
+    1.0098167500025569e-05,
+    9.478837500012107e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.247161884038221e-05,
-   "min": 1.2069333610790117e-05,
-   "max": 1.6959999466226213e-05,
+   "seconds": 9.219809834446226e-06,
+   "min": 9.142857222330002e-06,
+   "max": 1.4910475661357244e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.083200171589851e-05,
-    9.31520015001297e-05,
-    0.0002957119941711426
+    1.974399946630001e-05,
+    4.633599892258644e-05,
+    0.0001566080003976822
    ],
-   "host_canary_seconds": 1.1304184999971767e-05,
+   "host_canary_seconds": 6.937809999989497e-06,
    "pass_seconds": [
-    1.6959999466226213e-05,
-    1.2069333610790117e-05,
-    1.247161884038221e-05
+    9.142857222330002e-06,
+    1.4910475661357244e-05,
+    9.219809834446226e-06
    ],
    "pass_host_canary_seconds": [
-    1.1304184999971767e-05,
-    7.803334999891832e-06,
-    1.1321427499808579e-05
+    6.937809999989497e-06,
+    1.0292177500019761e-05,
+    6.926815000056764e-06
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 3.288152521210057e-05,
-   "min": 2.184152443494116e-05,
-   "max": 3.700037965817112e-05,
+   "seconds": 1.8067808555705206e-05,
+   "min": 1.4751999505928588e-05,
+   "max": 2.604800054714793e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016284799575805664,
-    0.00030620801448822023,
-    0.0007538560032844543
+    8.908800035715103e-05,
+    0.00015081599354743958,
+    0.00044419199228286745
    ],
-   "host_canary_seconds": 1.1304184999971767e-05,
+   "host_canary_seconds": 6.937809999989497e-06,
    "pass_seconds": [
-    2.184152443494116e-05,
-    3.288152521210057e-05,
-    3.700037965817112e-05
+    1.4751999505928588e-05,
+    2.604800054714793e-05,
+    1.8067808555705206e-05
    ],
    "pass_host_canary_seconds": [
-    1.1304184999971767e-05,
-    7.803334999891832e-06,
-    1.1321427499808579e-05
+    6.937809999989497e-06,
+    1.0292177500019761e-05,
+    6.926815000056764e-06
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.7954285123518533e-05,
-   "min": 1.710323882954461e-05,
-   "max": 1.9247999858288538e-05,
+   "seconds": 9.706666249604453e-06,
+   "min": 9.08038117701099e-06,
+   "max": 1.5529142781382515e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.65920004248619e-05,
-    0.00011539199948310852,
-    0.0003223040103912353
+    2.8224000707268716e-05,
+    5.6191999465227124e-05,
+    0.00017343999445438386
    ],
-   "host_canary_seconds": 1.1353815000063606e-05,
+   "host_canary_seconds": 7.980624999994746e-06,
    "pass_seconds": [
-    1.710323882954461e-05,
-    1.9247999858288538e-05,
-    1.7954285123518533e-05
+    9.706666249604453e-06,
+    1.5529142781382515e-05,
+    9.08038117701099e-06
    ],
    "pass_host_canary_seconds": [
-    1.1353815000063606e-05,
-    1.0728042500147695e-05,
-    1.096558500023548e-05
+    7.980624999994746e-06,
+    1.0190654999995274e-05,
+    6.698232500070844e-06
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.1945905472551072e-05,
-   "min": 1.1168762864101505e-05,
-   "max": 3.0313903022380097e-05,
+   "seconds": 2.1342477805557706e-05,
+   "min": 1.658971297244231e-05,
+   "max": 2.797257350314231e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002091200053691864,
-    0.0002942720055580139,
-    0.0007841920256614685
+    0.00010156799852848053,
+    0.0001719679981470108,
+    0.0006525440216064453
    ],
-   "host_canary_seconds": 1.1353815000063606e-05,
+   "host_canary_seconds": 7.980624999994746e-06,
    "pass_seconds": [
-    2.1945905472551072e-05,
-    3.0313903022380097e-05,
-    1.1168762864101505e-05
+    2.797257350314231e-05,
+    2.1342477805557706e-05,
+    1.658971297244231e-05
    ],
    "pass_host_canary_seconds": [
-    1.1353815000063606e-05,
-    1.0728042500147695e-05,
-    1.096558500023548e-05
+    7.980624999994746e-06,
+    1.0190654999995274e-05,
+    6.698232500070844e-06
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5233523966301057e-05,
-   "min": 1.4794666497480301e-05,
-   "max": 1.65790475550152e-05,
+   "seconds": 9.035428365071613e-06,
+   "min": 9.017904510810263e-06,
+   "max": 1.4412952853100643e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.121600091457367e-05,
-    8.726400136947632e-05,
-    0.00028867200016975404
+    2.54720002412796e-05,
+    4.716800153255463e-05,
+    0.0001591999977827072
    ],
-   "host_canary_seconds": 1.1196945000051528e-05,
+   "host_canary_seconds": 6.868510000010985e-06,
    "pass_seconds": [
-    1.65790475550152e-05,
-    1.4794666497480301e-05,
-    1.5233523966301057e-05
+    9.035428365071613e-06,
+    1.4412952853100643e-05,
+    9.017904510810263e-06
    ],
    "pass_host_canary_seconds": [
-    1.1196945000051528e-05,
-    1.0814917500283627e-05,
-    1.0684332500261463e-05
+    6.868510000010985e-06,
+    1.0176760000035756e-05,
+    6.61399249999306e-06
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.4257523318131764e-05,
-   "min": 1.9532950861113407e-05,
-   "max": 2.9324952158189956e-05,
+   "seconds": 1.7403428132335346e-05,
+   "min": 1.3049142701285225e-05,
+   "max": 2.7177902027255008e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001732800006866455,
-    0.0002797439992427826,
-    0.0007143359780311584
+    0.00011680000275373458,
+    0.000185248002409935,
+    0.0004487999975681305
    ],
-   "host_canary_seconds": 1.1196945000051528e-05,
+   "host_canary_seconds": 6.868510000010985e-06,
    "pass_seconds": [
-    1.9532950861113407e-05,
-    2.4257523318131764e-05,
-    2.9324952158189956e-05
+    1.3049142701285225e-05,
+    2.7177902027255008e-05,
+    1.7403428132335346e-05
    ],
    "pass_host_canary_seconds": [
-    1.1196945000051528e-05,
-    1.0814917500283627e-05,
-    1.0684332500261463e-05
+    6.868510000010985e-06,
+    1.0176760000035756e-05,
+    6.61399249999306e-06
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.6681142151355745e-05,
-   "min": 1.073142850682849e-05,
-   "max": 1.753447701533635e-05,
+   "seconds": 9.068952607257025e-06,
+   "min": 9.030095168522427e-06,
+   "max": 1.5771428389208657e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.864000111818314e-05,
-    0.00011439999938011169,
-    0.0003293760120868683
+    2.8543999418616294e-05,
+    5.641600117087364e-05,
+    0.0001648000031709671
    ],
-   "host_canary_seconds": 1.1253455000428402e-05,
+   "host_canary_seconds": 6.934180000008894e-06,
    "pass_seconds": [
-    1.753447701533635e-05,
-    1.6681142151355745e-05,
-    1.073142850682849e-05
+    9.068952607257025e-06,
+    1.5771428389208657e-05,
+    9.030095168522427e-06
    ],
    "pass_host_canary_seconds": [
-    1.1253455000428402e-05,
-    1.0240382500228407e-05,
-    9.536639999794261e-06
+    6.934180000008894e-06,
+    1.0009692500005939e-05,
+    6.709385000078783e-06
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.170437893697194e-05,
-   "min": 2.1485713620980584e-05,
-   "max": 2.9107050171920222e-05,
+   "seconds": 2.608838003306161e-05,
+   "min": 2.169447800233251e-05,
+   "max": 2.6971429231620966e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002451840043067932,
-    0.0003792639970779419,
-    0.0008361600041389465
+    0.00010185600072145462,
+    0.00017337599396705629,
+    0.000556384027004242
    ],
-   "host_canary_seconds": 1.1253455000428402e-05,
+   "host_canary_seconds": 6.934180000008894e-06,
    "pass_seconds": [
-    2.1485713620980584e-05,
-    2.9107050171920222e-05,
-    2.170437893697194e-05
+    2.169447800233251e-05,
+    2.6971429231620966e-05,
+    2.608838003306161e-05
    ],
    "pass_host_canary_seconds": [
-    1.1253455000428402e-05,
-    1.0240382500228407e-05,
-    9.536639999794261e-06
+    6.934180000008894e-06,
+    1.0009692500005939e-05,
+    6.709385000078783e-06
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.7952761923273406e-05,
-   "min": 1.6029714651051023e-05,
-   "max": 2.3900952012765978e-05,
+   "seconds": 1.3529905251094275e-05,
+   "min": 1.3126095047309285e-05,
+   "max": 2.3344761381546652e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.190400034189224e-05,
-    0.00012025599926710128,
-    0.0002991040050983429
+    2.3615999147295953e-05,
+    9.267199784517288e-05,
+    0.00023039999604225158
    ],
-   "host_canary_seconds": 7.878064999999879e-06,
+   "host_canary_seconds": 7.967685000007663e-06,
    "pass_seconds": [
-    1.6029714651051023e-05,
-    2.3900952012765978e-05,
-    1.7952761923273406e-05
+    1.3126095047309285e-05,
+    2.3344761381546652e-05,
+    1.3529905251094275e-05
    ],
    "pass_host_canary_seconds": [
-    7.878064999999879e-06,
-    1.0278605000166863e-05,
-    9.229332499955945e-06
+    7.967685000007663e-06,
+    9.958920000023851e-06,
+    6.709385000078783e-06
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.9758476341764134e-05,
-   "min": 2.5176381426198136e-05,
-   "max": 3.6737523086014246e-05,
+   "seconds": 2.1009525816355424e-05,
+   "min": 1.809523644901457e-05,
+   "max": 2.5113906356550405e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012905600666999816,
-    0.0002348800003528595,
-    0.0009030719995498657
+    0.00015571199357509614,
+    0.00020876799523830415,
+    0.0006512960195541381
    ],
-   "host_canary_seconds": 7.878064999999879e-06,
+   "host_canary_seconds": 7.967685000007663e-06,
    "pass_seconds": [
-    3.6737523086014246e-05,
-    2.5176381426198136e-05,
-    2.9758476341764134e-05
+    2.1009525816355424e-05,
+    2.5113906356550405e-05,
+    1.809523644901457e-05
    ],
    "pass_host_canary_seconds": [
-    7.878064999999879e-06,
-    1.0278605000166863e-05,
-    9.229332499955945e-06
+    7.967685000007663e-06,
+    9.958920000023851e-06,
+    6.709385000078783e-06
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.7614477134886238e-05,
-   "min": 2.3856761909666516e-05,
-   "max": 3.0670478585220515e-05,
+   "seconds": 2.248076278538931e-05,
+   "min": 1.3718095741101673e-05,
+   "max": 2.499962012682642e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.993599772453308e-05,
-    0.00016150400042533875,
-    0.0004937280118465423
+    4.848000034689903e-05,
+    7.695999741554261e-05,
+    0.0004079680144786835
    ],
-   "host_canary_seconds": 1.147778500012464e-05,
+   "host_canary_seconds": 9.532372500000718e-06,
    "pass_seconds": [
-    2.7614477134886238e-05,
-    2.3856761909666516e-05,
-    3.0670478585220515e-05
+    2.499962012682642e-05,
+    2.248076278538931e-05,
+    1.3718095741101673e-05
    ],
    "pass_host_canary_seconds": [
-    1.147778500012464e-05,
-    9.971939999786627e-06,
-    1.2445185000160563e-05
+    9.532372500000718e-06,
+    9.973010000052795e-06,
+    6.561649999952124e-06
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.3284569382667543e-05,
-   "min": 2.2617142824899586e-05,
-   "max": 2.896304464056378e-05,
+   "seconds": 2.4340570150386722e-05,
+   "min": 1.946133392907324e-05,
+   "max": 2.912304479451407e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002451519966125488,
-    0.0003880639970302582,
-    0.0010053759813308716
+    0.00011388800293207169,
+    0.0003763839900493622,
+    0.0008238400220870972
    ],
-   "host_canary_seconds": 1.147778500012464e-05,
+   "host_canary_seconds": 9.532372500000718e-06,
    "pass_seconds": [
-    2.3284569382667543e-05,
-    2.2617142824899586e-05,
-    2.896304464056378e-05
+    1.946133392907324e-05,
+    2.912304479451407e-05,
+    2.4340570150386722e-05
    ],
    "pass_host_canary_seconds": [
-    1.147778500012464e-05,
-    9.971939999786627e-06,
-    1.2445185000160563e-05
+    9.532372500000718e-06,
+    9.973010000052795e-06,
+    6.561649999952124e-06
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.307733321473712e-05,
-   "min": 9.02552397123405e-06,
-   "max": 1.4170666535695395e-05,
+   "seconds": 1.02468565815971e-05,
+   "min": 7.267047784158163e-06,
+   "max": 1.1187047387162844e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3440001308918e-05,
-    7.363200187683105e-05,
-    0.00022991999983787537
+    2.54720002412796e-05,
+    5.5904000997543335e-05,
+    0.00017907199263572692
    ],
-   "host_canary_seconds": 1.1424360000091838e-05,
+   "host_canary_seconds": 6.6932500000049795e-06,
    "pass_seconds": [
-    1.307733321473712e-05,
-    9.02552397123405e-06,
-    1.4170666535695395e-05
+    1.02468565815971e-05,
+    1.1187047387162844e-05,
+    7.267047784158163e-06
    ],
    "pass_host_canary_seconds": [
-    1.1424360000091838e-05,
-    8.40678000031403e-06,
-    1.3072275000070021e-05
+    6.6932500000049795e-06,
+    9.731814999938138e-06,
+    6.844804999985854e-06
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.7620570645445868e-05,
-   "min": 2.4934095286187674e-05,
-   "max": 3.416228658031849e-05,
+   "seconds": 2.752304839945974e-05,
+   "min": 1.1789715715817043e-05,
+   "max": 2.9460572859361062e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017103999853134154,
-    0.000312608003616333,
-    0.0007879999876022339
+    0.00013734400272369385,
+    0.00023151999711990356,
+    0.00047724801301956177
    ],
-   "host_canary_seconds": 1.1424360000091838e-05,
+   "host_canary_seconds": 6.6932500000049795e-06,
    "pass_seconds": [
-    2.7620570645445868e-05,
-    3.416228658031849e-05,
-    2.4934095286187674e-05
+    1.1789715715817043e-05,
+    2.9460572859361062e-05,
+    2.752304839945974e-05
    ],
    "pass_host_canary_seconds": [
-    1.1424360000091838e-05,
-    8.40678000031403e-06,
-    1.3072275000070021e-05
+    6.6932500000049795e-06,
+    9.731814999938138e-06,
+    6.844804999985854e-06
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2437333485909872e-05,
-   "min": 7.49257118219421e-06,
-   "max": 1.4255239140419733e-05,
+   "seconds": 7.897143119147844e-06,
+   "min": 7.695238416393598e-06,
+   "max": 1.1702857202007656e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.0479998588562014e-05,
-    0.00010486400127410889,
-    0.00027484801411628725
+    2.6048000901937486e-05,
+    4.9407999962568284e-05,
+    0.00014156800508499147
    ],
-   "host_canary_seconds": 1.1041204999742149e-05,
+   "host_canary_seconds": 6.767285000002232e-06,
    "pass_seconds": [
-    1.4255239140419733e-05,
-    1.2437333485909872e-05,
-    7.49257118219421e-06
+    7.695238416393598e-06,
+    1.1702857202007656e-05,
+    7.897143119147844e-06
    ],
    "pass_host_canary_seconds": [
-    1.1041204999742149e-05,
-    1.0094687500270538e-05,
-    9.695537499965212e-06
+    6.767285000002232e-06,
+    9.77552249995739e-06,
+    7.2602424999956835e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.696914190337772e-05,
-   "min": 2.554590592072124e-05,
-   "max": 3.175847675828707e-05,
+   "seconds": 2.9078097215720583e-05,
+   "min": 2.0816000533245864e-05,
+   "max": 2.959923809837728e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002234559953212738,
-    0.0003552959859371185,
-    0.000844543993473053
+    0.00010924799740314484,
+    0.00017776000499725343,
+    0.0006542080044746399
    ],
-   "host_canary_seconds": 1.1041204999742149e-05,
+   "host_canary_seconds": 6.767285000002232e-06,
    "pass_seconds": [
-    2.696914190337772e-05,
-    3.175847675828707e-05,
-    2.554590592072124e-05
+    2.959923809837728e-05,
+    2.9078097215720583e-05,
+    2.0816000533245864e-05
    ],
    "pass_host_canary_seconds": [
-    1.1041204999742149e-05,
-    1.0094687500270538e-05,
-    9.695537499965212e-06
+    6.767285000002232e-06,
+    9.77552249995739e-06,
+    7.2602424999956835e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.033447603029864e-05,
-   "min": 9.250285458706673e-06,
-   "max": 1.2580571430070061e-05,
+   "seconds": 9.016380778380802e-06,
+   "min": 8.719238142172495e-06,
+   "max": 1.3002666156916393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.075199946761131e-05,
-    7.049600034952164e-05,
-    0.00022012799978256227
+    1.664000004529953e-05,
+    3.923200070858002e-05,
+    0.00015039999783039094
    ],
-   "host_canary_seconds": 1.1259825000138334e-05,
+   "host_canary_seconds": 6.611280000008435e-06,
    "pass_seconds": [
-    1.2580571430070061e-05,
-    9.250285458706673e-06,
-    1.033447603029864e-05
+    9.016380778380802e-06,
+    1.3002666156916393e-05,
+    8.719238142172495e-06
    ],
    "pass_host_canary_seconds": [
-    1.1259825000138334e-05,
-    7.808327499958522e-06,
-    1.0899479999579853e-05
+    6.611280000008435e-06,
+    9.766100000021538e-06,
+    7.4202150000246545e-06
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.638857611588069e-05,
-   "min": 4.831467063299247e-05,
-   "max": 6.958476072620778e-05,
+   "seconds": 5.145219021609852e-05,
+   "min": 3.66026677546047e-05,
+   "max": 5.147733397427059e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001767359972000122,
-    0.0003603839874267578,
-    0.0012035200595855713
+    9.775999933481216e-05,
+    0.00021699200570583343,
+    0.0009844160079956054
    ],
-   "host_canary_seconds": 1.1259825000138334e-05,
+   "host_canary_seconds": 6.611280000008435e-06,
    "pass_seconds": [
-    5.638857611588069e-05,
-    4.831467063299247e-05,
-    6.958476072620778e-05
+    5.147733397427059e-05,
+    5.145219021609852e-05,
+    3.66026677546047e-05
    ],
    "pass_host_canary_seconds": [
-    1.1259825000138334e-05,
-    7.808327499958522e-06,
-    1.0899479999579853e-05
+    6.611280000008435e-06,
+    9.766100000021538e-06,
+    7.4202150000246545e-06
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 9.772190203269322e-06,
-   "min": 7.8506666634764e-06,
-   "max": 1.5405714689266114e-05,
+   "seconds": 9.454476691427684e-06,
+   "min": 8.312381005712917e-06,
+   "max": 1.4624000305221193e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.548800155520439e-05,
-    0.00010435199737548829,
-    0.0002874560058116913
+    2.6176000013947487e-05,
+    5.6639999151229856e-05,
+    0.00015270400047302245
    ],
-   "host_canary_seconds": 1.0888379999869358e-05,
+   "host_canary_seconds": 6.706630000010705e-06,
    "pass_seconds": [
-    1.5405714689266114e-05,
-    9.772190203269322e-06,
-    7.8506666634764e-06
+    8.312381005712917e-06,
+    1.4624000305221193e-05,
+    9.454476691427684e-06
    ],
    "pass_host_canary_seconds": [
-    1.0888379999869358e-05,
-    8.225132499717348e-06,
-    7.849035000049299e-06
+    6.706630000010705e-06,
+    1.008777499997393e-05,
+    7.4942275000466906e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.70308535936333e-05,
-   "min": 3.4818285455306376e-05,
-   "max": 5.910932999991235e-05,
+   "seconds": 4.985904879868029e-05,
+   "min": 4.706895351409912e-05,
+   "max": 5.2006095647811885e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021296000480651857,
-    0.0005536320209503174,
-    0.0013697279691696168
+    0.00015001599490642548,
+    0.0002561919987201691,
+    0.0009998080134391784
    ],
-   "host_canary_seconds": 1.0888379999869358e-05,
+   "host_canary_seconds": 6.706630000010705e-06,
    "pass_seconds": [
-    5.910932999991235e-05,
-    5.70308535936333e-05,
-    3.4818285455306376e-05
+    4.985904879868029e-05,
+    5.2006095647811885e-05,
+    4.706895351409912e-05
    ],
    "pass_host_canary_seconds": [
-    1.0888379999869358e-05,
-    8.225132499717348e-06,
-    7.849035000049299e-06
+    6.706630000010705e-06,
+    1.008777499997393e-05,
+    7.4942275000466906e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.4542475786237491e-05,
-   "min": 9.137524114478201e-06,
-   "max": 1.4790857476847513e-05,
+   "seconds": 7.705143253718105e-06,
+   "min": 7.093333417461032e-06,
+   "max": 1.2852571372474943e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8991999104619025e-05,
-    7.686399668455124e-05,
-    0.00024854399263858797
+    2.6976000517606734e-05,
+    5.660799890756607e-05,
+    0.0001361600011587143
    ],
-   "host_canary_seconds": 1.1170319999678214e-05,
+   "host_canary_seconds": 7.144807500001349e-06,
    "pass_seconds": [
-    1.4542475786237491e-05,
-    1.4790857476847513e-05,
-    9.137524114478201e-06
+    7.093333417461032e-06,
+    1.2852571372474943e-05,
+    7.705143253718105e-06
    ],
    "pass_host_canary_seconds": [
-    1.1170319999678214e-05,
-    1.0671692500068275e-05,
-    7.882380000410194e-06
+    7.144807500001349e-06,
+    1.0124900000008096e-05,
+    7.401975000078664e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.766476070242268e-05,
-   "min": 3.130819213887056e-05,
-   "max": 4.048152161496026e-05,
+   "seconds": 3.1531429273032004e-05,
+   "min": 3.0182093381881712e-05,
+   "max": 3.657523666818937e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017945599555969238,
-    0.000358815997838974,
-    0.0009701439738273621
+    0.0001247679963707924,
+    0.0002460159957408905,
+    0.0006870399713516236
    ],
-   "host_canary_seconds": 1.1170319999678214e-05,
+   "host_canary_seconds": 7.144807500001349e-06,
    "pass_seconds": [
-    3.766476070242268e-05,
-    4.048152161496026e-05,
-    3.130819213887056e-05
+    3.0182093381881712e-05,
+    3.657523666818937e-05,
+    3.1531429273032004e-05
    ],
    "pass_host_canary_seconds": [
-    1.1170319999678214e-05,
-    1.0671692500068275e-05,
-    7.882380000410194e-06
+    7.144807500001349e-06,
+    1.0124900000008096e-05,
+    7.401975000078664e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.0067809905324664e-05,
-   "min": 9.811809197777793e-06,
-   "max": 1.6213333855072655e-05,
+   "seconds": 8.47619053508554e-06,
+   "min": 8.186666827116693e-06,
+   "max": 1.2335999558369319e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.252799972891807e-05,
-    6.387200206518173e-05,
-    0.0001905920058488846
+    2.5728000327944755e-05,
+    4.8703998327255246e-05,
+    0.00014800000190734862
    ],
-   "host_canary_seconds": 1.0803424999892285e-05,
+   "host_canary_seconds": 6.547415000000001e-06,
    "pass_seconds": [
-    1.0067809905324664e-05,
-    1.6213333855072655e-05,
-    9.811809197777793e-06
+    8.186666827116693e-06,
+    1.2335999558369319e-05,
+    8.47619053508554e-06
    ],
    "pass_host_canary_seconds": [
-    1.0803424999892285e-05,
-    1.0622185000102036e-05,
-    7.873789999734982e-06
+    6.547415000000001e-06,
+    9.90157250001289e-06,
+    7.058574999945222e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.8660570092144464e-05,
-   "min": 1.9929905909867516e-05,
-   "max": 4.1633525065013345e-05,
+   "seconds": 3.689676292595408e-05,
+   "min": 2.761447740097841e-05,
+   "max": 3.931504922608534e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014207999408245086,
-    0.000268671989440918,
-    0.0009080960154533386
+    0.00010131199657917023,
+    0.00017839999496936797,
+    0.0006282240152359009
    ],
-   "host_canary_seconds": 1.0803424999892285e-05,
+   "host_canary_seconds": 6.547415000000001e-06,
    "pass_seconds": [
-    4.1633525065013345e-05,
-    1.9929905909867516e-05,
-    3.8660570092144464e-05
+    2.761447740097841e-05,
+    3.689676292595408e-05,
+    3.931504922608534e-05
    ],
    "pass_host_canary_seconds": [
-    1.0803424999892285e-05,
-    1.0622185000102036e-05,
-    7.873789999734982e-06
+    6.547415000000001e-06,
+    9.90157250001289e-06,
+    7.058574999945222e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.3710475925888335e-05,
-   "min": 9.507047278540477e-06,
-   "max": 1.3734857507404828e-05,
+   "seconds": 7.71428555959747e-06,
+   "min": 6.977523544004986e-06,
+   "max": 1.2579047342851049e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.612799942493439e-05,
-    7.823999971151352e-05,
-    0.00024211199581623079
+    1.664000004529953e-05,
+    4.092799872159958e-05,
+    0.0001327359974384308
    ],
-   "host_canary_seconds": 1.1106967500040808e-05,
+   "host_canary_seconds": 6.38528249998771e-06,
    "pass_seconds": [
-    1.3710475925888335e-05,
-    1.3734857507404828e-05,
-    9.507047278540477e-06
+    7.71428555959747e-06,
+    1.2579047342851049e-05,
+    6.977523544004986e-06
    ],
    "pass_host_canary_seconds": [
-    1.1106967500040808e-05,
-    1.1052945000074033e-05,
-    8.17434999987654e-06
+    6.38528249998771e-06,
+    9.933850000010125e-06,
+    6.99898500002405e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.4473144539764947e-05,
-   "min": 1.7629715835764298e-05,
-   "max": 2.4814477012980558e-05,
+   "seconds": 2.2796190742935454e-05,
+   "min": 1.1887999340182258e-05,
+   "max": 2.8329905211215927e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015763199329376222,
-    0.0002962239980697632,
-    0.0006425920128822327
+    8.04160013794899e-05,
+    0.00013648000359535217,
+    0.00037353599071502687
    ],
-   "host_canary_seconds": 1.1106967500040808e-05,
+   "host_canary_seconds": 6.38528249998771e-06,
    "pass_seconds": [
-    1.7629715835764298e-05,
-    2.4814477012980558e-05,
-    2.4473144539764947e-05
+    1.1887999340182258e-05,
+    2.8329905211215927e-05,
+    2.2796190742935454e-05
    ],
    "pass_host_canary_seconds": [
-    1.1106967500040808e-05,
-    1.1052945000074033e-05,
-    8.17434999987654e-06
+    6.38528249998771e-06,
+    9.933850000010125e-06,
+    6.99898500002405e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3529141743977863e-05,
-   "min": 9.377524256706239e-06,
-   "max": 1.4063999766395208e-05,
+   "seconds": 8.696380736572401e-06,
+   "min": 8.121904961410022e-06,
+   "max": 1.2531047953026635e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.1839999854564665e-05,
-    9.427200257778168e-05,
-    0.00025539198517799376
+    2.5919999927282332e-05,
+    5.119999870657921e-05,
+    0.00015609599649906157
    ],
-   "host_canary_seconds": 1.0899742500214416e-05,
+   "host_canary_seconds": 6.515669999984652e-06,
    "pass_seconds": [
-    1.3529141743977863e-05,
-    1.4063999766395208e-05,
-    9.377524256706239e-06
+    8.696380736572401e-06,
+    1.2531047953026635e-05,
+    8.121904961410022e-06
    ],
    "pass_host_canary_seconds": [
-    1.0899742500214416e-05,
-    1.068315999987135e-05,
-    8.054455000205962e-06
+    6.515669999984652e-06,
+    1.0092592500008379e-05,
+    6.936732499980281e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.3919239640235894e-05,
-   "min": 2.029333653904143e-05,
-   "max": 3.671619083200182e-05,
+   "seconds": 2.12380959696713e-05,
+   "min": 1.6645332620967005e-05,
+   "max": 2.527314335817383e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015913599729537963,
-    0.0002813119888305664,
-    0.0006733760237693787
+    9.487999975681305e-05,
+    0.00015199999511241914,
+    0.0004687039852142334
    ],
-   "host_canary_seconds": 1.0899742500214416e-05,
+   "host_canary_seconds": 6.515669999984652e-06,
    "pass_seconds": [
-    2.029333653904143e-05,
-    2.3919239640235894e-05,
-    3.671619083200182e-05
+    1.6645332620967005e-05,
+    2.527314335817383e-05,
+    2.12380959696713e-05
    ],
    "pass_host_canary_seconds": [
-    1.0899742500214416e-05,
-    1.068315999987135e-05,
-    8.054455000205962e-06
+    6.515669999984652e-06,
+    1.0092592500008379e-05,
+    6.936732499980281e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.936000123620033e-05,
-   "min": 5.052800104022026e-05,
-   "max": 0.00011772800236940384,
+   "seconds": 5.577600002288818e-05,
+   "min": 3.190400078892708e-05,
+   "max": 9.273599833250046e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0762479999470997e-05,
+   "host_canary_seconds": 7.676987499998233e-06,
    "pass_seconds": [
-    5.4719999432563783e-05,
-    5.936000123620033e-05,
-    7.580800354480744e-05
+    5.577600002288818e-05,
+    6.300800293684005e-05,
+    3.513599932193756e-05
    ],
    "pass_host_canary_seconds": [
-    1.0762479999470997e-05,
-    1.0484224999913749e-05,
-    1.1437514999670383e-05
+    7.676987499998233e-06,
+    1.0179952499989042e-05,
+    6.716062500018438e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 0.0001088120043277741,
-   "min": 5.1574662638207276e-05,
-   "max": 0.0003941879868507386,
+   "seconds": 9.100006272395503e-06,
+   "min": 0.0,
+   "max": 0.0004680759791905681,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0762479999470997e-05,
+   "host_canary_seconds": 7.676987499998233e-06,
    "pass_seconds": [
-    6.773467392971118e-05,
-    0.0001088120043277741,
-    0.0001410666580001513
-   ],
-   "pass_host_canary_seconds": [
-    1.0762479999470997e-05,
-    1.0484224999913749e-05,
-    1.1437514999670383e-05
-   ]
-  },
-  "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.905600011348725e-05,
-   "min": 7.417599856853485e-05,
-   "max": 0.00014560000598430633,
-   "samples": 123,
-   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.031520999958957e-05,
-   "pass_seconds": [
-    8.048000186681748e-05,
-    8.905600011348725e-05,
-    0.0001051200032234192
-   ],
-   "pass_host_canary_seconds": [
-    1.031520999958957e-05,
-    1.057718999959434e-05,
-    1.153977000001305e-05
-   ]
-  },
-  "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00010788400843739514,
-   "min": 4.3788004666566865e-05,
-   "max": 0.0003977079875767231,
-   "samples": 123,
-   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.031520999958957e-05,
-   "pass_seconds": [
-    8.184666217615207e-05,
-    0.00010788400843739514,
-    0.0001773546660939852
-   ],
-   "pass_host_canary_seconds": [
-    1.031520999958957e-05,
-    1.057718999959434e-05,
-    1.153977000001305e-05
-   ]
-  },
-  "layer_forward_embedding": {
-   "seconds": 4.2399998754262926e-05,
-   "min": 3.801599889993668e-05,
-   "max": 9.622400254011155e-05,
-   "samples": 123,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.031520999958957e-05,
-   "pass_seconds": [
-    4.009599983692169e-05,
-    4.2399998754262926e-05,
-    5.491200089454651e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.031520999958957e-05,
-    1.0393299999691408e-05,
-    1.1425159999589597e-05
-   ]
-  },
-  "layer_backward_embedding": {
-   "seconds": 0.0002450146827225884,
-   "min": 0.00014756400138139726,
-   "max": 0.0006906666482488314,
-   "samples": 123,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.031520999958957e-05,
-   "pass_seconds": [
-    0.0002450146827225884,
-    0.00020164401084184647,
-    0.00042900267491737996
-   ],
-   "pass_host_canary_seconds": [
-    1.031520999958957e-05,
-    1.0393299999691408e-05,
-    1.1425159999589597e-05
-   ]
-  },
-  "layer_forward_embedding_autocast": {
-   "seconds": 6.748799979686737e-05,
-   "min": 5.3727999329566956e-05,
-   "max": 0.00011945600062608718,
-   "samples": 123,
-   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0289909999983137e-05,
-   "pass_seconds": [
-    6.140799820423126e-05,
-    6.748799979686737e-05,
-    8.175999671220779e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0289909999983137e-05,
-    1.0149770000111858e-05,
-    1.1447447500074759e-05
-   ]
-  },
-  "layer_backward_embedding_autocast": {
-   "seconds": 0.0003831159956753254,
-   "min": 0.00016901467771579819,
-   "max": 0.0007009079940617086,
-   "samples": 123,
-   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0289909999983137e-05,
-   "pass_seconds": [
-    0.0002189346704011162,
-    0.0003831159956753254,
-    0.0004714986632267633
-   ],
-   "pass_host_canary_seconds": [
-    1.0289909999983137e-05,
-    1.0149770000111858e-05,
-    1.1447447500074759e-05
-   ]
-  },
-  "layer_forward_embedding_atomic": {
-   "seconds": 4.182400181889534e-05,
-   "min": 3.3695999532938e-05,
-   "max": 7.51359984278679e-05,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0481099999992694e-05,
-   "pass_seconds": [
-    3.513599932193756e-05,
-    4.182400181889534e-05,
-    4.53759990632534e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0481099999992694e-05,
-    1.0490184999980556e-05,
-    1.1270740000099977e-05
-   ]
-  },
-  "layer_backward_embedding_atomic": {
-   "seconds": 7.172399759292606e-05,
-   "min": 1.8922662983338035e-05,
-   "max": 0.00044743598997592924,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0481099999992694e-05,
-   "pass_seconds": [
-    4.264666171123585e-05,
-    7.172399759292606e-05,
-    7.277866328756014e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0481099999992694e-05,
-    1.0490184999980556e-05,
-    1.1270740000099977e-05
-   ]
-  },
-  "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.641600117087364e-05,
-   "min": 5.142400041222572e-05,
-   "max": 0.0001175680011510849,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0425389999966228e-05,
-   "pass_seconds": [
-    5.44000007212162e-05,
-    5.641600117087364e-05,
-    7.091200351715087e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0425389999966228e-05,
-    1.052227499997116e-05,
-    1.1208860000238019e-05
-   ]
-  },
-  "layer_backward_embedding_atomic_autocast": {
-   "seconds": 7.514664779106775e-05,
-   "min": 3.1818660597006485e-05,
-   "max": 0.000402506651977698,
-   "samples": 123,
-   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0425389999966228e-05,
-   "pass_seconds": [
-    6.469466940810286e-05,
-    0.00010564399510622026,
-    7.514664779106775e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0425389999966228e-05,
-    1.052227499997116e-05,
-    1.1208860000238019e-05
-   ]
-  },
-  "layer_forward_maxpool2d": {
-   "seconds": 4.118400067090988e-05,
-   "min": 3.433600068092346e-05,
-   "max": 7.097599655389785e-05,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0579732499991223e-05,
-   "pass_seconds": [
-    3.58400009572506e-05,
-    4.118400067090988e-05,
-    4.451199993491173e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0579732499991223e-05,
-    1.0623937500042756e-05,
-    1.1054159999730473e-05
-   ]
-  },
-  "layer_backward_maxpool2d": {
-   "seconds": 5.0678659540911514e-05,
-   "min": 3.143466139833131e-05,
-   "max": 0.0001899319998919964,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0579732499991223e-05,
-   "pass_seconds": [
-    5.0678659540911514e-05,
-    0.00013514799997210502,
-    4.8746666560570395e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0579732499991223e-05,
-    1.0623937500042756e-05,
-    1.1054159999730473e-05
-   ]
-  },
-  "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.409599632024765e-05,
-   "min": 5.1807999610900877e-05,
-   "max": 0.00010771200060844422,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0614447500074676e-05,
-   "pass_seconds": [
-    6.108799949288369e-05,
-    6.409599632024765e-05,
-    7.043199986219406e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0614447500074676e-05,
-    1.0384944999941581e-05,
-    1.107922999949551e-05
-   ]
-  },
-  "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.00010645466701438027,
-   "min": 4.573866228262585e-05,
-   "max": 0.0002927786509195964,
-   "samples": 123,
-   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0614447500074676e-05,
-   "pass_seconds": [
-    0.00010645466701438027,
-    0.00017498801276087764,
-    7.988266150156655e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0614447500074676e-05,
-    1.0384944999941581e-05,
-    1.107922999949551e-05
-   ]
-  },
-  "layer_forward_avgpool2d": {
-   "seconds": 3.8623999804258345e-05,
-   "min": 3.171199932694435e-05,
-   "max": 6.42239972949028e-05,
-   "samples": 123,
-   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.071300749998727e-05,
-   "pass_seconds": [
-    3.996799886226654e-05,
-    3.510399907827377e-05,
-    3.8623999804258345e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.071300749998727e-05,
-    1.038849000025266e-05,
-    1.1302347500077304e-05
-   ]
-  },
-  "layer_backward_avgpool2d": {
-   "seconds": 3.6246672583123044e-05,
-   "min": 7.146658996740995e-07,
-   "max": 0.00015236399695277216,
-   "samples": 123,
-   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.071300749998727e-05,
-   "pass_seconds": [
-    3.6246672583123044e-05,
-    6.519600376486782e-05,
-    1.994665587941804e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.071300749998727e-05,
-    1.038849000025266e-05,
-    1.1302347500077304e-05
-   ]
-  },
-  "layer_forward_avgpool2d_autocast": {
-   "seconds": 6.300800293684005e-05,
-   "min": 4.90880012512207e-05,
-   "max": 9.465599805116654e-05,
-   "samples": 123,
-   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0821867499828386e-05,
-   "pass_seconds": [
-    6.300800293684005e-05,
-    5.766399949789047e-05,
-    6.540799885988236e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0821867499828386e-05,
-    1.0558865000120932e-05,
-    1.124385500020253e-05
-   ]
-  },
-  "layer_backward_avgpool2d_autocast": {
-   "seconds": 5.469865600268045e-05,
-   "min": 2.7338663736979158e-05,
-   "max": 0.00024177200719714166,
-   "samples": 123,
-   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0821867499828386e-05,
-   "pass_seconds": [
-    4.309465767194828e-05,
-    0.0001352760009467602,
-    5.469865600268045e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0821867499828386e-05,
-    1.0558865000120932e-05,
-    1.124385500020253e-05
-   ]
-  },
-  "layer_forward_adaptive_avgpool2d": {
-   "seconds": 4.3616000562906266e-05,
-   "min": 3.433600068092346e-05,
-   "max": 7.065600156784058e-05,
-   "samples": 123,
-   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0916879999740558e-05,
-   "pass_seconds": [
-    4.595199972391129e-05,
-    3.8336001336574555e-05,
-    4.3616000562906266e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0916879999740558e-05,
-    1.0321890000000167e-05,
-    1.1149620000026062e-05
-   ]
-  },
-  "layer_backward_adaptive_avgpool2d": {
-   "seconds": 7.336666466047366e-05,
-   "min": 2.2538660715023688e-05,
-   "max": 0.00033391066671659554,
-   "samples": 123,
-   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0916879999740558e-05,
-   "pass_seconds": [
-    7.336666466047366e-05,
-    0.0001381240002810955,
-    5.1594658444325126e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0916879999740558e-05,
-    1.0321890000000167e-05,
-    1.1149620000026062e-05
-   ]
-  },
-  "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.806399673223496e-05,
-   "min": 5.5135998874902726e-05,
-   "max": 0.00010870400071144105,
-   "samples": 123,
-   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1090179999939664e-05,
-   "pass_seconds": [
-    6.806399673223496e-05,
-    6.387200206518173e-05,
-    6.98240026831627e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.1090179999939664e-05,
-    1.0561739999843667e-05,
-    1.1183885000036753e-05
-   ]
-  },
-  "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 8.804265658060708e-05,
-   "min": 4.3338651458422334e-05,
-   "max": 0.0003099959902465344,
-   "samples": 123,
-   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1090179999939664e-05,
-   "pass_seconds": [
-    8.408666433145601e-05,
-    9.969199821352963e-05,
-    8.804265658060708e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.1090179999939664e-05,
-    1.0561739999843667e-05,
-    1.1183885000036753e-05
-   ]
-  },
-  "layer_forward_flatten": {
-   "seconds": 2.7359999716281892e-05,
-   "min": 2.0864000543951988e-05,
-   "max": 5.510399863123894e-05,
-   "samples": 123,
-   "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1341310000148041e-05,
-   "pass_seconds": [
-    2.9600000008940698e-05,
-    2.3072000592947006e-05,
-    2.7359999716281892e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.1341310000148041e-05,
-    1.0434137499828467e-05,
-    1.1340752499791052e-05
-   ]
-  },
-  "layer_backward_flatten": {
-   "seconds": 5.899995565414442e-06,
-   "min": 0.0,
-   "max": 5.634267100443441e-05,
-   "samples": 123,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1341310000148041e-05,
-   "pass_seconds": [
-    2.677466937651236e-05,
-    5.899995565414442e-06,
+    0.00016266800804684561,
+    9.100006272395503e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1341310000148041e-05,
-    1.0434137499828467e-05,
-    1.1340752499791052e-05
+    7.676987499998233e-06,
+    1.0179952499989042e-05,
+    6.716062500018438e-06
+   ]
+  },
+  "layer_forward_cross_entropy_autocast": {
+   "seconds": 4.864000156521797e-05,
+   "min": 4.1951999068260195e-05,
+   "max": 0.0001207680031657219,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.204272499998665e-06,
+   "pass_seconds": [
+    4.864000156521797e-05,
+    8.614400029182434e-05,
+    4.623999819159508e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.204272499998665e-06,
+    9.868484999984162e-06,
+    6.737777500021025e-06
+   ]
+  },
+  "layer_backward_cross_entropy_autocast": {
+   "seconds": 3.796400999029481e-05,
+   "min": 0.0,
+   "max": 0.0006164600250000755,
+   "samples": 123,
+   "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.204272499998665e-06,
+   "pass_seconds": [
+    0.00016916400163124006,
+    3.796400999029481e-05,
+    5.237336580951997e-06
+   ],
+   "pass_host_canary_seconds": [
+    8.204272499998665e-06,
+    9.868484999984162e-06,
+    6.737777500021025e-06
+   ]
+  },
+  "layer_forward_embedding": {
+   "seconds": 2.7744000777602196e-05,
+   "min": 2.1471999585628508e-05,
+   "max": 5.68000003695488e-05,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.033279999997034e-06,
+   "pass_seconds": [
+    2.7744000777602196e-05,
+    3.8368001580238344e-05,
+    2.3552000522613525e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.033279999997034e-06,
+    9.707315000042627e-06,
+    6.566085000088151e-06
+   ]
+  },
+  "layer_backward_embedding": {
+   "seconds": 0.0002581879881521067,
+   "min": 0.00015762133089204633,
+   "max": 0.0006908280082667868,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.033279999997034e-06,
+   "pass_seconds": [
+    0.0004572920032466451,
+    0.0002581879881521067,
+    0.00017822933879991376
+   ],
+   "pass_host_canary_seconds": [
+    9.033279999997034e-06,
+    9.707315000042627e-06,
+    6.566085000088151e-06
+   ]
+  },
+  "layer_forward_embedding_autocast": {
+   "seconds": 5.859199911355972e-05,
+   "min": 3.062400035560131e-05,
+   "max": 0.00010960000008344651,
+   "samples": 123,
+   "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.090710000023705e-06,
+   "pass_seconds": [
+    5.859199911355972e-05,
+    6.476800143718719e-05,
+    3.315199911594391e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.090710000023705e-06,
+    9.925774999999249e-06,
+    6.594609999979184e-06
+   ]
+  },
+  "layer_backward_embedding_autocast": {
+   "seconds": 0.0003553400126596293,
+   "min": 0.0001495893218864997,
+   "max": 0.0008126933195938667,
+   "samples": 123,
+   "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.090710000023705e-06,
+   "pass_seconds": [
+    0.0004761080254490176,
+    0.0003553400126596293,
+    0.00025138132957120736
+   ],
+   "pass_host_canary_seconds": [
+    9.090710000023705e-06,
+    9.925774999999249e-06,
+    6.594609999979184e-06
+   ]
+  },
+  "layer_forward_embedding_atomic": {
+   "seconds": 2.191999927163124e-05,
+   "min": 1.8880000337958335e-05,
+   "max": 7.82719999551773e-05,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.494029999999042e-06,
+   "pass_seconds": [
+    2.191999927163124e-05,
+    3.488000109791756e-05,
+    2.0927999168634415e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.494029999999042e-06,
+    1.025435000002517e-05,
+    6.921290000008184e-06
+   ]
+  },
+  "layer_backward_embedding_atomic": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0007778040316576758,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.494029999999042e-06,
+   "pass_seconds": [
+    8.375599949310227e-05,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.494029999999042e-06,
+    1.025435000002517e-05,
+    6.921290000008184e-06
+   ]
+  },
+  "layer_forward_embedding_atomic_autocast": {
+   "seconds": 5.3056001663208005e-05,
+   "min": 2.844800055027008e-05,
+   "max": 0.00013142399489879608,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.588972500012005e-06,
+   "pass_seconds": [
+    5.955199897289276e-05,
+    5.3056001663208005e-05,
+    3.1808000057935716e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.588972500012005e-06,
+    9.689724999972781e-06,
+    6.774309999997286e-06
+   ]
+  },
+  "layer_backward_embedding_atomic_autocast": {
+   "seconds": 7.988398646314939e-05,
+   "min": 0.0,
+   "max": 0.00030238001917799317,
+   "samples": 123,
+   "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.588972500012005e-06,
+   "pass_seconds": [
+    8.893999798844257e-05,
+    7.988398646314939e-05,
+    2.9333339383204576e-06
+   ],
+   "pass_host_canary_seconds": [
+    9.588972500012005e-06,
+    9.689724999972781e-06,
+    6.774309999997286e-06
+   ]
+  },
+  "layer_forward_maxpool2d": {
+   "seconds": 3.6448001861572264e-05,
+   "min": 1.865600049495697e-05,
+   "max": 6.1023999005556104e-05,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.38991999998251e-06,
+   "pass_seconds": [
+    3.6448001861572264e-05,
+    3.747199848294258e-05,
+    1.958400011062622e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.38991999998251e-06,
+    9.810994999988055e-06,
+    6.876970000035953e-06
+   ]
+  },
+  "layer_backward_maxpool2d": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.000452203977542619,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.38991999998251e-06,
+   "pass_seconds": [
+    6.381999297688405e-05,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.38991999998251e-06,
+    9.810994999988055e-06,
+    6.876970000035953e-06
+   ]
+  },
+  "layer_forward_maxpool2d_autocast": {
+   "seconds": 5.862399935722351e-05,
+   "min": 2.783999964594841e-05,
+   "max": 9.523200243711472e-05,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.157019999985748e-06,
+   "pass_seconds": [
+    5.862399935722351e-05,
+    6.099199876189232e-05,
+    3.001599945127964e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.157019999985748e-06,
+    9.586040000044705e-06,
+    6.630587499998341e-06
+   ]
+  },
+  "layer_backward_maxpool2d_autocast": {
+   "seconds": 2.5931996603806838e-05,
+   "min": 0.0,
+   "max": 0.0005505079810197154,
+   "samples": 123,
+   "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.157019999985748e-06,
+   "pass_seconds": [
+    7.674800201008718e-05,
+    2.5931996603806838e-05,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.157019999985748e-06,
+    9.586040000044705e-06,
+    6.630587499998341e-06
+   ]
+  },
+  "layer_forward_avgpool2d": {
+   "seconds": 2.924799919128418e-05,
+   "min": 1.7152000218629837e-05,
+   "max": 5.7312000542879106e-05,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.938687499995269e-06,
+   "pass_seconds": [
+    2.924799919128418e-05,
+    3.452799841761589e-05,
+    1.8208000808954238e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.938687499995269e-06,
+    9.666522499998109e-06,
+    6.406452500016258e-06
+   ]
+  },
+  "layer_backward_avgpool2d": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 8.44280008847515e-05,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.938687499995269e-06,
+   "pass_seconds": [
+    4.807600720475119e-05,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    8.938687499995269e-06,
+    9.666522499998109e-06,
+    6.406452500016258e-06
+   ]
+  },
+  "layer_forward_avgpool2d_autocast": {
+   "seconds": 4.473600164055824e-05,
+   "min": 2.6048000901937486e-05,
+   "max": 7.852800190448761e-05,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.28430749999265e-06,
+   "pass_seconds": [
+    4.473600164055824e-05,
+    4.755200073122978e-05,
+    2.768000029027462e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.28430749999265e-06,
+    9.885405000034097e-06,
+    6.695257500055618e-06
+   ]
+  },
+  "layer_backward_avgpool2d_autocast": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 8.116400210807722e-05,
+   "samples": 123,
+   "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.28430749999265e-06,
+   "pass_seconds": [
+    2.884399859855573e-05,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.28430749999265e-06,
+    9.885405000034097e-06,
+    6.695257500055618e-06
+   ]
+  },
+  "layer_forward_adaptive_avgpool2d": {
+   "seconds": 2.102399989962578e-05,
+   "min": 1.852799952030182e-05,
+   "max": 6.035200133919716e-05,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.727362499971748e-06,
+   "pass_seconds": [
+    2.102399989962578e-05,
+    3.699199855327606e-05,
+    1.990400068461895e-05
+   ],
+   "pass_host_canary_seconds": [
+    8.727362499971748e-06,
+    9.922847500014599e-06,
+    6.66999750002617e-06
+   ]
+  },
+  "layer_backward_adaptive_avgpool2d": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 0.0005260600221032898,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 8.727362499971748e-06,
+   "pass_seconds": [
+    2.9036000060538473e-05,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    8.727362499971748e-06,
+    9.922847500014599e-06,
+    6.66999750002617e-06
+   ]
+  },
+  "layer_forward_adaptive_avgpool2d_autocast": {
+   "seconds": 5.164799839258194e-05,
+   "min": 2.7583999559283257e-05,
+   "max": 9.052799642086029e-05,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.377784999973216e-06,
+   "pass_seconds": [
+    5.164799839258194e-05,
+    5.9296000748872755e-05,
+    3.0432000756263734e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.377784999973216e-06,
+    9.909672499972545e-06,
+    6.5805775000171705e-06
+   ]
+  },
+  "layer_backward_adaptive_avgpool2d_autocast": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 9.223600818465154e-05,
+   "samples": 123,
+   "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.377784999973216e-06,
+   "pass_seconds": [
+    4.396002429227057e-06,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.377784999973216e-06,
+    9.909672499972545e-06,
+    6.5805775000171705e-06
+   ]
+  },
+  "layer_forward_flatten": {
+   "seconds": 1.990400068461895e-05,
+   "min": 1.1487999930977822e-05,
+   "max": 3.945599868893623e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.25024749999892e-06,
+   "pass_seconds": [
+    1.990400068461895e-05,
+    2.4159999564290046e-05,
+    1.2095999903976917e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.25024749999892e-06,
+    1.014213499995975e-05,
+    6.758055000020136e-06
+   ]
+  },
+  "layer_backward_flatten": {
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 7.17239895214637e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.25024749999892e-06,
+   "pass_seconds": [
+    1.591600260386866e-05,
+    0.0,
+    0.0
+   ],
+   "pass_host_canary_seconds": [
+    9.25024749999892e-06,
+    1.014213499995975e-05,
+    6.758055000020136e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 5.0432000309228894e-05,
-   "min": 3.60959991812706e-05,
-   "max": 8.339200168848037e-05,
+   "seconds": 3.270399942994118e-05,
+   "min": 1.9872000440955163e-05,
+   "max": 5.958399921655655e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1159470000166037e-05,
+   "host_canary_seconds": 8.062034999998247e-06,
    "pass_seconds": [
-    5.430399999022484e-05,
-    3.8784001022577287e-05,
-    5.0432000309228894e-05
+    3.987200185656547e-05,
+    3.270399942994118e-05,
+    2.1215999498963357e-05
    ],
    "pass_host_canary_seconds": [
-    1.1159470000166037e-05,
-    1.0325744999875042e-05,
-    1.1475504999793884e-05
+    8.062034999998247e-06,
+    9.96791749997783e-06,
+    6.618669999980397e-06
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 2.3946656535069126e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0004466786722963055,
+   "max": 0.0004634680052598318,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1159470000166037e-05,
+   "host_canary_seconds": 8.062034999998247e-06,
    "pass_seconds": [
-    3.915866122891507e-05,
-    1.7195999622344996e-05,
-    2.3946656535069126e-05
+    0.0,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1159470000166037e-05,
-    1.0325744999875042e-05,
-    1.1475504999793884e-05
+    8.062034999998247e-06,
+    9.96791749997783e-06,
+    6.618669999980397e-06
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 2.1888000890612604e-05,
-   "min": 1.744000054895878e-05,
-   "max": 4.399999976158142e-05,
+   "seconds": 1.692800037562847e-05,
+   "min": 1.0080000385642051e-05,
+   "max": 3.8623999804258345e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1171592500147654e-05,
+   "host_canary_seconds": 7.878952499993375e-06,
    "pass_seconds": [
-    2.1888000890612604e-05,
-    1.8432000651955604e-05,
-    2.2655999287962913e-05
+    1.692800037562847e-05,
+    1.7216000705957414e-05,
+    1.0528000071644782e-05
    ],
    "pass_host_canary_seconds": [
-    1.1171592500147654e-05,
-    1.031731750003928e-05,
-    1.142708749995336e-05
+    7.878952499993375e-06,
+    9.738279999993437e-06,
+    6.601422499983301e-06
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00011963866868366796,
+   "max": 1.991600325951976e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1171592500147654e-05,
+   "host_canary_seconds": 7.878952499993375e-06,
    "pass_seconds": [
-    3.375067034115393e-05,
+    3.0840017522375013e-06,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1171592500147654e-05,
-    1.031731750003928e-05,
-    1.142708749995336e-05
+    7.878952499993375e-06,
+    9.738279999993437e-06,
+    6.601422499983301e-06
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 4.275200143456459e-05,
-   "min": 3.152000159025192e-05,
-   "max": 7.465600222349167e-05,
+   "seconds": 3.363199904561043e-05,
+   "min": 1.865600049495697e-05,
+   "max": 6.284800171852112e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1258797499920092e-05,
+   "host_canary_seconds": 9.405850000003823e-06,
    "pass_seconds": [
-    4.454400017857552e-05,
-    3.436800092458725e-05,
-    4.275200143456459e-05
+    3.855999931693077e-05,
+    3.363199904561043e-05,
+    1.948799937963486e-05
    ],
    "pass_host_canary_seconds": [
-    1.1258797499920092e-05,
-    1.0338737500035222e-05,
-    1.169986500002551e-05
+    9.405850000003823e-06,
+    9.564242499990883e-06,
+    6.792845000020974e-06
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 1.6683991998434097e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 7.035866038252912e-05,
+   "max": 5.2427999364833066e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1258797499920092e-05,
+   "host_canary_seconds": 9.405850000003823e-06,
    "pass_seconds": [
-    3.221466795851787e-05,
-    1.6683991998434097e-05,
+    2.5772005009154492e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.1258797499920092e-05,
-    1.0338737500035222e-05,
-    1.169986500002551e-05
+    9.405850000003823e-06,
+    9.564242499990883e-06,
+    6.792845000020974e-06
    ]
   },
   "layer_forward_slice": {
-   "seconds": 2.486399933695793e-05,
-   "min": 1.9519999623298644e-05,
-   "max": 4.0800001472234724e-05,
+   "seconds": 1.535999961197376e-05,
+   "min": 1.0688000358641148e-05,
+   "max": 4.419200122356415e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.121022250003989e-05,
+   "host_canary_seconds": 9.797292500000056e-06,
    "pass_seconds": [
-    2.486399933695793e-05,
-    2.099199965596199e-05,
-    2.5248000398278235e-05
+    2.1824000403285027e-05,
+    1.535999961197376e-05,
+    1.119999960064888e-05
    ],
    "pass_host_canary_seconds": [
-    1.121022250003989e-05,
-    1.0410217499838837e-05,
-    1.1783274999856985e-05
+    9.797292500000056e-06,
+    9.661837499983505e-06,
+    6.659975000005147e-06
    ]
   },
   "layer_backward_slice": {
-   "seconds": 5.854000151157379e-05,
-   "min": 1.4698662484685573e-05,
-   "max": 0.00010091866956402857,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 8.615600100407998e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.121022250003989e-05,
+   "host_canary_seconds": 9.797292500000056e-06,
    "pass_seconds": [
-    5.995867059876522e-05,
-    5.854000151157379e-05,
-    3.1882666672269504e-05
+    4.077999821553628e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.121022250003989e-05,
-    1.0410217499838837e-05,
-    1.1783274999856985e-05
+    9.797292500000056e-06,
+    9.661837499983505e-06,
+    6.659975000005147e-06
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 4.735999926924705e-05,
-   "min": 3.488000109791756e-05,
-   "max": 8.49599987268448e-05,
+   "seconds": 2.7807999402284623e-05,
+   "min": 1.9872000440955163e-05,
+   "max": 6.124800071120262e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.139951000027395e-05,
+   "host_canary_seconds": 8.32951999999665e-06,
    "pass_seconds": [
-    5.0847999751567844e-05,
-    3.987200185656547e-05,
-    4.735999926924705e-05
+    3.8784001022577287e-05,
+    2.7807999402284623e-05,
+    2.070399932563305e-05
    ],
    "pass_host_canary_seconds": [
-    1.139951000027395e-05,
-    1.043359499988128e-05,
-    1.174684500000467e-05
+    8.32951999999665e-06,
+    9.656262499966317e-06,
+    6.5297324999846756e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 7.159598916769028e-05,
-   "min": 2.9386660705010077e-05,
-   "max": 0.0001412066596870621,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 5.5701338996489856e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.139951000027395e-05,
+   "host_canary_seconds": 8.32951999999665e-06,
    "pass_seconds": [
-    7.448666573812564e-05,
-    7.159598916769028e-05,
-    6.100266302625336e-05
+    3.275997626284776e-06,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.139951000027395e-05,
-    1.043359499988128e-05,
-    1.174684500000467e-05
+    8.32951999999665e-06,
+    9.656262499966317e-06,
+    6.5297324999846756e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.8940953271729605e-05,
-   "min": 1.1708190043767294e-05,
-   "max": 2.031619030804861e-05,
+   "seconds": 1.530057103151367e-05,
+   "min": 1.0877714625426701e-05,
+   "max": 1.6187428008942378e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.479999840259552e-05,
-    0.00010937599837779999,
-    0.00035075199604034423
+    2.1088000386953353e-05,
+    5.574399977922439e-05,
+    0.0002592639923095703
    ],
-   "host_canary_seconds": 1.1237325000195143e-05,
+   "host_canary_seconds": 7.1295899999768155e-06,
    "pass_seconds": [
-    2.031619030804861e-05,
-    1.8940953271729605e-05,
-    1.1708190043767294e-05
+    1.6187428008942378e-05,
+    1.530057103151367e-05,
+    1.0877714625426701e-05
    ],
    "pass_host_canary_seconds": [
-    1.1237325000195143e-05,
-    1.0502840000015113e-05,
-    8.245865000162667e-06
+    7.1295899999768155e-06,
+    9.278384999973355e-06,
+    6.656969999951912e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.862247643016634e-05,
-   "min": 1.7985525230566665e-05,
-   "max": 2.0025903979937237e-05,
+   "seconds": 1.6260570003872827e-05,
+   "min": 1.0931809211061112e-05,
+   "max": 1.764419071731113e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018441599607467652,
-    0.00028867200016975404,
-    0.0007553920149803162
+    0.00011958400160074234,
+    0.00017599999904632568,
+    0.0006120319962501525
    ],
-   "host_canary_seconds": 1.1237325000195143e-05,
+   "host_canary_seconds": 7.1295899999768155e-06,
    "pass_seconds": [
-    1.7985525230566665e-05,
-    1.862247643016634e-05,
-    2.0025903979937237e-05
+    1.764419071731113e-05,
+    1.0931809211061112e-05,
+    1.6260570003872827e-05
    ],
    "pass_host_canary_seconds": [
-    1.1237325000195143e-05,
-    1.0502840000015113e-05,
-    8.245865000162667e-06
+    7.1295899999768155e-06,
+    9.278384999973355e-06,
+    6.656969999951912e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.9569522745552518e-05,
-   "min": 1.9063619985466913e-05,
-   "max": 2.1425522863864898e-05,
+   "seconds": 1.9374477011816844e-05,
+   "min": 1.0686476493165607e-05,
+   "max": 2.0060190842265172e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.084800302982331e-05,
-    0.00013443200290203094,
-    0.0003919999897480011
+    5.689600110054016e-05,
+    0.0001167680025100708,
+    0.00034809601306915285
    ],
-   "host_canary_seconds": 1.0875965000423093e-05,
+   "host_canary_seconds": 9.953947499994341e-06,
    "pass_seconds": [
-    2.1425522863864898e-05,
-    1.9063619985466913e-05,
-    1.9569522745552518e-05
+    1.9374477011816844e-05,
+    2.0060190842265172e-05,
+    1.0686476493165607e-05
    ],
    "pass_host_canary_seconds": [
-    1.0875965000423093e-05,
-    1.0512919999996483e-05,
-    1.122174500011397e-05
+    9.953947499994341e-06,
+    1.0051937500001884e-05,
+    6.840530000005174e-06
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.8297143280506137e-05,
-   "min": 1.5353142328205554e-05,
-   "max": 1.9074286378565295e-05,
+   "seconds": 1.7138284054540453e-05,
+   "min": 1.208456854025523e-05,
+   "max": 2.15078102690833e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027667200565338135,
-    0.00037088000774383544,
-    0.0008750720024108887
+    0.0002101760059595108,
+    0.00033072000741958616,
+    0.000690783977508545
    ],
-   "host_canary_seconds": 1.0875965000423093e-05,
+   "host_canary_seconds": 9.953947499994341e-06,
    "pass_seconds": [
-    1.9074286378565295e-05,
-    1.8297143280506137e-05,
-    1.5353142328205554e-05
+    1.208456854025523e-05,
+    2.15078102690833e-05,
+    1.7138284054540453e-05
    ],
    "pass_host_canary_seconds": [
-    1.0875965000423093e-05,
-    1.0512919999996483e-05,
-    1.122174500011397e-05
+    9.953947499994341e-06,
+    1.0051937500001884e-05,
+    6.840530000005174e-06
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.187200054526329e-05,
-   "min": 2.8863999992609024e-05,
-   "max": 7.126399874687195e-05,
+   "seconds": 1.9519999623298644e-05,
+   "min": 1.6383999958634378e-05,
+   "max": 6.038400158286095e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091842999983328e-05,
+   "host_canary_seconds": 7.250247500003582e-06,
    "pass_seconds": [
-    3.7856001406908035e-05,
-    3.139200061559677e-05,
-    3.187200054526329e-05
+    1.9519999623298644e-05,
+    2.9472000896930694e-05,
+    1.756799966096878e-05
    ],
    "pass_host_canary_seconds": [
-    1.091842999983328e-05,
-    1.0641212500104304e-05,
-    1.1235805000069377e-05
+    7.250247500003582e-06,
+    1.0064090000021508e-05,
+    6.4543824999674375e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 3.1755995005369205e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00040443868593623237,
+   "max": 0.00011866800611217817,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091842999983328e-05,
+   "host_canary_seconds": 7.250247500003582e-06,
    "pass_seconds": [
-    6.479066268851361e-05,
-    3.1755995005369205e-05,
+    5.1320005829135775e-06,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.091842999983328e-05,
-    1.0641212500104304e-05,
-    1.1235805000069377e-05
+    7.250247500003582e-06,
+    1.0064090000021508e-05,
+    6.4543824999674375e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.215999856591225e-05,
-   "min": 4.5600000768899915e-05,
-   "max": 8.54400023818016e-05,
+   "seconds": 2.9472000896930694e-05,
+   "min": 2.502400055527687e-05,
+   "max": 8.150400221347808e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091842999983328e-05,
+   "host_canary_seconds": 7.25444250001317e-06,
    "pass_seconds": [
-    6.355199962854386e-05,
-    5.190400034189224e-05,
-    5.215999856591225e-05
+    2.9472000896930694e-05,
+    5.606399849057198e-05,
+    2.703999914228916e-05
    ],
    "pass_host_canary_seconds": [
-    1.091842999983328e-05,
-    1.0345700000016222e-05,
-    1.1306352500071172e-05
+    7.25444250001317e-06,
+    1.019413000005187e-05,
+    6.383399999947414e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 5.306799337267878e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003886626887445648,
+   "max": 4.404399885485572e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.091842999983328e-05,
+   "host_canary_seconds": 7.25444250001317e-06,
    "pass_seconds": [
-    7.931866527845463e-05,
-    5.306799337267878e-05,
+    1.450799747059744e-05,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.091842999983328e-05,
-    1.0345700000016222e-05,
-    1.1306352500071172e-05
+    7.25444250001317e-06,
+    1.019413000005187e-05,
+    6.383399999947414e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00012261561694599336,
-   "min": 7.906742464928399e-05,
-   "max": 0.0001252655237913132,
+   "seconds": 7.206171573627564e-05,
+   "min": 6.539733424073174e-05,
+   "max": 9.404723488149188e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014579200744628906,
-    0.0005389760136604309,
-    0.00199347198009491
+    0.00012531200051307679,
+    0.0004638719856739044,
+    0.0011537280082702637
    ],
-   "host_canary_seconds": 1.0925219999649016e-05,
+   "host_canary_seconds": 7.399982499975977e-06,
    "pass_seconds": [
-    0.00012261561694599336,
-    0.0001252655237913132,
-    7.906742464928399e-05
+    6.539733424073174e-05,
+    9.404723488149188e-05,
+    7.206171573627564e-05
    ],
    "pass_host_canary_seconds": [
-    1.0925219999649016e-05,
-    1.0648004999893602e-05,
-    1.1071462500069628e-05
+    7.399982499975977e-06,
+    9.535154999973373e-06,
+    6.57540500000664e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001915603776772817,
-   "min": 0.00017866895950975867,
-   "max": 0.0002520960086867923,
+   "seconds": 0.00018559467153889795,
+   "min": 0.0001660990505701019,
+   "max": 0.00018741409764403392,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005490559935569763,
-    0.0013927040100097656,
-    0.00522873592376709
+    0.00043308800458908084,
+    0.0013904000520706178,
+    0.004291552066802979
    ],
-   "host_canary_seconds": 1.0925219999649016e-05,
+   "host_canary_seconds": 7.399982499975977e-06,
    "pass_seconds": [
-    0.0001915603776772817,
-    0.00017866895950975867,
-    0.0002520960086867923
+    0.00018741409764403392,
+    0.00018559467153889795,
+    0.0001660990505701019
    ],
    "pass_host_canary_seconds": [
-    1.0925219999649016e-05,
-    1.0648004999893602e-05,
-    1.1071462500069628e-05
+    7.399982499975977e-06,
+    9.535154999973373e-06,
+    6.57540500000664e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.000135559625568844,
-   "min": 8.032686014970144e-05,
-   "max": 0.00013663696036452338,
+   "seconds": 0.00010194057580970583,
+   "min": 7.468876490990323e-05,
+   "max": 0.00010535009276299249,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011558400094509125,
-    0.000570527970790863,
-    0.001391808032989502
+    0.00015955199301242827,
+    0.0005441280007362365,
+    0.0017149120569229126
    ],
-   "host_canary_seconds": 1.0342100000002574e-05,
+   "host_canary_seconds": 9.256649999986877e-06,
    "pass_seconds": [
-    8.032686014970144e-05,
-    0.00013663696036452338,
-    0.000135559625568844
+    0.00010194057580970583,
+    0.00010535009276299249,
+    7.468876490990323e-05
    ],
    "pass_host_canary_seconds": [
-    1.0342100000002574e-05,
-    1.1124479999864434e-05,
-    1.1178357499659342e-05
+    9.256649999986877e-06,
+    9.667722499990815e-06,
+    7.019752500028176e-06
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017670397602376488,
-   "min": 0.0001730529453073229,
-   "max": 0.00019271923601627347,
+   "seconds": 0.0001278598216317949,
+   "min": 0.000123708195629574,
+   "max": 0.00018630398774430862,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000702239990234375,
-    0.001644320011138916,
-    0.004838912010192871
+    0.0005357120037078857,
+    0.0014493759870529174,
+    0.0040574722290039065
    ],
-   "host_canary_seconds": 1.0342100000002574e-05,
+   "host_canary_seconds": 9.256649999986877e-06,
    "pass_seconds": [
-    0.00019271923601627347,
-    0.00017670397602376488,
-    0.0001730529453073229
+    0.0001278598216317949,
+    0.000123708195629574,
+    0.00018630398774430862
    ],
    "pass_host_canary_seconds": [
-    1.0342100000002574e-05,
-    1.1124479999864434e-05,
-    1.1178357499659342e-05
+    9.256649999986877e-06,
+    9.667722499990815e-06,
+    7.019752500028176e-06
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00040767845937183926,
-   "min": 0.00034121599651518316,
-   "max": 0.0004362948423340207,
+   "seconds": 0.0002859093305610475,
+   "min": 0.00020303846682821004,
+   "max": 0.0003365531379268283,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006186559796333313,
-    0.0013400000333786011,
-    0.005636127948760986
+    0.0004787839949131012,
+    0.0015246080160140991,
+    0.005539135932922363
    ],
-   "host_canary_seconds": 1.0624265000274136e-05,
+   "host_canary_seconds": 9.424044999999381e-06,
    "pass_seconds": [
-    0.00034121599651518316,
-    0.0004362948423340207,
-    0.00040767845937183926
+    0.0003365531379268283,
+    0.00020303846682821004,
+    0.0002859093305610475
    ],
    "pass_host_canary_seconds": [
-    1.0624265000274136e-05,
-    1.0917870000071161e-05,
-    1.1115300000028582e-05
+    9.424044999999381e-06,
+    7.403202499993711e-06,
+    9.511840000016036e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0006598575455801827,
-   "min": 0.0005402537839753289,
-   "max": 0.0006816762203261965,
+   "seconds": 0.0007187710759185609,
+   "min": 0.0006580343232268379,
+   "max": 0.0007840876451560427,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016056959629058838,
-    0.004904575824737549,
-    0.016720352172851564
+    0.0014773119688034058,
+    0.004189663887023925,
+    0.018070400238037108
    ],
-   "host_canary_seconds": 1.0624265000274136e-05,
+   "host_canary_seconds": 9.424044999999381e-06,
    "pass_seconds": [
-    0.0006598575455801827,
-    0.0006816762203261965,
-    0.0005402537839753289
+    0.0007840876451560427,
+    0.0007187710759185609,
+    0.0006580343232268379
    ],
    "pass_host_canary_seconds": [
-    1.0624265000274136e-05,
-    1.0917870000071161e-05,
-    1.1115300000028582e-05
+    9.424044999999381e-06,
+    7.403202499993711e-06,
+    9.511840000016036e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0006432647506395976,
-   "min": 0.0005601127630188352,
-   "max": 0.0007123680029596601,
+   "seconds": 0.00041371960583187295,
+   "min": 0.0002697615155151912,
+   "max": 0.00044751999207905363,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0005244160294532776,
-    0.0028399999141693116,
-    0.010301983833312989
+    0.0007321919798851013,
+    0.0021746881008148193,
+    0.0074783039093017575
    ],
-   "host_canary_seconds": 1.1202012499893499e-05,
+   "host_canary_seconds": 9.766702499991453e-06,
    "pass_seconds": [
-    0.0006432647506395976,
-    0.0007123680029596601,
-    0.0005601127630188352
+    0.00044751999207905363,
+    0.0002697615155151912,
+    0.00041371960583187295
    ],
    "pass_host_canary_seconds": [
-    1.1202012499893499e-05,
-    1.1133222500063767e-05,
-    1.1170395000021927e-05
+    9.766702499991453e-06,
+    7.0056575000521096e-06,
+    9.473407500095732e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0008200373905045645,
-   "min": 0.0007715292062078202,
-   "max": 0.001013894799209776,
+   "seconds": 0.0006286917939072561,
+   "min": 0.0005254338497207278,
+   "max": 0.00082793756042208,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021271679401397704,
-    0.0064349441528320315,
-    0.023370208740234374
+    0.0019106240272521973,
+    0.0048159041404724125,
+    0.020735456466674806
    ],
-   "host_canary_seconds": 1.1202012499893499e-05,
+   "host_canary_seconds": 9.766702499991453e-06,
    "pass_seconds": [
-    0.0007715292062078202,
-    0.001013894799209776,
-    0.0008200373905045645
+    0.00082793756042208,
+    0.0006286917939072561,
+    0.0005254338497207278
    ],
    "pass_host_canary_seconds": [
-    1.1202012499893499e-05,
-    1.1133222500063767e-05,
-    1.1170395000021927e-05
+    9.766702499991453e-06,
+    7.0056575000521096e-06,
+    9.473407500095732e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.9753142701728006e-05,
-   "min": 2.8217905156669162e-05,
-   "max": 3.003961859004838e-05,
+   "seconds": 2.2773334135611853e-05,
+   "min": 2.0013715007475444e-05,
+   "max": 2.47420941789945e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.526399984955787e-05,
-    0.00014425599575042724,
-    0.000501471996307373
+    4.035200178623199e-05,
+    0.00010675200074911118,
+    0.00038131201267242433
    ],
-   "host_canary_seconds": 1.1219660000278964e-05,
+   "host_canary_seconds": 9.771114999992392e-06,
    "pass_seconds": [
-    2.9753142701728006e-05,
-    2.8217905156669162e-05,
-    3.003961859004838e-05
+    2.2773334135611853e-05,
+    2.47420941789945e-05,
+    2.0013715007475444e-05
    ],
    "pass_host_canary_seconds": [
-    1.1219660000278964e-05,
-    1.0858982500110413e-05,
-    1.0890959999869664e-05
+    9.771114999992392e-06,
+    9.783799999993902e-06,
+    9.287429999886854e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.758552621517862e-05,
-   "min": 3.896076640202883e-05,
-   "max": 5.1337142253205905e-05,
+   "seconds": 4.525485617064295e-05,
+   "min": 4.3536765589600496e-05,
+   "max": 4.599161925060409e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00034463998675346376,
-    0.0005088639855384827,
-    0.0013613760471343993
+    0.00018544000387191772,
+    0.00039792001247406005,
+    0.0012189760208129884
    ],
-   "host_canary_seconds": 1.1219660000278964e-05,
+   "host_canary_seconds": 9.771114999992392e-06,
    "pass_seconds": [
-    3.896076640202883e-05,
-    5.1337142253205905e-05,
-    4.758552621517862e-05
+    4.599161925060409e-05,
+    4.3536765589600496e-05,
+    4.525485617064295e-05
    ],
    "pass_host_canary_seconds": [
-    1.1219660000278964e-05,
-    1.0858982500110413e-05,
-    1.0890959999869664e-05
+    9.771114999992392e-06,
+    9.783799999993902e-06,
+    9.287429999886854e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.98750496336392e-05,
-   "min": 2.4402284906024023e-05,
-   "max": 3.439847787930852e-05,
+   "seconds": 2.300190446632249e-05,
+   "min": 2.0348189664738517e-05,
+   "max": 2.6060953026726134e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.339199885725975e-05,
-    9.443199634552002e-05,
-    0.0005419840216636658
+    6.211199983954429e-05,
+    0.00012966400384902953,
+    0.0004066559970378876
    ],
-   "host_canary_seconds": 1.093809999986206e-05,
+   "host_canary_seconds": 9.876179999999123e-06,
    "pass_seconds": [
-    3.439847787930852e-05,
-    2.98750496336392e-05,
-    2.4402284906024023e-05
+    2.300190446632249e-05,
+    2.6060953026726134e-05,
+    2.0348189664738517e-05
    ],
    "pass_host_canary_seconds": [
-    1.093809999986206e-05,
-    1.0819942500006618e-05,
-    1.0729680000167718e-05
+    9.876179999999123e-06,
+    9.873164999945061e-06,
+    9.328845000027286e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.769218571129299e-05,
-   "min": 4.4308568572714216e-05,
-   "max": 6.779581166449046e-05,
+   "seconds": 4.44937115978627e-05,
+   "min": 3.798933398155939e-05,
+   "max": 4.567543151123183e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015209600329399109,
-    0.0005374079942703247,
-    0.001382431983947754
+    0.00023977600038051604,
+    0.0004604479968547821,
+    0.0012748160362243653
    ],
-   "host_canary_seconds": 1.093809999986206e-05,
+   "host_canary_seconds": 9.876179999999123e-06,
    "pass_seconds": [
-    4.4308568572714216e-05,
-    4.769218571129299e-05,
-    6.779581166449046e-05
+    4.567543151123183e-05,
+    3.798933398155939e-05,
+    4.44937115978627e-05
    ],
    "pass_host_canary_seconds": [
-    1.093809999986206e-05,
-    1.0819942500006618e-05,
-    1.0729680000167718e-05
+    9.876179999999123e-06,
+    9.873164999945061e-06,
+    9.328845000027286e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.915733396297409e-05,
-   "min": 2.5651048514105025e-05,
-   "max": 3.098133490199134e-05,
+   "seconds": 2.6065524844896227e-05,
+   "min": 2.2514286140600836e-05,
+   "max": 2.6258286088705065e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.555199831724167e-05,
-    0.00015488000214099884,
-    0.0005224000215530395
+    4.0511999279260635e-05,
+    0.00011500799655914306,
+    0.0004329600036144257
    ],
-   "host_canary_seconds": 1.1797250000427084e-05,
+   "host_canary_seconds": 9.908295000009559e-06,
    "pass_seconds": [
-    3.098133490199134e-05,
-    2.915733396297409e-05,
-    2.5651048514105025e-05
+    2.6258286088705065e-05,
+    2.6065524844896227e-05,
+    2.2514286140600836e-05
    ],
    "pass_host_canary_seconds": [
-    1.1797250000427084e-05,
-    1.0770037499696628e-05,
-    1.0769677500093167e-05
+    9.908295000009559e-06,
+    9.965429999994057e-06,
+    9.182864999957019e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00012544533557125502,
-   "min": 0.00010705522980008808,
-   "max": 0.00012990247263085274,
+   "seconds": 9.827961896856626e-05,
+   "min": 7.78872331693059e-05,
+   "max": 0.00010289371368430908,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003740159869194031,
-    0.0007522559762001038,
-    0.002432607889175415
+    0.00031939199566841125,
+    0.0008140479922294617,
+    0.0022278079986572264
    ],
-   "host_canary_seconds": 1.1797250000427084e-05,
+   "host_canary_seconds": 9.908295000009559e-06,
    "pass_seconds": [
-    0.00010705522980008808,
-    0.00012544533557125502,
-    0.00012990247263085274
+    9.827961896856626e-05,
+    0.00010289371368430908,
+    7.78872331693059e-05
    ],
    "pass_host_canary_seconds": [
-    1.1797250000427084e-05,
-    1.0770037499696628e-05,
-    1.0769677500093167e-05
+    9.908295000009559e-06,
+    9.965429999994057e-06,
+    9.182864999957019e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.6035046378771465e-05,
-   "min": 4.185904739868074e-05,
-   "max": 5.370971383083434e-05,
+   "seconds": 3.9583238817396614e-05,
+   "min": 3.339504805349169e-05,
+   "max": 3.997714178902763e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010931199789047241,
-    0.00023468799889087678,
-    0.0009030399918556213
+    9.097599983215332e-05,
+    0.00021043199300765992,
+    0.0006849600076675415
    ],
-   "host_canary_seconds": 1.130536999994547e-05,
+   "host_canary_seconds": 9.547814999990579e-06,
    "pass_seconds": [
-    5.370971383083434e-05,
-    4.6035046378771465e-05,
-    4.185904739868074e-05
+    3.9583238817396614e-05,
+    3.997714178902763e-05,
+    3.339504805349169e-05
    ],
    "pass_host_canary_seconds": [
-    1.130536999994547e-05,
-    1.0451375000002371e-05,
-    1.0933007500284475e-05
+    9.547814999990579e-06,
+    9.859764999973208e-06,
+    9.25046499993698e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.89112374612263e-05,
-   "min": 7.885180945907322e-05,
-   "max": 9.123962017751875e-05,
+   "seconds": 7.074895039910361e-05,
+   "min": 6.73988518260774e-05,
+   "max": 7.178437284060887e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003583360016345978,
-    0.0009344639778137207,
-    0.002406239986419678
+    0.00045923200249671937,
+    0.0008571199774742126,
+    0.002151007890701294
    ],
-   "host_canary_seconds": 1.130536999994547e-05,
+   "host_canary_seconds": 9.547814999990579e-06,
    "pass_seconds": [
-    7.885180945907322e-05,
-    8.89112374612263e-05,
-    9.123962017751875e-05
+    7.178437284060887e-05,
+    6.73988518260774e-05,
+    7.074895039910361e-05
    ],
    "pass_host_canary_seconds": [
-    1.130536999994547e-05,
-    1.0451375000002371e-05,
-    1.0933007500284475e-05
+    9.547814999990579e-06,
+    9.859764999973208e-06,
+    9.25046499993698e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00016012799739837646,
-   "min": 9.504000097513199e-05,
-   "max": 0.0003672640025615692,
+   "seconds": 0.00015804800391197205,
+   "min": 9.411200135946274e-05,
+   "max": 0.00025116801261901853,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1799739999673875e-05,
+   "host_canary_seconds": 9.636569999997847e-06,
    "pass_seconds": [
-    0.00014047999680042266,
-    0.00021328000724315642,
-    0.00016012799739837646
+    0.00015804800391197205,
+    0.0001863359957933426,
+    0.0001098560020327568
    ],
    "pass_host_canary_seconds": [
-    1.1799739999673875e-05,
-    1.0414530000275591e-05,
-    8.154770000032841e-06
+    9.636569999997847e-06,
+    1.0021880000010696e-05,
+    1.040644500008625e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00012774400413036345,
-   "min": 7.542400062084198e-05,
-   "max": 0.00023446400463581084,
+   "seconds": 0.00010755199939012528,
+   "min": 7.078400254249573e-05,
+   "max": 0.0001719679981470108,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1799739999673875e-05,
+   "host_canary_seconds": 9.636569999997847e-06,
    "pass_seconds": [
-    0.00012774400413036345,
-    0.00013766400516033173,
-    9.139200299978256e-05
+    0.00010755199939012528,
+    0.00012783999741077423,
+    8.019199967384338e-05
    ],
    "pass_host_canary_seconds": [
-    1.1799739999673875e-05,
-    1.0414530000275591e-05,
-    8.154770000032841e-06
+    9.636569999997847e-06,
+    1.0021880000010696e-05,
+    1.040644500008625e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00016607999801635743,
-   "min": 0.0001215360015630722,
-   "max": 0.00028803199529647827,
+   "seconds": 0.0001714559942483902,
+   "min": 9.497600048780441e-05,
+   "max": 0.0005992640256881714,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1410002500156224e-05,
+   "host_canary_seconds": 9.4707950000128e-06,
    "pass_seconds": [
-    0.00015328000485897064,
-    0.00022934399545192718,
-    0.00016607999801635743
+    0.0001714559942483902,
+    0.00018329599499702454,
+    0.00012067200243473053
    ],
    "pass_host_canary_seconds": [
-    1.1410002500156224e-05,
-    1.0493992500073545e-05,
-    8.857149999812464e-06
+    9.4707950000128e-06,
+    9.516120000014894e-06,
+    9.060610000091175e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00017312000691890717,
-   "min": 0.00010416000336408616,
-   "max": 0.00037782400846481323,
+   "seconds": 0.00015167999267578125,
+   "min": 0.000100832000374794,
+   "max": 0.0001828480064868927,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1410002500156224e-05,
+   "host_canary_seconds": 9.4707950000128e-06,
    "pass_seconds": [
-    0.00017312000691890717,
-    0.00020473599433898926,
-    0.00015436799824237822
+    0.00015167999267578125,
+    0.0001521279960870743,
+    0.00011587200313806533
    ],
    "pass_host_canary_seconds": [
-    1.1410002500156224e-05,
-    1.0493992500073545e-05,
-    8.857149999812464e-06
+    9.4707950000128e-06,
+    9.516120000014894e-06,
+    9.060610000091175e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00022294143676757812,
-   "min": 0.0001816582489013672,
-   "max": 0.0004904422378540039,
+   "seconds": 0.00022965440750122068,
+   "min": 0.0001617804718017578,
+   "max": 0.00028583999633789063,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1348015000294254e-05,
+   "host_canary_seconds": 9.78815500001673e-06,
    "pass_seconds": [
-    0.00021964160919189454,
-    0.0002244268798828125,
-    0.00022294143676757812
+    0.00022965440750122068,
+    0.00023853376388549807,
+    0.00017598016738891602
    ],
    "pass_host_canary_seconds": [
-    1.1348015000294254e-05,
-    1.0652005000224563e-05,
-    8.307344999707312e-06
+    9.78815500001673e-06,
+    9.613965000028202e-06,
+    7.972855000062396e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0005657753753662109,
-   "min": 0.0004078854370117187,
-   "max": 0.0008198751831054688,
+   "seconds": 0.00044175487518310544,
+   "min": 0.0002834246444702148,
+   "max": 0.0005496268844604492,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1046754999597396e-05,
+   "host_canary_seconds": 9.79574500000524e-06,
    "pass_seconds": [
-    0.00047559425354003903,
-    0.0007665529632568359,
-    0.0005657753753662109
+    0.0005009222412109375,
+    0.00044175487518310544,
+    0.00032504512786865234
    ],
    "pass_host_canary_seconds": [
-    1.1046754999597396e-05,
-    1.0697989999925994e-05,
-    1.1482804999900509e-05
+    9.79574500000524e-06,
+    9.955770000047437e-06,
+    6.956240000022262e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00018936511993408202,
-   "min": 0.0001314956760406494,
-   "max": 0.00043767360687255863,
+   "seconds": 0.00013871935844421388,
+   "min": 0.00011093695640563966,
+   "max": 0.0002103718376159668,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0765057500066177e-05,
+   "host_canary_seconds": 8.03215000001245e-06,
    "pass_seconds": [
-    0.00018936511993408202,
-    0.0003253555297851563,
-    0.00015205311775207518
+    0.00013871935844421388,
+    0.00017570112228393556,
+    0.00011724927902221679
    ],
    "pass_host_canary_seconds": [
-    1.0765057500066177e-05,
-    1.0727215000088109e-05,
-    7.893244999763738e-06
+    8.03215000001245e-06,
+    9.969065000028366e-06,
+    7.068855000014196e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.000311976318359375,
-   "min": 0.00023222400665283204,
-   "max": 0.0006764134216308594,
+   "seconds": 0.0003607475280761719,
+   "min": 0.0001997113609313965,
+   "max": 0.0005068531036376954,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0841564999850562e-05,
+   "host_canary_seconds": 9.189244999987523e-06,
    "pass_seconds": [
-    0.000311976318359375,
-    0.0005065862274169922,
-    0.00023990591049194334
+    0.0003607475280761719,
+    0.00037196224212646486,
+    0.00024107519149780271
    ],
    "pass_host_canary_seconds": [
-    1.0841564999850562e-05,
-    1.0575039999594082e-05,
-    7.855160000076466e-06
+    9.189244999987523e-06,
+    1.0076155000007248e-05,
+    6.9353400000693455e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00016957632064819339,
-   "min": 0.00014507967948913575,
-   "max": 0.00022286079406738283,
+   "seconds": 0.00014698880195617675,
+   "min": 0.0001234278392791748,
+   "max": 0.00024934591293334957,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1183004999679725e-05,
+   "host_canary_seconds": 9.51262750001902e-06,
    "pass_seconds": [
-    0.00016957632064819339,
-    0.000156366720199585,
-    0.0001917241668701172
+    0.0001593721580505371,
+    0.00014698880195617675,
+    0.0001279456043243408
    ],
    "pass_host_canary_seconds": [
-    1.1183004999679725e-05,
-    1.0465144999898257e-05,
-    1.1030087499932505e-05
+    9.51262750001902e-06,
+    9.96450000002369e-06,
+    6.912374999927806e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.0003194553565979004,
-   "min": 0.0002622169685363769,
-   "max": 0.000497446403503418,
+   "seconds": 0.000286048641204834,
+   "min": 0.0002200953674316406,
+   "max": 0.00042707328796386714,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1146075000283417e-05,
+   "host_canary_seconds": 9.536780000001244e-06,
    "pass_seconds": [
-    0.0003194553565979004,
-    0.0004026796722412109,
-    0.00028846527099609374
+    0.0003497715377807617,
+    0.000286048641204834,
+    0.0002278860855102539
    ],
    "pass_host_canary_seconds": [
-    1.1146075000283417e-05,
-    1.059895999986793e-05,
-    1.1108302500133504e-05
+    9.536780000001244e-06,
+    9.324870000000373e-06,
+    7.208035000019208e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00018456575393676757,
-   "min": 0.00016224191665649413,
-   "max": 0.00019704639434814454,
+   "seconds": 0.00015076479911804198,
+   "min": 0.00012925760269165038,
+   "max": 0.0002065132713317871,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0788614999910351e-05,
+   "host_canary_seconds": 1.315017999999668e-05,
    "pass_seconds": [
-    0.00019132223129272462,
-    0.00018456575393676757,
-    0.00017470079421997068
+    0.00014524415969848634,
+    0.00015076479911804198,
+    0.00018739711761474608
    ],
    "pass_host_canary_seconds": [
-    1.0788614999910351e-05,
-    1.0634699999911846e-05,
-    1.0174260000326285e-05
+    1.315017999999668e-05,
+    7.0313700000212975e-06,
+    1.019374750001134e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00031975936889648435,
-   "min": 0.00022360191345214845,
-   "max": 0.00046811710357666015,
+   "seconds": 0.0002722572708129883,
+   "min": 0.00022405759811401367,
+   "max": 0.0004889939117431641,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1065174999771444e-05,
+   "host_canary_seconds": 1.297631500001728e-05,
    "pass_seconds": [
-    0.0003081823921203613,
-    0.0003962252807617188,
-    0.00031975936889648435
+    0.00023759103775024412,
+    0.0002722572708129883,
+    0.00031810432434082036
    ],
    "pass_host_canary_seconds": [
-    1.1065174999771444e-05,
-    1.050588499992955e-05,
-    1.1698520000322787e-05
+    1.297631500001728e-05,
+    7.781949999952076e-06,
+    9.91362500002424e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00024018623352050782,
-   "min": 0.00015521344184875487,
-   "max": 0.00031795328140258786,
+   "seconds": 0.00019669952392578123,
+   "min": 0.0001541324806213379,
+   "max": 0.00023355712890625003,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.080638750011076e-05,
+   "host_canary_seconds": 1.2545724999988295e-05,
    "pass_seconds": [
-    0.00019740352630615233,
-    0.0002681606483459473,
-    0.00024018623352050782
+    0.00016632192611694334,
+    0.00019790912628173829,
+    0.00019669952392578123
    ],
    "pass_host_canary_seconds": [
-    1.080638750011076e-05,
-    1.0126720000016575e-05,
-    1.1330505000159974e-05
+    1.2545724999988295e-05,
+    7.280935000011368e-06,
+    6.843752499960942e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0005301580810546875,
-   "min": 0.0003224198532104492,
-   "max": 0.0007122195434570313,
+   "seconds": 0.00035388160705566405,
+   "min": 0.0002958579254150391,
+   "max": 0.0005409548950195313,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1271684999769605e-05,
+   "host_canary_seconds": 1.2977110000029769e-05,
    "pass_seconds": [
-    0.0006652889251708985,
-    0.00039471233367919926,
-    0.0005301580810546875
+    0.00035388160705566405,
+    0.000335931510925293,
+    0.0004531571197509766
    ],
    "pass_host_canary_seconds": [
-    1.1271684999769605e-05,
-    1.023531750007578e-05,
-    1.133296500029246e-05
+    1.2977110000029769e-05,
+    7.356855000004714e-06,
+    6.895422500008408e-06
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00018281280517578127,
-   "min": 0.00014100735664367676,
-   "max": 0.0003288518524169922,
+   "seconds": 0.00014206591606140138,
+   "min": 0.00011585151672363282,
+   "max": 0.0002055449676513672,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1389495000173611e-05,
+   "host_canary_seconds": 9.860884999994823e-06,
    "pass_seconds": [
-    0.00019275136947631837,
-    0.0001672812843322754,
-    0.00018281280517578127
+    0.00017531072616577148,
+    0.00013656448364257812,
+    0.00014206591606140138
    ],
    "pass_host_canary_seconds": [
-    1.1389495000173611e-05,
-    1.3488339999980781e-05,
-    1.0474100000124053e-05
+    9.860884999994823e-06,
+    7.3223100000063824e-06,
+    6.478944999912528e-06
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0004113395309448242,
-   "min": 0.0002679743957519531,
-   "max": 0.0005843929672241211,
+   "seconds": 0.0003544345474243164,
+   "min": 0.0002290572738647461,
+   "max": 0.000445351676940918,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1063935000095171e-05,
+   "host_canary_seconds": 9.590045000003044e-06,
    "pass_seconds": [
-    0.0004113395309448242,
-    0.00036944190979003907,
-    0.000490846061706543
+    0.0003975910568237305,
+    0.00024457151412963867,
+    0.0003544345474243164
    ],
    "pass_host_canary_seconds": [
-    1.1063935000095171e-05,
-    1.3357552500110615e-05,
-    1.1068314999533867e-05
+    9.590045000003044e-06,
+    6.92839499997433e-06,
+    9.074865000116006e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00028649984359741215,
-   "min": 0.00019768192291259767,
-   "max": 0.00035723838806152346,
+   "seconds": 0.00019512575149536134,
+   "min": 0.0001360979175567627,
+   "max": 0.00032554046630859377,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.10679749997189e-05,
+   "host_canary_seconds": 9.7248425000096e-06,
    "pass_seconds": [
-    0.00024428863525390623,
-    0.00032026176452636714,
-    0.00028649984359741215
+    0.00023117631912231447,
+    0.0001436140823364258,
+    0.00019512575149536134
    ],
    "pass_host_canary_seconds": [
-    1.10679749997189e-05,
-    1.090404500018849e-05,
-    1.1433004999616969e-05
+    9.7248425000096e-06,
+    6.9676649999905745e-06,
+    6.573494999955187e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0006274649429321289,
-   "min": 0.00047655296325683594,
-   "max": 0.0008156249237060546,
+   "seconds": 0.0004878067016601562,
+   "min": 0.00027122175216674803,
+   "max": 0.0006440716552734376,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1697140000137551e-05,
+   "host_canary_seconds": 8.303834999985327e-06,
    "pass_seconds": [
-    0.0006274649429321289,
-    0.0005564992141723632,
-    0.0006639679718017579
+    0.0004878067016601562,
+    0.00028268480300903324,
+    0.0005096281433105468
    ],
    "pass_host_canary_seconds": [
-    1.1697140000137551e-05,
-    1.0569574999976794e-05,
-    1.1157000000139305e-05
+    8.303834999985327e-06,
+    6.940390000025331e-06,
+    6.644780000044648e-06
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00023545408248901368,
-   "min": 0.00012690560340881347,
-   "max": 0.00027245887756347653,
+   "seconds": 0.0001511353588104248,
+   "min": 0.00010659135818481446,
+   "max": 0.0002010291290283203,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.120306000018445e-05,
+   "host_canary_seconds": 9.414764999959857e-06,
    "pass_seconds": [
-    0.00017918975830078125,
-    0.00023545408248901368,
-    0.0002562553596496582
+    0.0001583244800567627,
+    0.0001511353588104248,
+    0.00012087871551513671
    ],
    "pass_host_canary_seconds": [
-    1.120306000018445e-05,
-    1.0732854999560004e-05,
-    1.1625595000168687e-05
+    9.414764999959857e-06,
+    7.486009999979615e-06,
+    6.991624999983514e-06
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0005523859024047852,
-   "min": 0.0002511097526550293,
-   "max": 0.0006948601531982422,
+   "seconds": 0.00029694271087646486,
+   "min": 0.00020576383590698241,
+   "max": 0.0005820294570922851,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1372777499900622e-05,
+   "host_canary_seconds": 9.129269999981205e-06,
    "pass_seconds": [
-    0.0005523859024047852,
-    0.00026807680130004884,
-    0.0006043641662597656
+    0.00029694271087646486,
+    0.0005182508850097656,
+    0.0002942310333251953
    ],
    "pass_host_canary_seconds": [
-    1.1372777499900622e-05,
-    7.229879999499644e-06,
-    1.122414500002833e-05
+    9.129269999981205e-06,
+    1.0042400000003226e-05,
+    7.04102500009185e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00021706880569458007,
-   "min": 0.00015844672203063964,
-   "max": 0.0003549542236328125,
+   "seconds": 0.00020820032119750974,
+   "min": 0.00015020288467407228,
+   "max": 0.0003155180740356445,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0332895000146891e-05,
+   "host_canary_seconds": 8.68466499998277e-06,
    "pass_seconds": [
-    0.00021706880569458007,
-    0.0001762233543395996,
-    0.0003235539245605469
+    0.00020820032119750974,
+    0.00024202304840087888,
+    0.00017299711227416993
    ],
    "pass_host_canary_seconds": [
-    1.0332895000146891e-05,
-    7.255979999740703e-06,
-    1.1131410000189135e-05
+    8.68466499998277e-06,
+    1.0168825000036463e-05,
+    6.927047500013828e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00021997312545776366,
-   "min": 0.00019134975433349609,
-   "max": 0.0004630323028564453,
+   "seconds": 0.0002062816047668457,
+   "min": 0.000183823356628418,
+   "max": 0.0004036761474609375,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0398724999731712e-05,
+   "host_canary_seconds": 9.473249999985e-06,
    "pass_seconds": [
-    0.00021997312545776366,
-    0.00019909183502197266,
-    0.0003968147277832031
+    0.00024529792785644533,
+    0.00018924160003662107,
+    0.0002062816047668457
    ],
    "pass_host_canary_seconds": [
-    1.0398724999731712e-05,
-    7.304364999924928e-06,
-    1.1551919999988059e-05
+    9.473249999985e-06,
+    7.34465000000739e-06,
+    6.747314999984155e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001334720039367676,
-   "min": 0.00011980480194091796,
-   "max": 0.00020587968826293944,
+   "seconds": 0.0001203321647644043,
+   "min": 0.0001009388828277588,
+   "max": 0.00014445887565612794,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0163205000139896e-05,
+   "host_canary_seconds": 8.824850000017646e-06,
    "pass_seconds": [
-    0.0001334720039367676,
-    0.00012540160179138184,
-    0.00017434431076049806
+    0.0001197708797454834,
+    0.0001203321647644043,
+    0.0001247929573059082
    ],
    "pass_host_canary_seconds": [
-    1.0163205000139896e-05,
-    7.16551250008024e-06,
-    1.1284242499698394e-05
+    8.824850000017646e-06,
+    7.385080000013033e-06,
+    6.7586899999838584e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001640934371948242,
-   "min": 0.0001411500835418701,
-   "max": 0.00026452287673950196,
+   "seconds": 0.00015028608322143557,
+   "min": 0.00013465215682983397,
+   "max": 0.0001739353561401367,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0136674999898787e-05,
+   "host_canary_seconds": 9.469210000006e-06,
    "pass_seconds": [
-    0.0001640934371948242,
-    0.00014618495941162108,
-    0.00022258815765380862
+    0.0001667353630065918,
+    0.0001416966438293457,
+    0.00015028608322143557
    ],
    "pass_host_canary_seconds": [
-    1.0136674999898787e-05,
-    7.305229999587937e-06,
-    1.102141999979267e-05
+    9.469210000006e-06,
+    7.327595000035103e-06,
+    6.973404999968125e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00023401664733886717,
-   "min": 0.00019775232315063476,
-   "max": 0.0002655513572692871,
+   "seconds": 0.00020306175231933594,
+   "min": 0.0001827436828613281,
+   "max": 0.00023895679473876955,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0347835000175109e-05,
+   "host_canary_seconds": 9.268474999970523e-06,
    "pass_seconds": [
-    0.0002575059127807617,
-    0.00020233728408813477,
-    0.00023401664733886717
+    0.00021334527969360352,
+    0.00020306175231933594,
+    0.00020243263244628905
    ],
    "pass_host_canary_seconds": [
-    1.0347835000175109e-05,
-    7.4585800001614186e-06,
-    7.979070000487809e-06
+    9.268474999970523e-06,
+    6.9888850000410226e-06,
+    6.8941400000710475e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.0002558713531494141,
-   "min": 0.00022374080657958984,
-   "max": 0.00032693824768066404,
+   "seconds": 0.00022239679336547851,
+   "min": 0.00017580032348632813,
+   "max": 0.00047445888519287113,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0361414999806585e-05,
+   "host_canary_seconds": 9.077805000003991e-06,
    "pass_seconds": [
-    0.0002558713531494141,
-    0.00022480064392089844,
-    0.00029740480422973633
+    0.00022239679336547851,
+    0.00018702016830444336,
+    0.00026671680450439454
    ],
    "pass_host_canary_seconds": [
-    1.0361414999806585e-05,
-    7.5003799997830356e-06,
-    8.435025000039787e-06
+    9.077805000003991e-06,
+    6.950749999994343e-06,
+    9.575150000102895e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00010076736450195312,
-   "min": 8.6943359375e-05,
-   "max": 0.00012644160270690918,
+   "seconds": 8.98630428314209e-05,
+   "min": 6.767680168151855e-05,
+   "max": 0.0001464889621734619,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0146770000289962e-05,
+   "host_canary_seconds": 9.298137500017844e-06,
    "pass_seconds": [
-    0.00010705023765563966,
-    9.035776138305665e-05,
-    0.00010076736450195312
+    8.98630428314209e-05,
+    7.335872173309326e-05,
+    0.00012980095863342284
    ],
    "pass_host_canary_seconds": [
-    1.0146770000289962e-05,
-    7.4981774997695534e-06,
-    7.419542499746967e-06
+    9.298137500017844e-06,
+    6.8994350000650685e-06,
+    9.734305000108633e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00012755007743835449,
-   "min": 0.00010969728469848632,
-   "max": 0.00015819071769714355,
+   "seconds": 0.00012179136276245117,
+   "min": 8.489983558654786e-05,
+   "max": 0.00019588607788085938,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0121704999619396e-05,
+   "host_canary_seconds": 9.856315000007498e-06,
    "pass_seconds": [
-    0.00013400896072387697,
-    0.0001175052833557129,
-    0.00012755007743835449
+    0.00012179136276245117,
+    9.455360412597657e-05,
+    0.00018335744857788085
    ],
    "pass_host_canary_seconds": [
-    1.0121704999619396e-05,
-    7.938395000053334e-06,
-    7.81566999989991e-06
+    9.856315000007498e-06,
+    7.102627499975255e-06,
+    9.840510000032054e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.803008079528808e-05,
-   "min": 8.929344177246094e-05,
-   "max": 0.00011139583587646485,
+   "seconds": 0.00010300671577453614,
+   "min": 6.564671993255616e-05,
+   "max": 0.0001378502368927002,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0147562499867034e-05,
+   "host_canary_seconds": 9.790585000040152e-06,
    "pass_seconds": [
-    9.803008079528808e-05,
-    9.456640243530272e-05,
-    0.00010820159912109375
+    0.00010300671577453614,
+    6.912511825561523e-05,
+    0.00012159104347229005
    ],
    "pass_host_canary_seconds": [
-    1.0147562499867034e-05,
-    8.17054500004133e-06,
-    8.510682500002531e-06
+    9.790585000040152e-06,
+    7.272974999992243e-06,
+    9.852567499990529e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012860095977783203,
-   "min": 0.00010196096420288086,
-   "max": 0.00016425024032592773,
+   "seconds": 0.00010928959846496582,
+   "min": 8.53273582458496e-05,
+   "max": 0.00018830144882202147,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0173420000114674e-05,
+   "host_canary_seconds": 7.960834999991561e-06,
    "pass_seconds": [
-    0.00015028863906860353,
-    0.00010925567626953126,
-    0.00012860095977783203
+    0.00010928959846496582,
+    0.00010049535751342772,
+    0.00016552320480346682
    ],
    "pass_host_canary_seconds": [
-    1.0173420000114674e-05,
-    8.222047500225926e-06,
-    9.01563500008251e-06
+    7.960834999991561e-06,
+    9.574765000053274e-06,
+    1.0105875000050447e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.0001070291233062744,
-   "min": 8.430784225463866e-05,
-   "max": 0.00012301312446594238,
+   "seconds": 0.00010090623855590821,
+   "min": 6.975168228149414e-05,
+   "max": 0.00014899200439453123,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0087787499912792e-05,
+   "host_canary_seconds": 9.566174999982024e-06,
    "pass_seconds": [
-    0.00011797375679016113,
-    9.312383651733398e-05,
-    0.0001070291233062744
+    0.00010090623855590821,
+    7.394752025604249e-05,
+    0.0001370035171508789
    ],
    "pass_host_canary_seconds": [
-    1.0087787499912792e-05,
-    7.755254999892713e-06,
-    8.931297499827907e-06
+    9.566174999982024e-06,
+    8.266359999993256e-06,
+    9.83769500010112e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.0001201030445098877,
-   "min": 9.913344383239747e-05,
-   "max": 0.00015950976371765138,
+   "seconds": 0.00013886400222778322,
+   "min": 8.48307228088379e-05,
+   "max": 0.00019495487213134767,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0385895000126767e-05,
+   "host_canary_seconds": 9.445465000013087e-06,
    "pass_seconds": [
-    0.00014054911613464355,
-    0.00010309375762939453,
-    0.0001201030445098877
+    0.00013886400222778322,
+    9.30399990081787e-05,
+    0.00018088703155517578
    ],
    "pass_host_canary_seconds": [
-    1.0385895000126767e-05,
-    7.460350000201288e-06,
-    7.837502500080974e-06
+    9.445465000013087e-06,
+    7.274352500026282e-06,
+    1.008060000003752e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 9.929856300354005e-05,
-   "min": 8.571904182434082e-05,
-   "max": 0.00012304896354675294,
+   "seconds": 9.51923179626465e-05,
+   "min": 6.819071769714355e-05,
+   "max": 0.00014783807754516602,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0130680000202119e-05,
+   "host_canary_seconds": 7.232057499990674e-06,
    "pass_seconds": [
-    0.00010524415969848633,
-    9.908288002014161e-05,
-    9.929856300354005e-05
+    9.51923179626465e-05,
+    7.641536235809326e-05,
+    0.00013604288101196288
    ],
    "pass_host_canary_seconds": [
-    1.0130680000202119e-05,
-    9.359527500123476e-06,
-    7.542252499774804e-06
+    7.232057499990674e-06,
+    6.791262500023265e-06,
+    9.867845000002262e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00011973952293395997,
-   "min": 0.00010393535614013672,
-   "max": 0.00015222399711608888,
+   "seconds": 9.421695709228515e-05,
+   "min": 8.26643180847168e-05,
+   "max": 0.00018044927597045898,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.002029999995102e-05,
+   "host_canary_seconds": 6.622269999994046e-06,
    "pass_seconds": [
-    0.00012724608421325683,
-    0.00011900416374206543,
-    0.00011973952293395997
+    9.409215927124023e-05,
+    9.421695709228515e-05,
+    0.0001644620704650879
    ],
    "pass_host_canary_seconds": [
-    1.002029999995102e-05,
-    8.427234999714984e-06,
-    7.472195000275405e-06
+    6.622269999994046e-06,
+    7.083472499971322e-06,
+    9.807965000021568e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.873791694641113e-05,
-   "min": 8.936575889587402e-05,
-   "max": 0.00011508095741271972,
+   "seconds": 9.121664047241211e-05,
+   "min": 6.772928237915039e-05,
+   "max": 0.00014155520439147949,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0050607500033948e-05,
+   "host_canary_seconds": 8.19614249998324e-06,
    "pass_seconds": [
-    0.00010965312004089355,
-    9.873791694641113e-05,
-    9.746496200561522e-05
+    9.121664047241211e-05,
+    8.318143844604492e-05,
+    0.00012272895812988281
    ],
    "pass_host_canary_seconds": [
-    1.0050607500033948e-05,
-    8.799857500036979e-06,
-    7.388882499981264e-06
+    8.19614249998324e-06,
+    6.977632499989283e-06,
+    9.94326500006082e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00011490816116333008,
-   "min": 0.00010286144256591797,
-   "max": 0.00014247551918029785,
+   "seconds": 9.870016098022461e-05,
+   "min": 8.835519790649413e-05,
+   "max": 0.00019352256774902345,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.963115000459765e-06,
+   "host_canary_seconds": 7.073097500018833e-06,
    "pass_seconds": [
-    0.0001365657615661621,
-    0.0001057107162475586,
-    0.00011490816116333008
+    9.870016098022461e-05,
+    9.370431900024414e-05,
+    0.00017865215301513673
    ],
    "pass_host_canary_seconds": [
-    9.963115000459765e-06,
-    7.616620000021612e-06,
-    7.520472500175401e-06
+    7.073097500018833e-06,
+    7.0364975000103416e-06,
+    1.0027880000080813e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00010518207550048828,
-   "min": 9.645376205444336e-05,
-   "max": 0.0001459443187713623,
+   "seconds": 9.2225923538208e-05,
+   "min": 8.234047889709472e-05,
+   "max": 0.00016641727447509768,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0264615000323828e-05,
+   "host_canary_seconds": 6.70780499998358e-06,
    "pass_seconds": [
-    0.00010518207550048828,
-    9.796607971191406e-05,
-    0.00011766847610473632
+    8.783871650695801e-05,
+    9.2225923538208e-05,
+    0.00015889984130859375
    ],
    "pass_host_canary_seconds": [
-    1.0264615000323828e-05,
-    7.658214999821666e-06,
-    8.257014999912827e-06
+    6.70780499998358e-06,
+    7.079695000022923e-06,
+    1.0529390000044714e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00012896703720092774,
-   "min": 0.00011422080039978027,
-   "max": 0.000157008638381958,
+   "seconds": 0.00010693568229675293,
+   "min": 9.898495674133301e-05,
+   "max": 0.00022523967742919923,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.581785000136734e-06,
+   "host_canary_seconds": 6.715492499971276e-06,
    "pass_seconds": [
-    0.00012896703720092774,
-    0.00011699647903442383,
-    0.00013356351852416993
+    0.0001046451187133789,
+    0.00010693568229675293,
+    0.0002100704002380371
    ],
    "pass_host_canary_seconds": [
-    9.581785000136734e-06,
-    7.742184999699475e-06,
-    7.811689999925876e-06
+    6.715492499971276e-06,
+    6.894549999998389e-06,
+    1.0529390000044714e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00010814144134521484,
-   "min": 0.0001027603244781494,
-   "max": 0.00012435584068298342,
+   "seconds": 9.93273639678955e-05,
+   "min": 7.927807807922362e-05,
+   "max": 0.00016086143493652345,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0037159999853883e-05,
+   "host_canary_seconds": 6.7005824999810674e-06,
    "pass_seconds": [
-    0.00010814144134521484,
-    0.00010644224166870117,
-    0.00011707008361816406
+    9.081664085388184e-05,
+    9.93273639678955e-05,
+    0.00014751168251037598
    ],
    "pass_host_canary_seconds": [
-    1.0037159999853883e-05,
-    7.543499999940195e-06,
-    7.655710000165072e-06
+    6.7005824999810674e-06,
+    6.983520000005683e-06,
+    1.0369300000121484e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00013590847969055175,
-   "min": 0.00012058560371398925,
-   "max": 0.00015722880363464354,
+   "seconds": 9.779711723327638e-05,
+   "min": 9.194496154785157e-05,
+   "max": 0.0002275424003601074,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0202820000131396e-05,
+   "host_canary_seconds": 6.9083050000173785e-06,
    "pass_seconds": [
-    0.00013590847969055175,
-    0.00012279359817504883,
-    0.00014105664253234864
+    9.779711723327638e-05,
+    9.732224464416505e-05,
+    0.00018264320373535155
    ],
    "pass_host_canary_seconds": [
-    1.0202820000131396e-05,
-    7.392587500021364e-06,
-    7.808970000269255e-06
+    6.9083050000173785e-06,
+    6.840060000001813e-06,
+    1.0258587499976101e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00011942336082458496,
-   "min": 0.00010241600036621093,
-   "max": 0.00012958592414855956,
+   "seconds": 9.926783561706542e-05,
+   "min": 7.875135898590088e-05,
+   "max": 0.00014584063529968263,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0265620000211584e-05,
+   "host_canary_seconds": 6.78121499998241e-06,
    "pass_seconds": [
-    0.0001235910415649414,
-    0.00010658495903015138,
-    0.00011942336082458496
+    9.926783561706542e-05,
+    8.163711547851563e-05,
+    0.00011857855796813964
    ],
    "pass_host_canary_seconds": [
-    1.0265620000211584e-05,
-    7.579685000109749e-06,
-    8.226144999525786e-06
+    6.78121499998241e-06,
+    6.655747500019515e-06,
+    1.0199287500043397e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001367635154724121,
-   "min": 0.00010287679672241212,
-   "max": 0.00020210943222045898,
+   "seconds": 0.0001135103988647461,
+   "min": 9.195839881896973e-05,
+   "max": 0.00015720831871032716,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0137699999859251e-05,
+   "host_canary_seconds": 6.866039999984253e-06,
    "pass_seconds": [
-    0.00014218048095703125,
-    0.0001137119960784912,
-    0.0001367635154724121
+    0.0001135103988647461,
+    0.00010333824157714843,
+    0.0001453593635559082
    ],
    "pass_host_canary_seconds": [
-    1.0137699999859251e-05,
-    7.284529999935785e-06,
-    8.087924999813367e-06
+    6.866039999984253e-06,
+    6.971389999996802e-06,
+    1.0298109999951066e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010042624473571778,
-   "min": 9.058048248291015e-05,
-   "max": 0.00012411392211914062,
+   "seconds": 8.369343757629395e-05,
+   "min": 7.501120090484619e-05,
+   "max": 0.00010588800430297852,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0106612500067058e-05,
+   "host_canary_seconds": 6.991205000019818e-06,
    "pass_seconds": [
-    0.00010042624473571778,
-    9.316160202026366e-05,
-    0.00011188351631164551
+    8.369343757629395e-05,
+    8.310655593872069e-05,
+    0.00010103808403015137
    ],
    "pass_host_canary_seconds": [
-    1.0106612500067058e-05,
-    7.16526249988192e-06,
-    8.032824999872901e-06
+    6.991205000019818e-06,
+    6.937165000024948e-06,
+    1.0217310000086855e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.0001344927978515625,
-   "min": 0.00010619584083557129,
-   "max": 0.00016588672637939453,
+   "seconds": 0.00010266559600830078,
+   "min": 9.040896415710449e-05,
+   "max": 0.00014127552032470702,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.974769999985256e-06,
+   "host_canary_seconds": 7.001277500009451e-06,
    "pass_seconds": [
-    0.0001344927978515625,
-    0.00010803903579711913,
-    0.000152423038482666
+    9.72435188293457e-05,
+    0.00010266559600830078,
+    0.00012831680297851564
    ],
    "pass_host_canary_seconds": [
-    9.974769999985256e-06,
-    7.084699999779787e-06,
-    1.1080759999799739e-05
+    7.001277500009451e-06,
+    6.867452500003424e-06,
+    9.957059999976536e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 0.00010053952217102051,
-   "min": 8.075519561767578e-05,
-   "max": 0.00010785344123840333,
+   "seconds": 7.412992000579834e-05,
+   "min": 6.576064109802245e-05,
+   "max": 0.0001269318389892578,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0134052500063717e-05,
+   "host_canary_seconds": 6.921989999995048e-06,
    "pass_seconds": [
-    0.00010053952217102051,
-    8.172479629516601e-05,
-    0.00010149567604064942
+    7.379839897155761e-05,
+    7.412992000579834e-05,
+    0.00010615936279296875
    ],
    "pass_host_canary_seconds": [
-    1.0134052500063717e-05,
-    7.036705000018628e-06,
-    7.645444999866412e-06
+    6.921989999995048e-06,
+    6.861159999971278e-06,
+    9.966114999997444e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00010592639923095704,
-   "min": 9.26585578918457e-05,
-   "max": 0.00017838144302368165,
+   "seconds": 8.870271682739259e-05,
+   "min": 8.131391525268554e-05,
+   "max": 0.00014444224357604982,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.933727499993438e-06,
+   "host_canary_seconds": 7.06556000000802e-06,
    "pass_seconds": [
-    0.00012531200408935546,
-    9.812416076660157e-05,
-    0.00010592639923095704
+    8.438528060913086e-05,
+    8.870271682739259e-05,
+    0.0001353158378601074
    ],
    "pass_host_canary_seconds": [
-    8.933727499993438e-06,
-    6.947512499948516e-06,
-    7.4368925001522264e-06
+    7.06556000000802e-06,
+    7.0081800000210136e-06,
+    9.671329999889622e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00016059328079223633,
-   "min": 0.00013575488090515137,
-   "max": 0.00020827903747558594,
+   "seconds": 0.000142106237411499,
+   "min": 0.000112042875289917,
+   "max": 0.0002108358383178711,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.538727499853848e-06,
+   "host_canary_seconds": 6.998885000015776e-06,
    "pass_seconds": [
-    0.0001678879928588867,
-    0.00013736063957214356,
-    0.00016059328079223633
+    0.00013074432373046875,
+    0.000142106237411499,
+    0.00019615295410156251
    ],
    "pass_host_canary_seconds": [
-    8.538727499853848e-06,
-    6.9350450002048095e-06,
-    7.77424250003378e-06
+    6.998885000015776e-06,
+    6.8856149999874105e-06,
+    9.838377499988838e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00018095232009887694,
-   "min": 0.00014767104148864747,
-   "max": 0.00027620031356811526,
+   "seconds": 0.00016537023544311525,
+   "min": 0.00012751615524291994,
+   "max": 0.0002980972862243652,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1970324999879267e-05,
+   "host_canary_seconds": 6.883359999960703e-06,
    "pass_seconds": [
-    0.00026290176391601563,
-    0.00015339903831481933,
-    0.00018095232009887694
+    0.0001458675193786621,
+    0.00016537023544311525,
+    0.0002485971260070801
    ],
    "pass_host_canary_seconds": [
-    1.1970324999879267e-05,
-    6.855249999944135e-06,
-    7.906969999567082e-06
+    6.883359999960703e-06,
+    6.9599599999747855e-06,
+    9.81654000000276e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0004272447967529297,
-   "min": 0.00029540159225463866,
-   "max": 0.0005452096176147461,
+   "seconds": 0.00037690433502197263,
+   "min": 0.0002094451141357422,
+   "max": 0.0004959807968139649,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1485142500191615e-05,
+   "host_canary_seconds": 7.628340000032097e-06,
    "pass_seconds": [
-    0.0004582336044311523,
-    0.00031353088378906246,
-    0.0004272447967529297
+    0.0002389606475830078,
+    0.00037690433502197263,
+    0.00045784446716308594
    ],
    "pass_host_canary_seconds": [
-    1.1485142500191615e-05,
-    7.057239999994636e-06,
-    1.0788459999844235e-05
+    7.628340000032097e-06,
+    9.640367499983426e-06,
+    1.0055602499932093e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0004846918487548828,
-   "min": 0.00027029695510864257,
-   "max": 0.0005780089569091797,
+   "seconds": 0.0004415347290039062,
+   "min": 0.0002699519920349121,
+   "max": 0.0005259513473510742,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1546580000185713e-05,
+   "host_canary_seconds": 1.0042259999991642e-05,
    "pass_seconds": [
-    0.0004846918487548828,
-    0.00028661760330200197,
-    0.000498675193786621
+    0.0002767897605895996,
+    0.0004415347290039062,
+    0.0004721952056884766
    ],
    "pass_host_canary_seconds": [
-    1.1546580000185713e-05,
-    9.675479999486924e-06,
-    8.429399999840825e-06
+    1.0042259999991642e-05,
+    9.926892500011775e-06,
+    1.0148265000111678e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00011916735649108887,
-   "min": 9.758848190307617e-05,
-   "max": 0.00017259008407592775,
+   "seconds": 0.00012038975715637208,
+   "min": 7.635200023651123e-05,
+   "max": 0.00014238335609436035,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1437080000291643e-05,
+   "host_canary_seconds": 7.006800000013414e-06,
    "pass_seconds": [
-    0.00016713279724121094,
-    9.983743667602539e-05,
-    0.00011916735649108887
+    7.99616003036499e-05,
+    0.00012038975715637208,
+    0.0001305497646331787
    ],
    "pass_host_canary_seconds": [
-    1.1437080000291643e-05,
-    9.931829999629827e-06,
-    7.903267499784761e-06
+    7.006800000013414e-06,
+    1.042711250001105e-05,
+    1.0149345000058929e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00013524415969848634,
-   "min": 0.00012100031852722168,
-   "max": 0.00022644800186157228,
+   "seconds": 0.00014944064140319825,
+   "min": 9.315775871276856e-05,
+   "max": 0.00018268672943115235,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1344940000128644e-05,
+   "host_canary_seconds": 7.080625000028817e-06,
    "pass_seconds": [
-    0.00019167680740356447,
-    0.00012376255989074707,
-    0.00013524415969848634
+    9.742336273193359e-05,
+    0.0001506118392944336,
+    0.00014944064140319825
    ],
    "pass_host_canary_seconds": [
-    1.1344940000128644e-05,
-    9.753577499793664e-06,
-    7.64109999977336e-06
+    7.080625000028817e-06,
+    1.0230059999969398e-05,
+    1.006829999994352e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00011055551528930664,
-   "min": 0.00010024448394775391,
-   "max": 0.00013324416160583497,
+   "seconds": 0.00012700160026550293,
+   "min": 7.605760097503662e-05,
+   "max": 0.00014736063957214356,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0659667499908209e-05,
+   "host_canary_seconds": 6.828052499976422e-06,
    "pass_seconds": [
-    0.00012848768234252929,
-    0.0001028384017944336,
-    0.00011055551528930664
+    7.94540786743164e-05,
+    0.00012700160026550293,
+    0.00012913599967956542
    ],
    "pass_host_canary_seconds": [
-    1.0659667499908209e-05,
-    9.612699999763663e-06,
-    7.571637500234374e-06
+    6.828052499976422e-06,
+    1.0478245000022925e-05,
+    1.01226750000194e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00013407487869262696,
-   "min": 0.00010817919731140137,
-   "max": 0.00017055360794067384,
+   "seconds": 0.0001491801643371582,
+   "min": 9.143424034118653e-05,
+   "max": 0.0001969113540649414,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0694915000044602e-05,
+   "host_canary_seconds": 6.697582499981536e-06,
    "pass_seconds": [
-    0.00015798784255981443,
-    0.00011960960388183595,
-    0.00013407487869262696
+    9.630335807800292e-05,
+    0.0001568012809753418,
+    0.0001491801643371582
    ],
    "pass_host_canary_seconds": [
-    1.0694915000044602e-05,
-    7.686589999593707e-06,
-    7.75357999998505e-06
+    6.697582499981536e-06,
+    1.0485159999973349e-05,
+    1.011744499990641e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010943424224853517,
-   "min": 9.441663742065429e-05,
-   "max": 0.0001641913604736328,
+   "seconds": 0.00010490943908691405,
+   "min": 6.468736171722412e-05,
+   "max": 0.00012052991867065429,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1971000000130515e-05,
+   "host_canary_seconds": 6.65224500004058e-06,
    "pass_seconds": [
-    0.00014317760467529297,
-    0.00010943424224853517,
-    0.00010027327537536622
+    6.602943897247315e-05,
+    0.00011394240379333497,
+    0.00010490943908691405
    ],
    "pass_host_canary_seconds": [
-    1.1971000000130515e-05,
-    1.0050547500384256e-05,
-    8.015750000254229e-06
+    6.65224500004058e-06,
+    1.0008200000015677e-05,
+    1.004880749995607e-05
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00013889472007751465,
-   "min": 0.00011596480369567871,
-   "max": 0.00018822399139404298,
+   "seconds": 0.0001316703987121582,
+   "min": 9.210559844970703e-05,
+   "max": 0.00015670783996582033,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.220576999998002e-05,
+   "host_canary_seconds": 6.679569999974432e-06,
    "pass_seconds": [
-    0.0001827359962463379,
-    0.00013889472007751465,
-    0.00012337216377258302
+    9.479616165161133e-05,
+    0.00014609408378601075,
+    0.0001316703987121582
    ],
    "pass_host_canary_seconds": [
-    1.220576999998002e-05,
-    1.0178824999798054e-05,
-    8.001107500206216e-06
+    6.679569999974432e-06,
+    1.0213159999992171e-05,
+    9.977169999899616e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00012814144134521484,
-   "min": 0.0001047059154510498,
-   "max": 0.00016445503234863282,
+   "seconds": 0.00011161087989807128,
+   "min": 7.292672157287598e-05,
+   "max": 0.0001393734359741211,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2062510000419025e-05,
+   "host_canary_seconds": 6.481164999989631e-06,
    "pass_seconds": [
-    0.00015680768013000488,
-    0.00012814144134521484,
-    0.00011236543655395508
+    8.488063812255859e-05,
+    0.00013108927726745607,
+    0.00011161087989807128
    ],
    "pass_host_canary_seconds": [
-    1.2062510000419025e-05,
-    9.885712499908551e-06,
-    7.633489999818721e-06
+    6.481164999989631e-06,
+    9.796309999998698e-06,
+    1.0061897500079908e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0001553286361694336,
-   "min": 0.00012615488052368165,
-   "max": 0.00021106367111206056,
+   "seconds": 0.00013789695739746093,
+   "min": 8.638527870178223e-05,
+   "max": 0.0001645420837402344,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2063165000313347e-05,
+   "host_canary_seconds": 6.565984999973296e-06,
    "pass_seconds": [
-    0.00020331008911132813,
-    0.0001553286361694336,
-    0.00013510656356811523
+    8.862655639648438e-05,
+    0.00013789695739746093,
+    0.0001433529567718506
    ],
    "pass_host_canary_seconds": [
-    1.2063165000313347e-05,
-    9.928764999926897e-06,
-    7.433139999761806e-06
+    6.565984999973296e-06,
+    9.673424999974145e-06,
+    1.0002590000084411e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.331583976745605e-05,
-   "min": 5.750144004821777e-05,
-   "max": 9.954943656921386e-05,
+   "seconds": 6.426112174987793e-05,
+   "min": 4.513599872589111e-05,
+   "max": 7.808703899383545e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2164722500074277e-05,
+   "host_canary_seconds": 6.594399999997336e-06,
    "pass_seconds": [
-    9.335935592651367e-05,
-    7.331583976745605e-05,
-    6.403327941894531e-05
+    4.6707201004028314e-05,
+    7.524608135223389e-05,
+    6.426112174987793e-05
    ],
    "pass_host_canary_seconds": [
-    1.2164722500074277e-05,
-    9.8990449998837e-06,
-    8.110234999776366e-06
+    6.594399999997336e-06,
+    1.0152560000022959e-05,
+    1.0002590000084411e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.498368263244629e-05,
-   "min": 7.352575778961181e-05,
-   "max": 0.00013680255889892578,
+   "seconds": 9.490816116333008e-05,
+   "min": 6.435711860656738e-05,
+   "max": 0.00011584896087646484,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.227443499999481e-05,
+   "host_canary_seconds": 6.366134999993278e-06,
    "pass_seconds": [
-    0.00013037631988525392,
-    9.498368263244629e-05,
-    8.446592330932617e-05
+    6.572288036346436e-05,
+    9.490816116333008e-05,
+    9.658047676086425e-05
    ],
    "pass_host_canary_seconds": [
-    1.227443499999481e-05,
-    1.0037272500085236e-05,
-    7.858047499951226e-06
+    6.366134999993278e-06,
+    1.0023860000032414e-05,
+    9.778830000044536e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.562240123748779e-05,
-   "min": 5.243008136749268e-05,
-   "max": 8.946687698364257e-05,
+   "seconds": 5.66323184967041e-05,
+   "min": 4.462463855743408e-05,
+   "max": 6.673791885375977e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.239906249992373e-05,
+   "host_canary_seconds": 6.49170500004459e-06,
    "pass_seconds": [
-    8.736191749572754e-05,
-    6.562240123748779e-05,
-    5.510464191436768e-05
+    5.0375680923461914e-05,
+    5.66323184967041e-05,
+    6.128704071044922e-05
    ],
    "pass_host_canary_seconds": [
-    1.239906249992373e-05,
-    9.892150000041511e-06,
-    7.5187999999570824e-06
+    6.49170500004459e-06,
+    9.65544000003149e-06,
+    9.774210000017547e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.739007949829101e-05,
-   "min": 6.875711917877197e-05,
-   "max": 0.00012659775733947753,
+   "seconds": 6.281216144561768e-05,
+   "min": 5.546112060546876e-05,
+   "max": 0.00011022784233093263,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.223269999997001e-05,
+   "host_canary_seconds": 6.49170500004459e-06,
    "pass_seconds": [
-    0.00012132672309875489,
-    8.739007949829101e-05,
-    7.2609281539917e-05
+    5.707200050354004e-05,
+    6.281216144561768e-05,
+    8.790335655212401e-05
    ],
    "pass_host_canary_seconds": [
-    1.223269999997001e-05,
-    1.0267544999749135e-05,
-    7.693152500110046e-06
+    6.49170500004459e-06,
+    7.240489999986721e-06,
+    1.0018342499975575e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 0.000105928316116333,
-   "min": 7.483520030975341e-05,
-   "max": 0.0001385267162322998,
+   "seconds": 7.321599960327148e-05,
+   "min": 6.192575931549072e-05,
+   "max": 0.0001149465560913086,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1820424999768875e-05,
+   "host_canary_seconds": 6.29358499999455e-06,
    "pass_seconds": [
-    0.0001268499183654785,
-    0.000105928316116333,
-    8.023807525634766e-05
+    6.33081579208374e-05,
+    7.321599960327148e-05,
+    8.553983688354492e-05
    ],
    "pass_host_canary_seconds": [
-    1.1820424999768875e-05,
-    9.660927499908212e-06,
-    7.730222500015315e-06
+    6.29358499999455e-06,
+    7.1945299999853775e-06,
+    9.709277499965198e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00013124032020568849,
-   "min": 0.00011482560157775878,
-   "max": 0.00016732608795166015,
+   "seconds": 8.386560440063476e-05,
+   "min": 7.572544097900391e-05,
+   "max": 0.0001364633560180664,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2171550000061871e-05,
+   "host_canary_seconds": 6.346342499981006e-06,
    "pass_seconds": [
-    0.0001620249557495117,
-    0.00013124032020568849,
-    0.00012991616249084472
+    8.032768249511719e-05,
+    8.386560440063476e-05,
+    0.00012047167778015136
    ],
    "pass_host_canary_seconds": [
-    1.2171550000061871e-05,
-    9.594504999768106e-06,
-    1.08989699998574e-05
+    6.346342499981006e-06,
+    7.089622500018322e-06,
+    1.0178219999943394e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00013002752304077148,
-   "min": 0.00012000255584716797,
-   "max": 0.00017569280624389649,
+   "seconds": 8.638976097106934e-05,
+   "min": 7.233664035797119e-05,
+   "max": 0.00014252608299255372,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1895695000134765e-05,
+   "host_canary_seconds": 6.530360000027713e-06,
    "pass_seconds": [
-    0.00016629375457763673,
-    0.00012545856475830078,
-    0.00013002752304077148
+    7.574207782745361e-05,
+    8.638976097106934e-05,
+    0.00013126463890075684
    ],
    "pass_host_canary_seconds": [
-    1.1895695000134765e-05,
-    9.572394999963762e-06,
-    1.0586165000177062e-05
+    6.530360000027713e-06,
+    7.232755000003977e-06,
+    1.0505595000012136e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.0001564748764038086,
-   "min": 0.00012763903617858888,
-   "max": 0.0002307187271118164,
+   "seconds": 0.00012030336380004883,
+   "min": 8.775360107421874e-05,
+   "max": 0.00019339328765869142,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2119479999910254e-05,
+   "host_canary_seconds": 6.620085000008658e-06,
    "pass_seconds": [
-    0.00020767168045043947,
-    0.00015318719863891602,
-    0.0001564748764038086
+    9.326399803161622e-05,
+    0.00012030336380004883,
+    0.00015205504417419434
    ],
    "pass_host_canary_seconds": [
-    1.2119479999910254e-05,
-    9.572394999963762e-06,
-    1.0480230000098344e-05
+    6.620085000008658e-06,
+    7.093134999962558e-06,
+    1.033345999999824e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 0.00010469311714172364,
-   "min": 8.324031829833983e-05,
-   "max": 0.00014452672004699706,
+   "seconds": 8.297023773193359e-05,
+   "min": 5.823423862457275e-05,
+   "max": 0.00010329024314880371,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2058995000074902e-05,
+   "host_canary_seconds": 6.4045299999548885e-06,
    "pass_seconds": [
-    0.00012904128074645997,
-    8.758399963378907e-05,
-    0.00010469311714172364
+    6.0587520599365233e-05,
+    8.297023773193359e-05,
+    9.027263641357423e-05
    ],
    "pass_host_canary_seconds": [
-    1.2058995000074902e-05,
-    7.561597500114203e-06,
-    1.0596189999887429e-05
+    6.4045299999548885e-06,
+    9.116197499956512e-06,
+    1.0251432499970293e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00012744319915771485,
-   "min": 0.00010340031623840331,
-   "max": 0.00018338687896728517,
+   "seconds": 0.00010359423637390137,
+   "min": 7.734911918640137e-05,
+   "max": 0.0001321343994140625,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2289974999930564e-05,
+   "host_canary_seconds": 6.5253574999957214e-06,
    "pass_seconds": [
-    0.00017504127502441407,
-    0.00011136832237243653,
-    0.00012744319915771485
+    7.938176155090333e-05,
+    0.00010359423637390137,
+    0.00012410112380981445
    ],
    "pass_host_canary_seconds": [
-    1.2289974999930564e-05,
-    8.346184999936668e-06,
-    1.0480775000019093e-05
+    6.5253574999957214e-06,
+    9.029139999974234e-06,
+    9.999887499958504e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00044271358489990234,
-   "min": 0.00035445632934570317,
-   "max": 0.0006389056015014648,
+   "seconds": 0.000392608642578125,
+   "min": 0.00024298431396484375,
+   "max": 0.0005674342346191406,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1276209999664388e-05,
+   "host_canary_seconds": 6.7018499999704776e-06,
    "pass_seconds": [
-    0.0004676665496826172,
-    0.0004335091018676758,
-    0.00044271358489990234
+    0.0002619283294677734,
+    0.000392608642578125,
+    0.0005380575942993165
    ],
    "pass_host_canary_seconds": [
-    1.1276209999664388e-05,
-    9.716650000086702e-06,
-    1.0670834999757517e-05
+    6.7018499999704776e-06,
+    7.477304999952139e-06,
+    9.727584999978945e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005249516677856446,
-   "min": 0.00045073215484619145,
-   "max": 0.0007838674926757813,
+   "seconds": 0.00043572673797607423,
+   "min": 0.0002715948867797852,
+   "max": 0.000573809928894043,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1391404999585575e-05,
+   "host_canary_seconds": 6.718654999957608e-06,
    "pass_seconds": [
-    0.0006202700805664062,
-    0.0005249516677856446,
-    0.0004916704177856446
+    0.00027935615539550785,
+    0.00043572673797607423,
+    0.00048692672729492187
    ],
    "pass_host_canary_seconds": [
-    1.1391404999585575e-05,
-    9.869130000197402e-06,
-    1.1001839999948971e-05
+    6.718654999957608e-06,
+    6.7657425000078315e-06,
+    9.762914999953408e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0016227040100097656,
-   "min": 0.0012506368255615235,
-   "max": 0.0021596351623535156,
+   "seconds": 0.0012918418884277343,
+   "min": 0.0010046002960205078,
+   "max": 0.0017713587951660157,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1438140000450402e-05,
+   "host_canary_seconds": 6.830940000028818e-06,
    "pass_seconds": [
-    0.0018007603454589843,
-    0.0016227040100097656,
-    0.0014326655578613282
+    0.00112399169921875,
+    0.0012918418884277343,
+    0.0015022355651855468
    ],
    "pass_host_canary_seconds": [
-    1.1438140000450402e-05,
-    1.071099000000686e-05,
-    1.1306664999892746e-05
+    6.830940000028818e-06,
+    7.332730000015886e-06,
+    1.0229005000041979e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0021348985290527344,
-   "min": 0.0016288882446289063,
-   "max": 0.0024087840270996096,
+   "seconds": 0.0017034265136718749,
+   "min": 0.0014572909545898438,
+   "max": 0.0021432992553710936,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1274705000232644e-05,
+   "host_canary_seconds": 6.849670000050878e-06,
    "pass_seconds": [
-    0.0022107501220703122,
-    0.0020208486938476564,
-    0.0021348985290527344
+    0.0017025337219238282,
+    0.0017034265136718749,
+    0.002028396148681641
    ],
    "pass_host_canary_seconds": [
-    1.1274705000232644e-05,
-    1.084048499990331e-05,
-    1.1025544999938574e-05
+    6.849670000050878e-06,
+    7.579015000018785e-06,
+    9.68913999997767e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015129023551940917,
-   "min": 0.00012560959815979003,
-   "max": 0.00016847743988037108,
+   "seconds": 0.00010957823753356934,
+   "min": 0.00010172351837158203,
+   "max": 0.00016082368850708006,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1438220000172805e-05,
+   "host_canary_seconds": 6.6955349999631155e-06,
    "pass_seconds": [
-    0.00015129023551940917,
-    0.00016505983352661132,
-    0.00013860480308532715
+    0.00010957823753356934,
+    0.0001053273582458496,
+    0.00015067839622497558
    ],
    "pass_host_canary_seconds": [
-    1.1438220000172805e-05,
-    1.0859289999984867e-05,
-    1.0619890000498344e-05
+    6.6955349999631155e-06,
+    6.684762499986618e-06,
+    9.934234999917634e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00019486976623535158,
-   "min": 0.00017258176803588865,
-   "max": 0.00022891136169433596,
+   "seconds": 0.0001296729564666748,
+   "min": 0.00011656959533691407,
+   "max": 0.00021378431320190428,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1468617500156598e-05,
+   "host_canary_seconds": 6.6237149999892605e-06,
    "pass_seconds": [
-    0.000189168643951416,
-    0.0002077395248413086,
-    0.00019486976623535158
+    0.0001296729564666748,
+    0.0001193228816986084,
+    0.00018779712677001952
    ],
    "pass_host_canary_seconds": [
-    1.1468617500156598e-05,
-    1.1071455000433162e-05,
-    1.0939642500318314e-05
+    6.6237149999892605e-06,
+    6.9923074999778124e-06,
+    1.0085547500011672e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00027786815643310547,
-   "min": 0.0002483270454406738,
-   "max": 0.00033630081176757817,
+   "seconds": 0.0002123321533203125,
+   "min": 0.00018969152450561526,
+   "max": 0.00033098945617675784,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.160314499998094e-05,
+   "host_canary_seconds": 6.88146999998196e-06,
    "pass_seconds": [
-    0.0002622617530822754,
-    0.00027786815643310547,
-    0.0002844889640808106
+    0.00021164863586425783,
+    0.0002123321533203125,
+    0.00027050624847412105
    ],
    "pass_host_canary_seconds": [
-    1.160314499998094e-05,
-    1.0862119999615061e-05,
-    1.1266579999755777e-05
+    6.88146999998196e-06,
+    6.983890000000769e-06,
+    1.0185720000066568e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0005352998352050781,
-   "min": 0.00028904767990112304,
-   "max": 0.0007544812774658204,
+   "seconds": 0.0002967884826660156,
+   "min": 0.0002189849662780762,
+   "max": 0.0005451340866088867,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1419755000474652e-05,
+   "host_canary_seconds": 8.934125000052973e-06,
    "pass_seconds": [
-    0.0005695859146118164,
-    0.00031551231384277344,
-    0.0005352998352050781
+    0.00027323904037475583,
+    0.0002967884826660156,
+    0.00044979583740234377
    ],
    "pass_host_canary_seconds": [
-    1.1419755000474652e-05,
-    1.0049659999822323e-05,
-    1.0966959999905157e-05
+    8.934125000052973e-06,
+    6.926195000005464e-06,
+    9.451054999942698e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 5.2457300000696705e-05,
-   "min": 3.233730000147261e-05,
-   "max": 6.346289999328291e-05,
+   "seconds": 2.6102999999011445e-05,
+   "min": 2.0148799998764842e-05,
+   "max": 4.666649999904848e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1922630000071876e-05,
+   "host_canary_seconds": 9.133772500007354e-06,
    "pass_seconds": [
-    6.068339999956152e-05,
-    3.548769999497381e-05,
-    5.2457300000696705e-05
+    4.304619999970782e-05,
+    2.3172499999191133e-05,
+    2.6102999999011445e-05
    ],
    "pass_host_canary_seconds": [
-    1.1922630000071876e-05,
-    9.774074999882032e-06,
-    1.1294872500116071e-05
+    9.133772500007354e-06,
+    6.973065000011047e-06,
+    6.9611000000691096e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003196293999963018,
-   "min": 0.00016908020000983015,
-   "max": 0.00038703459999851476,
+   "seconds": 0.00017316329999914615,
+   "min": 0.00014574840000136646,
+   "max": 0.0002829701000010232,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1771525000199289e-05,
+   "host_canary_seconds": 9.15734999999529e-06,
    "pass_seconds": [
-    0.00037804359999427106,
-    0.00018406240000103934,
-    0.0003196293999963018
+    0.0002159157999997774,
+    0.00017316329999914615,
+    0.000155343599999469
    ],
    "pass_host_canary_seconds": [
-    1.1771525000199289e-05,
-    9.691370000268762e-06,
-    1.1075145000063458e-05
+    9.15734999999529e-06,
+    7.2067949999876645e-06,
+    6.818445000078554e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 5.055640000364292e-05,
-   "min": 3.0141400009142673e-05,
-   "max": 5.69348999988506e-05,
+   "seconds": 2.4538899999981822e-05,
+   "min": 2.0445399999857728e-05,
+   "max": 4.823010000052363e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1417219999998451e-05,
+   "host_canary_seconds": 8.719329999991033e-06,
    "pass_seconds": [
-    5.202909999297844e-05,
-    3.2208300001457244e-05,
-    5.055640000364292e-05
+    4.500340000106462e-05,
+    2.4538899999981822e-05,
+    2.33124999994061e-05
    ],
    "pass_host_canary_seconds": [
-    1.1417219999998451e-05,
-    9.620779999863771e-06,
-    1.0972325000011552e-05
+    8.719329999991033e-06,
+    7.651815000002671e-06,
+    6.818445000078554e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00036638249999896286,
-   "min": 0.00019581359999847335,
-   "max": 0.0006383505000030709,
+   "seconds": 0.0002796150000008879,
+   "min": 0.00018513759999905233,
+   "max": 0.00032054489999922,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1947355000074822e-05,
+   "host_canary_seconds": 7.172904999990237e-06,
    "pass_seconds": [
-    0.0005142342999988614,
-    0.00023111210000479332,
-    0.00036638249999896286
+    0.0002798679999997944,
+    0.0002796150000008879,
+    0.00020175360000109776
    ],
    "pass_host_canary_seconds": [
-    1.1947355000074822e-05,
-    9.986419999563623e-06,
-    1.105021000000761e-05
+    7.172904999990237e-06,
+    9.526345000026026e-06,
+    7.21357499998021e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 6.025870000030409e-05,
-   "min": 4.464390000293861e-05,
-   "max": 7.939550000628515e-05,
+   "seconds": 3.5184499999729724e-05,
+   "min": 3.086709999990944e-05,
+   "max": 6.546999999983427e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.15267949996678e-05,
+   "host_canary_seconds": 7.576077499997779e-06,
    "pass_seconds": [
-    6.025870000030409e-05,
-    4.996200000277895e-05,
-    7.459739999831072e-05
+    3.5184499999729724e-05,
+    4.7171200000661885e-05,
+    3.443110000205252e-05
    ],
    "pass_host_canary_seconds": [
-    1.15267949996678e-05,
-    1.0016545000439691e-05,
-    1.123194750022094e-05
+    7.576077499997779e-06,
+    9.272094999985824e-06,
+    6.617919999882815e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004922568999973009,
-   "min": 0.0002722819000041454,
-   "max": 0.0005602414000009049,
+   "seconds": 0.0002457658000025731,
+   "min": 0.00022703510000070536,
+   "max": 0.0004202872999996998,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.2174467499903585e-05,
+   "host_canary_seconds": 7.189405000005422e-06,
    "pass_seconds": [
-    0.0004922568999973009,
-    0.00029561140000851084,
-    0.0005017000999941956
+    0.00024353160000032404,
+    0.0003284463999989384,
+    0.0002457658000025731
    ],
    "pass_host_canary_seconds": [
-    1.2174467499903585e-05,
-    1.007522500003688e-05,
-    1.1300437500096904e-05
+    7.189405000005422e-06,
+    9.272094999985824e-06,
+    6.761405000048626e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 9.63027000011607e-05,
-   "min": 5.829010000297785e-05,
-   "max": 0.00010900949999950171,
+   "seconds": 4.632149999963531e-05,
+   "min": 3.7656299998900525e-05,
+   "max": 8.008969999906412e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.2170809999929589e-05,
+   "host_canary_seconds": 7.0399750000404995e-06,
    "pass_seconds": [
-    9.645240000963896e-05,
-    6.498340000007374e-05,
-    9.63027000011607e-05
+    4.138269999884869e-05,
+    6.600680000019565e-05,
+    4.632149999963531e-05
    ],
    "pass_host_canary_seconds": [
-    1.2170809999929589e-05,
-    9.773637500245514e-06,
-    1.1128320000182157e-05
+    7.0399750000404995e-06,
+    7.206952499991815e-06,
+    7.0784824999492455e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000558508400001756,
-   "min": 0.0002988235000088935,
-   "max": 0.000607736200004183,
+   "seconds": 0.0003579041000008942,
+   "min": 0.00023344989999998233,
+   "max": 0.00048807740000000877,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.189791000030027e-05,
+   "host_canary_seconds": 7.514647500030946e-06,
    "pass_seconds": [
-    0.0005813907999936418,
-    0.0003319725999972434,
-    0.000558508400001756
+    0.0003579041000008942,
+    0.00041893420000036483,
+    0.00030856379999875114
    ],
    "pass_host_canary_seconds": [
-    1.189791000030027e-05,
-    9.77827500037165e-06,
-    1.125372249987322e-05
+    7.514647500030946e-06,
+    9.828587499995933e-06,
+    7.579282499960982e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 5.261759999939386e-05,
-   "min": 3.181199999744422e-05,
-   "max": 5.60055000050852e-05,
+   "seconds": 4.0960700000880476e-05,
+   "min": 2.096509999915952e-05,
+   "max": 5.943040000033761e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1357565000196246e-05,
+   "host_canary_seconds": 7.5730499999338e-06,
    "pass_seconds": [
-    5.261759999939386e-05,
-    3.504649999968024e-05,
-    5.5206699994414524e-05
+    2.371749999952044e-05,
+    4.0960700000880476e-05,
+    4.709929999933138e-05
    ],
    "pass_host_canary_seconds": [
-    1.1357565000196246e-05,
-    9.910919999924772e-06,
-    1.1250329999938912e-05
+    7.5730499999338e-06,
+    9.39679500000068e-06,
+    8.70359000003873e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.000339464000001044,
-   "min": 0.00016876449999472242,
-   "max": 0.00043676889999915146,
+   "seconds": 0.00017084209999893574,
+   "min": 0.00013546569999931535,
+   "max": 0.00025881490000045915,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1481965000257332e-05,
+   "host_canary_seconds": 7.672659999968801e-06,
    "pass_seconds": [
-    0.00038522080000120696,
-    0.00019859579999774722,
-    0.000339464000001044
+    0.0001572232000000895,
+    0.00024315970000117205,
+    0.00017084209999893574
    ],
    "pass_host_canary_seconds": [
-    1.1481965000257332e-05,
-    9.844525000062276e-06,
-    1.1029484999767192e-05
+    7.672659999968801e-06,
+    9.321114999991664e-06,
+    8.31784999988372e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.942110000456523e-05,
-   "min": 3.1050899997353555e-05,
-   "max": 7.29566000018167e-05,
+   "seconds": 3.0860299997925725e-05,
+   "min": 2.0560000000102718e-05,
+   "max": 4.8870700001657494e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1595020000072509e-05,
+   "host_canary_seconds": 8.09082499998226e-06,
    "pass_seconds": [
-    5.263719999675232e-05,
-    3.266200000098252e-05,
-    4.942110000456523e-05
+    2.372999999948888e-05,
+    3.1535000000815214e-05,
+    3.0860299997925725e-05
    ],
    "pass_host_canary_seconds": [
-    1.1595020000072509e-05,
-    9.844525000062276e-06,
-    1.1167505000457823e-05
+    8.09082499998226e-06,
+    9.656614999968837e-06,
+    7.146849999912774e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0003446751999945263,
-   "min": 0.00022850929999549408,
-   "max": 0.00047860739999805446,
+   "seconds": 0.00026279610000017327,
+   "min": 0.0001596922000004497,
+   "max": 0.0005134253999997896,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1591585000019222e-05,
+   "host_canary_seconds": 6.6145249999749465e-06,
    "pass_seconds": [
-    0.00045914620000075956,
-    0.00023395329999402746,
-    0.0003446751999945263
+    0.00017728859999976976,
+    0.00029551720000000616,
+    0.00026279610000017327
    ],
    "pass_host_canary_seconds": [
-    1.1591585000019222e-05,
-    9.650034999708624e-06,
-    1.1167505000457823e-05
+    6.6145249999749465e-06,
+    9.396635000058496e-06,
+    7.146849999912774e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 3.740390000075422e-05,
-   "min": 3.211769999325043e-05,
-   "max": 6.172070000047825e-05,
+   "seconds": 3.439869999795064e-05,
+   "min": 1.8786700000816835e-05,
+   "max": 5.076360000089153e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0884865000093669e-05,
+   "host_canary_seconds": 6.63976999998539e-06,
    "pass_seconds": [
-    3.740390000075422e-05,
-    3.487390000600499e-05,
-    5.831449999504912e-05
+    2.200810000090314e-05,
+    4.3901099999743565e-05,
+    3.439869999795064e-05
    ],
    "pass_host_canary_seconds": [
-    1.0884865000093669e-05,
-    1.026061999993999e-05,
-    1.1096265000105632e-05
+    6.63976999998539e-06,
+    8.660614999982386e-06,
+    9.905644999932405e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005026942999961648,
-   "min": 0.00032676050000191026,
-   "max": 0.0005773326000053202,
+   "seconds": 0.0005045497000011779,
+   "min": 0.000289244100000019,
+   "max": 0.00058272149999965,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0779405000107545e-05,
+   "host_canary_seconds": 7.80441749999028e-06,
    "pass_seconds": [
-    0.0005026942999961648,
-    0.00037506930000290594,
-    0.00055746390000877
+    0.0004643498999996609,
+    0.0005045497000011779,
+    0.000539439199999947
    ],
    "pass_host_canary_seconds": [
-    1.0779405000107545e-05,
-    1.021324749984842e-05,
-    1.1235082500320459e-05
+    7.80441749999028e-06,
+    7.090259999991133e-06,
+    8.97222999995506e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 4.2383300001347377e-05,
-   "min": 3.147140000692161e-05,
-   "max": 6.807230000731579e-05,
+   "seconds": 3.476520000020855e-05,
+   "min": 2.152929999965636e-05,
+   "max": 6.0293299999614194e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0636829999839392e-05,
+   "host_canary_seconds": 6.838309999999126e-06,
    "pass_seconds": [
-    3.428790000725712e-05,
-    4.2383300001347377e-05,
-    6.428610000739355e-05
+    2.7978500000358508e-05,
+    3.476520000020855e-05,
+    4.133310000042911e-05
    ],
    "pass_host_canary_seconds": [
-    1.0636829999839392e-05,
-    1.0153157500099042e-05,
-    1.1671767500160967e-05
+    6.838309999999126e-06,
+    6.634207499978117e-06,
+    7.5865350000725586e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005024204999926951,
-   "min": 0.00036831180000262975,
-   "max": 0.0007471588999919731,
+   "seconds": 0.000488464800000088,
+   "min": 0.0003309517999994682,
+   "max": 0.0006507425000009448,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.062958500000377e-05,
+   "host_canary_seconds": 6.834795000010274e-06,
    "pass_seconds": [
-    0.0005024204999926951,
-    0.0004014655999981187,
-    0.0006341521000081229
+    0.000488464800000088,
+    0.0005943892000004781,
+    0.0004794026000013218
    ],
    "pass_host_canary_seconds": [
-    1.062958500000377e-05,
-    1.0193034999872452e-05,
-    1.1462867499858475e-05
+    6.834795000010274e-06,
+    8.444005000001199e-06,
+    7.1363349999131746e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.310280000050625e-05,
-   "min": 3.0103999995390042e-05,
-   "max": 5.52355999957399e-05,
+   "seconds": 2.470449999805169e-05,
+   "min": 1.8134399999780727e-05,
+   "max": 4.7552099999847997e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0694709999938822e-05,
+   "host_canary_seconds": 6.659384999991857e-06,
    "pass_seconds": [
-    3.0450600002041027e-05,
-    3.310280000050625e-05,
-    5.23781999959283e-05
+    2.236419999945838e-05,
+    4.19654000012315e-05,
+    2.470449999805169e-05
    ],
    "pass_host_canary_seconds": [
-    1.0694709999938822e-05,
-    1.0038885000085429e-05,
-    1.1436730000013995e-05
+    6.659384999991857e-06,
+    9.469079999959718e-06,
+    6.831824999977698e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002635019999956967,
-   "min": 0.00022891689999369192,
-   "max": 0.0004639788000076805,
+   "seconds": 0.0002156170000006341,
+   "min": 0.00014239589999931468,
+   "max": 0.0003745782999999392,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0568739999712307e-05,
+   "host_canary_seconds": 6.659384999991857e-06,
    "pass_seconds": [
-    0.0002635019999956967,
-    0.00026224250000268513,
-    0.00033019109999941063
+    0.00016793530000001056,
+    0.00028269639999933815,
+    0.0002156170000006341
    ],
    "pass_host_canary_seconds": [
-    1.0568739999712307e-05,
-    9.971449999852666e-06,
-    1.1201615000118182e-05
+    6.659384999991857e-06,
+    9.394934999988892e-06,
+    6.910950000076354e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 5.390100000113307e-05,
-   "min": 4.8682700003155334e-05,
-   "max": 8.18220000041947e-05,
+   "seconds": 4.188149999890811e-05,
+   "min": 3.3422199999222356e-05,
+   "max": 7.05726999996159e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0152170000310435e-05,
+   "host_canary_seconds": 6.7169049999904475e-06,
    "pass_seconds": [
-    5.1552599995829953e-05,
-    5.390100000113307e-05,
-    7.854120000274633e-05
+    3.48453000000859e-05,
+    6.460870000069008e-05,
+    4.188149999890811e-05
    ],
    "pass_host_canary_seconds": [
-    1.0152170000310435e-05,
-    1.029862499990486e-05,
-    1.162567499989109e-05
+    6.7169049999904475e-06,
+    9.709479999955307e-06,
+    7.30932000010398e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00026244980000456053,
-   "min": 0.00024891550000347704,
-   "max": 0.0005249512000091272,
+   "seconds": 0.0002855445999983885,
+   "min": 0.00018514209999977992,
+   "max": 0.000544360499999641,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0247575000335018e-05,
+   "host_canary_seconds": 7.322109999989834e-06,
    "pass_seconds": [
-    0.00026244980000456053,
-    0.0002558560000011312,
-    0.00043848439999010224
+    0.00023467669999917008,
+    0.0004001825000003123,
+    0.0002855445999983885
    ],
    "pass_host_canary_seconds": [
-    1.0247575000335018e-05,
-    1.0386275000087154e-05,
-    1.1632064999957947e-05
+    7.322109999989834e-06,
+    9.570085000021322e-06,
+    7.30932000010398e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 5.9771999997337846e-05,
-   "min": 4.730009999320828e-05,
-   "max": 9.249629999885656e-05,
+   "seconds": 6.93385999994689e-05,
+   "min": 3.5662199999819676e-05,
+   "max": 7.568580000025805e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0282247500299492e-05,
+   "host_canary_seconds": 9.89607250001967e-06,
    "pass_seconds": [
-    5.9771999997337846e-05,
-    5.415209999455328e-05,
-    8.763970000700284e-05
+    6.93385999994689e-05,
+    7.049729999977216e-05,
+    5.402090000075077e-05
    ],
    "pass_host_canary_seconds": [
-    1.0282247500299492e-05,
-    8.028795000427636e-06,
-    1.1317395000105534e-05
+    9.89607250001967e-06,
+    9.40055000000939e-06,
+    7.812610000001997e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00026485299999876586,
-   "min": 0.0002449259000059101,
-   "max": 0.0005211630000076184,
+   "seconds": 0.0003296978999998146,
+   "min": 0.0002150440999997727,
+   "max": 0.000432108799999753,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0348215000135496e-05,
+   "host_canary_seconds": 9.678730000004521e-06,
    "pass_seconds": [
-    0.00026485299999876586,
-    0.0002635353000073337,
-    0.00041220199999543184
+    0.0003296978999998146,
+    0.00033297779999941213,
+    0.00022236449999866182
    ],
    "pass_host_canary_seconds": [
-    1.0348215000135496e-05,
-    7.509850000246843e-06,
-    1.1317395000105534e-05
+    9.678730000004521e-06,
+    9.403640000016367e-06,
+    7.405964999946946e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 5.8270700003504315e-05,
-   "min": 4.770850000568316e-05,
-   "max": 8.076409999375755e-05,
+   "seconds": 6.466859999960661e-05,
+   "min": 3.775250000046526e-05,
+   "max": 7.573949999937213e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.04722000000379e-05,
+   "host_canary_seconds": 9.213462499992886e-06,
    "pass_seconds": [
-    6.505940000351984e-05,
-    5.8270700003504315e-05,
-    5.62818999924275e-05
+    6.466859999960661e-05,
+    7.029020000004493e-05,
+    4.049150000184909e-05
    ],
    "pass_host_canary_seconds": [
-    1.04722000000379e-05,
-    7.915197500096838e-06,
-    9.413925000103517e-06
+    9.213462499992886e-06,
+    9.403640000016367e-06,
+    7.088305000024775e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00034072789999299856,
-   "min": 0.0002766618999999082,
-   "max": 0.0005002365999985159,
+   "seconds": 0.0003503656000006572,
+   "min": 0.00021320649999836405,
+   "max": 0.000420043799999803,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.970949999991263e-06,
+   "host_canary_seconds": 9.202207499967584e-06,
    "pass_seconds": [
-    0.0003054649000091558,
-    0.00035400099999378655,
-    0.00034072789999299856
+    0.00036702529999956825,
+    0.0003503656000006572,
+    0.00027793900000006033
    ],
    "pass_host_canary_seconds": [
-    8.970949999991263e-06,
-    9.944459999928768e-06,
-    8.285414999704699e-06
+    9.202207499967584e-06,
+    9.33939749998558e-06,
+    6.803140000073426e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.028930000136825e-05,
-   "min": 6.26672999942457e-05,
-   "max": 0.00011785350000081962,
+   "seconds": 9.516549999943891e-05,
+   "min": 5.044570000052317e-05,
+   "max": 0.00010769289999927878,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.019520000175363e-06,
+   "host_canary_seconds": 9.308972500008394e-06,
    "pass_seconds": [
-    8.028930000136825e-05,
-    8.641859999443113e-05,
-    7.741199999600212e-05
+    9.693929999912143e-05,
+    9.516549999943891e-05,
+    5.186270000194782e-05
    ],
    "pass_host_canary_seconds": [
-    8.019520000175363e-06,
-    9.818579999887334e-06,
-    8.285414999704699e-06
+    9.308972500008394e-06,
+    9.460525000051234e-06,
+    6.933295000095541e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00036916069999506365,
-   "min": 0.0003279165999970246,
-   "max": 0.0004493041999921843,
+   "seconds": 0.0003971952000000556,
+   "min": 0.00023867879999954765,
+   "max": 0.0006158308999999918,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.071600000221224e-06,
+   "host_canary_seconds": 9.269722499993805e-06,
    "pass_seconds": [
-    0.00036916069999506365,
-    0.00036436190000586064,
-    0.0003772589000050175
+    0.0004868797000000313,
+    0.0003971952000000556,
+    0.0002750720999983969
    ],
    "pass_host_canary_seconds": [
-    8.071600000221224e-06,
-    9.900137499982974e-06,
-    8.834685000351782e-06
+    9.269722499993805e-06,
+    9.460525000051234e-06,
+    7.025609999971038e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 9.281640000153857e-05,
-   "min": 8.2227099994725e-05,
-   "max": 0.00010912019999977928,
+   "seconds": 0.00011726279999919597,
+   "min": 6.676600000048439e-05,
+   "max": 0.0001520431999992411,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.974090000004708e-06,
+   "host_canary_seconds": 9.489982499992778e-06,
    "pass_seconds": [
-    9.281640000153857e-05,
-    0.00010457659999474345,
-    8.599770000046192e-05
+    0.0001344616000011456,
+    0.00011726279999919597,
+    7.348509999758335e-05
    ],
    "pass_host_canary_seconds": [
-    7.974090000004708e-06,
-    1.0000135000041154e-05,
-    8.189244999812217e-06
+    9.489982499992778e-06,
+    8.158317499997736e-06,
+    6.965684999897803e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00045869929999753367,
-   "min": 0.0003529163999928642,
-   "max": 0.0006742603000020608,
+   "seconds": 0.00040927880000083403,
+   "min": 0.00030399400000078456,
+   "max": 0.0006382319000010738,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.926234999899862e-06,
+   "host_canary_seconds": 7.698530000013193e-06,
    "pass_seconds": [
-    0.000420115800000076,
-    0.00045869929999753367,
-    0.000543355000002066
+    0.0004619559999994749,
+    0.00037051749999932325,
+    0.00040927880000083403
    ],
    "pass_host_canary_seconds": [
-    7.926234999899862e-06,
-    1.0018104999858224e-05,
-    9.472714999674281e-06
+    7.698530000013193e-06,
+    8.112782500013793e-06,
+    9.396299999906432e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 8.829980000655269e-05,
-   "min": 8.10997000030511e-05,
-   "max": 0.00015878320000410894,
+   "seconds": 0.0001012728000006291,
+   "min": 6.959469999969769e-05,
+   "max": 0.00016453420000033246,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.995104999736213e-06,
+   "host_canary_seconds": 6.600294999969947e-06,
    "pass_seconds": [
-    8.829980000655269e-05,
-    9.71536999941236e-05,
-    8.79794000070433e-05
+    7.588189999978568e-05,
+    0.00011999379999991789,
+    0.0001012728000006291
    ],
    "pass_host_canary_seconds": [
-    7.995104999736213e-06,
-    8.30781249987922e-06,
-    8.123929999896973e-06
+    6.600294999969947e-06,
+    8.682704999998236e-06,
+    9.387789999948381e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00046009200000298736,
-   "min": 0.00040358489999334777,
-   "max": 0.0007481610000013462,
+   "seconds": 0.0005021026999997957,
+   "min": 0.0003367608000004907,
+   "max": 0.0006271502000004148,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.644835000064631e-06,
+   "host_canary_seconds": 9.025135000015894e-06,
    "pass_seconds": [
-    0.00041358349999427447,
-    0.00046009200000298736,
-    0.0006104553000000123
+    0.0005176945999991744,
+    0.0005021026999997957,
+    0.0003773862999992161
    ],
    "pass_host_canary_seconds": [
-    7.644835000064631e-06,
-    8.262012499926641e-06,
-    8.37721999999985e-06
+    9.025135000015894e-06,
+    6.876590000004512e-06,
+    9.187494999878254e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 8.76457999993363e-05,
-   "min": 8.332200000040756e-05,
-   "max": 0.00014073669999561388,
+   "seconds": 0.000112249999999392,
+   "min": 7.337390000117239e-05,
+   "max": 0.0001590320000005363,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.671012500054531e-06,
+   "host_canary_seconds": 9.219542499998569e-06,
    "pass_seconds": [
-    8.559709999644838e-05,
-    8.76457999993363e-05,
-    0.00012803450000546944
+    0.00011746839999915437,
+    0.000112249999999392,
+    0.00010830950000126905
    ],
    "pass_host_canary_seconds": [
-    7.671012500054531e-06,
-    8.008042499909606e-06,
-    9.528865000163478e-06
+    9.219542499998569e-06,
+    7.005129999981818e-06,
+    9.325822500017011e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00044732790000807655,
-   "min": 0.0004034628999988854,
-   "max": 0.0007981659999927615,
+   "seconds": 0.000561663700000281,
+   "min": 0.00040792759999987995,
+   "max": 0.0007282169999996313,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.543677499768364e-06,
+   "host_canary_seconds": 9.444134999974097e-06,
    "pass_seconds": [
-    0.0004235724999944068,
-    0.00044732790000807655,
-    0.0007371545999944829
+    0.0006882421999989674,
+    0.000527210699999614,
+    0.000561663700000281
    ],
    "pass_host_canary_seconds": [
-    7.543677499768364e-06,
-    8.527692500024387e-06,
-    1.0243024999851968e-05
+    9.444134999974097e-06,
+    8.553702500009308e-06,
+    9.495707499951321e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.675699999803328e-05,
-   "min": 1.9696300000759948e-05,
-   "max": 7.694339999488874e-05,
+   "seconds": 3.6215400000116917e-05,
+   "min": 2.219769999953769e-05,
+   "max": 4.458949999985862e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.4457449997566986e-06,
+   "host_canary_seconds": 9.575772500056701e-06,
    "pass_seconds": [
-    2.2237000007407914e-05,
-    4.3564400004925116e-05,
-    3.675699999803328e-05
+    3.6215400000116917e-05,
+    3.3394099999384254e-05,
+    3.8642600000571295e-05
    ],
    "pass_host_canary_seconds": [
-    7.4457449997566986e-06,
-    1.1132894999832389e-05,
-    8.32170500018492e-06
+    9.575772500056701e-06,
+    9.453429999979334e-06,
+    1.0168044999971926e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017690539999648536,
-   "min": 0.000164744900007463,
-   "max": 0.00038514880000093397,
+   "seconds": 0.00020233369999971272,
+   "min": 0.0001530900000005886,
+   "max": 0.000310090099999627,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.703945000230306e-06,
+   "host_canary_seconds": 9.532745000058185e-06,
    "pass_seconds": [
-    0.0001727677999951993,
-    0.00031552049999845623,
-    0.00017690539999648536
+    0.00026170449999938226,
+    0.00020233369999971272,
+    0.00019990929999949003
    ],
    "pass_host_canary_seconds": [
-    7.703945000230306e-06,
-    1.1057840000034958e-05,
-    8.152975000257357e-06
+    9.532745000058185e-06,
+    6.812415000041483e-06,
+    9.614599999991924e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 3.895759999750226e-05,
-   "min": 2.2483300006115316e-05,
-   "max": 6.494569998949373e-05,
+   "seconds": 3.82897999998022e-05,
+   "min": 2.0487300000127105e-05,
+   "max": 4.659950000132085e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.607965000033801e-06,
+   "host_canary_seconds": 9.438849999980903e-06,
    "pass_seconds": [
-    2.5336499993500185e-05,
-    4.9179200004800805e-05,
-    3.895759999750226e-05
+    4.220539999977291e-05,
+    2.3560500000030516e-05,
+    3.82897999998022e-05
    ],
    "pass_host_canary_seconds": [
-    7.607965000033801e-06,
-    1.0889320000160297e-05,
-    1.1114710000015294e-05
+    9.438849999980903e-06,
+    6.920204999971702e-06,
+    9.737270000016451e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002486118999968312,
-   "min": 0.00021360219999451148,
-   "max": 0.0004962191999993593,
+   "seconds": 0.00022888870000201678,
+   "min": 0.00015127040000066926,
+   "max": 0.00040083490000029085,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.641225000156737e-06,
+   "host_canary_seconds": 9.217909999961193e-06,
    "pass_seconds": [
-    0.0002247696000040378,
-    0.00040173579999418506,
-    0.0002486118999968312
+    0.00033357209999991256,
+    0.00015979979999940496,
+    0.00022888870000201678
    ],
    "pass_host_canary_seconds": [
-    7.641225000156737e-06,
-    1.2400370000023031e-05,
-    8.187739999812039e-06
+    9.217909999961193e-06,
+    6.959314999974708e-06,
+    1.0260800000025938e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 3.4135500004595085e-05,
-   "min": 2.3866900005486968e-05,
-   "max": 5.882180000753579e-05,
+   "seconds": 4.062799999928757e-05,
+   "min": 2.0730599999296828e-05,
+   "max": 5.0876900002094774e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.85495999991781e-06,
+   "host_canary_seconds": 9.323284999993574e-06,
    "pass_seconds": [
-    2.550940000674018e-05,
-    5.339140000160114e-05,
-    3.4135500004595085e-05
+    4.062799999928757e-05,
+    2.26742999998919e-05,
+    4.791500000180804e-05
    ],
    "pass_host_canary_seconds": [
-    7.85495999991781e-06,
-    1.0758925000118325e-05,
-    9.250825000322038e-06
+    9.323284999993574e-06,
+    6.853040000009969e-06,
+    9.950234999962504e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003213787000049706,
-   "min": 0.000212647000000743,
-   "max": 0.00047101849999080513,
+   "seconds": 0.00027304589999914696,
+   "min": 0.00016458890000023985,
+   "max": 0.00048823529999992844,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.6043549995574725e-06,
+   "host_canary_seconds": 9.187245000035205e-06,
    "pass_seconds": [
-    0.00022481789999346803,
-    0.00044107339999754913,
-    0.0003213787000049706
+    0.0003001503999996658,
+    0.00019122380000027305,
+    0.00027304589999914696
    ],
    "pass_host_canary_seconds": [
-    7.6043549995574725e-06,
-    1.0758925000118325e-05,
-    8.760909999523392e-06
+    9.187245000035205e-06,
+    7.082679999967922e-06,
+    9.08517500008088e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.853299999216688e-05,
-   "min": 3.27067999933206e-05,
-   "max": 0.0001287935000050311,
+   "seconds": 6.262539999966066e-05,
+   "min": 3.038460000084342e-05,
+   "max": 8.654849999913949e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.795354999871051e-06,
+   "host_canary_seconds": 9.294199999985153e-06,
    "pass_seconds": [
-    3.379879999556579e-05,
-    0.00010215739999921424,
-    5.853299999216688e-05
+    6.262539999966066e-05,
+    3.210659999979271e-05,
+    7.474800000011328e-05
    ],
    "pass_host_canary_seconds": [
-    7.795354999871051e-06,
-    1.1140660000421576e-05,
-    9.181019999573436e-06
+    9.294199999985153e-06,
+    7.082679999967922e-06,
+    9.197899999975335e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003082502999973258,
-   "min": 0.00024359399999411834,
-   "max": 0.0005610773999933372,
+   "seconds": 0.0002402129999993008,
+   "min": 0.0002018075999998814,
+   "max": 0.00041605579999952623,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.556470000054105e-06,
+   "host_canary_seconds": 6.800407499980565e-06,
    "pass_seconds": [
-    0.000257665900005577,
-    0.00044140479999441593,
-    0.0003082502999973258
+    0.0002402129999993008,
+    0.00020964320000018687,
+    0.0003719709999984389
    ],
    "pass_host_canary_seconds": [
-    7.556470000054105e-06,
-    1.4390439999942828e-05,
-    9.011250000412474e-06
+    6.800407499980565e-06,
+    7.07919500001708e-06,
+    9.080252499984454e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.7210899997953674e-05,
-   "min": 2.0782599995072816e-05,
-   "max": 5.716429999438333e-05,
+   "seconds": 2.0590600000502947e-05,
+   "min": 1.7844900000341113e-05,
+   "max": 3.626449999956094e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.587635000163573e-06,
+   "host_canary_seconds": 7.138284999967936e-06,
    "pass_seconds": [
-    2.6163199993334275e-05,
-    5.057219999571316e-05,
-    2.7210899997953674e-05
+    2.0590600000502947e-05,
+    2.0404699999687636e-05,
+    3.135240000062822e-05
    ],
    "pass_host_canary_seconds": [
-    7.587635000163573e-06,
-    1.072879999981069e-05,
-    8.478424999793788e-06
+    7.138284999967936e-06,
+    6.859124999962773e-06,
+    8.763000000016064e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002251721999982692,
-   "min": 0.00017197519999854194,
-   "max": 0.0003799092999997811,
+   "seconds": 0.00015080940000018473,
+   "min": 0.00013736490000013646,
+   "max": 0.000406549299999881,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.587635000163573e-06,
+   "host_canary_seconds": 7.468049999985737e-06,
    "pass_seconds": [
-    0.00018504060000168465,
-    0.0003400962999990043,
-    0.0002251721999982692
+    0.00014476569999999356,
+    0.00015080940000018473,
+    0.00016963660000044456
    ],
    "pass_host_canary_seconds": [
-    7.587635000163573e-06,
-    1.125757500005875e-05,
-    9.344800000121723e-06
+    7.468049999985737e-06,
+    6.8104350000197655e-06,
+    8.982564999939768e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 3.889580000304704e-05,
-   "min": 2.1040600006472233e-05,
-   "max": 8.025019999422512e-05,
+   "seconds": 2.1670200000301064e-05,
+   "min": 1.9757300000833312e-05,
+   "max": 3.508759999988342e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.712880000099176e-06,
+   "host_canary_seconds": 7.123889999967048e-06,
    "pass_seconds": [
-    2.5563400004102733e-05,
-    4.2297699997106976e-05,
-    3.889580000304704e-05
+    2.0236499999271018e-05,
+    2.1670200000301064e-05,
+    2.9152999999837448e-05
    ],
    "pass_host_canary_seconds": [
-    7.712880000099176e-06,
-    1.2910970000348243e-05,
-    8.15085999988696e-06
+    7.123889999967048e-06,
+    6.966035000033344e-06,
+    8.9683799998852e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00021385210000062215,
-   "min": 0.00018722070000194436,
-   "max": 0.00038265279999905033,
+   "seconds": 0.00017253420000002962,
+   "min": 0.00015075849999988123,
+   "max": 0.00026591799999948763,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.609809999848949e-06,
+   "host_canary_seconds": 7.387240000014117e-06,
    "pass_seconds": [
-    0.00019243430000415174,
-    0.0003055417000041416,
-    0.00021385210000062215
+    0.00017253420000002962,
+    0.00016922380000039539,
+    0.00020871690000205944
    ],
    "pass_host_canary_seconds": [
-    7.609809999848949e-06,
-    1.2167610000233253e-05,
-    7.913910000070246e-06
+    7.387240000014117e-06,
+    6.995485000018675e-06,
+    8.9683799998852e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 2.999499999987165e-05,
-   "min": 2.345689999856404e-05,
-   "max": 6.885500000635148e-05,
+   "seconds": 2.4213400000405726e-05,
+   "min": 2.1368300001256556e-05,
+   "max": 3.3222000001842386e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.87068000022373e-06,
+   "host_canary_seconds": 7.387240000014117e-06,
    "pass_seconds": [
-    2.546949999668868e-05,
-    5.2908700001808026e-05,
-    2.999499999987165e-05
+    2.4213400000405726e-05,
+    2.3980900000708515e-05,
+    2.947099999914826e-05
    ],
    "pass_host_canary_seconds": [
-    7.87068000022373e-06,
-    1.0696850000044833e-05,
-    7.960510000089017e-06
+    7.387240000014117e-06,
+    7.037264999993909e-06,
+    9.024539999984427e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00020430360000318616,
-   "min": 0.0001863371000013103,
-   "max": 0.0003105126000036762,
+   "seconds": 0.00018032030000085796,
+   "min": 0.00015254099999992832,
+   "max": 0.00027974170000106825,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.840717499902893e-06,
+   "host_canary_seconds": 6.952835000006984e-06,
    "pass_seconds": [
-    0.00020430360000318616,
-    0.00019580420000693267,
-    0.00026824679999890575
+    0.0001817153999994048,
+    0.000163536099999817,
+    0.00018032030000085796
    ],
    "pass_host_canary_seconds": [
-    7.840717499902893e-06,
-    8.279419999723813e-06,
-    8.290684999963104e-06
+    6.952835000006984e-06,
+    6.9164575000257856e-06,
+    9.34630000003267e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 4.2930799997975556e-05,
-   "min": 2.821130000256744e-05,
-   "max": 6.481030000031751e-05,
+   "seconds": 4.0959900000814284e-05,
+   "min": 2.2006300000043666e-05,
+   "max": 6.642550000037772e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.755599999654806e-06,
+   "host_canary_seconds": 6.583629999994401e-06,
    "pass_seconds": [
-    3.912449999461387e-05,
-    4.2930799997975556e-05,
-    4.521979999481118e-05
+    2.4038299999062927e-05,
+    4.0959900000814284e-05,
+    6.043559999966419e-05
    ],
    "pass_host_canary_seconds": [
-    7.755599999654806e-06,
-    8.157325000297533e-06,
-    8.159469999782231e-06
+    6.583629999994401e-06,
+    7.000814999997828e-06,
+    1.070781500004614e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00033750349999763787,
-   "min": 0.00025736899999628804,
-   "max": 0.0004568349999999555,
+   "seconds": 0.0003062465999988717,
+   "min": 0.0001905295000000251,
+   "max": 0.0004491731999991089,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0703119999959655e-05,
+   "host_canary_seconds": 6.8799200000313475e-06,
    "pass_seconds": [
-    0.00033750349999763787,
-    0.00041571959999373573,
-    0.0003274882000027901
+    0.0002498615000007476,
+    0.00033296980000017127,
+    0.0003062465999988717
    ],
    "pass_host_canary_seconds": [
-    1.0703119999959655e-05,
-    1.12929000002282e-05,
-    8.497130000080233e-06
+    6.8799200000313475e-06,
+    9.47272500003038e-06,
+    9.822964999983696e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.2323300001735336e-05,
-   "min": 2.7234100002715422e-05,
-   "max": 5.086469999469045e-05,
+   "seconds": 3.109490000099413e-05,
+   "min": 2.110829999821817e-05,
+   "max": 5.061250000011341e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.153797500085602e-06,
+   "host_canary_seconds": 6.6535349999696794e-06,
    "pass_seconds": [
-    3.6379799996666404e-05,
-    3.2323300001735336e-05,
-    2.9859199992188222e-05
+    2.5446499999759454e-05,
+    4.6699800000737925e-05,
+    3.109490000099413e-05
    ],
    "pass_host_canary_seconds": [
-    8.153797500085602e-06,
-    7.904935000055957e-06,
-    7.920334999766964e-06
+    6.6535349999696794e-06,
+    9.843994999982897e-06,
+    7.5577599999121504e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022799039999199522,
-   "min": 0.00020711070000061226,
-   "max": 0.00035868960000016157,
+   "seconds": 0.00020964400000025307,
+   "min": 0.00014563799999933735,
+   "max": 0.0003379641999998739,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.030839999833006e-06,
+   "host_canary_seconds": 6.781725000024608e-06,
    "pass_seconds": [
-    0.0002252260999966893,
-    0.00023942409999335723,
-    0.00022799039999199522
+    0.00018510179999964294,
+    0.00022914719999960197,
+    0.00020964400000025307
    ],
    "pass_host_canary_seconds": [
-    8.030839999833006e-06,
-    8.097775000237561e-06,
-    1.033640999992258e-05
+    6.781725000024608e-06,
+    8.99722499994482e-06,
+    6.745969999997215e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.287909999902695e-05,
-   "min": 2.9651600004854118e-05,
-   "max": 5.943700000443641e-05,
+   "seconds": 4.4767400000012e-05,
+   "min": 2.257240000034244e-05,
+   "max": 5.556070000096724e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.069864999811216e-06,
+   "host_canary_seconds": 6.487847499982991e-06,
    "pass_seconds": [
-    3.3031199996003126e-05,
-    5.3787100000590726e-05,
-    4.287909999902695e-05
+    2.4170000000367508e-05,
+    4.4767400000012e-05,
+    5.022249999910855e-05
    ],
    "pass_host_canary_seconds": [
-    8.069864999811216e-06,
-    1.0621744999639305e-05,
-    1.04581849996066e-05
+    6.487847499982991e-06,
+    8.99722499994482e-06,
+    8.383440000017118e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00023551699999870834,
-   "min": 0.00016722419999268823,
-   "max": 0.0003658610000002227,
+   "seconds": 0.00021392920000096183,
+   "min": 0.00014698559999999362,
+   "max": 0.00043192480000016077,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.292630000141798e-06,
+   "host_canary_seconds": 6.520660000006729e-06,
    "pass_seconds": [
-    0.00022916389999636522,
-    0.0003159910000022137,
-    0.00023551699999870834
+    0.00015725670000108494,
+    0.00021392920000096183,
+    0.00022833099999957084
    ],
    "pass_host_canary_seconds": [
-    8.292630000141798e-06,
-    1.1144564999767682e-05,
-    1.0753014999522747e-05
+    6.520660000006729e-06,
+    9.38651500000276e-06,
+    8.261844999992718e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.58148000006986e-05,
-   "min": 3.7984200002938453e-05,
-   "max": 5.605260000720591e-05,
+   "seconds": 3.853610000135177e-05,
+   "min": 2.3075100000369275e-05,
+   "max": 4.364640000176223e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.539174999986244e-06,
+   "host_canary_seconds": 6.594994999957748e-06,
    "pass_seconds": [
-    4.58148000006986e-05,
-    5.139979999739808e-05,
-    4.0229100000033215e-05
+    2.6283399999726954e-05,
+    4.01168999999868e-05,
+    3.853610000135177e-05
    ],
    "pass_host_canary_seconds": [
-    9.539174999986244e-06,
-    1.0773485000186156e-05,
-    1.085885000009057e-05
+    6.594994999957748e-06,
+    6.787720000005493e-06,
+    8.261844999992718e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00026503349999984493,
-   "min": 0.00020754529999749137,
-   "max": 0.0003717076000043562,
+   "seconds": 0.00024263279999985342,
+   "min": 0.00015160080000100606,
+   "max": 0.0003918897999994897,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.85895999999775e-06,
+   "host_canary_seconds": 6.381144999991761e-06,
    "pass_seconds": [
-    0.00022925709999981335,
-    0.0003106913000010536,
-    0.00026503349999984493
+    0.00016731030000016744,
+    0.00024263279999985342,
+    0.0002731826000001547
    ],
    "pass_host_canary_seconds": [
-    8.85895999999775e-06,
-    1.0764994999590272e-05,
-    1.0684824999884768e-05
+    6.381144999991761e-06,
+    9.234105000004434e-06,
+    9.575939999990624e-06
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.402370000207156e-05,
-   "min": 3.108790000396766e-05,
-   "max": 6.353029999672799e-05,
+   "seconds": 3.7914800000748985e-05,
+   "min": 2.2034799999914868e-05,
+   "max": 5.378459999860752e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.796317499924043e-06,
+   "host_canary_seconds": 6.381144999991761e-06,
    "pass_seconds": [
-    3.469219999487905e-05,
-    5.2585299999918786e-05,
-    4.402370000207156e-05
+    2.7004899999383268e-05,
+    3.7914800000748985e-05,
+    4.0834199998585065e-05
    ],
    "pass_host_canary_seconds": [
-    7.796317499924043e-06,
-    1.0764994999590272e-05,
-    1.0397622500022407e-05
+    6.381144999991761e-06,
+    9.640545000024759e-06,
+    9.654119999993326e-06
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00029586250000193106,
-   "min": 0.0002278039999964676,
-   "max": 0.00045738059999393953,
+   "seconds": 0.000254483400000538,
+   "min": 0.0001777285999992273,
+   "max": 0.0004598189000006414,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.288257500055352e-06,
+   "host_canary_seconds": 6.563069999998561e-06,
    "pass_seconds": [
-    0.00035023909999836177,
-    0.0002839785999981359,
-    0.00029586250000193106
+    0.00020795060000011745,
+    0.000254483400000538,
+    0.0003080537000016648
    ],
    "pass_host_canary_seconds": [
-    8.288257500055352e-06,
-    8.559890000015003e-06,
-    1.0355347499739765e-05
+    6.563069999998561e-06,
+    1.0553195000042593e-05,
+    7.4094750000597284e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.44802999949934e-05,
-   "min": 6.169920000047569e-05,
-   "max": 0.00012808000000177344,
+   "seconds": 5.9463800002390596e-05,
+   "min": 5.232139999975516e-05,
+   "max": 0.00011349199999983739,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.450070000094456e-06,
+   "host_canary_seconds": 6.563069999998561e-06,
    "pass_seconds": [
-    9.353929999633692e-05,
-    7.312460001003273e-05,
-    8.44802999949934e-05
+    5.528889999908415e-05,
+    9.34875999988094e-05,
+    5.9463800002390596e-05
    ],
    "pass_host_canary_seconds": [
-    8.450070000094456e-06,
-    8.334249999961684e-06,
-    1.0706110000455737e-05
+    6.563069999998561e-06,
+    9.353179999962435e-06,
+    7.152164999979504e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003910298000050716,
-   "min": 0.0003287569999997686,
-   "max": 0.0005937773000027846,
+   "seconds": 0.0004274154000000863,
+   "min": 0.0002378366999991499,
+   "max": 0.0006265787000003797,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.787650000068425e-06,
+   "host_canary_seconds": 6.476195000004736e-06,
    "pass_seconds": [
-    0.0003910298000050716,
-    0.0005378074000077504,
-    0.00037061939999603053
+    0.00024795650000015713,
+    0.0004791231999988099,
+    0.0004274154000000863
    ],
    "pass_host_canary_seconds": [
-    7.787650000068425e-06,
-    8.218590000410586e-06,
-    1.051668000002337e-05
+    6.476195000004736e-06,
+    7.476715000009904e-06,
+    7.161265000092953e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 8.877250000978165e-05,
-   "min": 6.809279999515638e-05,
-   "max": 0.00012720479999188682,
+   "seconds": 6.209980000164706e-05,
+   "min": 5.541769999979351e-05,
+   "max": 7.180229999903531e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.507150000127694e-06,
+   "host_canary_seconds": 6.284180000051265e-06,
    "pass_seconds": [
-    0.00010020189999977447,
-    8.356079999884968e-05,
-    8.877250000978165e-05
+    5.811700000037945e-05,
+    6.601569999986623e-05,
+    6.209980000164706e-05
    ],
    "pass_host_canary_seconds": [
-    8.507150000127694e-06,
-    8.758835000435284e-06,
-    1.051668000002337e-05
+    6.284180000051265e-06,
+    7.574675000014963e-06,
+    7.364585000004808e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0003982808999921872,
-   "min": 0.000339759899998171,
-   "max": 0.0006756965000022319,
+   "seconds": 0.0005145359000010785,
+   "min": 0.00020751210000042876,
+   "max": 0.0006734639999990577,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 8.104207500139181e-06,
+   "host_canary_seconds": 6.533879999963687e-06,
    "pass_seconds": [
-    0.00034429159999262995,
-    0.00039867210000466,
-    0.0003982808999921872
+    0.00024730929999918774,
+    0.0005145359000010785,
+    0.000543255900001327
    ],
    "pass_host_canary_seconds": [
-    8.104207500139181e-06,
-    7.997065000040493e-06,
-    1.0818810000046142e-05
+    6.533879999963687e-06,
+    7.786689999988994e-06,
+    7.381100000003471e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 8.573060000571786e-05,
-   "min": 6.440260000317721e-05,
-   "max": 0.0001558246999934454,
+   "seconds": 7.047200000016573e-05,
+   "min": 5.546449999940251e-05,
+   "max": 0.00010826979999762898,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.349014999566861e-06,
+   "host_canary_seconds": 6.533879999963687e-06,
    "pass_seconds": [
-    8.115030000226398e-05,
-    8.573060000571786e-05,
-    0.00010008350000134669
+    5.888529999964476e-05,
+    7.047200000016573e-05,
+    9.696659999747226e-05
    ],
    "pass_host_canary_seconds": [
-    8.349014999566861e-06,
-    7.81103000008443e-06,
-    1.0756065000236959e-05
+    6.533879999963687e-06,
+    7.360990000009337e-06,
+    7.294787500029542e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00041808869999613305,
-   "min": 0.00033355240000219053,
-   "max": 0.0005301809999991747,
+   "seconds": 0.0003288433999998119,
+   "min": 0.00022047000000071648,
+   "max": 0.0004981414999974731,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.055265000166401e-06,
+   "host_canary_seconds": 6.486345000027427e-06,
    "pass_seconds": [
-    0.00041808869999613305,
-    0.000421891299993149,
-    0.0003836401000057776
+    0.00026792020000101504,
+    0.0003288433999998119,
+    0.0004585573999975168
    ],
    "pass_host_canary_seconds": [
-    8.055265000166401e-06,
-    8.310044999575438e-06,
-    1.073742000016864e-05
+    6.486345000027427e-06,
+    7.0560449999845785e-06,
+    8.566372500027342e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 8.859120000579424e-05,
-   "min": 7.33043999957772e-05,
-   "max": 0.00010385369999994509,
+   "seconds": 6.4568399999132e-05,
+   "min": 5.1520999998899694e-05,
+   "max": 0.000127415800000108,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.004480000067816e-06,
+   "host_canary_seconds": 6.580649999960997e-06,
    "pass_seconds": [
-    7.80515999963427e-05,
-    9.434869999722651e-05,
-    8.859120000579424e-05
+    6.109249999894928e-05,
+    6.4568399999132e-05,
+    8.125299999903746e-05
    ],
    "pass_host_canary_seconds": [
-    8.004480000067816e-06,
-    8.332329999802823e-06,
-    1.0747774999799732e-05
+    6.580649999960997e-06,
+    7.443029999976148e-06,
+    9.740149999970527e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00044890829999530977,
-   "min": 0.0003492892999929609,
-   "max": 0.0006746279000026334,
+   "seconds": 0.00035807569999946054,
+   "min": 0.00028639300000037337,
+   "max": 0.0007497059999991507,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.00452499987614e-06,
+   "host_canary_seconds": 7.207290000010858e-06,
    "pass_seconds": [
-    0.0005545137000012801,
-    0.0004220887000087714,
-    0.00044890829999530977
+    0.00035807569999946054,
+    0.0006582340000008457,
+    0.00032564969999953063
    ],
    "pass_host_canary_seconds": [
-    8.00452499987614e-06,
-    8.607792500185953e-06,
-    1.0513235000075839e-05
+    7.207290000010858e-06,
+    9.638625000043532e-06,
+    9.30433500009542e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.365191964313697e-06,
-   "min": 2.0580982142653122e-06,
-   "max": 4.107223214232038e-06,
+   "seconds": 2.604640625022573e-06,
+   "min": 1.7650044642967901e-06,
+   "max": 3.833203125009581e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.513324999877113e-06,
+   "host_canary_seconds": 7.2378050000310166e-06,
    "pass_seconds": [
-    2.1308571425444304e-06,
-    2.365191964313697e-06,
-    3.272475446688564e-06
+    1.8424933035784567e-06,
+    3.514658482155803e-06,
+    2.604640625022573e-06
    ],
    "pass_host_canary_seconds": [
-    7.513324999877113e-06,
-    8.448940000107542e-06,
-    1.044677250007453e-05
+    7.2378050000310166e-06,
+    9.327785000010635e-06,
+    7.192200000076809e-06
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00011845157134108116,
-   "min": 6.186342860863597e-05,
-   "max": 0.00021658600006243693,
+   "seconds": 0.00012868999998058177,
+   "min": 4.6309714292647186e-05,
+   "max": 0.00022641157143051975,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.513324999877113e-06,
+   "host_canary_seconds": 7.2378050000310166e-06,
    "pass_seconds": [
-    8.584942853368766e-05,
-    0.00012865085716384783,
-    0.00011845157134108116
+    0.00010111614286196462,
+    0.00016926228570314703,
+    0.00012868999998058177
    ],
    "pass_host_canary_seconds": [
-    7.513324999877113e-06,
-    8.448940000107542e-06,
-    1.044677250007453e-05
+    7.2378050000310166e-06,
+    9.327785000010635e-06,
+    7.192200000076809e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.2416897318857503e-06,
-   "min": 2.31531026782607e-06,
-   "max": 5.604310268176553e-06,
+   "seconds": 2.745678571391963e-06,
+   "min": 1.9705580357306677e-06,
+   "max": 4.871350446451166e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.586094999965099e-06,
+   "host_canary_seconds": 7.1274849999980465e-06,
    "pass_seconds": [
-    2.7019999997435207e-06,
-    3.2416897318857503e-06,
-    4.201765624957586e-06
+    2.5017142857297614e-06,
+    2.745678571391963e-06,
+    3.0882075892714667e-06
    ],
    "pass_host_canary_seconds": [
-    7.586094999965099e-06,
-    8.254930000362037e-06,
-    1.0144674999992276e-05
+    7.1274849999980465e-06,
+    6.930090000025757e-06,
+    7.020199999914212e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006007128572329229,
-   "min": 0.00044288585713405027,
-   "max": 0.0010423811429031307,
+   "seconds": 0.0005663052857158846,
+   "min": 0.0004371354285857316,
+   "max": 0.0008681448571386291,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.586094999965099e-06,
+   "host_canary_seconds": 7.1274849999980465e-06,
    "pass_seconds": [
-    0.0005959401428624135,
-    0.0006007128572329229,
-    0.0006945071429039931
+    0.0005663052857158846,
+    0.0005543394285751901,
+    0.000575643142866511
    ],
    "pass_host_canary_seconds": [
-    7.586094999965099e-06,
-    8.254930000362037e-06,
-    1.0144674999992276e-05
+    7.1274849999980465e-06,
+    6.930090000025757e-06,
+    7.020199999914212e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018628500004069792,
-   "min": 0.00018120300001100986,
-   "max": 0.00020124000002397224,
+   "seconds": 0.00018231499998933032,
+   "min": 0.00017644199999722332,
+   "max": 0.00020788700001617144,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019121900004392955,
-    0.00018428500004574744,
-    0.00018628500004069792
+    0.00018015499999535223,
+    0.00018231499998933032,
+    0.00019947800001318683
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.257865178581905e-05,
-   "min": 2.1219571428738554e-05,
-   "max": 3.495318749965496e-05,
+   "seconds": 2.0638026785725826e-05,
+   "min": 1.962324553567945e-05,
+   "max": 2.5767553571436658e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.196870000143463e-06,
+   "host_canary_seconds": 7.046342499954505e-06,
    "pass_seconds": [
-    2.1930785714171668e-05,
-    2.257865178581905e-05,
-    2.6683379464336504e-05
+    2.0638026785725826e-05,
+    2.0058854910695194e-05,
+    2.1230109375000188e-05
    ],
    "pass_host_canary_seconds": [
-    7.196870000143463e-06,
-    7.507585000041672e-06,
-    8.186580000142385e-06
+    7.046342499954505e-06,
+    6.745017500016104e-06,
+    7.070622500009449e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00010406142850375279,
-   "min": -0.00014146542863662545,
-   "max": 0.0008075827143199734,
+   "seconds": 0.0001389639999993214,
+   "min": -0.0001567184285785775,
+   "max": 0.0009317264285592891,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.196870000143463e-06,
+   "host_canary_seconds": 7.046342499954505e-06,
    "pass_seconds": [
-    8.955799994834839e-05,
-    0.00010406142850375279,
-    0.00020557385706914452
+    0.0001389639999993214,
+    7.370042855622426e-05,
+    0.00014601471429338234
    ],
    "pass_host_canary_seconds": [
-    7.196870000143463e-06,
-    7.507585000041672e-06,
-    8.186580000142385e-06
+    7.046342499954505e-06,
+    6.745017500016104e-06,
+    7.070622500009449e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 3.378157366081983e-05,
-   "min": 2.1223323660787434e-05,
-   "max": 4.266237723195486e-05,
+   "seconds": 2.323163169640604e-05,
+   "min": 2.0054037946407428e-05,
+   "max": 3.106700446428182e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.579520000149387e-06,
+   "host_canary_seconds": 7.100365000027864e-06,
    "pass_seconds": [
-    2.3042962053513145e-05,
-    3.378157366081983e-05,
-    3.576943303583237e-05
+    2.323163169640604e-05,
+    2.684489955354482e-05,
+    2.2949515625013207e-05
    ],
    "pass_host_canary_seconds": [
-    7.579520000149387e-06,
-    9.131020000268109e-06,
-    1.1639350000223202e-05
+    7.100365000027864e-06,
+    7.425435000030234e-06,
+    7.105735000010327e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006424458571083441,
-   "min": -0.00016550771424915295,
-   "max": 0.0015541262856361624,
+   "seconds": 0.0005031377142736509,
+   "min": -5.4831285707125903e-05,
+   "max": 0.0010780630000003352,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.579520000149387e-06,
+   "host_canary_seconds": 7.100365000027864e-06,
    "pass_seconds": [
-    0.0008133467142507861,
-    0.0006424458571083441,
-    0.0005937945714192339
+    0.00040685057143515944,
+    0.0005031377142736509,
+    0.0005322521428427404
    ],
    "pass_host_canary_seconds": [
-    7.579520000149387e-06,
-    9.131020000268109e-06,
-    1.1639350000223202e-05
+    7.100365000027864e-06,
+    7.425435000030234e-06,
+    7.105735000010327e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016864799999893876,
-   "min": 0.00016213900005368487,
-   "max": 0.00022453600001881568,
+   "seconds": 0.00016151799999875038,
+   "min": 0.00015661399999089554,
+   "max": 0.000182205000015756,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016618300003301556,
-    0.00016864799999893876,
-    0.00018508199991629226
+    0.00016151799999875038,
+    0.00015912699998921198,
+    0.00016315299998836963
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.9681160716394127e-06,
-   "min": 1.5956383927167345e-06,
-   "max": 3.003388393096884e-06,
+   "seconds": 1.497999999980745e-06,
+   "min": 1.3331897321349523e-06,
+   "max": 2.646276785668787e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.833744999743431e-06,
+   "host_canary_seconds": 1.0033425000059992e-05,
    "pass_seconds": [
-    1.6610892856760984e-06,
-    1.9681160716394127e-06,
-    2.914582589243407e-06
+    2.5493995535593887e-06,
+    1.4297098214528198e-06,
+    1.497999999980745e-06
    ],
    "pass_host_canary_seconds": [
-    7.833744999743431e-06,
-    8.768450000502525e-06,
-    1.1883665000027576e-05
+    1.0033425000059992e-05,
+    7.049584999947456e-06,
+    7.1525449999398915e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 8.344657136863783e-05,
-   "min": 3.8018714284200026e-05,
-   "max": 0.00015813957135638442,
+   "seconds": 6.127342855068361e-05,
+   "min": 3.7969428559238487e-05,
+   "max": 0.0001687292857082769,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.833744999743431e-06,
+   "host_canary_seconds": 1.0033425000059992e-05,
    "pass_seconds": [
-    7.760514292190887e-05,
-    8.344657136863783e-05,
-    9.67494285727558e-05
+    0.00013351471428230916,
+    6.127342855068361e-05,
+    5.5379571429219656e-05
    ],
    "pass_host_canary_seconds": [
-    7.833744999743431e-06,
-    8.768450000502525e-06,
-    1.1883665000027576e-05
+    1.0033425000059992e-05,
+    7.049584999947456e-06,
+    7.1525449999398915e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.889781249848511e-06,
-   "min": 1.8291138394386865e-06,
-   "max": 4.806814731901048e-06,
+   "seconds": 3.434029017844255e-06,
+   "min": 1.5647187500292655e-06,
+   "max": 4.463904017854807e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.133489999977429e-06,
+   "host_canary_seconds": 1.0207505000039418e-05,
    "pass_seconds": [
-    2.1296004462101337e-06,
-    2.889781249848511e-06,
-    3.849124999939184e-06
+    3.434029017844255e-06,
+    3.5313794643419627e-06,
+    2.2872745535679987e-06
    ],
    "pass_host_canary_seconds": [
-    8.133489999977429e-06,
-    8.18459500010249e-06,
-    1.185363999979927e-05
+    1.0207505000039418e-05,
+    9.991000000013628e-06,
+    7.170549999955256e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005533675713910011,
-   "min": 0.00038836785717778966,
-   "max": 0.000862116285783746,
+   "seconds": 0.0005901968571687835,
+   "min": 0.000439041142856565,
+   "max": 0.0007255948571339234,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.133489999977429e-06,
+   "host_canary_seconds": 1.0207505000039418e-05,
    "pass_seconds": [
-    0.0005533675713910011,
-    0.0005309622857469419,
-    0.0006809914286155358
+    0.0006109001428658953,
+    0.0005901968571687835,
+    0.0005016112856951947
    ],
    "pass_host_canary_seconds": [
-    8.133489999977429e-06,
-    8.18459500010249e-06,
-    1.185363999979927e-05
+    1.0207505000039418e-05,
+    9.991000000013628e-06,
+    7.170549999955256e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.0001358569999183601,
-   "min": 0.0001245580000386326,
-   "max": 0.00016382599994813063,
+   "seconds": 0.00012228500000333042,
+   "min": 0.00011976500000798751,
+   "max": 0.000162471999999525,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012676500000452506,
-    0.0001358569999183601,
-    0.00014663199999631615
+    0.00012228500000333042,
+    0.00015316899998651934,
+    0.00012191100000791266
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.759649553471539e-06,
-   "min": 4.0749799108397156e-06,
-   "max": 8.089868303378417e-06,
+   "seconds": 3.8569464285233475e-06,
+   "min": 3.7146361606994153e-06,
+   "max": 6.85659821434267e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4847175000059e-06,
+   "host_canary_seconds": 7.025997499994218e-06,
    "pass_seconds": [
-    4.289868303633934e-06,
-    4.759649553471539e-06,
-    7.598089285616132e-06
+    3.7655200892621517e-06,
+    6.6629084822165756e-06,
+    3.8569464285233475e-06
    ],
    "pass_host_canary_seconds": [
-    7.4847175000059e-06,
-    8.064820000015515e-06,
-    1.1435000000119543e-05
+    7.025997499994218e-06,
+    1.0163280000057285e-05,
+    7.072475000029499e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00012987099991538083,
-   "min": -5.8966857084539873e-05,
-   "max": 0.0003242034285741673,
+   "seconds": 0.00012818114284738968,
+   "min": 7.986542856437088e-05,
+   "max": 0.00030622514284215995,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.4847175000059e-06,
+   "host_canary_seconds": 7.025997499994218e-06,
    "pass_seconds": [
-    0.00012987099991538083,
-    0.00012835299989027201,
-    0.0001809272857339498
+    9.609071429598056e-05,
+    0.00026033514284254773,
+    0.00012818114284738968
    ],
    "pass_host_canary_seconds": [
-    7.4847175000059e-06,
-    8.064820000015515e-06,
-    1.1435000000119543e-05
+    7.025997499994218e-06,
+    1.0163280000057285e-05,
+    7.072475000029499e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 7.40258705330835e-06,
-   "min": 4.5107165180167745e-06,
-   "max": 1.0720707589482816e-05,
+   "seconds": 5.9798816964194505e-06,
+   "min": 4.588475446392388e-06,
+   "max": 9.559279017817041e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.929045000309998e-06,
+   "host_canary_seconds": 7.182089999986374e-06,
    "pass_seconds": [
-    5.434991071544866e-06,
-    7.40258705330835e-06,
-    9.515593749906007e-06
+    4.95114508928093e-06,
+    8.791176339276571e-06,
+    5.9798816964194505e-06
    ],
    "pass_host_canary_seconds": [
-    7.929045000309998e-06,
-    9.09155999977429e-06,
-    1.1914544999740429e-05
+    7.182089999986374e-06,
+    9.780234999965388e-06,
+    9.786360000134664e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.000696757428548673,
-   "min": 0.00036942171423756263,
-   "max": 0.0012945601428425236,
+   "seconds": 0.0007139847142809685,
+   "min": 0.0005018075714287663,
+   "max": 0.0011151950000152866,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.929045000309998e-06,
+   "host_canary_seconds": 7.182089999986374e-06,
    "pass_seconds": [
-    0.000696757428548673,
-    0.0006685804286397407,
-    0.000876411571393224
+    0.000578953714279708,
+    0.000748775571439962,
+    0.0007139847142809685
    ],
    "pass_host_canary_seconds": [
-    7.929045000309998e-06,
-    9.09155999977429e-06,
-    1.1914544999740429e-05
+    7.182089999986374e-06,
+    9.780234999965388e-06,
+    9.786360000134664e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.2986229910724205e-05,
-   "min": 3.059864955368141e-05,
-   "max": 4.957455803555888e-05,
+   "seconds": 2.910196205358722e-05,
+   "min": 2.713664285718715e-05,
+   "max": 4.050366071428613e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0740957500274816e-05,
+   "host_canary_seconds": 6.837237500008086e-06,
    "pass_seconds": [
-    4.2986229910724205e-05,
-    3.700182366093786e-05,
-    4.646673660703625e-05
+    2.757780357146419e-05,
+    3.9537169642857505e-05,
+    2.910196205358722e-05
    ],
    "pass_host_canary_seconds": [
-    1.0740957500274816e-05,
-    9.02706499971373e-06,
-    1.187103000006573e-05
+    6.837237500008086e-06,
+    9.630425000040077e-06,
+    7.11088999992171e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00040631271428992477,
-   "min": -0.00018567685718348268,
-   "max": 0.0009622918571007438,
+   "seconds": 0.0001876189999896788,
+   "min": 0.00014755471429493488,
+   "max": 0.0006071154285751034,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0740957500274816e-05,
+   "host_canary_seconds": 6.837237500008086e-06,
    "pass_seconds": [
-    0.00040631271428992477,
-    0.0004595864284868056,
-    0.00033681100001103914
+    0.0001790328571351957,
+    0.0004396664285561008,
+    0.0001876189999896788
    ],
    "pass_host_canary_seconds": [
-    1.0740957500274816e-05,
-    9.02706499971373e-06,
-    1.187103000006573e-05
+    6.837237500008086e-06,
+    9.630425000040077e-06,
+    7.11088999992171e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.429204910711446e-05,
-   "min": 3.0503062499980566e-05,
-   "max": 4.841678571437009e-05,
+   "seconds": 2.9229178571446974e-05,
+   "min": 2.7642392857098385e-05,
+   "max": 4.418505803568554e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.992410000383642e-06,
+   "host_canary_seconds": 7.112515000002873e-06,
    "pass_seconds": [
-    3.136305580372526e-05,
-    4.704016964294867e-05,
-    3.429204910711446e-05
+    2.9229178571446974e-05,
+    2.8266841517878204e-05,
+    4.101325446427749e-05
    ],
    "pass_host_canary_seconds": [
-    7.992410000383642e-06,
-    1.1151740000059363e-05,
-    7.95397999979741e-06
+    7.112515000002873e-06,
+    6.787444999929448e-06,
+    7.971394999941595e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007791151428559067,
-   "min": -0.00018637828574290857,
-   "max": 0.001700202428505041,
+   "seconds": 0.0005779132857181171,
+   "min": -3.8642142872699105e-05,
+   "max": 0.0013273145714224807,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.992410000383642e-06,
+   "host_canary_seconds": 7.112515000002873e-06,
    "pass_seconds": [
-    0.0007915140000055285,
-    0.0007791151428559067,
-    0.0007234299999124361
+    0.0005779132857181171,
+    0.0005575155714276597,
+    0.0007171997142937209
    ],
    "pass_host_canary_seconds": [
-    7.992410000383642e-06,
-    1.1151740000059363e-05,
-    7.95397999979741e-06
+    7.112515000002873e-06,
+    6.787444999929448e-06,
+    7.971394999941595e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.614975446579641e-06,
-   "min": 1.5196875001574232e-06,
-   "max": 2.8990133927716703e-06,
+   "seconds": 1.4307522321819834e-06,
+   "min": 1.2733950893105219e-06,
+   "max": 1.5848906249933087e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.267189999993207e-06,
+   "host_canary_seconds": 7.106974999970816e-06,
    "pass_seconds": [
-    1.6046406250731188e-06,
-    2.7859419642339844e-06,
-    1.614975446579641e-06
+    1.4425312500065957e-06,
+    1.3585602678389819e-06,
+    1.4307522321819834e-06
    ],
    "pass_host_canary_seconds": [
-    7.267189999993207e-06,
-    1.1151740000059363e-05,
-    8.025279999515078e-06
+    7.106974999970816e-06,
+    6.552150000089796e-06,
+    7.144460000034769e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 6.661271433066369e-05,
-   "min": 4.621357139252982e-05,
-   "max": 0.0001514457142905355,
+   "seconds": 5.122314286154506e-05,
+   "min": 4.128714285554582e-05,
+   "max": 9.771271428706183e-05,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.267189999993207e-06,
+   "host_canary_seconds": 7.106974999970816e-06,
    "pass_seconds": [
-    6.661271433066369e-05,
-    9.718771431315481e-05,
-    6.145957140038913e-05
+    4.974057141688653e-05,
+    5.122314286154506e-05,
+    5.619257143507639e-05
    ],
    "pass_host_canary_seconds": [
-    7.267189999993207e-06,
-    1.1151740000059363e-05,
-    8.025279999515078e-06
+    7.106974999970816e-06,
+    6.552150000089796e-06,
+    7.144460000034769e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.417912946687092e-06,
-   "min": 2.008763392830864e-06,
-   "max": 5.837683035890352e-06,
+   "seconds": 2.183053571437808e-06,
+   "min": 1.8921272321012087e-06,
+   "max": 3.828013392841763e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.493064999835042e-06,
+   "host_canary_seconds": 7.31852000001254e-06,
    "pass_seconds": [
-    2.154908482257919e-06,
-    2.700558035735006e-06,
-    2.417912946687092e-06
+    2.183053571437808e-06,
+    2.0166294643075844e-06,
+    2.2657522321191592e-06
    ],
    "pass_host_canary_seconds": [
-    7.493064999835042e-06,
-    8.201475000078062e-06,
-    8.142355000018142e-06
+    7.31852000001254e-06,
+    7.062579999939089e-06,
+    7.414779999947996e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005181181428822258,
-   "min": 0.00028119271429919275,
-   "max": 0.0006109755714760468,
+   "seconds": 0.00043896685714222324,
+   "min": 0.00033681071427135327,
+   "max": 0.000600159714301591,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.493064999835042e-06,
+   "host_canary_seconds": 7.31852000001254e-06,
    "pass_seconds": [
-    0.0004865930000538096,
-    0.0005268687142136384,
-    0.0005181181428822258
+    0.00043896685714222324,
+    0.0004297264285518005,
+    0.0005025628571502239
    ],
    "pass_host_canary_seconds": [
-    7.493064999835042e-06,
-    8.201475000078062e-06,
-    8.142355000018142e-06
+    7.31852000001254e-06,
+    7.062579999939089e-06,
+    7.414779999947996e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 9.985104910776549e-06,
-   "min": 8.333261160739117e-06,
-   "max": 1.3993395089530378e-05,
+   "seconds": 7.442636160703842e-06,
+   "min": 7.029359374989751e-06,
+   "max": 7.700810267875977e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0967899999911879e-05,
+   "host_canary_seconds": 6.91893999999138e-06,
    "pass_seconds": [
-    1.3441265625096272e-05,
-    9.985104910776549e-06,
-    8.676138392869706e-06
+    7.196537946420532e-06,
+    7.442636160703842e-06,
+    7.478779017918871e-06
    ],
    "pass_host_canary_seconds": [
-    1.0967899999911879e-05,
-    8.898442500253623e-06,
-    8.175930000220433e-06
+    6.91893999999138e-06,
+    7.164314999954513e-06,
+    7.29950500002019e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0003765892857277972,
-   "min": 0.00024079771422488448,
-   "max": 0.0009129344286650719,
+   "seconds": 0.0002466848571478814,
+   "min": 0.00019179114285553363,
+   "max": 0.00032217899999612394,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0967899999911879e-05,
+   "host_canary_seconds": 6.91893999999138e-06,
    "pass_seconds": [
-    0.0005398632857480022,
-    0.0003765892857277972,
-    0.0002846132856737833
+    0.0002703875714311315,
+    0.0002397360000056129,
+    0.0002466848571478814
    ],
    "pass_host_canary_seconds": [
-    1.0967899999911879e-05,
-    8.898442500253623e-06,
-    8.175930000220433e-06
+    6.91893999999138e-06,
+    7.164314999954513e-06,
+    7.29950500002019e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.1885183035837648e-05,
-   "min": 9.201017857206142e-06,
-   "max": 2.188447544655097e-05,
+   "seconds": 8.89803348215677e-06,
+   "min": 7.965506696429512e-06,
+   "max": 1.2109933035718359e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.748149999997623e-06,
+   "host_canary_seconds": 6.795185000001424e-06,
    "pass_seconds": [
-    1.179355803542543e-05,
-    1.1885183035837648e-05,
-    1.4639988839247411e-05
+    8.89803348215677e-06,
+    8.89016741068005e-06,
+    9.397247767875935e-06
    ],
    "pass_host_canary_seconds": [
-    7.748149999997623e-06,
-    8.802890000083608e-06,
-    9.149389999834056e-06
+    6.795185000001424e-06,
+    6.805179999958e-06,
+    7.191939999984243e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0009877620000062442,
-   "min": 0.0003428930000706845,
-   "max": 0.0016019374285341265,
+   "seconds": 0.0008166828571408555,
+   "min": 0.0005578802857095459,
+   "max": 0.0014436207142937618,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.748149999997623e-06,
+   "host_canary_seconds": 6.795185000001424e-06,
    "pass_seconds": [
-    0.0008453607142817938,
-    0.0009877620000062442,
-    0.0010202947142780821
+    0.0008166828571408555,
+    0.0007045429999997006,
+    0.0008304192857134954
    ],
    "pass_host_canary_seconds": [
-    7.748149999997623e-06,
-    8.802890000083608e-06,
-    9.149389999834056e-06
+    6.795185000001424e-06,
+    6.805179999958e-06,
+    7.191939999984243e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00048472399998900073,
-   "min": 0.0004523229999904288,
-   "max": 0.0005636470000354166,
+   "seconds": 0.00045079500000611006,
+   "min": 0.0004383299999801693,
+   "max": 0.0004743099999870992,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004697370000030787,
-    0.00048472399998900073,
-    0.0004850709999573155
+    0.00045079500000611006,
+    0.0004484490000038477,
+    0.00046563200001514815
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 7.893654241085204e-05,
-   "min": 7.14754754463444e-05,
-   "max": 0.0001090075848217964,
+   "seconds": 6.582421651784338e-05,
+   "min": 6.163351785715143e-05,
+   "max": 7.477045758928571e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.76622999985466e-06,
+   "host_canary_seconds": 6.659460000051354e-06,
    "pass_seconds": [
-    9.395181919659632e-05,
-    7.893654241085204e-05,
-    7.438934151769518e-05
+    6.243504910715838e-05,
+    6.582421651784338e-05,
+    6.950822544642727e-05
    ],
    "pass_host_canary_seconds": [
-    9.76622999985466e-06,
-    7.99564000033115e-06,
-    8.042134999755036e-06
+    6.659460000051354e-06,
+    7.0105900000783095e-06,
+    7.2590199999922336e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0004236487142829249,
-   "min": -0.000396259428563488,
-   "max": 0.001579374285662587,
+   "seconds": 0.00033729428572217175,
+   "min": -0.0001325722856953303,
+   "max": 0.0007307397142791872,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.76622999985466e-06,
+   "host_canary_seconds": 6.659460000051354e-06,
    "pass_seconds": [
-    0.0005065497142433218,
-    0.0004236487142829249,
-    0.0003835111429647698
+    0.00026929985713763926,
+    0.00033729428572217175,
+    0.00042440457142285063
    ],
    "pass_host_canary_seconds": [
-    9.76622999985466e-06,
-    7.99564000033115e-06,
-    8.042134999755036e-06
+    6.659460000051354e-06,
+    7.0105900000783095e-06,
+    7.2590199999922336e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 8.41366339288742e-05,
-   "min": 7.338359598207944e-05,
-   "max": 0.00012016936607141458,
+   "seconds": 6.619302232145432e-05,
+   "min": 6.27832343749825e-05,
+   "max": 9.628015401785817e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.036217000034867e-05,
+   "host_canary_seconds": 6.960354999989704e-06,
    "pass_seconds": [
-    0.000103237064731841,
-    8.41366339288742e-05,
-    7.616462276795386e-05
+    6.525679241071407e-05,
+    6.704243526784686e-05,
+    6.619302232145432e-05
    ],
    "pass_host_canary_seconds": [
-    1.036217000034867e-05,
-    8.097959999986415e-06,
-    7.937120000178765e-06
+    6.960354999989704e-06,
+    7.070880000128454e-06,
+    7.169379999965031e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0009193491428699675,
-   "min": -0.0010922947143886374,
-   "max": 0.0022756650000701484,
+   "seconds": 0.0007906564285755325,
+   "min": -0.00034054085713819404,
+   "max": 0.0016154021428868804,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.036217000034867e-05,
+   "host_canary_seconds": 6.960354999989704e-06,
    "pass_seconds": [
-    0.0009476578572308169,
-    0.0008347187143726842,
-    0.0009193491428699675
+    0.0007002589999863017,
+    0.0007906564285755325,
+    0.0008371057142742954
    ],
    "pass_host_canary_seconds": [
-    1.036217000034867e-05,
-    8.097959999986415e-06,
-    7.937120000178765e-06
+    6.960354999989704e-06,
+    7.070880000128454e-06,
+    7.169379999965031e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.000399777999973594,
-   "min": 0.00039411099999142607,
-   "max": 0.0005293440000286864,
+   "seconds": 0.00039416600000663493,
+   "min": 0.0003818849999959184,
+   "max": 0.0004091180000074246,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.000497406000022238,
-    0.0003992229999312258,
-    0.000399777999973594
+    0.00039416600000663493,
+    0.00039631500001746645,
+    0.00039002999997705956
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.8644196429386933e-06,
-   "min": 2.606352678822889e-06,
-   "max": 4.380676339264612e-06,
+   "seconds": 2.379058035715888e-06,
+   "min": 2.161470982134769e-06,
+   "max": 2.6821785714352993e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0554482500140239e-05,
+   "host_canary_seconds": 7.138874999981226e-06,
    "pass_seconds": [
-    4.304303571345258e-06,
-    2.8644196429386933e-06,
-    2.755122767896166e-06
+    2.233633928578576e-06,
+    2.5267723214079344e-06,
+    2.379058035715888e-06
    ],
    "pass_host_canary_seconds": [
-    1.0554482500140239e-05,
-    8.502450000378304e-06,
-    8.069069999692146e-06
+    7.138874999981226e-06,
+    7.398125000008804e-06,
+    7.084920000011152e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00011296528571490074,
-   "min": 7.822071436943849e-05,
-   "max": 0.00020772057135738057,
+   "seconds": 9.234828571688273e-05,
+   "min": 7.19305714247704e-05,
+   "max": 0.00012104400002905486,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0554482500140239e-05,
+   "host_canary_seconds": 7.138874999981226e-06,
    "pass_seconds": [
-    0.00016783985719419955,
-    0.00011296528571490074,
-    0.00010905900005907045
+    9.318514287112327e-05,
+    9.119699998093113e-05,
+    9.234828571688273e-05
    ],
    "pass_host_canary_seconds": [
-    1.0554482500140239e-05,
-    8.502450000378304e-06,
-    8.069069999692146e-06
+    7.138874999981226e-06,
+    7.398125000008804e-06,
+    7.084920000011152e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 4.657089285891354e-06,
-   "min": 3.60580580352884e-06,
-   "max": 7.517433035937009e-06,
+   "seconds": 3.498212053555859e-06,
+   "min": 2.8334241071181765e-06,
+   "max": 3.944705357218835e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0603184999808946e-05,
+   "host_canary_seconds": 6.897589999965703e-06,
    "pass_seconds": [
-    5.921323660982937e-06,
-    4.657089285891354e-06,
-    3.9814397323161595e-06
+    3.0460513392885754e-06,
+    3.498212053555859e-06,
+    3.5955535714496785e-06
    ],
    "pass_host_canary_seconds": [
-    1.0603184999808946e-05,
-    8.970389999944928e-06,
-    8.209654999973282e-06
+    6.897589999965703e-06,
+    7.343210000101408e-06,
+    7.368265000025076e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006325807143282093,
-   "min": 0.00048508728566178306,
-   "max": 0.0010165801429593557,
+   "seconds": 0.0004850574285687312,
+   "min": 0.0004263959999864905,
+   "max": 0.0007379522856995534,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0603184999808946e-05,
+   "host_canary_seconds": 6.897589999965703e-06,
    "pass_seconds": [
-    0.0006325807143282093,
-    0.0007363035713784224,
-    0.0006153867143439129
+    0.0004850574285687312,
+    0.0004684825714369773,
+    0.0006084072857147151
    ],
    "pass_host_canary_seconds": [
-    1.0603184999808946e-05,
-    8.970389999944928e-06,
-    8.209654999973282e-06
+    6.897589999965703e-06,
+    7.343210000101408e-06,
+    7.368265000025076e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00019119099999898026,
-   "min": 0.00018616799991377775,
-   "max": 0.00023142800000641728,
+   "seconds": 0.00018059299998185452,
+   "min": 0.00017502699999738525,
+   "max": 0.00020694999997772356,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0002162579999094305,
-    0.00019119099999898026,
-    0.0001892679999855318
+    0.0001790580000005093,
+    0.000182171999995262,
+    0.00018059299998185452
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.8523100000229535e-06,
-   "min": 5.0314939999225315e-06,
-   "max": 8.21594899991851e-06,
+   "seconds": 4.589874999993526e-06,
+   "min": 4.3087090000000216e-06,
+   "max": 5.333349000011367e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0532350000005408e-05,
+   "host_canary_seconds": 6.8291624999972096e-06,
    "pass_seconds": [
-    7.312156000011783e-06,
-    5.8523100000229535e-06,
-    5.3955600000108465e-06
+    4.365349000011065e-06,
+    4.589874999993526e-06,
+    4.853335000007064e-06
    ],
    "pass_host_canary_seconds": [
-    1.0532350000005408e-05,
-    8.821554999940417e-06,
-    8.018340000148783e-06
+    6.8291624999972096e-06,
+    7.401165000047172e-06,
+    7.373825000058787e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 7.481639000047835e-06,
-   "min": 7.082547999971212e-06,
-   "max": 9.853926999994655e-06,
+   "seconds": 6.040283000004365e-06,
+   "min": 5.635716000000457e-06,
+   "max": 7.254633000002286e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.464247500195143e-06,
+   "host_canary_seconds": 6.823405000062621e-06,
    "pass_seconds": [
-    7.172764999950232e-06,
-    8.076202999973248e-06,
-    7.481639000047835e-06
+    5.773293000004287e-06,
+    6.040283000004365e-06,
+    6.278297000022804e-06
    ],
    "pass_host_canary_seconds": [
-    7.464247500195143e-06,
-    8.240602500109163e-06,
-    7.79549750006936e-06
+    6.823405000062621e-06,
+    7.191994999971029e-06,
+    7.2320800001079984e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.699500000375338e-07,
-   "min": 8.404609999388413e-07,
-   "max": 1.0653729999603456e-06,
+   "seconds": 7.731780000028721e-07,
+   "min": 7.31820999988031e-07,
+   "max": 8.341830000233586e-07,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.66942500007417e-06,
+   "host_canary_seconds": 7.034562500010111e-06,
    "pass_seconds": [
-    8.602909999808616e-07,
-    9.902040000042688e-07,
-    8.699500000375338e-07
+    7.731780000028721e-07,
+    7.573719999811601e-07,
+    8.100400000046193e-07
    ],
    "pass_host_canary_seconds": [
-    7.66942500007417e-06,
-    8.209847500211254e-06,
-    7.61117749988216e-06
+    7.034562500010111e-06,
+    7.209632499964869e-06,
+    7.373490000048832e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.5963692000013907e-05,
-   "min": 1.4702759000101651e-05,
-   "max": 2.0124478000070666e-05,
+   "seconds": 1.3456671000000142e-05,
+   "min": 1.2941529999991985e-05,
+   "max": 1.5428397000022187e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4880450003433904e-06,
+   "host_canary_seconds": 6.855004999977155e-06,
    "pass_seconds": [
-    1.49161900000081e-05,
-    1.6006926999921234e-05,
-    1.5963692000013907e-05
+    1.3192330999999059e-05,
+    1.3456671000000142e-05,
+    1.382196299999805e-05
    ],
    "pass_host_canary_seconds": [
-    7.4880450003433904e-06,
-    8.086075000051095e-06,
-    7.6519350000126e-06
+    6.855004999977155e-06,
+    7.132507499960639e-06,
+    7.1814500000044745e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.8596148000028732e-05,
-   "min": 1.7574638999917624e-05,
-   "max": 2.3192692999941755e-05,
+   "seconds": 1.672556799999825e-05,
+   "min": 1.636897499997758e-05,
+   "max": 2.2114532999978563e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.388489999868852e-06,
+   "host_canary_seconds": 6.888729999978693e-06,
    "pass_seconds": [
-    1.7681000000038695e-05,
-    1.9475995999982843e-05,
-    1.8596148000028732e-05
+    1.672556799999825e-05,
+    1.650749899999937e-05,
+    1.7721910000005893e-05
    ],
    "pass_host_canary_seconds": [
-    7.388489999868852e-06,
-    8.189817500010576e-06,
-    7.730245000061587e-06
+    6.888729999978693e-06,
+    6.887022499952878e-06,
+    7.538174999979219e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.0460608695983907e-06,
-   "min": 2.0106448088073475e-06,
-   "max": 2.1074193461608897e-06,
+   "seconds": 2.004694014739991e-06,
+   "min": 1.9425809423827915e-06,
+   "max": 2.063359519500759e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.559730000000001e-05,
-    "min": 7.551040000000007e-05,
-    "max": 7.575360000000002e-05,
+    "seconds": 7.666380000000002e-05,
+    "min": 7.647669999999999e-05,
+    "max": 7.679360000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010471720000000001,
-    "min": 0.00010453460000000008,
-    "max": 0.00010486700000000016,
+    "seconds": 0.00010504454999999994,
+    "min": 0.00010494670000000003,
+    "max": 0.0001053788,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.093624999999995e-05,
-    "min": 9.076799999999994e-05,
-    "max": 9.14344000000001e-05,
+    "seconds": 9.316800000000016e-05,
+    "min": 9.261150000000007e-05,
+    "max": 9.37083999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.582245000000004e-05,
-    "min": 9.557739999999994e-05,
-    "max": 9.611189999999994e-05,
+    "seconds": 9.712665000000001e-05,
+    "min": 9.688939999999993e-05,
+    "max": 9.760039999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017662075,
-    "min": 0.00017626759999999996,
-    "max": 0.00017682939999999996,
+    "seconds": 0.00017905199999999997,
+    "min": 0.00017851500000000013,
+    "max": 0.0001796744,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004420623,
-    "min": 0.00044167460000000007,
-    "max": 0.000442373,
+    "seconds": 0.0004568456999999999,
+    "min": 0.0004561107,
+    "max": 0.0004576633,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028372345000000004,
-    "min": 0.00028347330000000006,
-    "max": 0.0002841115999999999,
+    "seconds": 0.0002909958500000001,
+    "min": 0.00029050250000000027,
+    "max": 0.00029226269999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005407712999999999,
-    "min": 0.0005402976,
-    "max": 0.0005410343000000001,
+    "seconds": 0.0005549434,
+    "min": 0.0005545861999999999,
+    "max": 0.0005554335999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006886756999999997,
-    "min": 0.0006877108000000002,
-    "max": 0.0006891177,
+    "seconds": 0.0006978862499999999,
+    "min": 0.0006974078999999998,
+    "max": 0.0006989676999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017434889499999997,
-    "min": 0.0017429475999999997,
-    "max": 0.0017439091000000001,
+    "seconds": 0.0018073136999999999,
+    "min": 0.0018072404,
+    "max": 0.0018078576000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011403157499999999,
-    "min": 0.0011398409000000006,
-    "max": 0.0011421982000000002,
+    "seconds": 0.00117200985,
+    "min": 0.0011710361000000003,
+    "max": 0.0011729255000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021044472,
-    "min": 0.0021026849000000004,
-    "max": 0.0021053347,
+    "seconds": 0.0021676045000000002,
+    "min": 0.0021653211,
+    "max": 0.0021682058999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.461945000000002e-05,
-    "min": 3.4569799999999975e-05,
-    "max": 3.5225600000000085e-05,
+    "seconds": 3.470374999999998e-05,
+    "min": 3.4598399999999984e-05,
+    "max": 3.518040000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.890085000000002e-05,
-    "min": 9.8656e-05,
-    "max": 9.968640000000005e-05,
+    "seconds": 0.00010195775,
+    "min": 0.00010124490000000003,
+    "max": 0.00010290880000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8263699999999976e-05,
-    "min": 4.824600000000004e-05,
-    "max": 4.998400000000004e-05,
+    "seconds": 4.8163150000000044e-05,
+    "min": 4.810600000000005e-05,
+    "max": 4.964439999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.200205000000002e-05,
-    "min": 7.187510000000003e-05,
-    "max": 7.337970000000009e-05,
+    "seconds": 7.178910000000003e-05,
+    "min": 7.168899999999998e-05,
+    "max": 7.318050000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017563790000000003,
-    "min": 0.00017530349999999995,
-    "max": 0.00017579960000000002,
+    "seconds": 0.00017825639999999998,
+    "min": 0.00017795739999999988,
+    "max": 0.00017842420000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004381458499999999,
-    "min": 0.00043788640000000015,
-    "max": 0.0004387659,
+    "seconds": 0.0004524832000000001,
+    "min": 0.000451775,
+    "max": 0.00045270480000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003197561999999999,
-    "min": 0.00031927930000000005,
-    "max": 0.0003210049999999998,
+    "seconds": 0.0003279584499999999,
+    "min": 0.0003276971999999999,
+    "max": 0.00032907680000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006043962,
-    "min": 0.0006039056,
-    "max": 0.0006050579,
+    "seconds": 0.0006203744000000001,
+    "min": 0.0006198845000000001,
+    "max": 0.0006213944000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.136970000000001e-05,
-    "min": 5.119980000000005e-05,
-    "max": 5.173429999999996e-05,
+    "seconds": 5.197554999999996e-05,
+    "min": 5.185290000000009e-05,
+    "max": 5.244809999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012108030000000007,
-    "min": 0.00012064940000000009,
-    "max": 0.00012121600000000003,
+    "seconds": 0.00012425999999999998,
+    "min": 0.0001240575,
+    "max": 0.00012473200000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.753315000000004e-05,
-    "min": 6.65411e-05,
-    "max": 6.990389999999997e-05,
+    "seconds": 6.851695000000002e-05,
+    "min": 6.841570000000001e-05,
+    "max": 6.959260000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012961634999999994,
-    "min": 0.0001294726,
-    "max": 0.0001308316,
+    "seconds": 0.00013175874999999998,
+    "min": 0.00013146889999999988,
+    "max": 0.00013399910000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019896125000000005,
-    "min": 0.00019878119999999988,
-    "max": 0.00019911019999999994,
+    "seconds": 0.00020127479999999999,
+    "min": 0.0002008640000000001,
+    "max": 0.00020156440000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046657165000000005,
-    "min": 0.00046622439999999987,
-    "max": 0.00046721210000000014,
+    "seconds": 0.0004793328,
+    "min": 0.00047869550000000007,
+    "max": 0.0004795805,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037737620000000003,
-    "min": 0.00037702699999999994,
-    "max": 0.00037793509999999996,
+    "seconds": 0.0003883827,
+    "min": 0.00038773389999999995,
+    "max": 0.0003889097,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061642735,
-    "min": 0.0006157471,
-    "max": 0.0006166317000000002,
+    "seconds": 0.000633514,
+    "min": 0.0006333084000000001,
+    "max": 0.0006344818000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.937925000000004e-05,
-    "min": 7.930130000000001e-05,
-    "max": 7.962389999999997e-05,
+    "seconds": 7.975940000000005e-05,
+    "min": 7.922840000000001e-05,
+    "max": 8.00699e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001423958,
-    "min": 0.00014207989999999996,
-    "max": 0.0001425413,
+    "seconds": 0.00014390775,
+    "min": 0.00014356169999999997,
+    "max": 0.0001441916,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012238774999999996,
-    "min": 0.00012183100000000005,
-    "max": 0.00012278559999999997,
+    "seconds": 0.00012612395000000006,
+    "min": 0.00012583679999999994,
+    "max": 0.00012659469999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016797090000000001,
-    "min": 0.0001674527,
-    "max": 0.00016826789999999998,
+    "seconds": 0.00017293309999999996,
+    "min": 0.00017252740000000007,
+    "max": 0.0001734679,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003066262499999999,
-    "min": 0.0003064295999999999,
-    "max": 0.0003072606,
+    "seconds": 0.0003078508,
+    "min": 0.00030764370000000004,
+    "max": 0.0003083720000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005514890500000001,
-    "min": 0.000551024,
-    "max": 0.0005517987000000001,
+    "seconds": 0.000557381,
+    "min": 0.0005564511000000002,
+    "max": 0.0005576777000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004693683000000001,
-    "min": 0.0004689459000000001,
-    "max": 0.00046978920000000015,
+    "seconds": 0.0004825935499999999,
+    "min": 0.0004824072000000002,
+    "max": 0.0004831223999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000654983,
-    "min": 0.0006540659,
-    "max": 0.00065596,
+    "seconds": 0.00066907665,
+    "min": 0.0006683012999999999,
+    "max": 0.0006696743000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.534299999999967e-06,
-    "min": 9.507399999999995e-06,
-    "max": 9.63859999999994e-06,
+    "seconds": 9.452800000000048e-06,
+    "min": 9.437000000000069e-06,
+    "max": 9.570999999999992e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.472009999999997e-05,
-    "min": 1.4678400000000102e-05,
-    "max": 1.485109999999995e-05,
+    "seconds": 1.4721599999999971e-05,
+    "min": 1.4662400000000036e-05,
+    "max": 1.483200000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1342549999999957e-05,
-    "min": 2.1322000000000095e-05,
-    "max": 2.153920000000004e-05,
+    "seconds": 2.1265700000000036e-05,
+    "min": 2.120640000000044e-05,
+    "max": 2.137220000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0781100000000027e-05,
-    "min": 2.0755400000000055e-05,
-    "max": 2.08829999999999e-05,
+    "seconds": 2.0676750000000015e-05,
+    "min": 2.0656000000000017e-05,
+    "max": 2.0863799999999948e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.091660000000004e-05,
-    "min": 5.07968000000001e-05,
-    "max": 5.1142799999999974e-05,
+    "seconds": 5.177595000000003e-05,
+    "min": 5.154560000000003e-05,
+    "max": 5.1935999999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012322110000000008,
-    "min": 0.00012287359999999995,
-    "max": 0.00012337919999999997,
+    "seconds": 0.00012610955000000003,
+    "min": 0.00012579779999999998,
+    "max": 0.00012652439999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.78125500000001e-05,
-    "min": 7.675829999999999e-05,
-    "max": 8.047409999999994e-05,
+    "seconds": 7.815714999999999e-05,
+    "min": 7.70022e-05,
+    "max": 7.990780000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015589479999999998,
-    "min": 0.00015559980000000008,
-    "max": 0.0001562828,
+    "seconds": 0.0001602647,
+    "min": 0.0001595999,
+    "max": 0.00016069670000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3628750000000002e-05,
-    "min": 1.3539699999999948e-05,
-    "max": 1.4441799999999944e-05,
+    "seconds": 1.3731000000000086e-05,
+    "min": 1.3625699999999914e-05,
+    "max": 1.440329999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.416319999999998e-05,
-    "min": 3.409939999999997e-05,
-    "max": 3.43044000000001e-05,
+    "seconds": 3.4809299999999965e-05,
+    "min": 3.446370000000004e-05,
+    "max": 3.53472e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7142500000000047e-05,
-    "min": 2.708499999999999e-05,
-    "max": 2.7433599999999964e-05,
+    "seconds": 2.6999750000000005e-05,
+    "min": 2.6966700000000082e-05,
+    "max": 2.7458899999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7413099999999997e-05,
-    "min": 2.733439999999996e-05,
-    "max": 2.7587399999999935e-05,
+    "seconds": 2.7345500000000018e-05,
+    "min": 2.7321799999999847e-05,
+    "max": 2.7551600000000077e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.988194999999999e-05,
-    "min": 7.970499999999998e-05,
-    "max": 8.006729999999998e-05,
+    "seconds": 8.032200000000001e-05,
+    "min": 8.01791e-05,
+    "max": 8.064579999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014766575000000002,
-    "min": 0.00014748130000000003,
-    "max": 0.00014778889999999994,
+    "seconds": 0.00014845735000000002,
+    "min": 0.00014822020000000006,
+    "max": 0.00014875079999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013787574999999996,
-    "min": 0.00013767119999999995,
-    "max": 0.00013842230000000007,
+    "seconds": 0.00014170664999999994,
+    "min": 0.0001414016999999999,
+    "max": 0.00014202609999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019748365000000004,
-    "min": 0.00019717899999999994,
-    "max": 0.00019751920000000007,
+    "seconds": 0.00020276170000000005,
+    "min": 0.0002020824,
+    "max": 0.00020295080000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.456634999999999e-05,
-    "min": 3.442550000000008e-05,
-    "max": 3.496310000000005e-05,
+    "seconds": 3.500865000000003e-05,
+    "min": 3.472020000000005e-05,
+    "max": 3.519979999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.908379999999998e-05,
-    "min": 5.888659999999999e-05,
-    "max": 5.920329999999996e-05,
+    "seconds": 5.914670000000003e-05,
+    "min": 5.8652300000000055e-05,
+    "max": 5.963500000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.497400000000005e-05,
-    "min": 4.485790000000003e-05,
-    "max": 4.55421e-05,
+    "seconds": 4.5067349999999964e-05,
+    "min": 4.4934600000000056e-05,
+    "max": 4.523289999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1265800000000006e-05,
-    "min": 5.092830000000003e-05,
-    "max": 5.185940000000001e-05,
+    "seconds": 5.190385000000004e-05,
+    "min": 5.161259999999998e-05,
+    "max": 5.218889999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015275380000000002,
-    "min": 0.00015241539999999998,
-    "max": 0.00015308420000000001,
+    "seconds": 0.00015386150000000004,
+    "min": 0.0001534141,
+    "max": 0.0001540594000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002159266,
-    "min": 0.00021564829999999995,
-    "max": 0.00021642349999999997,
+    "seconds": 0.00021481545000000003,
+    "min": 0.00021433310000000002,
+    "max": 0.0002149951000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019669270000000012,
-    "min": 0.00019650889999999992,
-    "max": 0.00019715529999999988,
+    "seconds": 0.00020097095000000013,
+    "min": 0.00020076190000000005,
+    "max": 0.0002012083000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022583540000000005,
-    "min": 0.00022559399999999997,
-    "max": 0.00022608019999999996,
+    "seconds": 0.00022954569999999997,
+    "min": 0.00022923649999999994,
+    "max": 0.00022982429999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.453100000000018e-06,
-    "min": 6.4191000000000145e-06,
-    "max": 6.496100000000023e-06,
+    "seconds": 6.491450000000009e-06,
+    "min": 6.457800000000009e-06,
+    "max": 6.524400000000013e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.196849999999937e-06,
-    "min": 6.188800000000026e-06,
-    "max": 6.220999999999935e-06,
+    "seconds": 6.256149999999979e-06,
+    "min": 6.2368999999999224e-06,
+    "max": 6.345600000000036e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3729899999999958e-05,
-    "min": 1.3708799999999997e-05,
-    "max": 1.3792099999999959e-05,
+    "seconds": 1.3729450000000025e-05,
+    "min": 1.3705400000000111e-05,
+    "max": 1.3785199999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.684799999999962e-06,
-    "min": 9.628799999999978e-06,
-    "max": 9.728100000000018e-06,
+    "seconds": 9.64314999999998e-06,
+    "min": 9.593499999999994e-06,
+    "max": 9.676599999999985e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4985399999999975e-05,
-    "min": 1.4908799999999997e-05,
-    "max": 1.5526200000000017e-05,
+    "seconds": 1.497925e-05,
+    "min": 1.4921500000000037e-05,
+    "max": 1.564800000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.052480000000005e-05,
-    "min": 3.032330000000002e-05,
-    "max": 3.097280000000006e-05,
+    "seconds": 3.1222150000000004e-05,
+    "min": 3.088959999999998e-05,
+    "max": 3.1683e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.451040000000009e-05,
-    "min": 3.443829999999991e-05,
-    "max": 3.4684900000000004e-05,
+    "seconds": 3.4416200000000004e-05,
+    "min": 3.4390000000000055e-05,
+    "max": 3.490239999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.389610000000002e-05,
-    "min": 3.387209999999998e-05,
-    "max": 3.4162999999999964e-05,
+    "seconds": 3.369425000000008e-05,
+    "min": 3.363849999999997e-05,
+    "max": 3.39971e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1179049999999982e-05,
-    "min": 1.109110000000005e-05,
-    "max": 1.1286399999999935e-05,
+    "seconds": 1.1115199999999993e-05,
+    "min": 1.0950499999999966e-05,
+    "max": 1.1270399999999903e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1435050000000025e-05,
-    "min": 1.1360000000000037e-05,
-    "max": 1.1558699999999976e-05,
+    "seconds": 1.1471950000000062e-05,
+    "min": 1.1433399999999939e-05,
+    "max": 1.164489999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1132649999999995e-05,
-    "min": 2.111419999999997e-05,
-    "max": 2.1184499999999966e-05,
+    "seconds": 2.113240000000002e-05,
+    "min": 2.1120499999999992e-05,
+    "max": 2.1174400000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6383900000000018e-05,
-    "min": 1.633930000000005e-05,
-    "max": 1.6396699999999944e-05,
+    "seconds": 1.629759999999997e-05,
+    "min": 1.6265599999999996e-05,
+    "max": 1.631690000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.679875000000002e-05,
-    "min": 3.6672499999999964e-05,
-    "max": 3.690580000000009e-05,
+    "seconds": 3.726070000000003e-05,
+    "min": 3.700450000000001e-05,
+    "max": 3.757109999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.65185e-05,
-    "min": 5.6323199999999976e-05,
-    "max": 5.6780700000000024e-05,
+    "seconds": 5.660959999999997e-05,
+    "min": 5.629989999999989e-05,
+    "max": 5.7007899999999905e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.033245000000003e-05,
-    "min": 6.0192099999999996e-05,
-    "max": 6.05213999999999e-05,
+    "seconds": 6.0446850000000056e-05,
+    "min": 6.034509999999995e-05,
+    "max": 6.069450000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.507355000000002e-05,
-    "min": 6.453450000000005e-05,
-    "max": 6.545949999999998e-05,
+    "seconds": 6.600800000000005e-05,
+    "min": 6.579190000000003e-05,
+    "max": 6.617569999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2022449999999923e-05,
-    "min": 2.19522999999999e-05,
-    "max": 2.253440000000003e-05,
+    "seconds": 2.223240000000006e-05,
+    "min": 2.2073799999999958e-05,
+    "max": 2.2914900000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.518550000000002e-05,
-    "min": 3.497320000000007e-05,
-    "max": 3.5322e-05,
+    "seconds": 3.569934999999999e-05,
+    "min": 3.540159999999998e-05,
+    "max": 3.5872000000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.598099999999998e-05,
-    "min": 3.5952400000000025e-05,
-    "max": 3.601300000000009e-05,
+    "seconds": 3.603024999999993e-05,
+    "min": 3.597430000000009e-05,
+    "max": 3.606310000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.942395000000005e-05,
-    "min": 2.9353800000000024e-05,
-    "max": 2.9500900000000028e-05,
+    "seconds": 2.9502349999999994e-05,
+    "min": 2.9381900000000028e-05,
+    "max": 2.9622199999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.037954999999996e-05,
-    "min": 7.001990000000003e-05,
-    "max": 7.077439999999994e-05,
+    "seconds": 7.14712e-05,
+    "min": 7.117399999999999e-05,
+    "max": 7.156419999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011229310000000002,
-    "min": 0.00011203949999999997,
-    "max": 0.00011280019999999995,
+    "seconds": 0.00011227689999999998,
+    "min": 0.00011212829999999996,
+    "max": 0.00011266820000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011832934999999995,
-    "min": 0.0001182718,
-    "max": 0.00011889599999999995,
+    "seconds": 0.00011964775000000007,
+    "min": 0.0001195518,
+    "max": 0.00011995459999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012937855,
-    "min": 0.00012913930000000003,
-    "max": 0.00012974399999999994,
+    "seconds": 0.00013145689999999996,
+    "min": 0.00013110419999999998,
+    "max": 0.0001316322,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.3263500000000014e-06,
-    "min": 7.276599999999962e-06,
-    "max": 7.404800000000091e-06,
+    "seconds": 7.337400000000014e-06,
+    "min": 7.273900000000014e-06,
+    "max": 7.37620000000013e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.449599999999998e-06,
-    "min": 6.444799999999987e-06,
-    "max": 6.508900000000085e-06,
+    "seconds": 6.451149999999961e-06,
+    "min": 6.428700000000015e-06,
+    "max": 6.512100000000033e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6716449999999974e-05,
-    "min": 1.66911000000001e-05,
-    "max": 1.6729699999999932e-05,
+    "seconds": 1.6712099999999965e-05,
+    "min": 1.669779999999985e-05,
+    "max": 1.672299999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.726499999999999e-06,
-    "min": 6.707100000000036e-06,
-    "max": 6.790399999999932e-06,
+    "seconds": 6.8496000000000555e-06,
+    "min": 6.825500000000011e-06,
+    "max": 6.9281000000000176e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1779300000000001e-05,
-    "min": 1.1743900000000032e-05,
-    "max": 1.2012700000000052e-05,
+    "seconds": 1.180805000000002e-05,
+    "min": 1.1791999999999927e-05,
+    "max": 1.2044900000000019e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3003299999999957e-05,
-    "min": 1.289920000000004e-05,
-    "max": 1.3091200000000004e-05,
+    "seconds": 1.2992050000000007e-05,
+    "min": 1.2912300000000027e-05,
+    "max": 1.3004899999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.325000000000001e-05,
-    "min": 4.3244799999999976e-05,
-    "max": 4.3277000000000006e-05,
+    "seconds": 4.328849999999997e-05,
+    "min": 4.322239999999995e-05,
+    "max": 4.330840000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7787600000000012e-05,
-    "min": 1.7753800000000026e-05,
-    "max": 1.7881499999999913e-05,
+    "seconds": 1.7614300000000025e-05,
+    "min": 1.7599700000000007e-05,
+    "max": 1.7654399999999944e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2430299999999967e-05,
-    "min": 2.239989999999989e-05,
-    "max": 2.2771500000000004e-05,
+    "seconds": 2.239995000000003e-05,
+    "min": 2.2326200000000007e-05,
+    "max": 2.284169999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.303534999999997e-05,
-    "min": 2.294730000000002e-05,
-    "max": 2.3152000000000045e-05,
+    "seconds": 2.3102149999999994e-05,
+    "min": 2.3030200000000036e-05,
+    "max": 2.317740000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1142650000000024e-05,
-    "min": 5.1120199999999985e-05,
-    "max": 5.1161499999999974e-05,
+    "seconds": 5.1134149999999965e-05,
+    "min": 5.113010000000003e-05,
+    "max": 5.1152399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1542450000000013e-05,
-    "min": 2.1481800000000022e-05,
-    "max": 2.160969999999993e-05,
+    "seconds": 2.151379999999999e-05,
+    "min": 2.1436700000000018e-05,
+    "max": 2.1676899999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.359045000000004e-05,
-    "min": 5.349450000000002e-05,
-    "max": 5.3798900000000025e-05,
+    "seconds": 5.434519999999997e-05,
+    "min": 5.392610000000005e-05,
+    "max": 5.443190000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.238565000000004e-05,
-    "min": 7.205119999999998e-05,
-    "max": 7.264680000000005e-05,
+    "seconds": 7.350874999999997e-05,
+    "min": 7.343339999999997e-05,
+    "max": 7.374020000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015520814999999994,
-    "min": 0.00015513290000000008,
-    "max": 0.00015551020000000002,
+    "seconds": 0.00015529770000000012,
+    "min": 0.00015519800000000008,
+    "max": 0.00015574140000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.55906e-05,
-    "min": 6.539859999999999e-05,
-    "max": 6.568969999999989e-05,
+    "seconds": 6.611815000000002e-05,
+    "min": 6.597109999999998e-05,
+    "max": 6.641640000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.6448000000000215e-06,
-    "min": 6.630400000000066e-06,
-    "max": 6.652800000000003e-06,
+    "seconds": 6.6270999999999895e-06,
+    "min": 6.611299999999994e-06,
+    "max": 6.636799999999948e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0972749999999916e-05,
-    "min": 1.0960099999999899e-05,
-    "max": 1.1078300000000014e-05,
+    "seconds": 1.0993799999999874e-05,
+    "min": 1.0956700000000023e-05,
+    "max": 1.1084799999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0331299999999953e-05,
-    "min": 1.0281600000000025e-05,
-    "max": 1.03842000000001e-05,
+    "seconds": 1.0358350000000012e-05,
+    "min": 1.032319999999994e-05,
+    "max": 1.0377700000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.309444999999996e-05,
-    "min": 1.306569999999997e-05,
-    "max": 1.3132699999999841e-05,
+    "seconds": 1.2846200000000023e-05,
+    "min": 1.2809500000000024e-05,
+    "max": 1.2883100000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.515300000000013e-06,
-    "min": 8.454700000000002e-06,
-    "max": 8.598500000000024e-06,
+    "seconds": 8.521650000000005e-06,
+    "min": 8.505500000000005e-06,
+    "max": 8.58900000000001e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3011000000000059e-05,
-    "min": 1.2998400000000038e-05,
-    "max": 1.3049400000000197e-05,
+    "seconds": 1.2993600000000082e-05,
+    "min": 1.2982200000000011e-05,
+    "max": 1.3026999999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4473400000000026e-05,
-    "min": 1.4441800000000011e-05,
-    "max": 1.4857700000000046e-05,
+    "seconds": 1.446890000000003e-05,
+    "min": 1.4415800000000014e-05,
+    "max": 1.493770000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.573115000000007e-05,
-    "min": 1.564140000000001e-05,
-    "max": 1.587519999999995e-05,
+    "seconds": 1.574055000000004e-05,
+    "min": 1.567039999999996e-05,
+    "max": 1.5913800000000058e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.540155e-05,
-    "min": 1.5382100000000037e-05,
-    "max": 1.5439999999999988e-05,
+    "seconds": 1.538875e-05,
+    "min": 1.5337199999999986e-05,
+    "max": 1.5472499999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9920149999999832e-05,
-    "min": 2.972489999999989e-05,
-    "max": 3.0028800000000044e-05,
+    "seconds": 3.023525000000001e-05,
+    "min": 3.003510000000015e-05,
+    "max": 3.0403100000000224e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3912099999999987e-05,
-    "min": 2.375369999999996e-05,
-    "max": 2.4160400000000047e-05,
+    "seconds": 2.3998399999999994e-05,
+    "min": 2.388169999999999e-05,
+    "max": 2.4147499999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.667744999999995e-05,
-    "min": 3.648349999999991e-05,
-    "max": 3.68319999999999e-05,
+    "seconds": 3.72095e-05,
+    "min": 3.709130000000016e-05,
+    "max": 3.767050000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2273700000000044e-05,
-    "min": 2.2217599999999972e-05,
-    "max": 2.242250000000001e-05,
+    "seconds": 2.2380950000000005e-05,
+    "min": 2.227530000000005e-05,
+    "max": 2.2502499999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.225625e-05,
-    "min": 5.201339999999998e-05,
-    "max": 5.2649399999999944e-05,
+    "seconds": 5.317430000000002e-05,
+    "min": 5.2956699999999946e-05,
+    "max": 5.3453200000000086e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.071669999999995e-05,
-    "min": 4.040970000000002e-05,
-    "max": 4.0780400000000034e-05,
+    "seconds": 4.087199999999996e-05,
+    "min": 4.075159999999992e-05,
+    "max": 4.111079999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.249304999999996e-05,
-    "min": 6.241300000000001e-05,
-    "max": 6.275510000000001e-05,
+    "seconds": 6.346930000000005e-05,
+    "min": 6.332509999999997e-05,
+    "max": 6.38938999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.008015e-05,
-    "min": 2.9916900000000032e-05,
-    "max": 3.0115199999999996e-05,
+    "seconds": 3.0173300000000005e-05,
+    "min": 3.0095899999999994e-05,
+    "max": 3.023019999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.647094999999999e-05,
-    "min": 7.630449999999995e-05,
-    "max": 7.677519999999993e-05,
+    "seconds": 7.860199999999994e-05,
+    "min": 7.827889999999998e-05,
+    "max": 7.892690000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.908679999999996e-05,
-    "min": 4.8995699999999996e-05,
-    "max": 4.91748000000001e-05,
+    "seconds": 4.96463e-05,
+    "min": 4.944009999999991e-05,
+    "max": 4.984970000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.736684999999998e-05,
-    "min": 8.728919999999993e-05,
-    "max": 8.771830000000002e-05,
+    "seconds": 8.954230000000003e-05,
+    "min": 8.935029999999997e-05,
+    "max": 8.981800000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.165030000000002e-05,
-    "min": 4.1311900000000014e-05,
-    "max": 4.176380000000004e-05,
+    "seconds": 4.1787100000000005e-05,
+    "min": 4.170910000000001e-05,
+    "max": 4.1897699999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.665145e-05,
-    "min": 9.639610000000012e-05,
-    "max": 9.700230000000008e-05,
+    "seconds": 9.823205000000009e-05,
+    "min": 9.777000000000002e-05,
+    "max": 9.84284e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.005260000000004e-05,
-    "min": 7.993340000000001e-05,
-    "max": 8.008659999999995e-05,
+    "seconds": 8.124240000000002e-05,
+    "min": 8.097020000000002e-05,
+    "max": 8.147580000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011542905000000004,
-    "min": 0.00011514950000000018,
-    "max": 0.00011576489999999998,
+    "seconds": 0.00011701605,
+    "min": 0.00011680650000000003,
+    "max": 0.0001173631000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.608009999999997e-05,
-    "min": 7.586899999999999e-05,
-    "max": 7.649900000000001e-05,
+    "seconds": 7.61671e-05,
+    "min": 7.599960000000002e-05,
+    "max": 7.620780000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018966435000000004,
-    "min": 0.00018942030000000011,
-    "max": 0.0001899463,
+    "seconds": 0.00019323664999999996,
+    "min": 0.00019298930000000004,
+    "max": 0.00019364829999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001258192,
-    "min": 0.00012547230000000003,
-    "max": 0.00012628699999999997,
+    "seconds": 0.00012685694999999995,
+    "min": 0.00012660800000000003,
+    "max": 0.00012690310000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021477350000000003,
-    "min": 0.00021446070000000016,
-    "max": 0.00021535110000000008,
+    "seconds": 0.0002187308,
+    "min": 0.00021865870000000001,
+    "max": 0.00021905929999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010276000000000005,
-    "min": 0.00010255650000000005,
-    "max": 0.00010309819999999995,
+    "seconds": 0.00010320344999999997,
+    "min": 0.00010314429999999997,
+    "max": 0.00010335460000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024182625000000003,
-    "min": 0.00024151089999999978,
-    "max": 0.00024243879999999988,
+    "seconds": 0.00024438184999999997,
+    "min": 0.00024406079999999972,
+    "max": 0.0002447639000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020067439999999994,
-    "min": 0.00020048269999999998,
-    "max": 0.00020077,
+    "seconds": 0.00020312995,
+    "min": 0.0002029669,
+    "max": 0.00020335759999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002894511499999999,
-    "min": 0.0002888498,
-    "max": 0.0002896047,
+    "seconds": 0.00029214915,
+    "min": 0.0002916060999999998,
+    "max": 0.0002922782,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.971050000000008e-06,
-    "min": 6.95680000000001e-06,
-    "max": 7.033600000000012e-06,
+    "seconds": 6.942100000000016e-06,
+    "min": 6.899000000000001e-06,
+    "max": 6.988800000000014e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,9 +10693,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.854350000000039e-06,
-    "min": 6.835099999999955e-06,
-    "max": 6.982399999999984e-06,
+    "seconds": 6.8672999999999436e-06,
+    "min": 6.847900000000004e-06,
+    "max": 6.912000000000013e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10721,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.5919500000000316e-06,
-    "min": 7.57760000000003e-06,
-    "max": 7.619299999999998e-06,
+    "seconds": 7.550399999999991e-06,
+    "min": 7.51350000000001e-06,
+    "max": 7.5742999999999945e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,9 +10749,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.251199999999938e-06,
-    "min": 7.235199999999986e-06,
-    "max": 7.302799999999945e-06,
+    "seconds": 7.2768000000000605e-06,
+    "min": 7.257400000000018e-06,
+    "max": 7.30260000000003e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10777,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1017799999999995e-05,
-    "min": 1.0985699999999985e-05,
-    "max": 1.1087900000000013e-05,
+    "seconds": 1.0983899999999981e-05,
+    "min": 1.0947600000000012e-05,
+    "max": 1.1004800000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,9 +10805,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.462450000000047e-06,
-    "min": 9.418199999999957e-06,
-    "max": 9.481400000000031e-06,
+    "seconds": 9.457749999999982e-06,
+    "min": 9.414500000000043e-06,
+    "max": 9.481600000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10833,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3686500000000029e-05,
-    "min": 1.3648100000000023e-05,
-    "max": 1.3728199999999948e-05,
+    "seconds": 1.3729749999999968e-05,
+    "min": 1.3683100000000001e-05,
+    "max": 1.3788899999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,9 +10861,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2852799999999985e-05,
-    "min": 1.2822199999999975e-05,
-    "max": 1.2899399999999992e-05,
+    "seconds": 1.2843200000000006e-05,
+    "min": 1.2787099999999954e-05,
+    "max": 1.2943899999999961e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10889,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6167799999999944e-05,
-    "min": 1.6121699999999988e-05,
-    "max": 1.6211400000000005e-05,
+    "seconds": 1.616494999999998e-05,
+    "min": 1.6118699999999944e-05,
+    "max": 1.6188799999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,9 +10917,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4531399999999991e-05,
-    "min": 1.4498900000000015e-05,
-    "max": 1.4547300000000019e-05,
+    "seconds": 1.4580950000000052e-05,
+    "min": 1.4566500000000063e-05,
+    "max": 1.4671899999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10945,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.364139999999996e-05,
-    "min": 4.351620000000003e-05,
-    "max": 4.389760000000001e-05,
+    "seconds": 4.339345e-05,
+    "min": 4.3094799999999966e-05,
+    "max": 4.376599999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,9 +10973,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.894414999999999e-05,
-    "min": 2.88356e-05,
-    "max": 2.9341200000000016e-05,
+    "seconds": 2.891194999999998e-05,
+    "min": 2.8812500000000013e-05,
+    "max": 2.9119900000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11001,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0458049999999986e-05,
-    "min": 6.0284399999999995e-05,
-    "max": 6.100169999999998e-05,
+    "seconds": 6.147665000000001e-05,
+    "min": 6.116729999999997e-05,
+    "max": 6.186960000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,9 +11029,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.920949999999999e-05,
-    "min": 3.898529999999991e-05,
-    "max": 3.9401500000000046e-05,
+    "seconds": 3.906100000000004e-05,
+    "min": 3.894070000000007e-05,
+    "max": 3.926730000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11057,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.949490000000003e-05,
-    "min": 5.937580000000002e-05,
-    "max": 5.9871799999999985e-05,
+    "seconds": 5.959464999999996e-05,
+    "min": 5.9287200000000024e-05,
+    "max": 5.985519999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,9 +11085,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1273999999999985e-05,
-    "min": 4.101809999999994e-05,
-    "max": 4.1501200000000076e-05,
+    "seconds": 4.154700000000003e-05,
+    "min": 4.1203399999999965e-05,
+    "max": 4.1807800000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11113,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013107199999999998,
-    "min": 0.0001306287,
-    "max": 0.00013199649999999996,
+    "seconds": 0.00012989165000000004,
+    "min": 0.0001289288,
+    "max": 0.0001301887,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,9 +11141,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.450809999999997e-05,
-    "min": 7.431480000000001e-05,
-    "max": 7.458910000000001e-05,
+    "seconds": 7.376954999999998e-05,
+    "min": 7.349750000000005e-05,
+    "max": 7.396470000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4614349999999996e-05,
-    "min": 2.4537800000000035e-05,
-    "max": 2.4719999999999994e-05,
+    "seconds": 2.4592100000000015e-05,
+    "min": 2.439029999999998e-05,
+    "max": 2.4675000000000024e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0163400000000015e-05,
-    "min": 4.976659999999999e-05,
-    "max": 5.026560000000002e-05,
+    "seconds": 5.1179650000000004e-05,
+    "min": 5.094040000000003e-05,
+    "max": 5.1293300000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.004024999999999e-05,
-    "min": 4.991060000000002e-05,
-    "max": 5.0071600000000024e-05,
+    "seconds": 5.104945000000004e-05,
+    "min": 5.0998600000000024e-05,
+    "max": 5.1174300000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4444749999999942e-05,
-    "min": 2.432619999999997e-05,
-    "max": 2.488319999999999e-05,
+    "seconds": 2.4408050000000038e-05,
+    "min": 2.430079999999998e-05,
+    "max": 2.4812899999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010137499999999998,
-    "min": 0.00010113529999999998,
-    "max": 0.00010180150000000009,
+    "seconds": 0.00010308594999999991,
+    "min": 0.00010281899999999991,
+    "max": 0.00010337590000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014492364999999996,
-    "min": 0.0001444443000000001,
-    "max": 0.0001450883999999999,
+    "seconds": 0.00014610760000000002,
+    "min": 0.00014555869999999995,
+    "max": 0.00014637829999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015791505,
-    "min": 0.00015783139999999996,
-    "max": 0.0001582496,
+    "seconds": 0.0001613061999999999,
+    "min": 0.00016110489999999992,
+    "max": 0.00016155749999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017154155000000001,
-    "min": 0.0001710379,
-    "max": 0.00017186670000000003,
+    "seconds": 0.00017294260000000003,
+    "min": 0.00017270099999999999,
+    "max": 0.00017314939999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.769750000000001e-05,
-    "min": 3.7654700000000045e-05,
-    "max": 3.793599999999994e-05,
+    "seconds": 3.807034999999998e-05,
+    "min": 3.7872200000000034e-05,
+    "max": 3.809949999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010587235000000006,
-    "min": 0.00010566719999999996,
-    "max": 0.00010593639999999982,
+    "seconds": 0.00010629674999999998,
+    "min": 0.00010616719999999999,
+    "max": 0.00010677040000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002358627999999999,
-    "min": 0.00023571090000000023,
-    "max": 0.00023595720000000025,
+    "seconds": 0.00023903479999999992,
+    "min": 0.00023870160000000009,
+    "max": 0.0002393391,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005546315000000004,
-    "min": 0.0005541433000000003,
-    "max": 0.0005548602000000002,
+    "seconds": 0.0005583097000000002,
+    "min": 0.000558037,
+    "max": 0.0005586774999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7131550000000026e-05,
-    "min": 3.678419999999999e-05,
-    "max": 3.7238200000000005e-05,
+    "seconds": 3.72256e-05,
+    "min": 3.7008199999999955e-05,
+    "max": 3.756170000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.347855000000003e-05,
-    "min": 5.272349999999997e-05,
-    "max": 5.376009999999997e-05,
+    "seconds": 5.326345000000001e-05,
+    "min": 5.3193599999999965e-05,
+    "max": 5.335040000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9072350000000034e-05,
-    "min": 1.8976e-05,
-    "max": 1.9197000000000003e-05,
+    "seconds": 1.933125e-05,
+    "min": 1.9174499999999977e-05,
+    "max": 1.9465099999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.735059999999996e-05,
-    "min": 2.7151800000000027e-05,
-    "max": 2.745639999999994e-05,
+    "seconds": 2.7327849999999996e-05,
+    "min": 2.712279999999997e-05,
+    "max": 2.7785099999999976e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332809999999997e-05,
-    "min": 3.309809999999998e-05,
-    "max": 3.350719999999999e-05,
+    "seconds": 3.354325000000002e-05,
+    "min": 3.3466199999999995e-05,
+    "max": 3.37567e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7688350000000026e-05,
-    "min": 4.708860000000002e-05,
-    "max": 4.79751e-05,
+    "seconds": 4.7548499999999994e-05,
+    "min": 4.723830000000002e-05,
+    "max": 4.788140000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4122850000000012e-05,
-    "min": 2.404169999999998e-05,
-    "max": 2.4208299999999983e-05,
+    "seconds": 2.411509999999999e-05,
+    "min": 2.4028600000000006e-05,
+    "max": 2.4233399999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1904149999999995e-05,
-    "min": 3.179479999999999e-05,
-    "max": 3.218890000000003e-05,
+    "seconds": 3.217755000000005e-05,
+    "min": 3.195840000000008e-05,
+    "max": 3.2355100000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.33107e-05,
-    "min": 3.328619999999999e-05,
-    "max": 3.3590599999999997e-05,
+    "seconds": 3.353255e-05,
+    "min": 3.330539999999996e-05,
+    "max": 3.365160000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.775374999999997e-05,
-    "min": 4.720700000000005e-05,
-    "max": 4.824379999999999e-05,
+    "seconds": 4.767189999999994e-05,
+    "min": 4.747199999999998e-05,
+    "max": 4.7817699999999954e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8851449999999987e-05,
-    "min": 1.8742799999999966e-05,
-    "max": 1.897629999999999e-05,
+    "seconds": 1.912969999999998e-05,
+    "min": 1.8863800000000014e-05,
+    "max": 1.93052e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.602569999999995e-05,
-    "min": 2.58051e-05,
-    "max": 2.6121399999999902e-05,
+    "seconds": 2.627499999999998e-05,
+    "min": 2.6150599999999993e-05,
+    "max": 2.662389999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.316819999999999e-05,
-    "min": 3.307199999999997e-05,
-    "max": 3.339469999999997e-05,
+    "seconds": 3.3409350000000016e-05,
+    "min": 3.32638e-05,
+    "max": 3.347539999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7655899999999985e-05,
-    "min": 4.715249999999998e-05,
-    "max": 4.811860000000002e-05,
+    "seconds": 4.7475349999999966e-05,
+    "min": 4.739559999999999e-05,
+    "max": 4.7737599999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.82288e-05,
-    "min": 1.8079999999999973e-05,
-    "max": 1.8316899999999997e-05,
+    "seconds": 1.86064e-05,
+    "min": 1.8479800000000002e-05,
+    "max": 1.8623900000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4520050000000013e-05,
-    "min": 2.4393499999999996e-05,
-    "max": 2.4883200000000033e-05,
+    "seconds": 2.4764749999999966e-05,
+    "min": 2.45183e-05,
+    "max": 2.4899200000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.337619999999999e-05,
-    "min": 3.330239999999994e-05,
-    "max": 3.358999999999999e-05,
+    "seconds": 3.364154999999998e-05,
+    "min": 3.359019999999998e-05,
+    "max": 3.3862400000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.758410000000006e-05,
-    "min": 4.733730000000009e-05,
-    "max": 4.761909999999993e-05,
+    "seconds": 4.758530000000003e-05,
+    "min": 4.7414400000000005e-05,
+    "max": 4.761950000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9299350000000027e-05,
-    "min": 1.907479999999996e-05,
-    "max": 1.9404800000000045e-05,
+    "seconds": 1.95437e-05,
+    "min": 1.9488100000000007e-05,
+    "max": 1.960930000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.443699999999997e-05,
-    "min": 2.43266000000001e-05,
-    "max": 2.459530000000002e-05,
+    "seconds": 2.4553650000000056e-05,
+    "min": 2.451509999999999e-05,
+    "max": 2.4793599999999982e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7593899999999985e-05,
-    "min": 4.741370000000002e-05,
-    "max": 4.787509999999998e-05,
+    "seconds": 4.835830000000001e-05,
+    "min": 4.817989999999999e-05,
+    "max": 4.867119999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6616149999999987e-05,
-    "min": 3.6294300000000063e-05,
-    "max": 3.685119999999999e-05,
+    "seconds": 3.683025000000003e-05,
+    "min": 3.666199999999998e-05,
+    "max": 3.692130000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9844750000000006e-05,
-    "min": 2.9788799999999988e-05,
-    "max": 3.005089999999997e-05,
+    "seconds": 3.0219100000000017e-05,
+    "min": 3.0066799999999974e-05,
+    "max": 3.0431599999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0839849999999986e-05,
-    "min": 2.0800299999999947e-05,
-    "max": 2.0976000000000044e-05,
+    "seconds": 2.1156799999999987e-05,
+    "min": 2.1011200000000078e-05,
+    "max": 2.1337600000000065e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,15 +11715,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.133280158042907e-05,
-    "min": 5.09119987487793e-05,
-    "max": 5.282880067825317e-05,
+    "seconds": 5.0385600328445436e-05,
+    "min": 5.0063997507095334e-05,
+    "max": 5.130879878997803e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.041599988937377e-05,
-    "min": 7.799680233001708e-05,
-    "max": 0.00011011840105056763,
+    "seconds": 5.205279886722565e-05,
+    "min": 4.725440144538879e-05,
+    "max": 9.158719778060913e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -11751,15 +11751,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9529599845409395e-05,
-    "min": 2.899520099163055e-05,
-    "max": 3.342399895191193e-05,
+    "seconds": 2.8297600150108338e-05,
+    "min": 2.7744001150131227e-05,
+    "max": 3.100799918174744e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.696479856967925e-05,
-    "min": 7.365120053291321e-05,
-    "max": 0.00013124159574508668,
+    "seconds": 5.745599865913391e-05,
+    "min": 5.5187201499938966e-05,
+    "max": 0.00010462720394134522,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.78401e-05,
-    "min": 4.766430000000001e-05,
-    "max": 4.796840000000004e-05,
+    "seconds": 4.7677400000000005e-05,
+    "min": 4.7628699999999993e-05,
+    "max": 4.799910000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.524704999999979e-05,
-    "min": 9.508579999999988e-05,
-    "max": 9.550389999999992e-05,
+    "seconds": 9.508935000000006e-05,
+    "min": 9.463360000000001e-05,
+    "max": 9.545650000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.437435000000002e-05,
-    "min": 2.4182300000000034e-05,
-    "max": 2.4550399999999967e-05,
+    "seconds": 2.42692e-05,
+    "min": 2.4144199999999978e-05,
+    "max": 2.4732600000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.869934999999999e-05,
-    "min": 4.8598699999999986e-05,
-    "max": 4.8806799999999886e-05,
+    "seconds": 4.875359999999999e-05,
+    "min": 4.8371199999999955e-05,
+    "max": 4.91453e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.382265000000002e-05,
-    "min": 3.376989999999998e-05,
-    "max": 3.396140000000005e-05,
+    "seconds": 3.3991749999999985e-05,
+    "min": 3.3893999999999984e-05,
+    "max": 3.415959999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.563264999999996e-05,
-    "min": 9.536390000000008e-05,
-    "max": 9.573459999999981e-05,
+    "seconds": 9.545635000000004e-05,
+    "min": 9.52826999999998e-05,
+    "max": 9.590719999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.440075e-05,
-    "min": 8.430079999999996e-05,
-    "max": 8.443610000000002e-05,
+    "seconds": 8.545105e-05,
+    "min": 8.526409999999989e-05,
+    "max": 8.565399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012022790000000021,
-    "min": 0.00011998499999999994,
-    "max": 0.0001203834,
+    "seconds": 0.00012038690000000006,
+    "min": 0.00011986250000000013,
+    "max": 0.00012051620000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.33389e-05,
-    "min": 6.272729999999999e-05,
-    "max": 6.381759999999999e-05,
+    "seconds": 6.411964999999999e-05,
+    "min": 6.359299999999999e-05,
+    "max": 6.445439999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.961629999999999e-05,
-    "min": 4.919380000000002e-05,
-    "max": 5.005150000000001e-05,
+    "seconds": 4.9779499999999966e-05,
+    "min": 4.955789999999999e-05,
+    "max": 5.0223300000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011332449999999998,
-    "min": 0.00011290650000000003,
-    "max": 0.00011358160000000006,
+    "seconds": 0.00011522914999999999,
+    "min": 0.00011478369999999997,
+    "max": 0.00011548980000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.406734999999999e-05,
-    "min": 7.389459999999994e-05,
-    "max": 7.425970000000004e-05,
+    "seconds": 7.447715000000006e-05,
+    "min": 7.399369999999993e-05,
+    "max": 7.464970000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.010699999999996e-05,
-    "min": 7.958069999999999e-05,
-    "max": 8.023720000000003e-05,
+    "seconds": 8.083250000000001e-05,
+    "min": 8.023979999999999e-05,
+    "max": 8.115489999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.587184999999986e-05,
-    "min": 7.565379999999995e-05,
-    "max": 7.594330000000006e-05,
+    "seconds": 7.643820000000003e-05,
+    "min": 7.633000000000017e-05,
+    "max": 7.681929999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012460435000000004,
-    "min": 0.00012448650000000008,
-    "max": 0.00012498919999999998,
+    "seconds": 0.00012652310000000003,
+    "min": 0.00012633379999999996,
+    "max": 0.0001267548000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.829925000000003e-05,
-    "min": 7.813099999999995e-05,
-    "max": 7.85734e-05,
+    "seconds": 7.899485000000003e-05,
+    "min": 7.880969999999998e-05,
+    "max": 7.92575e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5900900000000014e-05,
-    "min": 3.5715499999999994e-05,
-    "max": 3.597129999999999e-05,
+    "seconds": 3.633720000000002e-05,
+    "min": 3.6143699999999964e-05,
+    "max": 3.643860000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034013040000000053,
-    "min": 0.00033967090000000023,
-    "max": 0.0003404305000000011,
+    "seconds": 0.000347542,
+    "min": 0.0003463902000000008,
+    "max": 0.00034804530000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5651400000000016e-05,
-    "min": 3.544989999999998e-05,
-    "max": 3.582749999999999e-05,
+    "seconds": 3.612944999999998e-05,
+    "min": 3.599029999999996e-05,
+    "max": 3.6221100000000066e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003395673500000006,
-    "min": 0.00033892879999999925,
-    "max": 0.0003401606000000003,
+    "seconds": 0.0003463006000000002,
+    "min": 0.0003457521000000006,
+    "max": 0.0003468665999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9259300000000004e-05,
-    "min": 5.910780000000002e-05,
-    "max": 5.952029999999998e-05,
+    "seconds": 5.931325000000001e-05,
+    "min": 5.911440000000002e-05,
+    "max": 5.966920000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001969995,
-    "min": 0.00019685220000000011,
-    "max": 0.00019715780000000003,
+    "seconds": 0.00019779329999999998,
+    "min": 0.0001976481000000001,
+    "max": 0.0001978628000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8844599999999996e-05,
-    "min": 5.8768999999999965e-05,
-    "max": 5.893150000000001e-05,
+    "seconds": 5.8949900000000016e-05,
+    "min": 5.8863899999999984e-05,
+    "max": 5.8982500000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001915956,
-    "min": 0.00019152229999999993,
-    "max": 0.00019161689999999996,
+    "seconds": 0.00019224474999999998,
+    "min": 0.0001921543,
+    "max": 0.00019235119999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.796440000000003e-05,
-    "min": 5.785580000000001e-05,
-    "max": 5.8042199999999984e-05,
+    "seconds": 5.846359999999999e-05,
+    "min": 5.8377899999999995e-05,
+    "max": 5.8547799999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034286345,
-    "min": 0.00034281129999999993,
-    "max": 0.0003429785000000001,
+    "seconds": 0.0003451504999999999,
+    "min": 0.00034505700000000007,
+    "max": 0.00034528810000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.549585000000001e-05,
-    "min": 5.546649999999999e-05,
-    "max": 5.578279999999998e-05,
+    "seconds": 5.584015000000002e-05,
+    "min": 5.5776e-05,
+    "max": 5.609819999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033672974999999995,
-    "min": 0.000336641,
-    "max": 0.00033722940000000006,
+    "seconds": 0.0003385869500000001,
+    "min": 0.0003385394,
+    "max": 0.00033899060000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012617265,
-    "min": 0.00012607720000000003,
-    "max": 0.00012628899999999994,
+    "seconds": 0.00012767005000000005,
+    "min": 0.00012764120000000005,
+    "max": 0.00012775170000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000425336,
-    "min": 0.0004251940000000001,
-    "max": 0.0004262815999999999,
+    "seconds": 0.00042808985000000033,
+    "min": 0.0004273895,
+    "max": 0.0004284915000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012662920000000002,
-    "min": 0.00012652830000000004,
-    "max": 0.00012663479999999998,
+    "seconds": 0.00012700089999999998,
+    "min": 0.00012692419999999995,
+    "max": 0.0001270993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042339699999999984,
-    "min": 0.00042290149999999984,
-    "max": 0.00042404809999999966,
+    "seconds": 0.0004247788500000001,
+    "min": 0.0004243104000000002,
+    "max": 0.0004253438000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.879665000000001e-05,
-    "min": 8.81818e-05,
-    "max": 8.90753e-05,
+    "seconds": 8.868655000000001e-05,
+    "min": 8.8368e-05,
+    "max": 8.893120000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012274019999999994,
-    "min": 0.00012269440000000002,
-    "max": 0.00012283209999999997,
+    "seconds": 0.00012293119999999997,
+    "min": 0.00012287789999999998,
+    "max": 0.00012299830000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.51845e-05,
-    "min": 5.502090000000005e-05,
-    "max": 5.5312199999999995e-05,
+    "seconds": 5.530949999999997e-05,
+    "min": 5.508789999999994e-05,
+    "max": 5.546619999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.021330000000003e-05,
-    "min": 9.018899999999992e-05,
-    "max": 9.043549999999998e-05,
+    "seconds": 9.007830000000001e-05,
+    "min": 8.994299999999995e-05,
+    "max": 9.018660000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,15 +12448,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.824640095233917e-05,
-    "min": 5.7270401716232306e-05,
-    "max": 6.20032012462616e-05,
+    "seconds": 6.167199909687043e-05,
+    "min": 6.097599864006043e-05,
+    "max": 6.327040195465089e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.094400167465209e-05,
-    "min": 8.00383985042572e-05,
-    "max": 0.0001065727949142456,
+    "seconds": 6.746719777584076e-05,
+    "min": 5.1139199733734136e-05,
+    "max": 8.601920008659363e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -12481,15 +12481,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.176960170269013e-05,
-    "min": 5.6867200136184693e-05,
-    "max": 6.671680212020874e-05,
+    "seconds": 5.786080062389374e-05,
+    "min": 5.3311997652053836e-05,
+    "max": 5.8998399972915655e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011363360285758972,
-    "min": 8.82975995540619e-05,
-    "max": 0.00013000320196151734,
+    "seconds": 5.983200073242188e-05,
+    "min": 5.51584005355835e-05,
+    "max": 8.047680258750915e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -12521,15 +12521,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.830559998750687e-05,
-    "min": 3.799999952316284e-05,
-    "max": 4.140479862689972e-05,
+    "seconds": 3.972640037536621e-05,
+    "min": 3.820480108261108e-05,
+    "max": 4.236479997634888e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.114559888839722e-05,
-    "min": 8.664640188217162e-05,
-    "max": 0.00011675519943237306,
+    "seconds": 6.080479919910431e-05,
+    "min": 5.340480208396911e-05,
+    "max": 9.968320131301879e-05,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -12561,15 +12561,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3635200411081312e-05,
-    "min": 2.253759950399399e-05,
-    "max": 3.227199912071228e-05,
+    "seconds": 2.3908799886703493e-05,
+    "min": 2.2249600291252134e-05,
+    "max": 3.719039857387543e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.674879968166352e-05,
-    "min": 8.51199984550476e-05,
-    "max": 0.00010754560232162475,
+    "seconds": 8.663839995861054e-05,
+    "min": 8.350719809532167e-05,
+    "max": 0.00012193280458450317,
     "samples": 6
    },
    "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002958918,
-    "min": 0.00029550470000000006,
-    "max": 0.00029622450000000005,
+    "seconds": 0.0002968166500000002,
+    "min": 0.00029619439999999987,
+    "max": 0.0002971063000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004538259499999999,
-    "min": 0.0004533232000000005,
-    "max": 0.0004540316,
+    "seconds": 0.0004539058499999997,
+    "min": 0.0004535228000000005,
+    "max": 0.0004541849999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036741175000000014,
-    "min": 0.00036721650000000013,
-    "max": 0.0003677435999999997,
+    "seconds": 0.00037154585000000005,
+    "min": 0.00037112959999999987,
+    "max": 0.00037173840000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047819175000000003,
-    "min": 0.0004777627999999999,
-    "max": 0.0004784102000000002,
+    "seconds": 0.0004794483499999998,
+    "min": 0.0004791211000000001,
+    "max": 0.0004797223000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024031549999999996,
-    "min": 0.0002396033,
-    "max": 0.0002405802999999999,
+    "seconds": 0.0002420931,
+    "min": 0.00024133659999999997,
+    "max": 0.0002431254,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007771163500000003,
-    "min": 0.0007753774999999998,
-    "max": 0.0007773060999999995,
+    "seconds": 0.0007820908000000005,
+    "min": 0.0007816157000000003,
+    "max": 0.0007827720999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020196599499999997,
-    "min": 0.0020086128,
-    "max": 0.0020270559000000006,
+    "seconds": 0.0020245874500000004,
+    "min": 0.0020216308,
+    "max": 0.0020284871000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00489257905,
-    "min": 0.0048849233999999995,
-    "max": 0.004901010599999998,
+    "seconds": 0.0049039513999999985,
+    "min": 0.004898354600000001,
+    "max": 0.004906139899999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00055172485,
-    "min": 0.0005513963999999998,
-    "max": 0.0005520446999999999,
+    "seconds": 0.0005530296499999998,
+    "min": 0.0005526596000000001,
+    "max": 0.0005533899,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017598537,
-    "min": 0.0017582249999999998,
-    "max": 0.0017614351,
+    "seconds": 0.0017636625999999994,
+    "min": 0.0017623024999999996,
+    "max": 0.0017653555000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011737834000000002,
-    "min": 0.0011679494,
-    "max": 0.0011774485000000004,
+    "seconds": 0.0011730824,
+    "min": 0.0011675423,
+    "max": 0.0011836517999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028236764499999997,
-    "min": 0.0028160055000000005,
-    "max": 0.0028360482999999987,
+    "seconds": 0.0028287579,
+    "min": 0.0028210175999999997,
+    "max": 0.0028378736000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000337091,
-    "min": 0.0003350855,
-    "max": 0.0003412306,
+    "seconds": 0.0003382952,
+    "min": 0.0003361538999999999,
+    "max": 0.0003406794,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00109633585,
-    "min": 0.0010934990000000004,
-    "max": 0.0010972058,
+    "seconds": 0.0010963597000000005,
+    "min": 0.0010929741,
+    "max": 0.0011048648,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.831324999999994e-05,
-    "min": 6.810600000000006e-05,
-    "max": 6.865620000000004e-05,
+    "seconds": 6.847025000000006e-05,
+    "min": 6.830040000000003e-05,
+    "max": 6.85983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003984435,
-    "min": 0.0003978883000000003,
-    "max": 0.00039869319999999995,
+    "seconds": 0.00040242480000000013,
+    "min": 0.00040207510000000004,
+    "max": 0.00040297489999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015826370000000003,
-    "min": 0.00015731300000000007,
-    "max": 0.0001622525,
+    "seconds": 0.00015713289999999997,
+    "min": 0.00015693199999999998,
+    "max": 0.00015781619999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004917447499999998,
-    "min": 0.0004903130999999999,
-    "max": 0.0004924683999999993,
+    "seconds": 0.0004922090000000002,
+    "min": 0.0004919965000000001,
+    "max": 0.0004932864999999234,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010456165000000009,
-    "min": 0.00010358420000000019,
-    "max": 0.0001051394,
+    "seconds": 0.00010237585000000005,
+    "min": 0.00010191970000000007,
+    "max": 0.00010278429999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036391115000000164,
-    "min": 0.00036299670000000005,
-    "max": 0.00036521020000000005,
+    "seconds": 0.00036837655,
+    "min": 0.0003677141999999818,
+    "max": 0.0003689602000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.738235e-05,
-    "min": 4.7321699999999896e-05,
-    "max": 4.785340000000008e-05,
+    "seconds": 4.771684999999994e-05,
+    "min": 4.7552099999999975e-05,
+    "max": 4.800389999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028613920000000026,
-    "min": 0.0002860171999999997,
-    "max": 0.00028700220000000014,
+    "seconds": 0.00029043490000000194,
+    "min": 0.0002899058999999999,
+    "max": 0.00029105390000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
