@@ -47,7 +47,10 @@ Phases (--phase, one process each):
   model_host  each validation model's host time by part (zero-grad, forward, backward, optimizer)
             at its validation size and at a tiny batch and input (the same layers, tiny tensors, so
             the host sets the pace): does a model's host time depend on its tensors' sizes?
-The last five take no points (the seven paired workloads are built and warmed all the same).
+  lstm      cuDNN's LSTM launches kernels for every step of its recurrence: a tiny LSTM at three
+            sequence lengths (its host cost per step, the slope) beside the validation's LSTM case,
+            forward + backward in steady state, then each one's kernels per repetition.
+The last six take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -877,9 +880,70 @@ def phase_model_host(dev, workloads, started) -> list:
     return points
 
 
+def phase_lstm(dev, workloads, started) -> list:
+    """cuDNN's LSTM launches kernels for every step of the recurrence from C++: its host cost per
+    step. A tiny LSTM (2 layers, 8 -> 8, batch 2) at sequence lengths 8, 32 and 128, and the
+    validation's LSTM case (2 layers, 512 -> 512, batch 32, 128 steps), forward + backward in steady
+    state, three rounds with a canary each; the tiny ones' slope over the length is seconds per step
+    (both layers); then the kernels each launches per repetition under torch.profiler."""
+    nn = torch.nn
+    built = {}
+    for length in (8, 32, 128):
+        m = nn.LSTM(8, 8, num_layers=2, batch_first=True).to(dev)
+        x = torch.randn(2, length, 8, device=dev, requires_grad=True)
+        built[f"tiny lstm 2x8 seq {length}"] = (m, x, length)
+    case = next((c for c in mp.layer_cases(False) if c["op"] == "lstm" and c["precision"] == "fp32"), None)
+    if case is not None and dev.type == "cuda":  # on a CPU it takes minutes: the tiny ones test the script
+        run = mp.LayerRun(case, dev)
+        built[case["id"]] = (None, run, case["inputs"][0]["shape"][1])
+
+    def step_of(m, x):
+        if m is None:
+            run_ = x
+
+            def step():
+                mp.set_grads_to_none(run_.grad_leaves)
+                run_.fn(*run_.inputs).backward(run_.grad)
+            return step
+        grad = torch.randn_like(m(x)[0])
+
+        def step():
+            x.grad = None
+            for q in m.parameters():
+                q.grad = None
+            m(x)[0].backward(grad)
+        return step
+    steps = {label: step_of(m, x) for label, (m, x, _) in built.items()}
+    for step in steps.values():
+        steady_seconds(step, 3)
+    results = {label: [] for label in steps}
+    canaries = []
+    for r in range(3):
+        canaries.append(mp.canary_seconds_per_op(dev))
+        for label, step in steps.items():
+            results[label].append(steady_seconds(step, 10))
+        print(f"[{time.perf_counter() - started:6.1f} s] round {r + 1}, canary {canaries[-1] * 1e6:.1f} us: "
+              + "  ".join(f"{label} {v[-1] * 1e3:.2f} ms" for label, v in results.items()), flush=True)
+    lengths = [built[label][2] for label in steps if label.startswith("tiny")]
+    tiny = [statistics.median(results[label]) for label in steps if label.startswith("tiny")]
+    mean_l, mean_t = sum(lengths) / len(lengths), sum(tiny) / len(tiny)
+    slope = sum((l_ - mean_l) * (t - mean_t) for l_, t in zip(lengths, tiny)) / sum((l_ - mean_l) ** 2 for l_ in lengths)
+    points = [{"label": label, "at_seconds": time.perf_counter() - started, "sequence_length": built[label][2],
+               "seconds": statistics.median(v), "values": v, "canary_seconds": statistics.median(canaries)}
+              for label, v in results.items()]
+    if dev.type == "cuda":  # profiled last: a process that has profiled issues ops more slowly
+        for p_ in points:
+            p_["profiled"] = profiled_counts(steps[p_["label"]], 3)
+    points.append({"label": "tiny lstm: seconds per step (both layers), slope over the sequence length",
+                   "seconds_per_step": slope, "canary_seconds": statistics.median(canaries)})
+    print(f"  tiny LSTM: {slope * 1e6:.1f} us per step; "
+          + "  ".join(f"{p_['label']}: {p_.get('profiled', {}).get('kernels', 0):.0f} kernels" for p_ in points[:-1]), flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -892,7 +956,8 @@ def main(argv=None) -> int:
     print("workloads (us per forward + backward): " + " | ".join(workloads), flush=True)
     phases = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
-              "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host}
+              "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
+              "lstm": phase_lstm}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
