@@ -887,24 +887,9 @@ def phase_lstm(dev, workloads, started) -> list:
     state, three rounds with a canary each; the tiny ones' slope over the length is seconds per step
     (both layers); then the kernels each launches per repetition under torch.profiler."""
     nn = torch.nn
-    built = {}
-    for length in (8, 32, 128):
-        m = nn.LSTM(8, 8, num_layers=2, batch_first=True).to(dev)
-        x = torch.randn(2, length, 8, device=dev, requires_grad=True)
-        built[f"tiny lstm 2x8 seq {length}"] = (m, x, length)
-    case = next((c for c in mp.layer_cases(False) if c["op"] == "lstm" and c["precision"] == "fp32"), None)
-    if case is not None and dev.type == "cuda":  # on a CPU it takes minutes: the tiny ones test the script
-        run = mp.LayerRun(case, dev)
-        built[case["id"]] = (None, run, case["inputs"][0]["shape"][1])
+    steps, lengths = {}, {}  # label -> a steady-state repetition, its sequence length
 
-    def step_of(m, x):
-        if m is None:
-            run_ = x
-
-            def step():
-                mp.set_grads_to_none(run_.grad_leaves)
-                run_.fn(*run_.inputs).backward(run_.grad)
-            return step
+    def module_step(m, x):
         grad = torch.randn_like(m(x)[0])
 
         def step():
@@ -913,7 +898,20 @@ def phase_lstm(dev, workloads, started) -> list:
                 q.grad = None
             m(x)[0].backward(grad)
         return step
-    steps = {label: step_of(m, x) for label, (m, x, _) in built.items()}
+    for length in (8, 32, 128):
+        label = f"tiny lstm 2x8 seq {length}"
+        steps[label] = module_step(nn.LSTM(8, 8, num_layers=2, batch_first=True).to(dev),
+                                   torch.randn(2, length, 8, device=dev, requires_grad=True))
+        lengths[label] = length
+    case = next((c for c in mp.layer_cases(False) if c["op"] == "lstm" and c["precision"] == "fp32"), None)
+    if case is not None and dev.type == "cuda":  # on a CPU it takes minutes: the tiny ones test the script
+        run = mp.LayerRun(case, dev)
+
+        def case_step():
+            mp.set_grads_to_none(run.grad_leaves)
+            run.fn(*run.inputs).backward(run.grad)
+        steps[case["id"]] = case_step
+        lengths[case["id"]] = case["inputs"][0]["shape"][1]
     for step in steps.values():
         steady_seconds(step, 3)
     results = {label: [] for label in steps}
@@ -924,11 +922,12 @@ def phase_lstm(dev, workloads, started) -> list:
             results[label].append(steady_seconds(step, 10))
         print(f"[{time.perf_counter() - started:6.1f} s] round {r + 1}, canary {canaries[-1] * 1e6:.1f} us: "
               + "  ".join(f"{label} {v[-1] * 1e3:.2f} ms" for label, v in results.items()), flush=True)
-    lengths = [built[label][2] for label in steps if label.startswith("tiny")]
+    tiny_lengths = [lengths[label] for label in steps if label.startswith("tiny")]
     tiny = [statistics.median(results[label]) for label in steps if label.startswith("tiny")]
-    mean_l, mean_t = sum(lengths) / len(lengths), sum(tiny) / len(tiny)
-    slope = sum((l_ - mean_l) * (t - mean_t) for l_, t in zip(lengths, tiny)) / sum((l_ - mean_l) ** 2 for l_ in lengths)
-    points = [{"label": label, "at_seconds": time.perf_counter() - started, "sequence_length": built[label][2],
+    mean_l, mean_t = sum(tiny_lengths) / len(tiny_lengths), sum(tiny) / len(tiny)
+    slope = (sum((l_ - mean_l) * (t - mean_t) for l_, t in zip(tiny_lengths, tiny))
+             / sum((l_ - mean_l) ** 2 for l_ in tiny_lengths))
+    points = [{"label": label, "at_seconds": time.perf_counter() - started, "sequence_length": lengths[label],
                "seconds": statistics.median(v), "values": v, "canary_seconds": statistics.median(canaries)}
               for label, v in results.items()]
     if dev.type == "cuda":  # profiled last: a process that has profiled issues ops more slowly
