@@ -487,29 +487,27 @@ TEST_CASE("a layer without a bias costs its op's bias-free host figures, or the 
 
 TEST_CASE("a convolution's host cost grows with its size as the profile's conv_host figures measured it", "[predict][sim]") {
     nlohmann::json figures = nlohmann::json::object();
-    const auto conv_figure = [&figures](const std::string& family, const std::string& mode, const std::string& part, double flops,
-                                        double seconds) {
-        figures["conv_host_" + family + "_" + mode + "_" + std::to_string(static_cast<long long>(flops)) + "_" + part] = {
-            {"seconds", seconds}, {"min", seconds}, {"max", seconds}, {"samples", 1}, {"method", "test"},
-            {"conv_host", {{"family", family}, {"mode", mode}, {"part", part}, {"flops", flops}}}};
+    // One size of a family and precision class: its forward and its forward + backward figure.
+    const auto conv_size = [&figures](const std::string& family, const std::string& mode, double flops, double forward_seconds,
+                                      double forward_backward_seconds) {
+        for (const auto& [part, seconds] : {std::pair{std::string("forward"), forward_seconds},
+                                            std::pair{std::string("forward_backward"), forward_backward_seconds}}) {
+            figures["conv_host_" + family + "_" + mode + "_" + std::to_string(static_cast<long long>(flops)) + "_" + part] = {
+                {"seconds", seconds}, {"min", seconds}, {"max", seconds}, {"samples", 1}, {"method", "test"},
+                {"conv_host", {{"family", family}, {"mode", mode}, {"part", part}, {"flops", flops}}}};
+        }
     };
     // 3x3 under autocast at 1e4, 1e8 and 1e10 FLOPs: forward 100, 150, 140 us; forward + backward
     // 300, 420, 600 us. Growth over the tiny size: forward 0, 50, 40 (never below 0); backward
     // (200, 270, 460) - 200 = 0, 70, 260 us.
-    conv_figure("k3", "autocast", "forward", 1e4, 100e-6);
-    conv_figure("k3", "autocast", "forward_backward", 1e4, 300e-6);
-    conv_figure("k3", "autocast", "forward", 1e8, 150e-6);
-    conv_figure("k3", "autocast", "forward_backward", 1e8, 420e-6);
-    conv_figure("k3", "autocast", "forward", 1e10, 140e-6);
-    conv_figure("k3", "autocast", "forward_backward", 1e10, 600e-6);
+    conv_size("k3", "autocast", 1e4, 100e-6, 300e-6);
+    conv_size("k3", "autocast", 1e8, 150e-6, 420e-6);
+    conv_size("k3", "autocast", 1e10, 140e-6, 600e-6);
     // 1x1 under autocast: forward 80 -> 60 us (no growth), forward + backward 200 -> 300 us.
-    conv_figure("k1", "autocast", "forward", 1e4, 80e-6);
-    conv_figure("k1", "autocast", "forward_backward", 1e4, 200e-6);
-    conv_figure("k1", "autocast", "forward", 1e9, 60e-6);
-    conv_figure("k1", "autocast", "forward_backward", 1e9, 300e-6);
+    conv_size("k1", "autocast", 1e4, 80e-6, 200e-6);
+    conv_size("k1", "autocast", 1e9, 60e-6, 300e-6);
     // float32 without TF32: one size only, no curve.
-    conv_figure("k3", "fp32_strict", "forward", 1e4, 30e-6);
-    conv_figure("k3", "fp32_strict", "forward_backward", 1e4, 90e-6);
+    conv_size("k3", "fp32_strict", 1e4, 30e-6, 90e-6);
     const nlohmann::json doc = {{"schema_version", 1},
                                 {"kind", "roofsim-framework-profile"},
                                 {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},

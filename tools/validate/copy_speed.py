@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import statistics
 import sys
 
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from measure_pytorch import write_json_atomic  # noqa: E402
 
 RUNS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 768, 2048)
 BYTES = 64 << 20
@@ -74,10 +76,7 @@ def main(argv=None) -> int:
     doc = {"kind": "roofsim-copy-speed-diagnostic", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
            "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
            "command": " ".join([os.path.basename(sys.executable)] + sys.argv), "calls": CALLS, "rows": rows}
-    tmp = args.out + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-    os.replace(tmp, args.out)
+    write_json_atomic(args.out, doc)
     return 0
 
 
