@@ -897,6 +897,23 @@ def op_timing_cases():
         ("sdpa", {"is_causal": True, "backend": "cudnn"}, [([4, 16, 2048, 64], f32, True)] * 3),
         ("sdpa", {"is_causal": False, "backend": "cudnn"}, [([64, 12, 256, 64], f32, True)] * 3),
     ]
+    # Fused attention's efficiency over the sequence length, and with dropout (transformers train
+    # with attention dropout: the kernels draw Philox random numbers for every score): short, middle
+    # and long sequences, apart from the validation's (128 and 1024).
+    short, middle, long = [96, 12, 96, 64], [16, 12, 512, 64], [4, 16, 2048, 64]
+    cases += [
+        ("sdpa", {"is_causal": False, "backend": "cudnn"}, [(short, f32, True)] * 3),
+        ("sdpa", {"is_causal": True, "backend": "cudnn"}, [(middle, f32, True)] * 3),
+        ("sdpa", {"is_causal": True, "backend": "flash"}, [(middle, f32, True)] * 3),
+        ("sdpa", {"is_causal": True, "backend": "flash"}, [(long, f32, True)] * 3),
+        ("sdpa", {"is_causal": True, "backend": "efficient"}, [(middle, f32, True)] * 3),
+        ("sdpa", {"is_causal": False, "backend": "efficient"}, [([64, 12, 256, 64], f32, True)] * 3),
+    ]
+    for shape in (short, [64, 12, 256, 64], long):
+        cases.append(("sdpa", {"is_causal": False, "backend": "cudnn", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
+    for shape in (middle, long):
+        cases.append(("sdpa", {"is_causal": True, "backend": "cudnn", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
+        cases.append(("sdpa", {"is_causal": True, "backend": "flash", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
     out = []
     for op, params, inputs in cases:
         if op == "cast":  # an explicit x.to(dtype): no autocast involved
@@ -946,7 +963,8 @@ def build_op(op, params, dev):
 
         def attention(q, k, v):
             with sdpa_kernel(backend):
-                return F.scaled_dot_product_attention(q, k, v, is_causal=p["is_causal"])
+                return F.scaled_dot_product_attention(q, k, v, is_causal=p["is_causal"],
+                                                      dropout_p=p.get("dropout_p", 0.0))
         return attention
     raise ValueError(f"unknown op {op}")
 
@@ -1025,12 +1043,20 @@ def op_timing_probes(p: Probe, calls: int) -> list:
             how = "kernel durations"
             try:
                 fwd = [kernel_seconds(forward) / calls for _ in range(p.repeats // 2 + 1)]
-                # a sum's backward is an expand (a view): no kernel to time
-                bwd = [0.0] if op == "sum" else [kernel_seconds(backward) / calls for _ in range(p.repeats // 2 + 1)]
             except KernelTimesUnavailable as exc:
                 how = f"timer around the calls, no kernel durations: {exc}"
                 fwd = [timed(forward) / calls for _ in range(p.repeats // 2 + 1)]
                 bwd = [timed(backward) / calls for _ in range(p.repeats // 2 + 1)]
+            else:
+                # a backward that launches no kernel (a sum's expands the gradient, an add's passes it
+                # on, a cat's slices it, a transpose's is a view) takes no GPU time: 0, not the host's
+                # time for the autograd.grad calls
+                bwd = []
+                for _ in range(p.repeats // 2 + 1):
+                    try:
+                        bwd.append(kernel_seconds(backward) / calls)
+                    except KernelTimesUnavailable:
+                        bwd.append(0.0)
         except Exception as exc:
             p.skip(f"op_timing_{op}_{precision}", first_line(exc))
             continue

@@ -311,26 +311,31 @@ TEST_CASE("casts and column sums take their own op's efficiency whatever layer r
     CHECK(factor_op(copy) == "linear");
 }
 
-TEST_CASE("an attention kernel takes its backend's op efficiency at the nearest sequence length", "[predict][cost]") {
-    const auto timed = [](AttentionBackend backend, std::int64_t seq, bool causal, double factor) {
-        AttentionDims a{8, 12, seq, seq, 64, causal, backend};
+TEST_CASE("an attention kernel takes its backend's op efficiency, interpolated over the sequence length", "[predict][cost]") {
+    const auto timed = [](AttentionBackend backend, std::int64_t seq, bool causal, double factor, double dropout = 0) {
+        AttentionDims a{8, 12, seq, seq, 64, causal, backend, dropout};
         return OpFactorPoint{std::nullopt, a, factor};
     };
     const std::vector<OpFactorPoint> points = {timed(AttentionBackend::flash, 2048, false, 0.9),
                                                timed(AttentionBackend::efficient, 2048, false, 2.1),
                                                timed(AttentionBackend::cudnn, 256, false, 1.6),
                                                timed(AttentionBackend::cudnn, 2048, false, 1.1),
-                                               timed(AttentionBackend::cudnn, 2048, true, 1.3)};
-    const auto at = [&](AttentionBackend backend, std::int64_t seq, bool causal) {
+                                               timed(AttentionBackend::cudnn, 2048, true, 1.3),
+                                               timed(AttentionBackend::cudnn, 256, false, 2.4, 0.1)};
+    const auto at = [&](AttentionBackend backend, std::int64_t seq, bool causal, double dropout = 0) {
         Kernel k;
         k.kind = KernelKind::attention;
-        k.dims = AttentionDims{32, 12, seq, seq, 64, causal, backend};
+        k.dims = AttentionDims{32, 12, seq, seq, 64, causal, backend, dropout};
         return op_factor_at(points, k);
     };
     CHECK(at(AttentionBackend::efficient, 1024, false) == Catch::Approx(2.1));  // its own backend, wherever listed
-    CHECK(at(AttentionBackend::cudnn, 128, false) == Catch::Approx(1.6));       // nearest length: 256
-    CHECK(at(AttentionBackend::cudnn, 1024, false) == Catch::Approx(1.1));      // 2048 is nearer than 256
-    CHECK(at(AttentionBackend::cudnn, 128, true) == Catch::Approx(1.3));        // causality first, then length
+    CHECK(at(AttentionBackend::cudnn, 128, false) == Catch::Approx(1.6));       // below the shortest: its factor
+    CHECK(at(AttentionBackend::cudnn, 4096, false) == Catch::Approx(1.1));      // beyond the longest: its factor
+    // 1024 lies two thirds of the way from 256 to 2048 in log length: 1.6^(1/3) x 1.1^(2/3)
+    CHECK(at(AttentionBackend::cudnn, 1024, false) == Catch::Approx(1.24631).epsilon(1e-4));
+    CHECK(at(AttentionBackend::cudnn, 128, true) == Catch::Approx(1.3));   // causality first, then length
+    CHECK(at(AttentionBackend::cudnn, 1024, false, 0.1) == Catch::Approx(2.4));  // with dropout: the dropout point
+    CHECK(at(AttentionBackend::cudnn, 128, true, 0.1) == Catch::Approx(1.3));    // none causal with dropout: causal's
     const std::vector<OpFactorPoint> no_cudnn(points.begin(), points.begin() + 2);
     Kernel k;
     k.kind = KernelKind::attention;
@@ -678,6 +683,14 @@ TEST_CASE("host costs scale as a whole, and the profile names the host speed the
     CHECK(framework_profile_from_json(doc, "test").figures.at("layer_forward_relu").seconds == Catch::Approx(10e-6));
     CHECK_FALSE(read.figures.at("gpu_kernel_gap").measured_seconds.has_value());  // no canary: as measured
     CHECK(read.figures.at("gpu_kernel_gap").seconds == Catch::Approx(1e-6));
+    // a fit's intercept may come out below 0 in one pass: read as it is (x 10/20: -5, 10, 15 us, median
+    // 10); a median below 0 reads as 0
+    doc["figures"]["layer_forward_relu"]["pass_seconds"] = {-10e-6, 20e-6, 30e-6};
+    doc["figures"]["layer_forward_relu"]["min"] = -10e-6;
+    CHECK(framework_profile_from_json(doc, "test").figures.at("layer_forward_relu").seconds == Catch::Approx(10e-6));
+    doc["figures"]["layer_forward_relu"]["pass_seconds"] = {-10e-6, -20e-6, 30e-6};
+    doc["figures"]["layer_forward_relu"]["min"] = -20e-6;
+    CHECK(framework_profile_from_json(doc, "test").figures.at("layer_forward_relu").seconds == 0.0);
     doc["figures"]["layer_forward_relu"]["pass_host_canary_seconds"] = {20e-6, 20e-6};
     CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("one canary per pass"));
 }
@@ -714,4 +727,59 @@ TEST_CASE("fused attention pads sequences to blocks of 64 and takes sdpa's timin
     copy.source_op = "mha";
     copy.dtype = DType::bf16;
     CHECK(op_factor(copy, ctx) == 1.0);  // mha's other kernels keep mha's own (none timed)
+}
+
+TEST_CASE("an op timing's forward casts of leaves count once per autocast context", "[predict][framework]") {
+    // The probe times ten forward calls inside one torch.autocast context: autocast casts each float32
+    // input that requires grad once and reuses the copy, so the timing holds a tenth of the casts.
+    const nlohmann::json input = {{"shape", {64, 12, 256, 64}}, {"dtype", "float32"}, {"requires_grad", true}};
+    const nlohmann::json timing = {{"op", "sdpa"},
+                                   {"params", {{"is_causal", false}, {"backend", "cudnn"}}},
+                                   {"precision", "amp-bf16"},
+                                   {"inputs", {input, input, input}},
+                                   {"forward_gpu_seconds", {{"seconds", 1e-4}}},
+                                   {"backward_gpu_seconds", {{"seconds", 5e-4}}}};
+    nlohmann::json doc = {{"schema_version", 1},
+                          {"kind", "roofsim-framework-profile"},
+                          {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+                          {"software", {{"torch", "2.11.0"}}},
+                          {"date_utc", "2026-11-30T00:00:00+00:00"},
+                          {"figures", nlohmann::json::object()},
+                          {"op_timings", {timing}}};
+    const FrameworkProfile parsed = framework_profile_from_json(doc, "test");
+    REQUIRE(parsed.op_timings.size() == 1);
+    CHECK(parsed.op_timing_calls == 1);  // no settings: one call per measurement
+    doc["settings"] = {{"op_timing_calls", 10}};
+    CHECK(framework_profile_from_json(doc, "test").op_timing_calls == 10);
+    doc["settings"] = {{"op_timing_calls", 0}};
+    CHECK_THROWS_WITH(framework_profile_from_json(doc, "test"), Catch::Contains("op_timing_calls"));
+    // the attention kernel's modelled time and the three casts', no factor, no floor
+    CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    plain.kernel_floor = Seconds(0);
+    LoweringOptions o;
+    o.precision = PrecisionMode::amp_bf16;
+    o.optimizer.kind = OptimizerKind::none;
+    double attention = 0, casts = 0;
+    const Kernel* attention_kernel = nullptr;
+    for (const Kernel& k : lower(parsed.op_timings.front().graph, o).kernels.kernels) {
+        if (k.phase != Phase::forward) continue;
+        if (k.kind == KernelKind::attention) attention += kernel_cost(k, plain).time.value(), attention_kernel = &k;
+        if (is_cast(k)) casts += kernel_cost(k, plain).time.value();
+    }
+    REQUIRE(attention_kernel != nullptr);
+    REQUIRE(casts > attention / 2);  // at this size the casts are a large part of the forward
+    // a forward that took the attention's modelled time plus a tenth of the casts: factor 1 over ten calls
+    FrameworkProfile f = parsed;
+    f.op_timings.front().forward_seconds = attention + casts / 10;
+    f.op_timing_calls = 10;
+    CostContext ctx = plain;
+    calibrate_op_factors(ctx, f);
+    const auto forward_factor = [&] {
+        return op_factor_at(ctx.op_factor.at(std::tuple<std::string, Phase, bool>{"sdpa", Phase::forward, true}), *attention_kernel);
+    };
+    CHECK(forward_factor() == Catch::Approx(1.0));
+    // read as one call per measurement, the casts would take more than the measurement leaves
+    f.op_timing_calls = 1;
+    calibrate_op_factors(ctx, f);
+    CHECK(forward_factor() < 0.5);
 }

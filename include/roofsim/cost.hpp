@@ -566,29 +566,58 @@ private:
     return k.source_op;
 }
 
-/// The op factor at a kernel's shape among an op's points: an attention kernel takes the point of its
-/// backend (cuDNN's, where there is none, flash's: the same tiling) with its causality, at the nearest
-/// key length (log scale); a normalization kernel with its reduction shape, the points timed at the
-/// nearest group count (log scale), interpolated in log factor over log group length between the two
-/// that bracket it (the end point's beyond); otherwise the op's first op timing.
+namespace detail {
+
+/// The log-log interpolation of (x, factor) points at x: between the two that bracket it, the end
+/// point's beyond them. `points` not empty.
+[[nodiscard]] inline double interpolate_log_log(std::vector<std::pair<double, double>> points, double x) {
+    std::sort(points.begin(), points.end());
+    if (x <= points.front().first) return points.front().second;
+    for (std::size_t i = 1; i < points.size(); ++i) {
+        if (x <= points[i].first) {
+            const auto [x0, f0] = points[i - 1];
+            const auto [x1, f1] = points[i];
+            if (x1 == x0) return f0;
+            const double t = std::log(x / x0) / std::log(x1 / x0);
+            return std::exp(std::log(f0) * (1 - t) + std::log(f1) * t);
+        }
+    }
+    return points.back().second;
+}
+
+}  // namespace detail
+
+/// The op factor at a kernel's shape among an op's points: an attention kernel takes the points of its
+/// backend (cuDNN's, where there is none, flash's: the same tiling), of its causality and of its
+/// dropout (with or without) where such points exist, interpolated in log factor over log key length
+/// between the two that bracket it (the end point's beyond); a normalization kernel with its reduction
+/// shape, the points timed at the nearest group count (log scale), interpolated likewise over log group
+/// length; otherwise the op's first op timing.
 [[nodiscard]] inline double op_factor_at(const std::vector<OpFactorPoint>& points, const Kernel& k) {
     if (points.empty()) return 1.0;
     const auto distance = [](double a, double b) { return a > b ? a / b : b / a; };  // |log(a/b)|, ordered alike
     if (const auto* a = std::get_if<AttentionDims>(&k.dims)) {
-        const auto nearest_of = [&](AttentionBackend backend) -> const OpFactorPoint* {
-            const OpFactorPoint* best = nullptr;
-            double best_score = 0;
+        std::vector<const OpFactorPoint*> of_backend;
+        for (const AttentionBackend backend : {a->backend, AttentionBackend::flash}) {
             for (const auto& p : points) {
-                if (!p.attention || p.attention->backend != backend) continue;
-                const double score = distance(static_cast<double>(a->seq_kv), static_cast<double>(p.attention->seq_kv)) *
-                                     (p.attention->causal == a->causal ? 1.0 : 1e6);
-                if (!best || score < best_score) best = &p, best_score = score;
+                if (p.attention && p.attention->backend == backend) of_backend.push_back(&p);
             }
-            return best;
+            if (!of_backend.empty() || a->backend != AttentionBackend::cudnn) break;
+        }
+        if (of_backend.empty()) return points.front().factor;
+        // keep the points that match the kernel in `same`, where any do
+        const auto keep_matching = [](std::vector<const OpFactorPoint*>& list, auto same) {
+            std::vector<const OpFactorPoint*> matching;
+            for (const auto* p : list) {
+                if (same(*p->attention)) matching.push_back(p);
+            }
+            if (!matching.empty()) list = std::move(matching);
         };
-        const OpFactorPoint* p = nearest_of(a->backend);
-        if (!p && a->backend == AttentionBackend::cudnn) p = nearest_of(AttentionBackend::flash);
-        return p ? p->factor : points.front().factor;
+        keep_matching(of_backend, [&](const AttentionDims& p) { return p.causal == a->causal; });
+        keep_matching(of_backend, [&](const AttentionDims& p) { return (p.dropout > 0) == (a->dropout > 0); });
+        std::vector<std::pair<double, double>> by_length;
+        for (const auto* p : of_backend) by_length.emplace_back(static_cast<double>(p->attention->seq_kv), p->factor);
+        return detail::interpolate_log_log(std::move(by_length), static_cast<double>(a->seq_kv));
     }
     const auto* norm = std::get_if<NormDims>(&k.dims);
     if (!norm || points.size() == 1) return points.front().factor;
@@ -601,18 +630,11 @@ private:
         }
     }
     if (!nearest) return points.front().factor;
-    const OpFactorPoint *below = nullptr, *above = nullptr;  // same group count, bracketing the length
+    std::vector<std::pair<double, double>> by_length;  // the nearest group count's points
     for (const auto& p : points) {
-        if (!p.norm || p.norm->groups != nearest->norm->groups) continue;
-        const double l = static_cast<double>(p.norm->group_elements);
-        if (l <= length && (!below || l > static_cast<double>(below->norm->group_elements))) below = &p;
-        if (l >= length && (!above || l < static_cast<double>(above->norm->group_elements))) above = &p;
+        if (p.norm && p.norm->groups == nearest->norm->groups) by_length.emplace_back(static_cast<double>(p.norm->group_elements), p.factor);
     }
-    if (!below) return above->factor;
-    if (!above || below == above) return below->factor;
-    const double l0 = static_cast<double>(below->norm->group_elements), l1 = static_cast<double>(above->norm->group_elements);
-    const double t = std::log(length / l0) / std::log(l1 / l0);
-    return std::exp(std::log(below->factor) * (1 - t) + std::log(above->factor) * t);
+    return detail::interpolate_log_log(std::move(by_length), length);
 }
 
 /// The per-op efficiency that multiplies a kernel's time: the factor of its op, phase and precision

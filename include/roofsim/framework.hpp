@@ -56,6 +56,9 @@ struct FrameworkProfile {
     std::string date_utc;
     std::map<std::string, FrameworkFigure> figures;
     std::vector<OpTiming> op_timings;
+    /// Calls per op-timing measurement (settings.op_timing_calls): the probe times that many forward
+    /// calls inside one torch.autocast context, 1 where the profile does not say.
+    int op_timing_calls = 1;
     std::vector<ConvHostFigure> conv_host;  ///< the conv_host_* figures, by size
     /// The host speed every host figure is put on: seconds per tiny torch.add of the probe's canary
     /// (its run's median; "host_speed" in the document). Profiles from before the canary have none,
@@ -95,13 +98,14 @@ namespace detail {
         const JsonCursor passes = fig.at("pass_seconds"), canaries = fig.at("pass_host_canary_seconds");
         if (passes.array_size() != canaries.array_size()) canaries.fail("expected one canary per pass");
         for (std::size_t i = 0; i < passes.array_size(); ++i) {
-            values.push_back(passes.at(i).non_negative() * reference_seconds_per_op / canaries.at(i).positive());
+            // a pass of a fit's intercept (..._per_step) may come out below 0 by its noise
+            values.push_back(passes.at(i).number() * reference_seconds_per_op / canaries.at(i).positive());
         }
     } else if (fig.has("host_canary_seconds") && !fig.has("pass_seconds")) {
         values.push_back(fig.at("seconds").non_negative() * reference_seconds_per_op / fig.at("host_canary_seconds").positive());
     }
     if (values.empty()) return std::nullopt;
-    return quantile(std::move(values), 0.5);
+    return std::max(0.0, quantile(std::move(values), 0.5));
 }
 }  // namespace detail
 
@@ -149,6 +153,9 @@ namespace detail {
         }
         f.figures[key] = x;
     }
+    if (root.has("settings") && root.at("settings").has("op_timing_calls")) {
+        f.op_timing_calls = static_cast<int>(root.at("settings").at("op_timing_calls").positive_integer());
+    }
     if (root.has("op_timings")) {
         const JsonCursor list = root.at("op_timings");
         for (std::size_t i = 0; i < list.array_size(); ++i) {
@@ -176,6 +183,9 @@ namespace detail {
 /// 16-bit apply to that class alone. Casts are calibrated first, from the cast op's timings, each
 /// phase by its kernel's source dtype; the casts inside another op's timing (autocast's, of its
 /// inputs and their gradients) are then charged at that efficiency and the op's factor covers the rest.
+/// The probe times its forward calls inside one autocast context, and autocast casts a float32 leaf
+/// that requires grad (each input of a timing, each parameter) to 16 bits once per context and reuses
+/// the copy (autocast_mode.cpp, cached_cast): such a forward cast counts once per op_timing_calls calls.
 inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     ctx.op_factor.clear();
     CostContext plain = ctx;  // the cost models alone: no per-op factor, no floor
@@ -189,6 +199,10 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     };
     const auto measured = [](const OpTiming& t, Phase phase) {
         return phase == Phase::forward ? t.forward_seconds : t.backward_seconds;
+    };
+    // in a one-layer timing every forward float32 -> 16-bit cast is of a leaf that requires grad
+    const auto is_autocast_cached_cast = [&](const Kernel& k) {
+        return is_cast(k) && k.phase == Phase::forward && k.dtype == DType::f32 && k.bytes_written < k.bytes_read;
     };
     for (const auto& t : f.op_timings) {
         if (t.graph.layers.front().op != "cast") continue;
@@ -218,8 +232,13 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             const bool own = factor_op(k) == op || (k.source_op == op && !is_cast(k));
             // the op's own kernels are modelled plain; the rest (casts at their measured efficiency,
             // a depthwise layer's bias gradient plain) is what the measurement holds besides them
-            if (own) modelled[i] += kernel_cost(k, plain).time;
-            else others[i] += kernel_cost(k, is_cast(k) ? with_casts : plain).time;
+            if (own) {
+                modelled[i] += kernel_cost(k, plain).time;
+            } else if (is_autocast_cached_cast(k)) {
+                others[i] += kernel_cost(k, with_casts).time / static_cast<double>(f.op_timing_calls);
+            } else {
+                others[i] += kernel_cost(k, is_cast(k) ? with_casts : plain).time;
+            }
             if (const auto* d = std::get_if<NormDims>(&k.dims); d && own) norm = *d;
             if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && own) attention = *a;
             if ((k.source_op == op || factor_op(k) == op) && is_16_bit(k.dtype)) low = true;

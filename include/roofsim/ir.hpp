@@ -197,6 +197,7 @@ struct AttentionDims {
     std::int64_t batch = 0, heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
     bool causal = false;
     AttentionBackend backend = AttentionBackend::flash;
+    double dropout = 0;  ///< dropout probability on the attention weights (the kernels draw random numbers when > 0)
 };
 
 /// A normalization kernel's reduction shape: `groups` independent groups (batch norm: channels;

@@ -99,7 +99,7 @@ inline ConvDims conv_dims_from_json(const JsonCursor& c) {
 }
 
 inline AttentionDims attention_dims_from_json(const JsonCursor& c, bool& backward) {
-    check_fields(c, {"batch", "heads", "seq_q", "seq_kv", "head_dim", "causal", "backend", "backward"});
+    check_fields(c, {"batch", "heads", "seq_q", "seq_kv", "head_dim", "causal", "backend", "backward", "dropout_p"});
     AttentionDims a;
     a.batch = c.at("batch").positive_integer();
     a.heads = c.at("heads").positive_integer();
@@ -111,6 +111,10 @@ inline AttentionDims attention_dims_from_json(const JsonCursor& c, bool& backwar
         const auto b = attention_backend_from_key(c.at("backend").string());
         if (!b) c.at("backend").fail("expected flash, efficient, math or cudnn");
         a.backend = *b;
+    }
+    if (c.has("dropout_p")) {
+        a.dropout = c.at("dropout_p").non_negative();
+        if (a.dropout >= 1) c.at("dropout_p").fail("expected a probability below 1");
     }
     backward = c.has("backward") && c.at("backward").boolean();
     return a;
@@ -260,6 +264,7 @@ inline nlohmann::json pair_json(std::int64_t h, std::int64_t w) { return nlohman
         j["attention"] = {{"batch", a->batch},       {"heads", a->heads},   {"seq_q", a->seq_q},
                           {"seq_kv", a->seq_kv},     {"head_dim", a->head_dim}, {"causal", a->causal},
                           {"backend", to_string(a->backend)}, {"backward", k.backward_pass}};
+        if (a->dropout > 0) j["attention"]["dropout_p"] = a->dropout;
     } else if (const auto* nd = std::get_if<NormDims>(&k.dims)) {
         j["norm"] = {{"groups", nd->groups}, {"group_elements", nd->group_elements}};
     }

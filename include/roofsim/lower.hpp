@@ -1070,6 +1070,8 @@ private:
         const auto backend = attention_backend_from_key(attr_string(l, "backend", "flash"));
         if (!backend) throw layer_error(l, "backend: expected flash, efficient, math or cudnn");
         a.backend = *backend;
+        a.dropout = attr_real(l, "dropout_p", 0.0);
+        if (!(a.dropout >= 0 && a.dropout < 1)) throw layer_error(l, "dropout_p: expected a probability in [0, 1)");
         const DType dt = compute_dtype(l, q);
         compute_dtype(l, k);  // autocast casts each input, and each one's gradient back
         compute_dtype(l, input(l, 2));

@@ -627,6 +627,9 @@ class Mapper:
             backend = "flash" if q.dtype in (torch.float16, torch.bfloat16) else "efficient"
         dims = {"batch": batch, "heads": heads, "seq_q": seq_q, "seq_kv": seq_kv, "head_dim": head_dim,
                 "causal": causal, "backend": backend}
+        dropout = float(na.get("dropout_p", 0.0) or 0.0)  # the kernels draw random numbers when > 0
+        if dropout > 0:
+            dims["dropout_p"] = dropout
         shaped = min(batch, heads, seq_q, seq_kv, head_dim) > 0
         flops = 4 * batch * heads * seq_q * seq_kv * head_dim
         if backward:

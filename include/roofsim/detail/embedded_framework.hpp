@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T17:05:46+00:00",
+ "date_utc": "2026-11-30T19:02:23+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 7.863212499987783e-06,
+  "reference_seconds_per_op": 1.0168740000153775e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4280,
-  "canary_p10_seconds": 6.691669999980832e-06,
-  "canary_p90_seconds": 1.0204465000072104e-05,
+  "canaries": 4525,
+  "canary_p10_seconds": 7.443969999769706e-06,
+  "canary_p90_seconds": 1.0926700000482014e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.628876999997146e-06,
-   "min": 6.3641420000024594e-06,
-   "max": 1.0461174999999657e-05,
+   "seconds": 7.687520499985112e-06,
+   "min": 7.002126499997985e-06,
+   "max": 1.0480561999997917e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.691432000000333e-06,
-   "host_canary_seconds": 9.688952500006564e-06,
+   "issue_only_seconds": 7.122414999997772e-06,
+   "host_canary_seconds": 7.302495000089948e-06,
    "pass_seconds": [
-    9.745289000001379e-06,
-    6.579795500002206e-06,
-    6.628876999997146e-06
+    7.1373250000021924e-06,
+    1.0237982500001407e-05,
+    7.687520499985112e-06
    ],
    "pass_host_canary_seconds": [
-    9.688952500006564e-06,
-    6.760655000022098e-06,
-    6.783070000011548e-06
+    7.302495000089948e-06,
+    1.0662327500057246e-05,
+    7.625315000154842e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2311763999989012e-05,
-   "min": 1.1527420000000177e-05,
-   "max": 1.8111039000000772e-05,
+   "seconds": 1.3325611999988497e-05,
+   "min": 1.2671656999998504e-05,
+   "max": 1.5546219499981362e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7173704000001066e-05,
-   "host_canary_seconds": 9.469365000001063e-06,
+   "issue_only_seconds": 1.3944310999988829e-05,
+   "host_canary_seconds": 7.73905000016839e-06,
    "pass_seconds": [
-    1.7220401499997706e-05,
-    1.1773098500000856e-05,
-    1.2311763999989012e-05
+    1.3988323500001342e-05,
+    1.3289694000008012e-05,
+    1.3325611999988497e-05
    ],
    "pass_host_canary_seconds": [
-    9.469365000001063e-06,
-    6.7191400000155e-06,
-    7.1067349999509585e-06
+    7.73905000016839e-06,
+    7.799220000208607e-06,
+    7.732144999863522e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.161718550000046e-05,
-   "min": 1.0769029999998736e-05,
-   "max": 1.4300079000008736e-05,
+   "seconds": 1.2636478999979772e-05,
+   "min": 1.2030261000006704e-05,
+   "max": 1.4406992000004948e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.094556099999977e-05,
-   "host_canary_seconds": 6.7628499999727865e-06,
+   "issue_only_seconds": 1.2597794499981773e-05,
+   "host_canary_seconds": 7.631789999891225e-06,
    "pass_seconds": [
-    1.0961621999999948e-05,
-    1.1633744999997476e-05,
-    1.161718550000046e-05
+    1.2636478999979772e-05,
+    1.2602381000021978e-05,
+    1.2838760000022376e-05
    ],
    "pass_host_canary_seconds": [
-    6.7628499999727865e-06,
-    6.8780500000542585e-06,
-    7.143029999951978e-06
+    7.631789999891225e-06,
+    7.616755000015019e-06,
+    7.601925000244592e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.080093250000047e-05,
-   "min": 1.0155308499996352e-05,
-   "max": 1.6194949000002623e-05,
+   "seconds": 1.1234061499976633e-05,
+   "min": 1.0806700500012312e-05,
+   "max": 1.4396277999992436e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0781320999999623e-05,
-   "host_canary_seconds": 6.840180000011742e-06,
+   "issue_only_seconds": 1.2216703999996526e-05,
+   "host_canary_seconds": 7.862299999885636e-06,
    "pass_seconds": [
-    1.080093250000047e-05,
-    1.0419218000002673e-05,
-    1.0862803999998506e-05
+    1.2255633499989927e-05,
+    1.1131452000000763e-05,
+    1.1234061499976633e-05
    ],
    "pass_host_canary_seconds": [
-    6.840180000011742e-06,
-    6.801019999969071e-06,
-    6.821045000009462e-06
+    7.862299999885636e-06,
+    7.427490000111447e-06,
+    7.442975000060414e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 6.872871499993493e-06,
-   "min": 6.339238000002467e-06,
-   "max": 9.351425500000232e-06,
+   "seconds": 7.295145499995214e-06,
+   "min": 7.04719750001459e-06,
+   "max": 1.0237482499974249e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.750170500003151e-06,
-   "host_canary_seconds": 9.277672499994337e-06,
+   "issue_only_seconds": 9.986998499982746e-06,
+   "host_canary_seconds": 1.030843749987298e-05,
    "pass_seconds": [
-    7.778606000002241e-06,
-    6.440263500003596e-06,
-    6.872871499993493e-06
+    1.0021675499984895e-05,
+    7.295145499995214e-06,
+    7.2720779999997375e-06
    ],
    "pass_host_canary_seconds": [
-    9.277672499994337e-06,
-    6.584564999982945e-06,
-    6.908497500006661e-06
+    1.030843749987298e-05,
+    7.387460000103374e-06,
+    7.454415000012204e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.487754249999853e-05,
-   "min": 3.374434600000598e-05,
-   "max": 4.7995216499998603e-05,
+   "seconds": 3.9961491500008606e-05,
+   "min": 3.7382083500006045e-05,
+   "max": 5.6803009499986956e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.4858339499997726e-05,
-   "host_canary_seconds": 6.773164999991366e-06,
+   "issue_only_seconds": 5.330351950001955e-05,
+   "host_canary_seconds": 1.0369265000065298e-05,
    "pass_seconds": [
-    3.487754249999853e-05,
-    3.462214549999487e-05,
-    3.885016650001205e-05
+    5.3354110000015e-05,
+    3.8910312000012934e-05,
+    3.9961491500008606e-05
    ],
    "pass_host_canary_seconds": [
-    6.773164999991366e-06,
-    6.755715000039686e-06,
-    7.228285000024925e-06
+    1.0369265000065298e-05,
+    7.5517999999874515e-06,
+    7.696240000143462e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.5699583000005076e-05,
-   "min": 2.4079015499999912e-05,
-   "max": 4.031280400000981e-05,
+   "seconds": 2.9325252500001398e-05,
+   "min": 2.6972784499974977e-05,
+   "max": 3.8756338499979396e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.4991824499998926e-05,
-   "host_canary_seconds": 6.854629999999417e-06,
+   "issue_only_seconds": 3.746269000001234e-05,
+   "host_canary_seconds": 1.0403704999930596e-05,
    "pass_seconds": [
-    2.503168699999847e-05,
-    2.5699583000005076e-05,
-    2.7018077500002846e-05
+    3.752543500002048e-05,
+    2.7931871500015858e-05,
+    2.9325252500001398e-05
    ],
    "pass_host_canary_seconds": [
-    6.854629999999417e-06,
-    6.9075200000412455e-06,
-    7.3018899999510725e-06
+    1.0403704999930596e-05,
+    7.3914199998625916e-06,
+    7.78249000006781e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.060848999999564e-05,
-   "min": 1.0107390000001715e-05,
-   "max": 1.092092849999915e-05,
+   "seconds": 1.2684680000006665e-05,
+   "min": 1.1130839000003334e-05,
+   "max": 1.6921051999986503e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0192113500000488e-05,
-   "host_canary_seconds": 6.597839999997745e-06,
+   "issue_only_seconds": 1.6478498999987324e-05,
+   "host_canary_seconds": 1.0377039999980298e-05,
    "pass_seconds": [
-    1.0198295000002133e-05,
-    1.060848999999564e-05,
-    1.0734874499988223e-05
+    1.652190900000505e-05,
+    1.1350179499999057e-05,
+    1.2684680000006665e-05
    ],
    "pass_host_canary_seconds": [
-    6.597839999997745e-06,
-    6.9075200000412455e-06,
-    7.02681500001745e-06
+    1.0377039999980298e-05,
+    7.412440000109655e-06,
+    7.732395000061842e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 7.988903000004654e-06,
-   "min": 7.755946999999707e-06,
-   "max": 9.160922500001334e-06,
+   "seconds": 9.152987999982542e-06,
+   "min": 8.4856489999936e-06,
+   "max": 1.2767941500015923e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.816524999999076e-06,
-   "host_canary_seconds": 6.5398599999966225e-06,
+   "issue_only_seconds": 1.2053856500017446e-05,
+   "host_canary_seconds": 1.0078589999977794e-05,
    "pass_seconds": [
-    7.822603000001039e-06,
-    7.988903000004654e-06,
-    8.15690199999608e-06
+    1.2093423500004973e-05,
+    8.894754499976899e-06,
+    9.152987999982542e-06
    ],
    "pass_host_canary_seconds": [
-    6.5398599999966225e-06,
-    6.809334999999805e-06,
-    6.958937499987883e-06
+    1.0078589999977794e-05,
+    7.4808275000748386e-06,
+    8.010970000214e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.4581233999990672e-05,
-   "min": 1.4099555999997904e-05,
-   "max": 1.5993651499996984e-05,
+   "seconds": 1.707581349998577e-05,
+   "min": 1.5304984500005503e-05,
+   "max": 2.2350520499998084e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4297514999999095e-05,
-   "host_canary_seconds": 6.787035000002106e-06,
+   "issue_only_seconds": 2.1384557000004632e-05,
+   "host_canary_seconds": 1.011374500023976e-05,
    "pass_seconds": [
-    1.4306200000000046e-05,
-    1.549365250000534e-05,
-    1.4581233999990672e-05
+    2.1430517499993585e-05,
+    1.5612119499991193e-05,
+    1.707581349998577e-05
    ],
    "pass_host_canary_seconds": [
-    6.787035000002106e-06,
-    7.0401899999694705e-06,
-    6.978879999905985e-06
+    1.011374500023976e-05,
+    7.29791499992416e-06,
+    7.603220000191868e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.4078356500000666e-05,
-   "min": 1.29492359999972e-05,
-   "max": 1.5191974499998651e-05,
+   "seconds": 1.542179649999298e-05,
+   "min": 1.3785042499989685e-05,
+   "max": 2.1523637499996084e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3162438000001942e-05,
-   "host_canary_seconds": 6.854019999984473e-06,
+   "issue_only_seconds": 1.4266574000004085e-05,
+   "host_canary_seconds": 7.263024999986101e-06,
    "pass_seconds": [
-    1.3172142500000205e-05,
-    1.4078356500000666e-05,
-    1.4238546000001406e-05
+    1.428278399998817e-05,
+    1.5455778499983808e-05,
+    1.542179649999298e-05
    ],
    "pass_host_canary_seconds": [
-    6.854019999984473e-06,
-    7.133975000002124e-06,
-    7.29129999996303e-06
+    7.263024999986101e-06,
+    7.2695599999406115e-06,
+    7.5545199999282885e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.2902639499998259e-05,
-   "min": 1.2589051000002626e-05,
-   "max": 1.5176776499998823e-05,
+   "seconds": 1.4386631499974101e-05,
+   "min": 1.3339018500005295e-05,
+   "max": 2.110616850001179e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.276753049999968e-05,
-   "host_canary_seconds": 6.714059999985978e-06,
+   "issue_only_seconds": 1.363130100000376e-05,
+   "host_canary_seconds": 7.158865000178594e-06,
    "pass_seconds": [
-    1.2774068999998889e-05,
-    1.2902639499998259e-05,
-    1.4156696499995292e-05
+    1.3644309999989446e-05,
+    1.5735223500001893e-05,
+    1.4386631499974101e-05
    ],
    "pass_host_canary_seconds": [
-    6.714059999985978e-06,
-    6.858295000000681e-06,
-    7.339374999872917e-06
+    7.158865000178594e-06,
+    7.259494999800609e-06,
+    7.498544999862134e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.310008999998785e-06,
-   "min": 7.807377999998977e-06,
-   "max": 9.233698499997444e-06,
+   "seconds": 8.633798999994724e-06,
+   "min": 8.175056499993615e-06,
+   "max": 1.2617011999992655e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.87480349999825e-06,
-   "host_canary_seconds": 6.6188525000043795e-06,
+   "issue_only_seconds": 8.301036500000692e-06,
+   "host_canary_seconds": 7.0209599999770945e-06,
    "pass_seconds": [
-    7.880594500001337e-06,
-    8.310008999998785e-06,
-    8.407997999995586e-06
+    8.311737000013864e-06,
+    1.2394249000010405e-05,
+    8.633798999994724e-06
    ],
    "pass_host_canary_seconds": [
-    6.6188525000043795e-06,
-    7.052747500004841e-06,
-    7.310057499978484e-06
+    7.0209599999770945e-06,
+    1.0433525000053124e-05,
+    7.2779200000638866e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.6666511000003938e-05,
-   "min": 1.5422711500001185e-05,
-   "max": 1.9333345500001543e-05,
+   "seconds": 2.3074424500009627e-05,
+   "min": 1.6761928499988698e-05,
+   "max": 2.550343600000815e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5542137000000623e-05,
-   "host_canary_seconds": 6.673394999978655e-06,
+   "issue_only_seconds": 2.3020002000009753e-05,
+   "host_canary_seconds": 9.982444999820928e-06,
    "pass_seconds": [
-    1.5556784000001046e-05,
-    1.6666511000003938e-05,
-    1.754086549999556e-05
+    2.3074424500009627e-05,
+    2.4979531500008534e-05,
+    1.7505237499989333e-05
    ],
    "pass_host_canary_seconds": [
-    6.673394999978655e-06,
-    7.003295000060916e-06,
-    7.255439999909186e-06
+    9.982444999820928e-06,
+    1.0425419999933183e-05,
+    7.516610000095625e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.2779020500005345e-05,
-   "min": 1.2187136499999696e-05,
-   "max": 1.4713038500005382e-05,
+   "seconds": 1.8907930500006386e-05,
+   "min": 1.3582856499994023e-05,
+   "max": 2.061849349999534e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.237369500000085e-05,
-   "host_canary_seconds": 6.9296899999926605e-06,
+   "issue_only_seconds": 1.8839024500010738e-05,
+   "host_canary_seconds": 1.0131095000076584e-05,
    "pass_seconds": [
-    1.238459400000025e-05,
-    1.2779020500005345e-05,
-    1.393726650000815e-05
+    1.8907930500006386e-05,
+    1.9781254999998055e-05,
+    1.373122100000046e-05
    ],
    "pass_host_canary_seconds": [
-    6.9296899999926605e-06,
-    6.902820000007637e-06,
-    7.393544999985125e-06
+    1.0131095000076584e-05,
+    1.0588840000025357e-05,
+    7.409055000096032e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.2947855500001992e-05,
-   "min": 1.2597402000000813e-05,
-   "max": 1.533764250000047e-05,
+   "seconds": 1.4374859500009053e-05,
+   "min": 1.3560906999998679e-05,
+   "max": 2.2068328000017344e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2703674499999096e-05,
-   "host_canary_seconds": 6.678924999974356e-06,
+   "issue_only_seconds": 1.4357310500002996e-05,
+   "host_canary_seconds": 7.424000000071373e-06,
    "pass_seconds": [
-    1.27151734999984e-05,
-    1.2947855500001992e-05,
-    1.3737384500004168e-05
+    1.4374859500009053e-05,
+    2.153085250000686e-05,
+    1.3942786499995918e-05
    ],
    "pass_host_canary_seconds": [
-    6.678924999974356e-06,
-    6.795070000009673e-06,
-    7.134589999964191e-06
+    7.424000000071373e-06,
+    1.0695809999958783e-05,
+    7.418794999978217e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 5.713397000000952e-06,
-   "min": 5.5484294999956776e-06,
-   "max": 6.719207499997992e-06,
+   "seconds": 8.405623499982084e-06,
+   "min": 5.9957360000169044e-06,
+   "max": 9.465052999985346e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.650716000001666e-06,
-   "host_canary_seconds": 6.588202499990814e-06,
+   "issue_only_seconds": 8.359198999983165e-06,
+   "host_canary_seconds": 1.0055027500044388e-05,
    "pass_seconds": [
-    5.656268500001005e-06,
-    5.713397000000952e-06,
-    6.242882000009331e-06
+    8.405623499982084e-06,
+    8.578225000007934e-06,
+    6.275293999976839e-06
    ],
    "pass_host_canary_seconds": [
-    6.588202499990814e-06,
-    6.830747500004009e-06,
-    7.284070000110887e-06
+    1.0055027500044388e-05,
+    1.0241060000026891e-05,
+    7.391972500130351e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.1923822222191424e-05,
-   "min": 8.949288888891892e-06,
-   "max": 1.6074494444448342e-05,
+   "seconds": 1.4661617777783754e-05,
+   "min": 1.0327214444474622e-05,
+   "max": 1.6506876666666257e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.727580000003286e-06,
+   "host_canary_seconds": 8.488035000198124e-06,
    "pass_seconds": [
-    1.1495277777776715e-05,
-    1.5024296666660398e-05,
-    1.1923822222191424e-05
+    1.4661617777783754e-05,
+    1.4501863333420159e-05,
+    1.524931111115772e-05
    ],
    "pass_host_canary_seconds": [
-    6.727580000003286e-06,
-    7.05862500005594e-06,
-    8.949139999998579e-06
+    8.488035000198124e-06,
+    1.0123300000088876e-05,
+    8.564260000127888e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007625527777774563,
-   "min": 0.00039522755555370585,
-   "max": 0.0011031445555494833,
+   "seconds": 0.0007331415555932429,
+   "min": 0.00010191711109857563,
+   "max": 0.0009777565555850742,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.727580000003286e-06,
+   "host_canary_seconds": 8.488035000198124e-06,
    "pass_seconds": [
-    0.0007625527777774563,
-    0.0006979135555459,
-    0.0007904853333242398
+    0.0005814395555729687,
+    0.0007354629999996279,
+    0.0007331415555932429
    ],
    "pass_host_canary_seconds": [
-    6.727580000003286e-06,
-    7.05862500005594e-06,
-    8.949139999998579e-06
+    8.488035000198124e-06,
+    1.0123300000088876e-05,
+    8.564260000127888e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 6.181459999999737e-06,
-   "min": 3.5914500000049858e-06,
-   "max": 6.526930000000499e-06,
+   "seconds": 6.275685555579002e-06,
+   "min": 3.942489999973178e-06,
+   "max": 6.80955666666705e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.003250000000122e-05,
+   "host_canary_seconds": 7.792657499976484e-06,
    "pass_seconds": [
-    5.361900000006396e-06,
-    6.181459999999737e-06,
-    6.2943977777586545e-06
+    6.469023333326934e-06,
+    5.949542222272915e-06,
+    6.275685555579002e-06
    ],
    "pass_host_canary_seconds": [
-    1.003250000000122e-05,
-    9.41825750000902e-06,
-    1.0282864999950903e-05
+    7.792657499976484e-06,
+    9.88646499990864e-06,
+    1.0303604999961636e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.963187777793008e-06,
-   "min": 3.495716666685035e-06,
-   "max": 6.476942222219703e-06,
+   "seconds": 6.058907777817998e-06,
+   "min": 3.2887877777435884e-06,
+   "max": 6.5856055555792e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.912912499991932e-06,
+   "host_canary_seconds": 7.80316999993147e-06,
    "pass_seconds": [
-    5.7885211111141645e-06,
-    5.963187777793008e-06,
-    6.124377777799357e-06
+    6.058907777817998e-06,
+    5.548190000013164e-06,
+    6.398746666668052e-06
    ],
    "pass_host_canary_seconds": [
-    9.912912499991932e-06,
-    9.433565000023236e-06,
-    1.038620499997478e-05
+    7.80316999993147e-06,
+    1.002634500011368e-05,
+    1.03128400002106e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.988070888886556e-05,
-   "min": 3.4105751111105245e-05,
-   "max": 5.531353999998601e-05,
+   "seconds": 5.346758444438314e-05,
+   "min": 4.417043333331902e-05,
+   "max": 6.304639777776326e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0080449999989583e-05,
+   "host_canary_seconds": 1.047728499997902e-05,
    "pass_seconds": [
-    3.735279111111033e-05,
-    4.988070888886556e-05,
-    5.318492222218967e-05
+    5.346758444438314e-05,
+    4.505228222222336e-05,
+    5.912594111110694e-05
    ],
    "pass_host_canary_seconds": [
-    1.0080449999989583e-05,
-    1.0289455000034309e-05,
-    1.013369000006037e-05
+    1.047728499997902e-05,
+    9.869124999966061e-06,
+    1.0475394999787113e-05
    ]
   },
   "backward_call": {
-   "seconds": 0.00011962666424612204,
-   "min": 6.033999876429636e-05,
-   "max": 0.000155795997629563,
+   "seconds": 7.017866677294177e-05,
+   "min": 4.204800507674614e-05,
+   "max": 0.0001146480080982049,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 16.44 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 26.34 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.371199667453766e-05,
-    9.577599912881851e-05,
-    0.00012809599936008454,
-    0.00017148800194263458,
-    0.00033241599798202517
+    9.107200056314469e-05,
+    0.00010636799782514572,
+    0.0001496960073709488,
+    0.00018649600446224212,
+    0.0004932479858398437
    ],
-   "host_canary_seconds": 6.961625000005966e-06,
+   "host_canary_seconds": 7.611142499968082e-06,
    "pass_seconds": [
-    6.033999876429636e-05,
-    0.000155795997629563,
-    0.00011962666424612204
+    4.204800507674614e-05,
+    7.017866677294177e-05,
+    0.0001146480080982049
    ],
    "pass_host_canary_seconds": [
-    6.961625000005966e-06,
-    9.877875000015024e-06,
-    1.0256244999879982e-05
+    7.611142499968082e-06,
+    7.457935000161342e-06,
+    1.0294894999987035e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 3.1024002248332617e-05,
-   "min": 1.8718475209815162e-05,
-   "max": 3.523657116151992e-05,
+   "seconds": 2.7602285501502815e-05,
+   "min": 1.8357334126319203e-05,
+   "max": 3.155352192975225e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.071999922394752e-05,
-    7.772800326347351e-05,
-    0.0003084479868412018
+    3.4495998173952105e-05,
+    0.00015299199521541596,
+    0.0005157439708709717
    ],
-   "host_canary_seconds": 7.070124999994931e-06,
+   "host_canary_seconds": 9.83477999994875e-06,
    "pass_seconds": [
-    1.8718475209815162e-05,
-    3.523657116151992e-05,
-    3.1024002248332617e-05
+    3.155352192975225e-05,
+    1.8357334126319203e-05,
+    2.7602285501502815e-05
    ],
    "pass_host_canary_seconds": [
-    7.070124999994931e-06,
-    9.978300000028639e-06,
-    1.0234874999923703e-05
+    9.83477999994875e-06,
+    7.266597499864247e-06,
+    1.0345970000003036e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 6.691733321973255e-05,
-   "min": 6.517180960093225e-05,
-   "max": 8.254170949969974e-05,
+   "seconds": 0.00010662933784936154,
+   "min": 8.231847112377485e-05,
+   "max": 0.00010988647419781915,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016128000617027282,
-    0.000481440007686615,
-    0.001442463994026184
+    0.0003077439963817596,
+    0.0007881280183792114,
+    0.002062079906463623
    ],
-   "host_canary_seconds": 7.070124999994931e-06,
+   "host_canary_seconds": 9.83477999994875e-06,
    "pass_seconds": [
-    6.517180960093225e-05,
-    6.691733321973255e-05,
-    8.254170949969974e-05
+    8.231847112377485e-05,
+    0.00010662933784936154,
+    0.00010988647419781915
    ],
    "pass_host_canary_seconds": [
-    7.070124999994931e-06,
-    9.978300000028639e-06,
-    1.0234874999923703e-05
+    9.83477999994875e-06,
+    7.266597499864247e-06,
+    1.0345970000003036e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 6.865371479874566e-05,
-   "min": 6.718095356509801e-05,
-   "max": 7.390704396225156e-05,
+   "seconds": 5.424914118789492e-05,
+   "min": 5.305142807109015e-05,
+   "max": 5.914514121555146e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015433600544929505,
-    0.00034643200039863586,
-    0.0011795200109481813
+    8.393599838018418e-05,
+    0.00022015999257564545,
+    0.0008888319730758667
    ],
-   "host_canary_seconds": 9.64478000000213e-06,
+   "host_canary_seconds": 7.904034999910436e-06,
    "pass_seconds": [
-    6.865371479874566e-05,
-    7.390704396225156e-05,
-    6.718095356509801e-05
+    5.424914118789492e-05,
+    5.305142807109015e-05,
+    5.914514121555146e-05
    ],
    "pass_host_canary_seconds": [
-    9.64478000000213e-06,
-    9.853229999947644e-06,
-    1.0060314999975618e-05
+    7.904034999910436e-06,
+    9.3163550000952e-06,
+    1.0135567499958142e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00010279084883985065,
-   "min": 0.0001026232434170587,
-   "max": 0.00012261257781868886,
+   "seconds": 0.00012803124210664205,
+   "min": 0.0001275436189912614,
+   "max": 0.00015846019699459983,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00062636798620224,
-    0.0012086080312728883,
-    0.003220671892166138
+    0.00040716800093650816,
+    0.001015104055404663,
+    0.003154911994934082
    ],
-   "host_canary_seconds": 9.64478000000213e-06,
+   "host_canary_seconds": 7.904034999910436e-06,
    "pass_seconds": [
-    0.00010279084883985065,
-    0.0001026232434170587,
-    0.00012261257781868886
+    0.0001275436189912614,
+    0.00012803124210664205,
+    0.00015846019699459983
    ],
    "pass_host_canary_seconds": [
-    9.64478000000213e-06,
-    9.853229999947644e-06,
-    1.0060314999975618e-05
+    7.904034999910436e-06,
+    9.3163550000952e-06,
+    1.0135567499958142e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.412038083587374e-05,
-   "min": 1.5899427767310826e-05,
-   "max": 2.6310856498423075e-05,
+   "seconds": 2.0022857934236524e-05,
+   "min": 1.5836191496678763e-05,
+   "max": 2.471314228716351e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.694400027394295e-05,
-    7.283200323581695e-05,
-    0.0002648319900035858
+    3.0239999294281007e-05,
+    0.00010489600151777268,
+    0.0002768320143222809
    ],
-   "host_canary_seconds": 6.747004999994033e-06,
+   "host_canary_seconds": 7.719822500007468e-06,
    "pass_seconds": [
-    1.5899427767310826e-05,
-    2.412038083587374e-05,
-    2.6310856498423075e-05
+    1.5836191496678763e-05,
+    2.0022857934236524e-05,
+    2.471314228716351e-05
    ],
    "pass_host_canary_seconds": [
-    6.747004999994033e-06,
-    9.928632500013635e-06,
-    1.0331925000031107e-05
+    7.719822500007468e-06,
+    1.0313569999880201e-05,
+    1.0198434999892924e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.441447387139001e-05,
-   "min": 6.291428900190762e-05,
-   "max": 7.594590279318039e-05,
+   "seconds": 7.41706644850118e-05,
+   "min": 7.391924144966261e-05,
+   "max": 7.89790465718224e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014131200313568116,
-    0.00032313600182533265,
-    0.0013053120374679566
+    0.00021481600403785707,
+    0.0005549439787864686,
+    0.0015847680568695068
    ],
-   "host_canary_seconds": 6.747004999994033e-06,
+   "host_canary_seconds": 7.719822500007468e-06,
    "pass_seconds": [
-    6.291428900190762e-05,
-    6.441447387139001e-05,
-    7.594590279318039e-05
+    7.391924144966261e-05,
+    7.41706644850118e-05,
+    7.89790465718224e-05
    ],
    "pass_host_canary_seconds": [
-    6.747004999994033e-06,
-    9.928632500013635e-06,
-    1.0331925000031107e-05
+    7.719822500007468e-06,
+    1.0313569999880201e-05,
+    1.0198434999892924e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 4.9134476553826106e-05,
-   "min": 3.095390629910288e-05,
-   "max": 5.1410286909057985e-05,
+   "seconds": 5.003962027175085e-05,
+   "min": 4.264380995716367e-05,
+   "max": 5.7453715020702e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.124800071120262e-05,
-    0.00014982399344444275,
-    0.0005241280198097229
+    0.00012217599898576737,
+    0.0003306559920310974,
+    0.0008922240138053894
    ],
-   "host_canary_seconds": 6.968372499986941e-06,
+   "host_canary_seconds": 1.0210419999907571e-05,
    "pass_seconds": [
-    3.095390629910288e-05,
-    5.1410286909057985e-05,
-    4.9134476553826106e-05
+    5.003962027175085e-05,
+    5.7453715020702e-05,
+    4.264380995716367e-05
    ],
    "pass_host_canary_seconds": [
-    6.968372499986941e-06,
-    9.610569999978225e-06,
-    9.83744000002673e-06
+    1.0210419999907571e-05,
+    1.0655815000006896e-05,
+    1.0003424999922573e-05
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.836266664522034e-05,
-   "min": 5.6217138965924584e-05,
-   "max": 9.388037309760141e-05,
+   "seconds": 8.586514812140237e-05,
+   "min": 8.052800418365569e-05,
+   "max": 0.0001068853363394737,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023420800268650056,
-    0.0006560320258140564,
-    0.002045248031616211
+    0.0005844799876213074,
+    0.0010353599786758422,
+    0.0025627200603485106
    ],
-   "host_canary_seconds": 6.968372499986941e-06,
+   "host_canary_seconds": 1.0210419999907571e-05,
    "pass_seconds": [
-    8.836266664522034e-05,
-    5.6217138965924584e-05,
-    9.388037309760141e-05
+    8.052800418365569e-05,
+    8.586514812140237e-05,
+    0.0001068853363394737
    ],
    "pass_host_canary_seconds": [
-    6.968372499986941e-06,
-    9.610569999978225e-06,
-    9.83744000002673e-06
+    1.0210419999907571e-05,
+    1.0655815000006896e-05,
+    1.0003424999922573e-05
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.365257098916031e-05,
-   "min": 1.2510476633906364e-05,
-   "max": 2.0467047446540423e-05,
+   "seconds": 1.9560381060554868e-05,
+   "min": 1.8592762450377147e-05,
+   "max": 2.080609436546053e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1215999498963357e-05,
-    5.673599988222122e-05,
-    0.00022419199347496033
+    3.798399865627289e-05,
+    8.470399677753449e-05,
+    0.00031385600566864014
    ],
-   "host_canary_seconds": 6.644960000024014e-06,
+   "host_canary_seconds": 1.009271500009845e-05,
    "pass_seconds": [
-    1.365257098916031e-05,
-    2.0467047446540423e-05,
-    1.2510476633906364e-05
+    1.8592762450377147e-05,
+    1.9560381060554868e-05,
+    2.080609436546053e-05
    ],
    "pass_host_canary_seconds": [
-    6.644960000024014e-06,
-    9.91952250000594e-06,
-    6.9380775000382755e-06
+    1.009271500009845e-05,
+    1.0837992499972415e-05,
+    1.0503602499909448e-05
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.7653335010012e-05,
-   "min": 6.150933665533861e-05,
-   "max": 7.904152474587873e-05,
+   "seconds": 6.951999983617239e-05,
+   "min": 6.479009702092125e-05,
+   "max": 7.049218920015152e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000164000004529953,
-    0.00032265600562095644,
-    0.001269152045249939
+    0.0002216639965772629,
+    0.000533631980419159,
+    0.0015592319965362549
    ],
-   "host_canary_seconds": 6.644960000024014e-06,
+   "host_canary_seconds": 1.009271500009845e-05,
    "pass_seconds": [
-    6.150933665533861e-05,
-    6.7653335010012e-05,
-    7.904152474587873e-05
+    6.951999983617239e-05,
+    6.479009702092125e-05,
+    7.049218920015152e-05
    ],
    "pass_host_canary_seconds": [
-    6.644960000024014e-06,
-    9.91952250000594e-06,
-    6.9380775000382755e-06
+    1.009271500009845e-05,
+    1.0837992499972415e-05,
+    1.0503602499909448e-05
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 2.462704692568098e-05,
-   "min": 2.4530286235468728e-05,
-   "max": 3.76518095533053e-05,
+   "seconds": 3.906285869223732e-05,
+   "min": 3.85150494320052e-05,
+   "max": 4.177371447994595e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.302400141954422e-05,
-    0.00013251200318336486,
-    0.00042294400930404665
+    9.055999666452408e-05,
+    0.00021583999693393707,
+    0.0007171519994735718
    ],
-   "host_canary_seconds": 6.705539999991572e-06,
+   "host_canary_seconds": 1.0319014999993215e-05,
    "pass_seconds": [
-    2.4530286235468728e-05,
-    3.76518095533053e-05,
-    2.462704692568098e-05
+    4.177371447994595e-05,
+    3.906285869223732e-05,
+    3.85150494320052e-05
    ],
    "pass_host_canary_seconds": [
-    6.705539999991572e-06,
-    9.615102500006857e-06,
-    9.431710000029625e-06
+    1.0319014999993215e-05,
+    1.0066524999956528e-05,
+    9.944607500358415e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 8.250742831400461e-05,
-   "min": 6.944914836259117e-05,
-   "max": 0.00010537829001744587,
+   "seconds": 0.00011287390547139303,
+   "min": 9.601599013521557e-05,
+   "max": 0.00011363657209135237,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001988160014152527,
-    0.0007059839963912964,
-    0.0018664000034332275
+    0.000361952006816864,
+    0.0009519360065460205,
+    0.002723680019378662
    ],
-   "host_canary_seconds": 6.705539999991572e-06,
+   "host_canary_seconds": 1.0319014999993215e-05,
    "pass_seconds": [
-    8.250742831400461e-05,
-    6.944914836259117e-05,
-    0.00010537829001744587
+    0.00011287390547139303,
+    9.601599013521557e-05,
+    0.00011363657209135237
    ],
    "pass_host_canary_seconds": [
-    6.705539999991572e-06,
-    9.615102500006857e-06,
-    9.431710000029625e-06
+    1.0319014999993215e-05,
+    1.0066524999956528e-05,
+    9.944607500358415e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.5114667202745168e-05,
-   "min": 1.4277333659785135e-05,
-   "max": 2.527847584514391e-05,
+   "seconds": 2.1848381275222415e-05,
+   "min": 2.1763809734866735e-05,
+   "max": 2.50179043837956e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4480000138282777e-05,
-    6.985600292682648e-05,
-    0.00023948800563812256
+    5.177599936723709e-05,
+    0.00013142399489879608,
+    0.0004285759925842285
    ],
-   "host_canary_seconds": 6.6971899999757056e-06,
+   "host_canary_seconds": 1.0374809999973422e-05,
    "pass_seconds": [
-    1.4277333659785135e-05,
-    2.527847584514391e-05,
-    2.5114667202745168e-05
+    2.50179043837956e-05,
+    2.1848381275222415e-05,
+    2.1763809734866735e-05
    ],
    "pass_host_canary_seconds": [
-    6.6971899999757056e-06,
-    9.628229999982808e-06,
-    1.0096024999981522e-05
+    1.0374809999973422e-05,
+    9.75770499991313e-06,
+    9.90018499976486e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.553676444859732e-05,
-   "min": 5.1667811082942134e-05,
-   "max": 7.978209179072155e-05,
+   "seconds": 7.13988585131509e-05,
+   "min": 6.783238088800794e-05,
+   "max": 7.344381014506023e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001334400027990341,
-    0.0003810240030288696,
-    0.0015327999591827394
+    0.0005050560235977172,
+    0.0008791679739952087,
+    0.0020082240104675295
    ],
-   "host_canary_seconds": 6.6971899999757056e-06,
+   "host_canary_seconds": 1.0374809999973422e-05,
    "pass_seconds": [
-    7.978209179072155e-05,
-    5.1667811082942134e-05,
-    7.553676444859732e-05
+    7.344381014506023e-05,
+    7.13988585131509e-05,
+    6.783238088800794e-05
    ],
    "pass_host_canary_seconds": [
-    6.6971899999757056e-06,
-    9.628229999982808e-06,
-    1.0096024999981522e-05
+    1.0374809999973422e-05,
+    9.75770499991313e-06,
+    9.90018499976486e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 2.1353905577035177e-05,
-   "min": 2.0266667363189517e-05,
-   "max": 3.9190095095407395e-05,
+   "seconds": 3.724799837384905e-05,
+   "min": 3.368228496540161e-05,
+   "max": 4.099352373963311e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.345600217580795e-05,
-    0.0001244160011410713,
-    0.00039606401324272154
+    9.68639999628067e-05,
+    0.0002197439968585968,
+    0.0006592959761619568
    ],
-   "host_canary_seconds": 6.707152499991764e-06,
+   "host_canary_seconds": 1.0115265000081309e-05,
    "pass_seconds": [
-    2.1353905577035177e-05,
-    2.0266667363189517e-05,
-    3.9190095095407395e-05
+    3.724799837384905e-05,
+    4.099352373963311e-05,
+    3.368228496540161e-05
    ],
    "pass_host_canary_seconds": [
-    6.707152499991764e-06,
-    9.613910000041415e-06,
-    1.0002679999985275e-05
+    1.0115265000081309e-05,
+    1.0084715000004963e-05,
+    9.90982000018903e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.058438166266397e-05,
-   "min": 7.799695272530828e-05,
-   "max": 9.033828406106859e-05,
+   "seconds": 8.524342697291145e-05,
+   "min": 8.480914788586751e-05,
+   "max": 9.655848287400744e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00034787198901176455,
-    0.000693664014339447,
-    0.0018540480136871337
+    0.0005565119981765747,
+    0.0010117119550704956,
+    0.002581536054611206
    ],
-   "host_canary_seconds": 6.707152499991764e-06,
+   "host_canary_seconds": 1.0115265000081309e-05,
    "pass_seconds": [
-    7.799695272530828e-05,
-    8.058438166266397e-05,
-    9.033828406106859e-05
+    9.655848287400744e-05,
+    8.480914788586751e-05,
+    8.524342697291145e-05
    ],
    "pass_host_canary_seconds": [
-    6.707152499991764e-06,
-    9.613910000041415e-06,
-    1.0002679999985275e-05
+    1.0115265000081309e-05,
+    1.0084715000004963e-05,
+    9.90982000018903e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.206933471418562e-05,
-   "min": 3.4961522867282226e-05,
-   "max": 4.903238231227512e-05,
+   "seconds": 4.614628390187308e-05,
+   "min": 4.0331426475729254e-05,
+   "max": 4.649371334484645e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.083200171589851e-05,
-    0.00011564800143241883,
-    0.0005552319884300232
+    7.171200215816498e-05,
+    0.000209087997674942,
+    0.0007684159874916076
    ],
-   "host_canary_seconds": 7.025027500002778e-06,
+   "host_canary_seconds": 1.0651455000072474e-05,
    "pass_seconds": [
-    3.4961522867282226e-05,
-    4.206933471418562e-05,
-    4.903238231227512e-05
+    4.649371334484645e-05,
+    4.614628390187308e-05,
+    4.0331426475729254e-05
    ],
    "pass_host_canary_seconds": [
-    7.025027500002778e-06,
-    9.822525000018345e-06,
-    1.0013734999887447e-05
+    1.0651455000072474e-05,
+    1.0462040000049909e-05,
+    1.011055999981636e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.655618801003414e-05,
-   "min": 5.1570283160323195e-05,
-   "max": 7.951009858931814e-05,
+   "seconds": 7.842361607721873e-05,
+   "min": 7.4055623795305e-05,
+   "max": 8.783466475350513e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001608320027589798,
-    0.00045820799469947814,
-    0.0018625600337982178
+    0.0003824000060558319,
+    0.0008994879722595215,
+    0.0024353599548339842
    ],
-   "host_canary_seconds": 7.025027500002778e-06,
+   "host_canary_seconds": 1.0651455000072474e-05,
    "pass_seconds": [
-    7.951009858931814e-05,
-    5.1570283160323195e-05,
-    7.655618801003414e-05
+    8.783466475350513e-05,
+    7.842361607721873e-05,
+    7.4055623795305e-05
    ],
    "pass_host_canary_seconds": [
-    7.025027500002778e-06,
-    9.822525000018345e-06,
-    1.0013734999887447e-05
+    1.0651455000072474e-05,
+    1.0462040000049909e-05,
+    1.011055999981636e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.565790450289135e-05,
-   "min": 4.422476000729061e-05,
-   "max": 7.630247374375661e-05,
+   "seconds": 7.428114541939327e-05,
+   "min": 6.325180793092366e-05,
+   "max": 7.523123423258465e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.260799735784531e-05,
-    0.00029888001084327697,
-    0.0007805119752883911
+    0.00014556799829006195,
+    0.0003941119909286499,
+    0.0012683520317077637
    ],
-   "host_canary_seconds": 7.123317499999615e-06,
+   "host_canary_seconds": 1.0547277499881602e-05,
    "pass_seconds": [
-    4.422476000729061e-05,
-    7.565790450289135e-05,
-    7.630247374375661e-05
+    7.428114541939327e-05,
+    7.523123423258465e-05,
+    6.325180793092366e-05
    ],
    "pass_host_canary_seconds": [
-    7.123317499999615e-06,
-    9.608785000025932e-06,
-    9.847632500026295e-06
+    1.0547277499881602e-05,
+    1.0769200000027012e-05,
+    9.855407500083402e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00011988952684970129,
-   "min": 9.637485480024705e-05,
-   "max": 0.00014684648066759108,
+   "seconds": 0.00015024304957616895,
+   "min": 0.00011931504770403818,
+   "max": 0.00015938438617047813,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00037302398681640626,
-    0.0010661760568618775,
-    0.003279072046279907
+    0.0005776320099830628,
+    0.0012863359451293944,
+    0.004085184097290039
    ],
-   "host_canary_seconds": 7.123317499999615e-06,
+   "host_canary_seconds": 1.0547277499881602e-05,
    "pass_seconds": [
-    0.00014684648066759108,
-    9.637485480024705e-05,
-    0.00011988952684970129
+    0.00015938438617047813,
+    0.00015024304957616895,
+    0.00011931504770403818
    ],
    "pass_host_canary_seconds": [
-    7.123317499999615e-06,
-    9.608785000025932e-06,
-    9.847632500026295e-06
+    1.0547277499881602e-05,
+    1.0769200000027012e-05,
+    9.855407500083402e-06
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.9596191786584395e-05,
-   "min": 1.8830475707848863e-05,
-   "max": 3.0723809131554195e-05,
+   "seconds": 3.308038289348285e-05,
+   "min": 2.7973332930178866e-05,
+   "max": 3.3729523242939084e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.094400092959404e-05,
-    8.716800063848495e-05,
-    0.00031331199407577513
+    5.628800019621849e-05,
+    0.00015510399639606475,
+    0.0005614399909973144
    ],
-   "host_canary_seconds": 6.836190000001352e-06,
+   "host_canary_seconds": 1.0545817500116072e-05,
    "pass_seconds": [
-    1.8830475707848863e-05,
-    2.9596191786584395e-05,
-    3.0723809131554195e-05
+    3.3729523242939084e-05,
+    3.308038289348285e-05,
+    2.7973332930178866e-05
    ],
    "pass_host_canary_seconds": [
-    6.836190000001352e-06,
-    9.800959999992641e-06,
-    9.502654999948846e-06
+    1.0545817500116072e-05,
+    1.0459960000162028e-05,
+    9.82185750018516e-06
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.108343171221868e-05,
-   "min": 3.890971271764665e-05,
-   "max": 5.918552300759724e-05,
+   "seconds": 4.5591622236229126e-05,
+   "min": 3.694628161333855e-05,
+   "max": 6.944228371693974e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001323840022087097,
-    0.0003763839900493622,
-    0.001192512035369873
+    0.00027408000826835633,
+    0.0005529919862747192,
+    0.0018114559650421142
    ],
-   "host_canary_seconds": 6.836190000001352e-06,
+   "host_canary_seconds": 1.0545817500116072e-05,
    "pass_seconds": [
-    5.108343171221868e-05,
-    3.890971271764665e-05,
-    5.918552300759724e-05
+    6.944228371693974e-05,
+    3.694628161333855e-05,
+    4.5591622236229126e-05
    ],
    "pass_host_canary_seconds": [
-    6.836190000001352e-06,
-    9.800959999992641e-06,
-    9.502654999948846e-06
+    1.0545817500116072e-05,
+    1.0459960000162028e-05,
+    9.82185750018516e-06
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.2894477645556136e-05,
-   "min": 2.544152381874266e-05,
-   "max": 4.716419251192184e-05,
+   "seconds": 4.385752337319511e-05,
+   "min": 3.515428659461793e-05,
+   "max": 4.8262096231892e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.153599917888641e-05,
-    0.0002704640030860901,
-    0.00048736000061035155
+    0.00011939200013875961,
+    0.0003060480058193207,
+    0.0008572800159454346
    ],
-   "host_canary_seconds": 8.82933000001529e-06,
+   "host_canary_seconds": 1.0759735000078763e-05,
    "pass_seconds": [
-    2.544152381874266e-05,
-    4.2894477645556136e-05,
-    4.716419251192184e-05
+    4.8262096231892e-05,
+    3.515428659461793e-05,
+    4.385752337319511e-05
    ],
    "pass_host_canary_seconds": [
-    8.82933000001529e-06,
-    9.805424999989044e-06,
-    9.531910000006861e-06
+    1.0759735000078763e-05,
+    9.01679250006282e-06,
+    9.759357499774524e-06
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 9.284113773277828e-05,
-   "min": 9.263010039215997e-05,
-   "max": 0.00012060800265698205,
+   "seconds": 0.00011775009440524235,
+   "min": 9.478780769166492e-05,
+   "max": 0.00011841066465491338,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004275520145893097,
-    0.0008792960047721862,
-    0.0022311360836029053
+    0.0005045440196990966,
+    0.0010470080375671387,
+    0.003009536027908325
    ],
-   "host_canary_seconds": 8.82933000001529e-06,
+   "host_canary_seconds": 1.0759735000078763e-05,
    "pass_seconds": [
-    9.263010039215997e-05,
-    9.284113773277828e-05,
-    0.00012060800265698205
+    0.00011775009440524235,
+    0.00011841066465491338,
+    9.478780769166492e-05
    ],
    "pass_host_canary_seconds": [
-    8.82933000001529e-06,
-    9.805424999989044e-06,
-    9.531910000006861e-06
+    1.0759735000078763e-05,
+    9.01679250006282e-06,
+    9.759357499774524e-06
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.257599973962421e-05,
-   "min": 4.1488001743952435e-05,
-   "max": 4.517866458211626e-05,
+   "seconds": 4.491047667605536e-05,
+   "min": 3.850590384432248e-05,
+   "max": 4.981485576856705e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.507199794054032e-05,
-    0.0002011200040578842,
-    0.000697920024394989
+    7.977599650621414e-05,
+    0.00020582400262355804,
+    0.0008191999793052674
    ],
-   "host_canary_seconds": 1.0908019999984475e-05,
+   "host_canary_seconds": 1.053225500015742e-05,
    "pass_seconds": [
-    4.1488001743952435e-05,
-    4.257599973962421e-05,
-    4.517866458211626e-05
+    4.981485576856705e-05,
+    4.491047667605536e-05,
+    3.850590384432248e-05
    ],
    "pass_host_canary_seconds": [
-    1.0908019999984475e-05,
-    9.837950000033401e-06,
-    9.362670000001571e-06
+    1.053225500015742e-05,
+    1.0019692499980692e-05,
+    9.834757500186696e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.092571724028812e-05,
-   "min": 5.5807997428235576e-05,
-   "max": 8.664533212071374e-05,
+   "seconds": 7.648610039835887e-05,
+   "min": 7.328914691294943e-05,
+   "max": 7.915734109424409e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032400000095367433,
-    0.0006873279809951783,
-    0.002238976001739502
+    0.0003682880103588104,
+    0.0008547840118408204,
+    0.002336064100265503
    ],
-   "host_canary_seconds": 1.0908019999984475e-05,
+   "host_canary_seconds": 1.053225500015742e-05,
    "pass_seconds": [
-    8.664533212071374e-05,
-    5.5807997428235576e-05,
-    8.092571724028812e-05
+    7.915734109424409e-05,
+    7.648610039835887e-05,
+    7.328914691294943e-05
    ],
    "pass_host_canary_seconds": [
-    1.0908019999984475e-05,
-    9.837950000033401e-06,
-    9.362670000001571e-06
+    1.053225500015742e-05,
+    1.0019692499980692e-05,
+    9.834757500186696e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 7.460190497693562e-05,
-   "min": 7.253257007825941e-05,
-   "max": 0.00011291961868604026,
+   "seconds": 8.35999988374256e-05,
+   "min": 7.491276129370644e-05,
+   "max": 8.497066511994315e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00022892799973487854,
-    0.0006000319719314575,
-    0.0019335039854049682
+    0.00017606399953365326,
+    0.0004572480022907257,
+    0.0014401919841766358
    ],
-   "host_canary_seconds": 1.5039525000020148e-05,
+   "host_canary_seconds": 1.0258364999913283e-05,
    "pass_seconds": [
-    0.00011291961868604026,
-    7.460190497693562e-05,
-    7.253257007825941e-05
+    8.35999988374256e-05,
+    8.497066511994315e-05,
+    7.491276129370644e-05
    ],
    "pass_host_canary_seconds": [
-    1.5039525000020148e-05,
-    9.966910000009932e-06,
-    9.277139999994688e-06
+    1.0258364999913283e-05,
+    1.030626500011067e-05,
+    1.0141197500104226e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014195581702958971,
-   "min": 0.00012158704229763573,
-   "max": 0.00015754209316912155,
+   "seconds": 0.00014417371011915658,
+   "min": 0.0001257965699547813,
+   "max": 0.00016406247410036268,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007447360157966614,
-    0.001702847957611084,
-    0.004347199916839599
+    0.0007563199996948242,
+    0.0015752960443496703,
+    0.004218143939971924
    ],
-   "host_canary_seconds": 1.5039525000020148e-05,
+   "host_canary_seconds": 1.0258364999913283e-05,
    "pass_seconds": [
-    0.00012158704229763573,
-    0.00015754209316912155,
-    0.00014195581702958971
+    0.00014417371011915658,
+    0.0001257965699547813,
+    0.00016406247410036268
    ],
    "pass_host_canary_seconds": [
-    1.5039525000020148e-05,
-    9.966910000009932e-06,
-    9.277139999994688e-06
+    1.0258364999913283e-05,
+    1.030626500011067e-05,
+    1.0141197500104226e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.293028757685707e-05,
-   "min": 3.120228736883118e-05,
-   "max": 4.604876005933398e-05,
+   "seconds": 3.3526855565252756e-05,
+   "min": 3.0503618752672562e-05,
+   "max": 3.757866844534874e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.780800223350525e-05,
-    0.00018335999548435211,
-    0.0007510079741477966
+    5.097600072622299e-05,
+    0.0001539839953184128,
+    0.0005546879768371583
    ],
-   "host_canary_seconds": 1.44507825000062e-05,
+   "host_canary_seconds": 1.0359302499978185e-05,
    "pass_seconds": [
-    4.604876005933398e-05,
-    3.120228736883118e-05,
-    3.293028757685707e-05
+    3.3526855565252756e-05,
+    3.0503618752672562e-05,
+    3.757866844534874e-05
    ],
    "pass_host_canary_seconds": [
-    1.44507825000062e-05,
-    1.0063434999949549e-05,
-    1.0179867500070827e-05
+    1.0359302499978185e-05,
+    8.113422500031219e-06,
+    1.0658232500020405e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.5189331372578936e-05,
-   "min": 2.6684955826827454e-05,
-   "max": 5.9763044651065563e-05,
+   "seconds": 6.394056851665179e-05,
+   "min": 5.55184760263988e-05,
+   "max": 6.8296381937606e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00032019200921058657,
-    0.0006228799819946289,
-    0.001439360022544861
+    0.0003005119860172272,
+    0.0006688320040702819,
+    0.0016699199676513672
    ],
-   "host_canary_seconds": 1.44507825000062e-05,
+   "host_canary_seconds": 1.0359302499978185e-05,
    "pass_seconds": [
-    2.6684955826827454e-05,
-    5.9763044651065563e-05,
-    5.5189331372578936e-05
+    5.55184760263988e-05,
+    6.8296381937606e-05,
+    6.394056851665179e-05
    ],
    "pass_host_canary_seconds": [
-    1.44507825000062e-05,
-    1.0063434999949549e-05,
-    1.0179867500070827e-05
+    1.0359302499978185e-05,
+    8.113422500031219e-06,
+    1.0658232500020405e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 5.0357333960987275e-05,
-   "min": 2.8992763410011923e-05,
-   "max": 5.2748951173964e-05,
+   "seconds": 4.4454096683434084e-05,
+   "min": 4.272685732160296e-05,
+   "max": 5.357333379132407e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.227200105786323e-05,
-    0.00015804800391197205,
-    0.0005000960230827331
+    0.00013305599987506865,
+    0.00030092799663543703,
+    0.0009390400052070618
    ],
-   "host_canary_seconds": 6.9029750000026976e-06,
+   "host_canary_seconds": 1.0563314999956219e-05,
    "pass_seconds": [
-    2.8992763410011923e-05,
-    5.0357333960987275e-05,
-    5.2748951173964e-05
+    5.357333379132407e-05,
+    4.272685732160296e-05,
+    4.4454096683434084e-05
    ],
    "pass_host_canary_seconds": [
-    6.9029750000026976e-06,
-    9.796390000005317e-06,
-    9.620525000002545e-06
+    1.0563314999956219e-05,
+    1.0037977499877115e-05,
+    1.0134679999964647e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00011079772118301621,
-   "min": 0.00010692037712960016,
-   "max": 0.00011351923644542694,
+   "seconds": 0.00011316419002555664,
+   "min": 9.872990669239134e-05,
+   "max": 0.00011892342567443846,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022998400032520294,
-    0.0008251519799232483,
-    0.0023854401111602784
+    0.0004527679979801178,
+    0.001063264012336731,
+    0.002990592002868652
    ],
-   "host_canary_seconds": 6.9029750000026976e-06,
+   "host_canary_seconds": 1.0563314999956219e-05,
    "pass_seconds": [
-    0.00011079772118301621,
-    0.00011351923644542694,
-    0.00010692037712960016
+    0.00011316419002555664,
+    0.00011892342567443846,
+    9.872990669239134e-05
    ],
    "pass_host_canary_seconds": [
-    6.9029750000026976e-06,
-    9.796390000005317e-06,
-    9.620525000002545e-06
+    1.0563314999956219e-05,
+    1.0037977499877115e-05,
+    1.0134679999964647e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 3.2954665521780646e-05,
-   "min": 3.2265141251541324e-05,
-   "max": 5.179504837308611e-05,
+   "seconds": 7.48472423070953e-05,
+   "min": 6.162819372756139e-05,
+   "max": 7.713142746970767e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.88319993019104e-05,
-    0.0001584639996290207,
-    0.0005370879769325257
+    8.511999994516372e-05,
+    0.00030115199089050294,
+    0.0012049920558929444
    ],
-   "host_canary_seconds": 6.861239999977897e-06,
+   "host_canary_seconds": 1.1035340000091764e-05,
    "pass_seconds": [
-    3.2265141251541324e-05,
-    5.179504837308611e-05,
-    3.2954665521780646e-05
+    7.48472423070953e-05,
+    6.162819372756139e-05,
+    7.713142746970767e-05
    ],
    "pass_host_canary_seconds": [
-    6.861239999977897e-06,
-    9.836485000036533e-06,
-    7.086394999902268e-06
+    1.1035340000091764e-05,
+    1.0252007499929049e-05,
+    1.0952087500299967e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.393600219771977e-05,
-   "min": 5.422247839825495e-05,
-   "max": 7.526857405900956e-05,
+   "seconds": 4.796876119715827e-05,
+   "min": 3.6577525592985596e-05,
+   "max": 5.069179797456379e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002182080000638962,
-    0.00039657598733901976,
-    0.001783136010169983
+    0.00027964800596237183,
+    0.0008431680202484131,
+    0.0021869120597839357
    ],
-   "host_canary_seconds": 6.861239999977897e-06,
+   "host_canary_seconds": 1.1035340000091764e-05,
    "pass_seconds": [
-    7.526857405900956e-05,
-    6.393600219771977e-05,
-    5.422247839825495e-05
+    4.796876119715827e-05,
+    5.069179797456379e-05,
+    3.6577525592985596e-05
    ],
    "pass_host_canary_seconds": [
-    6.861239999977897e-06,
-    9.836485000036533e-06,
-    7.086394999902268e-06
+    1.1035340000091764e-05,
+    1.0252007499929049e-05,
+    1.0952087500299967e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 3.403809702112561e-05,
-   "min": 3.209600100914638e-05,
-   "max": 4.902857329164233e-05,
+   "seconds": 6.884419066565376e-05,
+   "min": 5.5265522074131736e-05,
+   "max": 0.000103046097216152,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.355199962854386e-05,
-    0.0002547839879989624,
-    0.000576640009880066
+    0.0002447039932012558,
+    0.0005574079751968384,
+    0.0017915840148925782
    ],
-   "host_canary_seconds": 7.008585000001233e-06,
+   "host_canary_seconds": 1.4187745000242558e-05,
    "pass_seconds": [
-    3.209600100914638e-05,
-    4.902857329164233e-05,
-    3.403809702112561e-05
+    0.000103046097216152,
+    6.884419066565376e-05,
+    5.5265522074131736e-05
    ],
    "pass_host_canary_seconds": [
-    7.008585000001233e-06,
-    9.435860000053254e-06,
-    6.898637500043492e-06
+    1.4187745000242558e-05,
+    1.0355655000040542e-05,
+    1.0035545000164347e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.499123928092774e-05,
-   "min": 5.17203782995542e-05,
-   "max": 6.877409382945014e-05,
+   "seconds": 4.8954668144385026e-05,
+   "min": 0.0,
+   "max": 5.687086497034347e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017615999281406404,
-    0.00044115200638771056,
-    0.0014379199743270875
+    0.0006711680293083191,
+    0.0012704960107803344,
+    0.002001055955886841
    ],
-   "host_canary_seconds": 7.008585000001233e-06,
+   "host_canary_seconds": 1.4187745000242558e-05,
    "pass_seconds": [
-    5.17203782995542e-05,
-    6.499123928092774e-05,
-    6.877409382945014e-05
+    0.0,
+    5.687086497034347e-05,
+    4.8954668144385026e-05
    ],
    "pass_host_canary_seconds": [
-    7.008585000001233e-06,
-    9.435860000053254e-06,
-    6.898637500043492e-06
+    1.4187745000242558e-05,
+    1.0355655000040542e-05,
+    1.0035545000164347e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 1.5785904689913707e-05,
-   "min": 1.557942958814757e-05,
-   "max": 2.3356952837535315e-05,
+   "seconds": 1.7835428317387903e-05,
+   "min": 1.7756951706750056e-05,
+   "max": 2.609752349200703e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.582399919629097e-05,
-    6.835199892520904e-05,
-    0.00025811201333999633
+    3.968000039458275e-05,
+    7.990399748086929e-05,
+    0.00030278399586677554
    ],
-   "host_canary_seconds": 6.666822499994396e-06,
+   "host_canary_seconds": 7.732539999949495e-06,
    "pass_seconds": [
-    1.557942958814757e-05,
-    2.3356952837535315e-05,
-    1.5785904689913707e-05
+    1.7835428317387903e-05,
+    1.7756951706750056e-05,
+    2.609752349200703e-05
    ],
    "pass_host_canary_seconds": [
-    6.666822499994396e-06,
-    9.402777500007175e-06,
-    6.97964499991599e-06
+    7.732539999949495e-06,
+    1.017300500024021e-05,
+    9.978782499899808e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.858895448701723e-05,
-   "min": 5.0778662165005994e-05,
-   "max": 5.94582821996439e-05,
+   "seconds": 6.429561972618104e-05,
+   "min": 4.867276176810264e-05,
+   "max": 6.523352151825315e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011478400230407715,
-    0.0002716799974441528,
-    0.0012054400444030762
+    0.00015542399883270263,
+    0.0004140160083770752,
+    0.0013914560079574586
    ],
-   "host_canary_seconds": 6.666822499994396e-06,
+   "host_canary_seconds": 7.732539999949495e-06,
    "pass_seconds": [
-    5.858895448701723e-05,
-    5.0778662165005994e-05,
-    5.94582821996439e-05
+    6.429561972618104e-05,
+    6.523352151825315e-05,
+    4.867276176810264e-05
    ],
    "pass_host_canary_seconds": [
-    6.666822499994396e-06,
-    9.402777500007175e-06,
-    6.97964499991599e-06
+    7.732539999949495e-06,
+    1.017300500024021e-05,
+    9.978782499899808e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 1.7644952982664108e-05,
-   "min": 1.5840762605269753e-05,
-   "max": 2.3697523666279654e-05,
+   "seconds": 2.661028522111121e-05,
+   "min": 2.0080762782267163e-05,
+   "max": 2.81599997764542e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.728000074625015e-05,
-    8.313599973917008e-05,
-    0.00027433601021766664
+    4.092799872159958e-05,
+    9.820800274610519e-05,
+    0.00034115201234817506
    ],
-   "host_canary_seconds": 6.927455000003135e-06,
+   "host_canary_seconds": 7.67248000016707e-06,
    "pass_seconds": [
-    1.5840762605269753e-05,
-    2.3697523666279654e-05,
-    1.7644952982664108e-05
+    2.0080762782267163e-05,
+    2.81599997764542e-05,
+    2.661028522111121e-05
    ],
    "pass_host_canary_seconds": [
-    6.927455000003135e-06,
-    9.316377499999363e-06,
-    6.9533850000880194e-06
+    7.67248000016707e-06,
+    1.0227989999975762e-05,
+    9.92397749968177e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.64761905088311e-05,
-   "min": 3.7593900625194814e-05,
-   "max": 6.117866738211542e-05,
+   "seconds": 5.55161874563921e-05,
+   "min": 4.712761832135065e-05,
+   "max": 6.416609120510873e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013001599907875062,
-    0.0003274239897727966,
-    0.0012082560062408446
+    0.00015350399911403655,
+    0.00034694400429725647,
+    0.001397439956665039
    ],
-   "host_canary_seconds": 6.927455000003135e-06,
+   "host_canary_seconds": 7.67248000016707e-06,
    "pass_seconds": [
-    5.64761905088311e-05,
-    3.7593900625194814e-05,
-    6.117866738211542e-05
+    6.416609120510873e-05,
+    4.712761832135065e-05,
+    5.55161874563921e-05
    ],
    "pass_host_canary_seconds": [
-    6.927455000003135e-06,
-    9.316377499999363e-06,
-    6.9533850000880194e-06
+    7.67248000016707e-06,
+    1.0227989999975762e-05,
+    9.92397749968177e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 3.187885791772888e-05,
-   "min": 3.070552469719024e-05,
-   "max": 4.5766858472710564e-05,
+   "seconds": 5.573942689668565e-05,
+   "min": 5.270095275981086e-05,
+   "max": 5.840990408545449e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.479999840259552e-05,
-    0.00013651199638843538,
-    0.0005052480101585389
+    9.055999666452408e-05,
+    0.0002703360021114349,
+    0.0009682239890098571
    ],
-   "host_canary_seconds": 8.433050000000719e-06,
+   "host_canary_seconds": 1.0633820000123251e-05,
    "pass_seconds": [
-    3.070552469719024e-05,
-    4.5766858472710564e-05,
-    3.187885791772888e-05
+    5.840990408545449e-05,
+    5.270095275981086e-05,
+    5.573942689668565e-05
    ],
    "pass_host_canary_seconds": [
-    8.433050000000719e-06,
-    9.565535000000126e-06,
-    6.990800000039599e-06
+    1.0633820000123251e-05,
+    1.019392499983951e-05,
+    1.052025499973297e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00010302628168747536,
-   "min": 9.625371190763655e-05,
-   "max": 0.00010962362055267608,
+   "seconds": 9.916647381725765e-05,
+   "min": 9.194513410329817e-05,
+   "max": 0.00010965333808036076,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000169855996966362,
-    0.0006111040115356445,
-    0.002094367980957031
+    0.0004674240052700043,
+    0.0009311360120773316,
+    0.00282806396484375
    ],
-   "host_canary_seconds": 8.433050000000719e-06,
+   "host_canary_seconds": 1.0633820000123251e-05,
    "pass_seconds": [
-    9.625371190763655e-05,
-    0.00010962362055267608,
-    0.00010302628168747536
+    9.916647381725765e-05,
+    9.194513410329817e-05,
+    0.00010965333808036076
    ],
    "pass_host_canary_seconds": [
-    8.433050000000719e-06,
-    9.565535000000126e-06,
-    6.990800000039599e-06
+    1.0633820000123251e-05,
+    1.019392499983951e-05,
+    1.052025499973297e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 3.410590475513822e-05,
-   "min": 3.126933354706991e-05,
-   "max": 4.577142993609111e-05,
+   "seconds": 5.950628433908735e-05,
+   "min": 5.549943056844529e-05,
+   "max": 5.957561908733278e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.412799656391143e-05,
-    0.00015568000078201294,
-    0.0005721279978752136
+    0.00012438400089740754,
+    0.0003216640055179596,
+    0.0010232319831848145
    ],
-   "host_canary_seconds": 7.87481999999784e-06,
+   "host_canary_seconds": 1.0812874999999168e-05,
    "pass_seconds": [
-    3.410590475513822e-05,
-    4.577142993609111e-05,
-    3.126933354706991e-05
+    5.950628433908735e-05,
+    5.549943056844529e-05,
+    5.957561908733278e-05
    ],
    "pass_host_canary_seconds": [
-    7.87481999999784e-06,
-    9.524330000019177e-06,
-    6.877225000039289e-06
+    1.0812874999999168e-05,
+    1.0248069999931886e-05,
+    1.0720430000219494e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.275733608575095e-05,
-   "min": 7.227504821050737e-05,
-   "max": 0.00010777142431054796,
+   "seconds": 0.00010323351444233031,
+   "min": 9.015694828260512e-05,
+   "max": 0.00010613105091310682,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028729599714279175,
-    0.0006104000210762024,
-    0.002381279945373535
+    0.0004630399942398071,
+    0.0011312320232391357,
+    0.002781055927276611
    ],
-   "host_canary_seconds": 7.87481999999784e-06,
+   "host_canary_seconds": 1.0812874999999168e-05,
    "pass_seconds": [
-    0.00010777142431054796,
-    7.227504821050737e-05,
-    9.275733608575095e-05
+    9.015694828260512e-05,
+    0.00010323351444233031,
+    0.00010613105091310682
    ],
    "pass_host_canary_seconds": [
-    7.87481999999784e-06,
-    9.524330000019177e-06,
-    6.877225000039289e-06
+    1.0812874999999168e-05,
+    1.0248069999931886e-05,
+    1.0720430000219494e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.4039619515339535e-05,
-   "min": 1.3293714395591191e-05,
-   "max": 1.4182857104710169e-05,
+   "seconds": 1.6400000346558437e-05,
+   "min": 1.5708952077797483e-05,
+   "max": 1.7881143305982864e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.97279991209507e-05,
-    5.187200009822845e-05,
-    0.00023366400599479675
+    3.443200141191483e-05,
+    9.04960036277771e-05,
+    0.00030345600843429565
    ],
-   "host_canary_seconds": 7.698030000007349e-06,
+   "host_canary_seconds": 1.0849250000006805e-05,
    "pass_seconds": [
-    1.4039619515339535e-05,
-    1.4182857104710169e-05,
-    1.3293714395591191e-05
+    1.7881143305982864e-05,
+    1.5708952077797483e-05,
+    1.6400000346558437e-05
    ],
    "pass_host_canary_seconds": [
-    7.698030000007349e-06,
-    9.464225000002102e-06,
-    7.302345000113064e-06
+    1.0849250000006805e-05,
+    1.0272174999954587e-05,
+    1.0400775000221074e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 1.5814094316391714e-05,
-   "min": 1.4489144441627317e-05,
-   "max": 2.1113904991320204e-05,
+   "seconds": 2.9295998492411203e-05,
+   "min": 2.756800218707039e-05,
+   "max": 2.9429332486220765e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.79520007967949e-05,
-    0.00017430399358272554,
-    0.000615552008152008
+    0.0001831039935350418,
+    0.00033350399136543275,
+    0.000895583987236023
    ],
-   "host_canary_seconds": 7.698030000007349e-06,
+   "host_canary_seconds": 1.0849250000006805e-05,
    "pass_seconds": [
-    2.1113904991320204e-05,
-    1.5814094316391714e-05,
-    1.4489144441627317e-05
+    2.9429332486220765e-05,
+    2.756800218707039e-05,
+    2.9295998492411203e-05
    ],
    "pass_host_canary_seconds": [
-    7.698030000007349e-06,
-    9.464225000002102e-06,
-    7.302345000113064e-06
+    1.0849250000006805e-05,
+    1.0272174999954587e-05,
+    1.0400775000221074e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.3734095153354464e-05,
-   "min": 1.2139428229559035e-05,
-   "max": 1.662400001216502e-05,
+   "seconds": 1.7356952386243004e-05,
+   "min": 1.7313524725891293e-05,
+   "max": 1.8105142882892062e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.219199880957604e-05,
-    0.00010835199803113937,
-    0.00024086399376392365
+    6.454399973154068e-05,
+    0.00011315199732780457,
+    0.000323743999004364
    ],
-   "host_canary_seconds": 9.540440000002094e-06,
+   "host_canary_seconds": 1.0356100000024072e-05,
    "pass_seconds": [
-    1.2139428229559035e-05,
-    1.3734095153354464e-05,
-    1.662400001216502e-05
+    1.7356952386243004e-05,
+    1.8105142882892062e-05,
+    1.7313524725891293e-05
    ],
    "pass_host_canary_seconds": [
-    9.540440000002094e-06,
-    9.356650000000855e-06,
-    9.16925749997688e-06
+    1.0356100000024072e-05,
+    1.0342270000194276e-05,
+    1.0496229999716888e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 1.8697140827065423e-05,
-   "min": 1.3306667407353725e-05,
-   "max": 2.247161817337786e-05,
+   "seconds": 2.8335998810472948e-05,
+   "min": 2.329980936788377e-05,
+   "max": 4.704152473381589e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016307200491428374,
-    0.0003588480055332184,
-    0.0005845760107040406
+    0.0002616640031337738,
+    0.0003892799913883209,
+    0.0009439039826393128
    ],
-   "host_canary_seconds": 9.540440000002094e-06,
+   "host_canary_seconds": 1.0356100000024072e-05,
    "pass_seconds": [
-    1.3306667407353725e-05,
-    1.8697140827065423e-05,
-    2.247161817337786e-05
+    2.8335998810472948e-05,
+    4.704152473381589e-05,
+    2.329980936788377e-05
    ],
    "pass_host_canary_seconds": [
-    9.540440000002094e-06,
-    9.356650000000855e-06,
-    9.16925749997688e-06
+    1.0356100000024072e-05,
+    1.0342270000194276e-05,
+    1.0496229999716888e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.3571047889334814e-05,
-   "min": 1.0585143009111995e-05,
-   "max": 1.4658285216206594e-05,
+   "seconds": 1.560761806155954e-05,
+   "min": 1.5171047211402938e-05,
+   "max": 1.5927618458157498e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.006400004029274e-05,
-    4.7231998294591905e-05,
-    0.0001773120015859604
+    3.1168000772595404e-05,
+    8.403199911117554e-05,
+    0.0002672959864139557
    ],
-   "host_canary_seconds": 7.817569999986062e-06,
+   "host_canary_seconds": 1.0232869999811101e-05,
    "pass_seconds": [
-    1.0585143009111995e-05,
-    1.3571047889334814e-05,
-    1.4658285216206594e-05
+    1.560761806155954e-05,
+    1.5171047211402938e-05,
+    1.5927618458157498e-05
    ],
    "pass_host_canary_seconds": [
-    7.817569999986062e-06,
-    9.879184999945779e-06,
-    9.25294749997363e-06
+    1.0232869999811101e-05,
+    1.0185697499878188e-05,
+    1.0519839999858505e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.2914285283713114e-05,
-   "min": 1.938514313882305e-05,
-   "max": 2.480305039456913e-05,
+   "seconds": 2.735466696321964e-05,
+   "min": 2.685104807217916e-05,
+   "max": 3.2861715537451565e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.958399832248688e-05,
-    0.00017004799842834471,
-    0.0005426560044288635
+    0.00018281599879264832,
+    0.00033670398592948914,
+    0.0008355839848518371
    ],
-   "host_canary_seconds": 7.817569999986062e-06,
+   "host_canary_seconds": 1.0232869999811101e-05,
    "pass_seconds": [
-    1.938514313882305e-05,
-    2.2914285283713114e-05,
-    2.480305039456913e-05
+    2.735466696321964e-05,
+    3.2861715537451565e-05,
+    2.685104807217916e-05
    ],
    "pass_host_canary_seconds": [
-    7.817569999986062e-06,
-    9.879184999945779e-06,
-    9.25294749997363e-06
+    1.0232869999811101e-05,
+    1.0185697499878188e-05,
+    1.0519839999858505e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5030857707772936e-05,
-   "min": 1.4906667172908783e-05,
-   "max": 1.557180977293423e-05,
+   "seconds": 1.6525713815575555e-05,
+   "min": 1.5951999773581824e-05,
+   "max": 1.739504826920373e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.793599992990494e-05,
-    6.409599632024765e-05,
-    0.00027132800221443175
+    5.7631999254226684e-05,
+    0.00011235199868679046,
+    0.00030723199248313906
    ],
-   "host_canary_seconds": 9.71378249998267e-06,
+   "host_canary_seconds": 1.054735499991466e-05,
    "pass_seconds": [
-    1.557180977293423e-05,
-    1.4906667172908783e-05,
-    1.5030857707772936e-05
+    1.6525713815575555e-05,
+    1.5951999773581824e-05,
+    1.739504826920373e-05
    ],
    "pass_host_canary_seconds": [
-    9.71378249998267e-06,
-    1.0024822500014353e-05,
-    9.098277499930417e-06
+    1.054735499991466e-05,
+    1.0292925000214836e-05,
+    1.0836360000041624e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.177523892550242e-05,
-   "min": 2.1417143266825448e-05,
-   "max": 2.244037850981667e-05,
+   "seconds": 2.6028951363904145e-05,
+   "min": 2.5387425862607507e-05,
+   "max": 3.2582096223320274e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001292800009250641,
-    0.0002881920039653778,
-    0.0007000960111618042
+    0.0002560000121593475,
+    0.0003792960047721863,
+    0.0008928639888763428
    ],
-   "host_canary_seconds": 9.71378249998267e-06,
+   "host_canary_seconds": 1.054735499991466e-05,
    "pass_seconds": [
-    2.1417143266825448e-05,
-    2.244037850981667e-05,
-    2.177523892550242e-05
+    2.6028951363904145e-05,
+    3.2582096223320274e-05,
+    2.5387425862607507e-05
    ],
    "pass_host_canary_seconds": [
-    9.71378249998267e-06,
-    1.0024822500014353e-05,
-    9.098277499930417e-06
+    1.054735499991466e-05,
+    1.0292925000214836e-05,
+    1.0836360000041624e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4579809137753077e-05,
-   "min": 9.072761716587204e-06,
-   "max": 1.4902857974881217e-05,
+   "seconds": 1.59367612075238e-05,
+   "min": 9.58400024544625e-06,
+   "max": 1.6495999303602033e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8672000393271447e-05,
-    4.812800139188767e-05,
-    0.0001621759980916977
+    3.964800015091896e-05,
+    8.899199962615967e-05,
+    0.0001902720034122467
    ],
-   "host_canary_seconds": 7.080730000019741e-06,
+   "host_canary_seconds": 1.1120212499946545e-05,
    "pass_seconds": [
-    9.072761716587204e-06,
-    1.4902857974881217e-05,
-    1.4579809137753077e-05
+    9.58400024544625e-06,
+    1.6495999303602033e-05,
+    1.59367612075238e-05
    ],
    "pass_host_canary_seconds": [
-    7.080730000019741e-06,
-    1.0262120000028575e-05,
-    9.308345000107465e-06
+    1.1120212499946545e-05,
+    1.0356297499924949e-05,
+    1.0789035000016157e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 1.9689144477957766e-05,
-   "min": 1.9223617389798162e-05,
-   "max": 3.122514042825926e-05,
+   "seconds": 2.7602287098055806e-05,
+   "min": 2.4000761941784904e-05,
+   "max": 3.436952137521336e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011318399757146836,
-    0.00018675200641155243,
-    0.0005338559746742249
+    0.00016598400473594665,
+    0.00032489600777626035,
+    0.0008343039751052857
    ],
-   "host_canary_seconds": 7.080730000019741e-06,
+   "host_canary_seconds": 1.1120212499946545e-05,
    "pass_seconds": [
-    1.9223617389798162e-05,
-    3.122514042825926e-05,
-    1.9689144477957766e-05
+    3.436952137521336e-05,
+    2.7602287098055806e-05,
+    2.4000761941784904e-05
    ],
    "pass_host_canary_seconds": [
-    7.080730000019741e-06,
-    1.0262120000028575e-05,
-    9.308345000107465e-06
+    1.1120212499946545e-05,
+    1.0356297499924949e-05,
+    1.0789035000016157e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.549257036475908e-05,
-   "min": 1.3951237978679795e-05,
-   "max": 1.5683047828220187e-05,
+   "seconds": 1.6663618917976107e-05,
+   "min": 1.572114335639136e-05,
+   "max": 1.7217523285320824e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.89280004799366e-05,
-    5.728000029921532e-05,
-    0.00023369599878787995
+    6.470400094985963e-05,
+    0.00011593600362539291,
+    0.0003150720000267029
    ],
-   "host_canary_seconds": 6.839015000004167e-06,
+   "host_canary_seconds": 1.0577719999957935e-05,
    "pass_seconds": [
-    1.3951237978679795e-05,
-    1.549257036475908e-05,
-    1.5683047828220187e-05
+    1.6663618917976107e-05,
+    1.7217523285320824e-05,
+    1.572114335639136e-05
    ],
    "pass_host_canary_seconds": [
-    6.839015000004167e-06,
-    1.0098167500025569e-05,
-    9.478837500012107e-06
+    1.0577719999957935e-05,
+    1.0322395000059713e-05,
+    1.0379002499973922e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 1.8547809993227314e-05,
-   "min": 1.7547426479203356e-05,
-   "max": 2.7008001470849626e-05,
+   "seconds": 2.6426664775326144e-05,
+   "min": 2.5422474458104093e-05,
+   "max": 2.860342799907639e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011577600240707397,
-    0.00018246400356292724,
-    0.0005929920077323913
+    0.0002104640007019043,
+    0.00036470401287078857,
+    0.0008956159949302673
    ],
-   "host_canary_seconds": 6.839015000004167e-06,
+   "host_canary_seconds": 1.0577719999957935e-05,
    "pass_seconds": [
-    1.8547809993227314e-05,
-    2.7008001470849626e-05,
-    1.7547426479203356e-05
+    2.860342799907639e-05,
+    2.5422474458104093e-05,
+    2.6426664775326144e-05
    ],
    "pass_host_canary_seconds": [
-    6.839015000004167e-06,
-    1.0098167500025569e-05,
-    9.478837500012107e-06
+    1.0577719999957935e-05,
+    1.0322395000059713e-05,
+    1.0379002499973922e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 9.219809834446226e-06,
-   "min": 9.142857222330002e-06,
-   "max": 1.4910475661357244e-05,
+   "seconds": 1.5553524096806845e-05,
+   "min": 1.480609497853688e-05,
+   "max": 1.632380999979519e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.974399946630001e-05,
-    4.633599892258644e-05,
-    0.0001566080003976822
+    3.801599889993668e-05,
+    7.952000200748444e-05,
+    0.0002696000039577484
    ],
-   "host_canary_seconds": 6.937809999989497e-06,
+   "host_canary_seconds": 1.0457040000062534e-05,
    "pass_seconds": [
-    9.142857222330002e-06,
-    1.4910475661357244e-05,
-    9.219809834446226e-06
+    1.5553524096806845e-05,
+    1.632380999979519e-05,
+    1.480609497853688e-05
    ],
    "pass_host_canary_seconds": [
-    6.937809999989497e-06,
-    1.0292177500019761e-05,
-    6.926815000056764e-06
+    1.0457040000062534e-05,
+    1.0226315000068098e-05,
+    1.0342717500009258e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 1.8067808555705206e-05,
-   "min": 1.4751999505928588e-05,
-   "max": 2.604800054714793e-05,
+   "seconds": 2.7148190708387462e-05,
+   "min": 2.3407997652178712e-05,
+   "max": 2.817219105504808e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.908800035715103e-05,
-    0.00015081599354743958,
-    0.00044419199228286745
+    0.0001671999990940094,
+    0.00029209598898887634,
+    0.000806656002998352
    ],
-   "host_canary_seconds": 6.937809999989497e-06,
+   "host_canary_seconds": 1.0457040000062534e-05,
    "pass_seconds": [
-    1.4751999505928588e-05,
-    2.604800054714793e-05,
-    1.8067808555705206e-05
+    2.7148190708387462e-05,
+    2.3407997652178712e-05,
+    2.817219105504808e-05
    ],
    "pass_host_canary_seconds": [
-    6.937809999989497e-06,
-    1.0292177500019761e-05,
-    6.926815000056764e-06
+    1.0457040000062534e-05,
+    1.0226315000068098e-05,
+    1.0342717500009258e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 9.706666249604453e-06,
-   "min": 9.08038117701099e-06,
-   "max": 1.5529142781382515e-05,
+   "seconds": 1.5630475821949185e-05,
+   "min": 1.5164953079961592e-05,
+   "max": 1.833523792170343e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8224000707268716e-05,
-    5.6191999465227124e-05,
-    0.00017343999445438386
+    6.115199998021126e-05,
+    0.00011100800335407257,
+    0.0002900800108909607
    ],
-   "host_canary_seconds": 7.980624999994746e-06,
+   "host_canary_seconds": 1.0311477499982402e-05,
    "pass_seconds": [
-    9.706666249604453e-06,
-    1.5529142781382515e-05,
-    9.08038117701099e-06
+    1.5164953079961592e-05,
+    1.833523792170343e-05,
+    1.5630475821949185e-05
    ],
    "pass_host_canary_seconds": [
-    7.980624999994746e-06,
-    1.0190654999995274e-05,
-    6.698232500070844e-06
+    1.0311477499982402e-05,
+    1.0170695000226716e-05,
+    1.0378507500092838e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.1342477805557706e-05,
-   "min": 1.658971297244231e-05,
-   "max": 2.797257350314231e-05,
+   "seconds": 2.4959236915622438e-05,
+   "min": 1.8278095161630993e-05,
+   "max": 2.7703620138622466e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010156799852848053,
-    0.0001719679981470108,
-    0.0006525440216064453
+    0.00021999999880790712,
+    0.00035407999157905577,
+    0.0008264319896697998
    ],
-   "host_canary_seconds": 7.980624999994746e-06,
+   "host_canary_seconds": 1.0311477499982402e-05,
    "pass_seconds": [
-    2.797257350314231e-05,
-    2.1342477805557706e-05,
-    1.658971297244231e-05
+    2.4959236915622438e-05,
+    1.8278095161630993e-05,
+    2.7703620138622466e-05
    ],
    "pass_host_canary_seconds": [
-    7.980624999994746e-06,
-    1.0190654999995274e-05,
-    6.698232500070844e-06
+    1.0311477499982402e-05,
+    1.0170695000226716e-05,
+    1.0378507500092838e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 9.035428365071613e-06,
-   "min": 9.017904510810263e-06,
-   "max": 1.4412952853100643e-05,
+   "seconds": 1.5084952825591678e-05,
+   "min": 1.4764191316706793e-05,
+   "max": 1.5102476768550418e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.54720002412796e-05,
-    4.716800153255463e-05,
-    0.0001591999977827072
+    3.340800106525421e-05,
+    7.849600166082382e-05,
+    0.00025513601303100584
    ],
-   "host_canary_seconds": 6.868510000010985e-06,
+   "host_canary_seconds": 1.0254645000031814e-05,
    "pass_seconds": [
-    9.035428365071613e-06,
-    1.4412952853100643e-05,
-    9.017904510810263e-06
+    1.4764191316706793e-05,
+    1.5102476768550418e-05,
+    1.5084952825591678e-05
    ],
    "pass_host_canary_seconds": [
-    6.868510000010985e-06,
-    1.0176760000035756e-05,
-    6.61399249999306e-06
+    1.0254645000031814e-05,
+    1.0260180000045693e-05,
+    1.0238277500036475e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 1.7403428132335346e-05,
-   "min": 1.3049142701285225e-05,
-   "max": 2.7177902027255008e-05,
+   "seconds": 2.3427811406907587e-05,
+   "min": 2.1564953206550508e-05,
+   "max": 3.498514262693269e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011680000275373458,
-    0.000185248002409935,
-    0.0004487999975681305
+    0.00015094399452209473,
+    0.00027187201380729677,
+    0.0008877440094947815
    ],
-   "host_canary_seconds": 6.868510000010985e-06,
+   "host_canary_seconds": 1.0254645000031814e-05,
    "pass_seconds": [
-    1.3049142701285225e-05,
-    2.7177902027255008e-05,
-    1.7403428132335346e-05
+    3.498514262693269e-05,
+    2.1564953206550508e-05,
+    2.3427811406907587e-05
    ],
    "pass_host_canary_seconds": [
-    6.868510000010985e-06,
-    1.0176760000035756e-05,
-    6.61399249999306e-06
+    1.0254645000031814e-05,
+    1.0260180000045693e-05,
+    1.0238277500036475e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 9.068952607257025e-06,
-   "min": 9.030095168522427e-06,
-   "max": 1.5771428389208657e-05,
+   "seconds": 1.4878475417693454e-05,
+   "min": 1.119771386895861e-05,
+   "max": 1.602209625499589e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8543999418616294e-05,
-    5.641600117087364e-05,
-    0.0001648000031709671
+    3.8591999560594556e-05,
+    6.07680007815361e-05,
+    0.0002027519941329956
    ],
-   "host_canary_seconds": 6.934180000008894e-06,
+   "host_canary_seconds": 9.790517499936867e-06,
    "pass_seconds": [
-    9.068952607257025e-06,
-    1.5771428389208657e-05,
-    9.030095168522427e-06
+    1.119771386895861e-05,
+    1.4878475417693454e-05,
+    1.602209625499589e-05
    ],
    "pass_host_canary_seconds": [
-    6.934180000008894e-06,
-    1.0009692500005939e-05,
-    6.709385000078783e-06
+    9.790517499936867e-06,
+    1.0136027499925149e-05,
+    1.0239559999831727e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.608838003306161e-05,
-   "min": 2.169447800233251e-05,
-   "max": 2.6971429231620966e-05,
+   "seconds": 2.6502858847379687e-05,
+   "min": 2.268342868912788e-05,
+   "max": 4.326247459366208e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010185600072145462,
-    0.00017337599396705629,
-    0.000556384027004242
+    0.0001539520025253296,
+    0.00036800000071525576,
+    0.0009877439737319947
    ],
-   "host_canary_seconds": 6.934180000008894e-06,
+   "host_canary_seconds": 9.790517499936867e-06,
    "pass_seconds": [
-    2.169447800233251e-05,
-    2.6971429231620966e-05,
-    2.608838003306161e-05
+    4.326247459366208e-05,
+    2.6502858847379687e-05,
+    2.268342868912788e-05
    ],
    "pass_host_canary_seconds": [
-    6.934180000008894e-06,
-    1.0009692500005939e-05,
-    6.709385000078783e-06
+    9.790517499936867e-06,
+    1.0136027499925149e-05,
+    1.0239559999831727e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.3529905251094275e-05,
-   "min": 1.3126095047309285e-05,
-   "max": 2.3344761381546652e-05,
+   "seconds": 2.3629713448740187e-05,
+   "min": 2.2502857482149487e-05,
+   "max": 2.4438856613068353e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3615999147295953e-05,
-    9.267199784517288e-05,
-    0.00023039999604225158
+    4.835199937224388e-05,
+    0.00012390399724245072,
+    0.0004156799912452698
    ],
-   "host_canary_seconds": 7.967685000007663e-06,
+   "host_canary_seconds": 1.0680864999983441e-05,
    "pass_seconds": [
-    1.3126095047309285e-05,
-    2.3344761381546652e-05,
-    1.3529905251094275e-05
+    2.4438856613068353e-05,
+    2.2502857482149487e-05,
+    2.3629713448740187e-05
    ],
    "pass_host_canary_seconds": [
-    7.967685000007663e-06,
-    9.958920000023851e-06,
-    6.709385000078783e-06
+    1.0680864999983441e-05,
+    1.0017172499914295e-05,
+    1.0194989999945393e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.1009525816355424e-05,
-   "min": 1.809523644901457e-05,
-   "max": 2.5113906356550405e-05,
+   "seconds": 2.795809347714697e-05,
+   "min": 2.6422858415614994e-05,
+   "max": 3.157409316017514e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015571199357509614,
-    0.00020876799523830415,
-    0.0006512960195541381
+    0.00030988800525665283,
+    0.0005105599761009216,
+    0.0011609599590301513
    ],
-   "host_canary_seconds": 7.967685000007663e-06,
+   "host_canary_seconds": 1.0680864999983441e-05,
    "pass_seconds": [
-    2.1009525816355424e-05,
-    2.5113906356550405e-05,
-    1.809523644901457e-05
+    3.157409316017514e-05,
+    2.795809347714697e-05,
+    2.6422858415614994e-05
    ],
    "pass_host_canary_seconds": [
-    7.967685000007663e-06,
-    9.958920000023851e-06,
-    6.709385000078783e-06
+    1.0680864999983441e-05,
+    1.0017172499914295e-05,
+    1.0194989999945393e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.248076278538931e-05,
-   "min": 1.3718095741101673e-05,
-   "max": 2.499962012682642e-05,
+   "seconds": 2.5298286229372022e-05,
+   "min": 2.3622094165711173e-05,
+   "max": 2.5724952419598896e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.848000034689903e-05,
-    7.695999741554261e-05,
-    0.0004079680144786835
+    7.67040029168129e-05,
+    0.00015910400450229646,
+    0.00046432000398635866
    ],
-   "host_canary_seconds": 9.532372500000718e-06,
+   "host_canary_seconds": 1.0918992499995285e-05,
    "pass_seconds": [
-    2.499962012682642e-05,
-    2.248076278538931e-05,
-    1.3718095741101673e-05
+    2.5724952419598896e-05,
+    2.5298286229372022e-05,
+    2.3622094165711173e-05
    ],
    "pass_host_canary_seconds": [
-    9.532372500000718e-06,
-    9.973010000052795e-06,
-    6.561649999952124e-06
+    1.0918992499995285e-05,
+    1.0224619999803509e-05,
+    1.016090999996777e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.4340570150386722e-05,
-   "min": 1.946133392907324e-05,
-   "max": 2.912304479451407e-05,
+   "seconds": 2.765866670580138e-05,
+   "min": 1.470857220036643e-05,
+   "max": 3.103086139474597e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011388800293207169,
-    0.0003763839900493622,
-    0.0008238400220870972
+    0.0003318080008029938,
+    0.0005454400181770325,
+    0.0009690880179405212
    ],
-   "host_canary_seconds": 9.532372500000718e-06,
+   "host_canary_seconds": 1.0918992499995285e-05,
    "pass_seconds": [
-    1.946133392907324e-05,
-    2.912304479451407e-05,
-    2.4340570150386722e-05
+    1.470857220036643e-05,
+    2.765866670580138e-05,
+    3.103086139474597e-05
    ],
    "pass_host_canary_seconds": [
-    9.532372500000718e-06,
-    9.973010000052795e-06,
-    6.561649999952124e-06
+    1.0918992499995285e-05,
+    1.0224619999803509e-05,
+    1.016090999996777e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.02468565815971e-05,
-   "min": 7.267047784158163e-06,
-   "max": 1.1187047387162844e-05,
+   "seconds": 1.2256761480654988e-05,
+   "min": 1.1726476252079009e-05,
+   "max": 1.2578285698379788e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.54720002412796e-05,
-    5.5904000997543335e-05,
-    0.00017907199263572692
+    3.3440001308918e-05,
+    7.174400240182876e-05,
+    0.00022230400145053863
    ],
-   "host_canary_seconds": 6.6932500000049795e-06,
+   "host_canary_seconds": 1.0445492499968622e-05,
    "pass_seconds": [
-    1.02468565815971e-05,
-    1.1187047387162844e-05,
-    7.267047784158163e-06
+    1.2578285698379788e-05,
+    1.1726476252079009e-05,
+    1.2256761480654988e-05
    ],
    "pass_host_canary_seconds": [
-    6.6932500000049795e-06,
-    9.731814999938138e-06,
-    6.844804999985854e-06
+    1.0445492499968622e-05,
+    1.0242987499964329e-05,
+    1.0219485000106943e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.752304839945974e-05,
-   "min": 1.1789715715817043e-05,
-   "max": 2.9460572859361062e-05,
+   "seconds": 3.184838273695537e-05,
+   "min": 2.5906284827561607e-05,
+   "max": 3.244418961306413e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013734400272369385,
-    0.00023151999711990356,
-    0.00047724801301956177
+    0.00017113600671291352,
+    0.0002878719866275787,
+    0.0007488319873809815
    ],
-   "host_canary_seconds": 6.6932500000049795e-06,
+   "host_canary_seconds": 1.0445492499968622e-05,
    "pass_seconds": [
-    1.1789715715817043e-05,
-    2.9460572859361062e-05,
-    2.752304839945974e-05
+    2.5906284827561607e-05,
+    3.184838273695537e-05,
+    3.244418961306413e-05
    ],
    "pass_host_canary_seconds": [
-    6.6932500000049795e-06,
-    9.731814999938138e-06,
-    6.844804999985854e-06
+    1.0445492499968622e-05,
+    1.0242987499964329e-05,
+    1.0219485000106943e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 7.897143119147844e-06,
-   "min": 7.695238416393598e-06,
-   "max": 1.1702857202007656e-05,
+   "seconds": 1.2742857315710613e-05,
+   "min": 1.2203429071676165e-05,
+   "max": 1.3352380444606145e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6048000901937486e-05,
-    4.9407999962568284e-05,
-    0.00014156800508499147
+    4.838399961590767e-05,
+    9.977599978446961e-05,
+    0.0002524479925632477
    ],
-   "host_canary_seconds": 6.767285000002232e-06,
+   "host_canary_seconds": 1.0505147500055046e-05,
    "pass_seconds": [
-    7.695238416393598e-06,
-    1.1702857202007656e-05,
-    7.897143119147844e-06
+    1.3352380444606145e-05,
+    1.2203429071676165e-05,
+    1.2742857315710613e-05
    ],
    "pass_host_canary_seconds": [
-    6.767285000002232e-06,
-    9.77552249995739e-06,
-    7.2602424999956835e-06
+    1.0505147500055046e-05,
+    1.0266025000049695e-05,
+    1.033701499977724e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.9078097215720583e-05,
-   "min": 2.0816000533245864e-05,
-   "max": 2.959923809837728e-05,
+   "seconds": 2.6919619135913393e-05,
+   "min": 2.5439998046273276e-05,
+   "max": 3.361752168053673e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010924799740314484,
-    0.00017776000499725343,
-    0.0006542080044746399
+    0.00020899200439453126,
+    0.0003365760147571564,
+    0.0008153280019760131
    ],
-   "host_canary_seconds": 6.767285000002232e-06,
+   "host_canary_seconds": 1.0505147500055046e-05,
    "pass_seconds": [
-    2.959923809837728e-05,
-    2.9078097215720583e-05,
-    2.0816000533245864e-05
+    2.6919619135913393e-05,
+    3.361752168053673e-05,
+    2.5439998046273276e-05
    ],
    "pass_host_canary_seconds": [
-    6.767285000002232e-06,
-    9.77552249995739e-06,
-    7.2602424999956835e-06
+    1.0505147500055046e-05,
+    1.0266025000049695e-05,
+    1.033701499977724e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 9.016380778380802e-06,
-   "min": 8.719238142172495e-06,
-   "max": 1.3002666156916393e-05,
+   "seconds": 1.375390456191131e-05,
+   "min": 1.3535237915459132e-05,
+   "max": 1.4377904612393604e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.664000004529953e-05,
-    3.923200070858002e-05,
-    0.00015039999783039094
+    3.347200155258179e-05,
+    7.692799717187882e-05,
+    0.0002492479979991913
    ],
-   "host_canary_seconds": 6.611280000008435e-06,
+   "host_canary_seconds": 1.0574564999785707e-05,
    "pass_seconds": [
-    9.016380778380802e-06,
-    1.3002666156916393e-05,
-    8.719238142172495e-06
+    1.4377904612393604e-05,
+    1.3535237915459132e-05,
+    1.375390456191131e-05
    ],
    "pass_host_canary_seconds": [
-    6.611280000008435e-06,
-    9.766100000021538e-06,
-    7.4202150000246545e-06
+    1.0574564999785707e-05,
+    9.995324999891865e-06,
+    1.054838499953803e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.145219021609852e-05,
-   "min": 3.66026677546047e-05,
-   "max": 5.147733397427059e-05,
+   "seconds": 4.782933369278908e-05,
+   "min": 4.057980914201055e-05,
+   "max": 5.301942986746629e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.775999933481216e-05,
-    0.00021699200570583343,
-    0.0009844160079956054
+    0.00017484800517559052,
+    0.000369376003742218,
+    0.001110592007637024
    ],
-   "host_canary_seconds": 6.611280000008435e-06,
+   "host_canary_seconds": 1.0574564999785707e-05,
    "pass_seconds": [
-    5.147733397427059e-05,
-    5.145219021609852e-05,
-    3.66026677546047e-05
+    4.782933369278908e-05,
+    4.057980914201055e-05,
+    5.301942986746629e-05
    ],
    "pass_host_canary_seconds": [
-    6.611280000008435e-06,
-    9.766100000021538e-06,
-    7.4202150000246545e-06
+    1.0574564999785707e-05,
+    9.995324999891865e-06,
+    1.054838499953803e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 9.454476691427684e-06,
-   "min": 8.312381005712917e-06,
-   "max": 1.4624000305221193e-05,
+   "seconds": 1.3064380025579816e-05,
+   "min": 1.2649904936552048e-05,
+   "max": 1.4170666535695393e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6176000013947487e-05,
-    5.6639999151229856e-05,
-    0.00015270400047302245
+    5.8079998940229415e-05,
+    0.00010409600287675858,
+    0.00027180799841880796
    ],
-   "host_canary_seconds": 6.706630000010705e-06,
+   "host_canary_seconds": 1.0553079999908731e-05,
    "pass_seconds": [
-    8.312381005712917e-06,
-    1.4624000305221193e-05,
-    9.454476691427684e-06
+    1.4170666535695393e-05,
+    1.3064380025579816e-05,
+    1.2649904936552048e-05
    ],
    "pass_host_canary_seconds": [
-    6.706630000010705e-06,
-    1.008777499997393e-05,
-    7.4942275000466906e-06
+    1.0553079999908731e-05,
+    9.739734999811844e-06,
+    1.0114584999882937e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.985904879868029e-05,
-   "min": 4.706895351409912e-05,
-   "max": 5.2006095647811885e-05,
+   "seconds": 4.555504662649972e-05,
+   "min": 4.376381014784178e-05,
+   "max": 5.4089905428034905e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015001599490642548,
-    0.0002561919987201691,
-    0.0009998080134391784
+    0.00023798400163650512,
+    0.0004838399887084961,
+    0.0011560959815979004
    ],
-   "host_canary_seconds": 6.706630000010705e-06,
+   "host_canary_seconds": 1.0553079999908731e-05,
    "pass_seconds": [
-    4.985904879868029e-05,
-    5.2006095647811885e-05,
-    4.706895351409912e-05
+    4.555504662649972e-05,
+    4.376381014784178e-05,
+    5.4089905428034905e-05
    ],
    "pass_host_canary_seconds": [
-    6.706630000010705e-06,
-    1.008777499997393e-05,
-    7.4942275000466906e-06
+    1.0553079999908731e-05,
+    9.739734999811844e-06,
+    1.0114584999882937e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 7.705143253718105e-06,
-   "min": 7.093333417461032e-06,
-   "max": 1.2852571372474943e-05,
+   "seconds": 1.2789333239197732e-05,
+   "min": 1.2780952134302685e-05,
+   "max": 1.3263999883617672e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6976000517606734e-05,
-    5.660799890756607e-05,
-    0.0001361600011587143
+    3.0880000442266465e-05,
+    7.052800059318543e-05,
+    0.00022979199886322021
    ],
-   "host_canary_seconds": 7.144807500001349e-06,
+   "host_canary_seconds": 1.053484000010485e-05,
    "pass_seconds": [
-    7.093333417461032e-06,
-    1.2852571372474943e-05,
-    7.705143253718105e-06
+    1.3263999883617672e-05,
+    1.2780952134302685e-05,
+    1.2789333239197732e-05
    ],
    "pass_host_canary_seconds": [
-    7.144807500001349e-06,
-    1.0124900000008096e-05,
-    7.401975000078664e-06
+    1.053484000010485e-05,
+    1.0133382500043808e-05,
+    1.022495249998201e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.1531429273032004e-05,
-   "min": 3.0182093381881712e-05,
-   "max": 3.657523666818937e-05,
+   "seconds": 3.321980809171995e-05,
+   "min": 3.170057261983554e-05,
+   "max": 3.555276058614254e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001247679963707924,
-    0.0002460159957408905,
-    0.0006870399713516236
+    0.00015638400614261628,
+    0.0003058559894561768,
+    0.0008357120156288147
    ],
-   "host_canary_seconds": 7.144807500001349e-06,
+   "host_canary_seconds": 1.053484000010485e-05,
    "pass_seconds": [
-    3.0182093381881712e-05,
-    3.657523666818937e-05,
-    3.1531429273032004e-05
+    3.170057261983554e-05,
+    3.321980809171995e-05,
+    3.555276058614254e-05
    ],
    "pass_host_canary_seconds": [
-    7.144807500001349e-06,
-    1.0124900000008096e-05,
-    7.401975000078664e-06
+    1.053484000010485e-05,
+    1.0133382500043808e-05,
+    1.022495249998201e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 8.47619053508554e-06,
-   "min": 8.186666827116693e-06,
-   "max": 1.2335999558369319e-05,
+   "seconds": 1.330133332383065e-05,
+   "min": 1.25600000222524e-05,
+   "max": 1.3776000943921861e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5728000327944755e-05,
-    4.8703998327255246e-05,
-    0.00014800000190734862
+    5.6832000613212586e-05,
+    9.734400361776351e-05,
+    0.0002632000148296356
    ],
-   "host_canary_seconds": 6.547415000000001e-06,
+   "host_canary_seconds": 1.0484597499953452e-05,
    "pass_seconds": [
-    8.186666827116693e-06,
-    1.2335999558369319e-05,
-    8.47619053508554e-06
+    1.3776000943921861e-05,
+    1.330133332383065e-05,
+    1.25600000222524e-05
    ],
    "pass_host_canary_seconds": [
-    6.547415000000001e-06,
-    9.90157250001289e-06,
-    7.058574999945222e-06
+    1.0484597499953452e-05,
+    1.0182217500016578e-05,
+    1.0217207500318181e-05
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.689676292595408e-05,
-   "min": 2.761447740097841e-05,
-   "max": 3.931504922608534e-05,
+   "seconds": 2.8052571806169696e-05,
+   "min": 2.7569524766433805e-05,
+   "max": 3.605942782901583e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010131199657917023,
-    0.00017839999496936797,
-    0.0006282240152359009
+    0.00021452799439430236,
+    0.00035920000076293947,
+    0.0008483520150184632
    ],
-   "host_canary_seconds": 6.547415000000001e-06,
+   "host_canary_seconds": 1.0484597499953452e-05,
    "pass_seconds": [
-    2.761447740097841e-05,
-    3.689676292595408e-05,
-    3.931504922608534e-05
+    2.8052571806169696e-05,
+    2.7569524766433805e-05,
+    3.605942782901583e-05
    ],
    "pass_host_canary_seconds": [
-    6.547415000000001e-06,
-    9.90157250001289e-06,
-    7.058574999945222e-06
+    1.0484597499953452e-05,
+    1.0182217500016578e-05,
+    1.0217207500318181e-05
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 7.71428555959747e-06,
-   "min": 6.977523544004986e-06,
-   "max": 1.2579047342851049e-05,
+   "seconds": 1.2714666979653495e-05,
+   "min": 1.2521142317425637e-05,
+   "max": 1.3393524147215345e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.664000004529953e-05,
-    4.092799872159958e-05,
-    0.0001327359974384308
+    3.167999908328056e-05,
+    7.011199742555618e-05,
+    0.00022249600291252136
    ],
-   "host_canary_seconds": 6.38528249998771e-06,
+   "host_canary_seconds": 1.0485440000138624e-05,
    "pass_seconds": [
-    7.71428555959747e-06,
-    1.2579047342851049e-05,
-    6.977523544004986e-06
+    1.2714666979653495e-05,
+    1.3393524147215345e-05,
+    1.2521142317425637e-05
    ],
    "pass_host_canary_seconds": [
-    6.38528249998771e-06,
-    9.933850000010125e-06,
-    6.99898500002405e-06
+    1.0485440000138624e-05,
+    1.0095734999993056e-05,
+    9.941315000219219e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.2796190742935454e-05,
-   "min": 1.1887999340182258e-05,
-   "max": 2.8329905211215927e-05,
+   "seconds": 2.185752562114171e-05,
+   "min": 2.0121143687339055e-05,
+   "max": 2.4757333898118566e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    8.04160013794899e-05,
-    0.00013648000359535217,
-    0.00037353599071502687
+    0.0001392959952354431,
+    0.00028431999683380127,
+    0.0006716480255126953
    ],
-   "host_canary_seconds": 6.38528249998771e-06,
+   "host_canary_seconds": 1.0485440000138624e-05,
    "pass_seconds": [
-    1.1887999340182258e-05,
-    2.8329905211215927e-05,
-    2.2796190742935454e-05
+    2.185752562114171e-05,
+    2.0121143687339055e-05,
+    2.4757333898118566e-05
    ],
    "pass_host_canary_seconds": [
-    6.38528249998771e-06,
-    9.933850000010125e-06,
-    6.99898500002405e-06
+    1.0485440000138624e-05,
+    1.0095734999993056e-05,
+    9.941315000219219e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 8.696380736572401e-06,
-   "min": 8.121904961410022e-06,
-   "max": 1.2531047953026635e-05,
+   "seconds": 1.3785143338498615e-05,
+   "min": 1.3690666428634099e-05,
+   "max": 1.4801523515156336e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5919999927282332e-05,
-    5.119999870657921e-05,
-    0.00015609599649906157
+    5.1359999924898145e-05,
+    9.590400010347366e-05,
+    0.0002592000067234039
    ],
-   "host_canary_seconds": 6.515669999984652e-06,
+   "host_canary_seconds": 1.051134500002604e-05,
    "pass_seconds": [
-    8.696380736572401e-06,
-    1.2531047953026635e-05,
-    8.121904961410022e-06
+    1.3785143338498615e-05,
+    1.4801523515156336e-05,
+    1.3690666428634099e-05
    ],
    "pass_host_canary_seconds": [
-    6.515669999984652e-06,
-    1.0092592500008379e-05,
-    6.936732499980281e-06
+    1.051134500002604e-05,
+    1.0249119999912181e-05,
+    1.038331249986868e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.12380959696713e-05,
-   "min": 1.6645332620967005e-05,
-   "max": 2.527314335817383e-05,
+   "seconds": 2.3744761589027596e-05,
+   "min": 2.221790630192984e-05,
+   "max": 2.5324953453881402e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.487999975681305e-05,
-    0.00015199999511241914,
-    0.0004687039852142334
+    0.00019657599925994873,
+    0.00028966400027275087,
+    0.0007316480278968811
    ],
-   "host_canary_seconds": 6.515669999984652e-06,
+   "host_canary_seconds": 1.051134500002604e-05,
    "pass_seconds": [
-    1.6645332620967005e-05,
-    2.527314335817383e-05,
-    2.12380959696713e-05
+    2.221790630192984e-05,
+    2.5324953453881402e-05,
+    2.3744761589027596e-05
    ],
    "pass_host_canary_seconds": [
-    6.515669999984652e-06,
-    1.0092592500008379e-05,
-    6.936732499980281e-06
+    1.051134500002604e-05,
+    1.0249119999912181e-05,
+    1.038331249986868e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.577600002288818e-05,
-   "min": 3.190400078892708e-05,
-   "max": 9.273599833250046e-05,
+   "seconds": 6.438399851322174e-05,
+   "min": 4.9215998500585554e-05,
+   "max": 9.916800260543823e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.676987499998233e-06,
+   "host_canary_seconds": 1.0326180000106433e-05,
    "pass_seconds": [
-    5.577600002288818e-05,
-    6.300800293684005e-05,
-    3.513599932193756e-05
+    6.438399851322174e-05,
+    6.476800143718719e-05,
+    5.315199866890907e-05
    ],
    "pass_host_canary_seconds": [
-    7.676987499998233e-06,
-    1.0179952499989042e-05,
-    6.716062500018438e-06
+    1.0326180000106433e-05,
+    1.0023585000169533e-05,
+    1.088842249970412e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 9.100006272395503e-06,
-   "min": 0.0,
-   "max": 0.0004680759791905681,
+   "seconds": 0.00013810933226098614,
+   "min": 3.539999077717466e-05,
+   "max": 0.00032265599289288123,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.676987499998233e-06,
+   "host_canary_seconds": 1.0326180000106433e-05,
    "pass_seconds": [
-    0.00016266800804684561,
-    9.100006272395503e-06,
-    0.0
+    0.0001687039903675516,
+    0.00013810933226098614,
+    5.475999663273495e-05
    ],
    "pass_host_canary_seconds": [
-    7.676987499998233e-06,
-    1.0179952499989042e-05,
-    6.716062500018438e-06
+    1.0326180000106433e-05,
+    1.0023585000169533e-05,
+    1.088842249970412e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 4.864000156521797e-05,
-   "min": 4.1951999068260195e-05,
-   "max": 0.0001207680031657219,
+   "seconds": 8.908800035715103e-05,
+   "min": 6.65920004248619e-05,
+   "max": 0.00012428800016641616,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.204272499998665e-06,
+   "host_canary_seconds": 1.0326180000106433e-05,
    "pass_seconds": [
-    4.864000156521797e-05,
-    8.614400029182434e-05,
-    4.623999819159508e-05
+    9.356799721717835e-05,
+    8.908800035715103e-05,
+    7.37600028514862e-05
    ],
    "pass_host_canary_seconds": [
-    8.204272499998665e-06,
-    9.868484999984162e-06,
-    6.737777500021025e-06
+    1.0326180000106433e-05,
+    1.0051994999855651e-05,
+    1.091305000045395e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 3.796400999029481e-05,
-   "min": 0.0,
-   "max": 0.0006164600250000755,
+   "seconds": 0.00017308798649658762,
+   "min": 3.149599457780524e-05,
+   "max": 0.0004659173324083288,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.204272499998665e-06,
+   "host_canary_seconds": 1.0326180000106433e-05,
    "pass_seconds": [
-    0.00016916400163124006,
-    3.796400999029481e-05,
-    5.237336580951997e-06
+    0.00017308798649658762,
+    0.00018489332341899476,
+    9.639198208848636e-05
    ],
    "pass_host_canary_seconds": [
-    8.204272499998665e-06,
-    9.868484999984162e-06,
-    6.737777500021025e-06
+    1.0326180000106433e-05,
+    1.0051994999855651e-05,
+    1.091305000045395e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 2.7744000777602196e-05,
-   "min": 2.1471999585628508e-05,
-   "max": 5.68000003695488e-05,
+   "seconds": 4.732799902558327e-05,
+   "min": 3.510399907827377e-05,
+   "max": 8.287999778985977e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.033279999997034e-06,
+   "host_canary_seconds": 1.0622444999910386e-05,
    "pass_seconds": [
-    2.7744000777602196e-05,
-    3.8368001580238344e-05,
-    2.3552000522613525e-05
+    4.1439998894929886e-05,
+    4.896000027656555e-05,
+    4.732799902558327e-05
    ],
    "pass_host_canary_seconds": [
-    9.033279999997034e-06,
-    9.707315000042627e-06,
-    6.566085000088151e-06
+    1.0622444999910386e-05,
+    1.0051994999855651e-05,
+    9.815469999807646e-06
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0002581879881521067,
-   "min": 0.00015762133089204633,
-   "max": 0.0006908280082667868,
+   "seconds": 0.00037600000047435366,
+   "min": 0.00018557599435249964,
+   "max": 0.0008158053069685896,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.033279999997034e-06,
+   "host_canary_seconds": 1.0622444999910386e-05,
    "pass_seconds": [
-    0.0004572920032466451,
-    0.0002581879881521067,
-    0.00017822933879991376
+    0.00037600000047435366,
+    0.00046550135904302193,
+    0.0002379599834481875
    ],
    "pass_host_canary_seconds": [
-    9.033279999997034e-06,
-    9.707315000042627e-06,
-    6.566085000088151e-06
+    1.0622444999910386e-05,
+    1.0051994999855651e-05,
+    9.815469999807646e-06
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.859199911355972e-05,
-   "min": 3.062400035560131e-05,
-   "max": 0.00010960000008344651,
+   "seconds": 7.468800246715545e-05,
+   "min": 5.0175998359918594e-05,
+   "max": 0.00012502400577068328,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.090710000023705e-06,
+   "host_canary_seconds": 1.0615335000068171e-05,
    "pass_seconds": [
-    5.859199911355972e-05,
-    6.476800143718719e-05,
-    3.315199911594391e-05
+    7.785599678754807e-05,
+    7.468800246715545e-05,
+    6.006399914622307e-05
    ],
    "pass_host_canary_seconds": [
-    9.090710000023705e-06,
-    9.925774999999249e-06,
-    6.594609999979184e-06
+    1.0615335000068171e-05,
+    9.945755000160261e-06,
+    9.842825000418998e-06
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003553400126596293,
-   "min": 0.0001495893218864997,
-   "max": 0.0008126933195938667,
+   "seconds": 0.0003076240072647731,
+   "min": 0.0001998693405960997,
+   "max": 0.0011967679656421145,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.090710000023705e-06,
+   "host_canary_seconds": 1.0615335000068171e-05,
    "pass_seconds": [
-    0.0004761080254490176,
-    0.0003553400126596293,
-    0.00025138132957120736
+    0.00037433598407854635,
+    0.0002856293379639586,
+    0.0003076240072647731
    ],
    "pass_host_canary_seconds": [
-    9.090710000023705e-06,
-    9.925774999999249e-06,
-    6.594609999979184e-06
+    1.0615335000068171e-05,
+    9.945755000160261e-06,
+    9.842825000418998e-06
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.191999927163124e-05,
-   "min": 1.8880000337958335e-05,
-   "max": 7.82719999551773e-05,
+   "seconds": 3.702399879693985e-05,
+   "min": 3.0656000599265096e-05,
+   "max": 7.152000069618225e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.494029999999042e-06,
+   "host_canary_seconds": 1.0615335000068171e-05,
    "pass_seconds": [
-    2.191999927163124e-05,
-    3.488000109791756e-05,
-    2.0927999168634415e-05
+    3.702399879693985e-05,
+    4.236799851059914e-05,
+    3.273599967360497e-05
    ],
    "pass_host_canary_seconds": [
-    9.494029999999042e-06,
-    1.025435000002517e-05,
-    6.921290000008184e-06
+    1.0615335000068171e-05,
+    1.010751250007047e-05,
+    1.047783249987333e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 0.0,
+   "seconds": 6.374132850517827e-05,
    "min": 0.0,
-   "max": 0.0007778040316576758,
+   "max": 0.0004598399943982561,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.494029999999042e-06,
+   "host_canary_seconds": 1.0615335000068171e-05,
    "pass_seconds": [
-    8.375599949310227e-05,
-    0.0,
-    0.0
+    0.00010848000117888055,
+    6.374132850517827e-05,
+    1.3095984856287637e-05
    ],
    "pass_host_canary_seconds": [
-    9.494029999999042e-06,
-    1.025435000002517e-05,
-    6.921290000008184e-06
+    1.0615335000068171e-05,
+    1.010751250007047e-05,
+    1.047783249987333e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.3056001663208005e-05,
-   "min": 2.844800055027008e-05,
-   "max": 0.00013142399489879608,
+   "seconds": 6.52799978852272e-05,
+   "min": 4.5823998749256134e-05,
+   "max": 0.00010012800246477127,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.588972500012005e-06,
+   "host_canary_seconds": 1.0490595000192116e-05,
    "pass_seconds": [
-    5.955199897289276e-05,
-    5.3056001663208005e-05,
-    3.1808000057935716e-05
+    6.52799978852272e-05,
+    6.543999910354615e-05,
+    5.523199960589409e-05
    ],
    "pass_host_canary_seconds": [
-    9.588972500012005e-06,
-    9.689724999972781e-06,
-    6.774309999997286e-06
+    1.0490595000192116e-05,
+    1.0167717500024764e-05,
+    1.0178424999764958e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 7.988398646314939e-05,
-   "min": 0.0,
-   "max": 0.00030238001917799317,
+   "seconds": 8.070132726182536e-05,
+   "min": 2.3119995991389346e-06,
+   "max": 0.0005460799879704913,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.588972500012005e-06,
+   "host_canary_seconds": 1.0490595000192116e-05,
    "pass_seconds": [
-    8.893999798844257e-05,
-    7.988398646314939e-05,
-    2.9333339383204576e-06
+    0.00017593600818266474,
+    8.070132726182536e-05,
+    1.994399229685468e-05
    ],
    "pass_host_canary_seconds": [
-    9.588972500012005e-06,
-    9.689724999972781e-06,
-    6.774309999997286e-06
+    1.0490595000192116e-05,
+    1.0167717500024764e-05,
+    1.0178424999764958e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.6448001861572264e-05,
-   "min": 1.865600049495697e-05,
-   "max": 6.1023999005556104e-05,
+   "seconds": 3.673600032925606e-05,
+   "min": 3.0432000756263734e-05,
+   "max": 6.233600154519081e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.38991999998251e-06,
+   "host_canary_seconds": 1.0609495000011293e-05,
    "pass_seconds": [
-    3.6448001861572264e-05,
-    3.747199848294258e-05,
-    1.958400011062622e-05
+    3.673600032925606e-05,
+    3.894399851560593e-05,
+    3.2607998698949814e-05
    ],
    "pass_host_canary_seconds": [
-    9.38991999998251e-06,
-    9.810994999988055e-06,
-    6.876970000035953e-06
+    1.0609495000011293e-05,
+    1.0160207499865236e-05,
+    1.030419999977994e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 0.0,
+   "seconds": 6.380534016837676e-05,
    "min": 0.0,
-   "max": 0.000452203977542619,
+   "max": 0.0001785600020860632,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.38991999998251e-06,
+   "host_canary_seconds": 1.0609495000011293e-05,
    "pass_seconds": [
-    6.381999297688405e-05,
-    0.0,
-    0.0
+    8.65599944566687e-05,
+    6.380534016837676e-05,
+    1.2679989139239027e-05
    ],
    "pass_host_canary_seconds": [
-    9.38991999998251e-06,
-    9.810994999988055e-06,
-    6.876970000035953e-06
+    1.0609495000011293e-05,
+    1.0160207499865236e-05,
+    1.030419999977994e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.862399935722351e-05,
-   "min": 2.783999964594841e-05,
-   "max": 9.523200243711472e-05,
+   "seconds": 6.217600032687187e-05,
+   "min": 4.524800181388855e-05,
+   "max": 0.00011052799969911575,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.157019999985748e-06,
+   "host_canary_seconds": 1.0357350000163023e-05,
    "pass_seconds": [
-    5.862399935722351e-05,
-    6.099199876189232e-05,
-    3.001599945127964e-05
+    6.65920004248619e-05,
+    6.217600032687187e-05,
+    5.459199845790863e-05
    ],
    "pass_host_canary_seconds": [
-    9.157019999985748e-06,
-    9.586040000044705e-06,
-    6.630587499998341e-06
+    1.0357350000163023e-05,
+    1.021498000000065e-05,
+    1.012647749973894e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.5931996603806838e-05,
+   "seconds": 7.420533367743094e-05,
    "min": 0.0,
-   "max": 0.0005505079810197154,
+   "max": 0.00032006398805727563,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.157019999985748e-06,
+   "host_canary_seconds": 1.0357350000163023e-05,
    "pass_seconds": [
-    7.674800201008718e-05,
-    2.5931996603806838e-05,
-    0.0
+    0.00011670399674524863,
+    7.420533367743094e-05,
+    1.4887994776169474e-05
    ],
    "pass_host_canary_seconds": [
-    9.157019999985748e-06,
-    9.586040000044705e-06,
-    6.630587499998341e-06
+    1.0357350000163023e-05,
+    1.021498000000065e-05,
+    1.012647749973894e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.924799919128418e-05,
-   "min": 1.7152000218629837e-05,
-   "max": 5.7312000542879106e-05,
+   "seconds": 3.5456001758575437e-05,
+   "min": 2.8063999488949777e-05,
+   "max": 6.233600154519081e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.938687499995269e-06,
+   "host_canary_seconds": 1.054178000003958e-05,
    "pass_seconds": [
-    2.924799919128418e-05,
-    3.452799841761589e-05,
-    1.8208000808954238e-05
+    3.5456001758575437e-05,
+    3.5679999738931656e-05,
+    3.049599938094616e-05
    ],
    "pass_host_canary_seconds": [
-    8.938687499995269e-06,
-    9.666522499998109e-06,
-    6.406452500016258e-06
+    1.054178000003958e-05,
+    1.0487349999976914e-05,
+    9.838977499896374e-06
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 4.409332790722447e-05,
    "min": 0.0,
-   "max": 8.44280008847515e-05,
+   "max": 0.00012419198670734962,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.938687499995269e-06,
+   "host_canary_seconds": 1.054178000003958e-05,
    "pass_seconds": [
-    4.807600720475119e-05,
-    0.0,
+    8.953599849094947e-05,
+    4.409332790722447e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.938687499995269e-06,
-    9.666522499998109e-06,
-    6.406452500016258e-06
+    1.054178000003958e-05,
+    1.0487349999976914e-05,
+    9.838977499896374e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 4.473600164055824e-05,
-   "min": 2.6048000901937486e-05,
-   "max": 7.852800190448761e-05,
+   "seconds": 5.843200162053108e-05,
+   "min": 4.259200021624565e-05,
+   "max": 8.742400258779526e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.28430749999265e-06,
+   "host_canary_seconds": 1.0573069999963991e-05,
    "pass_seconds": [
-    4.473600164055824e-05,
-    4.755200073122978e-05,
-    2.768000029027462e-05
+    5.8848001062870023e-05,
+    5.843200162053108e-05,
+    5.315199866890907e-05
    ],
    "pass_host_canary_seconds": [
-    9.28430749999265e-06,
-    9.885405000034097e-06,
-    6.695257500055618e-06
+    1.0573069999963991e-05,
+    1.0683107499858125e-05,
+    1.0199484999873221e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 8.300532617916661e-05,
    "min": 0.0,
-   "max": 8.116400210807722e-05,
+   "max": 0.00022607999512304865,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.28430749999265e-06,
+   "host_canary_seconds": 1.0573069999963991e-05,
    "pass_seconds": [
-    2.884399859855573e-05,
-    0.0,
+    0.00010364798673739037,
+    8.300532617916661e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.28430749999265e-06,
-    9.885405000034097e-06,
-    6.695257500055618e-06
+    1.0573069999963991e-05,
+    1.0683107499858125e-05,
+    1.0199484999873221e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.102399989962578e-05,
-   "min": 1.852799952030182e-05,
-   "max": 6.035200133919716e-05,
+   "seconds": 3.903999924659729e-05,
+   "min": 3.26399989426136e-05,
+   "max": 7.072000205516816e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.727362499971748e-06,
+   "host_canary_seconds": 1.0288475000095332e-05,
    "pass_seconds": [
-    2.102399989962578e-05,
-    3.699199855327606e-05,
-    1.990400068461895e-05
+    3.903999924659729e-05,
+    4.121600091457367e-05,
+    3.52960005402565e-05
    ],
    "pass_host_canary_seconds": [
-    8.727362499971748e-06,
-    9.922847500014599e-06,
-    6.66999750002617e-06
+    1.0288475000095332e-05,
+    1.0556999999948857e-05,
+    1.0395399999652e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 0.0,
+   "seconds": 8.294132941712932e-05,
    "min": 0.0,
-   "max": 0.0005260600221032898,
+   "max": 0.0002999999842916926,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.727362499971748e-06,
+   "host_canary_seconds": 1.0288475000095332e-05,
    "pass_seconds": [
-    2.9036000060538473e-05,
-    0.0,
+    9.475200095524392e-05,
+    8.294132941712932e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.727362499971748e-06,
-    9.922847500014599e-06,
-    6.66999750002617e-06
+    1.0288475000095332e-05,
+    1.0556999999948857e-05,
+    1.0395399999652e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.164799839258194e-05,
-   "min": 2.7583999559283257e-05,
-   "max": 9.052799642086029e-05,
+   "seconds": 6.508799642324447e-05,
+   "min": 4.694399982690811e-05,
+   "max": 9.90080013871193e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.377784999973216e-06,
+   "host_canary_seconds": 1.0309775000223453e-05,
    "pass_seconds": [
-    5.164799839258194e-05,
-    5.9296000748872755e-05,
-    3.0432000756263734e-05
+    6.508799642324447e-05,
+    6.550399959087372e-05,
+    5.673599988222122e-05
    ],
    "pass_host_canary_seconds": [
-    9.377784999973216e-06,
-    9.909672499972545e-06,
-    6.5805775000171705e-06
+    1.0309775000223453e-05,
+    1.059501500009219e-05,
+    1.0437092499842038e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0,
+   "seconds": 8.22053312634428e-05,
    "min": 0.0,
-   "max": 9.223600818465154e-05,
+   "max": 0.0003449253200863798,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.377784999973216e-06,
+   "host_canary_seconds": 1.0309775000223453e-05,
    "pass_seconds": [
-    4.396002429227057e-06,
-    0.0,
-    0.0
+    0.00013020799526323876,
+    8.22053312634428e-05,
+    2.0071996996800145e-05
    ],
    "pass_host_canary_seconds": [
-    9.377784999973216e-06,
-    9.909672499972545e-06,
-    6.5805775000171705e-06
+    1.0309775000223453e-05,
+    1.059501500009219e-05,
+    1.0437092499842038e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.990400068461895e-05,
-   "min": 1.1487999930977822e-05,
-   "max": 3.945599868893623e-05,
+   "seconds": 2.2336000576615335e-05,
+   "min": 1.865600049495697e-05,
+   "max": 4.5536000281572345e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.25024749999892e-06,
+   "host_canary_seconds": 1.0658935000122938e-05,
    "pass_seconds": [
-    1.990400068461895e-05,
-    2.4159999564290046e-05,
-    1.2095999903976917e-05
+    2.2336000576615335e-05,
+    2.5087999179959297e-05,
+    1.9519999623298644e-05
    ],
    "pass_host_canary_seconds": [
-    9.25024749999892e-06,
-    1.014213499995975e-05,
-    6.758055000020136e-06
+    1.0658935000122938e-05,
+    1.073804750006957e-05,
+    1.0482122499979597e-05
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 0.0,
+   "seconds": 1.660533652951318e-05,
    "min": 0.0,
-   "max": 7.17239895214637e-05,
+   "max": 0.00010483200134088597,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.25024749999892e-06,
+   "host_canary_seconds": 1.0658935000122938e-05,
    "pass_seconds": [
-    1.591600260386866e-05,
-    0.0,
+    4.8415996444722026e-05,
+    1.660533652951318e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.25024749999892e-06,
-    1.014213499995975e-05,
-    6.758055000020136e-06
+    1.0658935000122938e-05,
+    1.073804750006957e-05,
+    1.0482122499979597e-05
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 3.270399942994118e-05,
-   "min": 1.9872000440955163e-05,
-   "max": 5.958399921655655e-05,
+   "seconds": 4.160000011324883e-05,
+   "min": 3.5711999982595444e-05,
+   "max": 6.870400160551071e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.062034999998247e-06,
+   "host_canary_seconds": 1.1159107500020583e-05,
    "pass_seconds": [
-    3.987200185656547e-05,
-    3.270399942994118e-05,
-    2.1215999498963357e-05
+    4.009599983692169e-05,
+    4.160000011324883e-05,
+    4.27200011909008e-05
    ],
    "pass_host_canary_seconds": [
-    8.062034999998247e-06,
-    9.96791749997783e-06,
-    6.618669999980397e-06
+    1.1159107500020583e-05,
+    1.0635900000011134e-05,
+    1.0420870000018569e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.5853330579896734e-05,
    "min": 0.0,
-   "max": 0.0004634680052598318,
+   "max": 0.00012188799896587928,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.062034999998247e-06,
+   "host_canary_seconds": 1.1159107500020583e-05,
    "pass_seconds": [
-    0.0,
-    0.0,
+    6.963199594368536e-05,
+    2.5853330579896734e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.062034999998247e-06,
-    9.96791749997783e-06,
-    6.618669999980397e-06
+    1.1159107500020583e-05,
+    1.0635900000011134e-05,
+    1.0420870000018569e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.692800037562847e-05,
-   "min": 1.0080000385642051e-05,
-   "max": 3.8623999804258345e-05,
+   "seconds": 1.6863999888300894e-05,
+   "min": 1.535999961197376e-05,
+   "max": 6.358399987220764e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.878952499993375e-06,
+   "host_canary_seconds": 1.0793240000026571e-05,
    "pass_seconds": [
-    1.692800037562847e-05,
-    1.7216000705957414e-05,
-    1.0528000071644782e-05
+    1.817600056529045e-05,
+    1.6543999314308167e-05,
+    1.6863999888300894e-05
    ],
    "pass_host_canary_seconds": [
-    7.878952499993375e-06,
-    9.738279999993437e-06,
-    6.601422499983301e-06
+    1.0793240000026571e-05,
+    1.0620022499949756e-05,
+    1.0450177500160862e-05
    ]
   },
   "layer_backward_reshape": {
-   "seconds": 0.0,
+   "seconds": 1.6797332403560455e-05,
    "min": 0.0,
-   "max": 1.991600325951976e-05,
+   "max": 7.814398997773727e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.878952499993375e-06,
+   "host_canary_seconds": 1.0793240000026571e-05,
    "pass_seconds": [
-    3.0840017522375013e-06,
-    0.0,
+    4.070399546374878e-05,
+    1.6797332403560455e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.878952499993375e-06,
-    9.738279999993437e-06,
-    6.601422499983301e-06
+    1.0793240000026571e-05,
+    1.0620022499949756e-05,
+    1.0450177500160862e-05
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.363199904561043e-05,
-   "min": 1.865600049495697e-05,
-   "max": 6.284800171852112e-05,
+   "seconds": 3.651199862360954e-05,
+   "min": 2.9632000252604483e-05,
+   "max": 6.988800317049027e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.405850000003823e-06,
+   "host_canary_seconds": 1.0415180000080682e-05,
    "pass_seconds": [
-    3.855999931693077e-05,
-    3.363199904561043e-05,
-    1.948799937963486e-05
+    3.651199862360954e-05,
+    3.6928001791238784e-05,
+    3.6191999912261964e-05
    ],
    "pass_host_canary_seconds": [
-    9.405850000003823e-06,
-    9.564242499990883e-06,
-    6.792845000020974e-06
+    1.0415180000080682e-05,
+    1.050908750002577e-05,
+    1.0671362500147551e-05
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
+   "seconds": 2.3933338311811267e-05,
    "min": 0.0,
-   "max": 5.2427999364833066e-05,
+   "max": 0.00010873599940290055,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.405850000003823e-06,
+   "host_canary_seconds": 1.0415180000080682e-05,
    "pass_seconds": [
-    2.5772005009154492e-05,
-    0.0,
+    6.073599153508743e-05,
+    2.3933338311811267e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.405850000003823e-06,
-    9.564242499990883e-06,
-    6.792845000020974e-06
+    1.0415180000080682e-05,
+    1.050908750002577e-05,
+    1.0671362500147551e-05
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.535999961197376e-05,
-   "min": 1.0688000358641148e-05,
-   "max": 4.419200122356415e-05,
+   "seconds": 2.220799960196018e-05,
+   "min": 1.7983999103307723e-05,
+   "max": 4.0511999279260635e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.797292500000056e-06,
+   "host_canary_seconds": 1.0623675000118737e-05,
    "pass_seconds": [
-    2.1824000403285027e-05,
-    1.535999961197376e-05,
-    1.119999960064888e-05
+    2.220799960196018e-05,
+    2.3264000192284583e-05,
+    2.0864000543951988e-05
    ],
    "pass_host_canary_seconds": [
-    9.797292500000056e-06,
-    9.661837499983505e-06,
-    6.659975000005147e-06
+    1.0623675000118737e-05,
+    1.0427422500072224e-05,
+    1.0683449999930872e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 0.0,
+   "seconds": 5.4365333480139565e-05,
    "min": 0.0,
-   "max": 8.615600100407998e-05,
+   "max": 0.00013379199088861546,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.797292500000056e-06,
+   "host_canary_seconds": 1.0623675000118737e-05,
    "pass_seconds": [
-    4.077999821553628e-05,
-    0.0,
-    0.0
+    9.923199595262609e-05,
+    5.4365333480139565e-05,
+    1.10479897509019e-05
    ],
    "pass_host_canary_seconds": [
-    9.797292500000056e-06,
-    9.661837499983505e-06,
-    6.659975000005147e-06
+    1.0623675000118737e-05,
+    1.0427422500072224e-05,
+    1.0683449999930872e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.7807999402284623e-05,
-   "min": 1.9872000440955163e-05,
-   "max": 6.124800071120262e-05,
+   "seconds": 3.948799893260002e-05,
+   "min": 3.315199911594391e-05,
+   "max": 6.87360018491745e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.32951999999665e-06,
+   "host_canary_seconds": 1.0884757500093656e-05,
    "pass_seconds": [
-    3.8784001022577287e-05,
-    2.7807999402284623e-05,
-    2.070399932563305e-05
+    3.948799893260002e-05,
+    3.6159999668598176e-05,
+    3.968000039458275e-05
    ],
    "pass_host_canary_seconds": [
-    8.32951999999665e-06,
-    9.656262499966317e-06,
-    6.5297324999846756e-06
+    1.0884757500093656e-05,
+    1.0370847500098534e-05,
+    1.0484254999880705e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 0.0,
+   "seconds": 6.214132749785976e-05,
    "min": 0.0,
-   "max": 5.5701338996489856e-05,
+   "max": 0.00022745599442472062,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.32951999999665e-06,
+   "host_canary_seconds": 1.0884757500093656e-05,
    "pass_seconds": [
-    3.275997626284776e-06,
-    0.0,
+    0.0001157759934042891,
+    6.214132749785976e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.32951999999665e-06,
-    9.656262499966317e-06,
-    6.5297324999846756e-06
+    1.0884757500093656e-05,
+    1.0370847500098534e-05,
+    1.0484254999880705e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.530057103151367e-05,
-   "min": 1.0877714625426701e-05,
-   "max": 1.6187428008942378e-05,
+   "seconds": 1.6942476765030905e-05,
+   "min": 1.6899809063900083e-05,
+   "max": 1.8627048248336427e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.1088000386953353e-05,
-    5.574399977922439e-05,
-    0.0002592639923095703
+    3.801599889993668e-05,
+    9.625600278377533e-05,
+    0.0003182080090045929
    ],
-   "host_canary_seconds": 7.1295899999768155e-06,
+   "host_canary_seconds": 1.0575097499838648e-05,
    "pass_seconds": [
-    1.6187428008942378e-05,
-    1.530057103151367e-05,
-    1.0877714625426701e-05
+    1.8627048248336427e-05,
+    1.6942476765030905e-05,
+    1.6899809063900083e-05
    ],
    "pass_host_canary_seconds": [
-    7.1295899999768155e-06,
-    9.278384999973355e-06,
-    6.656969999951912e-06
+    1.0575097499838648e-05,
+    1.0412597500106813e-05,
+    1.0334915000100864e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.6260570003872827e-05,
-   "min": 1.0931809211061112e-05,
-   "max": 1.764419071731113e-05,
+   "seconds": 1.9299047511248363e-05,
+   "min": 1.6848001274324598e-05,
+   "max": 1.937371421427954e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011958400160074234,
-    0.00017599999904632568,
-    0.0006120319962501525
+    0.00022252799570560456,
+    0.000284415990114212,
+    0.0007751680016517639
    ],
-   "host_canary_seconds": 7.1295899999768155e-06,
+   "host_canary_seconds": 1.0575097499838648e-05,
    "pass_seconds": [
-    1.764419071731113e-05,
-    1.0931809211061112e-05,
-    1.6260570003872827e-05
+    1.937371421427954e-05,
+    1.6848001274324598e-05,
+    1.9299047511248363e-05
    ],
    "pass_host_canary_seconds": [
-    7.1295899999768155e-06,
-    9.278384999973355e-06,
-    6.656969999951912e-06
+    1.0575097499838648e-05,
+    1.0412597500106813e-05,
+    1.0334915000100864e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.9374477011816844e-05,
-   "min": 1.0686476493165607e-05,
-   "max": 2.0060190842265172e-05,
+   "seconds": 1.9218286055894126e-05,
+   "min": 1.8007620104721616e-05,
+   "max": 1.9977904856204987e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.689600110054016e-05,
-    0.0001167680025100708,
-    0.00034809601306915285
+    6.639999896287919e-05,
+    0.00012656000256538392,
+    0.00036614400148391726
    ],
-   "host_canary_seconds": 9.953947499994341e-06,
+   "host_canary_seconds": 1.0550490000014179e-05,
    "pass_seconds": [
-    1.9374477011816844e-05,
-    2.0060190842265172e-05,
-    1.0686476493165607e-05
+    1.9977904856204987e-05,
+    1.8007620104721616e-05,
+    1.9218286055894126e-05
    ],
    "pass_host_canary_seconds": [
-    9.953947499994341e-06,
-    1.0051937500001884e-05,
-    6.840530000005174e-06
+    1.0550490000014179e-05,
+    1.0173272499969244e-05,
+    1.016538499982289e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.7138284054540453e-05,
-   "min": 1.208456854025523e-05,
-   "max": 2.15078102690833e-05,
+   "seconds": 1.9523810417879197e-05,
+   "min": 1.9384382558720456e-05,
+   "max": 2.0614094322636012e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002101760059595108,
-    0.00033072000741958616,
-    0.000690783977508545
+    0.00022787199914455413,
+    0.00035286399722099304,
+    0.0008225600123405456
    ],
-   "host_canary_seconds": 9.953947499994341e-06,
+   "host_canary_seconds": 1.0550490000014179e-05,
    "pass_seconds": [
-    1.208456854025523e-05,
-    2.15078102690833e-05,
-    1.7138284054540453e-05
+    1.9523810417879197e-05,
+    2.0614094322636012e-05,
+    1.9384382558720456e-05
    ],
    "pass_host_canary_seconds": [
-    9.953947499994341e-06,
-    1.0051937500001884e-05,
-    6.840530000005174e-06
+    1.0550490000014179e-05,
+    1.0173272499969244e-05,
+    1.016538499982289e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 1.9519999623298644e-05,
-   "min": 1.6383999958634378e-05,
-   "max": 6.038400158286095e-05,
+   "seconds": 3.1328000128269197e-05,
+   "min": 2.5407999753952028e-05,
+   "max": 6.134400144219398e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.250247500003582e-06,
+   "host_canary_seconds": 1.0741854999878342e-05,
    "pass_seconds": [
-    1.9519999623298644e-05,
-    2.9472000896930694e-05,
-    1.756799966096878e-05
+    3.4976001828908924e-05,
+    3.1328000128269197e-05,
+    3.062400035560131e-05
    ],
    "pass_host_canary_seconds": [
-    7.250247500003582e-06,
-    1.0064090000021508e-05,
-    6.4543824999674375e-06
+    1.0741854999878342e-05,
+    1.0395135000038635e-05,
+    1.0762095000131921e-05
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 4.2269332644840057e-05,
    "min": 0.0,
-   "max": 0.00011866800611217817,
+   "max": 0.0002458239852761229,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.250247500003582e-06,
+   "host_canary_seconds": 1.0741854999878342e-05,
    "pass_seconds": [
-    5.1320005829135775e-06,
-    0.0,
+    8.01919906710585e-05,
+    4.2269332644840057e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.250247500003582e-06,
-    1.0064090000021508e-05,
-    6.4543824999674375e-06
+    1.0741854999878342e-05,
+    1.0395135000038635e-05,
+    1.0762095000131921e-05
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 2.9472000896930694e-05,
-   "min": 2.502400055527687e-05,
-   "max": 8.150400221347808e-05,
+   "seconds": 5.3440000861883166e-05,
+   "min": 4.492799937725067e-05,
+   "max": 8.780799806118011e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.25444250001317e-06,
+   "host_canary_seconds": 1.0498887500034472e-05,
    "pass_seconds": [
-    2.9472000896930694e-05,
-    5.606399849057198e-05,
-    2.703999914228916e-05
+    5.60000017285347e-05,
+    5.3440000861883166e-05,
+    5.0912000238895414e-05
    ],
    "pass_host_canary_seconds": [
-    7.25444250001317e-06,
-    1.019413000005187e-05,
-    6.383399999947414e-06
+    1.0498887500034472e-05,
+    1.0275309999911997e-05,
+    1.0831747499935317e-05
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.215732642759879e-05,
    "min": 0.0,
-   "max": 4.404399885485572e-05,
+   "max": 0.00016783999868979056,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.25444250001317e-06,
+   "host_canary_seconds": 1.0498887500034472e-05,
    "pass_seconds": [
-    1.450799747059744e-05,
-    0.0,
+    0.00011583999761690698,
+    3.215732642759879e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    7.25444250001317e-06,
-    1.019413000005187e-05,
-    6.383399999947414e-06
+    1.0498887500034472e-05,
+    1.0275309999911997e-05,
+    1.0831747499935317e-05
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 7.206171573627564e-05,
-   "min": 6.539733424073174e-05,
-   "max": 9.404723488149188e-05,
+   "seconds": 6.97782834370931e-05,
+   "min": 6.728609473932358e-05,
+   "max": 0.00011363809378374188,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012531200051307679,
-    0.0004638719856739044,
-    0.0011537280082702637
+    0.00014966399967670442,
+    0.0005074880123138428,
+    0.001859871983528137
    ],
-   "host_canary_seconds": 7.399982499975977e-06,
+   "host_canary_seconds": 1.0311200000074905e-05,
    "pass_seconds": [
-    6.539733424073174e-05,
-    9.404723488149188e-05,
-    7.206171573627564e-05
+    0.00011363809378374188,
+    6.97782834370931e-05,
+    6.728609473932358e-05
    ],
    "pass_host_canary_seconds": [
-    7.399982499975977e-06,
-    9.535154999973373e-06,
-    6.57540500000664e-06
+    1.0311200000074905e-05,
+    1.0223230000008243e-05,
+    7.475360000057663e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00018559467153889795,
-   "min": 0.0001660990505701019,
-   "max": 0.00018741409764403392,
+   "seconds": 0.00020361372615609847,
+   "min": 0.00017659201295602893,
+   "max": 0.00023165715876079742,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043308800458908084,
-    0.0013904000520706178,
-    0.004291552066802979
+    0.0006034240126609802,
+    0.001496448040008545,
+    0.004964320182800293
    ],
-   "host_canary_seconds": 7.399982499975977e-06,
+   "host_canary_seconds": 1.0311200000074905e-05,
    "pass_seconds": [
-    0.00018741409764403392,
-    0.00018559467153889795,
-    0.0001660990505701019
+    0.00017659201295602893,
+    0.00023165715876079742,
+    0.00020361372615609847
    ],
    "pass_host_canary_seconds": [
-    7.399982499975977e-06,
-    9.535154999973373e-06,
-    6.57540500000664e-06
+    1.0311200000074905e-05,
+    1.0223230000008243e-05,
+    7.475360000057663e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010194057580970583,
-   "min": 7.468876490990323e-05,
-   "max": 0.00010535009276299249,
+   "seconds": 0.00011488152756577446,
+   "min": 0.00010917409190109796,
+   "max": 0.00011577294837860834,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015955199301242827,
-    0.0005441280007362365,
-    0.0017149120569229126
+    0.00018371200561523437,
+    0.0005552639961242676,
+    0.0019283839464187622
    ],
-   "host_canary_seconds": 9.256649999986877e-06,
+   "host_canary_seconds": 1.0271395000103212e-05,
    "pass_seconds": [
-    0.00010194057580970583,
-    0.00010535009276299249,
-    7.468876490990323e-05
+    0.00011577294837860834,
+    0.00011488152756577446,
+    0.00010917409190109796
    ],
    "pass_host_canary_seconds": [
-    9.256649999986877e-06,
-    9.667722499990815e-06,
-    7.019752500028176e-06
+    1.0271395000103212e-05,
+    1.041545999996174e-05,
+    1.0041679999801545e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.0001278598216317949,
-   "min": 0.000123708195629574,
-   "max": 0.00018630398774430862,
+   "seconds": 0.00017163886058898202,
+   "min": 0.00016608532624585288,
+   "max": 0.00019795123097442443,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005357120037078857,
-    0.0014493759870529174,
-    0.0040574722290039065
+    0.0006890879869461059,
+    0.0016590080261230469,
+    0.005036159992218018
    ],
-   "host_canary_seconds": 9.256649999986877e-06,
+   "host_canary_seconds": 1.0271395000103212e-05,
    "pass_seconds": [
-    0.0001278598216317949,
-    0.000123708195629574,
-    0.00018630398774430862
+    0.00017163886058898202,
+    0.00019795123097442443,
+    0.00016608532624585288
    ],
    "pass_host_canary_seconds": [
-    9.256649999986877e-06,
-    9.667722499990815e-06,
-    7.019752500028176e-06
+    1.0271395000103212e-05,
+    1.041545999996174e-05,
+    1.0041679999801545e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.0002859093305610475,
-   "min": 0.00020303846682821004,
-   "max": 0.0003365531379268283,
+   "seconds": 0.000428371046270643,
+   "min": 0.0003302430326030368,
+   "max": 0.0004958689709504445,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0004787839949131012,
-    0.0015246080160140991,
-    0.005539135932922363
+    0.0006101120114326477,
+    0.001954848051071167,
+    0.0070555520057678225
    ],
-   "host_canary_seconds": 9.424044999999381e-06,
+   "host_canary_seconds": 1.0261197499943363e-05,
    "pass_seconds": [
-    0.0003365531379268283,
-    0.00020303846682821004,
-    0.0002859093305610475
+    0.000428371046270643,
+    0.0004958689709504445,
+    0.0003302430326030368
    ],
    "pass_host_canary_seconds": [
-    9.424044999999381e-06,
-    7.403202499993711e-06,
-    9.511840000016036e-06
+    1.0261197499943363e-05,
+    1.0415214999852651e-05,
+    1.0071050000135528e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0007187710759185609,
-   "min": 0.0006580343232268379,
-   "max": 0.0007840876451560427,
+   "seconds": 0.0004964776450679416,
+   "min": 0.0004964000015031723,
+   "max": 0.0005899093591031576,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0014773119688034058,
-    0.004189663887023925,
-    0.018070400238037108
+    0.0018236160278320313,
+    0.0054039998054504395,
+    0.01596387195587158
    ],
-   "host_canary_seconds": 9.424044999999381e-06,
+   "host_canary_seconds": 1.0261197499943363e-05,
    "pass_seconds": [
-    0.0007840876451560427,
-    0.0007187710759185609,
-    0.0006580343232268379
+    0.0004964000015031723,
+    0.0004964776450679416,
+    0.0005899093591031576
    ],
    "pass_host_canary_seconds": [
-    9.424044999999381e-06,
-    7.403202499993711e-06,
-    9.511840000016036e-06
+    1.0261197499943363e-05,
+    1.0415214999852651e-05,
+    1.0071050000135528e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00041371960583187295,
-   "min": 0.0002697615155151912,
-   "max": 0.00044751999207905363,
+   "seconds": 0.00035278550783793137,
+   "min": 0.0002647839869771685,
+   "max": 0.0005833493244080316,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0007321919798851013,
-    0.0021746881008148193,
-    0.0074783039093017575
+    0.0006886399984359741,
+    0.0020667839050292967,
+    0.009314911842346191
    ],
-   "host_canary_seconds": 9.766702499991453e-06,
+   "host_canary_seconds": 1.0618437499942956e-05,
    "pass_seconds": [
-    0.00044751999207905363,
-    0.0002697615155151912,
-    0.00041371960583187295
+    0.0005833493244080316,
+    0.0002647839869771685,
+    0.00035278550783793137
    ],
    "pass_host_canary_seconds": [
-    9.766702499991453e-06,
-    7.0056575000521096e-06,
-    9.473407500095732e-06
+    1.0618437499942956e-05,
+    1.0236575000135418e-05,
+    9.94382999977006e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0006286917939072561,
-   "min": 0.0005254338497207278,
-   "max": 0.00082793756042208,
+   "seconds": 0.000667501693680173,
+   "min": 0.0005181759851319449,
+   "max": 0.0010641273089817592,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0019106240272521973,
-    0.0048159041404724125,
-    0.020735456466674806
+    0.0021865921020507812,
+    0.006626175880432129,
+    0.021178367614746094
    ],
-   "host_canary_seconds": 9.766702499991453e-06,
+   "host_canary_seconds": 1.0618437499942956e-05,
    "pass_seconds": [
-    0.00082793756042208,
-    0.0006286917939072561,
-    0.0005254338497207278
+    0.000667501693680173,
+    0.0005181759851319449,
+    0.0010641273089817592
    ],
    "pass_host_canary_seconds": [
-    9.766702499991453e-06,
-    7.0056575000521096e-06,
-    9.473407500095732e-06
+    1.0618437499942956e-05,
+    1.0236575000135418e-05,
+    9.94382999977006e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.2773334135611853e-05,
-   "min": 2.0013715007475444e-05,
-   "max": 2.47420941789945e-05,
+   "seconds": 2.3511618020988646e-05,
+   "min": 1.658361848621141e-05,
+   "max": 2.727085759951955e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.035200178623199e-05,
-    0.00010675200074911118,
-    0.00038131201267242433
+    4.806400090456009e-05,
+    0.000114656001329422,
+    0.0003994239866733551
    ],
-   "host_canary_seconds": 9.771114999992392e-06,
+   "host_canary_seconds": 1.0581755000060866e-05,
    "pass_seconds": [
-    2.2773334135611853e-05,
-    2.47420941789945e-05,
-    2.0013715007475444e-05
+    2.3511618020988646e-05,
+    2.727085759951955e-05,
+    1.658361848621141e-05
    ],
    "pass_host_canary_seconds": [
-    9.771114999992392e-06,
-    9.783799999993902e-06,
-    9.287429999886854e-06
+    1.0581755000060866e-05,
+    1.0619564999814202e-05,
+    7.904174999850966e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.525485617064295e-05,
-   "min": 4.3536765589600496e-05,
-   "max": 4.599161925060409e-05,
+   "seconds": 4.833447968675977e-05,
+   "min": 3.8097527232908066e-05,
+   "max": 4.8537140978234145e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018544000387191772,
-    0.00039792001247406005,
-    0.0012189760208129884
+    0.00017289599776268004,
+    0.0004276160001754761,
+    0.0012636480331420898
    ],
-   "host_canary_seconds": 9.771114999992392e-06,
+   "host_canary_seconds": 1.0581755000060866e-05,
    "pass_seconds": [
-    4.599161925060409e-05,
-    4.3536765589600496e-05,
-    4.525485617064295e-05
+    4.833447968675977e-05,
+    3.8097527232908066e-05,
+    4.8537140978234145e-05
    ],
    "pass_host_canary_seconds": [
-    9.771114999992392e-06,
-    9.783799999993902e-06,
-    9.287429999886854e-06
+    1.0581755000060866e-05,
+    1.0619564999814202e-05,
+    7.904174999850966e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.300190446632249e-05,
-   "min": 2.0348189664738517e-05,
-   "max": 2.6060953026726134e-05,
+   "seconds": 2.1152000696886152e-05,
+   "min": 1.2812190644797824e-05,
+   "max": 2.431466749736241e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.211199983954429e-05,
-    0.00012966400384902953,
-    0.0004066559970378876
+    7.391999661922455e-05,
+    0.0001525759994983673,
+    0.0004405440092086792
    ],
-   "host_canary_seconds": 9.876179999999123e-06,
+   "host_canary_seconds": 1.0391394999942349e-05,
    "pass_seconds": [
-    2.300190446632249e-05,
-    2.6060953026726134e-05,
-    2.0348189664738517e-05
+    2.431466749736241e-05,
+    1.2812190644797824e-05,
+    2.1152000696886152e-05
    ],
    "pass_host_canary_seconds": [
-    9.876179999999123e-06,
-    9.873164999945061e-06,
-    9.328845000027286e-06
+    1.0391394999942349e-05,
+    7.675042499926122e-06,
+    9.69612500000494e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.44937115978627e-05,
-   "min": 3.798933398155939e-05,
-   "max": 4.567543151123183e-05,
+   "seconds": 4.4044193235181634e-05,
+   "min": 3.993981118713107e-05,
+   "max": 4.812418988772801e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023977600038051604,
-    0.0004604479968547821,
-    0.0012748160362243653
+    0.00033558401465415955,
+    0.0006080319881439209,
+    0.0014405440092086792
    ],
-   "host_canary_seconds": 9.876179999999123e-06,
+   "host_canary_seconds": 1.0391394999942349e-05,
    "pass_seconds": [
-    4.567543151123183e-05,
-    3.798933398155939e-05,
-    4.44937115978627e-05
+    4.812418988772801e-05,
+    4.4044193235181634e-05,
+    3.993981118713107e-05
    ],
    "pass_host_canary_seconds": [
-    9.876179999999123e-06,
-    9.873164999945061e-06,
-    9.328845000027286e-06
+    1.0391394999942349e-05,
+    7.675042499926122e-06,
+    9.69612500000494e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.6065524844896227e-05,
-   "min": 2.2514286140600836e-05,
-   "max": 2.6258286088705065e-05,
+   "seconds": 2.251428649539039e-05,
+   "min": 1.6265142176832472e-05,
+   "max": 2.7114665579228174e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.0511999279260635e-05,
-    0.00011500799655914306,
-    0.0004329600036144257
+    4.425600171089172e-05,
+    0.00012041600048542022,
+    0.00044924798607826234
    ],
-   "host_canary_seconds": 9.908295000009559e-06,
+   "host_canary_seconds": 1.0625054999877647e-05,
    "pass_seconds": [
-    2.6258286088705065e-05,
-    2.6065524844896227e-05,
-    2.2514286140600836e-05
+    2.7114665579228174e-05,
+    1.6265142176832472e-05,
+    2.251428649539039e-05
    ],
    "pass_host_canary_seconds": [
-    9.908295000009559e-06,
-    9.965429999994057e-06,
-    9.182864999957019e-06
+    1.0625054999877647e-05,
+    1.0729520000012371e-05,
+    9.373274999688873e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.827961896856626e-05,
-   "min": 7.78872331693059e-05,
-   "max": 0.00010289371368430908,
+   "seconds": 0.00010524495407229378,
+   "min": 9.88982908782505e-05,
+   "max": 0.00011048075734149843,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031939199566841125,
-    0.0008140479922294617,
-    0.0022278079986572264
+    0.00038966399431228637,
+    0.0007792959809303283,
+    0.0023725759983062745
    ],
-   "host_canary_seconds": 9.908295000009559e-06,
+   "host_canary_seconds": 1.0625054999877647e-05,
    "pass_seconds": [
-    9.827961896856626e-05,
-    0.00010289371368430908,
-    7.78872331693059e-05
+    0.00010524495407229378,
+    0.00011048075734149843,
+    9.88982908782505e-05
    ],
    "pass_host_canary_seconds": [
-    9.908295000009559e-06,
-    9.965429999994057e-06,
-    9.182864999957019e-06
+    1.0625054999877647e-05,
+    1.0729520000012371e-05,
+    9.373274999688873e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.9583238817396614e-05,
-   "min": 3.339504805349169e-05,
-   "max": 3.997714178902763e-05,
+   "seconds": 3.19032392331532e-05,
+   "min": 2.8538667552527928e-05,
+   "max": 4.33645738022668e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.097599983215332e-05,
-    0.00021043199300765992,
-    0.0006849600076675415
+    5.932800099253654e-05,
+    0.00016131199896335602,
+    0.0004928640127182007
    ],
-   "host_canary_seconds": 9.547814999990579e-06,
+   "host_canary_seconds": 7.866960000058044e-06,
    "pass_seconds": [
-    3.9583238817396614e-05,
-    3.997714178902763e-05,
-    3.339504805349169e-05
+    2.8538667552527928e-05,
+    4.33645738022668e-05,
+    3.19032392331532e-05
    ],
    "pass_host_canary_seconds": [
-    9.547814999990579e-06,
-    9.859764999973208e-06,
-    9.25046499993698e-06
+    7.866960000058044e-06,
+    1.043603999988818e-05,
+    9.1059600001131e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.074895039910361e-05,
-   "min": 6.73988518260774e-05,
-   "max": 7.178437284060887e-05,
+   "seconds": 7.611961662769317e-05,
+   "min": 6.788799539208412e-05,
+   "max": 7.795580724875132e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00045923200249671937,
-    0.0008571199774742126,
-    0.002151007890701294
+    0.00038044801354408266,
+    0.0008570240139961243,
+    0.0018892799615859985
    ],
-   "host_canary_seconds": 9.547814999990579e-06,
+   "host_canary_seconds": 7.866960000058044e-06,
    "pass_seconds": [
-    7.178437284060887e-05,
-    6.73988518260774e-05,
-    7.074895039910361e-05
+    6.788799539208412e-05,
+    7.795580724875132e-05,
+    7.611961662769317e-05
    ],
    "pass_host_canary_seconds": [
-    9.547814999990579e-06,
-    9.859764999973208e-06,
-    9.25046499993698e-06
+    7.866960000058044e-06,
+    1.043603999988818e-05,
+    9.1059600001131e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00015804800391197205,
-   "min": 9.411200135946274e-05,
-   "max": 0.00025116801261901853,
+   "seconds": 0.00013139200210571288,
+   "min": 0.0001003199964761734,
+   "max": 0.00021792000532150268,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.636569999997847e-06,
+   "host_canary_seconds": 8.811804999879768e-06,
    "pass_seconds": [
-    0.00015804800391197205,
-    0.0001863359957933426,
-    0.0001098560020327568
+    0.00017187200486660004,
+    0.00013139200210571288,
+    0.00010950399935245514
    ],
    "pass_host_canary_seconds": [
-    9.636569999997847e-06,
-    1.0021880000010696e-05,
-    1.040644500008625e-05
+    8.811804999879768e-06,
+    1.0321955000165418e-05,
+    9.368185000084849e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010755199939012528,
-   "min": 7.078400254249573e-05,
-   "max": 0.0001719679981470108,
+   "seconds": 9.95199978351593e-05,
+   "min": 6.713599711656571e-05,
+   "max": 0.0002000640034675598,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.636569999997847e-06,
+   "host_canary_seconds": 8.811804999879768e-06,
    "pass_seconds": [
-    0.00010755199939012528,
-    0.00012783999741077423,
-    8.019199967384338e-05
+    0.00011903999745845795,
+    9.95199978351593e-05,
+    7.414399832487107e-05
    ],
    "pass_host_canary_seconds": [
-    9.636569999997847e-06,
-    1.0021880000010696e-05,
-    1.040644500008625e-05
+    8.811804999879768e-06,
+    1.0321955000165418e-05,
+    9.368185000084849e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001714559942483902,
-   "min": 9.497600048780441e-05,
-   "max": 0.0005992640256881714,
+   "seconds": 0.0001393280029296875,
+   "min": 0.00010553599894046783,
+   "max": 0.00022249600291252136,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.4707950000128e-06,
+   "host_canary_seconds": 8.629427499897701e-06,
    "pass_seconds": [
-    0.0001714559942483902,
-    0.00018329599499702454,
-    0.00012067200243473053
+    0.00019254399836063384,
+    0.0001393280029296875,
+    0.00012144000083208084
    ],
    "pass_host_canary_seconds": [
-    9.4707950000128e-06,
-    9.516120000014894e-06,
-    9.060610000091175e-06
+    8.629427499897701e-06,
+    1.0180895000075907e-05,
+    8.962274999930742e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00015167999267578125,
-   "min": 0.000100832000374794,
-   "max": 0.0001828480064868927,
+   "seconds": 0.00013920000195503235,
+   "min": 0.00010313600301742554,
+   "max": 0.00023532800376415252,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.4707950000128e-06,
+   "host_canary_seconds": 8.629427499897701e-06,
    "pass_seconds": [
-    0.00015167999267578125,
-    0.0001521279960870743,
-    0.00011587200313806533
+    0.00017049600183963775,
+    0.00013920000195503235,
+    0.00011100800335407257
    ],
    "pass_host_canary_seconds": [
-    9.4707950000128e-06,
-    9.516120000014894e-06,
-    9.060610000091175e-06
+    8.629427499897701e-06,
+    1.0180895000075907e-05,
+    8.962274999930742e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00022965440750122068,
-   "min": 0.0001617804718017578,
-   "max": 0.00028583999633789063,
+   "seconds": 0.00024020479202270506,
+   "min": 0.00019588159561157226,
+   "max": 0.00033243774414062503,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.78815500001673e-06,
+   "host_canary_seconds": 1.0561089999896468e-05,
    "pass_seconds": [
-    0.00022965440750122068,
-    0.00023853376388549807,
-    0.00017598016738891602
+    0.0002762041664123535,
+    0.00024020479202270506,
+    0.00020060991287231445
    ],
    "pass_host_canary_seconds": [
-    9.78815500001673e-06,
-    9.613965000028202e-06,
-    7.972855000062396e-06
+    1.0561089999896468e-05,
+    1.0711355000125877e-05,
+    9.281554999915898e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00044175487518310544,
-   "min": 0.0002834246444702148,
-   "max": 0.0005496268844604492,
+   "seconds": 0.00045769153594970707,
+   "min": 0.00034274433135986324,
+   "max": 0.000661847686767578,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.79574500000524e-06,
+   "host_canary_seconds": 1.076887000010629e-05,
    "pass_seconds": [
-    0.0005009222412109375,
-    0.00044175487518310544,
-    0.00032504512786865234
+    0.0005241753768920898,
+    0.00045769153594970707,
+    0.0003532191848754883
    ],
    "pass_host_canary_seconds": [
-    9.79574500000524e-06,
-    9.955770000047437e-06,
-    6.956240000022262e-06
+    1.076887000010629e-05,
+    1.0893554999995559e-05,
+    9.563479999883383e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00013871935844421388,
-   "min": 0.00011093695640563966,
-   "max": 0.0002103718376159668,
+   "seconds": 0.00016974464416503907,
+   "min": 0.0001572000026702881,
+   "max": 0.0002351865577697754,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.03215000001245e-06,
+   "host_canary_seconds": 1.05121200000724e-05,
    "pass_seconds": [
-    0.00013871935844421388,
-    0.00017570112228393556,
-    0.00011724927902221679
+    0.00016974464416503907,
+    0.00017722047805786132,
+    0.00016266239166259764
    ],
    "pass_host_canary_seconds": [
-    8.03215000001245e-06,
-    9.969065000028366e-06,
-    7.068855000014196e-06
+    1.05121200000724e-05,
+    1.0660924999967847e-05,
+    9.55019999992146e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0003607475280761719,
-   "min": 0.0001997113609313965,
-   "max": 0.0005068531036376954,
+   "seconds": 0.0003114521598815918,
+   "min": 0.0002790611267089844,
+   "max": 0.0005064947128295899,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.189244999987523e-06,
+   "host_canary_seconds": 1.0328854999954728e-05,
    "pass_seconds": [
-    0.0003607475280761719,
-    0.00037196224212646486,
-    0.00024107519149780271
+    0.0003627142333984375,
+    0.0003114521598815918,
+    0.0002880281639099121
    ],
    "pass_host_canary_seconds": [
-    9.189244999987523e-06,
-    1.0076155000007248e-05,
-    6.9353400000693455e-06
+    1.0328854999954728e-05,
+    1.1052035000034265e-05,
+    9.587404999820137e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00014698880195617675,
-   "min": 0.0001234278392791748,
-   "max": 0.00024934591293334957,
+   "seconds": 0.0001581043243408203,
+   "min": 0.00012279168128967284,
+   "max": 0.00021334527969360352,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.51262750001902e-06,
+   "host_canary_seconds": 1.0391307500015047e-05,
    "pass_seconds": [
-    0.0001593721580505371,
-    0.00014698880195617675,
-    0.0001279456043243408
+    0.00020096895217895509,
+    0.0001581043243408203,
+    0.0001446662425994873
    ],
    "pass_host_canary_seconds": [
-    9.51262750001902e-06,
-    9.96450000002369e-06,
-    6.912374999927806e-06
+    1.0391307500015047e-05,
+    1.0986160000072686e-05,
+    9.450585000081447e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.000286048641204834,
-   "min": 0.0002200953674316406,
-   "max": 0.00042707328796386714,
+   "seconds": 0.00028350528717041015,
+   "min": 0.0002485100746154785,
+   "max": 0.00044846912384033204,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.536780000001244e-06,
+   "host_canary_seconds": 1.0660284999914893e-05,
    "pass_seconds": [
-    0.0003497715377807617,
-    0.000286048641204834,
-    0.0002278860855102539
+    0.000382184944152832,
+    0.00028350528717041015,
+    0.00026192127227783204
    ],
    "pass_host_canary_seconds": [
-    9.536780000001244e-06,
-    9.324870000000373e-06,
-    7.208035000019208e-06
+    1.0660284999914893e-05,
+    1.1020395000116423e-05,
+    9.608510000020942e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00015076479911804198,
-   "min": 0.00012925760269165038,
-   "max": 0.0002065132713317871,
+   "seconds": 0.0001716281509399414,
+   "min": 0.00014698816299438475,
+   "max": 0.00020749311447143553,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.315017999999668e-05,
+   "host_canary_seconds": 1.0581264999984797e-05,
    "pass_seconds": [
-    0.00014524415969848634,
-    0.00015076479911804198,
-    0.00018739711761474608
+    0.00019768384933471677,
+    0.0001716281509399414,
+    0.00015362815856933594
    ],
    "pass_host_canary_seconds": [
-    1.315017999999668e-05,
-    7.0313700000212975e-06,
-    1.019374750001134e-05
+    1.0581264999984797e-05,
+    1.0777635000067675e-05,
+    9.14946500017777e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.0002722572708129883,
-   "min": 0.00022405759811401367,
-   "max": 0.0004889939117431641,
+   "seconds": 0.00027833919525146485,
+   "min": 0.0002426246452331543,
+   "max": 0.0005091027069091797,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.297631500001728e-05,
+   "host_canary_seconds": 1.0664214999849263e-05,
    "pass_seconds": [
-    0.00023759103775024412,
-    0.0002722572708129883,
-    0.00031810432434082036
+    0.0003624723052978516,
+    0.00027833919525146485,
+    0.0002504224014282226
    ],
    "pass_host_canary_seconds": [
-    1.297631500001728e-05,
-    7.781949999952076e-06,
-    9.91362500002424e-06
+    1.0664214999849263e-05,
+    1.1162314999921818e-05,
+    9.583534999819677e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00019669952392578123,
-   "min": 0.0001541324806213379,
-   "max": 0.00023355712890625003,
+   "seconds": 0.00020143680572509766,
+   "min": 0.00015209024429321287,
+   "max": 0.00029266368865966795,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2545724999988295e-05,
+   "host_canary_seconds": 1.0004629999968983e-05,
    "pass_seconds": [
-    0.00016632192611694334,
-    0.00019790912628173829,
-    0.00019669952392578123
+    0.00020143680572509766,
+    0.00021513664245605469,
+    0.0001954150390625
    ],
    "pass_host_canary_seconds": [
-    1.2545724999988295e-05,
-    7.280935000011368e-06,
-    6.843752499960942e-06
+    1.0004629999968983e-05,
+    1.0725559999968936e-05,
+    9.404152499996599e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00035388160705566405,
-   "min": 0.0002958579254150391,
-   "max": 0.0005409548950195313,
+   "seconds": 0.0004534175872802734,
+   "min": 0.0002760748863220215,
+   "max": 0.0006018463897705078,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2977110000029769e-05,
+   "host_canary_seconds": 1.048710000020492e-05,
    "pass_seconds": [
-    0.00035388160705566405,
-    0.000335931510925293,
-    0.0004531571197509766
+    0.0005167667388916015,
+    0.00040971519470214845,
+    0.0004534175872802734
    ],
    "pass_host_canary_seconds": [
-    1.2977110000029769e-05,
-    7.356855000004714e-06,
-    6.895422500008408e-06
+    1.048710000020492e-05,
+    1.0895439999956124e-05,
+    1.0249645000044438e-05
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00014206591606140138,
-   "min": 0.00011585151672363282,
-   "max": 0.0002055449676513672,
+   "seconds": 0.00017075008392333985,
+   "min": 0.00016329727172851563,
+   "max": 0.00020749183654785158,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.860884999994823e-06,
+   "host_canary_seconds": 1.0695340000097531e-05,
    "pass_seconds": [
-    0.00017531072616577148,
-    0.00013656448364257812,
-    0.00014206591606140138
+    0.00018296960830688477,
+    0.00017075008392333985,
+    0.00016639616012573241
    ],
    "pass_host_canary_seconds": [
-    9.860884999994823e-06,
-    7.3223100000063824e-06,
-    6.478944999912528e-06
+    1.0695340000097531e-05,
+    1.0574034999990545e-05,
+    1.0135934999766505e-05
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0003544345474243164,
-   "min": 0.0002290572738647461,
-   "max": 0.000445351676940918,
+   "seconds": 0.00031177024841308595,
+   "min": 0.00029686912536621096,
+   "max": 0.00040940288543701175,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.590045000003044e-06,
+   "host_canary_seconds": 1.0387822500064202e-05,
    "pass_seconds": [
-    0.0003975910568237305,
-    0.00024457151412963867,
-    0.0003544345474243164
+    0.00036909118652343753,
+    0.00031177024841308595,
+    0.0003108025550842285
    ],
    "pass_host_canary_seconds": [
-    9.590045000003044e-06,
-    6.92839499997433e-06,
-    9.074865000116006e-06
+    1.0387822500064202e-05,
+    1.073163499995644e-05,
+    1.0077030000275044e-05
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00019512575149536134,
-   "min": 0.0001360979175567627,
-   "max": 0.00032554046630859377,
+   "seconds": 0.00021616191864013673,
+   "min": 0.00020634304046630858,
+   "max": 0.00026348608016967776,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.7248425000096e-06,
+   "host_canary_seconds": 1.0166419999961817e-05,
    "pass_seconds": [
-    0.00023117631912231447,
-    0.0001436140823364258,
-    0.00019512575149536134
+    0.0002442291259765625,
+    0.00021616191864013673,
+    0.00021344575881958007
    ],
    "pass_host_canary_seconds": [
-    9.7248425000096e-06,
-    6.9676649999905745e-06,
-    6.573494999955187e-06
+    1.0166419999961817e-05,
+    1.0936445000027106e-05,
+    1.0225495000213414e-05
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004878067016601562,
-   "min": 0.00027122175216674803,
-   "max": 0.0006440716552734376,
+   "seconds": 0.0004508051300048828,
+   "min": 0.000401517448425293,
+   "max": 0.0006612230682373046,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.303834999985327e-06,
+   "host_canary_seconds": 1.0644745000263356e-05,
    "pass_seconds": [
-    0.0004878067016601562,
-    0.00028268480300903324,
-    0.0005096281433105468
+    0.0005474195098876953,
+    0.0004123263931274414,
+    0.0004508051300048828
    ],
    "pass_host_canary_seconds": [
-    8.303834999985327e-06,
-    6.940390000025331e-06,
-    6.644780000044648e-06
+    1.0644745000263356e-05,
+    1.0911109999938162e-05,
+    1.029674500045985e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.0001511353588104248,
-   "min": 0.00010659135818481446,
-   "max": 0.0002010291290283203,
+   "seconds": 0.00017271360397338867,
+   "min": 0.0001646406364440918,
+   "max": 0.0002164691162109375,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.414764999959857e-06,
+   "host_canary_seconds": 1.078242500000215e-05,
    "pass_seconds": [
-    0.0001583244800567627,
-    0.0001511353588104248,
-    0.00012087871551513671
+    0.00020416255950927734,
+    0.00017271360397338867,
+    0.00016801536560058592
    ],
    "pass_host_canary_seconds": [
-    9.414764999959857e-06,
-    7.486009999979615e-06,
-    6.991624999983514e-06
+    1.078242500000215e-05,
+    1.025745999982064e-05,
+    1.0246909999978015e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00029694271087646486,
-   "min": 0.00020576383590698241,
-   "max": 0.0005820294570922851,
+   "seconds": 0.00032812286376953124,
+   "min": 0.0003178335952758789,
+   "max": 0.00041108158111572264,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.129269999981205e-06,
+   "host_canary_seconds": 1.08908699999688e-05,
    "pass_seconds": [
-    0.00029694271087646486,
-    0.0005182508850097656,
-    0.0002942310333251953
+    0.00036953983306884763,
+    0.00032739135742187504,
+    0.00032812286376953124
    ],
    "pass_host_canary_seconds": [
-    9.129269999981205e-06,
-    1.0042400000003226e-05,
-    7.04102500009185e-06
+    1.08908699999688e-05,
+    1.0783834999870123e-05,
+    1.0230715000147939e-05
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00020820032119750974,
-   "min": 0.00015020288467407228,
-   "max": 0.0003155180740356445,
+   "seconds": 0.00020601600646972658,
+   "min": 0.0001874905586242676,
+   "max": 0.00025173183441162106,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.68466499998277e-06,
+   "host_canary_seconds": 1.0067120000201157e-05,
    "pass_seconds": [
-    0.00020820032119750974,
-    0.00024202304840087888,
-    0.00017299711227416993
+    0.00020601600646972658,
+    0.00021699583053588867,
+    0.0001993939208984375
    ],
    "pass_host_canary_seconds": [
-    8.68466499998277e-06,
-    1.0168825000036463e-05,
-    6.927047500013828e-06
+    1.0067120000201157e-05,
+    1.0518889999957538e-05,
+    9.788255000273693e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002062816047668457,
-   "min": 0.000183823356628418,
-   "max": 0.0004036761474609375,
+   "seconds": 0.0002499654388427735,
+   "min": 0.00019120767593383791,
+   "max": 0.0002731270408630371,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.473249999985e-06,
+   "host_canary_seconds": 1.0436514999980772e-05,
    "pass_seconds": [
-    0.00024529792785644533,
-    0.00018924160003662107,
-    0.0002062816047668457
+    0.0002499654388427735,
+    0.000253818244934082,
+    0.0002414726448059082
    ],
    "pass_host_canary_seconds": [
-    9.473249999985e-06,
-    7.34465000000739e-06,
-    6.747314999984155e-06
+    1.0436514999980772e-05,
+    1.0769005000099696e-05,
+    1.0049229999822273e-05
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.0001203321647644043,
-   "min": 0.0001009388828277588,
-   "max": 0.00014445887565612794,
+   "seconds": 0.00016226432800292968,
+   "min": 0.00014275327682495117,
+   "max": 0.00017686656951904298,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.824850000017646e-06,
+   "host_canary_seconds": 1.2626909999937652e-05,
    "pass_seconds": [
-    0.0001197708797454834,
-    0.0001203321647644043,
-    0.0001247929573059082
+    0.00016226432800292968,
+    0.00016517631530761718,
+    0.00014615615844726563
    ],
    "pass_host_canary_seconds": [
-    8.824850000017646e-06,
-    7.385080000013033e-06,
-    6.7586899999838584e-06
+    1.2626909999937652e-05,
+    1.081837499981475e-05,
+    9.998290000226007e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00015028608322143557,
-   "min": 0.00013465215682983397,
-   "max": 0.0001739353561401367,
+   "seconds": 0.00019063423156738283,
+   "min": 0.00016924800872802732,
+   "max": 0.00019747520446777346,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.469210000006e-06,
+   "host_canary_seconds": 1.2385054999981548e-05,
    "pass_seconds": [
-    0.0001667353630065918,
-    0.0001416966438293457,
-    0.00015028608322143557
+    0.00019127616882324216,
+    0.00019063423156738283,
+    0.0001737183952331543
    ],
    "pass_host_canary_seconds": [
-    9.469210000006e-06,
-    7.327595000035103e-06,
-    6.973404999968125e-06
+    1.2385054999981548e-05,
+    1.0917190000014898e-05,
+    1.0118170000055215e-05
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.00020306175231933594,
-   "min": 0.0001827436828613281,
-   "max": 0.00023895679473876955,
+   "seconds": 0.0002481318473815918,
+   "min": 0.00020223295211791993,
+   "max": 0.00026910720825195315,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.268474999970523e-06,
+   "host_canary_seconds": 9.770305000245117e-06,
    "pass_seconds": [
-    0.00021334527969360352,
-    0.00020306175231933594,
-    0.00020243263244628905
+    0.0002481318473815918,
+    0.00025953664779663083,
+    0.00023113407135009765
    ],
    "pass_host_canary_seconds": [
-    9.268474999970523e-06,
-    6.9888850000410226e-06,
-    6.8941400000710475e-06
+    9.770305000245117e-06,
+    1.0928560000138532e-05,
+    1.0001355000213153e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00022239679336547851,
-   "min": 0.00017580032348632813,
-   "max": 0.00047445888519287113,
+   "seconds": 0.00028788608551025394,
+   "min": 0.00025818239212036133,
+   "max": 0.0003386579132080078,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.077805000003991e-06,
+   "host_canary_seconds": 1.0903539999844725e-05,
    "pass_seconds": [
-    0.00022239679336547851,
-    0.00018702016830444336,
-    0.00026671680450439454
+    0.00032713024139404296,
+    0.00028788608551025394,
+    0.00026793792724609376
    ],
    "pass_host_canary_seconds": [
-    9.077805000003991e-06,
-    6.950749999994343e-06,
-    9.575150000102895e-06
+    1.0903539999844725e-05,
+    1.1220584999875882e-05,
+    1.0173199999599092e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 8.98630428314209e-05,
-   "min": 6.767680168151855e-05,
-   "max": 0.0001464889621734619,
+   "seconds": 0.00011570560455322265,
+   "min": 8.282431602478027e-05,
+   "max": 0.00019318912506103517,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.298137500017844e-06,
+   "host_canary_seconds": 1.0255360000002156e-05,
    "pass_seconds": [
-    8.98630428314209e-05,
-    7.335872173309326e-05,
-    0.00012980095863342284
+    0.0001213856029510498,
+    0.00011570560455322265,
+    0.00010741312026977539
    ],
    "pass_host_canary_seconds": [
-    9.298137500017844e-06,
-    6.8994350000650685e-06,
-    9.734305000108633e-06
+    1.0255360000002156e-05,
+    1.095320750010842e-05,
+    9.815459999913401e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00012179136276245117,
-   "min": 8.489983558654786e-05,
-   "max": 0.00019588607788085938,
+   "seconds": 0.0001321183967590332,
+   "min": 9.711615562438965e-05,
+   "max": 0.00015301247596740723,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.856315000007498e-06,
+   "host_canary_seconds": 8.341652500121199e-06,
    "pass_seconds": [
-    0.00012179136276245117,
-    9.455360412597657e-05,
-    0.00018335744857788085
+    0.00010266688346862794,
+    0.00014798399925231934,
+    0.0001321183967590332
    ],
    "pass_host_canary_seconds": [
-    9.856315000007498e-06,
-    7.102627499975255e-06,
-    9.840510000032054e-06
+    8.341652500121199e-06,
+    1.0884614999895348e-05,
+    9.89736000008179e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00010300671577453614,
-   "min": 6.564671993255616e-05,
-   "max": 0.0001378502368927002,
+   "seconds": 0.00010183551788330077,
+   "min": 7.61414384841919e-05,
+   "max": 0.00011671551704406739,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.790585000040152e-06,
+   "host_canary_seconds": 8.078400000073316e-06,
    "pass_seconds": [
-    0.00010300671577453614,
-    6.912511825561523e-05,
-    0.00012159104347229005
+    9.219776153564453e-05,
+    0.00011223296165466308,
+    0.00010183551788330077
    ],
    "pass_host_canary_seconds": [
-    9.790585000040152e-06,
-    7.272974999992243e-06,
-    9.852567499990529e-06
+    8.078400000073316e-06,
+    1.0666579999991654e-05,
+    1.0011284999791314e-05
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010928959846496582,
-   "min": 8.53273582458496e-05,
-   "max": 0.00018830144882202147,
+   "seconds": 0.00012857024192810057,
+   "min": 0.00010157888412475585,
+   "max": 0.0001495635223388672,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.960834999991561e-06,
+   "host_canary_seconds": 7.66468000009013e-06,
    "pass_seconds": [
-    0.00010928959846496582,
-    0.00010049535751342772,
-    0.00016552320480346682
+    0.00012118911743164063,
+    0.00014417407989501953,
+    0.00012857024192810057
    ],
    "pass_host_canary_seconds": [
-    7.960834999991561e-06,
-    9.574765000053274e-06,
-    1.0105875000050447e-05
+    7.66468000009013e-06,
+    1.1219145000040953e-05,
+    1.0104840000053629e-05
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010090623855590821,
-   "min": 6.975168228149414e-05,
-   "max": 0.00014899200439453123,
+   "seconds": 0.00010462847709655762,
+   "min": 9.521984100341796e-05,
+   "max": 0.00011700863838195802,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.566174999982024e-06,
+   "host_canary_seconds": 7.653855000029353e-06,
    "pass_seconds": [
-    0.00010090623855590821,
-    7.394752025604249e-05,
-    0.0001370035171508789
+    9.713600158691407e-05,
+    0.00011370431900024414,
+    0.00010462847709655762
    ],
    "pass_host_canary_seconds": [
-    9.566174999982024e-06,
-    8.266359999993256e-06,
-    9.83769500010112e-06
+    7.653855000029353e-06,
+    1.0747772500110386e-05,
+    1.0080010000024231e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00013886400222778322,
-   "min": 8.48307228088379e-05,
-   "max": 0.00019495487213134767,
+   "seconds": 0.0001296992015838623,
+   "min": 0.00012173376083374023,
+   "max": 0.00015111295700073242,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.445465000013087e-06,
+   "host_canary_seconds": 7.456627499919933e-06,
    "pass_seconds": [
-    0.00013886400222778322,
-    9.30399990081787e-05,
-    0.00018088703155517578
+    0.0001240652847290039,
+    0.00014834239959716797,
+    0.0001296992015838623
    ],
    "pass_host_canary_seconds": [
-    9.445465000013087e-06,
-    7.274352500026282e-06,
-    1.008060000003752e-05
+    7.456627499919933e-06,
+    1.1266555000020161e-05,
+    1.0218619999591283e-05
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 9.51923179626465e-05,
-   "min": 6.819071769714355e-05,
-   "max": 0.00014783807754516602,
+   "seconds": 0.0001038111972808838,
+   "min": 9.571968078613281e-05,
+   "max": 0.00012013888359069824,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.232057499990674e-06,
+   "host_canary_seconds": 7.07724500017548e-06,
    "pass_seconds": [
-    9.51923179626465e-05,
-    7.641536235809326e-05,
-    0.00013604288101196288
+    9.613311767578125e-05,
+    0.00011486528396606445,
+    0.0001038111972808838
    ],
    "pass_host_canary_seconds": [
-    7.232057499990674e-06,
-    6.791262500023265e-06,
-    9.867845000002262e-06
+    7.07724500017548e-06,
+    1.1157272499957571e-05,
+    1.0154092499874423e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 9.421695709228515e-05,
-   "min": 8.26643180847168e-05,
-   "max": 0.00018044927597045898,
+   "seconds": 0.00013026047706604004,
+   "min": 0.00012349056243896484,
+   "max": 0.00015052224159240723,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.622269999994046e-06,
+   "host_canary_seconds": 7.393739999912442e-06,
    "pass_seconds": [
-    9.409215927124023e-05,
-    9.421695709228515e-05,
-    0.0001644620704650879
+    0.00012422719955444337,
+    0.00014626688003540039,
+    0.00013026047706604004
    ],
    "pass_host_canary_seconds": [
-    6.622269999994046e-06,
-    7.083472499971322e-06,
-    9.807965000021568e-06
+    7.393739999912442e-06,
+    1.1036084999886953e-05,
+    1.0237414999778593e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 9.121664047241211e-05,
-   "min": 6.772928237915039e-05,
-   "max": 0.00014155520439147949,
+   "seconds": 0.00010354496002197267,
+   "min": 9.562175750732421e-05,
+   "max": 0.00011920576095581054,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.19614249998324e-06,
+   "host_canary_seconds": 7.271657499927642e-06,
    "pass_seconds": [
-    9.121664047241211e-05,
-    8.318143844604492e-05,
-    0.00012272895812988281
+    9.659135818481445e-05,
+    0.00011331007957458497,
+    0.00010354496002197267
    ],
    "pass_host_canary_seconds": [
-    8.19614249998324e-06,
-    6.977632499989283e-06,
-    9.94326500006082e-06
+    7.271657499927642e-06,
+    1.0766489999838314e-05,
+    1.0211232499841571e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 9.870016098022461e-05,
-   "min": 8.835519790649413e-05,
-   "max": 0.00019352256774902345,
+   "seconds": 0.0001306214427947998,
+   "min": 0.00012092351913452148,
+   "max": 0.0001436518383026123,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.073097500018833e-06,
+   "host_canary_seconds": 7.212172500032921e-06,
    "pass_seconds": [
-    9.870016098022461e-05,
-    9.370431900024414e-05,
-    0.00017865215301513673
+    0.000124585599899292,
+    0.00013705599784851074,
+    0.0001306214427947998
    ],
    "pass_host_canary_seconds": [
-    7.073097500018833e-06,
-    7.0364975000103416e-06,
-    1.0027880000080813e-05
+    7.212172500032921e-06,
+    1.0718160000067201e-05,
+    1.0086529999853156e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 9.2225923538208e-05,
-   "min": 8.234047889709472e-05,
-   "max": 0.00016641727447509768,
+   "seconds": 0.0001097593593597412,
+   "min": 0.00010295040130615234,
+   "max": 0.0001241932773590088,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.70780499998358e-06,
+   "host_canary_seconds": 7.057129999878953e-06,
    "pass_seconds": [
-    8.783871650695801e-05,
-    9.2225923538208e-05,
-    0.00015889984130859375
+    0.0001097593593597412,
+    0.00010849856376647948,
+    0.00011706815719604493
    ],
    "pass_host_canary_seconds": [
-    6.70780499998358e-06,
-    7.079695000022923e-06,
-    1.0529390000044714e-05
+    7.057129999878953e-06,
+    1.0427382500068915e-05,
+    1.0359890000017913e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00010693568229675293,
-   "min": 9.898495674133301e-05,
-   "max": 0.00022523967742919923,
+   "seconds": 0.0001455072021484375,
+   "min": 0.00013472448348999025,
+   "max": 0.0001680780792236328,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.715492499971276e-06,
+   "host_canary_seconds": 7.452754999803801e-06,
    "pass_seconds": [
-    0.0001046451187133789,
-    0.00010693568229675293,
-    0.0002100704002380371
+    0.00013678784370422365,
+    0.00014871423721313475,
+    0.0001455072021484375
    ],
    "pass_host_canary_seconds": [
-    6.715492499971276e-06,
-    6.894549999998389e-06,
-    1.0529390000044714e-05
+    7.452754999803801e-06,
+    1.0315979999973023e-05,
+    1.0330050000106893e-05
    ]
   },
   "layer_steady_add": {
-   "seconds": 9.93273639678955e-05,
-   "min": 7.927807807922362e-05,
-   "max": 0.00016086143493652345,
+   "seconds": 0.00012142080307006836,
+   "min": 0.00010736191749572754,
+   "max": 0.00013003647804260253,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.7005824999810674e-06,
+   "host_canary_seconds": 7.484134999913294e-06,
    "pass_seconds": [
-    9.081664085388184e-05,
-    9.93273639678955e-05,
-    0.00014751168251037598
+    0.00011051520347595215,
+    0.00012142080307006836,
+    0.0001233350372314453
    ],
    "pass_host_canary_seconds": [
-    6.7005824999810674e-06,
-    6.983520000005683e-06,
-    1.0369300000121484e-05
+    7.484134999913294e-06,
+    1.0179359999966664e-05,
+    1.037857750020521e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 9.779711723327638e-05,
-   "min": 9.194496154785157e-05,
-   "max": 0.0002275424003601074,
+   "seconds": 0.00014743295669555665,
+   "min": 0.0001319878387451172,
+   "max": 0.00016465919494628906,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9083050000173785e-06,
+   "host_canary_seconds": 7.3385350000876315e-06,
    "pass_seconds": [
-    9.779711723327638e-05,
-    9.732224464416505e-05,
-    0.00018264320373535155
+    0.00013694463729858398,
+    0.00014819071769714355,
+    0.00014743295669555665
    ],
    "pass_host_canary_seconds": [
-    6.9083050000173785e-06,
-    6.840060000001813e-06,
-    1.0258587499976101e-05
+    7.3385350000876315e-06,
+    1.0065394999969612e-05,
+    1.0226144999592179e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 9.926783561706542e-05,
-   "min": 7.875135898590088e-05,
-   "max": 0.00014584063529968263,
+   "seconds": 0.00012086848258972168,
+   "min": 0.00010054143905639648,
+   "max": 0.00012614591598510743,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.78121499998241e-06,
+   "host_canary_seconds": 7.2508350000077825e-06,
    "pass_seconds": [
-    9.926783561706542e-05,
-    8.163711547851563e-05,
-    0.00011857855796813964
+    0.00010507840156555177,
+    0.00012262975692749024,
+    0.00012086848258972168
    ],
    "pass_host_canary_seconds": [
-    6.78121499998241e-06,
-    6.655747500019515e-06,
-    1.0199287500043397e-05
+    7.2508350000077825e-06,
+    1.030375749991208e-05,
+    1.0311614999807262e-05
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001135103988647461,
-   "min": 9.195839881896973e-05,
-   "max": 0.00015720831871032716,
+   "seconds": 0.00014681983947753907,
+   "min": 0.0001264083194732666,
+   "max": 0.00015663871765136717,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.866039999984253e-06,
+   "host_canary_seconds": 7.435520000029783e-06,
    "pass_seconds": [
-    0.0001135103988647461,
-    0.00010333824157714843,
-    0.0001453593635559082
+    0.00012761152267456056,
+    0.0001524019241333008,
+    0.00014681983947753907
    ],
    "pass_host_canary_seconds": [
-    6.866039999984253e-06,
-    6.971389999996802e-06,
-    1.0298109999951066e-05
+    7.435520000029783e-06,
+    1.055624999992233e-05,
+    1.0858800000050905e-05
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 8.369343757629395e-05,
-   "min": 7.501120090484619e-05,
-   "max": 0.00010588800430297852,
+   "seconds": 0.00010926527976989747,
+   "min": 9.345215797424317e-05,
+   "max": 0.0001184716796875,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.991205000019818e-06,
+   "host_canary_seconds": 7.257000000038261e-06,
    "pass_seconds": [
-    8.369343757629395e-05,
-    8.310655593872069e-05,
-    0.00010103808403015137
+    9.554176330566406e-05,
+    0.00011441856384277344,
+    0.00010926527976989747
    ],
    "pass_host_canary_seconds": [
-    6.991205000019818e-06,
-    6.937165000024948e-06,
-    1.0217310000086855e-05
+    7.257000000038261e-06,
+    1.0485174999956826e-05,
+    1.0612347500114083e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00010266559600830078,
-   "min": 9.040896415710449e-05,
-   "max": 0.00014127552032470702,
+   "seconds": 0.00012635583877563478,
+   "min": 0.00011879424095153807,
+   "max": 0.00014780415534973145,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.001277500009451e-06,
+   "host_canary_seconds": 7.058257499892307e-06,
    "pass_seconds": [
-    9.72435188293457e-05,
-    0.00010266559600830078,
-    0.00012831680297851564
+    0.00012635583877563478,
+    0.0001411033630371094,
+    0.0001254745578765869
    ],
    "pass_host_canary_seconds": [
-    7.001277500009451e-06,
-    6.867452500003424e-06,
-    9.957059999976536e-06
+    7.058257499892307e-06,
+    1.0316784999986339e-05,
+    1.0396860000128072e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.412992000579834e-05,
-   "min": 6.576064109802245e-05,
-   "max": 0.0001269318389892578,
+   "seconds": 9.720512390136718e-05,
+   "min": 9.004096031188965e-05,
+   "max": 0.00011359231948852539,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.921989999995048e-06,
+   "host_canary_seconds": 7.247837499875232e-06,
    "pass_seconds": [
-    7.379839897155761e-05,
-    7.412992000579834e-05,
-    0.00010615936279296875
+    9.09395217895508e-05,
+    0.0001048703956604004,
+    9.720512390136718e-05
    ],
    "pass_host_canary_seconds": [
-    6.921989999995048e-06,
-    6.861159999971278e-06,
-    9.966114999997444e-06
+    7.247837499875232e-06,
+    1.0361622500028034e-05,
+    1.0420714999952452e-05
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 8.870271682739259e-05,
-   "min": 8.131391525268554e-05,
-   "max": 0.00014444224357604982,
+   "seconds": 0.000123951997756958,
+   "min": 0.00011455936431884766,
+   "max": 0.00013109056472778322,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.06556000000802e-06,
+   "host_canary_seconds": 7.234859999840637e-06,
    "pass_seconds": [
-    8.438528060913086e-05,
-    8.870271682739259e-05,
-    0.0001353158378601074
+    0.00012029248237609864,
+    0.00012560192108154297,
+    0.000123951997756958
    ],
    "pass_host_canary_seconds": [
-    7.06556000000802e-06,
-    7.0081800000210136e-06,
-    9.671329999889622e-06
+    7.234859999840637e-06,
+    1.0244917500017437e-05,
+    1.0397617500075286e-05
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.000142106237411499,
-   "min": 0.000112042875289917,
-   "max": 0.0002108358383178711,
+   "seconds": 0.0001713145637512207,
+   "min": 0.00015390080451965332,
+   "max": 0.00017878335952758792,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.998885000015776e-06,
+   "host_canary_seconds": 7.4238600001308445e-06,
    "pass_seconds": [
-    0.00013074432373046875,
-    0.000142106237411499,
-    0.00019615295410156251
+    0.00015638784408569337,
+    0.00017303808212280273,
+    0.0001713145637512207
    ],
    "pass_host_canary_seconds": [
-    6.998885000015776e-06,
-    6.8856149999874105e-06,
-    9.838377499988838e-06
+    7.4238600001308445e-06,
+    1.0569380000049478e-05,
+    1.0442729999908806e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00016537023544311525,
-   "min": 0.00012751615524291994,
-   "max": 0.0002980972862243652,
+   "seconds": 0.00020265087127685548,
+   "min": 0.00018010623931884767,
+   "max": 0.0002216691207885742,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.883359999960703e-06,
+   "host_canary_seconds": 7.456080000167731e-06,
    "pass_seconds": [
-    0.0001458675193786621,
-    0.00016537023544311525,
-    0.0002485971260070801
+    0.00018554496765136718,
+    0.00020419456481933593,
+    0.00020265087127685548
    ],
    "pass_host_canary_seconds": [
-    6.883359999960703e-06,
-    6.9599599999747855e-06,
-    9.81654000000276e-06
+    7.456080000167731e-06,
+    1.0211935000086215e-05,
+    1.0673474999975951e-05
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00037690433502197263,
-   "min": 0.0002094451141357422,
-   "max": 0.0004959807968139649,
+   "seconds": 0.0003373356628417969,
+   "min": 0.0002769209671020508,
+   "max": 0.00039326591491699217,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.628340000032097e-06,
+   "host_canary_seconds": 7.59520000002567e-06,
    "pass_seconds": [
-    0.0002389606475830078,
-    0.00037690433502197263,
-    0.00045784446716308594
+    0.0002912518310546875,
+    0.0003373356628417969,
+    0.0003513695907592773
    ],
    "pass_host_canary_seconds": [
-    7.628340000032097e-06,
-    9.640367499983426e-06,
-    1.0055602499932093e-05
+    7.59520000002567e-06,
+    1.0450239999784116e-05,
+    1.0282525000206988e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0004415347290039062,
-   "min": 0.0002699519920349121,
-   "max": 0.0005259513473510742,
+   "seconds": 0.000370742416381836,
+   "min": 0.0002529580879211426,
+   "max": 0.00045048511505126954,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0042259999991642e-05,
+   "host_canary_seconds": 1.0206925000204591e-05,
    "pass_seconds": [
-    0.0002767897605895996,
-    0.0004415347290039062,
-    0.0004721952056884766
+    0.0003734137725830078,
+    0.000370742416381836,
+    0.0003629913711547852
    ],
    "pass_host_canary_seconds": [
-    1.0042259999991642e-05,
-    9.926892500011775e-06,
-    1.0148265000111678e-05
+    1.0206925000204591e-05,
+    1.0778694999942217e-05,
+    1.0349089999976967e-05
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00012038975715637208,
-   "min": 7.635200023651123e-05,
-   "max": 0.00014238335609436035,
+   "seconds": 0.00012155520439147949,
+   "min": 8.842111587524415e-05,
+   "max": 0.00013116607666015625,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.006800000013414e-06,
+   "host_canary_seconds": 7.688895000086404e-06,
    "pass_seconds": [
-    7.99616003036499e-05,
-    0.00012038975715637208,
-    0.0001305497646331787
+    9.235199928283691e-05,
+    0.00012786175727844237,
+    0.00012155520439147949
    ],
    "pass_host_canary_seconds": [
-    7.006800000013414e-06,
-    1.042711250001105e-05,
-    1.0149345000058929e-05
+    7.688895000086404e-06,
+    1.0914042499905463e-05,
+    1.0538675000191232e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00014944064140319825,
-   "min": 9.315775871276856e-05,
-   "max": 0.00018268672943115235,
+   "seconds": 0.00015788736343383788,
+   "min": 0.00013545599937438965,
+   "max": 0.00019875904083251953,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.080625000028817e-06,
+   "host_canary_seconds": 1.0739475000036691e-05,
    "pass_seconds": [
-    9.742336273193359e-05,
-    0.0001506118392944336,
-    0.00014944064140319825
+    0.00016591552734375,
+    0.00015788736343383788,
+    0.0001508179187774658
    ],
    "pass_host_canary_seconds": [
-    7.080625000028817e-06,
-    1.0230059999969398e-05,
-    1.006829999994352e-05
+    1.0739475000036691e-05,
+    1.0891244999982063e-05,
+    1.0470000000282197e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012700160026550293,
-   "min": 7.605760097503662e-05,
-   "max": 0.00014736063957214356,
+   "seconds": 0.0001296345615386963,
+   "min": 0.00011527551651000975,
+   "max": 0.00015670399665832519,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.828052499976422e-06,
+   "host_canary_seconds": 1.0877994999987096e-05,
    "pass_seconds": [
-    7.94540786743164e-05,
-    0.00012700160026550293,
-    0.00012913599967956542
+    0.00014346431732177736,
+    0.0001296345615386963,
+    0.00012345279693603514
    ],
    "pass_host_canary_seconds": [
-    6.828052499976422e-06,
-    1.0478245000022925e-05,
-    1.01226750000194e-05
+    1.0877994999987096e-05,
+    1.0668399999929079e-05,
+    1.0353192500076603e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.0001491801643371582,
-   "min": 9.143424034118653e-05,
-   "max": 0.0001969113540649414,
+   "seconds": 0.00015459456443786621,
+   "min": 0.00012205696105957032,
+   "max": 0.000188591365814209,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.697582499981536e-06,
+   "host_canary_seconds": 1.0602149999954236e-05,
    "pass_seconds": [
-    9.630335807800292e-05,
-    0.0001568012809753418,
-    0.0001491801643371582
+    0.00015459456443786621,
+    0.00017970176696777346,
+    0.00014810239791870116
    ],
    "pass_host_canary_seconds": [
-    6.697582499981536e-06,
-    1.0485159999973349e-05,
-    1.011744499990641e-05
+    1.0602149999954236e-05,
+    1.0721584999942024e-05,
+    1.01455399999395e-05
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010490943908691405,
-   "min": 6.468736171722412e-05,
-   "max": 0.00012052991867065429,
+   "seconds": 0.00010332159996032716,
+   "min": 8.880255699157715e-05,
+   "max": 0.0001332800006866455,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.65224500004058e-06,
+   "host_canary_seconds": 9.375007499841105e-06,
    "pass_seconds": [
-    6.602943897247315e-05,
-    0.00011394240379333497,
-    0.00010490943908691405
+    9.66329574584961e-05,
+    0.00012713791847229004,
+    0.00010332159996032716
    ],
    "pass_host_canary_seconds": [
-    6.65224500004058e-06,
-    1.0008200000015677e-05,
-    1.004880749995607e-05
+    9.375007499841105e-06,
+    1.1034209999962742e-05,
+    9.881957500113003e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.0001316703987121582,
-   "min": 9.210559844970703e-05,
-   "max": 0.00015670783996582033,
+   "seconds": 0.00011961600303649903,
+   "min": 0.0001064140796661377,
+   "max": 0.00016938047409057619,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.679569999974432e-06,
+   "host_canary_seconds": 7.46196000008581e-06,
    "pass_seconds": [
-    9.479616165161133e-05,
-    0.00014609408378601075,
-    0.0001316703987121582
+    0.00011010047912597656,
+    0.00016417024612426758,
+    0.00011961600303649903
    ],
    "pass_host_canary_seconds": [
-    6.679569999974432e-06,
-    1.0213159999992171e-05,
-    9.977169999899616e-06
+    7.46196000008581e-06,
+    1.1015265000082764e-05,
+    1.0265432500204952e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011161087989807128,
-   "min": 7.292672157287598e-05,
-   "max": 0.0001393734359741211,
+   "seconds": 0.00011562239646911622,
+   "min": 0.00010119935989379884,
+   "max": 0.00013104512214660643,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.481164999989631e-06,
+   "host_canary_seconds": 7.663052499964351e-06,
    "pass_seconds": [
-    8.488063812255859e-05,
-    0.00013108927726745607,
-    0.00011161087989807128
+    0.00010448448181152344,
+    0.0001243167972564697,
+    0.00011562239646911622
    ],
    "pass_host_canary_seconds": [
-    6.481164999989631e-06,
-    9.796309999998698e-06,
-    1.0061897500079908e-05
+    7.663052499964351e-06,
+    1.019341749994851e-05,
+    1.0550654999974539e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00013789695739746093,
-   "min": 8.638527870178223e-05,
-   "max": 0.0001645420837402344,
+   "seconds": 0.00014267904281616212,
+   "min": 0.00011076928138732911,
+   "max": 0.00018568256378173828,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.565984999973296e-06,
+   "host_canary_seconds": 7.628000000181601e-06,
    "pass_seconds": [
-    8.862655639648438e-05,
-    0.00013789695739746093,
-    0.0001433529567718506
+    0.00012386176109313964,
+    0.00018130880355834961,
+    0.00014267904281616212
    ],
    "pass_host_canary_seconds": [
-    6.565984999973296e-06,
-    9.673424999974145e-06,
-    1.0002590000084411e-05
+    7.628000000181601e-06,
+    1.1072880000142504e-05,
+    1.0709244999702606e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.426112174987793e-05,
-   "min": 4.513599872589111e-05,
-   "max": 7.808703899383545e-05,
+   "seconds": 7.376512050628661e-05,
+   "min": 6.094655990600586e-05,
+   "max": 9.211456298828126e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.594399999997336e-06,
+   "host_canary_seconds": 7.4158450001959865e-06,
    "pass_seconds": [
-    4.6707201004028314e-05,
-    7.524608135223389e-05,
-    6.426112174987793e-05
+    6.329728126525879e-05,
+    8.992256164550781e-05,
+    7.376512050628661e-05
    ],
    "pass_host_canary_seconds": [
-    6.594399999997336e-06,
-    1.0152560000022959e-05,
-    1.0002590000084411e-05
+    7.4158450001959865e-06,
+    1.1272202499839068e-05,
+    1.0440645000358018e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.490816116333008e-05,
-   "min": 6.435711860656738e-05,
-   "max": 0.00011584896087646484,
+   "seconds": 9.569791793823243e-05,
+   "min": 7.755008220672607e-05,
+   "max": 0.00012456064224243164,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.366134999993278e-06,
+   "host_canary_seconds": 8.10814499985213e-06,
    "pass_seconds": [
-    6.572288036346436e-05,
-    9.490816116333008e-05,
-    9.658047676086425e-05
+    9.019776344299317e-05,
+    0.00012059328079223632,
+    9.569791793823243e-05
    ],
    "pass_host_canary_seconds": [
-    6.366134999993278e-06,
-    1.0023860000032414e-05,
-    9.778830000044536e-06
+    8.10814499985213e-06,
+    1.1275714999925412e-05,
+    1.0732767499916917e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.66323184967041e-05,
-   "min": 4.462463855743408e-05,
-   "max": 6.673791885375977e-05,
+   "seconds": 6.799615859985351e-05,
+   "min": 5.7409281730651854e-05,
+   "max": 8.532992362976074e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.49170500004459e-06,
+   "host_canary_seconds": 7.728390000067976e-06,
    "pass_seconds": [
-    5.0375680923461914e-05,
-    5.66323184967041e-05,
-    6.128704071044922e-05
+    6.0169601440429685e-05,
+    8.12934398651123e-05,
+    6.799615859985351e-05
    ],
    "pass_host_canary_seconds": [
-    6.49170500004459e-06,
-    9.65544000003149e-06,
-    9.774210000017547e-06
+    7.728390000067976e-06,
+    1.1121835000125202e-05,
+    1.0670775000107823e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 6.281216144561768e-05,
-   "min": 5.546112060546876e-05,
-   "max": 0.00011022784233093263,
+   "seconds": 8.928000450134278e-05,
+   "min": 7.21068811416626e-05,
+   "max": 0.00011311552047729493,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.49170500004459e-06,
+   "host_canary_seconds": 7.5009100000045235e-06,
    "pass_seconds": [
-    5.707200050354004e-05,
-    6.281216144561768e-05,
-    8.790335655212401e-05
+    7.512383937835693e-05,
+    9.927616119384766e-05,
+    8.928000450134278e-05
    ],
    "pass_host_canary_seconds": [
-    6.49170500004459e-06,
-    7.240489999986721e-06,
-    1.0018342499975575e-05
+    7.5009100000045235e-06,
+    1.0689319999954705e-05,
+    1.064325749979389e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 7.321599960327148e-05,
-   "min": 6.192575931549072e-05,
-   "max": 0.0001149465560913086,
+   "seconds": 9.963839530944825e-05,
+   "min": 7.299583911895752e-05,
+   "max": 0.00010777407646179199,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.29358499999455e-06,
+   "host_canary_seconds": 8.137712500086991e-06,
    "pass_seconds": [
-    6.33081579208374e-05,
-    7.321599960327148e-05,
-    8.553983688354492e-05
+    9.576448440551758e-05,
+    0.00010391615867614746,
+    9.963839530944825e-05
    ],
    "pass_host_canary_seconds": [
-    6.29358499999455e-06,
-    7.1945299999853775e-06,
-    9.709277499965198e-06
+    8.137712500086991e-06,
+    1.0467607500004305e-05,
+    1.0253380000051494e-05
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 8.386560440063476e-05,
-   "min": 7.572544097900391e-05,
-   "max": 0.0001364633560180664,
+   "seconds": 0.00012086400032043457,
+   "min": 8.528639793395996e-05,
+   "max": 0.0001386828804016113,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.346342499981006e-06,
+   "host_canary_seconds": 7.824340000013309e-06,
    "pass_seconds": [
-    8.032768249511719e-05,
-    8.386560440063476e-05,
-    0.00012047167778015136
+    0.00010140864372253418,
+    0.00013033280372619629,
+    0.00012086400032043457
    ],
    "pass_host_canary_seconds": [
-    6.346342499981006e-06,
-    7.089622500018322e-06,
-    1.0178219999943394e-05
+    7.824340000013309e-06,
+    1.0671369999784019e-05,
+    1.0137550000024475e-05
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 8.638976097106934e-05,
-   "min": 7.233664035797119e-05,
-   "max": 0.00014252608299255372,
+   "seconds": 0.00012041855812072753,
+   "min": 8.423295974731446e-05,
+   "max": 0.00013329919815063476,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.530360000027713e-06,
+   "host_canary_seconds": 7.514274999920189e-06,
    "pass_seconds": [
-    7.574207782745361e-05,
-    8.638976097106934e-05,
-    0.00013126463890075684
+    8.668992042541504e-05,
+    0.00013053376197814942,
+    0.00012041855812072753
    ],
    "pass_host_canary_seconds": [
-    6.530360000027713e-06,
-    7.232755000003977e-06,
-    1.0505595000012136e-05
+    7.514274999920189e-06,
+    1.0762314999794853e-05,
+    1.0388272499994855e-05
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00012030336380004883,
-   "min": 8.775360107421874e-05,
-   "max": 0.00019339328765869142,
+   "seconds": 0.0001442144012451172,
+   "min": 0.00010230976104736328,
+   "max": 0.00016420160293579102,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.620085000008658e-06,
+   "host_canary_seconds": 7.972767499921928e-06,
    "pass_seconds": [
-    9.326399803161622e-05,
-    0.00012030336380004883,
-    0.00015205504417419434
+    0.00011235072135925292,
+    0.00015996031761169433,
+    0.0001442144012451172
    ],
    "pass_host_canary_seconds": [
-    6.620085000008658e-06,
-    7.093134999962558e-06,
-    1.033345999999824e-05
+    7.972767499921928e-06,
+    1.052610500011042e-05,
+    1.0277905000179999e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 8.297023773193359e-05,
-   "min": 5.823423862457275e-05,
-   "max": 0.00010329024314880371,
+   "seconds": 9.669631958007812e-05,
+   "min": 6.83193588256836e-05,
+   "max": 0.00010363007545471192,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4045299999548885e-06,
+   "host_canary_seconds": 8.038825000085125e-06,
    "pass_seconds": [
-    6.0587520599365233e-05,
-    8.297023773193359e-05,
-    9.027263641357423e-05
+    7.231232166290284e-05,
+    0.00010129152297973633,
+    9.669631958007812e-05
    ],
    "pass_host_canary_seconds": [
-    6.4045299999548885e-06,
-    9.116197499956512e-06,
-    1.0251432499970293e-05
+    8.038825000085125e-06,
+    1.0575127500089821e-05,
+    1.0414592499614627e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00010359423637390137,
-   "min": 7.734911918640137e-05,
-   "max": 0.0001321343994140625,
+   "seconds": 0.00012194368362426758,
+   "min": 8.700415611267091e-05,
+   "max": 0.00013269248008728027,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5253574999957214e-06,
+   "host_canary_seconds": 7.807485000057568e-06,
    "pass_seconds": [
-    7.938176155090333e-05,
-    0.00010359423637390137,
-    0.00012410112380981445
+    9.100799560546875e-05,
+    0.00012936384201049804,
+    0.00012194368362426758
    ],
    "pass_host_canary_seconds": [
-    6.5253574999957214e-06,
-    9.029139999974234e-06,
-    9.999887499958504e-06
+    7.807485000057568e-06,
+    1.03214674999208e-05,
+    1.0251407500163623e-05
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.000392608642578125,
-   "min": 0.00024298431396484375,
-   "max": 0.0005674342346191406,
+   "seconds": 0.00037985473632812505,
+   "min": 0.00027700927734375,
+   "max": 0.0004749760055541992,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.7018499999704776e-06,
+   "host_canary_seconds": 7.572014999936982e-06,
    "pass_seconds": [
-    0.0002619283294677734,
-    0.000392608642578125,
-    0.0005380575942993165
+    0.00028324991226196287,
+    0.0003999417495727539,
+    0.00037985473632812505
    ],
    "pass_host_canary_seconds": [
-    6.7018499999704776e-06,
-    7.477304999952139e-06,
-    9.727584999978945e-06
+    7.572014999936982e-06,
+    1.0236689999914005e-05,
+    1.0054964999994808e-05
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00043572673797607423,
-   "min": 0.0002715948867797852,
-   "max": 0.000573809928894043,
+   "seconds": 0.0004478291320800781,
+   "min": 0.00030399871826171875,
+   "max": 0.0005299039840698242,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.718654999957608e-06,
+   "host_canary_seconds": 7.340660000068055e-06,
    "pass_seconds": [
-    0.00027935615539550785,
-    0.00043572673797607423,
-    0.00048692672729492187
+    0.00032095359802246094,
+    0.00045275585174560547,
+    0.0004478291320800781
    ],
    "pass_host_canary_seconds": [
-    6.718654999957608e-06,
-    6.7657425000078315e-06,
-    9.762914999953408e-06
+    7.340660000068055e-06,
+    1.0224127500038094e-05,
+    9.99987999989571e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0012918418884277343,
-   "min": 0.0010046002960205078,
-   "max": 0.0017713587951660157,
+   "seconds": 0.0013398611450195315,
+   "min": 0.001117805404663086,
+   "max": 0.0015227891540527344,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.830940000028818e-06,
+   "host_canary_seconds": 9.652034999874105e-06,
    "pass_seconds": [
-    0.00112399169921875,
-    0.0012918418884277343,
-    0.0015022355651855468
+    0.0013615692138671876,
+    0.0013378297424316407,
+    0.0013398611450195315
    ],
    "pass_host_canary_seconds": [
-    6.830940000028818e-06,
-    7.332730000015886e-06,
-    1.0229005000041979e-05
+    9.652034999874105e-06,
+    1.0079415000063819e-05,
+    1.0082835000275736e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0017034265136718749,
-   "min": 0.0014572909545898438,
-   "max": 0.0021432992553710936,
+   "seconds": 0.0016877337646484375,
+   "min": 0.001469081573486328,
+   "max": 0.001971416320800781,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.849670000050878e-06,
+   "host_canary_seconds": 9.684125000148925e-06,
    "pass_seconds": [
-    0.0017025337219238282,
-    0.0017034265136718749,
-    0.002028396148681641
+    0.0016877337646484375,
+    0.0016675762939453126,
+    0.0017106317138671876
    ],
    "pass_host_canary_seconds": [
-    6.849670000050878e-06,
-    7.579015000018785e-06,
-    9.68913999997767e-06
+    9.684125000148925e-06,
+    9.488439999927323e-06,
+    1.0162329999729991e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00010957823753356934,
-   "min": 0.00010172351837158203,
-   "max": 0.00016082368850708006,
+   "seconds": 0.00012886783599853517,
+   "min": 0.00011316096305847168,
+   "max": 0.0001452774429321289,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.6955349999631155e-06,
+   "host_canary_seconds": 9.673025000154211e-06,
    "pass_seconds": [
-    0.00010957823753356934,
-    0.0001053273582458496,
-    0.00015067839622497558
+    0.00012886783599853517,
+    0.00011990464210510254,
+    0.0001377881622314453
    ],
    "pass_host_canary_seconds": [
-    6.6955349999631155e-06,
-    6.684762499986618e-06,
-    9.934234999917634e-06
+    9.673025000154211e-06,
+    7.689059999904657e-06,
+    1.045142999998916e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001296729564666748,
-   "min": 0.00011656959533691407,
-   "max": 0.00021378431320190428,
+   "seconds": 0.00016285503387451173,
+   "min": 0.00014289216041564942,
+   "max": 0.00020360639572143555,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.6237149999892605e-06,
+   "host_canary_seconds": 9.575235000056636e-06,
    "pass_seconds": [
-    0.0001296729564666748,
-    0.0001193228816986084,
-    0.00018779712677001952
+    0.00014628928184509278,
+    0.00019105024337768555,
+    0.00016285503387451173
    ],
    "pass_host_canary_seconds": [
-    6.6237149999892605e-06,
-    6.9923074999778124e-06,
-    1.0085547500011672e-05
+    9.575235000056636e-06,
+    1.0680937499927268e-05,
+    1.075583499982713e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002123321533203125,
-   "min": 0.00018969152450561526,
-   "max": 0.00033098945617675784,
+   "seconds": 0.00025985792160034183,
+   "min": 0.00021891712188720704,
+   "max": 0.0003475680160522461,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.88146999998196e-06,
+   "host_canary_seconds": 1.0163505000093664e-05,
    "pass_seconds": [
-    0.00021164863586425783,
-    0.0002123321533203125,
-    0.00027050624847412105
+    0.0002733260726928711,
+    0.00025985792160034183,
+    0.00023708608627319336
    ],
    "pass_host_canary_seconds": [
-    6.88146999998196e-06,
-    6.983890000000769e-06,
-    1.0185720000066568e-05
+    1.0163505000093664e-05,
+    1.0702719999926557e-05,
+    1.0730815000101756e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.0002967884826660156,
-   "min": 0.0002189849662780762,
-   "max": 0.0005451340866088867,
+   "seconds": 0.00038195392608642573,
+   "min": 0.0003086720085144043,
+   "max": 0.0005686284637451172,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.934125000052973e-06,
+   "host_canary_seconds": 1.0053999999968256e-05,
    "pass_seconds": [
-    0.00027323904037475583,
-    0.0002967884826660156,
-    0.00044979583740234377
+    0.00038195392608642573,
+    0.0003960512161254883,
+    0.000365016975402832
    ],
    "pass_host_canary_seconds": [
-    8.934125000052973e-06,
-    6.926195000005464e-06,
-    9.451054999942698e-06
+    1.0053999999968256e-05,
+    1.0362415000031434e-05,
+    1.069520999976703e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.6102999999011445e-05,
-   "min": 2.0148799998764842e-05,
-   "max": 4.666649999904848e-05,
+   "seconds": 3.9365199995700095e-05,
+   "min": 2.6460899999847242e-05,
+   "max": 5.329690000053233e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.133772500007354e-06,
+   "host_canary_seconds": 1.010843000017303e-05,
    "pass_seconds": [
-    4.304619999970782e-05,
-    2.3172499999191133e-05,
-    2.6102999999011445e-05
+    3.070440000101371e-05,
+    4.521640000234584e-05,
+    3.9365199995700095e-05
    ],
    "pass_host_canary_seconds": [
-    9.133772500007354e-06,
-    6.973065000011047e-06,
-    6.9611000000691096e-06
+    1.010843000017303e-05,
+    1.0362415000031434e-05,
+    1.0585009999886096e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017316329999914615,
-   "min": 0.00014574840000136646,
-   "max": 0.0002829701000010232,
+   "seconds": 0.0001891435000061392,
+   "min": 0.00014375460000337625,
+   "max": 0.00023841020000645586,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.15734999999529e-06,
+   "host_canary_seconds": 1.0134260000143058e-05,
    "pass_seconds": [
-    0.0002159157999997774,
-    0.00017316329999914615,
-    0.000155343599999469
+    0.00019020849999833444,
+    0.0001524467999956869,
+    0.0001891435000061392
    ],
    "pass_host_canary_seconds": [
-    9.15734999999529e-06,
-    7.2067949999876645e-06,
-    6.818445000078554e-06
+    1.0134260000143058e-05,
+    7.089880000137328e-06,
+    1.0618660000432101e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 2.4538899999981822e-05,
-   "min": 2.0445399999857728e-05,
-   "max": 4.823010000052363e-05,
+   "seconds": 3.445549999696596e-05,
+   "min": 2.0976499996550046e-05,
+   "max": 4.1652099997691036e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.719329999991033e-06,
+   "host_canary_seconds": 1.0491040000033535e-05,
    "pass_seconds": [
-    4.500340000106462e-05,
-    2.4538899999981822e-05,
-    2.33124999994061e-05
+    3.445549999696596e-05,
+    2.8975800000807793e-05,
+    3.8444699998763096e-05
    ],
    "pass_host_canary_seconds": [
-    8.719329999991033e-06,
-    7.651815000002671e-06,
-    6.818445000078554e-06
+    1.0491040000033535e-05,
+    7.184144999996533e-06,
+    1.0611189999849557e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002796150000008879,
-   "min": 0.00018513759999905233,
-   "max": 0.00032054489999922,
+   "seconds": 0.0002340706000040882,
+   "min": 0.00018137600000045495,
+   "max": 0.0003165389999992385,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.172904999990237e-06,
+   "host_canary_seconds": 1.0303410000176428e-05,
    "pass_seconds": [
-    0.0002798679999997944,
-    0.0002796150000008879,
-    0.00020175360000109776
+    0.00026167309999891586,
+    0.00019606739999744605,
+    0.0002340706000040882
    ],
    "pass_host_canary_seconds": [
-    7.172904999990237e-06,
-    9.526345000026026e-06,
-    7.21357499998021e-06
+    1.0303410000176428e-05,
+    7.652804999906948e-06,
+    1.0611189999849557e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 3.5184499999729724e-05,
-   "min": 3.086709999990944e-05,
-   "max": 6.546999999983427e-05,
+   "seconds": 5.299299999705909e-05,
+   "min": 3.177330000312395e-05,
+   "max": 6.542190000118353e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.576077499997779e-06,
+   "host_canary_seconds": 9.746132499941496e-06,
    "pass_seconds": [
-    3.5184499999729724e-05,
-    4.7171200000661885e-05,
-    3.443110000205252e-05
+    5.5981899998869265e-05,
+    3.98507999989306e-05,
+    5.299299999705909e-05
    ],
    "pass_host_canary_seconds": [
-    7.576077499997779e-06,
-    9.272094999985824e-06,
-    6.617919999882815e-06
+    9.746132499941496e-06,
+    7.652804999906948e-06,
+    1.0658889999604071e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0002457658000025731,
-   "min": 0.00022703510000070536,
-   "max": 0.0004202872999996998,
+   "seconds": 0.00026957289999245403,
+   "min": 0.00022058609999930923,
+   "max": 0.0004600862000017969,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.189405000005422e-06,
+   "host_canary_seconds": 1.0369320000052085e-05,
    "pass_seconds": [
-    0.00024353160000032404,
-    0.0003284463999989384,
-    0.0002457658000025731
+    0.00041764599999964956,
+    0.00024084610000159047,
+    0.00026957289999245403
    ],
    "pass_host_canary_seconds": [
-    7.189405000005422e-06,
-    9.272094999985824e-06,
-    6.761405000048626e-06
+    1.0369320000052085e-05,
+    7.268235000026379e-06,
+    1.0751534999826617e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 4.632149999963531e-05,
-   "min": 3.7656299998900525e-05,
-   "max": 8.008969999906412e-05,
+   "seconds": 7.366629999978613e-05,
+   "min": 4.8173599998335705e-05,
+   "max": 9.150109999609413e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.0399750000404995e-06,
+   "host_canary_seconds": 1.055637500002149e-05,
    "pass_seconds": [
-    4.138269999884869e-05,
-    6.600680000019565e-05,
-    4.632149999963531e-05
+    8.009320000041953e-05,
+    4.999380000185738e-05,
+    7.366629999978613e-05
    ],
    "pass_host_canary_seconds": [
-    7.0399750000404995e-06,
-    7.206952499991815e-06,
-    7.0784824999492455e-06
+    1.055637500002149e-05,
+    7.785970000071528e-06,
+    1.0758687500072028e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003579041000008942,
-   "min": 0.00023344989999998233,
-   "max": 0.00048807740000000877,
+   "seconds": 0.00034948989999747935,
+   "min": 0.0002747851999970408,
+   "max": 0.0005603491999977451,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.514647500030946e-06,
+   "host_canary_seconds": 1.0733067499870685e-05,
    "pass_seconds": [
-    0.0003579041000008942,
-    0.00041893420000036483,
-    0.00030856379999875114
+    0.0004462901000010788,
+    0.00027999689999660406,
+    0.00034948989999747935
    ],
    "pass_host_canary_seconds": [
-    7.514647500030946e-06,
-    9.828587499995933e-06,
-    7.579282499960982e-06
+    1.0733067499870685e-05,
+    7.469412500000772e-06,
+    1.0654794999993555e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.0960700000880476e-05,
-   "min": 2.096509999915952e-05,
-   "max": 5.943040000033761e-05,
+   "seconds": 4.118849999485974e-05,
+   "min": 2.323559999695135e-05,
+   "max": 5.012329999658505e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.5730499999338e-06,
+   "host_canary_seconds": 1.0524735000103646e-05,
    "pass_seconds": [
-    2.371749999952044e-05,
-    4.0960700000880476e-05,
-    4.709929999933138e-05
+    4.763690000118004e-05,
+    2.3992000001271664e-05,
+    4.118849999485974e-05
    ],
    "pass_host_canary_seconds": [
-    7.5730499999338e-06,
-    9.39679500000068e-06,
-    8.70359000003873e-06
+    1.0524735000103646e-05,
+    7.1507100000189895e-06,
+    1.0807429999886153e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017084209999893574,
-   "min": 0.00013546569999931535,
-   "max": 0.00025881490000045915,
+   "seconds": 0.0002067072999921038,
+   "min": 0.00012625920000459702,
+   "max": 0.0003759491000039361,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.672659999968801e-06,
+   "host_canary_seconds": 1.0583165000070949e-05,
    "pass_seconds": [
-    0.0001572232000000895,
-    0.00024315970000117205,
-    0.00017084209999893574
+    0.0002453658999968411,
+    0.00016440369999486392,
+    0.0002067072999921038
    ],
    "pass_host_canary_seconds": [
-    7.672659999968801e-06,
-    9.321114999991664e-06,
-    8.31784999988372e-06
+    1.0583165000070949e-05,
+    7.079755000063415e-06,
+    1.0807429999886153e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.0860299997925725e-05,
-   "min": 2.0560000000102718e-05,
-   "max": 4.8870700001657494e-05,
+   "seconds": 3.8832799998544945e-05,
+   "min": 2.1589199997151808e-05,
+   "max": 5.909199999791781e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.09082499998226e-06,
+   "host_canary_seconds": 1.0711184999934174e-05,
    "pass_seconds": [
-    2.372999999948888e-05,
-    3.1535000000815214e-05,
-    3.0860299997925725e-05
+    5.053300000099625e-05,
+    2.1936400003141898e-05,
+    3.8832799998544945e-05
    ],
    "pass_host_canary_seconds": [
-    8.09082499998226e-06,
-    9.656614999968837e-06,
-    7.146849999912774e-06
+    1.0711184999934174e-05,
+    7.115015000067615e-06,
+    1.0651654999946913e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00026279610000017327,
-   "min": 0.0001596922000004497,
-   "max": 0.0005134253999997896,
+   "seconds": 0.0002306054000086988,
+   "min": 0.00017867869999577124,
+   "max": 0.00041642559999672813,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.6145249999749465e-06,
+   "host_canary_seconds": 1.0800132500037307e-05,
    "pass_seconds": [
-    0.00017728859999976976,
-    0.00029551720000000616,
-    0.00026279610000017327
+    0.000405710000001136,
+    0.0002008861000035722,
+    0.0002306054000086988
    ],
    "pass_host_canary_seconds": [
-    6.6145249999749465e-06,
-    9.396635000058496e-06,
-    7.146849999912774e-06
+    1.0800132500037307e-05,
+    7.648360000018784e-06,
+    1.0740425000221877e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 3.439869999795064e-05,
-   "min": 1.8786700000816835e-05,
-   "max": 5.076360000089153e-05,
+   "seconds": 4.218159999709314e-05,
+   "min": 2.110099999867998e-05,
+   "max": 5.735409999942931e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.63976999998539e-06,
+   "host_canary_seconds": 1.0688510000136376e-05,
    "pass_seconds": [
-    2.200810000090314e-05,
-    4.3901099999743565e-05,
-    3.439869999795064e-05
+    5.198019999852477e-05,
+    3.4223000000110915e-05,
+    4.218159999709314e-05
    ],
    "pass_host_canary_seconds": [
-    6.63976999998539e-06,
-    8.660614999982386e-06,
-    9.905644999932405e-06
+    1.0688510000136376e-05,
+    8.205379999992602e-06,
+    1.0534715000289908e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005045497000011779,
-   "min": 0.000289244100000019,
-   "max": 0.00058272149999965,
+   "seconds": 0.0004585604999988391,
+   "min": 0.0003387791000022844,
+   "max": 0.0006273215000021537,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 7.80441749999028e-06,
+   "host_canary_seconds": 1.0779172500008372e-05,
    "pass_seconds": [
-    0.0004643498999996609,
-    0.0005045497000011779,
-    0.000539439199999947
+    0.00051093839999794,
+    0.0004585604999988391,
+    0.00043350170000167054
    ],
    "pass_host_canary_seconds": [
-    7.80441749999028e-06,
-    7.090259999991133e-06,
-    8.97222999995506e-06
+    1.0779172500008372e-05,
+    9.036827499926403e-06,
+    1.0444177500232854e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 3.476520000020855e-05,
-   "min": 2.152929999965636e-05,
-   "max": 6.0293299999614194e-05,
+   "seconds": 5.272739999782061e-05,
+   "min": 3.515089999837073e-05,
+   "max": 6.963039999732245e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.838309999999126e-06,
+   "host_canary_seconds": 1.1321825000010221e-05,
    "pass_seconds": [
-    2.7978500000358508e-05,
-    3.476520000020855e-05,
-    4.133310000042911e-05
+    6.450170000107391e-05,
+    4.2830400002458194e-05,
+    5.272739999782061e-05
    ],
    "pass_host_canary_seconds": [
-    6.838309999999126e-06,
-    6.634207499978117e-06,
-    7.5865350000725586e-06
+    1.1321825000010221e-05,
+    7.775984999938147e-06,
+    1.0395627500088265e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000488464800000088,
-   "min": 0.0003309517999994682,
-   "max": 0.0006507425000009448,
+   "seconds": 0.00046205279999185224,
+   "min": 0.0004092895999974644,
+   "max": 0.0006367166000018187,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.834795000010274e-06,
+   "host_canary_seconds": 1.099956000004454e-05,
    "pass_seconds": [
-    0.000488464800000088,
-    0.0005943892000004781,
-    0.0004794026000013218
+    0.0004521487999966212,
+    0.00047674070000311983,
+    0.00046205279999185224
    ],
    "pass_host_canary_seconds": [
-    6.834795000010274e-06,
-    8.444005000001199e-06,
-    7.1363349999131746e-06
+    1.099956000004454e-05,
+    7.6035499998283744e-06,
+    1.0247469999740133e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.470449999805169e-05,
-   "min": 1.8134399999780727e-05,
-   "max": 4.7552099999847997e-05,
+   "seconds": 3.441830000383561e-05,
+   "min": 1.960699999585813e-05,
+   "max": 4.4578799997907484e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.659384999991857e-06,
+   "host_canary_seconds": 1.0187820000169268e-05,
    "pass_seconds": [
-    2.236419999945838e-05,
-    4.19654000012315e-05,
-    2.470449999805169e-05
+    4.170280000153071e-05,
+    2.3652600003742918e-05,
+    3.441830000383561e-05
    ],
    "pass_host_canary_seconds": [
-    6.659384999991857e-06,
-    9.469079999959718e-06,
-    6.831824999977698e-06
+    1.0187820000169268e-05,
+    6.989610000118773e-06,
+    1.0018025000135821e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002156170000006341,
-   "min": 0.00014239589999931468,
-   "max": 0.0003745782999999392,
+   "seconds": 0.00023225019999699724,
+   "min": 0.00021063290000142843,
+   "max": 0.00030900529999939864,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.659384999991857e-06,
+   "host_canary_seconds": 1.0190435000083654e-05,
    "pass_seconds": [
-    0.00016793530000001056,
-    0.00028269639999933815,
-    0.0002156170000006341
+    0.0002749187000006259,
+    0.00023116680000043744,
+    0.00023225019999699724
    ],
    "pass_host_canary_seconds": [
-    6.659384999991857e-06,
-    9.394934999988892e-06,
-    6.910950000076354e-06
+    1.0190435000083654e-05,
+    6.7222050000737e-06,
+    9.910714999818993e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 4.188149999890811e-05,
-   "min": 3.3422199999222356e-05,
-   "max": 7.05726999996159e-05,
+   "seconds": 5.680599999777769e-05,
+   "min": 3.5769200002278013e-05,
+   "max": 7.279870000047595e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.7169049999904475e-06,
+   "host_canary_seconds": 1.0279830000001767e-05,
    "pass_seconds": [
-    3.48453000000859e-05,
-    6.460870000069008e-05,
-    4.188149999890811e-05
+    6.552769999643716e-05,
+    4.088520000209428e-05,
+    5.680599999777769e-05
    ],
    "pass_host_canary_seconds": [
-    6.7169049999904475e-06,
-    9.709479999955307e-06,
-    7.30932000010398e-06
+    1.0279830000001767e-05,
+    7.289380000088386e-06,
+    1.0056940000140458e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002855445999983885,
-   "min": 0.00018514209999977992,
-   "max": 0.000544360499999641,
+   "seconds": 0.00027827659999957177,
+   "min": 0.00022771280000029038,
+   "max": 0.00039670319999913773,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.322109999989834e-06,
+   "host_canary_seconds": 1.0363944999767227e-05,
    "pass_seconds": [
-    0.00023467669999917008,
-    0.0004001825000003123,
-    0.0002855445999983885
+    0.0003494036999995842,
+    0.00024368489999915255,
+    0.00027827659999957177
    ],
    "pass_host_canary_seconds": [
-    7.322109999989834e-06,
-    9.570085000021322e-06,
-    7.30932000010398e-06
+    1.0363944999767227e-05,
+    7.289380000088386e-06,
+    1.0459275000016532e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.93385999994689e-05,
-   "min": 3.5662199999819676e-05,
-   "max": 7.568580000025805e-05,
+   "seconds": 6.440959999736151e-05,
+   "min": 3.907059999619378e-05,
+   "max": 7.910659999765812e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.89607250001967e-06,
+   "host_canary_seconds": 1.0269642500020382e-05,
    "pass_seconds": [
-    6.93385999994689e-05,
-    7.049729999977216e-05,
-    5.402090000075077e-05
+    7.21454000029098e-05,
+    4.116779999776554e-05,
+    6.440959999736151e-05
    ],
    "pass_host_canary_seconds": [
-    9.89607250001967e-06,
-    9.40055000000939e-06,
-    7.812610000001997e-06
+    1.0269642500020382e-05,
+    7.0247400000766905e-06,
+    1.061370000002171e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003296978999998146,
-   "min": 0.0002150440999997727,
-   "max": 0.000432108799999753,
+   "seconds": 0.0003495532999977513,
+   "min": 0.00021415289999708874,
+   "max": 0.0005442851999987397,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.678730000004521e-06,
+   "host_canary_seconds": 1.0380235000013727e-05,
    "pass_seconds": [
-    0.0003296978999998146,
-    0.00033297779999941213,
-    0.00022236449999866182
+    0.0003577066999980616,
+    0.0002303643999994165,
+    0.0003495532999977513
    ],
    "pass_host_canary_seconds": [
-    9.678730000004521e-06,
-    9.403640000016367e-06,
-    7.405964999946946e-06
+    1.0380235000013727e-05,
+    6.978264999872863e-06,
+    1.0145285000362491e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.466859999960661e-05,
-   "min": 3.775250000046526e-05,
-   "max": 7.573949999937213e-05,
+   "seconds": 6.702079999740818e-05,
+   "min": 4.151090000164004e-05,
+   "max": 8.85823000032815e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.213462499992886e-06,
+   "host_canary_seconds": 1.0519024999950944e-05,
    "pass_seconds": [
-    6.466859999960661e-05,
-    7.029020000004493e-05,
-    4.049150000184909e-05
+    8.291909999798008e-05,
+    4.369189999806622e-05,
+    6.702079999740818e-05
    ],
    "pass_host_canary_seconds": [
-    9.213462499992886e-06,
-    9.403640000016367e-06,
-    7.088305000024775e-06
+    1.0519024999950944e-05,
+    7.194620000063878e-06,
+    9.985034999999698e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003503656000006572,
-   "min": 0.00021320649999836405,
-   "max": 0.000420043799999803,
+   "seconds": 0.0003548362000003635,
+   "min": 0.00020992049999790652,
+   "max": 0.000455371200001764,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.202207499967584e-06,
+   "host_canary_seconds": 7.941802499829009e-06,
    "pass_seconds": [
-    0.00036702529999956825,
-    0.0003503656000006572,
-    0.00027793900000006033
+    0.0003548362000003635,
+    0.00030960700000264295,
+    0.0003857936000031259
    ],
    "pass_host_canary_seconds": [
-    9.202207499967584e-06,
-    9.33939749998558e-06,
-    6.803140000073426e-06
+    7.941802499829009e-06,
+    7.055007500014199e-06,
+    1.0232719999976325e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 9.516549999943891e-05,
-   "min": 5.044570000052317e-05,
-   "max": 0.00010769289999927878,
+   "seconds": 5.593729999873176e-05,
+   "min": 4.9517100001139626e-05,
+   "max": 0.00010265379999054857,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.308972500008394e-06,
+   "host_canary_seconds": 7.687330000010206e-06,
    "pass_seconds": [
-    9.693929999912143e-05,
-    9.516549999943891e-05,
-    5.186270000194782e-05
+    5.593729999873176e-05,
+    5.442719999564361e-05,
+    9.316790000184483e-05
    ],
    "pass_host_canary_seconds": [
-    9.308972500008394e-06,
-    9.460525000051234e-06,
-    6.933295000095541e-06
+    7.687330000010206e-06,
+    7.014260000062223e-06,
+    1.0423400000263428e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003971952000000556,
-   "min": 0.00023867879999954765,
-   "max": 0.0006158308999999918,
+   "seconds": 0.0003421625999976641,
+   "min": 0.00025185380000039006,
+   "max": 0.0004956665999998223,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.269722499993805e-06,
+   "host_canary_seconds": 1.0653964999960407e-05,
    "pass_seconds": [
-    0.0004868797000000313,
-    0.0003971952000000556,
-    0.0002750720999983969
+    0.0003421625999976641,
+    0.000304905199999439,
+    0.0004399979000027088
    ],
    "pass_host_canary_seconds": [
-    9.269722499993805e-06,
-    9.460525000051234e-06,
-    7.025609999971038e-06
+    1.0653964999960407e-05,
+    7.769959999848197e-06,
+    1.0423400000263428e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00011726279999919597,
-   "min": 6.676600000048439e-05,
-   "max": 0.0001520431999992411,
+   "seconds": 0.00011545249999471708,
+   "min": 7.177690000048642e-05,
+   "max": 0.0001299907999964489,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.489982499992778e-06,
+   "host_canary_seconds": 1.0389147499978435e-05,
    "pass_seconds": [
-    0.0001344616000011456,
-    0.00011726279999919597,
-    7.348509999758335e-05
+    0.00012543920000211982,
+    8.336719999988418e-05,
+    0.00011545249999471708
    ],
    "pass_host_canary_seconds": [
-    9.489982499992778e-06,
-    8.158317499997736e-06,
-    6.965684999897803e-06
+    1.0389147499978435e-05,
+    7.769959999848197e-06,
+    1.0226240000292819e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00040927880000083403,
-   "min": 0.00030399400000078456,
-   "max": 0.0006382319000010738,
+   "seconds": 0.0005034234999982346,
+   "min": 0.00025454350000018164,
+   "max": 0.00061654570000087,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 7.698530000013193e-06,
+   "host_canary_seconds": 1.0830179999885558e-05,
    "pass_seconds": [
-    0.0004619559999994749,
-    0.00037051749999932325,
-    0.00040927880000083403
+    0.0005034234999982346,
+    0.0004442115000017566,
+    0.0005233158000010008
    ],
    "pass_host_canary_seconds": [
-    7.698530000013193e-06,
-    8.112782500013793e-06,
-    9.396299999906432e-06
+    1.0830179999885558e-05,
+    7.007045000193557e-06,
+    1.0226240000292819e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.0001012728000006291,
-   "min": 6.959469999969769e-05,
-   "max": 0.00016453420000033246,
+   "seconds": 0.00012435230000846788,
+   "min": 6.754190000037851e-05,
+   "max": 0.00014229579999778253,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.600294999969947e-06,
+   "host_canary_seconds": 1.085705500003087e-05,
    "pass_seconds": [
-    7.588189999978568e-05,
-    0.00011999379999991789,
-    0.0001012728000006291
+    0.00013554170000134035,
+    7.631859999719381e-05,
+    0.00012435230000846788
    ],
    "pass_host_canary_seconds": [
-    6.600294999969947e-06,
-    8.682704999998236e-06,
-    9.387789999948381e-06
+    1.085705500003087e-05,
+    6.906039999989844e-06,
+    1.0154037500171853e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005021026999997957,
-   "min": 0.0003367608000004907,
-   "max": 0.0006271502000004148,
+   "seconds": 0.000498027200001161,
+   "min": 0.0002926360999992994,
+   "max": 0.0006172031999994943,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.025135000015894e-06,
+   "host_canary_seconds": 1.085705500003087e-05,
    "pass_seconds": [
-    0.0005176945999991744,
-    0.0005021026999997957,
-    0.0003773862999992161
+    0.0005530309999983273,
+    0.00031921199999942476,
+    0.000498027200001161
    ],
    "pass_host_canary_seconds": [
-    9.025135000015894e-06,
-    6.876590000004512e-06,
-    9.187494999878254e-06
+    1.085705500003087e-05,
+    7.174049999889576e-06,
+    1.0236420000353518e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.000112249999999392,
-   "min": 7.337390000117239e-05,
-   "max": 0.0001590320000005363,
+   "seconds": 0.0001300502000049164,
+   "min": 7.487149999860777e-05,
+   "max": 0.00016095110000264868,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.219542499998569e-06,
+   "host_canary_seconds": 9.462862500129177e-06,
    "pass_seconds": [
-    0.00011746839999915437,
-    0.000112249999999392,
-    0.00010830950000126905
+    0.0001392241000019112,
+    8.125640000002931e-05,
+    0.0001300502000049164
    ],
    "pass_host_canary_seconds": [
-    9.219542499998569e-06,
-    7.005129999981818e-06,
-    9.325822500017011e-06
+    9.462862500129177e-06,
+    6.8712649999724814e-06,
+    1.012401749989067e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000561663700000281,
-   "min": 0.00040792759999987995,
-   "max": 0.0007282169999996313,
+   "seconds": 0.0005382261000022482,
+   "min": 0.000388164600002483,
+   "max": 0.0007057803999998668,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.444134999974097e-06,
+   "host_canary_seconds": 9.335257499856198e-06,
    "pass_seconds": [
-    0.0006882421999989674,
-    0.000527210699999614,
-    0.000561663700000281
+    0.0005549278999978924,
+    0.0004528493000009348,
+    0.0005382261000022482
    ],
    "pass_host_canary_seconds": [
-    9.444134999974097e-06,
-    8.553702500009308e-06,
-    9.495707499951321e-06
+    9.335257499856198e-06,
+    7.093055000098048e-06,
+    1.01659324997172e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.6215400000116917e-05,
-   "min": 2.219769999953769e-05,
-   "max": 4.458949999985862e-05,
+   "seconds": 3.5382200007916256e-05,
+   "min": 1.9118400001616464e-05,
+   "max": 4.638940000063485e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.575772500056701e-06,
+   "host_canary_seconds": 1.0664724999998043e-05,
    "pass_seconds": [
-    3.6215400000116917e-05,
-    3.3394099999384254e-05,
-    3.8642600000571295e-05
+    3.926040000123976e-05,
+    2.105770000184748e-05,
+    3.5382200007916256e-05
    ],
    "pass_host_canary_seconds": [
-    9.575772500056701e-06,
-    9.453429999979334e-06,
-    1.0168044999971926e-05
+    1.0664724999998043e-05,
+    7.043065000118532e-06,
+    1.0251710000375169e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020233369999971272,
-   "min": 0.0001530900000005886,
-   "max": 0.000310090099999627,
+   "seconds": 0.00019301820000237058,
+   "min": 0.0001373732999979893,
+   "max": 0.00033675209999728395,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.532745000058185e-06,
+   "host_canary_seconds": 7.546610000019882e-06,
    "pass_seconds": [
-    0.00026170449999938226,
-    0.00020233369999971272,
-    0.00019990929999949003
+    0.00023600480000141033,
+    0.00016372179999848412,
+    0.00019301820000237058
    ],
    "pass_host_canary_seconds": [
-    9.532745000058185e-06,
-    6.812415000041483e-06,
-    9.614599999991924e-06
+    7.546610000019882e-06,
+    6.863600000031056e-06,
+    1.0141930000031607e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 3.82897999998022e-05,
-   "min": 2.0487300000127105e-05,
-   "max": 4.659950000132085e-05,
+   "seconds": 2.5081800004045363e-05,
+   "min": 2.3912199998221696e-05,
+   "max": 4.290650000484675e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.438849999980903e-06,
+   "host_canary_seconds": 7.583729999964816e-06,
    "pass_seconds": [
-    4.220539999977291e-05,
-    2.3560500000030516e-05,
-    3.82897999998022e-05
+    2.4935400000458684e-05,
+    2.5081800004045363e-05,
+    4.036159999714073e-05
    ],
    "pass_host_canary_seconds": [
-    9.438849999980903e-06,
-    6.920204999971702e-06,
-    9.737270000016451e-06
+    7.583729999964816e-06,
+    6.917354999984582e-06,
+    1.0232555000015964e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00022888870000201678,
-   "min": 0.00015127040000066926,
-   "max": 0.00040083490000029085,
+   "seconds": 0.0001988086000039857,
+   "min": 0.00016159859999902436,
+   "max": 0.000329975300002161,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.217909999961193e-06,
+   "host_canary_seconds": 7.545800000059444e-06,
    "pass_seconds": [
-    0.00033357209999991256,
-    0.00015979979999940496,
-    0.00022888870000201678
+    0.0001988086000039857,
+    0.0001837893000015356,
+    0.0002477392000059808
    ],
    "pass_host_canary_seconds": [
-    9.217909999961193e-06,
-    6.959314999974708e-06,
-    1.0260800000025938e-05
+    7.545800000059444e-06,
+    6.962724999937109e-06,
+    1.0232555000015964e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.062799999928757e-05,
-   "min": 2.0730599999296828e-05,
-   "max": 5.0876900002094774e-05,
+   "seconds": 2.8498499995066594e-05,
+   "min": 1.9694500002742644e-05,
+   "max": 4.4899199997416873e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.323284999993574e-06,
+   "host_canary_seconds": 7.545800000059444e-06,
    "pass_seconds": [
-    4.062799999928757e-05,
-    2.26742999998919e-05,
-    4.791500000180804e-05
+    2.8498499995066594e-05,
+    2.24231000004238e-05,
+    4.0306699997927356e-05
    ],
    "pass_host_canary_seconds": [
-    9.323284999993574e-06,
-    6.853040000009969e-06,
-    9.950234999962504e-06
+    7.545800000059444e-06,
+    7.076939999990373e-06,
+    1.0439640000186046e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00027304589999914696,
-   "min": 0.00016458890000023985,
-   "max": 0.00048823529999992844,
+   "seconds": 0.00025208779999275066,
+   "min": 0.00014587000000005902,
+   "max": 0.00036364260000141255,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.187245000035205e-06,
+   "host_canary_seconds": 1.037473000025102e-05,
    "pass_seconds": [
-    0.0003001503999996658,
-    0.00019122380000027305,
-    0.00027304589999914696
+    0.00032157359999587245,
+    0.00023445950000109406,
+    0.00025208779999275066
    ],
    "pass_host_canary_seconds": [
-    9.187245000035205e-06,
-    7.082679999967922e-06,
-    9.08517500008088e-06
+    1.037473000025102e-05,
+    7.172990000015034e-06,
+    1.0439640000186046e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 6.262539999966066e-05,
-   "min": 3.038460000084342e-05,
-   "max": 8.654849999913949e-05,
+   "seconds": 5.9042499992756346e-05,
+   "min": 3.1866099999433575e-05,
+   "max": 7.153709999556668e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.294199999985153e-06,
+   "host_canary_seconds": 1.0511665000194625e-05,
    "pass_seconds": [
-    6.262539999966066e-05,
-    3.210659999979271e-05,
-    7.474800000011328e-05
+    6.512500000326327e-05,
+    3.417579999904774e-05,
+    5.9042499992756346e-05
    ],
    "pass_host_canary_seconds": [
-    9.294199999985153e-06,
-    7.082679999967922e-06,
-    9.197899999975335e-06
+    1.0511665000194625e-05,
+    7.000034999862237e-06,
+    1.0257029999820589e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002402129999993008,
-   "min": 0.0002018075999998814,
-   "max": 0.00041605579999952623,
+   "seconds": 0.0002930920000039805,
+   "min": 0.00018486270000153126,
+   "max": 0.000451074500000459,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.800407499980565e-06,
+   "host_canary_seconds": 1.0654280000039762e-05,
    "pass_seconds": [
-    0.0002402129999993008,
-    0.00020964320000018687,
-    0.0003719709999984389
+    0.00040298650000067935,
+    0.00021156929999506248,
+    0.0002930920000039805
    ],
    "pass_host_canary_seconds": [
-    6.800407499980565e-06,
-    7.07919500001708e-06,
-    9.080252499984454e-06
+    1.0654280000039762e-05,
+    7.0041050000213545e-06,
+    1.0341285000095013e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.0590600000502947e-05,
-   "min": 1.7844900000341113e-05,
-   "max": 3.626449999956094e-05,
+   "seconds": 3.5911300005864175e-05,
+   "min": 2.109740000264537e-05,
+   "max": 4.70618999997896e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.138284999967936e-06,
+   "host_canary_seconds": 1.0654280000039762e-05,
    "pass_seconds": [
-    2.0590600000502947e-05,
-    2.0404699999687636e-05,
-    3.135240000062822e-05
+    4.188240000075893e-05,
+    2.3565899999766772e-05,
+    3.5911300005864175e-05
    ],
    "pass_host_canary_seconds": [
-    7.138284999967936e-06,
-    6.859124999962773e-06,
-    8.763000000016064e-06
+    1.0654280000039762e-05,
+    7.040800000197578e-06,
+    1.0167429999796696e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00015080940000018473,
-   "min": 0.00013736490000013646,
-   "max": 0.000406549299999881,
+   "seconds": 0.00019874529999697188,
+   "min": 0.0001385234999986551,
+   "max": 0.00034786740000072316,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.468049999985737e-06,
+   "host_canary_seconds": 1.0412905000123374e-05,
    "pass_seconds": [
-    0.00014476569999999356,
-    0.00015080940000018473,
-    0.00016963660000044456
+    0.0002304326000000856,
+    0.00019128620000401496,
+    0.00019874529999697188
    ],
    "pass_host_canary_seconds": [
-    7.468049999985737e-06,
-    6.8104350000197655e-06,
-    8.982564999939768e-06
+    1.0412905000123374e-05,
+    7.2906799999827855e-06,
+    1.0167429999796696e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.1670200000301064e-05,
-   "min": 1.9757300000833312e-05,
-   "max": 3.508759999988342e-05,
+   "seconds": 2.544989999933023e-05,
+   "min": 1.7719300001317605e-05,
+   "max": 3.9579099995989965e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.123889999967048e-06,
+   "host_canary_seconds": 7.54484000026423e-06,
    "pass_seconds": [
-    2.0236499999271018e-05,
-    2.1670200000301064e-05,
-    2.9152999999837448e-05
+    2.544989999933023e-05,
+    1.945449999993798e-05,
+    3.592980000348689e-05
    ],
    "pass_host_canary_seconds": [
-    7.123889999967048e-06,
-    6.966035000033344e-06,
-    8.9683799998852e-06
+    7.54484000026423e-06,
+    8.922855000150776e-06,
+    1.0308695000276202e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00017253420000002962,
-   "min": 0.00015075849999988123,
-   "max": 0.00026591799999948763,
+   "seconds": 0.0001812799999981962,
+   "min": 0.00015497210000035012,
+   "max": 0.00024717850000115503,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.387240000014117e-06,
+   "host_canary_seconds": 7.54484000026423e-06,
    "pass_seconds": [
-    0.00017253420000002962,
-    0.00016922380000039539,
-    0.00020871690000205944
+    0.0001812799999981962,
+    0.00015982850000000325,
+    0.0002193193999914911
    ],
    "pass_host_canary_seconds": [
-    7.387240000014117e-06,
-    6.995485000018675e-06,
-    8.9683799998852e-06
+    7.54484000026423e-06,
+    9.399439999810966e-06,
+    1.0559589999843411e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 2.4213400000405726e-05,
-   "min": 2.1368300001256556e-05,
-   "max": 3.3222000001842386e-05,
+   "seconds": 3.1478800002560094e-05,
+   "min": 2.1439200003214866e-05,
+   "max": 4.325429999880725e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.387240000014117e-06,
+   "host_canary_seconds": 7.753225000044495e-06,
    "pass_seconds": [
-    2.4213400000405726e-05,
-    2.3980900000708515e-05,
-    2.947099999914826e-05
+    2.5096799998891583e-05,
+    3.1478800002560094e-05,
+    3.975209999680373e-05
    ],
    "pass_host_canary_seconds": [
-    7.387240000014117e-06,
-    7.037264999993909e-06,
-    9.024539999984427e-06
+    7.753225000044495e-06,
+    9.399439999810966e-06,
+    1.0463649999792324e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00018032030000085796,
-   "min": 0.00015254099999992832,
-   "max": 0.00027974170000106825,
+   "seconds": 0.00023462959999847043,
+   "min": 0.00017135470000084752,
+   "max": 0.0002796751000005315,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.952835000006984e-06,
+   "host_canary_seconds": 1.0603424999970912e-05,
    "pass_seconds": [
-    0.0001817153999994048,
-    0.000163536099999817,
-    0.00018032030000085796
+    0.00023462959999847043,
+    0.0001771025000039117,
+    0.00023886699999593476
    ],
    "pass_host_canary_seconds": [
-    6.952835000006984e-06,
-    6.9164575000257856e-06,
-    9.34630000003267e-06
+    1.0603424999970912e-05,
+    8.558582499915702e-06,
+    1.0291879999897445e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 4.0959900000814284e-05,
-   "min": 2.2006300000043666e-05,
-   "max": 6.642550000037772e-05,
+   "seconds": 5.478409999568612e-05,
+   "min": 2.5685599996450038e-05,
+   "max": 6.256210000401551e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.583629999994401e-06,
+   "host_canary_seconds": 1.0612915000081102e-05,
    "pass_seconds": [
-    2.4038299999062927e-05,
-    4.0959900000814284e-05,
-    6.043559999966419e-05
+    5.666170000040438e-05,
+    4.5183700001416584e-05,
+    5.478409999568612e-05
    ],
    "pass_host_canary_seconds": [
-    6.583629999994401e-06,
-    7.000814999997828e-06,
-    1.070781500004614e-05
+    1.0612915000081102e-05,
+    7.5011849997963505e-06,
+    1.011636499981705e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003062465999988717,
-   "min": 0.0001905295000000251,
-   "max": 0.0004491731999991089,
+   "seconds": 0.00031195170000728465,
+   "min": 0.00024414349999801743,
+   "max": 0.00043027329999745234,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.8799200000313475e-06,
+   "host_canary_seconds": 1.1197167500114346e-05,
    "pass_seconds": [
-    0.0002498615000007476,
-    0.00033296980000017127,
-    0.0003062465999988717
+    0.00035088530000280114,
+    0.00024791129999925945,
+    0.00031195170000728465
    ],
    "pass_host_canary_seconds": [
-    6.8799200000313475e-06,
-    9.47272500003038e-06,
-    9.822964999983696e-06
+    1.1197167500114346e-05,
+    7.431607499910342e-06,
+    1.0302177499852406e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.109490000099413e-05,
-   "min": 2.110829999821817e-05,
-   "max": 5.061250000011341e-05,
+   "seconds": 4.0912099996148755e-05,
+   "min": 2.2269400000141103e-05,
+   "max": 0.00015732780000234924,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.6535349999696794e-06,
+   "host_canary_seconds": 2.0067420000202673e-05,
    "pass_seconds": [
-    2.5446499999759454e-05,
-    4.6699800000737925e-05,
-    3.109490000099413e-05
+    0.00012705180000125438,
+    2.4566299998696195e-05,
+    4.0912099996148755e-05
    ],
    "pass_host_canary_seconds": [
-    6.6535349999696794e-06,
-    9.843994999982897e-06,
-    7.5577599999121504e-06
+    2.0067420000202673e-05,
+    7.488839999894026e-06,
+    1.0131170000136081e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00020964400000025307,
-   "min": 0.00014563799999933735,
-   "max": 0.0003379641999998739,
+   "seconds": 0.00023444769999514392,
+   "min": 0.00017857320000302934,
+   "max": 0.0008329199000002063,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.781725000024608e-06,
+   "host_canary_seconds": 2.0474837500188416e-05,
    "pass_seconds": [
-    0.00018510179999964294,
-    0.00022914719999960197,
-    0.00020964400000025307
+    0.0006733467000003656,
+    0.00019896480000056727,
+    0.00023444769999514392
    ],
    "pass_host_canary_seconds": [
-    6.781725000024608e-06,
-    8.99722499994482e-06,
-    6.745969999997215e-06
+    2.0474837500188416e-05,
+    7.364864999885867e-06,
+    1.0099969999828318e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.4767400000012e-05,
-   "min": 2.257240000034244e-05,
-   "max": 5.556070000096724e-05,
+   "seconds": 4.167439999491762e-05,
+   "min": 2.4938799998608375e-05,
+   "max": 0.0002015904000018054,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.487847499982991e-06,
+   "host_canary_seconds": 1.9023714999946152e-05,
    "pass_seconds": [
-    2.4170000000367508e-05,
-    4.4767400000012e-05,
-    5.022249999910855e-05
+    9.261630000310107e-05,
+    2.6348899996264664e-05,
+    4.167439999491762e-05
    ],
    "pass_host_canary_seconds": [
-    6.487847499982991e-06,
-    8.99722499994482e-06,
-    8.383440000017118e-06
+    1.9023714999946152e-05,
+    7.364864999885867e-06,
+    1.0099969999828318e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00021392920000096183,
-   "min": 0.00014698559999999362,
-   "max": 0.00043192480000016077,
+   "seconds": 0.00023062000000209081,
+   "min": 0.00016998369999896568,
+   "max": 0.0007035610000002635,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.520660000006729e-06,
+   "host_canary_seconds": 1.760303749989589e-05,
    "pass_seconds": [
-    0.00015725670000108494,
-    0.00021392920000096183,
-    0.00022833099999957084
+    0.0006389960000035444,
+    0.0001793084999974326,
+    0.00023062000000209081
    ],
    "pass_host_canary_seconds": [
-    6.520660000006729e-06,
-    9.38651500000276e-06,
-    8.261844999992718e-06
+    1.760303749989589e-05,
+    7.252854999819647e-06,
+    1.0251179999727355e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 3.853610000135177e-05,
-   "min": 2.3075100000369275e-05,
-   "max": 4.364640000176223e-05,
+   "seconds": 4.212290000396024e-05,
+   "min": 2.4455600004102963e-05,
+   "max": 0.0001745787000004384,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.594994999957748e-06,
+   "host_canary_seconds": 1.694764500001611e-05,
    "pass_seconds": [
-    2.6283399999726954e-05,
-    4.01168999999868e-05,
-    3.853610000135177e-05
+    0.00014674520000426127,
+    2.7609199997868926e-05,
+    4.212290000396024e-05
    ],
    "pass_host_canary_seconds": [
-    6.594994999957748e-06,
-    6.787720000005493e-06,
-    8.261844999992718e-06
+    1.694764500001611e-05,
+    7.252854999819647e-06,
+    1.0078564999957961e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00024263279999985342,
-   "min": 0.00015160080000100606,
-   "max": 0.0003918897999994897,
+   "seconds": 0.00023206189999882553,
+   "min": 0.00014410549999865907,
+   "max": 0.0007003241999996134,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.381144999991761e-06,
+   "host_canary_seconds": 1.9340025000076365e-05,
    "pass_seconds": [
-    0.00016731030000016744,
-    0.00024263279999985342,
-    0.0002731826000001547
+    0.0005981050000002597,
+    0.0001850332999993043,
+    0.00023206189999882553
    ],
    "pass_host_canary_seconds": [
-    6.381144999991761e-06,
-    9.234105000004434e-06,
-    9.575939999990624e-06
+    1.9340025000076365e-05,
+    7.470904999991035e-06,
+    1.0128475000215077e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 3.7914800000748985e-05,
-   "min": 2.2034799999914868e-05,
-   "max": 5.378459999860752e-05,
+   "seconds": 4.542090000541066e-05,
+   "min": 2.433980000091651e-05,
+   "max": 0.00019762379999974656,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.381144999991761e-06,
+   "host_canary_seconds": 2.0074269999952322e-05,
    "pass_seconds": [
-    2.7004899999383268e-05,
-    3.7914800000748985e-05,
-    4.0834199998585065e-05
+    0.0001765848999980335,
+    2.4639500003331706e-05,
+    4.542090000541066e-05
    ],
    "pass_host_canary_seconds": [
-    6.381144999991761e-06,
-    9.640545000024759e-06,
-    9.654119999993326e-06
+    2.0074269999952322e-05,
+    7.366920000038135e-06,
+    1.0128475000215077e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.000254483400000538,
-   "min": 0.0001777285999992273,
-   "max": 0.0004598189000006414,
+   "seconds": 0.00022314040000992463,
+   "min": 0.00017552069999737796,
+   "max": 0.000663991400000441,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.563069999998561e-06,
+   "host_canary_seconds": 1.876374250002755e-05,
    "pass_seconds": [
-    0.00020795060000011745,
-    0.000254483400000538,
-    0.0003080537000016648
+    0.0006091186999981346,
+    0.0002107856999998603,
+    0.00022314040000992463
    ],
    "pass_host_canary_seconds": [
-    6.563069999998561e-06,
-    1.0553195000042593e-05,
-    7.4094750000597284e-06
+    1.876374250002755e-05,
+    7.366920000038135e-06,
+    7.993720000172289e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 5.9463800002390596e-05,
-   "min": 5.232139999975516e-05,
-   "max": 0.00011349199999983739,
+   "seconds": 0.00012021190000268688,
+   "min": 5.3841400000465e-05,
+   "max": 0.00041837699999973664,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.563069999998561e-06,
+   "host_canary_seconds": 1.8319004999938216e-05,
    "pass_seconds": [
-    5.528889999908415e-05,
-    9.34875999988094e-05,
-    5.9463800002390596e-05
+    0.00031065089999628983,
+    6.354390000069543e-05,
+    0.00012021190000268688
    ],
    "pass_host_canary_seconds": [
-    6.563069999998561e-06,
-    9.353179999962435e-06,
-    7.152164999979504e-06
+    1.8319004999938216e-05,
+    7.885954999835576e-06,
+    1.0435949999987314e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004274154000000863,
-   "min": 0.0002378366999991499,
-   "max": 0.0006265787000003797,
+   "seconds": 0.00047892129999809184,
+   "min": 0.0002755232000026808,
+   "max": 0.0009284337999986292,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.476195000004736e-06,
+   "host_canary_seconds": 1.9430022500017686e-05,
    "pass_seconds": [
-    0.00024795650000015713,
-    0.0004791231999988099,
-    0.0004274154000000863
+    0.0008630010999979732,
+    0.00029120499999635285,
+    0.00047892129999809184
    ],
    "pass_host_canary_seconds": [
-    6.476195000004736e-06,
-    7.476715000009904e-06,
-    7.161265000092953e-06
+    1.9430022500017686e-05,
+    7.642069999747036e-06,
+    1.0346619999950235e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 6.209980000164706e-05,
-   "min": 5.541769999979351e-05,
-   "max": 7.180229999903531e-05,
+   "seconds": 0.00012100809999537887,
+   "min": 5.571309999936602e-05,
+   "max": 0.00035919409999678463,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.284180000051265e-06,
+   "host_canary_seconds": 1.8100062500110426e-05,
    "pass_seconds": [
-    5.811700000037945e-05,
-    6.601569999986623e-05,
-    6.209980000164706e-05
+    0.0003560651999976017,
+    6.910170000082872e-05,
+    0.00012100809999537887
    ],
    "pass_host_canary_seconds": [
-    6.284180000051265e-06,
-    7.574675000014963e-06,
-    7.364585000004808e-06
+    1.8100062500110426e-05,
+    8.13037999989774e-06,
+    1.043072499982145e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0005145359000010785,
-   "min": 0.00020751210000042876,
-   "max": 0.0006734639999990577,
+   "seconds": 0.0005692224000085844,
+   "min": 0.00023882680000042456,
+   "max": 0.0013910904999988815,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.533879999963687e-06,
+   "host_canary_seconds": 1.1001504999939015e-05,
    "pass_seconds": [
-    0.00024730929999918774,
-    0.0005145359000010785,
-    0.000543255900001327
+    0.0007136112000011962,
+    0.00026422889999935253,
+    0.0005692224000085844
    ],
    "pass_host_canary_seconds": [
-    6.533879999963687e-06,
-    7.786689999988994e-06,
-    7.381100000003471e-06
+    1.1001504999939015e-05,
+    7.892210000193245e-06,
+    1.050372749972439e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 7.047200000016573e-05,
-   "min": 5.546449999940251e-05,
-   "max": 0.00010826979999762898,
+   "seconds": 0.00011382509999862123,
+   "min": 7.279659999994692e-05,
+   "max": 0.00013626500000327724,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.533879999963687e-06,
+   "host_canary_seconds": 1.0553879999974924e-05,
    "pass_seconds": [
-    5.888529999964476e-05,
-    7.047200000016573e-05,
-    9.696659999747226e-05
+    0.00011382509999862123,
+    7.773909999855277e-05,
+    0.00012140590000626616
    ],
    "pass_host_canary_seconds": [
-    6.533879999963687e-06,
-    7.360990000009337e-06,
-    7.294787500029542e-06
+    1.0553879999974924e-05,
+    7.578289999798926e-06,
+    1.0515352500135577e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003288433999998119,
-   "min": 0.00022047000000071648,
-   "max": 0.0004981414999974731,
+   "seconds": 0.0004918330000009518,
+   "min": 0.0002877302999991116,
+   "max": 0.0006364439999970272,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.486345000027427e-06,
+   "host_canary_seconds": 1.1087042500008691e-05,
    "pass_seconds": [
-    0.00026792020000101504,
-    0.0003288433999998119,
-    0.0004585573999975168
+    0.0005051412999989679,
+    0.00030572900000152,
+    0.0004918330000009518
    ],
    "pass_host_canary_seconds": [
-    6.486345000027427e-06,
-    7.0560449999845785e-06,
-    8.566372500027342e-06
+    1.1087042500008691e-05,
+    8.67687999999589e-06,
+    1.0580692500070654e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 6.4568399999132e-05,
-   "min": 5.1520999998899694e-05,
-   "max": 0.000127415800000108,
+   "seconds": 9.849150000036388e-05,
+   "min": 5.91578000012305e-05,
+   "max": 0.00011479739999913363,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.580649999960997e-06,
+   "host_canary_seconds": 1.1119904999929986e-05,
    "pass_seconds": [
-    6.109249999894928e-05,
-    6.4568399999132e-05,
-    8.125299999903746e-05
+    0.00010724859999982073,
+    6.352340000148615e-05,
+    9.849150000036388e-05
    ],
    "pass_host_canary_seconds": [
-    6.580649999960997e-06,
-    7.443029999976148e-06,
-    9.740149999970527e-06
+    1.1119904999929986e-05,
+    8.03985000004559e-06,
+    1.033534749979026e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00035807569999946054,
-   "min": 0.00028639300000037337,
-   "max": 0.0007497059999991507,
+   "seconds": 0.0005258880000042154,
+   "min": 0.0003095725000036964,
+   "max": 0.0007197282999982235,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.207290000010858e-06,
+   "host_canary_seconds": 1.0520685000017237e-05,
    "pass_seconds": [
-    0.00035807569999946054,
-    0.0006582340000008457,
-    0.00032564969999953063
+    0.0005258880000042154,
+    0.0003831585999989784,
+    0.0005273932000022796
    ],
    "pass_host_canary_seconds": [
-    7.207290000010858e-06,
-    9.638625000043532e-06,
-    9.30433500009542e-06
+    1.0520685000017237e-05,
+    7.912522500106434e-06,
+    1.0355274999938047e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.604640625022573e-06,
-   "min": 1.7650044642967901e-06,
-   "max": 3.833203125009581e-06,
+   "seconds": 3.148006696461282e-06,
+   "min": 1.9377142857887212e-06,
+   "max": 3.615897321499314e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.2378050000310166e-06,
+   "host_canary_seconds": 1.062266250016819e-05,
    "pass_seconds": [
-    1.8424933035784567e-06,
-    3.514658482155803e-06,
-    2.604640625022573e-06
+    3.3152142856960964e-06,
+    2.069683035748377e-06,
+    3.148006696461282e-06
    ],
    "pass_host_canary_seconds": [
-    7.2378050000310166e-06,
-    9.327785000010635e-06,
-    7.192200000076809e-06
+    1.062266250016819e-05,
+    7.393995000199993e-06,
+    1.0406122499944104e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00012868999998058177,
-   "min": 4.6309714292647186e-05,
-   "max": 0.00022641157143051975,
+   "seconds": 0.0001342029998860588,
+   "min": 4.6342571433147624e-05,
+   "max": 0.0003301927142891665,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.2378050000310166e-06,
+   "host_canary_seconds": 1.062266250016819e-05,
    "pass_seconds": [
-    0.00010111614286196462,
-    0.00016926228570314703,
-    0.00012868999998058177
+    0.00014417271432876078,
+    9.748928571135757e-05,
+    0.0001342029998860588
    ],
    "pass_host_canary_seconds": [
-    7.2378050000310166e-06,
-    9.327785000010635e-06,
-    7.192200000076809e-06
+    1.062266250016819e-05,
+    7.393995000199993e-06,
+    1.0406122499944104e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 2.745678571391963e-06,
-   "min": 1.9705580357306677e-06,
-   "max": 4.871350446451166e-06,
+   "seconds": 3.4819218750164235e-06,
+   "min": 2.41233482142381e-06,
+   "max": 4.094930803587106e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.1274849999980465e-06,
+   "host_canary_seconds": 9.843420000095194e-06,
    "pass_seconds": [
-    2.5017142857297614e-06,
-    2.745678571391963e-06,
-    3.0882075892714667e-06
+    3.4819218750164235e-06,
+    2.848654017815834e-06,
+    3.816368303536219e-06
    ],
    "pass_host_canary_seconds": [
-    7.1274849999980465e-06,
-    6.930090000025757e-06,
-    7.020199999914212e-06
+    9.843420000095194e-06,
+    7.796984999970392e-06,
+    1.0073434999640085e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0005663052857158846,
-   "min": 0.0004371354285857316,
-   "max": 0.0008681448571386291,
+   "seconds": 0.000655200142895345,
+   "min": 0.0005794862856873806,
+   "max": 0.0009853025714668157,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.1274849999980465e-06,
+   "host_canary_seconds": 9.843420000095194e-06,
    "pass_seconds": [
-    0.0005663052857158846,
-    0.0005543394285751901,
-    0.000575643142866511
+    0.000632438857134535,
+    0.000655200142895345,
+    0.000703097428559626
    ],
    "pass_host_canary_seconds": [
-    7.1274849999980465e-06,
-    6.930090000025757e-06,
-    7.020199999914212e-06
+    9.843420000095194e-06,
+    7.796984999970392e-06,
+    1.0073434999640085e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018231499998933032,
-   "min": 0.00017644199999722332,
-   "max": 0.00020788700001617144,
+   "seconds": 0.00018300799990811356,
+   "min": 0.0001776290000066183,
+   "max": 0.00019885400001840026,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018015499999535223,
-    0.00018231499998933032,
-    0.00019947800001318683
+    0.00019087999999101157,
+    0.00018053899998449197,
+    0.00018300799990811356
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.0638026785725826e-05,
-   "min": 1.962324553567945e-05,
-   "max": 2.5767553571436658e-05,
+   "seconds": 2.1880174107075895e-05,
+   "min": 2.127422544643106e-05,
+   "max": 2.8006792410804693e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.046342499954505e-06,
+   "host_canary_seconds": 9.523909999984426e-06,
    "pass_seconds": [
-    2.0638026785725826e-05,
-    2.0058854910695194e-05,
-    2.1230109375000188e-05
+    2.7560714285636478e-05,
+    2.1876037946328658e-05,
+    2.1880174107075895e-05
    ],
    "pass_host_canary_seconds": [
-    7.046342499954505e-06,
-    6.745017500016104e-06,
-    7.070622500009449e-06
+    9.523909999984426e-06,
+    7.408270000013317e-06,
+    7.299762499712869e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.0001389639999993214,
-   "min": -0.0001567184285785775,
-   "max": 0.0009317264285592891,
+   "seconds": 0.00011901128575735639,
+   "min": 1.527071426770418e-05,
+   "max": 0.0002904392857528495,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.046342499954505e-06,
+   "host_canary_seconds": 9.523909999984426e-06,
    "pass_seconds": [
-    0.0001389639999993214,
-    7.370042855622426e-05,
-    0.00014601471429338234
+    0.00012673900002775043,
+    0.00011901128575735639,
+    9.620785710597241e-05
    ],
    "pass_host_canary_seconds": [
-    7.046342499954505e-06,
-    6.745017500016104e-06,
-    7.070622500009449e-06
+    9.523909999984426e-06,
+    7.408270000013317e-06,
+    7.299762499712869e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.323163169640604e-05,
-   "min": 2.0054037946407428e-05,
-   "max": 3.106700446428182e-05,
+   "seconds": 2.287154017846912e-05,
+   "min": 2.1864832589305445e-05,
+   "max": 3.0180870535697784e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.100365000027864e-06,
+   "host_canary_seconds": 9.483620000025894e-06,
    "pass_seconds": [
-    2.323163169640604e-05,
-    2.684489955354482e-05,
-    2.2949515625013207e-05
+    2.872374107149816e-05,
+    2.2391611607045343e-05,
+    2.287154017846912e-05
    ],
    "pass_host_canary_seconds": [
-    7.100365000027864e-06,
-    7.425435000030234e-06,
-    7.105735000010327e-06
+    9.483620000025894e-06,
+    7.4353700000528985e-06,
+    7.4911399997290574e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005031377142736509,
-   "min": -5.4831285707125903e-05,
-   "max": 0.0010780630000003352,
+   "seconds": 0.0006285625713888163,
+   "min": 0.00046707528576916957,
+   "max": 0.0010028177142901637,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.100365000027864e-06,
+   "host_canary_seconds": 9.483620000025894e-06,
    "pass_seconds": [
-    0.00040685057143515944,
-    0.0005031377142736509,
-    0.0005322521428427404
+    0.0006285625713888163,
+    0.0006654228571635809,
+    0.0005716294285126164
    ],
    "pass_host_canary_seconds": [
-    7.100365000027864e-06,
-    7.425435000030234e-06,
-    7.105735000010327e-06
+    9.483620000025894e-06,
+    7.4353700000528985e-06,
+    7.4911399997290574e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016151799999875038,
-   "min": 0.00015661399999089554,
-   "max": 0.000182205000015756,
+   "seconds": 0.00015979599993443117,
+   "min": 0.000157763999936833,
+   "max": 0.0001946830000179034,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016151799999875038,
-    0.00015912699998921198,
-    0.00016315299998836963
+    0.00017405500000222673,
+    0.00015950699997802076,
+    0.00015979599993443117
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.497999999980745e-06,
-   "min": 1.3331897321349523e-06,
-   "max": 2.646276785668787e-06,
+   "seconds": 1.587573660850288e-06,
+   "min": 1.4532946428502669e-06,
+   "max": 2.3924977679001813e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0033425000059992e-05,
+   "host_canary_seconds": 1.0241489999884833e-05,
    "pass_seconds": [
-    2.5493995535593887e-06,
-    1.4297098214528198e-06,
-    1.497999999980745e-06
+    2.321549107112527e-06,
+    1.539017857155045e-06,
+    1.587573660850288e-06
    ],
    "pass_host_canary_seconds": [
-    1.0033425000059992e-05,
-    7.049584999947456e-06,
-    7.1525449999398915e-06
+    1.0241489999884833e-05,
+    7.451969999863195e-06,
+    7.631235000076231e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 6.127342855068361e-05,
-   "min": 3.7969428559238487e-05,
-   "max": 0.0001687292857082769,
+   "seconds": 7.243628577465902e-05,
+   "min": 5.2562285710726944e-05,
+   "max": 0.0001292274285934322,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0033425000059992e-05,
+   "host_canary_seconds": 1.0241489999884833e-05,
    "pass_seconds": [
-    0.00013351471428230916,
-    6.127342855068361e-05,
-    5.5379571429219656e-05
+    8.532914288902508e-05,
+    6.555785710458752e-05,
+    7.243628577465902e-05
    ],
    "pass_host_canary_seconds": [
-    1.0033425000059992e-05,
-    7.049584999947456e-06,
-    7.1525449999398915e-06
+    1.0241489999884833e-05,
+    7.451969999863195e-06,
+    7.631235000076231e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.434029017844255e-06,
-   "min": 1.5647187500292655e-06,
-   "max": 4.463904017854807e-06,
+   "seconds": 2.299138393066106e-06,
+   "min": 1.9842120535835354e-06,
+   "max": 3.6832968749931993e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0207505000039418e-05,
+   "host_canary_seconds": 9.995995000053882e-06,
    "pass_seconds": [
-    3.434029017844255e-06,
-    3.5313794643419627e-06,
-    2.2872745535679987e-06
+    2.753341517828086e-06,
+    2.198281249984494e-06,
+    2.299138393066106e-06
    ],
    "pass_host_canary_seconds": [
-    1.0207505000039418e-05,
-    9.991000000013628e-06,
-    7.170549999955256e-06
+    9.995995000053882e-06,
+    7.680180000022573e-06,
+    7.770949999894582e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005901968571687835,
-   "min": 0.000439041142856565,
-   "max": 0.0007255948571339234,
+   "seconds": 0.0005915931429204388,
+   "min": 0.0004837919999870012,
+   "max": 0.0006831768571698506,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0207505000039418e-05,
+   "host_canary_seconds": 9.995995000053882e-06,
    "pass_seconds": [
-    0.0006109001428658953,
-    0.0005901968571687835,
-    0.0005016112856951947
+    0.0005915931429204388,
+    0.000555826428556624,
+    0.0006006282856430646
    ],
    "pass_host_canary_seconds": [
-    1.0207505000039418e-05,
-    9.991000000013628e-06,
-    7.170549999955256e-06
+    9.995995000053882e-06,
+    7.680180000022573e-06,
+    7.770949999894582e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012228500000333042,
-   "min": 0.00011976500000798751,
-   "max": 0.000162471999999525,
+   "seconds": 0.00013710700000046927,
+   "min": 0.0001235789999896042,
+   "max": 0.00015802999996594735,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012228500000333042,
-    0.00015316899998651934,
-    0.00012191100000791266
+    0.00014164399999572197,
+    0.00012712000000192347,
+    0.00013710700000046927
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 3.8569464285233475e-06,
-   "min": 3.7146361606994153e-06,
-   "max": 6.85659821434267e-06,
+   "seconds": 6.6067433035499334e-06,
+   "min": 4.00510267871214e-06,
+   "max": 7.658754464274458e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.025997499994218e-06,
+   "host_canary_seconds": 1.0077800000090065e-05,
    "pass_seconds": [
-    3.7655200892621517e-06,
-    6.6629084822165756e-06,
-    3.8569464285233475e-06
+    6.6067433035499334e-06,
+    7.4399709821498e-06,
+    4.818685267947233e-06
    ],
    "pass_host_canary_seconds": [
-    7.025997499994218e-06,
-    1.0163280000057285e-05,
-    7.072475000029499e-06
+    1.0077800000090065e-05,
+    1.1055985000041347e-05,
+    8.625670000128592e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00012818114284738968,
-   "min": 7.986542856437088e-05,
-   "max": 0.00030622514284215995,
+   "seconds": 0.00020606357146237187,
+   "min": 5.936685710951551e-05,
+   "max": 0.0005365984285390368,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.025997499994218e-06,
+   "host_canary_seconds": 1.0077800000090065e-05,
    "pass_seconds": [
-    9.609071429598056e-05,
-    0.00026033514284254773,
-    0.00012818114284738968
+    0.00020606357146237187,
+    0.0002610325714483354,
+    0.00014340971433414652
    ],
    "pass_host_canary_seconds": [
-    7.025997499994218e-06,
-    1.0163280000057285e-05,
-    7.072475000029499e-06
+    1.0077800000090065e-05,
+    1.1055985000041347e-05,
+    8.625670000128592e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.9798816964194505e-06,
-   "min": 4.588475446392388e-06,
-   "max": 9.559279017817041e-06,
+   "seconds": 5.754386160715187e-06,
+   "min": 5.247466517945197e-06,
+   "max": 1.047495312483144e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.182089999986374e-06,
+   "host_canary_seconds": 9.725474999981997e-06,
    "pass_seconds": [
-    4.95114508928093e-06,
-    8.791176339276571e-06,
-    5.9798816964194505e-06
+    7.1149285713849916e-06,
+    5.55681919652987e-06,
+    5.754386160715187e-06
    ],
    "pass_host_canary_seconds": [
-    7.182089999986374e-06,
-    9.780234999965388e-06,
-    9.786360000134664e-06
+    9.725474999981997e-06,
+    7.787124999936168e-06,
+    7.783650000305897e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007139847142809685,
-   "min": 0.0005018075714287663,
-   "max": 0.0011151950000152866,
+   "seconds": 0.0007416041429126251,
+   "min": 0.0004169340000186951,
+   "max": 0.0010366457142611451,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.182089999986374e-06,
+   "host_canary_seconds": 9.725474999981997e-06,
    "pass_seconds": [
-    0.000578953714279708,
-    0.000748775571439962,
-    0.0007139847142809685
+    0.0007416041429126251,
+    0.0007248122857065807,
+    0.0007463232857227403
    ],
    "pass_host_canary_seconds": [
-    7.182089999986374e-06,
-    9.780234999965388e-06,
-    9.786360000134664e-06
+    9.725474999981997e-06,
+    7.787124999936168e-06,
+    7.783650000305897e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 2.910196205358722e-05,
-   "min": 2.713664285718715e-05,
-   "max": 4.050366071428613e-05,
+   "seconds": 3.0289062500164577e-05,
+   "min": 2.9102256696183254e-05,
+   "max": 3.90577075891788e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.837237500008086e-06,
+   "host_canary_seconds": 9.6273549999637e-06,
    "pass_seconds": [
-    2.757780357146419e-05,
-    3.9537169642857505e-05,
-    2.910196205358722e-05
+    3.819695089291031e-05,
+    3.0289062500164577e-05,
+    2.968939955369113e-05
    ],
    "pass_host_canary_seconds": [
-    6.837237500008086e-06,
-    9.630425000040077e-06,
-    7.11088999992171e-06
+    9.6273549999637e-06,
+    7.440102500027024e-06,
+    7.395912499532642e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0001876189999896788,
-   "min": 0.00014755471429493488,
-   "max": 0.0006071154285751034,
+   "seconds": 0.00018531928570350185,
+   "min": 9.775857143625106e-05,
+   "max": 0.0004112702856186193,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.837237500008086e-06,
+   "host_canary_seconds": 9.6273549999637e-06,
    "pass_seconds": [
-    0.0001790328571351957,
-    0.0004396664285561008,
-    0.0001876189999896788
+    0.0002327237142968181,
+    0.0001659531428686023,
+    0.00018531928570350185
    ],
    "pass_host_canary_seconds": [
-    6.837237500008086e-06,
-    9.630425000040077e-06,
-    7.11088999992171e-06
+    9.6273549999637e-06,
+    7.440102500027024e-06,
+    7.395912499532642e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 2.9229178571446974e-05,
-   "min": 2.7642392857098385e-05,
-   "max": 4.418505803568554e-05,
+   "seconds": 3.0761250000058536e-05,
+   "min": 2.92388013392042e-05,
+   "max": 5.463076116069792e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.112515000002873e-06,
+   "host_canary_seconds": 9.58237999981293e-06,
    "pass_seconds": [
-    2.9229178571446974e-05,
-    2.8266841517878204e-05,
-    4.101325446427749e-05
+    3.9044448660747424e-05,
+    3.067273883937206e-05,
+    3.0761250000058536e-05
    ],
    "pass_host_canary_seconds": [
-    7.112515000002873e-06,
-    6.787444999929448e-06,
-    7.971394999941595e-06
+    9.58237999981293e-06,
+    7.398889999876701e-06,
+    7.36597500008429e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0005779132857181171,
-   "min": -3.8642142872699105e-05,
-   "max": 0.0013273145714224807,
+   "seconds": 0.0007511268571615153,
+   "min": -0.0006909027142439428,
+   "max": 0.001341468428612253,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.112515000002873e-06,
+   "host_canary_seconds": 9.58237999981293e-06,
    "pass_seconds": [
-    0.0005779132857181171,
-    0.0005575155714276597,
-    0.0007171997142937209
+    0.0007511268571615153,
+    0.000770968142879675,
+    0.0007147061428603202
    ],
    "pass_host_canary_seconds": [
-    7.112515000002873e-06,
-    6.787444999929448e-06,
-    7.971394999941595e-06
+    9.58237999981293e-06,
+    7.398889999876701e-06,
+    7.36597500008429e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.4307522321819834e-06,
-   "min": 1.2733950893105219e-06,
-   "max": 1.5848906249933087e-06,
+   "seconds": 1.784049107048499e-06,
+   "min": 1.466845982202512e-06,
+   "max": 2.2813348214967277e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.106974999970816e-06,
+   "host_canary_seconds": 9.921689999998761e-06,
    "pass_seconds": [
-    1.4425312500065957e-06,
-    1.3585602678389819e-06,
-    1.4307522321819834e-06
+    2.248337053550082e-06,
+    1.784049107048499e-06,
+    1.5746495536055655e-06
    ],
    "pass_host_canary_seconds": [
-    7.106974999970816e-06,
-    6.552150000089796e-06,
-    7.144460000034769e-06
+    9.921689999998761e-06,
+    8.108545000027334e-06,
+    7.387234999782777e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 5.122314286154506e-05,
-   "min": 4.128714285554582e-05,
-   "max": 9.771271428706183e-05,
+   "seconds": 8.43098570888807e-05,
+   "min": 4.160299997530663e-05,
+   "max": 0.00014360271425013188,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.106974999970816e-06,
+   "host_canary_seconds": 9.921689999998761e-06,
    "pass_seconds": [
-    4.974057141688653e-05,
-    5.122314286154506e-05,
-    5.619257143507639e-05
+    9.115242857303331e-05,
+    8.43098570888807e-05,
+    6.847328568580582e-05
    ],
    "pass_host_canary_seconds": [
-    7.106974999970816e-06,
-    6.552150000089796e-06,
-    7.144460000034769e-06
+    9.921689999998761e-06,
+    8.108545000027334e-06,
+    7.387234999782777e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.183053571437808e-06,
-   "min": 1.8921272321012087e-06,
-   "max": 3.828013392841763e-06,
+   "seconds": 2.2889598214297687e-06,
+   "min": 1.9480491071683607e-06,
+   "max": 6.719149553572176e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.31852000001254e-06,
+   "host_canary_seconds": 9.921689999998761e-06,
    "pass_seconds": [
-    2.183053571437808e-06,
-    2.0166294643075844e-06,
-    2.2657522321191592e-06
+    2.94019866079306e-06,
+    2.252160714303183e-06,
+    2.2889598214297687e-06
    ],
    "pass_host_canary_seconds": [
-    7.31852000001254e-06,
-    7.062579999939089e-06,
-    7.414779999947996e-06
+    9.921689999998761e-06,
+    7.78514000018049e-06,
+    7.697810000308891e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.00043896685714222324,
-   "min": 0.00033681071427135327,
-   "max": 0.000600159714301591,
+   "seconds": 0.0005618697143095883,
+   "min": 0.0003014434285871305,
+   "max": 0.0007605678571118396,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.31852000001254e-06,
+   "host_canary_seconds": 9.921689999998761e-06,
    "pass_seconds": [
-    0.00043896685714222324,
-    0.0004297264285518005,
-    0.0005025628571502239
+    0.0005879470000341566,
+    0.0005618697143095883,
+    0.0005143275713765304
    ],
    "pass_host_canary_seconds": [
-    7.31852000001254e-06,
-    7.062579999939089e-06,
-    7.414779999947996e-06
+    9.921689999998761e-06,
+    7.78514000018049e-06,
+    7.697810000308891e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.442636160703842e-06,
-   "min": 7.029359374989751e-06,
-   "max": 7.700810267875977e-06,
+   "seconds": 8.098714285737734e-06,
+   "min": 7.615540178664203e-06,
+   "max": 1.652872098212299e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.91893999999138e-06,
+   "host_canary_seconds": 9.700364999929434e-06,
    "pass_seconds": [
-    7.196537946420532e-06,
-    7.442636160703842e-06,
-    7.478779017918871e-06
+    1.1291120535819995e-05,
+    8.098714285737734e-06,
+    8.09761383914674e-06
    ],
    "pass_host_canary_seconds": [
-    6.91893999999138e-06,
-    7.164314999954513e-06,
-    7.29950500002019e-06
+    9.700364999929434e-06,
+    7.668844999955128e-06,
+    7.683150000161732e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0002466848571478814,
-   "min": 0.00019179114285553363,
-   "max": 0.00032217899999612394,
+   "seconds": 0.00027268628582532983,
+   "min": -3.1460285721810334e-05,
+   "max": 0.000702909857125178,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.91893999999138e-06,
+   "host_canary_seconds": 9.700364999929434e-06,
    "pass_seconds": [
-    0.0002703875714311315,
-    0.0002397360000056129,
-    0.0002466848571478814
+    0.00037429214285923857,
+    0.00026575128569155434,
+    0.00027268628582532983
    ],
    "pass_host_canary_seconds": [
-    6.91893999999138e-06,
-    7.164314999954513e-06,
-    7.29950500002019e-06
+    9.700364999929434e-06,
+    7.668844999955128e-06,
+    7.683150000161732e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 8.89803348215677e-06,
-   "min": 7.965506696429512e-06,
-   "max": 1.2109933035718359e-05,
+   "seconds": 1.331951562504636e-05,
+   "min": 8.446374999923226e-06,
+   "max": 2.1290968749936618e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.795185000001424e-06,
+   "host_canary_seconds": 9.863944999892737e-06,
    "pass_seconds": [
-    8.89803348215677e-06,
-    8.89016741068005e-06,
-    9.397247767875935e-06
+    1.331951562504636e-05,
+    1.955570535727702e-05,
+    1.160105803599265e-05
    ],
    "pass_host_canary_seconds": [
-    6.795185000001424e-06,
-    6.805179999958e-06,
-    7.191939999984243e-06
+    9.863944999892737e-06,
+    1.2884619999908864e-05,
+    7.863239999892358e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0008166828571408555,
-   "min": 0.0005578802857095459,
-   "max": 0.0014436207142937618,
+   "seconds": 0.0010696584285564573,
+   "min": 0.0008092304285258121,
+   "max": 0.0017258850000091896,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.795185000001424e-06,
+   "host_canary_seconds": 9.863944999892737e-06,
    "pass_seconds": [
-    0.0008166828571408555,
-    0.0007045429999997006,
-    0.0008304192857134954
+    0.001049572857116995,
+    0.0013247817142882923,
+    0.0010696584285564573
    ],
    "pass_host_canary_seconds": [
-    6.795185000001424e-06,
-    6.805179999958e-06,
-    7.191939999984243e-06
+    9.863944999892737e-06,
+    1.2884619999908864e-05,
+    7.863239999892358e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00045079500000611006,
-   "min": 0.0004383299999801693,
-   "max": 0.0004743099999870992,
+   "seconds": 0.00047119300000986186,
+   "min": 0.0004472550000400588,
+   "max": 0.0006584980000070573,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00045079500000611006,
-    0.0004484490000038477,
-    0.00046563200001514815
+    0.00047119300000986186,
+    0.0005681830000412447,
+    0.00045762499996726547
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.582421651784338e-05,
-   "min": 6.163351785715143e-05,
-   "max": 7.477045758928571e-05,
+   "seconds": 7.826738392857635e-05,
+   "min": 7.037890848212871e-05,
+   "max": 9.396515178572429e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.659460000051354e-06,
+   "host_canary_seconds": 9.993850000000748e-06,
    "pass_seconds": [
-    6.243504910715838e-05,
-    6.582421651784338e-05,
-    6.950822544642727e-05
+    9.150915848213767e-05,
+    7.826738392857635e-05,
+    7.253112276802856e-05
    ],
    "pass_host_canary_seconds": [
-    6.659460000051354e-06,
-    7.0105900000783095e-06,
-    7.2590199999922336e-06
+    9.993850000000748e-06,
+    7.888304999994488e-06,
+    7.762055000171131e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.00033729428572217175,
-   "min": -0.0001325722856953303,
-   "max": 0.0007307397142791872,
+   "seconds": 0.00037190228571099774,
+   "min": -0.00028082400003930693,
+   "max": 0.002225289428565702,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.659460000051354e-06,
+   "host_canary_seconds": 9.993850000000748e-06,
    "pass_seconds": [
-    0.00026929985713763926,
-    0.00033729428572217175,
-    0.00042440457142285063
+    0.0003836527142604086,
+    0.00037190228571099774,
+    0.00035928514275188495
    ],
    "pass_host_canary_seconds": [
-    6.659460000051354e-06,
-    7.0105900000783095e-06,
-    7.2590199999922336e-06
+    9.993850000000748e-06,
+    7.888304999994488e-06,
+    7.762055000171131e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 6.619302232145432e-05,
-   "min": 6.27832343749825e-05,
-   "max": 9.628015401785817e-05,
+   "seconds": 7.749440848213242e-05,
+   "min": 6.898467633905827e-05,
+   "max": 0.00010881833258937133,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.960354999989704e-06,
+   "host_canary_seconds": 9.994435000066915e-06,
    "pass_seconds": [
-    6.525679241071407e-05,
-    6.704243526784686e-05,
-    6.619302232145432e-05
+    9.891935714291731e-05,
+    7.749440848213242e-05,
+    7.728027901800414e-05
    ],
    "pass_host_canary_seconds": [
-    6.960354999989704e-06,
-    7.070880000128454e-06,
-    7.169379999965031e-06
+    9.994435000066915e-06,
+    7.628209999950286e-06,
+    7.555380000212608e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0007906564285755325,
-   "min": -0.00034054085713819404,
-   "max": 0.0016154021428868804,
+   "seconds": 0.000958239714309782,
+   "min": -0.0005009224285978621,
+   "max": 0.002930123857189366,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.960354999989704e-06,
+   "host_canary_seconds": 9.994435000066915e-06,
    "pass_seconds": [
-    0.0007002589999863017,
-    0.0007906564285755325,
-    0.0008371057142742954
+    0.000958239714309782,
+    0.0007872848571618563,
+    0.0010541048571570044
    ],
    "pass_host_canary_seconds": [
-    6.960354999989704e-06,
-    7.070880000128454e-06,
-    7.169379999965031e-06
+    9.994435000066915e-06,
+    7.628209999950286e-06,
+    7.555380000212608e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039416600000663493,
-   "min": 0.0003818849999959184,
-   "max": 0.0004091180000074246,
+   "seconds": 0.00039300700001376754,
+   "min": 0.00038401000000476415,
+   "max": 0.0004081530000235034,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00039416600000663493,
-    0.00039631500001746645,
-    0.00039002999997705956
+    0.0003917570000453452,
+    0.00039300700001376754,
+    0.0003932370000256924
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.379058035715888e-06,
-   "min": 2.161470982134769e-06,
-   "max": 2.6821785714352993e-06,
+   "seconds": 2.638694196350449e-06,
+   "min": 2.3584642858358914e-06,
+   "max": 4.732564731974824e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.138874999981226e-06,
+   "host_canary_seconds": 7.479875000058201e-06,
    "pass_seconds": [
-    2.233633928578576e-06,
-    2.5267723214079344e-06,
-    2.379058035715888e-06
+    2.5215066965194362e-06,
+    2.638694196350449e-06,
+    4.255977678470556e-06
    ],
    "pass_host_canary_seconds": [
-    7.138874999981226e-06,
-    7.398125000008804e-06,
-    7.084920000011152e-06
+    7.479875000058201e-06,
+    7.731540000008863e-06,
+    1.159230749976814e-05
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.234828571688273e-05,
-   "min": 7.19305714247704e-05,
-   "max": 0.00012104400002905486,
+   "seconds": 0.00013801085713436936,
+   "min": 7.614314280804786e-05,
+   "max": 0.00024667185716355434,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.138874999981226e-06,
+   "host_canary_seconds": 7.479875000058201e-06,
    "pass_seconds": [
-    9.318514287112327e-05,
-    9.119699998093113e-05,
-    9.234828571688273e-05
+    0.00013801085713436936,
+    0.00010478557143349981,
+    0.00017716914294396702
    ],
    "pass_host_canary_seconds": [
-    7.138874999981226e-06,
-    7.398125000008804e-06,
-    7.084920000011152e-06
+    7.479875000058201e-06,
+    7.731540000008863e-06,
+    1.159230749976814e-05
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.498212053555859e-06,
-   "min": 2.8334241071181765e-06,
-   "max": 3.944705357218835e-06,
+   "seconds": 3.6828660714099167e-06,
+   "min": 2.8373660713652626e-06,
+   "max": 5.378029017677477e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.897589999965703e-06,
+   "host_canary_seconds": 7.569285000101899e-06,
    "pass_seconds": [
-    3.0460513392885754e-06,
-    3.498212053555859e-06,
-    3.5955535714496785e-06
+    3.239669642900773e-06,
+    3.6828660714099167e-06,
+    3.7543660716161346e-06
    ],
    "pass_host_canary_seconds": [
-    6.897589999965703e-06,
-    7.343210000101408e-06,
-    7.368265000025076e-06
+    7.569285000101899e-06,
+    7.975569999985055e-06,
+    7.878525000251102e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0004850574285687312,
-   "min": 0.0004263959999864905,
-   "max": 0.0007379522856995534,
+   "seconds": 0.0006668338571996303,
+   "min": 0.00047604342859943117,
+   "max": 0.0008820065715196636,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.897589999965703e-06,
+   "host_canary_seconds": 7.569285000101899e-06,
    "pass_seconds": [
-    0.0004850574285687312,
-    0.0004684825714369773,
-    0.0006084072857147151
+    0.0006295965714733548,
+    0.0006709989999974043,
+    0.0006668338571996303
    ],
    "pass_host_canary_seconds": [
-    6.897589999965703e-06,
-    7.343210000101408e-06,
-    7.368265000025076e-06
+    7.569285000101899e-06,
+    7.975569999985055e-06,
+    7.878525000251102e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018059299998185452,
-   "min": 0.00017502699999738525,
-   "max": 0.00020694999997772356,
+   "seconds": 0.0001877949999880002,
+   "min": 0.00018092400000568887,
+   "max": 0.000276541000062025,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001790580000005093,
-    0.000182171999995262,
-    0.00018059299998185452
+    0.00018955000001597,
+    0.0001877949999880002,
+    0.00018524999995861435
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.589874999993526e-06,
-   "min": 4.3087090000000216e-06,
-   "max": 5.333349000011367e-06,
+   "seconds": 5.275890999996591e-06,
+   "min": 4.923863999920286e-06,
+   "max": 8.118034999938573e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.8291624999972096e-06,
+   "host_canary_seconds": 7.724239999902238e-06,
    "pass_seconds": [
-    4.365349000011065e-06,
-    4.589874999993526e-06,
-    4.853335000007064e-06
+    5.18724400001247e-06,
+    5.275890999996591e-06,
+    7.096880999938549e-06
    ],
    "pass_host_canary_seconds": [
-    6.8291624999972096e-06,
-    7.401165000047172e-06,
-    7.373825000058787e-06
+    7.724239999902238e-06,
+    7.956720000095174e-06,
+    9.985785000026227e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.040283000004365e-06,
-   "min": 5.635716000000457e-06,
-   "max": 7.254633000002286e-06,
+   "seconds": 6.942415000025903e-06,
+   "min": 6.671919000041271e-06,
+   "max": 1.0536533999925267e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.823405000062621e-06,
+   "host_canary_seconds": 7.626557499946785e-06,
    "pass_seconds": [
-    5.773293000004287e-06,
-    6.040283000004365e-06,
-    6.278297000022804e-06
+    6.7727019999779255e-06,
+    6.942415000025903e-06,
+    7.243374000040603e-06
    ],
    "pass_host_canary_seconds": [
-    6.823405000062621e-06,
-    7.191994999971029e-06,
-    7.2320800001079984e-06
+    7.626557499946785e-06,
+    7.888072500037423e-06,
+    9.716435000086675e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 7.731780000028721e-07,
-   "min": 7.31820999988031e-07,
-   "max": 8.341830000233586e-07,
+   "seconds": 8.56537999993634e-07,
+   "min": 8.395080000127564e-07,
+   "max": 9.603250000509433e-07,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.034562500010111e-06,
+   "host_canary_seconds": 7.328737500102988e-06,
    "pass_seconds": [
-    7.731780000028721e-07,
-    7.573719999811601e-07,
-    8.100400000046193e-07
+    8.529520000024604e-07,
+    8.778790000292247e-07,
+    8.56537999993634e-07
    ],
    "pass_host_canary_seconds": [
-    7.034562500010111e-06,
-    7.209632499964869e-06,
-    7.373490000048832e-06
+    7.328737500102988e-06,
+    7.851862499990147e-06,
+    7.688187500320964e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.3456671000000142e-05,
-   "min": 1.2941529999991985e-05,
-   "max": 1.5428397000022187e-05,
+   "seconds": 1.504714300000387e-05,
+   "min": 1.4327675999993516e-05,
+   "max": 2.1332735999976647e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.855004999977155e-06,
+   "host_canary_seconds": 7.472107500063885e-06,
    "pass_seconds": [
-    1.3192330999999059e-05,
-    1.3456671000000142e-05,
-    1.382196299999805e-05
+    1.4706058999991e-05,
+    1.504714300000387e-05,
+    1.550955499999418e-05
    ],
    "pass_host_canary_seconds": [
-    6.855004999977155e-06,
-    7.132507499960639e-06,
-    7.1814500000044745e-06
+    7.472107500063885e-06,
+    7.756484999958958e-06,
+    7.6632200003246e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.672556799999825e-05,
-   "min": 1.636897499997758e-05,
-   "max": 2.2114532999978563e-05,
+   "seconds": 1.813945399999284e-05,
+   "min": 1.7655348999994658e-05,
+   "max": 2.3375472999987325e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.888729999978693e-06,
+   "host_canary_seconds": 7.701534999995375e-06,
    "pass_seconds": [
-    1.672556799999825e-05,
-    1.650749899999937e-05,
-    1.7721910000005893e-05
+    1.813945399999284e-05,
+    1.8117974999995568e-05,
+    2.284722900003544e-05
    ],
    "pass_host_canary_seconds": [
-    6.888729999978693e-06,
-    6.887022499952878e-06,
-    7.538174999979219e-06
+    7.701534999995375e-06,
+    7.698157500044544e-06,
+    1.027689000011378e-05
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.004694014739991e-06,
-   "min": 1.9425809423827915e-06,
-   "max": 2.063359519500759e-06,
+   "seconds": 2.012464526672367e-06,
+   "min": 1.9158494589233354e-06,
+   "max": 2.048930754699707e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.666380000000002e-05,
-    "min": 7.647669999999999e-05,
-    "max": 7.679360000000001e-05,
+    "seconds": 7.572444999999999e-05,
+    "min": 7.546819999999994e-05,
+    "max": 7.644459999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010504454999999994,
-    "min": 0.00010494670000000003,
-    "max": 0.0001053788,
+    "seconds": 0.00010483330000000005,
+    "min": 0.00010457270000000009,
+    "max": 0.00010507179999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.316800000000016e-05,
-    "min": 9.261150000000007e-05,
-    "max": 9.37083999999998e-05,
+    "seconds": 9.072980000000003e-05,
+    "min": 9.056299999999997e-05,
+    "max": 9.112999999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.712665000000001e-05,
-    "min": 9.688939999999993e-05,
-    "max": 9.760039999999999e-05,
+    "seconds": 9.58741e-05,
+    "min": 9.55478e-05,
+    "max": 9.615059999999989e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017905199999999997,
-    "min": 0.00017851500000000013,
-    "max": 0.0001796744,
+    "seconds": 0.00017614890000000003,
+    "min": 0.00017596759999999995,
+    "max": 0.00017648689999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004568456999999999,
-    "min": 0.0004561107,
-    "max": 0.0004576633,
+    "seconds": 0.0004421146,
+    "min": 0.0004416494000000001,
+    "max": 0.0004424116999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002909958500000001,
-    "min": 0.00029050250000000027,
-    "max": 0.00029226269999999986,
+    "seconds": 0.0002831431500000001,
+    "min": 0.00028267379999999994,
+    "max": 0.00028450350000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005549434,
-    "min": 0.0005545861999999999,
-    "max": 0.0005554335999999998,
+    "seconds": 0.0005415968500000002,
+    "min": 0.0005407118000000002,
+    "max": 0.0005419883000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006978862499999999,
-    "min": 0.0006974078999999998,
-    "max": 0.0006989676999999999,
+    "seconds": 0.0006882439500000002,
+    "min": 0.0006878075000000001,
+    "max": 0.0006886670000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0018073136999999999,
-    "min": 0.0018072404,
-    "max": 0.0018078576000000002,
+    "seconds": 0.0017412304999999998,
+    "min": 0.0017407238999999994,
+    "max": 0.0017425047,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00117200985,
-    "min": 0.0011710361000000003,
-    "max": 0.0011729255000000002,
+    "seconds": 0.0011393784,
+    "min": 0.0011376379999999992,
+    "max": 0.0011401033999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021676045000000002,
-    "min": 0.0021653211,
-    "max": 0.0021682058999999997,
+    "seconds": 0.00209628385,
+    "min": 0.0020959721000000002,
+    "max": 0.0020964789,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.470374999999998e-05,
-    "min": 3.4598399999999984e-05,
-    "max": 3.518040000000002e-05,
+    "seconds": 3.461905000000002e-05,
+    "min": 3.455389999999999e-05,
+    "max": 3.528030000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010195775,
-    "min": 0.00010124490000000003,
-    "max": 0.00010290880000000003,
+    "seconds": 9.881284999999998e-05,
+    "min": 9.8441e-05,
+    "max": 9.950930000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8163150000000044e-05,
-    "min": 4.810600000000005e-05,
-    "max": 4.964439999999994e-05,
+    "seconds": 4.816364999999999e-05,
+    "min": 4.810870000000006e-05,
+    "max": 4.9641500000000104e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.178910000000003e-05,
-    "min": 7.168899999999998e-05,
-    "max": 7.318050000000001e-05,
+    "seconds": 7.223529999999997e-05,
+    "min": 7.213399999999998e-05,
+    "max": 7.363849999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017825639999999998,
-    "min": 0.00017795739999999988,
-    "max": 0.00017842420000000007,
+    "seconds": 0.00017531809999999997,
+    "min": 0.00017521939999999995,
+    "max": 0.00017584190000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004524832000000001,
-    "min": 0.000451775,
-    "max": 0.00045270480000000006,
+    "seconds": 0.00043663135000000005,
+    "min": 0.00043605500000000013,
+    "max": 0.0004370929,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003279584499999999,
-    "min": 0.0003276971999999999,
-    "max": 0.00032907680000000014,
+    "seconds": 0.00031886215,
+    "min": 0.0003178211999999998,
+    "max": 0.00032006309999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006203744000000001,
-    "min": 0.0006198845000000001,
-    "max": 0.0006213944000000001,
+    "seconds": 0.0006048551999999999,
+    "min": 0.0006041429999999999,
+    "max": 0.000605561,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.197554999999996e-05,
-    "min": 5.185290000000009e-05,
-    "max": 5.244809999999998e-05,
+    "seconds": 5.130055000000002e-05,
+    "min": 5.088919999999998e-05,
+    "max": 5.1471699999999916e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012425999999999998,
-    "min": 0.0001240575,
-    "max": 0.00012473200000000017,
+    "seconds": 0.00012082235,
+    "min": 0.00012070659999999993,
+    "max": 0.00012118719999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.851695000000002e-05,
-    "min": 6.841570000000001e-05,
-    "max": 6.959260000000004e-05,
+    "seconds": 6.785424999999994e-05,
+    "min": 6.6074e-05,
+    "max": 6.956749999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013175874999999998,
-    "min": 0.00013146889999999988,
-    "max": 0.00013399910000000005,
+    "seconds": 0.00012994215,
+    "min": 0.00012931750000000003,
+    "max": 0.00013032670000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020127479999999999,
-    "min": 0.0002008640000000001,
-    "max": 0.00020156440000000013,
+    "seconds": 0.00019892990000000001,
+    "min": 0.00019866550000000003,
+    "max": 0.0001990296,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004793328,
-    "min": 0.00047869550000000007,
-    "max": 0.0004795805,
+    "seconds": 0.0004657880000000002,
+    "min": 0.0004652727999999999,
+    "max": 0.000466047,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003883827,
-    "min": 0.00038773389999999995,
-    "max": 0.0003889097,
+    "seconds": 0.00037727945000000005,
+    "min": 0.00037699770000000003,
+    "max": 0.00037838190000000026,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000633514,
-    "min": 0.0006333084000000001,
-    "max": 0.0006344818000000001,
+    "seconds": 0.0006152216499999998,
+    "min": 0.0006149589000000002,
+    "max": 0.0006158117,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.975940000000005e-05,
-    "min": 7.922840000000001e-05,
-    "max": 8.00699e-05,
+    "seconds": 7.949355e-05,
+    "min": 7.914900000000001e-05,
+    "max": 7.964840000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014390775,
-    "min": 0.00014356169999999997,
-    "max": 0.0001441916,
+    "seconds": 0.00014215655000000002,
+    "min": 0.00014192299999999994,
+    "max": 0.00014249400000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012612395000000006,
-    "min": 0.00012583679999999994,
-    "max": 0.00012659469999999997,
+    "seconds": 0.00012207945000000013,
+    "min": 0.00012170770000000003,
+    "max": 0.00012263350000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017293309999999996,
-    "min": 0.00017252740000000007,
-    "max": 0.0001734679,
+    "seconds": 0.00016857165,
+    "min": 0.00016815340000000002,
+    "max": 0.00016900639999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003078508,
-    "min": 0.00030764370000000004,
-    "max": 0.0003083720000000001,
+    "seconds": 0.00030670165000000005,
+    "min": 0.0003061243,
+    "max": 0.00030729760000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000557381,
-    "min": 0.0005564511000000002,
-    "max": 0.0005576777000000002,
+    "seconds": 0.0005513358000000002,
+    "min": 0.0005509508,
+    "max": 0.0005515517999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004825935499999999,
-    "min": 0.0004824072000000002,
-    "max": 0.0004831223999999999,
+    "seconds": 0.00046853084999999984,
+    "min": 0.00046760000000000014,
+    "max": 0.00046885350000000026,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00066907665,
-    "min": 0.0006683012999999999,
-    "max": 0.0006696743000000002,
+    "seconds": 0.00065161835,
+    "min": 0.0006510405000000001,
+    "max": 0.0006522873000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.452800000000048e-06,
-    "min": 9.437000000000069e-06,
-    "max": 9.570999999999992e-06,
+    "seconds": 9.364699999999948e-06,
+    "min": 9.34090000000001e-06,
+    "max": 9.49079999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4721599999999971e-05,
-    "min": 1.4662400000000036e-05,
-    "max": 1.483200000000004e-05,
+    "seconds": 1.4700749999999993e-05,
+    "min": 1.457280000000003e-05,
+    "max": 1.4870299999999951e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1265700000000036e-05,
-    "min": 2.120640000000044e-05,
-    "max": 2.137220000000001e-05,
+    "seconds": 2.1305550000000005e-05,
+    "min": 2.1283199999999966e-05,
+    "max": 2.1343800000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0676750000000015e-05,
-    "min": 2.0656000000000017e-05,
-    "max": 2.0863799999999948e-05,
+    "seconds": 2.0795100000000034e-05,
+    "min": 2.0742299999999908e-05,
+    "max": 2.0975900000000048e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.177595000000003e-05,
-    "min": 5.154560000000003e-05,
-    "max": 5.1935999999999965e-05,
+    "seconds": 5.0927950000000035e-05,
+    "min": 5.0825099999999996e-05,
+    "max": 5.147499999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012610955000000003,
-    "min": 0.00012579779999999998,
-    "max": 0.00012652439999999993,
+    "seconds": 0.00012307365000000002,
+    "min": 0.00012279730000000003,
+    "max": 0.00012346219999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.815714999999999e-05,
-    "min": 7.70022e-05,
-    "max": 7.990780000000001e-05,
+    "seconds": 7.80764e-05,
+    "min": 7.691219999999994e-05,
+    "max": 8.128029999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001602647,
-    "min": 0.0001595999,
-    "max": 0.00016069670000000007,
+    "seconds": 0.00015529534999999997,
+    "min": 0.0001539579,
+    "max": 0.00015608739999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3731000000000086e-05,
-    "min": 1.3625699999999914e-05,
-    "max": 1.440329999999998e-05,
+    "seconds": 1.354379999999998e-05,
+    "min": 1.3484899999999926e-05,
+    "max": 1.4323199999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4809299999999965e-05,
-    "min": 3.446370000000004e-05,
-    "max": 3.53472e-05,
+    "seconds": 3.411190000000005e-05,
+    "min": 3.3862500000000023e-05,
+    "max": 3.426560000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.6999750000000005e-05,
-    "min": 2.6966700000000082e-05,
-    "max": 2.7458899999999972e-05,
+    "seconds": 2.7174049999999998e-05,
+    "min": 2.7113200000000003e-05,
+    "max": 2.7455900000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7345500000000018e-05,
-    "min": 2.7321799999999847e-05,
-    "max": 2.7551600000000077e-05,
+    "seconds": 2.7374299999999942e-05,
+    "min": 2.730519999999997e-05,
+    "max": 2.7603300000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.032200000000001e-05,
-    "min": 8.01791e-05,
-    "max": 8.064579999999996e-05,
+    "seconds": 7.995690000000004e-05,
+    "min": 7.919e-05,
+    "max": 8.012800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014845735000000002,
-    "min": 0.00014822020000000006,
-    "max": 0.00014875079999999999,
+    "seconds": 0.00014736829999999998,
+    "min": 0.00014703350000000006,
+    "max": 0.00014770570000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00014170664999999994,
-    "min": 0.0001414016999999999,
-    "max": 0.00014202609999999986,
+    "seconds": 0.0001375763499999999,
+    "min": 0.00013719750000000002,
+    "max": 0.00013814479999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00020276170000000005,
-    "min": 0.0002020824,
-    "max": 0.00020295080000000003,
+    "seconds": 0.00019658764999999997,
+    "min": 0.00019633590000000005,
+    "max": 0.00019726910000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.500865000000003e-05,
-    "min": 3.472020000000005e-05,
-    "max": 3.519979999999998e-05,
+    "seconds": 3.452414999999998e-05,
+    "min": 3.435830000000002e-05,
+    "max": 3.465270000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.914670000000003e-05,
-    "min": 5.8652300000000055e-05,
-    "max": 5.963500000000008e-05,
+    "seconds": 5.896085000000001e-05,
+    "min": 5.8784e-05,
+    "max": 5.944369999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.5067349999999964e-05,
-    "min": 4.4934600000000056e-05,
-    "max": 4.523289999999994e-05,
+    "seconds": 4.487844999999996e-05,
+    "min": 4.4828200000000006e-05,
+    "max": 4.517009999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.190385000000004e-05,
-    "min": 5.161259999999998e-05,
-    "max": 5.218889999999999e-05,
+    "seconds": 5.152300000000003e-05,
+    "min": 5.124150000000009e-05,
+    "max": 5.256019999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015386150000000004,
-    "min": 0.0001534141,
-    "max": 0.0001540594000000001,
+    "seconds": 0.00015257189999999998,
+    "min": 0.00015230080000000002,
+    "max": 0.00015287969999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021481545000000003,
-    "min": 0.00021433310000000002,
-    "max": 0.0002149951000000001,
+    "seconds": 0.0002159695,
+    "min": 0.00021576029999999992,
+    "max": 0.00021607460000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020097095000000013,
-    "min": 0.00020076190000000005,
-    "max": 0.0002012083000000002,
+    "seconds": 0.0001962863000000001,
+    "min": 0.00019605090000000008,
+    "max": 0.00019659239999999983,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022954569999999997,
-    "min": 0.00022923649999999994,
-    "max": 0.00022982429999999997,
+    "seconds": 0.0002262794,
+    "min": 0.00022563329999999998,
+    "max": 0.0002272887,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.491450000000009e-06,
-    "min": 6.457800000000009e-06,
-    "max": 6.524400000000013e-06,
+    "seconds": 6.531200000000001e-06,
+    "min": 6.509100000000047e-06,
+    "max": 6.560000000000025e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.256149999999979e-06,
-    "min": 6.2368999999999224e-06,
-    "max": 6.345600000000036e-06,
+    "seconds": 6.187300000000039e-06,
+    "min": 6.162800000000017e-06,
+    "max": 6.236599999999953e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3729450000000025e-05,
-    "min": 1.3705400000000111e-05,
-    "max": 1.3785199999999996e-05,
+    "seconds": 1.3702400000000091e-05,
+    "min": 1.3680399999999975e-05,
+    "max": 1.3750200000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.64314999999998e-06,
-    "min": 9.593499999999994e-06,
-    "max": 9.676599999999985e-06,
+    "seconds": 9.582549999999958e-06,
+    "min": 9.564800000000105e-06,
+    "max": 9.625500000000055e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.497925e-05,
-    "min": 1.4921500000000037e-05,
-    "max": 1.564800000000009e-05,
+    "seconds": 1.5016149999999983e-05,
+    "min": 1.4995100000000003e-05,
+    "max": 1.5705399999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1222150000000004e-05,
-    "min": 3.088959999999998e-05,
-    "max": 3.1683e-05,
+    "seconds": 3.06765e-05,
+    "min": 3.0527600000000056e-05,
+    "max": 3.1167500000000064e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4416200000000004e-05,
-    "min": 3.4390000000000055e-05,
-    "max": 3.490239999999991e-05,
+    "seconds": 3.4362950000000006e-05,
+    "min": 3.432640000000001e-05,
+    "max": 3.464010000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.369425000000008e-05,
-    "min": 3.363849999999997e-05,
-    "max": 3.39971e-05,
+    "seconds": 3.3643100000000024e-05,
+    "min": 3.355839999999996e-05,
+    "max": 3.3887899999999944e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1115199999999993e-05,
-    "min": 1.0950499999999966e-05,
-    "max": 1.1270399999999903e-05,
+    "seconds": 1.1068750000000012e-05,
+    "min": 1.0991900000000043e-05,
+    "max": 1.1183800000000054e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1471950000000062e-05,
-    "min": 1.1433399999999939e-05,
-    "max": 1.164489999999987e-05,
+    "seconds": 1.1366449999999997e-05,
+    "min": 1.1295699999999965e-05,
+    "max": 1.1526499999999941e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.113240000000002e-05,
-    "min": 2.1120499999999992e-05,
-    "max": 2.1174400000000005e-05,
+    "seconds": 2.1088099999999965e-05,
+    "min": 2.1040100000000043e-05,
+    "max": 2.110060000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.629759999999997e-05,
-    "min": 1.6265599999999996e-05,
-    "max": 1.631690000000001e-05,
+    "seconds": 1.626559999999994e-05,
+    "min": 1.622710000000002e-05,
+    "max": 1.6294699999999897e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.726070000000003e-05,
-    "min": 3.700450000000001e-05,
-    "max": 3.757109999999999e-05,
+    "seconds": 3.6572949999999946e-05,
+    "min": 3.647030000000004e-05,
+    "max": 3.688889999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.660959999999997e-05,
-    "min": 5.629989999999989e-05,
-    "max": 5.7007899999999905e-05,
+    "seconds": 5.648314999999995e-05,
+    "min": 5.641579999999995e-05,
+    "max": 5.675839999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0446850000000056e-05,
-    "min": 6.034509999999995e-05,
-    "max": 6.069450000000009e-05,
+    "seconds": 6.013365e-05,
+    "min": 5.991699999999995e-05,
+    "max": 6.029430000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.600800000000005e-05,
-    "min": 6.579190000000003e-05,
-    "max": 6.617569999999991e-05,
+    "seconds": 6.490355000000005e-05,
+    "min": 6.467199999999991e-05,
+    "max": 6.511949999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.223240000000006e-05,
-    "min": 2.2073799999999958e-05,
-    "max": 2.2914900000000023e-05,
+    "seconds": 2.2049650000000037e-05,
+    "min": 2.195840000000003e-05,
+    "max": 2.2662200000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.569934999999999e-05,
-    "min": 3.540159999999998e-05,
-    "max": 3.5872000000000046e-05,
+    "seconds": 3.507839999999995e-05,
+    "min": 3.472330000000002e-05,
+    "max": 3.527639999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.603024999999993e-05,
-    "min": 3.597430000000009e-05,
-    "max": 3.606310000000003e-05,
+    "seconds": 3.580294999999993e-05,
+    "min": 3.576020000000005e-05,
+    "max": 3.593930000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9502349999999994e-05,
-    "min": 2.9381900000000028e-05,
-    "max": 2.9622199999999996e-05,
+    "seconds": 2.9212800000000026e-05,
+    "min": 2.917739999999999e-05,
+    "max": 2.932120000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.14712e-05,
-    "min": 7.117399999999999e-05,
-    "max": 7.156419999999993e-05,
+    "seconds": 7.048635000000005e-05,
+    "min": 7.008959999999995e-05,
+    "max": 7.080589999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011227689999999998,
-    "min": 0.00011212829999999996,
-    "max": 0.00011266820000000004,
+    "seconds": 0.00011233900000000002,
+    "min": 0.00011202229999999999,
+    "max": 0.00011260770000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011964775000000007,
-    "min": 0.0001195518,
-    "max": 0.00011995459999999998,
+    "seconds": 0.00011834579999999998,
+    "min": 0.00011802959999999988,
+    "max": 0.00011868050000000019,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013145689999999996,
-    "min": 0.00013110419999999998,
-    "max": 0.0001316322,
+    "seconds": 0.00012953069999999996,
+    "min": 0.00012929529999999991,
+    "max": 0.00012981079999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.337400000000014e-06,
-    "min": 7.273900000000014e-06,
-    "max": 7.37620000000013e-06,
+    "seconds": 7.280049999999988e-06,
+    "min": 7.203199999999992e-06,
+    "max": 7.331199999999956e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.451149999999961e-06,
-    "min": 6.428700000000015e-06,
-    "max": 6.512100000000033e-06,
+    "seconds": 6.411199999999974e-06,
+    "min": 6.400000000000069e-06,
+    "max": 6.457700000000023e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6712099999999965e-05,
-    "min": 1.669779999999985e-05,
-    "max": 1.672299999999991e-05,
+    "seconds": 1.6649500000000004e-05,
+    "min": 1.6626999999999917e-05,
+    "max": 1.6661999999999896e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.8496000000000555e-06,
-    "min": 6.825500000000011e-06,
-    "max": 6.9281000000000176e-06,
+    "seconds": 6.716850000000046e-06,
+    "min": 6.684799999999996e-06,
+    "max": 6.7264999999999186e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.180805000000002e-05,
-    "min": 1.1791999999999927e-05,
-    "max": 1.2044900000000019e-05,
+    "seconds": 1.1796849999999989e-05,
+    "min": 1.1759799999999995e-05,
+    "max": 1.1983899999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2992050000000007e-05,
-    "min": 1.2912300000000027e-05,
-    "max": 1.3004899999999976e-05,
+    "seconds": 1.2905750000000057e-05,
+    "min": 1.2889300000000072e-05,
+    "max": 1.2998500000000103e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.328849999999997e-05,
-    "min": 4.322239999999995e-05,
-    "max": 4.330840000000002e-05,
+    "seconds": 4.317105000000005e-05,
+    "min": 4.314819999999987e-05,
+    "max": 4.3199800000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7614300000000025e-05,
-    "min": 1.7599700000000007e-05,
-    "max": 1.7654399999999944e-05,
+    "seconds": 1.7483150000000046e-05,
+    "min": 1.7446299999999928e-05,
+    "max": 1.7551700000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.239995000000003e-05,
-    "min": 2.2326200000000007e-05,
-    "max": 2.284169999999998e-05,
+    "seconds": 2.2356899999999982e-05,
+    "min": 2.2322899999999982e-05,
+    "max": 2.2713600000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.3102149999999994e-05,
-    "min": 2.3030200000000036e-05,
-    "max": 2.317740000000001e-05,
+    "seconds": 2.2935799999999944e-05,
+    "min": 2.286710000000005e-05,
+    "max": 2.3122499999999967e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1134149999999965e-05,
-    "min": 5.113010000000003e-05,
-    "max": 5.1152399999999995e-05,
+    "seconds": 5.1035100000000077e-05,
+    "min": 5.101769999999996e-05,
+    "max": 5.10529e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.151379999999999e-05,
-    "min": 2.1436700000000018e-05,
-    "max": 2.1676899999999935e-05,
+    "seconds": 2.1420949999999987e-05,
+    "min": 2.1398400000000015e-05,
+    "max": 2.1462400000000037e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.434519999999997e-05,
-    "min": 5.392610000000005e-05,
-    "max": 5.443190000000007e-05,
+    "seconds": 5.367145000000004e-05,
+    "min": 5.3455500000000024e-05,
+    "max": 5.39103e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.350874999999997e-05,
-    "min": 7.343339999999997e-05,
-    "max": 7.374020000000001e-05,
+    "seconds": 7.245949999999997e-05,
+    "min": 7.224599999999994e-05,
+    "max": 7.250880000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015529770000000012,
-    "min": 0.00015519800000000008,
-    "max": 0.00015574140000000004,
+    "seconds": 0.00015512494999999997,
+    "min": 0.0001550294,
+    "max": 0.00015544949999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.611815000000002e-05,
-    "min": 6.597109999999998e-05,
-    "max": 6.641640000000009e-05,
+    "seconds": 6.554584999999999e-05,
+    "min": 6.530209999999996e-05,
+    "max": 6.586889999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.6270999999999895e-06,
-    "min": 6.611299999999994e-06,
-    "max": 6.636799999999948e-06,
+    "seconds": 6.598399999999976e-06,
+    "min": 6.578899999999987e-06,
+    "max": 6.623800000000005e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0993799999999874e-05,
-    "min": 1.0956700000000023e-05,
-    "max": 1.1084799999999996e-05,
+    "seconds": 1.0927900000000163e-05,
+    "min": 1.0895900000000017e-05,
+    "max": 1.1008000000000061e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0358350000000012e-05,
-    "min": 1.032319999999994e-05,
-    "max": 1.0377700000000004e-05,
+    "seconds": 1.0265499999999997e-05,
+    "min": 1.0246399999999982e-05,
+    "max": 1.0287800000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2846200000000023e-05,
-    "min": 1.2809500000000024e-05,
-    "max": 1.2883100000000036e-05,
+    "seconds": 1.3000100000000123e-05,
+    "min": 1.2969499999999914e-05,
+    "max": 1.3033299999999918e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.521650000000005e-06,
-    "min": 8.505500000000005e-06,
-    "max": 8.58900000000001e-06,
+    "seconds": 8.496050000000008e-06,
+    "min": 8.428899999999986e-06,
+    "max": 8.521599999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2993600000000082e-05,
-    "min": 1.2982200000000011e-05,
-    "max": 1.3026999999999999e-05,
+    "seconds": 1.3035150000000003e-05,
+    "min": 1.3010899999999855e-05,
+    "max": 1.30590999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.446890000000003e-05,
-    "min": 1.4415800000000014e-05,
-    "max": 1.493770000000004e-05,
+    "seconds": 1.4404899999999981e-05,
+    "min": 1.4358200000000033e-05,
+    "max": 1.4940899999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.574055000000004e-05,
-    "min": 1.567039999999996e-05,
-    "max": 1.5913800000000058e-05,
+    "seconds": 1.563999999999994e-05,
+    "min": 1.560979999999995e-05,
+    "max": 1.5810899999999947e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.538875e-05,
-    "min": 1.5337199999999986e-05,
-    "max": 1.5472499999999978e-05,
+    "seconds": 1.5297749999999977e-05,
+    "min": 1.5286100000000023e-05,
+    "max": 1.5488000000000032e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.023525000000001e-05,
-    "min": 3.003510000000015e-05,
-    "max": 3.0403100000000224e-05,
+    "seconds": 2.9697500000000012e-05,
+    "min": 2.9526299999999992e-05,
+    "max": 3.0076199999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3998399999999994e-05,
-    "min": 2.388169999999999e-05,
-    "max": 2.4147499999999992e-05,
+    "seconds": 2.3730950000000078e-05,
+    "min": 2.368319999999999e-05,
+    "max": 2.3952200000000038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.72095e-05,
-    "min": 3.709130000000016e-05,
-    "max": 3.767050000000004e-05,
+    "seconds": 3.663515000000006e-05,
+    "min": 3.649589999999995e-05,
+    "max": 3.6675500000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2380950000000005e-05,
-    "min": 2.227530000000005e-05,
-    "max": 2.2502499999999987e-05,
+    "seconds": 2.220309999999999e-05,
+    "min": 2.2114999999999997e-05,
+    "max": 2.2307199999999968e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.317430000000002e-05,
-    "min": 5.2956699999999946e-05,
-    "max": 5.3453200000000086e-05,
+    "seconds": 5.223939999999996e-05,
+    "min": 5.2060199999999926e-05,
+    "max": 5.254380000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.087199999999996e-05,
-    "min": 4.075159999999992e-05,
-    "max": 4.111079999999996e-05,
+    "seconds": 4.039204999999998e-05,
+    "min": 4.032949999999991e-05,
+    "max": 4.046400000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.346930000000005e-05,
-    "min": 6.332509999999997e-05,
-    "max": 6.38938999999998e-05,
+    "seconds": 6.246394999999992e-05,
+    "min": 6.225639999999991e-05,
+    "max": 6.286730000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0173300000000005e-05,
-    "min": 3.0095899999999994e-05,
-    "max": 3.023019999999999e-05,
+    "seconds": 2.9961549999999988e-05,
+    "min": 2.989800000000001e-05,
+    "max": 3.0015299999999946e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.860199999999994e-05,
-    "min": 7.827889999999998e-05,
-    "max": 7.892690000000002e-05,
+    "seconds": 7.649115000000009e-05,
+    "min": 7.629999999999998e-05,
+    "max": 7.659240000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.96463e-05,
-    "min": 4.944009999999991e-05,
-    "max": 4.984970000000003e-05,
+    "seconds": 4.8947800000000047e-05,
+    "min": 4.8812999999999995e-05,
+    "max": 4.924390000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.954230000000003e-05,
-    "min": 8.935029999999997e-05,
-    "max": 8.981800000000011e-05,
+    "seconds": 8.731449999999997e-05,
+    "min": 8.7119e-05,
+    "max": 8.747879999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1787100000000005e-05,
-    "min": 4.170910000000001e-05,
-    "max": 4.1897699999999983e-05,
+    "seconds": 4.152795000000003e-05,
+    "min": 4.132779999999999e-05,
+    "max": 4.172090000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.823205000000009e-05,
-    "min": 9.777000000000002e-05,
-    "max": 9.84284e-05,
+    "seconds": 9.660774999999998e-05,
+    "min": 9.656670000000003e-05,
+    "max": 9.717119999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.124240000000002e-05,
-    "min": 8.097020000000002e-05,
-    "max": 8.147580000000002e-05,
+    "seconds": 7.989795e-05,
+    "min": 7.980659999999998e-05,
+    "max": 7.995529999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011701605,
-    "min": 0.00011680650000000003,
-    "max": 0.0001173631000000001,
+    "seconds": 0.00011560089999999997,
+    "min": 0.00011534079999999994,
+    "max": 0.00011588720000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.61671e-05,
-    "min": 7.599960000000002e-05,
-    "max": 7.620780000000003e-05,
+    "seconds": 7.569135e-05,
+    "min": 7.540770000000003e-05,
+    "max": 7.574449999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019323664999999996,
-    "min": 0.00019298930000000004,
-    "max": 0.00019364829999999987,
+    "seconds": 0.00018921244999999998,
+    "min": 0.00018901449999999997,
+    "max": 0.00018960809999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012685694999999995,
-    "min": 0.00012660800000000003,
-    "max": 0.00012690310000000005,
+    "seconds": 0.0001253914,
+    "min": 0.0001251731,
+    "max": 0.00012567940000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002187308,
-    "min": 0.00021865870000000001,
-    "max": 0.00021905929999999993,
+    "seconds": 0.0002150121499999999,
+    "min": 0.00021472449999999994,
+    "max": 0.00021525710000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010320344999999997,
-    "min": 0.00010314429999999997,
-    "max": 0.00010335460000000001,
+    "seconds": 0.00010252455000000001,
+    "min": 0.00010238319999999997,
+    "max": 0.00010255519999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024438184999999997,
-    "min": 0.00024406079999999972,
-    "max": 0.0002447639000000002,
+    "seconds": 0.00024178225000000001,
+    "min": 0.00024120220000000016,
+    "max": 0.0002420707,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020312995,
-    "min": 0.0002029669,
-    "max": 0.00020335759999999992,
+    "seconds": 0.00020028920000000002,
+    "min": 0.00019984069999999992,
+    "max": 0.00020048879999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029214915,
-    "min": 0.0002916060999999998,
-    "max": 0.0002922782,
+    "seconds": 0.0002893844999999999,
+    "min": 0.00028920510000000026,
+    "max": 0.0002895173,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,16 +10665,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.942100000000016e-06,
-    "min": 6.899000000000001e-06,
-    "max": 6.988800000000014e-06,
+    "seconds": 6.953449999999987e-06,
+    "min": 6.940800000000013e-06,
+    "max": 7.046500000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10693,16 +10693,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.8672999999999436e-06,
-    "min": 6.847900000000004e-06,
-    "max": 6.912000000000013e-06,
+    "seconds": 6.910349999999982e-06,
+    "min": 6.8894000000000115e-06,
+    "max": 6.972900000000027e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 3.206400000000008e-06,
+    "min": 3.1999999999999545e-06,
+    "max": 3.22559999999994e-06,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10721,16 +10721,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.550399999999991e-06,
-    "min": 7.51350000000001e-06,
-    "max": 7.5742999999999945e-06,
+    "seconds": 7.633399999999994e-06,
+    "min": 7.60949999999998e-06,
+    "max": 7.651100000000019e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10749,16 +10749,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2768000000000605e-06,
-    "min": 7.257400000000018e-06,
-    "max": 7.30260000000003e-06,
+    "seconds": 7.315150000000011e-06,
+    "min": 7.299200000000008e-06,
+    "max": 7.331200000000081e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 4.654399999999992e-06,
+    "min": 4.642999999999994e-06,
+    "max": 4.68820000000004e-06,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10777,16 +10777,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0983899999999981e-05,
-    "min": 1.0947600000000012e-05,
-    "max": 1.1004800000000024e-05,
+    "seconds": 1.101275e-05,
+    "min": 1.096310000000003e-05,
+    "max": 1.1100899999999979e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10805,16 +10805,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.457749999999982e-06,
-    "min": 9.414500000000043e-06,
-    "max": 9.481600000000004e-06,
+    "seconds": 9.471850000000057e-06,
+    "min": 9.443300000000034e-06,
+    "max": 9.509999999999978e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 1.4998349999999993e-05,
+    "min": 1.4988699999999972e-05,
+    "max": 1.5017499999999995e-05,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10833,16 +10833,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3729749999999968e-05,
-    "min": 1.3683100000000001e-05,
-    "max": 1.3788899999999955e-05,
+    "seconds": 1.3804650000000003e-05,
+    "min": 1.3750500000000012e-05,
+    "max": 1.3849499999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10861,16 +10861,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2843200000000006e-05,
-    "min": 1.2787099999999954e-05,
-    "max": 1.2943899999999961e-05,
+    "seconds": 1.2876950000000016e-05,
+    "min": 1.2796599999999968e-05,
+    "max": 1.2940999999999961e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 8.044900000000007e-06,
+    "min": 8.041599999999994e-06,
+    "max": 8.073600000000056e-06,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10889,16 +10889,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.616494999999998e-05,
-    "min": 1.6118699999999944e-05,
-    "max": 1.6188799999999993e-05,
+    "seconds": 1.620794999999993e-05,
+    "min": 1.6124900000000002e-05,
+    "max": 1.6448599999999953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10917,16 +10917,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4580950000000052e-05,
-    "min": 1.4566500000000063e-05,
-    "max": 1.4671899999999982e-05,
+    "seconds": 1.4558100000000019e-05,
+    "min": 1.4514799999999946e-05,
+    "max": 1.4620800000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 1.497274999999998e-05,
+    "min": 1.4956600000000036e-05,
+    "max": 1.4979299999999943e-05,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10945,16 +10945,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.339345e-05,
-    "min": 4.3094799999999966e-05,
-    "max": 4.376599999999999e-05,
+    "seconds": 4.355309999999999e-05,
+    "min": 4.337309999999997e-05,
+    "max": 4.368239999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -10973,16 +10973,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.891194999999998e-05,
-    "min": 2.8812500000000013e-05,
-    "max": 2.9119900000000006e-05,
+    "seconds": 2.8931349999999975e-05,
+    "min": 2.885430000000001e-05,
+    "max": 2.9108000000000037e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 5.61323e-05,
+    "min": 5.608910000000005e-05,
+    "max": 5.622069999999999e-05,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11001,16 +11001,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.147665000000001e-05,
-    "min": 6.116729999999997e-05,
-    "max": 6.186960000000001e-05,
+    "seconds": 6.026665e-05,
+    "min": 5.998459999999998e-05,
+    "max": 6.109710000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11029,16 +11029,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.906100000000004e-05,
-    "min": 3.894070000000007e-05,
-    "max": 3.926730000000004e-05,
+    "seconds": 3.912639999999997e-05,
+    "min": 3.905629999999997e-05,
+    "max": 3.929010000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 2.8681599999999966e-05,
+    "min": 2.8671899999999904e-05,
+    "max": 2.8751700000000025e-05,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11057,16 +11057,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.959464999999996e-05,
-    "min": 5.9287200000000024e-05,
-    "max": 5.985519999999998e-05,
+    "seconds": 5.943375000000002e-05,
+    "min": 5.9279399999999946e-05,
+    "max": 5.967609999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11085,16 +11085,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.154700000000003e-05,
-    "min": 4.1203399999999965e-05,
-    "max": 4.1807800000000023e-05,
+    "seconds": 4.1175749999999996e-05,
+    "min": 4.088390000000003e-05,
+    "max": 4.1353499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 5.6397900000000004e-05,
+    "min": 5.634499999999998e-05,
+    "max": 5.6441499999999985e-05,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11113,16 +11113,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012989165000000004,
-    "min": 0.0001289288,
-    "max": 0.0001301887,
+    "seconds": 0.00013169754999999998,
+    "min": 0.0001306173000000001,
+    "max": 0.00013256389999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
     "seconds": 0.0,
     "min": 0.0,
     "max": 0.0,
-    "samples": 1
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11141,16 +11141,16 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.376954999999998e-05,
-    "min": 7.349750000000005e-05,
-    "max": 7.396470000000002e-05,
+    "seconds": 7.440099999999998e-05,
+    "min": 7.429339999999996e-05,
+    "max": 7.481630000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0,
-    "min": 0.0,
-    "max": 0.0,
-    "samples": 1
+    "seconds": 0.00022036109999999998,
+    "min": 0.0002202300999999999,
+    "max": 0.0002205898,
+    "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4592100000000015e-05,
-    "min": 2.439029999999998e-05,
-    "max": 2.4675000000000024e-05,
+    "seconds": 2.4653949999999988e-05,
+    "min": 2.4473299999999995e-05,
+    "max": 2.4784200000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.1179650000000004e-05,
-    "min": 5.094040000000003e-05,
-    "max": 5.1293300000000006e-05,
+    "seconds": 4.984464999999996e-05,
+    "min": 4.9737399999999996e-05,
+    "max": 5.0031600000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.104945000000004e-05,
-    "min": 5.0998600000000024e-05,
-    "max": 5.1174300000000036e-05,
+    "seconds": 5.0103899999999986e-05,
+    "min": 4.998409999999998e-05,
+    "max": 5.0153900000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4408050000000038e-05,
-    "min": 2.430079999999998e-05,
-    "max": 2.4812899999999994e-05,
+    "seconds": 2.445935000000003e-05,
+    "min": 2.430980000000003e-05,
+    "max": 2.5011100000000022e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010308594999999991,
-    "min": 0.00010281899999999991,
-    "max": 0.00010337590000000004,
+    "seconds": 0.00010103285,
+    "min": 0.000100963,
+    "max": 0.0001018878,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014610760000000002,
-    "min": 0.00014555869999999995,
-    "max": 0.00014637829999999998,
+    "seconds": 0.00014505370000000004,
+    "min": 0.00014494119999999993,
+    "max": 0.00014515870000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001613061999999999,
-    "min": 0.00016110489999999992,
-    "max": 0.00016155749999999987,
+    "seconds": 0.00015799434999999996,
+    "min": 0.0001575094000000001,
+    "max": 0.00015821079999999988,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017294260000000003,
-    "min": 0.00017270099999999999,
-    "max": 0.00017314939999999988,
+    "seconds": 0.0001714162499999999,
+    "min": 0.00017095669999999983,
+    "max": 0.00017160350000000021,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.807034999999998e-05,
-    "min": 3.7872200000000034e-05,
-    "max": 3.809949999999999e-05,
+    "seconds": 3.771670000000001e-05,
+    "min": 3.754520000000002e-05,
+    "max": 3.788849999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010629674999999998,
-    "min": 0.00010616719999999999,
-    "max": 0.00010677040000000012,
+    "seconds": 0.00010569429999999995,
+    "min": 0.00010536620000000008,
+    "max": 0.00010615050000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023903479999999992,
-    "min": 0.00023870160000000009,
-    "max": 0.0002393391,
+    "seconds": 0.00023551699999999987,
+    "min": 0.00023519139999999997,
+    "max": 0.00023584679999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005583097000000002,
-    "min": 0.000558037,
-    "max": 0.0005586774999999999,
+    "seconds": 0.0005545439500000001,
+    "min": 0.0005538596000000008,
+    "max": 0.0005551766000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.72256e-05,
-    "min": 3.7008199999999955e-05,
-    "max": 3.756170000000003e-05,
+    "seconds": 3.6902249999999984e-05,
+    "min": 3.681859999999999e-05,
+    "max": 3.704359999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.326345000000001e-05,
-    "min": 5.3193599999999965e-05,
-    "max": 5.335040000000002e-05,
+    "seconds": 5.3300249999999985e-05,
+    "min": 5.270689999999997e-05,
+    "max": 5.374420000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.933125e-05,
-    "min": 1.9174499999999977e-05,
-    "max": 1.9465099999999994e-05,
+    "seconds": 1.915839999999997e-05,
+    "min": 1.9020500000000005e-05,
+    "max": 1.9212599999999962e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7327849999999996e-05,
-    "min": 2.712279999999997e-05,
-    "max": 2.7785099999999976e-05,
+    "seconds": 2.7412600000000002e-05,
+    "min": 2.7075e-05,
+    "max": 2.7558299999999966e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.354325000000002e-05,
-    "min": 3.3466199999999995e-05,
-    "max": 3.37567e-05,
+    "seconds": 3.3388650000000004e-05,
+    "min": 3.334390000000005e-05,
+    "max": 3.3404200000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7548499999999994e-05,
-    "min": 4.723830000000002e-05,
-    "max": 4.788140000000001e-05,
+    "seconds": 4.726745e-05,
+    "min": 4.710740000000001e-05,
+    "max": 4.776959999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.411509999999999e-05,
-    "min": 2.4028600000000006e-05,
-    "max": 2.4233399999999994e-05,
+    "seconds": 2.4092750000000024e-05,
+    "min": 2.4057600000000025e-05,
+    "max": 2.421410000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.217755000000005e-05,
-    "min": 3.195840000000008e-05,
-    "max": 3.2355100000000025e-05,
+    "seconds": 3.190820000000002e-05,
+    "min": 3.176300000000015e-05,
+    "max": 3.224640000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.353255e-05,
-    "min": 3.330539999999996e-05,
-    "max": 3.365160000000001e-05,
+    "seconds": 3.332795000000003e-05,
+    "min": 3.328320000000001e-05,
+    "max": 3.349439999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.767189999999994e-05,
-    "min": 4.747199999999998e-05,
-    "max": 4.7817699999999954e-05,
+    "seconds": 4.772405000000001e-05,
+    "min": 4.742440000000003e-05,
+    "max": 4.787170000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.912969999999998e-05,
-    "min": 1.8863800000000014e-05,
-    "max": 1.93052e-05,
+    "seconds": 1.8966450000000012e-05,
+    "min": 1.86789e-05,
+    "max": 1.908140000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.627499999999998e-05,
-    "min": 2.6150599999999993e-05,
-    "max": 2.662389999999996e-05,
+    "seconds": 2.5996749999999947e-05,
+    "min": 2.5724800000000093e-05,
+    "max": 2.6159899999999946e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3409350000000016e-05,
-    "min": 3.32638e-05,
-    "max": 3.347539999999997e-05,
+    "seconds": 3.3198399999999984e-05,
+    "min": 3.304949999999999e-05,
+    "max": 3.327990000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7475349999999966e-05,
-    "min": 4.739559999999999e-05,
-    "max": 4.7737599999999995e-05,
+    "seconds": 4.7423799999999985e-05,
+    "min": 4.7327599999999984e-05,
+    "max": 4.7772200000000044e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.86064e-05,
-    "min": 1.8479800000000002e-05,
-    "max": 1.8623900000000003e-05,
+    "seconds": 1.8235249999999957e-05,
+    "min": 1.8108700000000022e-05,
+    "max": 1.840599999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4764749999999966e-05,
-    "min": 2.45183e-05,
-    "max": 2.4899200000000017e-05,
+    "seconds": 2.4476800000000016e-05,
+    "min": 2.4326400000000035e-05,
+    "max": 2.4537499999999932e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.364154999999998e-05,
-    "min": 3.359019999999998e-05,
-    "max": 3.3862400000000016e-05,
+    "seconds": 3.347529999999997e-05,
+    "min": 3.342089999999995e-05,
+    "max": 3.367009999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.758530000000003e-05,
-    "min": 4.7414400000000005e-05,
-    "max": 4.761950000000003e-05,
+    "seconds": 4.748924999999997e-05,
+    "min": 4.7154800000000045e-05,
+    "max": 4.79550999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.95437e-05,
-    "min": 1.9488100000000007e-05,
-    "max": 1.960930000000001e-05,
+    "seconds": 1.925274999999997e-05,
+    "min": 1.9177200000000027e-05,
+    "max": 1.9388600000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4553650000000056e-05,
-    "min": 2.451509999999999e-05,
-    "max": 2.4793599999999982e-05,
+    "seconds": 2.4345750000000044e-05,
+    "min": 2.4290999999999985e-05,
+    "max": 2.442240000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.835830000000001e-05,
-    "min": 4.817989999999999e-05,
-    "max": 4.867119999999999e-05,
+    "seconds": 4.7633850000000015e-05,
+    "min": 4.731800000000002e-05,
+    "max": 4.7846200000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.683025000000003e-05,
-    "min": 3.666199999999998e-05,
-    "max": 3.692130000000011e-05,
+    "seconds": 3.635780000000001e-05,
+    "min": 3.621419999999999e-05,
+    "max": 3.661740000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0219100000000017e-05,
-    "min": 3.0066799999999974e-05,
-    "max": 3.0431599999999988e-05,
+    "seconds": 2.9769599999999963e-05,
+    "min": 2.9715300000000013e-05,
+    "max": 2.9912899999999983e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1156799999999987e-05,
-    "min": 2.1011200000000078e-05,
-    "max": 2.1337600000000065e-05,
+    "seconds": 2.079820000000002e-05,
+    "min": 2.0658899999999993e-05,
+    "max": 2.105860000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,18 +11715,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0385600328445436e-05,
-    "min": 5.0063997507095334e-05,
-    "max": 5.130879878997803e-05,
+    "seconds": 4.7638999999999996e-05,
+    "min": 4.7574399999999976e-05,
+    "max": 4.79641e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.205279886722565e-05,
-    "min": 4.725440144538879e-05,
-    "max": 9.158719778060913e-05,
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
-   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "add",
@@ -11751,18 +11751,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8297600150108338e-05,
-    "min": 2.7744001150131227e-05,
-    "max": 3.100799918174744e-05,
+    "seconds": 2.4419799999999966e-05,
+    "min": 2.432370000000002e-05,
+    "max": 2.457599999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.745599865913391e-05,
-    "min": 5.5187201499938966e-05,
-    "max": 0.00010462720394134522,
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
-   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "mul",
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7677400000000005e-05,
-    "min": 4.7628699999999993e-05,
-    "max": 4.799910000000002e-05,
+    "seconds": 4.790649999999999e-05,
+    "min": 4.750700000000003e-05,
+    "max": 4.795280000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.508935000000006e-05,
-    "min": 9.463360000000001e-05,
-    "max": 9.545650000000001e-05,
+    "seconds": 9.530994999999996e-05,
+    "min": 9.52162e-05,
+    "max": 9.544359999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.42692e-05,
-    "min": 2.4144199999999978e-05,
-    "max": 2.4732600000000015e-05,
+    "seconds": 2.4389050000000003e-05,
+    "min": 2.4253000000000006e-05,
+    "max": 2.4543699999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.875359999999999e-05,
-    "min": 4.8371199999999955e-05,
-    "max": 4.91453e-05,
+    "seconds": 4.871655e-05,
+    "min": 4.85691e-05,
+    "max": 4.8912000000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3991749999999985e-05,
-    "min": 3.3893999999999984e-05,
-    "max": 3.415959999999998e-05,
+    "seconds": 3.382305e-05,
+    "min": 3.3629100000000006e-05,
+    "max": 3.409630000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.545635000000004e-05,
-    "min": 9.52826999999998e-05,
-    "max": 9.590719999999996e-05,
+    "seconds": 9.578995e-05,
+    "min": 9.545100000000006e-05,
+    "max": 9.595249999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.545105e-05,
-    "min": 8.526409999999989e-05,
-    "max": 8.565399999999995e-05,
+    "seconds": 8.419275e-05,
+    "min": 8.400829999999999e-05,
+    "max": 8.434530000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012038690000000006,
-    "min": 0.00011986250000000013,
-    "max": 0.00012051620000000001,
+    "seconds": 0.0001204715,
+    "min": 0.00012019509999999987,
+    "max": 0.00012110940000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.411964999999999e-05,
-    "min": 6.359299999999999e-05,
-    "max": 6.445439999999998e-05,
+    "seconds": 6.360825000000004e-05,
+    "min": 6.30529e-05,
+    "max": 6.37828e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9779499999999966e-05,
-    "min": 4.955789999999999e-05,
-    "max": 5.0223300000000004e-05,
+    "seconds": 4.9750350000000014e-05,
+    "min": 4.9379600000000024e-05,
+    "max": 4.9820500000000036e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011522914999999999,
-    "min": 0.00011478369999999997,
-    "max": 0.00011548980000000003,
+    "seconds": 0.00011321724999999996,
+    "min": 0.00011268309999999999,
+    "max": 0.0001134269,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.447715000000006e-05,
-    "min": 7.399369999999993e-05,
-    "max": 7.464970000000003e-05,
+    "seconds": 7.392099999999996e-05,
+    "min": 7.380760000000008e-05,
+    "max": 7.404799999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.083250000000001e-05,
-    "min": 8.023979999999999e-05,
-    "max": 8.115489999999998e-05,
+    "seconds": 7.965654999999997e-05,
+    "min": 7.908800000000001e-05,
+    "max": 8.050760000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.643820000000003e-05,
-    "min": 7.633000000000017e-05,
-    "max": 7.681929999999988e-05,
+    "seconds": 7.58329500000001e-05,
+    "min": 7.554200000000003e-05,
+    "max": 7.601910000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012652310000000003,
-    "min": 0.00012633379999999996,
-    "max": 0.0001267548000000001,
+    "seconds": 0.00012439334999999994,
+    "min": 0.0001242425000000001,
+    "max": 0.00012444519999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.899485000000003e-05,
-    "min": 7.880969999999998e-05,
-    "max": 7.92575e-05,
+    "seconds": 7.823860000000005e-05,
+    "min": 7.782690000000007e-05,
+    "max": 7.873270000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.633720000000002e-05,
-    "min": 3.6143699999999964e-05,
-    "max": 3.643860000000002e-05,
+    "seconds": 3.584325000000002e-05,
+    "min": 3.5603600000000026e-05,
+    "max": 3.597119999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000347542,
-    "min": 0.0003463902000000008,
-    "max": 0.00034804530000000005,
+    "seconds": 0.00033982230000000025,
+    "min": 0.00033939479999999986,
+    "max": 0.0003399449000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.612944999999998e-05,
-    "min": 3.599029999999996e-05,
-    "max": 3.6221100000000066e-05,
+    "seconds": 3.559384999999996e-05,
+    "min": 3.5529399999999985e-05,
+    "max": 3.564800000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003463006000000002,
-    "min": 0.0003457521000000006,
-    "max": 0.0003468665999999998,
+    "seconds": 0.00033843654999999987,
+    "min": 0.00033793159999999964,
+    "max": 0.0003389856000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.931325000000001e-05,
-    "min": 5.911440000000002e-05,
-    "max": 5.966920000000004e-05,
+    "seconds": 5.894685000000001e-05,
+    "min": 5.8863099999999996e-05,
+    "max": 5.9029999999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019779329999999998,
-    "min": 0.0001976481000000001,
-    "max": 0.0001978628000000001,
+    "seconds": 0.00019670569999999995,
+    "min": 0.0001966860999999999,
+    "max": 0.00019710580000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8949900000000016e-05,
-    "min": 5.8863899999999984e-05,
-    "max": 5.8982500000000034e-05,
+    "seconds": 5.876434999999999e-05,
+    "min": 5.863739999999999e-05,
+    "max": 5.880649999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019224474999999998,
-    "min": 0.0001921543,
-    "max": 0.00019235119999999996,
+    "seconds": 0.0001914937,
+    "min": 0.00019145579999999994,
+    "max": 0.00019152010000000012,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.846359999999999e-05,
-    "min": 5.8377899999999995e-05,
-    "max": 5.8547799999999995e-05,
+    "seconds": 5.788275e-05,
+    "min": 5.774710000000002e-05,
+    "max": 5.7932699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003451504999999999,
-    "min": 0.00034505700000000007,
-    "max": 0.00034528810000000005,
+    "seconds": 0.00034248424999999997,
+    "min": 0.0003423853000000001,
+    "max": 0.0003425528999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.584015000000002e-05,
-    "min": 5.5776e-05,
-    "max": 5.609819999999999e-05,
+    "seconds": 5.542960000000003e-05,
+    "min": 5.535039999999999e-05,
+    "max": 5.5593400000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003385869500000001,
-    "min": 0.0003385394,
-    "max": 0.00033899060000000005,
+    "seconds": 0.0003368847,
+    "min": 0.00033660920000000004,
+    "max": 0.0003371782,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012767005000000005,
-    "min": 0.00012764120000000005,
-    "max": 0.00012775170000000003,
+    "seconds": 0.00012628729999999996,
+    "min": 0.00012617869999999998,
+    "max": 0.0001264986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042808985000000033,
-    "min": 0.0004273895,
-    "max": 0.0004284915000000002,
+    "seconds": 0.0004259387,
+    "min": 0.0004247223999999996,
+    "max": 0.0004265037999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012700089999999998,
-    "min": 0.00012692419999999995,
-    "max": 0.0001270993,
+    "seconds": 0.00012648009999999995,
+    "min": 0.0001264562,
+    "max": 0.0001265661,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004247788500000001,
-    "min": 0.0004243104000000002,
-    "max": 0.0004253438000000002,
+    "seconds": 0.0004232419499999999,
+    "min": 0.00042297759999999993,
+    "max": 0.00042393989999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.868655000000001e-05,
-    "min": 8.8368e-05,
-    "max": 8.893120000000002e-05,
+    "seconds": 8.900445e-05,
+    "min": 8.874889999999998e-05,
+    "max": 8.910119999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012293119999999997,
-    "min": 0.00012287789999999998,
-    "max": 0.00012299830000000002,
+    "seconds": 0.00012271635,
+    "min": 0.00012266900000000008,
+    "max": 0.000122749,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.530949999999997e-05,
-    "min": 5.508789999999994e-05,
-    "max": 5.546619999999998e-05,
+    "seconds": 5.5070249999999976e-05,
+    "min": 5.49635e-05,
+    "max": 5.51423e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.007830000000001e-05,
-    "min": 8.994299999999995e-05,
-    "max": 9.018660000000002e-05,
+    "seconds": 8.995969999999996e-05,
+    "min": 8.991269999999993e-05,
+    "max": 9.006920000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,18 +12448,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.167199909687043e-05,
-    "min": 6.097599864006043e-05,
-    "max": 6.327040195465089e-05,
+    "seconds": 5.573585e-05,
+    "min": 5.559940000000005e-05,
+    "max": 5.57859e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.746719777584076e-05,
-    "min": 5.1139199733734136e-05,
-    "max": 8.601920008659363e-05,
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
-   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "transpose_contiguous",
@@ -12481,18 +12481,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.786080062389374e-05,
-    "min": 5.3311997652053836e-05,
-    "max": 5.8998399972915655e-05,
+    "seconds": 4.843830000000001e-05,
+    "min": 4.823659999999995e-05,
+    "max": 4.852810000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.983200073242188e-05,
-    "min": 5.51584005355835e-05,
-    "max": 8.047680258750915e-05,
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
-   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "cat",
@@ -12521,18 +12521,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.972640037536621e-05,
-    "min": 3.820480108261108e-05,
-    "max": 4.236479997634888e-05,
+    "seconds": 3.4708750000000005e-05,
+    "min": 3.4607900000000025e-05,
+    "max": 3.477489999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.080479919910431e-05,
-    "min": 5.340480208396911e-05,
-    "max": 9.968320131301879e-05,
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
-   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "cat",
@@ -12561,18 +12561,18 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3908799886703493e-05,
-    "min": 2.2249600291252134e-05,
-    "max": 3.719039857387543e-05,
+    "seconds": 1.71294e-05,
+    "min": 1.6959899999999993e-05,
+    "max": 1.728369999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.663839995861054e-05,
-    "min": 8.350719809532167e-05,
-    "max": 0.00012193280458450317,
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
-   "method": "10 calls back to back between timer reads (forward), and 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions; timer around the calls, no kernel durations: torch.profiler recorded no GPU kernels"
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
   },
   {
    "op": "gelu_tanh_composite",
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002968166500000002,
-    "min": 0.00029619439999999987,
-    "max": 0.0002971063000000001,
+    "seconds": 0.0002958669999999999,
+    "min": 0.0002954436999999999,
+    "max": 0.0002962351000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004539058499999997,
-    "min": 0.0004535228000000005,
-    "max": 0.0004541849999999996,
+    "seconds": 0.0004533266999999999,
+    "min": 0.00045315269999999944,
+    "max": 0.0004542251000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037154585000000005,
-    "min": 0.00037112959999999987,
-    "max": 0.00037173840000000007,
+    "seconds": 0.00036721139999999997,
+    "min": 0.0003666867000000001,
+    "max": 0.00036750959999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004794483499999998,
-    "min": 0.0004791211000000001,
-    "max": 0.0004797223000000008,
+    "seconds": 0.0004778015999999998,
+    "min": 0.0004772931999999999,
+    "max": 0.00047822390000000026,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002420931,
-    "min": 0.00024133659999999997,
-    "max": 0.0002431254,
+    "seconds": 0.00024240640000000005,
+    "min": 0.0002413095,
+    "max": 0.00024370919999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007820908000000005,
-    "min": 0.0007816157000000003,
-    "max": 0.0007827720999999998,
+    "seconds": 0.0007807056999999998,
+    "min": 0.0007786091999999998,
+    "max": 0.0007812281000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020245874500000004,
-    "min": 0.0020216308,
-    "max": 0.0020284871000000007,
+    "seconds": 0.0020248022,
+    "min": 0.0020108074000000004,
+    "max": 0.0020290714,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0049039513999999985,
-    "min": 0.004898354600000001,
-    "max": 0.004906139899999999,
+    "seconds": 0.004855507199999999,
+    "min": 0.004852767199999996,
+    "max": 0.004863024799999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005530296499999998,
-    "min": 0.0005526596000000001,
-    "max": 0.0005533899,
+    "seconds": 0.0005477368999999999,
+    "min": 0.0005473815000000002,
+    "max": 0.0005486447000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017636625999999994,
-    "min": 0.0017623024999999996,
-    "max": 0.0017653555000000005,
+    "seconds": 0.0017502100499999997,
+    "min": 0.0017471233000000003,
+    "max": 0.0017512974999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011730824,
-    "min": 0.0011675423,
-    "max": 0.0011836517999999996,
+    "seconds": 0.0011669613499999997,
+    "min": 0.0011603195,
+    "max": 0.0011729689999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028287579,
-    "min": 0.0028210175999999997,
-    "max": 0.0028378736000000014,
+    "seconds": 0.00280342765,
+    "min": 0.0027977146,
+    "max": 0.0028104735999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003382952,
-    "min": 0.0003361538999999999,
-    "max": 0.0003406794,
+    "seconds": 0.00033818024999999997,
+    "min": 0.00033334329999999994,
+    "max": 0.0003418687,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010963597000000005,
-    "min": 0.0010929741,
-    "max": 0.0011048648,
+    "seconds": 0.0010896070499999996,
+    "min": 0.0010877225999999993,
+    "max": 0.0010941729000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.847025000000006e-05,
-    "min": 6.830040000000003e-05,
-    "max": 6.85983e-05,
+    "seconds": 6.775340000000001e-05,
+    "min": 6.757230000000003e-05,
+    "max": 6.796740000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00040242480000000013,
-    "min": 0.00040207510000000004,
-    "max": 0.00040297489999999994,
+    "seconds": 0.0003969529000000002,
+    "min": 0.00039636299999999995,
+    "max": 0.0003971757999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015713289999999997,
-    "min": 0.00015693199999999998,
-    "max": 0.00015781619999999998,
+    "seconds": 0.00015851779999999995,
+    "min": 0.00015762190000000008,
+    "max": 0.00015874820000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004922090000000002,
-    "min": 0.0004919965000000001,
-    "max": 0.0004932864999999234,
+    "seconds": 0.0004919102999999996,
+    "min": 0.0004908575999999998,
+    "max": 0.0004926539000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010237585000000005,
-    "min": 0.00010191970000000007,
-    "max": 0.00010278429999999999,
+    "seconds": 0.00010483334999999999,
+    "min": 0.00010222750000000002,
+    "max": 0.00010548440000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036837655,
-    "min": 0.0003677141999999818,
-    "max": 0.0003689602000000001,
+    "seconds": 0.00036475055000000046,
+    "min": 0.00036398449999999977,
+    "max": 0.00036571370000000044,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,817 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.771684999999994e-05,
-    "min": 4.7552099999999975e-05,
-    "max": 4.800389999999996e-05,
+    "seconds": 4.7257599999999966e-05,
+    "min": 4.714230000000011e-05,
+    "max": 4.788829999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029043490000000194,
-    "min": 0.0002899058999999999,
-    "max": 0.00029105390000000003,
+    "seconds": 0.00028576655000000004,
+    "min": 0.0002851038999999997,
+    "max": 0.00028607289999999966,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "cudnn"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      12,
+      96,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      96,
+      12,
+      96,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      96,
+      12,
+      96,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 2.720120000000005e-05,
+    "min": 2.709450000000004e-05,
+    "max": 2.7430199999999994e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00015439455000000032,
+    "min": 0.0001542068000000001,
+    "max": 0.0001547167000000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "cudnn"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 3.383039999999992e-05,
+    "min": 3.349749999999999e-05,
+    "max": 3.398359999999984e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00016278310000000004,
+    "min": 0.00016220510000000031,
+    "max": 0.00016336910000000016,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "flash"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.202875000000001e-05,
+    "min": 5.111969999999998e-05,
+    "max": 5.227460000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00022324939999999994,
+    "min": 0.00022249249999999987,
+    "max": 0.0002237387000000002,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "flash"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00016131974999999998,
+    "min": 0.00015905750000000003,
+    "max": 0.00016279989999999997,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0005497484000000002,
+    "min": 0.0005494430999999999,
+    "max": 0.0005498879999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "efficient"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00026761300000000004,
+    "min": 0.0002668223,
+    "max": 0.0002684363000000001,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00065712425,
+    "min": 0.0006535161000000004,
+    "max": 0.0006597052999999999,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "efficient"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.386875e-05,
+    "min": 8.324850000000002e-05,
+    "max": 8.441880000000003e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0002946117499999999,
+    "min": 0.0002940409,
+    "max": 0.0002956064,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "efficient"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00041052665000000004,
+    "min": 0.0004100548000000001,
+    "max": 0.0004105966,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0010270130000000002,
+    "min": 0.0010262987000000004,
+    "max": 0.0010275572999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "efficient"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012324085,
+    "min": 0.00012307710000000006,
+    "max": 0.00012397999999999993,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00046317075000000004,
+    "min": 0.00046258810000000003,
+    "max": 0.00046344299999999974,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "cudnn",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      96,
+      12,
+      96,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      96,
+      12,
+      96,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      96,
+      12,
+      96,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 4.38383499999999e-05,
+    "min": 4.380750000000007e-05,
+    "max": 4.434209999999998e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00016451699999999993,
+    "min": 0.0001640924000000002,
+    "max": 0.00016497249999999997,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "cudnn",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      64,
+      12,
+      256,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.319389999999998e-05,
+    "min": 9.299570000000001e-05,
+    "max": 9.329319999999994e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0003082132000000028,
+    "min": 0.0003078392000000002,
+    "max": 0.00030882480000000024,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": false,
+    "backend": "cudnn",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0004009015499999999,
+    "min": 0.0004007580000000001,
+    "max": 0.00040117010000000004,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0006382502500000003,
+    "min": 0.0006370804999999998,
+    "max": 0.0006394000999999968,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "cudnn",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.502995000000002e-05,
+    "min": 6.480640000000017e-05,
+    "max": 6.518640000000013e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00017764475000000012,
+    "min": 0.00017743969999999243,
+    "max": 0.00017820069999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "flash",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      16,
+      12,
+      512,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.11652e-05,
+    "min": 6.022450000000004e-05,
+    "max": 6.191620000000012e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00024096239999999998,
+    "min": 0.00024075189999999994,
+    "max": 0.00024142319999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "cudnn",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00024173164999999992,
+    "min": 0.00024144170000000003,
+    "max": 0.00024224980000000016,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0004495152999999996,
+    "min": 0.00044931990000000014,
+    "max": 0.0004504297000000001,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sdpa",
+   "params": {
+    "is_causal": true,
+    "backend": "flash",
+    "dropout_p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      4,
+      16,
+      2048,
+      64
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0002056186,
+    "min": 0.0002041945,
+    "max": 0.00020765480000000004,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00061943665,
+    "min": 0.0006188902000000002,
+    "max": 0.0006198455000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"

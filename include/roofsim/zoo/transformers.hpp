@@ -15,10 +15,12 @@ inline std::string heads_view(GraphBuilder& b, const std::string& name, const st
     return b.layer(name, "reshape", {in}, {{"shape", std::vector<std::int64_t>{-1, heads, seq, head_dim}}});
 }
 
-/// The attention core shared by both models: SDPA over q, k, v, then heads merged back (a copy).
+/// The attention core shared by both models: SDPA over q, k, v with the configs' attention dropout
+/// (0.1, passed as dropout_p in training), then heads merged back (a copy).
 inline std::string attention_core(GraphBuilder& b, const std::string& name, const std::string& q, const std::string& k,
                                   const std::string& v, bool causal, std::int64_t seq, std::int64_t hidden) {
-    std::string a = b.layer(name + ".sdpa", "sdpa", {q, k, v}, {{"is_causal", causal}, {"backend", std::string("flash")}});
+    std::string a = b.layer(name + ".sdpa", "sdpa", {q, k, v},
+                            {{"is_causal", causal}, {"backend", std::string("flash")}, {"dropout_p", 0.1}});
     return b.layer(name + ".merge_heads", "reshape", {a},
                    {{"shape", std::vector<std::int64_t>{-1, seq, hidden}}, {"copy", true}});
 }
