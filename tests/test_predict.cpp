@@ -309,6 +309,15 @@ TEST_CASE("casts and column sums take their own op's efficiency whatever layer r
     Kernel copy = cast;
     copy.kind = KernelKind::copy;  // a same-dtype copy is no cast
     CHECK(factor_op(copy) == "linear");
+    // a layout copy (.contiguous() of a transposed view: aten::clone) takes the transposed copy's
+    // efficiency, the forward's in either phase
+    Kernel clone = copy;
+    clone.op = "aten::clone";
+    clone.source_op = "mha";
+    clone.phase = Phase::backward;
+    CHECK(factor_op(clone) == "transpose_contiguous");
+    CHECK(factor_phase(clone) == Phase::forward);
+    CHECK(factor_phase(copy) == copy.phase);
 }
 
 TEST_CASE("an attention kernel takes its backend's op efficiency, interpolated over the sequence length", "[predict][cost]") {
@@ -727,6 +736,13 @@ TEST_CASE("fused attention pads sequences to blocks of 64 and takes sdpa's timin
     copy.source_op = "mha";
     copy.dtype = DType::bf16;
     CHECK(op_factor(copy, ctx) == 1.0);  // mha's other kernels keep mha's own (none timed)
+    copy.op = "aten::clone";              // but its layout copies are transposed copies
+    copy.phase = Phase::backward;
+    CHECK(op_factor(copy, ctx) != 1.0);
+    copy.phase = Phase::forward;
+    const double forward_factor = op_factor(copy, ctx);
+    copy.phase = Phase::backward;
+    CHECK(op_factor(copy, ctx) == forward_factor);
 }
 
 TEST_CASE("an op timing's forward casts of leaves count once per autocast context", "[predict][framework]") {

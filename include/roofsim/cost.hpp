@@ -531,6 +531,21 @@ private:
     return k.kind == KernelKind::elementwise && (k.op == "aten::_to_copy" || k.op == "aten::copy_");
 }
 
+/// Whether a kernel is a layout copy (aten::clone: what .contiguous() runs on a transposed or
+/// permuted view, as attention's heads are split and merged; a contiguous tensor's .contiguous()
+/// copies nothing). Such copies read with strides: on an H200 a float32 one ran at 2.5 TB/s and a
+/// bfloat16 one at 1.55 TB/s where a contiguous clone ran at 3.8 (tools/validate/copy_speed.py,
+/// 2026-11-30), so they take the probe's transposed copy's efficiency (factor_op).
+[[nodiscard]] inline bool is_layout_copy(const Kernel& k) {
+    return k.kind == KernelKind::copy && k.op == "aten::clone";
+}
+
+/// The phase whose per-op efficiency a kernel takes: its own, but a layout copy's is the same copy
+/// either way and takes the forward's (the probe's transposed copy launches none backward).
+[[nodiscard]] inline Phase factor_phase(const Kernel& k) {
+    return is_layout_copy(k) ? Phase::forward : k.phase;
+}
+
 /// Whether a kernel is a sum over the leading dimensions that keeps the last (aten::sum carrying its
 /// reduction shape as NormDims: columns, rows), as bias gradients are.
 [[nodiscard]] inline bool is_column_sum(const Kernel& k) {
@@ -560,6 +575,7 @@ private:
 /// convolution's passes the depthwise timing's (conv2d with groups = channels).
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
     if (k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims)) return "sdpa";
+    if (is_layout_copy(k)) return "transpose_contiguous";
     if (is_cast(k)) return "cast";
     if (is_column_sum(k)) return "sum";
     if (is_depthwise_conv(k)) return "depthwise_conv2d";
@@ -642,7 +658,7 @@ namespace detail {
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
     const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
-    auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{factor_op(k), k.phase, low});
+    auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{factor_op(k), factor_phase(k), low});
     return it != ctx.op_factor.end() ? op_factor_at(it->second, k) : 1.0;
 }
 

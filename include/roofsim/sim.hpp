@@ -174,9 +174,10 @@ public:
         if (!takes_op_factor(k, ctx_)) return 1.0;
         const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
         const std::string_view op = factor_op(k);
-        std::optional<const std::vector<OpFactorPoint>*>& points = entry(op).factor[static_cast<int>(k.phase)][low ? 1 : 0];
+        const Phase phase = factor_phase(k);
+        std::optional<const std::vector<OpFactorPoint>*>& points = entry(op).factor[static_cast<int>(phase)][low ? 1 : 0];
         if (!points) {
-            auto it = ctx_.op_factor.find(std::tuple<std::string_view, Phase, bool>{op, k.phase, low});
+            auto it = ctx_.op_factor.find(std::tuple<std::string_view, Phase, bool>{op, phase, low});
             points = it != ctx_.op_factor.end() ? &it->second : nullptr;
         }
         if (!*points) return 1.0;
