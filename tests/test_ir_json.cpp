@@ -140,6 +140,17 @@ TEST_CASE("a bad IR is refused as a whole, naming the field", "[ir][json][errors
         doc["kernels"][1]["kind"] = "elementwise";
         CHECK(error_of(doc) == "ir.json: /kernels/1/kind: does not match its shape object (gemm, conv, attention or norm)");
     }
+    SECTION("an attention's dropout is a probability") {
+        doc["kernels"][1].erase("gemm");
+        doc["kernels"][1]["kind"] = "attention";
+        doc["kernels"][1]["attention"] = {{"batch", 2}, {"heads", 4}, {"seq_q", 128}, {"seq_kv", 128}, {"head_dim", 64},
+                                          {"backend", "cudnn"}, {"dropout_p", 0.1}};
+        CHECK_NOTHROW(kernel_ir_from_json(doc, "ir.json"));
+        doc["kernels"][1]["attention"]["dropout_p"] = 1.0;
+        CHECK(error_of(doc) == "ir.json: /kernels/1/attention/dropout_p: expected a probability below 1");
+        doc["kernels"][1]["attention"]["dropout_p"] = -0.1;
+        CHECK_THAT(error_of(doc), Catch::Contains("/kernels/1/attention/dropout_p"));
+    }
     SECTION("a norm shape on a GEMM") {
         doc["kernels"][1]["norm"] = {{"groups", 64}, {"group_elements", 4096}};
         CHECK(error_of(doc) == "ir.json: /kernels/1: more than one of gemm, conv, attention, norm");

@@ -304,3 +304,22 @@ TEST_CASE("the math attention path runs the kernels of PyTorch's _scaled_dot_pro
     CHECK(std::none_of(full.kernels.kernels.begin(), full.kernels.kernels.end(), [](const Kernel& k) { return k.op == "aten::tril"; }));
     CHECK(std::count_if(full.kernels.kernels.begin(), full.kernels.kernels.end(), [](const Kernel& k) { return k.op == "aten::eq"; }) == 1);
 }
+
+TEST_CASE("attention dropout reaches the fused kernels and is checked", "[lower]") {
+    const GraphInput q{"", {2, 4, 128, 64}, DType::bf16, true};
+    LoweringOptions o;
+    o.precision = PrecisionMode::bf16;
+    o.optimizer.kind = OptimizerKind::none;
+    const auto attention_dropouts = [&](std::map<std::string, AttrValue> attrs) {
+        std::vector<double> dropouts;
+        for (const auto& k : lower(one_layer_graph("sdpa", std::move(attrs), {q, q, q}), o).kernels.kernels) {
+            if (const auto* a = std::get_if<AttentionDims>(&k.dims)) dropouts.push_back(a->dropout);
+        }
+        return dropouts;
+    };
+    CHECK(attention_dropouts({{"backend", AttrValue(std::string("cudnn"))}}) == std::vector<double>{0.0, 0.0});
+    CHECK(attention_dropouts({{"backend", AttrValue(std::string("cudnn"))}, {"dropout_p", AttrValue(0.1)}}) ==
+          std::vector<double>{0.1, 0.1});  // forward and backward
+    CHECK_THROWS_WITH(lower(one_layer_graph("sdpa", {{"dropout_p", AttrValue(1.0)}}, {q, q, q}), o),
+                      Catch::Contains("dropout_p"));
+}

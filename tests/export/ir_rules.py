@@ -142,7 +142,7 @@ def violations(doc):
                 err(f"{p}.conv.groups")
         if "attention" in k:
             a = k["attention"]
-            if set(a) - {"batch", "heads", "seq_q", "seq_kv", "head_dim", "causal", "backend", "backward"}:
+            if set(a) - {"batch", "heads", "seq_q", "seq_kv", "head_dim", "causal", "backend", "backward", "dropout_p"}:
                 err(f"{p}.attention: unknown field")
             for d in ("batch", "heads", "seq_q", "seq_kv", "head_dim"):
                 if not _pos_int(a.get(d)):
@@ -152,4 +152,6 @@ def violations(doc):
             for d in ("causal", "backward"):
                 if d in a and not isinstance(a[d], bool):
                     err(f"{p}.attention.{d}: bool")
+            if "dropout_p" in a and not (isinstance(a["dropout_p"], (int, float)) and 0 <= a["dropout_p"] < 1):
+                err(f"{p}.attention.dropout_p: a probability below 1")
     return out
