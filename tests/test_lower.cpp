@@ -323,3 +323,24 @@ TEST_CASE("attention dropout reaches the fused kernels and is checked", "[lower]
     CHECK_THROWS_WITH(lower(one_layer_graph("sdpa", {{"dropout_p", AttrValue(1.0)}}, {q, q, q}), o),
                       Catch::Contains("dropout_p"));
 }
+
+TEST_CASE("a layer norm's weight gradients carry its row shape", "[lower]") {
+    // so that they take the efficiency timed at the layer's shape (op_factor_at), as its dX kernel does
+    const GraphInput x{"", {64, 768}, DType::f32, true};
+    LoweringOptions o;
+    o.optimizer.kind = OptimizerKind::none;
+    for (const char* op : {"layernorm", "rmsnorm"}) {
+        INFO(op);
+        const Graph g = one_layer_graph(op, {{"normalized_shape", AttrValue(std::vector<std::int64_t>{768})}}, {x});
+        int backward = 0;
+        for (const auto& k : lower(g, o).kernels.kernels) {
+            if (k.phase != Phase::backward || k.kind == KernelKind::host_only) continue;
+            ++backward;
+            const auto* d = std::get_if<NormDims>(&k.dims);
+            REQUIRE(d != nullptr);
+            CHECK(d->groups == 64);
+            CHECK(d->group_elements == 768);
+        }
+        CHECK(backward == 2);  // dX, then the weight (and bias) gradients
+    }
+}

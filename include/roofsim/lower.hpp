@@ -871,7 +871,9 @@ private:
         kernel(l, Phase::forward, fwd, KernelKind::normalization, dt, n, n, 0).dims = per_row;
         save_input(s, l, 0, dt);
         kernel(l, Phase::backward, joined_name(fwd, "_backward"), KernelKind::normalization, dt, 2 * n, n, 0).dims = per_row;
-        if (affine) kernel(l, Phase::backward, joined_name(fwd, "_backward"), KernelKind::reduction, dt, 2 * n, normalized);
+        // the weight (and bias) gradients reduce the same rows: the same reduction shape, so that they
+        // take the factor timed at the layer's shape, not the op's first timing
+        if (affine) kernel(l, Phase::backward, joined_name(fwd, "_backward"), KernelKind::reduction, dt, 2 * n, normalized).dims = per_row;
         return Value{x.shape, dt, true};
     }
 

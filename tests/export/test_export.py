@@ -248,8 +248,11 @@ class TransformerBlock(unittest.TestCase):
         self.assertEqual(len(norms), 2 * layers + 1)
         self.assertTrue(all(k["kind"] == "normalization" and k["dtype"] == "float32" for k in norms))
         self.assertTrue(all(k["norm"] == {"groups": batch * seq, "group_elements": dim} for k in norms))
-        self.assertEqual(len([k for k in aten(doc, "native_layer_norm_backward") if k["kind"] == "normalization"]),
-                         2 * layers + 1)
+        norm_backward = aten(doc, "native_layer_norm_backward")
+        self.assertEqual(len([k for k in norm_backward if k["kind"] == "normalization"]), 2 * layers + 1)
+        # the weight and bias gradients (a reduction) carry the layer's row shape too
+        self.assertEqual(len([k for k in norm_backward if k["kind"] == "reduction"]), 2 * layers + 1)
+        self.assertTrue(all(k["norm"] == {"groups": batch * seq, "group_elements": dim} for k in norm_backward))
         # bias gradients: sums of dY over its rows, with their shape (columns, rows)
         bias_sums = [k for k in aten(doc, "sum", "backward") if "norm" in k]
         self.assertTrue(bias_sums)

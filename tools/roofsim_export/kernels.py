@@ -662,8 +662,9 @@ class Mapper:
             ks.append(self.kernel(name, "normalization", dtype, two_n + small, out_bytes(grads[0]),
                                   **per_row(x, na.get("normalized_shape"))))
         param_grads = [g for g, m in zip(grads[1:3], mask[1:3]) if m and _defined(g)]
-        if param_grads:
-            ks.append(self.kernel(name, "reduction", dtype, two_n, sum(out_bytes(g) for g in param_grads)))
+        if param_grads:  # the weight and bias gradients reduce the same rows: the same "norm" shape
+            ks.append(self.kernel(name, "reduction", dtype, two_n, sum(out_bytes(g) for g in param_grads),
+                                  **per_row(x, na.get("normalized_shape"))))
         return ks
 
     # -- multi-tensor (optimizer) -----------------------------------------------------------------
