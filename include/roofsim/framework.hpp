@@ -200,8 +200,9 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
     const auto measured = [](const OpTiming& t, Phase phase) {
         return phase == Phase::forward ? t.forward_seconds : t.backward_seconds;
     };
-    // in a one-layer timing every forward float32 -> 16-bit cast is of a leaf that requires grad
-    const auto is_autocast_cached_cast = [&](const Kernel& k) {
+    // in a one-layer timing every forward float32 -> 16-bit cast (written in fewer bytes than it
+    // reads) is of a leaf that requires grad: an input or a parameter
+    const auto is_autocast_cached_cast = [](const Kernel& k) {
         return is_cast(k) && k.phase == Phase::forward && k.dtype == DType::f32 && k.bytes_written < k.bytes_read;
     };
     for (const auto& t : f.op_timings) {
