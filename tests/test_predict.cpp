@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -776,13 +777,14 @@ TEST_CASE("an op timing's forward casts of leaves count once per autocast contex
     o.precision = PrecisionMode::amp_bf16;
     o.optimizer.kind = OptimizerKind::none;
     double attention = 0, casts = 0;
-    const Kernel* attention_kernel = nullptr;
-    for (const Kernel& k : lower(parsed.op_timings.front().graph, o).kernels.kernels) {
+    std::optional<Kernel> attention_kernel;
+    const LoweredStep step = lower(parsed.op_timings.front().graph, o);
+    for (const Kernel& k : step.kernels.kernels) {
         if (k.phase != Phase::forward) continue;
-        if (k.kind == KernelKind::attention) attention += kernel_cost(k, plain).time.value(), attention_kernel = &k;
+        if (k.kind == KernelKind::attention) attention += kernel_cost(k, plain).time.value(), attention_kernel = k;
         if (is_cast(k)) casts += kernel_cost(k, plain).time.value();
     }
-    REQUIRE(attention_kernel != nullptr);
+    REQUIRE(attention_kernel.has_value());
     REQUIRE(casts > attention / 2);  // at this size the casts are a large part of the forward
     // a forward that took the attention's modelled time plus a tenth of the casts: factor 1 over ten calls
     FrameworkProfile f = parsed;
