@@ -900,16 +900,16 @@ def op_timing_cases():
     # Fused attention's efficiency over the sequence length, and with dropout (transformers train
     # with attention dropout: the kernels draw Philox random numbers for every score): short, middle
     # and long sequences, apart from the validation's (128 and 1024).
-    short, middle, long = [96, 12, 96, 64], [16, 12, 512, 64], [4, 16, 2048, 64]
+    short, medium, middle, long = [96, 12, 96, 64], [64, 12, 256, 64], [16, 12, 512, 64], [4, 16, 2048, 64]
     cases += [
         ("sdpa", {"is_causal": False, "backend": "cudnn"}, [(short, f32, True)] * 3),
         ("sdpa", {"is_causal": True, "backend": "cudnn"}, [(middle, f32, True)] * 3),
         ("sdpa", {"is_causal": True, "backend": "flash"}, [(middle, f32, True)] * 3),
         ("sdpa", {"is_causal": True, "backend": "flash"}, [(long, f32, True)] * 3),
         ("sdpa", {"is_causal": True, "backend": "efficient"}, [(middle, f32, True)] * 3),
-        ("sdpa", {"is_causal": False, "backend": "efficient"}, [([64, 12, 256, 64], f32, True)] * 3),
+        ("sdpa", {"is_causal": False, "backend": "efficient"}, [(medium, f32, True)] * 3),
     ]
-    for shape in (short, [64, 12, 256, 64], long):
+    for shape in (short, medium, long):
         cases.append(("sdpa", {"is_causal": False, "backend": "cudnn", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
     for shape in (middle, long):
         cases.append(("sdpa", {"is_causal": True, "backend": "cudnn", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
