@@ -189,6 +189,18 @@ class MlpAgainstLowering(unittest.TestCase):
         self.assertEqual((gelu["kind"], gelu["bytes_read"], gelu["bytes_written"]), ("elementwise", 4 * B * H, 4 * B * H))
         back = aten(doc, "gelu_backward")[0]
         self.assertEqual((back["bytes_read"], back["bytes_written"]), (8 * B * H, 4 * B * H))
+        # log_softmax's backward reads dY and its forward's output, which its schema names `output`:
+        # an input, not an out= argument
+        lsm = aten(doc, "_log_softmax_backward_data")[0]
+        self.assertEqual((lsm["bytes_read"], lsm["bytes_written"]), (8 * B * C, 4 * B * C))
+
+    def test_backward_reading_the_output(self):
+        """tanh_backward(grad_output, output) reads both, though one is named `output`."""
+        B, H = self.B, self.H
+        model = nn.Sequential(nn.Linear(self.IN, H), nn.Tanh(), nn.Linear(H, self.C))
+        doc = export(model, {"x": torch.randn(B, self.IN)}, precision="fp32", optimizer="none")
+        back = aten(doc, "tanh_backward")
+        self.assertEqual([(k["bytes_read"], k["bytes_written"]) for k in back], [(8 * B * H, 4 * B * H)])
 
     def test_amp_bf16_casts(self):
         model, inputs = models.mlp(self.IN, self.H, self.C, self.B)

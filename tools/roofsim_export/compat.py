@@ -169,6 +169,26 @@ def mutated_args(func, args, kwargs):
     return out
 
 
+def out_args(func, args, kwargs):
+    """The tensors an `out=` overload writes its result into: keyword-only arguments the schema marks
+    written (`*, Tensor(a!) out`). Not an input merely named so (`tanh_backward(grad_output, output)`
+    reads `output`)."""
+    out = []
+    try:
+        schema = func._schema
+    except Exception:
+        return out
+    for i, arg in enumerate(schema.arguments):
+        info = arg.alias_info
+        if info is None or not info.is_write or not getattr(arg, "kwarg_only", False):
+            continue
+        if i < len(args):
+            out.append(args[i])
+        elif arg.name in kwargs:
+            out.append(kwargs[arg.name])
+    return out
+
+
 def named_args(func, args, kwargs) -> dict:
     """The op's arguments by schema name (positional and keyword), defaults filled in."""
     out = {}

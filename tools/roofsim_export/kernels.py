@@ -348,7 +348,7 @@ class Mapper:
         outputs = flat_tensors(out)
         mutated = flat_tensors(compat.mutated_args(func, args, kwargs))
         na = compat.named_args(func, args, kwargs)
-        out_arg = [t for k, v in na.items() if k.startswith("out") for t in flat_tensors(v)]
+        out_arg = flat_tensors(compat.out_args(func, args, kwargs))
         if out_arg:
             out_ids = {identity(t) for t in out_arg}
             inputs = [t for t in inputs if identity(t) not in out_ids]
