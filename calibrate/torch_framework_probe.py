@@ -914,9 +914,14 @@ def op_timing_cases():
     for shape in (middle, long):
         cases.append(("sdpa", {"is_causal": True, "backend": "cudnn", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
         cases.append(("sdpa", {"is_causal": True, "backend": "flash", "dropout_p": 0.1}, [(shape, f32, True)] * 3))
+    # An add of a bfloat16 and a float32 tensor (a block's output added to a float32 residual under
+    # autocast, GPT-2's tanh GELU): PyTorch runs its loop that casts each operand on load, not the
+    # vectorized one; no gradient (its backward is a cast, timed above).
+    cases.append(("add", {}, [(rows, "bfloat16!", False), (rows, "float32!", False)]))
     out = []
     for op, params, inputs in cases:
-        if op == "cast":  # an explicit x.to(dtype): no autocast involved
+        if op == "cast" or all(dtype.endswith("!") for _, dtype, _ in inputs):
+            # an explicit x.to(dtype), or operands of fixed dtypes: no autocast involved
             out.append((op, params, inputs, "fp32"))
             continue
         precisions = ["amp-bf16"] if params.get("backend") in ("flash", "cudnn") else ["fp32", "amp-bf16"]
@@ -1034,6 +1039,8 @@ def op_timing_probes(p: Probe, calls: int) -> list:
                         fn(*inputs)
 
             def backward():
+                if not wrt:  # nothing requires a gradient: no backward
+                    return
                 for _ in range(calls):
                     torch.autograd.grad(out, wrt, grad_out, retain_graph=True)
 

@@ -114,16 +114,72 @@ TEST_CASE("casts and GPT-2's gelu_new follow autocast's dtypes", "[lower][precis
     o.precision = PrecisionMode::amp_bf16;
     o.optimizer.kind = OptimizerKind::none;
     const LoweredStep s = lower(g, o);
-    int casts_up = 0, casts_down = 0, fp32_elementwise = 0;
+    int casts_up = 0, casts_down = 0, fp32_elementwise = 0, bf16_elementwise = 0, mixed = 0;
+    const double n = 8.0 * 64;
     for (const Kernel& k : s.kernels.kernels) {
         if (is_cast(k)) (k.dtype == DType::bf16 ? casts_up : casts_down) += 1;
-        if (k.kind == KernelKind::elementwise && !is_cast(k) && k.dtype == DType::f32) ++fp32_elementwise;
+        if (k.kind != KernelKind::elementwise || is_cast(k)) continue;
+        if (k.mixed_dtypes) {
+            ++mixed;
+            CHECK(k.bytes_read.value() == n * (2 + 4));  // one bfloat16 and one float32 operand
+            CHECK(k.bytes_written.value() == n * 4);
+        } else {
+            (k.dtype == DType::f32 ? fp32_elementwise : bf16_elementwise) += 1;
+        }
     }
-    // `up` and gelu_new's pow each cast x up forward and their gradients back down; a cast to the
-    // dtype a tensor has is nothing
+    // `up` and gelu_new's pow each cast x up forward; `up`'s gradient is cast back down, and so are
+    // the three of gelu_new's that reach a bfloat16 tensor (0.5 x, x through the add, x through
+    // the cast); a cast to the dtype a tensor has is nothing
     CHECK(casts_up == 2);
-    CHECK(casts_down == 2);
-    CHECK(fp32_elementwise == 8 + 11);  // gelu_new computes in float32 under autocast, forward and backward
+    CHECK(casts_down == 1 + 3);
+    // gelu_new under autocast, as the H200 trace of GPT-2 runs it: 0.5 x in bfloat16, five float32
+    // ops and two on mixed operands forward; backward one mixed product, seven float32 kernels and
+    // three bfloat16 ones (the gradients into x summed, one of them halved)
+    CHECK(mixed == 2 + 1);
+    CHECK(fp32_elementwise == 5 + 7);
+    CHECK(bf16_elementwise == 1 + 3 + 1);  // and x's gradients from `up` and gelu_new summed
+}
+
+TEST_CASE("an add of a bfloat16 and a float32 tensor reads each in its dtype", "[lower][precision]") {
+    GraphBuilder b("residual");
+    auto x = b.input("x", {GraphBuilder::batch, 256}, DType::bf16);
+    auto r = b.input("r", {GraphBuilder::batch, 256}, DType::f32);
+    auto x2 = b.input("x2", {GraphBuilder::batch, 256}, DType::bf16);
+    auto r2 = b.input("r2", {GraphBuilder::batch, 256}, DType::f32);
+    b.layer("add", "add", {x, r});
+    b.layer("mul", "mul", {x2, r2});
+    Graph g = std::move(b).build();
+    for (auto& in : g.inputs) in.requires_grad = true;
+    LoweringOptions o;
+    o.batch = 4;
+    o.precision = PrecisionMode::amp_bf16;
+    o.optimizer.kind = OptimizerKind::none;
+    const LoweredStep s = lower(g, o);
+    const double n = 4.0 * 256;
+    int mixed_forward = 0, mixed_backward = 0, plain_backward = 0, casts_down = 0;
+    for (const Kernel& k : s.kernels.kernels) {
+        if (is_cast(k)) {
+            CHECK(k.phase == Phase::backward);
+            CHECK((k.bytes_read.value() == n * 4 && k.bytes_written.value() == n * 2));
+            ++casts_down;
+            continue;
+        }
+        if (k.kind != KernelKind::elementwise) continue;
+        CHECK(k.dtype == DType::f32);  // type promotion: the result is float32
+        if (k.mixed_dtypes) {
+            CHECK(k.bytes_read.value() == n * (2 + 4));
+            CHECK(k.bytes_written.value() == n * 4);
+            (k.phase == Phase::forward ? mixed_forward : mixed_backward) += 1;
+        } else {
+            CHECK(k.phase == Phase::backward);
+            CHECK(k.bytes_read.value() == n * (4 + 4));
+            ++plain_backward;
+        }
+    }
+    CHECK(mixed_forward == 2);   // add and mul
+    CHECK(mixed_backward == 1);  // mul's dR = dY * x (bfloat16 x); dX = dY * r is all float32
+    CHECK(plain_backward == 1);
+    CHECK(casts_down == 2);      // x's gradient from each, cast to bfloat16
 }
 
 TEST_CASE("precision modes follow PyTorch's rules", "[lower][precision]") {

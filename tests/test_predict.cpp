@@ -801,3 +801,77 @@ TEST_CASE("an op timing's forward casts of leaves count once per autocast contex
     calibrate_op_factors(ctx, f);
     CHECK(forward_factor() < 0.5);
 }
+
+TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing, in any op", "[predict][framework]") {
+    // The probe times add(bfloat16, float32) (PyTorch's casting loop) apart from the same-dtype ops,
+    // and GPT-2's tanh GELU, two of whose forward loops and one backward are such loops.
+    const auto tensor = [](const char* dtype, bool grad) {
+        return nlohmann::json{{"shape", {4096, 1024}}, {"dtype", dtype}, {"requires_grad", grad}};
+    };
+    const nlohmann::json mixed_add = {{"op", "add"},
+                                      {"params", nlohmann::json::object()},
+                                      {"precision", "fp32"},
+                                      {"inputs", {tensor("bfloat16", false), tensor("float32", false)}},
+                                      {"forward_gpu_seconds", {{"seconds", 1.0}}},
+                                      {"backward_gpu_seconds", {{"seconds", 0.0}}}};
+    const nlohmann::json gelu = {{"op", "gelu_tanh_composite"},
+                                 {"params", nlohmann::json::object()},
+                                 {"precision", "amp-bf16"},
+                                 {"inputs", {tensor("bfloat16", true)}},
+                                 {"forward_gpu_seconds", {{"seconds", 1.0}}},
+                                 {"backward_gpu_seconds", {{"seconds", 1.0}}}};
+    const nlohmann::json doc = {{"schema_version", 1},
+                                {"kind", "roofsim-framework-profile"},
+                                {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+                                {"software", {{"torch", "2.11.0"}}},
+                                {"date_utc", "2026-11-30T00:00:00+00:00"},
+                                {"figures", nlohmann::json::object()},
+                                {"op_timings", {mixed_add, gelu}}};
+    FrameworkProfile f = framework_profile_from_json(doc, "test");
+    REQUIRE(f.op_timings.size() == 2);
+    CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    plain.kernel_floor = Seconds(0);
+    const auto lowered = [](const OpTiming& t) {
+        LoweringOptions o;
+        o.precision = *precision_mode_from_key(t.precision);
+        o.optimizer.kind = OptimizerKind::none;
+        return lower(t.graph, o);
+    };
+    // the add at twice its modelled time; the GELU at its modelled time, but with its mixed loops
+    // taking twice theirs, forward and backward
+    double add_modelled = 0;
+    for (const Kernel& k : lowered(f.op_timings[0]).kernels.kernels) {
+        if (k.phase == Phase::forward && k.kind == KernelKind::elementwise) {
+            REQUIRE(k.mixed_dtypes);
+            add_modelled += kernel_cost(k, plain).time.value();
+        }
+    }
+    REQUIRE(add_modelled > 0);
+    f.op_timings[0].forward_seconds = 2 * add_modelled;
+    double gelu_time[2] = {0, 0};
+    std::optional<Kernel> mixed_backward, gelu_forward;
+    for (const Kernel& k : lowered(f.op_timings[1]).kernels.kernels) {
+        if (k.kind == KernelKind::host_only) continue;
+        const double t = kernel_cost(k, plain).time.value();
+        gelu_time[k.phase == Phase::forward ? 0 : 1] += k.mixed_dtypes ? 2 * t : t;
+        if (k.mixed_dtypes && k.phase == Phase::backward) mixed_backward = k;
+        if (!k.mixed_dtypes && !is_cast(k) && k.phase == Phase::forward && k.dtype == DType::bf16) gelu_forward = k;  // 0.5 x
+    }
+    REQUIRE(mixed_backward.has_value());
+    REQUIRE(gelu_forward.has_value());
+    f.op_timings[1].forward_seconds = gelu_time[0];
+    f.op_timings[1].backward_seconds = gelu_time[1];
+    CostContext ctx = plain;
+    calibrate_op_factors(ctx, f);
+    // the mixed loop's factor, in either pass and whichever operand's dtype the kernel carries
+    CHECK(factor_op(*mixed_backward) == "elementwise_mixed");
+    CHECK(op_factor(*mixed_backward, ctx) == Catch::Approx(2.0));
+    mixed_backward->dtype = DType::bf16;
+    CHECK(op_factor(*mixed_backward, ctx) == Catch::Approx(2.0));
+    // the GELU's own kernels: what its measurement leaves once its mixed loops are charged at theirs
+    CHECK(op_factor(*gelu_forward, ctx) == Catch::Approx(1.0));
+    gelu_forward->phase = Phase::backward;
+    CHECK(op_factor(*gelu_forward, ctx) == Catch::Approx(1.0));
+    // the add's timing calibrates no same-dtype add
+    CHECK(ctx.op_factor.count(std::tuple<std::string, Phase, bool>{"add", Phase::forward, false}) == 0);
+}

@@ -540,10 +540,20 @@ private:
     return k.kind == KernelKind::copy && k.op == "aten::clone";
 }
 
+/// Whether a kernel is an elementwise op over floating operands of different dtypes (a bfloat16
+/// activation added to a float32 residual under autocast): PyTorch's TensorIterator then runs its
+/// unrolled loop that casts each operand on load (LoadWithCast), not the vectorized one; on an H200
+/// it ran at 2.4-2.5 TB/s where the same op on one dtype ran at about 4 (kernel profiles of BERT-base
+/// and GPT-2 small, 2026-11-30), so such kernels take the probe's mixed-dtype add's efficiency.
+[[nodiscard]] inline bool is_mixed_elementwise(const Kernel& k) {
+    return k.kind == KernelKind::elementwise && k.mixed_dtypes && !is_cast(k);
+}
+
 /// The phase whose per-op efficiency a kernel takes: its own, but a layout copy's is the same copy
-/// either way and takes the forward's (the probe's transposed copy launches none backward).
+/// either way and takes the forward's (the probe's transposed copy launches none backward), and a
+/// mixed-dtype elementwise kernel is the same loop either way (the probe times it forward).
 [[nodiscard]] inline Phase factor_phase(const Kernel& k) {
-    return is_layout_copy(k) ? Phase::forward : k.phase;
+    return is_layout_copy(k) || is_mixed_elementwise(k) ? Phase::forward : k.phase;
 }
 
 /// Whether a kernel is a sum over the leading dimensions that keeps the last (aten::sum carrying its
@@ -565,18 +575,20 @@ private:
 [[nodiscard]] inline bool takes_op_factor(const Kernel& k, const CostContext& ctx) {
     if (ctx.op_factor.empty() || k.kind == KernelKind::gemm) return false;
     if (k.kind == KernelKind::conv) return is_depthwise_conv(k);
-    return !k.source_op.empty() || is_cast(k) || is_column_sum(k);
+    return !k.source_op.empty() || is_cast(k) || is_column_sum(k) || is_mixed_elementwise(k);
 }
 
 /// The op whose timings a kernel's efficiency comes from: its graph op, but for a fused attention
 /// kernel sdpa's, whichever module runs it (nn.MultiheadAttention and sdpa call the same kernels),
 /// for a cast the cast op's, whichever layer casts (its precision class is the source dtype's), for
-/// a column sum (a bias gradient, with its reduction shape) the sum op's, and for a depthwise
-/// convolution's passes the depthwise timing's (conv2d with groups = channels).
+/// a column sum (a bias gradient, with its reduction shape) the sum op's, for a depthwise
+/// convolution's passes the depthwise timing's (conv2d with groups = channels), and for an
+/// elementwise kernel on mixed dtypes the mixed-dtype add's, whichever op it belongs to.
 [[nodiscard]] inline std::string_view factor_op(const Kernel& k) {
     if (k.kind == KernelKind::attention && std::holds_alternative<AttentionDims>(k.dims)) return "sdpa";
     if (is_layout_copy(k)) return "transpose_contiguous";
     if (is_cast(k)) return "cast";
+    if (is_mixed_elementwise(k)) return "elementwise_mixed";
     if (is_column_sum(k)) return "sum";
     if (is_depthwise_conv(k)) return "depthwise_conv2d";
     return k.source_op;

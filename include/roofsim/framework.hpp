@@ -183,6 +183,8 @@ namespace detail {
 /// 16-bit apply to that class alone. Casts are calibrated first, from the cast op's timings, each
 /// phase by its kernel's source dtype; the casts inside another op's timing (autocast's, of its
 /// inputs and their gradients) are then charged at that efficiency and the op's factor covers the rest.
+/// Elementwise loops over mixed dtypes come second, from the timings made of nothing else (a bfloat16
+/// + float32 add), and are charged the same way inside other ops' timings (GPT-2's tanh GELU).
 /// The probe times its forward calls inside one autocast context, and autocast casts a float32 leaf
 /// that requires grad (each input of a timing, each parameter) to 16 bits once per context and reuses
 /// the copy (autocast_mode.cpp, cached_cast): such a forward cast counts once per op_timing_calls calls.
@@ -213,16 +215,26 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (modelled.value() > 0) ctx.op_factor[{"cast", k.phase, is_16_bit(k.dtype)}].push_back({std::nullopt, std::nullopt, measured(t, k.phase) / modelled.value()});
         }
     }
-    CostContext with_casts = plain;  // the casts' own efficiency, nothing else
+    CostContext with_casts = plain;  // the casts' own efficiency (then the mixed-dtype loops'), nothing else
     with_casts.op_factor = ctx.op_factor;
-    for (const auto& t : f.op_timings) {
-        if (t.graph.layers.front().op == "cast") continue;
-        const LoweredStep step = lowered(t);
-        // the op the timing calibrates: the layer's, or for a depthwise convolution its own
+    // a timing whose every kernel is a mixed-dtype elementwise loop (the probe's bfloat16 + float32 add)
+    const auto all_mixed = [](const LoweredStep& step) {
+        bool any = false;
+        for (const Kernel& k : step.kernels.kernels) {
+            if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
+            if (!is_mixed_elementwise(k)) return false;
+            any = true;
+        }
+        return any;
+    };
+    const auto calibrate = [&](const OpTiming& t, const LoweredStep& step) {
+        // the op the timing calibrates: the layer's, or for a depthwise convolution or a mixed-dtype
+        // loop its own
         std::string op = t.graph.layers.front().op;
         for (const Kernel& k : step.kernels.kernels) {
             if (is_depthwise_conv(k)) op = "depthwise_conv2d";
         }
+        if (all_mixed(step)) op = "elementwise_mixed";
         Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
@@ -230,15 +242,17 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         for (const Kernel& k : step.kernels.kernels) {
             if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
             const int i = k.phase == Phase::forward ? 0 : 1;
-            const bool own = factor_op(k) == op || (k.source_op == op && !is_cast(k));
-            // the op's own kernels are modelled plain; the rest (casts at their measured efficiency,
-            // a depthwise layer's bias gradient plain) is what the measurement holds besides them
+            const bool measured_apart = is_cast(k) || is_mixed_elementwise(k);
+            const bool own = factor_op(k) == op || (k.source_op == op && !measured_apart);
+            // the op's own kernels are modelled plain; the rest (casts and mixed-dtype loops at their
+            // measured efficiency, a depthwise layer's bias gradient plain) is what the measurement
+            // holds besides them
             if (own) {
                 modelled[i] += kernel_cost(k, plain).time;
             } else if (is_autocast_cached_cast(k)) {
                 others[i] += kernel_cost(k, with_casts).time / static_cast<double>(f.op_timing_calls);
             } else {
-                others[i] += kernel_cost(k, is_cast(k) ? with_casts : plain).time;
+                others[i] += kernel_cost(k, measured_apart ? with_casts : plain).time;
             }
             if (const auto* d = std::get_if<NormDims>(&k.dims); d && own) norm = *d;
             if (const auto* a = std::get_if<AttentionDims>(&k.dims); a && own) attention = *a;
@@ -253,7 +267,19 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             ctx.op_factor[{op, phase, low}].push_back(point);
             // a column sum is timed forward and runs as bias gradients in the backward: the same kernel
             if (op == "sum") ctx.op_factor[{op, Phase::backward, low}].push_back(point);
+            // a mixed-dtype loop is the same kernel whichever operand is the 16-bit one (the kernel's
+            // dtype is its first operand's), and is looked up forward in either pass (factor_phase)
+            if (op == "elementwise_mixed") ctx.op_factor[{op, phase, !low}].push_back(point);
         }
+    };
+    for (const auto& t : f.op_timings) {
+        if (t.graph.layers.front().op == "cast") continue;
+        if (const LoweredStep step = lowered(t); all_mixed(step)) calibrate(t, step);
+    }
+    with_casts.op_factor = ctx.op_factor;
+    for (const auto& t : f.op_timings) {
+        if (t.graph.layers.front().op == "cast") continue;
+        if (const LoweredStep step = lowered(t); !all_mixed(step)) calibrate(t, step);
     }
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }

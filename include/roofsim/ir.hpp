@@ -24,6 +24,11 @@ enum class DType { f64, f32, f16, bf16, f8, i64, i32, i8, u8, boolean };
 inline constexpr std::array<DType, 10> all_dtypes = {DType::f64, DType::f32, DType::f16, DType::bf16, DType::f8,
                                                      DType::i64, DType::i32, DType::i8,  DType::u8,   DType::boolean};
 
+/// Whether a dtype holds floating-point numbers.
+[[nodiscard]] constexpr bool is_floating(DType d) {
+    return d == DType::f64 || d == DType::f32 || d == DType::f16 || d == DType::bf16 || d == DType::f8;
+}
+
 [[nodiscard]] constexpr std::string_view to_string(DType d) {
     switch (d) {
         case DType::f64: return "float64";
@@ -222,6 +227,7 @@ struct Kernel {
     bool backward_pass = false;              ///< attention: the backward kernel of the pair
     bool host_dispatch = true;               ///< launched by its own host dispatch (costed per kernel)
     bool host_sync = false;                  ///< host-only: the host waits here until the GPU has drained (.item())
+    bool mixed_dtypes = false;               ///< elementwise: floating operands of different dtypes (bfloat16 + float32)
     Name host_op;                            ///< host-only markers: the framework op whose dispatch it stands for
     Name source_op;                          ///< the graph op that lowered to it ("maxpool2d"), for per-op efficiency
     std::string flag;                        ///< why the kernel is flagged (unknown op), empty otherwise

@@ -941,13 +941,32 @@ private:
         }
         const DType dt = (a.dtype == DType::f32 || b.dtype == DType::f32) ? DType::f32 : a.dtype;  // type promotion
         const double n = numel(a.shape);
-        kernel(l, Phase::forward, joined_name("aten::", l.op), KernelKind::elementwise, dt, n + numel(b.shape), n);
+        // operands of two floating dtypes (a bfloat16 activation and a float32 residual under
+        // autocast): each read in its own dtype, by PyTorch's casting loop (is_mixed_elementwise)
+        const auto mixed = [](DType x, DType y) { return x != y && is_floating(x) && is_floating(y); };
+        Kernel& forward = kernel(l, Phase::forward, joined_name("aten::", l.op), KernelKind::elementwise, dt, n + numel(b.shape), n);
+        if (mixed(a.dtype, b.dtype)) {
+            forward.bytes_read = tensor_bytes(n, a.dtype) + tensor_bytes(numel(b.shape), b.dtype);
+            forward.mixed_dtypes = true;
+        }
         if (broadcast && b.needs_grad) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, n, numel(b.shape));
         if (l.op == "mul") {
             save_input(s, l, 0, dt);
             save_input(s, l, 1, dt);
-            if (a.needs_grad) kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, 2 * n, n);
-            if (b.needs_grad) kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, 2 * n, n);
+            // dA = dY * B, dB = dY * A: dY in the result's dtype, the other factor in its own
+            for (const auto& [grad_of, other] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+                if (!grad_of->needs_grad) continue;
+                Kernel& k = kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, 2 * n, n);
+                if (mixed(dt, other->dtype)) {
+                    k.bytes_read = tensor_bytes(n, dt) + tensor_bytes(n, other->dtype);
+                    k.mixed_dtypes = true;
+                }
+            }
+        }
+        // autograd hands each input its gradient in the input's dtype: a 16-bit input of a float32
+        // result gets a cast of dY (or of dA, dB)
+        for (const Value* in : {&a, &b}) {
+            if (in->needs_grad && mixed(in->dtype, dt)) cast(l, Phase::backward, numel(in->shape), dt, in->dtype);
         }
         return Value{a.shape, dt, a.needs_grad || b.needs_grad};
     }
@@ -1291,19 +1310,52 @@ private:
     // three gradient paths into x). Under autocast torch.pow is on the float32 list: x is cast up
     // for it, and type promotion carries every later product into float32, so a 16-bit x comes out
     // as a float32 activation (as an H200 kernel trace of GPT-2 shows: float32 pow, tanh and muls).
+    //
+    // Under autocast (the exported trace of GPT-2 small on an H200): 0.5 x stays 16-bit, x is cast
+    // up for pow, x + 0.044715 x^3 and the last product read one 16-bit and one float32 operand
+    // (mixed-dtype loops); backward, dY x 0.5 x is mixed, and the gradients that reach the 16-bit
+    // tensors (0.5 x, x through the add, x through the cast) are cast down and summed in 16 bits.
     Value gelu_tanh_composite(const Layer& l, LayerSummary& s) {
         const Value& x = input(l, 0);
         const double n = numel(x.shape);
         const bool upcast = rules_.autocast && (x.dtype == DType::bf16 || x.dtype == DType::f16);
         const DType dt = upcast ? DType::f32 : x.dtype;
-        if (upcast) cast(l, Phase::forward, n, x.dtype, dt);
-        const int forward_reads[] = {1, 1, 2, 1, 1, 1, 1, 2};
-        for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
         save(s, l.name, ":internals", tensor_bytes(4 * n, dt));
-        const int backward_reads[] = {2, 2, 1, 2, 1, 2, 1, 1, 1, 2, 2};
-        for (int r : backward_reads) kernel(l, Phase::backward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
-        if (upcast && x.needs_grad) cast(l, Phase::backward, n, dt, x.dtype);
-        return Value{x.shape, dt, x.needs_grad};
+        if (!upcast) {
+            const int forward_reads[] = {1, 1, 2, 1, 1, 1, 1, 2};
+            for (int r : forward_reads) kernel(l, Phase::forward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
+            const int backward_reads[] = {2, 2, 1, 2, 1, 2, 1, 1, 1, 2, 2};
+            for (int r : backward_reads) kernel(l, Phase::backward, "aten::elementwise", KernelKind::elementwise, dt, r * n, n);
+            return Value{x.shape, dt, x.needs_grad};
+        }
+        const DType low = x.dtype;
+        const auto plain = [&](Phase phase, DType d, int reads) {
+            kernel(l, phase, "aten::elementwise", KernelKind::elementwise, d, reads * n, n);
+        };
+        const auto mixed = [&](Phase phase) {  // one 16-bit and one float32 operand, a float32 result
+            Kernel& k = kernel(l, phase, "aten::elementwise", KernelKind::elementwise, dt, 0, n);
+            k.bytes_read = tensor_bytes(n, low) + tensor_bytes(n, dt);
+            k.mixed_dtypes = true;
+        };
+        plain(Phase::forward, low, 1);  // 0.5 x
+        cast(l, Phase::forward, n, low, dt);
+        for (int i = 0; i < 2; ++i) plain(Phase::forward, dt, 1);  // x^3, 0.044715 x^3
+        mixed(Phase::forward);                                      // x + 0.044715 x^3
+        for (int i = 0; i < 3; ++i) plain(Phase::forward, dt, 1);  // sqrt(2/pi) (...), tanh, 1 + tanh
+        mixed(Phase::forward);                                      // 0.5 x (1 + tanh)
+        if (!x.needs_grad) return Value{x.shape, dt, false};
+        mixed(Phase::backward);        // dY 0.5 x
+        plain(Phase::backward, dt, 2);  // dY (1 + tanh)
+        cast(l, Phase::backward, n, dt, low);
+        plain(Phase::backward, dt, 2);  // tanh_backward
+        plain(Phase::backward, dt, 1);
+        cast(l, Phase::backward, n, dt, low);
+        for (int i = 0; i < 4; ++i) plain(Phase::backward, dt, i == 3 ? 2 : 1);  // 0.044715, pow's 3 x^2, dY 3 x^2
+        cast(l, Phase::backward, n, dt, low);
+        plain(Phase::backward, low, 2);  // the gradients into x summed in 16 bits, 0.5 of one
+        plain(Phase::backward, low, 1);
+        plain(Phase::backward, low, 2);
+        return Value{x.shape, dt, true};
     }
 
     // x.transpose(d0, d1).contiguous(): one copy each way.

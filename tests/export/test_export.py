@@ -282,6 +282,15 @@ class TransformerBlock(unittest.TestCase):
         self.assertEqual(per_column(torch.empty(2, 1, 4), torch.empty(1, 1, 4), [0]),  # expand's backward
                          {"norm": {"groups": 4, "group_elements": 2}})
         self.assertEqual(per_column(torch.empty(2, 3, 4), torch.empty(3, 4), [0]), {})
+        # the residual adds: the float32 stream plus a block's bfloat16 output, each read in its own
+        # dtype by PyTorch's casting loop; an op on one dtype is never marked mixed
+        n = batch * seq * dim
+        residual = [k for k in aten(doc, "add", "forward") if k["layer"] in {f"h.{i}" for i in range(layers)}]
+        self.assertEqual([(k.get("mixed_dtypes"), k["bytes_read"], k["bytes_written"]) for k in residual],
+                         [(True, n * (4 + 2), n * 4)] * (2 * layers))
+        for k in of_kind(doc, "elementwise"):
+            if k.get("mixed_dtypes"):
+                self.assertTrue("bfloat16[" in k["args"] and "float32[" in k["args"], k["args"])
         gelu = aten(doc, "gelu", "forward")
         self.assertEqual(len(gelu), layers)
         self.assertEqual({k["source_op"] for k in gelu}, {"gelu"})

@@ -262,6 +262,15 @@ def per_column(x, out, dims) -> dict:
     return {"norm": {"groups": int(out.numel()), "group_elements": int(x.numel() // out.numel())}}
 
 
+def mixed_dtypes(tensors) -> bool:
+    """Whether an elementwise op's tensor operands (those of more than one element: not scalars)
+    hold floating dtypes of more than one kind (a bfloat16 activation plus a float32 residual under
+    autocast): PyTorch's TensorIterator then runs its casting loop (LoadWithCast), not its vectorized
+    one, at about 60 % of the speed on an H200 (docs/ir-format.md, `mixed_dtypes`)."""
+    kinds = {t.dtype for t in tensors if t.is_floating_point() and t.numel() > 1}
+    return len(kinds) > 1
+
+
 def sum_bytes(tensors, fn=tensor_bytes) -> int:
     return sum(fn(t) for t in distinct(tensors))
 
@@ -470,8 +479,9 @@ class Mapper:
             return [self.kernel(name, "reduction", dtype, sum_bytes(reads), sum_bytes(written, out_bytes), **shape)], \
                 False, None
         if base in ELEMENTWISE_OPS or base in SCAN_OPS:
-            return [self.kernel(name, "elementwise", dtype, sum_bytes(reads), sum_bytes(written, out_bytes))], \
-                False, None
+            extra = {"mixed_dtypes": True} if base in ELEMENTWISE_OPS and mixed_dtypes(inputs + written) else {}
+            return [self.kernel(name, "elementwise", dtype, sum_bytes(reads), sum_bytes(written, out_bytes),
+                                **extra)], False, None
         if not inputs and not outputs and not mutated:
             return [self.kernel(name, "host-only", dtype, 0, 0)], False, None
         shapes = ", ".join(describe_tensor(t) for t in inputs[:6]) + (", ..." if len(inputs) > 6 else "")
