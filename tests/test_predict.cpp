@@ -294,6 +294,50 @@ TEST_CASE("a normalization's op efficiency follows its reduction shape", "[predi
     CHECK(op_factor_at(points, plain) == Catch::Approx(1.5));
 }
 
+TEST_CASE("a column sum's time follows the timed sums' seconds per byte over rows and columns", "[predict][cost]") {
+    // A 2 x 2 grid of timed column sums (columns 100 and 400, rows 1000 and 4000) with their measured
+    // seconds per byte; between them, the log-log interpolation over rows then columns.
+    const auto point = [](std::int64_t columns, std::int64_t rows, double seconds_per_byte) {
+        OpFactorPoint p{NormDims{columns, rows}, std::nullopt, 1.0};
+        p.seconds_per_byte = seconds_per_byte;
+        return p;
+    };
+    const double a = 4e-11, b = 1e-11, c = 2e-11, d = 0.5e-11;
+    CostContext ctx = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    ctx.kernel_floor = Seconds(0);
+    ctx.op_factor[{"sum", Phase::backward, true}] = {point(100, 1000, a), point(100, 4000, b), point(400, 1000, c),
+                                                     point(400, 4000, d)};
+    const auto seconds = [&](std::int64_t columns, std::int64_t rows) {
+        Kernel k;
+        k.op = "aten::sum";
+        k.kind = KernelKind::reduction;
+        k.phase = Phase::backward;
+        k.dtype = DType::bf16;
+        k.source_op = "linear";
+        k.bytes_read = Bytes(2.0 * static_cast<double>(rows * columns));
+        k.bytes_written = Bytes(2.0 * static_cast<double>(columns));
+        k.dims = NormDims{columns, rows};
+        return std::pair{kernel_cost(k, ctx).time.value(), k.bytes().value()};
+    };
+    const auto [timed, timed_bytes] = seconds(400, 1000);
+    CHECK(timed == Catch::Approx(timed_bytes * c));  // a timed shape: its own measurement
+    const auto [between, between_bytes] = seconds(200, 2000);
+    CHECK(between == Catch::Approx(between_bytes * std::pow(a * b * c * d, 0.25)));  // the middle in log both ways
+    const auto [beyond, beyond_bytes] = seconds(800, 16000);
+    CHECK(beyond == Catch::Approx(beyond_bytes * d));  // beyond the grid: its corner
+    // points without seconds per byte (a profile's other ops) keep the ratio's interpolation
+    ctx.op_factor[{"sum", Phase::backward, true}] = {OpFactorPoint{NormDims{100, 1000}, std::nullopt, 3.0}};
+    Kernel k;
+    k.op = "aten::sum";
+    k.kind = KernelKind::reduction;
+    k.phase = Phase::backward;
+    k.dtype = DType::bf16;
+    k.source_op = "linear";
+    k.bytes_read = Bytes(4e5);
+    k.dims = NormDims{200, 2000};
+    CHECK(op_factor(k, ctx) == Catch::Approx(3.0));
+}
+
 TEST_CASE("casts and column sums take their own op's efficiency whatever layer runs them", "[predict][cost]") {
     Kernel cast;
     cast.kind = KernelKind::elementwise;

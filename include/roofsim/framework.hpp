@@ -236,6 +236,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         }
         if (all_mixed(step)) op = "elementwise_mixed";
         Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};
+        Bytes own_bytes[2] = {Bytes(0), Bytes(0)};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
         std::optional<AttentionDims> attention;
@@ -249,6 +250,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             // holds besides them
             if (own) {
                 modelled[i] += kernel_cost(k, plain).time;
+                own_bytes[i] += k.bytes();
             } else if (is_autocast_cached_cast(k)) {
                 others[i] += kernel_cost(k, with_casts).time / static_cast<double>(f.op_timing_calls);
             } else {
@@ -263,7 +265,8 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (modelled[i].value() <= 0 || measured(t, phase) <= 0) continue;
             // what the op's own kernels took: the measurement less the other kernels, at least a tenth of it
             const double own = std::max(measured(t, phase) - others[i].value(), 0.1 * measured(t, phase));
-            const OpFactorPoint point{norm, attention, own / modelled[i].value()};
+            OpFactorPoint point{norm, attention, own / modelled[i].value()};
+            if (op == "sum" && own_bytes[i].value() > 0) point.seconds_per_byte = own / own_bytes[i].value();
             ctx.op_factor[{op, phase, low}].push_back(point);
             // a column sum is timed forward and runs as bias gradients in the backward: the same kernel
             if (op == "sum") ctx.op_factor[{op, Phase::backward, low}].push_back(point);

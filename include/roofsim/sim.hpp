@@ -182,12 +182,12 @@ public:
         }
         if (!*points) return 1.0;
         const auto* norm = std::get_if<NormDims>(&k.dims);
-        if (!norm || (*points)->size() == 1) return op_factor_at(**points, k);
+        if (!norm || (*points)->size() == 1) return op_factor_at(**points, k, ctx_);
         // A normalization's factor depends on its shape: remembered per shape (a network repeats few).
         for (const NormFactor& m : norm_factors_) {
             if (m.points == *points && m.groups == norm->groups && m.group_elements == norm->group_elements) return m.factor;
         }
-        norm_factors_.push_back({*points, norm->groups, norm->group_elements, op_factor_at(**points, k)});
+        norm_factors_.push_back({*points, norm->groups, norm->group_elements, op_factor_at(**points, k, ctx_)});
         return norm_factors_.back().factor;
     }
 
