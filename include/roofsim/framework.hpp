@@ -183,8 +183,9 @@ namespace detail {
 /// 16-bit apply to that class alone. Casts are calibrated first, from the cast op's timings, each
 /// phase by its kernel's source dtype; the casts inside another op's timing (autocast's, of its
 /// inputs and their gradients) are then charged at that efficiency and the op's factor covers the rest.
-/// Elementwise loops over mixed dtypes come second, from the timings made of nothing else (a bfloat16
-/// + float32 add), and are charged the same way inside other ops' timings (GPT-2's tanh GELU).
+/// Adds come second: elementwise loops over mixed dtypes from the timings made of nothing else (a
+/// bfloat16 + float32 add), and same-dtype adds, whose efficiency every gradient sum takes; both are
+/// charged the same way inside other ops' timings (GPT-2's tanh GELU).
 /// The probe times its forward calls inside one autocast context, and autocast casts a float32 leaf
 /// that requires grad (each input of a timing, each parameter) to 16 bits once per context and reuses
 /// the copy (autocast_mode.cpp, cached_cast): such a forward cast counts once per op_timing_calls calls.
@@ -243,11 +244,11 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         for (const Kernel& k : step.kernels.kernels) {
             if (k.kind == KernelKind::host_only || k.phase == Phase::optimizer) continue;
             const int i = k.phase == Phase::forward ? 0 : 1;
-            const bool measured_apart = is_cast(k) || is_mixed_elementwise(k);
+            const bool measured_apart = is_cast(k) || is_mixed_elementwise(k) || is_gradient_sum(k);
             const bool own = factor_op(k) == op || (k.source_op == op && !measured_apart);
-            // the op's own kernels are modelled plain; the rest (casts and mixed-dtype loops at their
-            // measured efficiency, a depthwise layer's bias gradient plain) is what the measurement
-            // holds besides them
+            // the op's own kernels are modelled plain; the rest (casts, mixed-dtype loops and gradient
+            // sums at their measured efficiency, a depthwise layer's bias gradient plain) is what the
+            // measurement holds besides them
             if (own) {
                 modelled[i] += kernel_cost(k, plain).time;
                 own_bytes[i] += k.bytes();
@@ -275,14 +276,16 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (op == "elementwise_mixed") ctx.op_factor[{op, phase, !low}].push_back(point);
         }
     };
+    // the adds (mixed-dtype and not) before the ops whose timings hold such loops
+    const auto an_add = [&](const OpTiming& t, const LoweredStep& step) { return all_mixed(step) || t.graph.layers.front().op == "add"; };
     for (const auto& t : f.op_timings) {
         if (t.graph.layers.front().op == "cast") continue;
-        if (const LoweredStep step = lowered(t); all_mixed(step)) calibrate(t, step);
+        if (const LoweredStep step = lowered(t); an_add(t, step)) calibrate(t, step);
     }
     with_casts.op_factor = ctx.op_factor;
     for (const auto& t : f.op_timings) {
         if (t.graph.layers.front().op == "cast") continue;
-        if (const LoweredStep step = lowered(t); !all_mixed(step)) calibrate(t, step);
+        if (const LoweredStep step = lowered(t); !an_add(t, step)) calibrate(t, step);
     }
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }

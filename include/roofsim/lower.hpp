@@ -1329,8 +1329,8 @@ private:
             return Value{x.shape, dt, x.needs_grad};
         }
         const DType low = x.dtype;
-        const auto plain = [&](Phase phase, DType d, int reads) {
-            kernel(l, phase, "aten::elementwise", KernelKind::elementwise, d, reads * n, n);
+        const auto plain = [&](Phase phase, DType d, int reads, std::string_view op = "aten::elementwise") {
+            kernel(l, phase, op, KernelKind::elementwise, d, reads * n, n);
         };
         const auto mixed = [&](Phase phase) {  // one 16-bit and one float32 operand, a float32 result
             Kernel& k = kernel(l, phase, "aten::elementwise", KernelKind::elementwise, dt, 0, n);
@@ -1352,9 +1352,9 @@ private:
         cast(l, Phase::backward, n, dt, low);
         for (int i = 0; i < 4; ++i) plain(Phase::backward, dt, i == 3 ? 2 : 1);  // 0.044715, pow's 3 x^2, dY 3 x^2
         cast(l, Phase::backward, n, dt, low);
-        plain(Phase::backward, low, 2);  // the gradients into x summed in 16 bits, 0.5 of one
+        plain(Phase::backward, low, 2, "aten::add");  // the gradients into x summed in 16 bits, 0.5 of one
         plain(Phase::backward, low, 1);
-        plain(Phase::backward, low, 2);
+        plain(Phase::backward, low, 2, "aten::add");
         return Value{x.shape, dt, true};
     }
 
