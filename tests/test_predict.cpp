@@ -363,6 +363,25 @@ TEST_CASE("casts and column sums take their own op's efficiency whatever layer r
     CHECK(factor_op(clone) == "transpose_contiguous");
     CHECK(factor_phase(clone) == Phase::forward);
     CHECK(factor_phase(copy) == copy.phase);
+    // a backward add of one dtype sums two gradients of a tensor, inside whichever layer's backward
+    // is running: the add's efficiency, the forward's; a forward add stays its layer's
+    Kernel sum;
+    sum.kind = KernelKind::elementwise;
+    sum.op = "aten::add";
+    sum.source_op = "layernorm";
+    sum.phase = Phase::backward;
+    CHECK(factor_op(sum) == "add");
+    CHECK(factor_phase(sum) == Phase::forward);
+    sum.op = "aten::add_";
+    CHECK(factor_op(sum) == "add");
+    sum.mixed_dtypes = true;  // a 16-bit and a float32 operand: the mixed loop's
+    CHECK(factor_op(sum) == "elementwise_mixed");
+    sum.mixed_dtypes = false;
+    sum.phase = Phase::forward;
+    CHECK(factor_op(sum) == "layernorm");
+    sum.phase = Phase::backward;
+    sum.op = "aten::mul";
+    CHECK(factor_op(sum) == "layernorm");
 }
 
 TEST_CASE("an attention kernel takes its backend's op efficiency, interpolated over the sequence length", "[predict][cost]") {
