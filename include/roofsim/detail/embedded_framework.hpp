@@ -18,7 +18,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "compute_capability": "9.0",
   "host_cpu": "Intel(R) Xeon(R) Processor",
   "host_logical_cpus": 16,
-  "platform": "Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39"
+  "platform": "Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39"
  },
  "software": {
   "torch": "2.11.0+cu130",
@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T19:02:23+00:00",
+ "date_utc": "2026-11-30T22:01:19+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0168740000153775e-05,
+  "reference_seconds_per_op": 1.0918020000048045e-05,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4525,
-  "canary_p10_seconds": 7.443969999769706e-06,
-  "canary_p90_seconds": 1.0926700000482014e-05,
+  "canaries": 4593,
+  "canary_p10_seconds": 8.01362999993671e-06,
+  "canary_p90_seconds": 1.1982159999988085e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.687520499985112e-06,
-   "min": 7.002126499997985e-06,
-   "max": 1.0480561999997917e-05,
+   "seconds": 7.831873500002473e-06,
+   "min": 7.566984000000332e-06,
+   "max": 1.188996000000131e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.122414999997772e-06,
-   "host_canary_seconds": 7.302495000089948e-06,
+   "issue_only_seconds": 1.1160335499999618e-05,
+   "host_canary_seconds": 1.1730689999991384e-05,
    "pass_seconds": [
-    7.1373250000021924e-06,
-    1.0237982500001407e-05,
-    7.687520499985112e-06
+    1.1207925500000826e-05,
+    7.831873500002473e-06,
+    7.741526999993197e-06
    ],
    "pass_host_canary_seconds": [
-    7.302495000089948e-06,
-    1.0662327500057246e-05,
-    7.625315000154842e-06
+    1.1730689999991384e-05,
+    7.825799999992e-06,
+    7.812595000018518e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.3325611999988497e-05,
-   "min": 1.2671656999998504e-05,
-   "max": 1.5546219499981362e-05,
+   "seconds": 1.3955703000000597e-05,
+   "min": 1.3448968000002282e-05,
+   "max": 1.9340787999997388e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3944310999988829e-05,
-   "host_canary_seconds": 7.73905000016839e-06,
+   "issue_only_seconds": 1.3940593000000944e-05,
+   "host_canary_seconds": 8.14149500001804e-06,
    "pass_seconds": [
-    1.3988323500001342e-05,
-    1.3289694000008012e-05,
-    1.3325611999988497e-05
+    1.3955703000000597e-05,
+    1.4121751499999392e-05,
+    1.3888723000007985e-05
    ],
    "pass_host_canary_seconds": [
-    7.73905000016839e-06,
-    7.799220000208607e-06,
-    7.732144999863522e-06
+    8.14149500001804e-06,
+    7.988150000031168e-06,
+    7.94241499988857e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.2636478999979772e-05,
-   "min": 1.2030261000006704e-05,
-   "max": 1.4406992000004948e-05,
+   "seconds": 1.346454700000521e-05,
+   "min": 1.3187109500002237e-05,
+   "max": 2.0708342500000755e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2597794499981773e-05,
-   "host_canary_seconds": 7.631789999891225e-06,
+   "issue_only_seconds": 1.5500429000002925e-05,
+   "host_canary_seconds": 8.915224999981319e-06,
    "pass_seconds": [
-    1.2636478999979772e-05,
-    1.2602381000021978e-05,
-    1.2838760000022376e-05
+    1.5544196000000456e-05,
+    1.346454700000521e-05,
+    1.3458202000009578e-05
    ],
    "pass_host_canary_seconds": [
-    7.631789999891225e-06,
-    7.616755000015019e-06,
-    7.601925000244592e-06
+    8.915224999981319e-06,
+    8.029784999976642e-06,
+    8.082690000037473e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.1234061499976633e-05,
-   "min": 1.0806700500012312e-05,
-   "max": 1.4396277999992436e-05,
+   "seconds": 1.4122643999996854e-05,
+   "min": 1.1947152499999448e-05,
+   "max": 1.9669905000000654e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2216703999996526e-05,
-   "host_canary_seconds": 7.862299999885636e-06,
+   "issue_only_seconds": 1.7030121499999495e-05,
+   "host_canary_seconds": 1.1608569999985718e-05,
    "pass_seconds": [
-    1.2255633499989927e-05,
-    1.1131452000000763e-05,
-    1.1234061499976633e-05
+    1.7085537499998083e-05,
+    1.4122643999996854e-05,
+    1.2100689500002204e-05
    ],
    "pass_host_canary_seconds": [
-    7.862299999885636e-06,
-    7.427490000111447e-06,
-    7.442975000060414e-06
+    1.1608569999985718e-05,
+    8.587525000010033e-06,
+    7.97384999998485e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.295145499995214e-06,
-   "min": 7.04719750001459e-06,
-   "max": 1.0237482499974249e-05,
+   "seconds": 7.86560400000269e-06,
+   "min": 7.526583499995354e-06,
+   "max": 1.2044048499998184e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.986998499982746e-06,
-   "host_canary_seconds": 1.030843749987298e-05,
+   "issue_only_seconds": 1.1202349499999542e-05,
+   "host_canary_seconds": 1.1097764999998816e-05,
    "pass_seconds": [
-    1.0021675499984895e-05,
-    7.295145499995214e-06,
-    7.2720779999997375e-06
+    1.125635749999887e-05,
+    7.8156765000017e-06,
+    7.86560400000269e-06
    ],
    "pass_host_canary_seconds": [
-    1.030843749987298e-05,
-    7.387460000103374e-06,
-    7.454415000012204e-06
+    1.1097764999998816e-05,
+    7.99579249999738e-06,
+    7.873602499941513e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.9961491500008606e-05,
-   "min": 3.7382083500006045e-05,
-   "max": 5.6803009499986956e-05,
+   "seconds": 4.789872599999967e-05,
+   "min": 4.052294800000311e-05,
+   "max": 6.493670050000233e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 5.330351950001955e-05,
-   "host_canary_seconds": 1.0369265000065298e-05,
+   "issue_only_seconds": 6.251209650000078e-05,
+   "host_canary_seconds": 1.2096019999994212e-05,
    "pass_seconds": [
-    5.3354110000015e-05,
-    3.8910312000012934e-05,
-    3.9961491500008606e-05
+    6.256150049999931e-05,
+    4.789872599999967e-05,
+    4.153426300000263e-05
    ],
    "pass_host_canary_seconds": [
-    1.0369265000065298e-05,
-    7.5517999999874515e-06,
-    7.696240000143462e-06
+    1.2096019999994212e-05,
+    8.514555000047608e-06,
+    8.008355000015399e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.9325252500001398e-05,
-   "min": 2.6972784499974977e-05,
-   "max": 3.8756338499979396e-05,
+   "seconds": 4.16772979999962e-05,
+   "min": 3.089388800000848e-05,
+   "max": 4.865541450000066e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.746269000001234e-05,
-   "host_canary_seconds": 1.0403704999930596e-05,
+   "issue_only_seconds": 4.469366549999876e-05,
+   "host_canary_seconds": 1.2098465000001113e-05,
    "pass_seconds": [
-    3.752543500002048e-05,
-    2.7931871500015858e-05,
-    2.9325252500001398e-05
+    4.4749642499997576e-05,
+    3.523829099999887e-05,
+    4.16772979999962e-05
    ],
    "pass_host_canary_seconds": [
-    1.0403704999930596e-05,
-    7.3914199998625916e-06,
-    7.78249000006781e-06
+    1.2098465000001113e-05,
+    8.587075000008326e-06,
+    1.0242245000000594e-05
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.2684680000006665e-05,
-   "min": 1.1130839000003334e-05,
-   "max": 1.6921051999986503e-05,
+   "seconds": 1.575254400000148e-05,
+   "min": 1.2509665499990775e-05,
+   "max": 2.1114407999998974e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6478498999987324e-05,
-   "host_canary_seconds": 1.0377039999980298e-05,
+   "issue_only_seconds": 2.051379099999906e-05,
+   "host_canary_seconds": 1.2452429999996183e-05,
    "pass_seconds": [
-    1.652190900000505e-05,
-    1.1350179499999057e-05,
-    1.2684680000006665e-05
+    2.056873949999982e-05,
+    1.575254400000148e-05,
+    1.28870059999997e-05
    ],
    "pass_host_canary_seconds": [
-    1.0377039999980298e-05,
-    7.412440000109655e-06,
-    7.732395000061842e-06
+    1.2452429999996183e-05,
+    1.0843485000009423e-05,
+    8.077479999997195e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 9.152987999982542e-06,
-   "min": 8.4856489999936e-06,
-   "max": 1.2767941500015923e-05,
+   "seconds": 1.030222250000179e-05,
+   "min": 9.333017000002997e-06,
+   "max": 1.4085272000002647e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2053856500017446e-05,
-   "host_canary_seconds": 1.0078589999977794e-05,
+   "issue_only_seconds": 1.0269942500002571e-05,
+   "host_canary_seconds": 8.408389999985389e-06,
    "pass_seconds": [
-    1.2093423500004973e-05,
-    8.894754499976899e-06,
-    9.152987999982542e-06
+    1.030222250000179e-05,
+    1.0931394500005353e-05,
+    9.590525500001945e-06
    ],
    "pass_host_canary_seconds": [
-    1.0078589999977794e-05,
-    7.4808275000748386e-06,
-    8.010970000214e-06
+    8.408389999985389e-06,
+    1.0531034999985423e-05,
+    7.983257499972752e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.707581349998577e-05,
-   "min": 1.5304984500005503e-05,
-   "max": 2.2350520499998084e-05,
+   "seconds": 1.7818630000000723e-05,
+   "min": 1.671210649999466e-05,
+   "max": 2.478134300000079e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.1384557000004632e-05,
-   "host_canary_seconds": 1.011374500023976e-05,
+   "issue_only_seconds": 1.7781798499999725e-05,
+   "host_canary_seconds": 8.470730000027515e-06,
    "pass_seconds": [
-    2.1430517499993585e-05,
-    1.5612119499991193e-05,
-    1.707581349998577e-05
+    1.7818630000000723e-05,
+    2.124766600000072e-05,
+    1.7375872000002345e-05
    ],
    "pass_host_canary_seconds": [
-    1.011374500023976e-05,
-    7.29791499992416e-06,
-    7.603220000191868e-06
+    8.470730000027515e-06,
+    1.1237604999934092e-05,
+    8.117930000111072e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.542179649999298e-05,
-   "min": 1.3785042499989685e-05,
-   "max": 2.1523637499996084e-05,
+   "seconds": 1.759953050000007e-05,
+   "min": 1.592066249999391e-05,
+   "max": 2.0946373500002837e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4266574000004085e-05,
-   "host_canary_seconds": 7.263024999986101e-06,
+   "issue_only_seconds": 1.7576926499998537e-05,
+   "host_canary_seconds": 8.87271999999939e-06,
    "pass_seconds": [
-    1.428278399998817e-05,
-    1.5455778499983808e-05,
-    1.542179649999298e-05
+    1.759953050000007e-05,
+    1.80282465000019e-05,
+    1.643572550000272e-05
    ],
    "pass_host_canary_seconds": [
-    7.263024999986101e-06,
-    7.2695599999406115e-06,
-    7.5545199999282885e-06
+    8.87271999999939e-06,
+    8.758414999974206e-06,
+    8.260944999989306e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.4386631499974101e-05,
-   "min": 1.3339018500005295e-05,
-   "max": 2.110616850001179e-05,
+   "seconds": 1.63344814999995e-05,
+   "min": 1.4709762999999043e-05,
+   "max": 2.1177864499996702e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.363130100000376e-05,
-   "host_canary_seconds": 7.158865000178594e-06,
+   "issue_only_seconds": 1.6311017999999678e-05,
+   "host_canary_seconds": 8.470010000003469e-06,
    "pass_seconds": [
-    1.3644309999989446e-05,
-    1.5735223500001893e-05,
-    1.4386631499974101e-05
+    1.63344814999995e-05,
+    1.6373409499998103e-05,
+    1.579883150000683e-05
    ],
    "pass_host_canary_seconds": [
-    7.158865000178594e-06,
-    7.259494999800609e-06,
-    7.498544999862134e-06
+    8.470010000003469e-06,
+    8.069165000037515e-06,
+    8.515104999986533e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.633798999994724e-06,
-   "min": 8.175056499993615e-06,
-   "max": 1.2617011999992655e-05,
+   "seconds": 9.775257499999412e-06,
+   "min": 9.193060500003014e-06,
+   "max": 1.0899066500002164e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.301036500000692e-06,
-   "host_canary_seconds": 7.0209599999770945e-06,
+   "issue_only_seconds": 9.755777500000562e-06,
+   "host_canary_seconds": 8.125537500003332e-06,
    "pass_seconds": [
-    8.311737000013864e-06,
-    1.2394249000010405e-05,
-    8.633798999994724e-06
+    9.775257499999412e-06,
+    9.562213999998904e-06,
+    9.81914349999613e-06
    ],
    "pass_host_canary_seconds": [
-    7.0209599999770945e-06,
-    1.0433525000053124e-05,
-    7.2779200000638866e-06
+    8.125537500003332e-06,
+    7.926625000003185e-06,
+    8.213955000115903e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 2.3074424500009627e-05,
-   "min": 1.6761928499988698e-05,
-   "max": 2.550343600000815e-05,
+   "seconds": 1.9291844499999657e-05,
+   "min": 1.8140931499999624e-05,
+   "max": 2.674140000000591e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.3020002000009753e-05,
-   "host_canary_seconds": 9.982444999820928e-06,
+   "issue_only_seconds": 1.9265396000001544e-05,
+   "host_canary_seconds": 8.323104999981013e-06,
    "pass_seconds": [
-    2.3074424500009627e-05,
-    2.4979531500008534e-05,
-    1.7505237499989333e-05
+    1.9291844499999657e-05,
+    1.8590937500000848e-05,
+    1.9822142500004246e-05
    ],
    "pass_host_canary_seconds": [
-    9.982444999820928e-06,
-    1.0425419999933183e-05,
-    7.516610000095625e-06
+    8.323104999981013e-06,
+    8.068114999986164e-06,
+    8.370029999866802e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.8907930500006386e-05,
-   "min": 1.3582856499994023e-05,
-   "max": 2.061849349999534e-05,
+   "seconds": 1.5727484500001053e-05,
+   "min": 1.4864019000000895e-05,
+   "max": 2.1421267499999175e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8839024500010738e-05,
-   "host_canary_seconds": 1.0131095000076584e-05,
+   "issue_only_seconds": 1.5697004500001553e-05,
+   "host_canary_seconds": 8.407480000016675e-06,
    "pass_seconds": [
-    1.8907930500006386e-05,
-    1.9781254999998055e-05,
-    1.373122100000046e-05
+    1.5727484500001053e-05,
+    1.5184937000000787e-05,
+    1.691933400000778e-05
    ],
    "pass_host_canary_seconds": [
-    1.0131095000076584e-05,
-    1.0588840000025357e-05,
-    7.409055000096032e-06
+    8.407480000016675e-06,
+    8.008085000028587e-06,
+    8.48218000001566e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.4374859500009053e-05,
-   "min": 1.3560906999998679e-05,
-   "max": 2.2068328000017344e-05,
+   "seconds": 1.5746175000000305e-05,
+   "min": 1.4852822499996421e-05,
+   "max": 2.282307849999654e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4357310500002996e-05,
-   "host_canary_seconds": 7.424000000071373e-06,
+   "issue_only_seconds": 1.5734965500001863e-05,
+   "host_canary_seconds": 8.281559999971932e-06,
    "pass_seconds": [
-    1.4374859500009053e-05,
-    2.153085250000686e-05,
-    1.3942786499995918e-05
+    1.5746175000000305e-05,
+    1.51822750000008e-05,
+    2.094025199998839e-05
    ],
    "pass_host_canary_seconds": [
-    7.424000000071373e-06,
-    1.0695809999958783e-05,
-    7.418794999978217e-06
+    8.281559999971932e-06,
+    7.967049999990649e-06,
+    1.0592455000022483e-05
    ]
   },
   "eager_op_add_out": {
-   "seconds": 8.405623499982084e-06,
-   "min": 5.9957360000169044e-06,
-   "max": 9.465052999985346e-06,
+   "seconds": 6.9143260000004145e-06,
+   "min": 6.616033000000243e-06,
+   "max": 7.761343500007456e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.359198999983165e-06,
-   "host_canary_seconds": 1.0055027500044388e-05,
+   "issue_only_seconds": 6.898724999999217e-06,
+   "host_canary_seconds": 8.045205000009049e-06,
    "pass_seconds": [
-    8.405623499982084e-06,
-    8.578225000007934e-06,
-    6.275293999976839e-06
+    6.9143260000004145e-06,
+    6.992768500005297e-06,
+    6.790859500000579e-06
    ],
    "pass_host_canary_seconds": [
-    1.0055027500044388e-05,
-    1.0241060000026891e-05,
-    7.391972500130351e-06
+    8.045205000009049e-06,
+    8.108345000010786e-06,
+    7.948744999950463e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.4661617777783754e-05,
-   "min": 1.0327214444474622e-05,
-   "max": 1.6506876666666257e-05,
+   "seconds": 1.6470818888873533e-05,
+   "min": 1.5521732222209846e-05,
+   "max": 1.7438197777768966e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.488035000198124e-06,
+   "host_canary_seconds": 8.61164999999886e-06,
    "pass_seconds": [
-    1.4661617777783754e-05,
-    1.4501863333420159e-05,
-    1.524931111115772e-05
+    1.5974136666664486e-05,
+    1.6470818888873533e-05,
+    1.692065555557873e-05
    ],
    "pass_host_canary_seconds": [
-    8.488035000198124e-06,
-    1.0123300000088876e-05,
-    8.564260000127888e-06
+    8.61164999999886e-06,
+    8.393060000031482e-06,
+    9.623005000065633e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007331415555932429,
-   "min": 0.00010191711109857563,
-   "max": 0.0009777565555850742,
+   "seconds": 0.0007932434444657905,
+   "min": 0.0005241800000016876,
+   "max": 0.001184711000006031,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.488035000198124e-06,
+   "host_canary_seconds": 8.61164999999886e-06,
    "pass_seconds": [
-    0.0005814395555729687,
-    0.0007354629999996279,
-    0.0007331415555932429
+    0.0007393132222206747,
+    0.0008073016666669574,
+    0.0007932434444657905
    ],
    "pass_host_canary_seconds": [
-    8.488035000198124e-06,
-    1.0123300000088876e-05,
-    8.564260000127888e-06
+    8.61164999999886e-06,
+    8.393060000031482e-06,
+    9.623005000065633e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 6.275685555579002e-06,
-   "min": 3.942489999973178e-06,
-   "max": 6.80955666666705e-06,
+   "seconds": 6.837437777783685e-06,
+   "min": 4.968384444434074e-06,
+   "max": 8.033398888882302e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.792657499976484e-06,
+   "host_canary_seconds": 1.1033965000013523e-05,
    "pass_seconds": [
-    6.469023333326934e-06,
-    5.949542222272915e-06,
-    6.275685555579002e-06
+    6.617080000002792e-06,
+    6.837437777783685e-06,
+    6.984703333361924e-06
    ],
    "pass_host_canary_seconds": [
-    7.792657499976484e-06,
-    9.88646499990864e-06,
-    1.0303604999961636e-05
+    1.1033965000013523e-05,
+    8.077207500001293e-06,
+    9.003065000001697e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.058907777817998e-06,
-   "min": 3.2887877777435884e-06,
-   "max": 6.5856055555792e-06,
+   "seconds": 6.486701111106817e-06,
+   "min": 3.5348755555572907e-06,
+   "max": 7.041689999998842e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.80316999993147e-06,
+   "host_canary_seconds": 1.1003225000010275e-05,
    "pass_seconds": [
-    6.058907777817998e-06,
-    5.548190000013164e-06,
-    6.398746666668052e-06
+    6.530573333331328e-06,
+    6.486701111106817e-06,
+    4.573151111123429e-06
    ],
    "pass_host_canary_seconds": [
-    7.80316999993147e-06,
-    1.002634500011368e-05,
-    1.03128400002106e-05
+    1.1003225000010275e-05,
+    7.810969999972883e-06,
+    8.032815000120763e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 5.346758444438314e-05,
-   "min": 4.417043333331902e-05,
-   "max": 6.304639777776326e-05,
+   "seconds": 6.0849643333335104e-05,
+   "min": 4.034053444444099e-05,
+   "max": 6.66641455555666e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.047728499997902e-05,
+   "host_canary_seconds": 8.147970000003112e-06,
    "pass_seconds": [
-    5.346758444438314e-05,
-    4.505228222222336e-05,
-    5.912594111110694e-05
+    6.0849643333335104e-05,
+    6.340972222222124e-05,
+    5.947117888887811e-05
    ],
    "pass_host_canary_seconds": [
-    1.047728499997902e-05,
-    9.869124999966061e-06,
-    1.0475394999787113e-05
+    8.147970000003112e-06,
+    1.069685500006301e-05,
+    8.423799999945914e-06
    ]
   },
   "backward_call": {
-   "seconds": 7.017866677294177e-05,
-   "min": 4.204800507674614e-05,
-   "max": 0.0001146480080982049,
+   "seconds": 8.222400459150474e-05,
+   "min": 6.129732541739939e-05,
+   "max": 0.0001003146643439929,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 26.34 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.75 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    9.107200056314469e-05,
-    0.00010636799782514572,
-    0.0001496960073709488,
-    0.00018649600446224212,
-    0.0004932479858398437
+    0.00010467199981212616,
+    0.00012806400656700134,
+    0.00016009600460529329,
+    0.0002645759880542755,
+    0.0004280639886856079
    ],
-   "host_canary_seconds": 7.611142499968082e-06,
+   "host_canary_seconds": 8.220467499988614e-06,
    "pass_seconds": [
-    4.204800507674614e-05,
-    7.017866677294177e-05,
-    0.0001146480080982049
+    8.222400459150474e-05,
+    0.0001003146643439929,
+    6.129732541739939e-05
    ],
    "pass_host_canary_seconds": [
-    7.611142499968082e-06,
-    7.457935000161342e-06,
-    1.0294894999987035e-05
+    8.220467499988614e-06,
+    7.85263500002742e-06,
+    8.896319999962544e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.7602285501502815e-05,
-   "min": 1.8357334126319203e-05,
-   "max": 3.155352192975225e-05,
+   "seconds": 2.0156191218466986e-05,
+   "min": 1.8806094569819314e-05,
+   "max": 2.153447678401357e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.4495998173952105e-05,
-    0.00015299199521541596,
-    0.0005157439708709717
+    3.63520011305809e-05,
+    9.756799787282943e-05,
+    0.00035824000835418704
    ],
-   "host_canary_seconds": 9.83477999994875e-06,
+   "host_canary_seconds": 8.326620000005391e-06,
    "pass_seconds": [
-    3.155352192975225e-05,
-    1.8357334126319203e-05,
-    2.7602285501502815e-05
+    2.153447678401357e-05,
+    2.0156191218466986e-05,
+    1.8806094569819314e-05
    ],
    "pass_host_canary_seconds": [
-    9.83477999994875e-06,
-    7.266597499864247e-06,
-    1.0345970000003036e-05
+    8.326620000005391e-06,
+    1.1090600000045469e-05,
+    8.744472499984112e-06
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010662933784936154,
-   "min": 8.231847112377485e-05,
-   "max": 0.00010988647419781915,
+   "seconds": 0.00010882210234800974,
+   "min": 6.237638386942092e-05,
+   "max": 0.0001108022788096042,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003077439963817596,
-    0.0007881280183792114,
-    0.002062079906463623
+    0.00018937599658966066,
+    0.0006955519914627075,
+    0.0022108159065246584
    ],
-   "host_canary_seconds": 9.83477999994875e-06,
+   "host_canary_seconds": 8.326620000005391e-06,
    "pass_seconds": [
-    8.231847112377485e-05,
-    0.00010662933784936154,
-    0.00010988647419781915
+    0.0001108022788096042,
+    0.00010882210234800974,
+    6.237638386942092e-05
    ],
    "pass_host_canary_seconds": [
-    9.83477999994875e-06,
-    7.266597499864247e-06,
-    1.0345970000003036e-05
+    8.326620000005391e-06,
+    1.1090600000045469e-05,
+    8.744472499984112e-06
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.424914118789492e-05,
-   "min": 5.305142807109015e-05,
-   "max": 5.914514121555146e-05,
+   "seconds": 4.9071236025719414e-05,
+   "min": 4.3829331440585e-05,
+   "max": 6.186971210298084e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.393599838018418e-05,
-    0.00022015999257564545,
-    0.0008888319730758667
+    9.004800021648407e-05,
+    0.00025808000564575193,
+    0.0008330559730529786
    ],
-   "host_canary_seconds": 7.904034999910436e-06,
+   "host_canary_seconds": 8.236404999983905e-06,
    "pass_seconds": [
-    5.424914118789492e-05,
-    5.305142807109015e-05,
-    5.914514121555146e-05
+    4.9071236025719414e-05,
+    6.186971210298084e-05,
+    4.3829331440585e-05
    ],
    "pass_host_canary_seconds": [
-    7.904034999910436e-06,
-    9.3163550000952e-06,
-    1.0135567499958142e-05
+    8.236404999983905e-06,
+    1.115001500004098e-05,
+    8.157725000046412e-06
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00012803124210664205,
-   "min": 0.0001275436189912614,
-   "max": 0.00015846019699459983,
+   "seconds": 0.00015927237485136302,
+   "min": 9.54567651663508e-05,
+   "max": 0.0001618910573777698,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040716800093650816,
-    0.001015104055404663,
-    0.003154911994934082
+    0.0003723520040512085,
+    0.0010994240045547486,
+    0.003531519889831543
    ],
-   "host_canary_seconds": 7.904034999910436e-06,
+   "host_canary_seconds": 8.236404999983905e-06,
    "pass_seconds": [
-    0.0001275436189912614,
-    0.00012803124210664205,
-    0.00015846019699459983
+    0.00015927237485136302,
+    0.0001618910573777698,
+    9.54567651663508e-05
    ],
    "pass_host_canary_seconds": [
-    7.904034999910436e-06,
-    9.3163550000952e-06,
-    1.0135567499958142e-05
+    8.236404999983905e-06,
+    1.115001500004098e-05,
+    8.157725000046412e-06
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.0022857934236524e-05,
-   "min": 1.5836191496678763e-05,
-   "max": 2.471314228716351e-05,
+   "seconds": 1.879314226763589e-05,
+   "min": 1.859428644889877e-05,
+   "max": 2.673676131027085e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0239999294281007e-05,
-    0.00010489600151777268,
-    0.0002768320143222809
+    3.270399942994118e-05,
+    8.742400258779526e-05,
+    0.00031404799222946165
    ],
-   "host_canary_seconds": 7.719822500007468e-06,
+   "host_canary_seconds": 8.314929999997389e-06,
    "pass_seconds": [
-    1.5836191496678763e-05,
-    2.0022857934236524e-05,
-    2.471314228716351e-05
+    1.879314226763589e-05,
+    2.673676131027085e-05,
+    1.859428644889877e-05
    ],
    "pass_host_canary_seconds": [
-    7.719822500007468e-06,
-    1.0313569999880201e-05,
-    1.0198434999892924e-05
+    8.314929999997389e-06,
+    1.1117924999979323e-05,
+    8.00588999993579e-06
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.41706644850118e-05,
-   "min": 7.391924144966261e-05,
-   "max": 7.89790465718224e-05,
+   "seconds": 8.419200423217956e-05,
+   "min": 8.194895212848983e-05,
+   "max": 9.557637696464856e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021481600403785707,
-    0.0005549439787864686,
-    0.0015847680568695068
+    0.00021107199788093566,
+    0.000576255977153778,
+    0.0017745920419692993
    ],
-   "host_canary_seconds": 7.719822500007468e-06,
+   "host_canary_seconds": 8.314929999997389e-06,
    "pass_seconds": [
-    7.391924144966261e-05,
-    7.41706644850118e-05,
-    7.89790465718224e-05
+    8.419200423217956e-05,
+    8.194895212848983e-05,
+    9.557637696464856e-05
    ],
    "pass_host_canary_seconds": [
-    7.719822500007468e-06,
-    1.0313569999880201e-05,
-    1.0198434999892924e-05
+    8.314929999997389e-06,
+    1.1117924999979323e-05,
+    8.00588999993579e-06
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 5.003962027175085e-05,
-   "min": 4.264380995716367e-05,
-   "max": 5.7453715020702e-05,
+   "seconds": 3.751923711526961e-05,
+   "min": 3.385752439498902e-05,
+   "max": 5.374323754083542e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012217599898576737,
-    0.0003306559920310974,
-    0.0008922240138053894
+    7.695999741554261e-05,
+    0.00018134400248527528,
+    0.0006370239853858948
    ],
-   "host_canary_seconds": 1.0210419999907571e-05,
+   "host_canary_seconds": 8.495707500006943e-06,
    "pass_seconds": [
-    5.003962027175085e-05,
-    5.7453715020702e-05,
-    4.264380995716367e-05
+    3.751923711526961e-05,
+    5.374323754083542e-05,
+    3.385752439498902e-05
    ],
    "pass_host_canary_seconds": [
-    1.0210419999907571e-05,
-    1.0655815000006896e-05,
-    1.0003424999922573e-05
+    8.495707500006943e-06,
+    1.1124104999993279e-05,
+    9.183399999983521e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.586514812140237e-05,
-   "min": 8.052800418365569e-05,
-   "max": 0.0001068853363394737,
+   "seconds": 8.701256343296596e-05,
+   "min": 8.669713565281458e-05,
+   "max": 0.0001335329491467703,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005844799876213074,
-    0.0010353599786758422,
-    0.0025627200603485106
+    0.0003213120102882385,
+    0.0008037760257720947,
+    0.002876863956451416
    ],
-   "host_canary_seconds": 1.0210419999907571e-05,
+   "host_canary_seconds": 8.495707500006943e-06,
    "pass_seconds": [
-    8.052800418365569e-05,
-    8.586514812140237e-05,
-    0.0001068853363394737
+    0.0001335329491467703,
+    8.669713565281458e-05,
+    8.701256343296596e-05
    ],
    "pass_host_canary_seconds": [
-    1.0210419999907571e-05,
-    1.0655815000006896e-05,
-    1.0003424999922573e-05
+    8.495707500006943e-06,
+    1.1124104999993279e-05,
+    9.183399999983521e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.9560381060554868e-05,
-   "min": 1.8592762450377147e-05,
-   "max": 2.080609436546053e-05,
+   "seconds": 2.1951239201284587e-05,
+   "min": 1.3379808958797229e-05,
+   "max": 2.384990391631921e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.798399865627289e-05,
-    8.470399677753449e-05,
-    0.00031385600566864014
+    2.5151999667286874e-05,
+    6.486400216817855e-05,
+    0.00037228798866271973
    ],
-   "host_canary_seconds": 1.009271500009845e-05,
+   "host_canary_seconds": 1.1105742499992743e-05,
    "pass_seconds": [
-    1.8592762450377147e-05,
-    1.9560381060554868e-05,
-    2.080609436546053e-05
+    2.384990391631921e-05,
+    2.1951239201284587e-05,
+    1.3379808958797229e-05
    ],
    "pass_host_canary_seconds": [
-    1.009271500009845e-05,
-    1.0837992499972415e-05,
-    1.0503602499909448e-05
+    1.1105742499992743e-05,
+    1.0491099999967445e-05,
+    8.14699250000217e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.951999983617239e-05,
-   "min": 6.479009702092125e-05,
-   "max": 7.049218920015152e-05,
+   "seconds": 7.0850284060552e-05,
+   "min": 7.081828709869158e-05,
+   "max": 7.442209541442849e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002216639965772629,
-    0.000533631980419159,
-    0.0015592319965362549
+    0.00014841599762439728,
+    0.0003901439905166626,
+    0.0016047999858856202
    ],
-   "host_canary_seconds": 1.009271500009845e-05,
+   "host_canary_seconds": 1.1105742499992743e-05,
    "pass_seconds": [
-    6.951999983617239e-05,
-    6.479009702092125e-05,
-    7.049218920015152e-05
+    7.442209541442849e-05,
+    7.081828709869158e-05,
+    7.0850284060552e-05
    ],
    "pass_host_canary_seconds": [
-    1.009271500009845e-05,
-    1.0837992499972415e-05,
-    1.0503602499909448e-05
+    1.1105742499992743e-05,
+    1.0491099999967445e-05,
+    8.14699250000217e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.906285869223732e-05,
-   "min": 3.85150494320052e-05,
-   "max": 4.177371447994595e-05,
+   "seconds": 3.7906285907540995e-05,
+   "min": 3.2675810513042276e-05,
+   "max": 4.946819160665784e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.055999666452408e-05,
-    0.00021583999693393707,
-    0.0007171519994735718
+    0.00011478400230407715,
+    0.0002802560031414032,
+    0.000862496018409729
    ],
-   "host_canary_seconds": 1.0319014999993215e-05,
+   "host_canary_seconds": 1.1378124999996687e-05,
    "pass_seconds": [
-    4.177371447994595e-05,
-    3.906285869223732e-05,
-    3.85150494320052e-05
+    4.946819160665784e-05,
+    3.7906285907540995e-05,
+    3.2675810513042276e-05
    ],
    "pass_host_canary_seconds": [
-    1.0319014999993215e-05,
-    1.0066524999956528e-05,
-    9.944607500358415e-06
+    1.1378124999996687e-05,
+    1.1244012499993515e-05,
+    9.913922500004447e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 0.00011287390547139303,
-   "min": 9.601599013521557e-05,
-   "max": 0.00011363657209135237,
+   "seconds": 9.209905139037538e-05,
+   "min": 8.657676762058623e-05,
+   "max": 0.00010220723670153392,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000361952006816864,
-    0.0009519360065460205,
-    0.002723680019378662
+    0.000554527997970581,
+    0.0011058880090713502,
+    0.002642944097518921
    ],
-   "host_canary_seconds": 1.0319014999993215e-05,
+   "host_canary_seconds": 1.1378124999996687e-05,
    "pass_seconds": [
-    0.00011287390547139303,
-    9.601599013521557e-05,
-    0.00011363657209135237
+    8.657676762058623e-05,
+    0.00010220723670153392,
+    9.209905139037538e-05
    ],
    "pass_host_canary_seconds": [
-    1.0319014999993215e-05,
-    1.0066524999956528e-05,
-    9.944607500358415e-06
+    1.1378124999996687e-05,
+    1.1244012499993515e-05,
+    9.913922500004447e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.1848381275222415e-05,
-   "min": 2.1763809734866735e-05,
-   "max": 2.50179043837956e-05,
+   "seconds": 2.2715429287581216e-05,
+   "min": 1.556190529039928e-05,
+   "max": 2.7337142044589638e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.177599936723709e-05,
-    0.00013142399489879608,
-    0.0004285759925842285
+    4.476799815893173e-05,
+    8.739200234413147e-05,
+    0.0004416959881782532
    ],
-   "host_canary_seconds": 1.0374809999973422e-05,
+   "host_canary_seconds": 1.0683480000004409e-05,
    "pass_seconds": [
-    2.50179043837956e-05,
-    2.1848381275222415e-05,
-    2.1763809734866735e-05
+    2.7337142044589638e-05,
+    2.2715429287581216e-05,
+    1.556190529039928e-05
    ],
    "pass_host_canary_seconds": [
-    1.0374809999973422e-05,
-    9.75770499991313e-06,
-    9.90018499976486e-06
+    1.0683480000004409e-05,
+    1.0805889999971896e-05,
+    8.295457500011593e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.13988585131509e-05,
-   "min": 6.783238088800794e-05,
-   "max": 7.344381014506023e-05,
+   "seconds": 6.751161636341185e-05,
+   "min": 6.224457174539564e-05,
+   "max": 7.349485460491407e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005050560235977172,
-    0.0008791679739952087,
-    0.0020082240104675295
+    0.0001897920072078705,
+    0.0005438399910926818,
+    0.001561951994895935
    ],
-   "host_canary_seconds": 1.0374809999973422e-05,
+   "host_canary_seconds": 1.0683480000004409e-05,
    "pass_seconds": [
-    7.344381014506023e-05,
-    7.13988585131509e-05,
-    6.783238088800794e-05
+    6.224457174539564e-05,
+    7.349485460491407e-05,
+    6.751161636341185e-05
    ],
    "pass_host_canary_seconds": [
-    1.0374809999973422e-05,
-    9.75770499991313e-06,
-    9.90018499976486e-06
+    1.0683480000004409e-05,
+    1.0805889999971896e-05,
+    8.295457500011593e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.724799837384905e-05,
-   "min": 3.368228496540161e-05,
-   "max": 4.099352373963311e-05,
+   "seconds": 3.62247618890944e-05,
+   "min": 3.388342935414541e-05,
+   "max": 4.174019218910308e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.68639999628067e-05,
-    0.0002197439968585968,
-    0.0006592959761619568
+    9.92320030927658e-05,
+    0.00024934400618076323,
+    0.0007336320281028747
    ],
-   "host_canary_seconds": 1.0115265000081309e-05,
+   "host_canary_seconds": 1.0863985000000298e-05,
    "pass_seconds": [
-    3.724799837384905e-05,
-    4.099352373963311e-05,
-    3.368228496540161e-05
+    4.174019218910308e-05,
+    3.62247618890944e-05,
+    3.388342935414541e-05
    ],
    "pass_host_canary_seconds": [
-    1.0115265000081309e-05,
-    1.0084715000004963e-05,
-    9.90982000018903e-06
+    1.0863985000000298e-05,
+    1.0611049999980082e-05,
+    1.0318034999983184e-05
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 8.524342697291145e-05,
-   "min": 8.480914788586751e-05,
-   "max": 9.655848287400744e-05,
+   "seconds": 9.354667046240398e-05,
+   "min": 8.963199562969662e-05,
+   "max": 9.376533613318488e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005565119981765747,
-    0.0010117119550704956,
-    0.002581536054611206
+    0.0005069440007209778,
+    0.000786463975906372,
+    0.0024393279552459715
    ],
-   "host_canary_seconds": 1.0115265000081309e-05,
+   "host_canary_seconds": 1.0863985000000298e-05,
    "pass_seconds": [
-    9.655848287400744e-05,
-    8.480914788586751e-05,
-    8.524342697291145e-05
+    8.963199562969662e-05,
+    9.376533613318488e-05,
+    9.354667046240398e-05
    ],
    "pass_host_canary_seconds": [
-    1.0115265000081309e-05,
-    1.0084715000004963e-05,
-    9.90982000018903e-06
+    1.0863985000000298e-05,
+    1.0611049999980082e-05,
+    1.0318034999983184e-05
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.614628390187308e-05,
-   "min": 4.0331426475729254e-05,
-   "max": 4.649371334484645e-05,
+   "seconds": 4.702399990388326e-05,
+   "min": 4.432609358004161e-05,
+   "max": 5.335619158688046e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.171200215816498e-05,
-    0.000209087997674942,
-    0.0007684159874916076
+    7.446400076150894e-05,
+    0.0002178879976272583,
+    0.0007806079983711243
    ],
-   "host_canary_seconds": 1.0651455000072474e-05,
+   "host_canary_seconds": 1.167684250001244e-05,
    "pass_seconds": [
-    4.649371334484645e-05,
-    4.614628390187308e-05,
-    4.0331426475729254e-05
+    4.702399990388326e-05,
+    4.432609358004161e-05,
+    5.335619158688046e-05
    ],
    "pass_host_canary_seconds": [
-    1.0651455000072474e-05,
-    1.0462040000049909e-05,
-    1.011055999981636e-05
+    1.167684250001244e-05,
+    1.0938512499976128e-05,
+    1.1168092500000171e-05
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.842361607721873e-05,
-   "min": 7.4055623795305e-05,
-   "max": 8.783466475350513e-05,
+   "seconds": 8.85447607863517e-05,
+   "min": 5.223923673232397e-05,
+   "max": 0.00010124495519059048,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003824000060558319,
-    0.0008994879722595215,
-    0.0024353599548339842
+    0.00031382399797439574,
+    0.0006978880167007447,
+    0.0023398079872131348
    ],
-   "host_canary_seconds": 1.0651455000072474e-05,
+   "host_canary_seconds": 1.167684250001244e-05,
    "pass_seconds": [
-    8.783466475350513e-05,
-    7.842361607721873e-05,
-    7.4055623795305e-05
+    8.85447607863517e-05,
+    0.00010124495519059048,
+    5.223923673232397e-05
    ],
    "pass_host_canary_seconds": [
-    1.0651455000072474e-05,
-    1.0462040000049909e-05,
-    1.011055999981636e-05
+    1.167684250001244e-05,
+    1.0938512499976128e-05,
+    1.1168092500000171e-05
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.428114541939327e-05,
-   "min": 6.325180793092366e-05,
-   "max": 7.523123423258465e-05,
+   "seconds": 7.105981239250728e-05,
+   "min": 6.403809785842895e-05,
+   "max": 7.313752529166992e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014556799829006195,
-    0.0003941119909286499,
-    0.0012683520317077637
+    0.00014771200716495514,
+    0.0002884800136089325,
+    0.0010911680459976196
    ],
-   "host_canary_seconds": 1.0547277499881602e-05,
+   "host_canary_seconds": 8.806970000012626e-06,
    "pass_seconds": [
-    7.428114541939327e-05,
-    7.523123423258465e-05,
-    6.325180793092366e-05
+    6.403809785842895e-05,
+    7.313752529166992e-05,
+    7.105981239250728e-05
    ],
    "pass_host_canary_seconds": [
-    1.0547277499881602e-05,
-    1.0769200000027012e-05,
-    9.855407500083402e-06
+    8.806970000012626e-06,
+    1.1315675000034275e-05,
+    1.1155102500026713e-05
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015024304957616895,
-   "min": 0.00011931504770403818,
-   "max": 0.00015938438617047813,
+   "seconds": 0.00015097599583012715,
+   "min": 0.0001485927587463742,
+   "max": 0.0001661295145750046,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005776320099830628,
-    0.0012863359451293944,
-    0.004085184097290039
+    0.0005130559802055359,
+    0.0012920960187911988,
+    0.003749567985534668
    ],
-   "host_canary_seconds": 1.0547277499881602e-05,
+   "host_canary_seconds": 8.806970000012626e-06,
    "pass_seconds": [
-    0.00015938438617047813,
-    0.00015024304957616895,
-    0.00011931504770403818
+    0.0001485927587463742,
+    0.0001661295145750046,
+    0.00015097599583012715
    ],
    "pass_host_canary_seconds": [
-    1.0547277499881602e-05,
-    1.0769200000027012e-05,
-    9.855407500083402e-06
+    8.806970000012626e-06,
+    1.1315675000034275e-05,
+    1.1155102500026713e-05
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.308038289348285e-05,
-   "min": 2.7973332930178866e-05,
-   "max": 3.3729523242939084e-05,
+   "seconds": 3.3004950377203175e-05,
+   "min": 3.0058666531528744e-05,
+   "max": 4.143390538437026e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.628800019621849e-05,
-    0.00015510399639606475,
-    0.0005614399909973144
+    4.495999962091446e-05,
+    0.00011097600311040878,
+    0.0006470400094985962
    ],
-   "host_canary_seconds": 1.0545817500116072e-05,
+   "host_canary_seconds": 1.134274500000032e-05,
    "pass_seconds": [
-    3.3729523242939084e-05,
-    3.308038289348285e-05,
-    2.7973332930178866e-05
+    4.143390538437026e-05,
+    3.0058666531528744e-05,
+    3.3004950377203175e-05
    ],
    "pass_host_canary_seconds": [
-    1.0545817500116072e-05,
-    1.0459960000162028e-05,
-    9.82185750018516e-06
+    1.134274500000032e-05,
+    1.1144075000046882e-05,
+    1.0976484999929425e-05
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 4.5591622236229126e-05,
-   "min": 3.694628161333855e-05,
-   "max": 6.944228371693974e-05,
+   "seconds": 6.240000025857063e-05,
+   "min": 5.4531051112072796e-05,
+   "max": 6.863618837226002e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027408000826835633,
-    0.0005529919862747192,
-    0.0018114559650421142
+    0.00017971199750900269,
+    0.0005190079808235168,
+    0.001833791971206665
    ],
-   "host_canary_seconds": 1.0545817500116072e-05,
+   "host_canary_seconds": 1.134274500000032e-05,
    "pass_seconds": [
-    6.944228371693974e-05,
-    3.694628161333855e-05,
-    4.5591622236229126e-05
+    6.863618837226002e-05,
+    6.240000025857063e-05,
+    5.4531051112072796e-05
    ],
    "pass_host_canary_seconds": [
-    1.0545817500116072e-05,
-    1.0459960000162028e-05,
-    9.82185750018516e-06
+    1.134274500000032e-05,
+    1.1144075000046882e-05,
+    1.0976484999929425e-05
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.385752337319511e-05,
-   "min": 3.515428659461793e-05,
-   "max": 4.8262096231892e-05,
+   "seconds": 4.917638252178828e-05,
+   "min": 4.469637892075947e-05,
+   "max": 5.976762232326327e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011939200013875961,
-    0.0003060480058193207,
-    0.0008572800159454346
+    0.00015328000485897064,
+    0.0003682880103588104,
+    0.0010616960525512695
    ],
-   "host_canary_seconds": 1.0759735000078763e-05,
+   "host_canary_seconds": 1.1665520000008201e-05,
    "pass_seconds": [
-    4.8262096231892e-05,
-    3.515428659461793e-05,
-    4.385752337319511e-05
+    5.976762232326327e-05,
+    4.917638252178828e-05,
+    4.469637892075947e-05
    ],
    "pass_host_canary_seconds": [
-    1.0759735000078763e-05,
-    9.01679250006282e-06,
-    9.759357499774524e-06
+    1.1665520000008201e-05,
+    1.0733360000045877e-05,
+    1.1174455000002581e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011775009440524235,
-   "min": 9.478780769166492e-05,
-   "max": 0.00011841066465491338,
+   "seconds": 0.00011000609575282959,
+   "min": 9.092419452610468e-05,
+   "max": 0.00011930132905642191,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005045440196990966,
-    0.0010470080375671387,
-    0.003009536027908325
+    0.0005408639907836914,
+    0.0011897599697113037,
+    0.0032641279697418215
    ],
-   "host_canary_seconds": 1.0759735000078763e-05,
+   "host_canary_seconds": 1.1665520000008201e-05,
    "pass_seconds": [
-    0.00011775009440524235,
-    0.00011841066465491338,
-    9.478780769166492e-05
+    0.00011930132905642191,
+    9.092419452610468e-05,
+    0.00011000609575282959
    ],
    "pass_host_canary_seconds": [
-    1.0759735000078763e-05,
-    9.01679250006282e-06,
-    9.759357499774524e-06
+    1.1665520000008201e-05,
+    1.0733360000045877e-05,
+    1.1174455000002581e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.491047667605536e-05,
-   "min": 3.850590384432248e-05,
-   "max": 4.981485576856705e-05,
+   "seconds": 4.415238010031837e-05,
+   "min": 4.252037902673085e-05,
+   "max": 5.549256929329463e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.977599650621414e-05,
-    0.00020582400262355804,
-    0.0008191999793052674
+    0.00010572800040245056,
+    0.0002656640112400055,
+    0.0009359359741210937
    ],
-   "host_canary_seconds": 1.053225500015742e-05,
+   "host_canary_seconds": 1.1497579999986129e-05,
    "pass_seconds": [
-    4.981485576856705e-05,
-    4.491047667605536e-05,
-    3.850590384432248e-05
+    5.549256929329463e-05,
+    4.252037902673085e-05,
+    4.415238010031837e-05
    ],
    "pass_host_canary_seconds": [
-    1.053225500015742e-05,
-    1.0019692499980692e-05,
-    9.834757500186696e-06
+    1.1497579999986129e-05,
+    1.1183720000005337e-05,
+    1.1452249999948094e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.648610039835887e-05,
-   "min": 7.328914691294943e-05,
-   "max": 7.915734109424409e-05,
+   "seconds": 8.936000650837308e-05,
+   "min": 8.708952509221578e-05,
+   "max": 9.545524524790902e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003682880103588104,
-    0.0008547840118408204,
-    0.002336064100265503
+    0.00044924798607826234,
+    0.000845632016658783,
+    0.002609312057495117
    ],
-   "host_canary_seconds": 1.053225500015742e-05,
+   "host_canary_seconds": 1.1497579999986129e-05,
    "pass_seconds": [
-    7.915734109424409e-05,
-    7.648610039835887e-05,
-    7.328914691294943e-05
+    8.936000650837308e-05,
+    8.708952509221578e-05,
+    9.545524524790902e-05
    ],
    "pass_host_canary_seconds": [
-    1.053225500015742e-05,
-    1.0019692499980692e-05,
-    9.834757500186696e-06
+    1.1497579999986129e-05,
+    1.1183720000005337e-05,
+    1.1452249999948094e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.35999988374256e-05,
-   "min": 7.491276129370644e-05,
-   "max": 8.497066511994315e-05,
+   "seconds": 8.056228714329856e-05,
+   "min": 7.18537171681722e-05,
+   "max": 0.00010098514599459513,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00017606399953365326,
-    0.0004572480022907257,
-    0.0014401919841766358
+    0.00021433599293231963,
+    0.0005697280168533326,
+    0.0017465920448303223
    ],
-   "host_canary_seconds": 1.0258364999913283e-05,
+   "host_canary_seconds": 1.2004962500000717e-05,
    "pass_seconds": [
-    8.35999988374256e-05,
-    8.497066511994315e-05,
-    7.491276129370644e-05
+    0.00010098514599459513,
+    8.056228714329856e-05,
+    7.18537171681722e-05
    ],
    "pass_host_canary_seconds": [
-    1.0258364999913283e-05,
-    1.030626500011067e-05,
-    1.0141197500104226e-05
+    1.2004962500000717e-05,
+    1.0015425000027279e-05,
+    1.1328177499976277e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014417371011915658,
-   "min": 0.0001257965699547813,
-   "max": 0.00016406247410036268,
+   "seconds": 0.00015342017866316302,
+   "min": 0.00014696531707332242,
+   "max": 0.00016197104042484648,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007563199996948242,
-    0.0015752960443496703,
-    0.004218143939971924
+    0.0007290560007095337,
+    0.001568351984024048,
+    0.004480127811431885
    ],
-   "host_canary_seconds": 1.0258364999913283e-05,
+   "host_canary_seconds": 1.2004962500000717e-05,
    "pass_seconds": [
-    0.00014417371011915658,
-    0.0001257965699547813,
-    0.00016406247410036268
+    0.00014696531707332242,
+    0.00016197104042484648,
+    0.00015342017866316302
    ],
    "pass_host_canary_seconds": [
-    1.0258364999913283e-05,
-    1.030626500011067e-05,
-    1.0141197500104226e-05
+    1.2004962500000717e-05,
+    1.0015425000027279e-05,
+    1.1328177499976277e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.3526855565252756e-05,
-   "min": 3.0503618752672562e-05,
-   "max": 3.757866844534874e-05,
+   "seconds": 3.1294476773057654e-05,
+   "min": 2.3446095486481984e-05,
+   "max": 3.336000034496897e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.097600072622299e-05,
-    0.0001539839953184128,
-    0.0005546879768371583
+    3.7856001406908035e-05,
+    0.00010979200154542923,
+    0.00039008000493049623
    ],
-   "host_canary_seconds": 1.0359302499978185e-05,
+   "host_canary_seconds": 9.798160000009659e-06,
    "pass_seconds": [
-    3.3526855565252756e-05,
-    3.0503618752672562e-05,
-    3.757866844534874e-05
+    2.3446095486481984e-05,
+    3.336000034496897e-05,
+    3.1294476773057654e-05
    ],
    "pass_host_canary_seconds": [
-    1.0359302499978185e-05,
-    8.113422500031219e-06,
-    1.0658232500020405e-05
+    9.798160000009659e-06,
+    1.0924740000035626e-05,
+    1.1157100000076525e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.394056851665179e-05,
-   "min": 5.55184760263988e-05,
-   "max": 6.8296381937606e-05,
+   "seconds": 7.358552480027791e-05,
+   "min": 6.822095509795916e-05,
+   "max": 8.602666748421531e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003005119860172272,
-    0.0006688320040702819,
-    0.0016699199676513672
+    0.00019203199446201326,
+    0.0004968959987163543,
+    0.0018262720108032226
    ],
-   "host_canary_seconds": 1.0359302499978185e-05,
+   "host_canary_seconds": 9.798160000009659e-06,
    "pass_seconds": [
-    5.55184760263988e-05,
-    6.8296381937606e-05,
-    6.394056851665179e-05
+    8.602666748421531e-05,
+    6.822095509795916e-05,
+    7.358552480027791e-05
    ],
    "pass_host_canary_seconds": [
-    1.0359302499978185e-05,
-    8.113422500031219e-06,
-    1.0658232500020405e-05
+    9.798160000009659e-06,
+    1.0924740000035626e-05,
+    1.1157100000076525e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.4454096683434084e-05,
-   "min": 4.272685732160296e-05,
-   "max": 5.357333379132407e-05,
+   "seconds": 5.153219224441619e-05,
+   "min": 5.0391616565840585e-05,
+   "max": 5.257600049177806e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013305599987506865,
-    0.00030092799663543703,
-    0.0009390400052070618
+    0.000125791996717453,
+    0.0003261440098285675,
+    0.0009286400079727173
    ],
-   "host_canary_seconds": 1.0563314999956219e-05,
+   "host_canary_seconds": 1.1257919999998478e-05,
    "pass_seconds": [
-    5.357333379132407e-05,
-    4.272685732160296e-05,
-    4.4454096683434084e-05
+    5.257600049177806e-05,
+    5.0391616565840585e-05,
+    5.153219224441619e-05
    ],
    "pass_host_canary_seconds": [
-    1.0563314999956219e-05,
-    1.0037977499877115e-05,
-    1.0134679999964647e-05
+    1.1257919999998478e-05,
+    1.1148544999954878e-05,
+    1.107935249997638e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00011316419002555664,
-   "min": 9.872990669239134e-05,
-   "max": 0.00011892342567443846,
+   "seconds": 0.00010955200273366202,
+   "min": 8.407848292873017e-05,
+   "max": 0.0001278049512988045,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004527679979801178,
-    0.001063264012336731,
-    0.002990592002868652
+    0.0006235520243644715,
+    0.001146016001701355,
+    0.003323040008544922
    ],
-   "host_canary_seconds": 1.0563314999956219e-05,
+   "host_canary_seconds": 1.1257919999998478e-05,
    "pass_seconds": [
-    0.00011316419002555664,
-    0.00011892342567443846,
-    9.872990669239134e-05
+    0.0001278049512988045,
+    8.407848292873017e-05,
+    0.00010955200273366202
    ],
    "pass_host_canary_seconds": [
-    1.0563314999956219e-05,
-    1.0037977499877115e-05,
-    1.0134679999964647e-05
+    1.1257919999998478e-05,
+    1.1148544999954878e-05,
+    1.107935249997638e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 7.48472423070953e-05,
-   "min": 6.162819372756139e-05,
-   "max": 7.713142746970767e-05,
+   "seconds": 5.743009384189333e-05,
+   "min": 5.625752501544499e-05,
+   "max": 6.766704895666667e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.511999994516372e-05,
-    0.00030115199089050294,
-    0.0012049920558929444
+    0.00010892800241708755,
+    0.00043193599581718445,
+    0.0011639360189437866
    ],
-   "host_canary_seconds": 1.1035340000091764e-05,
+   "host_canary_seconds": 1.176967000001028e-05,
    "pass_seconds": [
-    7.48472423070953e-05,
-    6.162819372756139e-05,
-    7.713142746970767e-05
+    6.766704895666667e-05,
+    5.625752501544499e-05,
+    5.743009384189333e-05
    ],
    "pass_host_canary_seconds": [
-    1.1035340000091764e-05,
-    1.0252007499929049e-05,
-    1.0952087500299967e-05
+    1.176967000001028e-05,
+    1.0664364999968257e-05,
+    1.1100769999998762e-05
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 4.796876119715827e-05,
-   "min": 3.6577525592985596e-05,
-   "max": 5.069179797456379e-05,
+   "seconds": 5.759542577323459e-05,
+   "min": 5.3025523466723284e-05,
+   "max": 7.238018832036426e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027964800596237183,
-    0.0008431680202484131,
-    0.0021869120597839357
+    0.0004720000028610229,
+    0.0008818879723548889,
+    0.0023623039722442626
    ],
-   "host_canary_seconds": 1.1035340000091764e-05,
+   "host_canary_seconds": 1.176967000001028e-05,
    "pass_seconds": [
-    4.796876119715827e-05,
-    5.069179797456379e-05,
-    3.6577525592985596e-05
+    5.759542577323459e-05,
+    5.3025523466723284e-05,
+    7.238018832036426e-05
    ],
    "pass_host_canary_seconds": [
-    1.1035340000091764e-05,
-    1.0252007499929049e-05,
-    1.0952087500299967e-05
+    1.176967000001028e-05,
+    1.0664364999968257e-05,
+    1.1100769999998762e-05
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.884419066565376e-05,
-   "min": 5.5265522074131736e-05,
-   "max": 0.000103046097216152,
+   "seconds": 6.504152502332415e-05,
+   "min": 6.132114288352784e-05,
+   "max": 8.60563786256881e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0002447039932012558,
-    0.0005574079751968384,
-    0.0017915840148925782
+    9.430400282144547e-05,
+    0.00021846400201320647,
+    0.0013404799699783326
    ],
-   "host_canary_seconds": 1.4187745000242558e-05,
+   "host_canary_seconds": 1.1789560000003973e-05,
    "pass_seconds": [
-    0.000103046097216152,
-    6.884419066565376e-05,
-    5.5265522074131736e-05
+    8.60563786256881e-05,
+    6.132114288352784e-05,
+    6.504152502332415e-05
    ],
    "pass_host_canary_seconds": [
-    1.4187745000242558e-05,
-    1.0355655000040542e-05,
-    1.0035545000164347e-05
+    1.1789560000003973e-05,
+    1.0910595000019895e-05,
+    1.136564999995926e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 4.8954668144385026e-05,
-   "min": 0.0,
-   "max": 5.687086497034347e-05,
+   "seconds": 6.75138980150223e-05,
+   "min": 6.411503893988476e-05,
+   "max": 7.461789959952943e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006711680293083191,
-    0.0012704960107803344,
-    0.002001055955886841
+    0.00026598399877548215,
+    0.0007084479928016663,
+    0.002662911891937256
    ],
-   "host_canary_seconds": 1.4187745000242558e-05,
+   "host_canary_seconds": 1.1789560000003973e-05,
    "pass_seconds": [
-    0.0,
-    5.687086497034347e-05,
-    4.8954668144385026e-05
+    7.461789959952943e-05,
+    6.75138980150223e-05,
+    6.411503893988476e-05
    ],
    "pass_host_canary_seconds": [
-    1.4187745000242558e-05,
-    1.0355655000040542e-05,
-    1.0035545000164347e-05
+    1.1789560000003973e-05,
+    1.0910595000019895e-05,
+    1.136564999995926e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 1.7835428317387903e-05,
-   "min": 1.7756951706750056e-05,
-   "max": 2.609752349200703e-05,
+   "seconds": 2.867809612126577e-05,
+   "min": 2.7583999470585864e-05,
+   "max": 3.428038280634653e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.968000039458275e-05,
-    7.990399748086929e-05,
-    0.00030278399586677554
+    6.45119994878769e-05,
+    0.000167263999581337,
+    0.0005786880254745483
    ],
-   "host_canary_seconds": 7.732539999949495e-06,
+   "host_canary_seconds": 1.2162430000000057e-05,
    "pass_seconds": [
-    1.7835428317387903e-05,
-    1.7756951706750056e-05,
-    2.609752349200703e-05
+    3.428038280634653e-05,
+    2.7583999470585864e-05,
+    2.867809612126577e-05
    ],
    "pass_host_canary_seconds": [
-    7.732539999949495e-06,
-    1.017300500024021e-05,
-    9.978782499899808e-06
+    1.2162430000000057e-05,
+    1.0931700000007538e-05,
+    1.1404419999934135e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 6.429561972618104e-05,
-   "min": 4.867276176810264e-05,
-   "max": 6.523352151825315e-05,
+   "seconds": 5.938057353099186e-05,
+   "min": 4.7299812769605994e-05,
+   "max": 6.056609075693856e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015542399883270263,
-    0.0004140160083770752,
-    0.0013914560079574586
+    0.0003234879970550537,
+    0.0006107519865036011,
+    0.001730496048927307
    ],
-   "host_canary_seconds": 7.732539999949495e-06,
+   "host_canary_seconds": 1.2162430000000057e-05,
    "pass_seconds": [
-    6.429561972618104e-05,
-    6.523352151825315e-05,
-    4.867276176810264e-05
+    5.938057353099186e-05,
+    4.7299812769605994e-05,
+    6.056609075693856e-05
    ],
    "pass_host_canary_seconds": [
-    7.732539999949495e-06,
-    1.017300500024021e-05,
-    9.978782499899808e-06
+    1.2162430000000057e-05,
+    1.0931700000007538e-05,
+    1.1404419999934135e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.661028522111121e-05,
-   "min": 2.0080762782267163e-05,
-   "max": 2.81599997764542e-05,
+   "seconds": 3.07504768882479e-05,
+   "min": 2.997866734152749e-05,
+   "max": 3.386057026329495e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.092799872159958e-05,
-    9.820800274610519e-05,
-    0.00034115201234817506
+    7.737600058317184e-05,
+    0.00017721599340438842,
+    0.0005847039818763733
    ],
-   "host_canary_seconds": 7.67248000016707e-06,
+   "host_canary_seconds": 1.147508499999006e-05,
    "pass_seconds": [
-    2.0080762782267163e-05,
-    2.81599997764542e-05,
-    2.661028522111121e-05
+    3.386057026329495e-05,
+    3.07504768882479e-05,
+    2.997866734152749e-05
    ],
    "pass_host_canary_seconds": [
-    7.67248000016707e-06,
-    1.0227989999975762e-05,
-    9.92397749968177e-06
+    1.147508499999006e-05,
+    1.150668000001076e-05,
+    1.1448675000025332e-05
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.55161874563921e-05,
-   "min": 4.712761832135065e-05,
-   "max": 6.416609120510873e-05,
+   "seconds": 5.548724070900963e-05,
+   "min": 4.984152600878762e-05,
+   "max": 6.133866558472315e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015350399911403655,
-    0.00034694400429725647,
-    0.001397439956665039
+    0.0002815999984741211,
+    0.0006030399799346924,
+    0.0016396160125732421
    ],
-   "host_canary_seconds": 7.67248000016707e-06,
+   "host_canary_seconds": 1.147508499999006e-05,
    "pass_seconds": [
-    6.416609120510873e-05,
-    4.712761832135065e-05,
-    5.55161874563921e-05
+    5.548724070900963e-05,
+    4.984152600878762e-05,
+    6.133866558472315e-05
    ],
    "pass_host_canary_seconds": [
-    7.67248000016707e-06,
-    1.0227989999975762e-05,
-    9.92397749968177e-06
+    1.147508499999006e-05,
+    1.150668000001076e-05,
+    1.1448675000025332e-05
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.573942689668565e-05,
-   "min": 5.270095275981086e-05,
-   "max": 5.840990408545449e-05,
+   "seconds": 5.6793906504199616e-05,
+   "min": 5.672838042179744e-05,
+   "max": 6.962742762906211e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.055999666452408e-05,
-    0.0002703360021114349,
-    0.0009682239890098571
+    6.054399907588959e-05,
+    0.00017526400089263916,
+    0.0010735679864883423
    ],
-   "host_canary_seconds": 1.0633820000123251e-05,
+   "host_canary_seconds": 1.1707819999990931e-05,
    "pass_seconds": [
-    5.840990408545449e-05,
-    5.270095275981086e-05,
-    5.573942689668565e-05
+    6.962742762906211e-05,
+    5.6793906504199616e-05,
+    5.672838042179744e-05
    ],
    "pass_host_canary_seconds": [
-    1.0633820000123251e-05,
-    1.019392499983951e-05,
-    1.052025499973297e-05
+    1.1707819999990931e-05,
+    1.1292774999986932e-05,
+    1.1442314999996485e-05
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.916647381725765e-05,
-   "min": 9.194513410329817e-05,
-   "max": 0.00010965333808036076,
+   "seconds": 0.00011217600745814186,
+   "min": 9.118780529215222e-05,
+   "max": 0.00011584380659319102,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004674240052700043,
-    0.0009311360120773316,
-    0.00282806396484375
+    0.00025884801149368285,
+    0.0009667519927024841,
+    0.0030400640964508055
    ],
-   "host_canary_seconds": 1.0633820000123251e-05,
+   "host_canary_seconds": 1.1707819999990931e-05,
    "pass_seconds": [
-    9.916647381725765e-05,
-    9.194513410329817e-05,
-    0.00010965333808036076
+    0.00011217600745814186,
+    9.118780529215222e-05,
+    0.00011584380659319102
    ],
    "pass_host_canary_seconds": [
-    1.0633820000123251e-05,
-    1.019392499983951e-05,
-    1.052025499973297e-05
+    1.1707819999990931e-05,
+    1.1292774999986932e-05,
+    1.1442314999996485e-05
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.950628433908735e-05,
-   "min": 5.549943056844529e-05,
-   "max": 5.957561908733278e-05,
+   "seconds": 5.676571492637907e-05,
+   "min": 5.2397714839095164e-05,
+   "max": 5.9471240355854936e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012438400089740754,
-    0.0003216640055179596,
-    0.0010232319831848145
+    0.00014057600498199464,
+    0.00037619200348854064,
+    0.0010517120361328125
    ],
-   "host_canary_seconds": 1.0812874999999168e-05,
+   "host_canary_seconds": 1.1785567500002259e-05,
    "pass_seconds": [
-    5.950628433908735e-05,
-    5.549943056844529e-05,
-    5.957561908733278e-05
+    5.9471240355854936e-05,
+    5.2397714839095164e-05,
+    5.676571492637907e-05
    ],
    "pass_host_canary_seconds": [
-    1.0812874999999168e-05,
-    1.0248069999931886e-05,
-    1.0720430000219494e-05
+    1.1785567500002259e-05,
+    1.0569539999991662e-05,
+    1.1346725000009883e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 0.00010323351444233031,
-   "min": 9.015694828260512e-05,
-   "max": 0.00010613105091310682,
+   "seconds": 9.735618921972457e-05,
+   "min": 8.732876500913075e-05,
+   "max": 0.00010372190887019748,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004630399942398071,
-    0.0011312320232391357,
-    0.002781055927276611
+    0.0004912959933280945,
+    0.0011344959735870362,
+    0.002990400075912476
    ],
-   "host_canary_seconds": 1.0812874999999168e-05,
+   "host_canary_seconds": 1.1785567500002259e-05,
    "pass_seconds": [
-    9.015694828260512e-05,
-    0.00010323351444233031,
-    0.00010613105091310682
+    0.00010372190887019748,
+    8.732876500913075e-05,
+    9.735618921972457e-05
    ],
    "pass_host_canary_seconds": [
-    1.0812874999999168e-05,
-    1.0248069999931886e-05,
-    1.0720430000219494e-05
+    1.1785567500002259e-05,
+    1.0569539999991662e-05,
+    1.1346725000009883e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.6400000346558437e-05,
-   "min": 1.5708952077797483e-05,
-   "max": 1.7881143305982864e-05,
+   "seconds": 1.6057143431334266e-05,
+   "min": 1.2291047988193377e-05,
+   "max": 1.6618667436497552e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.443200141191483e-05,
-    9.04960036277771e-05,
-    0.00030345600843429565
+    2.3679999634623526e-05,
+    5.7631999254226684e-05,
+    0.00020707200467586518
    ],
-   "host_canary_seconds": 1.0849250000006805e-05,
+   "host_canary_seconds": 8.54475500002394e-06,
    "pass_seconds": [
-    1.7881143305982864e-05,
-    1.5708952077797483e-05,
-    1.6400000346558437e-05
+    1.2291047988193377e-05,
+    1.6057143431334266e-05,
+    1.6618667436497552e-05
    ],
    "pass_host_canary_seconds": [
-    1.0849250000006805e-05,
-    1.0272174999954587e-05,
-    1.0400775000221074e-05
+    8.54475500002394e-06,
+    1.0776677500032861e-05,
+    1.129523750009298e-05
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.9295998492411203e-05,
-   "min": 2.756800218707039e-05,
-   "max": 2.9429332486220765e-05,
+   "seconds": 2.932571176262129e-05,
+   "min": 2.1555049256199887e-05,
+   "max": 3.5531429219103994e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001831039935350418,
-    0.00033350399136543275,
-    0.000895583987236023
+    0.00012275200337171554,
+    0.00022111999988555907,
+    0.0008250560164451599
    ],
-   "host_canary_seconds": 1.0849250000006805e-05,
+   "host_canary_seconds": 8.54475500002394e-06,
    "pass_seconds": [
-    2.9429332486220765e-05,
-    2.756800218707039e-05,
-    2.9295998492411203e-05
+    3.5531429219103994e-05,
+    2.1555049256199887e-05,
+    2.932571176262129e-05
    ],
    "pass_host_canary_seconds": [
-    1.0849250000006805e-05,
-    1.0272174999954587e-05,
-    1.0400775000221074e-05
+    8.54475500002394e-06,
+    1.0776677500032861e-05,
+    1.129523750009298e-05
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.7356952386243004e-05,
-   "min": 1.7313524725891293e-05,
-   "max": 1.8105142882892062e-05,
+   "seconds": 1.7420190608217604e-05,
+   "min": 1.679695237960134e-05,
+   "max": 1.79634296468326e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.454399973154068e-05,
-    0.00011315199732780457,
-    0.000323743999004364
+    6.892800331115723e-05,
+    0.00011219199746847153,
+    0.0003272320032119751
    ],
-   "host_canary_seconds": 1.0356100000024072e-05,
+   "host_canary_seconds": 1.1091600000021629e-05,
    "pass_seconds": [
-    1.7356952386243004e-05,
-    1.8105142882892062e-05,
-    1.7313524725891293e-05
+    1.7420190608217604e-05,
+    1.679695237960134e-05,
+    1.79634296468326e-05
    ],
    "pass_host_canary_seconds": [
-    1.0356100000024072e-05,
-    1.0342270000194276e-05,
-    1.0496229999716888e-05
+    1.1091600000021629e-05,
+    1.0890010000004225e-05,
+    1.1274092500030975e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.8335998810472948e-05,
-   "min": 2.329980936788377e-05,
-   "max": 4.704152473381589e-05,
+   "seconds": 2.2831238096668614e-05,
+   "min": 1.778361964083853e-05,
+   "max": 2.8286477462166836e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002616640031337738,
-    0.0003892799913883209,
-    0.0009439039826393128
+    0.00023004800081253052,
+    0.00035939198732376097,
+    0.0009130560159683228
    ],
-   "host_canary_seconds": 1.0356100000024072e-05,
+   "host_canary_seconds": 1.1091600000021629e-05,
    "pass_seconds": [
-    2.8335998810472948e-05,
-    4.704152473381589e-05,
-    2.329980936788377e-05
+    2.8286477462166836e-05,
+    1.778361964083853e-05,
+    2.2831238096668614e-05
    ],
    "pass_host_canary_seconds": [
-    1.0356100000024072e-05,
-    1.0342270000194276e-05,
-    1.0496229999716888e-05
+    1.1091600000021629e-05,
+    1.0890010000004225e-05,
+    1.1274092500030975e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.560761806155954e-05,
-   "min": 1.5171047211402938e-05,
-   "max": 1.5927618458157498e-05,
+   "seconds": 1.5603046864271164e-05,
+   "min": 1.518171387059348e-05,
+   "max": 1.6534857274520965e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1168000772595404e-05,
-    8.403199911117554e-05,
-    0.0002672959864139557
+    3.8527999073266986e-05,
+    5.35999983549118e-05,
+    0.00027504000067710876
    ],
-   "host_canary_seconds": 1.0232869999811101e-05,
+   "host_canary_seconds": 1.0540790000028721e-05,
    "pass_seconds": [
-    1.560761806155954e-05,
-    1.5171047211402938e-05,
-    1.5927618458157498e-05
+    1.6534857274520965e-05,
+    1.5603046864271164e-05,
+    1.518171387059348e-05
    ],
    "pass_host_canary_seconds": [
-    1.0232869999811101e-05,
-    1.0185697499878188e-05,
-    1.0519839999858505e-05
+    1.0540790000028721e-05,
+    1.0924547500010817e-05,
+    1.1005080000003886e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.735466696321964e-05,
-   "min": 2.685104807217916e-05,
-   "max": 3.2861715537451565e-05,
+   "seconds": 2.4990475780907134e-05,
+   "min": 2.0866284767786662e-05,
+   "max": 2.6759617208015354e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018281599879264832,
-    0.00033670398592948914,
-    0.0008355839848518371
+    0.00015622399747371673,
+    0.0002851200103759766,
+    0.0008053119778633118
    ],
-   "host_canary_seconds": 1.0232869999811101e-05,
+   "host_canary_seconds": 1.0540790000028721e-05,
    "pass_seconds": [
-    2.735466696321964e-05,
-    3.2861715537451565e-05,
-    2.685104807217916e-05
+    2.6759617208015354e-05,
+    2.4990475780907134e-05,
+    2.0866284767786662e-05
    ],
    "pass_host_canary_seconds": [
-    1.0232869999811101e-05,
-    1.0185697499878188e-05,
-    1.0519839999858505e-05
+    1.0540790000028721e-05,
+    1.0924547500010817e-05,
+    1.1005080000003886e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.6525713815575555e-05,
-   "min": 1.5951999773581824e-05,
-   "max": 1.739504826920373e-05,
+   "seconds": 1.643123814747447e-05,
+   "min": 1.557180888596035e-05,
+   "max": 1.8278856362615315e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.7631999254226684e-05,
-    0.00011235199868679046,
-    0.00030723199248313906
+    6.012799963355064e-05,
+    0.00011993599683046341,
+    0.0003359679877758026
    ],
-   "host_canary_seconds": 1.054735499991466e-05,
+   "host_canary_seconds": 1.0975754999975607e-05,
    "pass_seconds": [
-    1.6525713815575555e-05,
-    1.5951999773581824e-05,
-    1.739504826920373e-05
+    1.8278856362615315e-05,
+    1.643123814747447e-05,
+    1.557180888596035e-05
    ],
    "pass_host_canary_seconds": [
-    1.054735499991466e-05,
-    1.0292925000214836e-05,
-    1.0836360000041624e-05
+    1.0975754999975607e-05,
+    1.1360634999988406e-05,
+    1.0926567500035846e-05
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.6028951363904145e-05,
-   "min": 2.5387425862607507e-05,
-   "max": 3.2582096223320274e-05,
+   "seconds": 2.3851428713117323e-05,
+   "min": 1.5502474669899254e-05,
+   "max": 2.632152431067966e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002560000121593475,
-    0.0003792960047721863,
-    0.0008928639888763428
+    0.0002208639979362488,
+    0.00036323198676109313,
+    0.0008581439852714538
    ],
-   "host_canary_seconds": 1.054735499991466e-05,
+   "host_canary_seconds": 1.0975754999975607e-05,
    "pass_seconds": [
-    2.6028951363904145e-05,
-    3.2582096223320274e-05,
-    2.5387425862607507e-05
+    2.3851428713117323e-05,
+    1.5502474669899254e-05,
+    2.632152431067966e-05
    ],
    "pass_host_canary_seconds": [
-    1.054735499991466e-05,
-    1.0292925000214836e-05,
-    1.0836360000041624e-05
+    1.0975754999975607e-05,
+    1.1360634999988406e-05,
+    1.0926567500035846e-05
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.59367612075238e-05,
-   "min": 9.58400024544625e-06,
-   "max": 1.6495999303602033e-05,
+   "seconds": 1.6758094408682414e-05,
+   "min": 1.5965713276749565e-05,
+   "max": 1.6771808444034488e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.964800015091896e-05,
-    8.899199962615967e-05,
-    0.0001902720034122467
+    3.26399989426136e-05,
+    8.931200206279755e-05,
+    0.00028614398837089537
    ],
-   "host_canary_seconds": 1.1120212499946545e-05,
+   "host_canary_seconds": 1.0922549999996533e-05,
    "pass_seconds": [
-    9.58400024544625e-06,
-    1.6495999303602033e-05,
-    1.59367612075238e-05
+    1.6758094408682414e-05,
+    1.5965713276749565e-05,
+    1.6771808444034488e-05
    ],
    "pass_host_canary_seconds": [
-    1.1120212499946545e-05,
-    1.0356297499924949e-05,
-    1.0789035000016157e-05
+    1.0922549999996533e-05,
+    1.1146765000020765e-05,
+    1.0992884999936337e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.7602287098055806e-05,
-   "min": 2.4000761941784904e-05,
-   "max": 3.436952137521336e-05,
+   "seconds": 2.3451428860425955e-05,
+   "min": 2.1699048756133947e-05,
+   "max": 2.5370667023318157e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016598400473594665,
-    0.00032489600777626035,
-    0.0008343039751052857
+    0.00024038399755954744,
+    0.0003202559947967529,
+    0.000805408000946045
    ],
-   "host_canary_seconds": 1.1120212499946545e-05,
+   "host_canary_seconds": 1.0922549999996533e-05,
    "pass_seconds": [
-    3.436952137521336e-05,
-    2.7602287098055806e-05,
-    2.4000761941784904e-05
+    2.1699048756133947e-05,
+    2.5370667023318157e-05,
+    2.3451428860425955e-05
    ],
    "pass_host_canary_seconds": [
-    1.1120212499946545e-05,
-    1.0356297499924949e-05,
-    1.0789035000016157e-05
+    1.0922549999996533e-05,
+    1.1146765000020765e-05,
+    1.0992884999936337e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.6663618917976107e-05,
-   "min": 1.572114335639136e-05,
-   "max": 1.7217523285320824e-05,
+   "seconds": 1.6184381431057342e-05,
+   "min": 1.0999619251205807e-05,
+   "max": 1.8893713575033914e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.470400094985963e-05,
-    0.00011593600362539291,
-    0.0003150720000267029
+    5.3056001663208005e-05,
+    0.00010047999769449234,
+    0.0003333759903907776
    ],
-   "host_canary_seconds": 1.0577719999957935e-05,
+   "host_canary_seconds": 1.0953375000006816e-05,
    "pass_seconds": [
-    1.6663618917976107e-05,
-    1.7217523285320824e-05,
-    1.572114335639136e-05
+    1.8893713575033914e-05,
+    1.0999619251205807e-05,
+    1.6184381431057342e-05
    ],
    "pass_host_canary_seconds": [
-    1.0577719999957935e-05,
-    1.0322395000059713e-05,
-    1.0379002499973922e-05
+    1.0953375000006816e-05,
+    8.231297499996515e-06,
+    1.0859030000034407e-05
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.6426664775326144e-05,
-   "min": 2.5422474458104093e-05,
-   "max": 2.860342799907639e-05,
+   "seconds": 2.320380934647151e-05,
+   "min": 1.7590094535123737e-05,
+   "max": 2.671085670590401e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002104640007019043,
-    0.00036470401287078857,
-    0.0008956159949302673
+    0.00020204800367355346,
+    0.00035315200686454774,
+    0.0008908799886703492
    ],
-   "host_canary_seconds": 1.0577719999957935e-05,
+   "host_canary_seconds": 1.0953375000006816e-05,
    "pass_seconds": [
-    2.860342799907639e-05,
-    2.5422474458104093e-05,
-    2.6426664775326144e-05
+    2.671085670590401e-05,
+    2.320380934647151e-05,
+    1.7590094535123737e-05
    ],
    "pass_host_canary_seconds": [
-    1.0577719999957935e-05,
-    1.0322395000059713e-05,
-    1.0379002499973922e-05
+    1.0953375000006816e-05,
+    8.231297499996515e-06,
+    1.0859030000034407e-05
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.5553524096806845e-05,
-   "min": 1.480609497853688e-05,
-   "max": 1.632380999979519e-05,
+   "seconds": 1.5507047375043232e-05,
+   "min": 1.1142095550894738e-05,
+   "max": 1.7346286347934177e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.801599889993668e-05,
-    7.952000200748444e-05,
-    0.0002696000039577484
+    3.5232000052928925e-05,
+    9.68639999628067e-05,
+    0.00029862400889396666
    ],
-   "host_canary_seconds": 1.0457040000062534e-05,
+   "host_canary_seconds": 1.1350389999993381e-05,
    "pass_seconds": [
-    1.5553524096806845e-05,
-    1.632380999979519e-05,
-    1.480609497853688e-05
+    1.7346286347934177e-05,
+    1.1142095550894738e-05,
+    1.5507047375043232e-05
    ],
    "pass_host_canary_seconds": [
-    1.0457040000062534e-05,
-    1.0226315000068098e-05,
-    1.0342717500009258e-05
+    1.1350389999993381e-05,
+    8.182329999968373e-06,
+    1.0833635000011555e-05
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.7148190708387462e-05,
-   "min": 2.3407997652178712e-05,
-   "max": 2.817219105504808e-05,
+   "seconds": 2.1202285729703452e-05,
+   "min": 1.9938284176446143e-05,
+   "max": 2.4245330265590123e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001671999990940094,
-    0.00029209598898887634,
-    0.000806656002998352
+    0.00020310400426387786,
+    0.0003490880131721497,
+    0.0008340479731559754
    ],
-   "host_canary_seconds": 1.0457040000062534e-05,
+   "host_canary_seconds": 1.1350389999993381e-05,
    "pass_seconds": [
-    2.7148190708387462e-05,
-    2.3407997652178712e-05,
-    2.817219105504808e-05
+    2.4245330265590123e-05,
+    1.9938284176446143e-05,
+    2.1202285729703452e-05
    ],
    "pass_host_canary_seconds": [
-    1.0457040000062534e-05,
-    1.0226315000068098e-05,
-    1.0342717500009258e-05
+    1.1350389999993381e-05,
+    8.182329999968373e-06,
+    1.0833635000011555e-05
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.5630475821949185e-05,
-   "min": 1.5164953079961592e-05,
-   "max": 1.833523792170343e-05,
+   "seconds": 1.4912761570442291e-05,
+   "min": 1.3619048077435719e-05,
+   "max": 1.5900953184990654e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.115199998021126e-05,
-    0.00011100800335407257,
-    0.0002900800108909607
+    6.521599739789963e-05,
+    0.00010617599636316299,
+    0.0002876479923725128
    ],
-   "host_canary_seconds": 1.0311477499982402e-05,
+   "host_canary_seconds": 1.1083000000002841e-05,
    "pass_seconds": [
-    1.5164953079961592e-05,
-    1.833523792170343e-05,
-    1.5630475821949185e-05
+    1.4912761570442291e-05,
+    1.3619048077435719e-05,
+    1.5900953184990654e-05
    ],
    "pass_host_canary_seconds": [
-    1.0311477499982402e-05,
-    1.0170695000226716e-05,
-    1.0378507500092838e-05
+    1.1083000000002841e-05,
+    9.283084999971436e-06,
+    1.0942857499998127e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.4959236915622438e-05,
-   "min": 1.8278095161630993e-05,
-   "max": 2.7703620138622466e-05,
+   "seconds": 2.554590485635258e-05,
+   "min": 2.039999763170879e-05,
+   "max": 3.1421711579674764e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021999999880790712,
-    0.00035407999157905577,
-    0.0008264319896697998
+    0.00021468800306320192,
+    0.00032329601049423215,
+    0.0008173120021820068
    ],
-   "host_canary_seconds": 1.0311477499982402e-05,
+   "host_canary_seconds": 1.1083000000002841e-05,
    "pass_seconds": [
-    2.4959236915622438e-05,
-    1.8278095161630993e-05,
-    2.7703620138622466e-05
+    2.554590485635258e-05,
+    3.1421711579674764e-05,
+    2.039999763170879e-05
    ],
    "pass_host_canary_seconds": [
-    1.0311477499982402e-05,
-    1.0170695000226716e-05,
-    1.0378507500092838e-05
+    1.1083000000002841e-05,
+    9.283084999971436e-06,
+    1.0942857499998127e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5084952825591678e-05,
-   "min": 1.4764191316706793e-05,
-   "max": 1.5102476768550418e-05,
+   "seconds": 1.5504762441629457e-05,
+   "min": 1.0507428309037572e-05,
+   "max": 1.762514321931771e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.340800106525421e-05,
-    7.849600166082382e-05,
-    0.00025513601303100584
+    3.6959998309612273e-05,
+    5.337600037455559e-05,
+    0.00028918400406837465
    ],
-   "host_canary_seconds": 1.0254645000031814e-05,
+   "host_canary_seconds": 1.1522759999991194e-05,
    "pass_seconds": [
-    1.4764191316706793e-05,
-    1.5102476768550418e-05,
-    1.5084952825591678e-05
+    1.762514321931771e-05,
+    1.0507428309037572e-05,
+    1.5504762441629457e-05
    ],
    "pass_host_canary_seconds": [
-    1.0254645000031814e-05,
-    1.0260180000045693e-05,
-    1.0238277500036475e-05
+    1.1522759999991194e-05,
+    8.885904999971217e-06,
+    1.102862999999843e-05
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.3427811406907587e-05,
-   "min": 2.1564953206550508e-05,
-   "max": 3.498514262693269e-05,
+   "seconds": 2.3284570180944034e-05,
+   "min": 2.2557715131413367e-05,
+   "max": 2.7359236475257646e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015094399452209473,
-    0.00027187201380729677,
-    0.0008877440094947815
+    0.00019728000462055205,
+    0.00032844799757003785,
+    0.0008707839846611023
    ],
-   "host_canary_seconds": 1.0254645000031814e-05,
+   "host_canary_seconds": 1.1522759999991194e-05,
    "pass_seconds": [
-    3.498514262693269e-05,
-    2.1564953206550508e-05,
-    2.3427811406907587e-05
+    2.7359236475257646e-05,
+    2.2557715131413367e-05,
+    2.3284570180944034e-05
    ],
    "pass_host_canary_seconds": [
-    1.0254645000031814e-05,
-    1.0260180000045693e-05,
-    1.0238277500036475e-05
+    1.1522759999991194e-05,
+    8.885904999971217e-06,
+    1.102862999999843e-05
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.4878475417693454e-05,
-   "min": 1.119771386895861e-05,
-   "max": 1.602209625499589e-05,
+   "seconds": 1.6972191277004424e-05,
+   "min": 1.619276209246545e-05,
+   "max": 1.9488000976187844e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.8591999560594556e-05,
-    6.07680007815361e-05,
-    0.0002027519941329956
+    5.8304000645875934e-05,
+    0.0001181119978427887,
+    0.00035107201337814334
    ],
-   "host_canary_seconds": 9.790517499936867e-06,
+   "host_canary_seconds": 1.1274814999993055e-05,
    "pass_seconds": [
-    1.119771386895861e-05,
-    1.4878475417693454e-05,
-    1.602209625499589e-05
+    1.9488000976187844e-05,
+    1.6972191277004424e-05,
+    1.619276209246545e-05
    ],
    "pass_host_canary_seconds": [
-    9.790517499936867e-06,
-    1.0136027499925149e-05,
-    1.0239559999831727e-05
+    1.1274814999993055e-05,
+    8.265434999970011e-06,
+    1.1030130000051486e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.6502858847379687e-05,
-   "min": 2.268342868912788e-05,
-   "max": 4.326247459366208e-05,
+   "seconds": 2.2033523236002242e-05,
+   "min": 1.820647450430052e-05,
+   "max": 2.7984001629409334e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001539520025253296,
-    0.00036800000071525576,
-    0.0009877439737319947
+    0.0002698880136013031,
+    0.00040627199411392214,
+    0.0008430719971656799
    ],
-   "host_canary_seconds": 9.790517499936867e-06,
+   "host_canary_seconds": 1.1274814999993055e-05,
    "pass_seconds": [
-    4.326247459366208e-05,
-    2.6502858847379687e-05,
-    2.268342868912788e-05
+    1.820647450430052e-05,
+    2.2033523236002242e-05,
+    2.7984001629409334e-05
    ],
    "pass_host_canary_seconds": [
-    9.790517499936867e-06,
-    1.0136027499925149e-05,
-    1.0239559999831727e-05
+    1.1274814999993055e-05,
+    8.265434999970011e-06,
+    1.1030130000051486e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.3629713448740187e-05,
-   "min": 2.2502857482149487e-05,
-   "max": 2.4438856613068353e-05,
+   "seconds": 2.422933227249554e-05,
+   "min": 1.9622094751823517e-05,
+   "max": 2.555809471578825e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.835199937224388e-05,
-    0.00012390399724245072,
-    0.0004156799912452698
+    4.633599892258644e-05,
+    0.00012777599692344666,
+    0.0004312959909439087
    ],
-   "host_canary_seconds": 1.0680864999983441e-05,
+   "host_canary_seconds": 1.1061795000006925e-05,
    "pass_seconds": [
-    2.4438856613068353e-05,
-    2.2502857482149487e-05,
-    2.3629713448740187e-05
+    2.555809471578825e-05,
+    1.9622094751823517e-05,
+    2.422933227249554e-05
    ],
    "pass_host_canary_seconds": [
-    1.0680864999983441e-05,
-    1.0017172499914295e-05,
-    1.0194989999945393e-05
+    1.1061795000006925e-05,
+    1.0376727499981086e-05,
+    1.1064975000039112e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.795809347714697e-05,
-   "min": 2.6422858415614994e-05,
-   "max": 3.157409316017514e-05,
+   "seconds": 2.728381238522984e-05,
+   "min": 2.340037996570269e-05,
+   "max": 2.955809501664979e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030988800525665283,
-    0.0005105599761009216,
-    0.0011609599590301513
+    0.0001847359985113144,
+    0.0003552959859371185,
+    0.0009270079731941223
    ],
-   "host_canary_seconds": 1.0680864999983441e-05,
+   "host_canary_seconds": 1.1061795000006925e-05,
    "pass_seconds": [
-    3.157409316017514e-05,
-    2.795809347714697e-05,
-    2.6422858415614994e-05
+    2.340037996570269e-05,
+    2.955809501664979e-05,
+    2.728381238522984e-05
    ],
    "pass_host_canary_seconds": [
-    1.0680864999983441e-05,
-    1.0017172499914295e-05,
-    1.0194989999945393e-05
+    1.1061795000006925e-05,
+    1.0376727499981086e-05,
+    1.1064975000039112e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.5298286229372022e-05,
-   "min": 2.3622094165711173e-05,
-   "max": 2.5724952419598896e-05,
+   "seconds": 2.497904836421921e-05,
+   "min": 1.4631619410855431e-05,
+   "max": 2.5647237542129698e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.67040029168129e-05,
-    0.00015910400450229646,
-    0.00046432000398635866
+    6.694400310516358e-05,
+    0.00015423999726772307,
+    0.0004551039934158325
    ],
-   "host_canary_seconds": 1.0918992499995285e-05,
+   "host_canary_seconds": 1.0830095000002871e-05,
    "pass_seconds": [
-    2.5724952419598896e-05,
-    2.5298286229372022e-05,
-    2.3622094165711173e-05
+    2.5647237542129698e-05,
+    1.4631619410855431e-05,
+    2.497904836421921e-05
    ],
    "pass_host_canary_seconds": [
-    1.0918992499995285e-05,
-    1.0224619999803509e-05,
-    1.016090999996777e-05
+    1.0830095000002871e-05,
+    8.022845000006384e-06,
+    1.1137799999971775e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.765866670580138e-05,
-   "min": 1.470857220036643e-05,
-   "max": 3.103086139474597e-05,
+   "seconds": 2.744990392100244e-05,
+   "min": 2.1753903300989234e-05,
+   "max": 2.9657140019394094e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003318080008029938,
-    0.0005454400181770325,
-    0.0009690880179405212
+    0.0002235199958086014,
+    0.00040883201360702515,
+    0.001059551954269409
    ],
-   "host_canary_seconds": 1.0918992499995285e-05,
+   "host_canary_seconds": 1.0830095000002871e-05,
    "pass_seconds": [
-    1.470857220036643e-05,
-    2.765866670580138e-05,
-    3.103086139474597e-05
+    2.9657140019394094e-05,
+    2.1753903300989234e-05,
+    2.744990392100244e-05
    ],
    "pass_host_canary_seconds": [
-    1.0918992499995285e-05,
-    1.0224619999803509e-05,
-    1.016090999996777e-05
+    1.0830095000002871e-05,
+    8.022845000006384e-06,
+    1.1137799999971775e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.2256761480654988e-05,
-   "min": 1.1726476252079009e-05,
-   "max": 1.2578285698379788e-05,
+   "seconds": 1.2713142360250155e-05,
+   "min": 1.2469332842599779e-05,
+   "max": 1.3808762388569966e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3440001308918e-05,
-    7.174400240182876e-05,
-    0.00022230400145053863
+    3.206399828195572e-05,
+    6.563200056552886e-05,
+    0.00023657600581645965
    ],
-   "host_canary_seconds": 1.0445492499968622e-05,
+   "host_canary_seconds": 1.1244344999994382e-05,
    "pass_seconds": [
-    1.2578285698379788e-05,
-    1.1726476252079009e-05,
-    1.2256761480654988e-05
+    1.3808762388569966e-05,
+    1.2713142360250155e-05,
+    1.2469332842599779e-05
    ],
    "pass_host_canary_seconds": [
-    1.0445492499968622e-05,
-    1.0242987499964329e-05,
-    1.0219485000106943e-05
+    1.1244344999994382e-05,
+    8.22529000004124e-06,
+    1.1160202500022364e-05
    ]
   },
   "layer_backward_add": {
-   "seconds": 3.184838273695537e-05,
-   "min": 2.5906284827561607e-05,
-   "max": 3.244418961306413e-05,
+   "seconds": 2.9003427142188658e-05,
+   "min": 1.912228417183672e-05,
+   "max": 3.279161843515578e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017113600671291352,
-    0.0002878719866275787,
-    0.0007488319873809815
+    0.0001539520025253296,
+    0.0002767679989337921,
+    0.0008472959995269775
    ],
-   "host_canary_seconds": 1.0445492499968622e-05,
+   "host_canary_seconds": 1.1244344999994382e-05,
    "pass_seconds": [
-    2.5906284827561607e-05,
-    3.184838273695537e-05,
-    3.244418961306413e-05
+    3.279161843515578e-05,
+    1.912228417183672e-05,
+    2.9003427142188658e-05
    ],
    "pass_host_canary_seconds": [
-    1.0445492499968622e-05,
-    1.0242987499964329e-05,
-    1.0219485000106943e-05
+    1.1244344999994382e-05,
+    8.22529000004124e-06,
+    1.1160202500022364e-05
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2742857315710613e-05,
-   "min": 1.2203429071676165e-05,
-   "max": 1.3352380444606145e-05,
+   "seconds": 1.2733713856765202e-05,
+   "min": 1.0951619063104902e-05,
+   "max": 1.3794285200891041e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.838399961590767e-05,
-    9.977599978446961e-05,
-    0.0002524479925632477
+    4.960000142455101e-05,
+    9.145600348711014e-05,
+    0.0002566719949245453
    ],
-   "host_canary_seconds": 1.0505147500055046e-05,
+   "host_canary_seconds": 1.0534237499992826e-05,
    "pass_seconds": [
-    1.3352380444606145e-05,
-    1.2203429071676165e-05,
-    1.2742857315710613e-05
+    1.3794285200891041e-05,
+    1.0951619063104902e-05,
+    1.2733713856765202e-05
    ],
    "pass_host_canary_seconds": [
-    1.0505147500055046e-05,
-    1.0266025000049695e-05,
-    1.033701499977724e-05
+    1.0534237499992826e-05,
+    8.9732825000155e-06,
+    1.0873012500027813e-05
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.6919619135913393e-05,
-   "min": 2.5439998046273276e-05,
-   "max": 3.361752168053673e-05,
+   "seconds": 3.4815238345237005e-05,
+   "min": 1.9890287447543372e-05,
+   "max": 5.618133466868173e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020899200439453126,
-    0.0003365760147571564,
-    0.0008153280019760131
+    0.00015430399775505065,
+    0.00028009599447250365,
+    0.0008767679929733277
    ],
-   "host_canary_seconds": 1.0505147500055046e-05,
+   "host_canary_seconds": 1.0534237499992826e-05,
    "pass_seconds": [
-    2.6919619135913393e-05,
-    3.361752168053673e-05,
-    2.5439998046273276e-05
+    3.4815238345237005e-05,
+    5.618133466868173e-05,
+    1.9890287447543372e-05
    ],
    "pass_host_canary_seconds": [
-    1.0505147500055046e-05,
-    1.0266025000049695e-05,
-    1.033701499977724e-05
+    1.0534237499992826e-05,
+    8.9732825000155e-06,
+    1.0873012500027813e-05
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.375390456191131e-05,
-   "min": 1.3535237915459132e-05,
-   "max": 1.4377904612393604e-05,
+   "seconds": 1.0481523261183782e-05,
+   "min": 8.902857080101968e-06,
+   "max": 1.4665904676630381e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.347200155258179e-05,
-    7.692799717187882e-05,
-    0.0002492479979991913
+    3.580800071358681e-05,
+    7.283200323581695e-05,
+    0.0002534720003604889
    ],
-   "host_canary_seconds": 1.0574564999785707e-05,
+   "host_canary_seconds": 1.1286844999993662e-05,
    "pass_seconds": [
-    1.4377904612393604e-05,
-    1.3535237915459132e-05,
-    1.375390456191131e-05
+    1.4665904676630381e-05,
+    1.0481523261183782e-05,
+    8.902857080101968e-06
    ],
    "pass_host_canary_seconds": [
-    1.0574564999785707e-05,
-    9.995324999891865e-06,
-    1.054838499953803e-05
+    1.1286844999993662e-05,
+    9.330017499991072e-06,
+    8.555857500027741e-06
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.782933369278908e-05,
-   "min": 4.057980914201055e-05,
-   "max": 5.301942986746629e-05,
+   "seconds": 5.7325717948731916e-05,
+   "min": 4.6145526958363405e-05,
+   "max": 6.0892190872913306e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017484800517559052,
-    0.000369376003742218,
-    0.001110592007637024
+    0.00025036799907684327,
+    0.0005264639854431153,
+    0.0011937600374221802
    ],
-   "host_canary_seconds": 1.0574564999785707e-05,
+   "host_canary_seconds": 1.1286844999993662e-05,
    "pass_seconds": [
-    4.782933369278908e-05,
-    4.057980914201055e-05,
-    5.301942986746629e-05
+    4.6145526958363405e-05,
+    5.7325717948731916e-05,
+    6.0892190872913306e-05
    ],
    "pass_host_canary_seconds": [
-    1.0574564999785707e-05,
-    9.995324999891865e-06,
-    1.054838499953803e-05
+    1.1286844999993662e-05,
+    9.330017499991072e-06,
+    8.555857500027741e-06
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.3064380025579816e-05,
-   "min": 1.2649904936552048e-05,
-   "max": 1.4170666535695393e-05,
+   "seconds": 1.0555429118020192e-05,
+   "min": 1.0283428199944042e-05,
+   "max": 1.0796190816022101e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8079998940229415e-05,
-    0.00010409600287675858,
-    0.00027180799841880796
+    3.062400035560131e-05,
+    5.97120001912117e-05,
+    0.00018428799510002136
    ],
-   "host_canary_seconds": 1.0553079999908731e-05,
+   "host_canary_seconds": 7.652757500000718e-06,
    "pass_seconds": [
-    1.4170666535695393e-05,
-    1.3064380025579816e-05,
-    1.2649904936552048e-05
+    1.0283428199944042e-05,
+    1.0555429118020192e-05,
+    1.0796190816022101e-05
    ],
    "pass_host_canary_seconds": [
-    1.0553079999908731e-05,
-    9.739734999811844e-06,
-    1.0114584999882937e-05
+    7.652757500000718e-06,
+    1.0959224999993466e-05,
+    8.430240000052435e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.555504662649972e-05,
-   "min": 4.376381014784178e-05,
-   "max": 5.4089905428034905e-05,
+   "seconds": 5.914971161456335e-05,
+   "min": 4.73302894582351e-05,
+   "max": 7.0444190697301e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023798400163650512,
-    0.0004838399887084961,
-    0.0011560959815979004
+    0.00014800000190734862,
+    0.0003361600041389465,
+    0.0010173120498657227
    ],
-   "host_canary_seconds": 1.0553079999908731e-05,
+   "host_canary_seconds": 7.652757500000718e-06,
    "pass_seconds": [
-    4.555504662649972e-05,
-    4.376381014784178e-05,
-    5.4089905428034905e-05
+    4.73302894582351e-05,
+    5.914971161456335e-05,
+    7.0444190697301e-05
    ],
    "pass_host_canary_seconds": [
-    1.0553079999908731e-05,
-    9.739734999811844e-06,
-    1.0114584999882937e-05
+    7.652757500000718e-06,
+    1.0959224999993466e-05,
+    8.430240000052435e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.2789333239197732e-05,
-   "min": 1.2780952134302685e-05,
-   "max": 1.3263999883617672e-05,
+   "seconds": 1.4009905003366016e-05,
+   "min": 1.3547428395776524e-05,
+   "max": 1.5460570653279623e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0880000442266465e-05,
-    7.052800059318543e-05,
-    0.00022979199886322021
+    2.054399996995926e-05,
+    4.6560000628232954e-05,
+    0.00021887999773025513
    ],
-   "host_canary_seconds": 1.053484000010485e-05,
+   "host_canary_seconds": 8.204285000008583e-06,
    "pass_seconds": [
-    1.3263999883617672e-05,
-    1.2780952134302685e-05,
-    1.2789333239197732e-05
+    1.3547428395776524e-05,
+    1.4009905003366016e-05,
+    1.5460570653279623e-05
    ],
    "pass_host_canary_seconds": [
-    1.053484000010485e-05,
-    1.0133382500043808e-05,
-    1.022495249998201e-05
+    8.204285000008583e-06,
+    1.1367924999987622e-05,
+    1.108293750000655e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.321980809171995e-05,
-   "min": 3.170057261983554e-05,
-   "max": 3.555276058614254e-05,
+   "seconds": 3.0991237433183766e-05,
+   "min": 3.0285712508928206e-05,
+   "max": 3.230780957355385e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015638400614261628,
-    0.0003058559894561768,
-    0.0008357120156288147
+    0.0001207680031657219,
+    0.0002316800057888031,
+    0.0007997120022773743
    ],
-   "host_canary_seconds": 1.053484000010485e-05,
+   "host_canary_seconds": 8.204285000008583e-06,
    "pass_seconds": [
-    3.170057261983554e-05,
-    3.321980809171995e-05,
-    3.555276058614254e-05
+    3.230780957355385e-05,
+    3.0285712508928206e-05,
+    3.0991237433183766e-05
    ],
    "pass_host_canary_seconds": [
-    1.053484000010485e-05,
-    1.0133382500043808e-05,
-    1.022495249998201e-05
+    8.204285000008583e-06,
+    1.1367924999987622e-05,
+    1.108293750000655e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 1.330133332383065e-05,
-   "min": 1.25600000222524e-05,
-   "max": 1.3776000943921861e-05,
+   "seconds": 9.947428745882852e-06,
+   "min": 9.929904891621499e-06,
+   "max": 1.37881895615941e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.6832000613212586e-05,
-    9.734400361776351e-05,
-    0.0002632000148296356
+    2.9791999608278276e-05,
+    5.8079998940229415e-05,
+    0.00017824000120162964
    ],
-   "host_canary_seconds": 1.0484597499953452e-05,
+   "host_canary_seconds": 7.697729999982527e-06,
    "pass_seconds": [
-    1.3776000943921861e-05,
-    1.330133332383065e-05,
-    1.25600000222524e-05
+    9.929904891621499e-06,
+    1.37881895615941e-05,
+    9.947428745882852e-06
    ],
    "pass_host_canary_seconds": [
-    1.0484597499953452e-05,
-    1.0182217500016578e-05,
-    1.0217207500318181e-05
+    7.697729999982527e-06,
+    1.1180179999996653e-05,
+    9.916837499943654e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.8052571806169696e-05,
-   "min": 2.7569524766433805e-05,
-   "max": 3.605942782901583e-05,
+   "seconds": 3.6278858869558285e-05,
+   "min": 2.8774097207046692e-05,
+   "max": 4.849142971492949e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021452799439430236,
-    0.00035920000076293947,
-    0.0008483520150184632
+    0.00013228799402713776,
+    0.000243136003613472,
+    0.0008161600232124329
    ],
-   "host_canary_seconds": 1.0484597499953452e-05,
+   "host_canary_seconds": 7.697729999982527e-06,
    "pass_seconds": [
-    2.8052571806169696e-05,
-    2.7569524766433805e-05,
-    3.605942782901583e-05
+    3.6278858869558285e-05,
+    2.8774097207046692e-05,
+    4.849142971492949e-05
    ],
    "pass_host_canary_seconds": [
-    1.0484597499953452e-05,
-    1.0182217500016578e-05,
-    1.0217207500318181e-05
+    7.697729999982527e-06,
+    1.1180179999996653e-05,
+    9.916837499943654e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2714666979653495e-05,
-   "min": 1.2521142317425637e-05,
-   "max": 1.3393524147215345e-05,
+   "seconds": 9.071238516342072e-06,
+   "min": 8.837333481226647e-06,
+   "max": 1.3811809853428885e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.167999908328056e-05,
-    7.011199742555618e-05,
-    0.00022249600291252136
+    1.9872000440955163e-05,
+    4.7775998711586e-05,
+    0.00015289600193500518
    ],
-   "host_canary_seconds": 1.0485440000138624e-05,
+   "host_canary_seconds": 8.235280000015166e-06,
    "pass_seconds": [
-    1.2714666979653495e-05,
-    1.3393524147215345e-05,
-    1.2521142317425637e-05
+    8.837333481226647e-06,
+    1.3811809853428885e-05,
+    9.071238516342072e-06
    ],
    "pass_host_canary_seconds": [
-    1.0485440000138624e-05,
-    1.0095734999993056e-05,
-    9.941315000219219e-06
+    8.235280000015166e-06,
+    1.1076265000014019e-05,
+    1.0940497499944968e-05
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.185752562114171e-05,
-   "min": 2.0121143687339055e-05,
-   "max": 2.4757333898118566e-05,
+   "seconds": 3.204342784980933e-05,
+   "min": 2.1153523276249567e-05,
+   "max": 3.504685507643791e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001392959952354431,
-    0.00028431999683380127,
-    0.0006716480255126953
+    0.00010476800054311752,
+    0.0001950719952583313,
+    0.0007071999907493591
    ],
-   "host_canary_seconds": 1.0485440000138624e-05,
+   "host_canary_seconds": 8.235280000015166e-06,
    "pass_seconds": [
-    2.185752562114171e-05,
-    2.0121143687339055e-05,
-    2.4757333898118566e-05
+    3.204342784980933e-05,
+    2.1153523276249567e-05,
+    3.504685507643791e-05
    ],
    "pass_host_canary_seconds": [
-    1.0485440000138624e-05,
-    1.0095734999993056e-05,
-    9.941315000219219e-06
+    8.235280000015166e-06,
+    1.1076265000014019e-05,
+    1.0940497499944968e-05
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.3785143338498615e-05,
-   "min": 1.3690666428634099e-05,
-   "max": 1.4801523515156336e-05,
+   "seconds": 1.4355810447817757e-05,
+   "min": 1.3981713957729795e-05,
+   "max": 1.514285643185888e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.1359999924898145e-05,
-    9.590400010347366e-05,
-    0.0002592000067234039
+    4.067200049757958e-05,
+    6.601600348949432e-05,
+    0.0002611199915409088
    ],
-   "host_canary_seconds": 1.051134500002604e-05,
+   "host_canary_seconds": 8.995617499998332e-06,
    "pass_seconds": [
-    1.3785143338498615e-05,
-    1.4801523515156336e-05,
-    1.3690666428634099e-05
+    1.514285643185888e-05,
+    1.3981713957729795e-05,
+    1.4355810447817757e-05
    ],
    "pass_host_canary_seconds": [
-    1.051134500002604e-05,
-    1.0249119999912181e-05,
-    1.038331249986868e-05
+    8.995617499998332e-06,
+    1.1027434999988373e-05,
+    1.085150499996246e-05
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.3744761589027596e-05,
-   "min": 2.221790630192984e-05,
-   "max": 2.5324953453881402e-05,
+   "seconds": 2.184533168162618e-05,
+   "min": 2.1719618390003836e-05,
+   "max": 2.3033140138501207e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019657599925994873,
-    0.00028966400027275087,
-    0.0007316480278968811
+    0.00013279999792575837,
+    0.00029280000925064085,
+    0.0007022079825401306
    ],
-   "host_canary_seconds": 1.051134500002604e-05,
+   "host_canary_seconds": 8.995617499998332e-06,
    "pass_seconds": [
-    2.221790630192984e-05,
-    2.5324953453881402e-05,
-    2.3744761589027596e-05
+    2.1719618390003836e-05,
+    2.184533168162618e-05,
+    2.3033140138501207e-05
    ],
    "pass_host_canary_seconds": [
-    1.051134500002604e-05,
-    1.0249119999912181e-05,
-    1.038331249986868e-05
+    8.995617499998332e-06,
+    1.1027434999988373e-05,
+    1.085150499996246e-05
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.438399851322174e-05,
-   "min": 4.9215998500585554e-05,
-   "max": 9.916800260543823e-05,
+   "seconds": 5.955199897289276e-05,
+   "min": 3.8368001580238344e-05,
+   "max": 8.848000317811965e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0326180000106433e-05,
+   "host_canary_seconds": 7.964240000006839e-06,
    "pass_seconds": [
-    6.438399851322174e-05,
-    6.476800143718719e-05,
-    5.315199866890907e-05
+    4.32640016078949e-05,
+    5.955199897289276e-05,
+    6.028800085186958e-05
    ],
    "pass_host_canary_seconds": [
-    1.0326180000106433e-05,
-    1.0023585000169533e-05,
-    1.088842249970412e-05
+    7.964240000006839e-06,
+    1.1081587500001433e-05,
+    1.0679400000057627e-05
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 0.00013810933226098614,
-   "min": 3.539999077717466e-05,
-   "max": 0.00032265599289288123,
+   "seconds": 4.202133168776826e-05,
+   "min": 2.11893295248349e-05,
+   "max": 0.00018861332287391024,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0326180000106433e-05,
+   "host_canary_seconds": 7.964240000006839e-06,
    "pass_seconds": [
-    0.0001687039903675516,
-    0.00013810933226098614,
-    5.475999663273495e-05
+    3.7391997252901374e-05,
+    4.202133168776826e-05,
+    9.518267028033736e-05
    ],
    "pass_host_canary_seconds": [
-    1.0326180000106433e-05,
-    1.0023585000169533e-05,
-    1.088842249970412e-05
+    7.964240000006839e-06,
+    1.1081587500001433e-05,
+    1.0679400000057627e-05
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.908800035715103e-05,
-   "min": 6.65920004248619e-05,
-   "max": 0.00012428800016641616,
+   "seconds": 8.422400057315826e-05,
+   "min": 4.8000000417232514e-05,
+   "max": 0.00013222399353981018,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0326180000106433e-05,
+   "host_canary_seconds": 7.517559999996593e-06,
    "pass_seconds": [
-    9.356799721717835e-05,
-    8.908800035715103e-05,
-    7.37600028514862e-05
+    5.302400141954422e-05,
+    9.26399976015091e-05,
+    8.422400057315826e-05
    ],
    "pass_host_canary_seconds": [
-    1.0326180000106433e-05,
-    1.0051994999855651e-05,
-    1.091305000045395e-05
+    7.517559999996593e-06,
+    1.1332730000006564e-05,
+    1.1661234999991166e-05
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00017308798649658762,
-   "min": 3.149599457780524e-05,
-   "max": 0.0004659173324083288,
+   "seconds": 0.00010304534186919524,
+   "min": 0.0,
+   "max": 0.0007214453195532163,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0326180000106433e-05,
+   "host_canary_seconds": 7.517559999996593e-06,
    "pass_seconds": [
-    0.00017308798649658762,
-    0.00018489332341899476,
-    9.639198208848636e-05
+    4.638399121661979e-05,
+    0.00010304534186919524,
+    0.0002399506736546755
    ],
    "pass_host_canary_seconds": [
-    1.0326180000106433e-05,
-    1.0051994999855651e-05,
-    1.091305000045395e-05
+    7.517559999996593e-06,
+    1.1332730000006564e-05,
+    1.1661234999991166e-05
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 4.732799902558327e-05,
-   "min": 3.510399907827377e-05,
-   "max": 8.287999778985977e-05,
+   "seconds": 2.8416000306606293e-05,
+   "min": 2.5407999753952028e-05,
+   "max": 9.699200093746186e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0622444999910386e-05,
+   "host_canary_seconds": 8.5220749999948e-06,
    "pass_seconds": [
-    4.1439998894929886e-05,
-    4.896000027656555e-05,
-    4.732799902558327e-05
+    2.751999907195568e-05,
+    2.8416000306606293e-05,
+    6.627199798822403e-05
    ],
    "pass_host_canary_seconds": [
-    1.0622444999910386e-05,
-    1.0051994999855651e-05,
-    9.815469999807646e-06
+    8.5220749999948e-06,
+    1.0627285000026632e-05,
+    1.0902300000026343e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00037600000047435366,
-   "min": 0.00018557599435249964,
-   "max": 0.0008158053069685896,
+   "seconds": 0.00033140800272425013,
+   "min": 0.00011293334265549974,
+   "max": 0.0006674079981942973,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0622444999910386e-05,
+   "host_canary_seconds": 8.5220749999948e-06,
    "pass_seconds": [
-    0.00037600000047435366,
-    0.00046550135904302193,
-    0.0002379599834481875
+    0.00033140800272425013,
+    0.0002868533333142598,
+    0.0003442706707865
    ],
    "pass_host_canary_seconds": [
-    1.0622444999910386e-05,
-    1.0051994999855651e-05,
-    9.815469999807646e-06
+    8.5220749999948e-06,
+    1.0627285000026632e-05,
+    1.0902300000026343e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.468800246715545e-05,
-   "min": 5.0175998359918594e-05,
-   "max": 0.00012502400577068328,
+   "seconds": 7.100799679756164e-05,
+   "min": 5.958399921655655e-05,
+   "max": 0.00011500799655914306,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0615335000068171e-05,
+   "host_canary_seconds": 1.1394027499989078e-05,
    "pass_seconds": [
-    7.785599678754807e-05,
-    7.468800246715545e-05,
-    6.006399914622307e-05
+    7.257600128650666e-05,
+    7.100799679756164e-05,
+    6.268800050020218e-05
    ],
    "pass_host_canary_seconds": [
-    1.0615335000068171e-05,
-    9.945755000160261e-06,
-    9.842825000418998e-06
+    1.1394027499989078e-05,
+    1.0860499999978401e-05,
+    1.0902300000026343e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003076240072647731,
-   "min": 0.0001998693405960997,
-   "max": 0.0011967679656421145,
+   "seconds": 0.0003236853306492169,
+   "min": 0.00018756666220724587,
+   "max": 0.0007460853283603985,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0615335000068171e-05,
+   "host_canary_seconds": 1.1394027499989078e-05,
    "pass_seconds": [
-    0.00037433598407854635,
-    0.0002856293379639586,
-    0.0003076240072647731
+    0.0004628319659580787,
+    0.0003236853306492169,
+    0.00022183867730200292
    ],
    "pass_host_canary_seconds": [
-    1.0615335000068171e-05,
-    9.945755000160261e-06,
-    9.842825000418998e-06
+    1.1394027499989078e-05,
+    1.0860499999978401e-05,
+    1.0902300000026343e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.702399879693985e-05,
-   "min": 3.0656000599265096e-05,
-   "max": 7.152000069618225e-05,
+   "seconds": 3.628800064325333e-05,
+   "min": 2.316799946129322e-05,
+   "max": 6.63679987192154e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0615335000068171e-05,
+   "host_canary_seconds": 1.1517549999986444e-05,
    "pass_seconds": [
-    3.702399879693985e-05,
-    4.236799851059914e-05,
-    3.273599967360497e-05
+    2.4671999737620354e-05,
+    4.5600000768899915e-05,
+    3.628800064325333e-05
    ],
    "pass_host_canary_seconds": [
-    1.0615335000068171e-05,
-    1.010751250007047e-05,
-    1.047783249987333e-05
+    1.1517549999986444e-05,
+    1.1286674999979596e-05,
+    1.0665512499983265e-05
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 6.374132850517827e-05,
-   "min": 0.0,
-   "max": 0.0004598399943982561,
+   "seconds": 3.6014670506119754e-05,
+   "min": 1.0693335284789367e-05,
+   "max": 0.0003521973279615243,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0615335000068171e-05,
+   "host_canary_seconds": 1.1517549999986444e-05,
    "pass_seconds": [
-    0.00010848000117888055,
-    6.374132850517827e-05,
-    1.3095984856287637e-05
+    0.0001231839892764886,
+    2.685333167513207e-05,
+    3.6014670506119754e-05
    ],
    "pass_host_canary_seconds": [
-    1.0615335000068171e-05,
-    1.010751250007047e-05,
-    1.047783249987333e-05
+    1.1517549999986444e-05,
+    1.1286674999979596e-05,
+    1.0665512499983265e-05
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 6.52799978852272e-05,
-   "min": 4.5823998749256134e-05,
-   "max": 0.00010012800246477127,
+   "seconds": 5.958399921655655e-05,
+   "min": 5.4496001452207564e-05,
+   "max": 9.820800274610519e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0490595000192116e-05,
+   "host_canary_seconds": 1.1762194999995757e-05,
    "pass_seconds": [
-    6.52799978852272e-05,
-    6.543999910354615e-05,
-    5.523199960589409e-05
+    7.225599884986877e-05,
+    5.958399921655655e-05,
+    5.6864000856876374e-05
    ],
    "pass_host_canary_seconds": [
-    1.0490595000192116e-05,
-    1.0167717500024764e-05,
-    1.0178424999764958e-05
+    1.1762194999995757e-05,
+    1.0883014999976126e-05,
+    1.1208042499930572e-05
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 8.070132726182536e-05,
-   "min": 2.3119995991389346e-06,
-   "max": 0.0005460799879704913,
+   "seconds": 6.195733447869617e-05,
+   "min": 0.0,
+   "max": 0.000335109328230222,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0490595000192116e-05,
+   "host_canary_seconds": 1.1762194999995757e-05,
    "pass_seconds": [
-    0.00017593600818266474,
-    8.070132726182536e-05,
-    1.994399229685468e-05
+    9.083200184007486e-05,
+    6.195733447869617e-05,
+    4.9742678180336974e-05
    ],
    "pass_host_canary_seconds": [
-    1.0490595000192116e-05,
-    1.0167717500024764e-05,
-    1.0178424999764958e-05
+    1.1762194999995757e-05,
+    1.0883014999976126e-05,
+    1.1208042499930572e-05
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 3.673600032925606e-05,
-   "min": 3.0432000756263734e-05,
-   "max": 6.233600154519081e-05,
+   "seconds": 4.0991999208927155e-05,
+   "min": 3.4272000193595885e-05,
+   "max": 7.37600028514862e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0609495000011293e-05,
+   "host_canary_seconds": 1.1723114999995232e-05,
    "pass_seconds": [
-    3.673600032925606e-05,
-    3.894399851560593e-05,
-    3.2607998698949814e-05
+    4.0991999208927155e-05,
+    4.236799851059914e-05,
+    3.718400001525879e-05
    ],
    "pass_host_canary_seconds": [
-    1.0609495000011293e-05,
-    1.0160207499865236e-05,
-    1.030419999977994e-05
+    1.1723114999995232e-05,
+    1.1221790000064402e-05,
+    1.1190794999933473e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 6.380534016837676e-05,
-   "min": 0.0,
-   "max": 0.0001785600020860632,
+   "seconds": 6.212799188991388e-05,
+   "min": 3.095866926014425e-05,
+   "max": 0.00032400534426172567,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0609495000011293e-05,
+   "host_canary_seconds": 1.1723114999995232e-05,
    "pass_seconds": [
-    8.65599944566687e-05,
-    6.380534016837676e-05,
-    1.2679989139239027e-05
+    6.212799188991388e-05,
+    7.373333846529321e-05,
+    4.094267077744008e-05
    ],
    "pass_host_canary_seconds": [
-    1.0609495000011293e-05,
-    1.0160207499865236e-05,
-    1.030419999977994e-05
+    1.1723114999995232e-05,
+    1.1221790000064402e-05,
+    1.1190794999933473e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 6.217600032687187e-05,
-   "min": 4.524800181388855e-05,
-   "max": 0.00011052799969911575,
+   "seconds": 5.97120001912117e-05,
+   "min": 5.1295999437570575e-05,
+   "max": 0.00010457599908113479,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0357350000163023e-05,
+   "host_canary_seconds": 1.145869999998439e-05,
    "pass_seconds": [
-    6.65920004248619e-05,
-    6.217600032687187e-05,
-    5.459199845790863e-05
+    5.97120001912117e-05,
+    7.411199808120728e-05,
+    5.481600016355515e-05
    ],
    "pass_host_canary_seconds": [
-    1.0357350000163023e-05,
-    1.021498000000065e-05,
-    1.012647749973894e-05
+    1.145869999998439e-05,
+    1.1368544999967866e-05,
+    1.108074499995837e-05
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 7.420533367743094e-05,
-   "min": 0.0,
-   "max": 0.00032006398805727563,
+   "seconds": 8.662934352954223e-05,
+   "min": 3.6613342662652305e-05,
+   "max": 0.0004573493128021557,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0357350000163023e-05,
+   "host_canary_seconds": 1.145869999998439e-05,
    "pass_seconds": [
-    0.00011670399674524863,
-    7.420533367743094e-05,
-    1.4887994776169474e-05
+    0.00010007999775310357,
+    8.662934352954223e-05,
+    5.150266923010351e-05
    ],
    "pass_host_canary_seconds": [
-    1.0357350000163023e-05,
-    1.021498000000065e-05,
-    1.012647749973894e-05
+    1.145869999998439e-05,
+    1.1368544999967866e-05,
+    1.108074499995837e-05
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.5456001758575437e-05,
-   "min": 2.8063999488949777e-05,
-   "max": 6.233600154519081e-05,
+   "seconds": 3.296000137925148e-05,
+   "min": 2.9600000008940698e-05,
+   "max": 6.505600363016128e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.054178000003958e-05,
+   "host_canary_seconds": 1.1036872499996521e-05,
    "pass_seconds": [
-    3.5456001758575437e-05,
-    3.5679999738931656e-05,
-    3.049599938094616e-05
+    3.1360000371932985e-05,
+    3.951999917626381e-05,
+    3.296000137925148e-05
    ],
    "pass_host_canary_seconds": [
-    1.054178000003958e-05,
-    1.0487349999976914e-05,
-    9.838977499896374e-06
+    1.1036872499996521e-05,
+    1.0823669999986407e-05,
+    1.0963824999947747e-05
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 4.409332790722447e-05,
+   "seconds": 5.027733122309045e-05,
    "min": 0.0,
-   "max": 0.00012419198670734962,
+   "max": 0.0003084533301492532,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.054178000003958e-05,
+   "host_canary_seconds": 1.1036872499996521e-05,
    "pass_seconds": [
-    8.953599849094947e-05,
-    4.409332790722447e-05,
-    0.0
+    5.083199528356394e-05,
+    5.027733122309045e-05,
+    2.891067229211333e-05
    ],
    "pass_host_canary_seconds": [
-    1.054178000003958e-05,
-    1.0487349999976914e-05,
-    9.838977499896374e-06
+    1.1036872499996521e-05,
+    1.0823669999986407e-05,
+    1.0963824999947747e-05
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.843200162053108e-05,
-   "min": 4.259200021624565e-05,
-   "max": 8.742400258779526e-05,
+   "seconds": 5.462399870157242e-05,
+   "min": 4.7680001705884936e-05,
+   "max": 0.00011494400352239608,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0573069999963991e-05,
+   "host_canary_seconds": 1.3796097500016203e-05,
    "pass_seconds": [
-    5.8848001062870023e-05,
-    5.843200162053108e-05,
-    5.315199866890907e-05
+    5.462399870157242e-05,
+    6.0447998344898225e-05,
+    4.995200037956238e-05
    ],
    "pass_host_canary_seconds": [
-    1.0573069999963991e-05,
-    1.0683107499858125e-05,
-    1.0199484999873221e-05
+    1.3796097500016203e-05,
+    1.141900000000362e-05,
+    1.156136999995283e-05
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 8.300532617916661e-05,
-   "min": 0.0,
-   "max": 0.00022607999512304865,
+   "seconds": 7.707199392219385e-05,
+   "min": 2.299199936290582e-05,
+   "max": 0.0004469813158114751,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0573069999963991e-05,
+   "host_canary_seconds": 1.3796097500016203e-05,
    "pass_seconds": [
-    0.00010364798673739037,
-    8.300532617916661e-05,
-    0.0
+    7.707199392219385e-05,
+    0.00012202132244904835,
+    7.297466881573203e-05
    ],
    "pass_host_canary_seconds": [
-    1.0573069999963991e-05,
-    1.0683107499858125e-05,
-    1.0199484999873221e-05
+    1.3796097500016203e-05,
+    1.141900000000362e-05,
+    1.156136999995283e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 3.903999924659729e-05,
-   "min": 3.26399989426136e-05,
-   "max": 7.072000205516816e-05,
+   "seconds": 4.643199965357781e-05,
+   "min": 3.459199890494346e-05,
+   "max": 8.076799660921096e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0288475000095332e-05,
+   "host_canary_seconds": 1.1459734999998972e-05,
    "pass_seconds": [
-    3.903999924659729e-05,
-    4.121600091457367e-05,
-    3.52960005402565e-05
+    3.753599897027016e-05,
+    4.643199965357781e-05,
+    5.215999856591225e-05
    ],
    "pass_host_canary_seconds": [
-    1.0288475000095332e-05,
-    1.0556999999948857e-05,
-    1.0395399999652e-05
+    1.1459734999998972e-05,
+    1.097340499999433e-05,
+    1.1772999999948298e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 8.294132941712932e-05,
-   "min": 0.0,
-   "max": 0.0002999999842916926,
+   "seconds": 6.753599954148132e-05,
+   "min": 2.272533004482583e-05,
+   "max": 0.00044516670517623434,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0288475000095332e-05,
+   "host_canary_seconds": 1.1459734999998972e-05,
    "pass_seconds": [
-    9.475200095524392e-05,
-    8.294132941712932e-05,
-    0.0
+    6.753599954148132e-05,
+    5.83413404723008e-05,
+    0.0001835346799343824
    ],
    "pass_host_canary_seconds": [
-    1.0288475000095332e-05,
-    1.0556999999948857e-05,
-    1.0395399999652e-05
+    1.1459734999998972e-05,
+    1.097340499999433e-05,
+    1.1772999999948298e-05
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 6.508799642324447e-05,
-   "min": 4.694399982690811e-05,
-   "max": 9.90080013871193e-05,
+   "seconds": 7.43359997868538e-05,
+   "min": 5.4016001522541044e-05,
+   "max": 0.00012595200538635253,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0309775000223453e-05,
+   "host_canary_seconds": 1.0951694999992157e-05,
    "pass_seconds": [
-    6.508799642324447e-05,
-    6.550399959087372e-05,
-    5.673599988222122e-05
+    6.10559992492199e-05,
+    7.43359997868538e-05,
+    7.638400048017501e-05
    ],
    "pass_host_canary_seconds": [
-    1.0309775000223453e-05,
-    1.059501500009219e-05,
-    1.0437092499842038e-05
+    1.0951694999992157e-05,
+    1.1328199999951493e-05,
+    1.1230160000081924e-05
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 8.22053312634428e-05,
+   "seconds": 5.950399798651534e-05,
    "min": 0.0,
-   "max": 0.0003449253200863798,
+   "max": 0.00041009465791285045,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0309775000223453e-05,
+   "host_canary_seconds": 1.0951694999992157e-05,
    "pass_seconds": [
-    0.00013020799526323876,
-    8.22053312634428e-05,
-    2.0071996996800145e-05
+    5.950399798651534e-05,
+    0.00010694933434327438,
+    3.505467809736731e-05
    ],
    "pass_host_canary_seconds": [
-    1.0309775000223453e-05,
-    1.059501500009219e-05,
-    1.0437092499842038e-05
+    1.0951694999992157e-05,
+    1.1328199999951493e-05,
+    1.1230160000081924e-05
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.2336000576615335e-05,
-   "min": 1.865600049495697e-05,
-   "max": 4.5536000281572345e-05,
+   "seconds": 2.271999977529049e-05,
+   "min": 2.0384000614285468e-05,
+   "max": 6.719999760389328e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0658935000122938e-05,
+   "host_canary_seconds": 1.10589300000008e-05,
    "pass_seconds": [
-    2.2336000576615335e-05,
-    2.5087999179959297e-05,
-    1.9519999623298644e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0658935000122938e-05,
-    1.073804750006957e-05,
-    1.0482122499979597e-05
-   ]
-  },
-  "layer_backward_flatten": {
-   "seconds": 1.660533652951318e-05,
-   "min": 0.0,
-   "max": 0.00010483200134088597,
-   "samples": 123,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0658935000122938e-05,
-   "pass_seconds": [
-    4.8415996444722026e-05,
-    1.660533652951318e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    1.0658935000122938e-05,
-    1.073804750006957e-05,
-    1.0482122499979597e-05
-   ]
-  },
-  "layer_forward_flatten_autocast": {
-   "seconds": 4.160000011324883e-05,
-   "min": 3.5711999982595444e-05,
-   "max": 6.870400160551071e-05,
-   "samples": 123,
-   "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1159107500020583e-05,
-   "pass_seconds": [
-    4.009599983692169e-05,
-    4.160000011324883e-05,
-    4.27200011909008e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.1159107500020583e-05,
-    1.0635900000011134e-05,
-    1.0420870000018569e-05
-   ]
-  },
-  "layer_backward_flatten_autocast": {
-   "seconds": 2.5853330579896734e-05,
-   "min": 0.0,
-   "max": 0.00012188799896587928,
-   "samples": 123,
-   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1159107500020583e-05,
-   "pass_seconds": [
-    6.963199594368536e-05,
-    2.5853330579896734e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    1.1159107500020583e-05,
-    1.0635900000011134e-05,
-    1.0420870000018569e-05
-   ]
-  },
-  "layer_forward_reshape": {
-   "seconds": 1.6863999888300894e-05,
-   "min": 1.535999961197376e-05,
-   "max": 6.358399987220764e-05,
-   "samples": 123,
-   "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0793240000026571e-05,
-   "pass_seconds": [
-    1.817600056529045e-05,
-    1.6543999314308167e-05,
-    1.6863999888300894e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0793240000026571e-05,
-    1.0620022499949756e-05,
-    1.0450177500160862e-05
-   ]
-  },
-  "layer_backward_reshape": {
-   "seconds": 1.6797332403560455e-05,
-   "min": 0.0,
-   "max": 7.814398997773727e-05,
-   "samples": 123,
-   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0793240000026571e-05,
-   "pass_seconds": [
-    4.070399546374878e-05,
-    1.6797332403560455e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    1.0793240000026571e-05,
-    1.0620022499949756e-05,
-    1.0450177500160862e-05
-   ]
-  },
-  "layer_forward_reshape_autocast": {
-   "seconds": 3.651199862360954e-05,
-   "min": 2.9632000252604483e-05,
-   "max": 6.988800317049027e-05,
-   "samples": 123,
-   "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0415180000080682e-05,
-   "pass_seconds": [
-    3.651199862360954e-05,
-    3.6928001791238784e-05,
-    3.6191999912261964e-05
-   ],
-   "pass_host_canary_seconds": [
-    1.0415180000080682e-05,
-    1.050908750002577e-05,
-    1.0671362500147551e-05
-   ]
-  },
-  "layer_backward_reshape_autocast": {
-   "seconds": 2.3933338311811267e-05,
-   "min": 0.0,
-   "max": 0.00010873599940290055,
-   "samples": 123,
-   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0415180000080682e-05,
-   "pass_seconds": [
-    6.073599153508743e-05,
-    2.3933338311811267e-05,
-    0.0
-   ],
-   "pass_host_canary_seconds": [
-    1.0415180000080682e-05,
-    1.050908750002577e-05,
-    1.0671362500147551e-05
-   ]
-  },
-  "layer_forward_slice": {
-   "seconds": 2.220799960196018e-05,
-   "min": 1.7983999103307723e-05,
-   "max": 4.0511999279260635e-05,
-   "samples": 123,
-   "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0623675000118737e-05,
-   "pass_seconds": [
-    2.220799960196018e-05,
-    2.3264000192284583e-05,
+    2.271999977529049e-05,
+    2.7871999889612196e-05,
     2.0864000543951988e-05
    ],
    "pass_host_canary_seconds": [
-    1.0623675000118737e-05,
-    1.0427422500072224e-05,
-    1.0683449999930872e-05
+    1.10589300000008e-05,
+    1.1376569999974606e-05,
+    1.0637917500062599e-05
+   ]
+  },
+  "layer_backward_flatten": {
+   "seconds": 5.02932940920191e-06,
+   "min": 0.0,
+   "max": 0.00017259068414568902,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.10589300000008e-05,
+   "pass_seconds": [
+    4.143999268611261e-06,
+    5.02932940920191e-06,
+    2.2478673607110992e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.10589300000008e-05,
+    1.1376569999974606e-05,
+    1.0637917500062599e-05
+   ]
+  },
+  "layer_forward_flatten_autocast": {
+   "seconds": 4.2656000703573226e-05,
+   "min": 3.5711999982595444e-05,
+   "max": 6.492800265550613e-05,
+   "samples": 123,
+   "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0637612500001837e-05,
+   "pass_seconds": [
+    4.2656000703573226e-05,
+    4.896000027656555e-05,
+    3.657599911093712e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0637612500001837e-05,
+    1.1525367499984897e-05,
+    1.0583090000011452e-05
+   ]
+  },
+  "layer_backward_flatten_autocast": {
+   "seconds": 2.1998671814799336e-05,
+   "min": 0.0,
+   "max": 0.00010192532589038209,
+   "samples": 123,
+   "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0637612500001837e-05,
+   "pass_seconds": [
+    1.8191988890369713e-05,
+    2.8293338914712248e-05,
+    2.1998671814799336e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0637612500001837e-05,
+    1.1525367499984897e-05,
+    1.0583090000011452e-05
+   ]
+  },
+  "layer_forward_reshape": {
+   "seconds": 1.9519999623298644e-05,
+   "min": 1.7855999991297722e-05,
+   "max": 4.502400010824204e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0749264999994069e-05,
+   "pass_seconds": [
+    1.9519999623298644e-05,
+    2.2528000175952913e-05,
+    1.8239999189972877e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.0749264999994069e-05,
+    1.1594559999963394e-05,
+    1.0507154999999102e-05
+   ]
+  },
+  "layer_backward_reshape": {
+   "seconds": 1.733337839444454e-06,
+   "min": 0.0,
+   "max": 5.739199308057625e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.0749264999994069e-05,
+   "pass_seconds": [
+    2.3999748130638357e-07,
+    1.733337839444454e-06,
+    6.6706761717796485e-06
+   ],
+   "pass_host_canary_seconds": [
+    1.0749264999994069e-05,
+    1.1594559999963394e-05,
+    1.0507154999999102e-05
+   ]
+  },
+  "layer_forward_reshape_autocast": {
+   "seconds": 3.801599889993668e-05,
+   "min": 3.187200054526329e-05,
+   "max": 7.164800167083741e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.1136022499993459e-05,
+   "pass_seconds": [
+    3.801599889993668e-05,
+    4.4863998889923095e-05,
+    3.311999887228012e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1136022499993459e-05,
+    1.1554654999983427e-05,
+    1.0489495000030047e-05
+   ]
+  },
+  "layer_backward_reshape_autocast": {
+   "seconds": 1.4958674088120475e-05,
+   "min": 0.0,
+   "max": 5.534399983783564e-05,
+   "samples": 123,
+   "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
+   "host_canary_seconds": 1.1136022499993459e-05,
+   "pass_seconds": [
+    1.5855997179945296e-05,
+    1.171733190615967e-05,
+    1.4958674088120475e-05
+   ],
+   "pass_host_canary_seconds": [
+    1.1136022499993459e-05,
+    1.1554654999983427e-05,
+    1.0489495000030047e-05
+   ]
+  },
+  "layer_forward_slice": {
+   "seconds": 2.1568000316619873e-05,
+   "min": 1.9168000668287278e-05,
+   "max": 4.8415999859571457e-05,
+   "samples": 123,
+   "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
+   "host_canary_seconds": 9.55889000001875e-06,
+   "pass_seconds": [
+    2.1568000316619873e-05,
+    2.5631999596953393e-05,
+    1.9711999222636224e-05
+   ],
+   "pass_host_canary_seconds": [
+    9.55889000001875e-06,
+    1.1295149999988041e-05,
+    1.0541590000059387e-05
    ]
   },
   "layer_backward_slice": {
-   "seconds": 5.4365333480139565e-05,
-   "min": 0.0,
-   "max": 0.00013379199088861546,
+   "seconds": 2.9838677495718023e-05,
+   "min": 3.535992776354139e-06,
+   "max": 0.00010662933376928167,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0623675000118737e-05,
+   "host_canary_seconds": 9.55889000001875e-06,
    "pass_seconds": [
-    9.923199595262609e-05,
-    5.4365333480139565e-05,
-    1.10479897509019e-05
+    7.85599586864311e-06,
+    4.342933682103948e-05,
+    2.9838677495718023e-05
    ],
    "pass_host_canary_seconds": [
-    1.0623675000118737e-05,
-    1.0427422500072224e-05,
-    1.0683449999930872e-05
+    9.55889000001875e-06,
+    1.1295149999988041e-05,
+    1.0541590000059387e-05
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.948799893260002e-05,
-   "min": 3.315199911594391e-05,
-   "max": 6.87360018491745e-05,
+   "seconds": 3.580800071358681e-05,
+   "min": 2.3040000349283217e-05,
+   "max": 7.77600035071373e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0884757500093656e-05,
+   "host_canary_seconds": 8.056462500025674e-06,
    "pass_seconds": [
-    3.948799893260002e-05,
-    3.6159999668598176e-05,
-    3.968000039458275e-05
+    2.42880005389452e-05,
+    4.9887999892234804e-05,
+    3.580800071358681e-05
    ],
    "pass_host_canary_seconds": [
-    1.0884757500093656e-05,
-    1.0370847500098534e-05,
-    1.0484254999880705e-05
+    8.056462500025674e-06,
+    1.1334237499980305e-05,
+    1.061344750006299e-05
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 6.214132749785976e-05,
-   "min": 0.0,
-   "max": 0.00022745599442472062,
+   "seconds": 3.835066966712477e-05,
+   "min": 1.864000161488849e-05,
+   "max": 0.00017956799765427906,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0884757500093656e-05,
+   "host_canary_seconds": 8.056462500025674e-06,
    "pass_seconds": [
-    0.0001157759934042891,
-    6.214132749785976e-05,
-    0.0
+    2.8559987743695574e-05,
+    7.430933167537051e-05,
+    3.835066966712477e-05
    ],
    "pass_host_canary_seconds": [
-    1.0884757500093656e-05,
-    1.0370847500098534e-05,
-    1.0484254999880705e-05
+    8.056462500025674e-06,
+    1.1334237499980305e-05,
+    1.061344750006299e-05
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.6942476765030905e-05,
-   "min": 1.6899809063900083e-05,
-   "max": 1.8627048248336427e-05,
+   "seconds": 2.160990504281861e-05,
+   "min": 1.9026284771306173e-05,
+   "max": 2.202895319177991e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.801599889993668e-05,
-    9.625600278377533e-05,
-    0.0003182080090045929
+    2.3423999547958375e-05,
+    6.84799998998642e-05,
+    0.0003468480110168457
    ],
-   "host_canary_seconds": 1.0575097499838648e-05,
+   "host_canary_seconds": 8.295260000004134e-06,
    "pass_seconds": [
-    1.8627048248336427e-05,
-    1.6942476765030905e-05,
-    1.6899809063900083e-05
+    2.202895319177991e-05,
+    2.160990504281861e-05,
+    1.9026284771306173e-05
    ],
    "pass_host_canary_seconds": [
-    1.0575097499838648e-05,
-    1.0412597500106813e-05,
-    1.0334915000100864e-05
+    8.295260000004134e-06,
+    1.143814749998029e-05,
+    1.1201634999977727e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.9299047511248363e-05,
-   "min": 1.6848001274324598e-05,
-   "max": 1.937371421427954e-05,
+   "seconds": 1.64670477665606e-05,
+   "min": 5.9725709614299635e-06,
+   "max": 2.8088381247861043e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022252799570560456,
-    0.000284415990114212,
-    0.0007751680016517639
+    0.00015705600380897523,
+    0.0002820799946784973,
+    0.0005907520055770875
    ],
-   "host_canary_seconds": 1.0575097499838648e-05,
+   "host_canary_seconds": 8.295260000004134e-06,
    "pass_seconds": [
-    1.937371421427954e-05,
-    1.6848001274324598e-05,
-    1.9299047511248363e-05
+    5.9725709614299635e-06,
+    1.64670477665606e-05,
+    2.8088381247861043e-05
    ],
    "pass_host_canary_seconds": [
-    1.0575097499838648e-05,
-    1.0412597500106813e-05,
-    1.0334915000100864e-05
+    8.295260000004134e-06,
+    1.143814749998029e-05,
+    1.1201634999977727e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.9218286055894126e-05,
-   "min": 1.8007620104721616e-05,
-   "max": 1.9977904856204987e-05,
+   "seconds": 1.3798094931102932e-05,
+   "min": 1.2904380758603414e-05,
+   "max": 1.9315046923501154e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.639999896287919e-05,
-    0.00012656000256538392,
-    0.00036614400148391726
+    3.772800043225288e-05,
+    7.731200009584427e-05,
+    0.00024409599602222441
    ],
-   "host_canary_seconds": 1.0550490000014179e-05,
+   "host_canary_seconds": 8.143740000008393e-06,
    "pass_seconds": [
-    1.9977904856204987e-05,
-    1.8007620104721616e-05,
-    1.9218286055894126e-05
+    1.3798094931102932e-05,
+    1.2904380758603414e-05,
+    1.9315046923501154e-05
    ],
    "pass_host_canary_seconds": [
-    1.0550490000014179e-05,
-    1.0173272499969244e-05,
-    1.016538499982289e-05
+    8.143740000008393e-06,
+    1.128684750000275e-05,
+    1.0787662499964768e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.9523810417879197e-05,
-   "min": 1.9384382558720456e-05,
-   "max": 2.0614094322636012e-05,
+   "seconds": 1.6417523934727626e-05,
+   "min": 1.6211809856551023e-05,
+   "max": 3.568609626520247e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022787199914455413,
-    0.00035286399722099304,
-    0.0008225600123405456
+    0.00015347200632095337,
+    0.00028620800375938417,
+    0.0006207360029220581
    ],
-   "host_canary_seconds": 1.0550490000014179e-05,
+   "host_canary_seconds": 8.143740000008393e-06,
    "pass_seconds": [
-    1.9523810417879197e-05,
-    2.0614094322636012e-05,
-    1.9384382558720456e-05
+    1.6417523934727626e-05,
+    3.568609626520247e-05,
+    1.6211809856551023e-05
    ],
    "pass_host_canary_seconds": [
-    1.0550490000014179e-05,
-    1.0173272499969244e-05,
-    1.016538499982289e-05
+    8.143740000008393e-06,
+    1.128684750000275e-05,
+    1.0787662499964768e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 3.1328000128269197e-05,
-   "min": 2.5407999753952028e-05,
-   "max": 6.134400144219398e-05,
+   "seconds": 2.1824000403285027e-05,
+   "min": 1.8848000094294547e-05,
+   "max": 6.947200000286102e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0741854999878342e-05,
+   "host_canary_seconds": 7.875824999992175e-06,
    "pass_seconds": [
-    3.4976001828908924e-05,
-    3.1328000128269197e-05,
-    3.062400035560131e-05
+    2.1376000717282296e-05,
+    4.0063999593257904e-05,
+    2.1824000403285027e-05
    ],
    "pass_host_canary_seconds": [
-    1.0741854999878342e-05,
-    1.0395135000038635e-05,
-    1.0762095000131921e-05
+    7.875824999992175e-06,
+    1.1799997500041571e-05,
+    8.335724999994908e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 4.2269332644840057e-05,
+   "seconds": 2.6446674019098304e-05,
    "min": 0.0,
-   "max": 0.0002458239852761229,
+   "max": 9.741333623727158e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0741854999878342e-05,
+   "host_canary_seconds": 7.875824999992175e-06,
    "pass_seconds": [
-    8.01919906710585e-05,
-    4.2269332644840057e-05,
-    0.0
+    0.0,
+    4.16693290074666e-05,
+    2.6446674019098304e-05
    ],
    "pass_host_canary_seconds": [
-    1.0741854999878342e-05,
-    1.0395135000038635e-05,
-    1.0762095000131921e-05
+    7.875824999992175e-06,
+    1.1799997500041571e-05,
+    8.335724999994908e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.3440000861883166e-05,
-   "min": 4.492799937725067e-05,
-   "max": 8.780799806118011e-05,
+   "seconds": 3.3824000507593154e-05,
+   "min": 2.956799976527691e-05,
+   "max": 0.0001374399960041046,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0498887500034472e-05,
+   "host_canary_seconds": 8.387394999989083e-06,
    "pass_seconds": [
-    5.60000017285347e-05,
-    5.3440000861883166e-05,
-    5.0912000238895414e-05
+    3.1328000128269197e-05,
+    6.84479996562004e-05,
+    3.3824000507593154e-05
    ],
    "pass_host_canary_seconds": [
-    1.0498887500034472e-05,
-    1.0275309999911997e-05,
-    1.0831747499935317e-05
+    8.387394999989083e-06,
+    1.2051435000017818e-05,
+    8.098682499948497e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 3.215732642759879e-05,
-   "min": 0.0,
-   "max": 0.00016783999868979056,
+   "seconds": 3.2718671485781686e-05,
+   "min": 3.535992776354139e-06,
+   "max": 0.0003279733260472615,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0498887500034472e-05,
+   "host_canary_seconds": 8.387394999989083e-06,
    "pass_seconds": [
-    0.00011583999761690698,
-    3.215732642759879e-05,
-    0.0
+    1.428799269100029e-05,
+    7.718933125336965e-05,
+    3.2718671485781686e-05
    ],
    "pass_host_canary_seconds": [
-    1.0498887500034472e-05,
-    1.0275309999911997e-05,
-    1.0831747499935317e-05
+    8.387394999989083e-06,
+    1.2051435000017818e-05,
+    8.098682499948497e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 6.97782834370931e-05,
-   "min": 6.728609473932358e-05,
-   "max": 0.00011363809378374188,
+   "seconds": 0.00011140571179844084,
+   "min": 7.718476546662194e-05,
+   "max": 0.00013246247740018933,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014966399967670442,
-    0.0005074880123138428,
-    0.001859871983528137
+    9.609600156545639e-05,
+    0.0005119360089302063,
+    0.0013152960538864136
    ],
-   "host_canary_seconds": 1.0311200000074905e-05,
+   "host_canary_seconds": 1.1081095000022856e-05,
    "pass_seconds": [
-    0.00011363809378374188,
-    6.97782834370931e-05,
-    6.728609473932358e-05
+    7.718476546662194e-05,
+    0.00013246247740018933,
+    0.00011140571179844084
    ],
    "pass_host_canary_seconds": [
-    1.0311200000074905e-05,
-    1.0223230000008243e-05,
-    7.475360000057663e-06
+    1.1081095000022856e-05,
+    1.1246187499978077e-05,
+    1.1154100000041466e-05
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00020361372615609847,
-   "min": 0.00017659201295602893,
-   "max": 0.00023165715876079742,
+   "seconds": 0.00020881066010111854,
+   "min": 0.00014340571420533315,
+   "max": 0.0002255085589630264,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006034240126609802,
-    0.001496448040008545,
-    0.004964320182800293
+    0.0005683519840240478,
+    0.0015402239561080932,
+    0.005130015850067139
    ],
-   "host_canary_seconds": 1.0311200000074905e-05,
+   "host_canary_seconds": 1.1081095000022856e-05,
    "pass_seconds": [
-    0.00017659201295602893,
-    0.00023165715876079742,
-    0.00020361372615609847
+    0.0002255085589630264,
+    0.00014340571420533315,
+    0.00020881066010111854
    ],
    "pass_host_canary_seconds": [
-    1.0311200000074905e-05,
-    1.0223230000008243e-05,
-    7.475360000057663e-06
+    1.1081095000022856e-05,
+    1.1246187499978077e-05,
+    1.1154100000041466e-05
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00011488152756577446,
-   "min": 0.00010917409190109796,
-   "max": 0.00011577294837860834,
+   "seconds": 0.00013315047749451228,
+   "min": 0.00011302399706272851,
+   "max": 0.0001388891509601048,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018371200561523437,
-    0.0005552639961242676,
-    0.0019283839464187622
+    0.00018614399433135987,
+    0.0003713279962539673,
+    0.002192320108413696
    ],
-   "host_canary_seconds": 1.0271395000103212e-05,
+   "host_canary_seconds": 1.1229589999999234e-05,
    "pass_seconds": [
-    0.00011577294837860834,
-    0.00011488152756577446,
-    0.00010917409190109796
+    0.0001388891509601048,
+    0.00013315047749451228,
+    0.00011302399706272851
    ],
    "pass_host_canary_seconds": [
-    1.0271395000103212e-05,
-    1.041545999996174e-05,
-    1.0041679999801545e-05
+    1.1229589999999234e-05,
+    1.1341559999991091e-05,
+    1.1473155000061297e-05
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017163886058898202,
-   "min": 0.00016608532624585288,
-   "max": 0.00019795123097442443,
+   "seconds": 0.00015310093618574596,
+   "min": 0.00014193905606156302,
+   "max": 0.00020932341402485257,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006890879869461059,
-    0.0016590080261230469,
-    0.005036159992218018
+    0.0006428160071372986,
+    0.0016846400499343872,
+    0.005077951908111572
    ],
-   "host_canary_seconds": 1.0271395000103212e-05,
+   "host_canary_seconds": 1.1229589999999234e-05,
    "pass_seconds": [
-    0.00017163886058898202,
-    0.00019795123097442443,
-    0.00016608532624585288
+    0.00015310093618574596,
+    0.00014193905606156302,
+    0.00020932341402485257
    ],
    "pass_host_canary_seconds": [
-    1.0271395000103212e-05,
-    1.041545999996174e-05,
-    1.0041679999801545e-05
+    1.1229589999999234e-05,
+    1.1341559999991091e-05,
+    1.1473155000061297e-05
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.000428371046270643,
-   "min": 0.0003302430326030368,
-   "max": 0.0004958689709504445,
+   "seconds": 0.00047797409409568425,
+   "min": 0.0003686849418140593,
+   "max": 0.0005079116026560466,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006101120114326477,
-    0.001954848051071167,
-    0.0070555520057678225
+    0.00040508800745010375,
+    0.0017216639518737792,
+    0.007535583972930908
    ],
-   "host_canary_seconds": 1.0261197499943363e-05,
+   "host_canary_seconds": 1.1107360000011113e-05,
    "pass_seconds": [
-    0.000428371046270643,
-    0.0004958689709504445,
-    0.0003302430326030368
+    0.00047797409409568425,
+    0.0005079116026560466,
+    0.0003686849418140593
    ],
    "pass_host_canary_seconds": [
-    1.0261197499943363e-05,
-    1.0415214999852651e-05,
-    1.0071050000135528e-05
+    1.1107360000011113e-05,
+    1.1186175000048592e-05,
+    1.1590489999946386e-05
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.0004964776450679416,
-   "min": 0.0004964000015031723,
-   "max": 0.0005899093591031576,
+   "seconds": 0.000604137931551252,
+   "min": 0.00042606704291843234,
+   "max": 0.0007557500856263297,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0018236160278320313,
-    0.0054039998054504395,
-    0.01596387195587158
+    0.0017221440076828002,
+    0.005210495948791504,
+    0.01554150390625
    ],
-   "host_canary_seconds": 1.0261197499943363e-05,
+   "host_canary_seconds": 1.1107360000011113e-05,
    "pass_seconds": [
-    0.0004964000015031723,
-    0.0004964776450679416,
-    0.0005899093591031576
+    0.00042606704291843234,
+    0.000604137931551252,
+    0.0007557500856263297
    ],
    "pass_host_canary_seconds": [
-    1.0261197499943363e-05,
-    1.0415214999852651e-05,
-    1.0071050000135528e-05
+    1.1107360000011113e-05,
+    1.1186175000048592e-05,
+    1.1590489999946386e-05
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.00035278550783793137,
-   "min": 0.0002647839869771685,
-   "max": 0.0005833493244080316,
+   "seconds": 0.0005461280147234598,
+   "min": 0.00034115124316442586,
+   "max": 0.0006022057362965175,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0006886399984359741,
-    0.0020667839050292967,
-    0.009314911842346191
+    0.0008438400030136108,
+    0.0028303680419921877,
+    0.009936896324157715
    ],
-   "host_canary_seconds": 1.0618437499942956e-05,
+   "host_canary_seconds": 1.1101605000014558e-05,
    "pass_seconds": [
-    0.0005833493244080316,
-    0.0002647839869771685,
-    0.00035278550783793137
+    0.0006022057362965175,
+    0.0005461280147234598,
+    0.00034115124316442586
    ],
    "pass_host_canary_seconds": [
-    1.0618437499942956e-05,
-    1.0236575000135418e-05,
-    9.94382999977006e-06
+    1.1101605000014558e-05,
+    1.1223749999977885e-05,
+    1.166960999995581e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.000667501693680173,
-   "min": 0.0005181759851319449,
-   "max": 0.0010641273089817592,
+   "seconds": 0.0005963824221066067,
+   "min": 0.0004968441611244565,
+   "max": 0.0009031223285765875,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0021865921020507812,
-    0.006626175880432129,
-    0.021178367614746094
+    0.0017657599449157715,
+    0.00579369592666626,
+    0.01849510383605957
    ],
-   "host_canary_seconds": 1.0618437499942956e-05,
+   "host_canary_seconds": 1.1101605000014558e-05,
    "pass_seconds": [
-    0.000667501693680173,
-    0.0005181759851319449,
-    0.0010641273089817592
+    0.0004968441611244565,
+    0.0005963824221066067,
+    0.0009031223285765875
    ],
    "pass_host_canary_seconds": [
-    1.0618437499942956e-05,
-    1.0236575000135418e-05,
-    9.94382999977006e-06
+    1.1101605000014558e-05,
+    1.1223749999977885e-05,
+    1.166960999995581e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.3511618020988646e-05,
-   "min": 1.658361848621141e-05,
-   "max": 2.727085759951955e-05,
+   "seconds": 2.4860190671114696e-05,
+   "min": 2.469257141153018e-05,
+   "max": 2.5639619146074565e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.806400090456009e-05,
-    0.000114656001329422,
-    0.0003994239866733551
+    4.236799851059914e-05,
+    0.000113087996840477,
+    0.0004139840006828308
    ],
-   "host_canary_seconds": 1.0581755000060866e-05,
+   "host_canary_seconds": 1.0685537499988129e-05,
    "pass_seconds": [
-    2.3511618020988646e-05,
-    2.727085759951955e-05,
-    1.658361848621141e-05
+    2.4860190671114696e-05,
+    2.469257141153018e-05,
+    2.5639619146074565e-05
    ],
    "pass_host_canary_seconds": [
-    1.0581755000060866e-05,
-    1.0619564999814202e-05,
-    7.904174999850966e-06
+    1.0685537499988129e-05,
+    1.1497172499979058e-05,
+    1.157734749995143e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.833447968675977e-05,
-   "min": 3.8097527232908066e-05,
-   "max": 4.8537140978234145e-05,
+   "seconds": 4.19070521990458e-05,
+   "min": 4.090285460863795e-05,
+   "max": 4.524952368367287e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017289599776268004,
-    0.0004276160001754761,
-    0.0012636480331420898
+    0.00017907199263572692,
+    0.0003850879967212677,
+    0.0012292799949645996
    ],
-   "host_canary_seconds": 1.0581755000060866e-05,
+   "host_canary_seconds": 1.0685537499988129e-05,
    "pass_seconds": [
-    4.833447968675977e-05,
-    3.8097527232908066e-05,
-    4.8537140978234145e-05
+    4.524952368367287e-05,
+    4.090285460863795e-05,
+    4.19070521990458e-05
    ],
    "pass_host_canary_seconds": [
-    1.0581755000060866e-05,
-    1.0619564999814202e-05,
-    7.904174999850966e-06
+    1.0685537499988129e-05,
+    1.1497172499979058e-05,
+    1.157734749995143e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.1152000696886152e-05,
-   "min": 1.2812190644797824e-05,
-   "max": 2.431466749736241e-05,
+   "seconds": 2.4934857728935422e-05,
+   "min": 2.3710476678042184e-05,
+   "max": 2.5689904356286642e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.391999661922455e-05,
-    0.0001525759994983673,
-    0.0004405440092086792
+    5.824000015854836e-05,
+    0.00013232000172138213,
+    0.0004148800075054169
    ],
-   "host_canary_seconds": 1.0391394999942349e-05,
+   "host_canary_seconds": 1.0584742499997191e-05,
    "pass_seconds": [
-    2.431466749736241e-05,
-    1.2812190644797824e-05,
-    2.1152000696886152e-05
+    2.3710476678042184e-05,
+    2.5689904356286642e-05,
+    2.4934857728935422e-05
    ],
    "pass_host_canary_seconds": [
-    1.0391394999942349e-05,
-    7.675042499926122e-06,
-    9.69612500000494e-06
+    1.0584742499997191e-05,
+    1.0914217500008761e-05,
+    1.1637350000057722e-05
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.4044193235181634e-05,
-   "min": 3.993981118713107e-05,
-   "max": 4.812418988772801e-05,
+   "seconds": 4.857599699781054e-05,
+   "min": 4.669714169133277e-05,
+   "max": 5.8338288572572545e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00033558401465415955,
-    0.0006080319881439209,
-    0.0014405440092086792
+    0.00018380799889564515,
+    0.00043587198853492737,
+    0.0012535359859466553
    ],
-   "host_canary_seconds": 1.0391394999942349e-05,
+   "host_canary_seconds": 1.0584742499997191e-05,
    "pass_seconds": [
-    4.812418988772801e-05,
-    4.4044193235181634e-05,
-    3.993981118713107e-05
+    4.669714169133277e-05,
+    5.8338288572572545e-05,
+    4.857599699781054e-05
    ],
    "pass_host_canary_seconds": [
-    1.0391394999942349e-05,
-    7.675042499926122e-06,
-    9.69612500000494e-06
+    1.0584742499997191e-05,
+    1.0914217500008761e-05,
+    1.1637350000057722e-05
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.251428649539039e-05,
-   "min": 1.6265142176832472e-05,
-   "max": 2.7114665579228174e-05,
+   "seconds": 2.8536380046889893e-05,
+   "min": 2.7636570589882988e-05,
+   "max": 2.8967618232681637e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.425600171089172e-05,
-    0.00012041600048542022,
-    0.00044924798607826234
+    4.4383998960256575e-05,
+    0.00011907199770212174,
+    0.00045619198679924014
    ],
-   "host_canary_seconds": 1.0625054999877647e-05,
+   "host_canary_seconds": 1.0570984999986876e-05,
    "pass_seconds": [
-    2.7114665579228174e-05,
-    1.6265142176832472e-05,
-    2.251428649539039e-05
+    2.7636570589882988e-05,
+    2.8967618232681637e-05,
+    2.8536380046889893e-05
    ],
    "pass_host_canary_seconds": [
-    1.0625054999877647e-05,
-    1.0729520000012371e-05,
-    9.373274999688873e-06
+    1.0570984999986876e-05,
+    1.0831020000026116e-05,
+    1.1362290000107577e-05
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010524495407229378,
-   "min": 9.88982908782505e-05,
-   "max": 0.00011048075734149843,
+   "seconds": 9.237637406303768e-05,
+   "min": 8.663923470746904e-05,
+   "max": 9.906514201845442e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00038966399431228637,
-    0.0007792959809303283,
-    0.0023725759983062745
+    0.0003423359990119934,
+    0.0007774080038070679,
+    0.0022611839771270754
    ],
-   "host_canary_seconds": 1.0625054999877647e-05,
+   "host_canary_seconds": 1.0570984999986876e-05,
    "pass_seconds": [
-    0.00010524495407229378,
-    0.00011048075734149843,
-    9.88982908782505e-05
+    9.906514201845442e-05,
+    8.663923470746904e-05,
+    9.237637406303768e-05
    ],
    "pass_host_canary_seconds": [
-    1.0625054999877647e-05,
-    1.0729520000012371e-05,
-    9.373274999688873e-06
+    1.0570984999986876e-05,
+    1.0831020000026116e-05,
+    1.1362290000107577e-05
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 3.19032392331532e-05,
-   "min": 2.8538667552527928e-05,
-   "max": 4.33645738022668e-05,
+   "seconds": 4.159009456634522e-05,
+   "min": 3.965485805556888e-05,
+   "max": 4.491657196056275e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.932800099253654e-05,
-    0.00016131199896335602,
-    0.0004928640127182007
+    0.00011449600011110306,
+    0.00024844799935817716,
+    0.0007414079904556275
    ],
-   "host_canary_seconds": 7.866960000058044e-06,
+   "host_canary_seconds": 1.0768224999999632e-05,
    "pass_seconds": [
-    2.8538667552527928e-05,
-    4.33645738022668e-05,
-    3.19032392331532e-05
+    4.159009456634522e-05,
+    3.965485805556888e-05,
+    4.491657196056275e-05
    ],
    "pass_host_canary_seconds": [
-    7.866960000058044e-06,
-    1.043603999988818e-05,
-    9.1059600001131e-06
+    1.0768224999999632e-05,
+    1.1138329999980102e-05,
+    1.1424240000010855e-05
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.611961662769317e-05,
-   "min": 6.788799539208412e-05,
-   "max": 7.795580724875132e-05,
+   "seconds": 8.76281882325808e-05,
+   "min": 7.060951987902323e-05,
+   "max": 0.0001056540963195619,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00038044801354408266,
-    0.0008570240139961243,
-    0.0018892799615859985
+    0.0003699199855327606,
+    0.0009037439823150635,
+    0.0021186559200286866
    ],
-   "host_canary_seconds": 7.866960000058044e-06,
+   "host_canary_seconds": 1.0768224999999632e-05,
    "pass_seconds": [
-    6.788799539208412e-05,
-    7.795580724875132e-05,
-    7.611961662769317e-05
+    7.060951987902323e-05,
+    0.0001056540963195619,
+    8.76281882325808e-05
    ],
    "pass_host_canary_seconds": [
-    7.866960000058044e-06,
-    1.043603999988818e-05,
-    9.1059600001131e-06
+    1.0768224999999632e-05,
+    1.1138329999980102e-05,
+    1.1424240000010855e-05
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00013139200210571288,
-   "min": 0.0001003199964761734,
-   "max": 0.00021792000532150268,
+   "seconds": 0.00012608000636100768,
+   "min": 0.00010502400249242783,
+   "max": 0.00031593599915504455,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.811804999879768e-06,
+   "host_canary_seconds": 1.0768224999999632e-05,
    "pass_seconds": [
-    0.00017187200486660004,
-    0.00013139200210571288,
-    0.00010950399935245514
+    0.00012035199999809265,
+    0.00017417599260807038,
+    0.00012608000636100768
    ],
    "pass_host_canary_seconds": [
-    8.811804999879768e-06,
-    1.0321955000165418e-05,
-    9.368185000084849e-06
+    1.0768224999999632e-05,
+    1.1384620000001178e-05,
+    1.1623059999976704e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 9.95199978351593e-05,
-   "min": 6.713599711656571e-05,
-   "max": 0.0002000640034675598,
+   "seconds": 0.00010294400155544281,
+   "min": 8.297599852085114e-05,
+   "max": 0.0001435839980840683,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.811804999879768e-06,
+   "host_canary_seconds": 1.0768224999999632e-05,
    "pass_seconds": [
-    0.00011903999745845795,
-    9.95199978351593e-05,
-    7.414399832487107e-05
+    9.932799637317657e-05,
+    0.00011193600296974182,
+    0.00010294400155544281
    ],
    "pass_host_canary_seconds": [
-    8.811804999879768e-06,
-    1.0321955000165418e-05,
-    9.368185000084849e-06
+    1.0768224999999632e-05,
+    1.1384620000001178e-05,
+    1.1623059999976704e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.0001393280029296875,
-   "min": 0.00010553599894046783,
-   "max": 0.00022249600291252136,
+   "seconds": 0.00015059199929237367,
+   "min": 0.0001066880002617836,
+   "max": 0.000511135995388031,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.629427499897701e-06,
+   "host_canary_seconds": 1.0570799999989333e-05,
    "pass_seconds": [
-    0.00019254399836063384,
-    0.0001393280029296875,
-    0.00012144000083208084
+    0.00015059199929237367,
+    0.00018335999548435211,
+    0.0001345600038766861
    ],
    "pass_host_canary_seconds": [
-    8.629427499897701e-06,
-    1.0180895000075907e-05,
-    8.962274999930742e-06
+    1.0570799999989333e-05,
+    1.1425010000039037e-05,
+    1.1472720000114123e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00013920000195503235,
-   "min": 0.00010313600301742554,
-   "max": 0.00023532800376415252,
+   "seconds": 0.00013900800049304962,
+   "min": 0.00010367999970912933,
+   "max": 0.00042544001340866087,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.629427499897701e-06,
+   "host_canary_seconds": 1.0570799999989333e-05,
    "pass_seconds": [
-    0.00017049600183963775,
-    0.00013920000195503235,
-    0.00011100800335407257
+    0.00014777599275112152,
+    0.0001377280056476593,
+    0.00013900800049304962
    ],
    "pass_host_canary_seconds": [
-    8.629427499897701e-06,
-    1.0180895000075907e-05,
-    8.962274999930742e-06
+    1.0570799999989333e-05,
+    1.1425010000039037e-05,
+    1.1472720000114123e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00024020479202270506,
-   "min": 0.00019588159561157226,
-   "max": 0.00033243774414062503,
+   "seconds": 0.00020454719543457032,
+   "min": 0.00018363840103149417,
+   "max": 0.0002408608055114746,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0561089999896468e-05,
+   "host_canary_seconds": 1.1429470000017262e-05,
    "pass_seconds": [
-    0.0002762041664123535,
-    0.00024020479202270506,
-    0.00020060991287231445
+    0.00020454719543457032,
+    0.00019992639541625975,
+    0.00022119295120239256
    ],
    "pass_host_canary_seconds": [
-    1.0561089999896468e-05,
-    1.0711355000125877e-05,
-    9.281554999915898e-06
+    1.1429470000017262e-05,
+    1.1489355000016133e-05,
+    1.1886225000097283e-05
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00045769153594970707,
-   "min": 0.00034274433135986324,
-   "max": 0.000661847686767578,
+   "seconds": 0.00039993152618408205,
+   "min": 0.00030883007049560546,
+   "max": 0.0005082150268554687,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.076887000010629e-05,
+   "host_canary_seconds": 1.1415535000018906e-05,
    "pass_seconds": [
-    0.0005241753768920898,
-    0.00045769153594970707,
-    0.0003532191848754883
+    0.00039823486328125,
+    0.00042704448699951175,
+    0.00039993152618408205
    ],
    "pass_host_canary_seconds": [
-    1.076887000010629e-05,
-    1.0893554999995559e-05,
-    9.563479999883383e-06
+    1.1415535000018906e-05,
+    1.0974850000025071e-05,
+    1.1886225000097283e-05
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00016974464416503907,
-   "min": 0.0001572000026702881,
-   "max": 0.0002351865577697754,
+   "seconds": 0.00017732671737670898,
+   "min": 0.00016475967407226561,
+   "max": 0.00021649919509887696,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.05121200000724e-05,
+   "host_canary_seconds": 1.1020855000012375e-05,
    "pass_seconds": [
-    0.00016974464416503907,
-    0.00017722047805786132,
-    0.00016266239166259764
+    0.000201408634185791,
+    0.00017732671737670898,
+    0.0001757459259033203
    ],
    "pass_host_canary_seconds": [
-    1.05121200000724e-05,
-    1.0660924999967847e-05,
-    9.55019999992146e-06
+    1.1020855000012375e-05,
+    1.136266000003161e-05,
+    9.211440000029825e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.0003114521598815918,
-   "min": 0.0002790611267089844,
-   "max": 0.0005064947128295899,
+   "seconds": 0.00030358591079711914,
+   "min": 0.00022625152587890624,
+   "max": 0.00046617214202880863,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0328854999954728e-05,
+   "host_canary_seconds": 8.52878999999973e-06,
    "pass_seconds": [
-    0.0003627142333984375,
-    0.0003114521598815918,
-    0.0002880281639099121
+    0.0002735251235961914,
+    0.0004011372756958008,
+    0.00030358591079711914
    ],
    "pass_host_canary_seconds": [
-    1.0328854999954728e-05,
-    1.1052035000034265e-05,
-    9.587404999820137e-06
+    8.52878999999973e-06,
+    1.1155549999983805e-05,
+    8.944550000080653e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001581043243408203,
-   "min": 0.00012279168128967284,
-   "max": 0.00021334527969360352,
+   "seconds": 0.00013446847915649413,
+   "min": 0.00011907135963439942,
+   "max": 0.00016757631301879885,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0391307500015047e-05,
+   "host_canary_seconds": 8.084594999999695e-06,
    "pass_seconds": [
-    0.00020096895217895509,
-    0.0001581043243408203,
-    0.0001446662425994873
+    0.00013446847915649413,
+    0.00014274175643920898,
+    0.00012726528167724608
    ],
    "pass_host_canary_seconds": [
-    1.0391307500015047e-05,
-    1.0986160000072686e-05,
-    9.450585000081447e-06
+    8.084594999999695e-06,
+    1.1218164999959867e-05,
+    9.212439999970457e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00028350528717041015,
-   "min": 0.0002485100746154785,
-   "max": 0.00044846912384033204,
+   "seconds": 0.00028409088134765623,
+   "min": 0.00020117759704589843,
+   "max": 0.00042484542846679685,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0660284999914893e-05,
+   "host_canary_seconds": 8.333114999956592e-06,
    "pass_seconds": [
-    0.000382184944152832,
-    0.00028350528717041015,
-    0.00026192127227783204
+    0.0002150476837158203,
+    0.00028409088134765623,
+    0.0002878374481201172
    ],
    "pass_host_canary_seconds": [
-    1.0660284999914893e-05,
-    1.1020395000116423e-05,
-    9.608510000020942e-06
+    8.333114999956592e-06,
+    1.1443120000009799e-05,
+    9.657367499968927e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001716281509399414,
-   "min": 0.00014698816299438475,
-   "max": 0.00020749311447143553,
+   "seconds": 0.00015309439659118654,
+   "min": 0.0001262399959564209,
+   "max": 0.0002234726333618164,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0581264999984797e-05,
+   "host_canary_seconds": 8.371625000052063e-06,
    "pass_seconds": [
-    0.00019768384933471677,
-    0.0001716281509399414,
-    0.00015362815856933594
+    0.0001414412784576416,
+    0.00015309439659118654,
+    0.0002116044807434082
    ],
    "pass_host_canary_seconds": [
-    1.0581264999984797e-05,
-    1.0777635000067675e-05,
-    9.14946500017777e-06
+    8.371625000052063e-06,
+    8.657879999987018e-06,
+    1.0318144999956757e-05
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00027833919525146485,
-   "min": 0.0002426246452331543,
-   "max": 0.0005091027069091797,
+   "seconds": 0.00024984512329101564,
+   "min": 0.00020133888244628907,
+   "max": 0.00044680576324462895,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0664214999849263e-05,
+   "host_canary_seconds": 8.247924999977841e-06,
    "pass_seconds": [
-    0.0003624723052978516,
-    0.00027833919525146485,
-    0.0002504224014282226
+    0.00020908607482910156,
+    0.00024984512329101564,
+    0.00028547136306762694
    ],
    "pass_host_canary_seconds": [
-    1.0664214999849263e-05,
-    1.1162314999921818e-05,
-    9.583534999819677e-06
+    8.247924999977841e-06,
+    8.207354999996142e-06,
+    9.762442499976486e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00020143680572509766,
-   "min": 0.00015209024429321287,
-   "max": 0.00029266368865966795,
+   "seconds": 0.00020107007980346678,
+   "min": 0.0001721286392211914,
+   "max": 0.00031810880661010737,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0004629999968983e-05,
+   "host_canary_seconds": 8.173539999987156e-06,
    "pass_seconds": [
-    0.00020143680572509766,
-    0.00021513664245605469,
-    0.0001954150390625
+    0.00020107007980346678,
+    0.00018912704467773437,
+    0.00020603200912475586
    ],
    "pass_host_canary_seconds": [
-    1.0004629999968983e-05,
-    1.0725559999968936e-05,
-    9.404152499996599e-06
+    8.173539999987156e-06,
+    8.166330000030085e-06,
+    1.1022967499982884e-05
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.0004534175872802734,
-   "min": 0.0002760748863220215,
-   "max": 0.0006018463897705078,
+   "seconds": 0.00046273406982421875,
+   "min": 0.0003391244888305664,
+   "max": 0.0006800627136230469,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.048710000020492e-05,
+   "host_canary_seconds": 8.301554999974315e-06,
    "pass_seconds": [
-    0.0005167667388916015,
-    0.00040971519470214845,
-    0.0004534175872802734
+    0.0004570431900024414,
+    0.00046273406982421875,
+    0.0005127148818969727
    ],
    "pass_host_canary_seconds": [
-    1.048710000020492e-05,
-    1.0895439999956124e-05,
-    1.0249645000044438e-05
+    8.301554999974315e-06,
+    8.235315000000298e-06,
+    8.264690000032714e-06
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00017075008392333985,
-   "min": 0.00016329727172851563,
-   "max": 0.00020749183654785158,
+   "seconds": 0.00015887167930603025,
+   "min": 0.00012142335891723632,
+   "max": 0.00019806783676147463,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0695340000097531e-05,
+   "host_canary_seconds": 8.240529999952174e-06,
    "pass_seconds": [
-    0.00018296960830688477,
-    0.00017075008392333985,
-    0.00016639616012573241
+    0.0001625497627258301,
+    0.00015113280296325684,
+    0.00015887167930603025
    ],
    "pass_host_canary_seconds": [
-    1.0695340000097531e-05,
-    1.0574034999990545e-05,
-    1.0135934999766505e-05
+    8.240529999952174e-06,
+    1.1048719999990907e-05,
+    8.539297499936538e-06
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00031177024841308595,
-   "min": 0.00029686912536621096,
-   "max": 0.00040940288543701175,
+   "seconds": 0.00034282367706298827,
+   "min": 0.00027931840896606443,
+   "max": 0.00045413055419921876,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0387822500064202e-05,
+   "host_canary_seconds": 8.240529999952174e-06,
    "pass_seconds": [
-    0.00036909118652343753,
-    0.00031177024841308595,
-    0.0003108025550842285
+    0.00030666303634643556,
+    0.00035217601776123047,
+    0.00034282367706298827
    ],
    "pass_host_canary_seconds": [
-    1.0387822500064202e-05,
-    1.073163499995644e-05,
-    1.0077030000275044e-05
+    8.240529999952174e-06,
+    1.0902869999966925e-05,
+    8.330302500070274e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00021616191864013673,
-   "min": 0.00020634304046630858,
-   "max": 0.00026348608016967776,
+   "seconds": 0.00020782783508300782,
+   "min": 0.00018890176773071288,
+   "max": 0.00034640319824218754,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0166419999961817e-05,
+   "host_canary_seconds": 8.196695000037834e-06,
    "pass_seconds": [
-    0.0002442291259765625,
-    0.00021616191864013673,
-    0.00021344575881958007
+    0.00019951616287231446,
+    0.00023369535446166991,
+    0.00020782783508300782
    ],
    "pass_host_canary_seconds": [
-    1.0166419999961817e-05,
-    1.0936445000027106e-05,
-    1.0225495000213414e-05
+    8.196695000037834e-06,
+    1.1292014999995103e-05,
+    8.244695000030333e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0004508051300048828,
-   "min": 0.000401517448425293,
-   "max": 0.0006612230682373046,
+   "seconds": 0.00049019775390625,
+   "min": 0.00028890176773071287,
+   "max": 0.0006819487762451172,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0644745000263356e-05,
+   "host_canary_seconds": 8.596460000021012e-06,
    "pass_seconds": [
-    0.0005474195098876953,
-    0.0004123263931274414,
-    0.0004508051300048828
+    0.0004708844757080078,
+    0.00049019775390625,
+    0.0005491667175292968
    ],
    "pass_host_canary_seconds": [
-    1.0644745000263356e-05,
-    1.0911109999938162e-05,
-    1.029674500045985e-05
+    8.596460000021012e-06,
+    1.075790500003393e-05,
+    8.505764999995335e-06
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00017271360397338867,
-   "min": 0.0001646406364440918,
-   "max": 0.0002164691162109375,
+   "seconds": 0.0001533459186553955,
+   "min": 0.00012185664176940917,
+   "max": 0.00018271360397338867,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.078242500000215e-05,
+   "host_canary_seconds": 8.16464500005054e-06,
    "pass_seconds": [
-    0.00020416255950927734,
-    0.00017271360397338867,
-    0.00016801536560058592
+    0.0001306169605255127,
+    0.0001533459186553955,
+    0.00016851520538330077
    ],
    "pass_host_canary_seconds": [
-    1.078242500000215e-05,
-    1.025745999982064e-05,
-    1.0246909999978015e-05
+    8.16464500005054e-06,
+    8.464175000000296e-06,
+    8.27756500001442e-06
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00032812286376953124,
-   "min": 0.0003178335952758789,
-   "max": 0.00041108158111572264,
+   "seconds": 0.00034680831909179687,
+   "min": 0.0002394105529785156,
+   "max": 0.0005205593490600586,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.08908699999688e-05,
+   "host_canary_seconds": 8.434219999955417e-06,
    "pass_seconds": [
-    0.00036953983306884763,
-    0.00032739135742187504,
-    0.00032812286376953124
+    0.00025602239608764647,
+    0.00034680831909179687,
+    0.0003717772674560547
    ],
    "pass_host_canary_seconds": [
-    1.08908699999688e-05,
-    1.0783834999870123e-05,
-    1.0230715000147939e-05
+    8.434219999955417e-06,
+    1.0205224999992878e-05,
+    8.481570000071769e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00020601600646972658,
-   "min": 0.0001874905586242676,
-   "max": 0.00025173183441162106,
+   "seconds": 0.00019431104660034182,
+   "min": 0.00014722816467285156,
+   "max": 0.00025565376281738283,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0067120000201157e-05,
+   "host_canary_seconds": 8.32430499997372e-06,
    "pass_seconds": [
-    0.00020601600646972658,
-    0.00021699583053588867,
-    0.0001993939208984375
+    0.00016395904541015625,
+    0.00020198144912719727,
+    0.00019431104660034182
    ],
    "pass_host_canary_seconds": [
-    1.0067120000201157e-05,
-    1.0518889999957538e-05,
-    9.788255000273693e-06
+    8.32430499997372e-06,
+    9.846392499994749e-06,
+    8.221182499923429e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.0002499654388427735,
-   "min": 0.00019120767593383791,
-   "max": 0.0002731270408630371,
+   "seconds": 0.00021610815048217773,
+   "min": 0.0001982796859741211,
+   "max": 0.0002516524887084961,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0436514999980772e-05,
+   "host_canary_seconds": 8.199680000018361e-06,
    "pass_seconds": [
-    0.0002499654388427735,
-    0.000253818244934082,
-    0.0002414726448059082
+    0.00021610815048217773,
+    0.00020571264266967774,
+    0.0002169171142578125
    ],
    "pass_host_canary_seconds": [
-    1.0436514999980772e-05,
-    1.0769005000099696e-05,
-    1.0049229999822273e-05
+    8.199680000018361e-06,
+    8.368749999974057e-06,
+    8.096735000009403e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00016226432800292968,
-   "min": 0.00014275327682495117,
-   "max": 0.00017686656951904298,
+   "seconds": 0.00013220352172851562,
+   "min": 0.00011090368270874023,
+   "max": 0.0001676985549926758,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2626909999937652e-05,
+   "host_canary_seconds": 8.198055000008252e-06,
    "pass_seconds": [
-    0.00016226432800292968,
-    0.00016517631530761718,
-    0.00014615615844726563
+    0.00013220352172851562,
+    0.00012828864097595217,
+    0.0001596275234222412
    ],
    "pass_host_canary_seconds": [
-    1.2626909999937652e-05,
-    1.081837499981475e-05,
-    9.998290000226007e-06
+    8.198055000008252e-06,
+    7.872280000000841e-06,
+    1.0710460000069588e-05
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00019063423156738283,
-   "min": 0.00016924800872802732,
-   "max": 0.00019747520446777346,
+   "seconds": 0.0001531999969482422,
+   "min": 0.00013383999824523925,
+   "max": 0.0002764601516723633,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.2385054999981548e-05,
+   "host_canary_seconds": 8.555615000034323e-06,
    "pass_seconds": [
-    0.00019127616882324216,
-    0.00019063423156738283,
-    0.0001737183952331543
+    0.00014261183738708495,
+    0.0001531999969482422,
+    0.0001888025665283203
    ],
    "pass_host_canary_seconds": [
-    1.2385054999981548e-05,
-    1.0917190000014898e-05,
-    1.0118170000055215e-05
+    8.555615000034323e-06,
+    7.877049999969188e-06,
+    9.053467500024227e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0002481318473815918,
-   "min": 0.00020223295211791993,
-   "max": 0.00026910720825195315,
+   "seconds": 0.0002080940818786621,
+   "min": 0.00017176767349243163,
+   "max": 0.00028633472442626953,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.770305000245117e-06,
+   "host_canary_seconds": 8.379699999991886e-06,
    "pass_seconds": [
-    0.0002481318473815918,
-    0.00025953664779663083,
-    0.00023113407135009765
+    0.00018442623138427734,
+    0.0002080940818786621,
+    0.0002509087944030762
    ],
    "pass_host_canary_seconds": [
-    9.770305000245117e-06,
-    1.0928560000138532e-05,
-    1.0001355000213153e-05
+    8.379699999991886e-06,
+    7.904979999935336e-06,
+    1.079215499999009e-05
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00028788608551025394,
-   "min": 0.00025818239212036133,
-   "max": 0.0003386579132080078,
+   "seconds": 0.00025614656448364256,
+   "min": 0.0001963724708557129,
+   "max": 0.0003324607849121094,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0903539999844725e-05,
+   "host_canary_seconds": 8.321939999973437e-06,
    "pass_seconds": [
-    0.00032713024139404296,
-    0.00028788608551025394,
-    0.00026793792724609376
+    0.00020589759826660157,
+    0.00025614656448364256,
+    0.000275871353149414
    ],
    "pass_host_canary_seconds": [
-    1.0903539999844725e-05,
-    1.1220584999875882e-05,
-    1.0173199999599092e-05
+    8.321939999973437e-06,
+    8.376615000003085e-06,
+    1.1530565000015259e-05
    ]
   },
   "layer_steady_relu": {
-   "seconds": 0.00011570560455322265,
-   "min": 8.282431602478027e-05,
-   "max": 0.00019318912506103517,
+   "seconds": 9.451840400695801e-05,
+   "min": 8.463552474975586e-05,
+   "max": 0.00012796799659729003,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0255360000002156e-05,
+   "host_canary_seconds": 9.257554999990702e-06,
    "pass_seconds": [
-    0.0001213856029510498,
-    0.00011570560455322265,
-    0.00010741312026977539
+    8.991104125976562e-05,
+    9.451840400695801e-05,
+    0.00010112704277038574
    ],
    "pass_host_canary_seconds": [
-    1.0255360000002156e-05,
-    1.095320750010842e-05,
-    9.815459999913401e-06
+    9.257554999990702e-06,
+    8.052862499994263e-06,
+    8.320034999940163e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.0001321183967590332,
-   "min": 9.711615562438965e-05,
-   "max": 0.00015301247596740723,
+   "seconds": 0.00012181247711181641,
+   "min": 0.0001030508804321289,
+   "max": 0.00015583807945251466,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.341652500121199e-06,
+   "host_canary_seconds": 8.382745000012904e-06,
    "pass_seconds": [
-    0.00010266688346862794,
-    0.00014798399925231934,
-    0.0001321183967590332
+    0.0001052614402770996,
+    0.0001409158420562744,
+    0.00012181247711181641
    ],
    "pass_host_canary_seconds": [
-    8.341652500121199e-06,
-    1.0884614999895348e-05,
-    9.89736000008179e-06
+    8.382745000012904e-06,
+    1.0790800000037847e-05,
+    8.307152499966719e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 0.00010183551788330077,
-   "min": 7.61414384841919e-05,
-   "max": 0.00011671551704406739,
+   "seconds": 9.707839965820312e-05,
+   "min": 8.82585620880127e-05,
+   "max": 0.0001282419204711914,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.078400000073316e-06,
+   "host_canary_seconds": 8.2638325000417e-06,
    "pass_seconds": [
-    9.219776153564453e-05,
-    0.00011223296165466308,
-    0.00010183551788330077
+    9.652352333068847e-05,
+    0.00012310336112976076,
+    9.707839965820312e-05
    ],
    "pass_host_canary_seconds": [
-    8.078400000073316e-06,
-    1.0666579999991654e-05,
-    1.0011284999791314e-05
+    8.2638325000417e-06,
+    1.106017499999723e-05,
+    8.585067499993215e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00012857024192810057,
-   "min": 0.00010157888412475585,
-   "max": 0.0001495635223388672,
+   "seconds": 0.00011972543716430664,
+   "min": 0.00011092160224914551,
+   "max": 0.00016634687423706056,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.66468000009013e-06,
+   "host_canary_seconds": 8.27123500002358e-06,
    "pass_seconds": [
-    0.00012118911743164063,
-    0.00014417407989501953,
-    0.00012857024192810057
+    0.00011697792053222655,
+    0.0001458182430267334,
+    0.00011972543716430664
    ],
    "pass_host_canary_seconds": [
-    7.66468000009013e-06,
-    1.1219145000040953e-05,
-    1.0104840000053629e-05
+    8.27123500002358e-06,
+    1.0997935000034431e-05,
+    9.726412499944104e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010462847709655762,
-   "min": 9.521984100341796e-05,
-   "max": 0.00011700863838195802,
+   "seconds": 0.00010019007682800293,
+   "min": 8.45305633544922e-05,
+   "max": 0.00012897279739379884,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.653855000029353e-06,
+   "host_canary_seconds": 8.318237499977954e-06,
    "pass_seconds": [
-    9.713600158691407e-05,
-    0.00011370431900024414,
-    0.00010462847709655762
+    8.726528167724609e-05,
+    0.00010338111877441407,
+    0.00010019007682800293
    ],
    "pass_host_canary_seconds": [
-    7.653855000029353e-06,
-    1.0747772500110386e-05,
-    1.0080010000024231e-05
+    8.318237499977954e-06,
+    9.379022499977907e-06,
+    1.026990249997084e-05
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.0001296992015838623,
-   "min": 0.00012173376083374023,
-   "max": 0.00015111295700073242,
+   "seconds": 0.00011876352310180664,
+   "min": 0.00010041088104248046,
+   "max": 0.00022042240142822265,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.456627499919933e-06,
+   "host_canary_seconds": 8.121854999956213e-06,
    "pass_seconds": [
-    0.0001240652847290039,
-    0.00014834239959716797,
-    0.0001296992015838623
+    0.00013493247985839845,
+    0.00011164352416992188,
+    0.00011876352310180664
    ],
    "pass_host_canary_seconds": [
-    7.456627499919933e-06,
-    1.1266555000020161e-05,
-    1.0218619999591283e-05
+    8.121854999956213e-06,
+    1.052460499998631e-05,
+    8.58796000002826e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.0001038111972808838,
-   "min": 9.571968078613281e-05,
-   "max": 0.00012013888359069824,
+   "seconds": 0.00010594559669494628,
+   "min": 7.874623775482178e-05,
+   "max": 0.00012015935897827148,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.07724500017548e-06,
+   "host_canary_seconds": 9.84061250001389e-06,
    "pass_seconds": [
-    9.613311767578125e-05,
-    0.00011486528396606445,
-    0.0001038111972808838
+    0.00010084927558898926,
+    0.00010594559669494628,
+    0.00011330304145812988
    ],
    "pass_host_canary_seconds": [
-    7.07724500017548e-06,
-    1.1157272499957571e-05,
-    1.0154092499874423e-05
+    9.84061250001389e-06,
+    1.114413500001632e-05,
+    1.0723687500018285e-05
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00013026047706604004,
-   "min": 0.00012349056243896484,
-   "max": 0.00015052224159240723,
+   "seconds": 0.0001338809585571289,
+   "min": 0.00011534720420837403,
+   "max": 0.00016742847442626955,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.393739999912442e-06,
+   "host_canary_seconds": 1.1507950000009259e-05,
    "pass_seconds": [
-    0.00012422719955444337,
-    0.00014626688003540039,
-    0.00013026047706604004
+    0.00013238783836364744,
+    0.00014874176025390625,
+    0.0001338809585571289
    ],
    "pass_host_canary_seconds": [
-    7.393739999912442e-06,
-    1.1036084999886953e-05,
-    1.0237414999778593e-05
+    1.1507950000009259e-05,
+    1.1076520000017353e-05,
+    1.126113500006909e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010354496002197267,
-   "min": 9.562175750732421e-05,
-   "max": 0.00011920576095581054,
+   "seconds": 0.00010228735923767089,
+   "min": 8.949440002441406e-05,
+   "max": 0.0001368236827850342,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.271657499927642e-06,
+   "host_canary_seconds": 1.1887327500019752e-05,
    "pass_seconds": [
-    9.659135818481445e-05,
-    0.00011331007957458497,
-    0.00010354496002197267
+    0.00011120960235595704,
+    9.993280410766601e-05,
+    0.00010228735923767089
    ],
    "pass_host_canary_seconds": [
-    7.271657499927642e-06,
-    1.0766489999838314e-05,
-    1.0211232499841571e-05
+    1.1887327500019752e-05,
+    8.232077500025527e-06,
+    8.577127499975746e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.0001306214427947998,
-   "min": 0.00012092351913452148,
-   "max": 0.0001436518383026123,
+   "seconds": 0.00013061247825622559,
+   "min": 0.00010651904106140136,
+   "max": 0.0001460198402404785,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.212172500032921e-06,
+   "host_canary_seconds": 1.1644734999975981e-05,
    "pass_seconds": [
-    0.000124585599899292,
-    0.00013705599784851074,
-    0.0001306214427947998
+    0.00013061247825622559,
+    0.00010944959640502929,
+    0.0001362656021118164
    ],
    "pass_host_canary_seconds": [
-    7.212172500032921e-06,
-    1.0718160000067201e-05,
-    1.0086529999853156e-05
+    1.1644734999975981e-05,
+    7.876052500002118e-06,
+    9.891440000018292e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.0001097593593597412,
-   "min": 0.00010295040130615234,
-   "max": 0.0001241932773590088,
+   "seconds": 0.00011918720245361328,
+   "min": 9.48179244995117e-05,
+   "max": 0.0001433523178100586,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.057129999878953e-06,
+   "host_canary_seconds": 1.1450497500007372e-05,
    "pass_seconds": [
-    0.0001097593593597412,
-    0.00010849856376647948,
-    0.00011706815719604493
+    0.00011918720245361328,
+    0.00012013119697570801,
+    0.00011152447700500488
    ],
    "pass_host_canary_seconds": [
-    7.057129999878953e-06,
-    1.0427382500068915e-05,
-    1.0359890000017913e-05
+    1.1450497500007372e-05,
+    7.991459999985296e-06,
+    9.69167750007216e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001455072021484375,
-   "min": 0.00013472448348999025,
-   "max": 0.0001680780792236328,
+   "seconds": 0.0001309177589416504,
+   "min": 0.00011458304405212402,
+   "max": 0.00021054784774780276,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.452754999803801e-06,
+   "host_canary_seconds": 1.1341014999999288e-05,
    "pass_seconds": [
-    0.00013678784370422365,
-    0.00014871423721313475,
-    0.0001455072021484375
+    0.00016188159942626953,
+    0.00011903039932250977,
+    0.0001309177589416504
    ],
    "pass_host_canary_seconds": [
-    7.452754999803801e-06,
-    1.0315979999973023e-05,
-    1.0330050000106893e-05
+    1.1341014999999288e-05,
+    8.008944999993161e-06,
+    8.631594999997105e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.00012142080307006836,
-   "min": 0.00010736191749572754,
-   "max": 0.00013003647804260253,
+   "seconds": 0.0001168518352508545,
+   "min": 0.00010684415817260743,
+   "max": 0.00016063680648803713,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.484134999913294e-06,
+   "host_canary_seconds": 1.1319689999993443e-05,
    "pass_seconds": [
-    0.00011051520347595215,
-    0.00012142080307006836,
-    0.0001233350372314453
+    0.00012750207901000976,
+    0.00011050239562988281,
+    0.0001168518352508545
    ],
    "pass_host_canary_seconds": [
-    7.484134999913294e-06,
-    1.0179359999966664e-05,
-    1.037857750020521e-05
+    1.1319689999993443e-05,
+    8.1907575000173e-06,
+    8.570434999981558e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00014743295669555665,
-   "min": 0.0001319878387451172,
-   "max": 0.00016465919494628906,
+   "seconds": 0.0001370406436920166,
+   "min": 0.0001244262409210205,
+   "max": 0.00022857984542846678,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3385350000876315e-06,
+   "host_canary_seconds": 1.0959654999993518e-05,
    "pass_seconds": [
-    0.00013694463729858398,
-    0.00014819071769714355,
-    0.00014743295669555665
+    0.0001399833583831787,
+    0.0001266105556488037,
+    0.0001370406436920166
    ],
    "pass_host_canary_seconds": [
-    7.3385350000876315e-06,
-    1.0065394999969612e-05,
-    1.0226144999592179e-05
+    1.0959654999993518e-05,
+    7.95918499999715e-06,
+    8.19640000003119e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.00012086848258972168,
-   "min": 0.00010054143905639648,
-   "max": 0.00012614591598510743,
+   "seconds": 0.0001108255958557129,
+   "min": 0.00010029503822326661,
+   "max": 0.00013279935836791993,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2508350000077825e-06,
+   "host_canary_seconds": 1.0478989999995746e-05,
    "pass_seconds": [
-    0.00010507840156555177,
-    0.00012262975692749024,
-    0.00012086848258972168
+    0.00011462976455688477,
+    0.0001063385581970215,
+    0.0001108255958557129
    ],
    "pass_host_canary_seconds": [
-    7.2508350000077825e-06,
-    1.030375749991208e-05,
-    1.0311614999807262e-05
+    1.0478989999995746e-05,
+    7.950582499987036e-06,
+    8.03875750001737e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00014681983947753907,
-   "min": 0.0001264083194732666,
-   "max": 0.00015663871765136717,
+   "seconds": 0.0001240236759185791,
+   "min": 0.00010639807701110841,
+   "max": 0.00016888832092285154,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.435520000029783e-06,
+   "host_canary_seconds": 1.1095965000009756e-05,
    "pass_seconds": [
-    0.00012761152267456056,
-    0.0001524019241333008,
-    0.00014681983947753907
+    0.00015302592277526857,
+    0.0001234214401245117,
+    0.0001240236759185791
    ],
    "pass_host_canary_seconds": [
-    7.435520000029783e-06,
-    1.055624999992233e-05,
-    1.0858800000050905e-05
+    1.1095965000009756e-05,
+    7.982734999956164e-06,
+    8.312055000061491e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 0.00010926527976989747,
-   "min": 9.345215797424317e-05,
-   "max": 0.0001184716796875,
+   "seconds": 9.623871803283692e-05,
+   "min": 8.002047538757323e-05,
+   "max": 0.0001340339183807373,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.257000000038261e-06,
+   "host_canary_seconds": 1.1006052499986652e-05,
    "pass_seconds": [
-    9.554176330566406e-05,
-    0.00011441856384277344,
-    0.00010926527976989747
+    0.00010100223541259767,
+    8.404095649719239e-05,
+    9.623871803283692e-05
    ],
    "pass_host_canary_seconds": [
-    7.257000000038261e-06,
-    1.0485174999956826e-05,
-    1.0612347500114083e-05
+    1.1006052499986652e-05,
+    7.947657500011474e-06,
+    8.227329999925814e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00012635583877563478,
-   "min": 0.00011879424095153807,
-   "max": 0.00014780415534973145,
+   "seconds": 0.00011020799636840821,
+   "min": 0.00010187392234802245,
+   "max": 0.00015121600151062013,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.058257499892307e-06,
+   "host_canary_seconds": 1.0755064999941056e-05,
    "pass_seconds": [
-    0.00012635583877563478,
-    0.0001411033630371094,
-    0.0001254745578765869
+    0.0001429100799560547,
+    0.00010572928428649902,
+    0.00011020799636840821
    ],
    "pass_host_canary_seconds": [
-    7.058257499892307e-06,
-    1.0316784999986339e-05,
-    1.0396860000128072e-05
+    1.0755064999941056e-05,
+    8.090415000019391e-06,
+    8.019965000016783e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 9.720512390136718e-05,
-   "min": 9.004096031188965e-05,
-   "max": 0.00011359231948852539,
+   "seconds": 7.763455867767335e-05,
+   "min": 7.297279834747314e-05,
+   "max": 0.00011787967681884766,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.247837499875232e-06,
+   "host_canary_seconds": 1.0548000000021318e-05,
    "pass_seconds": [
-    9.09395217895508e-05,
-    0.0001048703956604004,
-    9.720512390136718e-05
+    9.881279945373535e-05,
+    7.679423809051514e-05,
+    7.763455867767335e-05
    ],
    "pass_host_canary_seconds": [
-    7.247837499875232e-06,
-    1.0361622500028034e-05,
-    1.0420714999952452e-05
+    1.0548000000021318e-05,
+    8.11620000000346e-06,
+    8.004422499965359e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.000123951997756958,
-   "min": 0.00011455936431884766,
-   "max": 0.00013109056472778322,
+   "seconds": 9.840703964233399e-05,
+   "min": 9.234944343566894e-05,
+   "max": 0.00013688192367553712,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.234859999840637e-06,
+   "host_canary_seconds": 1.0580495000027667e-05,
    "pass_seconds": [
-    0.00012029248237609864,
-    0.00012560192108154297,
-    0.000123951997756958
+    0.000126375036239624,
+    9.840703964233399e-05,
+    9.757504463195801e-05
    ],
    "pass_host_canary_seconds": [
-    7.234859999840637e-06,
-    1.0244917500017437e-05,
-    1.0397617500075286e-05
+    1.0580495000027667e-05,
+    8.245929999972645e-06,
+    8.35209499996381e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001713145637512207,
-   "min": 0.00015390080451965332,
-   "max": 0.00017878335952758792,
+   "seconds": 0.00014320063591003417,
+   "min": 0.0001248697566986084,
+   "max": 0.0001728281593322754,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4238600001308445e-06,
+   "host_canary_seconds": 1.0906989999952543e-05,
    "pass_seconds": [
-    0.00015638784408569337,
-    0.00017303808212280273,
-    0.0001713145637512207
+    0.00016089984893798829,
+    0.0001329593563079834,
+    0.00014320063591003417
    ],
    "pass_host_canary_seconds": [
-    7.4238600001308445e-06,
-    1.0569380000049478e-05,
-    1.0442729999908806e-05
+    1.0906989999952543e-05,
+    8.215339999964044e-06,
+    8.106239999960962e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00020265087127685548,
-   "min": 0.00018010623931884767,
-   "max": 0.0002216691207885742,
+   "seconds": 0.0001747545623779297,
+   "min": 0.00014622591972351075,
+   "max": 0.00024269952774047852,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.456080000167731e-06,
+   "host_canary_seconds": 1.0939200000024129e-05,
    "pass_seconds": [
-    0.00018554496765136718,
-    0.00020419456481933593,
-    0.00020265087127685548
+    0.00019399423599243164,
+    0.00015552191734313965,
+    0.0001747545623779297
    ],
    "pass_host_canary_seconds": [
-    7.456080000167731e-06,
-    1.0211935000086215e-05,
-    1.0673474999975951e-05
+    1.0939200000024129e-05,
+    8.107055000010633e-06,
+    7.964877500015178e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0003373356628417969,
-   "min": 0.0002769209671020508,
-   "max": 0.00039326591491699217,
+   "seconds": 0.00028037120819091797,
+   "min": 0.00023224767684936525,
+   "max": 0.0005061081695556641,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.59520000002567e-06,
+   "host_canary_seconds": 1.102748999997516e-05,
    "pass_seconds": [
-    0.0002912518310546875,
-    0.0003373356628417969,
-    0.0003513695907592773
+    0.00028037120819091797,
+    0.0002372947120666504,
+    0.00038420288085937496
    ],
    "pass_host_canary_seconds": [
-    7.59520000002567e-06,
-    1.0450239999784116e-05,
-    1.0282525000206988e-05
+    1.102748999997516e-05,
+    7.990485000064496e-06,
+    1.1504934999919669e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.000370742416381836,
-   "min": 0.0002529580879211426,
-   "max": 0.00045048511505126954,
+   "seconds": 0.00032264385223388677,
+   "min": 0.0002703865623474121,
+   "max": 0.0005518771362304687,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0206925000204591e-05,
+   "host_canary_seconds": 1.1322235000008618e-05,
    "pass_seconds": [
-    0.0003734137725830078,
-    0.000370742416381836,
-    0.0003629913711547852
+    0.00032264385223388677,
+    0.000449153938293457,
+    0.0003090323257446289
    ],
    "pass_host_canary_seconds": [
-    1.0206925000204591e-05,
-    1.0778694999942217e-05,
-    1.0349089999976967e-05
+    1.1322235000008618e-05,
+    9.537229999949659e-06,
+    9.552565000063851e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00012155520439147949,
-   "min": 8.842111587524415e-05,
-   "max": 0.00013116607666015625,
+   "seconds": 0.00011596159934997558,
+   "min": 9.312576293945312e-05,
+   "max": 0.00013570688247680664,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.688895000086404e-06,
+   "host_canary_seconds": 1.1190540000001193e-05,
    "pass_seconds": [
-    9.235199928283691e-05,
-    0.00012786175727844237,
-    0.00012155520439147949
+    0.00011596159934997558,
+    0.0001279475212097168,
+    9.844032287597656e-05
    ],
    "pass_host_canary_seconds": [
-    7.688895000086404e-06,
-    1.0914042499905463e-05,
-    1.0538675000191232e-05
+    1.1190540000001193e-05,
+    1.1417080000057922e-05,
+    8.323509999996759e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00015788736343383788,
-   "min": 0.00013545599937438965,
-   "max": 0.00019875904083251953,
+   "seconds": 0.00014842368125915527,
+   "min": 0.00011593152046203612,
+   "max": 0.0002238969612121582,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0739475000036691e-05,
+   "host_canary_seconds": 1.1300434999981235e-05,
    "pass_seconds": [
-    0.00016591552734375,
-    0.00015788736343383788,
-    0.0001508179187774658
+    0.00014842368125915527,
+    0.00016283456802368163,
+    0.00012712127685546876
    ],
    "pass_host_canary_seconds": [
-    1.0739475000036691e-05,
-    1.0891244999982063e-05,
-    1.0470000000282197e-05
+    1.1300434999981235e-05,
+    1.1669537500011984e-05,
+    8.23601500002269e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.0001296345615386963,
-   "min": 0.00011527551651000975,
-   "max": 0.00015670399665832519,
+   "seconds": 0.00013077887535095214,
+   "min": 9.23475170135498e-05,
+   "max": 0.0001888377571105957,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0877994999987096e-05,
+   "host_canary_seconds": 1.1501299999991942e-05,
    "pass_seconds": [
-    0.00014346431732177736,
-    0.0001296345615386963,
-    0.00012345279693603514
+    0.00013077887535095214,
+    0.00013986047744750976,
+    9.748160362243652e-05
    ],
    "pass_host_canary_seconds": [
-    1.0877994999987096e-05,
-    1.0668399999929079e-05,
-    1.0353192500076603e-05
+    1.1501299999991942e-05,
+    1.1938545000020895e-05,
+    8.337452499986853e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00015459456443786621,
-   "min": 0.00012205696105957032,
-   "max": 0.000188591365814209,
+   "seconds": 0.00015463359832763673,
+   "min": 0.00011301312446594238,
+   "max": 0.00022835519790649414,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0602149999954236e-05,
+   "host_canary_seconds": 1.1127485000024251e-05,
    "pass_seconds": [
-    0.00015459456443786621,
-    0.00017970176696777346,
-    0.00014810239791870116
+    0.00015463359832763673,
+    0.00016645696640014648,
+    0.00011864064216613769
    ],
    "pass_host_canary_seconds": [
-    1.0602149999954236e-05,
-    1.0721584999942024e-05,
-    1.01455399999395e-05
+    1.1127485000024251e-05,
+    1.1824655000012284e-05,
+    8.151640000022553e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010332159996032716,
-   "min": 8.880255699157715e-05,
-   "max": 0.0001332800006866455,
+   "seconds": 0.00010733375549316407,
+   "min": 8.182527542114258e-05,
+   "max": 0.00014810432434082032,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.375007499841105e-06,
+   "host_canary_seconds": 1.1044537500026765e-05,
    "pass_seconds": [
-    9.66329574584961e-05,
-    0.00012713791847229004,
-    0.00010332159996032716
+    0.00010733375549316407,
+    0.00012500032424926758,
+    8.475199699401855e-05
    ],
    "pass_host_canary_seconds": [
-    9.375007499841105e-06,
-    1.1034209999962742e-05,
-    9.881957500113003e-06
+    1.1044537500026765e-05,
+    1.1697134999977265e-05,
+    8.343824999954563e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00011961600303649903,
-   "min": 0.0001064140796661377,
-   "max": 0.00016938047409057619,
+   "seconds": 0.00014072704315185546,
+   "min": 0.0001055891227722168,
+   "max": 0.00016751935958862304,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.46196000008581e-06,
+   "host_canary_seconds": 1.1415585000023043e-05,
    "pass_seconds": [
-    0.00011010047912597656,
-    0.00016417024612426758,
-    0.00011961600303649903
+    0.00014072704315185546,
+    0.00014476032257080076,
+    0.00011548800468444824
    ],
    "pass_host_canary_seconds": [
-    7.46196000008581e-06,
-    1.1015265000082764e-05,
-    1.0265432500204952e-05
+    1.1415585000023043e-05,
+    1.1709340000010116e-05,
+    8.425482499987425e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011562239646911622,
-   "min": 0.00010119935989379884,
-   "max": 0.00013104512214660643,
+   "seconds": 0.00011399295806884766,
+   "min": 9.313920021057128e-05,
+   "max": 0.00013549311637878417,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.663052499964351e-06,
+   "host_canary_seconds": 1.0496240000001934e-05,
    "pass_seconds": [
-    0.00010448448181152344,
-    0.0001243167972564697,
-    0.00011562239646911622
+    0.00011399295806884766,
+    0.00012391039848327638,
+    9.689984321594238e-05
    ],
    "pass_host_canary_seconds": [
-    7.663052499964351e-06,
-    1.019341749994851e-05,
-    1.0550654999974539e-05
+    1.0496240000001934e-05,
+    1.1699817499994935e-05,
+    8.375610000044275e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00014267904281616212,
-   "min": 0.00011076928138732911,
-   "max": 0.00018568256378173828,
+   "seconds": 0.00015479552268981932,
+   "min": 0.00011407936096191406,
+   "max": 0.00022019392013549805,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.628000000181601e-06,
+   "host_canary_seconds": 1.0875239999990071e-05,
    "pass_seconds": [
-    0.00012386176109313964,
-    0.00018130880355834961,
-    0.00014267904281616212
+    0.00015479552268981932,
+    0.0001685843276977539,
+    0.00012916095733642578
    ],
    "pass_host_canary_seconds": [
-    7.628000000181601e-06,
-    1.1072880000142504e-05,
-    1.0709244999702606e-05
+    1.0875239999990071e-05,
+    1.1477372500010574e-05,
+    8.588615000064692e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.376512050628661e-05,
-   "min": 6.094655990600586e-05,
-   "max": 9.211456298828126e-05,
+   "seconds": 7.361408233642578e-05,
+   "min": 6.60972785949707e-05,
+   "max": 8.155327796936035e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4158450001959865e-06,
+   "host_canary_seconds": 1.0931129999995904e-05,
    "pass_seconds": [
-    6.329728126525879e-05,
-    8.992256164550781e-05,
-    7.376512050628661e-05
+    7.361408233642578e-05,
+    7.765503883361817e-05,
+    6.943808078765869e-05
    ],
    "pass_host_canary_seconds": [
-    7.4158450001959865e-06,
-    1.1272202499839068e-05,
-    1.0440645000358018e-05
+    1.0931129999995904e-05,
+    1.1870379999976421e-05,
+    9.509125000022323e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.569791793823243e-05,
-   "min": 7.755008220672607e-05,
-   "max": 0.00012456064224243164,
+   "seconds": 9.907903671264649e-05,
+   "min": 8.84812831878662e-05,
+   "max": 0.00012102272033691407,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.10814499985213e-06,
+   "host_canary_seconds": 1.0950030000032029e-05,
    "pass_seconds": [
-    9.019776344299317e-05,
-    0.00012059328079223632,
-    9.569791793823243e-05
+    9.907903671264649e-05,
+    0.0001083334445953369,
+    9.121088027954102e-05
    ],
    "pass_host_canary_seconds": [
-    8.10814499985213e-06,
-    1.1275714999925412e-05,
-    1.0732767499916917e-05
+    1.0950030000032029e-05,
+    1.1551125000011096e-05,
+    9.158810000045037e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.799615859985351e-05,
-   "min": 5.7409281730651854e-05,
-   "max": 8.532992362976074e-05,
+   "seconds": 6.723072052001953e-05,
+   "min": 6.08512020111084e-05,
+   "max": 8.735679626464844e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.728390000067976e-06,
+   "host_canary_seconds": 1.058612499996059e-05,
    "pass_seconds": [
-    6.0169601440429685e-05,
-    8.12934398651123e-05,
-    6.799615859985351e-05
+    6.376192092895507e-05,
+    7.007103919982909e-05,
+    6.723072052001953e-05
    ],
    "pass_host_canary_seconds": [
-    7.728390000067976e-06,
-    1.1121835000125202e-05,
-    1.0670775000107823e-05
+    1.058612499996059e-05,
+    1.1572550000025216e-05,
+    8.808495000067751e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.928000450134278e-05,
-   "min": 7.21068811416626e-05,
-   "max": 0.00011311552047729493,
+   "seconds": 9.094207763671876e-05,
+   "min": 7.902400016784667e-05,
+   "max": 0.00016525951385498047,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.5009100000045235e-06,
+   "host_canary_seconds": 1.0802632499959942e-05,
    "pass_seconds": [
-    7.512383937835693e-05,
-    9.927616119384766e-05,
-    8.928000450134278e-05
+    9.094207763671876e-05,
+    0.00010828031539916992,
+    8.86310386657715e-05
    ],
    "pass_host_canary_seconds": [
-    7.5009100000045235e-06,
-    1.0689319999954705e-05,
-    1.064325749979389e-05
+    1.0802632499959942e-05,
+    1.1427345000001309e-05,
+    9.085652500004927e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.963839530944825e-05,
-   "min": 7.299583911895752e-05,
-   "max": 0.00010777407646179199,
+   "seconds": 9.302080154418945e-05,
+   "min": 7.979135990142822e-05,
+   "max": 0.0001218329620361328,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.137712500086991e-06,
+   "host_canary_seconds": 1.0764604999984329e-05,
    "pass_seconds": [
-    9.576448440551758e-05,
-    0.00010391615867614746,
-    9.963839530944825e-05
+    9.302080154418945e-05,
+    0.00011712191581726074,
+    9.151424407958984e-05
    ],
    "pass_host_canary_seconds": [
-    8.137712500086991e-06,
-    1.0467607500004305e-05,
-    1.0253380000051494e-05
+    1.0764604999984329e-05,
+    1.1461162500019384e-05,
+    8.614487500011592e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00012086400032043457,
-   "min": 8.528639793395996e-05,
-   "max": 0.0001386828804016113,
+   "seconds": 0.00012751296043395996,
+   "min": 9.634623527526856e-05,
+   "max": 0.0002647430419921875,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.824340000013309e-06,
+   "host_canary_seconds": 1.0606134999981976e-05,
    "pass_seconds": [
-    0.00010140864372253418,
-    0.00013033280372619629,
-    0.00012086400032043457
+    0.00012751296043395996,
+    0.00013615360260009767,
+    0.00011694720268249511
    ],
    "pass_host_canary_seconds": [
-    7.824340000013309e-06,
-    1.0671369999784019e-05,
-    1.0137550000024475e-05
+    1.0606134999981976e-05,
+    1.1459185000006755e-05,
+    8.637359999994488e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00012041855812072753,
-   "min": 8.423295974731446e-05,
-   "max": 0.00013329919815063476,
+   "seconds": 0.00010927167892456055,
+   "min": 8.625151634216309e-05,
+   "max": 0.0001337887954711914,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.514274999920189e-06,
+   "host_canary_seconds": 1.0541630000027169e-05,
    "pass_seconds": [
-    8.668992042541504e-05,
-    0.00013053376197814942,
-    0.00012041855812072753
+    0.00011541567802429199,
+    9.964735984802245e-05,
+    0.00010927167892456055
    ],
    "pass_host_canary_seconds": [
-    7.514274999920189e-06,
-    1.0762314999794853e-05,
-    1.0388272499994855e-05
+    1.0541630000027169e-05,
+    8.15176999999778e-06,
+    8.552797499987718e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.0001442144012451172,
-   "min": 0.00010230976104736328,
-   "max": 0.00016420160293579102,
+   "seconds": 0.00013546112060546875,
+   "min": 0.00010811776161193847,
+   "max": 0.00019881536483764648,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.972767499921928e-06,
+   "host_canary_seconds": 1.0421389999990538e-05,
    "pass_seconds": [
-    0.00011235072135925292,
-    0.00015996031761169433,
-    0.0001442144012451172
+    0.00015256896018981932,
+    0.00011683520317077636,
+    0.00013546112060546875
    ],
    "pass_host_canary_seconds": [
-    7.972767499921928e-06,
-    1.052610500011042e-05,
-    1.0277905000179999e-05
+    1.0421389999990538e-05,
+    7.790967500085344e-06,
+    8.217895000086629e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 9.669631958007812e-05,
-   "min": 6.83193588256836e-05,
-   "max": 0.00010363007545471192,
+   "seconds": 7.870912075042724e-05,
+   "min": 7.26361608505249e-05,
+   "max": 0.0001529651165008545,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.038825000085125e-06,
+   "host_canary_seconds": 1.0942507500004695e-05,
    "pass_seconds": [
-    7.231232166290284e-05,
-    0.00010129152297973633,
-    9.669631958007812e-05
+    9.47327995300293e-05,
+    7.40057611465454e-05,
+    7.870912075042724e-05
    ],
    "pass_host_canary_seconds": [
-    8.038825000085125e-06,
-    1.0575127500089821e-05,
-    1.0414592499614627e-05
+    1.0942507500004695e-05,
+    7.883549999974093e-06,
+    8.406700000023194e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00012194368362426758,
-   "min": 8.700415611267091e-05,
-   "max": 0.00013269248008728027,
+   "seconds": 0.00011006591796875,
+   "min": 9.336064338684082e-05,
+   "max": 0.00014769984245300292,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.807485000057568e-06,
+   "host_canary_seconds": 1.1615334999994785e-05,
    "pass_seconds": [
-    9.100799560546875e-05,
-    0.00012936384201049804,
-    0.00012194368362426758
+    0.00012181632041931153,
+    0.00010770496368408202,
+    0.00011006591796875
    ],
    "pass_host_canary_seconds": [
-    7.807485000057568e-06,
-    1.03214674999208e-05,
-    1.0251407500163623e-05
+    1.1615334999994785e-05,
+    7.652312500070479e-06,
+    8.289705000024127e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00037985473632812505,
-   "min": 0.00027700927734375,
-   "max": 0.0004749760055541992,
+   "seconds": 0.00040676544189453123,
+   "min": 0.0002859065628051758,
+   "max": 0.0005381670379638672,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.572014999936982e-06,
+   "host_canary_seconds": 1.0904899999957251e-05,
    "pass_seconds": [
-    0.00028324991226196287,
-    0.0003999417495727539,
-    0.00037985473632812505
+    0.00042563518524169926,
+    0.00030845184326171876,
+    0.00040676544189453123
    ],
    "pass_host_canary_seconds": [
-    7.572014999936982e-06,
-    1.0236689999914005e-05,
-    1.0054964999994808e-05
+    1.0904899999957251e-05,
+    7.977454999945622e-06,
+    8.479130000011991e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0004478291320800781,
-   "min": 0.00030399871826171875,
-   "max": 0.0005299039840698242,
+   "seconds": 0.0005555475234985351,
+   "min": 0.0004148064041137695,
+   "max": 0.0006740281677246093,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.340660000068055e-06,
+   "host_canary_seconds": 1.0904899999957251e-05,
    "pass_seconds": [
-    0.00032095359802246094,
-    0.00045275585174560547,
-    0.0004478291320800781
+    0.0005727724838256837,
+    0.00045886592864990234,
+    0.0005555475234985351
    ],
    "pass_host_canary_seconds": [
-    7.340660000068055e-06,
-    1.0224127500038094e-05,
-    9.99987999989571e-06
+    1.0904899999957251e-05,
+    1.1435744999914732e-05,
+    1.1433859999954165e-05
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013398611450195315,
-   "min": 0.001117805404663086,
-   "max": 0.0015227891540527344,
+   "seconds": 0.0014700537109375,
+   "min": 0.001308399353027344,
+   "max": 0.0017602989196777343,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.652034999874105e-06,
+   "host_canary_seconds": 1.1058899999980554e-05,
    "pass_seconds": [
-    0.0013615692138671876,
-    0.0013378297424316407,
-    0.0013398611450195315
+    0.0014700537109375,
+    0.0014506649780273437,
+    0.0015730586242675782
    ],
    "pass_host_canary_seconds": [
-    9.652034999874105e-06,
-    1.0079415000063819e-05,
-    1.0082835000275736e-05
+    1.1058899999980554e-05,
+    1.1725995000091416e-05,
+    1.1844325000112121e-05
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0016877337646484375,
-   "min": 0.001469081573486328,
-   "max": 0.001971416320800781,
+   "seconds": 0.0019167340087890624,
+   "min": 0.0017082751464843752,
+   "max": 0.0022930528259277345,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.684125000148925e-06,
+   "host_canary_seconds": 1.075763999999424e-05,
    "pass_seconds": [
-    0.0016877337646484375,
-    0.0016675762939453126,
-    0.0017106317138671876
+    0.0019167340087890624,
+    0.0018502125549316405,
+    0.002034994506835938
    ],
    "pass_host_canary_seconds": [
-    9.684125000148925e-06,
-    9.488439999927323e-06,
-    1.0162329999729991e-05
+    1.075763999999424e-05,
+    1.1681949999911012e-05,
+    1.136194500006127e-05
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00012886783599853517,
-   "min": 0.00011316096305847168,
-   "max": 0.0001452774429321289,
+   "seconds": 0.00015069888114929199,
+   "min": 0.00012957695960998537,
+   "max": 0.0001995462417602539,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.673025000154211e-06,
+   "host_canary_seconds": 1.0839560000022175e-05,
    "pass_seconds": [
-    0.00012886783599853517,
-    0.00011990464210510254,
-    0.0001377881622314453
+    0.00014443519592285156,
+    0.00015069888114929199,
+    0.00017961023330688477
    ],
    "pass_host_canary_seconds": [
-    9.673025000154211e-06,
-    7.689059999904657e-06,
-    1.045142999998916e-05
+    1.0839560000022175e-05,
+    1.205245500003116e-05,
+    1.2064605000006168e-05
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00016285503387451173,
-   "min": 0.00014289216041564942,
-   "max": 0.00020360639572143555,
+   "seconds": 0.0001838585662841797,
+   "min": 0.00015503935813903808,
+   "max": 0.000251591682434082,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.575235000056636e-06,
+   "host_canary_seconds": 1.1163990000007118e-05,
    "pass_seconds": [
-    0.00014628928184509278,
-    0.00019105024337768555,
-    0.00016285503387451173
+    0.0001838585662841797,
+    0.00016402879714965822,
+    0.00023069759368896486
    ],
    "pass_host_canary_seconds": [
-    9.575235000056636e-06,
-    1.0680937499927268e-05,
-    1.075583499982713e-05
+    1.1163990000007118e-05,
+    1.1955540000059272e-05,
+    1.2273114999885593e-05
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00025985792160034183,
-   "min": 0.00021891712188720704,
-   "max": 0.0003475680160522461,
+   "seconds": 0.00026696704864501955,
+   "min": 0.0002021011161804199,
+   "max": 0.0003291609573364258,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0163505000093664e-05,
+   "host_canary_seconds": 1.1275414999971645e-05,
    "pass_seconds": [
-    0.0002733260726928711,
-    0.00025985792160034183,
-    0.00023708608627319336
+    0.00026696704864501955,
+    0.00029214271545410157,
+    0.0002658732795715332
    ],
    "pass_host_canary_seconds": [
-    1.0163505000093664e-05,
-    1.0702719999926557e-05,
-    1.0730815000101756e-05
+    1.1275414999971645e-05,
+    1.2198404999992363e-05,
+    1.2199929999923142e-05
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00038195392608642573,
-   "min": 0.0003086720085144043,
-   "max": 0.0005686284637451172,
+   "seconds": 0.00041611263275146483,
+   "min": 0.00035643329620361325,
+   "max": 0.0006852883148193359,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0053999999968256e-05,
+   "host_canary_seconds": 1.1304002500018839e-05,
    "pass_seconds": [
-    0.00038195392608642573,
-    0.0003960512161254883,
-    0.000365016975402832
+    0.0004028511810302735,
+    0.00043876991271972655,
+    0.00041611263275146483
    ],
    "pass_host_canary_seconds": [
-    1.0053999999968256e-05,
-    1.0362415000031434e-05,
-    1.069520999976703e-05
+    1.1304002500018839e-05,
+    1.2158815000020695e-05,
+    1.1581225000014683e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.9365199995700095e-05,
-   "min": 2.6460899999847242e-05,
-   "max": 5.329690000053233e-05,
+   "seconds": 4.194479999739542e-05,
+   "min": 3.816269999958877e-05,
+   "max": 7.841659999883178e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.010843000017303e-05,
+   "host_canary_seconds": 1.119527499994888e-05,
    "pass_seconds": [
-    3.070440000101371e-05,
-    4.521640000234584e-05,
-    3.9365199995700095e-05
+    3.977089999978034e-05,
+    4.194479999739542e-05,
+    5.364090000057331e-05
    ],
    "pass_host_canary_seconds": [
-    1.010843000017303e-05,
-    1.0362415000031434e-05,
-    1.0585009999886096e-05
+    1.119527499994888e-05,
+    1.1740972500007274e-05,
+    1.366933499994616e-05
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0001891435000061392,
-   "min": 0.00014375460000337625,
-   "max": 0.00023841020000645586,
+   "seconds": 0.00024241349999840623,
+   "min": 0.00019857019999989234,
+   "max": 0.0008629618999975719,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0134260000143058e-05,
+   "host_canary_seconds": 1.1389924999960499e-05,
    "pass_seconds": [
-    0.00019020849999833444,
-    0.0001524467999956869,
-    0.0001891435000061392
+    0.00021653200000031346,
+    0.00024241349999840623,
+    0.00038856040000041504
    ],
    "pass_host_canary_seconds": [
-    1.0134260000143058e-05,
-    7.089880000137328e-06,
-    1.0618660000432101e-05
+    1.1389924999960499e-05,
+    1.1936910000045487e-05,
+    1.2042815000086193e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.445549999696596e-05,
-   "min": 2.0976499996550046e-05,
-   "max": 4.1652099997691036e-05,
+   "seconds": 4.128960000002735e-05,
+   "min": 3.668169999855308e-05,
+   "max": 4.9605599997448735e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0491040000033535e-05,
+   "host_canary_seconds": 1.1342247500003566e-05,
    "pass_seconds": [
-    3.445549999696596e-05,
-    2.8975800000807793e-05,
-    3.8444699998763096e-05
+    4.128960000002735e-05,
+    3.842090000034659e-05,
+    4.3750899999395186e-05
    ],
    "pass_host_canary_seconds": [
-    1.0491040000033535e-05,
-    7.184144999996533e-06,
-    1.0611189999849557e-05
+    1.1342247500003566e-05,
+    1.1838425000121332e-05,
+    1.2042815000086193e-05
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002340706000040882,
-   "min": 0.00018137600000045495,
-   "max": 0.0003165389999992385,
+   "seconds": 0.000263642400000208,
+   "min": 0.0001988711999985071,
+   "max": 0.0003360899999989897,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0303410000176428e-05,
+   "host_canary_seconds": 1.1625174999991828e-05,
    "pass_seconds": [
-    0.00026167309999891586,
-    0.00019606739999744605,
-    0.0002340706000040882
+    0.000263642400000208,
+    0.0002147339000003967,
+    0.00027457369999979165
    ],
    "pass_host_canary_seconds": [
-    1.0303410000176428e-05,
-    7.652804999906948e-06,
-    1.0611189999849557e-05
+    1.1625174999991828e-05,
+    1.1654000000049791e-05,
+    1.1672554999933028e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 5.299299999705909e-05,
-   "min": 3.177330000312395e-05,
-   "max": 6.542190000118353e-05,
+   "seconds": 5.9062400001153034e-05,
+   "min": 5.1088600000070985e-05,
+   "max": 6.666459999991048e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.746132499941496e-06,
+   "host_canary_seconds": 1.1268669999999758e-05,
    "pass_seconds": [
-    5.5981899998869265e-05,
-    3.98507999989306e-05,
-    5.299299999705909e-05
+    5.9072499999501817e-05,
+    5.9062400001153034e-05,
+    5.40165000018078e-05
    ],
    "pass_host_canary_seconds": [
-    9.746132499941496e-06,
-    7.652804999906948e-06,
-    1.0658889999604071e-05
+    1.1268669999999758e-05,
+    1.2166119999932334e-05,
+    1.1685599999964325e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00026957289999245403,
-   "min": 0.00022058609999930923,
-   "max": 0.0004600862000017969,
+   "seconds": 0.0003123022000011133,
+   "min": 0.00025259850000054486,
+   "max": 0.0003674074999992172,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0369320000052085e-05,
+   "host_canary_seconds": 1.1320544999975367e-05,
    "pass_seconds": [
-    0.00041764599999964956,
-    0.00024084610000159047,
-    0.00026957289999245403
+    0.0003123022000011133,
+    0.0002661227999993798,
+    0.00032758890000081917
    ],
    "pass_host_canary_seconds": [
-    1.0369320000052085e-05,
-    7.268235000026379e-06,
-    1.0751534999826617e-05
+    1.1320544999975367e-05,
+    1.2393124999903193e-05,
+    1.1685599999964325e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 7.366629999978613e-05,
-   "min": 4.8173599998335705e-05,
-   "max": 9.150109999609413e-05,
+   "seconds": 7.288600000094902e-05,
+   "min": 5.659489999914058e-05,
+   "max": 8.702439999979106e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.055637500002149e-05,
+   "host_canary_seconds": 1.0734365000004687e-05,
    "pass_seconds": [
-    8.009320000041953e-05,
-    4.999380000185738e-05,
-    7.366629999978613e-05
+    6.551910000069938e-05,
+    7.288600000094902e-05,
+    7.681559999923593e-05
    ],
    "pass_host_canary_seconds": [
-    1.055637500002149e-05,
-    7.785970000071528e-06,
-    1.0758687500072028e-05
+    1.0734365000004687e-05,
+    1.1708872499980315e-05,
+    1.1733257500026184e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00034948989999747935,
-   "min": 0.0002747851999970408,
-   "max": 0.0005603491999977451,
+   "seconds": 0.0003778110000013157,
+   "min": 0.00031626950000003263,
+   "max": 0.0004316880999994055,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0733067499870685e-05,
+   "host_canary_seconds": 1.0822847500016054e-05,
    "pass_seconds": [
-    0.0004462901000010788,
-    0.00027999689999660406,
-    0.00034948989999747935
+    0.0003321704000001091,
+    0.0003896529000002147,
+    0.0003778110000013157
    ],
    "pass_host_canary_seconds": [
-    1.0733067499870685e-05,
-    7.469412500000772e-06,
-    1.0654794999993555e-05
+    1.0822847500016054e-05,
+    1.2215719999915109e-05,
+    1.1896185000068727e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.118849999485974e-05,
-   "min": 2.323559999695135e-05,
-   "max": 5.012329999658505e-05,
+   "seconds": 4.364710000004379e-05,
+   "min": 3.261629999968818e-05,
+   "max": 6.877600000052553e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0524735000103646e-05,
+   "host_canary_seconds": 1.0990230000018642e-05,
    "pass_seconds": [
-    4.763690000118004e-05,
-    2.3992000001271664e-05,
-    4.118849999485974e-05
+    3.592720000114014e-05,
+    4.364710000004379e-05,
+    6.0126399998239324e-05
    ],
    "pass_host_canary_seconds": [
-    1.0524735000103646e-05,
-    7.1507100000189895e-06,
-    1.0807429999886153e-05
+    1.0990230000018642e-05,
+    1.2164065000064283e-05,
+    1.1303770000097302e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002067072999921038,
-   "min": 0.00012625920000459702,
-   "max": 0.0003759491000039361,
+   "seconds": 0.00022700490000033825,
+   "min": 0.00018715979999939236,
+   "max": 0.0003452736000014056,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0583165000070949e-05,
+   "host_canary_seconds": 1.0792480000034743e-05,
    "pass_seconds": [
-    0.0002453658999968411,
-    0.00016440369999486392,
-    0.0002067072999921038
+    0.00019873549999971374,
+    0.00022700490000033825,
+    0.00032399379999787926
    ],
    "pass_host_canary_seconds": [
-    1.0583165000070949e-05,
-    7.079755000063415e-06,
-    1.0807429999886153e-05
+    1.0792480000034743e-05,
+    1.2110585000044694e-05,
+    1.2284074999939776e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 3.8832799998544945e-05,
-   "min": 2.1589199997151808e-05,
-   "max": 5.909199999791781e-05,
+   "seconds": 4.007090000186508e-05,
+   "min": 3.373429999982136e-05,
+   "max": 6.079999999997199e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0711184999934174e-05,
+   "host_canary_seconds": 1.0691275000027644e-05,
    "pass_seconds": [
-    5.053300000099625e-05,
-    2.1936400003141898e-05,
-    3.8832799998544945e-05
+    3.7860499999453624e-05,
+    4.007090000186508e-05,
+    5.372760000170729e-05
    ],
    "pass_host_canary_seconds": [
-    1.0711184999934174e-05,
-    7.115015000067615e-06,
-    1.0651654999946913e-05
+    1.0691275000027644e-05,
+    1.214866499992695e-05,
+    1.2025385000100642e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002306054000086988,
-   "min": 0.00017867869999577124,
-   "max": 0.00041642559999672813,
+   "seconds": 0.0002502370999991399,
+   "min": 0.0002229274000001169,
+   "max": 0.0003926050000018222,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0800132500037307e-05,
+   "host_canary_seconds": 1.0718934999971452e-05,
    "pass_seconds": [
-    0.000405710000001136,
-    0.0002008861000035722,
-    0.0002306054000086988
+    0.00023849729999909642,
+    0.0002502370999991399,
+    0.0003062823000021808
    ],
    "pass_host_canary_seconds": [
-    1.0800132500037307e-05,
-    7.648360000018784e-06,
-    1.0740425000221877e-05
+    1.0718934999971452e-05,
+    1.224628000002781e-05,
+    1.2040565000077663e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.218159999709314e-05,
-   "min": 2.110099999867998e-05,
-   "max": 5.735409999942931e-05,
+   "seconds": 4.018449999989571e-05,
+   "min": 3.652759999965838e-05,
+   "max": 6.176730000220231e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0688510000136376e-05,
+   "host_canary_seconds": 1.1538374999986445e-05,
    "pass_seconds": [
-    5.198019999852477e-05,
-    3.4223000000110915e-05,
-    4.218159999709314e-05
+    3.818339999952514e-05,
+    4.018449999989571e-05,
+    5.115459999842642e-05
    ],
    "pass_host_canary_seconds": [
-    1.0688510000136376e-05,
-    8.205379999992602e-06,
-    1.0534715000289908e-05
+    1.1538374999986445e-05,
+    1.1694905000041444e-05,
+    1.2031550000060065e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004585604999988391,
-   "min": 0.0003387791000022844,
-   "max": 0.0006273215000021537,
+   "seconds": 0.0004370244999989836,
+   "min": 0.0003741080999986934,
+   "max": 0.0006341582000004564,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0779172500008372e-05,
+   "host_canary_seconds": 1.1151699999984998e-05,
    "pass_seconds": [
-    0.00051093839999794,
-    0.0004585604999988391,
-    0.00043350170000167054
+    0.0004370244999989836,
+    0.0004217995999994173,
+    0.0005474698999989869
    ],
    "pass_host_canary_seconds": [
-    1.0779172500008372e-05,
-    9.036827499926403e-06,
-    1.0444177500232854e-05
+    1.1151699999984998e-05,
+    1.2132497499948157e-05,
+    1.2073989999947798e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.272739999782061e-05,
-   "min": 3.515089999837073e-05,
-   "max": 6.963039999732245e-05,
+   "seconds": 5.659509999986767e-05,
+   "min": 3.787219999935587e-05,
+   "max": 6.937910000033298e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1321825000010221e-05,
+   "host_canary_seconds": 1.1914487499993242e-05,
    "pass_seconds": [
-    6.450170000107391e-05,
-    4.2830400002458194e-05,
-    5.272739999782061e-05
+    5.892870000110406e-05,
+    4.222100000106366e-05,
+    5.659509999986767e-05
    ],
    "pass_host_canary_seconds": [
-    1.1321825000010221e-05,
-    7.775984999938147e-06,
-    1.0395627500088265e-05
+    1.1914487499993242e-05,
+    1.2153332500020042e-05,
+    1.2051939999935258e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00046205279999185224,
-   "min": 0.0004092895999974644,
-   "max": 0.0006367166000018187,
+   "seconds": 0.000597237700000619,
+   "min": 0.00041875590000017837,
+   "max": 0.0006430379999997626,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.099956000004454e-05,
+   "host_canary_seconds": 1.1668050000004372e-05,
    "pass_seconds": [
-    0.0004521487999966212,
-    0.00047674070000311983,
-    0.00046205279999185224
+    0.0006002856999998585,
+    0.000597237700000619,
+    0.0005035315999975864
    ],
    "pass_host_canary_seconds": [
-    1.099956000004454e-05,
-    7.6035499998283744e-06,
-    1.0247469999740133e-05
+    1.1668050000004372e-05,
+    1.227443499999481e-05,
+    1.1928302500052722e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.441830000383561e-05,
-   "min": 1.960699999585813e-05,
-   "max": 4.4578799997907484e-05,
+   "seconds": 3.892199999881996e-05,
+   "min": 2.4325900000121692e-05,
+   "max": 5.959400000108417e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0187820000169268e-05,
+   "host_canary_seconds": 8.445134999988113e-06,
    "pass_seconds": [
-    4.170280000153071e-05,
-    2.3652600003742918e-05,
-    3.441830000383561e-05
+    2.594500000014932e-05,
+    4.0573499998686205e-05,
+    3.892199999881996e-05
    ],
    "pass_host_canary_seconds": [
-    1.0187820000169268e-05,
-    6.989610000118773e-06,
-    1.0018025000135821e-05
+    8.445134999988113e-06,
+    1.1950845000114896e-05,
+    1.1625565000059623e-05
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00023225019999699724,
-   "min": 0.00021063290000142843,
-   "max": 0.00030900529999939864,
+   "seconds": 0.00025656899999830783,
+   "min": 0.0002054418000000169,
+   "max": 0.000349094599999944,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0190435000083654e-05,
+   "host_canary_seconds": 8.608864999999355e-06,
    "pass_seconds": [
-    0.0002749187000006259,
-    0.00023116680000043744,
-    0.00023225019999699724
+    0.0002429707000004555,
+    0.00025656899999830783,
+    0.0003001646999990726
    ],
    "pass_host_canary_seconds": [
-    1.0190435000083654e-05,
-    6.7222050000737e-06,
-    9.910714999818993e-06
+    8.608864999999355e-06,
+    1.1950845000114896e-05,
+    1.1625565000059623e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 5.680599999777769e-05,
-   "min": 3.5769200002278013e-05,
-   "max": 7.279870000047595e-05,
+   "seconds": 6.231650000074752e-05,
+   "min": 3.988039999995863e-05,
+   "max": 8.367410000005293e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0279830000001767e-05,
+   "host_canary_seconds": 8.64572750000292e-06,
    "pass_seconds": [
-    6.552769999643716e-05,
-    4.088520000209428e-05,
-    5.680599999777769e-05
+    4.604979999953684e-05,
+    6.422920000090926e-05,
+    6.231650000074752e-05
    ],
    "pass_host_canary_seconds": [
-    1.0279830000001767e-05,
-    7.289380000088386e-06,
-    1.0056940000140458e-05
+    8.64572750000292e-06,
+    1.2222964999892837e-05,
+    1.1156610000000456e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00027827659999957177,
-   "min": 0.00022771280000029038,
-   "max": 0.00039670319999913773,
+   "seconds": 0.00031590760000028696,
+   "min": 0.0002515611999996281,
+   "max": 0.0003930617999998276,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0363944999767227e-05,
+   "host_canary_seconds": 8.532800000011776e-06,
    "pass_seconds": [
-    0.0003494036999995842,
-    0.00024368489999915255,
-    0.00027827659999957177
+    0.0002655118000006951,
+    0.00035525640000173554,
+    0.00031590760000028696
    ],
    "pass_host_canary_seconds": [
-    1.0363944999767227e-05,
-    7.289380000088386e-06,
-    1.0459275000016532e-05
+    8.532800000011776e-06,
+    1.2120605000092155e-05,
+    1.167125999998575e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.440959999736151e-05,
-   "min": 3.907059999619378e-05,
-   "max": 7.910659999765812e-05,
+   "seconds": 6.772520000026816e-05,
+   "min": 4.428810000121075e-05,
+   "max": 7.556589999921926e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0269642500020382e-05,
+   "host_canary_seconds": 8.219680000003392e-06,
    "pass_seconds": [
-    7.21454000029098e-05,
-    4.116779999776554e-05,
-    6.440959999736151e-05
+    4.5844500000669086e-05,
+    6.840570000008484e-05,
+    6.772520000026816e-05
    ],
    "pass_host_canary_seconds": [
-    1.0269642500020382e-05,
-    7.0247400000766905e-06,
-    1.061370000002171e-05
+    8.219680000003392e-06,
+    1.2191550000011376e-05,
+    1.167125999998575e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003495532999977513,
-   "min": 0.00021415289999708874,
-   "max": 0.0005442851999987397,
+   "seconds": 0.00029888790000143217,
+   "min": 0.00023451140000076975,
+   "max": 0.00039166509999972733,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0380235000013727e-05,
+   "host_canary_seconds": 8.148169999984134e-06,
    "pass_seconds": [
-    0.0003577066999980616,
-    0.0002303643999994165,
-    0.0003495532999977513
+    0.0002739619999999832,
+    0.0003798123999985137,
+    0.00029888790000143217
    ],
    "pass_host_canary_seconds": [
-    1.0380235000013727e-05,
-    6.978264999872863e-06,
-    1.0145285000362491e-05
+    8.148169999984134e-06,
+    1.2191550000011376e-05,
+    1.1337990000015451e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.702079999740818e-05,
-   "min": 4.151090000164004e-05,
-   "max": 8.85823000032815e-05,
+   "seconds": 6.621649999942747e-05,
+   "min": 5.17411000004131e-05,
+   "max": 8.678850000194415e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0519024999950944e-05,
+   "host_canary_seconds": 8.208864999978971e-06,
    "pass_seconds": [
-    8.291909999798008e-05,
-    4.369189999806622e-05,
-    6.702079999740818e-05
+    5.240259999936825e-05,
+    7.249360000116667e-05,
+    6.621649999942747e-05
    ],
    "pass_host_canary_seconds": [
-    1.0519024999950944e-05,
-    7.194620000063878e-06,
-    9.985034999999698e-06
+    8.208864999978971e-06,
+    1.1634699999945042e-05,
+    1.2061049999942953e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003548362000003635,
-   "min": 0.00020992049999790652,
-   "max": 0.000455371200001764,
+   "seconds": 0.0002950275000003444,
+   "min": 0.0002796707000015886,
+   "max": 0.00045349650000048314,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 7.941802499829009e-06,
+   "host_canary_seconds": 9.69219750004413e-06,
    "pass_seconds": [
-    0.0003548362000003635,
-    0.00030960700000264295,
-    0.0003857936000031259
+    0.0002950275000003444,
+    0.000290501699998913,
+    0.00034382909999806086
    ],
    "pass_host_canary_seconds": [
-    7.941802499829009e-06,
-    7.055007500014199e-06,
-    1.0232719999976325e-05
+    9.69219750004413e-06,
+    1.1704375000078926e-05,
+    1.1521399999878667e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 5.593729999873176e-05,
-   "min": 4.9517100001139626e-05,
-   "max": 0.00010265379999054857,
+   "seconds": 8.901870000102007e-05,
+   "min": 7.994349999904671e-05,
+   "max": 0.00010303969999938544,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 7.687330000010206e-06,
+   "host_canary_seconds": 1.0799095000066927e-05,
    "pass_seconds": [
-    5.593729999873176e-05,
-    5.442719999564361e-05,
-    9.316790000184483e-05
+    8.497839999961343e-05,
+    8.935649999841644e-05,
+    8.901870000102007e-05
    ],
    "pass_host_canary_seconds": [
-    7.687330000010206e-06,
-    7.014260000062223e-06,
-    1.0423400000263428e-05
+    1.0799095000066927e-05,
+    1.1543904999911092e-05,
+    1.1531334999972387e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003421625999976641,
-   "min": 0.00025185380000039006,
-   "max": 0.0004956665999998223,
+   "seconds": 0.0003695110999984763,
+   "min": 0.0002986743999997543,
+   "max": 0.0004937451999978748,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0653964999960407e-05,
+   "host_canary_seconds": 1.081614000000286e-05,
    "pass_seconds": [
-    0.0003421625999976641,
-    0.000304905199999439,
-    0.0004399979000027088
+    0.00035657720000017437,
+    0.0003695110999984763,
+    0.0003767638999988776
    ],
    "pass_host_canary_seconds": [
-    1.0653964999960407e-05,
-    7.769959999848197e-06,
-    1.0423400000263428e-05
+    1.081614000000286e-05,
+    1.0997269999961645e-05,
+    1.1990250000053493e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00011545249999471708,
-   "min": 7.177690000048642e-05,
-   "max": 0.0001299907999964489,
+   "seconds": 0.00011657639999782533,
+   "min": 0.00010268900000056646,
+   "max": 0.00013215919999964854,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0389147499978435e-05,
+   "host_canary_seconds": 1.081614000000286e-05,
    "pass_seconds": [
-    0.00012543920000211982,
-    8.336719999988418e-05,
-    0.00011545249999471708
+    0.00010992729999941276,
+    0.00011657639999782533,
+    0.00011707660000013221
    ],
    "pass_host_canary_seconds": [
-    1.0389147499978435e-05,
-    7.769959999848197e-06,
-    1.0226240000292819e-05
+    1.081614000000286e-05,
+    1.1485145000023067e-05,
+    1.1569220000069435e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0005034234999982346,
-   "min": 0.00025454350000018164,
-   "max": 0.00061654570000087,
+   "seconds": 0.0004972019999996746,
+   "min": 0.00039223389999989424,
+   "max": 0.0005743005999988782,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0830179999885558e-05,
+   "host_canary_seconds": 1.1071674999953985e-05,
    "pass_seconds": [
-    0.0005034234999982346,
-    0.0004442115000017566,
-    0.0005233158000010008
+    0.0004972019999996746,
+    0.0005040781999980481,
+    0.00048079639999798474
    ],
    "pass_host_canary_seconds": [
-    1.0830179999885558e-05,
-    7.007045000193557e-06,
-    1.0226240000292819e-05
+    1.1071674999953985e-05,
+    1.1552924999875814e-05,
+    1.1589979999939714e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00012435230000846788,
-   "min": 6.754190000037851e-05,
-   "max": 0.00014229579999778253,
+   "seconds": 0.00012234169999914002,
+   "min": 0.00011283770000005688,
+   "max": 0.00016865040000055843,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.085705500003087e-05,
+   "host_canary_seconds": 1.1038214999992136e-05,
    "pass_seconds": [
-    0.00013554170000134035,
-    7.631859999719381e-05,
-    0.00012435230000846788
+    0.00012234169999914002,
+    0.00013717109999902277,
+    0.00012081120000004831
    ],
    "pass_host_canary_seconds": [
-    1.085705500003087e-05,
-    6.906039999989844e-06,
-    1.0154037500171853e-05
+    1.1038214999992136e-05,
+    1.176720499998396e-05,
+    1.1410607500010884e-05
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.000498027200001161,
-   "min": 0.0002926360999992994,
-   "max": 0.0006172031999994943,
+   "seconds": 0.0005498669999980166,
+   "min": 0.00044625139999823207,
+   "max": 0.0008645525999980919,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.085705500003087e-05,
+   "host_canary_seconds": 1.121414500001805e-05,
    "pass_seconds": [
-    0.0005530309999983273,
-    0.00031921199999942476,
-    0.000498027200001161
+    0.0005187634999998636,
+    0.0005498669999980166,
+    0.0005594117000015331
    ],
    "pass_host_canary_seconds": [
-    1.085705500003087e-05,
-    7.174049999889576e-06,
-    1.0236420000353518e-05
+    1.121414500001805e-05,
+    1.1224944999952412e-05,
+    1.157367249994934e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.0001300502000049164,
-   "min": 7.487149999860777e-05,
-   "max": 0.00016095110000264868,
+   "seconds": 0.00012367520000111654,
+   "min": 0.00011292490000016641,
+   "max": 0.00016249310000091555,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.462862500129177e-06,
+   "host_canary_seconds": 1.1411924999968904e-05,
    "pass_seconds": [
-    0.0001392241000019112,
-    8.125640000002931e-05,
-    0.0001300502000049164
+    0.0001408850000004236,
+    0.00012289269999996578,
+    0.00012367520000111654
    ],
    "pass_host_canary_seconds": [
-    9.462862500129177e-06,
-    6.8712649999724814e-06,
-    1.012401749989067e-05
+    1.1411924999968904e-05,
+    1.1459225000010065e-05,
+    1.1342024999976276e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005382261000022482,
-   "min": 0.000388164600002483,
-   "max": 0.0007057803999998668,
+   "seconds": 0.0005594331999986934,
+   "min": 0.00044206310000163287,
+   "max": 0.0009225154999995766,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.335257499856198e-06,
+   "host_canary_seconds": 1.160361250001074e-05,
    "pass_seconds": [
-    0.0005549278999978924,
-    0.0004528493000009348,
-    0.0005382261000022482
+    0.0006825643999988529,
+    0.0004907379000002266,
+    0.0005594331999986934
    ],
    "pass_host_canary_seconds": [
-    9.335257499856198e-06,
-    7.093055000098048e-06,
-    1.01659324997172e-05
+    1.160361250001074e-05,
+    1.1574052499909725e-05,
+    1.1583940000008398e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.5382200007916256e-05,
-   "min": 1.9118400001616464e-05,
-   "max": 4.638940000063485e-05,
+   "seconds": 3.5085299998627306e-05,
+   "min": 2.9417099997886e-05,
+   "max": 6.054419999941274e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0664724999998043e-05,
+   "host_canary_seconds": 1.1955034999964198e-05,
    "pass_seconds": [
-    3.926040000123976e-05,
-    2.105770000184748e-05,
-    3.5382200007916256e-05
+    5.246980000066515e-05,
+    3.5085299998627306e-05,
+    3.4633600000688604e-05
    ],
    "pass_host_canary_seconds": [
-    1.0664724999998043e-05,
-    7.043065000118532e-06,
-    1.0251710000375169e-05
+    1.1955034999964198e-05,
+    1.1152599999917356e-05,
+    1.1461109999970632e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019301820000237058,
-   "min": 0.0001373732999979893,
-   "max": 0.00033675209999728395,
+   "seconds": 0.0003096830999993472,
+   "min": 0.0001629236000013634,
+   "max": 0.0003944291999999905,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.546610000019882e-06,
+   "host_canary_seconds": 1.1705850000041095e-05,
    "pass_seconds": [
-    0.00023600480000141033,
-    0.00016372179999848412,
-    0.00019301820000237058
+    0.0003096830999993472,
+    0.00019390270000201325,
+    0.00031467959999815777
    ],
    "pass_host_canary_seconds": [
-    7.546610000019882e-06,
-    6.863600000031056e-06,
-    1.0141930000031607e-05
+    1.1705850000041095e-05,
+    1.1633564999868895e-05,
+    1.1742190000063602e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 2.5081800004045363e-05,
-   "min": 2.3912199998221696e-05,
-   "max": 4.290650000484675e-05,
+   "seconds": 5.204859999992095e-05,
+   "min": 3.3089999999447175e-05,
+   "max": 6.393479999928786e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.583729999964816e-06,
+   "host_canary_seconds": 1.1577797500024189e-05,
    "pass_seconds": [
-    2.4935400000458684e-05,
-    2.5081800004045363e-05,
-    4.036159999714073e-05
+    5.524569999977302e-05,
+    4.045660000144835e-05,
+    5.204859999992095e-05
    ],
    "pass_host_canary_seconds": [
-    7.583729999964816e-06,
-    6.917354999984582e-06,
-    1.0232555000015964e-05
+    1.1577797500024189e-05,
+    1.138000500006342e-05,
+    1.2337649999949463e-05
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0001988086000039857,
-   "min": 0.00016159859999902436,
-   "max": 0.000329975300002161,
+   "seconds": 0.0002962564000000611,
+   "min": 0.0002079278999985945,
+   "max": 0.00036006439999880513,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.545800000059444e-06,
+   "host_canary_seconds": 1.123402000004603e-05,
    "pass_seconds": [
-    0.0001988086000039857,
-    0.0001837893000015356,
-    0.0002477392000059808
+    0.0002962564000000611,
+    0.00026042180000160895,
+    0.00032949949999760975
    ],
    "pass_host_canary_seconds": [
-    7.545800000059444e-06,
-    6.962724999937109e-06,
-    1.0232555000015964e-05
+    1.123402000004603e-05,
+    1.1352965000099857e-05,
+    1.2337649999949463e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 2.8498499995066594e-05,
-   "min": 1.9694500002742644e-05,
-   "max": 4.4899199997416873e-05,
+   "seconds": 4.272859999900902e-05,
+   "min": 3.445650000060141e-05,
+   "max": 5.699499999991531e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.545800000059444e-06,
+   "host_canary_seconds": 1.1144905000008976e-05,
    "pass_seconds": [
-    2.8498499995066594e-05,
-    2.24231000004238e-05,
-    4.0306699997927356e-05
+    5.4016500000386715e-05,
+    3.8464700000417904e-05,
+    4.272859999900902e-05
    ],
    "pass_host_canary_seconds": [
-    7.545800000059444e-06,
-    7.076939999990373e-06,
-    1.0439640000186046e-05
+    1.1144905000008976e-05,
+    1.1352965000099857e-05,
+    1.1909629999991012e-05
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00025208779999275066,
-   "min": 0.00014587000000005902,
-   "max": 0.00036364260000141255,
+   "seconds": 0.00030387259999997696,
+   "min": 0.00020884429999910026,
+   "max": 0.00037548329999879113,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.037473000025102e-05,
+   "host_canary_seconds": 1.1051624999964815e-05,
    "pass_seconds": [
-    0.00032157359999587245,
-    0.00023445950000109406,
-    0.00025208779999275066
+    0.00030387259999997696,
+    0.0002170626000008724,
+    0.000305264299998953
    ],
    "pass_host_canary_seconds": [
-    1.037473000025102e-05,
-    7.172990000015034e-06,
-    1.0439640000186046e-05
+    1.1051624999964815e-05,
+    1.1020780000023934e-05,
+    1.1983554999943635e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.9042499992756346e-05,
-   "min": 3.1866099999433575e-05,
-   "max": 7.153709999556668e-05,
+   "seconds": 5.5586799999218786e-05,
+   "min": 4.5560000000932635e-05,
+   "max": 8.355639999990672e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0511665000194625e-05,
+   "host_canary_seconds": 1.1077857499977028e-05,
    "pass_seconds": [
-    6.512500000326327e-05,
-    3.417579999904774e-05,
-    5.9042499992756346e-05
+    7.0681200000422e-05,
+    5.483329999833586e-05,
+    5.5586799999218786e-05
    ],
    "pass_host_canary_seconds": [
-    1.0511665000194625e-05,
-    7.000034999862237e-06,
-    1.0257029999820589e-05
+    1.1077857499977028e-05,
+    1.1020780000023934e-05,
+    1.1587870000084877e-05
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002930920000039805,
-   "min": 0.00018486270000153126,
-   "max": 0.000451074500000459,
+   "seconds": 0.00036820360000007214,
+   "min": 0.00023734559999866178,
+   "max": 0.00046911489999956757,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0654280000039762e-05,
+   "host_canary_seconds": 1.1444877500004225e-05,
    "pass_seconds": [
-    0.00040298650000067935,
-    0.00021156929999506248,
-    0.0002930920000039805
+    0.00036820360000007214,
+    0.000262966600001846,
+    0.0003958820000008245
    ],
    "pass_host_canary_seconds": [
-    1.0654280000039762e-05,
-    7.0041050000213545e-06,
-    1.0341285000095013e-05
+    1.1444877500004225e-05,
+    1.1141935000011926e-05,
+    1.1901144999910684e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.5911300005864175e-05,
-   "min": 2.109740000264537e-05,
-   "max": 4.70618999997896e-05,
+   "seconds": 3.9218000000573736e-05,
+   "min": 3.0710400000089064e-05,
+   "max": 4.652689999886661e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0654280000039762e-05,
+   "host_canary_seconds": 1.1028074999970273e-05,
    "pass_seconds": [
-    4.188240000075893e-05,
-    2.3565899999766772e-05,
-    3.5911300005864175e-05
+    3.992569999979878e-05,
+    3.682509999975991e-05,
+    3.9218000000573736e-05
    ],
    "pass_host_canary_seconds": [
-    1.0654280000039762e-05,
-    7.040800000197578e-06,
-    1.0167429999796696e-05
+    1.1028074999970273e-05,
+    1.140974499989511e-05,
+    1.1901144999910684e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019874529999697188,
-   "min": 0.0001385234999986551,
-   "max": 0.00034786740000072316,
+   "seconds": 0.0002319279000005281,
+   "min": 0.00017053999999916414,
+   "max": 0.00038181589999908283,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0412905000123374e-05,
+   "host_canary_seconds": 1.0853530000005662e-05,
    "pass_seconds": [
-    0.0002304326000000856,
-    0.00019128620000401496,
-    0.00019874529999697188
+    0.00024155589999992345,
+    0.00020385020000048825,
+    0.0002319279000005281
    ],
    "pass_host_canary_seconds": [
-    1.0412905000123374e-05,
-    7.2906799999827855e-06,
-    1.0167429999796696e-05
+    1.0853530000005662e-05,
+    1.1414100000024518e-05,
+    1.1435635000083267e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.544989999933023e-05,
-   "min": 1.7719300001317605e-05,
-   "max": 3.9579099995989965e-05,
+   "seconds": 4.251959999805877e-05,
+   "min": 3.343200000074376e-05,
+   "max": 4.962369999930161e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.54484000026423e-06,
+   "host_canary_seconds": 1.0878890000007858e-05,
    "pass_seconds": [
-    2.544989999933023e-05,
-    1.945449999993798e-05,
-    3.592980000348689e-05
+    4.378889999969715e-05,
+    3.607010000052924e-05,
+    4.251959999805877e-05
    ],
    "pass_host_canary_seconds": [
-    7.54484000026423e-06,
-    8.922855000150776e-06,
-    1.0308695000276202e-05
+    1.0878890000007858e-05,
+    1.0890559999978678e-05,
+    1.210736000004431e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0001812799999981962,
-   "min": 0.00015497210000035012,
-   "max": 0.00024717850000115503,
+   "seconds": 0.0002573108999996521,
+   "min": 0.0001790503000023591,
+   "max": 0.00038910739999948875,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 7.54484000026423e-06,
+   "host_canary_seconds": 1.1000605000006657e-05,
    "pass_seconds": [
-    0.0001812799999981962,
-    0.00015982850000000325,
-    0.0002193193999914911
+    0.0003110257999992427,
+    0.00019352650000143968,
+    0.0002573108999996521
    ],
    "pass_host_canary_seconds": [
-    7.54484000026423e-06,
-    9.399439999810966e-06,
-    1.0559589999843411e-05
+    1.1000605000006657e-05,
+    1.116268499998796e-05,
+    1.210736000004431e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.1478800002560094e-05,
-   "min": 2.1439200003214866e-05,
-   "max": 4.325429999880725e-05,
+   "seconds": 4.5535300000665305e-05,
+   "min": 3.53478999983281e-05,
+   "max": 6.19309000001067e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 7.753225000044495e-06,
+   "host_canary_seconds": 1.1301662500002863e-05,
    "pass_seconds": [
-    2.5096799998891583e-05,
-    3.1478800002560094e-05,
-    3.975209999680373e-05
+    4.890299999971148e-05,
+    4.0166499999827465e-05,
+    4.5535300000665305e-05
    ],
    "pass_host_canary_seconds": [
-    7.753225000044495e-06,
-    9.399439999810966e-06,
-    1.0463649999792324e-05
+    1.1301662500002863e-05,
+    1.128727249991357e-05,
+    1.2101995000080024e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00023462959999847043,
-   "min": 0.00017135470000084752,
-   "max": 0.0002796751000005315,
+   "seconds": 0.0002718248999997286,
+   "min": 0.00019461780000256111,
+   "max": 0.000511356299999477,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0603424999970912e-05,
+   "host_canary_seconds": 1.1462672500002213e-05,
    "pass_seconds": [
-    0.00023462959999847043,
-    0.0001771025000039117,
-    0.00023886699999593476
+    0.00034257099999877025,
+    0.00023141089999967335,
+    0.0002718248999997286
    ],
    "pass_host_canary_seconds": [
-    1.0603424999970912e-05,
-    8.558582499915702e-06,
-    1.0291879999897445e-05
+    1.1462672500002213e-05,
+    1.1540082499976734e-05,
+    1.2302425000001448e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.478409999568612e-05,
-   "min": 2.5685599996450038e-05,
-   "max": 6.256210000401551e-05,
+   "seconds": 5.706039999893164e-05,
+   "min": 4.442750000066553e-05,
+   "max": 6.953920000114522e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0612915000081102e-05,
+   "host_canary_seconds": 1.1530424999932621e-05,
    "pass_seconds": [
-    5.666170000040438e-05,
-    4.5183700001416584e-05,
-    5.478409999568612e-05
+    6.596760000121549e-05,
+    5.706039999893164e-05,
+    5.700300000057723e-05
    ],
    "pass_host_canary_seconds": [
-    1.0612915000081102e-05,
-    7.5011849997963505e-06,
-    1.011636499981705e-05
+    1.1530424999932621e-05,
+    1.1330650000047627e-05,
+    1.2121614999927034e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00031195170000728465,
-   "min": 0.00024414349999801743,
-   "max": 0.00043027329999745234,
+   "seconds": 0.00028966870000033393,
+   "min": 0.0002435232000010501,
+   "max": 0.0005904170999997405,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1197167500114346e-05,
+   "host_canary_seconds": 1.1483964999996488e-05,
    "pass_seconds": [
-    0.00035088530000280114,
-    0.00024791129999925945,
-    0.00031195170000728465
+    0.0004251026000005709,
+    0.00027187729999980095,
+    0.00028966870000033393
    ],
    "pass_host_canary_seconds": [
-    1.1197167500114346e-05,
-    7.431607499910342e-06,
-    1.0302177499852406e-05
+    1.1483964999996488e-05,
+    1.1150132500006294e-05,
+    1.1973082500063015e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 4.0912099996148755e-05,
-   "min": 2.2269400000141103e-05,
-   "max": 0.00015732780000234924,
+   "seconds": 5.2415200002542406e-05,
+   "min": 3.53162000010343e-05,
+   "max": 6.780289999994694e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 2.0067420000202673e-05,
+   "host_canary_seconds": 1.1209192499954667e-05,
    "pass_seconds": [
-    0.00012705180000125438,
-    2.4566299998696195e-05,
-    4.0912099996148755e-05
+    4.4376799999668036e-05,
+    6.095029999926282e-05,
+    5.2415200002542406e-05
    ],
    "pass_host_canary_seconds": [
-    2.0067420000202673e-05,
-    7.488839999894026e-06,
-    1.0131170000136081e-05
+    1.1209192499954667e-05,
+    1.1552670000014586e-05,
+    1.2420899999909806e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00023444769999514392,
-   "min": 0.00017857320000302934,
-   "max": 0.0008329199000002063,
+   "seconds": 0.00031230369999946106,
+   "min": 0.00026508029999945394,
+   "max": 0.000590485399999352,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 2.0474837500188416e-05,
+   "host_canary_seconds": 1.086599499998897e-05,
    "pass_seconds": [
-    0.0006733467000003656,
-    0.00019896480000056727,
-    0.00023444769999514392
+    0.00028236400000025696,
+    0.0004212093000006689,
+    0.00031230369999946106
    ],
    "pass_host_canary_seconds": [
-    2.0474837500188416e-05,
-    7.364864999885867e-06,
-    1.0099969999828318e-05
+    1.086599499998897e-05,
+    1.1552670000014586e-05,
+    1.2308660000002192e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 4.167439999491762e-05,
-   "min": 2.4938799998608375e-05,
-   "max": 0.0002015904000018054,
+   "seconds": 5.071109999903456e-05,
+   "min": 3.912560000003395e-05,
+   "max": 6.089049999786766e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.9023714999946152e-05,
+   "host_canary_seconds": 1.0854354999949579e-05,
    "pass_seconds": [
-    9.261630000310107e-05,
-    2.6348899996264664e-05,
-    4.167439999491762e-05
+    5.071109999903456e-05,
+    4.465290000155164e-05,
+    5.399400000101195e-05
    ],
    "pass_host_canary_seconds": [
-    1.9023714999946152e-05,
-    7.364864999885867e-06,
-    1.0099969999828318e-05
+    1.0854354999949579e-05,
+    1.1624694999881058e-05,
+    1.1649264999959996e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00023062000000209081,
-   "min": 0.00016998369999896568,
-   "max": 0.0007035610000002635,
+   "seconds": 0.00028245260000119287,
+   "min": 0.00017729399999950602,
+   "max": 0.0003529091999993739,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.760303749989589e-05,
+   "host_canary_seconds": 1.0981719999989536e-05,
    "pass_seconds": [
-    0.0006389960000035444,
-    0.0001793084999974326,
-    0.00023062000000209081
+    0.0002935233000002313,
+    0.00022308290000125908,
+    0.00028245260000119287
    ],
    "pass_host_canary_seconds": [
-    1.760303749989589e-05,
-    7.252854999819647e-06,
-    1.0251179999727355e-05
+    1.0981719999989536e-05,
+    1.151415999999017e-05,
+    1.1536764999959814e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.212290000396024e-05,
-   "min": 2.4455600004102963e-05,
-   "max": 0.0001745787000004384,
+   "seconds": 4.737180000091712e-05,
+   "min": 3.949530000113555e-05,
+   "max": 6.539500000144472e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.694764500001611e-05,
+   "host_canary_seconds": 1.1331367499991529e-05,
    "pass_seconds": [
-    0.00014674520000426127,
-    2.7609199997868926e-05,
-    4.212290000396024e-05
+    4.737180000091712e-05,
+    4.757160000110616e-05,
+    4.621440000107668e-05
    ],
    "pass_host_canary_seconds": [
-    1.694764500001611e-05,
-    7.252854999819647e-06,
-    1.0078564999957961e-05
+    1.1331367499991529e-05,
+    1.1398339999999507e-05,
+    1.2074589999997443e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00023206189999882553,
-   "min": 0.00014410549999865907,
-   "max": 0.0007003241999996134,
+   "seconds": 0.0002650952999999845,
+   "min": 0.0001924521999995932,
+   "max": 0.0004522153000010576,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.9340025000076365e-05,
+   "host_canary_seconds": 1.176945499999249e-05,
    "pass_seconds": [
-    0.0005981050000002597,
-    0.0001850332999993043,
-    0.00023206189999882553
+    0.0004020210999996721,
+    0.0002613519000021824,
+    0.0002650952999999845
    ],
    "pass_host_canary_seconds": [
-    1.9340025000076365e-05,
-    7.470904999991035e-06,
-    1.0128475000215077e-05
+    1.176945499999249e-05,
+    1.1262490000092385e-05,
+    1.2074589999997443e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.542090000541066e-05,
-   "min": 2.433980000091651e-05,
-   "max": 0.00019762379999974656,
+   "seconds": 6.120550000048297e-05,
+   "min": 3.869470000097408e-05,
+   "max": 8.560490000206756e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 2.0074269999952322e-05,
+   "host_canary_seconds": 1.2344075000001453e-05,
    "pass_seconds": [
-    0.0001765848999980335,
-    2.4639500003331706e-05,
-    4.542090000541066e-05
+    6.120550000048297e-05,
+    4.405880000035722e-05,
+    7.96976000003724e-05
    ],
    "pass_host_canary_seconds": [
-    2.0074269999952322e-05,
-    7.366920000038135e-06,
-    1.0128475000215077e-05
+    1.2344075000001453e-05,
+    1.1207965000039622e-05,
+    1.252700000001994e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00022314040000992463,
-   "min": 0.00017552069999737796,
-   "max": 0.000663991400000441,
+   "seconds": 0.0004189655000004677,
+   "min": 0.0002915722000011556,
+   "max": 0.0005650039000016704,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.876374250002755e-05,
+   "host_canary_seconds": 1.160756250001782e-05,
    "pass_seconds": [
-    0.0006091186999981346,
-    0.0002107856999998603,
-    0.00022314040000992463
+    0.0004189655000004677,
+    0.0002956576000002542,
+    0.0005409547999988718
    ],
    "pass_host_canary_seconds": [
-    1.876374250002755e-05,
-    7.366920000038135e-06,
-    7.993720000172289e-06
+    1.160756250001782e-05,
+    1.1629319999997278e-05,
+    1.0870337500037408e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00012021190000268688,
-   "min": 5.3841400000465e-05,
-   "max": 0.00041837699999973664,
+   "seconds": 0.00013788830000009965,
+   "min": 8.410479999838571e-05,
+   "max": 0.00020162060000075143,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.8319004999938216e-05,
+   "host_canary_seconds": 1.1514812500017513e-05,
    "pass_seconds": [
-    0.00031065089999628983,
-    6.354390000069543e-05,
-    0.00012021190000268688
+    0.00013788830000009965,
+    0.0001048993000011933,
+    0.00019378480000113995
    ],
    "pass_host_canary_seconds": [
-    1.8319004999938216e-05,
-    7.885954999835576e-06,
-    1.0435949999987314e-05
+    1.1514812500017513e-05,
+    1.1856080000001157e-05,
+    1.2706205000014848e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00047892129999809184,
-   "min": 0.0002755232000026808,
-   "max": 0.0009284337999986292,
+   "seconds": 0.0006961564000022236,
+   "min": 0.0003337465000015527,
+   "max": 0.0007816998000009789,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.9430022500017686e-05,
+   "host_canary_seconds": 1.1584392500019192e-05,
    "pass_seconds": [
-    0.0008630010999979732,
-    0.00029120499999635285,
-    0.00047892129999809184
+    0.0007265330999999264,
+    0.0003922119999998586,
+    0.0006961564000022236
    ],
    "pass_host_canary_seconds": [
-    1.9430022500017686e-05,
-    7.642069999747036e-06,
-    1.0346619999950235e-05
+    1.1584392500019192e-05,
+    1.1856080000001157e-05,
+    1.2137359999968566e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00012100809999537887,
-   "min": 5.571309999936602e-05,
-   "max": 0.00035919409999678463,
+   "seconds": 0.00014342559999960258,
+   "min": 9.934210000039911e-05,
+   "max": 0.00021807950000152232,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.8100062500110426e-05,
+   "host_canary_seconds": 1.1514322499976972e-05,
    "pass_seconds": [
-    0.0003560651999976017,
-    6.910170000082872e-05,
-    0.00012100809999537887
+    0.00014342559999960258,
+    0.0001065904000000728,
+    0.0001475540000001274
    ],
    "pass_host_canary_seconds": [
-    1.8100062500110426e-05,
-    8.13037999989774e-06,
-    1.043072499982145e-05
+    1.1514322499976972e-05,
+    1.1951034999952982e-05,
+    1.2607952500047758e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0005692224000085844,
-   "min": 0.00023882680000042456,
-   "max": 0.0013910904999988815,
+   "seconds": 0.000521383999999614,
+   "min": 0.00033246589999862407,
+   "max": 0.0007462849999996024,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1001504999939015e-05,
+   "host_canary_seconds": 1.1779562499967256e-05,
    "pass_seconds": [
-    0.0007136112000011962,
-    0.00026422889999935253,
-    0.0005692224000085844
+    0.000521383999999614,
+    0.00042018329999962136,
+    0.0007336420999990878
    ],
    "pass_host_canary_seconds": [
-    1.1001504999939015e-05,
-    7.892210000193245e-06,
-    1.050372749972439e-05
+    1.1779562499967256e-05,
+    1.167219500004535e-05,
+    1.0429612500004737e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00011382509999862123,
-   "min": 7.279659999994692e-05,
-   "max": 0.00013626500000327724,
+   "seconds": 0.00014169290000012324,
+   "min": 9.583700000064255e-05,
+   "max": 0.00019397249999997257,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0553879999974924e-05,
+   "host_canary_seconds": 1.1711167499974808e-05,
    "pass_seconds": [
-    0.00011382509999862123,
-    7.773909999855277e-05,
-    0.00012140590000626616
+    0.00014169290000012324,
+    0.00010403169999904094,
+    0.0001507404000022916
    ],
    "pass_host_canary_seconds": [
-    1.0553879999974924e-05,
-    7.578289999798926e-06,
-    1.0515352500135577e-05
+    1.1711167499974808e-05,
+    1.1768999999901553e-05,
+    1.0181529999968574e-05
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0004918330000009518,
-   "min": 0.0002877302999991116,
-   "max": 0.0006364439999970272,
+   "seconds": 0.0005298115000002213,
+   "min": 0.0003087571000008893,
+   "max": 0.0006312291999989838,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1087042500008691e-05,
+   "host_canary_seconds": 1.15540050000007e-05,
    "pass_seconds": [
-    0.0005051412999989679,
-    0.00030572900000152,
-    0.0004918330000009518
+    0.0005298115000002213,
+    0.0004160535000011123,
+    0.0006027026999987584
    ],
    "pass_host_canary_seconds": [
-    1.1087042500008691e-05,
-    8.67687999999589e-06,
-    1.0580692500070654e-05
+    1.15540050000007e-05,
+    1.1574830000000701e-05,
+    1.0527989999999933e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 9.849150000036388e-05,
-   "min": 5.91578000012305e-05,
-   "max": 0.00011479739999913363,
+   "seconds": 0.00013920829999989338,
+   "min": 9.336319999988518e-05,
+   "max": 0.000205884199999673,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1119904999929986e-05,
+   "host_canary_seconds": 1.1751259999996933e-05,
    "pass_seconds": [
-    0.00010724859999982073,
-    6.352340000148615e-05,
-    9.849150000036388e-05
+    0.00013920829999989338,
+    0.00011750040000038097,
+    0.00015447060000042256
    ],
    "pass_host_canary_seconds": [
-    1.1119904999929986e-05,
-    8.03985000004559e-06,
-    1.033534749979026e-05
+    1.1751259999996933e-05,
+    1.1382670000017469e-05,
+    1.0846815000107313e-05
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005258880000042154,
-   "min": 0.0003095725000036964,
-   "max": 0.0007197282999982235,
+   "seconds": 0.0005607874000006063,
+   "min": 0.0004529248000011421,
+   "max": 0.0007735135000004334,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0520685000017237e-05,
+   "host_canary_seconds": 1.1838664999999082e-05,
    "pass_seconds": [
-    0.0005258880000042154,
-    0.0003831585999989784,
-    0.0005273932000022796
+    0.0005607874000006063,
+    0.0005068416000000298,
+    0.0006277680000010832
    ],
    "pass_host_canary_seconds": [
-    1.0520685000017237e-05,
-    7.912522500106434e-06,
-    1.0355274999938047e-05
+    1.1838664999999082e-05,
+    1.1821085000036646e-05,
+    1.1038924999979826e-05
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.148006696461282e-06,
-   "min": 1.9377142857887212e-06,
-   "max": 3.615897321499314e-06,
+   "seconds": 3.5014642857536922e-06,
+   "min": 2.0934843749970914e-06,
+   "max": 4.413388392901904e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.062266250016819e-05,
+   "host_canary_seconds": 7.972595000040883e-06,
    "pass_seconds": [
-    3.3152142856960964e-06,
-    2.069683035748377e-06,
-    3.148006696461282e-06
+    2.1738950893064005e-06,
+    3.5014642857536922e-06,
+    3.6527700892590483e-06
    ],
    "pass_host_canary_seconds": [
-    1.062266250016819e-05,
-    7.393995000199993e-06,
-    1.0406122499944104e-05
+    7.972595000040883e-06,
+    1.159131500003241e-05,
+    1.0712977499949262e-05
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.0001342029998860588,
-   "min": 4.6342571433147624e-05,
-   "max": 0.0003301927142891665,
+   "seconds": 0.00013987785715536508,
+   "min": 6.175842857203406e-05,
+   "max": 0.0002743912857243101,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.062266250016819e-05,
+   "host_canary_seconds": 7.972595000040883e-06,
    "pass_seconds": [
-    0.00014417271432876078,
-    9.748928571135757e-05,
-    0.0001342029998860588
+    8.89392857175153e-05,
+    0.00013987785715536508,
+    0.0001867044285575048
    ],
    "pass_host_canary_seconds": [
-    1.062266250016819e-05,
-    7.393995000199993e-06,
-    1.0406122499944104e-05
+    7.972595000040883e-06,
+    1.159131500003241e-05,
+    1.0712977499949262e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.4819218750164235e-06,
-   "min": 2.41233482142381e-06,
-   "max": 4.094930803587106e-06,
+   "seconds": 4.3064285713941985e-06,
+   "min": 2.5050870535725522e-06,
+   "max": 6.744738839183283e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.843420000095194e-06,
+   "host_canary_seconds": 8.111859999999637e-06,
    "pass_seconds": [
-    3.4819218750164235e-06,
-    2.848654017815834e-06,
-    3.816368303536219e-06
+    2.823049107116203e-06,
+    4.3064285713941985e-06,
+    5.2199910714558125e-06
    ],
    "pass_host_canary_seconds": [
-    9.843420000095194e-06,
-    7.796984999970392e-06,
-    1.0073434999640085e-05
+    8.111859999999637e-06,
+    1.1040469999983315e-05,
+    1.2273060000040913e-05
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.000655200142895345,
-   "min": 0.0005794862856873806,
-   "max": 0.0009853025714668157,
+   "seconds": 0.0006806178571423516,
+   "min": 0.0005586212857053852,
+   "max": 0.0012177302857188416,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.843420000095194e-06,
+   "host_canary_seconds": 8.111859999999637e-06,
    "pass_seconds": [
-    0.000632438857134535,
-    0.000655200142895345,
-    0.000703097428559626
+    0.0006149778571398201,
+    0.0006806178571423516,
+    0.0007346574285926571
    ],
    "pass_host_canary_seconds": [
-    9.843420000095194e-06,
-    7.796984999970392e-06,
-    1.0073434999640085e-05
+    8.111859999999637e-06,
+    1.1040469999983315e-05,
+    1.2273060000040913e-05
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018300799990811356,
-   "min": 0.0001776290000066183,
-   "max": 0.00019885400001840026,
+   "seconds": 0.00019652400001746173,
+   "min": 0.00018469099998696947,
+   "max": 0.00021651299999803086,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019087999999101157,
-    0.00018053899998449197,
-    0.00018300799990811356
+    0.0001919939999908138,
+    0.00019652400001746173,
+    0.00020736300001544805
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.1880174107075895e-05,
-   "min": 2.127422544643106e-05,
-   "max": 2.8006792410804693e-05,
+   "seconds": 3.1308979910692004e-05,
+   "min": 2.425439062500193e-05,
+   "max": 3.5952573660719924e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.523909999984426e-06,
+   "host_canary_seconds": 8.535969999989845e-06,
    "pass_seconds": [
-    2.7560714285636478e-05,
-    2.1876037946328658e-05,
-    2.1880174107075895e-05
+    2.5124325892887456e-05,
+    3.1308979910692004e-05,
+    3.312422544641892e-05
    ],
    "pass_host_canary_seconds": [
-    9.523909999984426e-06,
-    7.408270000013317e-06,
-    7.299762499712869e-06
+    8.535969999989845e-06,
+    1.0859202499986508e-05,
+    1.1606879999987995e-05
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00011901128575735639,
-   "min": 1.527071426770418e-05,
-   "max": 0.0002904392857528495,
+   "seconds": 0.00014443928573980086,
+   "min": -1.777071427966348e-05,
+   "max": 0.0004713970000084699,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.523909999984426e-06,
+   "host_canary_seconds": 8.535969999989845e-06,
    "pass_seconds": [
-    0.00012673900002775043,
-    0.00011901128575735639,
-    9.620785710597241e-05
+    0.0001283195714328095,
+    0.00014443928573980086,
+    0.00031378628572399864
    ],
    "pass_host_canary_seconds": [
-    9.523909999984426e-06,
-    7.408270000013317e-06,
-    7.299762499712869e-06
+    8.535969999989845e-06,
+    1.0859202499986508e-05,
+    1.1606879999987995e-05
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.287154017846912e-05,
-   "min": 2.1864832589305445e-05,
-   "max": 3.0180870535697784e-05,
+   "seconds": 2.5267287946447885e-05,
+   "min": 2.33994285714039e-05,
+   "max": 3.996440401784643e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.483620000025894e-06,
+   "host_canary_seconds": 8.433140000008165e-06,
    "pass_seconds": [
-    2.872374107149816e-05,
-    2.2391611607045343e-05,
-    2.287154017846912e-05
+    2.4839223214310836e-05,
+    2.5267287946447885e-05,
+    3.0379598214264852e-05
    ],
    "pass_host_canary_seconds": [
-    9.483620000025894e-06,
-    7.4353700000528985e-06,
-    7.4911399997290574e-06
+    8.433140000008165e-06,
+    1.1085320000034927e-05,
+    8.751554999975043e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006285625713888163,
-   "min": 0.00046707528576916957,
-   "max": 0.0010028177142901637,
+   "seconds": 0.0006535592856989425,
+   "min": -0.0001825455714237834,
+   "max": 0.0015523037142851795,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.483620000025894e-06,
+   "host_canary_seconds": 8.433140000008165e-06,
    "pass_seconds": [
-    0.0006285625713888163,
-    0.0006654228571635809,
-    0.0005716294285126164
+    0.000573439571427668,
+    0.0006535592856989425,
+    0.0006563344285634037
    ],
    "pass_host_canary_seconds": [
-    9.483620000025894e-06,
-    7.4353700000528985e-06,
-    7.4911399997290574e-06
+    8.433140000008165e-06,
+    1.1085320000034927e-05,
+    8.751554999975043e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00015979599993443117,
-   "min": 0.000157763999936833,
-   "max": 0.0001946830000179034,
+   "seconds": 0.00016518900000050962,
+   "min": 0.00016117200000564935,
+   "max": 0.000428268999996817,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00017405500000222673,
-    0.00015950699997802076,
-    0.00015979599993443117
+    0.00016518900000050962,
+    0.00016513799999984258,
+    0.0002617890000067291
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.587573660850288e-06,
-   "min": 1.4532946428502669e-06,
-   "max": 2.3924977679001813e-06,
+   "seconds": 1.708071428550641e-06,
+   "min": 1.5558839285516918e-06,
+   "max": 5.0734553572264114e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0241489999884833e-05,
+   "host_canary_seconds": 8.518349999988573e-06,
    "pass_seconds": [
-    2.321549107112527e-06,
-    1.539017857155045e-06,
-    1.587573660850288e-06
+    1.708071428550641e-06,
+    1.5958459821544376e-06,
+    2.686908482120641e-06
    ],
    "pass_host_canary_seconds": [
-    1.0241489999884833e-05,
-    7.451969999863195e-06,
-    7.631235000076231e-06
+    8.518349999988573e-06,
+    8.279939999908947e-06,
+    1.4603165000011132e-05
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 7.243628577465902e-05,
-   "min": 5.2562285710726944e-05,
-   "max": 0.0001292274285934322,
+   "seconds": 8.706842858227251e-05,
+   "min": -0.00010016700001155447,
+   "max": 0.0003162098571140502,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0241489999884833e-05,
+   "host_canary_seconds": 8.518349999988573e-06,
    "pass_seconds": [
-    8.532914288902508e-05,
-    6.555785710458752e-05,
-    7.243628577465902e-05
+    8.706842858227251e-05,
+    6.049757142331405e-05,
+    0.00011263085715183609
    ],
    "pass_host_canary_seconds": [
-    1.0241489999884833e-05,
-    7.451969999863195e-06,
-    7.631235000076231e-06
+    8.518349999988573e-06,
+    8.279939999908947e-06,
+    1.4603165000011132e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.299138393066106e-06,
-   "min": 1.9842120535835354e-06,
-   "max": 3.6832968749931993e-06,
+   "seconds": 3.524794642860231e-06,
+   "min": 1.8861316964776824e-06,
+   "max": 7.907029017825298e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.995995000053882e-06,
+   "host_canary_seconds": 1.1233910000001401e-05,
    "pass_seconds": [
-    2.753341517828086e-06,
-    2.198281249984494e-06,
-    2.299138393066106e-06
+    3.524794642860231e-06,
+    2.5088258928742036e-06,
+    4.197209821413647e-06
    ],
    "pass_host_canary_seconds": [
-    9.995995000053882e-06,
-    7.680180000022573e-06,
-    7.770949999894582e-06
+    1.1233910000001401e-05,
+    8.40478000000644e-06,
+    1.099856500005103e-05
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005915931429204388,
-   "min": 0.0004837919999870012,
-   "max": 0.0006831768571698506,
+   "seconds": 0.0005665308571544919,
+   "min": 0.000325759999997542,
+   "max": 0.0012869679999921247,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.995995000053882e-06,
+   "host_canary_seconds": 1.1233910000001401e-05,
    "pass_seconds": [
-    0.0005915931429204388,
-    0.000555826428556624,
-    0.0006006282856430646
+    0.0005665308571544919,
+    0.000559441714313737,
+    0.000632665142855363
    ],
    "pass_host_canary_seconds": [
-    9.995995000053882e-06,
-    7.680180000022573e-06,
-    7.770949999894582e-06
+    1.1233910000001401e-05,
+    8.40478000000644e-06,
+    1.099856500005103e-05
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00013710700000046927,
-   "min": 0.0001235789999896042,
-   "max": 0.00015802999996594735,
+   "seconds": 0.00012873299999682786,
+   "min": 0.00012467999999898893,
+   "max": 0.0001464700000042285,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00014164399999572197,
-    0.00012712000000192347,
-    0.00013710700000046927
+    0.0001289080000077547,
+    0.0001266349999866634,
+    0.00012873299999682786
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 6.6067433035499334e-06,
-   "min": 4.00510267871214e-06,
-   "max": 7.658754464274458e-06,
+   "seconds": 4.694122767886658e-06,
+   "min": 4.339895089332048e-06,
+   "max": 1.3292877232094571e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0077800000090065e-05,
+   "host_canary_seconds": 8.191417500000853e-06,
    "pass_seconds": [
-    6.6067433035499334e-06,
-    7.4399709821498e-06,
-    4.818685267947233e-06
+    4.571428571464864e-06,
+    7.577962053544647e-06,
+    4.694122767886658e-06
    ],
    "pass_host_canary_seconds": [
-    1.0077800000090065e-05,
-    1.1055985000041347e-05,
-    8.625670000128592e-06
+    8.191417500000853e-06,
+    1.0773574999944912e-05,
+    9.275487499991186e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00020606357146237187,
-   "min": 5.936685710951551e-05,
-   "max": 0.0005365984285390368,
+   "seconds": 0.00015261042857974062,
+   "min": -0.00019466014286097428,
+   "max": 0.0010298531428572589,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0077800000090065e-05,
+   "host_canary_seconds": 8.191417500000853e-06,
    "pass_seconds": [
-    0.00020606357146237187,
-    0.0002610325714483354,
-    0.00014340971433414652
+    0.00015261042857974062,
+    0.000164743714277295,
+    0.0001206914285774019
    ],
    "pass_host_canary_seconds": [
-    1.0077800000090065e-05,
-    1.1055985000041347e-05,
-    8.625670000128592e-06
+    8.191417500000853e-06,
+    1.0773574999944912e-05,
+    9.275487499991186e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.754386160715187e-06,
-   "min": 5.247466517945197e-06,
-   "max": 1.047495312483144e-05,
+   "seconds": 5.915294642872786e-06,
+   "min": 2.96281026785599e-06,
+   "max": 1.596235044644599e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.725474999981997e-06,
+   "host_canary_seconds": 8.486145000006217e-06,
    "pass_seconds": [
-    7.1149285713849916e-06,
-    5.55681919652987e-06,
-    5.754386160715187e-06
+    5.817772321416369e-06,
+    9.21869419639216e-06,
+    5.915294642872786e-06
    ],
    "pass_host_canary_seconds": [
-    9.725474999981997e-06,
-    7.787124999936168e-06,
-    7.783650000305897e-06
+    8.486145000006217e-06,
+    1.1180850000016563e-05,
+    8.454405000009047e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007416041429126251,
-   "min": 0.0004169340000186951,
-   "max": 0.0010366457142611451,
+   "seconds": 0.0007720322857258971,
+   "min": 7.588657140088022e-05,
+   "max": 0.0021826841428622045,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.725474999981997e-06,
+   "host_canary_seconds": 8.486145000006217e-06,
    "pass_seconds": [
-    0.0007416041429126251,
-    0.0007248122857065807,
-    0.0007463232857227403
+    0.0006742991428560735,
+    0.0008003861428481482,
+    0.0007720322857258971
    ],
    "pass_host_canary_seconds": [
-    9.725474999981997e-06,
-    7.787124999936168e-06,
-    7.783650000305897e-06
+    8.486145000006217e-06,
+    1.1180850000016563e-05,
+    8.454405000009047e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 3.0289062500164577e-05,
-   "min": 2.9102256696183254e-05,
-   "max": 3.90577075891788e-05,
+   "seconds": 4.2783774553546904e-05,
+   "min": 3.144682812499562e-05,
+   "max": 5.919845758928233e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.6273549999637e-06,
+   "host_canary_seconds": 8.26578000001632e-06,
    "pass_seconds": [
-    3.819695089291031e-05,
-    3.0289062500164577e-05,
-    2.968939955369113e-05
+    3.308527901786056e-05,
+    4.2783774553546904e-05,
+    4.6304848214313256e-05
    ],
    "pass_host_canary_seconds": [
-    9.6273549999637e-06,
-    7.440102500027024e-06,
-    7.395912499532642e-06
+    8.26578000001632e-06,
+    8.681464999966692e-06,
+    1.113980500008438e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00018531928570350185,
-   "min": 9.775857143625106e-05,
-   "max": 0.0004112702856186193,
+   "seconds": 0.0002502541428555105,
+   "min": -0.0015747612857239801,
+   "max": 0.0024720058571290338,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.6273549999637e-06,
+   "host_canary_seconds": 8.26578000001632e-06,
    "pass_seconds": [
-    0.0002327237142968181,
-    0.0001659531428686023,
-    0.00018531928570350185
+    0.0002502541428555105,
+    -1.2243285713761133e-05,
+    0.00041207499998157423
    ],
    "pass_host_canary_seconds": [
-    9.6273549999637e-06,
-    7.440102500027024e-06,
-    7.395912499532642e-06
+    8.26578000001632e-06,
+    8.681464999966692e-06,
+    1.113980500008438e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.0761250000058536e-05,
-   "min": 2.92388013392042e-05,
-   "max": 5.463076116069792e-05,
+   "seconds": 3.7188533482192453e-05,
+   "min": 2.5762566964309436e-05,
+   "max": 5.2670428571425075e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.58237999981293e-06,
+   "host_canary_seconds": 8.079819999977645e-06,
    "pass_seconds": [
-    3.9044448660747424e-05,
-    3.067273883937206e-05,
-    3.0761250000058536e-05
+    3.309301116072305e-05,
+    4.371249776794325e-05,
+    3.7188533482192453e-05
    ],
    "pass_host_canary_seconds": [
-    9.58237999981293e-06,
-    7.398889999876701e-06,
-    7.36597500008429e-06
+    8.079819999977645e-06,
+    9.985469999946872e-06,
+    8.31144000002837e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007511268571615153,
-   "min": -0.0006909027142439428,
-   "max": 0.001341468428612253,
+   "seconds": 0.0007838687143078005,
+   "min": -0.0002746184285748704,
+   "max": 0.004665941714271022,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.58237999981293e-06,
+   "host_canary_seconds": 8.079819999977645e-06,
    "pass_seconds": [
-    0.0007511268571615153,
-    0.000770968142879675,
-    0.0007147061428603202
+    0.0007495282857092889,
+    0.0008683290000094856,
+    0.0007838687143078005
    ],
    "pass_host_canary_seconds": [
-    9.58237999981293e-06,
-    7.398889999876701e-06,
-    7.36597500008429e-06
+    8.079819999977645e-06,
+    9.985469999946872e-06,
+    8.31144000002837e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.784049107048499e-06,
-   "min": 1.466845982202512e-06,
-   "max": 2.2813348214967277e-06,
+   "seconds": 2.1426897321826947e-06,
+   "min": 1.4943995535635475e-06,
+   "max": 3.6933995536233714e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.921689999998761e-06,
+   "host_canary_seconds": 7.938620000018659e-06,
    "pass_seconds": [
-    2.248337053550082e-06,
-    1.784049107048499e-06,
-    1.5746495536055655e-06
+    1.5921339285692885e-06,
+    2.1426897321826947e-06,
+    2.654176339283205e-06
    ],
    "pass_host_canary_seconds": [
-    9.921689999998761e-06,
-    8.108545000027334e-06,
-    7.387234999782777e-06
+    7.938620000018659e-06,
+    9.771864999947866e-06,
+    1.1131119999987505e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 8.43098570888807e-05,
-   "min": 4.160299997530663e-05,
-   "max": 0.00014360271425013188,
+   "seconds": 7.997742858378842e-05,
+   "min": 4.3212856967654275e-06,
+   "max": 0.00037064614285295,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.921689999998761e-06,
+   "host_canary_seconds": 7.938620000018659e-06,
    "pass_seconds": [
-    9.115242857303331e-05,
-    8.43098570888807e-05,
-    6.847328568580582e-05
+    6.040614286056163e-05,
+    7.997742858378842e-05,
+    0.00010795857143161162
    ],
    "pass_host_canary_seconds": [
-    9.921689999998761e-06,
-    8.108545000027334e-06,
-    7.387234999782777e-06
+    7.938620000018659e-06,
+    9.771864999947866e-06,
+    1.1131119999987505e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.2889598214297687e-06,
-   "min": 1.9480491071683607e-06,
-   "max": 6.719149553572176e-06,
+   "seconds": 2.3434419642904506e-06,
+   "min": 1.1839955357727052e-06,
+   "max": 5.434821428578525e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.921689999998761e-06,
+   "host_canary_seconds": 8.408809999949085e-06,
    "pass_seconds": [
-    2.94019866079306e-06,
-    2.252160714303183e-06,
-    2.2889598214297687e-06
+    2.254638392841711e-06,
+    2.3434419642904506e-06,
+    3.6786294642813085e-06
    ],
    "pass_host_canary_seconds": [
-    9.921689999998761e-06,
-    7.78514000018049e-06,
-    7.697810000308891e-06
+    8.408809999949085e-06,
+    9.84947499986788e-06,
+    1.1371184999973138e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005618697143095883,
-   "min": 0.0003014434285871305,
-   "max": 0.0007605678571118396,
+   "seconds": 0.0006316788571366162,
+   "min": 0.00038211342856340835,
+   "max": 0.0016007415714065182,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.921689999998761e-06,
+   "host_canary_seconds": 8.408809999949085e-06,
    "pass_seconds": [
-    0.0005879470000341566,
-    0.0005618697143095883,
-    0.0005143275713765304
+    0.0005341754285694833,
+    0.0007062997142911952,
+    0.0006316788571366162
    ],
    "pass_host_canary_seconds": [
-    9.921689999998761e-06,
-    7.78514000018049e-06,
-    7.697810000308891e-06
+    8.408809999949085e-06,
+    9.84947499986788e-06,
+    1.1371184999973138e-05
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 8.098714285737734e-06,
-   "min": 7.615540178664203e-06,
-   "max": 1.652872098212299e-05,
+   "seconds": 9.742361607159974e-06,
+   "min": 7.87226562496254e-06,
+   "max": 2.392241964286969e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.700364999929434e-06,
+   "host_canary_seconds": 8.24474000005182e-06,
    "pass_seconds": [
-    1.1291120535819995e-05,
-    8.098714285737734e-06,
-    8.09761383914674e-06
+    8.869441964305075e-06,
+    9.742361607159974e-06,
+    1.426810937500887e-05
    ],
    "pass_host_canary_seconds": [
-    9.700364999929434e-06,
-    7.668844999955128e-06,
-    7.683150000161732e-06
+    8.24474000005182e-06,
+    1.1721139999991692e-05,
+    1.1420622500040168e-05
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00027268628582532983,
-   "min": -3.1460285721810334e-05,
-   "max": 0.000702909857125178,
+   "seconds": 0.0003181017142789447,
+   "min": -0.0003444227142779255,
+   "max": 0.000997050857141143,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.700364999929434e-06,
+   "host_canary_seconds": 8.24474000005182e-06,
    "pass_seconds": [
-    0.00037429214285923857,
-    0.00026575128569155434,
-    0.00027268628582532983
+    0.0003181017142789447,
+    0.00028409685713118706,
+    0.0004313795714178273
    ],
    "pass_host_canary_seconds": [
-    9.700364999929434e-06,
-    7.668844999955128e-06,
-    7.683150000161732e-06
+    8.24474000005182e-06,
+    1.1721139999991692e-05,
+    1.1420622500040168e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.331951562504636e-05,
-   "min": 8.446374999923226e-06,
-   "max": 2.1290968749936618e-05,
+   "seconds": 1.638310267854897e-05,
+   "min": 9.077049107147112e-06,
+   "max": 2.5518837053515953e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.863944999892737e-06,
+   "host_canary_seconds": 8.108804999977792e-06,
    "pass_seconds": [
-    1.331951562504636e-05,
-    1.955570535727702e-05,
-    1.160105803599265e-05
+    9.867236607151244e-06,
+    1.788484598216503e-05,
+    1.638310267854897e-05
    ],
    "pass_host_canary_seconds": [
-    9.863944999892737e-06,
-    1.2884619999908864e-05,
-    7.863239999892358e-06
+    8.108804999977792e-06,
+    1.1636660000107213e-05,
+    1.1192139999991469e-05
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0010696584285564573,
-   "min": 0.0008092304285258121,
-   "max": 0.0017258850000091896,
+   "seconds": 0.0009327389999985566,
+   "min": -5.089657141102823e-05,
+   "max": 0.0029062438571421417,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.863944999892737e-06,
+   "host_canary_seconds": 8.108804999977792e-06,
    "pass_seconds": [
-    0.001049572857116995,
-    0.0013247817142882923,
-    0.0010696584285564573
+    0.0009327389999985566,
+    0.0008399281428726876,
+    0.0010994519999932045
    ],
    "pass_host_canary_seconds": [
-    9.863944999892737e-06,
-    1.2884619999908864e-05,
-    7.863239999892358e-06
+    8.108804999977792e-06,
+    1.1636660000107213e-05,
+    1.1192139999991469e-05
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00047119300000986186,
-   "min": 0.0004472550000400588,
-   "max": 0.0006584980000070573,
+   "seconds": 0.00046003500000324493,
+   "min": 0.00044702799999640774,
+   "max": 0.0005104939999966973,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00047119300000986186,
-    0.0005681830000412447,
-    0.00045762499996726547
+    0.00046003500000324493,
+    0.00045620399998824723,
+    0.0004631619999884151
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 7.826738392857635e-05,
-   "min": 7.037890848212871e-05,
-   "max": 9.396515178572429e-05,
+   "seconds": 8.033389508930812e-05,
+   "min": 7.513485714286514e-05,
+   "max": 0.00013619483928569868,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.993850000000748e-06,
+   "host_canary_seconds": 8.149460000055341e-06,
    "pass_seconds": [
-    9.150915848213767e-05,
-    7.826738392857635e-05,
-    7.253112276802856e-05
+    7.664589732143361e-05,
+    0.00010082536160714386,
+    8.033389508930812e-05
    ],
    "pass_host_canary_seconds": [
-    9.993850000000748e-06,
-    7.888304999994488e-06,
-    7.762055000171131e-06
+    8.149460000055341e-06,
+    8.460395000042808e-06,
+    8.311655000028395e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.00037190228571099774,
-   "min": -0.00028082400003930693,
-   "max": 0.002225289428565702,
+   "seconds": 0.0003443831428577527,
+   "min": -0.002773609000014079,
+   "max": 0.005790882857147446,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.993850000000748e-06,
+   "host_canary_seconds": 8.149460000055341e-06,
    "pass_seconds": [
-    0.0003836527142604086,
-    0.00037190228571099774,
-    0.00035928514275188495
+    0.0003443831428577527,
+    0.0001863401428790568,
+    0.000373378142849593
    ],
    "pass_host_canary_seconds": [
-    9.993850000000748e-06,
-    7.888304999994488e-06,
-    7.762055000171131e-06
+    8.149460000055341e-06,
+    8.460395000042808e-06,
+    8.311655000028395e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 7.749440848213242e-05,
-   "min": 6.898467633905827e-05,
-   "max": 0.00010881833258937133,
+   "seconds": 7.773945089284418e-05,
+   "min": 6.228058035714515e-05,
+   "max": 0.00010420078348210333,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.994435000066915e-06,
+   "host_canary_seconds": 8.294439999971815e-06,
    "pass_seconds": [
-    9.891935714291731e-05,
-    7.749440848213242e-05,
-    7.728027901800414e-05
+    7.773945089284418e-05,
+    9.000405357140195e-05,
+    7.76945959821061e-05
    ],
    "pass_host_canary_seconds": [
-    9.994435000066915e-06,
-    7.628209999950286e-06,
-    7.555380000212608e-06
+    8.294439999971815e-06,
+    1.0139890000004925e-05,
+    8.220894999908523e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.000958239714309782,
-   "min": -0.0005009224285978621,
-   "max": 0.002930123857189366,
+   "seconds": 0.0008520271428551496,
+   "min": -0.0008853701428352323,
+   "max": 0.01005536871429464,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.994435000066915e-06,
+   "host_canary_seconds": 8.294439999971815e-06,
    "pass_seconds": [
-    0.000958239714309782,
-    0.0007872848571618563,
-    0.0010541048571570044
+    0.0008520271428551496,
+    0.0023157717142794354,
+    0.0008331951428520567
    ],
    "pass_host_canary_seconds": [
-    9.994435000066915e-06,
-    7.628209999950286e-06,
-    7.555380000212608e-06
+    8.294439999971815e-06,
+    1.0139890000004925e-05,
+    8.220894999908523e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039300700001376754,
-   "min": 0.00038401000000476415,
-   "max": 0.0004081530000235034,
+   "seconds": 0.00039413199999671633,
+   "min": 0.00038860499999771037,
+   "max": 0.002045394000020906,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003917570000453452,
-    0.00039300700001376754,
-    0.0003932370000256924
+    0.0003926400000011654,
+    0.0007581309999977748,
+    0.00039413199999671633
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.638694196350449e-06,
-   "min": 2.3584642858358914e-06,
-   "max": 4.732564731974824e-06,
+   "seconds": 2.8207901785799142e-06,
+   "min": 2.448397321425893e-06,
+   "max": 3.336549107097702e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.479875000058201e-06,
+   "host_canary_seconds": 8.156124999985082e-06,
    "pass_seconds": [
-    2.5215066965194362e-06,
-    2.638694196350449e-06,
-    4.255977678470556e-06
+    2.621084821408104e-06,
+    2.897459821468321e-06,
+    2.8207901785799142e-06
    ],
    "pass_host_canary_seconds": [
-    7.479875000058201e-06,
-    7.731540000008863e-06,
-    1.159230749976814e-05
+    8.156124999985082e-06,
+    8.16091499999061e-06,
+    8.336159999942084e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 0.00013801085713436936,
-   "min": 7.614314280804786e-05,
-   "max": 0.00024667185716355434,
+   "seconds": 9.7683428561725e-05,
+   "min": 7.485928573406194e-05,
+   "max": 0.0002054210000202212,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.479875000058201e-06,
+   "host_canary_seconds": 8.156124999985082e-06,
    "pass_seconds": [
-    0.00013801085713436936,
-    0.00010478557143349981,
-    0.00017716914294396702
+    9.488785714901432e-05,
+    0.00011415485714191424,
+    9.7683428561725e-05
    ],
    "pass_host_canary_seconds": [
-    7.479875000058201e-06,
-    7.731540000008863e-06,
-    1.159230749976814e-05
+    8.156124999985082e-06,
+    8.16091499999061e-06,
+    8.336159999942084e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.6828660714099167e-06,
-   "min": 2.8373660713652626e-06,
-   "max": 5.378029017677477e-06,
+   "seconds": 3.7401361607157313e-06,
+   "min": 3.2720133928647906e-06,
+   "max": 5.765508928564803e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.569285000101899e-06,
+   "host_canary_seconds": 8.251299999955109e-06,
    "pass_seconds": [
-    3.239669642900773e-06,
-    3.6828660714099167e-06,
-    3.7543660716161346e-06
+    3.481939732129037e-06,
+    3.7401361607157313e-06,
+    3.910575892884793e-06
    ],
    "pass_host_canary_seconds": [
-    7.569285000101899e-06,
-    7.975569999985055e-06,
-    7.878525000251102e-06
+    8.251299999955109e-06,
+    8.275400000030687e-06,
+    8.466660000010507e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0006668338571996303,
-   "min": 0.00047604342859943117,
-   "max": 0.0008820065715196636,
+   "seconds": 0.0005667531428384466,
+   "min": 0.00048241971429823546,
+   "max": 0.0007755248571551679,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.569285000101899e-06,
+   "host_canary_seconds": 8.251299999955109e-06,
    "pass_seconds": [
-    0.0006295965714733548,
-    0.0006709989999974043,
-    0.0006668338571996303
+    0.0005521311428659764,
+    0.0005667531428384466,
+    0.0006114880000203421
    ],
    "pass_host_canary_seconds": [
-    7.569285000101899e-06,
-    7.975569999985055e-06,
-    7.878525000251102e-06
+    8.251299999955109e-06,
+    8.275400000030687e-06,
+    8.466660000010507e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0001877949999880002,
-   "min": 0.00018092400000568887,
-   "max": 0.000276541000062025,
+   "seconds": 0.00018633199999840144,
+   "min": 0.0001800189999983104,
+   "max": 0.00021228600002132225,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00018955000001597,
-    0.0001877949999880002,
-    0.00018524999995861435
+    0.0001860180000079481,
+    0.00018633199999840144,
+    0.00020307799999841336
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.275890999996591e-06,
-   "min": 4.923863999920286e-06,
-   "max": 8.118034999938573e-06,
+   "seconds": 5.619578999997543e-06,
+   "min": 5.178403000002163e-06,
+   "max": 1.0891254999989997e-05,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.724239999902238e-06,
+   "host_canary_seconds": 8.22399500002291e-06,
    "pass_seconds": [
-    5.18724400001247e-06,
-    5.275890999996591e-06,
-    7.096880999938549e-06
+    5.619578999997543e-06,
+    5.294074999994791e-06,
+    7.556227999998555e-06
    ],
    "pass_host_canary_seconds": [
-    7.724239999902238e-06,
-    7.956720000095174e-06,
-    9.985785000026227e-06
+    8.22399500002291e-06,
+    8.093225000038729e-06,
+    1.116927000005319e-05
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.942415000025903e-06,
-   "min": 6.671919000041271e-06,
-   "max": 1.0536533999925267e-05,
+   "seconds": 6.898167999992211e-06,
+   "min": 6.712864999997237e-06,
+   "max": 9.78002499999775e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.626557499946785e-06,
+   "host_canary_seconds": 8.152534999936733e-06,
    "pass_seconds": [
-    6.7727019999779255e-06,
-    6.942415000025903e-06,
-    7.243374000040603e-06
+    6.898167999992211e-06,
+    6.77938000001177e-06,
+    8.813229999987016e-06
    ],
    "pass_host_canary_seconds": [
-    7.626557499946785e-06,
-    7.888072500037423e-06,
-    9.716435000086675e-06
+    8.152534999936733e-06,
+    7.894589999963842e-06,
+    1.111270750001836e-05
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.56537999993634e-07,
-   "min": 8.395080000127564e-07,
-   "max": 9.603250000509433e-07,
+   "seconds": 9.517569999957231e-07,
+   "min": 8.797989999891343e-07,
+   "max": 1.4206559999934144e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.328737500102988e-06,
+   "host_canary_seconds": 8.687945000040998e-06,
    "pass_seconds": [
-    8.529520000024604e-07,
-    8.778790000292247e-07,
-    8.56537999993634e-07
+    9.517569999957231e-07,
+    9.167599999955201e-07,
+    1.0915109999984907e-06
    ],
    "pass_host_canary_seconds": [
-    7.328737500102988e-06,
-    7.851862499990147e-06,
-    7.688187500320964e-06
+    8.687945000040998e-06,
+    7.872049999946285e-06,
+    1.1120552500045733e-05
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.504714300000387e-05,
-   "min": 1.4327675999993516e-05,
-   "max": 2.1332735999976647e-05,
+   "seconds": 1.6073959000010517e-05,
+   "min": 1.5478838000007046e-05,
+   "max": 1.9006650999983776e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.472107500063885e-06,
+   "host_canary_seconds": 8.252002499986588e-06,
    "pass_seconds": [
-    1.4706058999991e-05,
-    1.504714300000387e-05,
-    1.550955499999418e-05
+    1.6073959000010517e-05,
+    1.5781588999999486e-05,
+    1.6201130000013107e-05
    ],
    "pass_host_canary_seconds": [
-    7.472107500063885e-06,
-    7.756484999958958e-06,
-    7.6632200003246e-06
+    8.252002499986588e-06,
+    8.002042499981598e-06,
+    8.136804999949732e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.813945399999284e-05,
-   "min": 1.7655348999994658e-05,
-   "max": 2.3375472999987325e-05,
+   "seconds": 1.900904100000389e-05,
+   "min": 1.8628311000014717e-05,
+   "max": 2.0338901999991775e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.701534999995375e-06,
+   "host_canary_seconds": 8.231360000010569e-06,
    "pass_seconds": [
-    1.813945399999284e-05,
-    1.8117974999995568e-05,
-    2.284722900003544e-05
+    1.900904100000389e-05,
+    1.89307600000177e-05,
+    1.905136400000629e-05
    ],
    "pass_host_canary_seconds": [
-    7.701534999995375e-06,
-    7.698157500044544e-06,
-    1.027689000011378e-05
+    8.231360000010569e-06,
+    7.957122499959722e-06,
+    8.186734999924282e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.012464526672367e-06,
-   "min": 1.9158494589233354e-06,
-   "max": 2.048930754699707e-06,
+   "seconds": 1.9893197933959988e-06,
+   "min": 1.90836493698117e-06,
+   "max": 2.010829689788823e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.572444999999999e-05,
-    "min": 7.546819999999994e-05,
-    "max": 7.644459999999999e-05,
+    "seconds": 7.58116500000001e-05,
+    "min": 7.567010000000002e-05,
+    "max": 7.603160000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010483330000000005,
-    "min": 0.00010457270000000009,
-    "max": 0.00010507179999999993,
+    "seconds": 0.00010508329999999996,
+    "min": 0.00010490780000000002,
+    "max": 0.00010524669999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.072980000000003e-05,
-    "min": 9.056299999999997e-05,
-    "max": 9.112999999999998e-05,
+    "seconds": 9.06884e-05,
+    "min": 9.04467000000001e-05,
+    "max": 9.087920000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.58741e-05,
-    "min": 9.55478e-05,
-    "max": 9.615059999999989e-05,
+    "seconds": 9.609779999999996e-05,
+    "min": 9.582270000000007e-05,
+    "max": 9.619689999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017614890000000003,
-    "min": 0.00017596759999999995,
-    "max": 0.00017648689999999996,
+    "seconds": 0.0001765709999999999,
+    "min": 0.0001765199,
+    "max": 0.00017695759999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004421146,
-    "min": 0.0004416494000000001,
-    "max": 0.0004424116999999999,
+    "seconds": 0.00044214485,
+    "min": 0.0004420288999999999,
+    "max": 0.00044252600000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002831431500000001,
-    "min": 0.00028267379999999994,
-    "max": 0.00028450350000000014,
+    "seconds": 0.00028369014999999996,
+    "min": 0.00028293079999999987,
+    "max": 0.00028477360000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005415968500000002,
-    "min": 0.0005407118000000002,
-    "max": 0.0005419883000000001,
+    "seconds": 0.0005423248,
+    "min": 0.0005412982000000002,
+    "max": 0.0005431629999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006882439500000002,
-    "min": 0.0006878075000000001,
-    "max": 0.0006886670000000002,
+    "seconds": 0.00068872815,
+    "min": 0.0006883862000000002,
+    "max": 0.0006890335999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017412304999999998,
-    "min": 0.0017407238999999994,
-    "max": 0.0017425047,
+    "seconds": 0.0017457291,
+    "min": 0.0017453608,
+    "max": 0.0017473186,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011393784,
-    "min": 0.0011376379999999992,
-    "max": 0.0011401033999999992,
+    "seconds": 0.0011414345999999995,
+    "min": 0.0011393989000000008,
+    "max": 0.0011432094000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00209628385,
-    "min": 0.0020959721000000002,
-    "max": 0.0020964789,
+    "seconds": 0.0021050299000000003,
+    "min": 0.0021023982,
+    "max": 0.0021070549999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.461905000000002e-05,
-    "min": 3.455389999999999e-05,
-    "max": 3.528030000000002e-05,
+    "seconds": 3.49485e-05,
+    "min": 3.481219999999994e-05,
+    "max": 3.542979999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.881284999999998e-05,
-    "min": 9.8441e-05,
-    "max": 9.950930000000003e-05,
+    "seconds": 9.876664999999996e-05,
+    "min": 9.796579999999998e-05,
+    "max": 9.894289999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.816364999999999e-05,
-    "min": 4.810870000000006e-05,
-    "max": 4.9641500000000104e-05,
+    "seconds": 4.822144999999987e-05,
+    "min": 4.816559999999997e-05,
+    "max": 4.962139999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.223529999999997e-05,
-    "min": 7.213399999999998e-05,
-    "max": 7.363849999999998e-05,
+    "seconds": 7.206135000000004e-05,
+    "min": 7.19542e-05,
+    "max": 7.339419999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017531809999999997,
-    "min": 0.00017521939999999995,
-    "max": 0.00017584190000000005,
+    "seconds": 0.0001755029,
+    "min": 0.00017530510000000004,
+    "max": 0.00017574050000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043663135000000005,
-    "min": 0.00043605500000000013,
-    "max": 0.0004370929,
+    "seconds": 0.00043740360000000004,
+    "min": 0.0004369815000000001,
+    "max": 0.0004379636,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031886215,
-    "min": 0.0003178211999999998,
-    "max": 0.00032006309999999997,
+    "seconds": 0.00031963680000000004,
+    "min": 0.0003193654000000001,
+    "max": 0.0003208536999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006048551999999999,
-    "min": 0.0006041429999999999,
-    "max": 0.000605561,
+    "seconds": 0.0006033769500000001,
+    "min": 0.0006029638000000001,
+    "max": 0.0006043278,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.130055000000002e-05,
-    "min": 5.088919999999998e-05,
-    "max": 5.1471699999999916e-05,
+    "seconds": 5.136110000000003e-05,
+    "min": 5.097539999999997e-05,
+    "max": 5.172789999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012082235,
-    "min": 0.00012070659999999993,
-    "max": 0.00012118719999999995,
+    "seconds": 0.0001211675,
+    "min": 0.00012102820000000005,
+    "max": 0.00012142179999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.785424999999994e-05,
-    "min": 6.6074e-05,
-    "max": 6.956749999999999e-05,
+    "seconds": 6.794384999999995e-05,
+    "min": 6.666470000000006e-05,
+    "max": 6.877029999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012994215,
-    "min": 0.00012931750000000003,
-    "max": 0.00013032670000000002,
+    "seconds": 0.00013062865000000004,
+    "min": 0.0001297442,
+    "max": 0.0001308118000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019892990000000001,
-    "min": 0.00019866550000000003,
-    "max": 0.0001990296,
+    "seconds": 0.0001994513,
+    "min": 0.0001988546000000002,
+    "max": 0.00019984669999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004657880000000002,
-    "min": 0.0004652727999999999,
-    "max": 0.000466047,
+    "seconds": 0.0004673520999999999,
+    "min": 0.0004669795,
+    "max": 0.00046769250000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037727945000000005,
-    "min": 0.00037699770000000003,
-    "max": 0.00037838190000000026,
+    "seconds": 0.00037796079999999994,
+    "min": 0.00037777300000000014,
+    "max": 0.0003782742,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006152216499999998,
-    "min": 0.0006149589000000002,
-    "max": 0.0006158117,
+    "seconds": 0.0006164242499999998,
+    "min": 0.0006162467999999999,
+    "max": 0.0006174134000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.949355e-05,
-    "min": 7.914900000000001e-05,
-    "max": 7.964840000000002e-05,
+    "seconds": 7.939255000000005e-05,
+    "min": 7.911260000000001e-05,
+    "max": 7.969170000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014215655000000002,
-    "min": 0.00014192299999999994,
-    "max": 0.00014249400000000004,
+    "seconds": 0.00014250690000000004,
+    "min": 0.00014215419999999993,
+    "max": 0.00014316320000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012207945000000013,
-    "min": 0.00012170770000000003,
-    "max": 0.00012263350000000007,
+    "seconds": 0.00012205035000000002,
+    "min": 0.00012193109999999996,
+    "max": 0.00012296439999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016857165,
-    "min": 0.00016815340000000002,
-    "max": 0.00016900639999999997,
+    "seconds": 0.0001675199,
+    "min": 0.00016705540000000002,
+    "max": 0.00016777450000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030670165000000005,
-    "min": 0.0003061243,
-    "max": 0.00030729760000000004,
+    "seconds": 0.00030673405,
+    "min": 0.00030647579999999985,
+    "max": 0.00030695909999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005513358000000002,
-    "min": 0.0005509508,
-    "max": 0.0005515517999999999,
+    "seconds": 0.0005527627500000001,
+    "min": 0.0005521809,
+    "max": 0.0005535148999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00046853084999999984,
-    "min": 0.00046760000000000014,
-    "max": 0.00046885350000000026,
+    "seconds": 0.0004698527,
+    "min": 0.0004697026999999995,
+    "max": 0.00047038120000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065161835,
-    "min": 0.0006510405000000001,
-    "max": 0.0006522873000000001,
+    "seconds": 0.00065274855,
+    "min": 0.0006521933999999999,
+    "max": 0.0006533913,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.364699999999948e-06,
-    "min": 9.34090000000001e-06,
-    "max": 9.49079999999999e-06,
+    "seconds": 9.46710000000001e-06,
+    "min": 9.4367000000002e-06,
+    "max": 9.539100000000018e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4700749999999993e-05,
-    "min": 1.457280000000003e-05,
-    "max": 1.4870299999999951e-05,
+    "seconds": 1.467344999999999e-05,
+    "min": 1.4575799999999982e-05,
+    "max": 1.4857499999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1305550000000005e-05,
-    "min": 2.1283199999999966e-05,
-    "max": 2.1343800000000045e-05,
+    "seconds": 2.129705000000023e-05,
+    "min": 2.1253899999999885e-05,
+    "max": 2.1437000000000066e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0795100000000034e-05,
-    "min": 2.0742299999999908e-05,
-    "max": 2.0975900000000048e-05,
+    "seconds": 2.0994750000000008e-05,
+    "min": 2.0985000000000105e-05,
+    "max": 2.109069999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0927950000000035e-05,
-    "min": 5.0825099999999996e-05,
-    "max": 5.147499999999998e-05,
+    "seconds": 5.112725000000002e-05,
+    "min": 5.088219999999999e-05,
+    "max": 5.132069999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012307365000000002,
-    "min": 0.00012279730000000003,
-    "max": 0.00012346219999999995,
+    "seconds": 0.00012350400000000003,
+    "min": 0.00012291379999999994,
+    "max": 0.00012363739999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.80764e-05,
-    "min": 7.691219999999994e-05,
-    "max": 8.128029999999995e-05,
+    "seconds": 7.851400000000001e-05,
+    "min": 7.711610000000009e-05,
+    "max": 8.105820000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015529534999999997,
-    "min": 0.0001539579,
-    "max": 0.00015608739999999999,
+    "seconds": 0.00015798774999999993,
+    "min": 0.00015722180000000003,
+    "max": 0.00015820559999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.354379999999998e-05,
-    "min": 1.3484899999999926e-05,
-    "max": 1.4323199999999975e-05,
+    "seconds": 1.3532799999999997e-05,
+    "min": 1.3472000000000036e-05,
+    "max": 1.4195200000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.411190000000005e-05,
-    "min": 3.3862500000000023e-05,
-    "max": 3.426560000000007e-05,
+    "seconds": 3.390705e-05,
+    "min": 3.3730700000000026e-05,
+    "max": 3.413130000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7174049999999998e-05,
-    "min": 2.7113200000000003e-05,
-    "max": 2.7455900000000016e-05,
+    "seconds": 2.7124350000000095e-05,
+    "min": 2.7094600000000057e-05,
+    "max": 2.7357099999999898e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7374299999999942e-05,
-    "min": 2.730519999999997e-05,
-    "max": 2.7603300000000034e-05,
+    "seconds": 2.731955000000004e-05,
+    "min": 2.728249999999998e-05,
+    "max": 2.7545100000000022e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.995690000000004e-05,
-    "min": 7.919e-05,
-    "max": 8.012800000000003e-05,
+    "seconds": 7.982690000000001e-05,
+    "min": 7.934049999999999e-05,
+    "max": 7.998210000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014736829999999998,
-    "min": 0.00014703350000000006,
-    "max": 0.00014770570000000009,
+    "seconds": 0.00014746874999999998,
+    "min": 0.00014721409999999998,
+    "max": 0.00014777770000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001375763499999999,
-    "min": 0.00013719750000000002,
-    "max": 0.00013814479999999999,
+    "seconds": 0.00013799445,
+    "min": 0.00013789549999999997,
+    "max": 0.00013873959999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019658764999999997,
-    "min": 0.00019633590000000005,
-    "max": 0.00019726910000000003,
+    "seconds": 0.00019773725000000005,
+    "min": 0.00019733909999999991,
+    "max": 0.0001980550999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.452414999999998e-05,
-    "min": 3.435830000000002e-05,
-    "max": 3.465270000000005e-05,
+    "seconds": 3.458994999999999e-05,
+    "min": 3.4530499999999984e-05,
+    "max": 3.466819999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.896085000000001e-05,
-    "min": 5.8784e-05,
-    "max": 5.944369999999999e-05,
+    "seconds": 5.904385000000001e-05,
+    "min": 5.8703199999999984e-05,
+    "max": 5.9238300000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.487844999999996e-05,
-    "min": 4.4828200000000006e-05,
-    "max": 4.517009999999997e-05,
+    "seconds": 4.523640000000001e-05,
+    "min": 4.4734999999999855e-05,
+    "max": 4.558009999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.152300000000003e-05,
-    "min": 5.124150000000009e-05,
-    "max": 5.256019999999999e-05,
+    "seconds": 5.170470000000003e-05,
+    "min": 5.1544700000000015e-05,
+    "max": 5.228389999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015257189999999998,
-    "min": 0.00015230080000000002,
-    "max": 0.00015287969999999994,
+    "seconds": 0.00015308854999999995,
+    "min": 0.0001527757,
+    "max": 0.00015363849999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002159695,
-    "min": 0.00021576029999999992,
-    "max": 0.00021607460000000003,
+    "seconds": 0.0002160868,
+    "min": 0.00021541439999999993,
+    "max": 0.00021644420000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001962863000000001,
-    "min": 0.00019605090000000008,
-    "max": 0.00019659239999999983,
+    "seconds": 0.0001965109499999999,
+    "min": 0.00019577039999999998,
+    "max": 0.00019713400000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002262794,
-    "min": 0.00022563329999999998,
-    "max": 0.0002272887,
+    "seconds": 0.00022625655,
+    "min": 0.00022602299999999995,
+    "max": 0.0002272133,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.531200000000001e-06,
-    "min": 6.509100000000047e-06,
-    "max": 6.560000000000025e-06,
+    "seconds": 6.611100000000039e-06,
+    "min": 6.566299999999978e-06,
+    "max": 6.636799999999972e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.187300000000039e-06,
-    "min": 6.162800000000017e-06,
-    "max": 6.236599999999953e-06,
+    "seconds": 6.204750000000036e-06,
+    "min": 6.201499999999976e-06,
+    "max": 6.259300000000053e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3702400000000091e-05,
-    "min": 1.3680399999999975e-05,
-    "max": 1.3750200000000006e-05,
+    "seconds": 1.369425e-05,
+    "min": 1.3679499999999939e-05,
+    "max": 1.3711800000000039e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.582549999999958e-06,
-    "min": 9.564800000000105e-06,
-    "max": 9.625500000000055e-06,
+    "seconds": 9.667199999999991e-06,
+    "min": 9.635099999999966e-06,
+    "max": 9.708800000000065e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5016149999999983e-05,
-    "min": 1.4995100000000003e-05,
-    "max": 1.5705399999999987e-05,
+    "seconds": 1.5175699999999982e-05,
+    "min": 1.5132399999999859e-05,
+    "max": 1.582070000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.06765e-05,
-    "min": 3.0527600000000056e-05,
-    "max": 3.1167500000000064e-05,
+    "seconds": 3.058374999999997e-05,
+    "min": 3.037669999999996e-05,
+    "max": 3.094040000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4362950000000006e-05,
-    "min": 3.432640000000001e-05,
-    "max": 3.464010000000003e-05,
+    "seconds": 3.4443050000000067e-05,
+    "min": 3.441830000000002e-05,
+    "max": 3.474139999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.3643100000000024e-05,
-    "min": 3.355839999999996e-05,
-    "max": 3.3887899999999944e-05,
+    "seconds": 3.401229999999996e-05,
+    "min": 3.398980000000006e-05,
+    "max": 3.427769999999973e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1068750000000012e-05,
-    "min": 1.0991900000000043e-05,
-    "max": 1.1183800000000054e-05,
+    "seconds": 1.110999999999998e-05,
+    "min": 1.102069999999991e-05,
+    "max": 1.1148600000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1366449999999997e-05,
-    "min": 1.1295699999999965e-05,
-    "max": 1.1526499999999941e-05,
+    "seconds": 1.1449400000000152e-05,
+    "min": 1.1347199999999975e-05,
+    "max": 1.1557900000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1088099999999965e-05,
-    "min": 2.1040100000000043e-05,
-    "max": 2.110060000000011e-05,
+    "seconds": 2.1139099999999935e-05,
+    "min": 2.112639999999999e-05,
+    "max": 2.1167700000000058e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.626559999999994e-05,
-    "min": 1.622710000000002e-05,
-    "max": 1.6294699999999897e-05,
+    "seconds": 1.6302250000000072e-05,
+    "min": 1.628480000000004e-05,
+    "max": 1.631660000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6572949999999946e-05,
-    "min": 3.647030000000004e-05,
-    "max": 3.688889999999999e-05,
+    "seconds": 3.663469999999994e-05,
+    "min": 3.652150000000004e-05,
+    "max": 3.7042899999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.648314999999995e-05,
-    "min": 5.641579999999995e-05,
-    "max": 5.675839999999999e-05,
+    "seconds": 5.663785e-05,
+    "min": 5.6530700000000024e-05,
+    "max": 5.686620000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.013365e-05,
-    "min": 5.991699999999995e-05,
-    "max": 6.029430000000005e-05,
+    "seconds": 6.002520000000002e-05,
+    "min": 5.995450000000006e-05,
+    "max": 6.030269999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.490355000000005e-05,
-    "min": 6.467199999999991e-05,
-    "max": 6.511949999999996e-05,
+    "seconds": 6.515735000000002e-05,
+    "min": 6.472920000000004e-05,
+    "max": 6.565980000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2049650000000037e-05,
-    "min": 2.195840000000003e-05,
-    "max": 2.2662200000000018e-05,
+    "seconds": 2.214545e-05,
+    "min": 2.2060599999999987e-05,
+    "max": 2.2582200000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.507839999999995e-05,
-    "min": 3.472330000000002e-05,
-    "max": 3.527639999999987e-05,
+    "seconds": 3.5157599999999977e-05,
+    "min": 3.5030200000000056e-05,
+    "max": 3.5321300000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.580294999999993e-05,
-    "min": 3.576020000000005e-05,
-    "max": 3.593930000000003e-05,
+    "seconds": 3.590019999999997e-05,
+    "min": 3.581059999999993e-05,
+    "max": 3.5980099999999856e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9212800000000026e-05,
-    "min": 2.917739999999999e-05,
-    "max": 2.932120000000009e-05,
+    "seconds": 2.9446100000000033e-05,
+    "min": 2.931170000000002e-05,
+    "max": 2.9477800000000038e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.048635000000005e-05,
-    "min": 7.008959999999995e-05,
-    "max": 7.080589999999998e-05,
+    "seconds": 7.033545000000003e-05,
+    "min": 7.000419999999996e-05,
+    "max": 7.060629999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011233900000000002,
-    "min": 0.00011202229999999999,
-    "max": 0.00011260770000000002,
+    "seconds": 0.00011243320000000003,
+    "min": 0.00011209519999999995,
+    "max": 0.00011260389999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011834579999999998,
-    "min": 0.00011802959999999988,
-    "max": 0.00011868050000000019,
+    "seconds": 0.00011841725,
+    "min": 0.00011829409999999994,
+    "max": 0.0001186703000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012953069999999996,
-    "min": 0.00012929529999999991,
-    "max": 0.00012981079999999998,
+    "seconds": 0.00012967190000000008,
+    "min": 0.00012947190000000007,
+    "max": 0.00013010640000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.280049999999988e-06,
-    "min": 7.203199999999992e-06,
-    "max": 7.331199999999956e-06,
+    "seconds": 7.318000000000053e-06,
+    "min": 7.212600000000021e-06,
+    "max": 7.404699999999968e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.411199999999974e-06,
-    "min": 6.400000000000069e-06,
-    "max": 6.457700000000023e-06,
+    "seconds": 6.433549999999968e-06,
+    "min": 6.422400000000017e-06,
+    "max": 6.480000000000018e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6649500000000004e-05,
-    "min": 1.6626999999999917e-05,
-    "max": 1.6661999999999896e-05,
+    "seconds": 1.664920000000001e-05,
+    "min": 1.6630100000000015e-05,
+    "max": 1.6678300000000033e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.716850000000046e-06,
-    "min": 6.684799999999996e-06,
-    "max": 6.7264999999999186e-06,
+    "seconds": 6.7583999999999995e-06,
+    "min": 6.751900000000012e-06,
+    "max": 6.828899999999953e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1796849999999989e-05,
-    "min": 1.1759799999999995e-05,
-    "max": 1.1983899999999995e-05,
+    "seconds": 1.1767850000000027e-05,
+    "min": 1.1680099999999993e-05,
+    "max": 1.198399999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2905750000000057e-05,
-    "min": 1.2889300000000072e-05,
-    "max": 1.2998500000000103e-05,
+    "seconds": 1.2916550000000052e-05,
+    "min": 1.2838000000000066e-05,
+    "max": 1.311310000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.317105000000005e-05,
-    "min": 4.314819999999987e-05,
-    "max": 4.3199800000000026e-05,
+    "seconds": 4.3156299999999985e-05,
+    "min": 4.314450000000002e-05,
+    "max": 4.321220000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.7483150000000046e-05,
-    "min": 1.7446299999999928e-05,
-    "max": 1.7551700000000007e-05,
+    "seconds": 1.774689999999995e-05,
+    "min": 1.7714699999999924e-05,
+    "max": 1.7798400000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2356899999999982e-05,
-    "min": 2.2322899999999982e-05,
-    "max": 2.2713600000000006e-05,
+    "seconds": 2.2424850000000006e-05,
+    "min": 2.2377500000000102e-05,
+    "max": 2.278669999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.2935799999999944e-05,
-    "min": 2.286710000000005e-05,
-    "max": 2.3122499999999967e-05,
+    "seconds": 2.304295000000004e-05,
+    "min": 2.295940000000003e-05,
+    "max": 2.3196800000000052e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1035100000000077e-05,
-    "min": 5.101769999999996e-05,
-    "max": 5.10529e-05,
+    "seconds": 5.11386e-05,
+    "min": 5.111679999999998e-05,
+    "max": 5.116530000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1420949999999987e-05,
-    "min": 2.1398400000000015e-05,
-    "max": 2.1462400000000037e-05,
+    "seconds": 2.1582099999999978e-05,
+    "min": 2.1523099999999977e-05,
+    "max": 2.163169999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.367145000000004e-05,
-    "min": 5.3455500000000024e-05,
-    "max": 5.39103e-05,
+    "seconds": 5.370489999999998e-05,
+    "min": 5.3448899999999935e-05,
+    "max": 5.4099300000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.245949999999997e-05,
-    "min": 7.224599999999994e-05,
-    "max": 7.250880000000005e-05,
+    "seconds": 7.24101e-05,
+    "min": 7.218479999999988e-05,
+    "max": 7.271900000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015512494999999997,
-    "min": 0.0001550294,
-    "max": 0.00015544949999999995,
+    "seconds": 0.00015508645000000002,
+    "min": 0.00015503809999999977,
+    "max": 0.0001555738000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.554584999999999e-05,
-    "min": 6.530209999999996e-05,
-    "max": 6.586889999999997e-05,
+    "seconds": 6.567284999999993e-05,
+    "min": 6.532710000000005e-05,
+    "max": 6.578169999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.598399999999976e-06,
-    "min": 6.578899999999987e-06,
-    "max": 6.623800000000005e-06,
+    "seconds": 6.676550000000037e-06,
+    "min": 6.662399999999991e-06,
+    "max": 6.6848000000000186e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0927900000000163e-05,
-    "min": 1.0895900000000017e-05,
-    "max": 1.1008000000000061e-05,
+    "seconds": 1.1097550000000012e-05,
+    "min": 1.1078599999999982e-05,
+    "max": 1.1151599999999871e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0265499999999997e-05,
-    "min": 1.0246399999999982e-05,
-    "max": 1.0287800000000017e-05,
+    "seconds": 1.0353600000000022e-05,
+    "min": 1.0339000000000033e-05,
+    "max": 1.0374299999999949e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3000100000000123e-05,
-    "min": 1.2969499999999914e-05,
-    "max": 1.3033299999999918e-05,
+    "seconds": 1.3022499999999928e-05,
+    "min": 1.3001399999999945e-05,
+    "max": 1.3110500000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.496050000000008e-06,
-    "min": 8.428899999999986e-06,
-    "max": 8.521599999999966e-06,
+    "seconds": 8.540699999999998e-06,
+    "min": 8.518299999999966e-06,
+    "max": 8.582199999999977e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3035150000000003e-05,
-    "min": 1.3010899999999855e-05,
-    "max": 1.30590999999999e-05,
+    "seconds": 1.3041450000000099e-05,
+    "min": 1.3011399999999821e-05,
+    "max": 1.3075000000000047e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4404899999999981e-05,
-    "min": 1.4358200000000033e-05,
-    "max": 1.4940899999999976e-05,
+    "seconds": 1.4508599999999995e-05,
+    "min": 1.4431700000000023e-05,
+    "max": 1.4819200000000058e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.563999999999994e-05,
-    "min": 1.560979999999995e-05,
-    "max": 1.5810899999999947e-05,
+    "seconds": 1.5681149999999937e-05,
+    "min": 1.5638000000000124e-05,
+    "max": 1.585919999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5297749999999977e-05,
-    "min": 1.5286100000000023e-05,
-    "max": 1.5488000000000032e-05,
+    "seconds": 1.544469999999999e-05,
+    "min": 1.5433200000000034e-05,
+    "max": 1.552589999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9697500000000012e-05,
-    "min": 2.9526299999999992e-05,
-    "max": 3.0076199999999995e-05,
+    "seconds": 2.976755000000003e-05,
+    "min": 2.970810000000013e-05,
+    "max": 2.9996299999999928e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3730950000000078e-05,
-    "min": 2.368319999999999e-05,
-    "max": 2.3952200000000038e-05,
+    "seconds": 2.3958249999999987e-05,
+    "min": 2.3906800000000057e-05,
+    "max": 2.4207600000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.663515000000006e-05,
-    "min": 3.649589999999995e-05,
-    "max": 3.6675500000000025e-05,
+    "seconds": 3.6641200000000004e-05,
+    "min": 3.6440699999999924e-05,
+    "max": 3.681169999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.220309999999999e-05,
-    "min": 2.2114999999999997e-05,
-    "max": 2.2307199999999968e-05,
+    "seconds": 2.2250950000000004e-05,
+    "min": 2.2143399999999985e-05,
+    "max": 2.234520000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.223939999999996e-05,
-    "min": 5.2060199999999926e-05,
-    "max": 5.254380000000004e-05,
+    "seconds": 5.2248799999999993e-05,
+    "min": 5.20825e-05,
+    "max": 5.248250000000012e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.039204999999998e-05,
-    "min": 4.032949999999991e-05,
-    "max": 4.046400000000003e-05,
+    "seconds": 4.045080000000001e-05,
+    "min": 4.0428100000000115e-05,
+    "max": 4.060109999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.246394999999992e-05,
-    "min": 6.225639999999991e-05,
-    "max": 6.286730000000005e-05,
+    "seconds": 6.270439999999996e-05,
+    "min": 6.248489999999995e-05,
+    "max": 6.304589999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9961549999999988e-05,
-    "min": 2.989800000000001e-05,
-    "max": 3.0015299999999946e-05,
+    "seconds": 3.0023949999999992e-05,
+    "min": 2.996099999999999e-05,
+    "max": 3.0102099999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.649115000000009e-05,
-    "min": 7.629999999999998e-05,
-    "max": 7.659240000000004e-05,
+    "seconds": 7.687095000000003e-05,
+    "min": 7.661320000000002e-05,
+    "max": 7.701309999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8947800000000047e-05,
-    "min": 4.8812999999999995e-05,
-    "max": 4.924390000000001e-05,
+    "seconds": 4.940924999999995e-05,
+    "min": 4.928870000000004e-05,
+    "max": 4.961780000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.731449999999997e-05,
-    "min": 8.7119e-05,
-    "max": 8.747879999999998e-05,
+    "seconds": 8.755709999999991e-05,
+    "min": 8.729789999999994e-05,
+    "max": 8.787709999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.152795000000003e-05,
-    "min": 4.132779999999999e-05,
-    "max": 4.172090000000004e-05,
+    "seconds": 4.1530800000000026e-05,
+    "min": 4.116730000000002e-05,
+    "max": 4.163510000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.660774999999998e-05,
-    "min": 9.656670000000003e-05,
-    "max": 9.717119999999998e-05,
+    "seconds": 9.688079999999996e-05,
+    "min": 9.660059999999996e-05,
+    "max": 9.716110000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.989795e-05,
-    "min": 7.980659999999998e-05,
-    "max": 7.995529999999997e-05,
+    "seconds": 8.003300000000002e-05,
+    "min": 7.976529999999999e-05,
+    "max": 8.015839999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011560089999999997,
-    "min": 0.00011534079999999994,
-    "max": 0.00011588720000000009,
+    "seconds": 0.00011569604999999999,
+    "min": 0.00011548369999999995,
+    "max": 0.00011586139999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.569135e-05,
-    "min": 7.540770000000003e-05,
-    "max": 7.574449999999998e-05,
+    "seconds": 7.566880000000001e-05,
+    "min": 7.563110000000002e-05,
+    "max": 7.589010000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018921244999999998,
-    "min": 0.00018901449999999997,
-    "max": 0.00018960809999999986,
+    "seconds": 0.00018985285000000003,
+    "min": 0.0001896279999999999,
+    "max": 0.00019002110000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001253914,
-    "min": 0.0001251731,
-    "max": 0.00012567940000000002,
+    "seconds": 0.00012552800000000002,
+    "min": 0.00012532469999999998,
+    "max": 0.0001258878,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002150121499999999,
-    "min": 0.00021472449999999994,
-    "max": 0.00021525710000000004,
+    "seconds": 0.00021572710000000006,
+    "min": 0.00021543589999999986,
+    "max": 0.00021611900000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010252455000000001,
-    "min": 0.00010238319999999997,
-    "max": 0.00010255519999999998,
+    "seconds": 0.00010283294999999999,
+    "min": 0.00010263250000000002,
+    "max": 0.00010322480000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024178225000000001,
-    "min": 0.00024120220000000016,
-    "max": 0.0002420707,
+    "seconds": 0.00024168369999999996,
+    "min": 0.00024150860000000013,
+    "max": 0.00024199409999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020028920000000002,
-    "min": 0.00019984069999999992,
-    "max": 0.00020048879999999997,
+    "seconds": 0.00020037834999999998,
+    "min": 0.0001999135,
+    "max": 0.00020056430000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002893844999999999,
-    "min": 0.00028920510000000026,
-    "max": 0.0002895173,
+    "seconds": 0.00028975975000000004,
+    "min": 0.00028923079999999986,
+    "max": 0.0002900190999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.953449999999987e-06,
-    "min": 6.940800000000013e-06,
-    "max": 7.046500000000004e-06,
+    "seconds": 6.895900000000017e-06,
+    "min": 6.873799999999949e-06,
+    "max": 6.978899999999909e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,15 +10693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.910349999999982e-06,
-    "min": 6.8894000000000115e-06,
-    "max": 6.972900000000027e-06,
+    "seconds": 6.78209999999998e-06,
+    "min": 6.767599999999993e-06,
+    "max": 6.825399999999991e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.206400000000008e-06,
-    "min": 3.1999999999999545e-06,
-    "max": 3.22559999999994e-06,
+    "seconds": 3.2128000000000385e-06,
+    "min": 3.2063999999999622e-06,
+    "max": 3.2288000000000236e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10721,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.633399999999994e-06,
-    "min": 7.60949999999998e-06,
-    "max": 7.651100000000019e-06,
+    "seconds": 7.535950000000014e-06,
+    "min": 7.504099999999983e-06,
+    "max": 7.561300000000017e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,15 +10749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.315150000000011e-06,
-    "min": 7.299200000000008e-06,
-    "max": 7.331200000000081e-06,
+    "seconds": 7.192099999999937e-06,
+    "min": 7.148800000000006e-06,
+    "max": 7.257399999999962e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.654399999999992e-06,
-    "min": 4.642999999999994e-06,
-    "max": 4.68820000000004e-06,
+    "seconds": 4.66549999999998e-06,
+    "min": 4.659100000000035e-06,
+    "max": 4.713599999999951e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10777,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.101275e-05,
-    "min": 1.096310000000003e-05,
-    "max": 1.1100899999999979e-05,
+    "seconds": 1.1113399999999943e-05,
+    "min": 1.1065400000000021e-05,
+    "max": 1.1215800000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,15 +10805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.471850000000057e-06,
-    "min": 9.443300000000034e-06,
-    "max": 9.509999999999978e-06,
+    "seconds": 9.471749999999996e-06,
+    "min": 9.423699999999986e-06,
+    "max": 9.529799999999908e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.4998349999999993e-05,
-    "min": 1.4988699999999972e-05,
-    "max": 1.5017499999999995e-05,
+    "seconds": 1.522395000000007e-05,
+    "min": 1.5215999999999984e-05,
+    "max": 1.5250800000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10833,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3804650000000003e-05,
-    "min": 1.3750500000000012e-05,
-    "max": 1.3849499999999976e-05,
+    "seconds": 1.3726300000000032e-05,
+    "min": 1.3718399999999975e-05,
+    "max": 1.3862400000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,15 +10861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2876950000000016e-05,
-    "min": 1.2796599999999968e-05,
-    "max": 1.2940999999999961e-05,
+    "seconds": 1.2860299999999996e-05,
+    "min": 1.2812900000000012e-05,
+    "max": 1.289580000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.044900000000007e-06,
-    "min": 8.041599999999994e-06,
-    "max": 8.073600000000056e-06,
+    "seconds": 8.099100000000032e-06,
+    "min": 8.092800000000022e-06,
+    "max": 8.124800000000004e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10889,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.620794999999993e-05,
-    "min": 1.6124900000000002e-05,
-    "max": 1.6448599999999953e-05,
+    "seconds": 1.604620000000005e-05,
+    "min": 1.6006399999999996e-05,
+    "max": 1.6153800000000025e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,15 +10917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4558100000000019e-05,
-    "min": 1.4514799999999946e-05,
-    "max": 1.4620800000000007e-05,
+    "seconds": 1.4505349999999964e-05,
+    "min": 1.4460299999999984e-05,
+    "max": 1.454090000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.497274999999998e-05,
-    "min": 1.4956600000000036e-05,
-    "max": 1.4979299999999943e-05,
+    "seconds": 1.5087849999999991e-05,
+    "min": 1.5078399999999954e-05,
+    "max": 1.5097400000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10945,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.355309999999999e-05,
-    "min": 4.337309999999997e-05,
-    "max": 4.368239999999994e-05,
+    "seconds": 4.353764999999999e-05,
+    "min": 4.323479999999995e-05,
+    "max": 4.37721000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,15 +10973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8931349999999975e-05,
-    "min": 2.885430000000001e-05,
-    "max": 2.9108000000000037e-05,
+    "seconds": 2.9027050000000005e-05,
+    "min": 2.8860699999999976e-05,
+    "max": 2.9356599999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.61323e-05,
-    "min": 5.608910000000005e-05,
-    "max": 5.622069999999999e-05,
+    "seconds": 5.6327500000000026e-05,
+    "min": 5.627799999999999e-05,
+    "max": 5.643760000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11001,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.026665e-05,
-    "min": 5.998459999999998e-05,
-    "max": 6.109710000000008e-05,
+    "seconds": 6.0156349999999995e-05,
+    "min": 6.005620000000002e-05,
+    "max": 6.108719999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,15 +11029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.912639999999997e-05,
-    "min": 3.905629999999997e-05,
-    "max": 3.929010000000003e-05,
+    "seconds": 3.922700000000004e-05,
+    "min": 3.902349999999995e-05,
+    "max": 3.934979999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8681599999999966e-05,
-    "min": 2.8671899999999904e-05,
-    "max": 2.8751700000000025e-05,
+    "seconds": 2.909759999999997e-05,
+    "min": 2.9074499999999974e-05,
+    "max": 2.9174000000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11057,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.943375000000002e-05,
-    "min": 5.9279399999999946e-05,
-    "max": 5.967609999999997e-05,
+    "seconds": 5.947295e-05,
+    "min": 5.934330000000004e-05,
+    "max": 5.974350000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,15 +11085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1175749999999996e-05,
-    "min": 4.088390000000003e-05,
-    "max": 4.1353499999999996e-05,
+    "seconds": 4.1300200000000015e-05,
+    "min": 4.099469999999994e-05,
+    "max": 4.138829999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6397900000000004e-05,
-    "min": 5.634499999999998e-05,
-    "max": 5.6441499999999985e-05,
+    "seconds": 5.648424999999999e-05,
+    "min": 5.637749999999997e-05,
+    "max": 5.65151e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11113,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013169754999999998,
-    "min": 0.0001306173000000001,
-    "max": 0.00013256389999999997,
+    "seconds": 0.00013167854999999993,
+    "min": 0.0001314445,
+    "max": 0.00013230110000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,15 +11141,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.440099999999998e-05,
-    "min": 7.429339999999996e-05,
-    "max": 7.481630000000006e-05,
+    "seconds": 7.456495e-05,
+    "min": 7.439709999999998e-05,
+    "max": 7.473510000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022036109999999998,
-    "min": 0.0002202300999999999,
-    "max": 0.0002205898,
+    "seconds": 0.00022042634999999998,
+    "min": 0.00022036100000000003,
+    "max": 0.00022104090000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4653949999999988e-05,
-    "min": 2.4473299999999995e-05,
-    "max": 2.4784200000000033e-05,
+    "seconds": 2.4665449999999972e-05,
+    "min": 2.441599999999997e-05,
+    "max": 2.485050000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.984464999999996e-05,
-    "min": 4.9737399999999996e-05,
-    "max": 5.0031600000000024e-05,
+    "seconds": 4.992549999999991e-05,
+    "min": 4.972800000000002e-05,
+    "max": 5.008220000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0103899999999986e-05,
-    "min": 4.998409999999998e-05,
-    "max": 5.0153900000000015e-05,
+    "seconds": 5.012295000000002e-05,
+    "min": 5.007629999999988e-05,
+    "max": 5.0444399999999974e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.445935000000003e-05,
-    "min": 2.430980000000003e-05,
-    "max": 2.5011100000000022e-05,
+    "seconds": 2.4433400000000077e-05,
+    "min": 2.4319700000000034e-05,
+    "max": 2.467870000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010103285,
-    "min": 0.000100963,
-    "max": 0.0001018878,
+    "seconds": 0.00010126895000000009,
+    "min": 0.0001011016,
+    "max": 0.00010178020000000009,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014505370000000004,
-    "min": 0.00014494119999999993,
-    "max": 0.00014515870000000004,
+    "seconds": 0.00014524345000000008,
+    "min": 0.00014485240000000006,
+    "max": 0.00014554119999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015799434999999996,
-    "min": 0.0001575094000000001,
-    "max": 0.00015821079999999988,
+    "seconds": 0.00015803320000000004,
+    "min": 0.00015783159999999992,
+    "max": 0.00015816720000000011,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001714162499999999,
-    "min": 0.00017095669999999983,
-    "max": 0.00017160350000000021,
+    "seconds": 0.0001716316999999999,
+    "min": 0.0001714639999999997,
+    "max": 0.00017172620000000023,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.771670000000001e-05,
-    "min": 3.754520000000002e-05,
-    "max": 3.788849999999999e-05,
+    "seconds": 3.769040000000001e-05,
+    "min": 3.7519599999999945e-05,
+    "max": 3.788059999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010569429999999995,
-    "min": 0.00010536620000000008,
-    "max": 0.00010615050000000001,
+    "seconds": 0.00010590594999999997,
+    "min": 0.00010583479999999995,
+    "max": 0.00010613579999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023551699999999987,
-    "min": 0.00023519139999999997,
-    "max": 0.00023584679999999998,
+    "seconds": 0.00023552680000000006,
+    "min": 0.0002353348,
+    "max": 0.00023587949999999972,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005545439500000001,
-    "min": 0.0005538596000000008,
-    "max": 0.0005551766000000003,
+    "seconds": 0.0005550561999999998,
+    "min": 0.0005543533000000008,
+    "max": 0.0005557567,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6902249999999984e-05,
-    "min": 3.681859999999999e-05,
-    "max": 3.704359999999997e-05,
+    "seconds": 3.696135000000001e-05,
+    "min": 3.673550000000005e-05,
+    "max": 3.70999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3300249999999985e-05,
-    "min": 5.270689999999997e-05,
-    "max": 5.374420000000003e-05,
+    "seconds": 5.317850000000002e-05,
+    "min": 5.279929999999995e-05,
+    "max": 5.3381800000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.915839999999997e-05,
-    "min": 1.9020500000000005e-05,
-    "max": 1.9212599999999962e-05,
+    "seconds": 1.9076799999999966e-05,
+    "min": 1.9039700000000007e-05,
+    "max": 1.9199800000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7412600000000002e-05,
-    "min": 2.7075e-05,
-    "max": 2.7558299999999966e-05,
+    "seconds": 2.7359799999999965e-05,
+    "min": 2.7202999999999987e-05,
+    "max": 2.771139999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3388650000000004e-05,
-    "min": 3.334390000000005e-05,
-    "max": 3.3404200000000015e-05,
+    "seconds": 3.331809999999998e-05,
+    "min": 3.32477e-05,
+    "max": 3.357460000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.726745e-05,
-    "min": 4.710740000000001e-05,
-    "max": 4.776959999999997e-05,
+    "seconds": 4.748284999999998e-05,
+    "min": 4.712630000000002e-05,
+    "max": 4.78557e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4092750000000024e-05,
-    "min": 2.4057600000000025e-05,
-    "max": 2.421410000000001e-05,
+    "seconds": 2.39771e-05,
+    "min": 2.389390000000003e-05,
+    "max": 2.4102200000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.190820000000002e-05,
-    "min": 3.176300000000015e-05,
-    "max": 3.224640000000003e-05,
+    "seconds": 3.195815000000003e-05,
+    "min": 3.169879999999994e-05,
+    "max": 3.2086400000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.332795000000003e-05,
-    "min": 3.328320000000001e-05,
-    "max": 3.349439999999995e-05,
+    "seconds": 3.329554999999993e-05,
+    "min": 3.3071699999999984e-05,
+    "max": 3.342679999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.772405000000001e-05,
-    "min": 4.742440000000003e-05,
-    "max": 4.787170000000002e-05,
+    "seconds": 4.7390000000000005e-05,
+    "min": 4.720259999999999e-05,
+    "max": 4.819399999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8966450000000012e-05,
-    "min": 1.86789e-05,
-    "max": 1.908140000000001e-05,
+    "seconds": 1.8833199999999988e-05,
+    "min": 1.8761400000000003e-05,
+    "max": 1.8988299999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.5996749999999947e-05,
-    "min": 2.5724800000000093e-05,
-    "max": 2.6159899999999946e-05,
+    "seconds": 2.5910199999999984e-05,
+    "min": 2.576579999999999e-05,
+    "max": 2.622359999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3198399999999984e-05,
-    "min": 3.304949999999999e-05,
-    "max": 3.327990000000001e-05,
+    "seconds": 3.318650000000002e-05,
+    "min": 3.296310000000001e-05,
+    "max": 3.332089999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7423799999999985e-05,
-    "min": 4.7327599999999984e-05,
-    "max": 4.7772200000000044e-05,
+    "seconds": 4.763145000000001e-05,
+    "min": 4.7077700000000005e-05,
+    "max": 4.803809999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8235249999999957e-05,
-    "min": 1.8108700000000022e-05,
-    "max": 1.840599999999995e-05,
+    "seconds": 1.817075000000009e-05,
+    "min": 1.81566e-05,
+    "max": 1.8249400000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4476800000000016e-05,
-    "min": 2.4326400000000035e-05,
-    "max": 2.4537499999999932e-05,
+    "seconds": 2.4476650000000006e-05,
+    "min": 2.4326400000000045e-05,
+    "max": 2.5020599999999924e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.347529999999997e-05,
-    "min": 3.342089999999995e-05,
-    "max": 3.367009999999997e-05,
+    "seconds": 3.341914999999998e-05,
+    "min": 3.326680000000001e-05,
+    "max": 3.367000000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.748924999999997e-05,
-    "min": 4.7154800000000045e-05,
-    "max": 4.79550999999999e-05,
+    "seconds": 4.750034999999997e-05,
+    "min": 4.729520000000004e-05,
+    "max": 4.797670000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.925274999999997e-05,
-    "min": 1.9177200000000027e-05,
-    "max": 1.9388600000000033e-05,
+    "seconds": 1.9237900000000035e-05,
+    "min": 1.9075000000000047e-05,
+    "max": 1.930580000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4345750000000044e-05,
-    "min": 2.4290999999999985e-05,
-    "max": 2.442240000000004e-05,
+    "seconds": 2.4500199999999996e-05,
+    "min": 2.431959999999997e-05,
+    "max": 2.506550000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7633850000000015e-05,
-    "min": 4.731800000000002e-05,
-    "max": 4.7846200000000016e-05,
+    "seconds": 4.75858e-05,
+    "min": 4.740110000000002e-05,
+    "max": 4.777849999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.635780000000001e-05,
-    "min": 3.621419999999999e-05,
-    "max": 3.661740000000002e-05,
+    "seconds": 3.6538749999999966e-05,
+    "min": 3.625859999999993e-05,
+    "max": 3.694660000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9769599999999963e-05,
-    "min": 2.9715300000000013e-05,
-    "max": 2.9912899999999983e-05,
+    "seconds": 2.9799399999999967e-05,
+    "min": 2.967669999999998e-05,
+    "max": 2.9916200000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.079820000000002e-05,
-    "min": 2.0658899999999993e-05,
-    "max": 2.105860000000006e-05,
+    "seconds": 2.0913199999999947e-05,
+    "min": 2.0780699999999897e-05,
+    "max": 2.1186599999999863e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,9 +11715,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7638999999999996e-05,
-    "min": 4.7574399999999976e-05,
-    "max": 4.79641e-05,
+    "seconds": 4.7821550000000054e-05,
+    "min": 4.761880000000002e-05,
+    "max": 4.804049999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11751,9 +11751,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4419799999999966e-05,
-    "min": 2.432370000000002e-05,
-    "max": 2.457599999999984e-05,
+    "seconds": 2.436610000000005e-05,
+    "min": 2.421099999999999e-05,
+    "max": 2.4546900000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.790649999999999e-05,
-    "min": 4.750700000000003e-05,
-    "max": 4.795280000000001e-05,
+    "seconds": 4.76809e-05,
+    "min": 4.758339999999998e-05,
+    "max": 4.8102300000000036e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.530994999999996e-05,
-    "min": 9.52162e-05,
-    "max": 9.544359999999999e-05,
+    "seconds": 9.51825e-05,
+    "min": 9.492630000000008e-05,
+    "max": 9.53909e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4389050000000003e-05,
-    "min": 2.4253000000000006e-05,
-    "max": 2.4543699999999966e-05,
+    "seconds": 2.440270000000003e-05,
+    "min": 2.4236599999999998e-05,
+    "max": 2.473259999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.871655e-05,
-    "min": 4.85691e-05,
-    "max": 4.8912000000000036e-05,
+    "seconds": 4.873045000000004e-05,
+    "min": 4.8476400000000036e-05,
+    "max": 4.898200000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.382305e-05,
-    "min": 3.3629100000000006e-05,
-    "max": 3.409630000000001e-05,
+    "seconds": 3.386544999999999e-05,
+    "min": 3.373740000000003e-05,
+    "max": 3.399980000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.578995e-05,
-    "min": 9.545100000000006e-05,
-    "max": 9.595249999999995e-05,
+    "seconds": 9.553129999999997e-05,
+    "min": 9.520769999999993e-05,
+    "max": 9.561519999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.419275e-05,
-    "min": 8.400829999999999e-05,
-    "max": 8.434530000000004e-05,
+    "seconds": 8.420034999999997e-05,
+    "min": 8.403960000000004e-05,
+    "max": 8.442139999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001204715,
-    "min": 0.00012019509999999987,
-    "max": 0.00012110940000000005,
+    "seconds": 0.00012010550000000001,
+    "min": 0.00011988240000000018,
+    "max": 0.00012027370000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.360825000000004e-05,
-    "min": 6.30529e-05,
-    "max": 6.37828e-05,
+    "seconds": 6.348085000000003e-05,
+    "min": 6.317670000000003e-05,
+    "max": 6.37722e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9750350000000014e-05,
-    "min": 4.9379600000000024e-05,
-    "max": 4.9820500000000036e-05,
+    "seconds": 4.9557749999999985e-05,
+    "min": 4.914839999999997e-05,
+    "max": 5.0146499999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011321724999999996,
-    "min": 0.00011268309999999999,
-    "max": 0.0001134269,
+    "seconds": 0.00011348909999999999,
+    "min": 0.00011324310000000003,
+    "max": 0.0001137627,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.392099999999996e-05,
-    "min": 7.380760000000008e-05,
-    "max": 7.404799999999995e-05,
+    "seconds": 7.401975000000001e-05,
+    "min": 7.359619999999999e-05,
+    "max": 7.42739999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.965654999999997e-05,
-    "min": 7.908800000000001e-05,
-    "max": 8.050760000000002e-05,
+    "seconds": 7.991260000000003e-05,
+    "min": 7.949909999999993e-05,
+    "max": 8.066450000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.58329500000001e-05,
-    "min": 7.554200000000003e-05,
-    "max": 7.601910000000012e-05,
+    "seconds": 7.597004999999996e-05,
+    "min": 7.556620000000023e-05,
+    "max": 7.612689999999988e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012439334999999994,
-    "min": 0.0001242425000000001,
-    "max": 0.00012444519999999998,
+    "seconds": 0.0001245612,
+    "min": 0.00012436099999999997,
+    "max": 0.00012484069999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.823860000000005e-05,
-    "min": 7.782690000000007e-05,
-    "max": 7.873270000000007e-05,
+    "seconds": 7.825654999999991e-05,
+    "min": 7.806970000000017e-05,
+    "max": 7.85371000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.584325000000002e-05,
-    "min": 3.5603600000000026e-05,
-    "max": 3.597119999999998e-05,
+    "seconds": 3.585249999999996e-05,
+    "min": 3.565679999999993e-05,
+    "max": 3.609550000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033982230000000025,
-    "min": 0.00033939479999999986,
-    "max": 0.0003399449000000004,
+    "seconds": 0.00034074765000000003,
+    "min": 0.0003399014999999992,
+    "max": 0.0003411213000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.559384999999996e-05,
-    "min": 3.5529399999999985e-05,
-    "max": 3.564800000000005e-05,
+    "seconds": 3.559795000000004e-05,
+    "min": 3.543920000000004e-05,
+    "max": 3.574350000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033843654999999987,
-    "min": 0.00033793159999999964,
-    "max": 0.0003389856000000005,
+    "seconds": 0.0003391219499999998,
+    "min": 0.0003386581,
+    "max": 0.0003396401,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.894685000000001e-05,
-    "min": 5.8863099999999996e-05,
-    "max": 5.9029999999999975e-05,
+    "seconds": 5.904680000000001e-05,
+    "min": 5.900109999999998e-05,
+    "max": 5.925350000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019670569999999995,
-    "min": 0.0001966860999999999,
-    "max": 0.00019710580000000005,
+    "seconds": 0.00019700760000000006,
+    "min": 0.0001967461,
+    "max": 0.00019714080000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.876434999999999e-05,
-    "min": 5.863739999999999e-05,
-    "max": 5.880649999999996e-05,
+    "seconds": 5.900109999999998e-05,
+    "min": 5.891790000000002e-05,
+    "max": 5.932350000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001914937,
-    "min": 0.00019145579999999994,
-    "max": 0.00019152010000000012,
+    "seconds": 0.00019187080000000007,
+    "min": 0.00019178260000000006,
+    "max": 0.00019198729999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.788275e-05,
-    "min": 5.774710000000002e-05,
-    "max": 5.7932699999999995e-05,
+    "seconds": 5.795665000000002e-05,
+    "min": 5.7801599999999985e-05,
+    "max": 5.8151099999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034248424999999997,
-    "min": 0.0003423853000000001,
-    "max": 0.0003425528999999999,
+    "seconds": 0.00034250825,
+    "min": 0.00034241629999999995,
+    "max": 0.00034256169999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.542960000000003e-05,
-    "min": 5.535039999999999e-05,
-    "max": 5.5593400000000036e-05,
+    "seconds": 5.546309999999999e-05,
+    "min": 5.538789999999995e-05,
+    "max": 5.56022e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003368847,
-    "min": 0.00033660920000000004,
-    "max": 0.0003371782,
+    "seconds": 0.00033721434999999997,
+    "min": 0.0003366532999999999,
+    "max": 0.0003374666,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012628729999999996,
-    "min": 0.00012617869999999998,
-    "max": 0.0001264986,
+    "seconds": 0.00012642705,
+    "min": 0.00012629349999999999,
+    "max": 0.0001264812,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004259387,
-    "min": 0.0004247223999999996,
-    "max": 0.0004265037999999997,
+    "seconds": 0.0004255436499999998,
+    "min": 0.00042501599999999996,
+    "max": 0.00042717380000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012648009999999995,
-    "min": 0.0001264562,
-    "max": 0.0001265661,
+    "seconds": 0.00012653604999999997,
+    "min": 0.00012646320000000004,
+    "max": 0.00012655560000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004232419499999999,
-    "min": 0.00042297759999999993,
-    "max": 0.00042393989999999995,
+    "seconds": 0.000424026,
+    "min": 0.0004231269999999998,
+    "max": 0.00042438910000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.900445e-05,
-    "min": 8.874889999999998e-05,
-    "max": 8.910119999999997e-05,
+    "seconds": 8.877430000000005e-05,
+    "min": 8.822889999999999e-05,
+    "max": 8.89368e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012271635,
-    "min": 0.00012266900000000008,
-    "max": 0.000122749,
+    "seconds": 0.0001227279,
+    "min": 0.00012265020000000004,
+    "max": 0.0001229681,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.5070249999999976e-05,
-    "min": 5.49635e-05,
-    "max": 5.51423e-05,
+    "seconds": 5.510770000000002e-05,
+    "min": 5.504630000000003e-05,
+    "max": 5.52473e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.995969999999996e-05,
-    "min": 8.991269999999993e-05,
-    "max": 9.006920000000005e-05,
+    "seconds": 8.996974999999998e-05,
+    "min": 8.992949999999991e-05,
+    "max": 9.006880000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,9 +12448,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.573585e-05,
-    "min": 5.559940000000005e-05,
-    "max": 5.57859e-05,
+    "seconds": 5.586945000000004e-05,
+    "min": 5.57621e-05,
+    "max": 5.5951500000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12481,9 +12481,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.843830000000001e-05,
-    "min": 4.823659999999995e-05,
-    "max": 4.852810000000003e-05,
+    "seconds": 4.837555e-05,
+    "min": 4.8243200000000006e-05,
+    "max": 4.855310000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12521,9 +12521,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4708750000000005e-05,
-    "min": 3.4607900000000025e-05,
-    "max": 3.477489999999996e-05,
+    "seconds": 3.467449999999998e-05,
+    "min": 3.4588e-05,
+    "max": 3.477369999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12561,9 +12561,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.71294e-05,
-    "min": 1.6959899999999993e-05,
-    "max": 1.728369999999995e-05,
+    "seconds": 1.7068649999999978e-05,
+    "min": 1.694059999999997e-05,
+    "max": 1.730219999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002958669999999999,
-    "min": 0.0002954436999999999,
-    "max": 0.0002962351000000003,
+    "seconds": 0.00029567644999999997,
+    "min": 0.00029562139999999985,
+    "max": 0.00029586240000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004533266999999999,
-    "min": 0.00045315269999999944,
-    "max": 0.0004542251000000004,
+    "seconds": 0.0004534691,
+    "min": 0.0004532796000000003,
+    "max": 0.0004545165000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036721139999999997,
-    "min": 0.0003666867000000001,
-    "max": 0.00036750959999999995,
+    "seconds": 0.0003672854499999999,
+    "min": 0.00036705220000000027,
+    "max": 0.00036760670000000043,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004778015999999998,
-    "min": 0.0004772931999999999,
-    "max": 0.00047822390000000026,
+    "seconds": 0.00047807439999999986,
+    "min": 0.00047735740000000017,
+    "max": 0.00047848890000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024240640000000005,
-    "min": 0.0002413095,
-    "max": 0.00024370919999999993,
+    "seconds": 0.00024225809999999995,
+    "min": 0.00024200780000000009,
+    "max": 0.0002431131999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007807056999999998,
-    "min": 0.0007786091999999998,
-    "max": 0.0007812281000000003,
+    "seconds": 0.0007787745500000005,
+    "min": 0.0007784675000000004,
+    "max": 0.0007810453999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020248022,
-    "min": 0.0020108074000000004,
-    "max": 0.0020290714,
+    "seconds": 0.0020271108500000004,
+    "min": 0.0020216724999999997,
+    "max": 0.0020326966000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004855507199999999,
-    "min": 0.004852767199999996,
-    "max": 0.004863024799999999,
+    "seconds": 0.004861552150000002,
+    "min": 0.004858149399999999,
+    "max": 0.004871712699999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005477368999999999,
-    "min": 0.0005473815000000002,
-    "max": 0.0005486447000000001,
+    "seconds": 0.0005479622499999999,
+    "min": 0.0005472309999999998,
+    "max": 0.0005491803999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017502100499999997,
-    "min": 0.0017471233000000003,
-    "max": 0.0017512974999999986,
+    "seconds": 0.0017492727000000003,
+    "min": 0.0017480823000000003,
+    "max": 0.0017537038999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011669613499999997,
-    "min": 0.0011603195,
-    "max": 0.0011729689999999998,
+    "seconds": 0.00116802645,
+    "min": 0.0011601736000000002,
+    "max": 0.0011729646,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00280342765,
-    "min": 0.0027977146,
-    "max": 0.0028104735999999993,
+    "seconds": 0.0028012707500000003,
+    "min": 0.0027911546,
+    "max": 0.0028130729999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033818024999999997,
-    "min": 0.00033334329999999994,
-    "max": 0.0003418687,
+    "seconds": 0.00033627695,
+    "min": 0.000333149,
+    "max": 0.0003417625999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010896070499999996,
-    "min": 0.0010877225999999993,
-    "max": 0.0010941729000000003,
+    "seconds": 0.0010895479500000003,
+    "min": 0.0010828598999999993,
+    "max": 0.0010939992000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.775340000000001e-05,
-    "min": 6.757230000000003e-05,
-    "max": 6.796740000000005e-05,
+    "seconds": 6.842155000000007e-05,
+    "min": 6.823649999999998e-05,
+    "max": 6.883100000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003969529000000002,
-    "min": 0.00039636299999999995,
-    "max": 0.0003971757999999998,
+    "seconds": 0.00039757675,
+    "min": 0.00039698410000000054,
+    "max": 0.0003983382999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015851779999999995,
-    "min": 0.00015762190000000008,
-    "max": 0.00015874820000000013,
+    "seconds": 0.00015654860000000005,
+    "min": 0.0001560509000000001,
+    "max": 0.00015771919999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004919102999999996,
-    "min": 0.0004908575999999998,
-    "max": 0.0004926539000000002,
+    "seconds": 0.000489878299999994,
+    "min": 0.0004890143999999997,
+    "max": 0.0004911327,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010483334999999999,
-    "min": 0.00010222750000000002,
-    "max": 0.00010548440000000008,
+    "seconds": 0.00010276210000000001,
+    "min": 0.00010266119999999992,
+    "max": 0.00010306100000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036475055000000046,
-    "min": 0.00036398449999999977,
-    "max": 0.00036571370000000044,
+    "seconds": 0.0003634921,
+    "min": 0.0003624525999999998,
+    "max": 0.0003638682000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7257599999999966e-05,
-    "min": 4.714230000000011e-05,
-    "max": 4.788829999999996e-05,
+    "seconds": 4.701994999999999e-05,
+    "min": 4.685090000000007e-05,
+    "max": 4.7435899999999855e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028576655000000004,
-    "min": 0.0002851038999999997,
-    "max": 0.00028607289999999966,
+    "seconds": 0.00028569089999999815,
+    "min": 0.0002854775999999999,
+    "max": 0.00028666540000000016,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13147,15 +13147,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.720120000000005e-05,
-    "min": 2.709450000000004e-05,
-    "max": 2.7430199999999994e-05,
+    "seconds": 2.7135950000000002e-05,
+    "min": 2.7039300000000028e-05,
+    "max": 2.740469999999989e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015439455000000032,
-    "min": 0.0001542068000000001,
-    "max": 0.0001547167000000001,
+    "seconds": 0.00015426575000001674,
+    "min": 0.0001536687,
+    "max": 0.00015466160000000018,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13200,15 +13200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.383039999999992e-05,
-    "min": 3.349749999999999e-05,
-    "max": 3.398359999999984e-05,
+    "seconds": 3.3420300000000036e-05,
+    "min": 3.332080000000001e-05,
+    "max": 3.3727199999999944e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016278310000000004,
-    "min": 0.00016220510000000031,
-    "max": 0.00016336910000000016,
+    "seconds": 0.00016260854999999982,
+    "min": 0.00016208499999999986,
+    "max": 0.00016343860000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.202875000000001e-05,
-    "min": 5.111969999999998e-05,
-    "max": 5.227460000000002e-05,
+    "seconds": 5.164404999999997e-05,
+    "min": 5.114129999999993e-05,
+    "max": 5.246659999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022324939999999994,
-    "min": 0.00022249249999999987,
-    "max": 0.0002237387000000002,
+    "seconds": 0.00022291534999999986,
+    "min": 0.00022237920000000005,
+    "max": 0.00022352629999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13306,15 +13306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016131974999999998,
-    "min": 0.00015905750000000003,
-    "max": 0.00016279989999999997,
+    "seconds": 0.00015927335000000004,
+    "min": 0.0001578852,
+    "max": 0.00016019450000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005497484000000002,
-    "min": 0.0005494430999999999,
-    "max": 0.0005498879999999998,
+    "seconds": 0.00054672545,
+    "min": 0.0005457795999999999,
+    "max": 0.0005471062999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13359,15 +13359,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026761300000000004,
-    "min": 0.0002668223,
-    "max": 0.0002684363000000001,
+    "seconds": 0.0002652786,
+    "min": 0.00026455879999999997,
+    "max": 0.00026705859999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065712425,
-    "min": 0.0006535161000000004,
-    "max": 0.0006597052999999999,
+    "seconds": 0.0006545801000000001,
+    "min": 0.0006507249999999998,
+    "max": 0.0006565747000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13412,15 +13412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.386875e-05,
-    "min": 8.324850000000002e-05,
-    "max": 8.441880000000003e-05,
+    "seconds": 8.310649999999998e-05,
+    "min": 8.232520000000002e-05,
+    "max": 8.413730000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002946117499999999,
-    "min": 0.0002940409,
-    "max": 0.0002956064,
+    "seconds": 0.00029380475000000014,
+    "min": 0.0002931229000000001,
+    "max": 0.00029502420000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13465,15 +13465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00041052665000000004,
-    "min": 0.0004100548000000001,
-    "max": 0.0004105966,
+    "seconds": 0.00040780735000000006,
+    "min": 0.0004075075,
+    "max": 0.0004089966999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010270130000000002,
-    "min": 0.0010262987000000004,
-    "max": 0.0010275572999999998,
+    "seconds": 0.0010226807499999994,
+    "min": 0.0010221700999999998,
+    "max": 0.0010238253999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13518,15 +13518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012324085,
-    "min": 0.00012307710000000006,
-    "max": 0.00012397999999999993,
+    "seconds": 0.00012273835000000001,
+    "min": 0.0001226394,
+    "max": 0.00012320499999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046317075000000004,
-    "min": 0.00046258810000000003,
-    "max": 0.00046344299999999974,
+    "seconds": 0.0004615461499999999,
+    "min": 0.0004609119000000001,
+    "max": 0.00046197289999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13572,15 +13572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.38383499999999e-05,
-    "min": 4.380750000000007e-05,
-    "max": 4.434209999999998e-05,
+    "seconds": 4.397869999999997e-05,
+    "min": 4.3768899999999824e-05,
+    "max": 4.426190000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016451699999999993,
-    "min": 0.0001640924000000002,
-    "max": 0.00016497249999999997,
+    "seconds": 0.00016398114999999973,
+    "min": 0.00016353440000000007,
+    "max": 0.0001642981999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13626,15 +13626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.319389999999998e-05,
-    "min": 9.299570000000001e-05,
-    "max": 9.329319999999994e-05,
+    "seconds": 9.230819999999989e-05,
+    "min": 9.202159999999987e-05,
+    "max": 9.27243e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003082132000000028,
-    "min": 0.0003078392000000002,
-    "max": 0.00030882480000000024,
+    "seconds": 0.00030818265,
+    "min": 0.00030781999999998373,
+    "max": 0.00030912530000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13680,15 +13680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004009015499999999,
-    "min": 0.0004007580000000001,
-    "max": 0.00040117010000000004,
+    "seconds": 0.00040002965,
+    "min": 0.0003993326,
+    "max": 0.0004011616999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006382502500000003,
-    "min": 0.0006370804999999998,
-    "max": 0.0006394000999999968,
+    "seconds": 0.0006338073000000024,
+    "min": 0.0006333553999999999,
+    "max": 0.0006347948999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.502995000000002e-05,
-    "min": 6.480640000000017e-05,
-    "max": 6.518640000000013e-05,
+    "seconds": 6.429029999999999e-05,
+    "min": 6.410680000000007e-05,
+    "max": 6.44378e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017764475000000012,
-    "min": 0.00017743969999999243,
-    "max": 0.00017820069999999996,
+    "seconds": 0.00017668329999999996,
+    "min": 0.00017647170000000028,
+    "max": 0.00017756800000000018,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13788,15 +13788,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.11652e-05,
-    "min": 6.022450000000004e-05,
-    "max": 6.191620000000012e-05,
+    "seconds": 6.084390000000001e-05,
+    "min": 6.0098300000000014e-05,
+    "max": 6.139780000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024096239999999998,
-    "min": 0.00024075189999999994,
-    "max": 0.00024142319999999996,
+    "seconds": 0.0002406658,
+    "min": 0.00024022379999999997,
+    "max": 0.00024150729999999958,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13842,15 +13842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024173164999999992,
-    "min": 0.00024144170000000003,
-    "max": 0.00024224980000000016,
+    "seconds": 0.00024013509999999997,
+    "min": 0.00023990410000000018,
+    "max": 0.00024050300000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004495152999999996,
-    "min": 0.00044931990000000014,
-    "max": 0.0004504297000000001,
+    "seconds": 0.0004473392499999997,
+    "min": 0.00044704939999999974,
+    "max": 0.0004485449000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13896,15 +13896,51 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002056186,
-    "min": 0.0002041945,
-    "max": 0.00020765480000000004,
+    "seconds": 0.0002047376,
+    "min": 0.00020250530000000006,
+    "max": 0.00020618469999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061943665,
-    "min": 0.0006188902000000002,
-    "max": 0.0006198455000000003,
+    "seconds": 0.0006169217499999997,
+    "min": 0.0006163409999999996,
+    "max": 0.0006174059999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "add",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": false
+    },
+    {
+     "shape": [
+      16384,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.680075e-05,
+    "min": 6.67604e-05,
+    "max": 6.711550000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
