@@ -216,7 +216,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (modelled.value() > 0) ctx.op_factor[{"cast", k.phase, is_16_bit(k.dtype)}].push_back({std::nullopt, std::nullopt, measured(t, k.phase) / modelled.value()});
         }
     }
-    CostContext with_casts = plain;  // the casts' own efficiency (then the mixed-dtype loops'), nothing else
+    CostContext with_casts = plain;  // the casts' own efficiency (then the adds'), nothing else
     with_casts.op_factor = ctx.op_factor;
     // a timing whose every kernel is a mixed-dtype elementwise loop (the probe's bfloat16 + float32 add)
     const auto all_mixed = [](const LoweredStep& step) {
@@ -277,16 +277,16 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         }
     };
     // the adds (mixed-dtype and not) before the ops whose timings hold such loops
-    const auto an_add = [&](const OpTiming& t, const LoweredStep& step) { return all_mixed(step) || t.graph.layers.front().op == "add"; };
+    std::vector<std::pair<const OpTiming*, LoweredStep>> adds, rest;
     for (const auto& t : f.op_timings) {
         if (t.graph.layers.front().op == "cast") continue;
-        if (const LoweredStep step = lowered(t); an_add(t, step)) calibrate(t, step);
+        LoweredStep step = lowered(t);
+        const bool an_add = all_mixed(step) || t.graph.layers.front().op == "add";
+        (an_add ? adds : rest).emplace_back(&t, std::move(step));
     }
+    for (const auto& [t, step] : adds) calibrate(*t, step);
     with_casts.op_factor = ctx.op_factor;
-    for (const auto& t : f.op_timings) {
-        if (t.graph.layers.front().op == "cast") continue;
-        if (const LoweredStep step = lowered(t); !an_add(t, step)) calibrate(t, step);
-    }
+    for (const auto& [t, step] : rest) calibrate(*t, step);
     ctx.op_factor_source = f.provenance() + " (op timings)";
 }
 
