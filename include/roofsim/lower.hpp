@@ -924,8 +924,8 @@ private:
         return Value{x.shape, x.dtype, x.needs_grad};
     }
 
-    // add: one pass; its gradient passes through with no kernel. mul: one pass; backward computes
-    // dA = dY * B and dB = dY * A.
+    // add: one pass; its gradient passes through with no kernel (but a cast into an input of another
+    // dtype than the result's). mul: one pass; backward computes dA = dY * B and dB = dY * A.
     Value binary(const Layer& l, LayerSummary& s) {
         const Value& a = input(l, 0);
         const Value& b = input(l, 1);
@@ -1348,9 +1348,9 @@ private:
         plain(Phase::backward, dt, 2);  // dY (1 + tanh)
         cast(l, Phase::backward, n, dt, low);
         plain(Phase::backward, dt, 2);  // tanh_backward
-        plain(Phase::backward, dt, 1);
+        plain(Phase::backward, dt, 1);  // sqrt(2/pi)
         cast(l, Phase::backward, n, dt, low);
-        for (int i = 0; i < 4; ++i) plain(Phase::backward, dt, i == 3 ? 2 : 1);  // 0.044715, pow's 3 x^2, dY 3 x^2
+        for (int i = 0; i < 4; ++i) plain(Phase::backward, dt, i == 3 ? 2 : 1);  // 0.044715, x^2, 3 x^2, dY 3 x^2
         cast(l, Phase::backward, n, dt, low);
         plain(Phase::backward, low, 2, "aten::add");  // the gradients into x summed in 16 bits, 0.5 of one
         plain(Phase::backward, low, 1);
