@@ -307,7 +307,7 @@ TEST_CASE("a column sum's time follows the timed sums' seconds per byte over row
     ctx.kernel_floor = Seconds(0);
     ctx.op_factor[{"sum", Phase::backward, true}] = {point(100, 1000, a), point(100, 4000, b), point(400, 1000, c),
                                                      point(400, 4000, d)};
-    const auto seconds = [&](std::int64_t columns, std::int64_t rows) {
+    const auto bias_gradient = [](std::int64_t columns, std::int64_t rows) {  // bfloat16 dY summed over its rows
         Kernel k;
         k.op = "aten::sum";
         k.kind = KernelKind::reduction;
@@ -317,6 +317,10 @@ TEST_CASE("a column sum's time follows the timed sums' seconds per byte over row
         k.bytes_read = Bytes(2.0 * static_cast<double>(rows * columns));
         k.bytes_written = Bytes(2.0 * static_cast<double>(columns));
         k.dims = NormDims{columns, rows};
+        return k;
+    };
+    const auto seconds = [&](std::int64_t columns, std::int64_t rows) {
+        const Kernel k = bias_gradient(columns, rows);
         return std::pair{kernel_cost(k, ctx).time.value(), k.bytes().value()};
     };
     const auto [timed, timed_bytes] = seconds(400, 1000);
@@ -327,15 +331,7 @@ TEST_CASE("a column sum's time follows the timed sums' seconds per byte over row
     CHECK(beyond == Catch::Approx(beyond_bytes * d));  // beyond the grid: its corner
     // points without seconds per byte (a profile's other ops) keep the ratio's interpolation
     ctx.op_factor[{"sum", Phase::backward, true}] = {OpFactorPoint{NormDims{100, 1000}, std::nullopt, 3.0}};
-    Kernel k;
-    k.op = "aten::sum";
-    k.kind = KernelKind::reduction;
-    k.phase = Phase::backward;
-    k.dtype = DType::bf16;
-    k.source_op = "linear";
-    k.bytes_read = Bytes(4e5);
-    k.dims = NormDims{200, 2000};
-    CHECK(op_factor(k, ctx) == Catch::Approx(3.0));
+    CHECK(op_factor(bias_gradient(200, 2000), ctx) == Catch::Approx(3.0));
 }
 
 TEST_CASE("casts and column sums take their own op's efficiency whatever layer runs them", "[predict][cost]") {

@@ -151,8 +151,9 @@ def schema_returns_alias(func) -> bool:
         return False
 
 
-def mutated_args(func, args, kwargs):
-    """The arguments an op writes in place (schema alias info `(a!)`), in schema order."""
+def _written_args(func, args, kwargs, keyword_only: bool):
+    """The arguments the schema marks written (alias info `(a!)`), in schema order; with
+    keyword_only, only those after the `*`."""
     out = []
     try:
         schema = func._schema
@@ -160,33 +161,25 @@ def mutated_args(func, args, kwargs):
         return out
     for i, arg in enumerate(schema.arguments):
         info = arg.alias_info
-        if info is None or not info.is_write:
+        if info is None or not info.is_write or (keyword_only and not getattr(arg, "kwarg_only", False)):
             continue
         if i < len(args):
             out.append(args[i])
         elif arg.name in kwargs:
             out.append(kwargs[arg.name])
     return out
+
+
+def mutated_args(func, args, kwargs):
+    """The arguments an op writes in place (schema alias info `(a!)`), in schema order."""
+    return _written_args(func, args, kwargs, keyword_only=False)
 
 
 def out_args(func, args, kwargs):
     """The tensors an `out=` overload writes its result into: keyword-only arguments the schema marks
     written (`*, Tensor(a!) out`). Not an input merely named so (`tanh_backward(grad_output, output)`
     reads `output`)."""
-    out = []
-    try:
-        schema = func._schema
-    except Exception:
-        return out
-    for i, arg in enumerate(schema.arguments):
-        info = arg.alias_info
-        if info is None or not info.is_write or not getattr(arg, "kwarg_only", False):
-            continue
-        if i < len(args):
-            out.append(args[i])
-        elif arg.name in kwargs:
-            out.append(kwargs[arg.name])
-    return out
+    return _written_args(func, args, kwargs, keyword_only=True)
 
 
 def named_args(func, args, kwargs) -> dict:
