@@ -545,6 +545,13 @@ private:
         return k;
     }
 
+    /// Marks an elementwise kernel as reading two operands of different floating dtypes, each in its
+    /// own (`a_elements` of `a`, `b_elements` of `b`): PyTorch's casting loop (is_mixed_elementwise).
+    static void read_mixed(Kernel& k, double a_elements, DType a, double b_elements, DType b) {
+        k.bytes_read = tensor_bytes(a_elements, a) + tensor_bytes(b_elements, b);
+        k.mixed_dtypes = true;
+    }
+
     /// An elementwise cast of `elements` from one dtype to another (aten::_to_copy).
     void cast(const Layer& l, Phase phase, double elements, DType from, DType to) {
         Kernel& k = kernel(l, phase, "aten::_to_copy", KernelKind::elementwise, from, elements, 0);
@@ -945,10 +952,7 @@ private:
         // autocast): each read in its own dtype, by PyTorch's casting loop (is_mixed_elementwise)
         const auto mixed = [](DType x, DType y) { return x != y && is_floating(x) && is_floating(y); };
         Kernel& forward = kernel(l, Phase::forward, joined_name("aten::", l.op), KernelKind::elementwise, dt, n + numel(b.shape), n);
-        if (mixed(a.dtype, b.dtype)) {
-            forward.bytes_read = tensor_bytes(n, a.dtype) + tensor_bytes(numel(b.shape), b.dtype);
-            forward.mixed_dtypes = true;
-        }
+        if (mixed(a.dtype, b.dtype)) read_mixed(forward, n, a.dtype, numel(b.shape), b.dtype);
         if (broadcast && b.needs_grad) kernel(l, Phase::backward, "aten::sum", KernelKind::reduction, dt, n, numel(b.shape));
         if (l.op == "mul") {
             save_input(s, l, 0, dt);
@@ -957,10 +961,7 @@ private:
             for (const auto& [grad_of, other] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
                 if (!grad_of->needs_grad) continue;
                 Kernel& k = kernel(l, Phase::backward, "aten::mul", KernelKind::elementwise, dt, 2 * n, n);
-                if (mixed(dt, other->dtype)) {
-                    k.bytes_read = tensor_bytes(n, dt) + tensor_bytes(n, other->dtype);
-                    k.mixed_dtypes = true;
-                }
+                if (mixed(dt, other->dtype)) read_mixed(k, n, dt, n, other->dtype);
             }
         }
         // autograd hands each input its gradient in the input's dtype: a 16-bit input of a float32
@@ -1333,9 +1334,7 @@ private:
             kernel(l, phase, op, KernelKind::elementwise, d, reads * n, n);
         };
         const auto mixed = [&](Phase phase) {  // one 16-bit and one float32 operand, a float32 result
-            Kernel& k = kernel(l, phase, "aten::elementwise", KernelKind::elementwise, dt, 0, n);
-            k.bytes_read = tensor_bytes(n, low) + tensor_bytes(n, dt);
-            k.mixed_dtypes = true;
+            read_mixed(kernel(l, phase, "aten::elementwise", KernelKind::elementwise, dt, 0, n), n, low, n, dt);
         };
         plain(Phase::forward, low, 1);  // 0.5 x
         cast(l, Phase::forward, n, low, dt);
