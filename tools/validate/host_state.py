@@ -50,7 +50,12 @@ Phases (--phase, one process each):
   lstm      cuDNN's LSTM launches kernels for every step of its recurrence: a tiny LSTM at three
             sequence lengths (its host cost per step, the slope) beside the validation's LSTM case,
             forward + backward in steady state, then each one's kernels per repetition.
-The last six take no points (the seven paired workloads are built and warmed all the same).
+  harness   the framework probe's own steady-state measurement (steady_layer_probes, its Probe and
+            canaries) of a few tiny layers, alternating with measure_pytorch.py's own measure_layer of
+            host-paced validation cases of the same ops, in one process, six rounds; then the same
+            after the validation's imports and one model case: do the two programs' timing code read
+            the same host the same way?
+The last seven take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -940,9 +945,84 @@ def phase_lstm(dev, workloads, started) -> list:
     return points
 
 
+HARNESS_CASES = {  # probe op -> validation cases of that op whose host sets the pace
+    "linear": ["linear/b8x256->256/fp32", "linear/b8x256->256/amp-bf16"],
+    "flatten": ["flatten/64x2048x1x1/fp32"],
+    "add": ["add/8x256/fp32"],
+    "layernorm": ["layernorm/8x768/fp32"],
+    "matmul": ["matmul/64x64@64x64/fp32"],
+}
+
+
+def phase_harness(dev, workloads, started) -> list:
+    """The probe's steady_layer_probes (restricted to HARNESS_CASES' ops through its layer_cases)
+    and measure_pytorch.py's measure_layer, alternating in one process: each round records the probe's
+    figure with its canary window and the validation's steady-state median with its canaries, both in
+    seconds and in canaries. Six rounds fresh, then six after the validation's imports and one model
+    case (BERT-base b32, as measure_model runs it)."""
+    import types
+    all_cases = {c["id"]: c for c in mp.layer_cases(False)}
+    tiny = probe.layer_cases(dev)
+    restricted = {op: tiny[op] for op in HARNESS_CASES}
+    clock = mp.Clock(dev)
+    args = types.SimpleNamespace(warmup=3, repeats=30)
+    rounds = []
+
+    def one_round(label):
+        p = probe.Probe(dev, repeats=11, warmup=2)
+        original = probe.layer_cases
+        probe.layer_cases = lambda d: restricted
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                probe.steady_layer_probes(p, 11, 50)
+        finally:
+            probe.layer_cases = original
+        result = {"label": label, "at_seconds": time.perf_counter() - started, "probe": {}, "validation": {}}
+        for key, fig in p.figures.items():
+            result["probe"][key] = {"seconds": fig["seconds"], "canary_seconds": fig.get("host_canary_seconds")}
+        for cases in HARNESS_CASES.values():
+            for case_id in cases:
+                try:
+                    rec = mp.measure_layer(all_cases[case_id], dev, clock, args, 0.3)
+                except Exception as exc:  # noqa: BLE001
+                    print(f"  {case_id}: {probe.first_line(exc)}", file=sys.stderr)
+                    continue
+                result["validation"][case_id] = {
+                    "seconds": rec["forward_backward_steady_seconds"]["median"],
+                    "canary_seconds": rec["host_canary_seconds"]["median"],
+                    "repetitions": rec["steady_repetitions"]}
+        shown = []
+        for op, cases in HARNESS_CASES.items():
+            fig = result["probe"].get(f"layer_steady_{op}")
+            if fig and fig["canary_seconds"]:
+                shown.append(f"{op} probe {fig['seconds'] * 1e6:6.1f} ({fig['seconds'] / fig['canary_seconds']:5.1f} c)")
+            for case_id in cases:
+                v = result["validation"].get(case_id)
+                if v:
+                    shown.append(f"{case_id} {v['seconds'] * 1e6:6.1f} ({v['seconds'] / v['canary_seconds']:5.1f} c, x{v['repetitions']})")
+        print(f"[{result['at_seconds']:6.1f} s] {label}: " + " | ".join(shown), flush=True)
+        rounds.append(result)
+
+    for i in range(6):
+        one_round(f"fresh ({i + 1})")
+    for name in ("torchvision", "transformers"):
+        with contextlib.suppress(ImportError):
+            __import__(name)
+    spec = next((m for m in mp.model_cases(False) if m["id"] == "bert-base/b32xs128/amp-bf16"), None)
+    if spec is not None:
+        try:
+            mp.measure_model(spec, dev, clock, types.SimpleNamespace(smoke=False, model_repeats=5, model_warmup=2), 3.0)
+        except Exception as exc:  # noqa: BLE001
+            print(f"  model case: {probe.first_line(exc)}", file=sys.stderr)
+        mp.clear_memory(dev)
+    for i in range(6):
+        one_round(f"after imports and a model case ({i + 1})")
+    return rounds
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -956,7 +1036,7 @@ def main(argv=None) -> int:
     phases = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
-              "lstm": phase_lstm}
+              "lstm": phase_lstm, "harness": phase_harness}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),

@@ -84,7 +84,8 @@ METHOD = (
     "pre-made random gradient) timed separately with torch.cuda.Event pairs, synchronize before and "
     "after each repetition; parameter and input .grad set to None before each repetition; warm-up "
     "repetitions discarded; median/min/max over the timed repetitions. Layer steady state: batches of "
-    "forward+backward repetitions back to back, in --layer-rounds rounds over all cases (the later "
+    "forward+backward repetitions back to back, each forward inside torch.autocast (or nothing) entered as "
+    "a training loop writes it, in --layer-rounds rounds over all cases (the later "
     "ones after every case's first), samples pooled. Model cases: full training "
     "step (zero_grad(set_to_none=True) + forward + loss + backward + optimizer.step) and its phases "
     "timed the same way. host_canary_seconds: the host's speed while the case ran, a canary (200 "
@@ -666,12 +667,18 @@ class LayerRun:
         self.grad = torch.randn_like(out)  # the upstream gradient, random like the real one
         self.output = {"shape": list(out.shape), "dtype": dtype_name(out.dtype)}
 
-    @contextlib.contextmanager
     def forward_ctx(self):
-        with contextlib.ExitStack() as stack:
-            if self.op_ctx is not None:
-                stack.enter_context(self.op_ctx())
-            stack.enter_context(autocast_ctx(self.mode, self.device_type))
+        """The context the forward runs in, as a training loop writes it: torch.autocast (or
+        nothing) entered around each forward; the attention backend's selection around it too for
+        sdpa. A helper context manager (an ExitStack, a generator) would add host time of its own
+        to every repetition, which no training loop spends."""
+        if self.op_ctx is None:
+            return autocast_ctx(self.mode, self.device_type)
+        return self._backend_and_autocast()
+
+    @contextlib.contextmanager
+    def _backend_and_autocast(self):
+        with self.op_ctx(), autocast_ctx(self.mode, self.device_type):
             yield
 
     def forward_backward_steady(self, clock: Clock, reps: int) -> float:

@@ -18,7 +18,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "compute_capability": "9.0",
   "host_cpu": "Intel(R) Xeon(R) Processor",
   "host_logical_cpus": 16,
-  "platform": "Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39"
+  "platform": "Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39"
  },
  "software": {
   "torch": "2.11.0+cu130",
@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-11-30T22:01:19+00:00",
+ "date_utc": "2026-12-01T01:02:03+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 1.0918020000048045e-05,
+  "reference_seconds_per_op": 9.297654999897986e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4593,
-  "canary_p10_seconds": 8.01362999993671e-06,
-  "canary_p90_seconds": 1.1982159999988085e-05,
+  "canaries": 4208,
+  "canary_p10_seconds": 6.953380000140896e-06,
+  "canary_p90_seconds": 1.072597500012762e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 7.831873500002473e-06,
-   "min": 7.566984000000332e-06,
-   "max": 1.188996000000131e-05,
+   "seconds": 9.495566499992947e-06,
+   "min": 6.916012999965915e-06,
+   "max": 1.0331815500023823e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1160335499999618e-05,
-   "host_canary_seconds": 1.1730689999991384e-05,
+   "issue_only_seconds": 9.446257999968566e-06,
+   "host_canary_seconds": 1.0268169999676502e-05,
    "pass_seconds": [
-    1.1207925500000826e-05,
-    7.831873500002473e-06,
-    7.741526999993197e-06
+    9.495566499992947e-06,
+    9.137851499986027e-06,
+    9.76780600001348e-06
    ],
    "pass_host_canary_seconds": [
-    1.1730689999991384e-05,
-    7.825799999992e-06,
-    7.812595000018518e-06
+    1.0268169999676502e-05,
+    8.002205000252615e-06,
+    1.0057755000048019e-05
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.3955703000000597e-05,
-   "min": 1.3448968000002282e-05,
-   "max": 1.9340787999997388e-05,
+   "seconds": 1.2855050000041501e-05,
+   "min": 1.1920607499973813e-05,
+   "max": 1.9145240000000285e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3940593000000944e-05,
-   "host_canary_seconds": 8.14149500001804e-06,
+   "issue_only_seconds": 1.8013773999996374e-05,
+   "host_canary_seconds": 1.0618984999837266e-05,
    "pass_seconds": [
-    1.3955703000000597e-05,
-    1.4121751499999392e-05,
-    1.3888723000007985e-05
+    1.8070925000017725e-05,
+    1.2164948000020104e-05,
+    1.2855050000041501e-05
    ],
    "pass_host_canary_seconds": [
-    8.14149500001804e-06,
-    7.988150000031168e-06,
-    7.94241499988857e-06
+    1.0618984999837266e-05,
+    7.1467949999259875e-06,
+    7.143994999978531e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.346454700000521e-05,
-   "min": 1.3187109500002237e-05,
-   "max": 2.0708342500000755e-05,
+   "seconds": 1.4352377499960767e-05,
+   "min": 1.1226273999966453e-05,
+   "max": 1.7058270500001526e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5500429000002925e-05,
-   "host_canary_seconds": 8.915224999981319e-06,
+   "issue_only_seconds": 1.4293269999996028e-05,
+   "host_canary_seconds": 9.60599999984879e-06,
    "pass_seconds": [
-    1.5544196000000456e-05,
-    1.346454700000521e-05,
-    1.3458202000009578e-05
+    1.4352377499960767e-05,
+    1.5814429499982906e-05,
+    1.1384666999958881e-05
    ],
    "pass_host_canary_seconds": [
-    8.915224999981319e-06,
-    8.029784999976642e-06,
-    8.082690000037473e-06
+    9.60599999984879e-06,
+    9.877439999854687e-06,
+    6.9949350000797495e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.4122643999996854e-05,
-   "min": 1.1947152499999448e-05,
-   "max": 1.9669905000000654e-05,
+   "seconds": 1.485495149995586e-05,
+   "min": 1.0169609499996569e-05,
+   "max": 1.8604166500040263e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7030121499999495e-05,
-   "host_canary_seconds": 1.1608569999985718e-05,
+   "issue_only_seconds": 1.5262690499980636e-05,
+   "host_canary_seconds": 9.601799999927608e-06,
    "pass_seconds": [
-    1.7085537499998083e-05,
-    1.4122643999996854e-05,
-    1.2100689500002204e-05
+    1.531658599998309e-05,
+    1.485495149995586e-05,
+    1.0329046000038033e-05
    ],
    "pass_host_canary_seconds": [
-    1.1608569999985718e-05,
-    8.587525000010033e-06,
-    7.97384999998485e-06
+    9.601799999927608e-06,
+    9.215459999722953e-06,
+    6.991189999894232e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.86560400000269e-06,
-   "min": 7.526583499995354e-06,
-   "max": 1.2044048499998184e-05,
+   "seconds": 7.1142914999882126e-06,
+   "min": 6.757224000011775e-06,
+   "max": 8.522088999995959e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1202349499999542e-05,
-   "host_canary_seconds": 1.1097764999998816e-05,
+   "issue_only_seconds": 7.115188000000217e-06,
+   "host_canary_seconds": 7.252657499918769e-06,
    "pass_seconds": [
-    1.125635749999887e-05,
-    7.8156765000017e-06,
-    7.86560400000269e-06
+    7.1219839999798755e-06,
+    7.1142914999882126e-06,
+    6.918197499999223e-06
    ],
    "pass_host_canary_seconds": [
-    1.1097764999998816e-05,
-    7.99579249999738e-06,
-    7.873602499941513e-06
+    7.252657499918769e-06,
+    7.211615000244365e-06,
+    6.836434999968333e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 4.789872599999967e-05,
-   "min": 4.052294800000311e-05,
-   "max": 6.493670050000233e-05,
+   "seconds": 3.65701244999741e-05,
+   "min": 3.4893428500026856e-05,
+   "max": 5.113456499998392e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.251209650000078e-05,
-   "host_canary_seconds": 1.2096019999994212e-05,
+   "issue_only_seconds": 3.67079625000315e-05,
+   "host_canary_seconds": 7.187625000142361e-06,
    "pass_seconds": [
-    6.256150049999931e-05,
-    4.789872599999967e-05,
-    4.153426300000263e-05
+    3.6725595500001874e-05,
+    3.65701244999741e-05,
+    3.55162595000138e-05
    ],
    "pass_host_canary_seconds": [
-    1.2096019999994212e-05,
-    8.514555000047608e-06,
-    8.008355000015399e-06
+    7.187625000142361e-06,
+    7.725130000153513e-06,
+    7.450829999697817e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 4.16772979999962e-05,
-   "min": 3.089388800000848e-05,
-   "max": 4.865541450000066e-05,
+   "seconds": 3.40019094999775e-05,
+   "min": 2.5555228500024896e-05,
+   "max": 3.8092885499963814e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.469366549999876e-05,
-   "host_canary_seconds": 1.2098465000001113e-05,
+   "issue_only_seconds": 3.59780060000503e-05,
+   "host_canary_seconds": 9.561690000055023e-06,
    "pass_seconds": [
-    4.4749642499997576e-05,
-    3.523829099999887e-05,
-    4.16772979999962e-05
+    3.603038450000895e-05,
+    3.40019094999775e-05,
+    2.6037650999967354e-05
    ],
    "pass_host_canary_seconds": [
-    1.2098465000001113e-05,
-    8.587075000008326e-06,
-    1.0242245000000594e-05
+    9.561690000055023e-06,
+    9.020600000440026e-06,
+    7.063799999968978e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.575254400000148e-05,
-   "min": 1.2509665499990775e-05,
-   "max": 2.1114407999998974e-05,
+   "seconds": 1.1137668000003487e-05,
+   "min": 1.0425949999955718e-05,
+   "max": 2.2072258999969564e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.051379099999906e-05,
-   "host_canary_seconds": 1.2452429999996183e-05,
+   "issue_only_seconds": 1.1129686999993282e-05,
+   "host_canary_seconds": 7.984349999787809e-06,
    "pass_seconds": [
-    2.056873949999982e-05,
-    1.575254400000148e-05,
-    1.28870059999997e-05
+    1.1137668000003487e-05,
+    1.1775636499976372e-05,
+    1.0572287499996947e-05
    ],
    "pass_host_canary_seconds": [
-    1.2452429999996183e-05,
-    1.0843485000009423e-05,
-    8.077479999997195e-06
+    7.984349999787809e-06,
+    7.5286899999582605e-06,
+    6.920805000163455e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 1.030222250000179e-05,
-   "min": 9.333017000002997e-06,
-   "max": 1.4085272000002647e-05,
+   "seconds": 8.248751500048002e-06,
+   "min": 7.937429500032067e-06,
+   "max": 8.6170619999848e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0269942500002571e-05,
-   "host_canary_seconds": 8.408389999985389e-06,
+   "issue_only_seconds": 8.475322499975846e-06,
+   "host_canary_seconds": 7.095352499959518e-06,
    "pass_seconds": [
-    1.030222250000179e-05,
-    1.0931394500005353e-05,
-    9.590525500001945e-06
+    8.481974999995146e-06,
+    8.248751500048002e-06,
+    8.00395250001884e-06
    ],
    "pass_host_canary_seconds": [
-    8.408389999985389e-06,
-    1.0531034999985423e-05,
-    7.983257499972752e-06
+    7.095352499959518e-06,
+    7.1362450000833634e-06,
+    7.000167500166299e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.7818630000000723e-05,
-   "min": 1.671210649999466e-05,
-   "max": 2.478134300000079e-05,
+   "seconds": 1.4868727499958823e-05,
+   "min": 1.452258849997179e-05,
+   "max": 2.2742976500012446e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7781798499999725e-05,
-   "host_canary_seconds": 8.470730000027515e-06,
+   "issue_only_seconds": 1.5346080500023617e-05,
+   "host_canary_seconds": 7.336699999882512e-06,
    "pass_seconds": [
-    1.7818630000000723e-05,
-    2.124766600000072e-05,
-    1.7375872000002345e-05
+    1.538234349999357e-05,
+    1.4868727499958823e-05,
+    1.4652506499999163e-05
    ],
    "pass_host_canary_seconds": [
-    8.470730000027515e-06,
-    1.1237604999934092e-05,
-    8.117930000111072e-06
+    7.336699999882512e-06,
+    7.184674999507479e-06,
+    7.185620000313975e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.759953050000007e-05,
-   "min": 1.592066249999391e-05,
-   "max": 2.0946373500002837e-05,
+   "seconds": 1.4060748500014598e-05,
+   "min": 1.3649428999997326e-05,
+   "max": 2.0583826500001125e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7576926499998537e-05,
-   "host_canary_seconds": 8.87271999999939e-06,
+   "issue_only_seconds": 1.4198771999986092e-05,
+   "host_canary_seconds": 7.403079999903639e-06,
    "pass_seconds": [
-    1.759953050000007e-05,
-    1.80282465000019e-05,
-    1.643572550000272e-05
+    1.4242406499988647e-05,
+    1.4060748500014598e-05,
+    1.372502850000501e-05
    ],
    "pass_host_canary_seconds": [
-    8.87271999999939e-06,
-    8.758414999974206e-06,
-    8.260944999989306e-06
+    7.403079999903639e-06,
+    7.174115000339043e-06,
+    7.127714999910495e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.63344814999995e-05,
-   "min": 1.4709762999999043e-05,
-   "max": 2.1177864499996702e-05,
+   "seconds": 1.3352205499984393e-05,
+   "min": 1.2962248000008003e-05,
+   "max": 2.0092339999962405e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.6311017999999678e-05,
-   "host_canary_seconds": 8.470010000003469e-06,
+   "issue_only_seconds": 1.3653192499987199e-05,
+   "host_canary_seconds": 7.403079999903639e-06,
    "pass_seconds": [
-    1.63344814999995e-05,
-    1.6373409499998103e-05,
-    1.579883150000683e-05
+    1.366728300001796e-05,
+    1.3250674999994772e-05,
+    1.3352205499984393e-05
    ],
    "pass_host_canary_seconds": [
-    8.470010000003469e-06,
-    8.069165000037515e-06,
-    8.515104999986533e-06
+    7.403079999903639e-06,
+    7.097520000343138e-06,
+    7.003585000120438e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 9.775257499999412e-06,
-   "min": 9.193060500003014e-06,
-   "max": 1.0899066500002164e-05,
+   "seconds": 8.12193449996812e-06,
+   "min": 7.966185500038137e-06,
+   "max": 8.604354999988572e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.755777500000562e-06,
-   "host_canary_seconds": 8.125537500003332e-06,
+   "issue_only_seconds": 8.40813950003394e-06,
+   "host_canary_seconds": 7.1986799997603164e-06,
    "pass_seconds": [
-    9.775257499999412e-06,
-    9.562213999998904e-06,
-    9.81914349999613e-06
+    8.418332500014002e-06,
+    8.075289499970494e-06,
+    8.12193449996812e-06
    ],
    "pass_host_canary_seconds": [
-    8.125537500003332e-06,
-    7.926625000003185e-06,
-    8.213955000115903e-06
+    7.1986799997603164e-06,
+    6.892312499928721e-06,
+    7.025445000010677e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.9291844499999657e-05,
-   "min": 1.8140931499999624e-05,
-   "max": 2.674140000000591e-05,
+   "seconds": 1.596356149997291e-05,
+   "min": 1.567802199997459e-05,
+   "max": 1.88870944999735e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9265396000001544e-05,
-   "host_canary_seconds": 8.323104999981013e-06,
+   "issue_only_seconds": 1.7111213000021052e-05,
+   "host_canary_seconds": 7.522614999970756e-06,
    "pass_seconds": [
-    1.9291844499999657e-05,
-    1.8590937500000848e-05,
-    1.9822142500004246e-05
+    1.716076950003753e-05,
+    1.596356149997291e-05,
+    1.5887466499975743e-05
    ],
    "pass_host_canary_seconds": [
-    8.323104999981013e-06,
-    8.068114999986164e-06,
-    8.370029999866802e-06
+    7.522614999970756e-06,
+    7.133680000492859e-06,
+    7.224459999974897e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.5727484500001053e-05,
-   "min": 1.4864019000000895e-05,
-   "max": 2.1421267499999175e-05,
+   "seconds": 1.3446412500002226e-05,
+   "min": 1.2210267499995097e-05,
+   "max": 1.6897129500023312e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5697004500001553e-05,
-   "host_canary_seconds": 8.407480000016675e-06,
+   "issue_only_seconds": 1.3659911500042198e-05,
+   "host_canary_seconds": 7.450594999909299e-06,
    "pass_seconds": [
-    1.5727484500001053e-05,
-    1.5184937000000787e-05,
-    1.691933400000778e-05
+    1.3706635500000175e-05,
+    1.288958800000728e-05,
+    1.3446412500002226e-05
    ],
    "pass_host_canary_seconds": [
-    8.407480000016675e-06,
-    8.008085000028587e-06,
-    8.48218000001566e-06
+    7.450594999909299e-06,
+    7.363419999819598e-06,
+    7.307024999931855e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.5746175000000305e-05,
-   "min": 1.4852822499996421e-05,
-   "max": 2.282307849999654e-05,
+   "seconds": 1.3299431999996615e-05,
+   "min": 1.303861799999595e-05,
+   "max": 1.994928549999031e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5734965500001863e-05,
-   "host_canary_seconds": 8.281559999971932e-06,
+   "issue_only_seconds": 1.3282396000022346e-05,
+   "host_canary_seconds": 7.4249049998798e-06,
    "pass_seconds": [
-    1.5746175000000305e-05,
-    1.51822750000008e-05,
-    2.094025199998839e-05
+    1.3299431999996615e-05,
+    1.3150854999992134e-05,
+    1.4569190999964121e-05
    ],
    "pass_host_canary_seconds": [
-    8.281559999971932e-06,
-    7.967049999990649e-06,
-    1.0592455000022483e-05
+    7.4249049998798e-06,
+    7.157414999596767e-06,
+    7.466444999977284e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.9143260000004145e-06,
-   "min": 6.616033000000243e-06,
-   "max": 7.761343500007456e-06,
+   "seconds": 6.05658649999441e-06,
+   "min": 5.910800999970434e-06,
+   "max": 8.559676999993826e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.898724999999217e-06,
-   "host_canary_seconds": 8.045205000009049e-06,
+   "issue_only_seconds": 6.049755999981699e-06,
+   "host_canary_seconds": 6.949802500173519e-06,
    "pass_seconds": [
-    6.9143260000004145e-06,
-    6.992768500005297e-06,
-    6.790859500000579e-06
+    6.05658649999441e-06,
+    6.0009430000036445e-06,
+    8.351173499988817e-06
    ],
    "pass_host_canary_seconds": [
-    8.045205000009049e-06,
-    8.108345000010786e-06,
-    7.948744999950463e-06
+    6.949802500173519e-06,
+    7.05702499999461e-06,
+    9.897842500095066e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.6470818888873533e-05,
-   "min": 1.5521732222209846e-05,
-   "max": 1.7438197777768966e-05,
+   "seconds": 1.4070026666609516e-05,
+   "min": 9.423383333266127e-06,
+   "max": 1.5604561111028184e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.61164999999886e-06,
+   "host_canary_seconds": 1.0051419999967948e-05,
    "pass_seconds": [
-    1.5974136666664486e-05,
-    1.6470818888873533e-05,
-    1.692065555557873e-05
+    1.4550570000058846e-05,
+    1.0526505555440558e-05,
+    1.4070026666609516e-05
    ],
    "pass_host_canary_seconds": [
-    8.61164999999886e-06,
-    8.393060000031482e-06,
-    9.623005000065633e-06
+    1.0051419999967948e-05,
+    8.854860000155896e-06,
+    1.0130784999660137e-05
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007932434444657905,
-   "min": 0.0005241800000016876,
-   "max": 0.001184711000006031,
+   "seconds": 0.0007312151110328261,
+   "min": 9.25683333308472e-05,
+   "max": 0.0013829716667335863,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.61164999999886e-06,
+   "host_canary_seconds": 1.0051419999967948e-05,
    "pass_seconds": [
-    0.0007393132222206747,
-    0.0008073016666669574,
-    0.0007932434444657905
+    0.000707819888905053,
+    0.0007312151110328261,
+    0.0007960548888377161
    ],
    "pass_host_canary_seconds": [
-    8.61164999999886e-06,
-    8.393060000031482e-06,
-    9.623005000065633e-06
+    1.0051419999967948e-05,
+    8.854860000155896e-06,
+    1.0130784999660137e-05
    ]
   },
   "backward_node_view": {
-   "seconds": 6.837437777783685e-06,
-   "min": 4.968384444434074e-06,
-   "max": 8.033398888882302e-06,
+   "seconds": 5.837903333309037e-06,
+   "min": 3.5376588890459163e-06,
+   "max": 7.2634500000074495e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1033965000013523e-05,
+   "host_canary_seconds": 9.558012500008318e-06,
    "pass_seconds": [
-    6.617080000002792e-06,
-    6.837437777783685e-06,
-    6.984703333361924e-06
+    5.837903333309037e-06,
+    3.835127777796919e-06,
+    6.091451111084704e-06
    ],
    "pass_host_canary_seconds": [
-    1.1033965000013523e-05,
-    8.077207500001293e-06,
-    9.003065000001697e-06
+    9.558012500008318e-06,
+    9.352930000261495e-06,
+    1.1470917499991628e-05
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.486701111106817e-06,
-   "min": 3.5348755555572907e-06,
-   "max": 7.041689999998842e-06,
+   "seconds": 5.809138889010986e-06,
+   "min": 3.3522844445441377e-06,
+   "max": 6.237722222219115e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1003225000010275e-05,
+   "host_canary_seconds": 9.680835000267506e-06,
    "pass_seconds": [
-    6.530573333331328e-06,
-    6.486701111106817e-06,
-    4.573151111123429e-06
+    6.004948888984371e-06,
+    3.6915911111160918e-06,
+    5.809138889010986e-06
    ],
    "pass_host_canary_seconds": [
-    1.1003225000010275e-05,
-    7.810969999972883e-06,
-    8.032815000120763e-06
+    9.680835000267506e-06,
+    8.558629999981804e-06,
+    1.0496747500212677e-05
    ]
   },
   "backward_layer_linear": {
-   "seconds": 6.0849643333335104e-05,
-   "min": 4.034053444444099e-05,
-   "max": 6.66641455555666e-05,
+   "seconds": 4.555993555552757e-05,
+   "min": 3.574087999999796e-05,
+   "max": 5.773856222213504e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.147970000003112e-06,
+   "host_canary_seconds": 9.924849999833896e-06,
    "pass_seconds": [
-    6.0849643333335104e-05,
-    6.340972222222124e-05,
-    5.947117888887811e-05
+    4.555993555552757e-05,
+    3.6473577777719075e-05,
+    5.5009944444464056e-05
    ],
    "pass_host_canary_seconds": [
-    8.147970000003112e-06,
-    1.069685500006301e-05,
-    8.423799999945914e-06
+    9.924849999833896e-06,
+    9.90933999958088e-06,
+    1.0275610000007873e-05
    ]
   },
   "backward_call": {
-   "seconds": 8.222400459150474e-05,
-   "min": 6.129732541739939e-05,
-   "max": 0.0001003146643439929,
+   "seconds": 0.00011656133520106474,
+   "min": 6.77786689872543e-05,
+   "max": 0.00011700266723831492,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 21.75 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 15.68 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00010467199981212616,
-    0.00012806400656700134,
-    0.00016009600460529329,
-    0.0002645759880542755,
-    0.0004280639886856079
+    8.65280032157898e-05,
+    0.00010476800054311752,
+    0.00012854400277137755,
+    0.00018057599663734436,
+    0.0003246079981327057
    ],
-   "host_canary_seconds": 8.220467499988614e-06,
+   "host_canary_seconds": 7.242450000148892e-06,
    "pass_seconds": [
-    8.222400459150474e-05,
-    0.0001003146643439929,
-    6.129732541739939e-05
+    6.77786689872543e-05,
+    0.00011656133520106474,
+    0.00011700266723831492
    ],
    "pass_host_canary_seconds": [
-    8.220467499988614e-06,
-    7.85263500002742e-06,
-    8.896319999962544e-06
+    7.242450000148892e-06,
+    9.600255000350443e-06,
+    1.0160757500159435e-05
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.0156191218466986e-05,
-   "min": 1.8806094569819314e-05,
-   "max": 2.153447678401357e-05,
+   "seconds": 2.6358857750892643e-05,
+   "min": 1.7427808915575346e-05,
+   "max": 2.957485616207123e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.63520011305809e-05,
-    9.756799787282943e-05,
-    0.00035824000835418704
+    3.0463999137282373e-05,
+    0.0001258240044116974,
+    0.00030623999238014223
    ],
-   "host_canary_seconds": 8.326620000005391e-06,
+   "host_canary_seconds": 7.353039999884459e-06,
    "pass_seconds": [
-    2.153447678401357e-05,
-    2.0156191218466986e-05,
-    1.8806094569819314e-05
+    1.7427808915575346e-05,
+    2.6358857750892643e-05,
+    2.957485616207123e-05
    ],
    "pass_host_canary_seconds": [
-    8.326620000005391e-06,
-    1.1090600000045469e-05,
-    8.744472499984112e-06
+    7.353039999884459e-06,
+    9.706769999979769e-06,
+    1.0214135000410352e-05
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.00010882210234800974,
-   "min": 6.237638386942092e-05,
-   "max": 0.0001108022788096042,
+   "seconds": 9.429714438461122e-05,
+   "min": 8.210819134754795e-05,
+   "max": 0.00010072152032738642,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018937599658966066,
-    0.0006955519914627075,
-    0.0022108159065246584
+    0.00016543999314308166,
+    0.0005315840244293213,
+    0.0016809920072555543
    ],
-   "host_canary_seconds": 8.326620000005391e-06,
+   "host_canary_seconds": 7.353039999884459e-06,
    "pass_seconds": [
-    0.0001108022788096042,
-    0.00010882210234800974,
-    6.237638386942092e-05
+    8.210819134754795e-05,
+    9.429714438461122e-05,
+    0.00010072152032738642
    ],
    "pass_host_canary_seconds": [
-    8.326620000005391e-06,
-    1.1090600000045469e-05,
-    8.744472499984112e-06
+    7.353039999884459e-06,
+    9.706769999979769e-06,
+    1.0214135000410352e-05
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.9071236025719414e-05,
-   "min": 4.3829331440585e-05,
-   "max": 6.186971210298084e-05,
+   "seconds": 4.885485839276087e-05,
+   "min": 4.137676102774484e-05,
+   "max": 6.655085725443704e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.004800021648407e-05,
-    0.00025808000564575193,
-    0.0008330559730529786
+    9.036800265312194e-05,
+    0.0003153600096702576,
+    0.0007446399927139283
    ],
-   "host_canary_seconds": 8.236404999983905e-06,
+   "host_canary_seconds": 7.859099999905084e-06,
    "pass_seconds": [
-    4.9071236025719414e-05,
-    6.186971210298084e-05,
-    4.3829331440585e-05
+    4.137676102774484e-05,
+    4.885485839276087e-05,
+    6.655085725443704e-05
    ],
    "pass_host_canary_seconds": [
-    8.236404999983905e-06,
-    1.115001500004098e-05,
-    8.157725000046412e-06
+    7.859099999905084e-06,
+    9.219789999974637e-06,
+    1.0354430000347747e-05
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00015927237485136302,
-   "min": 9.54567651663508e-05,
-   "max": 0.0001618910573777698,
+   "seconds": 0.00013487162689367933,
+   "min": 0.00013198629163560413,
+   "max": 0.0001349805714119048,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003723520040512085,
-    0.0010994240045547486,
-    0.003531519889831543
+    0.0005414080023765564,
+    0.0009916160106658936,
+    0.0031185600757598878
    ],
-   "host_canary_seconds": 8.236404999983905e-06,
+   "host_canary_seconds": 7.859099999905084e-06,
    "pass_seconds": [
-    0.00015927237485136302,
-    0.0001618910573777698,
-    9.54567651663508e-05
+    0.00013198629163560413,
+    0.0001349805714119048,
+    0.00013487162689367933
    ],
    "pass_host_canary_seconds": [
-    8.236404999983905e-06,
-    1.115001500004098e-05,
-    8.157725000046412e-06
+    7.859099999905084e-06,
+    9.219789999974637e-06,
+    1.0354430000347747e-05
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 1.879314226763589e-05,
-   "min": 1.859428644889877e-05,
-   "max": 2.673676131027085e-05,
+   "seconds": 1.9684570885839917e-05,
+   "min": 1.4079238332453228e-05,
+   "max": 2.1043047663711365e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.270399942994118e-05,
-    8.742400258779526e-05,
-    0.00031404799222946165
+    3.561599925160408e-05,
+    9.279999881982804e-05,
+    0.0003492799997329712
    ],
-   "host_canary_seconds": 8.314929999997389e-06,
+   "host_canary_seconds": 9.287682499916626e-06,
    "pass_seconds": [
-    1.879314226763589e-05,
-    2.673676131027085e-05,
-    1.859428644889877e-05
+    2.1043047663711365e-05,
+    1.9684570885839917e-05,
+    1.4079238332453228e-05
    ],
    "pass_host_canary_seconds": [
-    8.314929999997389e-06,
-    1.1117924999979323e-05,
-    8.00588999993579e-06
+    9.287682499916626e-06,
+    9.208310000303755e-06,
+    1.0117019999995592e-05
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 8.419200423217956e-05,
-   "min": 8.194895212848983e-05,
-   "max": 9.557637696464856e-05,
+   "seconds": 6.508419414361318e-05,
+   "min": 6.104838174013863e-05,
+   "max": 6.771428705680938e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021107199788093566,
-    0.000576255977153778,
-    0.0017745920419692993
+    0.0001716800034046173,
+    0.00045369601249694826,
+    0.001508288025856018
    ],
-   "host_canary_seconds": 8.314929999997389e-06,
+   "host_canary_seconds": 9.287682499916626e-06,
    "pass_seconds": [
-    8.419200423217956e-05,
-    8.194895212848983e-05,
-    9.557637696464856e-05
+    6.771428705680938e-05,
+    6.508419414361318e-05,
+    6.104838174013863e-05
    ],
    "pass_host_canary_seconds": [
-    8.314929999997389e-06,
-    1.1117924999979323e-05,
-    8.00588999993579e-06
+    9.287682499916626e-06,
+    9.208310000303755e-06,
+    1.0117019999995592e-05
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 3.751923711526961e-05,
-   "min": 3.385752439498902e-05,
-   "max": 5.374323754083542e-05,
+   "seconds": 3.7146667994204025e-05,
+   "min": 3.561599978378841e-05,
+   "max": 4.5781333531652174e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.695999741554261e-05,
-    0.00018134400248527528,
-    0.0006370239853858948
+    7.8015998005867e-05,
+    0.00019228799641132354,
+    0.0006361600160598755
    ],
-   "host_canary_seconds": 8.495707500006943e-06,
+   "host_canary_seconds": 8.978550000051654e-06,
    "pass_seconds": [
-    3.751923711526961e-05,
-    5.374323754083542e-05,
-    3.385752439498902e-05
+    3.7146667994204025e-05,
+    3.561599978378841e-05,
+    4.5781333531652174e-05
    ],
    "pass_host_canary_seconds": [
-    8.495707500006943e-06,
-    1.1124104999993279e-05,
-    9.183399999983521e-06
+    8.978550000051654e-06,
+    9.293939999679424e-06,
+    9.957009999936873e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.701256343296596e-05,
-   "min": 8.669713565281458e-05,
-   "max": 0.0001335329491467703,
+   "seconds": 8.470247827825091e-05,
+   "min": 6.464533543302898e-05,
+   "max": 9.387351572513579e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003213120102882385,
-    0.0008037760257720947,
-    0.002876863956451416
+    0.00030924800038337706,
+    0.0006315199732780457,
+    0.0018417600393295288
    ],
-   "host_canary_seconds": 8.495707500006943e-06,
+   "host_canary_seconds": 8.978550000051654e-06,
    "pass_seconds": [
-    0.0001335329491467703,
-    8.669713565281458e-05,
-    8.701256343296596e-05
+    6.464533543302898e-05,
+    8.470247827825091e-05,
+    9.387351572513579e-05
    ],
    "pass_host_canary_seconds": [
-    8.495707500006943e-06,
-    1.1124104999993279e-05,
-    9.183399999983521e-06
+    8.978550000051654e-06,
+    9.293939999679424e-06,
+    9.957009999936873e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 2.1951239201284587e-05,
-   "min": 1.3379808958797229e-05,
-   "max": 2.384990391631921e-05,
+   "seconds": 1.610361864524228e-05,
+   "min": 1.577142821181388e-05,
+   "max": 1.670628644171215e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5151999667286874e-05,
-    6.486400216817855e-05,
-    0.00037228798866271973
+    2.611199952661991e-05,
+    7.340800017118454e-05,
+    0.0002673279941082001
    ],
-   "host_canary_seconds": 1.1105742499992743e-05,
+   "host_canary_seconds": 9.078214999931334e-06,
    "pass_seconds": [
-    2.384990391631921e-05,
-    2.1951239201284587e-05,
-    1.3379808958797229e-05
+    1.610361864524228e-05,
+    1.577142821181388e-05,
+    1.670628644171215e-05
    ],
    "pass_host_canary_seconds": [
-    1.1105742499992743e-05,
-    1.0491099999967445e-05,
-    8.14699250000217e-06
+    9.078214999931334e-06,
+    9.07148999999663e-06,
+    9.925704999886875e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 7.0850284060552e-05,
-   "min": 7.081828709869158e-05,
-   "max": 7.442209541442849e-05,
+   "seconds": 6.334857128205754e-05,
+   "min": 4.960152320563793e-05,
+   "max": 8.141637983776276e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014841599762439728,
-    0.0003901439905166626,
-    0.0016047999858856202
+    0.00014316800236701966,
+    0.0003495680093765259,
+    0.0011318399906158447
    ],
-   "host_canary_seconds": 1.1105742499992743e-05,
+   "host_canary_seconds": 9.078214999931334e-06,
    "pass_seconds": [
-    7.442209541442849e-05,
-    7.081828709869158e-05,
-    7.0850284060552e-05
+    4.960152320563793e-05,
+    6.334857128205754e-05,
+    8.141637983776276e-05
    ],
    "pass_host_canary_seconds": [
-    1.1105742499992743e-05,
-    1.0491099999967445e-05,
-    8.14699250000217e-06
+    9.078214999931334e-06,
+    9.07148999999663e-06,
+    9.925704999886875e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.7906285907540995e-05,
-   "min": 3.2675810513042276e-05,
-   "max": 4.946819160665784e-05,
+   "seconds": 3.882971476940882e-05,
+   "min": 2.9964954370544073e-05,
+   "max": 3.9667807874225435e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011478400230407715,
-    0.0002802560031414032,
-    0.000862496018409729
+    6.239999830722809e-05,
+    0.00014006400108337402,
+    0.0006319040060043335
    ],
-   "host_canary_seconds": 1.1378124999996687e-05,
+   "host_canary_seconds": 9.601350000139065e-06,
    "pass_seconds": [
-    4.946819160665784e-05,
-    3.7906285907540995e-05,
-    3.2675810513042276e-05
+    3.882971476940882e-05,
+    2.9964954370544073e-05,
+    3.9667807874225435e-05
    ],
    "pass_host_canary_seconds": [
-    1.1378124999996687e-05,
-    1.1244012499993515e-05,
-    9.913922500004447e-06
+    9.601350000139065e-06,
+    9.06580999981088e-06,
+    9.497030000034101e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.209905139037538e-05,
-   "min": 8.657676762058623e-05,
-   "max": 0.00010220723670153392,
+   "seconds": 7.846857678322564e-05,
+   "min": 7.134171185039339e-05,
+   "max": 0.00010783009514922189,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000554527997970581,
-    0.0011058880090713502,
-    0.002642944097518921
+    0.0002234240025281906,
+    0.0006388159990310669,
+    0.0020040640830993653
    ],
-   "host_canary_seconds": 1.1378124999996687e-05,
+   "host_canary_seconds": 9.601350000139065e-06,
    "pass_seconds": [
-    8.657676762058623e-05,
-    0.00010220723670153392,
-    9.209905139037538e-05
+    7.846857678322564e-05,
+    7.134171185039339e-05,
+    0.00010783009514922189
    ],
    "pass_host_canary_seconds": [
-    1.1378124999996687e-05,
-    1.1244012499993515e-05,
-    9.913922500004447e-06
+    9.601350000139065e-06,
+    9.06580999981088e-06,
+    9.497030000034101e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 2.2715429287581216e-05,
-   "min": 1.556190529039928e-05,
-   "max": 2.7337142044589638e-05,
+   "seconds": 1.8318475445821175e-05,
+   "min": 1.4441143189157759e-05,
+   "max": 2.1391999331258592e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.476799815893173e-05,
-    8.739200234413147e-05,
-    0.0004416959881782532
+    3.772800043225288e-05,
+    0.00010281600058078766,
+    0.00035891199111938476
    ],
-   "host_canary_seconds": 1.0683480000004409e-05,
+   "host_canary_seconds": 9.772489999591016e-06,
    "pass_seconds": [
-    2.7337142044589638e-05,
-    2.2715429287581216e-05,
-    1.556190529039928e-05
+    2.1391999331258592e-05,
+    1.8318475445821175e-05,
+    1.4441143189157759e-05
    ],
    "pass_host_canary_seconds": [
-    1.0683480000004409e-05,
-    1.0805889999971896e-05,
-    8.295457500011593e-06
+    9.772489999591016e-06,
+    9.150980000072196e-06,
+    8.880194999960623e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.751161636341185e-05,
-   "min": 6.224457174539564e-05,
-   "max": 7.349485460491407e-05,
+   "seconds": 7.28007610000315e-05,
+   "min": 5.460342649547825e-05,
+   "max": 8.916342755158742e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001897920072078705,
-    0.0005438399910926818,
-    0.001561951994895935
+    0.000217631995677948,
+    0.0005672320127487183,
+    0.0016528639793395995
    ],
-   "host_canary_seconds": 1.0683480000004409e-05,
+   "host_canary_seconds": 9.772489999591016e-06,
    "pass_seconds": [
-    6.224457174539564e-05,
-    7.349485460491407e-05,
-    6.751161636341185e-05
+    7.28007610000315e-05,
+    5.460342649547825e-05,
+    8.916342755158742e-05
    ],
    "pass_host_canary_seconds": [
-    1.0683480000004409e-05,
-    1.0805889999971896e-05,
-    8.295457500011593e-06
+    9.772489999591016e-06,
+    9.150980000072196e-06,
+    8.880194999960623e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.62247618890944e-05,
-   "min": 3.388342935414541e-05,
-   "max": 4.174019218910308e-05,
+   "seconds": 3.8202666455791105e-05,
+   "min": 2.875580851520811e-05,
+   "max": 4.315276195605595e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.92320030927658e-05,
-    0.00024934400618076323,
-    0.0007336320281028747
+    5.283199995756149e-05,
+    0.00014563199877738953,
+    0.0006879040002822876
    ],
-   "host_canary_seconds": 1.0863985000000298e-05,
+   "host_canary_seconds": 9.02418250007031e-06,
    "pass_seconds": [
-    4.174019218910308e-05,
-    3.62247618890944e-05,
-    3.388342935414541e-05
+    4.315276195605595e-05,
+    2.875580851520811e-05,
+    3.8202666455791105e-05
    ],
    "pass_host_canary_seconds": [
-    1.0863985000000298e-05,
-    1.0611049999980082e-05,
-    1.0318034999983184e-05
+    9.02418250007031e-06,
+    9.067249999930027e-06,
+    9.647142500170957e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.354667046240398e-05,
-   "min": 8.963199562969662e-05,
-   "max": 9.376533613318488e-05,
+   "seconds": 9.475047212271463e-05,
+   "min": 7.55276165547825e-05,
+   "max": 9.518933544556301e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005069440007209778,
-    0.000786463975906372,
-    0.0024393279552459715
+    0.00022761599719524383,
+    0.0009283519983291626,
+    0.0023979840278625488
    ],
-   "host_canary_seconds": 1.0863985000000298e-05,
+   "host_canary_seconds": 9.02418250007031e-06,
    "pass_seconds": [
-    8.963199562969662e-05,
-    9.376533613318488e-05,
-    9.354667046240398e-05
+    9.518933544556301e-05,
+    7.55276165547825e-05,
+    9.475047212271463e-05
    ],
    "pass_host_canary_seconds": [
-    1.0863985000000298e-05,
-    1.0611049999980082e-05,
-    1.0318034999983184e-05
+    9.02418250007031e-06,
+    9.067249999930027e-06,
+    9.647142500170957e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 4.702399990388326e-05,
-   "min": 4.432609358004161e-05,
-   "max": 5.335619158688046e-05,
+   "seconds": 3.2892952185301556e-05,
+   "min": 3.2592763325997756e-05,
+   "max": 3.934933422576814e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.446400076150894e-05,
-    0.0002178879976272583,
-    0.0007806079983711243
+    5.964799970388413e-05,
+    0.0001699199974536896,
+    0.0006472960114479065
    ],
-   "host_canary_seconds": 1.167684250001244e-05,
+   "host_canary_seconds": 9.622444999877188e-06,
    "pass_seconds": [
-    4.702399990388326e-05,
-    4.432609358004161e-05,
-    5.335619158688046e-05
+    3.934933422576814e-05,
+    3.2892952185301556e-05,
+    3.2592763325997756e-05
    ],
    "pass_host_canary_seconds": [
-    1.167684250001244e-05,
-    1.0938512499976128e-05,
-    1.1168092500000171e-05
+    9.622444999877188e-06,
+    9.384044999478646e-06,
+    9.895114999949328e-06
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 8.85447607863517e-05,
-   "min": 5.223923673232397e-05,
-   "max": 0.00010124495519059048,
+   "seconds": 7.083200024706976e-05,
+   "min": 6.686475819775035e-05,
+   "max": 9.978209098889716e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00031382399797439574,
-    0.0006978880167007447,
-    0.0023398079872131348
+    0.00022755199670791625,
+    0.0006601920127868652,
+    0.0019143040180206298
    ],
-   "host_canary_seconds": 1.167684250001244e-05,
+   "host_canary_seconds": 9.622444999877188e-06,
    "pass_seconds": [
-    8.85447607863517e-05,
-    0.00010124495519059048,
-    5.223923673232397e-05
+    7.083200024706976e-05,
+    6.686475819775035e-05,
+    9.978209098889716e-05
    ],
    "pass_host_canary_seconds": [
-    1.167684250001244e-05,
-    1.0938512499976128e-05,
-    1.1168092500000171e-05
+    9.622444999877188e-06,
+    9.384044999478646e-06,
+    9.895114999949328e-06
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 7.105981239250728e-05,
-   "min": 6.403809785842895e-05,
-   "max": 7.313752529166992e-05,
+   "seconds": 5.972495142902647e-05,
+   "min": 5.302476137876511e-05,
+   "max": 6.452724124704087e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014771200716495514,
-    0.0002884800136089325,
-    0.0010911680459976196
+    0.00011766400188207626,
+    0.00031113600730895997,
+    0.0010183039903640747
    ],
-   "host_canary_seconds": 8.806970000012626e-06,
+   "host_canary_seconds": 9.370815000124822e-06,
    "pass_seconds": [
-    6.403809785842895e-05,
-    7.313752529166992e-05,
-    7.105981239250728e-05
+    5.972495142902647e-05,
+    5.302476137876511e-05,
+    6.452724124704087e-05
    ],
    "pass_host_canary_seconds": [
-    8.806970000012626e-06,
-    1.1315675000034275e-05,
-    1.1155102500026713e-05
+    9.370815000124822e-06,
+    9.307864999925641e-06,
+    9.743999999614062e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015097599583012715,
-   "min": 0.0001485927587463742,
-   "max": 0.0001661295145750046,
+   "seconds": 0.00015000989997670763,
+   "min": 0.00012538132816553114,
+   "max": 0.00017433065530799682,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005130559802055359,
-    0.0012920960187911988,
-    0.003749567985534668
+    0.00042960000038146974,
+    0.0011134079694747924,
+    0.0035938239097595215
    ],
-   "host_canary_seconds": 8.806970000012626e-06,
+   "host_canary_seconds": 9.370815000124822e-06,
    "pass_seconds": [
-    0.0001485927587463742,
-    0.0001661295145750046,
-    0.00015097599583012715
+    0.00015000989997670763,
+    0.00012538132816553114,
+    0.00017433065530799682
    ],
    "pass_host_canary_seconds": [
-    8.806970000012626e-06,
-    1.1315675000034275e-05,
-    1.1155102500026713e-05
+    9.370815000124822e-06,
+    9.307864999925641e-06,
+    9.743999999614062e-06
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 3.3004950377203175e-05,
-   "min": 3.0058666531528744e-05,
-   "max": 4.143390538437026e-05,
+   "seconds": 2.2410667368343897e-05,
+   "min": 2.0738286454053153e-05,
+   "max": 2.6630858048087075e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.495999962091446e-05,
-    0.00011097600311040878,
-    0.0006470400094985962
+    4.4064000248909e-05,
+    0.0001221119984984398,
+    0.0004429120123386383
    ],
-   "host_canary_seconds": 1.134274500000032e-05,
+   "host_canary_seconds": 9.24399749976601e-06,
    "pass_seconds": [
-    4.143390538437026e-05,
-    3.0058666531528744e-05,
-    3.3004950377203175e-05
+    2.6630858048087075e-05,
+    2.2410667368343897e-05,
+    2.0738286454053153e-05
    ],
    "pass_host_canary_seconds": [
-    1.134274500000032e-05,
-    1.1144075000046882e-05,
-    1.0976484999929425e-05
+    9.24399749976601e-06,
+    9.367400000428461e-06,
+    9.483664999834218e-06
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 6.240000025857063e-05,
-   "min": 5.4531051112072796e-05,
-   "max": 6.863618837226002e-05,
+   "seconds": 5.2964566896359136e-05,
+   "min": 4.577904992869922e-05,
+   "max": 5.527771441709428e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017971199750900269,
-    0.0005190079808235168,
-    0.001833791971206665
+    0.00017046399414539338,
+    0.00042819198966026305,
+    0.0012701120376586914
    ],
-   "host_canary_seconds": 1.134274500000032e-05,
+   "host_canary_seconds": 9.24399749976601e-06,
    "pass_seconds": [
-    6.863618837226002e-05,
-    6.240000025857063e-05,
-    5.4531051112072796e-05
+    4.577904992869922e-05,
+    5.527771441709428e-05,
+    5.2964566896359136e-05
    ],
    "pass_host_canary_seconds": [
-    1.134274500000032e-05,
-    1.1144075000046882e-05,
-    1.0976484999929425e-05
+    9.24399749976601e-06,
+    9.367400000428461e-06,
+    9.483664999834218e-06
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 4.917638252178828e-05,
-   "min": 4.469637892075947e-05,
-   "max": 5.976762232326327e-05,
+   "seconds": 3.769523614928836e-05,
+   "min": 3.3603049459911525e-05,
+   "max": 6.128304983888355e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00015328000485897064,
-    0.0003682880103588104,
-    0.0010616960525512695
+    8.620800077915192e-05,
+    0.00021036800742149354,
+    0.0006553279757499695
    ],
-   "host_canary_seconds": 1.1665520000008201e-05,
+   "host_canary_seconds": 9.44171249983583e-06,
    "pass_seconds": [
-    5.976762232326327e-05,
-    4.917638252178828e-05,
-    4.469637892075947e-05
+    3.769523614928836e-05,
+    3.3603049459911525e-05,
+    6.128304983888355e-05
    ],
    "pass_host_canary_seconds": [
-    1.1665520000008201e-05,
-    1.0733360000045877e-05,
-    1.1174455000002581e-05
+    9.44171249983583e-06,
+    9.837315000140734e-06,
+    1.031746250021115e-05
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.00011000609575282959,
-   "min": 9.092419452610468e-05,
-   "max": 0.00011930132905642191,
+   "seconds": 9.73379086880457e-05,
+   "min": 9.393599132696786e-05,
+   "max": 0.00010284951754978722,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005408639907836914,
-    0.0011897599697113037,
-    0.0032641279697418215
+    0.0003049280047416687,
+    0.000751583993434906,
+    0.0024214398860931395
    ],
-   "host_canary_seconds": 1.1665520000008201e-05,
+   "host_canary_seconds": 9.44171249983583e-06,
    "pass_seconds": [
-    0.00011930132905642191,
-    9.092419452610468e-05,
-    0.00011000609575282959
+    0.00010284951754978722,
+    9.73379086880457e-05,
+    9.393599132696786e-05
    ],
    "pass_host_canary_seconds": [
-    1.1665520000008201e-05,
-    1.0733360000045877e-05,
-    1.1174455000002581e-05
+    9.44171249983583e-06,
+    9.837315000140734e-06,
+    1.031746250021115e-05
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.415238010031837e-05,
-   "min": 4.252037902673085e-05,
-   "max": 5.549256929329463e-05,
+   "seconds": 3.713675996377354e-05,
+   "min": 3.6396950660716924e-05,
+   "max": 4.8003810857023515e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010572800040245056,
-    0.0002656640112400055,
-    0.0009359359741210937
+    5.8111999183893203e-05,
+    0.00017097599804401397,
+    0.0006156479716300965
    ],
-   "host_canary_seconds": 1.1497579999986129e-05,
+   "host_canary_seconds": 8.23513499966566e-06,
    "pass_seconds": [
-    5.549256929329463e-05,
-    4.252037902673085e-05,
-    4.415238010031837e-05
+    3.713675996377354e-05,
+    3.6396950660716924e-05,
+    4.8003810857023515e-05
    ],
    "pass_host_canary_seconds": [
-    1.1497579999986129e-05,
-    1.1183720000005337e-05,
-    1.1452249999948094e-05
+    8.23513499966566e-06,
+    9.802812500083746e-06,
+    1.0086930000170469e-05
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 8.936000650837308e-05,
-   "min": 8.708952509221578e-05,
-   "max": 9.545524524790902e-05,
+   "seconds": 7.372495993262246e-05,
+   "min": 7.03969546371982e-05,
+   "max": 7.538438251330739e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00044924798607826234,
-    0.000845632016658783,
-    0.002609312057495117
+    0.00022041599452495575,
+    0.0005863680243492126,
+    0.0019176959991455077
    ],
-   "host_canary_seconds": 1.1497579999986129e-05,
+   "host_canary_seconds": 8.23513499966566e-06,
    "pass_seconds": [
-    8.936000650837308e-05,
-    8.708952509221578e-05,
-    9.545524524790902e-05
+    7.538438251330739e-05,
+    7.03969546371982e-05,
+    7.372495993262246e-05
    ],
    "pass_host_canary_seconds": [
-    1.1497579999986129e-05,
-    1.1183720000005337e-05,
-    1.1452249999948094e-05
+    8.23513499966566e-06,
+    9.802812500083746e-06,
+    1.0086930000170469e-05
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.056228714329856e-05,
-   "min": 7.18537171681722e-05,
-   "max": 0.00010098514599459513,
+   "seconds": 8.112533461479913e-05,
+   "min": 6.129828627620425e-05,
+   "max": 8.735390646117075e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00021433599293231963,
-    0.0005697280168533326,
-    0.0017465920448303223
+    8.329600095748901e-05,
+    0.00023695999383926392,
+    0.0012702720165252686
    ],
-   "host_canary_seconds": 1.2004962500000717e-05,
+   "host_canary_seconds": 9.699560000058227e-06,
    "pass_seconds": [
-    0.00010098514599459513,
-    8.056228714329856e-05,
-    7.18537171681722e-05
+    8.112533461479913e-05,
+    6.129828627620425e-05,
+    8.735390646117075e-05
    ],
    "pass_host_canary_seconds": [
-    1.2004962500000717e-05,
-    1.0015425000027279e-05,
-    1.1328177499976277e-05
+    9.699560000058227e-06,
+    9.818679999966662e-06,
+    1.0581535000255827e-05
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00015342017866316302,
-   "min": 0.00014696531707332242,
-   "max": 0.00016197104042484648,
+   "seconds": 0.00014270095456214179,
+   "min": 0.00014054095212902344,
+   "max": 0.00015326855721927826,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0007290560007095337,
-    0.001568351984024048,
-    0.004480127811431885
+    0.00035343998670578,
+    0.0011590720415115357,
+    0.003755552053451538
    ],
-   "host_canary_seconds": 1.2004962500000717e-05,
+   "host_canary_seconds": 9.699560000058227e-06,
    "pass_seconds": [
-    0.00014696531707332242,
-    0.00016197104042484648,
-    0.00015342017866316302
+    0.00014270095456214179,
+    0.00014054095212902344,
+    0.00015326855721927826
    ],
    "pass_host_canary_seconds": [
-    1.2004962500000717e-05,
-    1.0015425000027279e-05,
-    1.1328177499976277e-05
+    9.699560000058227e-06,
+    9.818679999966662e-06,
+    1.0581535000255827e-05
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 3.1294476773057654e-05,
-   "min": 2.3446095486481984e-05,
-   "max": 3.336000034496897e-05,
+   "seconds": 2.6951618315208526e-05,
+   "min": 2.6346666649693535e-05,
+   "max": 3.0848000730787e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.7856001406908035e-05,
-    0.00010979200154542923,
-    0.00039008000493049623
+    5.44000007212162e-05,
+    0.00013568000495433808,
+    0.0004588159918785095
    ],
-   "host_canary_seconds": 9.798160000009659e-06,
+   "host_canary_seconds": 9.795459999963896e-06,
    "pass_seconds": [
-    2.3446095486481984e-05,
-    3.336000034496897e-05,
-    3.1294476773057654e-05
+    2.6951618315208526e-05,
+    2.6346666649693535e-05,
+    3.0848000730787e-05
    ],
    "pass_host_canary_seconds": [
-    9.798160000009659e-06,
-    1.0924740000035626e-05,
-    1.1157100000076525e-05
+    9.795459999963896e-06,
+    9.883489999822359e-06,
+    1.0414502499713762e-05
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 7.358552480027791e-05,
-   "min": 6.822095509795916e-05,
-   "max": 8.602666748421531e-05,
+   "seconds": 5.226209316225278e-05,
+   "min": 5.212799849964325e-05,
+   "max": 6.21005699393295e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019203199446201326,
-    0.0004968959987163543,
-    0.0018262720108032226
+    0.00022057600319385528,
+    0.0005479999780654908,
+    0.0015764479637145996
    ],
-   "host_canary_seconds": 9.798160000009659e-06,
+   "host_canary_seconds": 9.795459999963896e-06,
    "pass_seconds": [
-    8.602666748421531e-05,
-    6.822095509795916e-05,
-    7.358552480027791e-05
+    6.21005699393295e-05,
+    5.226209316225278e-05,
+    5.212799849964325e-05
    ],
    "pass_host_canary_seconds": [
-    9.798160000009659e-06,
-    1.0924740000035626e-05,
-    1.1157100000076525e-05
+    9.795459999963896e-06,
+    9.883489999822359e-06,
+    1.0414502499713762e-05
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 5.153219224441619e-05,
-   "min": 5.0391616565840585e-05,
-   "max": 5.257600049177806e-05,
+   "seconds": 4.7616000331583474e-05,
+   "min": 4.06186648067974e-05,
+   "max": 5.392533540725708e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000125791996717453,
-    0.0003261440098285675,
-    0.0009286400079727173
+    0.00011753600090742112,
+    0.00022668799757957458,
+    0.0008205440044403076
    ],
-   "host_canary_seconds": 1.1257919999998478e-05,
+   "host_canary_seconds": 9.771389999855275e-06,
    "pass_seconds": [
-    5.257600049177806e-05,
-    5.0391616565840585e-05,
-    5.153219224441619e-05
+    4.7616000331583474e-05,
+    4.06186648067974e-05,
+    5.392533540725708e-05
    ],
    "pass_host_canary_seconds": [
-    1.1257919999998478e-05,
-    1.1148544999954878e-05,
-    1.107935249997638e-05
+    9.771389999855275e-06,
+    9.736829999837937e-06,
+    1.0232705000134956e-05
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00010955200273366202,
-   "min": 8.407848292873017e-05,
-   "max": 0.0001278049512988045,
+   "seconds": 0.00010180571001200449,
+   "min": 9.747275852021715e-05,
+   "max": 0.00010197942774920236,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006235520243644715,
-    0.001146016001701355,
-    0.003323040008544922
+    0.0004808320105075836,
+    0.0008866239786148071,
+    0.0027079999446868895
    ],
-   "host_canary_seconds": 1.1257919999998478e-05,
+   "host_canary_seconds": 9.771389999855275e-06,
    "pass_seconds": [
-    0.0001278049512988045,
-    8.407848292873017e-05,
-    0.00010955200273366202
+    0.00010180571001200449,
+    0.00010197942774920236,
+    9.747275852021715e-05
    ],
    "pass_host_canary_seconds": [
-    1.1257919999998478e-05,
-    1.1148544999954878e-05,
-    1.107935249997638e-05
+    9.771389999855275e-06,
+    9.736829999837937e-06,
+    1.0232705000134956e-05
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.743009384189333e-05,
-   "min": 5.625752501544499e-05,
-   "max": 6.766704895666667e-05,
+   "seconds": 5.571504930655162e-05,
+   "min": 5.065600077311198e-05,
+   "max": 6.196418652931849e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010892800241708755,
-    0.00043193599581718445,
-    0.0011639360189437866
+    8.70399996638298e-05,
+    0.0002971520125865936,
+    0.00102457594871521
    ],
-   "host_canary_seconds": 1.176967000001028e-05,
+   "host_canary_seconds": 1.012025499989022e-05,
    "pass_seconds": [
-    6.766704895666667e-05,
-    5.625752501544499e-05,
-    5.743009384189333e-05
+    6.196418652931849e-05,
+    5.065600077311198e-05,
+    5.571504930655162e-05
    ],
    "pass_host_canary_seconds": [
-    1.176967000001028e-05,
-    1.0664364999968257e-05,
-    1.1100769999998762e-05
+    1.012025499989022e-05,
+    9.637544999918646e-06,
+    8.138799999812818e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 5.759542577323459e-05,
-   "min": 5.3025523466723284e-05,
-   "max": 7.238018832036426e-05,
+   "seconds": 6.0199614082063944e-05,
+   "min": 5.6652947550728215e-05,
+   "max": 6.042591198569252e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004720000028610229,
-    0.0008818879723548889,
-    0.0023623039722442626
+    0.0003264960050582886,
+    0.0006743360161781311,
+    0.0021559040546417236
    ],
-   "host_canary_seconds": 1.176967000001028e-05,
+   "host_canary_seconds": 1.012025499989022e-05,
    "pass_seconds": [
-    5.759542577323459e-05,
-    5.3025523466723284e-05,
-    7.238018832036426e-05
+    6.042591198569252e-05,
+    6.0199614082063944e-05,
+    5.6652947550728215e-05
    ],
    "pass_host_canary_seconds": [
-    1.176967000001028e-05,
-    1.0664364999968257e-05,
-    1.1100769999998762e-05
+    1.012025499989022e-05,
+    9.637544999918646e-06,
+    8.138799999812818e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.504152502332415e-05,
-   "min": 6.132114288352784e-05,
-   "max": 8.60563786256881e-05,
+   "seconds": 6.17249512246677e-05,
+   "min": 5.020495433182943e-05,
+   "max": 7.355657219886781e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.430400282144547e-05,
-    0.00021846400201320647,
-    0.0013404799699783326
+    0.00011695999652147293,
+    0.00033260801434516907,
+    0.0010529919862747193
    ],
-   "host_canary_seconds": 1.1789560000003973e-05,
+   "host_canary_seconds": 1.0199904999979025e-05,
    "pass_seconds": [
-    8.60563786256881e-05,
-    6.132114288352784e-05,
-    6.504152502332415e-05
+    6.17249512246677e-05,
+    5.020495433182943e-05,
+    7.355657219886781e-05
    ],
    "pass_host_canary_seconds": [
-    1.1789560000003973e-05,
-    1.0910595000019895e-05,
-    1.136564999995926e-05
+    1.0199904999979025e-05,
+    9.473615000388235e-06,
+    1.0838815000226988e-05
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 6.75138980150223e-05,
-   "min": 6.411503893988476e-05,
-   "max": 7.461789959952943e-05,
+   "seconds": 5.036799964450655e-05,
+   "min": 4.456914145322073e-05,
+   "max": 5.58887631410644e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00026598399877548215,
-    0.0007084479928016663,
-    0.002662911891937256
+    0.0003415040075778961,
+    0.0007362880110740661,
+    0.0019612159729003906
    ],
-   "host_canary_seconds": 1.1789560000003973e-05,
+   "host_canary_seconds": 1.0199904999979025e-05,
    "pass_seconds": [
-    7.461789959952943e-05,
-    6.75138980150223e-05,
-    6.411503893988476e-05
+    4.456914145322073e-05,
+    5.58887631410644e-05,
+    5.036799964450655e-05
    ],
    "pass_host_canary_seconds": [
-    1.1789560000003973e-05,
-    1.0910595000019895e-05,
-    1.136564999995926e-05
+    1.0199904999979025e-05,
+    9.473615000388235e-06,
+    1.0838815000226988e-05
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.867809612126577e-05,
-   "min": 2.7583999470585864e-05,
-   "max": 3.428038280634653e-05,
+   "seconds": 2.352152339049748e-05,
+   "min": 1.6821333872420447e-05,
+   "max": 2.599923915806271e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.45119994878769e-05,
-    0.000167263999581337,
-    0.0005786880254745483
+    4.2943999171257016e-05,
+    0.00012227199971675873,
+    0.0004333760142326355
    ],
-   "host_canary_seconds": 1.2162430000000057e-05,
+   "host_canary_seconds": 9.917934999918998e-06,
    "pass_seconds": [
-    3.428038280634653e-05,
-    2.7583999470585864e-05,
-    2.867809612126577e-05
+    2.599923915806271e-05,
+    2.352152339049748e-05,
+    1.6821333872420447e-05
    ],
    "pass_host_canary_seconds": [
-    1.2162430000000057e-05,
-    1.0931700000007538e-05,
-    1.1404419999934135e-05
+    9.917934999918998e-06,
+    9.31721250026385e-06,
+    1.0678127500227675e-05
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.938057353099186e-05,
-   "min": 4.7299812769605994e-05,
-   "max": 6.056609075693856e-05,
+   "seconds": 5.1036190773759566e-05,
+   "min": 4.893485421226138e-05,
+   "max": 5.858437592784564e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003234879970550537,
-    0.0006107519865036011,
-    0.001730496048927307
+    0.00016988800466060638,
+    0.0004222719967365265,
+    0.0013325120210647583
    ],
-   "host_canary_seconds": 1.2162430000000057e-05,
+   "host_canary_seconds": 9.917934999918998e-06,
    "pass_seconds": [
-    5.938057353099186e-05,
-    4.7299812769605994e-05,
-    6.056609075693856e-05
+    5.1036190773759566e-05,
+    4.893485421226138e-05,
+    5.858437592784564e-05
    ],
    "pass_host_canary_seconds": [
-    1.2162430000000057e-05,
-    1.0931700000007538e-05,
-    1.1404419999934135e-05
+    9.917934999918998e-06,
+    9.31721250026385e-06,
+    1.0678127500227675e-05
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 3.07504768882479e-05,
-   "min": 2.997866734152749e-05,
-   "max": 3.386057026329495e-05,
+   "seconds": 2.4233142889681315e-05,
+   "min": 1.799314203006881e-05,
+   "max": 2.6466285188992817e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.737600058317184e-05,
-    0.00017721599340438842,
-    0.0005847039818763733
+    6.179200112819672e-05,
+    0.00014579200744628906,
+    0.00046031999588012695
    ],
-   "host_canary_seconds": 1.147508499999006e-05,
+   "host_canary_seconds": 1.0275840000133486e-05,
    "pass_seconds": [
-    3.386057026329495e-05,
-    3.07504768882479e-05,
-    2.997866734152749e-05
+    2.6466285188992817e-05,
+    2.4233142889681315e-05,
+    1.799314203006881e-05
    ],
    "pass_host_canary_seconds": [
-    1.147508499999006e-05,
-    1.150668000001076e-05,
-    1.1448675000025332e-05
+    1.0275840000133486e-05,
+    9.667712500061044e-06,
+    9.670769999843287e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.548724070900963e-05,
-   "min": 4.984152600878762e-05,
-   "max": 6.133866558472315e-05,
+   "seconds": 5.838780743735178e-05,
+   "min": 5.0965331494808204e-05,
+   "max": 6.665371234218279e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002815999984741211,
-    0.0006030399799346924,
-    0.0016396160125732421
+    0.00019260799884796142,
+    0.000463456004858017,
+    0.0014708479642868042
    ],
-   "host_canary_seconds": 1.147508499999006e-05,
+   "host_canary_seconds": 1.0275840000133486e-05,
    "pass_seconds": [
-    5.548724070900963e-05,
-    4.984152600878762e-05,
-    6.133866558472315e-05
+    5.838780743735178e-05,
+    5.0965331494808204e-05,
+    6.665371234218279e-05
    ],
    "pass_host_canary_seconds": [
-    1.147508499999006e-05,
-    1.150668000001076e-05,
-    1.1448675000025332e-05
+    1.0275840000133486e-05,
+    9.667712500061044e-06,
+    9.670769999843287e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 5.6793906504199616e-05,
-   "min": 5.672838042179744e-05,
-   "max": 6.962742762906211e-05,
+   "seconds": 4.4907429743380776e-05,
+   "min": 4.185904704389119e-05,
+   "max": 5.086552564586912e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.054399907588959e-05,
-    0.00017526400089263916,
-    0.0010735679864883423
+    7.366400212049484e-05,
+    0.0002332479953765869,
+    0.0008389760255813599
    ],
-   "host_canary_seconds": 1.1707819999990931e-05,
+   "host_canary_seconds": 9.923369999853548e-06,
    "pass_seconds": [
-    6.962742762906211e-05,
-    5.6793906504199616e-05,
-    5.672838042179744e-05
+    5.086552564586912e-05,
+    4.4907429743380776e-05,
+    4.185904704389119e-05
    ],
    "pass_host_canary_seconds": [
-    1.1707819999990931e-05,
-    1.1292774999986932e-05,
-    1.1442314999996485e-05
+    9.923369999853548e-06,
+    9.529569999813249e-06,
+    9.816630000045735e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 0.00011217600745814186,
-   "min": 9.118780529215222e-05,
-   "max": 0.00011584380659319102,
+   "seconds": 9.819505292744864e-05,
+   "min": 9.713371949536458e-05,
+   "max": 0.00010254781267472675,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025884801149368285,
-    0.0009667519927024841,
-    0.0030400640964508055
+    0.00030230399966239927,
+    0.0009051520228385926,
+    0.0026510400772094727
    ],
-   "host_canary_seconds": 1.1707819999990931e-05,
+   "host_canary_seconds": 9.923369999853548e-06,
    "pass_seconds": [
-    0.00011217600745814186,
-    9.118780529215222e-05,
-    0.00011584380659319102
+    0.00010254781267472675,
+    9.819505292744864e-05,
+    9.713371949536458e-05
    ],
    "pass_host_canary_seconds": [
-    1.1707819999990931e-05,
-    1.1292774999986932e-05,
-    1.1442314999996485e-05
+    9.923369999853548e-06,
+    9.529569999813249e-06,
+    9.816630000045735e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.676571492637907e-05,
-   "min": 5.2397714839095164e-05,
-   "max": 5.9471240355854936e-05,
+   "seconds": 5.2775621059395015e-05,
+   "min": 4.904152169114067e-05,
+   "max": 5.6310095602557766e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00014057600498199464,
-    0.00037619200348854064,
-    0.0010517120361328125
+    0.00010927999764680863,
+    0.00027001601457595826,
+    0.000951200008392334
    ],
-   "host_canary_seconds": 1.1785567500002259e-05,
+   "host_canary_seconds": 9.987347499986754e-06,
    "pass_seconds": [
-    5.9471240355854936e-05,
-    5.2397714839095164e-05,
-    5.676571492637907e-05
+    5.6310095602557766e-05,
+    4.904152169114067e-05,
+    5.2775621059395015e-05
    ],
    "pass_host_canary_seconds": [
-    1.1785567500002259e-05,
-    1.0569539999991662e-05,
-    1.1346725000009883e-05
+    9.987347499986754e-06,
+    1.0051329999782865e-05,
+    1.0269339999808836e-05
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.735618921972457e-05,
-   "min": 8.732876500913075e-05,
-   "max": 0.00010372190887019748,
+   "seconds": 9.12678117553393e-05,
+   "min": 8.832684904336931e-05,
+   "max": 9.899427990118663e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004912959933280945,
-    0.0011344959735870362,
-    0.002990400075912476
+    0.00040112000703811644,
+    0.001020576000213623,
+    0.0026736960411071777
    ],
-   "host_canary_seconds": 1.1785567500002259e-05,
+   "host_canary_seconds": 9.987347499986754e-06,
    "pass_seconds": [
-    0.00010372190887019748,
-    8.732876500913075e-05,
-    9.735618921972457e-05
+    9.12678117553393e-05,
+    9.899427990118663e-05,
+    8.832684904336931e-05
    ],
    "pass_host_canary_seconds": [
-    1.1785567500002259e-05,
-    1.0569539999991662e-05,
-    1.1346725000009883e-05
+    9.987347499986754e-06,
+    1.0051329999782865e-05,
+    1.0269339999808836e-05
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.6057143431334266e-05,
-   "min": 1.2291047988193377e-05,
-   "max": 1.6618667436497552e-05,
+   "seconds": 1.5114665652314822e-05,
+   "min": 1.4339048060632887e-05,
+   "max": 1.6191999472322916e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3679999634623526e-05,
-    5.7631999254226684e-05,
-    0.00020707200467586518
+    3.407999873161316e-05,
+    7.680000364780426e-05,
+    0.00027500799298286436
    ],
-   "host_canary_seconds": 8.54475500002394e-06,
+   "host_canary_seconds": 1.0039145000177995e-05,
    "pass_seconds": [
-    1.2291047988193377e-05,
-    1.6057143431334266e-05,
-    1.6618667436497552e-05
+    1.6191999472322916e-05,
+    1.4339048060632887e-05,
+    1.5114665652314822e-05
    ],
    "pass_host_canary_seconds": [
-    8.54475500002394e-06,
-    1.0776677500032861e-05,
-    1.129523750009298e-05
+    1.0039145000177995e-05,
+    1.0013270000399643e-05,
+    9.556599999882565e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.932571176262129e-05,
-   "min": 2.1555049256199887e-05,
-   "max": 3.5531429219103994e-05,
+   "seconds": 2.7251046683107104e-05,
+   "min": 2.146285887630213e-05,
+   "max": 2.7518474097762794e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012275200337171554,
-    0.00022111999988555907,
-    0.0008250560164451599
+    0.00014617599546909332,
+    0.00028332799673080444,
+    0.0008000959753990173
    ],
-   "host_canary_seconds": 8.54475500002394e-06,
+   "host_canary_seconds": 1.0039145000177995e-05,
    "pass_seconds": [
-    3.5531429219103994e-05,
-    2.1555049256199887e-05,
-    2.932571176262129e-05
+    2.7251046683107104e-05,
+    2.7518474097762794e-05,
+    2.146285887630213e-05
    ],
    "pass_host_canary_seconds": [
-    8.54475500002394e-06,
-    1.0776677500032861e-05,
-    1.129523750009298e-05
+    1.0039145000177995e-05,
+    1.0013270000399643e-05,
+    9.556599999882565e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.7420190608217604e-05,
-   "min": 1.679695237960134e-05,
-   "max": 1.79634296468326e-05,
+   "seconds": 1.6823619604110716e-05,
+   "min": 1.6612571797200608e-05,
+   "max": 1.682361995890027e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.892800331115723e-05,
-    0.00011219199746847153,
-    0.0003272320032119751
+    4.960000142455101e-05,
+    9.344000369310379e-05,
+    0.00029974400997161865
    ],
-   "host_canary_seconds": 1.1091600000021629e-05,
+   "host_canary_seconds": 1.0257275000071787e-05,
    "pass_seconds": [
-    1.7420190608217604e-05,
-    1.679695237960134e-05,
-    1.79634296468326e-05
+    1.6823619604110716e-05,
+    1.682361995890027e-05,
+    1.6612571797200608e-05
    ],
    "pass_host_canary_seconds": [
-    1.1091600000021629e-05,
-    1.0890010000004225e-05,
-    1.1274092500030975e-05
+    1.0257275000071787e-05,
+    9.586222500104214e-06,
+    1.018352499983166e-05
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.2831238096668614e-05,
-   "min": 1.778361964083853e-05,
-   "max": 2.8286477462166836e-05,
+   "seconds": 2.3789713780085244e-05,
+   "min": 2.1657905053524742e-05,
+   "max": 2.5452188615288054e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023004800081253052,
-    0.00035939198732376097,
-    0.0009130560159683228
+    0.00017776000499725343,
+    0.0002999359965324402,
+    0.0007870720028877259
    ],
-   "host_canary_seconds": 1.1091600000021629e-05,
+   "host_canary_seconds": 1.0257275000071787e-05,
    "pass_seconds": [
-    2.8286477462166836e-05,
-    1.778361964083853e-05,
-    2.2831238096668614e-05
+    2.3789713780085244e-05,
+    2.1657905053524742e-05,
+    2.5452188615288054e-05
    ],
    "pass_host_canary_seconds": [
-    1.1091600000021629e-05,
-    1.0890010000004225e-05,
-    1.1274092500030975e-05
+    1.0257275000071787e-05,
+    9.586222500104214e-06,
+    1.018352499983166e-05
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.5603046864271164e-05,
-   "min": 1.518171387059348e-05,
-   "max": 1.6534857274520965e-05,
+   "seconds": 1.4118857504356477e-05,
+   "min": 9.958095138981229e-06,
+   "max": 1.4262857004290536e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.8527999073266986e-05,
-    5.35999983549118e-05,
-    0.00027504000067710876
+    2.876799926161766e-05,
+    7.59039968252182e-05,
+    0.00024214400351047516
    ],
-   "host_canary_seconds": 1.0540790000028721e-05,
+   "host_canary_seconds": 1.0119302500015692e-05,
    "pass_seconds": [
-    1.6534857274520965e-05,
-    1.5603046864271164e-05,
-    1.518171387059348e-05
+    1.4118857504356477e-05,
+    1.4262857004290536e-05,
+    9.958095138981229e-06
    ],
    "pass_host_canary_seconds": [
-    1.0540790000028721e-05,
-    1.0924547500010817e-05,
-    1.1005080000003886e-05
+    1.0119302500015692e-05,
+    1.0337230000345698e-05,
+    7.2616150004023435e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.4990475780907134e-05,
-   "min": 2.0866284767786662e-05,
-   "max": 2.6759617208015354e-05,
+   "seconds": 2.2130286232346574e-05,
+   "min": 2.08838110168775e-05,
+   "max": 2.994285577109882e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015622399747371673,
-    0.0002851200103759766,
-    0.0008053119778633118
+    0.0001395519971847534,
+    0.00025216001272201536,
+    0.0007939519882202148
    ],
-   "host_canary_seconds": 1.0540790000028721e-05,
+   "host_canary_seconds": 1.0119302500015692e-05,
    "pass_seconds": [
-    2.6759617208015354e-05,
-    2.4990475780907134e-05,
-    2.0866284767786662e-05
+    2.994285577109882e-05,
+    2.2130286232346574e-05,
+    2.08838110168775e-05
    ],
    "pass_host_canary_seconds": [
-    1.0540790000028721e-05,
-    1.0924547500010817e-05,
-    1.1005080000003886e-05
+    1.0119302500015692e-05,
+    1.0337230000345698e-05,
+    7.2616150004023435e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.643123814747447e-05,
-   "min": 1.557180888596035e-05,
-   "max": 1.8278856362615315e-05,
+   "seconds": 1.47687615383239e-05,
+   "min": 1.4361143289577396e-05,
+   "max": 1.5018666074389506e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.012799963355064e-05,
-    0.00011993599683046341,
-    0.0003359679877758026
+    4.934399947524071e-05,
+    9.827200323343276e-05,
+    0.00027241599559783933
    ],
-   "host_canary_seconds": 1.0975754999975607e-05,
+   "host_canary_seconds": 1.004953250003382e-05,
    "pass_seconds": [
-    1.8278856362615315e-05,
-    1.643123814747447e-05,
-    1.557180888596035e-05
+    1.47687615383239e-05,
+    1.5018666074389506e-05,
+    1.4361143289577396e-05
    ],
    "pass_host_canary_seconds": [
-    1.0975754999975607e-05,
-    1.1360634999988406e-05,
-    1.0926567500035846e-05
+    1.004953250003382e-05,
+    1.0654925000039838e-05,
+    9.781150000094385e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.3851428713117323e-05,
-   "min": 1.5502474669899254e-05,
-   "max": 2.632152431067966e-05,
+   "seconds": 2.1148954119001117e-05,
+   "min": 1.7412569373846053e-05,
+   "max": 2.4964573837461923e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002208639979362488,
-    0.00036323198676109313,
-    0.0008581439852714538
+    0.00017472000420093537,
+    0.00030831998586654664,
+    0.0007755200266838073
    ],
-   "host_canary_seconds": 1.0975754999975607e-05,
+   "host_canary_seconds": 1.004953250003382e-05,
    "pass_seconds": [
-    2.3851428713117323e-05,
-    1.5502474669899254e-05,
-    2.632152431067966e-05
+    2.4964573837461923e-05,
+    2.1148954119001117e-05,
+    1.7412569373846053e-05
    ],
    "pass_host_canary_seconds": [
-    1.0975754999975607e-05,
-    1.1360634999988406e-05,
-    1.0926567500035846e-05
+    1.004953250003382e-05,
+    1.0654925000039838e-05,
+    9.781150000094385e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.6758094408682414e-05,
-   "min": 1.5965713276749565e-05,
-   "max": 1.6771808444034488e-05,
+   "seconds": 1.4252952787847746e-05,
+   "min": 1.3932190746778532e-05,
+   "max": 1.4600381166452453e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.26399989426136e-05,
-    8.931200206279755e-05,
-    0.00028614398837089537
+    2.966400049626827e-05,
+    7.452800124883651e-05,
+    0.0002490240037441254
    ],
-   "host_canary_seconds": 1.0922549999996533e-05,
+   "host_canary_seconds": 9.936690000245106e-06,
    "pass_seconds": [
-    1.6758094408682414e-05,
-    1.5965713276749565e-05,
-    1.6771808444034488e-05
+    1.4600381166452453e-05,
+    1.3932190746778532e-05,
+    1.4252952787847746e-05
    ],
    "pass_host_canary_seconds": [
-    1.0922549999996533e-05,
-    1.1146765000020765e-05,
-    1.0992884999936337e-05
+    9.936690000245106e-06,
+    9.95435499987707e-06,
+    1.00049550002268e-05
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.3451428860425955e-05,
-   "min": 2.1699048756133947e-05,
-   "max": 2.5370667023318157e-05,
+   "seconds": 2.0374093825618426e-05,
+   "min": 1.9914665481164342e-05,
+   "max": 2.083657300543217e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00024038399755954744,
-    0.0003202559947967529,
-    0.000805408000946045
+    0.00012905600666999816,
+    0.00026659199595451357,
+    0.0006581119894981384
    ],
-   "host_canary_seconds": 1.0922549999996533e-05,
+   "host_canary_seconds": 9.936690000245106e-06,
    "pass_seconds": [
-    2.1699048756133947e-05,
-    2.5370667023318157e-05,
-    2.3451428860425955e-05
+    1.9914665481164342e-05,
+    2.0374093825618426e-05,
+    2.083657300543217e-05
    ],
    "pass_host_canary_seconds": [
-    1.0922549999996533e-05,
-    1.1146765000020765e-05,
-    1.0992884999936337e-05
+    9.936690000245106e-06,
+    9.95435499987707e-06,
+    1.00049550002268e-05
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.6184381431057342e-05,
-   "min": 1.0999619251205807e-05,
-   "max": 1.8893713575033914e-05,
+   "seconds": 1.4673523427475067e-05,
+   "min": 1.3674666306802205e-05,
+   "max": 1.4964571666149866e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.3056001663208005e-05,
-    0.00010047999769449234,
-    0.0003333759903907776
+    4.8448000103235245e-05,
+    0.00011535999923944473,
+    0.0002802560031414032
    ],
-   "host_canary_seconds": 1.0953375000006816e-05,
+   "host_canary_seconds": 1.0258987500151306e-05,
    "pass_seconds": [
-    1.8893713575033914e-05,
-    1.0999619251205807e-05,
-    1.6184381431057342e-05
+    1.4964571666149866e-05,
+    1.4673523427475067e-05,
+    1.3674666306802205e-05
    ],
    "pass_host_canary_seconds": [
-    1.0953375000006816e-05,
-    8.231297499996515e-06,
-    1.0859030000034407e-05
+    1.0258987500151306e-05,
+    1.06548875001522e-05,
+    9.620739999718353e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.320380934647151e-05,
-   "min": 1.7590094535123737e-05,
-   "max": 2.671085670590401e-05,
+   "seconds": 2.779580972024373e-05,
+   "min": 1.5366097113915852e-05,
+   "max": 2.9126856121278943e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020204800367355346,
-    0.00035315200686454774,
-    0.0008908799886703492
+    0.00017212800681591035,
+    0.00029552000761032103,
+    0.0008119040131568908
    ],
-   "host_canary_seconds": 1.0953375000006816e-05,
+   "host_canary_seconds": 1.0258987500151306e-05,
    "pass_seconds": [
-    2.671085670590401e-05,
-    2.320380934647151e-05,
-    1.7590094535123737e-05
+    2.779580972024373e-05,
+    2.9126856121278943e-05,
+    1.5366097113915852e-05
    ],
    "pass_host_canary_seconds": [
-    1.0953375000006816e-05,
-    8.231297499996515e-06,
-    1.0859030000034407e-05
+    1.0258987500151306e-05,
+    1.06548875001522e-05,
+    9.620739999718353e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.5507047375043232e-05,
-   "min": 1.1142095550894738e-05,
-   "max": 1.7346286347934177e-05,
+   "seconds": 1.4296380980383781e-05,
+   "min": 1.2854857636349541e-05,
+   "max": 1.442361906880424e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5232000052928925e-05,
-    9.68639999628067e-05,
-    0.00029862400889396666
+    2.6399999856948852e-05,
+    7.542400062084198e-05,
+    0.0002446720004081726
    ],
-   "host_canary_seconds": 1.1350389999993381e-05,
+   "host_canary_seconds": 9.795137499963858e-06,
    "pass_seconds": [
-    1.7346286347934177e-05,
-    1.1142095550894738e-05,
-    1.5507047375043232e-05
+    1.442361906880424e-05,
+    1.4296380980383781e-05,
+    1.2854857636349541e-05
    ],
    "pass_host_canary_seconds": [
-    1.1350389999993381e-05,
-    8.182329999968373e-06,
-    1.0833635000011555e-05
+    9.795137499963858e-06,
+    1.0142135000137387e-05,
+    9.628459999930782e-06
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.1202285729703452e-05,
-   "min": 1.9938284176446143e-05,
-   "max": 2.4245330265590123e-05,
+   "seconds": 2.1569523339470226e-05,
+   "min": 1.7833144004855834e-05,
+   "max": 3.181485902695428e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020310400426387786,
-    0.0003490880131721497,
-    0.0008340479731559754
+    0.00011878400295972824,
+    0.0002027519941329956,
+    0.0007941120266914367
    ],
-   "host_canary_seconds": 1.1350389999993381e-05,
+   "host_canary_seconds": 9.795137499963858e-06,
    "pass_seconds": [
-    2.4245330265590123e-05,
-    1.9938284176446143e-05,
-    2.1202285729703452e-05
+    3.181485902695428e-05,
+    2.1569523339470226e-05,
+    1.7833144004855834e-05
    ],
    "pass_host_canary_seconds": [
-    1.1350389999993381e-05,
-    8.182329999968373e-06,
-    1.0833635000011555e-05
+    9.795137499963858e-06,
+    1.0142135000137387e-05,
+    9.628459999930782e-06
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.4912761570442291e-05,
-   "min": 1.3619048077435719e-05,
-   "max": 1.5900953184990654e-05,
+   "seconds": 1.4593524060079031e-05,
+   "min": 1.3743237193141663e-05,
+   "max": 1.4874666574455445e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.521599739789963e-05,
-    0.00010617599636316299,
-    0.0002876479923725128
+    5.260799825191498e-05,
+    8.748800307512284e-05,
+    0.0002566399872303009
    ],
-   "host_canary_seconds": 1.1083000000002841e-05,
+   "host_canary_seconds": 9.66733499979e-06,
    "pass_seconds": [
-    1.4912761570442291e-05,
-    1.3619048077435719e-05,
-    1.5900953184990654e-05
+    1.3743237193141663e-05,
+    1.4874666574455445e-05,
+    1.4593524060079031e-05
    ],
    "pass_host_canary_seconds": [
-    1.1083000000002841e-05,
-    9.283084999971436e-06,
-    1.0942857499998127e-05
+    9.66733499979e-06,
+    9.867684999562698e-06,
+    1.030495999998493e-05
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.554590485635258e-05,
-   "min": 2.039999763170879e-05,
-   "max": 3.1421711579674764e-05,
+   "seconds": 2.1137522444838562e-05,
+   "min": 1.6792381980589457e-05,
+   "max": 2.2151620082911997e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021468800306320192,
-    0.00032329601049423215,
-    0.0008173120021820068
+    0.00017504000663757325,
+    0.00030723199248313906,
+    0.0007216320037841797
    ],
-   "host_canary_seconds": 1.1083000000002841e-05,
+   "host_canary_seconds": 9.66733499979e-06,
    "pass_seconds": [
-    2.554590485635258e-05,
-    3.1421711579674764e-05,
-    2.039999763170879e-05
+    2.2151620082911997e-05,
+    2.1137522444838562e-05,
+    1.6792381980589457e-05
    ],
    "pass_host_canary_seconds": [
-    1.1083000000002841e-05,
-    9.283084999971436e-06,
-    1.0942857499998127e-05
+    9.66733499979e-06,
+    9.867684999562698e-06,
+    1.030495999998493e-05
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 1.5504762441629457e-05,
-   "min": 1.0507428309037572e-05,
-   "max": 1.762514321931771e-05,
+   "seconds": 9.887999810633205e-06,
+   "min": 9.120000526309012e-06,
+   "max": 1.3213714052523885e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.6959998309612273e-05,
-    5.337600037455559e-05,
-    0.00028918400406837465
+    2.8192000463604927e-05,
+    7.407999783754349e-05,
+    0.0002284799963235855
    ],
-   "host_canary_seconds": 1.1522759999991194e-05,
+   "host_canary_seconds": 1.0042244999795003e-05,
    "pass_seconds": [
-    1.762514321931771e-05,
-    1.0507428309037572e-05,
-    1.5504762441629457e-05
+    1.3213714052523885e-05,
+    9.120000526309012e-06,
+    9.887999810633205e-06
    ],
    "pass_host_canary_seconds": [
-    1.1522759999991194e-05,
-    8.885904999971217e-06,
-    1.102862999999843e-05
+    1.0042244999795003e-05,
+    9.551724999710132e-06,
+    9.746260000156326e-06
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.3284570180944034e-05,
-   "min": 2.2557715131413367e-05,
-   "max": 2.7359236475257646e-05,
+   "seconds": 2.1420952730945184e-05,
+   "min": 1.745143062656834e-05,
+   "max": 2.837333233938331e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019728000462055205,
-    0.00032844799757003785,
-    0.0008707839846611023
+    0.00010867200046777726,
+    0.000225600004196167,
+    0.000576960027217865
    ],
-   "host_canary_seconds": 1.1522759999991194e-05,
+   "host_canary_seconds": 1.0042244999795003e-05,
    "pass_seconds": [
-    2.7359236475257646e-05,
-    2.2557715131413367e-05,
-    2.3284570180944034e-05
+    1.745143062656834e-05,
+    2.837333233938331e-05,
+    2.1420952730945184e-05
    ],
    "pass_host_canary_seconds": [
-    1.1522759999991194e-05,
-    8.885904999971217e-06,
-    1.102862999999843e-05
+    1.0042244999795003e-05,
+    9.551724999710132e-06,
+    9.746260000156326e-06
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.6972191277004424e-05,
-   "min": 1.619276209246545e-05,
-   "max": 1.9488000976187844e-05,
+   "seconds": 1.310780928248451e-05,
+   "min": 9.33790508480299e-06,
+   "max": 1.4246856172879537e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8304000645875934e-05,
-    0.0001181119978427887,
-    0.00035107201337814334
+    5.1392000168561934e-05,
+    0.0001011200025677681,
+    0.00026742398738861085
    ],
-   "host_canary_seconds": 1.1274814999993055e-05,
+   "host_canary_seconds": 9.962947499957409e-06,
    "pass_seconds": [
-    1.9488000976187844e-05,
-    1.6972191277004424e-05,
-    1.619276209246545e-05
+    1.4246856172879537e-05,
+    9.33790508480299e-06,
+    1.310780928248451e-05
    ],
    "pass_host_canary_seconds": [
-    1.1274814999993055e-05,
-    8.265434999970011e-06,
-    1.1030130000051486e-05
+    9.962947499957409e-06,
+    7.609754999862161e-06,
+    1.0128619999818511e-05
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.2033523236002242e-05,
-   "min": 1.820647450430052e-05,
-   "max": 2.7984001629409334e-05,
+   "seconds": 1.822857026542936e-05,
+   "min": 1.750857205617996e-05,
+   "max": 3.444647771261987e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002698880136013031,
-    0.00040627199411392214,
-    0.0008430719971656799
+    0.00015104000270366668,
+    0.0002717120051383972,
+    0.0006358399987220764
    ],
-   "host_canary_seconds": 1.1274814999993055e-05,
+   "host_canary_seconds": 9.962947499957409e-06,
    "pass_seconds": [
-    1.820647450430052e-05,
-    2.2033523236002242e-05,
-    2.7984001629409334e-05
+    1.750857205617996e-05,
+    3.444647771261987e-05,
+    1.822857026542936e-05
    ],
    "pass_host_canary_seconds": [
-    1.1274814999993055e-05,
-    8.265434999970011e-06,
-    1.1030130000051486e-05
+    9.962947499957409e-06,
+    7.609754999862161e-06,
+    1.0128619999818511e-05
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.422933227249554e-05,
-   "min": 1.9622094751823517e-05,
-   "max": 2.555809471578825e-05,
+   "seconds": 2.2396951736438842e-05,
+   "min": 1.4116571595271428e-05,
+   "max": 2.375085634135065e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.633599892258644e-05,
-    0.00012777599692344666,
-    0.0004312959909439087
+    4.2656000703573226e-05,
+    0.00010988800227642059,
+    0.00037862399220466616
    ],
-   "host_canary_seconds": 1.1061795000006925e-05,
+   "host_canary_seconds": 9.82598500002041e-06,
    "pass_seconds": [
-    2.555809471578825e-05,
-    1.9622094751823517e-05,
-    2.422933227249554e-05
+    2.2396951736438842e-05,
+    1.4116571595271428e-05,
+    2.375085634135065e-05
    ],
    "pass_host_canary_seconds": [
-    1.1061795000006925e-05,
-    1.0376727499981086e-05,
-    1.1064975000039112e-05
+    9.82598500002041e-06,
+    7.609754999862161e-06,
+    1.0208292499953587e-05
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.728381238522984e-05,
-   "min": 2.340037996570269e-05,
-   "max": 2.955809501664979e-05,
+   "seconds": 2.194742734233539e-05,
+   "min": 1.527695552933783e-05,
+   "max": 2.8370285140616547e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001847359985113144,
-    0.0003552959859371185,
-    0.0009270079731941223
+    0.00014800000190734862,
+    0.0002931840121746063,
+    0.0008172159790992737
    ],
-   "host_canary_seconds": 1.1061795000006925e-05,
+   "host_canary_seconds": 9.82598500002041e-06,
    "pass_seconds": [
-    2.340037996570269e-05,
-    2.955809501664979e-05,
-    2.728381238522984e-05
+    2.194742734233539e-05,
+    2.8370285140616547e-05,
+    1.527695552933783e-05
    ],
    "pass_host_canary_seconds": [
-    1.1061795000006925e-05,
-    1.0376727499981086e-05,
-    1.1064975000039112e-05
+    9.82598500002041e-06,
+    7.609754999862161e-06,
+    1.0208292499953587e-05
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.497904836421921e-05,
-   "min": 1.4631619410855431e-05,
-   "max": 2.5647237542129698e-05,
+   "seconds": 2.3094094580128078e-05,
+   "min": 2.0199619411003023e-05,
+   "max": 2.3447619662398387e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.694400310516358e-05,
-    0.00015423999726772307,
-    0.0004551039934158325
+    6.467200070619584e-05,
+    0.00012470400333404542,
+    0.0004079999923706055
    ],
-   "host_canary_seconds": 1.0830095000002871e-05,
+   "host_canary_seconds": 9.636120000209302e-06,
    "pass_seconds": [
-    2.5647237542129698e-05,
-    1.4631619410855431e-05,
-    2.497904836421921e-05
+    2.3094094580128078e-05,
+    2.3447619662398387e-05,
+    2.0199619411003023e-05
    ],
    "pass_host_canary_seconds": [
-    1.0830095000002871e-05,
-    8.022845000006384e-06,
-    1.1137799999971775e-05
+    9.636120000209302e-06,
+    1.0041804999900705e-05,
+    1.0193462499898943e-05
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.744990392100244e-05,
-   "min": 2.1753903300989234e-05,
-   "max": 2.9657140019394094e-05,
+   "seconds": 2.1883428451560797e-05,
+   "min": 2.0721523712078726e-05,
+   "max": 2.6206477412155693e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002235199958086014,
-    0.00040883201360702515,
-    0.001059551954269409
+    0.00017971199750900269,
+    0.00035206401348114016,
+    0.0008668479919433594
    ],
-   "host_canary_seconds": 1.0830095000002871e-05,
+   "host_canary_seconds": 9.636120000209302e-06,
    "pass_seconds": [
-    2.9657140019394094e-05,
-    2.1753903300989234e-05,
-    2.744990392100244e-05
+    2.1883428451560797e-05,
+    2.6206477412155693e-05,
+    2.0721523712078726e-05
    ],
    "pass_host_canary_seconds": [
-    1.0830095000002871e-05,
-    8.022845000006384e-06,
-    1.1137799999971775e-05
+    9.636120000209302e-06,
+    1.0041804999900705e-05,
+    1.0193462499898943e-05
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.2713142360250155e-05,
-   "min": 1.2469332842599779e-05,
-   "max": 1.3808762388569966e-05,
+   "seconds": 1.0170666323531242e-05,
+   "min": 7.363047982965197e-06,
+   "max": 1.1657904656160446e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.206399828195572e-05,
-    6.563200056552886e-05,
-    0.00023657600581645965
+    2.7295999228954315e-05,
+    6.87360018491745e-05,
+    0.00020431999862194063
    ],
-   "host_canary_seconds": 1.1244344999994382e-05,
+   "host_canary_seconds": 9.281084999770428e-06,
    "pass_seconds": [
-    1.3808762388569966e-05,
-    1.2713142360250155e-05,
-    1.2469332842599779e-05
+    1.1657904656160446e-05,
+    7.363047982965197e-06,
+    1.0170666323531242e-05
    ],
    "pass_host_canary_seconds": [
-    1.1244344999994382e-05,
-    8.22529000004124e-06,
-    1.1160202500022364e-05
+    9.281084999770428e-06,
+    9.72960749976437e-06,
+    9.498274999941714e-06
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.9003427142188658e-05,
-   "min": 1.912228417183672e-05,
-   "max": 3.279161843515578e-05,
+   "seconds": 2.2492952910917146e-05,
+   "min": 2.1871237172966912e-05,
+   "max": 3.29348576210794e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001539520025253296,
-    0.0002767679989337921,
-    0.0008472959995269775
+    0.00015039999783039094,
+    0.00025561600923538206,
+    0.0006548799872398377
    ],
-   "host_canary_seconds": 1.1244344999994382e-05,
+   "host_canary_seconds": 9.281084999770428e-06,
    "pass_seconds": [
-    3.279161843515578e-05,
-    1.912228417183672e-05,
-    2.9003427142188658e-05
+    2.1871237172966912e-05,
+    3.29348576210794e-05,
+    2.2492952910917146e-05
    ],
    "pass_host_canary_seconds": [
-    1.1244344999994382e-05,
-    8.22529000004124e-06,
-    1.1160202500022364e-05
+    9.281084999770428e-06,
+    9.72960749976437e-06,
+    9.498274999941714e-06
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.2733713856765202e-05,
-   "min": 1.0951619063104902e-05,
-   "max": 1.3794285200891041e-05,
+   "seconds": 1.1782094836235046e-05,
+   "min": 1.0979809044372467e-05,
+   "max": 1.2162286256040845e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.960000142455101e-05,
-    9.145600348711014e-05,
-    0.0002566719949245453
+    4.6303998678922654e-05,
+    8.585599809885026e-05,
+    0.00022976000607013704
    ],
-   "host_canary_seconds": 1.0534237499992826e-05,
+   "host_canary_seconds": 9.738744999765458e-06,
    "pass_seconds": [
-    1.3794285200891041e-05,
-    1.0951619063104902e-05,
-    1.2733713856765202e-05
+    1.2162286256040845e-05,
+    1.1782094836235046e-05,
+    1.0979809044372467e-05
    ],
    "pass_host_canary_seconds": [
-    1.0534237499992826e-05,
-    8.9732825000155e-06,
-    1.0873012500027813e-05
+    9.738744999765458e-06,
+    1.0477639999635358e-05,
+    9.542349999946964e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 3.4815238345237005e-05,
-   "min": 1.9890287447543372e-05,
-   "max": 5.618133466868173e-05,
+   "seconds": 2.7509333477133796e-05,
+   "min": 2.2364954685881027e-05,
+   "max": 3.162666516644613e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015430399775505065,
-    0.00028009599447250365,
-    0.0008767679929733277
+    0.00017260800302028656,
+    0.0002673279941082001,
+    0.0007595840096473694
    ],
-   "host_canary_seconds": 1.0534237499992826e-05,
+   "host_canary_seconds": 9.738744999765458e-06,
    "pass_seconds": [
-    3.4815238345237005e-05,
-    5.618133466868173e-05,
-    1.9890287447543372e-05
+    2.7509333477133796e-05,
+    3.162666516644613e-05,
+    2.2364954685881027e-05
    ],
    "pass_host_canary_seconds": [
-    1.0534237499992826e-05,
-    8.9732825000155e-06,
-    1.0873012500027813e-05
+    9.738744999765458e-06,
+    1.0477639999635358e-05,
+    9.542349999946964e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.0481523261183782e-05,
-   "min": 8.902857080101968e-06,
-   "max": 1.4665904676630381e-05,
+   "seconds": 1.2406856885978153e-05,
+   "min": 1.103161878529049e-05,
+   "max": 1.2429714735065187e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.580800071358681e-05,
-    7.283200323581695e-05,
-    0.0002534720003604889
+    2.8224000707268716e-05,
+    6.134400144219398e-05,
+    0.00021328000724315642
    ],
-   "host_canary_seconds": 1.1286844999993662e-05,
+   "host_canary_seconds": 1.0459030000049553e-05,
    "pass_seconds": [
-    1.4665904676630381e-05,
-    1.0481523261183782e-05,
-    8.902857080101968e-06
+    1.2429714735065187e-05,
+    1.103161878529049e-05,
+    1.2406856885978153e-05
    ],
    "pass_host_canary_seconds": [
-    1.1286844999993662e-05,
-    9.330017499991072e-06,
-    8.555857500027741e-06
+    1.0459030000049553e-05,
+    9.692184999607889e-06,
+    1.0272190000080172e-05
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.7325717948731916e-05,
-   "min": 4.6145526958363405e-05,
-   "max": 6.0892190872913306e-05,
+   "seconds": 4.716571917136509e-05,
+   "min": 4.2097525582427074e-05,
+   "max": 4.721447843171302e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00025036799907684327,
-    0.0005264639854431153,
-    0.0011937600374221802
+    0.00015184000134468078,
+    0.00032633599638938905,
+    0.001045024037361145
    ],
-   "host_canary_seconds": 1.1286844999993662e-05,
+   "host_canary_seconds": 1.0459030000049553e-05,
    "pass_seconds": [
-    4.6145526958363405e-05,
-    5.7325717948731916e-05,
-    6.0892190872913306e-05
+    4.721447843171302e-05,
+    4.716571917136509e-05,
+    4.2097525582427074e-05
    ],
    "pass_host_canary_seconds": [
-    1.1286844999993662e-05,
-    9.330017499991072e-06,
-    8.555857500027741e-06
+    1.0459030000049553e-05,
+    9.692184999607889e-06,
+    1.0272190000080172e-05
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.0555429118020192e-05,
-   "min": 1.0283428199944042e-05,
-   "max": 1.0796190816022101e-05,
+   "seconds": 1.2813714820714225e-05,
+   "min": 8.60038124734447e-06,
+   "max": 1.3081142767554239e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.062400035560131e-05,
-    5.97120001912117e-05,
-    0.00018428799510002136
+    4.780799895524978e-05,
+    9.417600184679031e-05,
+    0.00024265600740909577
    ],
-   "host_canary_seconds": 7.652757500000718e-06,
+   "host_canary_seconds": 9.586454999634953e-06,
    "pass_seconds": [
-    1.0283428199944042e-05,
-    1.0555429118020192e-05,
-    1.0796190816022101e-05
+    1.2813714820714225e-05,
+    8.60038124734447e-06,
+    1.3081142767554239e-05
    ],
    "pass_host_canary_seconds": [
-    7.652757500000718e-06,
-    1.0959224999993466e-05,
-    8.430240000052435e-06
+    9.586454999634953e-06,
+    7.562244999803625e-06,
+    1.0152134999827923e-05
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.914971161456335e-05,
-   "min": 4.73302894582351e-05,
-   "max": 7.0444190697301e-05,
+   "seconds": 4.644723857442537e-05,
+   "min": 4.4697907176755736e-05,
+   "max": 5.813409166321867e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014800000190734862,
-    0.0003361600041389465,
-    0.0010173120498657227
+    0.0002157440036535263,
+    0.00031939199566841125,
+    0.001055456042289734
    ],
-   "host_canary_seconds": 7.652757500000718e-06,
+   "host_canary_seconds": 9.586454999634953e-06,
    "pass_seconds": [
-    4.73302894582351e-05,
-    5.914971161456335e-05,
-    7.0444190697301e-05
+    4.4697907176755736e-05,
+    5.813409166321867e-05,
+    4.644723857442537e-05
    ],
    "pass_host_canary_seconds": [
-    7.652757500000718e-06,
-    1.0959224999993466e-05,
-    8.430240000052435e-06
+    9.586454999634953e-06,
+    7.562244999803625e-06,
+    1.0152134999827923e-05
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 1.4009905003366016e-05,
-   "min": 1.3547428395776524e-05,
-   "max": 1.5460570653279623e-05,
+   "seconds": 8.400000454414458e-06,
+   "min": 7.26476169767834e-06,
+   "max": 1.2230857497169858e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.054399996995926e-05,
-    4.6560000628232954e-05,
-    0.00021887999773025513
+    2.796800062060356e-05,
+    4.2911998927593234e-05,
+    0.00013465599715709687
    ],
-   "host_canary_seconds": 8.204285000008583e-06,
+   "host_canary_seconds": 9.65623749976885e-06,
    "pass_seconds": [
-    1.3547428395776524e-05,
-    1.4009905003366016e-05,
-    1.5460570653279623e-05
+    7.26476169767834e-06,
+    8.400000454414458e-06,
+    1.2230857497169858e-05
    ],
    "pass_host_canary_seconds": [
-    8.204285000008583e-06,
-    1.1367924999987622e-05,
-    1.108293750000655e-05
+    9.65623749976885e-06,
+    7.794630000148573e-06,
+    1.0611850000259437e-05
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.0991237433183766e-05,
-   "min": 3.0285712508928206e-05,
-   "max": 3.230780957355385e-05,
+   "seconds": 3.511314289200873e-05,
+   "min": 3.0350477212951297e-05,
+   "max": 3.8639239612079805e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001207680031657219,
-    0.0002316800057888031,
-    0.0007997120022773743
+    0.00010633599758148193,
+    0.00019993600249290465,
+    0.0007801920175552369
    ],
-   "host_canary_seconds": 8.204285000008583e-06,
+   "host_canary_seconds": 9.65623749976885e-06,
    "pass_seconds": [
-    3.230780957355385e-05,
-    3.0285712508928206e-05,
-    3.0991237433183766e-05
+    3.8639239612079805e-05,
+    3.511314289200873e-05,
+    3.0350477212951297e-05
    ],
    "pass_host_canary_seconds": [
-    8.204285000008583e-06,
-    1.1367924999987622e-05,
-    1.108293750000655e-05
+    9.65623749976885e-06,
+    7.794630000148573e-06,
+    1.0611850000259437e-05
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 9.947428745882852e-06,
-   "min": 9.929904891621499e-06,
-   "max": 1.37881895615941e-05,
+   "seconds": 9.621333685659226e-06,
+   "min": 8.655238009634472e-06,
+   "max": 1.2687999577749342e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9791999608278276e-05,
-    5.8079998940229415e-05,
-    0.00017824000120162964
+    5.119999870657921e-05,
+    9.603200107812882e-05,
+    0.00024377599358558656
    ],
-   "host_canary_seconds": 7.697729999982527e-06,
+   "host_canary_seconds": 9.6203924999827e-06,
    "pass_seconds": [
-    9.929904891621499e-06,
-    1.37881895615941e-05,
-    9.947428745882852e-06
+    1.2687999577749342e-05,
+    9.621333685659226e-06,
+    8.655238009634472e-06
    ],
    "pass_host_canary_seconds": [
-    7.697729999982527e-06,
-    1.1180179999996653e-05,
-    9.916837499943654e-06
+    9.6203924999827e-06,
+    7.521204999818564e-06,
+    9.779127499882635e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.6278858869558285e-05,
-   "min": 2.8774097207046692e-05,
-   "max": 4.849142971492949e-05,
+   "seconds": 3.327161925179618e-05,
+   "min": 3.0031238283429823e-05,
+   "max": 3.7186284682580406e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013228799402713776,
-    0.000243136003613472,
-    0.0008161600232124329
+    0.00020399999618530274,
+    0.0003351680040359497,
+    0.0008457919955253601
    ],
-   "host_canary_seconds": 7.697729999982527e-06,
+   "host_canary_seconds": 9.6203924999827e-06,
    "pass_seconds": [
-    3.6278858869558285e-05,
-    2.8774097207046692e-05,
-    4.849142971492949e-05
+    3.0031238283429823e-05,
+    3.7186284682580406e-05,
+    3.327161925179618e-05
    ],
    "pass_host_canary_seconds": [
-    7.697729999982527e-06,
-    1.1180179999996653e-05,
-    9.916837499943654e-06
+    9.6203924999827e-06,
+    7.521204999818564e-06,
+    9.779127499882635e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 9.071238516342072e-06,
-   "min": 8.837333481226647e-06,
-   "max": 1.3811809853428885e-05,
+   "seconds": 1.2181333487942106e-05,
+   "min": 1.1689904899824234e-05,
+   "max": 1.407619042410737e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9872000440955163e-05,
-    4.7775998711586e-05,
-    0.00015289600193500518
+    2.8831999748945236e-05,
+    6.547199934720993e-05,
+    0.00021158400177955628
    ],
-   "host_canary_seconds": 8.235280000015166e-06,
+   "host_canary_seconds": 9.517315000380222e-06,
    "pass_seconds": [
-    8.837333481226647e-06,
-    1.3811809853428885e-05,
-    9.071238516342072e-06
+    1.2181333487942106e-05,
+    1.407619042410737e-05,
+    1.1689904899824234e-05
    ],
    "pass_host_canary_seconds": [
-    8.235280000015166e-06,
-    1.1076265000014019e-05,
-    1.0940497499944968e-05
+    9.517315000380222e-06,
+    7.522949999838602e-06,
+    9.622819999890453e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 3.204342784980933e-05,
-   "min": 2.1153523276249567e-05,
-   "max": 3.504685507643791e-05,
+   "seconds": 2.0419048766295112e-05,
+   "min": 1.894933517490115e-05,
+   "max": 2.899123932279292e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010476800054311752,
-    0.0001950719952583313,
-    0.0007071999907493591
+    0.00014575999975204468,
+    0.0002441920042037964,
+    0.0006144000291824341
    ],
-   "host_canary_seconds": 8.235280000015166e-06,
+   "host_canary_seconds": 9.517315000380222e-06,
    "pass_seconds": [
-    3.204342784980933e-05,
-    2.1153523276249567e-05,
-    3.504685507643791e-05
+    1.894933517490115e-05,
+    2.899123932279292e-05,
+    2.0419048766295112e-05
    ],
    "pass_host_canary_seconds": [
-    8.235280000015166e-06,
-    1.1076265000014019e-05,
-    1.0940497499944968e-05
+    9.517315000380222e-06,
+    7.522949999838602e-06,
+    9.622819999890453e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.4355810447817757e-05,
-   "min": 1.3981713957729795e-05,
-   "max": 1.514285643185888e-05,
+   "seconds": 1.161447593144008e-05,
+   "min": 8.988189910139358e-06,
+   "max": 1.1763047604333787e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.067200049757958e-05,
-    6.601600348949432e-05,
-    0.0002611199915409088
+    5.676800012588501e-05,
+    8.726400136947632e-05,
+    0.0002295359969139099
    ],
-   "host_canary_seconds": 8.995617499998332e-06,
+   "host_canary_seconds": 9.450530000094658e-06,
    "pass_seconds": [
-    1.514285643185888e-05,
-    1.3981713957729795e-05,
-    1.4355810447817757e-05
+    1.161447593144008e-05,
+    8.988189910139358e-06,
+    1.1763047604333787e-05
    ],
    "pass_host_canary_seconds": [
-    8.995617499998332e-06,
-    1.1027434999988373e-05,
-    1.085150499996246e-05
+    9.450530000094658e-06,
+    7.784869999909461e-06,
+    9.426755000276898e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.184533168162618e-05,
-   "min": 2.1719618390003836e-05,
-   "max": 2.3033140138501207e-05,
+   "seconds": 2.157485733429591e-05,
+   "min": 2.013256933007921e-05,
+   "max": 2.7612954023338494e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013279999792575837,
-    0.00029280000925064085,
-    0.0007022079825401306
+    0.0001613440066576004,
+    0.0002704640030860901,
+    0.0006421759724617004
    ],
-   "host_canary_seconds": 8.995617499998332e-06,
+   "host_canary_seconds": 9.450530000094658e-06,
    "pass_seconds": [
-    2.1719618390003836e-05,
-    2.184533168162618e-05,
-    2.3033140138501207e-05
+    2.013256933007921e-05,
+    2.7612954023338494e-05,
+    2.157485733429591e-05
    ],
    "pass_host_canary_seconds": [
-    8.995617499998332e-06,
-    1.1027434999988373e-05,
-    1.085150499996246e-05
+    9.450530000094658e-06,
+    7.784869999909461e-06,
+    9.426755000276898e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 5.955199897289276e-05,
-   "min": 3.8368001580238344e-05,
-   "max": 8.848000317811965e-05,
+   "seconds": 6.07680007815361e-05,
+   "min": 4.281599819660187e-05,
+   "max": 0.00010524799674749375,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.964240000006839e-06,
+   "host_canary_seconds": 9.745614999587815e-06,
    "pass_seconds": [
-    4.32640016078949e-05,
-    5.955199897289276e-05,
-    6.028800085186958e-05
+    6.07680007815361e-05,
+    6.143999844789505e-05,
+    4.707200080156326e-05
    ],
    "pass_host_canary_seconds": [
-    7.964240000006839e-06,
-    1.1081587500001433e-05,
-    1.0679400000057627e-05
+    9.745614999587815e-06,
+    8.46627000044009e-06,
+    9.623425000313546e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 4.202133168776826e-05,
-   "min": 2.11893295248349e-05,
-   "max": 0.00018861332287391024,
+   "seconds": 6.412532956649859e-05,
+   "min": 0.0,
+   "max": 0.00022395066482325398,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.964240000006839e-06,
+   "host_canary_seconds": 9.745614999587815e-06,
    "pass_seconds": [
-    3.7391997252901374e-05,
-    4.202133168776826e-05,
-    9.518267028033736e-05
+    6.412532956649859e-05,
+    7.275066835184894e-05,
+    7.925337801377002e-06
    ],
    "pass_host_canary_seconds": [
-    7.964240000006839e-06,
-    1.1081587500001433e-05,
-    1.0679400000057627e-05
+    9.745614999587815e-06,
+    8.46627000044009e-06,
+    9.623425000313546e-06
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 8.422400057315826e-05,
-   "min": 4.8000000417232514e-05,
-   "max": 0.00013222399353981018,
+   "seconds": 6.284800171852112e-05,
+   "min": 4.710400104522705e-05,
+   "max": 0.00011449600011110306,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.517559999996593e-06,
+   "host_canary_seconds": 1.0334429999829808e-05,
    "pass_seconds": [
-    5.302400141954422e-05,
-    9.26399976015091e-05,
-    8.422400057315826e-05
+    8.435200154781341e-05,
+    5.0847999751567844e-05,
+    6.284800171852112e-05
    ],
    "pass_host_canary_seconds": [
-    7.517559999996593e-06,
-    1.1332730000006564e-05,
-    1.1661234999991166e-05
+    1.0334429999829808e-05,
+    7.253322500275772e-06,
+    9.948482500306e-06
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 0.00010304534186919524,
+   "seconds": 3.1822662179668745e-05,
    "min": 0.0,
-   "max": 0.0007214453195532163,
+   "max": 0.0002803813147669037,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.517559999996593e-06,
+   "host_canary_seconds": 1.0334429999829808e-05,
    "pass_seconds": [
-    4.638399121661979e-05,
-    0.00010304534186919524,
-    0.0002399506736546755
+    9.99653267984589e-05,
+    3.1822662179668745e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.517559999996593e-06,
-    1.1332730000006564e-05,
-    1.1661234999991166e-05
+    1.0334429999829808e-05,
+    7.253322500275772e-06,
+    9.948482500306e-06
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 2.8416000306606293e-05,
-   "min": 2.5407999753952028e-05,
-   "max": 9.699200093746186e-05,
+   "seconds": 3.321599960327149e-05,
+   "min": 2.3040000349283217e-05,
+   "max": 8.246400207281112e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.5220749999948e-06,
+   "host_canary_seconds": 9.592209999880196e-06,
    "pass_seconds": [
-    2.751999907195568e-05,
-    2.8416000306606293e-05,
-    6.627199798822403e-05
+    4.1248001158237455e-05,
+    2.4703999981284142e-05,
+    3.321599960327149e-05
    ],
    "pass_host_canary_seconds": [
-    8.5220749999948e-06,
-    1.0627285000026632e-05,
-    1.0902300000026343e-05
+    9.592209999880196e-06,
+    7.201215000236516e-06,
+    1.0076870000261806e-05
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00033140800272425013,
-   "min": 0.00011293334265549974,
-   "max": 0.0006674079981942973,
+   "seconds": 0.00027439734370758134,
+   "min": 0.00013291734332839653,
+   "max": 0.0007535186385114988,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.5220749999948e-06,
+   "host_canary_seconds": 9.592209999880196e-06,
    "pass_seconds": [
-    0.00033140800272425013,
-    0.0002868533333142598,
-    0.0003442706707865
+    0.00027439734370758134,
+    0.000297582653661569,
+    0.00020149332160751025
    ],
    "pass_host_canary_seconds": [
-    8.5220749999948e-06,
-    1.0627285000026632e-05,
-    1.0902300000026343e-05
+    9.592209999880196e-06,
+    7.201215000236516e-06,
+    1.0076870000261806e-05
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 7.100799679756164e-05,
-   "min": 5.958399921655655e-05,
-   "max": 0.00011500799655914306,
+   "seconds": 5.0879999995231625e-05,
+   "min": 3.3824000507593154e-05,
+   "max": 0.00010380800068378448,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1394027499989078e-05,
+   "host_canary_seconds": 9.04148500012525e-06,
    "pass_seconds": [
-    7.257600128650666e-05,
-    7.100799679756164e-05,
-    6.268800050020218e-05
+    6.489600241184234e-05,
+    3.660799935460091e-05,
+    5.0879999995231625e-05
    ],
    "pass_host_canary_seconds": [
-    1.1394027499989078e-05,
-    1.0860499999978401e-05,
-    1.0902300000026343e-05
+    9.04148500012525e-06,
+    7.3147399996287275e-06,
+    1.0230744999830676e-05
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.0003236853306492169,
-   "min": 0.00018756666220724587,
-   "max": 0.0007460853283603985,
+   "seconds": 0.00030358132005979614,
+   "min": 9.003732974330588e-05,
+   "max": 0.0006353746646394332,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1394027499989078e-05,
+   "host_canary_seconds": 9.04148500012525e-06,
    "pass_seconds": [
-    0.0004628319659580787,
-    0.0003236853306492169,
-    0.00022183867730200292
+    0.00030358132005979614,
+    0.00030561467943092185,
+    0.00011374933893481894
    ],
    "pass_host_canary_seconds": [
-    1.1394027499989078e-05,
-    1.0860499999978401e-05,
-    1.0902300000026343e-05
+    9.04148500012525e-06,
+    7.3147399996287275e-06,
+    1.0230744999830676e-05
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 3.628800064325333e-05,
-   "min": 2.316799946129322e-05,
-   "max": 6.63679987192154e-05,
+   "seconds": 2.8831999748945236e-05,
+   "min": 2.118399925529957e-05,
+   "max": 5.315199866890907e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1517549999986444e-05,
+   "host_canary_seconds": 8.988234999947054e-06,
    "pass_seconds": [
-    2.4671999737620354e-05,
-    4.5600000768899915e-05,
-    3.628800064325333e-05
+    3.60959991812706e-05,
+    2.3104000836610794e-05,
+    2.8831999748945236e-05
    ],
    "pass_host_canary_seconds": [
-    1.1517549999986444e-05,
-    1.1286674999979596e-05,
-    1.0665512499983265e-05
+    8.988234999947054e-06,
+    7.266192499741919e-06,
+    9.444997499770124e-06
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 3.6014670506119754e-05,
-   "min": 1.0693335284789367e-05,
-   "max": 0.0003521973279615243,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 5.356533856441578e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1517549999986444e-05,
+   "host_canary_seconds": 8.988234999947054e-06,
    "pass_seconds": [
-    0.0001231839892764886,
-    2.685333167513207e-05,
-    3.6014670506119754e-05
+    3.263732821991047e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1517549999986444e-05,
-    1.1286674999979596e-05,
-    1.0665512499983265e-05
+    8.988234999947054e-06,
+    7.266192499741919e-06,
+    9.444997499770124e-06
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 5.958399921655655e-05,
-   "min": 5.4496001452207564e-05,
-   "max": 9.820800274610519e-05,
+   "seconds": 4.416000097990036e-05,
+   "min": 3.071999922394752e-05,
+   "max": 8.553600311279297e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1762194999995757e-05,
+   "host_canary_seconds": 9.684617500056448e-06,
    "pass_seconds": [
-    7.225599884986877e-05,
-    5.958399921655655e-05,
-    5.6864000856876374e-05
+    6.086400151252747e-05,
+    3.299200162291527e-05,
+    4.416000097990036e-05
    ],
    "pass_host_canary_seconds": [
-    1.1762194999995757e-05,
-    1.0883014999976126e-05,
-    1.1208042499930572e-05
+    9.684617500056448e-06,
+    7.305839999958153e-06,
+    9.68962999991163e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 6.195733447869617e-05,
+   "seconds": 1.1470667396982538e-05,
    "min": 0.0,
-   "max": 0.000335109328230222,
+   "max": 0.00010479732633878788,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1762194999995757e-05,
+   "host_canary_seconds": 9.684617500056448e-06,
    "pass_seconds": [
-    9.083200184007486e-05,
-    6.195733447869617e-05,
-    4.9742678180336974e-05
+    5.9709333193798866e-05,
+    1.1470667396982538e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1762194999995757e-05,
-    1.0883014999976126e-05,
-    1.1208042499930572e-05
+    9.684617500056448e-06,
+    7.305839999958153e-06,
+    9.68962999991163e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 4.0991999208927155e-05,
-   "min": 3.4272000193595885e-05,
-   "max": 7.37600028514862e-05,
+   "seconds": 2.7488000690937042e-05,
+   "min": 2.0352000370621683e-05,
+   "max": 5.651199817657471e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1723114999995232e-05,
+   "host_canary_seconds": 1.0210574999973688e-05,
    "pass_seconds": [
-    4.0991999208927155e-05,
-    4.236799851059914e-05,
-    3.718400001525879e-05
+    3.5679999738931656e-05,
+    2.1727999672293662e-05,
+    2.7488000690937042e-05
    ],
    "pass_host_canary_seconds": [
-    1.1723114999995232e-05,
-    1.1221790000064402e-05,
-    1.1190794999933473e-05
+    1.0210574999973688e-05,
+    7.536607500071568e-06,
+    1.003509499980737e-05
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 6.212799188991388e-05,
-   "min": 3.095866926014425e-05,
-   "max": 0.00032400534426172567,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 9.88453368966778e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1723114999995232e-05,
+   "host_canary_seconds": 1.0210574999973688e-05,
    "pass_seconds": [
-    6.212799188991388e-05,
-    7.373333846529321e-05,
-    4.094267077744008e-05
+    3.990133510281642e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1723114999995232e-05,
-    1.1221790000064402e-05,
-    1.1190794999933473e-05
+    1.0210574999973688e-05,
+    7.536607500071568e-06,
+    1.003509499980737e-05
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 5.97120001912117e-05,
-   "min": 5.1295999437570575e-05,
-   "max": 0.00010457599908113479,
+   "seconds": 4.236799851059914e-05,
+   "min": 3.119999915361404e-05,
+   "max": 8.505599945783615e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.145869999998439e-05,
+   "host_canary_seconds": 9.872594999933427e-06,
    "pass_seconds": [
-    5.97120001912117e-05,
-    7.411199808120728e-05,
-    5.481600016355515e-05
+    5.577600002288818e-05,
+    3.324799984693527e-05,
+    4.236799851059914e-05
    ],
    "pass_host_canary_seconds": [
-    1.145869999998439e-05,
-    1.1368544999967866e-05,
-    1.108074499995837e-05
+    9.872594999933427e-06,
+    7.482497500177487e-06,
+    9.773224999776175e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 8.662934352954223e-05,
-   "min": 3.6613342662652305e-05,
-   "max": 0.0004573493128021557,
+   "seconds": 2.9266582181056497e-06,
+   "min": 0.0,
+   "max": 0.00011791733683397372,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.145869999998439e-05,
+   "host_canary_seconds": 9.872594999933427e-06,
    "pass_seconds": [
-    0.00010007999775310357,
-    8.662934352954223e-05,
-    5.150266923010351e-05
+    8.514932574083408e-05,
+    2.9266582181056497e-06,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.145869999998439e-05,
-    1.1368544999967866e-05,
-    1.108074499995837e-05
+    9.872594999933427e-06,
+    7.482497500177487e-06,
+    9.773224999776175e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 3.296000137925148e-05,
-   "min": 2.9600000008940698e-05,
-   "max": 6.505600363016128e-05,
+   "seconds": 2.5312000885605812e-05,
+   "min": 1.801599934697151e-05,
+   "max": 5.452800169587135e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1036872499996521e-05,
+   "host_canary_seconds": 1.0033550000230208e-05,
    "pass_seconds": [
-    3.1360000371932985e-05,
-    3.951999917626381e-05,
-    3.296000137925148e-05
+    3.359999880194664e-05,
+    1.9392000511288643e-05,
+    2.5312000885605812e-05
    ],
    "pass_host_canary_seconds": [
-    1.1036872499996521e-05,
-    1.0823669999986407e-05,
-    1.0963824999947747e-05
+    1.0033550000230208e-05,
+    7.560282500094218e-06,
+    9.563352500094879e-06
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 5.027733122309045e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003084533301492532,
+   "max": 6.662132994582257e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1036872499996521e-05,
+   "host_canary_seconds": 1.0033550000230208e-05,
    "pass_seconds": [
-    5.083199528356394e-05,
-    5.027733122309045e-05,
-    2.891067229211333e-05
+    3.5293337268133956e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1036872499996521e-05,
-    1.0823669999986407e-05,
-    1.0963824999947747e-05
+    1.0033550000230208e-05,
+    7.560282500094218e-06,
+    9.563352500094879e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 5.462399870157242e-05,
-   "min": 4.7680001705884936e-05,
-   "max": 0.00011494400352239608,
+   "seconds": 3.8336001336574555e-05,
+   "min": 2.908799983561039e-05,
+   "max": 9.920000284910202e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3796097500016203e-05,
+   "host_canary_seconds": 1.0087612500058185e-05,
    "pass_seconds": [
-    5.462399870157242e-05,
-    6.0447998344898225e-05,
-    4.995200037956238e-05
+    5.529600009322166e-05,
+    3.081599995493889e-05,
+    3.8336001336574555e-05
    ],
    "pass_host_canary_seconds": [
-    1.3796097500016203e-05,
-    1.141900000000362e-05,
-    1.156136999995283e-05
+    1.0087612500058185e-05,
+    7.579589999977544e-06,
+    9.793712500254515e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 7.707199392219385e-05,
-   "min": 2.299199936290582e-05,
-   "max": 0.0004469813158114751,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 9.09093286221226e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.3796097500016203e-05,
+   "host_canary_seconds": 1.0087612500058185e-05,
    "pass_seconds": [
-    7.707199392219385e-05,
-    0.00012202132244904835,
-    7.297466881573203e-05
+    5.759733573844034e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.3796097500016203e-05,
-    1.141900000000362e-05,
-    1.156136999995283e-05
+    1.0087612500058185e-05,
+    7.579589999977544e-06,
+    9.793712500254515e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 4.643199965357781e-05,
-   "min": 3.459199890494346e-05,
-   "max": 8.076799660921096e-05,
+   "seconds": 2.7424000203609465e-05,
+   "min": 2.006400004029274e-05,
+   "max": 6.054399907588959e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1459734999998972e-05,
+   "host_canary_seconds": 9.539419999669007e-06,
    "pass_seconds": [
-    3.753599897027016e-05,
-    4.643199965357781e-05,
-    5.215999856591225e-05
+    3.372799977660179e-05,
+    2.44159996509552e-05,
+    2.7424000203609465e-05
    ],
    "pass_host_canary_seconds": [
-    1.1459734999998972e-05,
-    1.097340499999433e-05,
-    1.1772999999948298e-05
+    9.539419999669007e-06,
+    7.784189999995306e-06,
+    9.561865000193847e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 6.753599954148132e-05,
-   "min": 2.272533004482583e-05,
-   "max": 0.00044516670517623434,
+   "seconds": 0.0,
+   "min": 0.0,
+   "max": 9.798133031775555e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1459734999998972e-05,
+   "host_canary_seconds": 9.539419999669007e-06,
    "pass_seconds": [
-    6.753599954148132e-05,
-    5.83413404723008e-05,
-    0.0001835346799343824
+    3.865332559992869e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1459734999998972e-05,
-    1.097340499999433e-05,
-    1.1772999999948298e-05
+    9.539419999669007e-06,
+    7.784189999995306e-06,
+    9.561865000193847e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 7.43359997868538e-05,
-   "min": 5.4016001522541044e-05,
-   "max": 0.00012595200538635253,
+   "seconds": 4.224000126123428e-05,
+   "min": 3.084800019860268e-05,
+   "max": 9.718400239944459e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0951694999992157e-05,
+   "host_canary_seconds": 9.922789999734505e-06,
    "pass_seconds": [
-    6.10559992492199e-05,
-    7.43359997868538e-05,
-    7.638400048017501e-05
+    5.708799883723259e-05,
+    3.443200141191483e-05,
+    4.224000126123428e-05
    ],
    "pass_host_canary_seconds": [
-    1.0951694999992157e-05,
-    1.1328199999951493e-05,
-    1.1230160000081924e-05
+    9.922789999734505e-06,
+    8.039617499946416e-06,
+    9.503714999823386e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 5.950399798651534e-05,
+   "seconds": 2.3022662227352447e-05,
    "min": 0.0,
-   "max": 0.00041009465791285045,
+   "max": 0.0003397906528164943,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0951694999992157e-05,
+   "host_canary_seconds": 9.922789999734505e-06,
    "pass_seconds": [
-    5.950399798651534e-05,
-    0.00010694933434327438,
-    3.505467809736731e-05
+    5.2669328016539407e-05,
+    2.3022662227352447e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0951694999992157e-05,
-    1.1328199999951493e-05,
-    1.1230160000081924e-05
+    9.922789999734505e-06,
+    8.039617499946416e-06,
+    9.503714999823386e-06
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 2.271999977529049e-05,
-   "min": 2.0384000614285468e-05,
-   "max": 6.719999760389328e-05,
+   "seconds": 1.679999940097332e-05,
+   "min": 1.1807999573647976e-05,
+   "max": 3.606399893760681e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.10589300000008e-05,
+   "host_canary_seconds": 9.861032499998145e-06,
    "pass_seconds": [
-    2.271999977529049e-05,
-    2.7871999889612196e-05,
-    2.0864000543951988e-05
+    1.974399946630001e-05,
+    1.2959999963641166e-05,
+    1.679999940097332e-05
    ],
    "pass_host_canary_seconds": [
-    1.10589300000008e-05,
-    1.1376569999974606e-05,
-    1.0637917500062599e-05
+    9.861032499998145e-06,
+    7.788024999797472e-06,
+    9.915189999674111e-06
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 5.02932940920191e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00017259068414568902,
+   "max": 6.786933758606515e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.10589300000008e-05,
+   "host_canary_seconds": 9.861032499998145e-06,
    "pass_seconds": [
-    4.143999268611261e-06,
-    5.02932940920191e-06,
-    2.2478673607110992e-05
+    1.1389332202573618e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.10589300000008e-05,
-    1.1376569999974606e-05,
-    1.0637917500062599e-05
+    9.861032499998145e-06,
+    7.788024999797472e-06,
+    9.915189999674111e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 4.2656000703573226e-05,
-   "min": 3.5711999982595444e-05,
-   "max": 6.492800265550613e-05,
+   "seconds": 2.953599952161312e-05,
+   "min": 2.099199965596199e-05,
+   "max": 7.344000041484833e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0637612500001837e-05,
+   "host_canary_seconds": 9.882372499987468e-06,
    "pass_seconds": [
-    4.2656000703573226e-05,
-    4.896000027656555e-05,
-    3.657599911093712e-05
+    3.865600004792213e-05,
+    2.236800082027912e-05,
+    2.953599952161312e-05
    ],
    "pass_host_canary_seconds": [
-    1.0637612500001837e-05,
-    1.1525367499984897e-05,
-    1.0583090000011452e-05
+    9.882372499987468e-06,
+    7.74722749980583e-06,
+    1.0046617500165667e-05
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 2.1998671814799336e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00010192532589038209,
+   "max": 4.6461332899828744e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0637612500001837e-05,
+   "host_canary_seconds": 9.882372499987468e-06,
    "pass_seconds": [
-    1.8191988890369713e-05,
-    2.8293338914712248e-05,
-    2.1998671814799336e-05
+    1.3981331450243784e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0637612500001837e-05,
-    1.1525367499984897e-05,
-    1.0583090000011452e-05
+    9.882372499987468e-06,
+    7.74722749980583e-06,
+    1.0046617500165667e-05
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.9519999623298644e-05,
-   "min": 1.7855999991297722e-05,
-   "max": 4.502400010824204e-05,
+   "seconds": 1.456000003963709e-05,
+   "min": 1.0304000228643417e-05,
+   "max": 3.3792000263929365e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0749264999994069e-05,
+   "host_canary_seconds": 1.0326284999848668e-05,
    "pass_seconds": [
-    1.9519999623298644e-05,
-    2.2528000175952913e-05,
-    1.8239999189972877e-05
+    1.7599999904632568e-05,
+    1.0623999871313573e-05,
+    1.456000003963709e-05
    ],
    "pass_host_canary_seconds": [
-    1.0749264999994069e-05,
-    1.1594559999963394e-05,
-    1.0507154999999102e-05
+    1.0326284999848668e-05,
+    7.431217500197817e-06,
+    9.981182500382602e-06
    ]
   },
   "layer_backward_reshape": {
-   "seconds": 1.733337839444454e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 5.739199308057625e-05,
+   "max": 2.175733478118975e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0749264999994069e-05,
+   "host_canary_seconds": 1.0326284999848668e-05,
    "pass_seconds": [
-    2.3999748130638357e-07,
-    1.733337839444454e-06,
-    6.6706761717796485e-06
+    7.005334210892513e-06,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.0749264999994069e-05,
-    1.1594559999963394e-05,
-    1.0507154999999102e-05
+    1.0326284999848668e-05,
+    7.431217500197817e-06,
+    9.981182500382602e-06
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 3.801599889993668e-05,
-   "min": 3.187200054526329e-05,
-   "max": 7.164800167083741e-05,
+   "seconds": 2.783999964594841e-05,
+   "min": 1.897599920630455e-05,
+   "max": 5.9776000678539275e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1136022499993459e-05,
+   "host_canary_seconds": 1.0012650000135181e-05,
    "pass_seconds": [
-    3.801599889993668e-05,
-    4.4863998889923095e-05,
-    3.311999887228012e-05
+    3.3792000263929365e-05,
+    1.9840000197291375e-05,
+    2.783999964594841e-05
    ],
    "pass_host_canary_seconds": [
-    1.1136022499993459e-05,
-    1.1554654999983427e-05,
-    1.0489495000030047e-05
+    1.0012650000135181e-05,
+    7.617057500226565e-06,
+    9.972222500209682e-06
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 1.4958674088120475e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 5.534399983783564e-05,
+   "max": 5.996532396723826e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1136022499993459e-05,
+   "host_canary_seconds": 1.0012650000135181e-05,
    "pass_seconds": [
-    1.5855997179945296e-05,
-    1.171733190615967e-05,
-    1.4958674088120475e-05
+    1.4333334130545457e-05,
+    0.0,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    1.1136022499993459e-05,
-    1.1554654999983427e-05,
-    1.0489495000030047e-05
+    1.0012650000135181e-05,
+    7.617057500226565e-06,
+    9.972222500209682e-06
    ]
   },
   "layer_forward_slice": {
-   "seconds": 2.1568000316619873e-05,
-   "min": 1.9168000668287278e-05,
-   "max": 4.8415999859571457e-05,
+   "seconds": 1.6416000202298163e-05,
+   "min": 1.1359999887645245e-05,
+   "max": 4.214400053024292e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.55889000001875e-06,
+   "host_canary_seconds": 1.0086962500110986e-05,
    "pass_seconds": [
-    2.1568000316619873e-05,
-    2.5631999596953393e-05,
-    1.9711999222636224e-05
+    1.8912000581622124e-05,
+    1.2032000347971917e-05,
+    1.6416000202298163e-05
    ],
    "pass_host_canary_seconds": [
-    9.55889000001875e-06,
-    1.1295149999988041e-05,
-    1.0541590000059387e-05
+    1.0086962500110986e-05,
+    7.860307500209274e-06,
+    9.688840000308119e-06
    ]
   },
   "layer_backward_slice": {
-   "seconds": 2.9838677495718023e-05,
-   "min": 3.535992776354139e-06,
-   "max": 0.00010662933376928167,
+   "seconds": 3.2782663901646954e-05,
+   "min": 0.0,
+   "max": 0.00017348666985829672,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.55889000001875e-06,
+   "host_canary_seconds": 1.0086962500110986e-05,
    "pass_seconds": [
-    7.85599586864311e-06,
-    4.342933682103948e-05,
-    2.9838677495718023e-05
+    4.156532355894644e-05,
+    3.2782663901646954e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    9.55889000001875e-06,
-    1.1295149999988041e-05,
-    1.0541590000059387e-05
+    1.0086962500110986e-05,
+    7.860307500209274e-06,
+    9.688840000308119e-06
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.580800071358681e-05,
-   "min": 2.3040000349283217e-05,
-   "max": 7.77600035071373e-05,
+   "seconds": 2.97279991209507e-05,
+   "min": 2.0896000787615776e-05,
+   "max": 6.598400324583054e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.056462500025674e-06,
+   "host_canary_seconds": 9.982525000111764e-06,
    "pass_seconds": [
-    2.42880005389452e-05,
-    4.9887999892234804e-05,
-    3.580800071358681e-05
+    3.8816001266241075e-05,
+    2.2784000262618063e-05,
+    2.97279991209507e-05
    ],
    "pass_host_canary_seconds": [
-    8.056462500025674e-06,
-    1.1334237499980305e-05,
-    1.061344750006299e-05
+    9.982525000111764e-06,
+    8.006307500068032e-06,
+    9.753532500269558e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 3.835066966712477e-05,
-   "min": 1.864000161488849e-05,
-   "max": 0.00017956799765427906,
+   "seconds": 4.169332639624675e-05,
+   "min": 0.0,
+   "max": 0.00010964666058619818,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.056462500025674e-06,
+   "host_canary_seconds": 9.982525000111764e-06,
    "pass_seconds": [
-    2.8559987743695574e-05,
-    7.430933167537051e-05,
-    3.835066966712477e-05
+    4.169332639624675e-05,
+    4.667065789302192e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.056462500025674e-06,
-    1.1334237499980305e-05,
-    1.061344750006299e-05
+    9.982525000111764e-06,
+    8.006307500068032e-06,
+    9.753532500269558e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 2.160990504281861e-05,
-   "min": 1.9026284771306173e-05,
-   "max": 2.202895319177991e-05,
+   "seconds": 1.58438090944574e-05,
+   "min": 1.1827809558737845e-05,
+   "max": 1.6989713800804955e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.3423999547958375e-05,
-    6.84799998998642e-05,
-    0.0003468480110168457
+    3.392000123858452e-05,
+    9.084799885749817e-05,
+    0.00029075199365615845
    ],
-   "host_canary_seconds": 8.295260000004134e-06,
+   "host_canary_seconds": 9.549790000278336e-06,
    "pass_seconds": [
-    2.202895319177991e-05,
-    2.160990504281861e-05,
-    1.9026284771306173e-05
+    1.6989713800804955e-05,
+    1.1827809558737845e-05,
+    1.58438090944574e-05
    ],
    "pass_host_canary_seconds": [
-    8.295260000004134e-06,
-    1.143814749998029e-05,
-    1.1201634999977727e-05
+    9.549790000278336e-06,
+    8.417369999733637e-06,
+    1.0042320000138715e-05
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.64670477665606e-05,
-   "min": 5.9725709614299635e-06,
-   "max": 2.8088381247861043e-05,
+   "seconds": 1.975314168348198e-05,
+   "min": 1.3301334033409748e-05,
+   "max": 2.2998096598755747e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015705600380897523,
-    0.0002820799946784973,
-    0.0005907520055770875
+    0.0001483200043439865,
+    0.00021750399470329285,
+    0.0005954560041427612
    ],
-   "host_canary_seconds": 8.295260000004134e-06,
+   "host_canary_seconds": 9.549790000278336e-06,
    "pass_seconds": [
-    5.9725709614299635e-06,
-    1.64670477665606e-05,
-    2.8088381247861043e-05
+    1.3301334033409748e-05,
+    2.2998096598755747e-05,
+    1.975314168348198e-05
    ],
    "pass_host_canary_seconds": [
-    8.295260000004134e-06,
-    1.143814749998029e-05,
-    1.1201634999977727e-05
+    9.549790000278336e-06,
+    8.417369999733637e-06,
+    1.0042320000138715e-05
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.3798094931102932e-05,
-   "min": 1.2904380758603414e-05,
-   "max": 1.9315046923501154e-05,
+   "seconds": 1.7807239045699435e-05,
+   "min": 1.7750857841400875e-05,
+   "max": 2.078476157926378e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.772800043225288e-05,
-    7.731200009584427e-05,
-    0.00024409599602222441
+    5.030399933457375e-05,
+    0.0001058880016207695,
+    0.00031734400987625124
    ],
-   "host_canary_seconds": 8.143740000008393e-06,
+   "host_canary_seconds": 9.507469999618935e-06,
    "pass_seconds": [
-    1.3798094931102932e-05,
-    1.2904380758603414e-05,
-    1.9315046923501154e-05
+    1.7750857841400875e-05,
+    2.078476157926378e-05,
+    1.7807239045699435e-05
    ],
    "pass_host_canary_seconds": [
-    8.143740000008393e-06,
-    1.128684750000275e-05,
-    1.0787662499964768e-05
+    9.507469999618935e-06,
+    9.662115000423909e-06,
+    1.0028095000222947e-05
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.6417523934727626e-05,
-   "min": 1.6211809856551023e-05,
-   "max": 3.568609626520247e-05,
+   "seconds": 1.2924950392473308e-05,
+   "min": 1.2706283834718526e-05,
+   "max": 1.6844192785876134e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015347200632095337,
-    0.00028620800375938417,
-    0.0006207360029220581
+    0.00018799999356269837,
+    0.0002473600059747696,
+    0.0006372479796409607
    ],
-   "host_canary_seconds": 8.143740000008393e-06,
+   "host_canary_seconds": 9.507469999618935e-06,
    "pass_seconds": [
-    1.6417523934727626e-05,
-    3.568609626520247e-05,
-    1.6211809856551023e-05
+    1.2924950392473308e-05,
+    1.6844192785876134e-05,
+    1.2706283834718526e-05
    ],
    "pass_host_canary_seconds": [
-    8.143740000008393e-06,
-    1.128684750000275e-05,
-    1.0787662499964768e-05
+    9.507469999618935e-06,
+    9.662115000423909e-06,
+    1.0028095000222947e-05
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.1824000403285027e-05,
-   "min": 1.8848000094294547e-05,
-   "max": 6.947200000286102e-05,
+   "seconds": 2.598400041460991e-05,
+   "min": 2.3360000923275948e-05,
+   "max": 6.764800101518631e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.875824999992175e-06,
+   "host_canary_seconds": 9.515722499884305e-06,
    "pass_seconds": [
-    2.1376000717282296e-05,
-    4.0063999593257904e-05,
-    2.1824000403285027e-05
+    2.598400041460991e-05,
+    3.129599988460541e-05,
+    2.5792000815272332e-05
    ],
    "pass_host_canary_seconds": [
-    7.875824999992175e-06,
-    1.1799997500041571e-05,
-    8.335724999994908e-06
+    9.515722499884305e-06,
+    9.504137500186971e-06,
+    9.676997500207563e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 2.6446674019098304e-05,
+   "seconds": 3.1549331111212564e-05,
    "min": 0.0,
-   "max": 9.741333623727158e-05,
+   "max": 0.00013758266282578308,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.875824999992175e-06,
+   "host_canary_seconds": 9.515722499884305e-06,
    "pass_seconds": [
-    0.0,
-    4.16693290074666e-05,
-    2.6446674019098304e-05
+    3.1549331111212564e-05,
+    4.612666678925357e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    7.875824999992175e-06,
-    1.1799997500041571e-05,
-    8.335724999994908e-06
+    9.515722499884305e-06,
+    9.504137500186971e-06,
+    9.676997500207563e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 3.3824000507593154e-05,
-   "min": 2.956799976527691e-05,
-   "max": 0.0001374399960041046,
+   "seconds": 5.0367999821901324e-05,
+   "min": 3.3792000263929365e-05,
+   "max": 9.465599805116654e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.387394999989083e-06,
+   "host_canary_seconds": 9.363207499859527e-06,
    "pass_seconds": [
-    3.1328000128269197e-05,
-    6.84479996562004e-05,
-    3.3824000507593154e-05
+    5.0367999821901324e-05,
+    5.283199995756149e-05,
+    3.680000081658363e-05
    ],
    "pass_host_canary_seconds": [
-    8.387394999989083e-06,
-    1.2051435000017818e-05,
-    8.098682499948497e-06
+    9.363207499859527e-06,
+    1.0957790000247769e-05,
+    9.636082500037445e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 3.2718671485781686e-05,
-   "min": 3.535992776354139e-06,
-   "max": 0.0003279733260472615,
+   "seconds": 2.8445337278147525e-05,
+   "min": 0.0,
+   "max": 0.0005723666803290447,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.387394999989083e-06,
+   "host_canary_seconds": 9.363207499859527e-06,
    "pass_seconds": [
-    1.428799269100029e-05,
-    7.718933125336965e-05,
-    3.2718671485781686e-05
+    2.8445337278147525e-05,
+    9.115066689749561e-05,
+    0.0
    ],
    "pass_host_canary_seconds": [
-    8.387394999989083e-06,
-    1.2051435000017818e-05,
-    8.098682499948497e-06
+    9.363207499859527e-06,
+    1.0957790000247769e-05,
+    9.636082500037445e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00011140571179844084,
-   "min": 7.718476546662194e-05,
-   "max": 0.00013246247740018933,
+   "seconds": 0.00010130361715952555,
+   "min": 9.484799951314927e-05,
+   "max": 0.0001135024790252958,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.609600156545639e-05,
-    0.0005119360089302063,
-    0.0013152960538864136
+    0.00012694400548934935,
+    0.00041644799709320067,
+    0.0016416959762573242
    ],
-   "host_canary_seconds": 1.1081095000022856e-05,
+   "host_canary_seconds": 9.516990000122406e-06,
    "pass_seconds": [
-    7.718476546662194e-05,
-    0.00013246247740018933,
-    0.00011140571179844084
+    0.00010130361715952555,
+    0.0001135024790252958,
+    9.484799951314927e-05
    ],
    "pass_host_canary_seconds": [
-    1.1081095000022856e-05,
-    1.1246187499978077e-05,
-    1.1154100000041466e-05
+    9.516990000122406e-06,
+    9.713445000443245e-06,
+    9.66368999968381e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00020881066010111854,
-   "min": 0.00014340571420533315,
-   "max": 0.0002255085589630264,
+   "seconds": 0.00016914438704649607,
+   "min": 0.0001441333222956884,
+   "max": 0.00018243125116541268,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005683519840240478,
-    0.0015402239561080932,
-    0.005130015850067139
+    0.0004527679979801178,
+    0.0012476799488067628,
+    0.004153855800628662
    ],
-   "host_canary_seconds": 1.1081095000022856e-05,
+   "host_canary_seconds": 9.516990000122406e-06,
    "pass_seconds": [
-    0.0002255085589630264,
-    0.00014340571420533315,
-    0.00020881066010111854
+    0.0001441333222956884,
+    0.00016914438704649607,
+    0.00018243125116541268
    ],
    "pass_host_canary_seconds": [
-    1.1081095000022856e-05,
-    1.1246187499978077e-05,
-    1.1154100000041466e-05
+    9.516990000122406e-06,
+    9.713445000443245e-06,
+    9.66368999968381e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00013315047749451228,
-   "min": 0.00011302399706272851,
-   "max": 0.0001388891509601048,
+   "seconds": 0.00010624609248978752,
+   "min": 0.00010197409206912631,
+   "max": 0.0001149028560944966,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00018614399433135987,
-    0.0003713279962539673,
-    0.002192320108413696
+    0.00012425599992275238,
+    0.0004439679980278015,
+    0.001658463954925537
    ],
-   "host_canary_seconds": 1.1229589999999234e-05,
+   "host_canary_seconds": 7.815172500045265e-06,
    "pass_seconds": [
-    0.0001388891509601048,
-    0.00013315047749451228,
-    0.00011302399706272851
+    0.00010197409206912631,
+    0.0001149028560944966,
+    0.00010624609248978752
    ],
    "pass_host_canary_seconds": [
-    1.1229589999999234e-05,
-    1.1341559999991091e-05,
-    1.1473155000061297e-05
+    7.815172500045265e-06,
+    9.707245000072363e-06,
+    9.920329999886234e-06
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00015310093618574596,
-   "min": 0.00014193905606156302,
-   "max": 0.00020932341402485257,
+   "seconds": 0.00012200381997085749,
+   "min": 0.00012123199091071174,
+   "max": 0.0001668358061994825,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0006428160071372986,
-    0.0016846400499343872,
-    0.005077951908111572
+    0.0004978240132331848,
+    0.0012928639650344848,
+    0.0038985280990600584
    ],
-   "host_canary_seconds": 1.1229589999999234e-05,
+   "host_canary_seconds": 7.815172500045265e-06,
    "pass_seconds": [
-    0.00015310093618574596,
-    0.00014193905606156302,
-    0.00020932341402485257
+    0.00012200381997085749,
+    0.00012123199091071174,
+    0.0001668358061994825
    ],
    "pass_host_canary_seconds": [
-    1.1229589999999234e-05,
-    1.1341559999991091e-05,
-    1.1473155000061297e-05
+    7.815172500045265e-06,
+    9.707245000072363e-06,
+    9.920329999886234e-06
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00047797409409568425,
-   "min": 0.0003686849418140593,
-   "max": 0.0005079116026560466,
+   "seconds": 0.00040744153800464813,
+   "min": 0.0002202125759351821,
+   "max": 0.0004162720129603431,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00040508800745010375,
-    0.0017216639518737792,
-    0.007535583972930908
+    0.000254175990819931,
+    0.0008832640051841735,
+    0.0035468480587005614
    ],
-   "host_canary_seconds": 1.1107360000011113e-05,
+   "host_canary_seconds": 7.2925149999036875e-06,
    "pass_seconds": [
-    0.00047797409409568425,
-    0.0005079116026560466,
-    0.0003686849418140593
+    0.0002202125759351821,
+    0.0004162720129603431,
+    0.00040744153800464813
    ],
    "pass_host_canary_seconds": [
-    1.1107360000011113e-05,
-    1.1186175000048592e-05,
-    1.1590489999946386e-05
+    7.2925149999036875e-06,
+    9.831340000232558e-06,
+    9.527695000315362e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.000604137931551252,
-   "min": 0.00042606704291843234,
-   "max": 0.0007557500856263297,
+   "seconds": 0.000599764571303413,
+   "min": 0.0004392442007859548,
+   "max": 0.0007257402085122607,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017221440076828002,
-    0.005210495948791504,
-    0.01554150390625
+    0.0011989120244979858,
+    0.003612735986709595,
+    0.013483200073242187
    ],
-   "host_canary_seconds": 1.1107360000011113e-05,
+   "host_canary_seconds": 7.2925149999036875e-06,
    "pass_seconds": [
-    0.00042606704291843234,
-    0.000604137931551252,
-    0.0007557500856263297
+    0.000599764571303413,
+    0.0007257402085122607,
+    0.0004392442007859548
    ],
    "pass_host_canary_seconds": [
-    1.1107360000011113e-05,
-    1.1186175000048592e-05,
-    1.1590489999946386e-05
+    7.2925149999036875e-06,
+    9.831340000232558e-06,
+    9.527695000315362e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0005461280147234598,
-   "min": 0.00034115124316442586,
-   "max": 0.0006022057362965175,
+   "seconds": 0.0002972015227590288,
+   "min": 0.0002845127752849034,
+   "max": 0.00041463849090394515,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0008438400030136108,
-    0.0028303680419921877,
-    0.009936896324157715
+    0.00038128000497817993,
+    0.0013095680475234985,
+    0.004673888206481933
    ],
-   "host_canary_seconds": 1.1101605000014558e-05,
+   "host_canary_seconds": 7.612004999941746e-06,
    "pass_seconds": [
-    0.0006022057362965175,
-    0.0005461280147234598,
-    0.00034115124316442586
+    0.0002845127752849034,
+    0.0002972015227590288,
+    0.00041463849090394515
    ],
    "pass_host_canary_seconds": [
-    1.1101605000014558e-05,
-    1.1223749999977885e-05,
-    1.166960999995581e-05
+    7.612004999941746e-06,
+    9.599314999775288e-06,
+    9.665750000067418e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0005963824221066067,
-   "min": 0.0004968441611244565,
-   "max": 0.0009031223285765875,
+   "seconds": 0.0006801713619913373,
+   "min": 0.0006258674462636313,
+   "max": 0.0007387968982969011,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0017657599449157715,
-    0.00579369592666626,
-    0.01849510383605957
+    0.0016031039953231811,
+    0.004578303813934326,
+    0.015340160369873047
    ],
-   "host_canary_seconds": 1.1101605000014558e-05,
+   "host_canary_seconds": 7.612004999941746e-06,
    "pass_seconds": [
-    0.0004968441611244565,
-    0.0005963824221066067,
-    0.0009031223285765875
+    0.0006258674462636313,
+    0.0006801713619913373,
+    0.0007387968982969011
    ],
    "pass_host_canary_seconds": [
-    1.1101605000014558e-05,
-    1.1223749999977885e-05,
-    1.166960999995581e-05
+    7.612004999941746e-06,
+    9.599314999775288e-06,
+    9.665750000067418e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.4860190671114696e-05,
-   "min": 2.469257141153018e-05,
-   "max": 2.5639619146074565e-05,
+   "seconds": 2.0764952968983422e-05,
+   "min": 1.5116189473441665e-05,
+   "max": 2.265295297617004e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.236799851059914e-05,
-    0.000113087996840477,
-    0.0004139840006828308
+    2.5312000885605812e-05,
+    8.105599880218506e-05,
+    0.0002555199861526489
    ],
-   "host_canary_seconds": 1.0685537499988129e-05,
+   "host_canary_seconds": 7.578139999679934e-06,
    "pass_seconds": [
-    2.4860190671114696e-05,
-    2.469257141153018e-05,
-    2.5639619146074565e-05
+    1.5116189473441665e-05,
+    2.265295297617004e-05,
+    2.0764952968983422e-05
    ],
    "pass_host_canary_seconds": [
-    1.0685537499988129e-05,
-    1.1497172499979058e-05,
-    1.157734749995143e-05
+    7.578139999679934e-06,
+    1.0540600000013e-05,
+    9.294899999758855e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.19070521990458e-05,
-   "min": 4.090285460863795e-05,
-   "max": 4.524952368367287e-05,
+   "seconds": 4.44060963179384e-05,
+   "min": 4.092266907294592e-05,
+   "max": 4.576533083759604e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017907199263572692,
-    0.0003850879967212677,
-    0.0012292799949645996
+    0.00013177600502967834,
+    0.00027408000826835633,
+    0.0010315519571304321
    ],
-   "host_canary_seconds": 1.0685537499988129e-05,
+   "host_canary_seconds": 7.578139999679934e-06,
    "pass_seconds": [
-    4.524952368367287e-05,
-    4.090285460863795e-05,
-    4.19070521990458e-05
+    4.576533083759604e-05,
+    4.44060963179384e-05,
+    4.092266907294592e-05
    ],
    "pass_host_canary_seconds": [
-    1.0685537499988129e-05,
-    1.1497172499979058e-05,
-    1.157734749995143e-05
+    7.578139999679934e-06,
+    1.0540600000013e-05,
+    9.294899999758855e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.4934857728935422e-05,
-   "min": 2.3710476678042184e-05,
-   "max": 2.5689904356286642e-05,
+   "seconds": 2.1199237200475873e-05,
+   "min": 1.477485682283129e-05,
+   "max": 2.134019136428833e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.824000015854836e-05,
-    0.00013232000172138213,
-    0.0004148800075054169
+    3.4272000193595885e-05,
+    8.09279978275299e-05,
+    0.0002566719949245453
    ],
-   "host_canary_seconds": 1.0584742499997191e-05,
+   "host_canary_seconds": 6.987047499649179e-06,
    "pass_seconds": [
-    2.3710476678042184e-05,
-    2.5689904356286642e-05,
-    2.4934857728935422e-05
+    1.477485682283129e-05,
+    2.134019136428833e-05,
+    2.1199237200475873e-05
    ],
    "pass_host_canary_seconds": [
-    1.0584742499997191e-05,
-    1.0914217500008761e-05,
-    1.1637350000057722e-05
+    6.987047499649179e-06,
+    1.0083585000302264e-05,
+    9.510124999678738e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.857599699781054e-05,
-   "min": 4.669714169133277e-05,
-   "max": 5.8338288572572545e-05,
+   "seconds": 4.422247622694289e-05,
+   "min": 4.407009393686341e-05,
+   "max": 4.660647752739135e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018380799889564515,
-    0.00043587198853492737,
-    0.0012535359859466553
+    0.00014710399508476257,
+    0.00029376000165939333,
+    0.0010553280115127564
    ],
-   "host_canary_seconds": 1.0584742499997191e-05,
+   "host_canary_seconds": 6.987047499649179e-06,
    "pass_seconds": [
-    4.669714169133277e-05,
-    5.8338288572572545e-05,
-    4.857599699781054e-05
+    4.660647752739135e-05,
+    4.422247622694289e-05,
+    4.407009393686341e-05
    ],
    "pass_host_canary_seconds": [
-    1.0584742499997191e-05,
-    1.0914217500008761e-05,
-    1.1637350000057722e-05
+    6.987047499649179e-06,
+    1.0083585000302264e-05,
+    9.510124999678738e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.8536380046889893e-05,
-   "min": 2.7636570589882988e-05,
-   "max": 2.8967618232681637e-05,
+   "seconds": 1.5941333735272997e-05,
+   "min": 1.5858285838649384e-05,
+   "max": 2.3323429127534234e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4383998960256575e-05,
-    0.00011907199770212174,
-    0.00045619198679924014
+    3.577600046992302e-05,
+    7.081600278615952e-05,
+    0.00026947200298309325
    ],
-   "host_canary_seconds": 1.0570984999986876e-05,
+   "host_canary_seconds": 9.325419999868246e-06,
    "pass_seconds": [
-    2.7636570589882988e-05,
-    2.8967618232681637e-05,
-    2.8536380046889893e-05
+    1.5858285838649384e-05,
+    2.3323429127534234e-05,
+    1.5941333735272997e-05
    ],
    "pass_host_canary_seconds": [
-    1.0570984999986876e-05,
-    1.0831020000026116e-05,
-    1.1362290000107577e-05
+    9.325419999868246e-06,
+    1.0031477499978793e-05,
+    8.376747499880821e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.237637406303768e-05,
-   "min": 8.663923470746904e-05,
-   "max": 9.906514201845442e-05,
+   "seconds": 0.00010422019624993915,
+   "min": 9.929752154719262e-05,
+   "max": 0.00011033980229071207,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003423359990119934,
-    0.0007774080038070679,
-    0.0022611839771270754
+    0.00021347199380397796,
+    0.0005538560152053833,
+    0.0020080320835113527
    ],
-   "host_canary_seconds": 1.0570984999986876e-05,
+   "host_canary_seconds": 9.325419999868246e-06,
    "pass_seconds": [
-    9.906514201845442e-05,
-    8.663923470746904e-05,
-    9.237637406303768e-05
+    0.00010422019624993915,
+    0.00011033980229071207,
+    9.929752154719262e-05
    ],
    "pass_host_canary_seconds": [
-    1.0570984999986876e-05,
-    1.0831020000026116e-05,
-    1.1362290000107577e-05
+    9.325419999868246e-06,
+    1.0031477499978793e-05,
+    8.376747499880821e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.159009456634522e-05,
-   "min": 3.965485805556888e-05,
-   "max": 4.491657196056275e-05,
+   "seconds": 2.2489905002571287e-05,
+   "min": 2.2153905459812708e-05,
+   "max": 3.975161732662291e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011449600011110306,
-    0.00024844799935817716,
-    0.0007414079904556275
+    8.166400343179702e-05,
+    0.00012377600371837617,
+    0.00040585601329803467
    ],
-   "host_canary_seconds": 1.0768224999999632e-05,
+   "host_canary_seconds": 7.146214999806944e-06,
    "pass_seconds": [
-    4.159009456634522e-05,
-    3.965485805556888e-05,
-    4.491657196056275e-05
+    2.2153905459812708e-05,
+    3.975161732662291e-05,
+    2.2489905002571287e-05
    ],
    "pass_host_canary_seconds": [
-    1.0768224999999632e-05,
-    1.1138329999980102e-05,
-    1.1424240000010855e-05
+    7.146214999806944e-06,
+    1.017517249977118e-05,
+    7.5336699995887104e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 8.76281882325808e-05,
-   "min": 7.060951987902323e-05,
-   "max": 0.0001056540963195619,
+   "seconds": 7.297904292742411e-05,
+   "min": 5.2655237416426345e-05,
+   "max": 8.821865809815272e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003699199855327606,
-    0.0009037439823150635,
-    0.0021186559200286866
+    0.00022633600234985352,
+    0.0005745599865913391,
+    0.0016742719411849975
    ],
-   "host_canary_seconds": 1.0768224999999632e-05,
+   "host_canary_seconds": 7.146214999806944e-06,
    "pass_seconds": [
-    7.060951987902323e-05,
-    0.0001056540963195619,
-    8.76281882325808e-05
+    7.297904292742411e-05,
+    5.2655237416426345e-05,
+    8.821865809815272e-05
    ],
    "pass_host_canary_seconds": [
-    1.0768224999999632e-05,
-    1.1138329999980102e-05,
-    1.1424240000010855e-05
+    7.146214999806944e-06,
+    1.017517249977118e-05,
+    7.5336699995887104e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00012608000636100768,
-   "min": 0.00010502400249242783,
-   "max": 0.00031593599915504455,
+   "seconds": 0.00012726399302482604,
+   "min": 7.67040029168129e-05,
+   "max": 0.0003736000061035156,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0768224999999632e-05,
+   "host_canary_seconds": 7.694182499733415e-06,
    "pass_seconds": [
-    0.00012035199999809265,
-    0.00017417599260807038,
-    0.00012608000636100768
+    9.046400338411331e-05,
+    0.00012726399302482604,
+    0.00013062399625778199
    ],
    "pass_host_canary_seconds": [
-    1.0768224999999632e-05,
-    1.1384620000001178e-05,
-    1.1623059999976704e-05
+    7.694182499733415e-06,
+    7.775420000371014e-06,
+    7.149394999714786e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 0.00010294400155544281,
-   "min": 8.297599852085114e-05,
-   "max": 0.0001435839980840683,
+   "seconds": 7.526399940252305e-05,
+   "min": 5.769599974155426e-05,
+   "max": 0.00044342398643493653,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0768224999999632e-05,
+   "host_canary_seconds": 7.694182499733415e-06,
    "pass_seconds": [
-    9.932799637317657e-05,
-    0.00011193600296974182,
-    0.00010294400155544281
+    7.129599899053574e-05,
+    8.486399799585343e-05,
+    7.526399940252305e-05
    ],
    "pass_host_canary_seconds": [
-    1.0768224999999632e-05,
-    1.1384620000001178e-05,
-    1.1623059999976704e-05
+    7.694182499733415e-06,
+    7.775420000371014e-06,
+    7.149394999714786e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00015059199929237367,
-   "min": 0.0001066880002617836,
-   "max": 0.000511135995388031,
+   "seconds": 0.00014963200688362122,
+   "min": 8.748800307512284e-05,
+   "max": 0.0003458879888057709,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0570799999989333e-05,
+   "host_canary_seconds": 7.056740000166428e-06,
    "pass_seconds": [
-    0.00015059199929237367,
-    0.00018335999548435211,
-    0.0001345600038766861
+    0.00010723199695348739,
+    0.00014963200688362122,
+    0.0002020159959793091
    ],
    "pass_host_canary_seconds": [
-    1.0570799999989333e-05,
-    1.1425010000039037e-05,
-    1.1472720000114123e-05
+    7.056740000166428e-06,
+    9.593790000508307e-06,
+    9.69519250020312e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.00013900800049304962,
-   "min": 0.00010367999970912933,
-   "max": 0.00042544001340866087,
+   "seconds": 0.0001218239963054657,
+   "min": 9.052799642086029e-05,
+   "max": 0.00036876800656318663,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0570799999989333e-05,
+   "host_canary_seconds": 7.056740000166428e-06,
    "pass_seconds": [
-    0.00014777599275112152,
-    0.0001377280056476593,
-    0.00013900800049304962
+    0.00010787200182676315,
+    0.0001218239963054657,
+    0.00018489600718021393
    ],
    "pass_host_canary_seconds": [
-    1.0570799999989333e-05,
-    1.1425010000039037e-05,
-    1.1472720000114123e-05
+    7.056740000166428e-06,
+    9.593790000508307e-06,
+    9.69519250020312e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00020454719543457032,
-   "min": 0.00018363840103149417,
-   "max": 0.0002408608055114746,
+   "seconds": 0.0001777964782714844,
+   "min": 0.00014667072296142578,
+   "max": 0.0002900415992736816,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1429470000017262e-05,
+   "host_canary_seconds": 7.158445000072789e-06,
    "pass_seconds": [
-    0.00020454719543457032,
-    0.00019992639541625975,
-    0.00022119295120239256
+    0.00015580415725708008,
+    0.0001777964782714844,
+    0.0002463974380493164
    ],
    "pass_host_canary_seconds": [
-    1.1429470000017262e-05,
-    1.1489355000016133e-05,
-    1.1886225000097283e-05
+    7.158445000072789e-06,
+    1.0082802500051003e-05,
+    9.999394999908872e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00039993152618408205,
-   "min": 0.00030883007049560546,
-   "max": 0.0005082150268554687,
+   "seconds": 0.0003213689422607422,
+   "min": 0.0002578937530517578,
+   "max": 0.000619372787475586,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1415535000018906e-05,
+   "host_canary_seconds": 7.445809999921948e-06,
    "pass_seconds": [
-    0.00039823486328125,
-    0.00042704448699951175,
-    0.00039993152618408205
+    0.0002869651222229004,
+    0.00032951168060302733,
+    0.0003213689422607422
    ],
    "pass_host_canary_seconds": [
-    1.1415535000018906e-05,
-    1.0974850000025071e-05,
-    1.1886225000097283e-05
+    7.445809999921948e-06,
+    9.87367749985424e-06,
+    7.4353299999074805e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00017732671737670898,
-   "min": 0.00016475967407226561,
-   "max": 0.00021649919509887696,
+   "seconds": 0.00014546303749084474,
+   "min": 0.00012349120140075684,
+   "max": 0.0001866796875,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1020855000012375e-05,
+   "host_canary_seconds": 7.257439999648341e-06,
    "pass_seconds": [
-    0.000201408634185791,
-    0.00017732671737670898,
-    0.0001757459259033203
+    0.0001322707176208496,
+    0.0001580345630645752,
+    0.00014546303749084474
    ],
    "pass_host_canary_seconds": [
-    1.1020855000012375e-05,
-    1.136266000003161e-05,
-    9.211440000029825e-06
+    7.257439999648341e-06,
+    7.91605500012338e-06,
+    7.306289999746696e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00030358591079711914,
-   "min": 0.00022625152587890624,
-   "max": 0.00046617214202880863,
+   "seconds": 0.00024631231307983397,
+   "min": 0.0002050432014465332,
+   "max": 0.0003218719863891602,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.52878999999973e-06,
+   "host_canary_seconds": 7.147179999833497e-06,
    "pass_seconds": [
-    0.0002735251235961914,
-    0.0004011372756958008,
-    0.00030358591079711914
+    0.00022355007171630858,
+    0.00024631231307983397,
+    0.0002522220802307129
    ],
    "pass_host_canary_seconds": [
-    8.52878999999973e-06,
-    1.1155549999983805e-05,
-    8.944550000080653e-06
+    7.147179999833497e-06,
+    7.5482899995904515e-06,
+    7.464994999963892e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00013446847915649413,
-   "min": 0.00011907135963439942,
-   "max": 0.00016757631301879885,
+   "seconds": 0.0001158687973022461,
+   "min": 0.00010562368392944335,
+   "max": 0.0001692153549194336,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.084594999999695e-06,
+   "host_canary_seconds": 6.956440000180919e-06,
    "pass_seconds": [
-    0.00013446847915649413,
-    0.00014274175643920898,
-    0.00012726528167724608
+    0.0001158687973022461,
+    0.00011447744369506835,
+    0.00012045184135437011
    ],
    "pass_host_canary_seconds": [
-    8.084594999999695e-06,
-    1.1218164999959867e-05,
-    9.212439999970457e-06
+    6.956440000180919e-06,
+    7.189230000221869e-06,
+    7.4657875001094e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00028409088134765623,
-   "min": 0.00020117759704589843,
-   "max": 0.00042484542846679685,
+   "seconds": 0.000214202880859375,
+   "min": 0.0001928678321838379,
+   "max": 0.0002988582420349121,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.333114999956592e-06,
+   "host_canary_seconds": 7.0663949998106546e-06,
    "pass_seconds": [
-    0.0002150476837158203,
-    0.00028409088134765623,
-    0.0002878374481201172
+    0.00020376127243041994,
+    0.000214202880859375,
+    0.00021900672912597658
    ],
    "pass_host_canary_seconds": [
-    8.333114999956592e-06,
-    1.1443120000009799e-05,
-    9.657367499968927e-06
+    7.0663949998106546e-06,
+    7.5377950003030495e-06,
+    7.362000000057378e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00015309439659118654,
-   "min": 0.0001262399959564209,
-   "max": 0.0002234726333618164,
+   "seconds": 0.00012296511650085448,
+   "min": 0.00011321344375610352,
+   "max": 0.00018666751861572267,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.371625000052063e-06,
+   "host_canary_seconds": 7.210830000303759e-06,
    "pass_seconds": [
-    0.0001414412784576416,
-    0.00015309439659118654,
-    0.0002116044807434082
+    0.00011859071731567383,
+    0.00012296511650085448,
+    0.00013473471641540529
    ],
    "pass_host_canary_seconds": [
-    8.371625000052063e-06,
-    8.657879999987018e-06,
-    1.0318144999956757e-05
+    7.210830000303759e-06,
+    7.28283249998185e-06,
+    7.248960000083571e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00024984512329101564,
-   "min": 0.00020133888244628907,
-   "max": 0.00044680576324462895,
+   "seconds": 0.00020413248062133788,
+   "min": 0.00017557376861572266,
+   "max": 0.00027120512008666994,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.247924999977841e-06,
+   "host_canary_seconds": 6.916579999938222e-06,
    "pass_seconds": [
-    0.00020908607482910156,
-    0.00024984512329101564,
-    0.00028547136306762694
+    0.00020413248062133788,
+    0.00018143232345581056,
+    0.00022156288146972655
    ],
    "pass_host_canary_seconds": [
-    8.247924999977841e-06,
-    8.207354999996142e-06,
-    9.762442499976486e-06
+    6.916579999938222e-06,
+    7.1502975001180855e-06,
+    7.054204999690228e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.00020107007980346678,
-   "min": 0.0001721286392211914,
-   "max": 0.00031810880661010737,
+   "seconds": 0.000162042236328125,
+   "min": 0.0001338099193572998,
+   "max": 0.00023532800674438476,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.173539999987156e-06,
+   "host_canary_seconds": 7.184115000313796e-06,
    "pass_seconds": [
-    0.00020107007980346678,
-    0.00018912704467773437,
-    0.00020603200912475586
+    0.00015711423873901367,
+    0.00017368320465087892,
+    0.000162042236328125
    ],
    "pass_host_canary_seconds": [
-    8.173539999987156e-06,
-    8.166330000030085e-06,
-    1.1022967499982884e-05
+    7.184115000313796e-06,
+    8.102929999722619e-06,
+    7.523774999640409e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00046273406982421875,
-   "min": 0.0003391244888305664,
-   "max": 0.0006800627136230469,
+   "seconds": 0.000304389762878418,
+   "min": 0.00024755968093872067,
+   "max": 0.0007155494689941406,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.301554999974315e-06,
+   "host_canary_seconds": 7.108930000185865e-06,
    "pass_seconds": [
-    0.0004570431900024414,
-    0.00046273406982421875,
-    0.0005127148818969727
+    0.0002943769645690918,
+    0.0005633504104614258,
+    0.000304389762878418
    ],
    "pass_host_canary_seconds": [
-    8.301554999974315e-06,
-    8.235315000000298e-06,
-    8.264690000032714e-06
+    7.108930000185865e-06,
+    9.868074999985766e-06,
+    7.039387500071825e-06
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00015887167930603025,
-   "min": 0.00012142335891723632,
-   "max": 0.00019806783676147463,
+   "seconds": 0.00013239295959472654,
+   "min": 0.0001070803165435791,
+   "max": 0.00019893503189086911,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.240529999952174e-06,
+   "host_canary_seconds": 6.988452500138465e-06,
    "pass_seconds": [
-    0.0001625497627258301,
-    0.00015113280296325684,
-    0.00015887167930603025
+    0.00012092608451843262,
+    0.00016940031051635742,
+    0.00013239295959472654
    ],
    "pass_host_canary_seconds": [
-    8.240529999952174e-06,
-    1.1048719999990907e-05,
-    8.539297499936538e-06
+    6.988452500138465e-06,
+    1.0287962499830883e-05,
+    6.698089999872536e-06
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00034282367706298827,
-   "min": 0.00027931840896606443,
-   "max": 0.00045413055419921876,
+   "seconds": 0.0002506137657165527,
+   "min": 0.00020457279205322266,
+   "max": 0.00035405822753906255,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.240529999952174e-06,
+   "host_canary_seconds": 9.442964999948345e-06,
    "pass_seconds": [
-    0.00030666303634643556,
-    0.00035217601776123047,
-    0.00034282367706298827
+    0.0002602809524536133,
+    0.00021885887145996094,
+    0.0002506137657165527
    ],
    "pass_host_canary_seconds": [
-    8.240529999952174e-06,
-    1.0902869999966925e-05,
-    8.330302500070274e-06
+    9.442964999948345e-06,
+    7.574209999461346e-06,
+    8.7755949999746e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00020782783508300782,
-   "min": 0.00018890176773071288,
-   "max": 0.00034640319824218754,
+   "seconds": 0.00018306047439575196,
+   "min": 0.00014975168228149416,
+   "max": 0.00022679040908813478,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.196695000037834e-06,
+   "host_canary_seconds": 9.15457500013872e-06,
    "pass_seconds": [
-    0.00019951616287231446,
-    0.00023369535446166991,
-    0.00020782783508300782
+    0.00018896703720092773,
+    0.00018306047439575196,
+    0.00016832960128784178
    ],
    "pass_host_canary_seconds": [
-    8.196695000037834e-06,
-    1.1292014999995103e-05,
-    8.244695000030333e-06
+    9.15457500013872e-06,
+    6.710195000039221e-06,
+    8.756419999826903e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00049019775390625,
-   "min": 0.00028890176773071287,
-   "max": 0.0006819487762451172,
+   "seconds": 0.0003413894271850586,
+   "min": 0.00025852287292480467,
+   "max": 0.0006772614288330078,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.596460000021012e-06,
+   "host_canary_seconds": 9.54015999980129e-06,
    "pass_seconds": [
-    0.0004708844757080078,
-    0.00049019775390625,
-    0.0005491667175292968
+    0.0003413894271850586,
+    0.0006695667266845704,
+    0.00030356800079345703
    ],
    "pass_host_canary_seconds": [
-    8.596460000021012e-06,
-    1.075790500003393e-05,
-    8.505764999995335e-06
+    9.54015999980129e-06,
+    9.920670000269639e-06,
+    8.880144999920958e-06
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.0001533459186553955,
-   "min": 0.00012185664176940917,
-   "max": 0.00018271360397338867,
+   "seconds": 0.00014682623863220215,
+   "min": 0.00010218175888061523,
+   "max": 0.00022778240203857422,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.16464500005054e-06,
+   "host_canary_seconds": 9.61634500015407e-06,
    "pass_seconds": [
-    0.0001306169605255127,
-    0.0001533459186553955,
-    0.00016851520538330077
+    0.00014682623863220215,
+    0.00015847295761108399,
+    0.00010980031967163085
    ],
    "pass_host_canary_seconds": [
-    8.16464500005054e-06,
-    8.464175000000296e-06,
-    8.27756500001442e-06
+    9.61634500015407e-06,
+    8.816432499543225e-06,
+    6.725435000305424e-06
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00034680831909179687,
-   "min": 0.0002394105529785156,
-   "max": 0.0005205593490600586,
+   "seconds": 0.0002882912063598633,
+   "min": 0.0002556172752380371,
+   "max": 0.0004947859191894531,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.434219999955417e-06,
+   "host_canary_seconds": 1.0067110000022695e-05,
    "pass_seconds": [
-    0.00025602239608764647,
-    0.00034680831909179687,
-    0.0003717772674560547
+    0.0002882912063598633,
+    0.0003940115356445312,
+    0.00027584192276000976
    ],
    "pass_host_canary_seconds": [
-    8.434219999955417e-06,
-    1.0205224999992878e-05,
-    8.481570000071769e-06
+    1.0067110000022695e-05,
+    7.738780000181578e-06,
+    6.950989999836565e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00019431104660034182,
-   "min": 0.00014722816467285156,
-   "max": 0.00025565376281738283,
+   "seconds": 0.00017082368850708008,
+   "min": 0.00014538368225097657,
+   "max": 0.00019663232803344727,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.32430499997372e-06,
+   "host_canary_seconds": 9.676754999645709e-06,
    "pass_seconds": [
-    0.00016395904541015625,
-    0.00020198144912719727,
-    0.00019431104660034182
+    0.00017082368850708008,
+    0.00017734399795532227,
+    0.00015288000106811523
    ],
    "pass_host_canary_seconds": [
-    8.32430499997372e-06,
-    9.846392499994749e-06,
-    8.221182499923429e-06
+    9.676754999645709e-06,
+    7.704464999847005e-06,
+    6.950989999836565e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00021610815048217773,
-   "min": 0.0001982796859741211,
-   "max": 0.0002516524887084961,
+   "seconds": 0.00017647359848022462,
+   "min": 0.00015376959800720216,
+   "max": 0.00022739583969116212,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.199680000018361e-06,
+   "host_canary_seconds": 9.99299999989489e-06,
    "pass_seconds": [
-    0.00021610815048217773,
-    0.00020571264266967774,
-    0.0002169171142578125
+    0.00020631616592407226,
+    0.00015873920440673828,
+    0.00017647359848022462
    ],
    "pass_host_canary_seconds": [
-    8.199680000018361e-06,
-    8.368749999974057e-06,
-    8.096735000009403e-06
+    9.99299999989489e-06,
+    7.434724999768604e-06,
+    6.818070000349507e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00013220352172851562,
-   "min": 0.00011090368270874023,
-   "max": 0.0001676985549926758,
+   "seconds": 0.00011125120162963867,
+   "min": 9.634048461914062e-05,
+   "max": 0.00013352319717407226,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.198055000008252e-06,
+   "host_canary_seconds": 7.605402500132641e-06,
    "pass_seconds": [
-    0.00013220352172851562,
-    0.00012828864097595217,
-    0.0001596275234222412
+    0.00011125120162963867,
+    0.00010029184341430664,
+    0.00011499135971069337
    ],
    "pass_host_canary_seconds": [
-    8.198055000008252e-06,
-    7.872280000000841e-06,
-    1.0710460000069588e-05
+    7.605402500132641e-06,
+    7.099725000045964e-06,
+    8.217532499941171e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.0001531999969482422,
-   "min": 0.00013383999824523925,
-   "max": 0.0002764601516723633,
+   "seconds": 0.00013284223556518554,
+   "min": 0.00013014592170715333,
+   "max": 0.00017820863723754882,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.555615000034323e-06,
+   "host_canary_seconds": 9.46736499997769e-06,
    "pass_seconds": [
-    0.00014261183738708495,
-    0.0001531999969482422,
-    0.0001888025665283203
+    0.00014230463981628418,
+    0.00013284223556518554,
+    0.0001314489555358887
    ],
    "pass_host_canary_seconds": [
-    8.555615000034323e-06,
-    7.877049999969188e-06,
-    9.053467500024227e-06
+    9.46736499997769e-06,
+    6.862614999931793e-06,
+    7.627129999718818e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0002080940818786621,
-   "min": 0.00017176767349243163,
-   "max": 0.00028633472442626953,
+   "seconds": 0.0001893382453918457,
+   "min": 0.0001685286331176758,
+   "max": 0.00022206079483032224,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.379699999991886e-06,
+   "host_canary_seconds": 8.753032500123936e-06,
    "pass_seconds": [
-    0.00018442623138427734,
-    0.0002080940818786621,
-    0.0002509087944030762
+    0.00019276224136352538,
+    0.0001893382453918457,
+    0.00018382272720336913
    ],
    "pass_host_canary_seconds": [
-    8.379699999991886e-06,
-    7.904979999935336e-06,
-    1.079215499999009e-05
+    8.753032500123936e-06,
+    7.239470000115489e-06,
+    7.48385749972158e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00025614656448364256,
-   "min": 0.0001963724708557129,
-   "max": 0.0003324607849121094,
+   "seconds": 0.00021362432479858396,
+   "min": 0.0001846054458618164,
+   "max": 0.0002376902389526367,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.321939999973437e-06,
+   "host_canary_seconds": 8.05265249994136e-06,
    "pass_seconds": [
-    0.00020589759826660157,
-    0.00025614656448364256,
-    0.000275871353149414
+    0.00019172927856445313,
+    0.00021362432479858396,
+    0.00021807424545288085
    ],
    "pass_host_canary_seconds": [
-    8.321939999973437e-06,
-    8.376615000003085e-06,
-    1.1530565000015259e-05
+    8.05265249994136e-06,
+    7.558290000133638e-06,
+    6.907979999937197e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 9.451840400695801e-05,
-   "min": 8.463552474975586e-05,
-   "max": 0.00012796799659729003,
+   "seconds": 8.261440277099609e-05,
+   "min": 7.63974380493164e-05,
+   "max": 9.121472358703614e-05,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.257554999990702e-06,
+   "host_canary_seconds": 7.165322499815829e-06,
    "pass_seconds": [
-    8.991104125976562e-05,
-    9.451840400695801e-05,
-    0.00010112704277038574
+    7.939775943756104e-05,
+    8.468864440917969e-05,
+    8.261440277099609e-05
    ],
    "pass_host_canary_seconds": [
-    9.257554999990702e-06,
-    8.052862499994263e-06,
-    8.320034999940163e-06
+    7.165322499815829e-06,
+    6.912384999964161e-06,
+    7.413489999805733e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00012181247711181641,
-   "min": 0.0001030508804321289,
-   "max": 0.00015583807945251466,
+   "seconds": 0.00010164992332458496,
+   "min": 8.955072402954101e-05,
+   "max": 0.0001205286407470703,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.382745000012904e-06,
+   "host_canary_seconds": 7.019685000102527e-06,
    "pass_seconds": [
-    0.0001052614402770996,
-    0.0001409158420562744,
-    0.00012181247711181641
+    9.675904273986816e-05,
+    0.00010171839714050293,
+    0.00010164992332458496
    ],
    "pass_host_canary_seconds": [
-    8.382745000012904e-06,
-    1.0790800000037847e-05,
-    8.307152499966719e-06
+    7.019685000102527e-06,
+    7.029825000017809e-06,
+    7.3244949999207164e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 9.707839965820312e-05,
-   "min": 8.82585620880127e-05,
-   "max": 0.0001282419204711914,
+   "seconds": 7.863679885864258e-05,
+   "min": 7.407680034637452e-05,
+   "max": 9.302783966064452e-05,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.2638325000417e-06,
+   "host_canary_seconds": 6.9357450001916735e-06,
    "pass_seconds": [
-    9.652352333068847e-05,
-    0.00012310336112976076,
-    9.707839965820312e-05
+    7.696832180023193e-05,
+    8.127231597900391e-05,
+    7.863679885864258e-05
    ],
    "pass_host_canary_seconds": [
-    8.2638325000417e-06,
-    1.106017499999723e-05,
-    8.585067499993215e-06
+    6.9357450001916735e-06,
+    7.120827500273208e-06,
+    7.098914999801309e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00011972543716430664,
-   "min": 0.00011092160224914551,
-   "max": 0.00016634687423706056,
+   "seconds": 9.943424224853515e-05,
+   "min": 9.00556755065918e-05,
+   "max": 0.0001354425621032715,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.27123500002358e-06,
+   "host_canary_seconds": 7.376512500059107e-06,
    "pass_seconds": [
-    0.00011697792053222655,
-    0.0001458182430267334,
-    0.00011972543716430664
+    9.179391860961915e-05,
+    0.00012667327880859375,
+    9.943424224853515e-05
    ],
    "pass_host_canary_seconds": [
-    8.27123500002358e-06,
-    1.0997935000034431e-05,
-    9.726412499944104e-06
+    7.376512500059107e-06,
+    8.788650000042253e-06,
+    7.191437499898257e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 0.00010019007682800293,
-   "min": 8.45305633544922e-05,
-   "max": 0.00012897279739379884,
+   "seconds": 8.088319778442384e-05,
+   "min": 7.101759910583496e-05,
+   "max": 0.00010324480056762695,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.318237499977954e-06,
+   "host_canary_seconds": 7.47151999973994e-06,
    "pass_seconds": [
-    8.726528167724609e-05,
-    0.00010338111877441407,
-    0.00010019007682800293
+    7.714240074157714e-05,
+    9.185024261474609e-05,
+    8.088319778442384e-05
    ],
    "pass_host_canary_seconds": [
-    8.318237499977954e-06,
-    9.379022499977907e-06,
-    1.026990249997084e-05
+    7.47151999973994e-06,
+    8.345935000022563e-06,
+    6.866405000209852e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 0.00011876352310180664,
-   "min": 0.00010041088104248046,
-   "max": 0.00022042240142822265,
+   "seconds": 9.408255577087404e-05,
+   "min": 8.64345645904541e-05,
+   "max": 0.00010043840408325194,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.121854999956213e-06,
+   "host_canary_seconds": 7.4811049998402265e-06,
    "pass_seconds": [
-    0.00013493247985839845,
-    0.00011164352416992188,
-    0.00011876352310180664
+    9.408255577087404e-05,
+    9.022720336914062e-05,
+    9.784192085266112e-05
    ],
    "pass_host_canary_seconds": [
-    8.121854999956213e-06,
-    1.052460499998631e-05,
-    8.58796000002826e-06
+    7.4811049998402265e-06,
+    6.898649999982353e-06,
+    6.954852499916342e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 0.00010594559669494628,
-   "min": 7.874623775482178e-05,
-   "max": 0.00012015935897827148,
+   "seconds": 8.362496376037597e-05,
+   "min": 7.521535873413087e-05,
+   "max": 9.351807594299317e-05,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.84061250001389e-06,
+   "host_canary_seconds": 7.490689999940514e-06,
    "pass_seconds": [
-    0.00010084927558898926,
-    0.00010594559669494628,
-    0.00011330304145812988
+    7.572735786437988e-05,
+    8.362496376037597e-05,
+    8.852416038513185e-05
    ],
    "pass_host_canary_seconds": [
-    9.84061250001389e-06,
-    1.114413500001632e-05,
-    1.0723687500018285e-05
+    7.490689999940514e-06,
+    6.969707499990818e-06,
+    6.908817499891029e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.0001338809585571289,
-   "min": 0.00011534720420837403,
-   "max": 0.00016742847442626955,
+   "seconds": 9.697664260864257e-05,
+   "min": 9.238975524902344e-05,
+   "max": 0.00013375743865966797,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1507950000009259e-05,
+   "host_canary_seconds": 7.431677499880607e-06,
    "pass_seconds": [
-    0.00013238783836364744,
-    0.00014874176025390625,
-    0.0001338809585571289
+    9.586303710937501e-05,
+    0.00012826111793518068,
+    9.697664260864257e-05
    ],
    "pass_host_canary_seconds": [
-    1.1507950000009259e-05,
-    1.1076520000017353e-05,
-    1.126113500006909e-05
+    7.431677499880607e-06,
+    9.347664999950211e-06,
+    6.975630000169985e-06
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 0.00010228735923767089,
-   "min": 8.949440002441406e-05,
-   "max": 0.0001368236827850342,
+   "seconds": 8.465215682983399e-05,
+   "min": 7.74348783493042e-05,
+   "max": 0.00011375359535217285,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1887327500019752e-05,
+   "host_canary_seconds": 7.2513149999053895e-06,
    "pass_seconds": [
-    0.00011120960235595704,
-    9.993280410766601e-05,
-    0.00010228735923767089
+    7.883584022521972e-05,
+    0.00010216511726379395,
+    8.465215682983399e-05
    ],
    "pass_host_canary_seconds": [
-    1.1887327500019752e-05,
-    8.232077500025527e-06,
-    8.577127499975746e-06
+    7.2513149999053895e-06,
+    8.911044999990737e-06,
+    6.7912425001281915e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00013061247825622559,
-   "min": 0.00010651904106140136,
-   "max": 0.0001460198402404785,
+   "seconds": 9.75385570526123e-05,
+   "min": 9.40595245361328e-05,
+   "max": 0.0001339072036743164,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1644734999975981e-05,
+   "host_canary_seconds": 7.525322500043785e-06,
    "pass_seconds": [
-    0.00013061247825622559,
-    0.00010944959640502929,
-    0.0001362656021118164
+    9.670528411865234e-05,
+    0.0001270412826538086,
+    9.75385570526123e-05
    ],
    "pass_host_canary_seconds": [
-    1.1644734999975981e-05,
-    7.876052500002118e-06,
-    9.891440000018292e-06
+    7.525322500043785e-06,
+    9.344464999969659e-06,
+    6.9074149999437396e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 0.00011918720245361328,
-   "min": 9.48179244995117e-05,
-   "max": 0.0001433523178100586,
+   "seconds": 9.148223876953125e-05,
+   "min": 8.4203519821167e-05,
+   "max": 0.00011991871833801269,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1450497500007372e-05,
+   "host_canary_seconds": 8.721797499902095e-06,
    "pass_seconds": [
-    0.00011918720245361328,
-    0.00012013119697570801,
-    0.00011152447700500488
+    9.148223876953125e-05,
+    0.00011145536422729491,
+    8.911871910095215e-05
    ],
    "pass_host_canary_seconds": [
-    1.1450497500007372e-05,
-    7.991459999985296e-06,
-    9.69167750007216e-06
+    8.721797499902095e-06,
+    9.499035000146705e-06,
+    7.004009999889149e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.0001309177589416504,
-   "min": 0.00011458304405212402,
-   "max": 0.00021054784774780276,
+   "seconds": 0.00011676992416381835,
+   "min": 0.00011218624114990235,
+   "max": 0.00015980607986450197,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1341014999999288e-05,
+   "host_canary_seconds": 9.518142499871374e-06,
    "pass_seconds": [
-    0.00016188159942626953,
-    0.00011903039932250977,
-    0.0001309177589416504
+    0.00011676992416381835,
+    0.00014756223678588867,
+    0.00011533696174621582
    ],
    "pass_host_canary_seconds": [
-    1.1341014999999288e-05,
-    8.008944999993161e-06,
-    8.631594999997105e-06
+    9.518142499871374e-06,
+    1.0320354999748815e-05,
+    9.350644999983615e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 0.0001168518352508545,
-   "min": 0.00010684415817260743,
-   "max": 0.00016063680648803713,
+   "seconds": 9.95967960357666e-05,
+   "min": 8.888704299926758e-05,
+   "max": 0.00012603391647338867,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1319689999993443e-05,
+   "host_canary_seconds": 8.183879999990039e-06,
    "pass_seconds": [
-    0.00012750207901000976,
-    0.00011050239562988281,
-    0.0001168518352508545
+    9.261119842529296e-05,
+    0.0001208249568939209,
+    9.95967960357666e-05
    ],
    "pass_host_canary_seconds": [
-    1.1319689999993443e-05,
-    8.1907575000173e-06,
-    8.570434999981558e-06
+    8.183879999990039e-06,
+    9.896777499989183e-06,
+    9.40732999993088e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.0001370406436920166,
-   "min": 0.0001244262409210205,
-   "max": 0.00022857984542846678,
+   "seconds": 0.00010812031745910644,
+   "min": 0.0001008569622039795,
+   "max": 0.0001589247989654541,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0959654999993518e-05,
+   "host_canary_seconds": 7.4070299999107185e-06,
    "pass_seconds": [
-    0.0001399833583831787,
-    0.0001266105556488037,
-    0.0001370406436920166
+    0.00010671232223510742,
+    0.00014799039840698242,
+    0.00010812031745910644
    ],
    "pass_host_canary_seconds": [
-    1.0959654999993518e-05,
-    7.95918499999715e-06,
-    8.19640000003119e-06
+    7.4070299999107185e-06,
+    9.989980000000288e-06,
+    9.34777999987091e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 0.0001108255958557129,
-   "min": 0.00010029503822326661,
-   "max": 0.00013279935836791993,
+   "seconds": 9.089856147766114e-05,
+   "min": 8.533568382263183e-05,
+   "max": 0.00012693951606750488,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0478989999995746e-05,
+   "host_canary_seconds": 7.111062499802756e-06,
    "pass_seconds": [
-    0.00011462976455688477,
-    0.0001063385581970215,
-    0.0001108255958557129
+    9.089856147766114e-05,
+    0.0001210860824584961,
+    8.670975685119628e-05
    ],
    "pass_host_canary_seconds": [
-    1.0478989999995746e-05,
-    7.950582499987036e-06,
-    8.03875750001737e-06
+    7.111062499802756e-06,
+    9.990930000185471e-06,
+    9.14804000018421e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.0001240236759185791,
-   "min": 0.00010639807701110841,
-   "max": 0.00016888832092285154,
+   "seconds": 0.00011066623687744141,
+   "min": 0.00010171903610229492,
+   "max": 0.0001603455924987793,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1095965000009756e-05,
+   "host_canary_seconds": 7.798379999996996e-06,
    "pass_seconds": [
-    0.00015302592277526857,
-    0.0001234214401245117,
-    0.0001240236759185791
+    0.00011066623687744141,
+    0.00014491456031799318,
+    0.00010471424102783204
    ],
    "pass_host_canary_seconds": [
-    1.1095965000009756e-05,
-    7.982734999956164e-06,
-    8.312055000061491e-06
+    7.798379999996996e-06,
+    9.904794999897604e-06,
+    9.173827500035259e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 9.623871803283692e-05,
-   "min": 8.002047538757323e-05,
-   "max": 0.0001340339183807373,
+   "seconds": 8.385791778564453e-05,
+   "min": 7.662847995758057e-05,
+   "max": 0.00011604736328125001,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1006052499986652e-05,
+   "host_canary_seconds": 7.581232499660473e-06,
    "pass_seconds": [
-    0.00010100223541259767,
-    8.404095649719239e-05,
-    9.623871803283692e-05
+    8.385791778564453e-05,
+    0.00011033920288085939,
+    7.78323221206665e-05
    ],
    "pass_host_canary_seconds": [
-    1.1006052499986652e-05,
-    7.947657500011474e-06,
-    8.227329999925814e-06
+    7.581232499660473e-06,
+    9.842609999850538e-06,
+    9.169232500028102e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00011020799636840821,
-   "min": 0.00010187392234802245,
-   "max": 0.00015121600151062013,
+   "seconds": 9.895168304443359e-05,
+   "min": 9.350015640258788e-05,
+   "max": 0.00013558591842651368,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0755064999941056e-05,
+   "host_canary_seconds": 7.534312499899443e-06,
    "pass_seconds": [
-    0.0001429100799560547,
-    0.00010572928428649902,
-    0.00011020799636840821
+    9.895168304443359e-05,
+    0.0001167404842376709,
+    9.702912330627442e-05
    ],
    "pass_host_canary_seconds": [
-    1.0755064999941056e-05,
-    8.090415000019391e-06,
-    8.019965000016783e-06
+    7.534312499899443e-06,
+    8.704999999622486e-06,
+    9.119862500313048e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.763455867767335e-05,
-   "min": 7.297279834747314e-05,
-   "max": 0.00011787967681884766,
+   "seconds": 7.629631996154785e-05,
+   "min": 6.898943901062012e-05,
+   "max": 9.2042875289917e-05,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0548000000021318e-05,
+   "host_canary_seconds": 7.460649999870839e-06,
    "pass_seconds": [
-    9.881279945373535e-05,
-    7.679423809051514e-05,
-    7.763455867767335e-05
+    7.629631996154785e-05,
+    8.060607910156249e-05,
+    7.08012819290161e-05
    ],
    "pass_host_canary_seconds": [
-    1.0548000000021318e-05,
-    8.11620000000346e-06,
-    8.004422499965359e-06
+    7.460649999870839e-06,
+    7.709905000012896e-06,
+    8.761385000184419e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 9.840703964233399e-05,
-   "min": 9.234944343566894e-05,
-   "max": 0.00013688192367553712,
+   "seconds": 9.449728012084961e-05,
+   "min": 8.402496337890625e-05,
+   "max": 0.00010609919548034669,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0580495000027667e-05,
+   "host_canary_seconds": 7.728920000147354e-06,
    "pass_seconds": [
-    0.000126375036239624,
-    9.840703964233399e-05,
-    9.757504463195801e-05
+    8.852671623229981e-05,
+    9.80185604095459e-05,
+    9.449728012084961e-05
    ],
    "pass_host_canary_seconds": [
-    1.0580495000027667e-05,
-    8.245929999972645e-06,
-    8.35209499996381e-06
+    7.728920000147354e-06,
+    7.502349999981561e-06,
+    9.245472500083453e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00014320063591003417,
-   "min": 0.0001248697566986084,
-   "max": 0.0001728281593322754,
+   "seconds": 0.00013699584007263185,
+   "min": 0.00011909055709838866,
+   "max": 0.00015403776168823244,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0906989999952543e-05,
+   "host_canary_seconds": 7.2921849999829645e-06,
    "pass_seconds": [
-    0.00016089984893798829,
-    0.0001329593563079834,
-    0.00014320063591003417
+    0.00012460991859436035,
+    0.00013699584007263185,
+    0.0001436729621887207
    ],
    "pass_host_canary_seconds": [
-    1.0906989999952543e-05,
-    8.215339999964044e-06,
-    8.106239999960962e-06
+    7.2921849999829645e-06,
+    7.248290000347879e-06,
+    8.898844999976063e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001747545623779297,
-   "min": 0.00014622591972351075,
-   "max": 0.00024269952774047852,
+   "seconds": 0.0001475315189361572,
+   "min": 0.00013290240287780762,
+   "max": 0.00018884992599487303,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0939200000024129e-05,
+   "host_canary_seconds": 7.150454999873545e-06,
    "pass_seconds": [
-    0.00019399423599243164,
-    0.00015552191734313965,
-    0.0001747545623779297
+    0.0001475315189361572,
+    0.00013988479614257814,
+    0.00016944128036499022
    ],
    "pass_host_canary_seconds": [
-    1.0939200000024129e-05,
-    8.107055000010633e-06,
-    7.964877500015178e-06
+    7.150454999873545e-06,
+    7.345395000015742e-06,
+    8.922220000044944e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.00028037120819091797,
-   "min": 0.00023224767684936525,
-   "max": 0.0005061081695556641,
+   "seconds": 0.0002871795272827148,
+   "min": 0.0002123494338989258,
+   "max": 0.00037923328399658204,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.102748999997516e-05,
+   "host_canary_seconds": 7.686069999977007e-06,
    "pass_seconds": [
-    0.00028037120819091797,
-    0.0002372947120666504,
-    0.00038420288085937496
+    0.0002871795272827148,
+    0.0002302783966064453,
+    0.0003114912033081055
    ],
    "pass_host_canary_seconds": [
-    1.102748999997516e-05,
-    7.990485000064496e-06,
-    1.1504934999919669e-05
+    7.686069999977007e-06,
+    7.301945000222077e-06,
+    1.0084340000275915e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00032264385223388677,
-   "min": 0.0002703865623474121,
-   "max": 0.0005518771362304687,
+   "seconds": 0.0003363033676147461,
+   "min": 0.00022894271850585935,
+   "max": 0.0004364614486694336,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1322235000008618e-05,
+   "host_canary_seconds": 1.0024929999872255e-05,
    "pass_seconds": [
-    0.00032264385223388677,
-    0.000449153938293457,
-    0.0003090323257446289
+    0.0003363033676147461,
+    0.0002447622489929199,
+    0.0003536556625366211
    ],
    "pass_host_canary_seconds": [
-    1.1322235000008618e-05,
-    9.537229999949659e-06,
-    9.552565000063851e-06
+    1.0024929999872255e-05,
+    9.272424999835494e-06,
+    7.330269999954453e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00011596159934997558,
-   "min": 9.312576293945312e-05,
-   "max": 0.00013570688247680664,
+   "seconds": 9.94758415222168e-05,
+   "min": 8.688511848449708e-05,
+   "max": 0.0001296352005004883,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1190540000001193e-05,
+   "host_canary_seconds": 1.020527250005898e-05,
    "pass_seconds": [
-    0.00011596159934997558,
-    0.0001279475212097168,
-    9.844032287597656e-05
+    0.00011716992378234862,
+    8.839872360229492e-05,
+    9.94758415222168e-05
    ],
    "pass_host_canary_seconds": [
-    1.1190540000001193e-05,
-    1.1417080000057922e-05,
-    8.323509999996759e-06
+    1.020527250005898e-05,
+    9.306342500110532e-06,
+    7.131622500082812e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00014842368125915527,
-   "min": 0.00011593152046203612,
-   "max": 0.0002238969612121582,
+   "seconds": 0.00011487551689147949,
+   "min": 0.00010024448394775391,
+   "max": 0.0001949625587463379,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1300434999981235e-05,
+   "host_canary_seconds": 1.0327564999670359e-05,
    "pass_seconds": [
-    0.00014842368125915527,
-    0.00016283456802368163,
-    0.00012712127685546876
+    0.00015483584403991698,
+    0.00010852352142333984,
+    0.00011487551689147949
    ],
    "pass_host_canary_seconds": [
-    1.1300434999981235e-05,
-    1.1669537500011984e-05,
-    8.23601500002269e-06
+    1.0327564999670359e-05,
+    9.1287575000365e-06,
+    7.461237500194784e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00013077887535095214,
-   "min": 9.23475170135498e-05,
-   "max": 0.0001888377571105957,
+   "seconds": 9.81049633026123e-05,
+   "min": 7.77561616897583e-05,
+   "max": 0.00014891263961791992,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1501299999991942e-05,
+   "host_canary_seconds": 8.406737499910832e-06,
    "pass_seconds": [
-    0.00013077887535095214,
-    0.00013986047744750976,
-    9.748160362243652e-05
+    9.858112335205078e-05,
+    9.81049633026123e-05,
+    9.781951904296875e-05
    ],
    "pass_host_canary_seconds": [
-    1.1501299999991942e-05,
-    1.1938545000020895e-05,
-    8.337452499986853e-06
+    8.406737499910832e-06,
+    9.818194999979824e-06,
+    8.099102500125354e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00015463359832763673,
-   "min": 0.00011301312446594238,
-   "max": 0.00022835519790649414,
+   "seconds": 0.00011228992462158203,
+   "min": 9.656767845153809e-05,
+   "max": 0.00020530303955078124,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1127485000024251e-05,
+   "host_canary_seconds": 7.633815000076539e-06,
    "pass_seconds": [
-    0.00015463359832763673,
-    0.00016645696640014648,
-    0.00011864064216613769
+    0.00011228992462158203,
+    0.00014830016136169432,
+    0.00010063167572021484
    ],
    "pass_host_canary_seconds": [
-    1.1127485000024251e-05,
-    1.1824655000012284e-05,
-    8.151640000022553e-06
+    7.633815000076539e-06,
+    1.0182600000234743e-05,
+    6.8573149997064325e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010733375549316407,
-   "min": 8.182527542114258e-05,
-   "max": 0.00014810432434082032,
+   "seconds": 8.013631820678711e-05,
+   "min": 6.69049596786499e-05,
+   "max": 0.00015546239852905273,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1044537500026765e-05,
+   "host_canary_seconds": 7.546667499980231e-06,
    "pass_seconds": [
-    0.00010733375549316407,
-    0.00012500032424926758,
-    8.475199699401855e-05
+    8.013631820678711e-05,
+    0.00011712512016296388,
+    7.576255798339843e-05
    ],
    "pass_host_canary_seconds": [
-    1.1044537500026765e-05,
-    1.1697134999977265e-05,
-    8.343824999954563e-06
+    7.546667499980231e-06,
+    9.759074999919904e-06,
+    7.422257500024898e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00014072704315185546,
-   "min": 0.0001055891227722168,
-   "max": 0.00016751935958862304,
+   "seconds": 9.743743896484376e-05,
+   "min": 8.324352264404297e-05,
+   "max": 0.00018412607192993163,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1415585000023043e-05,
+   "host_canary_seconds": 7.912885000109781e-06,
    "pass_seconds": [
-    0.00014072704315185546,
-    0.00014476032257080076,
-    0.00011548800468444824
+    9.743743896484376e-05,
+    0.00013787967681884764,
+    8.720959663391114e-05
    ],
    "pass_host_canary_seconds": [
-    1.1415585000023043e-05,
-    1.1709340000010116e-05,
-    8.425482499987425e-06
+    7.912885000109781e-06,
+    9.926645000177813e-06,
+    7.407085000181724e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011399295806884766,
-   "min": 9.313920021057128e-05,
-   "max": 0.00013549311637878417,
+   "seconds": 8.670463562011718e-05,
+   "min": 7.204864025115966e-05,
+   "max": 0.0001798944091796875,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0496240000001934e-05,
+   "host_canary_seconds": 7.141090000004624e-06,
    "pass_seconds": [
-    0.00011399295806884766,
-    0.00012391039848327638,
-    9.689984321594238e-05
+    8.670463562011718e-05,
+    0.00012331839561462401,
+    7.350719928741455e-05
    ],
    "pass_host_canary_seconds": [
-    1.0496240000001934e-05,
-    1.1699817499994935e-05,
-    8.375610000044275e-06
+    7.141090000004624e-06,
+    1.0174485000220557e-05,
+    6.559440000160066e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00015479552268981932,
-   "min": 0.00011407936096191406,
-   "max": 0.00022019392013549805,
+   "seconds": 0.00010625151634216309,
+   "min": 8.629631996154786e-05,
+   "max": 0.00019840320587158203,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0875239999990071e-05,
+   "host_canary_seconds": 7.4907974999405274e-06,
    "pass_seconds": [
-    0.00015479552268981932,
-    0.0001685843276977539,
-    0.00012916095733642578
+    0.00010625151634216309,
+    0.0001437235164642334,
+    9.085247993469239e-05
    ],
    "pass_host_canary_seconds": [
-    1.0875239999990071e-05,
-    1.1477372500010574e-05,
-    8.588615000064692e-06
+    7.4907974999405274e-06,
+    1.0171834999823658e-05,
+    6.6057450001721915e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 7.361408233642578e-05,
-   "min": 6.60972785949707e-05,
-   "max": 8.155327796936035e-05,
+   "seconds": 6.124735832214355e-05,
+   "min": 4.599167823791504e-05,
+   "max": 9.739711761474608e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0931129999995904e-05,
+   "host_canary_seconds": 1.020864499992058e-05,
    "pass_seconds": [
-    7.361408233642578e-05,
-    7.765503883361817e-05,
-    6.943808078765869e-05
+    6.397247791290283e-05,
+    6.124735832214355e-05,
+    4.71673583984375e-05
    ],
    "pass_host_canary_seconds": [
-    1.0931129999995904e-05,
-    1.1870379999976421e-05,
-    9.509125000022323e-06
+    1.020864499992058e-05,
+    9.4980049999549e-06,
+    6.680149999738205e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.907903671264649e-05,
-   "min": 8.84812831878662e-05,
-   "max": 0.00012102272033691407,
+   "seconds": 6.396224021911621e-05,
+   "min": 5.965951919555664e-05,
+   "max": 0.00010928511619567871,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0950030000032029e-05,
+   "host_canary_seconds": 1.0412832500037437e-05,
    "pass_seconds": [
-    9.907903671264649e-05,
-    0.0001083334445953369,
-    9.121088027954102e-05
+    9.923968315124512e-05,
+    6.396224021911621e-05,
+    6.255360126495362e-05
    ],
    "pass_host_canary_seconds": [
-    1.0950030000032029e-05,
-    1.1551125000011096e-05,
-    9.158810000045037e-06
+    1.0412832500037437e-05,
+    7.112214999551724e-06,
+    7.05949000007422e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.723072052001953e-05,
-   "min": 6.08512020111084e-05,
-   "max": 8.735679626464844e-05,
+   "seconds": 5.2620158195495604e-05,
+   "min": 4.3614721298217775e-05,
+   "max": 7.03116798400879e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.058612499996059e-05,
+   "host_canary_seconds": 1.0271284999703311e-05,
    "pass_seconds": [
-    6.376192092895507e-05,
-    7.007103919982909e-05,
-    6.723072052001953e-05
+    6.50764799118042e-05,
+    5.2620158195495604e-05,
+    4.425856113433838e-05
    ],
    "pass_host_canary_seconds": [
-    1.058612499996059e-05,
-    1.1572550000025216e-05,
-    8.808495000067751e-06
+    1.0271284999703311e-05,
+    7.112214999551724e-06,
+    6.799720000003618e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 9.094207763671876e-05,
-   "min": 7.902400016784667e-05,
-   "max": 0.00016525951385498047,
+   "seconds": 7.460480213165284e-05,
+   "min": 5.6808958053588864e-05,
+   "max": 9.626111984252928e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0802632499959942e-05,
+   "host_canary_seconds": 1.0310145000005378e-05,
    "pass_seconds": [
-    9.094207763671876e-05,
-    0.00010828031539916992,
-    8.86310386657715e-05
+    9.232192039489746e-05,
+    7.460480213165284e-05,
+    6.588223934173583e-05
    ],
    "pass_host_canary_seconds": [
-    1.0802632499959942e-05,
-    1.1427345000001309e-05,
-    9.085652500004927e-06
+    1.0310145000005378e-05,
+    7.5112799999033085e-06,
+    7.0092000004251535e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.302080154418945e-05,
-   "min": 7.979135990142822e-05,
-   "max": 0.0001218329620361328,
+   "seconds": 8.451007843017578e-05,
+   "min": 6.567232131958008e-05,
+   "max": 0.00010193216323852538,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0764604999984329e-05,
+   "host_canary_seconds": 1.0496192500113466e-05,
    "pass_seconds": [
-    9.302080154418945e-05,
-    0.00011712191581726074,
-    9.151424407958984e-05
+    9.72332763671875e-05,
+    8.451007843017578e-05,
+    6.923200130462647e-05
    ],
    "pass_host_canary_seconds": [
-    1.0764604999984329e-05,
-    1.1461162500019384e-05,
-    8.614487500011592e-06
+    1.0496192500113466e-05,
+    7.79669749988443e-06,
+    9.348012499970083e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00012751296043395996,
-   "min": 9.634623527526856e-05,
-   "max": 0.0002647430419921875,
+   "seconds": 0.00010012224197387694,
+   "min": 8.61030387878418e-05,
+   "max": 0.00013273856163024904,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0606134999981976e-05,
+   "host_canary_seconds": 9.941627500040795e-06,
    "pass_seconds": [
-    0.00012751296043395996,
-    0.00013615360260009767,
-    0.00011694720268249511
+    0.00012119487762451171,
+    0.00010012224197387694,
+    9.969663619995118e-05
    ],
    "pass_host_canary_seconds": [
-    1.0606134999981976e-05,
-    1.1459185000006755e-05,
-    8.637359999994488e-06
+    9.941627500040795e-06,
+    8.424067499959165e-06,
+    9.388339999816254e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00010927167892456055,
-   "min": 8.625151634216309e-05,
-   "max": 0.0001337887954711914,
+   "seconds": 0.00011910655975341795,
+   "min": 7.453375816345214e-05,
+   "max": 0.00013732159614562989,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0541630000027169e-05,
+   "host_canary_seconds": 1.0112020000008215e-05,
    "pass_seconds": [
-    0.00011541567802429199,
-    9.964735984802245e-05,
-    0.00010927167892456055
+    0.00011910655975341795,
+    0.000127575044631958,
+    7.949823856353761e-05
    ],
    "pass_host_canary_seconds": [
-    1.0541630000027169e-05,
-    8.15176999999778e-06,
-    8.552797499987718e-06
+    1.0112020000008215e-05,
+    1.1680399999818292e-05,
+    6.87852749990725e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00013546112060546875,
-   "min": 0.00010811776161193847,
-   "max": 0.00019881536483764648,
+   "seconds": 0.00011208127975463867,
+   "min": 9.168448448181153e-05,
+   "max": 0.0001366156768798828,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0421389999990538e-05,
+   "host_canary_seconds": 8.867170000144143e-06,
    "pass_seconds": [
-    0.00015256896018981932,
-    0.00011683520317077636,
-    0.00013546112060546875
+    0.00012923775672912599,
+    0.00011208127975463867,
+    9.430015563964843e-05
    ],
    "pass_host_canary_seconds": [
-    1.0421389999990538e-05,
-    7.790967500085344e-06,
-    8.217895000086629e-06
+    8.867170000144143e-06,
+    6.98247499997251e-06,
+    6.9715399999381585e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 7.870912075042724e-05,
-   "min": 7.26361608505249e-05,
-   "max": 0.0001529651165008545,
+   "seconds": 7.48415994644165e-05,
+   "min": 6.177984237670899e-05,
+   "max": 0.00010128447532653809,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0942507500004695e-05,
+   "host_canary_seconds": 8.906635000016649e-06,
    "pass_seconds": [
-    9.47327995300293e-05,
-    7.40057611465454e-05,
-    7.870912075042724e-05
+    8.451264381408692e-05,
+    7.48415994644165e-05,
+    6.316800117492676e-05
    ],
    "pass_host_canary_seconds": [
-    1.0942507500004695e-05,
-    7.883549999974093e-06,
-    8.406700000023194e-06
+    8.906635000016649e-06,
+    6.8770400002904355e-06,
+    6.852015000049505e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 0.00011006591796875,
-   "min": 9.336064338684082e-05,
-   "max": 0.00014769984245300292,
+   "seconds": 8.953920364379883e-05,
+   "min": 7.767104148864746e-05,
+   "max": 0.00011768447875976562,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1615334999994785e-05,
+   "host_canary_seconds": 7.197582499713917e-06,
    "pass_seconds": [
-    0.00012181632041931153,
-    0.00010770496368408202,
-    0.00011006591796875
+    8.953920364379883e-05,
+    9.294719696044921e-05,
+    8.128959655761719e-05
    ],
    "pass_host_canary_seconds": [
-    1.1615334999994785e-05,
-    7.652312500070479e-06,
-    8.289705000024127e-06
+    7.197582499713917e-06,
+    7.17355250003493e-06,
+    8.055527499948312e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00040676544189453123,
-   "min": 0.0002859065628051758,
-   "max": 0.0005381670379638672,
+   "seconds": 0.00046154945373535155,
+   "min": 0.0002579430389404297,
+   "max": 0.0005486873626708985,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0904899999957251e-05,
+   "host_canary_seconds": 1.0533267499965859e-05,
    "pass_seconds": [
-    0.00042563518524169926,
-    0.00030845184326171876,
-    0.00040676544189453123
+    0.0004884947204589844,
+    0.00046154945373535155,
+    0.00026879487991333007
    ],
    "pass_host_canary_seconds": [
-    1.0904899999957251e-05,
-    7.977454999945622e-06,
-    8.479130000011991e-06
+    1.0533267499965859e-05,
+    9.789000000068881e-06,
+    6.8065600004274526e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0005555475234985351,
-   "min": 0.0004148064041137695,
-   "max": 0.0006740281677246093,
+   "seconds": 0.0004989996719360352,
+   "min": 0.0004016870498657227,
+   "max": 0.0005902195358276367,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0904899999957251e-05,
+   "host_canary_seconds": 1.070883500005948e-05,
    "pass_seconds": [
-    0.0005727724838256837,
-    0.00045886592864990234,
-    0.0005555475234985351
+    0.000548078727722168,
+    0.0004868281555175781,
+    0.0004989996719360352
    ],
    "pass_host_canary_seconds": [
-    1.0904899999957251e-05,
-    1.1435744999914732e-05,
-    1.1433859999954165e-05
+    1.070883500005948e-05,
+    9.717629999954625e-06,
+    9.58607000001166e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0014700537109375,
-   "min": 0.001308399353027344,
-   "max": 0.0017602989196777343,
+   "seconds": 0.0013366578674316406,
+   "min": 0.001141770248413086,
+   "max": 0.0016711570739746094,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1058899999980554e-05,
+   "host_canary_seconds": 9.732245000009242e-06,
    "pass_seconds": [
-    0.0014700537109375,
-    0.0014506649780273437,
-    0.0015730586242675782
+    0.001236887664794922,
+    0.0013366578674316406,
+    0.0013863200378417969
    ],
    "pass_host_canary_seconds": [
-    1.1058899999980554e-05,
-    1.1725995000091416e-05,
-    1.1844325000112121e-05
+    9.732245000009242e-06,
+    1.0350949999633485e-05,
+    9.836935000180347e-06
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0019167340087890624,
-   "min": 0.0017082751464843752,
-   "max": 0.0022930528259277345,
+   "seconds": 0.0016540179443359376,
+   "min": 0.00129863037109375,
+   "max": 0.0018335597229003906,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.075763999999424e-05,
+   "host_canary_seconds": 9.034185000018624e-06,
    "pass_seconds": [
-    0.0019167340087890624,
-    0.0018502125549316405,
-    0.002034994506835938
+    0.0015627679443359374,
+    0.0017485317993164062,
+    0.0016540179443359376
    ],
    "pass_host_canary_seconds": [
-    1.075763999999424e-05,
-    1.1681949999911012e-05,
-    1.136194500006127e-05
+    9.034185000018624e-06,
+    1.0728014999585866e-05,
+    9.497209999835832e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00015069888114929199,
-   "min": 0.00012957695960998537,
-   "max": 0.0001995462417602539,
+   "seconds": 0.000115862398147583,
+   "min": 8.824447631835937e-05,
+   "max": 0.00021149887084960937,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0839560000022175e-05,
+   "host_canary_seconds": 9.331327500206044e-06,
    "pass_seconds": [
-    0.00014443519592285156,
-    0.00015069888114929199,
-    0.00017961023330688477
+    0.000115862398147583,
+    0.00018016960144042967,
+    9.409279823303222e-05
    ],
    "pass_host_canary_seconds": [
-    1.0839560000022175e-05,
-    1.205245500003116e-05,
-    1.2064605000006168e-05
+    9.331327500206044e-06,
+    1.0270744999729686e-05,
+    7.986684999821135e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001838585662841797,
-   "min": 0.00015503935813903808,
-   "max": 0.000251591682434082,
+   "seconds": 0.00014496319770812988,
+   "min": 0.00010492223739624023,
+   "max": 0.000278092155456543,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1163990000007118e-05,
+   "host_canary_seconds": 9.497129999544996e-06,
    "pass_seconds": [
-    0.0001838585662841797,
-    0.00016402879714965822,
-    0.00023069759368896486
+    0.00014496319770812988,
+    0.00021712127685546875,
+    0.0001112326431274414
    ],
    "pass_host_canary_seconds": [
-    1.1163990000007118e-05,
-    1.1955540000059272e-05,
-    1.2273114999885593e-05
+    9.497129999544996e-06,
+    1.1054125000100612e-05,
+    6.890372499981368e-06
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00026696704864501955,
-   "min": 0.0002021011161804199,
-   "max": 0.0003291609573364258,
+   "seconds": 0.0002174118423461914,
+   "min": 0.0001665376091003418,
+   "max": 0.0002754924774169922,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1275414999971645e-05,
+   "host_canary_seconds": 9.562054999605608e-06,
    "pass_seconds": [
-    0.00026696704864501955,
-    0.00029214271545410157,
-    0.0002658732795715332
+    0.00020974592208862307,
+    0.00027252544403076173,
+    0.0002174118423461914
    ],
    "pass_host_canary_seconds": [
-    1.1275414999971645e-05,
-    1.2198404999992363e-05,
-    1.2199929999923142e-05
+    9.562054999605608e-06,
+    1.0282959999585728e-05,
+    6.815720000190595e-06
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00041611263275146483,
-   "min": 0.00035643329620361325,
-   "max": 0.0006852883148193359,
+   "seconds": 0.00043793792724609377,
+   "min": 0.0002451091194152832,
+   "max": 0.0006808646392822265,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.1304002500018839e-05,
+   "host_canary_seconds": 9.693150000202877e-06,
    "pass_seconds": [
-    0.0004028511810302735,
-    0.00043876991271972655,
-    0.00041611263275146483
+    0.0002964991950988769,
+    0.0005090777587890625,
+    0.00043793792724609377
    ],
    "pass_host_canary_seconds": [
-    1.1304002500018839e-05,
-    1.2158815000020695e-05,
-    1.1581225000014683e-05
+    9.693150000202877e-06,
+    1.1023964999594682e-05,
+    7.333035000272048e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 4.194479999739542e-05,
-   "min": 3.816269999958877e-05,
-   "max": 7.841659999883178e-05,
+   "seconds": 3.0250099996464996e-05,
+   "min": 2.8198899997278204e-05,
+   "max": 5.635279999296472e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.119527499994888e-05,
+   "host_canary_seconds": 9.45575999992343e-06,
    "pass_seconds": [
-    3.977089999978034e-05,
-    4.194479999739542e-05,
-    5.364090000057331e-05
+    2.8982900005303236e-05,
+    4.63692000039373e-05,
+    3.0250099996464996e-05
    ],
    "pass_host_canary_seconds": [
-    1.119527499994888e-05,
-    1.1740972500007274e-05,
-    1.366933499994616e-05
+    9.45575999992343e-06,
+    1.0631400000136182e-05,
+    7.379860000469307e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00024241349999840623,
-   "min": 0.00019857019999989234,
-   "max": 0.0008629618999975719,
+   "seconds": 0.00019430369999327013,
+   "min": 0.00017145809999874473,
+   "max": 0.0003611047000049439,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1389924999960499e-05,
+   "host_canary_seconds": 9.16832000029899e-06,
    "pass_seconds": [
-    0.00021653200000031346,
-    0.00024241349999840623,
-    0.00038856040000041504
+    0.00017796380000163482,
+    0.00035281899999972666,
+    0.00019430369999327013
    ],
    "pass_host_canary_seconds": [
-    1.1389924999960499e-05,
-    1.1936910000045487e-05,
-    1.2042815000086193e-05
+    9.16832000029899e-06,
+    1.0165984999730426e-05,
+    7.788825000147881e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 4.128960000002735e-05,
-   "min": 3.668169999855308e-05,
-   "max": 4.9605599997448735e-05,
+   "seconds": 3.289939999149283e-05,
+   "min": 2.311249999138454e-05,
+   "max": 5.0012500003049355e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1342247500003566e-05,
+   "host_canary_seconds": 1.0006469999552791e-05,
    "pass_seconds": [
-    4.128960000002735e-05,
-    3.842090000034659e-05,
-    4.3750899999395186e-05
+    3.289939999149283e-05,
+    4.558059999908437e-05,
+    2.4285799997869618e-05
    ],
    "pass_host_canary_seconds": [
-    1.1342247500003566e-05,
-    1.1838425000121332e-05,
-    1.2042815000086193e-05
+    1.0006469999552791e-05,
+    9.997194999868953e-06,
+    7.909610000069733e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.000263642400000208,
-   "min": 0.0001988711999985071,
-   "max": 0.0003360899999989897,
+   "seconds": 0.00033540350000293984,
+   "min": 0.00016159729999571938,
+   "max": 0.0003953992999981892,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1625174999991828e-05,
+   "host_canary_seconds": 9.642035000183568e-06,
    "pass_seconds": [
-    0.000263642400000208,
-    0.0002147339000003967,
-    0.00027457369999979165
+    0.00020942889999560067,
+    0.0003875378999964596,
+    0.00033540350000293984
    ],
    "pass_host_canary_seconds": [
-    1.1625174999991828e-05,
-    1.1654000000049791e-05,
-    1.1672554999933028e-05
+    9.642035000183568e-06,
+    1.0823499999901287e-05,
+    1.0660160000384167e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 5.9062400001153034e-05,
-   "min": 5.1088600000070985e-05,
-   "max": 6.666459999991048e-05,
+   "seconds": 4.8571299998911854e-05,
+   "min": 3.5836500001096286e-05,
+   "max": 7.228609999856416e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1268669999999758e-05,
+   "host_canary_seconds": 9.550827500106606e-06,
    "pass_seconds": [
-    5.9072499999501817e-05,
-    5.9062400001153034e-05,
-    5.40165000018078e-05
+    4.8571299998911854e-05,
+    6.940510000958966e-05,
+    4.3652399995153246e-05
    ],
    "pass_host_canary_seconds": [
-    1.1268669999999758e-05,
-    1.2166119999932334e-05,
-    1.1685599999964325e-05
+    9.550827500106606e-06,
+    1.1034829999800876e-05,
+    1.012329500042597e-05
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0003123022000011133,
-   "min": 0.00025259850000054486,
-   "max": 0.0003674074999992172,
+   "seconds": 0.00030079629999590907,
+   "min": 0.0002460527000039292,
+   "max": 0.0004800623000051019,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1320544999975367e-05,
+   "host_canary_seconds": 9.518164999917644e-06,
    "pass_seconds": [
-    0.0003123022000011133,
-    0.0002661227999993798,
-    0.00032758890000081917
+    0.00026873699999896417,
+    0.0003841330999989623,
+    0.00030079629999590907
    ],
    "pass_host_canary_seconds": [
-    1.1320544999975367e-05,
-    1.2393124999903193e-05,
-    1.1685599999964325e-05
+    9.518164999917644e-06,
+    1.0129907499845103e-05,
+    7.517740000366757e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 7.288600000094902e-05,
-   "min": 5.659489999914058e-05,
-   "max": 8.702439999979106e-05,
+   "seconds": 8.368680000785389e-05,
+   "min": 5.4580900007294984e-05,
+   "max": 9.916750000229512e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0734365000004687e-05,
+   "host_canary_seconds": 9.811120000335904e-06,
    "pass_seconds": [
-    6.551910000069938e-05,
-    7.288600000094902e-05,
-    7.681559999923593e-05
+    5.752640000764586e-05,
+    8.663480000450363e-05,
+    8.368680000785389e-05
    ],
    "pass_host_canary_seconds": [
-    1.0734365000004687e-05,
-    1.1708872499980315e-05,
-    1.1733257500026184e-05
+    9.811120000335904e-06,
+    1.0430732499742135e-05,
+    1.0018822500228453e-05
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0003778110000013157,
-   "min": 0.00031626950000003263,
-   "max": 0.0004316880999994055,
+   "seconds": 0.00046239419999665187,
+   "min": 0.0002609323000001496,
+   "max": 0.0006013071999973363,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0822847500016054e-05,
+   "host_canary_seconds": 9.822590000112541e-06,
    "pass_seconds": [
-    0.0003321704000001091,
-    0.0003896529000002147,
-    0.0003778110000013157
+    0.00028233250000084806,
+    0.00046239419999665187,
+    0.0005777854000029947
    ],
    "pass_host_canary_seconds": [
-    1.0822847500016054e-05,
-    1.2215719999915109e-05,
-    1.1896185000068727e-05
+    9.822590000112541e-06,
+    1.1323452499993892e-05,
+    1.0326592500291554e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 4.364710000004379e-05,
-   "min": 3.261629999968818e-05,
-   "max": 6.877600000052553e-05,
+   "seconds": 3.944779999756065e-05,
+   "min": 2.732919999743899e-05,
+   "max": 5.9047399997780306e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0990230000018642e-05,
+   "host_canary_seconds": 9.511774999850786e-06,
    "pass_seconds": [
-    3.592720000114014e-05,
-    4.364710000004379e-05,
-    6.0126399998239324e-05
+    2.985459999536033e-05,
+    3.944779999756065e-05,
+    4.577580000386661e-05
    ],
    "pass_host_canary_seconds": [
-    1.0990230000018642e-05,
-    1.2164065000064283e-05,
-    1.1303770000097302e-05
+    9.511774999850786e-06,
+    1.1180860000195025e-05,
+    1.0980405000395877e-05
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022700490000033825,
-   "min": 0.00018715979999939236,
-   "max": 0.0003452736000014056,
+   "seconds": 0.0002279724000004535,
+   "min": 0.00015421059999880525,
+   "max": 0.00036494619999984936,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0792480000034743e-05,
+   "host_canary_seconds": 9.511774999850786e-06,
    "pass_seconds": [
-    0.00019873549999971374,
-    0.00022700490000033825,
-    0.00032399379999787926
+    0.00018818759999703616,
+    0.0002279724000004535,
+    0.00030723170000328536
    ],
    "pass_host_canary_seconds": [
-    1.0792480000034743e-05,
-    1.2110585000044694e-05,
-    1.2284074999939776e-05
+    9.511774999850786e-06,
+    9.761634999563284e-06,
+    1.0980405000395877e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.007090000186508e-05,
-   "min": 3.373429999982136e-05,
-   "max": 6.079999999997199e-05,
+   "seconds": 4.47459000042727e-05,
+   "min": 2.9779599992707516e-05,
+   "max": 4.9182899999777874e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0691275000027644e-05,
+   "host_canary_seconds": 9.505319999902894e-06,
    "pass_seconds": [
-    3.7860499999453624e-05,
-    4.007090000186508e-05,
-    5.372760000170729e-05
+    3.0471499997020146e-05,
+    4.5442700002240596e-05,
+    4.47459000042727e-05
    ],
    "pass_host_canary_seconds": [
-    1.0691275000027644e-05,
-    1.214866499992695e-05,
-    1.2025385000100642e-05
+    9.505319999902894e-06,
+    9.929384999622925e-06,
+    1.0557964999975411e-05
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002502370999991399,
-   "min": 0.0002229274000001169,
-   "max": 0.0003926050000018222,
+   "seconds": 0.0002511203000040041,
+   "min": 0.00017156600000589606,
+   "max": 0.0005116052000062154,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0718934999971452e-05,
+   "host_canary_seconds": 9.524260000262076e-06,
    "pass_seconds": [
-    0.00023849729999909642,
-    0.0002502370999991399,
-    0.0003062823000021808
+    0.00020243829999344598,
+    0.0002511203000040041,
+    0.00043152920000011363
    ],
    "pass_host_canary_seconds": [
-    1.0718934999971452e-05,
-    1.224628000002781e-05,
-    1.2040565000077663e-05
+    9.524260000262076e-06,
+    9.850385000049755e-06,
+    1.1224805000438209e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.018449999989571e-05,
-   "min": 3.652759999965838e-05,
-   "max": 6.176730000220231e-05,
+   "seconds": 4.606989999729194e-05,
+   "min": 2.8928699998687078e-05,
+   "max": 5.409640000380023e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1538374999986445e-05,
+   "host_canary_seconds": 9.7906650000823e-06,
    "pass_seconds": [
-    3.818339999952514e-05,
-    4.018449999989571e-05,
-    5.115459999842642e-05
+    3.3177500006331685e-05,
+    4.606989999729194e-05,
+    4.9085000000559376e-05
    ],
    "pass_host_canary_seconds": [
-    1.1538374999986445e-05,
-    1.1694905000041444e-05,
-    1.2031550000060065e-05
+    9.7906650000823e-06,
+    1.007413999985829e-05,
+    1.0944337499836366e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004370244999989836,
-   "min": 0.0003741080999986934,
-   "max": 0.0006341582000004564,
+   "seconds": 0.0004263860000037312,
+   "min": 0.00037890080000124726,
+   "max": 0.0007943506999936289,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1151699999984998e-05,
+   "host_canary_seconds": 1.0241220000182238e-05,
    "pass_seconds": [
-    0.0004370244999989836,
-    0.0004217995999994173,
-    0.0005474698999989869
+    0.0004016385999989325,
+    0.0004263860000037312,
+    0.0006298313000002054
    ],
    "pass_host_canary_seconds": [
-    1.1151699999984998e-05,
-    1.2132497499948157e-05,
-    1.2073989999947798e-05
+    1.0241220000182238e-05,
+    1.0464867500274977e-05,
+    1.3544717500053594e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.659509999986767e-05,
-   "min": 3.787219999935587e-05,
-   "max": 6.937910000033298e-05,
+   "seconds": 5.9203499995419405e-05,
+   "min": 3.31272000039462e-05,
+   "max": 7.414660000222284e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1914487499993242e-05,
+   "host_canary_seconds": 9.887272500179734e-06,
    "pass_seconds": [
-    5.892870000110406e-05,
-    4.222100000106366e-05,
-    5.659509999986767e-05
+    4.512389999717925e-05,
+    7.228599999962171e-05,
+    5.9203499995419405e-05
    ],
    "pass_host_canary_seconds": [
-    1.1914487499993242e-05,
-    1.2153332500020042e-05,
-    1.2051939999935258e-05
+    9.887272500179734e-06,
+    1.1326647500311536e-05,
+    1.1420624999800567e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000597237700000619,
-   "min": 0.00041875590000017837,
-   "max": 0.0006430379999997626,
+   "seconds": 0.0005427311999937956,
+   "min": 0.00035633359999565073,
+   "max": 0.000622870100005457,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1668050000004372e-05,
+   "host_canary_seconds": 9.840122500008874e-06,
    "pass_seconds": [
-    0.0006002856999998585,
-    0.000597237700000619,
-    0.0005035315999975864
+    0.0004440133999992213,
+    0.0005427311999937956,
+    0.0005772729999989678
    ],
    "pass_host_canary_seconds": [
-    1.1668050000004372e-05,
-    1.227443499999481e-05,
-    1.1928302500052722e-05
+    9.840122500008874e-06,
+    1.1124099999904047e-05,
+    7.2636875000853254e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.892199999881996e-05,
-   "min": 2.4325900000121692e-05,
-   "max": 5.959400000108417e-05,
+   "seconds": 3.1038500003433e-05,
+   "min": 2.1960100002615946e-05,
+   "max": 4.218809999656514e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.445134999988113e-06,
+   "host_canary_seconds": 9.874345000184803e-06,
    "pass_seconds": [
-    2.594500000014932e-05,
-    4.0573499998686205e-05,
-    3.892199999881996e-05
+    3.1038500003433e-05,
+    4.074340000670418e-05,
+    2.4906700002702564e-05
    ],
    "pass_host_canary_seconds": [
-    8.445134999988113e-06,
-    1.1950845000114896e-05,
-    1.1625565000059623e-05
+    9.874345000184803e-06,
+    9.844365000049038e-06,
+    7.221330000106718e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00025656899999830783,
-   "min": 0.0002054418000000169,
-   "max": 0.000349094599999944,
+   "seconds": 0.00022106579999672248,
+   "min": 0.00016420349999179962,
+   "max": 0.00040129489999571886,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.608864999999355e-06,
+   "host_canary_seconds": 9.48815500009914e-06,
    "pass_seconds": [
-    0.0002429707000004555,
-    0.00025656899999830783,
-    0.0003001646999990726
+    0.00019943510000075548,
+    0.0003257468000015251,
+    0.00022106579999672248
    ],
    "pass_host_canary_seconds": [
-    8.608864999999355e-06,
-    1.1950845000114896e-05,
-    1.1625565000059623e-05
+    9.48815500009914e-06,
+    9.844365000049038e-06,
+    7.191665000334524e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 6.231650000074752e-05,
-   "min": 3.988039999995863e-05,
-   "max": 8.367410000005293e-05,
+   "seconds": 5.265500000177781e-05,
+   "min": 3.8814000004094853e-05,
+   "max": 7.063150000021778e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.64572750000292e-06,
+   "host_canary_seconds": 9.546329999921e-06,
    "pass_seconds": [
-    4.604979999953684e-05,
-    6.422920000090926e-05,
-    6.231650000074752e-05
+    5.265500000177781e-05,
+    6.674369999473128e-05,
+    4.279639999822393e-05
    ],
    "pass_host_canary_seconds": [
-    8.64572750000292e-06,
-    1.2222964999892837e-05,
-    1.1156610000000456e-05
+    9.546329999921e-06,
+    1.0045395000020107e-05,
+    7.331990000238875e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00031590760000028696,
-   "min": 0.0002515611999996281,
-   "max": 0.0003930617999998276,
+   "seconds": 0.0002355380000039986,
+   "min": 0.0001852406000011797,
+   "max": 0.0005053963000023031,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.532800000011776e-06,
+   "host_canary_seconds": 9.489130000019942e-06,
    "pass_seconds": [
-    0.0002655118000006951,
-    0.00035525640000173554,
-    0.00031590760000028696
+    0.0002355380000039986,
+    0.0004228262000083305,
+    0.0002114746999950512
    ],
    "pass_host_canary_seconds": [
-    8.532800000011776e-06,
-    1.2120605000092155e-05,
-    1.167125999998575e-05
+    9.489130000019942e-06,
+    1.0256995000190728e-05,
+    7.001895000087188e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 6.772520000026816e-05,
-   "min": 4.428810000121075e-05,
-   "max": 7.556589999921926e-05,
+   "seconds": 5.435079999642767e-05,
+   "min": 3.7490099998649384e-05,
+   "max": 6.607459999941057e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.219680000003392e-06,
+   "host_canary_seconds": 9.343420000220704e-06,
    "pass_seconds": [
-    4.5844500000669086e-05,
-    6.840570000008484e-05,
-    6.772520000026816e-05
+    5.456970000068395e-05,
+    5.435079999642767e-05,
+    4.262699999344477e-05
    ],
    "pass_host_canary_seconds": [
-    8.219680000003392e-06,
-    1.2191550000011376e-05,
-    1.167125999998575e-05
+    9.343420000220704e-06,
+    1.0232115000121667e-05,
+    7.069215000115037e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00029888790000143217,
-   "min": 0.00023451140000076975,
-   "max": 0.00039166509999972733,
+   "seconds": 0.00023565310000321914,
+   "min": 0.00019763149999789674,
+   "max": 0.00030350320000707145,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 8.148169999984134e-06,
+   "host_canary_seconds": 9.202829999708229e-06,
    "pass_seconds": [
-    0.0002739619999999832,
-    0.0003798123999985137,
-    0.00029888790000143217
+    0.00023565310000321914,
+    0.00024171809999415928,
+    0.00023431060000120852
    ],
    "pass_host_canary_seconds": [
-    8.148169999984134e-06,
-    1.2191550000011376e-05,
-    1.1337990000015451e-05
+    9.202829999708229e-06,
+    7.107195000344291e-06,
+    6.985389999840663e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 6.621649999942747e-05,
-   "min": 5.17411000004131e-05,
-   "max": 8.678850000194415e-05,
+   "seconds": 4.735130000881327e-05,
+   "min": 4.010830000424903e-05,
+   "max": 0.000122205100001338,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.208864999978971e-06,
+   "host_canary_seconds": 1.0991537500046889e-05,
    "pass_seconds": [
-    5.240259999936825e-05,
-    7.249360000116667e-05,
-    6.621649999942747e-05
+    9.210179999854517e-05,
+    4.2529500001364794e-05,
+    4.735130000881327e-05
    ],
    "pass_host_canary_seconds": [
-    8.208864999978971e-06,
-    1.1634699999945042e-05,
-    1.2061049999942953e-05
+    1.0991537500046889e-05,
+    6.878917500330317e-06,
+    6.967420000023594e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0002950275000003444,
-   "min": 0.0002796707000015886,
-   "max": 0.00045349650000048314,
+   "seconds": 0.00030636029999868696,
+   "min": 0.00022728479999614137,
+   "max": 0.0005055753000078767,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.69219750004413e-06,
+   "host_canary_seconds": 1.1228815000094984e-05,
    "pass_seconds": [
-    0.0002950275000003444,
-    0.000290501699998913,
-    0.00034382909999806086
+    0.0004105046000063339,
+    0.00024819239999942513,
+    0.00030636029999868696
    ],
    "pass_host_canary_seconds": [
-    9.69219750004413e-06,
-    1.1704375000078926e-05,
-    1.1521399999878667e-05
+    1.1228815000094984e-05,
+    7.037720000084846e-06,
+    6.967420000023594e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.901870000102007e-05,
-   "min": 7.994349999904671e-05,
-   "max": 0.00010303969999938544,
+   "seconds": 7.699699999648146e-05,
+   "min": 5.348390000108339e-05,
+   "max": 0.0001266831999942042,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.0799095000066927e-05,
+   "host_canary_seconds": 1.2177617499844473e-05,
    "pass_seconds": [
-    8.497839999961343e-05,
-    8.935649999841644e-05,
-    8.901870000102007e-05
+    0.00011912630000097125,
+    7.699699999648146e-05,
+    5.7890699997642515e-05
    ],
    "pass_host_canary_seconds": [
-    1.0799095000066927e-05,
-    1.1543904999911092e-05,
-    1.1531334999972387e-05
+    1.2177617499844473e-05,
+    7.09331999985352e-06,
+    6.781695000199761e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003695110999984763,
-   "min": 0.0002986743999997543,
-   "max": 0.0004937451999978748,
+   "seconds": 0.00029257379999307885,
+   "min": 0.0002259447999904296,
+   "max": 0.0006613872999992054,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.081614000000286e-05,
+   "host_canary_seconds": 1.1593220000065685e-05,
    "pass_seconds": [
-    0.00035657720000017437,
-    0.0003695110999984763,
-    0.0003767638999988776
+    0.0005842750000056185,
+    0.00029257379999307885,
+    0.00026219159999527617
    ],
    "pass_host_canary_seconds": [
-    1.081614000000286e-05,
-    1.0997269999961645e-05,
-    1.1990250000053493e-05
+    1.1593220000065685e-05,
+    9.157310000205143e-06,
+    6.827249999901142e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 0.00011657639999782533,
-   "min": 0.00010268900000056646,
-   "max": 0.00013215919999964854,
+   "seconds": 8.958329999586567e-05,
+   "min": 6.940780000377344e-05,
+   "max": 0.00019049469999572467,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.081614000000286e-05,
+   "host_canary_seconds": 1.0423917499906565e-05,
    "pass_seconds": [
-    0.00010992729999941276,
-    0.00011657639999782533,
-    0.00011707660000013221
+    0.0001828069999987747,
+    8.958329999586567e-05,
+    7.496680000258493e-05
    ],
    "pass_host_canary_seconds": [
-    1.081614000000286e-05,
-    1.1485145000023067e-05,
-    1.1569220000069435e-05
+    1.0423917499906565e-05,
+    9.157310000205143e-06,
+    7.246440000017174e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0004972019999996746,
-   "min": 0.00039223389999989424,
-   "max": 0.0005743005999988782,
+   "seconds": 0.00038185949999842707,
+   "min": 0.0002676669000038601,
+   "max": 0.0006626426000025277,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.1071674999953985e-05,
+   "host_canary_seconds": 1.0181414999976823e-05,
    "pass_seconds": [
-    0.0004972019999996746,
-    0.0005040781999980481,
-    0.00048079639999798474
+    0.0005907779000040136,
+    0.0003335176000064166,
+    0.00038185949999842707
    ],
    "pass_host_canary_seconds": [
-    1.1071674999953985e-05,
-    1.1552924999875814e-05,
-    1.1589979999939714e-05
+    1.0181414999976823e-05,
+    9.229859999777546e-06,
+    7.1136100001467635e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 0.00012234169999914002,
-   "min": 0.00011283770000005688,
-   "max": 0.00016865040000055843,
+   "seconds": 9.684400000651295e-05,
+   "min": 7.445000001098379e-05,
+   "max": 0.0002448587000003499,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.1038214999992136e-05,
+   "host_canary_seconds": 1.0558762500068043e-05,
    "pass_seconds": [
-    0.00012234169999914002,
-    0.00013717109999902277,
-    0.00012081120000004831
+    0.00018588170000839456,
+    9.684400000651295e-05,
+    7.781499999737207e-05
    ],
    "pass_host_canary_seconds": [
-    1.1038214999992136e-05,
-    1.176720499998396e-05,
-    1.1410607500010884e-05
+    1.0558762500068043e-05,
+    7.250547500063931e-06,
+    6.873940000104995e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0005498669999980166,
-   "min": 0.00044625139999823207,
-   "max": 0.0008645525999980919,
+   "seconds": 0.0004139189000056831,
+   "min": 0.00031291090000422627,
+   "max": 0.0005826006999996025,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.121414500001805e-05,
+   "host_canary_seconds": 9.969762500077195e-06,
    "pass_seconds": [
-    0.0005187634999998636,
-    0.0005498669999980166,
-    0.0005594117000015331
+    0.000523512600000231,
+    0.0003292654999995648,
+    0.0004139189000056831
    ],
    "pass_host_canary_seconds": [
-    1.121414500001805e-05,
-    1.1224944999952412e-05,
-    1.157367249994934e-05
+    9.969762500077195e-06,
+    7.432752500164952e-06,
+    6.755830000315655e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00012367520000111654,
-   "min": 0.00011292490000016641,
-   "max": 0.00016249310000091555,
+   "seconds": 0.00012769600000410718,
+   "min": 7.301209999468483e-05,
+   "max": 0.00015779710000742852,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1411924999968904e-05,
+   "host_canary_seconds": 9.780069999862917e-06,
    "pass_seconds": [
-    0.0001408850000004236,
-    0.00012289269999996578,
-    0.00012367520000111654
+    0.00012769600000410718,
+    0.0001288796000039838,
+    8.839879999413824e-05
    ],
    "pass_host_canary_seconds": [
-    1.1411924999968904e-05,
-    1.1459225000010065e-05,
-    1.1342024999976276e-05
+    9.780069999862917e-06,
+    8.865385000262904e-06,
+    7.99900749967719e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005594331999986934,
-   "min": 0.00044206310000163287,
-   "max": 0.0009225154999995766,
+   "seconds": 0.0005568105000065771,
+   "min": 0.00034676960000297187,
+   "max": 0.0006685078000032263,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.160361250001074e-05,
+   "host_canary_seconds": 1.1382234999928187e-05,
    "pass_seconds": [
-    0.0006825643999988529,
-    0.0004907379000002266,
-    0.0005594331999986934
+    0.0005568105000065771,
+    0.0005721491000031165,
+    0.00047922740000103656
    ],
    "pass_host_canary_seconds": [
-    1.160361250001074e-05,
-    1.1574052499909725e-05,
-    1.1583940000008398e-05
+    1.1382234999928187e-05,
+    1.0467724999898564e-05,
+    7.277292500305066e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.5085299998627306e-05,
-   "min": 2.9417099997886e-05,
-   "max": 6.054419999941274e-05,
+   "seconds": 3.6252200004582846e-05,
+   "min": 2.221559999497913e-05,
+   "max": 4.268669999873964e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1955034999964198e-05,
+   "host_canary_seconds": 9.944359999849438e-06,
    "pass_seconds": [
-    5.246980000066515e-05,
-    3.5085299998627306e-05,
-    3.4633600000688604e-05
+    3.9210900001762636e-05,
+    3.6252200004582846e-05,
+    2.7034300001105293e-05
    ],
    "pass_host_canary_seconds": [
-    1.1955034999964198e-05,
-    1.1152599999917356e-05,
-    1.1461109999970632e-05
+    9.944359999849438e-06,
+    9.763534999933653e-06,
+    7.349850000082369e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0003096830999993472,
-   "min": 0.0001629236000013634,
-   "max": 0.0003944291999999905,
+   "seconds": 0.00019582349999609506,
+   "min": 0.0001356356000087544,
+   "max": 0.00030547989999831773,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1705850000041095e-05,
+   "host_canary_seconds": 1.1222344999737288e-05,
    "pass_seconds": [
-    0.0003096830999993472,
-    0.00019390270000201325,
-    0.00031467959999815777
+    0.00020240030000877595,
+    0.00018355700000256548,
+    0.00019582349999609506
    ],
    "pass_host_canary_seconds": [
-    1.1705850000041095e-05,
-    1.1633564999868895e-05,
-    1.1742190000063602e-05
+    1.1222344999737288e-05,
+    7.106150000026901e-06,
+    7.4369250000927424e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 5.204859999992095e-05,
-   "min": 3.3089999999447175e-05,
-   "max": 6.393479999928786e-05,
+   "seconds": 3.332059999365811e-05,
+   "min": 2.0677700001670017e-05,
+   "max": 5.8974799992483894e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1577797500024189e-05,
+   "host_canary_seconds": 1.1222344999737288e-05,
    "pass_seconds": [
-    5.524569999977302e-05,
-    4.045660000144835e-05,
-    5.204859999992095e-05
+    5.43057000072622e-05,
+    2.8915300003973243e-05,
+    3.332059999365811e-05
    ],
    "pass_host_canary_seconds": [
-    1.1577797500024189e-05,
-    1.138000500006342e-05,
-    1.2337649999949463e-05
+    1.1222344999737288e-05,
+    8.873615000197788e-06,
+    9.472575000017969e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002962564000000611,
-   "min": 0.0002079278999985945,
-   "max": 0.00036006439999880513,
+   "seconds": 0.00021288039999944885,
+   "min": 0.0001516143000003467,
+   "max": 0.00036420929999394505,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.123402000004603e-05,
+   "host_canary_seconds": 1.1626005000380245e-05,
    "pass_seconds": [
-    0.0002962564000000611,
-    0.00026042180000160895,
-    0.00032949949999760975
+    0.00031369910000194067,
+    0.00021288039999944885,
+    0.00017234309999594188
    ],
    "pass_host_canary_seconds": [
-    1.123402000004603e-05,
-    1.1352965000099857e-05,
-    1.2337649999949463e-05
+    1.1626005000380245e-05,
+    8.664949999683814e-06,
+    6.970164999984263e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 4.272859999900902e-05,
-   "min": 3.445650000060141e-05,
-   "max": 5.699499999991531e-05,
+   "seconds": 2.4292099999456697e-05,
+   "min": 2.0685700008016283e-05,
+   "max": 5.189009999639893e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1144905000008976e-05,
+   "host_canary_seconds": 1.1313914999959706e-05,
    "pass_seconds": [
-    5.4016500000386715e-05,
-    3.8464700000417904e-05,
-    4.272859999900902e-05
+    4.994930000066233e-05,
+    2.4292099999456697e-05,
+    2.2290600009000626e-05
    ],
    "pass_host_canary_seconds": [
-    1.1144905000008976e-05,
-    1.1352965000099857e-05,
-    1.1909629999991012e-05
+    1.1313914999959706e-05,
+    7.467099999871607e-06,
+    7.102294999867809e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00030387259999997696,
-   "min": 0.00020884429999910026,
-   "max": 0.00037548329999879113,
+   "seconds": 0.0002743152999983067,
+   "min": 0.00017059529999414736,
+   "max": 0.0005000332999998136,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1051624999964815e-05,
+   "host_canary_seconds": 1.0567765000359942e-05,
    "pass_seconds": [
-    0.00030387259999997696,
-    0.0002170626000008724,
-    0.000305264299998953
+    0.0004035477999991599,
+    0.00017690490000177306,
+    0.0002743152999983067
    ],
    "pass_host_canary_seconds": [
-    1.1051624999964815e-05,
-    1.1020780000023934e-05,
-    1.1983554999943635e-05
+    1.0567765000359942e-05,
+    9.318255000039243e-06,
+    6.974264999826119e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.5586799999218786e-05,
-   "min": 4.5560000000932635e-05,
-   "max": 8.355639999990672e-05,
+   "seconds": 5.6732399991688e-05,
+   "min": 3.580359999659777e-05,
+   "max": 7.521230000975265e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1077857499977028e-05,
+   "host_canary_seconds": 1.1332035000464203e-05,
    "pass_seconds": [
-    7.0681200000422e-05,
-    5.483329999833586e-05,
-    5.5586799999218786e-05
+    6.908050000902222e-05,
+    5.6732399991688e-05,
+    3.8773500000388596e-05
    ],
    "pass_host_canary_seconds": [
-    1.1077857499977028e-05,
-    1.1020780000023934e-05,
-    1.1587870000084877e-05
+    1.1332035000464203e-05,
+    8.48782500042944e-06,
+    7.246259999647009e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00036820360000007214,
-   "min": 0.00023734559999866178,
-   "max": 0.00046911489999956757,
+   "seconds": 0.0002386278000017228,
+   "min": 0.00019555549999950017,
+   "max": 0.00045929779998914454,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1444877500004225e-05,
+   "host_canary_seconds": 1.0490829999980633e-05,
    "pass_seconds": [
-    0.00036820360000007214,
-    0.000262966600001846,
-    0.0003958820000008245
+    0.0003177711000034833,
+    0.0002386278000017228,
+    0.0002309319999994841
    ],
    "pass_host_canary_seconds": [
-    1.1444877500004225e-05,
-    1.1141935000011926e-05,
-    1.1901144999910684e-05
+    1.0490829999980633e-05,
+    7.790395000029093e-06,
+    8.022305000849884e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.9218000000573736e-05,
-   "min": 3.0710400000089064e-05,
-   "max": 4.652689999886661e-05,
+   "seconds": 2.0609199998489204e-05,
+   "min": 1.8710400001964445e-05,
+   "max": 4.335739999987709e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1028074999970273e-05,
+   "host_canary_seconds": 9.819714999821372e-06,
    "pass_seconds": [
-    3.992569999979878e-05,
-    3.682509999975991e-05,
-    3.9218000000573736e-05
+    4.053950000297846e-05,
+    2.0609199998489204e-05,
+    2.0595199998751923e-05
    ],
    "pass_host_canary_seconds": [
-    1.1028074999970273e-05,
-    1.140974499989511e-05,
-    1.1901144999910684e-05
+    9.819714999821372e-06,
+    7.531439999866052e-06,
+    7.005710000385079e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002319279000005281,
-   "min": 0.00017053999999916414,
-   "max": 0.00038181589999908283,
+   "seconds": 0.0001691577999963556,
+   "min": 0.00013100859998758097,
+   "max": 0.0002916035999987798,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0853530000005662e-05,
+   "host_canary_seconds": 9.606284999676973e-06,
    "pass_seconds": [
-    0.00024155589999992345,
-    0.00020385020000048825,
-    0.0002319279000005281
+    0.00019986159999234586,
+    0.0001649573000008786,
+    0.0001691577999963556
    ],
    "pass_host_canary_seconds": [
-    1.0853530000005662e-05,
-    1.1414100000024518e-05,
-    1.1435635000083267e-05
+    9.606284999676973e-06,
+    7.422744999985298e-06,
+    6.938404999345948e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 4.251959999805877e-05,
-   "min": 3.343200000074376e-05,
-   "max": 4.962369999930161e-05,
+   "seconds": 2.121490001627535e-05,
+   "min": 1.8685700001697115e-05,
+   "max": 3.769830000237562e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0878890000007858e-05,
+   "host_canary_seconds": 9.669140000028165e-06,
    "pass_seconds": [
-    4.378889999969715e-05,
-    3.607010000052924e-05,
-    4.251959999805877e-05
+    3.400499999770545e-05,
+    2.1122999999079185e-05,
+    2.121490001627535e-05
    ],
    "pass_host_canary_seconds": [
-    1.0878890000007858e-05,
-    1.0890559999978678e-05,
-    1.210736000004431e-05
+    9.669140000028165e-06,
+    7.422744999985298e-06,
+    7.03576499972769e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002573108999996521,
-   "min": 0.0001790503000023591,
-   "max": 0.00038910739999948875,
+   "seconds": 0.00019473170000310346,
+   "min": 0.00015762489999815443,
+   "max": 0.00025672170000916593,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1000605000006657e-05,
+   "host_canary_seconds": 9.55572000009397e-06,
    "pass_seconds": [
-    0.0003110257999992427,
-    0.00019352650000143968,
-    0.0002573108999996521
+    0.00020487920000960002,
+    0.0001813246999972762,
+    0.00019473170000310346
    ],
    "pass_host_canary_seconds": [
-    1.1000605000006657e-05,
-    1.116268499998796e-05,
-    1.210736000004431e-05
+    9.55572000009397e-06,
+    6.833840000126657e-06,
+    7.336109999869222e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 4.5535300000665305e-05,
-   "min": 3.53478999983281e-05,
-   "max": 6.19309000001067e-05,
+   "seconds": 3.598789999159635e-05,
+   "min": 2.373899999383866e-05,
+   "max": 5.16806999939945e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1301662500002863e-05,
+   "host_canary_seconds": 9.77353500047684e-06,
    "pass_seconds": [
-    4.890299999971148e-05,
-    4.0166499999827465e-05,
-    4.5535300000665305e-05
+    4.216190000079223e-05,
+    2.7901499993276958e-05,
+    3.598789999159635e-05
    ],
    "pass_host_canary_seconds": [
-    1.1301662500002863e-05,
-    1.128727249991357e-05,
-    1.2101995000080024e-05
+    9.77353500047684e-06,
+    9.484600000178033e-06,
+    6.8889249996573196e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002718248999997286,
-   "min": 0.00019461780000256111,
-   "max": 0.000511356299999477,
+   "seconds": 0.00022178579999945213,
+   "min": 0.0001933541999960653,
+   "max": 0.00032201039999790737,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1462672500002213e-05,
+   "host_canary_seconds": 9.959239999943747e-06,
    "pass_seconds": [
-    0.00034257099999877025,
-    0.00023141089999967335,
-    0.0002718248999997286
+    0.00027953069999284705,
+    0.00021064960000103384,
+    0.00022178579999945213
    ],
    "pass_host_canary_seconds": [
-    1.1462672500002213e-05,
-    1.1540082499976734e-05,
-    1.2302425000001448e-05
+    9.959239999943747e-06,
+    9.393632500120929e-06,
+    7.059299999809809e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.706039999893164e-05,
-   "min": 4.442750000066553e-05,
-   "max": 6.953920000114522e-05,
+   "seconds": 4.927329999873109e-05,
+   "min": 3.218680000145468e-05,
+   "max": 7.072700000207988e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1530424999932621e-05,
+   "host_canary_seconds": 1.0089794999998957e-05,
    "pass_seconds": [
-    6.596760000121549e-05,
-    5.706039999893164e-05,
-    5.700300000057723e-05
+    6.936800000403309e-05,
+    4.927329999873109e-05,
+    4.531680001491622e-05
    ],
    "pass_host_canary_seconds": [
-    1.1530424999932621e-05,
-    1.1330650000047627e-05,
-    1.2121614999927034e-05
+    1.0089794999998957e-05,
+    9.487329999728899e-06,
+    8.711174999689319e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00028966870000033393,
-   "min": 0.0002435232000010501,
-   "max": 0.0005904170999997405,
+   "seconds": 0.0003384609000022465,
+   "min": 0.00026081920000251555,
+   "max": 0.0004726832000073955,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1483964999996488e-05,
+   "host_canary_seconds": 1.0486287499986702e-05,
    "pass_seconds": [
-    0.0004251026000005709,
-    0.00027187729999980095,
-    0.00028966870000033393
+    0.000438265799994042,
+    0.00027623290000065024,
+    0.0003384609000022465
    ],
    "pass_host_canary_seconds": [
-    1.1483964999996488e-05,
-    1.1150132500006294e-05,
-    1.1973082500063015e-05
+    1.0486287499986702e-05,
+    9.511614999837547e-06,
+    7.812019999846598e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 5.2415200002542406e-05,
-   "min": 3.53162000010343e-05,
-   "max": 6.780289999994694e-05,
+   "seconds": 3.0227499996726694e-05,
+   "min": 2.2780099993724433e-05,
+   "max": 4.842309999730787e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1209192499954667e-05,
+   "host_canary_seconds": 1.0191265000116802e-05,
    "pass_seconds": [
-    4.4376799999668036e-05,
-    6.095029999926282e-05,
-    5.2415200002542406e-05
+    4.183549999652314e-05,
+    3.0227499996726694e-05,
+    2.518920000511571e-05
    ],
    "pass_host_canary_seconds": [
-    1.1209192499954667e-05,
-    1.1552670000014586e-05,
-    1.2420899999909806e-05
+    1.0191265000116802e-05,
+    9.296129999825097e-06,
+    6.869750000078056e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00031230369999946106,
-   "min": 0.00026508029999945394,
-   "max": 0.000590485399999352,
+   "seconds": 0.00023492430000260356,
+   "min": 0.00021800089999715055,
+   "max": 0.0004004023999982564,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.086599499998897e-05,
+   "host_canary_seconds": 1.0909060000017235e-05,
    "pass_seconds": [
-    0.00028236400000025696,
-    0.0004212093000006689,
-    0.00031230369999946106
+    0.00035650739999937286,
+    0.00022494070000220746,
+    0.00023492430000260356
    ],
    "pass_host_canary_seconds": [
-    1.086599499998897e-05,
-    1.1552670000014586e-05,
-    1.2308660000002192e-05
+    1.0909060000017235e-05,
+    9.368579999886607e-06,
+    6.785305000676089e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 5.071109999903456e-05,
-   "min": 3.912560000003395e-05,
-   "max": 6.089049999786766e-05,
+   "seconds": 3.478109999832668e-05,
+   "min": 2.3465599997507525e-05,
+   "max": 8.924320000005536e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0854354999949579e-05,
+   "host_canary_seconds": 1.1556019999829915e-05,
    "pass_seconds": [
-    5.071109999903456e-05,
-    4.465290000155164e-05,
-    5.399400000101195e-05
+    5.9551100002863676e-05,
+    3.478109999832668e-05,
+    2.8085000008104543e-05
    ],
    "pass_host_canary_seconds": [
-    1.0854354999949579e-05,
-    1.1624694999881058e-05,
-    1.1649264999959996e-05
+    1.1556019999829915e-05,
+    9.55666999971072e-06,
+    7.1690499999021995e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00028245260000119287,
-   "min": 0.00017729399999950602,
-   "max": 0.0003529091999993739,
+   "seconds": 0.000220309500014082,
+   "min": 0.00019675600000255145,
+   "max": 0.00038366989999758514,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0981719999989536e-05,
+   "host_canary_seconds": 1.1354425000149604e-05,
    "pass_seconds": [
-    0.0002935233000002313,
-    0.00022308290000125908,
-    0.00028245260000119287
+    0.00026043990000061966,
+    0.00019734819999257526,
+    0.000220309500014082
    ],
    "pass_host_canary_seconds": [
-    1.0981719999989536e-05,
-    1.151415999999017e-05,
-    1.1536764999959814e-05
+    1.1354425000149604e-05,
+    9.049844999822198e-06,
+    6.627850000313629e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 4.737180000091712e-05,
-   "min": 3.949530000113555e-05,
-   "max": 6.539500000144472e-05,
+   "seconds": 3.121180000107415e-05,
+   "min": 2.144939999197959e-05,
+   "max": 6.470060000083322e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1331367499991529e-05,
+   "host_canary_seconds": 1.1242087500136221e-05,
    "pass_seconds": [
-    4.737180000091712e-05,
-    4.757160000110616e-05,
-    4.621440000107668e-05
+    4.769199999827833e-05,
+    3.004689999670518e-05,
+    3.121180000107415e-05
    ],
    "pass_host_canary_seconds": [
-    1.1331367499991529e-05,
-    1.1398339999999507e-05,
-    1.2074589999997443e-05
+    1.1242087500136221e-05,
+    8.899585000108345e-06,
+    8.917124999925363e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002650952999999845,
-   "min": 0.0001924521999995932,
-   "max": 0.0004522153000010576,
+   "seconds": 0.0002497793999964415,
+   "min": 0.00018984189999855517,
+   "max": 0.0003754453000055946,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.176945499999249e-05,
+   "host_canary_seconds": 1.0250455000004877e-05,
    "pass_seconds": [
-    0.0004020210999996721,
-    0.0002613519000021824,
-    0.0002650952999999845
+    0.00029017509999675897,
+    0.00020267520000061268,
+    0.0002497793999964415
    ],
    "pass_host_canary_seconds": [
-    1.176945499999249e-05,
-    1.1262490000092385e-05,
-    1.2074589999997443e-05
+    1.0250455000004877e-05,
+    9.072850000393373e-06,
+    8.917124999925363e-06
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 6.120550000048297e-05,
-   "min": 3.869470000097408e-05,
-   "max": 8.560490000206756e-05,
+   "seconds": 4.514009999638802e-05,
+   "min": 2.2212600015336648e-05,
+   "max": 6.358040000122855e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.2344075000001453e-05,
+   "host_canary_seconds": 1.0735130000227856e-05,
    "pass_seconds": [
-    6.120550000048297e-05,
-    4.405880000035722e-05,
-    7.96976000003724e-05
+    4.514009999638802e-05,
+    5.574799999976676e-05,
+    2.819809999436984e-05
    ],
    "pass_host_canary_seconds": [
-    1.2344075000001453e-05,
-    1.1207965000039622e-05,
-    1.252700000001994e-05
+    1.0735130000227856e-05,
+    9.579119999898467e-06,
+    7.51839500026108e-06
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0004189655000004677,
-   "min": 0.0002915722000011556,
-   "max": 0.0005650039000016704,
+   "seconds": 0.0003244146000042747,
+   "min": 0.00020122040000387643,
+   "max": 0.00042976879999514497,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.160756250001782e-05,
+   "host_canary_seconds": 1.0746070000209329e-05,
    "pass_seconds": [
-    0.0004189655000004677,
-    0.0002956576000002542,
-    0.0005409547999988718
+    0.0003244146000042747,
+    0.00038234190000139277,
+    0.000225310099995113
    ],
    "pass_host_canary_seconds": [
-    1.160756250001782e-05,
-    1.1629319999997278e-05,
-    1.0870337500037408e-05
+    1.0746070000209329e-05,
+    1.0092767500111677e-05,
+    6.584525000334906e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 0.00013788830000009965,
-   "min": 8.410479999838571e-05,
-   "max": 0.00020162060000075143,
+   "seconds": 8.985279999933482e-05,
+   "min": 5.5386300005011435e-05,
+   "max": 0.0001238577000094665,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1514812500017513e-05,
+   "host_canary_seconds": 1.1873042500099017e-05,
    "pass_seconds": [
-    0.00013788830000009965,
-    0.0001048993000011933,
-    0.00019378480000113995
+    8.985279999933482e-05,
+    0.0001108572000021013,
+    5.65139999935127e-05
    ],
    "pass_host_canary_seconds": [
-    1.1514812500017513e-05,
-    1.1856080000001157e-05,
-    1.2706205000014848e-05
+    1.1873042500099017e-05,
+    1.036763999991308e-05,
+    6.5630150004381e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0006961564000022236,
-   "min": 0.0003337465000015527,
-   "max": 0.0007816998000009789,
+   "seconds": 0.0004982918999985487,
+   "min": 0.00025034450000021024,
+   "max": 0.000596273399992242,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1584392500019192e-05,
+   "host_canary_seconds": 1.1704977499960022e-05,
    "pass_seconds": [
-    0.0007265330999999264,
-    0.0003922119999998586,
-    0.0006961564000022236
+    0.0004982918999985487,
+    0.0005041735999952834,
+    0.00029038190000392207
    ],
    "pass_host_canary_seconds": [
-    1.1584392500019192e-05,
-    1.1856080000001157e-05,
-    1.2137359999968566e-05
+    1.1704977499960022e-05,
+    9.761750000052416e-06,
+    6.5483550008593735e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 0.00014342559999960258,
-   "min": 9.934210000039911e-05,
-   "max": 0.00021807950000152232,
+   "seconds": 7.804900000110137e-05,
+   "min": 5.580399999871588e-05,
+   "max": 0.0001547482999967542,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1514322499976972e-05,
+   "host_canary_seconds": 1.1010334999923543e-05,
    "pass_seconds": [
-    0.00014342559999960258,
-    0.0001065904000000728,
-    0.0001475540000001274
+    0.00010018390000823273,
+    7.804900000110137e-05,
+    5.696200000784302e-05
    ],
    "pass_host_canary_seconds": [
-    1.1514322499976972e-05,
-    1.1951034999952982e-05,
-    1.2607952500047758e-05
+    1.1010334999923543e-05,
+    8.919864999938909e-06,
+    6.704744999979084e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.000521383999999614,
-   "min": 0.00033246589999862407,
-   "max": 0.0007462849999996024,
+   "seconds": 0.0004123786000036489,
+   "min": 0.0002387836000025345,
+   "max": 0.0005218540000100802,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1779562499967256e-05,
+   "host_canary_seconds": 1.0732140000300205e-05,
    "pass_seconds": [
-    0.000521383999999614,
-    0.00042018329999962136,
-    0.0007336420999990878
+    0.000450686500005304,
+    0.0004123786000036489,
+    0.00028600349999123863
    ],
    "pass_host_canary_seconds": [
-    1.1779562499967256e-05,
-    1.167219500004535e-05,
-    1.0429612500004737e-05
+    1.0732140000300205e-05,
+    8.919864999938909e-06,
+    6.882380000661215e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 0.00014169290000012324,
-   "min": 9.583700000064255e-05,
-   "max": 0.00019397249999997257,
+   "seconds": 7.581590000427241e-05,
+   "min": 5.3554200007965846e-05,
+   "max": 0.00015351170000030834,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1711167499974808e-05,
+   "host_canary_seconds": 1.0154290000059519e-05,
    "pass_seconds": [
-    0.00014169290000012324,
-    0.00010403169999904094,
-    0.0001507404000022916
+    9.49054999978216e-05,
+    7.581590000427241e-05,
+    5.912799999805429e-05
    ],
    "pass_host_canary_seconds": [
-    1.1711167499974808e-05,
-    1.1768999999901553e-05,
-    1.0181529999968574e-05
+    1.0154290000059519e-05,
+    8.979780000117899e-06,
+    6.71570999998039e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0005298115000002213,
-   "min": 0.0003087571000008893,
-   "max": 0.0006312291999989838,
+   "seconds": 0.0004011203999993995,
+   "min": 0.00024319020001257742,
+   "max": 0.0005834024000023419,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.15540050000007e-05,
+   "host_canary_seconds": 1.0267805000125919e-05,
    "pass_seconds": [
-    0.0005298115000002213,
-    0.0004160535000011123,
-    0.0006027026999987584
+    0.0004924722999930964,
+    0.0004011203999993995,
+    0.00032069589999537127
    ],
    "pass_host_canary_seconds": [
-    1.15540050000007e-05,
-    1.1574830000000701e-05,
-    1.0527989999999933e-05
+    1.0267805000125919e-05,
+    9.142385000018294e-06,
+    6.78512999911618e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 0.00013920829999989338,
-   "min": 9.336319999988518e-05,
-   "max": 0.000205884199999673,
+   "seconds": 7.111510000186172e-05,
+   "min": 5.269069999940257e-05,
+   "max": 0.00016872649999868372,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1751259999996933e-05,
+   "host_canary_seconds": 1.0117159999936121e-05,
    "pass_seconds": [
-    0.00013920829999989338,
-    0.00011750040000038097,
-    0.00015447060000042256
+    0.00015460289999964517,
+    7.111510000186172e-05,
+    5.8306599999013994e-05
    ],
    "pass_host_canary_seconds": [
-    1.1751259999996933e-05,
-    1.1382670000017469e-05,
-    1.0846815000107313e-05
+    1.0117159999936121e-05,
+    9.205860000065513e-06,
+    6.78512999911618e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0005607874000006063,
-   "min": 0.0004529248000011421,
-   "max": 0.0007735135000004334,
+   "seconds": 0.0004303031999938867,
+   "min": 0.0003170531000023402,
+   "max": 0.0007280875999981617,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1838664999999082e-05,
+   "host_canary_seconds": 9.768822500006992e-06,
    "pass_seconds": [
-    0.0005607874000006063,
-    0.0005068416000000298,
-    0.0006277680000010832
+    0.0005483033000018622,
+    0.0004303031999938867,
+    0.0003384035000181029
    ],
    "pass_host_canary_seconds": [
-    1.1838664999999082e-05,
-    1.1821085000036646e-05,
-    1.1038924999979826e-05
+    9.768822500006992e-06,
+    9.364609999806816e-06,
+    6.834789999743407e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 3.5014642857536922e-06,
-   "min": 2.0934843749970914e-06,
-   "max": 4.413388392901904e-06,
+   "seconds": 2.495566964252508e-06,
+   "min": 1.801515625438859e-06,
+   "max": 3.6012031249096514e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.972595000040883e-06,
+   "host_canary_seconds": 1.1220157499849393e-05,
    "pass_seconds": [
-    2.1738950893064005e-06,
-    3.5014642857536922e-06,
-    3.6527700892590483e-06
+    3.09983705371053e-06,
+    2.495566964252508e-06,
+    1.8774642853713885e-06
    ],
    "pass_host_canary_seconds": [
-    7.972595000040883e-06,
-    1.159131500003241e-05,
-    1.0712977499949262e-05
+    1.1220157499849393e-05,
+    9.067869999626055e-06,
+    7.408560001067599e-06
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 0.00013987785715536508,
-   "min": 6.175842857203406e-05,
-   "max": 0.0002743912857243101,
+   "seconds": 8.816400008981873e-05,
+   "min": 6.741128585677611e-05,
+   "max": 0.00032301014286011717,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.972595000040883e-06,
+   "host_canary_seconds": 1.1220157499849393e-05,
    "pass_seconds": [
-    8.89392857175153e-05,
-    0.00013987785715536508,
-    0.0001867044285575048
+    0.00011716428580906983,
+    8.816400008981873e-05,
+    8.11417142553442e-05
    ],
    "pass_host_canary_seconds": [
-    7.972595000040883e-06,
-    1.159131500003241e-05,
-    1.0712977499949262e-05
+    1.1220157499849393e-05,
+    9.067869999626055e-06,
+    7.408560001067599e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 4.3064285713941985e-06,
-   "min": 2.5050870535725522e-06,
-   "max": 6.744738839183283e-06,
+   "seconds": 3.364834821186134e-06,
+   "min": 2.56078571427208e-06,
+   "max": 4.687296875210174e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.111859999999637e-06,
+   "host_canary_seconds": 1.0470615000031103e-05,
    "pass_seconds": [
-    2.823049107116203e-06,
-    4.3064285713941985e-06,
-    5.2199910714558125e-06
+    3.9263459820558315e-06,
+    3.364834821186134e-06,
+    2.708234375299006e-06
    ],
    "pass_host_canary_seconds": [
-    8.111859999999637e-06,
-    1.1040469999983315e-05,
-    1.2273060000040913e-05
+    1.0470615000031103e-05,
+    9.10434499985513e-06,
+    6.846294999149905e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006806178571423516,
-   "min": 0.0005586212857053852,
-   "max": 0.0012177302857188416,
+   "seconds": 0.0006315152858178408,
+   "min": 0.0005359780000487392,
+   "max": 0.0011033264285223205,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.111859999999637e-06,
+   "host_canary_seconds": 1.0470615000031103e-05,
    "pass_seconds": [
-    0.0006149778571398201,
-    0.0006806178571423516,
-    0.0007346574285926571
+    0.0007311538571944506,
+    0.0006315152858178408,
+    0.0006093794285594153
    ],
    "pass_host_canary_seconds": [
-    8.111859999999637e-06,
-    1.1040469999983315e-05,
-    1.2273060000040913e-05
+    1.0470615000031103e-05,
+    9.10434499985513e-06,
+    6.846294999149905e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00019652400001746173,
-   "min": 0.00018469099998696947,
-   "max": 0.00021651299999803086,
+   "seconds": 0.0001858339999216696,
+   "min": 0.0001779319998149731,
+   "max": 0.00025388799997472233,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001919939999908138,
-    0.00019652400001746173,
-    0.00020736300001544805
+    0.00022646799993708555,
+    0.0001858339999216696,
+    0.00018022900007963472
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 3.1308979910692004e-05,
-   "min": 2.425439062500193e-05,
-   "max": 3.5952573660719924e-05,
+   "seconds": 2.6761850446429696e-05,
+   "min": 1.930844419665131e-05,
+   "max": 3.145133705371807e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.535969999989845e-06,
+   "host_canary_seconds": 9.459665000122186e-06,
    "pass_seconds": [
-    2.5124325892887456e-05,
-    3.1308979910692004e-05,
-    3.312422544641892e-05
+    2.9016734375021868e-05,
+    2.6761850446429696e-05,
+    2.0292738839141782e-05
    ],
    "pass_host_canary_seconds": [
-    8.535969999989845e-06,
-    1.0859202499986508e-05,
-    1.1606879999987995e-05
+    9.459665000122186e-06,
+    9.564727500048776e-06,
+    6.633474999944155e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00014443928573980086,
-   "min": -1.777071427966348e-05,
-   "max": 0.0004713970000084699,
+   "seconds": 0.00012324899997955582,
+   "min": -0.0004092194284502121,
+   "max": 0.0005973649999922209,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.535969999989845e-06,
+   "host_canary_seconds": 9.459665000122186e-06,
    "pass_seconds": [
-    0.0001283195714328095,
-    0.00014443928573980086,
-    0.00031378628572399864
+    0.00024351928578068643,
+    0.00012324899997955582,
+    5.5253857226489345e-05
    ],
    "pass_host_canary_seconds": [
-    8.535969999989845e-06,
-    1.0859202499986508e-05,
-    1.1606879999987995e-05
+    9.459665000122186e-06,
+    9.564727500048776e-06,
+    6.633474999944155e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.5267287946447885e-05,
-   "min": 2.33994285714039e-05,
-   "max": 3.996440401784643e-05,
+   "seconds": 2.7406046875201794e-05,
+   "min": 2.0487243303993603e-05,
+   "max": 3.361241964304286e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.433140000008165e-06,
+   "host_canary_seconds": 1.0264019999794982e-05,
    "pass_seconds": [
-    2.4839223214310836e-05,
-    2.5267287946447885e-05,
-    3.0379598214264852e-05
+    3.0700955356875526e-05,
+    2.7406046875201794e-05,
+    2.1043180803457873e-05
    ],
    "pass_host_canary_seconds": [
-    8.433140000008165e-06,
-    1.1085320000034927e-05,
-    8.751554999975043e-06
+    1.0264019999794982e-05,
+    9.255560000269725e-06,
+    6.783999999697699e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0006535592856989425,
-   "min": -0.0001825455714237834,
-   "max": 0.0015523037142851795,
+   "seconds": 0.0005563161429011285,
+   "min": 0.0002490281428403512,
+   "max": 0.001044010571441894,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.433140000008165e-06,
+   "host_canary_seconds": 1.0264019999794982e-05,
    "pass_seconds": [
-    0.000573439571427668,
-    0.0006535592856989425,
-    0.0006563344285634037
+    0.0007235715715328947,
+    0.0005563161429011285,
+    0.0005479054285452939
    ],
    "pass_host_canary_seconds": [
-    8.433140000008165e-06,
-    1.1085320000034927e-05,
-    8.751554999975043e-06
+    1.0264019999794982e-05,
+    9.255560000269725e-06,
+    6.783999999697699e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016518900000050962,
-   "min": 0.00016117200000564935,
-   "max": 0.000428268999996817,
+   "seconds": 0.00016495099998792284,
+   "min": 0.00016029900007197284,
+   "max": 0.0001990549999391078,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016518900000050962,
-    0.00016513799999984258,
-    0.0002617890000067291
+    0.0001787979999789968,
+    0.00016495099998792284,
+    0.00016189500001928536
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.708071428550641e-06,
-   "min": 1.5558839285516918e-06,
-   "max": 5.0734553572264114e-06,
+   "seconds": 1.8221049106362637e-06,
+   "min": 1.30643750040349e-06,
+   "max": 2.4357165178758222e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.518349999988573e-06,
+   "host_canary_seconds": 1.0891760000504291e-05,
    "pass_seconds": [
-    1.708071428550641e-06,
-    1.5958459821544376e-06,
-    2.686908482120641e-06
+    2.3760133926385507e-06,
+    1.8221049106362637e-06,
+    1.4099486606815908e-06
    ],
    "pass_host_canary_seconds": [
-    8.518349999988573e-06,
-    8.279939999908947e-06,
-    1.4603165000011132e-05
+    1.0891760000504291e-05,
+    9.035465000124532e-06,
+    6.782699999803299e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 8.706842858227251e-05,
-   "min": -0.00010016700001155447,
-   "max": 0.0003162098571140502,
+   "seconds": 6.425699997894949e-05,
+   "min": 4.4159999853426204e-05,
+   "max": 0.00017839128575555411,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.518349999988573e-06,
+   "host_canary_seconds": 1.0891760000504291e-05,
    "pass_seconds": [
-    8.706842858227251e-05,
-    6.049757142331405e-05,
-    0.00011263085715183609
+    0.00011076000009779818,
+    6.425699997894949e-05,
+    5.8660285633647754e-05
    ],
    "pass_host_canary_seconds": [
-    8.518349999988573e-06,
-    8.279939999908947e-06,
-    1.4603165000011132e-05
+    1.0891760000504291e-05,
+    9.035465000124532e-06,
+    6.782699999803299e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 3.524794642860231e-06,
-   "min": 1.8861316964776824e-06,
-   "max": 7.907029017825298e-06,
+   "seconds": 2.628107142957755e-06,
+   "min": 1.3857991072135128e-06,
+   "max": 3.621917410815253e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1233910000001401e-05,
+   "host_canary_seconds": 1.0510664999969776e-05,
    "pass_seconds": [
-    3.524794642860231e-06,
-    2.5088258928742036e-06,
-    4.197209821413647e-06
+    3.2324821430356517e-06,
+    2.628107142957755e-06,
+    2.15987499986779e-06
    ],
    "pass_host_canary_seconds": [
-    1.1233910000001401e-05,
-    8.40478000000644e-06,
-    1.099856500005103e-05
+    1.0510664999969776e-05,
+    9.392480000087745e-06,
+    7.251490000044214e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0005665308571544919,
-   "min": 0.000325759999997542,
-   "max": 0.0012869679999921247,
+   "seconds": 0.0006111749999685603,
+   "min": 0.00048443100006677147,
+   "max": 0.0012785098571319914,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1233910000001401e-05,
+   "host_canary_seconds": 1.0510664999969776e-05,
    "pass_seconds": [
-    0.0005665308571544919,
-    0.000559441714313737,
-    0.000632665142855363
+    0.0007096425713208582,
+    0.0006111749999685603,
+    0.0005176034285016483
    ],
    "pass_host_canary_seconds": [
-    1.1233910000001401e-05,
-    8.40478000000644e-06,
-    1.099856500005103e-05
+    1.0510664999969776e-05,
+    9.392480000087745e-06,
+    7.251490000044214e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012873299999682786,
-   "min": 0.00012467999999898893,
-   "max": 0.0001464700000042285,
+   "seconds": 0.00012978500001281645,
+   "min": 0.00011923100009880727,
+   "max": 0.000159877999976743,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001289080000077547,
-    0.0001266349999866634,
-    0.00012873299999682786
+    0.0001475990000017191,
+    0.00012978500001281645,
+    0.00012219499990351324
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 4.694122767886658e-06,
-   "min": 4.339895089332048e-06,
-   "max": 1.3292877232094571e-05,
+   "seconds": 5.162495535821725e-06,
+   "min": 3.7529263389655753e-06,
+   "max": 6.719314732046249e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.191417500000853e-06,
+   "host_canary_seconds": 9.964495000076567e-06,
    "pass_seconds": [
-    4.571428571464864e-06,
-    7.577962053544647e-06,
-    4.694122767886658e-06
+    6.372997767860917e-06,
+    5.162495535821725e-06,
+    3.8107678572073056e-06
    ],
    "pass_host_canary_seconds": [
-    8.191417500000853e-06,
-    1.0773574999944912e-05,
-    9.275487499991186e-06
+    9.964495000076567e-06,
+    9.52835749984615e-06,
+    7.28222500015363e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00015261042857974062,
-   "min": -0.00019466014286097428,
-   "max": 0.0010298531428572589,
+   "seconds": 0.00013422528565700177,
+   "min": 9.529485721161891e-05,
+   "max": 0.00028888885713383516,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.191417500000853e-06,
+   "host_canary_seconds": 9.964495000076567e-06,
    "pass_seconds": [
-    0.00015261042857974062,
-    0.000164743714277295,
-    0.0001206914285774019
+    0.0002206298572186175,
+    0.00013422528565700177,
+    0.00010842471410147221
    ],
    "pass_host_canary_seconds": [
-    8.191417500000853e-06,
-    1.0773574999944912e-05,
-    9.275487499991186e-06
+    9.964495000076567e-06,
+    9.52835749984615e-06,
+    7.28222500015363e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.915294642872786e-06,
-   "min": 2.96281026785599e-06,
-   "max": 1.596235044644599e-05,
+   "seconds": 5.3313102679197755e-06,
+   "min": 4.576455357150978e-06,
+   "max": 9.766928571305503e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.486145000006217e-06,
+   "host_canary_seconds": 1.0341075000042111e-05,
    "pass_seconds": [
-    5.817772321416369e-06,
-    9.21869419639216e-06,
-    5.915294642872786e-06
+    8.399573660611281e-06,
+    5.3313102679197755e-06,
+    5.196381695985305e-06
    ],
    "pass_host_canary_seconds": [
-    8.486145000006217e-06,
-    1.1180850000016563e-05,
-    8.454405000009047e-06
+    1.0341075000042111e-05,
+    7.439020000106211e-06,
+    7.189299999481591e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0007720322857258971,
-   "min": 7.588657140088022e-05,
-   "max": 0.0021826841428622045,
+   "seconds": 0.0006869191427085752,
+   "min": 0.00040948257148037167,
+   "max": 0.001162860857091021,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.486145000006217e-06,
+   "host_canary_seconds": 1.0341075000042111e-05,
    "pass_seconds": [
-    0.0006742991428560735,
-    0.0008003861428481482,
-    0.0007720322857258971
+    0.0008284288570946176,
+    0.0006716141429511221,
+    0.0006869191427085752
    ],
    "pass_host_canary_seconds": [
-    8.486145000006217e-06,
-    1.1180850000016563e-05,
-    8.454405000009047e-06
+    1.0341075000042111e-05,
+    7.439020000106211e-06,
+    7.189299999481591e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 4.2783774553546904e-05,
-   "min": 3.144682812499562e-05,
-   "max": 5.919845758928233e-05,
+   "seconds": 3.010884375014606e-05,
+   "min": 2.822274553590124e-05,
+   "max": 4.214679017877643e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.26578000001632e-06,
+   "host_canary_seconds": 1.0159009999597401e-05,
    "pass_seconds": [
-    3.308527901786056e-05,
-    4.2783774553546904e-05,
-    4.6304848214313256e-05
+    4.086240178554793e-05,
+    3.010884375014606e-05,
+    2.885019642866788e-05
    ],
    "pass_host_canary_seconds": [
-    8.26578000001632e-06,
-    8.681464999966692e-06,
-    1.113980500008438e-05
+    1.0159009999597401e-05,
+    8.841062500266615e-06,
+    6.972985000288645e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.0002502541428555105,
-   "min": -0.0015747612857239801,
-   "max": 0.0024720058571290338,
+   "seconds": 0.00022123357147003334,
+   "min": -0.00046762199990878,
+   "max": 0.0011922627142959235,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.26578000001632e-06,
+   "host_canary_seconds": 1.0159009999597401e-05,
    "pass_seconds": [
-    0.0002502541428555105,
-    -1.2243285713761133e-05,
-    0.00041207499998157423
+    0.0005066512857346034,
+    0.00022123357147003334,
+    0.00017727542867110703
    ],
    "pass_host_canary_seconds": [
-    8.26578000001632e-06,
-    8.681464999966692e-06,
-    1.113980500008438e-05
+    1.0159009999597401e-05,
+    8.841062500266615e-06,
+    6.972985000288645e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 3.7188533482192453e-05,
-   "min": 2.5762566964309436e-05,
-   "max": 5.2670428571425075e-05,
+   "seconds": 2.894569196446436e-05,
+   "min": 2.6785379463894238e-05,
+   "max": 4.584379241074592e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.079819999977645e-06,
+   "host_canary_seconds": 1.0208900000066024e-05,
    "pass_seconds": [
-    3.309301116072305e-05,
-    4.371249776794325e-05,
-    3.7188533482192453e-05
+    4.114994866049366e-05,
+    2.894569196446436e-05,
+    2.88641852677074e-05
    ],
    "pass_host_canary_seconds": [
-    8.079819999977645e-06,
-    9.985469999946872e-06,
-    8.31144000002837e-06
+    1.0208900000066024e-05,
+    7.025549999752911e-06,
+    6.854854999573945e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0007838687143078005,
-   "min": -0.0002746184285748704,
-   "max": 0.004665941714271022,
+   "seconds": 0.0006972577142343134,
+   "min": -0.00013427257150462005,
+   "max": 0.0021559207144069403,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.079819999977645e-06,
+   "host_canary_seconds": 1.0208900000066024e-05,
    "pass_seconds": [
-    0.0007495282857092889,
-    0.0008683290000094856,
-    0.0007838687143078005
+    0.0008719308571991341,
+    0.0006972577142343134,
+    0.0006280461429923889
    ],
    "pass_host_canary_seconds": [
-    8.079819999977645e-06,
-    9.985469999946872e-06,
-    8.31144000002837e-06
+    1.0208900000066024e-05,
+    7.025549999752911e-06,
+    6.854854999573945e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 2.1426897321826947e-06,
-   "min": 1.4943995535635475e-06,
-   "max": 3.6933995536233714e-06,
+   "seconds": 1.4345133931519577e-06,
+   "min": 1.2887433038193713e-06,
+   "max": 2.8527187497319673e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.938620000018659e-06,
+   "host_canary_seconds": 1.1020475000123042e-05,
    "pass_seconds": [
-    1.5921339285692885e-06,
-    2.1426897321826947e-06,
-    2.654176339283205e-06
+    2.381069196541067e-06,
+    1.4345133931519577e-06,
+    1.397948661211298e-06
    ],
    "pass_host_canary_seconds": [
-    7.938620000018659e-06,
-    9.771864999947866e-06,
-    1.1131119999987505e-05
+    1.1020475000123042e-05,
+    7.1364500001891425e-06,
+    6.811824999886085e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 7.997742858378842e-05,
-   "min": 4.3212856967654275e-06,
-   "max": 0.00037064614285295,
+   "seconds": 5.892942863283679e-05,
+   "min": 4.208957151214625e-05,
+   "max": 0.0003029904285735288,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.938620000018659e-06,
+   "host_canary_seconds": 1.1020475000123042e-05,
    "pass_seconds": [
-    6.040614286056163e-05,
-    7.997742858378842e-05,
-    0.00010795857143161162
+    0.00010014071418546728,
+    5.420099996302139e-05,
+    5.892942863283679e-05
    ],
    "pass_host_canary_seconds": [
-    7.938620000018659e-06,
-    9.771864999947866e-06,
-    1.1131119999987505e-05
+    1.1020475000123042e-05,
+    7.1364500001891425e-06,
+    6.811824999886085e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.3434419642904506e-06,
-   "min": 1.1839955357727052e-06,
-   "max": 5.434821428578525e-06,
+   "seconds": 2.174361607083191e-06,
+   "min": 1.8274531249521227e-06,
+   "max": 3.823249999764958e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.408809999949085e-06,
+   "host_canary_seconds": 8.407899999838264e-06,
    "pass_seconds": [
-    2.254638392841711e-06,
-    2.3434419642904506e-06,
-    3.6786294642813085e-06
+    2.5257879465406015e-06,
+    2.142665178490282e-06,
+    2.174361607083191e-06
    ],
    "pass_host_canary_seconds": [
-    8.408809999949085e-06,
-    9.84947499986788e-06,
-    1.1371184999973138e-05
+    8.407899999838264e-06,
+    7.1364500001891425e-06,
+    7.040790000019115e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0006316788571366162,
-   "min": 0.00038211342856340835,
-   "max": 0.0016007415714065182,
+   "seconds": 0.0005010054286295989,
+   "min": 0.0004352165713693726,
+   "max": 0.0006883795714916882,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.408809999949085e-06,
+   "host_canary_seconds": 8.407899999838264e-06,
    "pass_seconds": [
-    0.0005341754285694833,
-    0.0007062997142911952,
-    0.0006316788571366162
+    0.0006149912857478869,
+    0.0005006174286076462,
+    0.0005010054286295989
    ],
    "pass_host_canary_seconds": [
-    8.408809999949085e-06,
-    9.84947499986788e-06,
-    1.1371184999973138e-05
+    8.407899999838264e-06,
+    7.1364500001891425e-06,
+    7.040790000019115e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 9.742361607159974e-06,
-   "min": 7.87226562496254e-06,
-   "max": 2.392241964286969e-05,
+   "seconds": 7.433087053548044e-06,
+   "min": 7.076276785866753e-06,
+   "max": 9.22391294671294e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.24474000005182e-06,
+   "host_canary_seconds": 7.497320000311447e-06,
    "pass_seconds": [
-    8.869441964305075e-06,
-    9.742361607159974e-06,
-    1.426810937500887e-05
+    7.4287232142264e-06,
+    7.433087053548044e-06,
+    7.810671875623549e-06
    ],
    "pass_host_canary_seconds": [
-    8.24474000005182e-06,
-    1.1721139999991692e-05,
-    1.1420622500040168e-05
+    7.497320000311447e-06,
+    7.141180000189706e-06,
+    7.094275000554262e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.0003181017142789447,
-   "min": -0.0003444227142779255,
-   "max": 0.000997050857141143,
+   "seconds": 0.00024894257129355016,
+   "min": 0.0001442495713815463,
+   "max": 0.00035306999978144764,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.24474000005182e-06,
+   "host_canary_seconds": 7.497320000311447e-06,
    "pass_seconds": [
-    0.0003181017142789447,
-    0.00028409685713118706,
-    0.0004313795714178273
+    0.0002825118572055934,
+    0.0002236381428377042,
+    0.00024894257129355016
    ],
    "pass_host_canary_seconds": [
-    8.24474000005182e-06,
-    1.1721139999991692e-05,
-    1.1420622500040168e-05
+    7.497320000311447e-06,
+    7.141180000189706e-06,
+    7.094275000554262e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 1.638310267854897e-05,
-   "min": 9.077049107147112e-06,
-   "max": 2.5518837053515953e-05,
+   "seconds": 9.17942633955298e-06,
+   "min": 8.524209821305004e-06,
+   "max": 1.6012404017828885e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.108804999977792e-06,
+   "host_canary_seconds": 7.091854999998759e-06,
    "pass_seconds": [
-    9.867236607151244e-06,
-    1.788484598216503e-05,
-    1.638310267854897e-05
+    8.816841517957283e-06,
+    1.4224506696588638e-05,
+    9.17942633955298e-06
    ],
    "pass_host_canary_seconds": [
-    8.108804999977792e-06,
-    1.1636660000107213e-05,
-    1.1192139999991469e-05
+    7.091854999998759e-06,
+    9.990160000370452e-06,
+    7.20629499937786e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0009327389999985566,
-   "min": -5.089657141102823e-05,
-   "max": 0.0029062438571421417,
+   "seconds": 0.0009291818571455224,
+   "min": 0.000434135571465179,
+   "max": 0.0012489931428945056,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.108804999977792e-06,
+   "host_canary_seconds": 7.091854999998759e-06,
    "pass_seconds": [
-    0.0009327389999985566,
-    0.0008399281428726876,
-    0.0010994519999932045
+    0.0009291818571455224,
+    0.0011315922857063144,
+    0.0009249997142108311
    ],
    "pass_host_canary_seconds": [
-    8.108804999977792e-06,
-    1.1636660000107213e-05,
-    1.1192139999991469e-05
+    7.091854999998759e-06,
+    9.990160000370452e-06,
+    7.20629499937786e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.00046003500000324493,
-   "min": 0.00044702799999640774,
-   "max": 0.0005104939999966973,
+   "seconds": 0.0004504290000113542,
+   "min": 0.0004423730000553405,
+   "max": 0.0005344510000213631,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00046003500000324493,
-    0.00045620399998824723,
-    0.0004631619999884151
+    0.0004489929999635933,
+    0.000506808000068304,
+    0.0004504290000113542
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 8.033389508930812e-05,
-   "min": 7.513485714286514e-05,
-   "max": 0.00013619483928569868,
+   "seconds": 6.684002901786406e-05,
+   "min": 6.446644419634749e-05,
+   "max": 0.00012640473437487896,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.149460000055341e-06,
+   "host_canary_seconds": 7.091854999998759e-06,
    "pass_seconds": [
-    7.664589732143361e-05,
-    0.00010082536160714386,
-    8.033389508930812e-05
+    6.546844642864511e-05,
+    9.908313616056676e-05,
+    6.684002901786406e-05
    ],
    "pass_host_canary_seconds": [
-    8.149460000055341e-06,
-    8.460395000042808e-06,
-    8.311655000028395e-06
+    7.091854999998759e-06,
+    9.321595000528759e-06,
+    6.976869999562041e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003443831428577527,
-   "min": -0.002773609000014079,
-   "max": 0.005790882857147446,
+   "seconds": 0.0003904754285518463,
+   "min": -0.0007661945714484576,
+   "max": 0.0019854358571365083,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.149460000055341e-06,
+   "host_canary_seconds": 7.091854999998759e-06,
    "pass_seconds": [
-    0.0003443831428577527,
-    0.0001863401428790568,
-    0.000373378142849593
+    0.0003904754285518463,
+    0.0007364722857313866,
+    0.0003094394283899805
    ],
    "pass_host_canary_seconds": [
-    8.149460000055341e-06,
-    8.460395000042808e-06,
-    8.311655000028395e-06
+    7.091854999998759e-06,
+    9.321595000528759e-06,
+    6.976869999562041e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 7.773945089284418e-05,
-   "min": 6.228058035714515e-05,
-   "max": 0.00010420078348210333,
+   "seconds": 6.699606473249884e-05,
+   "min": 6.215454241039911e-05,
+   "max": 0.00011499337723235621,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.294439999971815e-06,
+   "host_canary_seconds": 7.276955000179442e-06,
    "pass_seconds": [
-    7.773945089284418e-05,
-    9.000405357140195e-05,
-    7.76945959821061e-05
+    6.724504687508468e-05,
+    6.604745089282866e-05,
+    6.699606473249884e-05
    ],
    "pass_host_canary_seconds": [
-    8.294439999971815e-06,
-    1.0139890000004925e-05,
-    8.220894999908523e-06
+    7.276955000179442e-06,
+    7.872770000290075e-06,
+    6.99406999956409e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0008520271428551496,
-   "min": -0.0008853701428352323,
-   "max": 0.01005536871429464,
+   "seconds": 0.0009994880000314356,
+   "min": -0.0003054308570621545,
+   "max": 0.003253407428603948,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.294439999971815e-06,
+   "host_canary_seconds": 7.276955000179442e-06,
    "pass_seconds": [
-    0.0008520271428551496,
-    0.0023157717142794354,
-    0.0008331951428520567
+    0.0009994880000314356,
+    0.0010466548572237245,
+    0.0007720077143338654
    ],
    "pass_host_canary_seconds": [
-    8.294439999971815e-06,
-    1.0139890000004925e-05,
-    8.220894999908523e-06
+    7.276955000179442e-06,
+    7.872770000290075e-06,
+    6.99406999956409e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.00039413199999671633,
-   "min": 0.00038860499999771037,
-   "max": 0.002045394000020906,
+   "seconds": 0.0003942019999385593,
+   "min": 0.00038742399999591726,
+   "max": 0.0004152149999754329,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0003926400000011654,
-    0.0007581309999977748,
-    0.00039413199999671633
+    0.00039396199997554504,
+    0.0003942019999385593,
+    0.0003954709998197359
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.8207901785799142e-06,
-   "min": 2.448397321425893e-06,
-   "max": 3.336549107097702e-06,
+   "seconds": 2.3229598214515235e-06,
+   "min": 2.1854129464823506e-06,
+   "max": 2.4098749999978963e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.156124999985082e-06,
+   "host_canary_seconds": 6.9961200000534515e-06,
    "pass_seconds": [
-    2.621084821408104e-06,
-    2.897459821468321e-06,
-    2.8207901785799142e-06
+    2.2614397321112686e-06,
+    2.3229598214515235e-06,
+    2.3388816968252158e-06
    ],
    "pass_host_canary_seconds": [
-    8.156124999985082e-06,
-    8.16091499999061e-06,
-    8.336159999942084e-06
+    6.9961200000534515e-06,
+    6.961000000273998e-06,
+    7.063345000233312e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.7683428561725e-05,
-   "min": 7.485928573406194e-05,
-   "max": 0.0002054210000202212,
+   "seconds": 8.836414277928789e-05,
+   "min": 7.340599995586672e-05,
+   "max": 0.00015028999983509754,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.156124999985082e-06,
+   "host_canary_seconds": 6.9961200000534515e-06,
    "pass_seconds": [
-    9.488785714901432e-05,
-    0.00011415485714191424,
-    9.7683428561725e-05
+    8.227885713755053e-05,
+    8.836414277928789e-05,
+    9.765242858910433e-05
    ],
    "pass_host_canary_seconds": [
-    8.156124999985082e-06,
-    8.16091499999061e-06,
-    8.336159999942084e-06
+    6.9961200000534515e-06,
+    6.961000000273998e-06,
+    7.063345000233312e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.7401361607157313e-06,
-   "min": 3.2720133928647906e-06,
-   "max": 5.765508928564803e-06,
+   "seconds": 3.4750647324800965e-06,
+   "min": 3.0165111607313326e-06,
+   "max": 7.2310959823137666e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.251299999955109e-06,
+   "host_canary_seconds": 7.223884999802976e-06,
    "pass_seconds": [
-    3.481939732129037e-06,
-    3.7401361607157313e-06,
-    3.910575892884793e-06
+    3.166116071286394e-06,
+    3.4750647324800965e-06,
+    3.5236808031413602e-06
    ],
    "pass_host_canary_seconds": [
-    8.251299999955109e-06,
-    8.275400000030687e-06,
-    8.466660000010507e-06
+    7.223884999802976e-06,
+    7.178960000260304e-06,
+    7.42736999995941e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0005667531428384466,
-   "min": 0.00048241971429823546,
-   "max": 0.0007755248571551679,
+   "seconds": 0.0005855821426783742,
+   "min": 0.0003018378570881656,
+   "max": 0.0008515050000629085,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.251299999955109e-06,
+   "host_canary_seconds": 7.223884999802976e-06,
    "pass_seconds": [
-    0.0005521311428659764,
-    0.0005667531428384466,
-    0.0006114880000203421
+    0.0005944921428441116,
+    0.0005227252857074355,
+    0.0005855821426783742
    ],
    "pass_host_canary_seconds": [
-    8.251299999955109e-06,
-    8.275400000030687e-06,
-    8.466660000010507e-06
+    7.223884999802976e-06,
+    7.178960000260304e-06,
+    7.42736999995941e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018633199999840144,
-   "min": 0.0001800189999983104,
-   "max": 0.00021228600002132225,
+   "seconds": 0.0001841099999637663,
+   "min": 0.00017508600001292507,
+   "max": 0.00021934799997325172,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001860180000079481,
-    0.00018633199999840144,
-    0.00020307799999841336
+    0.00019184699999641452,
+    0.00018201599993972195,
+    0.0001841099999637663
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 5.619578999997543e-06,
-   "min": 5.178403000002163e-06,
-   "max": 1.0891254999989997e-05,
+   "seconds": 4.6263389999694485e-06,
+   "min": 4.507006999915575e-06,
+   "max": 5.837900999949852e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.22399500002291e-06,
+   "host_canary_seconds": 7.0970650000390375e-06,
    "pass_seconds": [
-    5.619578999997543e-06,
-    5.294074999994791e-06,
-    7.556227999998555e-06
+    4.6263389999694485e-06,
+    4.560823000019809e-06,
+    4.711031000169896e-06
    ],
    "pass_host_canary_seconds": [
-    8.22399500002291e-06,
-    8.093225000038729e-06,
-    1.116927000005319e-05
+    7.0970650000390375e-06,
+    7.296900000142159e-06,
+    7.751312500090535e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.898167999992211e-06,
-   "min": 6.712864999997237e-06,
-   "max": 9.78002499999775e-06,
+   "seconds": 6.098491999978251e-06,
+   "min": 5.7544679999637085e-06,
+   "max": 7.356947000062064e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.152534999936733e-06,
+   "host_canary_seconds": 7.840079999823502e-06,
    "pass_seconds": [
-    6.898167999992211e-06,
-    6.77938000001177e-06,
-    8.813229999987016e-06
+    6.098491999978251e-06,
+    5.868931999998495e-06,
+    6.5664809999361755e-06
    ],
    "pass_host_canary_seconds": [
-    8.152534999936733e-06,
-    7.894589999963842e-06,
-    1.111270750001836e-05
+    7.840079999823502e-06,
+    7.693594999977904e-06,
+    9.643939999932627e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 9.517569999957231e-07,
-   "min": 8.797989999891343e-07,
-   "max": 1.4206559999934144e-06,
+   "seconds": 8.084579999376729e-07,
+   "min": 7.62399999985064e-07,
+   "max": 8.97845000054076e-07,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.687945000040998e-06,
+   "host_canary_seconds": 7.462657499957004e-06,
    "pass_seconds": [
-    9.517569999957231e-07,
-    9.167599999955201e-07,
-    1.0915109999984907e-06
+    8.084579999376729e-07,
+    7.752860000209694e-07,
+    8.104060000277968e-07
    ],
    "pass_host_canary_seconds": [
-    8.687945000040998e-06,
-    7.872049999946285e-06,
-    1.1120552500045733e-05
+    7.462657499957004e-06,
+    7.2363425002208715e-06,
+    7.691957500242096e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.6073959000010517e-05,
-   "min": 1.5478838000007046e-05,
-   "max": 1.9006650999983776e-05,
+   "seconds": 1.427520300001106e-05,
+   "min": 1.3537272999997186e-05,
+   "max": 2.0030829000006635e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.252002499986588e-06,
+   "host_canary_seconds": 7.3332324998887084e-06,
    "pass_seconds": [
-    1.6073959000010517e-05,
-    1.5781588999999486e-05,
-    1.6201130000013107e-05
+    1.427520300001106e-05,
+    1.707002399996327e-05,
+    1.4013830999829224e-05
    ],
    "pass_host_canary_seconds": [
-    8.252002499986588e-06,
-    8.002042499981598e-06,
-    8.136804999949732e-06
+    7.3332324998887084e-06,
+    6.957407499896817e-06,
+    7.23007749968474e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.900904100000389e-05,
-   "min": 1.8628311000014717e-05,
-   "max": 2.0338901999991775e-05,
+   "seconds": 2.19127440000193e-05,
+   "min": 1.6945206000173128e-05,
+   "max": 2.333583400002226e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.231360000010569e-06,
+   "host_canary_seconds": 9.630889999812098e-06,
    "pass_seconds": [
-    1.900904100000389e-05,
-    1.89307600000177e-05,
-    1.905136400000629e-05
+    2.19127440000193e-05,
+    2.300227000000632e-05,
+    1.83204879999721e-05
    ],
    "pass_host_canary_seconds": [
-    8.231360000010569e-06,
-    7.957122499959722e-06,
-    8.186734999924282e-06
+    9.630889999812098e-06,
+    9.957904999851053e-06,
+    7.590414999754102e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 1.9893197933959988e-06,
-   "min": 1.90836493698117e-06,
-   "max": 2.010829689788823e-06,
+   "seconds": 2.0537143789672724e-06,
+   "min": 2.005800672607471e-06,
+   "max": 2.0968297093200464e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.58116500000001e-05,
-    "min": 7.567010000000002e-05,
-    "max": 7.603160000000002e-05,
+    "seconds": 7.559620000000003e-05,
+    "min": 7.548409999999986e-05,
+    "max": 7.586919999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010508329999999996,
-    "min": 0.00010490780000000002,
-    "max": 0.00010524669999999992,
+    "seconds": 0.00010471960000000003,
+    "min": 0.00010461610000000004,
+    "max": 0.00010487589999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.06884e-05,
-    "min": 9.04467000000001e-05,
-    "max": 9.087920000000023e-05,
+    "seconds": 9.082264999999985e-05,
+    "min": 9.058180000000002e-05,
+    "max": 9.096970000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.609779999999996e-05,
-    "min": 9.582270000000007e-05,
-    "max": 9.619689999999991e-05,
+    "seconds": 9.574370000000004e-05,
+    "min": 9.567010000000004e-05,
+    "max": 9.615939999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001765709999999999,
-    "min": 0.0001765199,
-    "max": 0.00017695759999999998,
+    "seconds": 0.00017654375,
+    "min": 0.00017598100000000002,
+    "max": 0.00017667899999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044214485,
-    "min": 0.0004420288999999999,
-    "max": 0.00044252600000000005,
+    "seconds": 0.00044105835000000004,
+    "min": 0.0004409558000000001,
+    "max": 0.0004414689,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028369014999999996,
-    "min": 0.00028293079999999987,
-    "max": 0.00028477360000000003,
+    "seconds": 0.0002827992500000001,
+    "min": 0.0002826282,
+    "max": 0.00028436890000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005423248,
-    "min": 0.0005412982000000002,
-    "max": 0.0005431629999999999,
+    "seconds": 0.0005401757500000001,
+    "min": 0.0005396625000000001,
+    "max": 0.0005402929,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00068872815,
-    "min": 0.0006883862000000002,
-    "max": 0.0006890335999999999,
+    "seconds": 0.0006885599999999997,
+    "min": 0.0006875355,
+    "max": 0.0006895020999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017457291,
-    "min": 0.0017453608,
-    "max": 0.0017473186,
+    "seconds": 0.0017389924999999997,
+    "min": 0.0017384372000000003,
+    "max": 0.0017400375999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011414345999999995,
-    "min": 0.0011393989000000008,
-    "max": 0.0011432094000000002,
+    "seconds": 0.0011388154000000002,
+    "min": 0.0011378225999999997,
+    "max": 0.0011406290999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0021050299000000003,
-    "min": 0.0021023982,
-    "max": 0.0021070549999999996,
+    "seconds": 0.00209734175,
+    "min": 0.002096224,
+    "max": 0.0020983894999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.49485e-05,
-    "min": 3.481219999999994e-05,
-    "max": 3.542979999999998e-05,
+    "seconds": 3.4788399999999994e-05,
+    "min": 3.472889999999998e-05,
+    "max": 3.531500000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.876664999999996e-05,
-    "min": 9.796579999999998e-05,
-    "max": 9.894289999999993e-05,
+    "seconds": 9.760079999999999e-05,
+    "min": 9.699839999999994e-05,
+    "max": 9.803399999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.822144999999987e-05,
-    "min": 4.816559999999997e-05,
-    "max": 4.962139999999998e-05,
+    "seconds": 4.8161699999999915e-05,
+    "min": 4.81368999999999e-05,
+    "max": 4.978289999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.206135000000004e-05,
-    "min": 7.19542e-05,
-    "max": 7.339419999999996e-05,
+    "seconds": 7.154954999999999e-05,
+    "min": 7.143710000000001e-05,
+    "max": 7.271340000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001755029,
-    "min": 0.00017530510000000004,
-    "max": 0.00017574050000000014,
+    "seconds": 0.00017558384999999995,
+    "min": 0.00017519680000000008,
+    "max": 0.00017576860000000007,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043740360000000004,
-    "min": 0.0004369815000000001,
-    "max": 0.0004379636,
+    "seconds": 0.00043725894999999994,
+    "min": 0.00043703180000000005,
+    "max": 0.0004375370000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031963680000000004,
-    "min": 0.0003193654000000001,
-    "max": 0.0003208536999999999,
+    "seconds": 0.00031865019999999987,
+    "min": 0.0003179733,
+    "max": 0.00032065089999999983,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006033769500000001,
-    "min": 0.0006029638000000001,
-    "max": 0.0006043278,
+    "seconds": 0.0006016105,
+    "min": 0.0006011989000000001,
+    "max": 0.0006020355999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.136110000000003e-05,
-    "min": 5.097539999999997e-05,
-    "max": 5.172789999999998e-05,
+    "seconds": 5.1209499999999985e-05,
+    "min": 5.1068199999999926e-05,
+    "max": 5.139500000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001211675,
-    "min": 0.00012102820000000005,
-    "max": 0.00012142179999999998,
+    "seconds": 0.00012085645000000003,
+    "min": 0.00012067480000000006,
+    "max": 0.00012115789999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.794384999999995e-05,
-    "min": 6.666470000000006e-05,
-    "max": 6.877029999999997e-05,
+    "seconds": 6.710840000000002e-05,
+    "min": 6.652800000000005e-05,
+    "max": 6.917739999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013062865000000004,
-    "min": 0.0001297442,
-    "max": 0.0001308118000000001,
+    "seconds": 0.00013028789999999994,
+    "min": 0.00012999819999999994,
+    "max": 0.00013054630000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001994513,
-    "min": 0.0001988546000000002,
-    "max": 0.00019984669999999994,
+    "seconds": 0.00019890999999999992,
+    "min": 0.00019844080000000003,
+    "max": 0.000199686,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004673520999999999,
-    "min": 0.0004669795,
-    "max": 0.00046769250000000003,
+    "seconds": 0.00046622159999999994,
+    "min": 0.0004657446000000001,
+    "max": 0.0004670274000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037796079999999994,
-    "min": 0.00037777300000000014,
-    "max": 0.0003782742,
+    "seconds": 0.00037717444999999997,
+    "min": 0.00037635900000000005,
+    "max": 0.00037776489999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006164242499999998,
-    "min": 0.0006162467999999999,
-    "max": 0.0006174134000000001,
+    "seconds": 0.00061497865,
+    "min": 0.0006140713000000001,
+    "max": 0.0006152714,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.939255000000005e-05,
-    "min": 7.911260000000001e-05,
-    "max": 7.969170000000003e-05,
+    "seconds": 7.938370000000002e-05,
+    "min": 7.921769999999996e-05,
+    "max": 7.975279999999991e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014250690000000004,
-    "min": 0.00014215419999999993,
-    "max": 0.00014316320000000007,
+    "seconds": 0.0001421512,
+    "min": 0.000141846,
+    "max": 0.00014277689999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012205035000000002,
-    "min": 0.00012193109999999996,
-    "max": 0.00012296439999999998,
+    "seconds": 0.00012189169999999986,
+    "min": 0.00012171789999999998,
+    "max": 0.00012248860000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001675199,
-    "min": 0.00016705540000000002,
-    "max": 0.00016777450000000007,
+    "seconds": 0.00016807745000000003,
+    "min": 0.0001677638,
+    "max": 0.0001688759,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030673405,
-    "min": 0.00030647579999999985,
-    "max": 0.00030695909999999997,
+    "seconds": 0.00030654805,
+    "min": 0.0003061020999999999,
+    "max": 0.00030722169999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005527627500000001,
-    "min": 0.0005521809,
-    "max": 0.0005535148999999999,
+    "seconds": 0.0005515454999999998,
+    "min": 0.0005515011999999999,
+    "max": 0.0005518685,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004698527,
-    "min": 0.0004697026999999995,
-    "max": 0.00047038120000000014,
+    "seconds": 0.00046858370000000003,
+    "min": 0.0004679175999999999,
+    "max": 0.00046966709999999987,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00065274855,
-    "min": 0.0006521933999999999,
-    "max": 0.0006533913,
+    "seconds": 0.0006518176500000001,
+    "min": 0.0006503434999999999,
+    "max": 0.0006522252,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.46710000000001e-06,
-    "min": 9.4367000000002e-06,
-    "max": 9.539100000000018e-06,
+    "seconds": 9.406250000000056e-06,
+    "min": 9.359999999999968e-06,
+    "max": 9.52949999999995e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.467344999999999e-05,
-    "min": 1.4575799999999982e-05,
-    "max": 1.4857499999999983e-05,
+    "seconds": 1.483504999999999e-05,
+    "min": 1.477419999999995e-05,
+    "max": 1.5043200000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.129705000000023e-05,
-    "min": 2.1253899999999885e-05,
-    "max": 2.1437000000000066e-05,
+    "seconds": 2.127684999999994e-05,
+    "min": 2.124529999999986e-05,
+    "max": 2.1414600000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0994750000000008e-05,
-    "min": 2.0985000000000105e-05,
-    "max": 2.109069999999997e-05,
+    "seconds": 2.0735850000000016e-05,
+    "min": 2.065599999999995e-05,
+    "max": 2.0838200000000054e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.112725000000002e-05,
-    "min": 5.088219999999999e-05,
-    "max": 5.132069999999998e-05,
+    "seconds": 5.115289999999998e-05,
+    "min": 5.080619999999999e-05,
+    "max": 5.124149999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012350400000000003,
-    "min": 0.00012291379999999994,
-    "max": 0.00012363739999999998,
+    "seconds": 0.00012315740000000007,
+    "min": 0.00012283129999999994,
+    "max": 0.00012354259999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.851400000000001e-05,
-    "min": 7.711610000000009e-05,
-    "max": 8.105820000000002e-05,
+    "seconds": 7.798985000000001e-05,
+    "min": 7.694299999999993e-05,
+    "max": 8.011469999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015798774999999993,
-    "min": 0.00015722180000000003,
-    "max": 0.00015820559999999995,
+    "seconds": 0.00015606215000000005,
+    "min": 0.00015576889999999993,
+    "max": 0.00015664009999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3532799999999997e-05,
-    "min": 1.3472000000000036e-05,
-    "max": 1.4195200000000023e-05,
+    "seconds": 1.3514850000000086e-05,
+    "min": 1.3401299999999902e-05,
+    "max": 1.42111e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.390705e-05,
-    "min": 3.3730700000000026e-05,
-    "max": 3.413130000000001e-05,
+    "seconds": 3.4076549999999974e-05,
+    "min": 3.3948500000000056e-05,
+    "max": 3.424270000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7124350000000095e-05,
-    "min": 2.7094600000000057e-05,
-    "max": 2.7357099999999898e-05,
+    "seconds": 2.7014550000000055e-05,
+    "min": 2.7001599999999938e-05,
+    "max": 2.746559999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.731955000000004e-05,
-    "min": 2.728249999999998e-05,
-    "max": 2.7545100000000022e-05,
+    "seconds": 2.7542100000000056e-05,
+    "min": 2.7491000000000032e-05,
+    "max": 2.7692499999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.982690000000001e-05,
-    "min": 7.934049999999999e-05,
-    "max": 7.998210000000004e-05,
+    "seconds": 7.95129e-05,
+    "min": 7.93016e-05,
+    "max": 7.977499999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014746874999999998,
-    "min": 0.00014721409999999998,
-    "max": 0.00014777770000000008,
+    "seconds": 0.00014762825000000005,
+    "min": 0.0001473045,
+    "max": 0.00014782950000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013799445,
-    "min": 0.00013789549999999997,
-    "max": 0.00013873959999999996,
+    "seconds": 0.00013778480000000006,
+    "min": 0.0001374495,
+    "max": 0.0001382485999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019773725000000005,
-    "min": 0.00019733909999999991,
-    "max": 0.0001980550999999999,
+    "seconds": 0.0001967853,
+    "min": 0.00019619119999999998,
+    "max": 0.00019695630000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.458994999999999e-05,
-    "min": 3.4530499999999984e-05,
-    "max": 3.466819999999998e-05,
+    "seconds": 3.4644649999999906e-05,
+    "min": 3.446670000000006e-05,
+    "max": 3.478989999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.904385000000001e-05,
-    "min": 5.8703199999999984e-05,
-    "max": 5.9238300000000046e-05,
+    "seconds": 5.891809999999996e-05,
+    "min": 5.879989999999997e-05,
+    "max": 5.9228700000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.523640000000001e-05,
-    "min": 4.4734999999999855e-05,
-    "max": 4.558009999999996e-05,
+    "seconds": 4.497240000000002e-05,
+    "min": 4.48349000000001e-05,
+    "max": 4.563190000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.170470000000003e-05,
-    "min": 5.1544700000000015e-05,
-    "max": 5.228389999999997e-05,
+    "seconds": 5.073069999999998e-05,
+    "min": 5.0505999999999946e-05,
+    "max": 5.130879999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015308854999999995,
-    "min": 0.0001527757,
-    "max": 0.00015363849999999998,
+    "seconds": 0.00015255164999999996,
+    "min": 0.0001523673000000001,
+    "max": 0.00015265230000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002160868,
-    "min": 0.00021541439999999993,
-    "max": 0.00021644420000000009,
+    "seconds": 0.00021603045000000002,
+    "min": 0.00021579709999999995,
+    "max": 0.00021620320000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001965109499999999,
-    "min": 0.00019577039999999998,
-    "max": 0.00019713400000000001,
+    "seconds": 0.00019644040000000004,
+    "min": 0.0001959668999999997,
+    "max": 0.00019675150000000017,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022625655,
-    "min": 0.00022602299999999995,
-    "max": 0.0002272133,
+    "seconds": 0.00022612025000000004,
+    "min": 0.000225496,
+    "max": 0.00022638360000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.611100000000039e-06,
-    "min": 6.566299999999978e-06,
-    "max": 6.636799999999972e-06,
+    "seconds": 6.420649999999972e-06,
+    "min": 6.399799999999937e-06,
+    "max": 6.444399999999883e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.204750000000036e-06,
-    "min": 6.201499999999976e-06,
-    "max": 6.259300000000053e-06,
+    "seconds": 6.1871000000000665e-06,
+    "min": 6.17910000000004e-06,
+    "max": 6.236799999999994e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.369425e-05,
-    "min": 1.3679499999999939e-05,
-    "max": 1.3711800000000039e-05,
+    "seconds": 1.3691200000000014e-05,
+    "min": 1.3686299999999913e-05,
+    "max": 1.3750500000000057e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.667199999999991e-06,
-    "min": 9.635099999999966e-06,
-    "max": 9.708800000000065e-06,
+    "seconds": 9.659200000000021e-06,
+    "min": 9.635100000000034e-06,
+    "max": 9.699200000000019e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5175699999999982e-05,
-    "min": 1.5132399999999859e-05,
-    "max": 1.582070000000001e-05,
+    "seconds": 1.4972600000000006e-05,
+    "min": 1.492799999999994e-05,
+    "max": 1.5488299999999958e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.058374999999997e-05,
-    "min": 3.037669999999996e-05,
-    "max": 3.094040000000002e-05,
+    "seconds": 3.0566350000000036e-05,
+    "min": 3.034870000000003e-05,
+    "max": 3.0985399999999935e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4443050000000067e-05,
-    "min": 3.441830000000002e-05,
-    "max": 3.474139999999996e-05,
+    "seconds": 3.443774999999995e-05,
+    "min": 3.4377500000000035e-05,
+    "max": 3.4761700000000084e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.401229999999996e-05,
-    "min": 3.398980000000006e-05,
-    "max": 3.427769999999973e-05,
+    "seconds": 3.395325000000007e-05,
+    "min": 3.386849999999991e-05,
+    "max": 3.416299999999992e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.110999999999998e-05,
-    "min": 1.102069999999991e-05,
-    "max": 1.1148600000000044e-05,
+    "seconds": 1.113110000000002e-05,
+    "min": 1.0985699999999951e-05,
+    "max": 1.1206300000000022e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1449400000000152e-05,
-    "min": 1.1347199999999975e-05,
-    "max": 1.1557900000000017e-05,
+    "seconds": 1.1433500000000025e-05,
+    "min": 1.137609999999995e-05,
+    "max": 1.1638500000000067e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1139099999999935e-05,
-    "min": 2.112639999999999e-05,
-    "max": 2.1167700000000058e-05,
+    "seconds": 2.1106999999999993e-05,
+    "min": 2.1093900000000052e-05,
+    "max": 2.1135400000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6302250000000072e-05,
-    "min": 1.628480000000004e-05,
-    "max": 1.631660000000002e-05,
+    "seconds": 1.6292750000000035e-05,
+    "min": 1.6236900000000058e-05,
+    "max": 1.6326500000000126e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.663469999999994e-05,
-    "min": 3.652150000000004e-05,
-    "max": 3.7042899999999984e-05,
+    "seconds": 3.679354999999997e-05,
+    "min": 3.6636199999999966e-05,
+    "max": 3.69373e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.663785e-05,
-    "min": 5.6530700000000024e-05,
-    "max": 5.686620000000005e-05,
+    "seconds": 5.671674999999996e-05,
+    "min": 5.635800000000006e-05,
+    "max": 5.7049299999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.002520000000002e-05,
-    "min": 5.995450000000006e-05,
-    "max": 6.030269999999999e-05,
+    "seconds": 6.029734999999994e-05,
+    "min": 6.012419999999986e-05,
+    "max": 6.039309999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.515735000000002e-05,
-    "min": 6.472920000000004e-05,
-    "max": 6.565980000000005e-05,
+    "seconds": 6.543135000000004e-05,
+    "min": 6.471349999999997e-05,
+    "max": 6.559289999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.214545e-05,
-    "min": 2.2060599999999987e-05,
-    "max": 2.2582200000000033e-05,
+    "seconds": 2.198059999999997e-05,
+    "min": 2.1913500000000047e-05,
+    "max": 2.256640000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.5157599999999977e-05,
-    "min": 3.5030200000000056e-05,
-    "max": 3.5321300000000003e-05,
+    "seconds": 3.517584999999999e-05,
+    "min": 3.481550000000011e-05,
+    "max": 3.526420000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.590019999999997e-05,
-    "min": 3.581059999999993e-05,
-    "max": 3.5980099999999856e-05,
+    "seconds": 3.588604999999997e-05,
+    "min": 3.585269999999998e-05,
+    "max": 3.6006099999999926e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9446100000000033e-05,
-    "min": 2.931170000000002e-05,
-    "max": 2.9477800000000038e-05,
+    "seconds": 2.9389949999999957e-05,
+    "min": 2.9359800000000064e-05,
+    "max": 2.9462199999999936e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.033545000000003e-05,
-    "min": 7.000419999999996e-05,
-    "max": 7.060629999999997e-05,
+    "seconds": 7.031494999999999e-05,
+    "min": 7.008629999999993e-05,
+    "max": 7.05602e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011243320000000003,
-    "min": 0.00011209519999999995,
-    "max": 0.00011260389999999999,
+    "seconds": 0.0001124579,
+    "min": 0.00011228750000000001,
+    "max": 0.00011269939999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011841725,
-    "min": 0.00011829409999999994,
-    "max": 0.0001186703000000001,
+    "seconds": 0.00011827510000000002,
+    "min": 0.0001180706000000001,
+    "max": 0.00011863079999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012967190000000008,
-    "min": 0.00012947190000000007,
-    "max": 0.00013010640000000003,
+    "seconds": 0.00012960595,
+    "min": 0.00012925010000000003,
+    "max": 0.00012991280000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.318000000000053e-06,
-    "min": 7.212600000000021e-06,
-    "max": 7.404699999999968e-06,
+    "seconds": 7.2895000000000324e-06,
+    "min": 7.1932999999999545e-06,
+    "max": 7.314900000000034e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.433549999999968e-06,
-    "min": 6.422400000000017e-06,
-    "max": 6.480000000000018e-06,
+    "seconds": 6.422400000000027e-06,
+    "min": 6.415899999999942e-06,
+    "max": 6.479899999999976e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.664920000000001e-05,
-    "min": 1.6630100000000015e-05,
-    "max": 1.6678300000000033e-05,
+    "seconds": 1.667985000000006e-05,
+    "min": 1.6665500000000032e-05,
+    "max": 1.6700799999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.7583999999999995e-06,
-    "min": 6.751900000000012e-06,
-    "max": 6.828899999999953e-06,
+    "seconds": 6.801599999999996e-06,
+    "min": 6.748799999999983e-06,
+    "max": 6.876900000000024e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1767850000000027e-05,
-    "min": 1.1680099999999993e-05,
-    "max": 1.198399999999998e-05,
+    "seconds": 1.1764700000000011e-05,
+    "min": 1.1731300000000021e-05,
+    "max": 1.2035199999999896e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2916550000000052e-05,
-    "min": 1.2838000000000066e-05,
-    "max": 1.311310000000001e-05,
+    "seconds": 1.2868850000000022e-05,
+    "min": 1.2771200000000009e-05,
+    "max": 1.2982300000000032e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3156299999999985e-05,
-    "min": 4.314450000000002e-05,
-    "max": 4.321220000000011e-05,
+    "seconds": 4.324294999999996e-05,
+    "min": 4.3193000000000005e-05,
+    "max": 4.3253499999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.774689999999995e-05,
-    "min": 1.7714699999999924e-05,
-    "max": 1.7798400000000016e-05,
+    "seconds": 1.786700000000001e-05,
+    "min": 1.780790000000004e-05,
+    "max": 1.7929900000000043e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2424850000000006e-05,
-    "min": 2.2377500000000102e-05,
-    "max": 2.278669999999993e-05,
+    "seconds": 2.2388850000000025e-05,
+    "min": 2.236830000000001e-05,
+    "max": 2.287369999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.304295000000004e-05,
-    "min": 2.295940000000003e-05,
-    "max": 2.3196800000000052e-05,
+    "seconds": 2.304784999999997e-05,
+    "min": 2.300110000000002e-05,
+    "max": 2.3234899999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.11386e-05,
-    "min": 5.111679999999998e-05,
-    "max": 5.116530000000011e-05,
+    "seconds": 5.110559999999999e-05,
+    "min": 5.1097200000000016e-05,
+    "max": 5.1135299999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1582099999999978e-05,
-    "min": 2.1523099999999977e-05,
-    "max": 2.163169999999993e-05,
+    "seconds": 2.152959999999997e-05,
+    "min": 2.1513599999999997e-05,
+    "max": 2.1587000000000056e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.370489999999998e-05,
-    "min": 5.3448899999999935e-05,
-    "max": 5.4099300000000026e-05,
+    "seconds": 5.3679499999999966e-05,
+    "min": 5.3600000000000076e-05,
+    "max": 5.379499999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.24101e-05,
-    "min": 7.218479999999988e-05,
-    "max": 7.271900000000007e-05,
+    "seconds": 7.249765e-05,
+    "min": 7.21405e-05,
+    "max": 7.273559999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015508645000000002,
-    "min": 0.00015503809999999977,
-    "max": 0.0001555738000000001,
+    "seconds": 0.00015534334999999996,
+    "min": 0.00015518639999999995,
+    "max": 0.00015562570000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.567284999999993e-05,
-    "min": 6.532710000000005e-05,
-    "max": 6.578169999999991e-05,
+    "seconds": 6.562570000000003e-05,
+    "min": 6.544209999999995e-05,
+    "max": 6.584970000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.676550000000037e-06,
-    "min": 6.662399999999991e-06,
-    "max": 6.6848000000000186e-06,
+    "seconds": 6.611349999999982e-06,
+    "min": 6.598400000000015e-06,
+    "max": 6.6590000000000255e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1097550000000012e-05,
-    "min": 1.1078599999999982e-05,
-    "max": 1.1151599999999871e-05,
+    "seconds": 1.1003050000000003e-05,
+    "min": 1.0963299999999994e-05,
+    "max": 1.1059300000000054e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0353600000000022e-05,
-    "min": 1.0339000000000033e-05,
-    "max": 1.0374299999999949e-05,
+    "seconds": 1.0332950000000011e-05,
+    "min": 1.032669999999996e-05,
+    "max": 1.0419399999999928e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3022499999999928e-05,
-    "min": 1.3001399999999945e-05,
-    "max": 1.3110500000000026e-05,
+    "seconds": 1.3222299999999995e-05,
+    "min": 1.3190600000000065e-05,
+    "max": 1.3264300000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.540699999999998e-06,
-    "min": 8.518299999999966e-06,
-    "max": 8.582199999999977e-06,
+    "seconds": 8.512e-06,
+    "min": 8.46729999999999e-06,
+    "max": 8.585599999999988e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3041450000000099e-05,
-    "min": 1.3011399999999821e-05,
-    "max": 1.3075000000000047e-05,
+    "seconds": 1.3068650000000046e-05,
+    "min": 1.3043100000000038e-05,
+    "max": 1.3094100000000117e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4508599999999995e-05,
-    "min": 1.4431700000000023e-05,
-    "max": 1.4819200000000058e-05,
+    "seconds": 1.4420849999999991e-05,
+    "min": 1.4412599999999998e-05,
+    "max": 1.4863800000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5681149999999937e-05,
-    "min": 1.5638000000000124e-05,
-    "max": 1.585919999999999e-05,
+    "seconds": 1.566214999999995e-05,
+    "min": 1.5628599999999985e-05,
+    "max": 1.581110000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.544469999999999e-05,
-    "min": 1.5433200000000034e-05,
-    "max": 1.552589999999999e-05,
+    "seconds": 1.53185e-05,
+    "min": 1.5298900000000017e-05,
+    "max": 1.537579999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.976755000000003e-05,
-    "min": 2.970810000000013e-05,
-    "max": 2.9996299999999928e-05,
+    "seconds": 2.9862300000000027e-05,
+    "min": 2.962200000000007e-05,
+    "max": 3.0063999999999806e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3958249999999987e-05,
-    "min": 2.3906800000000057e-05,
-    "max": 2.4207600000000002e-05,
+    "seconds": 2.3788849999999975e-05,
+    "min": 2.3717699999999944e-05,
+    "max": 2.4040700000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6641200000000004e-05,
-    "min": 3.6440699999999924e-05,
-    "max": 3.681169999999988e-05,
+    "seconds": 3.66123e-05,
+    "min": 3.6425199999999924e-05,
+    "max": 3.687030000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2250950000000004e-05,
-    "min": 2.2143399999999985e-05,
-    "max": 2.234520000000001e-05,
+    "seconds": 2.2306899999999988e-05,
+    "min": 2.218170000000001e-05,
+    "max": 2.239029999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.2248799999999993e-05,
-    "min": 5.20825e-05,
-    "max": 5.248250000000012e-05,
+    "seconds": 5.218369999999998e-05,
+    "min": 5.2018600000000193e-05,
+    "max": 5.2476199999999936e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.045080000000001e-05,
-    "min": 4.0428100000000115e-05,
-    "max": 4.060109999999991e-05,
+    "seconds": 4.0451299999999976e-05,
+    "min": 4.039639999999989e-05,
+    "max": 4.0528e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.270439999999996e-05,
-    "min": 6.248489999999995e-05,
-    "max": 6.304589999999985e-05,
+    "seconds": 6.251300000000002e-05,
+    "min": 6.245690000000005e-05,
+    "max": 6.289230000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0023949999999992e-05,
-    "min": 2.996099999999999e-05,
-    "max": 3.0102099999999994e-05,
+    "seconds": 3.0017450000000046e-05,
+    "min": 2.9971299999999985e-05,
+    "max": 3.0111299999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.687095000000003e-05,
-    "min": 7.661320000000002e-05,
-    "max": 7.701309999999991e-05,
+    "seconds": 7.650500000000001e-05,
+    "min": 7.615949999999994e-05,
+    "max": 7.687269999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.940924999999995e-05,
-    "min": 4.928870000000004e-05,
-    "max": 4.961780000000003e-05,
+    "seconds": 4.915455000000001e-05,
+    "min": 4.906090000000002e-05,
+    "max": 4.9410600000000045e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.755709999999991e-05,
-    "min": 8.729789999999994e-05,
-    "max": 8.787709999999998e-05,
+    "seconds": 8.737205000000007e-05,
+    "min": 8.719329999999993e-05,
+    "max": 8.778489999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1530800000000026e-05,
-    "min": 4.116730000000002e-05,
-    "max": 4.163510000000004e-05,
+    "seconds": 4.161970000000002e-05,
+    "min": 4.151339999999998e-05,
+    "max": 4.174320000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.688079999999996e-05,
-    "min": 9.660059999999996e-05,
-    "max": 9.716110000000006e-05,
+    "seconds": 9.682964999999997e-05,
+    "min": 9.653559999999998e-05,
+    "max": 9.7114e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.003300000000002e-05,
-    "min": 7.976529999999999e-05,
-    "max": 8.015839999999999e-05,
+    "seconds": 7.992924999999999e-05,
+    "min": 7.98146e-05,
+    "max": 8.016349999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011569604999999999,
-    "min": 0.00011548369999999995,
-    "max": 0.00011586139999999997,
+    "seconds": 0.00011578184999999989,
+    "min": 0.00011544609999999974,
+    "max": 0.00011589419999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.566880000000001e-05,
-    "min": 7.563110000000002e-05,
-    "max": 7.589010000000001e-05,
+    "seconds": 7.563579999999996e-05,
+    "min": 7.554819999999999e-05,
+    "max": 7.59644e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018985285000000003,
-    "min": 0.0001896279999999999,
-    "max": 0.00019002110000000008,
+    "seconds": 0.00018963754999999996,
+    "min": 0.00018937169999999978,
+    "max": 0.00018974519999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012552800000000002,
-    "min": 0.00012532469999999998,
-    "max": 0.0001258878,
+    "seconds": 0.00012552229999999992,
+    "min": 0.0001252657,
+    "max": 0.0001258227,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021572710000000006,
-    "min": 0.00021543589999999986,
-    "max": 0.00021611900000000002,
+    "seconds": 0.00021512455,
+    "min": 0.00021474190000000015,
+    "max": 0.00021535049999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010283294999999999,
-    "min": 0.00010263250000000002,
-    "max": 0.00010322480000000001,
+    "seconds": 0.00010263590000000002,
+    "min": 0.00010229049999999999,
+    "max": 0.00010300100000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024168369999999996,
-    "min": 0.00024150860000000013,
-    "max": 0.00024199409999999997,
+    "seconds": 0.00024168505000000007,
+    "min": 0.00024140990000000003,
+    "max": 0.0002421618,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020037834999999998,
-    "min": 0.0001999135,
-    "max": 0.00020056430000000002,
+    "seconds": 0.00020038594999999992,
+    "min": 0.00019996290000000007,
+    "max": 0.00020069329999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028975975000000004,
-    "min": 0.00028923079999999986,
-    "max": 0.0002900190999999998,
+    "seconds": 0.00028960570000000004,
+    "min": 0.00028935750000000013,
+    "max": 0.0002899089,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.895900000000017e-06,
-    "min": 6.873799999999949e-06,
-    "max": 6.978899999999909e-06,
+    "seconds": 6.9667499999999905e-06,
+    "min": 6.934399999999983e-06,
+    "max": 7.059699999999976e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,15 +10693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.78209999999998e-06,
-    "min": 6.767599999999993e-06,
-    "max": 6.825399999999991e-06,
+    "seconds": 6.84459999999998e-06,
+    "min": 6.8287999999999896e-06,
+    "max": 6.9373000000000166e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.2128000000000385e-06,
-    "min": 3.2063999999999622e-06,
-    "max": 3.2288000000000236e-06,
+    "seconds": 3.1968500000000175e-06,
+    "min": 3.1904999999999405e-06,
+    "max": 3.2160000000000307e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10721,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.535950000000014e-06,
-    "min": 7.504099999999983e-06,
-    "max": 7.561300000000017e-06,
+    "seconds": 7.70885e-06,
+    "min": 7.70200000000001e-06,
+    "max": 7.74409999999999e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,15 +10749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.192099999999937e-06,
-    "min": 7.148800000000006e-06,
-    "max": 7.257399999999962e-06,
+    "seconds": 7.371049999999998e-06,
+    "min": 7.360100000000045e-06,
+    "max": 7.379200000000049e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.66549999999998e-06,
-    "min": 4.659100000000035e-06,
-    "max": 4.713599999999951e-06,
+    "seconds": 4.660799999999989e-06,
+    "min": 4.6496000000000435e-06,
+    "max": 4.70400000000002e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10777,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1113399999999943e-05,
-    "min": 1.1065400000000021e-05,
-    "max": 1.1215800000000012e-05,
+    "seconds": 1.1057500000000016e-05,
+    "min": 1.1011000000000036e-05,
+    "max": 1.116479999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,15 +10805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.471749999999996e-06,
-    "min": 9.423699999999986e-06,
-    "max": 9.529799999999908e-06,
+    "seconds": 9.444699999999994e-06,
+    "min": 9.433899999999949e-06,
+    "max": 9.487899999999979e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.522395000000007e-05,
-    "min": 1.5215999999999984e-05,
-    "max": 1.5250800000000025e-05,
+    "seconds": 1.51103e-05,
+    "min": 1.5097700000000033e-05,
+    "max": 1.5148400000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10833,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3726300000000032e-05,
-    "min": 1.3718399999999975e-05,
-    "max": 1.3862400000000025e-05,
+    "seconds": 1.3737449999999992e-05,
+    "min": 1.3651100000000033e-05,
+    "max": 1.3791799999999968e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,15 +10861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2860299999999996e-05,
-    "min": 1.2812900000000012e-05,
-    "max": 1.289580000000001e-05,
+    "seconds": 1.2910450000000015e-05,
+    "min": 1.2863800000000026e-05,
+    "max": 1.293770000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.099100000000032e-06,
-    "min": 8.092800000000022e-06,
-    "max": 8.124800000000004e-06,
+    "seconds": 8.080050000000028e-06,
+    "min": 8.070500000000015e-06,
+    "max": 8.10229999999999e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10889,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.604620000000005e-05,
-    "min": 1.6006399999999996e-05,
-    "max": 1.6153800000000025e-05,
+    "seconds": 1.6259150000000063e-05,
+    "min": 1.6230099999999992e-05,
+    "max": 1.630380000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,15 +10917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4505349999999964e-05,
-    "min": 1.4460299999999984e-05,
-    "max": 1.454090000000001e-05,
+    "seconds": 1.4769599999999992e-05,
+    "min": 1.4723100000000032e-05,
+    "max": 1.49375e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5087849999999991e-05,
-    "min": 1.5078399999999954e-05,
-    "max": 1.5097400000000017e-05,
+    "seconds": 1.504620000000001e-05,
+    "min": 1.5030399999999987e-05,
+    "max": 1.5058900000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10945,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.353764999999999e-05,
-    "min": 4.323479999999995e-05,
-    "max": 4.37721000000001e-05,
+    "seconds": 4.358265000000002e-05,
+    "min": 4.3379099999999986e-05,
+    "max": 4.367310000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,15 +10973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9027050000000005e-05,
-    "min": 2.8860699999999976e-05,
-    "max": 2.9356599999999993e-05,
+    "seconds": 2.8900900000000006e-05,
+    "min": 2.8601299999999946e-05,
+    "max": 2.9225599999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6327500000000026e-05,
-    "min": 5.627799999999999e-05,
-    "max": 5.643760000000003e-05,
+    "seconds": 5.6180399999999975e-05,
+    "min": 5.610879999999995e-05,
+    "max": 5.648609999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11001,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.0156349999999995e-05,
-    "min": 6.005620000000002e-05,
-    "max": 6.108719999999997e-05,
+    "seconds": 6.073295000000001e-05,
+    "min": 6.034800000000001e-05,
+    "max": 6.100819999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,15 +11029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.922700000000004e-05,
-    "min": 3.902349999999995e-05,
-    "max": 3.934979999999998e-05,
+    "seconds": 3.911519999999997e-05,
+    "min": 3.875479999999998e-05,
+    "max": 3.920010000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.909759999999997e-05,
-    "min": 2.9074499999999974e-05,
-    "max": 2.9174000000000002e-05,
+    "seconds": 2.8906750000000002e-05,
+    "min": 2.8870000000000013e-05,
+    "max": 2.8931099999999968e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11057,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.947295e-05,
-    "min": 5.934330000000004e-05,
-    "max": 5.974350000000006e-05,
+    "seconds": 5.9454649999999954e-05,
+    "min": 5.932419999999999e-05,
+    "max": 5.982060000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,15 +11085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1300200000000015e-05,
-    "min": 4.099469999999994e-05,
-    "max": 4.138829999999993e-05,
+    "seconds": 4.1260350000000006e-05,
+    "min": 4.114580000000004e-05,
+    "max": 4.136589999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.648424999999999e-05,
-    "min": 5.637749999999997e-05,
-    "max": 5.65151e-05,
+    "seconds": 5.6499099999999996e-05,
+    "min": 5.6224199999999955e-05,
+    "max": 5.6588600000000016e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11113,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013167854999999993,
-    "min": 0.0001314445,
-    "max": 0.00013230110000000007,
+    "seconds": 0.00013156695,
+    "min": 0.0001311412000000001,
+    "max": 0.00013209140000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,15 +11141,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.456495e-05,
-    "min": 7.439709999999998e-05,
-    "max": 7.473510000000002e-05,
+    "seconds": 7.44261e-05,
+    "min": 7.422010000000007e-05,
+    "max": 7.451860000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022042634999999998,
-    "min": 0.00022036100000000003,
-    "max": 0.00022104090000000005,
+    "seconds": 0.0002206138999999999,
+    "min": 0.0002204608,
+    "max": 0.00022068109999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4665449999999972e-05,
-    "min": 2.441599999999997e-05,
-    "max": 2.485050000000001e-05,
+    "seconds": 2.472470000000003e-05,
+    "min": 2.452170000000001e-05,
+    "max": 2.4809699999999953e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.992549999999991e-05,
-    "min": 4.972800000000002e-05,
-    "max": 5.008220000000006e-05,
+    "seconds": 5.0107049999999976e-05,
+    "min": 4.9839599999999956e-05,
+    "max": 5.022050000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.012295000000002e-05,
-    "min": 5.007629999999988e-05,
-    "max": 5.0444399999999974e-05,
+    "seconds": 5.0063599999999986e-05,
+    "min": 4.9941099999999975e-05,
+    "max": 5.027820000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4433400000000077e-05,
-    "min": 2.4319700000000034e-05,
-    "max": 2.467870000000007e-05,
+    "seconds": 2.44382e-05,
+    "min": 2.4166200000000026e-05,
+    "max": 2.4598099999999957e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010126895000000009,
-    "min": 0.0001011016,
-    "max": 0.00010178020000000009,
+    "seconds": 0.00010127569999999995,
+    "min": 0.00010083049999999995,
+    "max": 0.0001017558,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014524345000000008,
-    "min": 0.00014485240000000006,
-    "max": 0.00014554119999999991,
+    "seconds": 0.00014452715000000009,
+    "min": 0.0001444145,
+    "max": 0.0001447935,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015803320000000004,
-    "min": 0.00015783159999999992,
-    "max": 0.00015816720000000011,
+    "seconds": 0.00015809040000000003,
+    "min": 0.0001577816,
+    "max": 0.00015825459999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001716316999999999,
-    "min": 0.0001714639999999997,
-    "max": 0.00017172620000000023,
+    "seconds": 0.00017149630000000003,
+    "min": 0.00017112729999999986,
+    "max": 0.00017182219999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.769040000000001e-05,
-    "min": 3.7519599999999945e-05,
-    "max": 3.788059999999994e-05,
+    "seconds": 3.7816549999999976e-05,
+    "min": 3.762520000000002e-05,
+    "max": 3.798699999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010590594999999997,
-    "min": 0.00010583479999999995,
-    "max": 0.00010613579999999996,
+    "seconds": 0.00010601449999999999,
+    "min": 0.00010558290000000002,
+    "max": 0.00010623330000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023552680000000006,
-    "min": 0.0002353348,
-    "max": 0.00023587949999999972,
+    "seconds": 0.00023590729999999996,
+    "min": 0.0002358527,
+    "max": 0.00023619829999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005550561999999998,
-    "min": 0.0005543533000000008,
-    "max": 0.0005557567,
+    "seconds": 0.0005556330500000001,
+    "min": 0.0005550574000000003,
+    "max": 0.0005558871000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.696135000000001e-05,
-    "min": 3.673550000000005e-05,
-    "max": 3.70999e-05,
+    "seconds": 3.72136e-05,
+    "min": 3.676699999999998e-05,
+    "max": 3.72923e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.317850000000002e-05,
-    "min": 5.279929999999995e-05,
-    "max": 5.3381800000000004e-05,
+    "seconds": 5.3460450000000024e-05,
+    "min": 5.336020000000001e-05,
+    "max": 5.3829799999999936e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9076799999999966e-05,
-    "min": 1.9039700000000007e-05,
-    "max": 1.9199800000000026e-05,
+    "seconds": 1.91631e-05,
+    "min": 1.8995100000000024e-05,
+    "max": 1.9260300000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7359799999999965e-05,
-    "min": 2.7202999999999987e-05,
-    "max": 2.771139999999998e-05,
+    "seconds": 2.7319800000000023e-05,
+    "min": 2.7276300000000036e-05,
+    "max": 2.761260000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.331809999999998e-05,
-    "min": 3.32477e-05,
-    "max": 3.357460000000002e-05,
+    "seconds": 3.351440000000002e-05,
+    "min": 3.330870000000001e-05,
+    "max": 3.358040000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.748284999999998e-05,
-    "min": 4.712630000000002e-05,
-    "max": 4.78557e-05,
+    "seconds": 4.736614999999999e-05,
+    "min": 4.719289999999999e-05,
+    "max": 4.7513400000000046e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.39771e-05,
-    "min": 2.389390000000003e-05,
-    "max": 2.4102200000000015e-05,
+    "seconds": 2.4104250000000006e-05,
+    "min": 2.3941800000000002e-05,
+    "max": 2.4214400000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.195815000000003e-05,
-    "min": 3.169879999999994e-05,
-    "max": 3.2086400000000005e-05,
+    "seconds": 3.177579999999999e-05,
+    "min": 3.1667200000000014e-05,
+    "max": 3.1920300000000034e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.329554999999993e-05,
-    "min": 3.3071699999999984e-05,
-    "max": 3.342679999999997e-05,
+    "seconds": 3.334429999999999e-05,
+    "min": 3.32873e-05,
+    "max": 3.36864e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7390000000000005e-05,
-    "min": 4.720259999999999e-05,
-    "max": 4.819399999999996e-05,
+    "seconds": 4.78236e-05,
+    "min": 4.758009999999998e-05,
+    "max": 4.8025400000000084e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8833199999999988e-05,
-    "min": 1.8761400000000003e-05,
-    "max": 1.8988299999999982e-05,
+    "seconds": 1.89294e-05,
+    "min": 1.8652700000000005e-05,
+    "max": 1.9062699999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.5910199999999984e-05,
-    "min": 2.576579999999999e-05,
-    "max": 2.622359999999994e-05,
+    "seconds": 2.6136249999999962e-05,
+    "min": 2.5964899999999965e-05,
+    "max": 2.6272000000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.318650000000002e-05,
-    "min": 3.296310000000001e-05,
-    "max": 3.332089999999998e-05,
+    "seconds": 3.3187150000000016e-05,
+    "min": 3.3065700000000025e-05,
+    "max": 3.341140000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.763145000000001e-05,
-    "min": 4.7077700000000005e-05,
-    "max": 4.803809999999997e-05,
+    "seconds": 4.759019999999998e-05,
+    "min": 4.743620000000002e-05,
+    "max": 4.787149999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.817075000000009e-05,
-    "min": 1.81566e-05,
-    "max": 1.8249400000000015e-05,
+    "seconds": 1.8300850000000016e-05,
+    "min": 1.8127799999999993e-05,
+    "max": 1.8457399999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4476650000000006e-05,
-    "min": 2.4326400000000045e-05,
-    "max": 2.5020599999999924e-05,
+    "seconds": 2.4627149999999983e-05,
+    "min": 2.4483100000000016e-05,
+    "max": 2.4806399999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.341914999999998e-05,
-    "min": 3.326680000000001e-05,
-    "max": 3.367000000000001e-05,
+    "seconds": 3.3513799999999984e-05,
+    "min": 3.3395000000000015e-05,
+    "max": 3.3686600000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.750034999999997e-05,
-    "min": 4.729520000000004e-05,
-    "max": 4.797670000000003e-05,
+    "seconds": 4.7574200000000016e-05,
+    "min": 4.751389999999998e-05,
+    "max": 4.772170000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9237900000000035e-05,
-    "min": 1.9075000000000047e-05,
-    "max": 1.930580000000002e-05,
+    "seconds": 1.9319500000000004e-05,
+    "min": 1.9101000000000043e-05,
+    "max": 1.9478299999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4500199999999996e-05,
-    "min": 2.431959999999997e-05,
-    "max": 2.506550000000011e-05,
+    "seconds": 2.458240000000003e-05,
+    "min": 2.4393200000000026e-05,
+    "max": 2.4671899999999983e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.75858e-05,
-    "min": 4.740110000000002e-05,
-    "max": 4.777849999999994e-05,
+    "seconds": 4.7548350000000024e-05,
+    "min": 4.746269999999996e-05,
+    "max": 4.764790000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6538749999999966e-05,
-    "min": 3.625859999999993e-05,
-    "max": 3.694660000000004e-05,
+    "seconds": 3.6537750000000004e-05,
+    "min": 3.6121400000000016e-05,
+    "max": 3.6736e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9799399999999967e-05,
-    "min": 2.967669999999998e-05,
-    "max": 2.9916200000000007e-05,
+    "seconds": 2.9833600000000002e-05,
+    "min": 2.9618199999999994e-05,
+    "max": 2.999050000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0913199999999947e-05,
-    "min": 2.0780699999999897e-05,
-    "max": 2.1186599999999863e-05,
+    "seconds": 2.0873549999999966e-05,
+    "min": 2.070699999999997e-05,
+    "max": 2.1113800000000035e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,9 +11715,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7821550000000054e-05,
-    "min": 4.761880000000002e-05,
-    "max": 4.804049999999995e-05,
+    "seconds": 4.78159e-05,
+    "min": 4.7606400000000006e-05,
+    "max": 4.794479999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11751,9 +11751,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.436610000000005e-05,
-    "min": 2.421099999999999e-05,
-    "max": 2.4546900000000028e-05,
+    "seconds": 2.4345300000000033e-05,
+    "min": 2.4154000000000006e-05,
+    "max": 2.4626999999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.76809e-05,
-    "min": 4.758339999999998e-05,
-    "max": 4.8102300000000036e-05,
+    "seconds": 4.7889349999999986e-05,
+    "min": 4.771789999999996e-05,
+    "max": 4.8313399999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.51825e-05,
-    "min": 9.492630000000008e-05,
-    "max": 9.53909e-05,
+    "seconds": 9.548149999999996e-05,
+    "min": 9.503300000000004e-05,
+    "max": 9.565540000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.440270000000003e-05,
-    "min": 2.4236599999999998e-05,
-    "max": 2.473259999999998e-05,
+    "seconds": 2.4439749999999965e-05,
+    "min": 2.4070500000000016e-05,
+    "max": 2.4617699999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.873045000000004e-05,
-    "min": 4.8476400000000036e-05,
-    "max": 4.898200000000004e-05,
+    "seconds": 4.860135000000001e-05,
+    "min": 4.8236700000000066e-05,
+    "max": 4.907459999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.386544999999999e-05,
-    "min": 3.373740000000003e-05,
-    "max": 3.399980000000001e-05,
+    "seconds": 3.387489999999998e-05,
+    "min": 3.369930000000004e-05,
+    "max": 3.395200000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.553129999999997e-05,
-    "min": 9.520769999999993e-05,
-    "max": 9.561519999999999e-05,
+    "seconds": 9.560539999999996e-05,
+    "min": 9.525330000000003e-05,
+    "max": 9.601570000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.420034999999997e-05,
-    "min": 8.403960000000004e-05,
-    "max": 8.442139999999998e-05,
+    "seconds": 8.427464999999999e-05,
+    "min": 8.405029999999998e-05,
+    "max": 8.454820000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012010550000000001,
-    "min": 0.00011988240000000018,
-    "max": 0.00012027370000000004,
+    "seconds": 0.00012064454999999996,
+    "min": 0.00012015320000000005,
+    "max": 0.00012090260000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.348085000000003e-05,
-    "min": 6.317670000000003e-05,
-    "max": 6.37722e-05,
+    "seconds": 6.346720000000002e-05,
+    "min": 6.305969999999996e-05,
+    "max": 6.407629999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.9557749999999985e-05,
-    "min": 4.914839999999997e-05,
-    "max": 5.0146499999999985e-05,
+    "seconds": 4.971965000000002e-05,
+    "min": 4.961590000000005e-05,
+    "max": 4.9843200000000045e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011348909999999999,
-    "min": 0.00011324310000000003,
-    "max": 0.0001137627,
+    "seconds": 0.00011360059999999998,
+    "min": 0.00011326969999999998,
+    "max": 0.00011364009999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.401975000000001e-05,
-    "min": 7.359619999999999e-05,
-    "max": 7.42739999999997e-05,
+    "seconds": 7.419830000000002e-05,
+    "min": 7.409260000000004e-05,
+    "max": 7.468139999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.991260000000003e-05,
-    "min": 7.949909999999993e-05,
-    "max": 8.066450000000007e-05,
+    "seconds": 8.012345000000002e-05,
+    "min": 7.996439999999996e-05,
+    "max": 8.019870000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.597004999999996e-05,
-    "min": 7.556620000000023e-05,
-    "max": 7.612689999999988e-05,
+    "seconds": 7.606534999999994e-05,
+    "min": 7.558069999999986e-05,
+    "max": 7.628080000000013e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001245612,
-    "min": 0.00012436099999999997,
-    "max": 0.00012484069999999997,
+    "seconds": 0.00012461604999999996,
+    "min": 0.00012432270000000014,
+    "max": 0.00012482520000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.825654999999991e-05,
-    "min": 7.806970000000017e-05,
-    "max": 7.85371000000002e-05,
+    "seconds": 7.826849999999996e-05,
+    "min": 7.794810000000005e-05,
+    "max": 7.876169999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.585249999999996e-05,
-    "min": 3.565679999999993e-05,
-    "max": 3.609550000000006e-05,
+    "seconds": 3.5695699999999984e-05,
+    "min": 3.55936e-05,
+    "max": 3.612820000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034074765000000003,
-    "min": 0.0003399014999999992,
-    "max": 0.0003411213000000002,
+    "seconds": 0.0003399648499999997,
+    "min": 0.0003396632000000001,
+    "max": 0.0003402430999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.559795000000004e-05,
-    "min": 3.543920000000004e-05,
-    "max": 3.574350000000002e-05,
+    "seconds": 3.567474999999998e-05,
+    "min": 3.55904e-05,
+    "max": 3.578769999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003391219499999998,
-    "min": 0.0003386581,
-    "max": 0.0003396401,
+    "seconds": 0.0003392982999999994,
+    "min": 0.0003383915999999996,
+    "max": 0.0003407905000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.904680000000001e-05,
-    "min": 5.900109999999998e-05,
-    "max": 5.925350000000007e-05,
+    "seconds": 5.9040849999999996e-05,
+    "min": 5.897529999999999e-05,
+    "max": 5.92883e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019700760000000006,
-    "min": 0.0001967461,
-    "max": 0.00019714080000000008,
+    "seconds": 0.00019678879999999993,
+    "min": 0.00019670400000000002,
+    "max": 0.0001970105000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.900109999999998e-05,
-    "min": 5.891790000000002e-05,
-    "max": 5.932350000000002e-05,
+    "seconds": 5.8883e-05,
+    "min": 5.871110000000005e-05,
+    "max": 5.902159999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019187080000000007,
-    "min": 0.00019178260000000006,
-    "max": 0.00019198729999999998,
+    "seconds": 0.00019174850000000003,
+    "min": 0.00019167830000000008,
+    "max": 0.0001918059,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.795665000000002e-05,
-    "min": 5.7801599999999985e-05,
-    "max": 5.8151099999999986e-05,
+    "seconds": 5.795729999999998e-05,
+    "min": 5.784899999999997e-05,
+    "max": 5.814370000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034250825,
-    "min": 0.00034241629999999995,
-    "max": 0.00034256169999999993,
+    "seconds": 0.00034253415,
+    "min": 0.00034238730000000014,
+    "max": 0.00034285019999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.546309999999999e-05,
-    "min": 5.538789999999995e-05,
-    "max": 5.56022e-05,
+    "seconds": 5.544685000000003e-05,
+    "min": 5.531490000000004e-05,
+    "max": 5.5574e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033721434999999997,
-    "min": 0.0003366532999999999,
-    "max": 0.0003374666,
+    "seconds": 0.0003366352000000001,
+    "min": 0.00033652139999999997,
+    "max": 0.0003367889,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012642705,
-    "min": 0.00012629349999999999,
-    "max": 0.0001264812,
+    "seconds": 0.00012625544999999997,
+    "min": 0.00012620899999999996,
+    "max": 0.00012636939999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004255436499999998,
-    "min": 0.00042501599999999996,
-    "max": 0.00042717380000000015,
+    "seconds": 0.0004254345500000001,
+    "min": 0.00042526099999999997,
+    "max": 0.0004268274000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012653604999999997,
-    "min": 0.00012646320000000004,
-    "max": 0.00012655560000000003,
+    "seconds": 0.00012647794999999997,
+    "min": 0.0001264153000000001,
+    "max": 0.00012655989999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000424026,
-    "min": 0.0004231269999999998,
-    "max": 0.00042438910000000015,
+    "seconds": 0.00042318235000000015,
+    "min": 0.0004229119000000001,
+    "max": 0.00042387230000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.877430000000005e-05,
-    "min": 8.822889999999999e-05,
-    "max": 8.89368e-05,
+    "seconds": 8.864349999999997e-05,
+    "min": 8.841280000000001e-05,
+    "max": 8.906990000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001227279,
-    "min": 0.00012265020000000004,
-    "max": 0.0001229681,
+    "seconds": 0.00012273189999999998,
+    "min": 0.0001226614,
+    "max": 0.0001227938000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.510770000000002e-05,
-    "min": 5.504630000000003e-05,
-    "max": 5.52473e-05,
+    "seconds": 5.524315000000001e-05,
+    "min": 5.508449999999998e-05,
+    "max": 5.532769999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.996974999999998e-05,
-    "min": 8.992949999999991e-05,
-    "max": 9.006880000000001e-05,
+    "seconds": 9.002515e-05,
+    "min": 8.993909999999996e-05,
+    "max": 9.018840000000011e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,9 +12448,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.586945000000004e-05,
-    "min": 5.57621e-05,
-    "max": 5.5951500000000015e-05,
+    "seconds": 5.575675000000001e-05,
+    "min": 5.57051e-05,
+    "max": 5.593489999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12481,9 +12481,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.837555e-05,
-    "min": 4.8243200000000006e-05,
-    "max": 4.855310000000004e-05,
+    "seconds": 4.8331149999999965e-05,
+    "min": 4.821420000000001e-05,
+    "max": 4.8511899999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12521,9 +12521,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.467449999999998e-05,
-    "min": 3.4588e-05,
-    "max": 3.477369999999996e-05,
+    "seconds": 3.4740949999999995e-05,
+    "min": 3.4579199999999996e-05,
+    "max": 3.489960000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12561,9 +12561,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7068649999999978e-05,
-    "min": 1.694059999999997e-05,
-    "max": 1.730219999999998e-05,
+    "seconds": 1.7040000000000003e-05,
+    "min": 1.6854400000000033e-05,
+    "max": 1.7174700000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029567644999999997,
-    "min": 0.00029562139999999985,
-    "max": 0.00029586240000000017,
+    "seconds": 0.00029586300000000016,
+    "min": 0.0002951989000000001,
+    "max": 0.00029636490000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004534691,
-    "min": 0.0004532796000000003,
-    "max": 0.0004545165000000003,
+    "seconds": 0.00045416369999999975,
+    "min": 0.00045368230000000017,
+    "max": 0.00045449439999999976,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003672854499999999,
-    "min": 0.00036705220000000027,
-    "max": 0.00036760670000000043,
+    "seconds": 0.0003671137999999999,
+    "min": 0.00036690319999999955,
+    "max": 0.00036754949999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047807439999999986,
-    "min": 0.00047735740000000017,
-    "max": 0.00047848890000000004,
+    "seconds": 0.0004777504000000003,
+    "min": 0.00047720540000000076,
+    "max": 0.0004781875,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024225809999999995,
-    "min": 0.00024200780000000009,
-    "max": 0.0002431131999999999,
+    "seconds": 0.0002407072,
+    "min": 0.0002402515000000001,
+    "max": 0.00024123960000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007787745500000005,
-    "min": 0.0007784675000000004,
-    "max": 0.0007810453999999987,
+    "seconds": 0.0007745893000000005,
+    "min": 0.0007740033000000001,
+    "max": 0.0007749126999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020271108500000004,
-    "min": 0.0020216724999999997,
-    "max": 0.0020326966000000003,
+    "seconds": 0.0020104943,
+    "min": 0.0020093754,
+    "max": 0.0020242129,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.004861552150000002,
-    "min": 0.004858149399999999,
-    "max": 0.004871712699999999,
+    "seconds": 0.0048959545500000005,
+    "min": 0.0048876175,
+    "max": 0.0049072188999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0005479622499999999,
-    "min": 0.0005472309999999998,
-    "max": 0.0005491803999999999,
+    "seconds": 0.00055217065,
+    "min": 0.000551872,
+    "max": 0.0005532883,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017492727000000003,
-    "min": 0.0017480823000000003,
-    "max": 0.0017537038999999993,
+    "seconds": 0.0017604960499999996,
+    "min": 0.0017597940000000003,
+    "max": 0.0017621765000000009,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00116802645,
-    "min": 0.0011601736000000002,
-    "max": 0.0011729646,
+    "seconds": 0.0011755469999999999,
+    "min": 0.0011683791,
+    "max": 0.0011792164999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028012707500000003,
-    "min": 0.0027911546,
-    "max": 0.0028130729999999993,
+    "seconds": 0.0028266796500000008,
+    "min": 0.0028166636000000003,
+    "max": 0.0028392256999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033627695,
-    "min": 0.000333149,
-    "max": 0.0003417625999999999,
+    "seconds": 0.00033991999999999996,
+    "min": 0.00033728339999999994,
+    "max": 0.0003423495,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010895479500000003,
-    "min": 0.0010828598999999993,
-    "max": 0.0010939992000000003,
+    "seconds": 0.0010959725499999997,
+    "min": 0.0010926225999999992,
+    "max": 0.001099913,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.842155000000007e-05,
-    "min": 6.823649999999998e-05,
-    "max": 6.883100000000007e-05,
+    "seconds": 6.806554999999994e-05,
+    "min": 6.80026e-05,
+    "max": 6.870649999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00039757675,
-    "min": 0.00039698410000000054,
-    "max": 0.0003983382999999999,
+    "seconds": 0.00039789004999999983,
+    "min": 0.0003976237000000003,
+    "max": 0.00039809549999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015654860000000005,
-    "min": 0.0001560509000000001,
-    "max": 0.00015771919999999997,
+    "seconds": 0.0001576182000000001,
+    "min": 0.00015728299999999998,
+    "max": 0.00015832120000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000489878299999994,
-    "min": 0.0004890143999999997,
-    "max": 0.0004911327,
+    "seconds": 0.0004932051500000001,
+    "min": 0.0004924764,
+    "max": 0.0004941411000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010276210000000001,
-    "min": 0.00010266119999999992,
-    "max": 0.00010306100000000008,
+    "seconds": 0.00010296069999999997,
+    "min": 0.00010251740000000005,
+    "max": 0.0001034362,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003634921,
-    "min": 0.0003624525999999998,
-    "max": 0.0003638682000000002,
+    "seconds": 0.0003646092499999997,
+    "min": 0.0003641714000000001,
+    "max": 0.00036616429999998654,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.701994999999999e-05,
-    "min": 4.685090000000007e-05,
-    "max": 4.7435899999999855e-05,
+    "seconds": 4.7632999999999996e-05,
+    "min": 4.754220000000008e-05,
+    "max": 4.799320000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028569089999999815,
-    "min": 0.0002854775999999999,
-    "max": 0.00028666540000000016,
+    "seconds": 0.00028637385,
+    "min": 0.0002858231000000029,
+    "max": 0.0002869356999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13147,15 +13147,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7135950000000002e-05,
-    "min": 2.7039300000000028e-05,
-    "max": 2.740469999999989e-05,
+    "seconds": 2.7346550000000013e-05,
+    "min": 2.7247899999999956e-05,
+    "max": 2.7535599999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015426575000001674,
-    "min": 0.0001536687,
-    "max": 0.00015466160000000018,
+    "seconds": 0.00015477824999999995,
+    "min": 0.0001543163000000015,
+    "max": 0.00015518269999999982,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13200,15 +13200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3420300000000036e-05,
-    "min": 3.332080000000001e-05,
-    "max": 3.3727199999999944e-05,
+    "seconds": 3.384969999999999e-05,
+    "min": 3.3596400000000016e-05,
+    "max": 3.411170000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016260854999999982,
-    "min": 0.00016208499999999986,
-    "max": 0.00016343860000000009,
+    "seconds": 0.00016357295000000023,
+    "min": 0.0001634395000000003,
+    "max": 0.00016374890000001033,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.164404999999997e-05,
-    "min": 5.114129999999993e-05,
-    "max": 5.246659999999995e-05,
+    "seconds": 5.2316449999999955e-05,
+    "min": 5.2089400000000023e-05,
+    "max": 5.267839999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022291534999999986,
-    "min": 0.00022237920000000005,
-    "max": 0.00022352629999999998,
+    "seconds": 0.00022366244999999995,
+    "min": 0.00022308000000000012,
+    "max": 0.00022414940000000023,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13306,15 +13306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015927335000000004,
-    "min": 0.0001578852,
-    "max": 0.00016019450000000004,
+    "seconds": 0.00016105540000000004,
+    "min": 0.00016015250000000003,
+    "max": 0.00016239259999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00054672545,
-    "min": 0.0005457795999999999,
-    "max": 0.0005471062999999998,
+    "seconds": 0.0005490761500000002,
+    "min": 0.0005489285000000001,
+    "max": 0.0005496906999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13359,15 +13359,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002652786,
-    "min": 0.00026455879999999997,
-    "max": 0.00026705859999999996,
+    "seconds": 0.00026709255,
+    "min": 0.0002624643,
+    "max": 0.00027115220000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006545801000000001,
-    "min": 0.0006507249999999998,
-    "max": 0.0006565747000000001,
+    "seconds": 0.0006561,
+    "min": 0.0006554267999999998,
+    "max": 0.0006602619999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13412,15 +13412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.310649999999998e-05,
-    "min": 8.232520000000002e-05,
-    "max": 8.413730000000005e-05,
+    "seconds": 8.32447e-05,
+    "min": 8.249530000000001e-05,
+    "max": 8.372809999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029380475000000014,
-    "min": 0.0002931229000000001,
-    "max": 0.00029502420000000003,
+    "seconds": 0.00029545740000000003,
+    "min": 0.0002936267999999999,
+    "max": 0.00029587259999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13465,15 +13465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040780735000000006,
-    "min": 0.0004075075,
-    "max": 0.0004089966999999999,
+    "seconds": 0.0004108359000000001,
+    "min": 0.00041046880000000004,
+    "max": 0.0004119633,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010226807499999994,
-    "min": 0.0010221700999999998,
-    "max": 0.0010238253999999998,
+    "seconds": 0.0010278900500000007,
+    "min": 0.0010273862999999998,
+    "max": 0.0010287045999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13518,15 +13518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012273835000000001,
-    "min": 0.0001226394,
-    "max": 0.00012320499999999998,
+    "seconds": 0.0001231168,
+    "min": 0.00012289210000000002,
+    "max": 0.00012386189999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004615461499999999,
-    "min": 0.0004609119000000001,
-    "max": 0.00046197289999999993,
+    "seconds": 0.00046272754999999993,
+    "min": 0.0004624350000000002,
+    "max": 0.00046372530000000017,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13572,15 +13572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.397869999999997e-05,
-    "min": 4.3768899999999824e-05,
-    "max": 4.426190000000013e-05,
+    "seconds": 4.3832699999999944e-05,
+    "min": 4.375050000000001e-05,
+    "max": 4.4245499999999826e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016398114999999973,
-    "min": 0.00016353440000000007,
-    "max": 0.0001642981999999999,
+    "seconds": 0.00016424374999999994,
+    "min": 0.0001640765999999996,
+    "max": 0.00016464159999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13626,15 +13626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.230819999999989e-05,
-    "min": 9.202159999999987e-05,
-    "max": 9.27243e-05,
+    "seconds": 9.245565000000004e-05,
+    "min": 9.22144000000001e-05,
+    "max": 9.266159999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030818265,
-    "min": 0.00030781999999998373,
-    "max": 0.00030912530000000004,
+    "seconds": 0.0003084101000000001,
+    "min": 0.00030801679999999966,
+    "max": 0.00030965530000000145,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13680,15 +13680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040002965,
-    "min": 0.0003993326,
-    "max": 0.0004011616999999998,
+    "seconds": 0.00040113500000000016,
+    "min": 0.00040090019999999984,
+    "max": 0.0004016686000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006338073000000024,
-    "min": 0.0006333553999999999,
-    "max": 0.0006347948999999998,
+    "seconds": 0.00063815235,
+    "min": 0.0006372888999999999,
+    "max": 0.0006387343,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.429029999999999e-05,
-    "min": 6.410680000000007e-05,
-    "max": 6.44378e-05,
+    "seconds": 6.450684999999999e-05,
+    "min": 6.427310000000006e-05,
+    "max": 6.482050000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017668329999999996,
-    "min": 0.00017647170000000028,
-    "max": 0.00017756800000000018,
+    "seconds": 0.00017794590000000106,
+    "min": 0.00017719540000000022,
+    "max": 0.0001781406000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13788,15 +13788,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.084390000000001e-05,
-    "min": 6.0098300000000014e-05,
-    "max": 6.139780000000002e-05,
+    "seconds": 6.128155000000005e-05,
+    "min": 6.06874e-05,
+    "max": 6.202209999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002406658,
-    "min": 0.00024022379999999997,
-    "max": 0.00024150729999999958,
+    "seconds": 0.00024208294999999985,
+    "min": 0.00024174569999999988,
+    "max": 0.00024248500000000032,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13842,15 +13842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024013509999999997,
-    "min": 0.00023990410000000018,
-    "max": 0.00024050300000000004,
+    "seconds": 0.00024167170000000002,
+    "min": 0.0002416137,
+    "max": 0.00024205750000000004,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004473392499999997,
-    "min": 0.00044704939999999974,
-    "max": 0.0004485449000000008,
+    "seconds": 0.0004499326499999998,
+    "min": 0.00044930990000000167,
+    "max": 0.00045255139999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13896,15 +13896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002047376,
-    "min": 0.00020250530000000006,
-    "max": 0.00020618469999999998,
+    "seconds": 0.0002053006,
+    "min": 0.00020359300000000001,
+    "max": 0.00020642979999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006169217499999997,
-    "min": 0.0006163409999999996,
-    "max": 0.0006174059999999998,
+    "seconds": 0.0006192044000000001,
+    "min": 0.0006189752999999998,
+    "max": 0.0006199031,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13932,9 +13932,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.680075e-05,
-    "min": 6.67604e-05,
-    "max": 6.711550000000002e-05,
+    "seconds": 6.681244999999996e-05,
+    "min": 6.671040000000002e-05,
+    "max": 6.712069999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
