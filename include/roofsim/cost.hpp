@@ -708,12 +708,17 @@ namespace detail {
     return modelled.value() > 0 ? k.bytes().value() * seconds_per_byte / modelled.value() : 1.0;
 }
 
+/// The key of a kernel's per-op efficiency in CostContext::op_factor: its op, phase and precision
+/// class (16-bit or not).
+[[nodiscard]] inline std::tuple<std::string_view, Phase, bool> op_factor_key(const Kernel& k) {
+    return {factor_op(k), factor_phase(k), k.dtype == DType::bf16 || k.dtype == DType::f16};
+}
+
 /// The per-op efficiency that multiplies a kernel's time: the factor of its op, phase and precision
-/// class (16-bit or not) at its shape (op_factor_at), 1 where there is none.
+/// class at its shape (op_factor_at), 1 where there is none.
 [[nodiscard]] inline double op_factor(const Kernel& k, const CostContext& ctx) {
     if (!takes_op_factor(k, ctx)) return 1.0;
-    const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
-    auto it = ctx.op_factor.find(std::tuple<std::string_view, Phase, bool>{factor_op(k), factor_phase(k), low});
+    auto it = ctx.op_factor.find(op_factor_key(k));
     return it != ctx.op_factor.end() ? op_factor_at(it->second, k, ctx) : 1.0;
 }
 

@@ -172,12 +172,11 @@ public:
     /// op_factor(k, ctx)
     [[nodiscard]] double op_factor(const Kernel& k) {
         if (!takes_op_factor(k, ctx_)) return 1.0;
-        const bool low = k.dtype == DType::bf16 || k.dtype == DType::f16;
-        const std::string_view op = factor_op(k);
-        const Phase phase = factor_phase(k);
+        const auto key = op_factor_key(k);
+        const auto& [op, phase, low] = key;
         std::optional<const std::vector<OpFactorPoint>*>& points = entry(op).factor[static_cast<int>(phase)][low ? 1 : 0];
         if (!points) {
-            auto it = ctx_.op_factor.find(std::tuple<std::string_view, Phase, bool>{op, phase, low});
+            auto it = ctx_.op_factor.find(key);
             points = it != ctx_.op_factor.end() ? &it->second : nullptr;
         }
         if (!*points) return 1.0;
