@@ -55,7 +55,11 @@ Phases (--phase, one process each):
             host-paced validation cases of the same ops, in one process, six rounds; then the same
             after the validation's imports and one model case: do the two programs' timing code read
             the same host the same way?
-The last seven take no points (the seven paired workloads are built and warmed all the same).
+  reps      does a steady-state batch's length change its time per repetition? measure_pytorch.py's
+            steady state of host-paced validation cases and the probe's steady loop of its tiny
+            layers, at 5 to 100 repetitions a batch, interleaved, twenty rounds, a canary before each
+            batch.
+The last eight take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1020,9 +1024,59 @@ def phase_harness(dev, workloads, started) -> list:
     return rounds
 
 
+REPS_PER_BATCH = [5, 10, 20, 50, 100]
+
+
+def phase_reps(dev, workloads, started) -> list:
+    """Each HARNESS_CASES validation case (LayerRun.forward_backward_steady, as measure_pytorch.py
+    times a batch) and each probe tiny layer (steady_layer_probes' loop, CUDA events) at every
+    REPS_PER_BATCH length, interleaved over twenty rounds, a canary before each batch: seconds per
+    repetition by batch length, in seconds and in canaries."""
+    all_cases = {c["id"]: c for c in mp.layer_cases(False)}
+    clock = mp.Clock(dev)
+    loops = {}
+    for op, cases in HARNESS_CASES.items():
+        build, make_inputs = probe.layer_cases(dev)[op]
+        fn, inputs, params, ctx, grad = probe.tiny_layer(dev, build, make_inputs, False)
+        leaves = [t for t in inputs if t.requires_grad] + [q for q in params if q.requires_grad]
+
+        def probe_batch(reps, fn=fn, inputs=inputs, ctx=ctx, grad=grad, leaves=leaves):
+            clock.sync()
+            clock.start()
+            for _ in range(reps):
+                for t in leaves:
+                    t.grad = None
+                with ctx():
+                    out = fn(*inputs)
+                (out[0] if isinstance(out, tuple) else out).backward(grad)
+            return clock.stop() / reps
+        loops[f"probe {op}"] = probe_batch
+        for case_id in cases:
+            with mp.tf32_flags(all_cases[case_id]["precision"]):
+                run = mp.LayerRun(all_cases[case_id], dev)
+            loops[f"case {case_id}"] = lambda reps, run=run: run.forward_backward_steady(clock, reps)
+    for batch in loops.values():
+        batch(10)
+    samples = {name: {str(r): [] for r in REPS_PER_BATCH} for name in loops}
+    canaries = {name: {str(r): [] for r in REPS_PER_BATCH} for name in loops}
+    for _ in range(20):
+        for name, batch in loops.items():
+            for reps in REPS_PER_BATCH:
+                canaries[name][str(reps)].append(mp.canary_seconds_per_op(dev))
+                samples[name][str(reps)].append(batch(reps))
+    result = {"label": "reps", "at_seconds": time.perf_counter() - started, "seconds": {}, "canaries": {}}
+    for name in loops:
+        result["seconds"][name] = {r: statistics.median(v) for r, v in samples[name].items()}
+        result["canaries"][name] = {r: statistics.median(v) for r, v in canaries[name].items()}
+        shown = "  ".join(f"x{r} {result['seconds'][name][r] * 1e6:6.1f} ({result['seconds'][name][r] / result['canaries'][name][r]:4.1f} c)"
+                          for r in result["seconds"][name])
+        print(f"{name:36s} {shown}", flush=True)
+    return [result]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1036,7 +1090,7 @@ def main(argv=None) -> int:
     phases = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
-              "lstm": phase_lstm, "harness": phase_harness}
+              "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),
