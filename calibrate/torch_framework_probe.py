@@ -523,6 +523,17 @@ def layer_probes(p: Probe, samples: int) -> None:
                      f"CUDA events, {where}")
 
 
+def steady_repetitions(fn, inputs, leaves, ctx, grad, reps: int) -> None:
+    """A tiny layer (tiny_layer's parts) run `reps` times back to back as a training loop runs it:
+    the leaves' grads set to None, the forward inside ctx(), backward(grad); no synchronize."""
+    for _ in range(reps):
+        for t in leaves:
+            t.grad = None
+        with ctx():
+            out = fn(*inputs)
+        (out[0] if isinstance(out, tuple) else out).backward(grad)
+
+
 def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
     """Host cost of one tiny layer's forward + backward repeated back to back, as a layer measured
     on its own runs in a loop: per-call costs included (the chain slopes leave them out)."""
@@ -536,12 +547,7 @@ def steady_layer_probes(p: Probe, batches: int, reps: int) -> None:
                 leaves = [t for t in inputs if t.requires_grad] + [q for q in params if q.requires_grad]
 
                 def loop():
-                    for _ in range(reps):
-                        for t in leaves:
-                            t.grad = None
-                        with ctx():
-                            out = fn(*inputs)
-                        (out[0] if isinstance(out, tuple) else out).backward(grad)
+                    steady_repetitions(fn, inputs, leaves, ctx, grad, reps)
 
                 timed(loop)
                 values = [timed(loop) / reps for _ in range(batches)]

@@ -118,11 +118,7 @@ def probe_workload(dev, op: str, use_autocast: bool):
     leaves = [t for t in inputs if t.requires_grad] + [q for q in params if q.requires_grad]
 
     def step():
-        for t in leaves:
-            t.grad = None
-        with ctx():
-            out = fn(*inputs)
-        (out[0] if isinstance(out, tuple) else out).backward(grad)
+        probe.steady_repetitions(fn, inputs, leaves, ctx, grad, 1)
     return step
 
 
@@ -1040,15 +1036,10 @@ def phase_reps(dev, workloads, started) -> list:
         fn, inputs, params, ctx, grad = probe.tiny_layer(dev, build, make_inputs, False)
         leaves = [t for t in inputs if t.requires_grad] + [q for q in params if q.requires_grad]
 
-        def probe_batch(reps, fn=fn, inputs=inputs, ctx=ctx, grad=grad, leaves=leaves):
+        def probe_batch(reps, parts=(fn, inputs, leaves, ctx, grad)):
             clock.sync()
             clock.start()
-            for _ in range(reps):
-                for t in leaves:
-                    t.grad = None
-                with ctx():
-                    out = fn(*inputs)
-                (out[0] if isinstance(out, tuple) else out).backward(grad)
+            probe.steady_repetitions(*parts, reps)
             return clock.stop() / reps
         loops[f"probe {op}"] = probe_batch
         for case_id in cases:
