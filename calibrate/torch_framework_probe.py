@@ -54,7 +54,8 @@ tools/validate/measure_pytorch.py, by contrast, only checks predictions.  Figure
       for K forward calls, and for K torch.autograd.grad(out, inputs, grad, retain_graph=True)
       calls; seconds per call. Batch norm is timed over 24 shapes of channels and elements per
       channel, layer norm over rows x hidden sizes, column sums (bias gradients) over rows x columns,
-      casts both ways, fused attention per backend at two sequence lengths. roofsim derives each
+      casts both ways, fused attention per backend at two sequence lengths, elementwise ops and
+      pools at two sizes (near the L2's and four times it). roofsim derives each
       op's efficiency against its own byte and FLOP counts from these (a sum's backward, a view,
       is recorded as 0).
   optimizer_<sgd|adamw>_<foreach|for_loop|fused>_per_param, ..._per_step, ..._large
@@ -924,6 +925,19 @@ def op_timing_cases():
     # autocast, GPT-2's tanh GELU): PyTorch runs its loop that casts each operand on load, not the
     # vectorized one; no gradient (its backward is a cast, timed above).
     cases.append(("add", {}, [(rows, "bfloat16!", False), (rows, "float32!", False)]))
+    # Elementwise ops and pools a second time at four times the size (67 M elements: 134 MB an
+    # operand in bfloat16, 268 MB in float32, well beyond the 50 MB L2), where the first size's
+    # bfloat16 operands are near the L2's: roofsim interpolates an op's efficiency by its kernels'
+    # bytes between the two (op_factor_at), for a model's 100-300 MB activations.
+    rows_large, big_large = [65536, 1024], [48, 512, 48, 48]
+    pool = {"kernel_size": [2, 2], "stride": [2, 2], "padding": [0, 0]}
+    for op, params, shape, operands in (("relu", {}, big_large, 1), ("gelu", {"approximate": "none"}, rows_large, 1),
+                                        ("silu", {}, rows_large, 1), ("tanh", {}, rows_large, 1),
+                                        ("sigmoid", {}, rows_large, 1), ("dropout", {"p": 0.1}, rows_large, 1),
+                                        ("add", {}, rows_large, 2), ("mul", {}, rows_large, 2),
+                                        ("maxpool2d", pool, big_large, 1), ("avgpool2d", pool, big_large, 1)):
+        cases.append((op, params, [(shape, f32, True)] * operands))
+    cases.append(("add", {}, [(rows_large, "bfloat16!", False), (rows_large, "float32!", False)]))
     out = []
     for op, params, inputs in cases:
         if op == "cast" or all(dtype.endswith("!") for _, dtype, _ in inputs):

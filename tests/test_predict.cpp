@@ -934,3 +934,55 @@ TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing
     // the add's timing calibrates no same-dtype add
     CHECK(ctx.op_factor.count(std::tuple<std::string, Phase, bool>{"add", Phase::forward, false}) == 0);
 }
+
+TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kernel's bytes between them", "[predict][framework]") {
+    // The probe times an elementwise op near the L2 cache's size and well beyond it; a model's kernel
+    // between the two takes the factor interpolated in log over log bytes, the end points' beyond.
+    const auto relu = [](std::int64_t rows, double forward_seconds) {
+        return nlohmann::json{{"op", "relu"},
+                              {"params", nlohmann::json::object()},
+                              {"precision", "fp32"},
+                              {"inputs", {{{"shape", {rows, 1024}}, {"dtype", "float32"}, {"requires_grad", true}}}},
+                              {"forward_gpu_seconds", {{"seconds", forward_seconds}}},
+                              {"backward_gpu_seconds", {{"seconds", 0.0}}}};
+    };
+    CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
+    plain.kernel_floor = Seconds(0);
+    // a relu forward kernel over `rows` x 1024 float32 elements, and its modelled time
+    const auto forward_kernel = [&](std::int64_t rows) {
+        const FrameworkProfile one = framework_profile_from_json(
+            {{"schema_version", 1}, {"kind", "roofsim-framework-profile"}, {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+             {"software", {{"torch", "2.11.0"}}}, {"date_utc", "2026-11-30T00:00:00+00:00"}, {"figures", nlohmann::json::object()},
+             {"op_timings", {relu(rows, 1.0)}}},
+            "test");
+        LoweringOptions o;
+        o.optimizer.kind = OptimizerKind::none;
+        for (const Kernel& k : lower(one.op_timings.front().graph, o).kernels.kernels) {
+            if (k.phase == Phase::forward && k.kind == KernelKind::elementwise) return k;
+        }
+        FAIL("no forward elementwise kernel");
+        return Kernel{};
+    };
+    const Kernel small = forward_kernel(16384), large = forward_kernel(65536), between = forward_kernel(32768);
+    const double small_modelled = kernel_cost(small, plain).time.value(), large_modelled = kernel_cost(large, plain).time.value();
+    // timed at twice and at half their modelled times
+    const nlohmann::json doc = {{"schema_version", 1},
+                                {"kind", "roofsim-framework-profile"},
+                                {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+                                {"software", {{"torch", "2.11.0"}}},
+                                {"date_utc", "2026-11-30T00:00:00+00:00"},
+                                {"figures", nlohmann::json::object()},
+                                {"op_timings", {relu(16384, 2 * small_modelled), relu(65536, 0.5 * large_modelled)}}};
+    CostContext ctx = plain;
+    calibrate_op_factors(ctx, framework_profile_from_json(doc, "test"));
+    CHECK(op_factor(small, ctx) == Catch::Approx(2.0));
+    CHECK(op_factor(large, ctx) == Catch::Approx(0.5));
+    CHECK(op_factor(between, ctx) == Catch::Approx(1.0));  // halfway in log bytes: the geometric mean
+    CHECK(op_factor(forward_kernel(4096), ctx) == Catch::Approx(2.0));     // below the smaller: its factor
+    CHECK(op_factor(forward_kernel(262144), ctx) == Catch::Approx(0.5));  // beyond the larger
+    // timed at one size only: that timing's factor at any size, as before
+    nlohmann::json one_size = doc;
+    one_size["op_timings"] = {relu(16384, 2 * small_modelled)};
+    calibrate_op_factors(ctx, framework_profile_from_json(one_size, "test"));
+    CHECK(op_factor(large, ctx) == Catch::Approx(2.0));
+}

@@ -52,6 +52,7 @@ struct OpFactorPoint {
     std::optional<AttentionDims> attention;  ///< the attention shape and backend it ran at, for sdpa
     double factor = 1;
     double seconds_per_byte = 0;  ///< a column sum's measured time over its bytes (0: not recorded)
+    double kernel_bytes = 0;      ///< the bytes of one of the op's own kernels it was timed at (0: not recorded)
 };
 
 namespace detail {
@@ -635,7 +636,9 @@ namespace detail {
 /// dropout (with or without) where such points exist, interpolated in log factor over log key length
 /// between the two that bracket it (the end point's beyond); a normalization kernel with its reduction
 /// shape, the points timed at the nearest group count (log scale), interpolated likewise over log group
-/// length; otherwise the op's first op timing.
+/// length; any other kernel, among points timed at two sizes or more (an elementwise op below and
+/// beyond the L2 cache), interpolated likewise over log bytes per kernel; otherwise the op's first op
+/// timing.
 [[nodiscard]] inline double op_factor_at(const std::vector<OpFactorPoint>& points, const Kernel& k) {
     if (points.empty()) return 1.0;
     const auto distance = [](double a, double b) { return a > b ? a / b : b / a; };  // |log(a/b)|, ordered alike
@@ -663,6 +666,13 @@ namespace detail {
         return detail::interpolate_log_log(std::move(by_length), static_cast<double>(a->seq_kv));
     }
     const auto* norm = std::get_if<NormDims>(&k.dims);
+    if (!norm && points.size() > 1 && k.bytes().value() > 0) {
+        std::vector<std::pair<double, double>> by_bytes;
+        for (const auto& p : points) {
+            if (p.kernel_bytes > 0) by_bytes.emplace_back(p.kernel_bytes, p.factor);
+        }
+        if (by_bytes.size() > 1) return detail::interpolate_log_log(std::move(by_bytes), k.bytes().value());
+    }
     if (!norm || points.size() == 1) return points.front().factor;
     const double groups = static_cast<double>(norm->groups), length = static_cast<double>(norm->group_elements);
     const OpFactorPoint* nearest = nullptr;

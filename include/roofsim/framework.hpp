@@ -178,8 +178,8 @@ namespace detail {
 
 /// Fills ctx.op_factor from the profile's op timings: for each op, phase and precision class, the
 /// measured GPU time over roofsim's modelled GPU time of the same layer (its kernels' costs summed,
-/// with no factor), one point per timing, with the reduction shape of a normalization or the shape
-/// of an attention (op_factor_at picks among them by shape). Ops measured only in float32 or only in
+/// with no factor), one point per timing, with the reduction shape of a normalization, the shape
+/// of an attention or else the bytes of one of its kernels (op_factor_at picks among them by shape). Ops measured only in float32 or only in
 /// 16-bit apply to that class alone. Casts are calibrated first, from the cast op's timings, each
 /// phase by its kernel's source dtype; the casts inside another op's timing (autocast's, of its
 /// inputs and their gradients) are then charged at that efficiency and the op's factor covers the rest.
@@ -238,6 +238,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
         if (all_mixed(step)) op = "elementwise_mixed";
         Seconds modelled[2] = {Seconds(0), Seconds(0)}, others[2] = {Seconds(0), Seconds(0)};
         Bytes own_bytes[2] = {Bytes(0), Bytes(0)};
+        int own_kernels[2] = {0, 0};
         bool low = false;
         std::optional<NormDims> norm;  // the reduction shape it was timed at, for normalizations
         std::optional<AttentionDims> attention;
@@ -252,6 +253,7 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             if (own) {
                 modelled[i] += kernel_cost(k, plain).time;
                 own_bytes[i] += k.bytes();
+                ++own_kernels[i];
             } else if (is_autocast_cached_cast(k)) {
                 others[i] += kernel_cost(k, with_casts).time / static_cast<double>(f.op_timing_calls);
             } else {
@@ -268,6 +270,8 @@ inline void calibrate_op_factors(CostContext& ctx, const FrameworkProfile& f) {
             const double own = std::max(measured(t, phase) - others[i].value(), 0.1 * measured(t, phase));
             OpFactorPoint point{norm, attention, own / modelled[i].value()};
             if (op == "sum" && own_bytes[i].value() > 0) point.seconds_per_byte = own / own_bytes[i].value();
+            // the size it was timed at, for ops timed at several (op_factor_at)
+            if (!norm && !attention && own_kernels[i] > 0) point.kernel_bytes = own_bytes[i].value() / own_kernels[i];
             ctx.op_factor[{op, phase, low}].push_back(point);
             // a column sum is timed forward and runs as bias gradients in the backward: the same kernel
             if (op == "sum") ctx.op_factor[{op, Phase::backward, low}].push_back(point);
