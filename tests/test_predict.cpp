@@ -48,6 +48,18 @@ PredictOptions host_cost_options(const FrameworkProfile& f) {
     return o;
 }
 
+/// A framework profile document of the H200 with these figures and op timings, as the probe writes one.
+nlohmann::json framework_doc(const nlohmann::json& figures, const nlohmann::json& op_timings = nlohmann::json::array()) {
+    nlohmann::json doc = {{"schema_version", 1},
+                          {"kind", "roofsim-framework-profile"},
+                          {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
+                          {"software", {{"torch", "2.11.0"}}},
+                          {"date_utc", "2026-11-30T00:00:00+00:00"},
+                          {"figures", figures}};
+    if (!op_timings.empty()) doc["op_timings"] = op_timings;
+    return doc;
+}
+
 }  // namespace
 
 TEST_CASE("the simulated step is bounded by GPU work and host issue", "[predict][sim]") {
@@ -582,12 +594,7 @@ TEST_CASE("a convolution's host cost grows with its size as the profile's conv_h
     conv_size("k1", "autocast", 1e9, 60e-6, 300e-6);
     // float32 without TF32: one size only, no curve.
     conv_size("k3", "fp32_strict", 1e4, 30e-6, 90e-6);
-    const nlohmann::json doc = {{"schema_version", 1},
-                                {"kind", "roofsim-framework-profile"},
-                                {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
-                                {"software", {{"torch", "2.11.0"}}},
-                                {"date_utc", "2026-11-30T00:00:00+00:00"},
-                                {"figures", figures}};
+    const nlohmann::json doc = framework_doc(figures);
     const FrameworkProfile f = framework_profile_from_json(doc, "test");
     CHECK(f.conv_host.size() == 12);
     const ConvHostGrowth amp = conv_host_growth_from_framework(f, PrecisionMode::amp_fp16);
@@ -721,13 +728,8 @@ TEST_CASE("host costs scale as a whole, and the profile names the host speed the
     CHECK_THROWS_AS(scaled(h, -1.0), std::invalid_argument);
     CHECK_THROWS_AS(scaled(h, std::nan("")), std::invalid_argument);
 
-    nlohmann::json doc = {{"schema_version", 1},
-                          {"kind", "roofsim-framework-profile"},
-                          {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
-                          {"software", {{"torch", "2.11.0"}}},
-                          {"date_utc", "2026-11-30T00:00:00+00:00"},
-                          {"figures",
-                           {{"eager_op_add", {{"seconds", 8e-6}, {"min", 7e-6}, {"max", 9e-6}, {"samples", 3}, {"method", "test"}}}}}};
+    nlohmann::json doc =
+        framework_doc({{"eager_op_add", {{"seconds", 8e-6}, {"min", 7e-6}, {"max", 9e-6}, {"samples", 3}, {"method", "test"}}}});
     // Profiles from before the canary: the eager_op_add figure is the host speed (the same loop).
     CHECK(framework_profile_from_json(doc, "test").host_seconds_per_op()->value() == Catch::Approx(8e-6));
     doc["host_speed"] = nullptr;  // a run on which no canary could be taken
@@ -815,13 +817,7 @@ TEST_CASE("an op timing's forward casts of leaves count once per autocast contex
                                    {"inputs", {input, input, input}},
                                    {"forward_gpu_seconds", {{"seconds", 1e-4}}},
                                    {"backward_gpu_seconds", {{"seconds", 5e-4}}}};
-    nlohmann::json doc = {{"schema_version", 1},
-                          {"kind", "roofsim-framework-profile"},
-                          {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
-                          {"software", {{"torch", "2.11.0"}}},
-                          {"date_utc", "2026-11-30T00:00:00+00:00"},
-                          {"figures", nlohmann::json::object()},
-                          {"op_timings", {timing}}};
+    nlohmann::json doc = framework_doc(nlohmann::json::object(), nlohmann::json::array({timing}));
     const FrameworkProfile parsed = framework_profile_from_json(doc, "test");
     REQUIRE(parsed.op_timings.size() == 1);
     CHECK(parsed.op_timing_calls == 1);  // no settings: one call per measurement
@@ -879,13 +875,7 @@ TEST_CASE("elementwise loops over mixed dtypes take the mixed-dtype add's timing
                                  {"inputs", {tensor("bfloat16", true)}},
                                  {"forward_gpu_seconds", {{"seconds", 1.0}}},
                                  {"backward_gpu_seconds", {{"seconds", 1.0}}}};
-    const nlohmann::json doc = {{"schema_version", 1},
-                                {"kind", "roofsim-framework-profile"},
-                                {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
-                                {"software", {{"torch", "2.11.0"}}},
-                                {"date_utc", "2026-11-30T00:00:00+00:00"},
-                                {"figures", nlohmann::json::object()},
-                                {"op_timings", {mixed_add, gelu}}};
+    const nlohmann::json doc = framework_doc(nlohmann::json::object(), nlohmann::json::array({mixed_add, gelu}));
     FrameworkProfile f = framework_profile_from_json(doc, "test");
     REQUIRE(f.op_timings.size() == 2);
     CostContext plain = make_cost_context(gpu_or_throw("h200-sxm"), find_builtin_calibration("h200-sxm"));
@@ -950,11 +940,7 @@ TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kern
     plain.kernel_floor = Seconds(0);
     // a relu forward kernel over `rows` x 1024 float32 elements, and its modelled time
     const auto forward_kernel = [&](std::int64_t rows) {
-        const FrameworkProfile one = framework_profile_from_json(
-            {{"schema_version", 1}, {"kind", "roofsim-framework-profile"}, {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
-             {"software", {{"torch", "2.11.0"}}}, {"date_utc", "2026-11-30T00:00:00+00:00"}, {"figures", nlohmann::json::object()},
-             {"op_timings", {relu(rows, 1.0)}}},
-            "test");
+        const FrameworkProfile one = framework_profile_from_json(framework_doc(nlohmann::json::object(), nlohmann::json::array({relu(rows, 1.0)})), "test");
         LoweringOptions o;
         o.optimizer.kind = OptimizerKind::none;
         for (const Kernel& k : lower(one.op_timings.front().graph, o).kernels.kernels) {
@@ -966,13 +952,8 @@ TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kern
     const Kernel small = forward_kernel(16384), large = forward_kernel(65536), between = forward_kernel(32768);
     const double small_modelled = kernel_cost(small, plain).time.value(), large_modelled = kernel_cost(large, plain).time.value();
     // timed at twice and at half their modelled times
-    const nlohmann::json doc = {{"schema_version", 1},
-                                {"kind", "roofsim-framework-profile"},
-                                {"device", {{"name", "NVIDIA H200"}, {"key", "h200-sxm"}}},
-                                {"software", {{"torch", "2.11.0"}}},
-                                {"date_utc", "2026-11-30T00:00:00+00:00"},
-                                {"figures", nlohmann::json::object()},
-                                {"op_timings", {relu(16384, 2 * small_modelled), relu(65536, 0.5 * large_modelled)}}};
+    const nlohmann::json doc =
+        framework_doc(nlohmann::json::object(), nlohmann::json::array({relu(16384, 2 * small_modelled), relu(65536, 0.5 * large_modelled)}));
     CostContext ctx = plain;
     calibrate_op_factors(ctx, framework_profile_from_json(doc, "test"));
     CHECK(op_factor(small, ctx) == Catch::Approx(2.0));
@@ -982,7 +963,7 @@ TEST_CASE("an elementwise op timed at two sizes takes its efficiency by its kern
     CHECK(op_factor(forward_kernel(262144), ctx) == Catch::Approx(0.5));  // beyond the larger
     // timed at one size only: that timing's factor at any size, as before
     nlohmann::json one_size = doc;
-    one_size["op_timings"] = {relu(16384, 2 * small_modelled)};
+    one_size["op_timings"] = nlohmann::json::array({relu(16384, 2 * small_modelled)});
     calibrate_op_factors(ctx, framework_profile_from_json(one_size, "test"));
     CHECK(op_factor(large, ctx) == Catch::Approx(2.0));
 }

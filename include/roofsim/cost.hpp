@@ -667,11 +667,22 @@ namespace detail {
     }
     const auto* norm = std::get_if<NormDims>(&k.dims);
     if (!norm && points.size() > 1 && k.bytes().value() > 0) {
-        std::vector<std::pair<double, double>> by_bytes;
+        // the timed sizes that bracket the kernel's bytes (no allocation: this runs for every kernel)
+        const double bytes = k.bytes().value();
+        const OpFactorPoint *below = nullptr, *above = nullptr;
+        int sized = 0;
         for (const auto& p : points) {
-            if (p.kernel_bytes > 0) by_bytes.emplace_back(p.kernel_bytes, p.factor);
+            if (p.kernel_bytes <= 0) continue;
+            ++sized;
+            if (p.kernel_bytes <= bytes && (!below || p.kernel_bytes > below->kernel_bytes)) below = &p;
+            if (p.kernel_bytes >= bytes && (!above || p.kernel_bytes < above->kernel_bytes)) above = &p;
         }
-        if (by_bytes.size() > 1) return detail::interpolate_log_log(std::move(by_bytes), k.bytes().value());
+        if (sized > 1) {
+            if (!below) return above->factor;
+            if (!above || above->kernel_bytes == below->kernel_bytes) return below->factor;
+            const double t = std::log(bytes / below->kernel_bytes) / std::log(above->kernel_bytes / below->kernel_bytes);
+            return std::exp(std::log(below->factor) * (1 - t) + std::log(above->factor) * t);
+        }
     }
     if (!norm || points.size() == 1) return points.front().factor;
     const double groups = static_cast<double>(norm->groups), length = static_cast<double>(norm->group_elements);
