@@ -59,7 +59,13 @@ Phases (--phase, one process each):
             steady state of host-paced validation cases and the probe's steady loop of its tiny
             layers, at 5 to 100 repetitions a batch, interleaved, twenty rounds, a canary before each
             batch.
-The last eight take no points (the seven paired workloads are built and warmed all the same).
+  python    where a model's forward host time goes beyond its operators: each validation model at
+            its host-paced batch, the forward's host issue time on the GPU, its aten operator count
+            (a counting TorchDispatchMode) and module calls (a global forward pre-hook); then the same
+            model and batch on the meta device (no kernels, no launches: the Python of the model and
+            the framework's dispatch alone), and references on both devices: a chain of adds, a tiny
+            Linear module, an empty module's call, a plain Python call.
+The last nine take no points (the seven paired workloads are built and warmed all the same).
 Writes JSON (--out) and prints a table. Usage, on a GPU machine, from the repository root:
   python3 tools/validate/host_state.py --phase profiler --out host_state_profiler.json
 """
@@ -1065,9 +1071,161 @@ def phase_reps(dev, workloads, started) -> list:
     return [result]
 
 
+PYTHON_MODELS = ("resnet50/b32x224/amp-bf16", "bert-base/b32xs128/amp-bf16", "gpt2-small/b4xs1024/amp-bf16",
+                 "vit-b-16/b32x224/amp-bf16")
+
+
+def _median_seconds(fn, reps: int = 9, before=None) -> float:
+    """Median host seconds of fn() (the call's own time, up to its return), `before()` untimed first."""
+    times = []
+    for _ in range(reps):
+        if before is not None:
+            before()
+        t0 = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - t0)
+        del result
+    return statistics.median(times)
+
+
+def _reference_costs(device) -> dict:
+    """Seconds per call, on `device`: a chain of 200 adds of (32, 128, 768) tensors that require
+    grad, 200 calls of a tiny Linear module (8x64 -> 64), 200 calls of an empty module (returns its
+    input), and (host only) 200 calls of a plain Python function with keyword arguments."""
+    x = torch.zeros(32, 128, 768, device=device, requires_grad=True)
+    y = torch.zeros(32, 128, 768, device=device)
+    lin = torch.nn.Linear(64, 64).to(device)
+    xs = torch.zeros(8, 64, device=device)
+
+    class Empty(torch.nn.Module):
+        def forward(self, t):
+            return t
+    empty = Empty()
+
+    def f(a, b=None, c=None):
+        return a if b is None else b
+
+    def chain_add():
+        t = x
+        for _ in range(200):
+            t = t + y
+        return t
+
+    def linear_calls():
+        for _ in range(200):
+            out = lin(xs)
+        return out
+
+    def empty_calls():
+        for _ in range(200):
+            out = empty(xs)
+        return out
+
+    def python_calls():
+        for _ in range(200):
+            out = f(1, b=None, c=2)
+        return out
+    chain_add(), linear_calls(), empty_calls()
+    sync()
+    return {"add_chain": _median_seconds(chain_add, before=sync) / 200,
+            "linear_module": _median_seconds(linear_calls, before=sync) / 200,
+            "empty_module": _median_seconds(empty_calls) / 200,
+            "python_call": _median_seconds(python_calls) / 200}
+
+
+def _forward_counts(fn) -> dict:
+    """The aten operators (by name) and module calls of one fn() call."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = collections.Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops[str(func.overloadpacket.__name__)] += 1
+            return func(*args, **(kwargs or {}))
+    modules = [0]
+
+    def pre_hook(module, inputs):
+        modules[0] += 1
+    handle = torch.nn.modules.module.register_module_forward_pre_hook(pre_hook)
+    try:
+        with Count() as counter:
+            result = fn()
+    finally:
+        handle.remove()
+    del result
+    return {"aten_ops": sum(counter.ops.values()), "module_calls": modules[0], "by_op": dict(counter.ops.most_common())}
+
+
+def phase_python(dev, workloads, started) -> list:
+    """PYTHON_MODELS on `dev` and on the meta device: the forward's host seconds, aten ops and
+    module calls, with reference costs on both devices and a canary before each model."""
+    meta = torch.device("meta")
+    points = [{"label": "references", "at_seconds": time.perf_counter() - started,
+               "device": _reference_costs(dev), "meta": _reference_costs(meta),
+               "canary_seconds": mp.canary_seconds_per_op(dev)}]
+    print("references (us per call): " + "  ".join(
+        f"{where} {k} {v * 1e6:.2f}" for where in ("device", "meta") for k, v in points[0][where].items()), flush=True)
+    for spec in mp.model_cases(False):
+        if spec["id"] not in PYTHON_MODELS:
+            continue
+        mode = spec["precision"]
+        record = {"label": spec["id"], "batch": spec["batch"]}
+        with mp.tf32_flags(mode):
+            try:
+                _, model, batch, loss_fn, _, opt, _ = mp.ready_model(spec, dev, False)
+            except mp.Skip as exc:
+                print(f"  {spec['id']}: skipped ({exc})", flush=True)
+                continue
+
+            def forward(model=model, batch=batch, loss_fn=loss_fn):
+                with mp.autocast_ctx(mode, dev.type):
+                    return loss_fn(model, batch)
+            for _ in range(3):
+                opt.zero_grad(set_to_none=True)
+                forward().backward()
+            sync()
+
+            def before(opt=opt):
+                opt.zero_grad(set_to_none=True)
+                sync()
+            record["canary_seconds"] = mp.canary_seconds_per_op(dev)
+            record["forward_seconds"] = _median_seconds(forward, before=before)
+            record["device_counts"] = _forward_counts(forward)
+            del model, batch, opt
+            mp.clear_memory(dev)
+            try:
+                torch.manual_seed(0)
+                model, batch, loss_fn, _ = mp.build_model(spec, meta, False)
+                model.to(meta)
+                model.train()
+                batch = {k: v.to(meta) for k, v in batch.items()}
+
+                def meta_forward(model=model, batch=batch, loss_fn=loss_fn):
+                    with mp.autocast_ctx(mode, dev.type):
+                        return loss_fn(model, batch)
+                meta_forward()
+                record["meta_forward_seconds"] = _median_seconds(meta_forward)
+                record["meta_counts"] = _forward_counts(meta_forward)
+            except Exception as exc:  # a model whose forward needs real data (an .item(), a mask check)
+                record["meta_error"] = mp.first_line(exc)
+            del model, batch
+        record["at_seconds"] = time.perf_counter() - started
+        points.append(record)
+        dc, mc = record["device_counts"], record.get("meta_counts", {})
+        print(f"  {spec['id']:34s} forward {record['forward_seconds'] * 1e3:6.2f} ms ({dc['aten_ops']} ops, "
+              f"{dc['module_calls']} module calls) | meta "
+              + (f"{record['meta_forward_seconds'] * 1e3:6.2f} ms ({mc['aten_ops']} ops)" if "meta_forward_seconds" in record
+                 else record.get("meta_error", "-"))
+              + f" | canary {record['canary_seconds'] * 1e6:.1f} us", flush=True)
+    return points
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps"), required=True)
+    ap.add_argument("--phase", choices=("profiler", "groups", "validation", "threads", "imports", "depth", "clocks", "overlap", "sizes", "model_sum", "model_host", "lstm", "harness", "reps", "python"), required=True)
     ap.add_argument("--out", required=True, help="JSON file to write")
     ap.add_argument("--device", default="cuda", help="torch device (default cuda; cpu tests the script only)")
     args = ap.parse_args(argv)
@@ -1081,7 +1239,8 @@ def main(argv=None) -> int:
     phases = {"profiler": phase_profiler, "groups": phase_groups, "validation": phase_validation,
               "threads": phase_threads, "imports": phase_imports, "depth": phase_depth,
               "clocks": phase_clocks, "overlap": phase_overlap, "sizes": phase_sizes, "model_sum": phase_model_sum, "model_host": phase_model_host,
-              "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps}
+              "lstm": phase_lstm, "harness": phase_harness, "reps": phase_reps,
+              "python": phase_python}
     points = phases[args.phase](dev, workloads, started)
     doc = {"kind": "roofsim-host-state-diagnostic", "phase": args.phase, "torch": torch.__version__,
            "device": torch.cuda.get_device_name() if dev.type == "cuda" else "cpu", "cpu": mp.host_cpu_name(),

@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T01:02:03+00:00",
+ "date_utc": "2026-12-01T02:53:20+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 9.297654999897986e-06,
+  "reference_seconds_per_op": 8.309574999998403e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4208,
-  "canary_p10_seconds": 6.953380000140896e-06,
-  "canary_p90_seconds": 1.072597500012762e-05,
+  "canaries": 4149,
+  "canary_p10_seconds": 6.5347899999324e-06,
+  "canary_p90_seconds": 1.0217964999981178e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 9.495566499992947e-06,
-   "min": 6.916012999965915e-06,
-   "max": 1.0331815500023823e-05,
+   "seconds": 6.773276499984604e-06,
+   "min": 6.288572500011469e-06,
+   "max": 9.735353499991106e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.446257999968566e-06,
-   "host_canary_seconds": 1.0268169999676502e-05,
+   "issue_only_seconds": 9.450321000002759e-06,
+   "host_canary_seconds": 7.588764999866271e-06,
    "pass_seconds": [
-    9.495566499992947e-06,
-    9.137851499986027e-06,
-    9.76780600001348e-06
+    9.458560499979285e-06,
+    6.773276499984604e-06,
+    6.440532499993879e-06
    ],
    "pass_host_canary_seconds": [
-    1.0268169999676502e-05,
-    8.002205000252615e-06,
-    1.0057755000048019e-05
+    7.588764999866271e-06,
+    6.899464999889915e-06,
+    6.437764999986939e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2855050000041501e-05,
-   "min": 1.1920607499973813e-05,
-   "max": 1.9145240000000285e-05,
+   "seconds": 1.2637542999982542e-05,
+   "min": 1.1371701499996335e-05,
+   "max": 1.851483799998732e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.8013773999996374e-05,
-   "host_canary_seconds": 1.0618984999837266e-05,
+   "issue_only_seconds": 1.2910648499996569e-05,
+   "host_canary_seconds": 7.400954999923215e-06,
    "pass_seconds": [
-    1.8070925000017725e-05,
-    1.2164948000020104e-05,
-    1.2855050000041501e-05
+    1.291890799998896e-05,
+    1.2637542999982542e-05,
+    1.1537965999991684e-05
    ],
    "pass_host_canary_seconds": [
-    1.0618984999837266e-05,
-    7.1467949999259875e-06,
-    7.143994999978531e-06
+    7.400954999923215e-06,
+    7.193389999997635e-06,
+    6.5082849999953394e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.4352377499960767e-05,
-   "min": 1.1226273999966453e-05,
-   "max": 1.7058270500001526e-05,
+   "seconds": 1.1628549500017016e-05,
+   "min": 1.0397707999999284e-05,
+   "max": 1.2998262999985854e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4293269999996028e-05,
-   "host_canary_seconds": 9.60599999984879e-06,
+   "issue_only_seconds": 1.0526388499982886e-05,
+   "host_canary_seconds": 6.809584999984963e-06,
    "pass_seconds": [
-    1.4352377499960767e-05,
-    1.5814429499982906e-05,
-    1.1384666999958881e-05
+    1.0536169499999914e-05,
+    1.216079499999978e-05,
+    1.1628549500017016e-05
    ],
    "pass_host_canary_seconds": [
-    9.60599999984879e-06,
-    9.877439999854687e-06,
-    6.9949350000797495e-06
+    6.809584999984963e-06,
+    7.173230000034892e-06,
+    6.828269999914483e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.485495149995586e-05,
-   "min": 1.0169609499996569e-05,
-   "max": 1.8604166500040263e-05,
+   "seconds": 1.0333590499982393e-05,
+   "min": 9.639094000021942e-06,
+   "max": 1.3488633999998e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5262690499980636e-05,
-   "host_canary_seconds": 9.601799999927608e-06,
+   "issue_only_seconds": 9.838277499994774e-06,
+   "host_canary_seconds": 6.556599999782975e-06,
    "pass_seconds": [
-    1.531658599998309e-05,
-    1.485495149995586e-05,
-    1.0329046000038033e-05
+    9.847171499984597e-06,
+    1.1052371499999935e-05,
+    1.0333590499982393e-05
    ],
    "pass_host_canary_seconds": [
-    9.601799999927608e-06,
-    9.215459999722953e-06,
-    6.991189999894232e-06
+    6.556599999782975e-06,
+    7.114029999968352e-06,
+    6.734410000035496e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.1142914999882126e-06,
-   "min": 6.757224000011775e-06,
-   "max": 8.522088999995959e-06,
+   "seconds": 7.022465000005696e-06,
+   "min": 6.453480499999387e-06,
+   "max": 1.0665336999977625e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 7.115188000000217e-06,
-   "host_canary_seconds": 7.252657499918769e-06,
+   "issue_only_seconds": 9.667081000003463e-06,
+   "host_canary_seconds": 9.935194999997065e-06,
    "pass_seconds": [
-    7.1219839999798755e-06,
-    7.1142914999882126e-06,
-    6.918197499999223e-06
+    9.710874000006698e-06,
+    7.022465000005696e-06,
+    6.5761209999948276e-06
    ],
    "pass_host_canary_seconds": [
-    7.252657499918769e-06,
-    7.211615000244365e-06,
-    6.836434999968333e-06
+    9.935194999997065e-06,
+    7.09415749994946e-06,
+    6.702862499992079e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.65701244999741e-05,
-   "min": 3.4893428500026856e-05,
-   "max": 5.113456499998392e-05,
+   "seconds": 3.9081622999987076e-05,
+   "min": 3.461462200002075e-05,
+   "max": 5.5388095000012074e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.67079625000315e-05,
-   "host_canary_seconds": 7.187625000142361e-06,
+   "issue_only_seconds": 4.959402500000465e-05,
+   "host_canary_seconds": 9.698414999945725e-06,
    "pass_seconds": [
-    3.6725595500001874e-05,
-    3.65701244999741e-05,
-    3.55162595000138e-05
+    4.964406849998682e-05,
+    3.9081622999987076e-05,
+    3.489362100000903e-05
    ],
    "pass_host_canary_seconds": [
-    7.187625000142361e-06,
-    7.725130000153513e-06,
-    7.450829999697817e-06
+    9.698414999945725e-06,
+    7.227019999902496e-06,
+    6.745024999759153e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 3.40019094999775e-05,
-   "min": 2.5555228500024896e-05,
-   "max": 3.8092885499963814e-05,
+   "seconds": 2.790876149998667e-05,
+   "min": 2.5314786999985016e-05,
+   "max": 3.1907918499996416e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 3.59780060000503e-05,
-   "host_canary_seconds": 9.561690000055023e-06,
+   "issue_only_seconds": 2.807395249999445e-05,
+   "host_canary_seconds": 7.67463500011445e-06,
    "pass_seconds": [
-    3.603038450000895e-05,
-    3.40019094999775e-05,
-    2.6037650999967354e-05
+    2.8116263500010063e-05,
+    2.790876149998667e-05,
+    2.5506639500008533e-05
    ],
    "pass_host_canary_seconds": [
-    9.561690000055023e-06,
-    9.020600000440026e-06,
-    7.063799999968978e-06
+    7.67463500011445e-06,
+    7.108015000198975e-06,
+    6.7616249998536656e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.1137668000003487e-05,
-   "min": 1.0425949999955718e-05,
-   "max": 2.2072258999969564e-05,
+   "seconds": 1.0513258499997846e-05,
+   "min": 1.0143157500010602e-05,
+   "max": 1.7501404499995488e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.1129686999993282e-05,
-   "host_canary_seconds": 7.984349999787809e-06,
+   "issue_only_seconds": 1.0403347499988058e-05,
+   "host_canary_seconds": 6.797000000062781e-06,
    "pass_seconds": [
-    1.1137668000003487e-05,
-    1.1775636499976372e-05,
-    1.0572287499996947e-05
+    1.0416505999984337e-05,
+    1.4429903000007016e-05,
+    1.0513258499997846e-05
    ],
    "pass_host_canary_seconds": [
-    7.984349999787809e-06,
-    7.5286899999582605e-06,
-    6.920805000163455e-06
+    6.797000000062781e-06,
+    9.73159000011492e-06,
+    6.7878950000022086e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 8.248751500048002e-06,
-   "min": 7.937429500032067e-06,
-   "max": 8.6170619999848e-06,
+   "seconds": 8.74311949999651e-06,
+   "min": 8.060843000009755e-06,
+   "max": 1.2295103000013797e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.475322499975846e-06,
-   "host_canary_seconds": 7.095352499959518e-06,
+   "issue_only_seconds": 8.730325499982427e-06,
+   "host_canary_seconds": 7.758957500101361e-06,
    "pass_seconds": [
-    8.481974999995146e-06,
-    8.248751500048002e-06,
-    8.00395250001884e-06
+    8.74311949999651e-06,
+    9.218760999999631e-06,
+    8.085028500005364e-06
    ],
    "pass_host_canary_seconds": [
-    7.095352499959518e-06,
-    7.1362450000833634e-06,
-    7.000167500166299e-06
+    7.758957500101361e-06,
+    7.310584999800085e-06,
+    6.876147500065599e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.4868727499958823e-05,
-   "min": 1.452258849997179e-05,
-   "max": 2.2742976500012446e-05,
+   "seconds": 1.67106204999925e-05,
+   "min": 1.4547302000011087e-05,
+   "max": 2.0238227000021426e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5346080500023617e-05,
-   "host_canary_seconds": 7.336699999882512e-06,
+   "issue_only_seconds": 1.669516799998405e-05,
+   "host_canary_seconds": 7.677165000075092e-06,
    "pass_seconds": [
-    1.538234349999357e-05,
-    1.4868727499958823e-05,
-    1.4652506499999163e-05
+    1.67106204999925e-05,
+    1.6774860499992884e-05,
+    1.4813845499986656e-05
    ],
    "pass_host_canary_seconds": [
-    7.336699999882512e-06,
-    7.184674999507479e-06,
-    7.185620000313975e-06
+    7.677165000075092e-06,
+    7.648119999998926e-06,
+    6.754645000057735e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.4060748500014598e-05,
-   "min": 1.3649428999997326e-05,
-   "max": 2.0583826500001125e-05,
+   "seconds": 1.566379199999801e-05,
+   "min": 1.4022886499986953e-05,
+   "max": 2.199382099999525e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.4198771999986092e-05,
-   "host_canary_seconds": 7.403079999903639e-06,
+   "issue_only_seconds": 1.5629190499993227e-05,
+   "host_canary_seconds": 7.570525000062389e-06,
    "pass_seconds": [
-    1.4242406499988647e-05,
-    1.4060748500014598e-05,
-    1.372502850000501e-05
+    1.566379199999801e-05,
+    1.645970100000227e-05,
+    1.4121307000010575e-05
    ],
    "pass_host_canary_seconds": [
-    7.403079999903639e-06,
-    7.174115000339043e-06,
-    7.127714999910495e-06
+    7.570525000062389e-06,
+    7.35620000000381e-06,
+    6.866449999733959e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.3352205499984393e-05,
-   "min": 1.2962248000008003e-05,
-   "max": 2.0092339999962405e-05,
+   "seconds": 1.3373346999998148e-05,
+   "min": 1.285798799997906e-05,
+   "max": 1.9017646999998307e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3653192499987199e-05,
-   "host_canary_seconds": 7.403079999903639e-06,
+   "issue_only_seconds": 1.301101949999861e-05,
+   "host_canary_seconds": 6.867339999985233e-06,
    "pass_seconds": [
-    1.366728300001796e-05,
-    1.3250674999994772e-05,
-    1.3352205499984393e-05
+    1.3032404499995209e-05,
+    1.5019501000011815e-05,
+    1.3373346999998148e-05
    ],
    "pass_host_canary_seconds": [
-    7.403079999903639e-06,
-    7.097520000343138e-06,
-    7.003585000120438e-06
+    6.867339999985233e-06,
+    7.367884999780472e-06,
+    6.8817300001455805e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.12193449996812e-06,
-   "min": 7.966185500038137e-06,
-   "max": 8.604354999988572e-06,
+   "seconds": 8.867174000016576e-06,
+   "min": 8.087420500004328e-06,
+   "max": 9.50339450000115e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.40813950003394e-06,
-   "host_canary_seconds": 7.1986799997603164e-06,
+   "issue_only_seconds": 8.972631999995428e-06,
+   "host_canary_seconds": 7.422000000048002e-06,
    "pass_seconds": [
-    8.418332500014002e-06,
-    8.075289499970494e-06,
-    8.12193449996812e-06
+    8.985362499998927e-06,
+    8.442129000002297e-06,
+    8.867174000016576e-06
    ],
    "pass_host_canary_seconds": [
-    7.1986799997603164e-06,
-    6.892312499928721e-06,
-    7.025445000010677e-06
+    7.422000000048002e-06,
+    7.258844999995518e-06,
+    7.131837499940729e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.596356149997291e-05,
-   "min": 1.567802199997459e-05,
-   "max": 1.88870944999735e-05,
+   "seconds": 1.8048516999982668e-05,
+   "min": 1.6117154499994512e-05,
+   "max": 2.0710703499986493e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.7111213000021052e-05,
-   "host_canary_seconds": 7.522614999970756e-06,
+   "issue_only_seconds": 1.9098993000000063e-05,
+   "host_canary_seconds": 7.759229999919626e-06,
    "pass_seconds": [
-    1.716076950003753e-05,
-    1.596356149997291e-05,
-    1.5887466499975743e-05
+    1.9148362999999336e-05,
+    1.7394326999976782e-05,
+    1.8048516999982668e-05
    ],
    "pass_host_canary_seconds": [
-    7.522614999970756e-06,
-    7.133680000492859e-06,
-    7.224459999974897e-06
+    7.759229999919626e-06,
+    7.285464999995384e-06,
+    6.989884999768492e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.3446412500002226e-05,
-   "min": 1.2210267499995097e-05,
-   "max": 1.6897129500023312e-05,
+   "seconds": 1.4347481500010417e-05,
+   "min": 1.2615381499983868e-05,
+   "max": 2.1123908999982176e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3659911500042198e-05,
-   "host_canary_seconds": 7.450594999909299e-06,
+   "issue_only_seconds": 1.3752177500009565e-05,
+   "host_canary_seconds": 7.459349999976439e-06,
    "pass_seconds": [
-    1.3706635500000175e-05,
-    1.288958800000728e-05,
-    1.3446412500002226e-05
+    1.3782461000005242e-05,
+    1.4347481500010417e-05,
+    1.5430030000004535e-05
    ],
    "pass_host_canary_seconds": [
-    7.450594999909299e-06,
-    7.363419999819598e-06,
-    7.307024999931855e-06
+    7.459349999976439e-06,
+    7.389364999994541e-06,
+    6.993175000218343e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.3299431999996615e-05,
-   "min": 1.303861799999595e-05,
-   "max": 1.994928549999031e-05,
+   "seconds": 1.317215700001384e-05,
+   "min": 1.250840000000153e-05,
+   "max": 1.6552455000010013e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3282396000022346e-05,
-   "host_canary_seconds": 7.4249049998798e-06,
+   "issue_only_seconds": 1.3155140000009168e-05,
+   "host_canary_seconds": 6.99739499992802e-06,
    "pass_seconds": [
-    1.3299431999996615e-05,
-    1.3150854999992134e-05,
-    1.4569190999964121e-05
+    1.317215700001384e-05,
+    1.3991876000005731e-05,
+    1.3132441999999856e-05
    ],
    "pass_host_canary_seconds": [
-    7.4249049998798e-06,
-    7.157414999596767e-06,
-    7.466444999977284e-06
+    6.99739499992802e-06,
+    7.208000000105131e-06,
+    6.7228250000539444e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.05658649999441e-06,
-   "min": 5.910800999970434e-06,
-   "max": 8.559676999993826e-06,
+   "seconds": 6.046021499997778e-06,
+   "min": 5.590417500002331e-06,
+   "max": 7.0610985000030266e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.049755999981699e-06,
-   "host_canary_seconds": 6.949802500173519e-06,
+   "issue_only_seconds": 6.6763849999915694e-06,
+   "host_canary_seconds": 7.982874999896694e-06,
    "pass_seconds": [
-    6.05658649999441e-06,
-    6.0009430000036445e-06,
-    8.351173499988817e-06
+    6.689848500002427e-06,
+    6.046021499997778e-06,
+    5.808153499998525e-06
    ],
    "pass_host_canary_seconds": [
-    6.949802500173519e-06,
-    7.05702499999461e-06,
-    9.897842500095066e-06
+    7.982874999896694e-06,
+    7.238072499973213e-06,
+    6.860539999991033e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.4070026666609516e-05,
-   "min": 9.423383333266127e-06,
-   "max": 1.5604561111028184e-05,
+   "seconds": 1.4756844444466171e-05,
+   "min": 1.0231052222214506e-05,
+   "max": 1.6310094444394154e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0051419999967948e-05,
+   "host_canary_seconds": 8.00696999988304e-06,
    "pass_seconds": [
-    1.4550570000058846e-05,
-    1.0526505555440558e-05,
-    1.4070026666609516e-05
+    1.573205555562001e-05,
+    1.4756844444466171e-05,
+    1.4285037777691894e-05
    ],
    "pass_host_canary_seconds": [
-    1.0051419999967948e-05,
-    8.854860000155896e-06,
-    1.0130784999660137e-05
+    8.00696999988304e-06,
+    7.646690000058242e-06,
+    7.282800000041334e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0007312151110328261,
-   "min": 9.25683333308472e-05,
-   "max": 0.0013829716667335863,
+   "seconds": 0.0006987031110586232,
+   "min": 0.00011782111111971168,
+   "max": 0.0011186133333214658,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0051419999967948e-05,
+   "host_canary_seconds": 8.00696999988304e-06,
    "pass_seconds": [
-    0.000707819888905053,
-    0.0007312151110328261,
-    0.0007960548888377161
+    0.0008151572222282587,
+    0.0006987031110586232,
+    0.0006495762222774222
    ],
    "pass_host_canary_seconds": [
-    1.0051419999967948e-05,
-    8.854860000155896e-06,
-    1.0130784999660137e-05
+    8.00696999988304e-06,
+    7.646690000058242e-06,
+    7.282800000041334e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 5.837903333309037e-06,
-   "min": 3.5376588890459163e-06,
-   "max": 7.2634500000074495e-06,
+   "seconds": 6.466631111139678e-06,
+   "min": 5.933806666639107e-06,
+   "max": 8.334974444450281e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.558012500008318e-06,
+   "host_canary_seconds": 1.0823722499964105e-05,
    "pass_seconds": [
-    5.837903333309037e-06,
-    3.835127777796919e-06,
-    6.091451111084704e-06
+    7.017667777770637e-06,
+    6.466631111139678e-06,
+    6.198497777821407e-06
    ],
    "pass_host_canary_seconds": [
-    9.558012500008318e-06,
-    9.352930000261495e-06,
-    1.1470917499991628e-05
+    1.0823722499964105e-05,
+    1.016833499988934e-05,
+    8.981552499989221e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 5.809138889010986e-06,
-   "min": 3.3522844445441377e-06,
-   "max": 6.237722222219115e-06,
+   "seconds": 6.163636666719362e-06,
+   "min": 3.6489788889563593e-06,
+   "max": 7.108376666704114e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.680835000267506e-06,
+   "host_canary_seconds": 1.0616115000061655e-05,
    "pass_seconds": [
-    6.004948888984371e-06,
-    3.6915911111160918e-06,
-    5.809138889010986e-06
+    6.246927777813956e-06,
+    6.163636666719362e-06,
+    5.826516666742363e-06
    ],
    "pass_host_canary_seconds": [
-    9.680835000267506e-06,
-    8.558629999981804e-06,
-    1.0496747500212677e-05
+    1.0616115000061655e-05,
+    1.0309445000018512e-05,
+    9.46890999983907e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 4.555993555552757e-05,
-   "min": 3.574087999999796e-05,
-   "max": 5.773856222213504e-05,
+   "seconds": 3.8888803333255356e-05,
+   "min": 3.422121888895112e-05,
+   "max": 5.8000535555543645e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.924849999833896e-06,
+   "host_canary_seconds": 7.733115000121415e-06,
    "pass_seconds": [
-    4.555993555552757e-05,
-    3.6473577777719075e-05,
-    5.5009944444464056e-05
+    3.8888803333255356e-05,
+    5.607079333338384e-05,
+    3.5879663333339015e-05
    ],
    "pass_host_canary_seconds": [
-    9.924849999833896e-06,
-    9.90933999958088e-06,
-    1.0275610000007873e-05
+    7.733115000121415e-06,
+    1.0242435000122895e-05,
+    7.984244999761359e-06
    ]
   },
   "backward_call": {
-   "seconds": 0.00011656133520106474,
-   "min": 6.77786689872543e-05,
-   "max": 0.00011700266723831492,
+   "seconds": 8.891333515445388e-05,
+   "min": 8.434399745116633e-05,
+   "max": 0.00014534267286459606,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 15.68 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 18.67 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    8.65280032157898e-05,
-    0.00010476800054311752,
-    0.00012854400277137755,
-    0.00018057599663734436,
-    0.0003246079981327057
+    0.00011168000102043152,
+    0.00011523199826478958,
+    0.000155583992600441,
+    0.00023391999304294586,
+    0.00038409599661827086
    ],
-   "host_canary_seconds": 7.242450000148892e-06,
+   "host_canary_seconds": 7.378309999950261e-06,
    "pass_seconds": [
-    6.77786689872543e-05,
-    0.00011656133520106474,
-    0.00011700266723831492
+    8.434399745116633e-05,
+    0.00014534267286459606,
+    8.891333515445388e-05
    ],
    "pass_host_canary_seconds": [
-    7.242450000148892e-06,
-    9.600255000350443e-06,
-    1.0160757500159435e-05
+    7.378309999950261e-06,
+    1.0041495000052692e-05,
+    9.244622499835487e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 2.6358857750892643e-05,
-   "min": 1.7427808915575346e-05,
-   "max": 2.957485616207123e-05,
+   "seconds": 1.6392380708739868e-05,
+   "min": 1.588038195456777e-05,
+   "max": 2.388571486586616e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0463999137282373e-05,
-    0.0001258240044116974,
-    0.00030623999238014223
+    3.79519984126091e-05,
+    0.00010768000036478043,
+    0.00028352001309394834
    ],
-   "host_canary_seconds": 7.353039999884459e-06,
+   "host_canary_seconds": 8.931802500171671e-06,
    "pass_seconds": [
-    1.7427808915575346e-05,
-    2.6358857750892643e-05,
-    2.957485616207123e-05
+    1.588038195456777e-05,
+    1.6392380708739868e-05,
+    2.388571486586616e-05
    ],
    "pass_host_canary_seconds": [
-    7.353039999884459e-06,
-    9.706769999979769e-06,
-    1.0214135000410352e-05
+    8.931802500171671e-06,
+    1.002499999998463e-05,
+    8.748605000050702e-06
    ]
   },
   "layer_backward_linear": {
-   "seconds": 9.429714438461122e-05,
-   "min": 8.210819134754795e-05,
-   "max": 0.00010072152032738642,
+   "seconds": 0.0001012464774151643,
+   "min": 8.528761920474825e-05,
+   "max": 0.00010732647705645788,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016543999314308166,
-    0.0005315840244293213,
-    0.0016809920072555543
+    0.00019865599274635314,
+    0.0005358080267906189,
+    0.0019508160352706908
    ],
-   "host_canary_seconds": 7.353039999884459e-06,
+   "host_canary_seconds": 8.931802500171671e-06,
    "pass_seconds": [
-    8.210819134754795e-05,
-    9.429714438461122e-05,
-    0.00010072152032738642
+    0.0001012464774151643,
+    0.00010732647705645788,
+    8.528761920474825e-05
    ],
    "pass_host_canary_seconds": [
-    7.353039999884459e-06,
-    9.706769999979769e-06,
-    1.0214135000410352e-05
+    8.931802500171671e-06,
+    1.002499999998463e-05,
+    8.748605000050702e-06
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 4.885485839276087e-05,
-   "min": 4.137676102774484e-05,
-   "max": 6.655085725443704e-05,
+   "seconds": 5.743923818781263e-05,
+   "min": 3.8934095274834405e-05,
+   "max": 6.404724007561094e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.036800265312194e-05,
-    0.0003153600096702576,
-    0.0007446399927139283
+    0.00011654400080442429,
+    0.0004437440037727356,
+    0.0010297600030899049
    ],
-   "host_canary_seconds": 7.859099999905084e-06,
+   "host_canary_seconds": 9.303354999872227e-06,
    "pass_seconds": [
-    4.137676102774484e-05,
-    4.885485839276087e-05,
-    6.655085725443704e-05
+    5.743923818781263e-05,
+    6.404724007561094e-05,
+    3.8934095274834405e-05
    ],
    "pass_host_canary_seconds": [
-    7.859099999905084e-06,
-    9.219789999974637e-06,
-    1.0354430000347747e-05
+    9.303354999872227e-06,
+    9.973374999958651e-06,
+    6.8980300000021085e-06
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.00013487162689367933,
-   "min": 0.00013198629163560413,
-   "max": 0.0001349805714119048,
+   "seconds": 0.0001371969495500837,
+   "min": 0.00013020114494221552,
+   "max": 0.00015263313693659648,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005414080023765564,
-    0.0009916160106658936,
-    0.0031185600757598878
+    0.0004040319919586182,
+    0.0010689599514007568,
+    0.0032526400089263915
    ],
-   "host_canary_seconds": 7.859099999905084e-06,
+   "host_canary_seconds": 9.303354999872227e-06,
    "pass_seconds": [
-    0.00013198629163560413,
-    0.0001349805714119048,
-    0.00013487162689367933
+    0.00013020114494221552,
+    0.0001371969495500837,
+    0.00015263313693659648
    ],
    "pass_host_canary_seconds": [
-    7.859099999905084e-06,
-    9.219789999974637e-06,
-    1.0354430000347747e-05
+    9.303354999872227e-06,
+    9.973374999958651e-06,
+    6.8980300000021085e-06
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 1.9684570885839917e-05,
-   "min": 1.4079238332453228e-05,
-   "max": 2.1043047663711365e-05,
+   "seconds": 2.492495244812398e-05,
+   "min": 2.4908190504426046e-05,
+   "max": 2.70430479376089e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.561599925160408e-05,
-    9.279999881982804e-05,
-    0.0003492799997329712
+    4.307200014591217e-05,
+    0.00011264000087976456,
+    0.0004149760007858276
    ],
-   "host_canary_seconds": 9.287682499916626e-06,
+   "host_canary_seconds": 9.166564999816274e-06,
    "pass_seconds": [
-    2.1043047663711365e-05,
-    1.9684570885839917e-05,
-    1.4079238332453228e-05
+    2.4908190504426046e-05,
+    2.70430479376089e-05,
+    2.492495244812398e-05
    ],
    "pass_host_canary_seconds": [
-    9.287682499916626e-06,
-    9.208310000303755e-06,
-    1.0117019999995592e-05
+    9.166564999816274e-06,
+    9.834180000041215e-06,
+    9.505729999972344e-06
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 6.508419414361318e-05,
-   "min": 6.104838174013863e-05,
-   "max": 6.771428705680938e-05,
+   "seconds": 7.76236212501923e-05,
+   "min": 6.605181044765882e-05,
+   "max": 7.76548536405677e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001716800034046173,
-    0.00045369601249694826,
-    0.001508288025856018
+    0.00022179199755191804,
+    0.0005804479718208313,
+    0.0016147840023040773
    ],
-   "host_canary_seconds": 9.287682499916626e-06,
+   "host_canary_seconds": 9.166564999816274e-06,
    "pass_seconds": [
-    6.771428705680938e-05,
-    6.508419414361318e-05,
-    6.104838174013863e-05
+    6.605181044765882e-05,
+    7.76548536405677e-05,
+    7.76236212501923e-05
    ],
    "pass_host_canary_seconds": [
-    9.287682499916626e-06,
-    9.208310000303755e-06,
-    1.0117019999995592e-05
+    9.166564999816274e-06,
+    9.834180000041215e-06,
+    9.505729999972344e-06
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 3.7146667994204025e-05,
-   "min": 3.561599978378841e-05,
-   "max": 4.5781333531652174e-05,
+   "seconds": 4.691047540732793e-05,
+   "min": 4.0554667157786235e-05,
+   "max": 4.716266762642634e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.8015998005867e-05,
-    0.00019228799641132354,
-    0.0006361600160598755
+    9.996800124645233e-05,
+    0.0002622720003128052,
+    0.0008108159899711609
    ],
-   "host_canary_seconds": 8.978550000051654e-06,
+   "host_canary_seconds": 9.096789999887279e-06,
    "pass_seconds": [
-    3.7146667994204025e-05,
-    3.561599978378841e-05,
-    4.5781333531652174e-05
+    4.691047540732793e-05,
+    4.716266762642634e-05,
+    4.0554667157786235e-05
    ],
    "pass_host_canary_seconds": [
-    8.978550000051654e-06,
-    9.293939999679424e-06,
-    9.957009999936873e-06
+    9.096789999887279e-06,
+    9.98611750006262e-06,
+    9.428104999926746e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.470247827825091e-05,
-   "min": 6.464533543302898e-05,
-   "max": 9.387351572513579e-05,
+   "seconds": 8.400762719767434e-05,
+   "min": 8.242286245028178e-05,
+   "max": 9.702629241205396e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030924800038337706,
-    0.0006315199732780457,
-    0.0018417600393295288
+    0.00041251200437545776,
+    0.0008966720104217529,
+    0.002406752109527588
    ],
-   "host_canary_seconds": 8.978550000051654e-06,
+   "host_canary_seconds": 9.096789999887279e-06,
    "pass_seconds": [
-    6.464533543302898e-05,
-    8.470247827825091e-05,
-    9.387351572513579e-05
+    8.400762719767434e-05,
+    8.242286245028178e-05,
+    9.702629241205396e-05
    ],
    "pass_host_canary_seconds": [
-    8.978550000051654e-06,
-    9.293939999679424e-06,
-    9.957009999936873e-06
+    9.096789999887279e-06,
+    9.98611750006262e-06,
+    9.428104999926746e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.610361864524228e-05,
-   "min": 1.577142821181388e-05,
-   "max": 1.670628644171215e-05,
+   "seconds": 1.751618992005076e-05,
+   "min": 1.6731429579002513e-05,
+   "max": 1.80434285707417e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.611199952661991e-05,
-    7.340800017118454e-05,
-    0.0002673279941082001
+    3.3312000334262846e-05,
+    8.742400258779526e-05,
+    0.00029657599329948426
    ],
-   "host_canary_seconds": 9.078214999931334e-06,
+   "host_canary_seconds": 9.248789999958263e-06,
    "pass_seconds": [
-    1.610361864524228e-05,
-    1.577142821181388e-05,
-    1.670628644171215e-05
+    1.751618992005076e-05,
+    1.80434285707417e-05,
+    1.6731429579002513e-05
    ],
    "pass_host_canary_seconds": [
-    9.078214999931334e-06,
-    9.07148999999663e-06,
-    9.925704999886875e-06
+    9.248789999958263e-06,
+    9.919965000051434e-06,
+    9.1690624998364e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.334857128205754e-05,
-   "min": 4.960152320563793e-05,
-   "max": 8.141637983776276e-05,
+   "seconds": 6.55085714977412e-05,
+   "min": 5.4397717295658025e-05,
+   "max": 8.419047730664412e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014316800236701966,
-    0.0003495680093765259,
-    0.0011318399906158447
+    0.00020294399559497834,
+    0.0004806399941444397,
+    0.0013023040294647217
    ],
-   "host_canary_seconds": 9.078214999931334e-06,
+   "host_canary_seconds": 9.248789999958263e-06,
    "pass_seconds": [
-    4.960152320563793e-05,
-    6.334857128205754e-05,
-    8.141637983776276e-05
+    5.4397717295658025e-05,
+    8.419047730664412e-05,
+    6.55085714977412e-05
    ],
    "pass_host_canary_seconds": [
-    9.078214999931334e-06,
-    9.07148999999663e-06,
-    9.925704999886875e-06
+    9.248789999958263e-06,
+    9.919965000051434e-06,
+    9.1690624998364e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.882971476940882e-05,
-   "min": 2.9964954370544073e-05,
-   "max": 3.9667807874225435e-05,
+   "seconds": 3.8694096463067195e-05,
+   "min": 3.571733317914464e-05,
+   "max": 4.5714286111650014e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.239999830722809e-05,
-    0.00014006400108337402,
-    0.0006319040060043335
+    5.241600051522255e-05,
+    0.0001783359944820404,
+    0.0005944319963455201
    ],
-   "host_canary_seconds": 9.601350000139065e-06,
+   "host_canary_seconds": 9.024600000202554e-06,
    "pass_seconds": [
-    3.882971476940882e-05,
-    2.9964954370544073e-05,
-    3.9667807874225435e-05
+    3.571733317914464e-05,
+    4.5714286111650014e-05,
+    3.8694096463067195e-05
    ],
    "pass_host_canary_seconds": [
-    9.601350000139065e-06,
-    9.06580999981088e-06,
-    9.497030000034101e-06
+    9.024600000202554e-06,
+    1.0190739999984543e-05,
+    9.101489999920887e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 7.846857678322564e-05,
-   "min": 7.134171185039339e-05,
-   "max": 0.00010783009514922189,
+   "seconds": 9.064151559557231e-05,
+   "min": 6.997181067154522e-05,
+   "max": 9.285865936960493e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002234240025281906,
-    0.0006388159990310669,
-    0.0020040640830993653
+    0.00030857598781585695,
+    0.0007952960133552551,
+    0.0019504640102386474
    ],
-   "host_canary_seconds": 9.601350000139065e-06,
+   "host_canary_seconds": 9.024600000202554e-06,
    "pass_seconds": [
-    7.846857678322564e-05,
-    7.134171185039339e-05,
-    0.00010783009514922189
+    6.997181067154522e-05,
+    9.285865936960493e-05,
+    9.064151559557231e-05
    ],
    "pass_host_canary_seconds": [
-    9.601350000139065e-06,
-    9.06580999981088e-06,
-    9.497030000034101e-06
+    9.024600000202554e-06,
+    1.0190739999984543e-05,
+    9.101489999920887e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.8318475445821175e-05,
-   "min": 1.4441143189157759e-05,
-   "max": 2.1391999331258592e-05,
+   "seconds": 1.8179047320570263e-05,
+   "min": 1.3971809297800064e-05,
+   "max": 2.2098285456498463e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.772800043225288e-05,
-    0.00010281600058078766,
-    0.00035891199111938476
+    3.407999873161316e-05,
+    8.819200098514557e-05,
+    0.00030662399530410764
    ],
-   "host_canary_seconds": 9.772489999591016e-06,
+   "host_canary_seconds": 8.537225000111448e-06,
    "pass_seconds": [
-    2.1391999331258592e-05,
-    1.8318475445821175e-05,
-    1.4441143189157759e-05
+    1.8179047320570263e-05,
+    2.2098285456498463e-05,
+    1.3971809297800064e-05
    ],
    "pass_host_canary_seconds": [
-    9.772489999591016e-06,
-    9.150980000072196e-06,
-    8.880194999960623e-06
+    8.537225000111448e-06,
+    9.842322500048795e-06,
+    6.6409125001598566e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 7.28007610000315e-05,
-   "min": 5.460342649547825e-05,
-   "max": 8.916342755158742e-05,
+   "seconds": 6.904685958510354e-05,
+   "min": 5.0407619348594106e-05,
+   "max": 8.942856941194762e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.000217631995677948,
-    0.0005672320127487183,
-    0.0016528639793395995
+    0.00016432000696659088,
+    0.0003841919898986816,
+    0.0011978240013122558
    ],
-   "host_canary_seconds": 9.772489999591016e-06,
+   "host_canary_seconds": 8.537225000111448e-06,
    "pass_seconds": [
-    7.28007610000315e-05,
-    5.460342649547825e-05,
-    8.916342755158742e-05
+    5.0407619348594106e-05,
+    6.904685958510354e-05,
+    8.942856941194762e-05
    ],
    "pass_host_canary_seconds": [
-    9.772489999591016e-06,
-    9.150980000072196e-06,
-    8.880194999960623e-06
+    8.537225000111448e-06,
+    9.842322500048795e-06,
+    6.6409125001598566e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.8202666455791105e-05,
-   "min": 2.875580851520811e-05,
-   "max": 4.315276195605595e-05,
+   "seconds": 3.208685559885843e-05,
+   "min": 2.3999999676431927e-05,
+   "max": 3.852647649390356e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.283199995756149e-05,
-    0.00014563199877738953,
-    0.0006879040002822876
+    6.825599819421769e-05,
+    0.00016579200327396392,
+    0.0005499839782714844
    ],
-   "host_canary_seconds": 9.02418250007031e-06,
+   "host_canary_seconds": 8.816482499867107e-06,
    "pass_seconds": [
-    4.315276195605595e-05,
-    2.875580851520811e-05,
-    3.8202666455791105e-05
+    3.208685559885843e-05,
+    3.852647649390356e-05,
+    2.3999999676431927e-05
    ],
    "pass_host_canary_seconds": [
-    9.02418250007031e-06,
-    9.067249999930027e-06,
-    9.647142500170957e-06
+    8.816482499867107e-06,
+    9.656884999742488e-06,
+    6.749747499981141e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.475047212271463e-05,
-   "min": 7.55276165547825e-05,
-   "max": 9.518933544556301e-05,
+   "seconds": 9.188114071176164e-05,
+   "min": 7.876419382435936e-05,
+   "max": 0.00011044114615236011,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022761599719524383,
-    0.0009283519983291626,
-    0.0023979840278625488
+    0.00027270400524139404,
+    0.0005783360004425049,
+    0.0019264960289001466
    ],
-   "host_canary_seconds": 9.02418250007031e-06,
+   "host_canary_seconds": 8.816482499867107e-06,
    "pass_seconds": [
-    9.518933544556301e-05,
-    7.55276165547825e-05,
-    9.475047212271463e-05
+    7.876419382435936e-05,
+    9.188114071176164e-05,
+    0.00011044114615236011
    ],
    "pass_host_canary_seconds": [
-    9.02418250007031e-06,
-    9.067249999930027e-06,
-    9.647142500170957e-06
+    8.816482499867107e-06,
+    9.656884999742488e-06,
+    6.749747499981141e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 3.2892952185301556e-05,
-   "min": 3.2592763325997756e-05,
-   "max": 3.934933422576814e-05,
+   "seconds": 3.823390496628625e-05,
+   "min": 2.818742873413222e-05,
+   "max": 4.096838015885581e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.964799970388413e-05,
-    0.0001699199974536896,
-    0.0006472960114479065
+    5.5904000997543335e-05,
+    0.00016463999450206756,
+    0.0006274240016937256
    ],
-   "host_canary_seconds": 9.622444999877188e-06,
+   "host_canary_seconds": 8.813522500048521e-06,
    "pass_seconds": [
-    3.934933422576814e-05,
-    3.2892952185301556e-05,
-    3.2592763325997756e-05
+    3.823390496628625e-05,
+    4.096838015885581e-05,
+    2.818742873413222e-05
    ],
    "pass_host_canary_seconds": [
-    9.622444999877188e-06,
-    9.384044999478646e-06,
-    9.895114999949328e-06
+    8.813522500048521e-06,
+    9.8160699999994e-06,
+    6.864424999974972e-06
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 7.083200024706976e-05,
-   "min": 6.686475819775035e-05,
-   "max": 9.978209098889716e-05,
+   "seconds": 6.902627966233658e-05,
+   "min": 6.709409221297217e-05,
+   "max": 8.682286047509736e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022755199670791625,
-    0.0006601920127868652,
-    0.0019143040180206298
+    0.00022032000124454497,
+    0.0006546239852905273,
+    0.0018396799564361572
    ],
-   "host_canary_seconds": 9.622444999877188e-06,
+   "host_canary_seconds": 8.813522500048521e-06,
    "pass_seconds": [
-    7.083200024706976e-05,
-    6.686475819775035e-05,
-    9.978209098889716e-05
+    6.709409221297217e-05,
+    6.902627966233658e-05,
+    8.682286047509736e-05
    ],
    "pass_host_canary_seconds": [
-    9.622444999877188e-06,
-    9.384044999478646e-06,
-    9.895114999949328e-06
+    8.813522500048521e-06,
+    9.8160699999994e-06,
+    6.864424999974972e-06
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 5.972495142902647e-05,
-   "min": 5.302476137876511e-05,
-   "max": 6.452724124704087e-05,
+   "seconds": 6.436343207245782e-05,
+   "min": 4.479237965175084e-05,
+   "max": 7.759390416599456e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011766400188207626,
-    0.00031113600730895997,
-    0.0010183039903640747
+    0.00010143999755382538,
+    0.00029151999950408937,
+    0.0010658880472183226
    ],
-   "host_canary_seconds": 9.370815000124822e-06,
+   "host_canary_seconds": 9.138350000057472e-06,
    "pass_seconds": [
-    5.972495142902647e-05,
-    5.302476137876511e-05,
-    6.452724124704087e-05
+    6.436343207245782e-05,
+    7.759390416599456e-05,
+    4.479237965175084e-05
    ],
    "pass_host_canary_seconds": [
-    9.370815000124822e-06,
-    9.307864999925641e-06,
-    9.743999999614062e-06
+    9.138350000057472e-06,
+    9.758167499995807e-06,
+    7.058239999935267e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.00015000989997670763,
-   "min": 0.00012538132816553114,
-   "max": 0.00017433065530799682,
+   "seconds": 0.0001527908572128841,
+   "min": 9.682438203266689e-05,
+   "max": 0.00018125410377979278,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00042960000038146974,
-    0.0011134079694747924,
-    0.0035938239097595215
+    0.00043840000033378604,
+    0.0013254719972610473,
+    0.0041727361679077144
    ],
-   "host_canary_seconds": 9.370815000124822e-06,
+   "host_canary_seconds": 9.138350000057472e-06,
    "pass_seconds": [
-    0.00015000989997670763,
-    0.00012538132816553114,
-    0.00017433065530799682
+    0.00018125410377979278,
+    0.0001527908572128841,
+    9.682438203266689e-05
    ],
    "pass_host_canary_seconds": [
-    9.370815000124822e-06,
-    9.307864999925641e-06,
-    9.743999999614062e-06
+    9.138350000057472e-06,
+    9.758167499995807e-06,
+    7.058239999935267e-06
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.2410667368343897e-05,
-   "min": 2.0738286454053153e-05,
-   "max": 2.6630858048087075e-05,
+   "seconds": 2.492419080365272e-05,
+   "min": 2.0793143659830094e-05,
+   "max": 3.2567620632194334e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.4064000248909e-05,
-    0.0001221119984984398,
-    0.0004429120123386383
+    4.3935999274253844e-05,
+    0.0001229119971394539,
+    0.00041920000314712525
    ],
-   "host_canary_seconds": 9.24399749976601e-06,
+   "host_canary_seconds": 8.736329999976534e-06,
    "pass_seconds": [
-    2.6630858048087075e-05,
-    2.2410667368343897e-05,
-    2.0738286454053153e-05
+    2.492419080365272e-05,
+    3.2567620632194334e-05,
+    2.0793143659830094e-05
    ],
    "pass_host_canary_seconds": [
-    9.24399749976601e-06,
-    9.367400000428461e-06,
-    9.483664999834218e-06
+    8.736329999976534e-06,
+    1.014885499984075e-05,
+    7.047750000026553e-06
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.2964566896359136e-05,
-   "min": 4.577904992869922e-05,
-   "max": 5.527771441709428e-05,
+   "seconds": 5.420876223416555e-05,
+   "min": 3.211199864745139e-05,
+   "max": 7.282133418179693e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017046399414539338,
-    0.00042819198966026305,
-    0.0012701120376586914
+    0.00019977599382400512,
+    0.0005299519896507264,
+    0.001678272008895874
    ],
-   "host_canary_seconds": 9.24399749976601e-06,
+   "host_canary_seconds": 8.736329999976534e-06,
    "pass_seconds": [
-    4.577904992869922e-05,
-    5.527771441709428e-05,
-    5.2964566896359136e-05
+    7.282133418179693e-05,
+    5.420876223416555e-05,
+    3.211199864745139e-05
    ],
    "pass_host_canary_seconds": [
-    9.24399749976601e-06,
-    9.367400000428461e-06,
-    9.483664999834218e-06
+    8.736329999976534e-06,
+    1.014885499984075e-05,
+    7.047750000026553e-06
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 3.769523614928836e-05,
-   "min": 3.3603049459911525e-05,
-   "max": 6.128304983888355e-05,
+   "seconds": 2.9603048449470883e-05,
+   "min": 2.8440380025477635e-05,
+   "max": 4.521295357318152e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.620800077915192e-05,
-    0.00021036800742149354,
-    0.0006553279757499695
+    0.00010182400047779083,
+    0.00025727999210357666,
+    0.000786624014377594
    ],
-   "host_canary_seconds": 9.44171249983583e-06,
+   "host_canary_seconds": 9.638859999938632e-06,
    "pass_seconds": [
-    3.769523614928836e-05,
-    3.3603049459911525e-05,
-    6.128304983888355e-05
+    4.521295357318152e-05,
+    2.8440380025477635e-05,
+    2.9603048449470883e-05
    ],
    "pass_host_canary_seconds": [
-    9.44171249983583e-06,
-    9.837315000140734e-06,
-    1.031746250021115e-05
+    9.638859999938632e-06,
+    7.5322750001305394e-06,
+    6.980630000015253e-06
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 9.73379086880457e-05,
-   "min": 9.393599132696786e-05,
-   "max": 0.00010284951754978722,
+   "seconds": 0.0001149470540029662,
+   "min": 0.00010210056461039043,
+   "max": 0.0001305241896992638,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003049280047416687,
-    0.000751583993434906,
-    0.0024214398860931395
+    0.0005057280063629151,
+    0.0010806080102920533,
+    0.0027597439289093017
    ],
-   "host_canary_seconds": 9.44171249983583e-06,
+   "host_canary_seconds": 9.638859999938632e-06,
    "pass_seconds": [
-    0.00010284951754978722,
-    9.73379086880457e-05,
-    9.393599132696786e-05
+    0.00010210056461039043,
+    0.0001149470540029662,
+    0.0001305241896992638
    ],
    "pass_host_canary_seconds": [
-    9.44171249983583e-06,
-    9.837315000140734e-06,
-    1.031746250021115e-05
+    9.638859999938632e-06,
+    7.5322750001305394e-06,
+    6.980630000015253e-06
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 3.713675996377354e-05,
-   "min": 3.6396950660716924e-05,
-   "max": 4.8003810857023515e-05,
+   "seconds": 4.340723937466031e-05,
+   "min": 2.867504741464342e-05,
+   "max": 4.472914338111877e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.8111999183893203e-05,
-    0.00017097599804401397,
-    0.0006156479716300965
+    4.259200021624565e-05,
+    0.00012006399780511856,
+    0.0006946240067481995
    ],
-   "host_canary_seconds": 8.23513499966566e-06,
+   "host_canary_seconds": 9.38216499989153e-06,
    "pass_seconds": [
-    3.713675996377354e-05,
-    3.6396950660716924e-05,
-    4.8003810857023515e-05
+    4.472914338111877e-05,
+    4.340723937466031e-05,
+    2.867504741464342e-05
    ],
    "pass_host_canary_seconds": [
-    8.23513499966566e-06,
-    9.802812500083746e-06,
-    1.0086930000170469e-05
+    9.38216499989153e-06,
+    9.677525000029163e-06,
+    7.324995000033141e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 7.372495993262246e-05,
-   "min": 7.03969546371982e-05,
-   "max": 7.538438251330739e-05,
+   "seconds": 9.294170779841287e-05,
+   "min": 9.199161330858868e-05,
+   "max": 9.658742660567874e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022041599452495575,
-    0.0005863680243492126,
-    0.0019176959991455077
+    0.0002423039972782135,
+    0.0008296959996223449,
+    0.0023521919250488283
    ],
-   "host_canary_seconds": 8.23513499966566e-06,
+   "host_canary_seconds": 9.38216499989153e-06,
    "pass_seconds": [
-    7.538438251330739e-05,
-    7.03969546371982e-05,
-    7.372495993262246e-05
+    9.199161330858868e-05,
+    9.294170779841287e-05,
+    9.658742660567874e-05
    ],
    "pass_host_canary_seconds": [
-    8.23513499966566e-06,
-    9.802812500083746e-06,
-    1.0086930000170469e-05
+    9.38216499989153e-06,
+    9.677525000029163e-06,
+    7.324995000033141e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 8.112533461479913e-05,
-   "min": 6.129828627620425e-05,
-   "max": 8.735390646117075e-05,
+   "seconds": 4.4890664872669045e-05,
+   "min": 3.929523697921208e-05,
+   "max": 7.452190560953958e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.329600095748901e-05,
-    0.00023695999383926392,
-    0.0012702720165252686
+    0.00013436800241470336,
+    0.00036307200789451597,
+    0.0007607359886169433
    ],
-   "host_canary_seconds": 9.699560000058227e-06,
+   "host_canary_seconds": 6.830905000185794e-06,
    "pass_seconds": [
-    8.112533461479913e-05,
-    6.129828627620425e-05,
-    8.735390646117075e-05
+    3.929523697921208e-05,
+    7.452190560953958e-05,
+    4.4890664872669045e-05
    ],
    "pass_host_canary_seconds": [
-    9.699560000058227e-06,
-    9.818679999966662e-06,
-    1.0581535000255827e-05
+    6.830905000185794e-06,
+    9.831700000120236e-06,
+    6.7812700001468325e-06
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00014270095456214179,
-   "min": 0.00014054095212902344,
-   "max": 0.00015326855721927826,
+   "seconds": 0.00016353904207547503,
+   "min": 0.00015987504025300343,
+   "max": 0.00017457903495856692,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00035343998670578,
-    0.0011590720415115357,
-    0.003755552053451538
+    0.0005092800259590149,
+    0.0012914880514144898,
+    0.0035583999156951905
    ],
-   "host_canary_seconds": 9.699560000058227e-06,
+   "host_canary_seconds": 6.830905000185794e-06,
    "pass_seconds": [
-    0.00014270095456214179,
-    0.00014054095212902344,
-    0.00015326855721927826
+    0.00015987504025300343,
+    0.00017457903495856692,
+    0.00016353904207547503
    ],
    "pass_host_canary_seconds": [
-    9.699560000058227e-06,
-    9.818679999966662e-06,
-    1.0581535000255827e-05
+    6.830905000185794e-06,
+    9.831700000120236e-06,
+    6.7812700001468325e-06
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 2.6951618315208526e-05,
-   "min": 2.6346666649693535e-05,
-   "max": 3.0848000730787e-05,
+   "seconds": 1.9322667182201432e-05,
+   "min": 1.8251429444977214e-05,
+   "max": 2.7734096028975078e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.44000007212162e-05,
-    0.00013568000495433808,
-    0.0004588159918785095
+    3.0079999938607215e-05,
+    8.473599702119828e-05,
+    0.0003188160061836243
    ],
-   "host_canary_seconds": 9.795459999963896e-06,
+   "host_canary_seconds": 6.739364999930331e-06,
    "pass_seconds": [
-    2.6951618315208526e-05,
-    2.6346666649693535e-05,
-    3.0848000730787e-05
+    1.9322667182201432e-05,
+    2.7734096028975078e-05,
+    1.8251429444977214e-05
    ],
    "pass_host_canary_seconds": [
-    9.795459999963896e-06,
-    9.883489999822359e-06,
-    1.0414502499713762e-05
+    6.739364999930331e-06,
+    9.872795000092082e-06,
+    7.822587499930478e-06
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 5.226209316225278e-05,
-   "min": 5.212799849964325e-05,
-   "max": 6.21005699393295e-05,
+   "seconds": 6.686628778420744e-05,
+   "min": 6.559695569532259e-05,
+   "max": 6.858895107039384e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022057600319385528,
-    0.0005479999780654908,
-    0.0015764479637145996
+    0.00016044799983501435,
+    0.0004257279932498932,
+    0.0014555200338363648
    ],
-   "host_canary_seconds": 9.795459999963896e-06,
+   "host_canary_seconds": 6.739364999930331e-06,
    "pass_seconds": [
-    6.21005699393295e-05,
-    5.226209316225278e-05,
-    5.212799849964325e-05
+    6.686628778420744e-05,
+    6.559695569532259e-05,
+    6.858895107039384e-05
    ],
    "pass_host_canary_seconds": [
-    9.795459999963896e-06,
-    9.883489999822359e-06,
-    1.0414502499713762e-05
+    6.739364999930331e-06,
+    9.872795000092082e-06,
+    7.822587499930478e-06
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 4.7616000331583474e-05,
-   "min": 4.06186648067974e-05,
-   "max": 5.392533540725708e-05,
+   "seconds": 3.701028724511464e-05,
+   "min": 3.130895396073659e-05,
+   "max": 6.008457215059371e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011753600090742112,
-    0.00022668799757957458,
-    0.0008205440044403076
+    6.159999966621399e-05,
+    0.00015062400698661804,
+    0.0005296000242233276
    ],
-   "host_canary_seconds": 9.771389999855275e-06,
+   "host_canary_seconds": 6.750014999994392e-06,
    "pass_seconds": [
-    4.7616000331583474e-05,
-    4.06186648067974e-05,
-    5.392533540725708e-05
+    3.130895396073659e-05,
+    6.008457215059371e-05,
+    3.701028724511464e-05
    ],
    "pass_host_canary_seconds": [
-    9.771389999855275e-06,
-    9.736829999837937e-06,
-    1.0232705000134956e-05
+    6.750014999994392e-06,
+    1.0615469999919469e-05,
+    9.00282499998184e-06
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00010180571001200449,
-   "min": 9.747275852021715e-05,
-   "max": 0.00010197942774920236,
+   "seconds": 0.00012234742513724737,
+   "min": 8.47550453174682e-05,
+   "max": 0.00012532648373217808,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004808320105075836,
-    0.0008866239786148071,
-    0.0027079999446868895
+    0.00028198400139808655,
+    0.0009097599983215332,
+    0.002642431974411011
    ],
-   "host_canary_seconds": 9.771389999855275e-06,
+   "host_canary_seconds": 6.750014999994392e-06,
    "pass_seconds": [
-    0.00010180571001200449,
-    0.00010197942774920236,
-    9.747275852021715e-05
+    0.00012234742513724737,
+    0.00012532648373217808,
+    8.47550453174682e-05
    ],
    "pass_host_canary_seconds": [
-    9.771389999855275e-06,
-    9.736829999837937e-06,
-    1.0232705000134956e-05
+    6.750014999994392e-06,
+    1.0615469999919469e-05,
+    9.00282499998184e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 5.571504930655162e-05,
-   "min": 5.065600077311198e-05,
-   "max": 6.196418652931849e-05,
+   "seconds": 3.5328760033562065e-05,
+   "min": 3.132342901967821e-05,
+   "max": 6.83542848342941e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.70399996638298e-05,
-    0.0002971520125865936,
-    0.00102457594871521
+    4.998400062322616e-05,
+    0.00016351999342441558,
+    0.0005824319720268249
    ],
-   "host_canary_seconds": 1.012025499989022e-05,
+   "host_canary_seconds": 6.890960000021096e-06,
    "pass_seconds": [
-    6.196418652931849e-05,
-    5.065600077311198e-05,
-    5.571504930655162e-05
+    3.5328760033562065e-05,
+    6.83542848342941e-05,
+    3.132342901967821e-05
    ],
    "pass_host_canary_seconds": [
-    1.012025499989022e-05,
-    9.637544999918646e-06,
-    8.138799999812818e-06
+    6.890960000021096e-06,
+    1.0655999999897859e-05,
+    6.764804999903618e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.0199614082063944e-05,
-   "min": 5.6652947550728215e-05,
-   "max": 6.042591198569252e-05,
+   "seconds": 6.124114670923777e-05,
+   "min": 4.9448389027799874e-05,
+   "max": 7.258209373269762e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003264960050582886,
-    0.0006743360161781311,
-    0.0021559040546417236
+    0.0001894399970769882,
+    0.0006198080182075501,
+    0.0018436479568481445
    ],
-   "host_canary_seconds": 1.012025499989022e-05,
+   "host_canary_seconds": 6.890960000021096e-06,
    "pass_seconds": [
-    6.042591198569252e-05,
-    6.0199614082063944e-05,
-    5.6652947550728215e-05
+    7.258209373269762e-05,
+    4.9448389027799874e-05,
+    6.124114670923777e-05
    ],
    "pass_host_canary_seconds": [
-    1.012025499989022e-05,
-    9.637544999918646e-06,
-    8.138799999812818e-06
+    6.890960000021096e-06,
+    1.0655999999897859e-05,
+    6.764804999903618e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 6.17249512246677e-05,
-   "min": 5.020495433182943e-05,
-   "max": 7.355657219886781e-05,
+   "seconds": 7.056380595479693e-05,
+   "min": 3.306971419425238e-05,
+   "max": 7.397028413556871e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011695999652147293,
-    0.00033260801434516907,
-    0.0010529919862747193
+    6.76800012588501e-05,
+    0.00018451200425624847,
+    0.0011422079801559448
    ],
-   "host_canary_seconds": 1.0199904999979025e-05,
+   "host_canary_seconds": 9.31164999997236e-06,
    "pass_seconds": [
-    6.17249512246677e-05,
-    5.020495433182943e-05,
-    7.355657219886781e-05
+    7.397028413556871e-05,
+    7.056380595479693e-05,
+    3.306971419425238e-05
    ],
    "pass_host_canary_seconds": [
-    1.0199904999979025e-05,
-    9.473615000388235e-06,
-    1.0838815000226988e-05
+    9.31164999997236e-06,
+    1.0306605000067747e-05,
+    6.677419999903123e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.036799964450655e-05,
-   "min": 4.456914145322073e-05,
-   "max": 5.58887631410644e-05,
+   "seconds": 5.337904748462495e-05,
+   "min": 2.159542874211356e-05,
+   "max": 7.148342544124238e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003415040075778961,
-    0.0007362880110740661,
-    0.0019612159729003906
+    0.0002062080055475235,
+    0.000693120002746582,
+    0.0017064319849014282
    ],
-   "host_canary_seconds": 1.0199904999979025e-05,
+   "host_canary_seconds": 9.31164999997236e-06,
    "pass_seconds": [
-    4.456914145322073e-05,
-    5.58887631410644e-05,
-    5.036799964450655e-05
+    2.159542874211356e-05,
+    5.337904748462495e-05,
+    7.148342544124238e-05
    ],
    "pass_host_canary_seconds": [
-    1.0199904999979025e-05,
-    9.473615000388235e-06,
-    1.0838815000226988e-05
+    9.31164999997236e-06,
+    1.0306605000067747e-05,
+    6.677419999903123e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.352152339049748e-05,
-   "min": 1.6821333872420447e-05,
-   "max": 2.599923915806271e-05,
+   "seconds": 2.216076247748874e-05,
+   "min": 1.4899047889879775e-05,
+   "max": 2.7082667286906922e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2943999171257016e-05,
-    0.00012227199971675873,
-    0.0004333760142326355
+    3.5936001688241956e-05,
+    9.888000041246415e-05,
+    0.00036716800928115843
    ],
-   "host_canary_seconds": 9.917934999918998e-06,
+   "host_canary_seconds": 8.949600000107693e-06,
    "pass_seconds": [
-    2.599923915806271e-05,
-    2.352152339049748e-05,
-    1.6821333872420447e-05
+    2.216076247748874e-05,
+    2.7082667286906922e-05,
+    1.4899047889879775e-05
    ],
    "pass_host_canary_seconds": [
-    9.917934999918998e-06,
-    9.31721250026385e-06,
-    1.0678127500227675e-05
+    8.949600000107693e-06,
+    1.002136000010978e-05,
+    6.668992499925252e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 5.1036190773759566e-05,
-   "min": 4.893485421226138e-05,
-   "max": 5.858437592784564e-05,
+   "seconds": 4.970743134617806e-05,
+   "min": 3.8046473903315415e-05,
+   "max": 5.649523738594282e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016988800466060638,
-    0.0004222719967365265,
-    0.0013325120210647583
+    0.00013891200721263887,
+    0.00032864001393318175,
+    0.0010450559854507447
    ],
-   "host_canary_seconds": 9.917934999918998e-06,
+   "host_canary_seconds": 8.949600000107693e-06,
    "pass_seconds": [
-    5.1036190773759566e-05,
-    4.893485421226138e-05,
-    5.858437592784564e-05
+    3.8046473903315415e-05,
+    4.970743134617806e-05,
+    5.649523738594282e-05
    ],
    "pass_host_canary_seconds": [
-    9.917934999918998e-06,
-    9.31721250026385e-06,
-    1.0678127500227675e-05
+    8.949600000107693e-06,
+    1.002136000010978e-05,
+    6.668992499925252e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.4233142889681315e-05,
-   "min": 1.799314203006881e-05,
-   "max": 2.6466285188992817e-05,
+   "seconds": 2.256076215278535e-05,
+   "min": 1.7107810292925152e-05,
+   "max": 2.7963427915459584e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.179200112819672e-05,
-    0.00014579200744628906,
-    0.00046031999588012695
+    5.164799839258194e-05,
+    0.0001186240017414093,
+    0.0003898240029811859
    ],
-   "host_canary_seconds": 1.0275840000133486e-05,
+   "host_canary_seconds": 8.82286500001328e-06,
    "pass_seconds": [
-    2.6466285188992817e-05,
-    2.4233142889681315e-05,
-    1.799314203006881e-05
+    2.256076215278535e-05,
+    2.7963427915459584e-05,
+    1.7107810292925152e-05
    ],
    "pass_host_canary_seconds": [
-    1.0275840000133486e-05,
-    9.667712500061044e-06,
-    9.670769999843287e-06
+    8.82286500001328e-06,
+    1.0081724999935204e-05,
+    6.921599999998307e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.838780743735178e-05,
-   "min": 5.0965331494808204e-05,
-   "max": 6.665371234218279e-05,
+   "seconds": 5.4286481014319835e-05,
+   "min": 4.2119621875740235e-05,
+   "max": 5.694323636236646e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019260799884796142,
-    0.000463456004858017,
-    0.0014708479642868042
+    0.0001637440025806427,
+    0.00034915199875831603,
+    0.0011310720443725587
    ],
-   "host_canary_seconds": 1.0275840000133486e-05,
+   "host_canary_seconds": 8.82286500001328e-06,
    "pass_seconds": [
-    5.838780743735178e-05,
-    5.0965331494808204e-05,
-    6.665371234218279e-05
+    4.2119621875740235e-05,
+    5.4286481014319835e-05,
+    5.694323636236646e-05
    ],
    "pass_host_canary_seconds": [
-    1.0275840000133486e-05,
-    9.667712500061044e-06,
-    9.670769999843287e-06
+    8.82286500001328e-06,
+    1.0081724999935204e-05,
+    6.921599999998307e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.4907429743380776e-05,
-   "min": 4.185904704389119e-05,
-   "max": 5.086552564586912e-05,
+   "seconds": 4.2175998822564177e-05,
+   "min": 3.115657220284145e-05,
+   "max": 6.047237912813823e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.366400212049484e-05,
-    0.0002332479953765869,
-    0.0008389760255813599
+    5.9007998555898666e-05,
+    0.0001844799965620041,
+    0.0006912959814071656
    ],
-   "host_canary_seconds": 9.923369999853548e-06,
+   "host_canary_seconds": 8.826650000059998e-06,
    "pass_seconds": [
-    5.086552564586912e-05,
-    4.4907429743380776e-05,
-    4.185904704389119e-05
+    4.2175998822564177e-05,
+    6.047237912813823e-05,
+    3.115657220284145e-05
    ],
    "pass_host_canary_seconds": [
-    9.923369999853548e-06,
-    9.529569999813249e-06,
-    9.816630000045735e-06
+    8.826650000059998e-06,
+    1.0246829999971396e-05,
+    6.612592499948278e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.819505292744864e-05,
-   "min": 9.713371949536458e-05,
-   "max": 0.00010254781267472675,
+   "seconds": 9.321752367984683e-05,
+   "min": 7.479162390033403e-05,
+   "max": 9.653867568288531e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030230399966239927,
-    0.0009051520228385926,
-    0.0026510400772094727
+    0.00022483199834823607,
+    0.000553600013256073,
+    0.0019719680547714232
    ],
-   "host_canary_seconds": 9.923369999853548e-06,
+   "host_canary_seconds": 8.826650000059998e-06,
    "pass_seconds": [
-    0.00010254781267472675,
-    9.819505292744864e-05,
-    9.713371949536458e-05
+    7.479162390033403e-05,
+    9.653867568288531e-05,
+    9.321752367984683e-05
    ],
    "pass_host_canary_seconds": [
-    9.923369999853548e-06,
-    9.529569999813249e-06,
-    9.816630000045735e-06
+    8.826650000059998e-06,
+    1.0246829999971396e-05,
+    6.612592499948278e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 5.2775621059395015e-05,
-   "min": 4.904152169114067e-05,
-   "max": 5.6310095602557766e-05,
+   "seconds": 4.158857251916613e-05,
+   "min": 3.237257347930046e-05,
+   "max": 5.829409474418277e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010927999764680863,
-    0.00027001601457595826,
-    0.000951200008392334
+    7.478400319814682e-05,
+    0.00020035199820995331,
+    0.0006988800168037415
    ],
-   "host_canary_seconds": 9.987347499986754e-06,
+   "host_canary_seconds": 8.67939999992018e-06,
    "pass_seconds": [
-    5.6310095602557766e-05,
-    4.904152169114067e-05,
-    5.2775621059395015e-05
+    4.158857251916613e-05,
+    5.829409474418277e-05,
+    3.237257347930046e-05
    ],
    "pass_host_canary_seconds": [
-    9.987347499986754e-06,
-    1.0051329999782865e-05,
-    1.0269339999808836e-05
+    8.67939999992018e-06,
+    1.03175799999633e-05,
+    6.840835000048173e-06
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 9.12678117553393e-05,
-   "min": 8.832684904336931e-05,
-   "max": 9.899427990118663e-05,
+   "seconds": 8.789790811992827e-05,
+   "min": 7.14400013287862e-05,
+   "max": 0.00011406018318874498,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00040112000703811644,
-    0.001020576000213623,
-    0.0026736960411071777
+    0.00023718400299549102,
+    0.0005892159938812256,
+    0.0019369280338287353
    ],
-   "host_canary_seconds": 9.987347499986754e-06,
+   "host_canary_seconds": 8.67939999992018e-06,
    "pass_seconds": [
-    9.12678117553393e-05,
-    9.899427990118663e-05,
-    8.832684904336931e-05
+    7.14400013287862e-05,
+    8.789790811992827e-05,
+    0.00011406018318874498
    ],
    "pass_host_canary_seconds": [
-    9.987347499986754e-06,
-    1.0051329999782865e-05,
-    1.0269339999808836e-05
+    8.67939999992018e-06,
+    1.03175799999633e-05,
+    6.840835000048173e-06
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.5114665652314822e-05,
-   "min": 1.4339048060632887e-05,
-   "max": 1.6191999472322916e-05,
+   "seconds": 1.501104785572915e-05,
+   "min": 1.3062094826073873e-05,
+   "max": 1.565333367103622e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.407999873161316e-05,
-    7.680000364780426e-05,
-    0.00027500799298286436
+    2.550400048494339e-05,
+    6.182400137186051e-05,
+    0.00022047999501228333
    ],
-   "host_canary_seconds": 1.0039145000177995e-05,
+   "host_canary_seconds": 8.634622500096611e-06,
    "pass_seconds": [
-    1.6191999472322916e-05,
-    1.4339048060632887e-05,
-    1.5114665652314822e-05
+    1.3062094826073873e-05,
+    1.565333367103622e-05,
+    1.501104785572915e-05
    ],
    "pass_host_canary_seconds": [
-    1.0039145000177995e-05,
-    1.0013270000399643e-05,
-    9.556599999882565e-06
+    8.634622500096611e-06,
+    9.940064999938159e-06,
+    9.725985000130777e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.7251046683107104e-05,
-   "min": 2.146285887630213e-05,
-   "max": 2.7518474097762794e-05,
+   "seconds": 2.5030858282532013e-05,
+   "min": 1.3927617420752842e-05,
+   "max": 2.9046857818251564e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014617599546909332,
-    0.00028332799673080444,
-    0.0008000959753990173
+    0.00010278400033712387,
+    0.0001798720061779022,
+    0.000506335973739624
    ],
-   "host_canary_seconds": 1.0039145000177995e-05,
+   "host_canary_seconds": 8.634622500096611e-06,
    "pass_seconds": [
-    2.7251046683107104e-05,
-    2.7518474097762794e-05,
-    2.146285887630213e-05
+    1.3927617420752842e-05,
+    2.5030858282532013e-05,
+    2.9046857818251564e-05
    ],
    "pass_host_canary_seconds": [
-    1.0039145000177995e-05,
-    1.0013270000399643e-05,
-    9.556599999882565e-06
+    8.634622500096611e-06,
+    9.940064999938159e-06,
+    9.725985000130777e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.6823619604110716e-05,
-   "min": 1.6612571797200608e-05,
-   "max": 1.682361995890027e-05,
+   "seconds": 1.4350475654715585e-05,
+   "min": 1.3249523228123075e-05,
+   "max": 1.5819429286888666e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.960000142455101e-05,
-    9.344000369310379e-05,
-    0.00029974400997161865
+    3.8816001266241075e-05,
+    7.638400048017501e-05,
+    0.00023683199286460876
    ],
-   "host_canary_seconds": 1.0257275000071787e-05,
+   "host_canary_seconds": 8.70125000005828e-06,
    "pass_seconds": [
-    1.6823619604110716e-05,
-    1.682361995890027e-05,
-    1.6612571797200608e-05
+    1.3249523228123075e-05,
+    1.5819429286888666e-05,
+    1.4350475654715585e-05
    ],
    "pass_host_canary_seconds": [
-    1.0257275000071787e-05,
-    9.586222500104214e-06,
-    1.018352499983166e-05
+    8.70125000005828e-06,
+    9.883365000007415e-06,
+    9.387792499921942e-06
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 2.3789713780085244e-05,
-   "min": 2.1657905053524742e-05,
-   "max": 2.5452188615288054e-05,
+   "seconds": 1.9043811375186555e-05,
+   "min": 1.3905524852729976e-05,
+   "max": 2.465295330399559e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017776000499725343,
-    0.0002999359965324402,
-    0.0007870720028877259
+    0.00013020800054073335,
+    0.0001958400011062622,
+    0.000532256007194519
    ],
-   "host_canary_seconds": 1.0257275000071787e-05,
+   "host_canary_seconds": 8.70125000005828e-06,
    "pass_seconds": [
-    2.3789713780085244e-05,
-    2.1657905053524742e-05,
-    2.5452188615288054e-05
+    1.3905524852729976e-05,
+    2.465295330399559e-05,
+    1.9043811375186555e-05
    ],
    "pass_host_canary_seconds": [
-    1.0257275000071787e-05,
-    9.586222500104214e-06,
-    1.018352499983166e-05
+    8.70125000005828e-06,
+    9.883365000007415e-06,
+    9.387792499921942e-06
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.4118857504356477e-05,
-   "min": 9.958095138981229e-06,
-   "max": 1.4262857004290536e-05,
+   "seconds": 1.3609905150674637e-05,
+   "min": 1.264000009922754e-05,
+   "max": 1.51108568977742e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.876799926161766e-05,
-    7.59039968252182e-05,
-    0.00024214400351047516
+    2.364799939095974e-05,
+    5.916799977421761e-05,
+    0.00021244800090789795
    ],
-   "host_canary_seconds": 1.0119302500015692e-05,
+   "host_canary_seconds": 8.70125000005828e-06,
    "pass_seconds": [
-    1.4118857504356477e-05,
-    1.4262857004290536e-05,
-    9.958095138981229e-06
+    1.264000009922754e-05,
+    1.51108568977742e-05,
+    1.3609905150674637e-05
    ],
    "pass_host_canary_seconds": [
-    1.0119302500015692e-05,
-    1.0337230000345698e-05,
-    7.2616150004023435e-06
+    8.70125000005828e-06,
+    1.0148199999946427e-05,
+    9.305355000037707e-06
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.2130286232346574e-05,
-   "min": 2.08838110168775e-05,
-   "max": 2.994285577109882e-05,
+   "seconds": 2.1187807655050632e-05,
+   "min": 1.5595426871663047e-05,
+   "max": 2.4671237915754316e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001395519971847534,
-    0.00025216001272201536,
-    0.0007939519882202148
+    9.993600100278855e-05,
+    0.00017049600183963775,
+    0.0005187519788742065
    ],
-   "host_canary_seconds": 1.0119302500015692e-05,
+   "host_canary_seconds": 8.70125000005828e-06,
    "pass_seconds": [
-    2.994285577109882e-05,
-    2.2130286232346574e-05,
-    2.08838110168775e-05
+    1.5595426871663047e-05,
+    2.4671237915754316e-05,
+    2.1187807655050632e-05
    ],
    "pass_host_canary_seconds": [
-    1.0119302500015692e-05,
-    1.0337230000345698e-05,
-    7.2616150004023435e-06
+    8.70125000005828e-06,
+    1.0148199999946427e-05,
+    9.305355000037707e-06
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.47687615383239e-05,
-   "min": 1.4361143289577396e-05,
-   "max": 1.5018666074389506e-05,
+   "seconds": 1.5316570975950785e-05,
+   "min": 1.4743618755823093e-05,
+   "max": 1.5403428070601964e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.934399947524071e-05,
-    9.827200323343276e-05,
-    0.00027241599559783933
+    2.953599952161312e-05,
+    5.955199897289276e-05,
+    0.00024595199525356294
    ],
-   "host_canary_seconds": 1.004953250003382e-05,
+   "host_canary_seconds": 9.33940000010125e-06,
    "pass_seconds": [
-    1.47687615383239e-05,
-    1.5018666074389506e-05,
-    1.4361143289577396e-05
+    1.4743618755823093e-05,
+    1.5316570975950785e-05,
+    1.5403428070601964e-05
    ],
    "pass_host_canary_seconds": [
-    1.004953250003382e-05,
-    1.0654925000039838e-05,
-    9.781150000094385e-06
+    9.33940000010125e-06,
+    1.0043577499914136e-05,
+    9.813544999985878e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 2.1148954119001117e-05,
-   "min": 1.7412569373846053e-05,
-   "max": 2.4964573837461923e-05,
+   "seconds": 1.4615619643813092e-05,
+   "min": 1.395504877326034e-05,
+   "max": 2.4889905360482993e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017472000420093537,
-    0.00030831998586654664,
-    0.0007755200266838073
+    0.00010851199924945832,
+    0.00022355200350284576,
+    0.0005486400127410889
    ],
-   "host_canary_seconds": 1.004953250003382e-05,
+   "host_canary_seconds": 9.33940000010125e-06,
    "pass_seconds": [
-    2.4964573837461923e-05,
-    2.1148954119001117e-05,
-    1.7412569373846053e-05
+    1.395504877326034e-05,
+    2.4889905360482993e-05,
+    1.4615619643813092e-05
    ],
    "pass_host_canary_seconds": [
-    1.004953250003382e-05,
-    1.0654925000039838e-05,
-    9.781150000094385e-06
+    9.33940000010125e-06,
+    1.0043577499914136e-05,
+    9.813544999985878e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.4252952787847746e-05,
-   "min": 1.3932190746778532e-05,
-   "max": 1.4600381166452453e-05,
+   "seconds": 1.3771428770962216e-05,
+   "min": 9.214476017015322e-06,
+   "max": 1.592685619280452e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.966400049626827e-05,
-    7.452800124883651e-05,
-    0.0002490240037441254
+    2.5728000327944755e-05,
+    6.515199691057205e-05,
+    0.00016787199676036835
    ],
-   "host_canary_seconds": 9.936690000245106e-06,
+   "host_canary_seconds": 8.581535000189434e-06,
    "pass_seconds": [
-    1.4600381166452453e-05,
-    1.3932190746778532e-05,
-    1.4252952787847746e-05
+    9.214476017015322e-06,
+    1.592685619280452e-05,
+    1.3771428770962216e-05
    ],
    "pass_host_canary_seconds": [
-    9.936690000245106e-06,
-    9.95435499987707e-06,
-    1.00049550002268e-05
+    8.581535000189434e-06,
+    1.0262222500045936e-05,
+    9.76908500007312e-06
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.0374093825618426e-05,
-   "min": 1.9914665481164342e-05,
-   "max": 2.083657300543217e-05,
+   "seconds": 2.3645716497585883e-05,
+   "min": 2.2728380170606438e-05,
+   "max": 2.4796952981324422e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012905600666999816,
-    0.00026659199595451357,
-    0.0006581119894981384
+    0.00010825599730014801,
+    0.00018780800700187684,
+    0.0005948160290718079
    ],
-   "host_canary_seconds": 9.936690000245106e-06,
+   "host_canary_seconds": 8.581535000189434e-06,
    "pass_seconds": [
-    1.9914665481164342e-05,
-    2.0374093825618426e-05,
-    2.083657300543217e-05
+    2.3645716497585883e-05,
+    2.4796952981324422e-05,
+    2.2728380170606438e-05
    ],
    "pass_host_canary_seconds": [
-    9.936690000245106e-06,
-    9.95435499987707e-06,
-    1.00049550002268e-05
+    8.581535000189434e-06,
+    1.0262222500045936e-05,
+    9.76908500007312e-06
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.4673523427475067e-05,
-   "min": 1.3674666306802205e-05,
-   "max": 1.4964571666149866e-05,
+   "seconds": 1.4042667512382778e-05,
+   "min": 8.748190654885202e-06,
+   "max": 1.6580571908326378e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.8448000103235245e-05,
-    0.00011535999923944473,
-    0.0002802560031414032
+    3.0688000842928885e-05,
+    9.161599725484848e-05,
+    0.00017347200214862824
    ],
-   "host_canary_seconds": 1.0258987500151306e-05,
+   "host_canary_seconds": 6.904370000029303e-06,
    "pass_seconds": [
-    1.4964571666149866e-05,
-    1.4673523427475067e-05,
-    1.3674666306802205e-05
+    8.748190654885202e-06,
+    1.6580571908326378e-05,
+    1.4042667512382778e-05
    ],
    "pass_host_canary_seconds": [
-    1.0258987500151306e-05,
-    1.06548875001522e-05,
-    9.620739999718353e-06
+    6.904370000029303e-06,
+    1.0100254999940717e-05,
+    9.307855000173504e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.779580972024373e-05,
-   "min": 1.5366097113915852e-05,
-   "max": 2.9126856121278943e-05,
+   "seconds": 2.4258285938274296e-05,
+   "min": 2.3947428202345255e-05,
+   "max": 2.775161899626255e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017212800681591035,
-    0.00029552000761032103,
-    0.0008119040131568908
+    0.00010943999886512757,
+    0.0002605760097503662,
+    0.0006708160042762756
    ],
-   "host_canary_seconds": 1.0258987500151306e-05,
+   "host_canary_seconds": 6.904370000029303e-06,
    "pass_seconds": [
-    2.779580972024373e-05,
-    2.9126856121278943e-05,
-    1.5366097113915852e-05
+    2.775161899626255e-05,
+    2.3947428202345255e-05,
+    2.4258285938274296e-05
    ],
    "pass_host_canary_seconds": [
-    1.0258987500151306e-05,
-    1.06548875001522e-05,
-    9.620739999718353e-06
+    6.904370000029303e-06,
+    1.0100254999940717e-05,
+    9.307855000173504e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.4296380980383781e-05,
-   "min": 1.2854857636349541e-05,
-   "max": 1.442361906880424e-05,
+   "seconds": 1.3798856930363746e-05,
+   "min": 1.0004571505955286e-05,
+   "max": 1.4332189889890807e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.6399999856948852e-05,
-    7.542400062084198e-05,
-    0.0002446720004081726
+    1.8944000825285912e-05,
+    4.764800146222115e-05,
+    0.00016857600212097167
    ],
-   "host_canary_seconds": 9.795137499963858e-06,
+   "host_canary_seconds": 6.950875000200085e-06,
    "pass_seconds": [
-    1.442361906880424e-05,
-    1.4296380980383781e-05,
-    1.2854857636349541e-05
+    1.0004571505955286e-05,
+    1.4332189889890807e-05,
+    1.3798856930363746e-05
    ],
    "pass_host_canary_seconds": [
-    9.795137499963858e-06,
-    1.0142135000137387e-05,
-    9.628459999930782e-06
+    6.950875000200085e-06,
+    9.856717500014157e-06,
+    9.194909999905576e-06
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.1569523339470226e-05,
-   "min": 1.7833144004855834e-05,
-   "max": 3.181485902695428e-05,
+   "seconds": 2.5603047084240687e-05,
+   "min": 2.2394665383866856e-05,
+   "max": 2.5741712234559517e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011878400295972824,
-    0.0002027519941329956,
-    0.0007941120266914367
+    0.00010953599959611893,
+    0.00018764799833297728,
+    0.0006340799927711487
    ],
-   "host_canary_seconds": 9.795137499963858e-06,
+   "host_canary_seconds": 6.950875000200085e-06,
    "pass_seconds": [
-    3.181485902695428e-05,
-    2.1569523339470226e-05,
-    1.7833144004855834e-05
+    2.5603047084240687e-05,
+    2.5741712234559517e-05,
+    2.2394665383866856e-05
    ],
    "pass_host_canary_seconds": [
-    9.795137499963858e-06,
-    1.0142135000137387e-05,
-    9.628459999930782e-06
+    6.950875000200085e-06,
+    9.856717500014157e-06,
+    9.194909999905576e-06
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.4593524060079031e-05,
-   "min": 1.3743237193141663e-05,
-   "max": 1.4874666574455445e-05,
+   "seconds": 1.341638146411805e-05,
+   "min": 1.0093713977507182e-05,
+   "max": 1.3977905646676108e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.260799825191498e-05,
-    8.748800307512284e-05,
-    0.0002566399872303009
+    2.9376000165939333e-05,
+    5.846399813890457e-05,
+    0.00018038399517536163
    ],
-   "host_canary_seconds": 9.66733499979e-06,
+   "host_canary_seconds": 7.073564999870996e-06,
    "pass_seconds": [
-    1.3743237193141663e-05,
-    1.4874666574455445e-05,
-    1.4593524060079031e-05
+    1.0093713977507182e-05,
+    1.3977905646676108e-05,
+    1.341638146411805e-05
    ],
    "pass_host_canary_seconds": [
-    9.66733499979e-06,
-    9.867684999562698e-06,
-    1.030495999998493e-05
+    7.073564999870996e-06,
+    9.894924999969135e-06,
+    8.868392500005485e-06
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.1137522444838562e-05,
-   "min": 1.6792381980589457e-05,
-   "max": 2.2151620082911997e-05,
+   "seconds": 2.0101334012690044e-05,
+   "min": 1.8485333060934433e-05,
+   "max": 2.6367998726311186e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017504000663757325,
-    0.00030723199248313906,
-    0.0007216320037841797
+    0.00017548799514770507,
+    0.0002535040080547333,
+    0.0006015999913215638
    ],
-   "host_canary_seconds": 9.66733499979e-06,
+   "host_canary_seconds": 7.073564999870996e-06,
    "pass_seconds": [
-    2.2151620082911997e-05,
-    2.1137522444838562e-05,
-    1.6792381980589457e-05
+    1.8485333060934433e-05,
+    2.6367998726311186e-05,
+    2.0101334012690044e-05
    ],
    "pass_host_canary_seconds": [
-    9.66733499979e-06,
-    9.867684999562698e-06,
-    1.030495999998493e-05
+    7.073564999870996e-06,
+    9.894924999969135e-06,
+    8.868392500005485e-06
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 9.887999810633205e-06,
-   "min": 9.120000526309012e-06,
-   "max": 1.3213714052523885e-05,
+   "seconds": 8.90590525453999e-06,
+   "min": 8.738285551468532e-06,
+   "max": 1.476647545184408e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8192000463604927e-05,
-    7.407999783754349e-05,
-    0.0002284799963235855
+    1.9519999623298644e-05,
+    4.473600164055824e-05,
+    0.0001526080071926117
    ],
-   "host_canary_seconds": 1.0042244999795003e-05,
+   "host_canary_seconds": 6.595009999728063e-06,
    "pass_seconds": [
-    1.3213714052523885e-05,
-    9.120000526309012e-06,
-    9.887999810633205e-06
+    8.90590525453999e-06,
+    1.476647545184408e-05,
+    8.738285551468532e-06
    ],
    "pass_host_canary_seconds": [
-    1.0042244999795003e-05,
-    9.551724999710132e-06,
-    9.746260000156326e-06
+    6.595009999728063e-06,
+    9.720087499971443e-06,
+    6.442625000175895e-06
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.1420952730945184e-05,
-   "min": 1.745143062656834e-05,
-   "max": 2.837333233938331e-05,
+   "seconds": 2.2984381765127183e-05,
+   "min": 1.904456964915707e-05,
+   "max": 3.063847603542465e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010867200046777726,
-    0.000225600004196167,
-    0.000576960027217865
+    0.00010175999999046325,
+    0.0001863040030002594,
+    0.0005212479829788208
    ],
-   "host_canary_seconds": 1.0042244999795003e-05,
+   "host_canary_seconds": 6.595009999728063e-06,
    "pass_seconds": [
-    1.745143062656834e-05,
-    2.837333233938331e-05,
-    2.1420952730945184e-05
+    1.904456964915707e-05,
+    2.2984381765127183e-05,
+    3.063847603542465e-05
    ],
    "pass_host_canary_seconds": [
-    1.0042244999795003e-05,
-    9.551724999710132e-06,
-    9.746260000156326e-06
+    6.595009999728063e-06,
+    9.720087499971443e-06,
+    6.442625000175895e-06
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 1.310780928248451e-05,
-   "min": 9.33790508480299e-06,
-   "max": 1.4246856172879537e-05,
+   "seconds": 8.552380615756623e-06,
+   "min": 8.243047233138765e-06,
+   "max": 8.90590481105305e-06,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.1392000168561934e-05,
-    0.0001011200025677681,
-    0.00026742398738861085
+    2.7295999228954315e-05,
+    5.689600110054016e-05,
+    0.00015689599514007567
    ],
-   "host_canary_seconds": 9.962947499957409e-06,
+   "host_canary_seconds": 6.575522500043007e-06,
    "pass_seconds": [
-    1.4246856172879537e-05,
-    9.33790508480299e-06,
-    1.310780928248451e-05
+    8.552380615756623e-06,
+    8.243047233138765e-06,
+    8.90590481105305e-06
    ],
    "pass_host_canary_seconds": [
-    9.962947499957409e-06,
-    7.609754999862161e-06,
-    1.0128619999818511e-05
+    6.575522500043007e-06,
+    9.989539999821773e-06,
+    6.587425000077474e-06
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 1.822857026542936e-05,
-   "min": 1.750857205617996e-05,
-   "max": 3.444647771261987e-05,
+   "seconds": 2.7192383117619023e-05,
+   "min": 2.3008762370972413e-05,
+   "max": 3.690590549792562e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015104000270366668,
-    0.0002717120051383972,
-    0.0006358399987220764
+    0.00011711999773979187,
+    0.00020198400318622588,
+    0.0005872640013694764
    ],
-   "host_canary_seconds": 9.962947499957409e-06,
+   "host_canary_seconds": 6.575522500043007e-06,
    "pass_seconds": [
-    1.750857205617996e-05,
-    3.444647771261987e-05,
-    1.822857026542936e-05
+    2.3008762370972413e-05,
+    3.690590549792562e-05,
+    2.7192383117619023e-05
    ],
    "pass_host_canary_seconds": [
-    9.962947499957409e-06,
-    7.609754999862161e-06,
-    1.0128619999818511e-05
+    6.575522500043007e-06,
+    9.989539999821773e-06,
+    6.587425000077474e-06
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 2.2396951736438842e-05,
-   "min": 1.4116571595271428e-05,
-   "max": 2.375085634135065e-05,
+   "seconds": 1.3859048042268979e-05,
+   "min": 1.3773714059165544e-05,
+   "max": 2.472533250138873e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.2656000703573226e-05,
-    0.00010988800227642059,
-    0.00037862399220466616
+    2.284800074994564e-05,
+    6.480000168085098e-05,
+    0.00022966399788856506
    ],
-   "host_canary_seconds": 9.82598500002041e-06,
+   "host_canary_seconds": 6.806654999991224e-06,
    "pass_seconds": [
-    2.2396951736438842e-05,
-    1.4116571595271428e-05,
-    2.375085634135065e-05
+    1.3773714059165544e-05,
+    2.472533250138873e-05,
+    1.3859048042268979e-05
    ],
    "pass_host_canary_seconds": [
-    9.82598500002041e-06,
-    7.609754999862161e-06,
-    1.0208292499953587e-05
+    6.806654999991224e-06,
+    1.0270244999901478e-05,
+    6.745154999805436e-06
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.194742734233539e-05,
-   "min": 1.527695552933783e-05,
-   "max": 2.8370285140616547e-05,
+   "seconds": 2.2153905814602263e-05,
+   "min": 2.1392760266150746e-05,
+   "max": 2.569371435259069e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014800000190734862,
-    0.0002931840121746063,
-    0.0008172159790992737
+    0.00011052799969911575,
+    0.00020841600000858306,
+    0.0006354879736900329
    ],
-   "host_canary_seconds": 9.82598500002041e-06,
+   "host_canary_seconds": 6.806654999991224e-06,
    "pass_seconds": [
-    2.194742734233539e-05,
-    2.8370285140616547e-05,
-    1.527695552933783e-05
+    2.1392760266150746e-05,
+    2.2153905814602263e-05,
+    2.569371435259069e-05
    ],
    "pass_host_canary_seconds": [
-    9.82598500002041e-06,
-    7.609754999862161e-06,
-    1.0208292499953587e-05
+    6.806654999991224e-06,
+    1.0270244999901478e-05,
+    6.745154999805436e-06
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.3094094580128078e-05,
-   "min": 2.0199619411003023e-05,
-   "max": 2.3447619662398387e-05,
+   "seconds": 2.486933359787578e-05,
+   "min": 1.3632761403208687e-05,
+   "max": 2.5212190513099944e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.467200070619584e-05,
-    0.00012470400333404542,
-    0.0004079999923706055
+    3.3824000507593154e-05,
+    7.257600128650666e-05,
+    0.0003949120044708252
    ],
-   "host_canary_seconds": 9.636120000209302e-06,
+   "host_canary_seconds": 9.107967499915049e-06,
    "pass_seconds": [
-    2.3094094580128078e-05,
-    2.3447619662398387e-05,
-    2.0199619411003023e-05
+    2.486933359787578e-05,
+    2.5212190513099944e-05,
+    1.3632761403208687e-05
    ],
    "pass_host_canary_seconds": [
-    9.636120000209302e-06,
-    1.0041804999900705e-05,
-    1.0193462499898943e-05
+    9.107967499915049e-06,
+    1.018965500009017e-05,
+    6.951775000061389e-06
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.1883428451560797e-05,
-   "min": 2.0721523712078726e-05,
-   "max": 2.6206477412155693e-05,
+   "seconds": 2.7986287538494387e-05,
+   "min": 2.689066724408241e-05,
+   "max": 3.0294855613084064e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017971199750900269,
-    0.00035206401348114016,
-    0.0008668479919433594
+    0.00012460800260305404,
+    0.00024774399399757384,
+    0.0009379519820213318
    ],
-   "host_canary_seconds": 9.636120000209302e-06,
+   "host_canary_seconds": 9.107967499915049e-06,
    "pass_seconds": [
-    2.1883428451560797e-05,
-    2.6206477412155693e-05,
-    2.0721523712078726e-05
+    3.0294855613084064e-05,
+    2.7986287538494387e-05,
+    2.689066724408241e-05
    ],
    "pass_host_canary_seconds": [
-    9.636120000209302e-06,
-    1.0041804999900705e-05,
-    1.0193462499898943e-05
+    9.107967499915049e-06,
+    1.018965500009017e-05,
+    6.951775000061389e-06
    ]
   },
   "layer_forward_add": {
-   "seconds": 1.0170666323531242e-05,
-   "min": 7.363047982965197e-06,
-   "max": 1.1657904656160446e-05,
+   "seconds": 7.545142390188716e-06,
+   "min": 6.065523606680688e-06,
+   "max": 1.1767619156411714e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7295999228954315e-05,
-    6.87360018491745e-05,
-    0.00020431999862194063
+    2.8672000393271447e-05,
+    5.65439984202385e-05,
+    0.0001228799968957901
    ],
-   "host_canary_seconds": 9.281084999770428e-06,
+   "host_canary_seconds": 6.5684200001214774e-06,
    "pass_seconds": [
-    1.1657904656160446e-05,
-    7.363047982965197e-06,
-    1.0170666323531242e-05
+    6.065523606680688e-06,
+    1.1767619156411714e-05,
+    7.545142390188716e-06
    ],
    "pass_host_canary_seconds": [
-    9.281084999770428e-06,
-    9.72960749976437e-06,
-    9.498274999941714e-06
+    6.5684200001214774e-06,
+    1.0147490000065318e-05,
+    6.786264999902869e-06
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.2492952910917146e-05,
-   "min": 2.1871237172966912e-05,
-   "max": 3.29348576210794e-05,
+   "seconds": 2.5066664797209565e-05,
+   "min": 2.3417904706937925e-05,
+   "max": 3.606628475799448e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015039999783039094,
-    0.00025561600923538206,
-    0.0006548799872398377
+    0.0001703680008649826,
+    0.0002919999957084656,
+    0.0006236799955368042
    ],
-   "host_canary_seconds": 9.281084999770428e-06,
+   "host_canary_seconds": 6.5684200001214774e-06,
    "pass_seconds": [
-    2.1871237172966912e-05,
-    3.29348576210794e-05,
-    2.2492952910917146e-05
+    2.3417904706937925e-05,
+    2.5066664797209565e-05,
+    3.606628475799448e-05
    ],
    "pass_host_canary_seconds": [
-    9.281084999770428e-06,
-    9.72960749976437e-06,
-    9.498274999941714e-06
+    6.5684200001214774e-06,
+    1.0147490000065318e-05,
+    6.786264999902869e-06
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 1.1782094836235046e-05,
-   "min": 1.0979809044372467e-05,
-   "max": 1.2162286256040845e-05,
+   "seconds": 7.413333104479882e-06,
+   "min": 7.129143036547162e-06,
+   "max": 1.2675047807750248e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.6303998678922654e-05,
-    8.585599809885026e-05,
-    0.00022976000607013704
+    2.534399926662445e-05,
+    4.7488000243902205e-05,
+    0.00013651199638843538
    ],
-   "host_canary_seconds": 9.738744999765458e-06,
+   "host_canary_seconds": 6.518564999851151e-06,
    "pass_seconds": [
-    1.2162286256040845e-05,
-    1.1782094836235046e-05,
-    1.0979809044372467e-05
+    7.413333104479882e-06,
+    1.2675047807750248e-05,
+    7.129143036547162e-06
    ],
    "pass_host_canary_seconds": [
-    9.738744999765458e-06,
-    1.0477639999635358e-05,
-    9.542349999946964e-06
+    6.518564999851151e-06,
+    1.007730000011975e-05,
+    6.52869999981931e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.7509333477133796e-05,
-   "min": 2.2364954685881027e-05,
-   "max": 3.162666516644613e-05,
+   "seconds": 2.6457144213574277e-05,
+   "min": 2.2952382763226825e-05,
+   "max": 3.5010287360776035e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017260800302028656,
-    0.0002673279941082001,
-    0.0007595840096473694
+    0.00012438400089740754,
+    0.00021113599836826324,
+    0.0007472320199012756
    ],
-   "host_canary_seconds": 9.738744999765458e-06,
+   "host_canary_seconds": 6.518564999851151e-06,
    "pass_seconds": [
-    2.7509333477133796e-05,
-    3.162666516644613e-05,
-    2.2364954685881027e-05
+    3.5010287360776035e-05,
+    2.6457144213574277e-05,
+    2.2952382763226825e-05
    ],
    "pass_host_canary_seconds": [
-    9.738744999765458e-06,
-    1.0477639999635358e-05,
-    9.542349999946964e-06
+    6.518564999851151e-06,
+    1.007730000011975e-05,
+    6.52869999981931e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.2406856885978153e-05,
-   "min": 1.103161878529049e-05,
-   "max": 1.2429714735065187e-05,
+   "seconds": 1.1055238190151395e-05,
+   "min": 7.800381453264329e-06,
+   "max": 1.330514234446344e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8224000707268716e-05,
-    6.134400144219398e-05,
-    0.00021328000724315642
+    1.6287999227643013e-05,
+    3.868800029158592e-05,
+    0.0001329600065946579
    ],
-   "host_canary_seconds": 1.0459030000049553e-05,
+   "host_canary_seconds": 6.3211224998838136e-06,
    "pass_seconds": [
-    1.2429714735065187e-05,
-    1.103161878529049e-05,
-    1.2406856885978153e-05
+    7.800381453264329e-06,
+    1.330514234446344e-05,
+    1.1055238190151395e-05
    ],
    "pass_host_canary_seconds": [
-    1.0459030000049553e-05,
-    9.692184999607889e-06,
-    1.0272190000080172e-05
+    6.3211224998838136e-06,
+    9.946489999776986e-06,
+    8.434555000178533e-06
    ]
   },
   "layer_backward_mul": {
-   "seconds": 4.716571917136509e-05,
-   "min": 4.2097525582427074e-05,
-   "max": 4.721447843171302e-05,
+   "seconds": 5.253409239507857e-05,
+   "min": 4.124876076266879e-05,
+   "max": 5.305523975264459e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00015184000134468078,
-    0.00032633599638938905,
-    0.001045024037361145
+    0.00011961600184440613,
+    0.00026579201221466064,
+    0.0010130239725112916
    ],
-   "host_canary_seconds": 1.0459030000049553e-05,
+   "host_canary_seconds": 6.3211224998838136e-06,
    "pass_seconds": [
-    4.721447843171302e-05,
-    4.716571917136509e-05,
-    4.2097525582427074e-05
+    5.253409239507857e-05,
+    5.305523975264459e-05,
+    4.124876076266879e-05
    ],
    "pass_host_canary_seconds": [
-    1.0459030000049553e-05,
-    9.692184999607889e-06,
-    1.0272190000080172e-05
+    6.3211224998838136e-06,
+    9.946489999776986e-06,
+    8.434555000178533e-06
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 1.2813714820714225e-05,
-   "min": 8.60038124734447e-06,
-   "max": 1.3081142767554239e-05,
+   "seconds": 8.188190648243539e-06,
+   "min": 7.856761681891622e-06,
+   "max": 1.3427047502426875e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.780799895524978e-05,
-    9.417600184679031e-05,
-    0.00024265600740909577
+    2.5183999910950662e-05,
+    5.0112001597881316e-05,
+    0.00014812800288200377
    ],
-   "host_canary_seconds": 9.586454999634953e-06,
+   "host_canary_seconds": 6.459602499973016e-06,
    "pass_seconds": [
-    1.2813714820714225e-05,
-    8.60038124734447e-06,
-    1.3081142767554239e-05
+    8.188190648243539e-06,
+    1.3427047502426875e-05,
+    7.856761681891622e-06
    ],
    "pass_host_canary_seconds": [
-    9.586454999634953e-06,
-    7.562244999803625e-06,
-    1.0152134999827923e-05
+    6.459602499973016e-06,
+    9.97033999993846e-06,
+    6.338735000213091e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 4.644723857442537e-05,
-   "min": 4.4697907176755736e-05,
-   "max": 5.813409166321867e-05,
+   "seconds": 5.144228821709043e-05,
+   "min": 4.686704819046317e-05,
+   "max": 5.2631616148920294e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002157440036535263,
-    0.00031939199566841125,
-    0.001055456042289734
+    0.00013334399461746216,
+    0.0002653760015964508,
+    0.001028831958770752
    ],
-   "host_canary_seconds": 9.586454999634953e-06,
+   "host_canary_seconds": 6.459602499973016e-06,
    "pass_seconds": [
-    4.4697907176755736e-05,
-    5.813409166321867e-05,
-    4.644723857442537e-05
+    5.2631616148920294e-05,
+    5.144228821709043e-05,
+    4.686704819046317e-05
    ],
    "pass_host_canary_seconds": [
-    9.586454999634953e-06,
-    7.562244999803625e-06,
-    1.0152134999827923e-05
+    6.459602499973016e-06,
+    9.97033999993846e-06,
+    6.338735000213091e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 8.400000454414458e-06,
-   "min": 7.26476169767834e-06,
-   "max": 1.2230857497169858e-05,
+   "seconds": 7.642667119701704e-06,
+   "min": 7.58780911564827e-06,
+   "max": 1.210285678860687e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.796800062060356e-05,
-    4.2911998927593234e-05,
-    0.00013465599715709687
+    1.6863999888300894e-05,
+    4.118400067090988e-05,
+    0.00013196800649166107
    ],
-   "host_canary_seconds": 9.65623749976885e-06,
+   "host_canary_seconds": 6.6779650001080885e-06,
    "pass_seconds": [
-    7.26476169767834e-06,
-    8.400000454414458e-06,
-    1.2230857497169858e-05
+    7.642667119701704e-06,
+    1.210285678860687e-05,
+    7.58780911564827e-06
    ],
    "pass_host_canary_seconds": [
-    9.65623749976885e-06,
-    7.794630000148573e-06,
-    1.0611850000259437e-05
+    6.6779650001080885e-06,
+    9.905717499947286e-06,
+    6.399735000002238e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 3.511314289200873e-05,
-   "min": 3.0350477212951297e-05,
-   "max": 3.8639239612079805e-05,
+   "seconds": 2.5928381475664323e-05,
+   "min": 2.2009903565049166e-05,
+   "max": 3.261485669229711e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010633599758148193,
-    0.00019993600249290465,
-    0.0007801920175552369
+    0.0001064319983124733,
+    0.00020070399343967437,
+    0.0005529919862747192
    ],
-   "host_canary_seconds": 9.65623749976885e-06,
+   "host_canary_seconds": 6.6779650001080885e-06,
    "pass_seconds": [
-    3.8639239612079805e-05,
-    3.511314289200873e-05,
-    3.0350477212951297e-05
+    2.2009903565049166e-05,
+    3.261485669229711e-05,
+    2.5928381475664323e-05
    ],
    "pass_host_canary_seconds": [
-    9.65623749976885e-06,
-    7.794630000148573e-06,
-    1.0611850000259437e-05
+    6.6779650001080885e-06,
+    9.905717499947286e-06,
+    6.399735000002238e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 9.621333685659226e-06,
-   "min": 8.655238009634472e-06,
-   "max": 1.2687999577749342e-05,
+   "seconds": 8.171428172361282e-06,
+   "min": 7.762285836395764e-06,
+   "max": 1.3199238372700554e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.119999870657921e-05,
-    9.603200107812882e-05,
-    0.00024377599358558656
+    2.5919999927282332e-05,
+    4.848000034689903e-05,
+    0.00014211200177669526
    ],
-   "host_canary_seconds": 9.6203924999827e-06,
+   "host_canary_seconds": 6.616215000150305e-06,
    "pass_seconds": [
-    1.2687999577749342e-05,
-    9.621333685659226e-06,
-    8.655238009634472e-06
+    7.762285836395764e-06,
+    1.3199238372700554e-05,
+    8.171428172361282e-06
    ],
    "pass_host_canary_seconds": [
-    9.6203924999827e-06,
-    7.521204999818564e-06,
-    9.779127499882635e-06
+    6.616215000150305e-06,
+    9.75209000003474e-06,
+    6.634210000129315e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 3.327161925179618e-05,
-   "min": 3.0031238283429823e-05,
-   "max": 3.7186284682580406e-05,
+   "seconds": 2.360685950233823e-05,
+   "min": 1.447390525468758e-05,
+   "max": 3.257219014423234e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020399999618530274,
-    0.0003351680040359497,
-    0.0008457919955253601
+    0.00014166399836540222,
+    0.0002423360049724579,
+    0.0004865280091762543
    ],
-   "host_canary_seconds": 9.6203924999827e-06,
+   "host_canary_seconds": 6.616215000150305e-06,
    "pass_seconds": [
-    3.0031238283429823e-05,
-    3.7186284682580406e-05,
-    3.327161925179618e-05
+    1.447390525468758e-05,
+    3.257219014423234e-05,
+    2.360685950233823e-05
    ],
    "pass_host_canary_seconds": [
-    9.6203924999827e-06,
-    7.521204999818564e-06,
-    9.779127499882635e-06
+    6.616215000150305e-06,
+    9.75209000003474e-06,
+    6.634210000129315e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 1.2181333487942106e-05,
-   "min": 1.1689904899824234e-05,
-   "max": 1.407619042410737e-05,
+   "seconds": 8.241524210288412e-06,
+   "min": 7.555047493605386e-06,
+   "max": 1.2989714564312071e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8831999748945236e-05,
-    6.547199934720993e-05,
-    0.00021158400177955628
+    1.5680000185966492e-05,
+    3.82080003619194e-05,
+    0.00012895999848842621
    ],
-   "host_canary_seconds": 9.517315000380222e-06,
+   "host_canary_seconds": 6.418087499895364e-06,
    "pass_seconds": [
-    1.2181333487942106e-05,
-    1.407619042410737e-05,
-    1.1689904899824234e-05
+    7.555047493605386e-06,
+    1.2989714564312071e-05,
+    8.241524210288412e-06
    ],
    "pass_host_canary_seconds": [
-    9.517315000380222e-06,
-    7.522949999838602e-06,
-    9.622819999890453e-06
+    6.418087499895364e-06,
+    9.822280000264528e-06,
+    7.0194699999603935e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 2.0419048766295112e-05,
-   "min": 1.894933517490115e-05,
-   "max": 2.899123932279292e-05,
+   "seconds": 1.662933232174033e-05,
+   "min": 1.1634285428694315e-05,
+   "max": 2.1636569961195903e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014575999975204468,
-    0.0002441920042037964,
-    0.0006144000291824341
+    0.00010284800082445144,
+    0.00017520000040531158,
+    0.00039561599493026734
    ],
-   "host_canary_seconds": 9.517315000380222e-06,
+   "host_canary_seconds": 6.418087499895364e-06,
    "pass_seconds": [
-    1.894933517490115e-05,
-    2.899123932279292e-05,
-    2.0419048766295112e-05
+    1.1634285428694315e-05,
+    2.1636569961195903e-05,
+    1.662933232174033e-05
    ],
    "pass_host_canary_seconds": [
-    9.517315000380222e-06,
-    7.522949999838602e-06,
-    9.622819999890453e-06
+    6.418087499895364e-06,
+    9.822280000264528e-06,
+    7.0194699999603935e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 1.161447593144008e-05,
-   "min": 8.988189910139358e-06,
-   "max": 1.1763047604333787e-05,
+   "seconds": 8.611809551006271e-06,
+   "min": 7.862856877701622e-06,
+   "max": 1.3798857019061136e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.676800012588501e-05,
-    8.726400136947632e-05,
-    0.0002295359969139099
+    2.5407999753952028e-05,
+    4.912000149488449e-05,
+    0.00014339199662208557
    ],
-   "host_canary_seconds": 9.450530000094658e-06,
+   "host_canary_seconds": 6.475122499836062e-06,
    "pass_seconds": [
-    1.161447593144008e-05,
-    8.988189910139358e-06,
-    1.1763047604333787e-05
+    7.862856877701622e-06,
+    1.3798857019061136e-05,
+    8.611809551006271e-06
    ],
    "pass_host_canary_seconds": [
-    9.450530000094658e-06,
-    7.784869999909461e-06,
-    9.426755000276898e-06
+    6.475122499836062e-06,
+    1.0085560000021587e-05,
+    6.90474999998969e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 2.157485733429591e-05,
-   "min": 2.013256933007921e-05,
-   "max": 2.7612954023338494e-05,
+   "seconds": 1.7867429004538623e-05,
+   "min": 1.1026286830504736e-05,
+   "max": 2.429942715735663e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001613440066576004,
-    0.0002704640030860901,
-    0.0006421759724617004
+    0.00012652799487113952,
+    0.00020083199441432953,
+    0.00041574400663375855
    ],
-   "host_canary_seconds": 9.450530000094658e-06,
+   "host_canary_seconds": 6.475122499836062e-06,
    "pass_seconds": [
-    2.013256933007921e-05,
-    2.7612954023338494e-05,
-    2.157485733429591e-05
+    1.1026286830504736e-05,
+    2.429942715735663e-05,
+    1.7867429004538623e-05
    ],
    "pass_host_canary_seconds": [
-    9.450530000094658e-06,
-    7.784869999909461e-06,
-    9.426755000276898e-06
+    6.475122499836062e-06,
+    1.0085560000021587e-05,
+    6.90474999998969e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 6.07680007815361e-05,
-   "min": 4.281599819660187e-05,
-   "max": 0.00010524799674749375,
+   "seconds": 3.676800057291984e-05,
+   "min": 3.062400035560131e-05,
+   "max": 0.0002083840072154999,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.745614999587815e-06,
+   "host_canary_seconds": 6.310594999945352e-06,
    "pass_seconds": [
-    6.07680007815361e-05,
-    6.143999844789505e-05,
-    4.707200080156326e-05
+    3.388800099492073e-05,
+    6.355199962854386e-05,
+    3.676800057291984e-05
    ],
    "pass_host_canary_seconds": [
-    9.745614999587815e-06,
-    8.46627000044009e-06,
-    9.623425000313546e-06
+    6.310594999945352e-06,
+    9.86018499986585e-06,
+    6.796807499966917e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 6.412532956649859e-05,
+   "seconds": 4.535866280396782e-05,
    "min": 0.0,
-   "max": 0.00022395066482325398,
+   "max": 0.00017971333612998327,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.745614999587815e-06,
+   "host_canary_seconds": 6.310594999945352e-06,
    "pass_seconds": [
-    6.412532956649859e-05,
-    7.275066835184894e-05,
-    7.925337801377002e-06
+    4.547999644031125e-05,
+    2.9249322911103554e-05,
+    4.535866280396782e-05
    ],
    "pass_host_canary_seconds": [
-    9.745614999587815e-06,
-    8.46627000044009e-06,
-    9.623425000313546e-06
+    6.310594999945352e-06,
+    9.86018499986585e-06,
+    6.796807499966917e-06
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 6.284800171852112e-05,
-   "min": 4.710400104522705e-05,
-   "max": 0.00011449600011110306,
+   "seconds": 5.2512001246213915e-05,
+   "min": 4.14079986512661e-05,
+   "max": 0.00012080000340938568,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0334429999829808e-05,
+   "host_canary_seconds": 6.3160850000087975e-06,
    "pass_seconds": [
-    8.435200154781341e-05,
-    5.0847999751567844e-05,
-    6.284800171852112e-05
+    4.53759990632534e-05,
+    8.841600269079209e-05,
+    5.2512001246213915e-05
    ],
    "pass_host_canary_seconds": [
-    1.0334429999829808e-05,
-    7.253322500275772e-06,
-    9.948482500306e-06
+    6.3160850000087975e-06,
+    1.0112385000127233e-05,
+    6.959842500009472e-06
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 3.1822662179668745e-05,
-   "min": 0.0,
-   "max": 0.0002803813147669037,
+   "seconds": 6.26706679662069e-05,
+   "min": 3.3537310858567526e-05,
+   "max": 0.00019465733816226318,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0334429999829808e-05,
+   "host_canary_seconds": 6.3160850000087975e-06,
    "pass_seconds": [
-    9.99653267984589e-05,
-    3.1822662179668745e-05,
-    0.0
+    5.920799666394788e-05,
+    6.924931456645328e-05,
+    6.26706679662069e-05
    ],
    "pass_host_canary_seconds": [
-    1.0334429999829808e-05,
-    7.253322500275772e-06,
-    9.948482500306e-06
+    6.3160850000087975e-06,
+    1.0112385000127233e-05,
+    6.959842500009472e-06
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 3.321599960327149e-05,
-   "min": 2.3040000349283217e-05,
-   "max": 8.246400207281112e-05,
+   "seconds": 2.5216000154614447e-05,
+   "min": 2.1727999672293662e-05,
+   "max": 6.835199892520904e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.592209999880196e-06,
+   "host_canary_seconds": 6.4192299998921954e-06,
    "pass_seconds": [
-    4.1248001158237455e-05,
-    2.4703999981284142e-05,
-    3.321599960327149e-05
+    2.345599979162216e-05,
+    4.473600164055824e-05,
+    2.5216000154614447e-05
    ],
    "pass_host_canary_seconds": [
-    9.592209999880196e-06,
-    7.201215000236516e-06,
-    1.0076870000261806e-05
+    6.4192299998921954e-06,
+    9.84450999993669e-06,
+    6.679997500071977e-06
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.00027439734370758134,
-   "min": 0.00013291734332839653,
-   "max": 0.0007535186385114988,
+   "seconds": 0.0001921359992896517,
+   "min": 0.00016749600538363055,
+   "max": 0.0003413133037587007,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.592209999880196e-06,
+   "host_canary_seconds": 6.4192299998921954e-06,
    "pass_seconds": [
-    0.00027439734370758134,
-    0.000297582653661569,
-    0.00020149332160751025
+    0.0001921359992896517,
+    0.0002626253378887971,
+    0.0001894546740998825
    ],
    "pass_host_canary_seconds": [
-    9.592209999880196e-06,
-    7.201215000236516e-06,
-    1.0076870000261806e-05
+    6.4192299998921954e-06,
+    9.84450999993669e-06,
+    6.679997500071977e-06
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 5.0879999995231625e-05,
-   "min": 3.3824000507593154e-05,
-   "max": 0.00010380800068378448,
+   "seconds": 3.443200141191483e-05,
+   "min": 3.139200061559677e-05,
+   "max": 0.00010019200295209884,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.04148500012525e-06,
+   "host_canary_seconds": 6.456475000220507e-06,
    "pass_seconds": [
-    6.489600241184234e-05,
-    3.660799935460091e-05,
-    5.0879999995231625e-05
+    3.337600082159042e-05,
+    6.518399715423584e-05,
+    3.443200141191483e-05
    ],
    "pass_host_canary_seconds": [
-    9.04148500012525e-06,
-    7.3147399996287275e-06,
-    1.0230744999830676e-05
+    6.456475000220507e-06,
+    9.871940000039103e-06,
+    6.483467499975859e-06
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00030358132005979614,
-   "min": 9.003732974330588e-05,
-   "max": 0.0006353746646394332,
+   "seconds": 0.00021651999124636253,
+   "min": 0.00010814266776045167,
+   "max": 0.0003760013331969579,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.04148500012525e-06,
+   "host_canary_seconds": 6.456475000220507e-06,
    "pass_seconds": [
-    0.00030358132005979614,
-    0.00030561467943092185,
-    0.00011374933893481894
+    0.00021651999124636253,
+    0.0003046093334754308,
+    0.0001200466689964136
    ],
    "pass_host_canary_seconds": [
-    9.04148500012525e-06,
-    7.3147399996287275e-06,
-    1.0230744999830676e-05
+    6.456475000220507e-06,
+    9.871940000039103e-06,
+    6.483467499975859e-06
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.8831999748945236e-05,
-   "min": 2.118399925529957e-05,
-   "max": 5.315199866890907e-05,
+   "seconds": 2.1856000646948815e-05,
+   "min": 1.913600042462349e-05,
+   "max": 6.460800021886826e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.988234999947054e-06,
+   "host_canary_seconds": 6.483024999965892e-06,
    "pass_seconds": [
-    3.60959991812706e-05,
-    2.3104000836610794e-05,
-    2.8831999748945236e-05
+    2.08320003002882e-05,
+    4.067200049757958e-05,
+    2.1856000646948815e-05
    ],
    "pass_host_canary_seconds": [
-    8.988234999947054e-06,
-    7.266192499741919e-06,
-    9.444997499770124e-06
+    6.483024999965892e-06,
+    1.0361007499994913e-05,
+    6.767474999946899e-06
    ]
   },
   "layer_backward_embedding_atomic": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.356533856441578e-05,
+   "max": 4.4167999488612004e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.988234999947054e-06,
+   "host_canary_seconds": 6.483024999965892e-06,
    "pass_seconds": [
-    3.263732821991047e-05,
+    2.3624006969233326e-05,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    8.988234999947054e-06,
-    7.266192499741919e-06,
-    9.444997499770124e-06
+    6.483024999965892e-06,
+    1.0361007499994913e-05,
+    6.767474999946899e-06
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 4.416000097990036e-05,
-   "min": 3.071999922394752e-05,
-   "max": 8.553600311279297e-05,
+   "seconds": 3.030399978160858e-05,
+   "min": 2.7583999559283257e-05,
+   "max": 9.731200337409973e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.684617500056448e-06,
+   "host_canary_seconds": 6.75669250014721e-06,
    "pass_seconds": [
-    6.086400151252747e-05,
-    3.299200162291527e-05,
-    4.416000097990036e-05
+    3.030399978160858e-05,
+    6.700800359249115e-05,
+    3.0239999294281007e-05
    ],
    "pass_host_canary_seconds": [
-    9.684617500056448e-06,
-    7.305839999958153e-06,
-    9.68962999991163e-06
+    6.75669250014721e-06,
+    9.926040000038939e-06,
+    6.559442499991519e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 1.1470667396982538e-05,
+   "seconds": 1.6168000486989814e-05,
    "min": 0.0,
-   "max": 0.00010479732633878788,
+   "max": 0.00043053601899494724,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.684617500056448e-06,
+   "host_canary_seconds": 6.75669250014721e-06,
    "pass_seconds": [
-    5.9709333193798866e-05,
-    1.1470667396982538e-05,
+    1.6168000486989814e-05,
+    1.6865318020184807e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.684617500056448e-06,
-    7.305839999958153e-06,
-    9.68962999991163e-06
+    6.75669250014721e-06,
+    9.926040000038939e-06,
+    6.559442499991519e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.7488000690937042e-05,
-   "min": 2.0352000370621683e-05,
-   "max": 5.651199817657471e-05,
+   "seconds": 2.0447999238967895e-05,
+   "min": 1.8559999763965608e-05,
+   "max": 4.61760014295578e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0210574999973688e-05,
+   "host_canary_seconds": 6.772882500030164e-06,
    "pass_seconds": [
-    3.5679999738931656e-05,
-    2.1727999672293662e-05,
-    2.7488000690937042e-05
+    2.0447999238967895e-05,
+    3.702399879693985e-05,
+    1.945599913597107e-05
    ],
    "pass_host_canary_seconds": [
-    1.0210574999973688e-05,
-    7.536607500071568e-06,
-    1.003509499980737e-05
+    6.772882500030164e-06,
+    9.740852499930952e-06,
+    6.450915000044688e-06
    ]
   },
   "layer_backward_maxpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.88453368966778e-05,
+   "max": 2.9889327784379322e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0210574999973688e-05,
+   "host_canary_seconds": 6.772882500030164e-06,
    "pass_seconds": [
-    3.990133510281642e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0210574999973688e-05,
-    7.536607500071568e-06,
-    1.003509499980737e-05
+    6.772882500030164e-06,
+    9.740852499930952e-06,
+    6.450915000044688e-06
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 4.236799851059914e-05,
-   "min": 3.119999915361404e-05,
-   "max": 8.505599945783615e-05,
+   "seconds": 3.0400000512599945e-05,
+   "min": 2.8384000062942505e-05,
+   "max": 9.561599791049957e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.872594999933427e-06,
+   "host_canary_seconds": 6.541969999886987e-06,
    "pass_seconds": [
-    5.577600002288818e-05,
-    3.324799984693527e-05,
-    4.236799851059914e-05
+    3.0400000512599945e-05,
+    5.692800134420395e-05,
+    3.0208000913262368e-05
    ],
    "pass_host_canary_seconds": [
-    9.872594999933427e-06,
-    7.482497500177487e-06,
-    9.773224999776175e-06
+    6.541969999886987e-06,
+    9.816322499887064e-06,
+    6.602557500059447e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 2.9266582181056497e-06,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00011791733683397372,
+   "max": 7.715333749850592e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.872594999933427e-06,
+   "host_canary_seconds": 6.541969999886987e-06,
    "pass_seconds": [
-    8.514932574083408e-05,
-    2.9266582181056497e-06,
+    0.0,
+    2.6945320268472015e-05,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.872594999933427e-06,
-    7.482497500177487e-06,
-    9.773224999776175e-06
+    6.541969999886987e-06,
+    9.816322499887064e-06,
+    6.602557500059447e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 2.5312000885605812e-05,
-   "min": 1.801599934697151e-05,
-   "max": 5.452800169587135e-05,
+   "seconds": 1.8719999119639397e-05,
+   "min": 1.6095999628305435e-05,
+   "max": 4.464000090956688e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0033550000230208e-05,
+   "host_canary_seconds": 6.400262499965947e-06,
    "pass_seconds": [
-    3.359999880194664e-05,
-    1.9392000511288643e-05,
-    2.5312000885605812e-05
+    1.7376000061631202e-05,
+    3.171199932694435e-05,
+    1.8719999119639397e-05
    ],
    "pass_host_canary_seconds": [
-    1.0033550000230208e-05,
-    7.560282500094218e-06,
-    9.563352500094879e-06
+    6.400262499965947e-06,
+    9.913402499961422e-06,
+    6.397974999998723e-06
    ]
   },
   "layer_backward_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.662132994582257e-05,
+   "max": 3.5649330665667845e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0033550000230208e-05,
+   "host_canary_seconds": 6.400262499965947e-06,
    "pass_seconds": [
-    3.5293337268133956e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0033550000230208e-05,
-    7.560282500094218e-06,
-    9.563352500094879e-06
+    6.400262499965947e-06,
+    9.913402499961422e-06,
+    6.397974999998723e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 3.8336001336574555e-05,
-   "min": 2.908799983561039e-05,
-   "max": 9.920000284910202e-05,
+   "seconds": 2.7264000847935676e-05,
+   "min": 2.5439999997615813e-05,
+   "max": 7.011199742555618e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0087612500058185e-05,
+   "host_canary_seconds": 6.388917500004254e-06,
    "pass_seconds": [
-    5.529600009322166e-05,
-    3.081599995493889e-05,
-    3.8336001336574555e-05
+    2.7264000847935676e-05,
+    4.9632001668214796e-05,
+    2.7232000604271888e-05
    ],
    "pass_host_canary_seconds": [
-    1.0087612500058185e-05,
-    7.579589999977544e-06,
-    9.793712500254515e-06
+    6.388917500004254e-06,
+    9.80110749992491e-06,
+    6.399625000028664e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.09093286221226e-05,
+   "max": 6.224133198459939e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0087612500058185e-05,
+   "host_canary_seconds": 6.388917500004254e-06,
    "pass_seconds": [
-    5.759733573844034e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0087612500058185e-05,
-    7.579589999977544e-06,
-    9.793712500254515e-06
+    6.388917500004254e-06,
+    9.80110749992491e-06,
+    6.399625000028664e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.7424000203609465e-05,
-   "min": 2.006400004029274e-05,
-   "max": 6.054399907588959e-05,
+   "seconds": 2.0352000370621683e-05,
+   "min": 1.8464000895619392e-05,
+   "max": 5.430399999022484e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.539419999669007e-06,
+   "host_canary_seconds": 6.406484999956774e-06,
    "pass_seconds": [
-    3.372799977660179e-05,
-    2.44159996509552e-05,
-    2.7424000203609465e-05
+    2.0352000370621683e-05,
+    3.251200169324875e-05,
+    2.0160000771284102e-05
    ],
    "pass_host_canary_seconds": [
-    9.539419999669007e-06,
-    7.784189999995306e-06,
-    9.561865000193847e-06
+    6.406484999956774e-06,
+    9.64426999985335e-06,
+    6.817737500028897e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 9.798133031775555e-05,
+   "max": 2.1025327344735475e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.539419999669007e-06,
+   "host_canary_seconds": 6.406484999956774e-06,
    "pass_seconds": [
-    3.865332559992869e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.539419999669007e-06,
-    7.784189999995306e-06,
-    9.561865000193847e-06
+    6.406484999956774e-06,
+    9.64426999985335e-06,
+    6.817737500028897e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 4.224000126123428e-05,
-   "min": 3.084800019860268e-05,
-   "max": 9.718400239944459e-05,
+   "seconds": 3.0079999938607215e-05,
+   "min": 2.7583999559283257e-05,
+   "max": 8.790399879217148e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.922789999734505e-06,
+   "host_canary_seconds": 6.4765775000807935e-06,
    "pass_seconds": [
-    5.708799883723259e-05,
-    3.443200141191483e-05,
-    4.224000126123428e-05
+    2.9152000322937967e-05,
+    5.331199988722801e-05,
+    3.0079999938607215e-05
    ],
    "pass_host_canary_seconds": [
-    9.922789999734505e-06,
-    8.039617499946416e-06,
-    9.503714999823386e-06
+    6.4765775000807935e-06,
+    9.677047499963009e-06,
+    6.795422499976667e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 2.3022662227352447e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0003397906528164943,
+   "max": 0.00025065732871492696,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.922789999734505e-06,
+   "host_canary_seconds": 6.4765775000807935e-06,
    "pass_seconds": [
-    5.2669328016539407e-05,
-    2.3022662227352447e-05,
+    0.0,
+    3.4893242021401705e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.922789999734505e-06,
-    8.039617499946416e-06,
-    9.503714999823386e-06
+    6.4765775000807935e-06,
+    9.677047499963009e-06,
+    6.795422499976667e-06
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.679999940097332e-05,
-   "min": 1.1807999573647976e-05,
-   "max": 3.606399893760681e-05,
+   "seconds": 1.244799979031086e-05,
+   "min": 1.1071999557316302e-05,
+   "max": 3.702399879693985e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.861032499998145e-06,
+   "host_canary_seconds": 6.574007500006474e-06,
    "pass_seconds": [
-    1.974399946630001e-05,
-    1.2959999963641166e-05,
-    1.679999940097332e-05
+    1.1935999616980553e-05,
+    2.1376000717282296e-05,
+    1.244799979031086e-05
    ],
    "pass_host_canary_seconds": [
-    9.861032499998145e-06,
-    7.788024999797472e-06,
-    9.915189999674111e-06
+    6.574007500006474e-06,
+    9.842405000028975e-06,
+    6.546535000069297e-06
    ]
   },
   "layer_backward_flatten": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 6.786933758606515e-05,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.861032499998145e-06,
+   "host_canary_seconds": 6.574007500006474e-06,
    "pass_seconds": [
-    1.1389332202573618e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.861032499998145e-06,
-    7.788024999797472e-06,
-    9.915189999674111e-06
+    6.574007500006474e-06,
+    9.842405000028975e-06,
+    6.546535000069297e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.953599952161312e-05,
-   "min": 2.099199965596199e-05,
-   "max": 7.344000041484833e-05,
+   "seconds": 2.1983999758958816e-05,
+   "min": 1.913600042462349e-05,
+   "max": 6.0224000364542006e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.882372499987468e-06,
+   "host_canary_seconds": 6.485985000068695e-06,
    "pass_seconds": [
-    3.865600004792213e-05,
-    2.236800082027912e-05,
-    2.953599952161312e-05
+    2.0511999726295472e-05,
+    4.009599983692169e-05,
+    2.1983999758958816e-05
    ],
    "pass_host_canary_seconds": [
-    9.882372499987468e-06,
-    7.74722749980583e-06,
-    1.0046617500165667e-05
+    6.485985000068695e-06,
+    9.922352499955878e-06,
+    6.4697874999808395e-06
    ]
   },
   "layer_backward_flatten_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 4.6461332899828744e-05,
+   "max": 1.1393328507741278e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.882372499987468e-06,
+   "host_canary_seconds": 6.485985000068695e-06,
    "pass_seconds": [
-    1.3981331450243784e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.882372499987468e-06,
-    7.74722749980583e-06,
-    1.0046617500165667e-05
+    6.485985000068695e-06,
+    9.922352499955878e-06,
+    6.4697874999808395e-06
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.456000003963709e-05,
-   "min": 1.0304000228643417e-05,
-   "max": 3.3792000263929365e-05,
+   "seconds": 1.0208000428974628e-05,
+   "min": 9.600000455975533e-06,
+   "max": 4.112000018358231e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0326284999848668e-05,
+   "host_canary_seconds": 6.379782499976727e-06,
    "pass_seconds": [
-    1.7599999904632568e-05,
-    1.0623999871313573e-05,
-    1.456000003963709e-05
+    1.0208000428974628e-05,
+    1.8815999850630762e-05,
+    1.0111999697983265e-05
    ],
    "pass_host_canary_seconds": [
-    1.0326284999848668e-05,
-    7.431217500197817e-06,
-    9.981182500382602e-06
+    6.379782499976727e-06,
+    9.996069999971269e-06,
+    6.429044999833877e-06
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 2.175733478118975e-05,
+   "max": 0.0,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0326284999848668e-05,
+   "host_canary_seconds": 6.379782499976727e-06,
    "pass_seconds": [
-    7.005334210892513e-06,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0326284999848668e-05,
-    7.431217500197817e-06,
-    9.981182500382602e-06
+    6.379782499976727e-06,
+    9.996069999971269e-06,
+    6.429044999833877e-06
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 2.783999964594841e-05,
-   "min": 1.897599920630455e-05,
-   "max": 5.9776000678539275e-05,
+   "seconds": 1.8848000094294547e-05,
+   "min": 1.7791999503970145e-05,
+   "max": 4.5823998749256134e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0012650000135181e-05,
+   "host_canary_seconds": 6.435572500009812e-06,
    "pass_seconds": [
-    3.3792000263929365e-05,
-    1.9840000197291375e-05,
-    2.783999964594841e-05
+    1.865600049495697e-05,
+    3.702399879693985e-05,
+    1.8848000094294547e-05
    ],
    "pass_host_canary_seconds": [
-    1.0012650000135181e-05,
-    7.617057500226565e-06,
-    9.972222500209682e-06
+    6.435572500009812e-06,
+    9.6431899999061e-06,
+    6.456442499853665e-06
    ]
   },
   "layer_backward_reshape_autocast": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 5.996532396723826e-05,
+   "max": 1.45106644680103e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0012650000135181e-05,
+   "host_canary_seconds": 6.435572500009812e-06,
    "pass_seconds": [
-    1.4333334130545457e-05,
+    0.0,
     0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0012650000135181e-05,
-    7.617057500226565e-06,
-    9.972222500209682e-06
+    6.435572500009812e-06,
+    9.6431899999061e-06,
+    6.456442499853665e-06
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.6416000202298163e-05,
-   "min": 1.1359999887645245e-05,
-   "max": 4.214400053024292e-05,
+   "seconds": 1.158399973064661e-05,
+   "min": 1.0975999757647514e-05,
+   "max": 2.7488000690937042e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0086962500110986e-05,
+   "host_canary_seconds": 7.470427500066989e-06,
    "pass_seconds": [
-    1.8912000581622124e-05,
-    1.2032000347971917e-05,
-    1.6416000202298163e-05
+    1.1455999687314034e-05,
+    1.6704000532627105e-05,
+    1.158399973064661e-05
    ],
    "pass_host_canary_seconds": [
-    1.0086962500110986e-05,
-    7.860307500209274e-06,
-    9.688840000308119e-06
+    7.470427500066989e-06,
+    9.901075000016135e-06,
+    6.523937499878229e-06
    ]
   },
   "layer_backward_slice": {
-   "seconds": 3.2782663901646954e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00017348666985829672,
+   "max": 3.3320010018845385e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0086962500110986e-05,
+   "host_canary_seconds": 7.470427500066989e-06,
    "pass_seconds": [
-    4.156532355894644e-05,
-    3.2782663901646954e-05,
+    0.0,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    1.0086962500110986e-05,
-    7.860307500209274e-06,
-    9.688840000308119e-06
+    7.470427500066989e-06,
+    9.901075000016135e-06,
+    6.523937499878229e-06
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 2.97279991209507e-05,
-   "min": 2.0896000787615776e-05,
-   "max": 6.598400324583054e-05,
+   "seconds": 3.3695999532938e-05,
+   "min": 2.0031999796628952e-05,
+   "max": 6.259199976921082e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.982525000111764e-06,
+   "host_canary_seconds": 8.640392500041117e-06,
    "pass_seconds": [
-    3.8816001266241075e-05,
-    2.2784000262618063e-05,
-    2.97279991209507e-05
+    3.3695999532938e-05,
+    3.731200098991394e-05,
+    2.0735999569296837e-05
    ],
    "pass_host_canary_seconds": [
-    9.982525000111764e-06,
-    8.006307500068032e-06,
-    9.753532500269558e-06
+    8.640392500041117e-06,
+    1.0306920000147102e-05,
+    6.72252749993163e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 4.169332639624675e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00010964666058619818,
+   "max": 0.00031220000827064117,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.982525000111764e-06,
+   "host_canary_seconds": 8.640392500041117e-06,
    "pass_seconds": [
-    4.169332639624675e-05,
-    4.667065789302192e-05,
+    8.456005093952009e-06,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.982525000111764e-06,
-    8.006307500068032e-06,
-    9.753532500269558e-06
+    8.640392500041117e-06,
+    1.0306920000147102e-05,
+    6.72252749993163e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.58438090944574e-05,
-   "min": 1.1827809558737845e-05,
-   "max": 1.6989713800804955e-05,
+   "seconds": 1.6860191488549824e-05,
+   "min": 1.0921142640567961e-05,
+   "max": 1.7786666750907895e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.392000123858452e-05,
-    9.084799885749817e-05,
-    0.00029075199365615845
+    3.1615998595952986e-05,
+    7.958400249481202e-05,
+    0.0002836480140686035
    ],
-   "host_canary_seconds": 9.549790000278336e-06,
+   "host_canary_seconds": 9.42281999982697e-06,
    "pass_seconds": [
-    1.6989713800804955e-05,
-    1.1827809558737845e-05,
-    1.58438090944574e-05
+    1.6860191488549824e-05,
+    1.7786666750907895e-05,
+    1.0921142640567961e-05
    ],
    "pass_host_canary_seconds": [
-    9.549790000278336e-06,
-    8.417369999733637e-06,
-    1.0042320000138715e-05
+    9.42281999982697e-06,
+    1.0028060000024652e-05,
+    6.7622024999991475e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.975314168348198e-05,
-   "min": 1.3301334033409748e-05,
-   "max": 2.2998096598755747e-05,
+   "seconds": 1.5052951340164456e-05,
+   "min": 1.0092189978985559e-05,
+   "max": 1.6102094380628495e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001483200043439865,
-    0.00021750399470329285,
-    0.0005954560041427612
+    0.00011999999731779099,
+    0.0002207999974489212,
+    0.000600383996963501
    ],
-   "host_canary_seconds": 9.549790000278336e-06,
+   "host_canary_seconds": 9.42281999982697e-06,
    "pass_seconds": [
-    1.3301334033409748e-05,
-    2.2998096598755747e-05,
-    1.975314168348198e-05
+    1.5052951340164456e-05,
+    1.6102094380628495e-05,
+    1.0092189978985559e-05
    ],
    "pass_host_canary_seconds": [
-    9.549790000278336e-06,
-    8.417369999733637e-06,
-    1.0042320000138715e-05
+    9.42281999982697e-06,
+    1.0028060000024652e-05,
+    6.7622024999991475e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.7807239045699435e-05,
-   "min": 1.7750857841400875e-05,
-   "max": 2.078476157926378e-05,
+   "seconds": 1.7239618514265333e-05,
+   "min": 1.0854095131868408e-05,
+   "max": 1.785447537189438e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.030399933457375e-05,
-    0.0001058880016207695,
-    0.00031734400987625124
+    4.745600000023842e-05,
+    0.00010012800246477127,
+    0.0003063679933547974
    ],
-   "host_canary_seconds": 9.507469999618935e-06,
+   "host_canary_seconds": 9.399795000035737e-06,
    "pass_seconds": [
-    1.7750857841400875e-05,
-    2.078476157926378e-05,
-    1.7807239045699435e-05
+    1.7239618514265333e-05,
+    1.785447537189438e-05,
+    1.0854095131868408e-05
    ],
    "pass_host_canary_seconds": [
-    9.507469999618935e-06,
-    9.662115000423909e-06,
-    1.0028095000222947e-05
+    9.399795000035737e-06,
+    1.0098074999831395e-05,
+    6.925529999932678e-06
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.2924950392473308e-05,
-   "min": 1.2706283834718526e-05,
-   "max": 1.6844192785876134e-05,
+   "seconds": 1.6876953698339918e-05,
+   "min": 9.8407617104905e-06,
+   "max": 1.845333494600796e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00018799999356269837,
-    0.0002473600059747696,
-    0.0006372479796409607
+    0.0001464959979057312,
+    0.00023606400191783904,
+    0.000653984010219574
    ],
-   "host_canary_seconds": 9.507469999618935e-06,
+   "host_canary_seconds": 9.399795000035737e-06,
    "pass_seconds": [
-    1.2924950392473308e-05,
-    1.6844192785876134e-05,
-    1.2706283834718526e-05
+    1.6876953698339918e-05,
+    1.845333494600796e-05,
+    9.8407617104905e-06
    ],
    "pass_host_canary_seconds": [
-    9.507469999618935e-06,
-    9.662115000423909e-06,
-    1.0028095000222947e-05
+    9.399795000035737e-06,
+    1.0098074999831395e-05,
+    6.925529999932678e-06
    ]
   },
   "layer_forward_cat": {
-   "seconds": 2.598400041460991e-05,
-   "min": 2.3360000923275948e-05,
-   "max": 6.764800101518631e-05,
+   "seconds": 1.9263999536633493e-05,
+   "min": 1.7664000391960145e-05,
+   "max": 5.3727999329566956e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.515722499884305e-06,
+   "host_canary_seconds": 6.935932500056197e-06,
    "pass_seconds": [
-    2.598400041460991e-05,
-    3.129599988460541e-05,
-    2.5792000815272332e-05
+    1.9263999536633493e-05,
+    2.9952000826597214e-05,
+    1.900799944996834e-05
    ],
    "pass_host_canary_seconds": [
-    9.515722499884305e-06,
-    9.504137500186971e-06,
-    9.676997500207563e-06
+    6.935932500056197e-06,
+    1.0028099999885854e-05,
+    6.775872499957813e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 3.1549331111212564e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.00013758266282578308,
+   "max": 2.5288001013298812e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.515722499884305e-06,
+   "host_canary_seconds": 6.935932500056197e-06,
    "pass_seconds": [
-    3.1549331111212564e-05,
-    4.612666678925357e-05,
+    0.0,
+    0.0,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.515722499884305e-06,
-    9.504137500186971e-06,
-    9.676997500207563e-06
+    6.935932500056197e-06,
+    1.0028099999885854e-05,
+    6.775872499957813e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 5.0367999821901324e-05,
-   "min": 3.3792000263929365e-05,
-   "max": 9.465599805116654e-05,
+   "seconds": 2.908799983561039e-05,
+   "min": 2.6048000901937486e-05,
+   "max": 8.256000280380249e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.363207499859527e-06,
+   "host_canary_seconds": 6.969327500030431e-06,
    "pass_seconds": [
-    5.0367999821901324e-05,
-    5.283199995756149e-05,
-    3.680000081658363e-05
+    2.908799983561039e-05,
+    4.953600093722343e-05,
+    2.7871999889612196e-05
    ],
    "pass_host_canary_seconds": [
-    9.363207499859527e-06,
-    1.0957790000247769e-05,
-    9.636082500037445e-06
+    6.969327500030431e-06,
+    1.0088247499879799e-05,
+    6.5372349999393005e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 2.8445337278147525e-05,
+   "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0005723666803290447,
+   "max": 2.9793330778678256e-05,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.363207499859527e-06,
+   "host_canary_seconds": 6.969327500030431e-06,
    "pass_seconds": [
-    2.8445337278147525e-05,
-    9.115066689749561e-05,
+    0.0,
+    2.6573327680428694e-06,
     0.0
    ],
    "pass_host_canary_seconds": [
-    9.363207499859527e-06,
-    1.0957790000247769e-05,
-    9.636082500037445e-06
+    6.969327500030431e-06,
+    1.0088247499879799e-05,
+    6.5372349999393005e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00010130361715952555,
-   "min": 9.484799951314927e-05,
-   "max": 0.0001135024790252958,
+   "seconds": 0.00011103771449554533,
+   "min": 7.564342483168557e-05,
+   "max": 0.00012169599816912698,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012694400548934935,
-    0.00041644799709320067,
-    0.0016416959762573242
+    8.20159986615181e-05,
+    0.00029417601227760314,
+    0.001211743950843811
    ],
-   "host_canary_seconds": 9.516990000122406e-06,
+   "host_canary_seconds": 7.0770050001556225e-06,
    "pass_seconds": [
-    0.00010130361715952555,
-    0.0001135024790252958,
-    9.484799951314927e-05
+    7.564342483168557e-05,
+    0.00012169599816912698,
+    0.00011103771449554533
    ],
    "pass_host_canary_seconds": [
-    9.516990000122406e-06,
-    9.713445000443245e-06,
-    9.66368999968381e-06
+    7.0770050001556225e-06,
+    1.0631830000136233e-05,
+    9.678775000026008e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.00016914438704649607,
-   "min": 0.0001441333222956884,
-   "max": 0.00018243125116541268,
+   "seconds": 0.0001681920119694301,
+   "min": 0.0001268647692742802,
+   "max": 0.00019984457996629533,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004527679979801178,
-    0.0012476799488067628,
-    0.004153855800628662
+    0.0003797439932823181,
+    0.001276576042175293,
+    0.004535520076751709
    ],
-   "host_canary_seconds": 9.516990000122406e-06,
+   "host_canary_seconds": 7.0770050001556225e-06,
    "pass_seconds": [
-    0.0001441333222956884,
-    0.00016914438704649607,
-    0.00018243125116541268
+    0.00019984457996629533,
+    0.0001681920119694301,
+    0.0001268647692742802
    ],
    "pass_host_canary_seconds": [
-    9.516990000122406e-06,
-    9.713445000443245e-06,
-    9.66368999968381e-06
+    7.0770050001556225e-06,
+    1.0631830000136233e-05,
+    9.678775000026008e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010624609248978752,
-   "min": 0.00010197409206912631,
-   "max": 0.0001149028560944966,
+   "seconds": 0.00010589485863844554,
+   "min": 6.825142814999536e-05,
+   "max": 0.0001225935227814175,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00012425599992275238,
-    0.0004439679980278015,
-    0.001658463954925537
+    9.513600170612335e-05,
+    0.00032169601321220396,
+    0.0011261759996414186
    ],
-   "host_canary_seconds": 7.815172500045265e-06,
+   "host_canary_seconds": 6.994510000026822e-06,
    "pass_seconds": [
-    0.00010197409206912631,
-    0.0001149028560944966,
-    0.00010624609248978752
+    6.825142814999536e-05,
+    0.0001225935227814175,
+    0.00010589485863844554
    ],
    "pass_host_canary_seconds": [
-    7.815172500045265e-06,
-    9.707245000072363e-06,
-    9.920329999886234e-06
+    6.994510000026822e-06,
+    1.041854999982661e-05,
+    9.668427500031385e-06
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00012200381997085749,
-   "min": 0.00012123199091071174,
-   "max": 0.0001668358061994825,
+   "seconds": 0.00017416532053833914,
+   "min": 0.0001662468647673017,
+   "max": 0.00018487161114102323,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004978240132331848,
-    0.0012928639650344848,
-    0.0038985280990600584
+    0.00046028798818588255,
+    0.0012923840284347534,
+    0.004281375885009766
    ],
-   "host_canary_seconds": 7.815172500045265e-06,
+   "host_canary_seconds": 6.994510000026822e-06,
    "pass_seconds": [
-    0.00012200381997085749,
-    0.00012123199091071174,
-    0.0001668358061994825
+    0.00018487161114102323,
+    0.0001662468647673017,
+    0.00017416532053833914
    ],
    "pass_host_canary_seconds": [
-    7.815172500045265e-06,
-    9.707245000072363e-06,
-    9.920329999886234e-06
+    6.994510000026822e-06,
+    1.041854999982661e-05,
+    9.668427500031385e-06
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00040744153800464813,
-   "min": 0.0002202125759351821,
-   "max": 0.0004162720129603431,
+   "seconds": 0.00021495466076192402,
+   "min": 0.00017708267200560796,
+   "max": 0.000367490271727244,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.000254175990819931,
-    0.0008832640051841735,
-    0.0035468480587005614
+    0.00023641599714756013,
+    0.0009317759871482849,
+    0.0034775679111480715
    ],
-   "host_canary_seconds": 7.2925149999036875e-06,
+   "host_canary_seconds": 7.0633299999656166e-06,
    "pass_seconds": [
-    0.0002202125759351821,
-    0.0004162720129603431,
-    0.00040744153800464813
+    0.00021495466076192402,
+    0.000367490271727244,
+    0.00017708267200560796
    ],
    "pass_host_canary_seconds": [
-    7.2925149999036875e-06,
-    9.831340000232558e-06,
-    9.527695000315362e-06
+    7.0633299999656166e-06,
+    1.0157019999894601e-05,
+    9.50424999984989e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.000599764571303413,
-   "min": 0.0004392442007859548,
-   "max": 0.0007257402085122607,
+   "seconds": 0.000595610689549219,
+   "min": 0.0005704426758346103,
+   "max": 0.0006969790997959316,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0011989120244979858,
-    0.003612735986709595,
-    0.013483200073242187
+    0.0015634880065917968,
+    0.004420608043670654,
+    0.01351142406463623
    ],
-   "host_canary_seconds": 7.2925149999036875e-06,
+   "host_canary_seconds": 7.0633299999656166e-06,
    "pass_seconds": [
-    0.000599764571303413,
-    0.0007257402085122607,
-    0.0004392442007859548
+    0.0005704426758346103,
+    0.0006969790997959316,
+    0.000595610689549219
    ],
    "pass_host_canary_seconds": [
-    7.2925149999036875e-06,
-    9.831340000232558e-06,
-    9.527695000315362e-06
+    7.0633299999656166e-06,
+    1.0157019999894601e-05,
+    9.50424999984989e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0002972015227590288,
-   "min": 0.0002845127752849034,
-   "max": 0.00041463849090394515,
+   "seconds": 0.0002593424788543156,
+   "min": 0.00025432685443333217,
+   "max": 0.00047224000238236933,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00038128000497817993,
-    0.0013095680475234985,
-    0.004673888206481933
+    0.00031619200110435486,
+    0.001124191999435425,
+    0.0042163200378417965
    ],
-   "host_canary_seconds": 7.612004999941746e-06,
+   "host_canary_seconds": 6.430574999995998e-06,
    "pass_seconds": [
-    0.0002845127752849034,
-    0.0002972015227590288,
-    0.00041463849090394515
+    0.0002593424788543156,
+    0.00025432685443333217,
+    0.00047224000238236933
    ],
    "pass_host_canary_seconds": [
-    7.612004999941746e-06,
-    9.599314999775288e-06,
-    9.665750000067418e-06
+    6.430574999995998e-06,
+    7.876784999893971e-06,
+    9.291640000128609e-06
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.0006801713619913373,
-   "min": 0.0006258674462636313,
-   "max": 0.0007387968982969011,
+   "seconds": 0.00047938514039629954,
+   "min": 0.0004464350243409475,
+   "max": 0.000747635040964399,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0016031039953231811,
-    0.004578303813934326,
-    0.015340160369873047
+    0.00155241596698761,
+    0.004841407775878906,
+    0.01252963161468506
    ],
-   "host_canary_seconds": 7.612004999941746e-06,
+   "host_canary_seconds": 6.430574999995998e-06,
    "pass_seconds": [
-    0.0006258674462636313,
-    0.0006801713619913373,
-    0.0007387968982969011
+    0.0004464350243409475,
+    0.000747635040964399,
+    0.00047938514039629954
    ],
    "pass_host_canary_seconds": [
-    7.612004999941746e-06,
-    9.599314999775288e-06,
-    9.665750000067418e-06
+    6.430574999995998e-06,
+    7.876784999893971e-06,
+    9.291640000128609e-06
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.0764952968983422e-05,
-   "min": 1.5116189473441665e-05,
-   "max": 2.265295297617004e-05,
+   "seconds": 2.0065524393603914e-05,
+   "min": 1.2985904656705404e-05,
+   "max": 2.343161812140828e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5312000885605812e-05,
-    8.105599880218506e-05,
-    0.0002555199861526489
+    2.4447999894618988e-05,
+    6.29120022058487e-05,
+    0.00021907199919223786
    ],
-   "host_canary_seconds": 7.578139999679934e-06,
+   "host_canary_seconds": 8.353820000053247e-06,
    "pass_seconds": [
-    1.5116189473441665e-05,
-    2.265295297617004e-05,
-    2.0764952968983422e-05
+    1.2985904656705404e-05,
+    2.343161812140828e-05,
+    2.0065524393603914e-05
    ],
    "pass_host_canary_seconds": [
-    7.578139999679934e-06,
-    1.0540600000013e-05,
-    9.294899999758855e-06
+    8.353820000053247e-06,
+    1.0113405000140574e-05,
+    9.133494999957748e-06
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 4.44060963179384e-05,
-   "min": 4.092266907294592e-05,
-   "max": 4.576533083759604e-05,
+   "seconds": 5.048610074889091e-05,
+   "min": 3.387809544801713e-05,
+   "max": 6.585524160237538e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013177600502967834,
-    0.00027408000826835633,
-    0.0010315519571304321
+    0.00014284799993038178,
+    0.00027964800596237183,
+    0.0012922240495681762
    ],
-   "host_canary_seconds": 7.578139999679934e-06,
+   "host_canary_seconds": 8.353820000053247e-06,
    "pass_seconds": [
-    4.576533083759604e-05,
-    4.44060963179384e-05,
-    4.092266907294592e-05
+    6.585524160237538e-05,
+    5.048610074889091e-05,
+    3.387809544801713e-05
    ],
    "pass_host_canary_seconds": [
-    7.578139999679934e-06,
-    1.0540600000013e-05,
-    9.294899999758855e-06
+    8.353820000053247e-06,
+    1.0113405000140574e-05,
+    9.133494999957748e-06
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.1199237200475873e-05,
-   "min": 1.477485682283129e-05,
-   "max": 2.134019136428833e-05,
+   "seconds": 2.0174475475436164e-05,
+   "min": 1.0902857851414453e-05,
+   "max": 2.4532572499343323e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.4272000193595885e-05,
-    8.09279978275299e-05,
-    0.0002566719949245453
+    6.576000154018402e-05,
+    0.00013823999464511873,
+    0.0004333760142326355
    ],
-   "host_canary_seconds": 6.987047499649179e-06,
+   "host_canary_seconds": 9.714377499960847e-06,
    "pass_seconds": [
-    1.477485682283129e-05,
-    2.134019136428833e-05,
-    2.1199237200475873e-05
+    2.4532572499343323e-05,
+    1.0902857851414453e-05,
+    2.0174475475436164e-05
    ],
    "pass_host_canary_seconds": [
-    6.987047499649179e-06,
-    1.0083585000302264e-05,
-    9.510124999678738e-06
+    9.714377499960847e-06,
+    9.950820000028671e-06,
+    9.249224999905437e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.422247622694289e-05,
-   "min": 4.407009393686341e-05,
-   "max": 4.660647752739135e-05,
+   "seconds": 4.7095621980371926e-05,
+   "min": 3.701714053750039e-05,
+   "max": 4.8971426983674366e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014710399508476257,
-    0.00029376000165939333,
-    0.0010553280115127564
+    0.00023375999927520753,
+    0.0005392000079154968,
+    0.0013383680582046509
    ],
-   "host_canary_seconds": 6.987047499649179e-06,
+   "host_canary_seconds": 9.714377499960847e-06,
    "pass_seconds": [
-    4.660647752739135e-05,
-    4.422247622694289e-05,
-    4.407009393686341e-05
+    4.7095621980371926e-05,
+    4.8971426983674366e-05,
+    3.701714053750039e-05
    ],
    "pass_host_canary_seconds": [
-    6.987047499649179e-06,
-    1.0083585000302264e-05,
-    9.510124999678738e-06
+    9.714377499960847e-06,
+    9.950820000028671e-06,
+    9.249224999905437e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 1.5941333735272997e-05,
-   "min": 1.5858285838649384e-05,
-   "max": 2.3323429127534234e-05,
+   "seconds": 2.7100189455917908e-05,
+   "min": 2.4652191038642608e-05,
+   "max": 3.000761834638459e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.577600046992302e-05,
-    7.081600278615952e-05,
-    0.00026947200298309325
+    4.521600157022476e-05,
+    6.956800073385239e-05,
+    0.0004734399914741516
    ],
-   "host_canary_seconds": 9.325419999868246e-06,
+   "host_canary_seconds": 9.75505999988968e-06,
    "pass_seconds": [
-    1.5858285838649384e-05,
-    2.3323429127534234e-05,
-    1.5941333735272997e-05
+    3.000761834638459e-05,
+    2.7100189455917908e-05,
+    2.4652191038642608e-05
    ],
    "pass_host_canary_seconds": [
-    9.325419999868246e-06,
-    1.0031477499978793e-05,
-    8.376747499880821e-06
+    9.75505999988968e-06,
+    1.0002767499912579e-05,
+    9.671204999790461e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 0.00010422019624993915,
-   "min": 9.929752154719262e-05,
-   "max": 0.00011033980229071207,
+   "seconds": 9.277028750096049e-05,
+   "min": 9.115657671576452e-05,
+   "max": 9.820419851513135e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00021347199380397796,
-    0.0005538560152053833,
-    0.0020080320835113527
+    0.00017843200266361237,
+    0.0008083199858665467,
+    0.0021833600997924803
    ],
-   "host_canary_seconds": 9.325419999868246e-06,
+   "host_canary_seconds": 9.75505999988968e-06,
    "pass_seconds": [
-    0.00010422019624993915,
-    0.00011033980229071207,
-    9.929752154719262e-05
+    9.820419851513135e-05,
+    9.115657671576452e-05,
+    9.277028750096049e-05
    ],
    "pass_host_canary_seconds": [
-    9.325419999868246e-06,
-    1.0031477499978793e-05,
-    8.376747499880821e-06
+    9.75505999988968e-06,
+    1.0002767499912579e-05,
+    9.671204999790461e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 2.2489905002571287e-05,
-   "min": 2.2153905459812708e-05,
-   "max": 3.975161732662291e-05,
+   "seconds": 4.309714443626858e-05,
+   "min": 3.8269712456635065e-05,
+   "max": 4.428419186955406e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.166400343179702e-05,
-    0.00012377600371837617,
-    0.00040585601329803467
+    0.0001231679990887642,
+    0.00023212799429893493,
+    0.0007628480195999146
    ],
-   "host_canary_seconds": 7.146214999806944e-06,
+   "host_canary_seconds": 9.906487499904414e-06,
    "pass_seconds": [
-    2.2153905459812708e-05,
-    3.975161732662291e-05,
-    2.2489905002571287e-05
+    4.309714443626858e-05,
+    4.428419186955406e-05,
+    3.8269712456635065e-05
    ],
    "pass_host_canary_seconds": [
-    7.146214999806944e-06,
-    1.017517249977118e-05,
-    7.5336699995887104e-06
+    9.906487499904414e-06,
+    9.86996000008844e-06,
+    9.445244999994884e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.297904292742411e-05,
-   "min": 5.2655237416426345e-05,
-   "max": 8.821865809815272e-05,
+   "seconds": 7.241371380431311e-05,
+   "min": 6.005562380665823e-05,
+   "max": 8.566019222849892e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022633600234985352,
-    0.0005745599865913391,
-    0.0016742719411849975
+    0.0005700479745864868,
+    0.0010035840272903443,
+    0.002331712007522583
    ],
-   "host_canary_seconds": 7.146214999806944e-06,
+   "host_canary_seconds": 9.906487499904414e-06,
    "pass_seconds": [
-    7.297904292742411e-05,
-    5.2655237416426345e-05,
-    8.821865809815272e-05
+    7.241371380431311e-05,
+    8.566019222849892e-05,
+    6.005562380665823e-05
    ],
    "pass_host_canary_seconds": [
-    7.146214999806944e-06,
-    1.017517249977118e-05,
-    7.5336699995887104e-06
+    9.906487499904414e-06,
+    9.86996000008844e-06,
+    9.445244999994884e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.00012726399302482604,
-   "min": 7.67040029168129e-05,
-   "max": 0.0003736000061035156,
+   "seconds": 0.0001321280002593994,
+   "min": 8.448000252246857e-05,
+   "max": 0.0004344959855079651,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.694182499733415e-06,
+   "host_canary_seconds": 9.346919999870807e-06,
    "pass_seconds": [
-    9.046400338411331e-05,
-    0.00012726399302482604,
-    0.00013062399625778199
+    0.000151296004652977,
+    0.0001321280002593994,
+    0.00012185599654912949
    ],
    "pass_host_canary_seconds": [
-    7.694182499733415e-06,
-    7.775420000371014e-06,
-    7.149394999714786e-06
+    9.346919999870807e-06,
+    9.077140000215422e-06,
+    9.088599999813597e-06
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 7.526399940252305e-05,
-   "min": 5.769599974155426e-05,
-   "max": 0.00044342398643493653,
+   "seconds": 9.79520007967949e-05,
+   "min": 7.097599655389785e-05,
+   "max": 0.0001502079963684082,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.694182499733415e-06,
+   "host_canary_seconds": 9.346919999870807e-06,
    "pass_seconds": [
-    7.129599899053574e-05,
-    8.486399799585343e-05,
-    7.526399940252305e-05
+    0.00012492799758911133,
+    7.983999699354171e-05,
+    9.79520007967949e-05
    ],
    "pass_host_canary_seconds": [
-    7.694182499733415e-06,
-    7.775420000371014e-06,
-    7.149394999714786e-06
+    9.346919999870807e-06,
+    9.077140000215422e-06,
+    9.088599999813597e-06
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00014963200688362122,
-   "min": 8.748800307512284e-05,
-   "max": 0.0003458879888057709,
+   "seconds": 0.00015184000134468078,
+   "min": 8.271999657154083e-05,
+   "max": 0.00041519999504089353,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.056740000166428e-06,
+   "host_canary_seconds": 6.4850849997810655e-06,
    "pass_seconds": [
-    0.00010723199695348739,
-    0.00014963200688362122,
-    0.0002020159959793091
+    0.0002837119996547699,
+    0.00015184000134468078,
+    0.00013081599771976472
    ],
    "pass_host_canary_seconds": [
-    7.056740000166428e-06,
-    9.593790000508307e-06,
-    9.69519250020312e-06
+    6.4850849997810655e-06,
+    9.060050000186948e-06,
+    9.088599999813597e-06
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.0001218239963054657,
-   "min": 9.052799642086029e-05,
-   "max": 0.00036876800656318663,
+   "seconds": 0.0001268479973077774,
+   "min": 8.191999793052673e-05,
+   "max": 0.00034390398859977724,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.056740000166428e-06,
+   "host_canary_seconds": 6.4850849997810655e-06,
    "pass_seconds": [
-    0.00010787200182676315,
-    0.0001218239963054657,
-    0.00018489600718021393
+    9.718400239944459e-05,
+    0.0001268479973077774,
+    0.00012848000228405
    ],
    "pass_host_canary_seconds": [
-    7.056740000166428e-06,
-    9.593790000508307e-06,
-    9.69519250020312e-06
+    6.4850849997810655e-06,
+    9.060050000186948e-06,
+    9.088599999813597e-06
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.0001777964782714844,
-   "min": 0.00014667072296142578,
-   "max": 0.0002900415992736816,
+   "seconds": 0.00016846591949462892,
+   "min": 0.000155480318069458,
+   "max": 0.00023970111846923829,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.158445000072789e-06,
+   "host_canary_seconds": 6.559649999928752e-06,
    "pass_seconds": [
-    0.00015580415725708008,
-    0.0001777964782714844,
-    0.0002463974380493164
+    0.00016846591949462892,
+    0.00020815935134887696,
+    0.00016232255935668945
    ],
    "pass_host_canary_seconds": [
-    7.158445000072789e-06,
-    1.0082802500051003e-05,
-    9.999394999908872e-06
+    6.559649999928752e-06,
+    9.200369999859959e-06,
+    9.058804999995118e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.0003213689422607422,
-   "min": 0.0002578937530517578,
-   "max": 0.000619372787475586,
+   "seconds": 0.00035590721130371094,
+   "min": 0.00028201215744018556,
+   "max": 0.00046481086730957026,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.445809999921948e-06,
+   "host_canary_seconds": 6.541129999959594e-06,
    "pass_seconds": [
-    0.0002869651222229004,
-    0.00032951168060302733,
-    0.0003213689422607422
+    0.0002937139129638672,
+    0.00041957374572753904,
+    0.00035590721130371094
    ],
    "pass_host_canary_seconds": [
-    7.445809999921948e-06,
-    9.87367749985424e-06,
-    7.4353299999074805e-06
+    6.541129999959594e-06,
+    9.540432499903774e-06,
+    9.266234999927293e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00014546303749084474,
-   "min": 0.00012349120140075684,
-   "max": 0.0001866796875,
+   "seconds": 0.00013894016265869142,
+   "min": 0.00010501312255859376,
+   "max": 0.00018143167495727542,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.257439999648341e-06,
+   "host_canary_seconds": 6.476400000110516e-06,
    "pass_seconds": [
-    0.0001322707176208496,
-    0.0001580345630645752,
-    0.00014546303749084474
+    0.00011300543785095214,
+    0.00016243200302124022,
+    0.00013894016265869142
    ],
    "pass_host_canary_seconds": [
-    7.257439999648341e-06,
-    7.91605500012338e-06,
-    7.306289999746696e-06
+    6.476400000110516e-06,
+    9.190144999990935e-06,
+    9.351674999891203e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00024631231307983397,
-   "min": 0.0002050432014465332,
-   "max": 0.0003218719863891602,
+   "seconds": 0.00020269887924194335,
+   "min": 0.0001836947250366211,
+   "max": 0.00039973121643066404,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.147179999833497e-06,
+   "host_canary_seconds": 6.499737500007541e-06,
    "pass_seconds": [
-    0.00022355007171630858,
-    0.00024631231307983397,
-    0.0002522220802307129
+    0.00020269887924194335,
+    0.0002905824089050293,
+    0.00019348287582397463
    ],
    "pass_host_canary_seconds": [
-    7.147179999833497e-06,
-    7.5482899995904515e-06,
-    7.464994999963892e-06
+    6.499737500007541e-06,
+    9.340637500088179e-06,
+    6.686624999900914e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.0001158687973022461,
-   "min": 0.00010562368392944335,
-   "max": 0.0001692153549194336,
+   "seconds": 0.00012468031883239747,
+   "min": 9.286656379699706e-05,
+   "max": 0.0002321004867553711,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.956440000180919e-06,
+   "host_canary_seconds": 6.527619999872059e-06,
    "pass_seconds": [
-    0.0001158687973022461,
-    0.00011447744369506835,
-    0.00012045184135437011
+    0.00012468031883239747,
+    0.00014210304260253907,
+    9.532223701477051e-05
    ],
    "pass_host_canary_seconds": [
-    6.956440000180919e-06,
-    7.189230000221869e-06,
-    7.4657875001094e-06
+    6.527619999872059e-06,
+    9.49028999997381e-06,
+    6.5649799998368506e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.000214202880859375,
-   "min": 0.0001928678321838379,
-   "max": 0.0002988582420349121,
+   "seconds": 0.00021306623458862306,
+   "min": 0.00016885248184204103,
+   "max": 0.00028317695617675783,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0663949998106546e-06,
+   "host_canary_seconds": 6.398124999975607e-06,
    "pass_seconds": [
-    0.00020376127243041994,
-    0.000214202880859375,
-    0.00021900672912597658
+    0.00021306623458862306,
+    0.00025477312088012695,
+    0.0001745555114746094
    ],
    "pass_host_canary_seconds": [
-    7.0663949998106546e-06,
-    7.5377950003030495e-06,
-    7.362000000057378e-06
+    6.398124999975607e-06,
+    9.440750000067056e-06,
+    6.585644999859142e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.00012296511650085448,
-   "min": 0.00011321344375610352,
-   "max": 0.00018666751861572267,
+   "seconds": 0.0001281766414642334,
+   "min": 0.00010142271995544433,
+   "max": 0.00015433728218078614,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.210830000303759e-06,
+   "host_canary_seconds": 6.330615000109674e-06,
    "pass_seconds": [
-    0.00011859071731567383,
-    0.00012296511650085448,
-    0.00013473471641540529
+    0.0001281766414642334,
+    0.0001433676815032959,
+    0.00012596287727355957
    ],
    "pass_host_canary_seconds": [
-    7.210830000303759e-06,
-    7.28283249998185e-06,
-    7.248960000083571e-06
+    6.330615000109674e-06,
+    8.901454999943326e-06,
+    6.5708400001085465e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00020413248062133788,
-   "min": 0.00017557376861572266,
-   "max": 0.00027120512008666994,
+   "seconds": 0.00021856447219848634,
+   "min": 0.00019847616195678712,
+   "max": 0.0002750252723693848,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.916579999938222e-06,
+   "host_canary_seconds": 6.377294999992955e-06,
    "pass_seconds": [
-    0.00020413248062133788,
-    0.00018143232345581056,
-    0.00022156288146972655
+    0.00020270784378051757,
+    0.000253809928894043,
+    0.00021856447219848634
    ],
    "pass_host_canary_seconds": [
-    6.916579999938222e-06,
-    7.1502975001180855e-06,
-    7.054204999690228e-06
+    6.377294999992955e-06,
+    9.218410000073618e-06,
+    7.041254999933244e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.000162042236328125,
-   "min": 0.0001338099193572998,
-   "max": 0.00023532800674438476,
+   "seconds": 0.0002123289680480957,
+   "min": 0.00012996864318847657,
+   "max": 0.00024450431823730466,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.184115000313796e-06,
+   "host_canary_seconds": 6.331554999974287e-06,
    "pass_seconds": [
-    0.00015711423873901367,
-    0.00017368320465087892,
-    0.000162042236328125
+    0.00015806783676147463,
+    0.00022511808395385744,
+    0.0002123289680480957
    ],
    "pass_host_canary_seconds": [
-    7.184115000313796e-06,
-    8.102929999722619e-06,
-    7.523774999640409e-06
+    6.331554999974287e-06,
+    9.309954999991988e-06,
+    8.484217499926671e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.000304389762878418,
-   "min": 0.00024755968093872067,
-   "max": 0.0007155494689941406,
+   "seconds": 0.00037109886169433594,
+   "min": 0.0002386515235900879,
+   "max": 0.0005973580932617188,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.108930000185865e-06,
+   "host_canary_seconds": 6.758030000071358e-06,
    "pass_seconds": [
-    0.0002943769645690918,
-    0.0005633504104614258,
-    0.000304389762878418
+    0.00037109886169433594,
+    0.00033670143127441404,
+    0.00038645824432373047
    ],
    "pass_host_canary_seconds": [
-    7.108930000185865e-06,
-    9.868074999985766e-06,
-    7.039387500071825e-06
+    6.758030000071358e-06,
+    9.448320000018384e-06,
+    9.113320000011527e-06
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00013239295959472654,
-   "min": 0.0001070803165435791,
-   "max": 0.00019893503189086911,
+   "seconds": 0.00012924415588378907,
+   "min": 0.00012132927894592286,
+   "max": 0.00024028032302856445,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.988452500138465e-06,
+   "host_canary_seconds": 6.5953300000387574e-06,
    "pass_seconds": [
-    0.00012092608451843262,
-    0.00016940031051635742,
-    0.00013239295959472654
+    0.00012461119651794434,
+    0.00020069440841674803,
+    0.00012924415588378907
    ],
    "pass_host_canary_seconds": [
-    6.988452500138465e-06,
-    1.0287962499830883e-05,
-    6.698089999872536e-06
+    6.5953300000387574e-06,
+    9.79309000001649e-06,
+    6.698205000077451e-06
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.0002506137657165527,
-   "min": 0.00020457279205322266,
-   "max": 0.00035405822753906255,
+   "seconds": 0.00024420095443725587,
+   "min": 0.00019041343688964844,
+   "max": 0.0005154931259155274,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.442964999948345e-06,
+   "host_canary_seconds": 6.28156250002121e-06,
    "pass_seconds": [
-    0.0002602809524536133,
-    0.00021885887145996094,
-    0.0002506137657165527
+    0.00019635391235351562,
+    0.0003740787124633789,
+    0.00024420095443725587
    ],
    "pass_host_canary_seconds": [
-    9.442964999948345e-06,
-    7.574209999461346e-06,
-    8.7755949999746e-06
+    6.28156250002121e-06,
+    9.752420000097573e-06,
+    6.6689200002656434e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.00018306047439575196,
-   "min": 0.00014975168228149416,
-   "max": 0.00022679040908813478,
+   "seconds": 0.0001715974426269531,
+   "min": 0.0001501644802093506,
+   "max": 0.00024271039962768553,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.15457500013872e-06,
+   "host_canary_seconds": 6.297799999970266e-06,
    "pass_seconds": [
-    0.00018896703720092773,
-    0.00018306047439575196,
-    0.00016832960128784178
+    0.00015984767913818359,
+    0.00020556224822998047,
+    0.0001715974426269531
    ],
    "pass_host_canary_seconds": [
-    9.15457500013872e-06,
-    6.710195000039221e-06,
-    8.756419999826903e-06
+    6.297799999970266e-06,
+    9.870064999972783e-06,
+    6.975315000090632e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.0003413894271850586,
-   "min": 0.00025852287292480467,
-   "max": 0.0006772614288330078,
+   "seconds": 0.00032402240753173826,
+   "min": 0.00024428287506103515,
+   "max": 0.0007308576202392578,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.54015999980129e-06,
+   "host_canary_seconds": 6.720935000146256e-06,
    "pass_seconds": [
-    0.0003413894271850586,
-    0.0006695667266845704,
-    0.00030356800079345703
+    0.00032402240753173826,
+    0.0006322937774658204,
+    0.0002775603294372559
    ],
    "pass_host_canary_seconds": [
-    9.54015999980129e-06,
-    9.920670000269639e-06,
-    8.880144999920958e-06
+    6.720935000146256e-06,
+    9.731340000200817e-06,
+    7.419869999978346e-06
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00014682623863220215,
-   "min": 0.00010218175888061523,
-   "max": 0.00022778240203857422,
+   "seconds": 0.00011304191589355469,
+   "min": 0.00010375359535217284,
+   "max": 0.0001918028831481934,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.61634500015407e-06,
+   "host_canary_seconds": 7.0385550000651166e-06,
    "pass_seconds": [
-    0.00014682623863220215,
-    0.00015847295761108399,
-    0.00010980031967163085
+    0.00011267775535583496,
+    0.00018391359329223634,
+    0.00011304191589355469
    ],
    "pass_host_canary_seconds": [
-    9.61634500015407e-06,
-    8.816432499543225e-06,
-    6.725435000305424e-06
+    7.0385550000651166e-06,
+    1.0218164999855617e-05,
+    7.511722500055384e-06
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.0002882912063598633,
-   "min": 0.0002556172752380371,
-   "max": 0.0004947859191894531,
+   "seconds": 0.00026726528167724607,
+   "min": 0.00021450176239013672,
+   "max": 0.00048574783325195314,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0067110000022695e-05,
+   "host_canary_seconds": 9.184634999996887e-06,
    "pass_seconds": [
-    0.0002882912063598633,
-    0.0003940115356445312,
-    0.00027584192276000976
+    0.00026726528167724607,
+    0.0003807315063476562,
+    0.00022447679519653322
    ],
    "pass_host_canary_seconds": [
-    1.0067110000022695e-05,
-    7.738780000181578e-06,
-    6.950989999836565e-06
+    9.184634999996887e-06,
+    9.63276999996765e-06,
+    7.2681899999338385e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.00017082368850708008,
-   "min": 0.00014538368225097657,
-   "max": 0.00019663232803344727,
+   "seconds": 0.0001428428840637207,
+   "min": 0.00011685567855834961,
+   "max": 0.00021445760726928709,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.676754999645709e-06,
+   "host_canary_seconds": 6.549225000185288e-06,
    "pass_seconds": [
-    0.00017082368850708008,
-    0.00017734399795532227,
-    0.00015288000106811523
+    0.00012528767585754394,
+    0.00020191167831420896,
+    0.0001428428840637207
    ],
    "pass_host_canary_seconds": [
-    9.676754999645709e-06,
-    7.704464999847005e-06,
-    6.950989999836565e-06
+    6.549225000185288e-06,
+    9.272695000106523e-06,
+    6.979455000077905e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00017647359848022462,
-   "min": 0.00015376959800720216,
-   "max": 0.00022739583969116212,
+   "seconds": 0.00016560064315795898,
+   "min": 0.00013766400337219238,
+   "max": 0.00023889728546142578,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.99299999989489e-06,
+   "host_canary_seconds": 6.5770175000068324e-06,
    "pass_seconds": [
-    0.00020631616592407226,
-    0.00015873920440673828,
-    0.00017647359848022462
+    0.0001573151969909668,
+    0.00022917055130004883,
+    0.00016560064315795898
    ],
    "pass_host_canary_seconds": [
-    9.99299999989489e-06,
-    7.434724999768604e-06,
-    6.818070000349507e-06
+    6.5770175000068324e-06,
+    9.445995000021412e-06,
+    7.0695899998440834e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00011125120162963867,
-   "min": 9.634048461914062e-05,
-   "max": 0.00013352319717407226,
+   "seconds": 0.00010105216026306152,
+   "min": 8.671104431152343e-05,
+   "max": 0.00016893951416015627,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.605402500132641e-06,
+   "host_canary_seconds": 6.442332500000703e-06,
    "pass_seconds": [
-    0.00011125120162963867,
-    0.00010029184341430664,
-    0.00011499135971069337
+    0.00010086720466613768,
+    0.00014824895858764648,
+    0.00010105216026306152
    ],
    "pass_host_canary_seconds": [
-    7.605402500132641e-06,
-    7.099725000045964e-06,
-    8.217532499941171e-06
+    6.442332500000703e-06,
+    9.481184999913239e-06,
+    6.981167500015317e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00013284223556518554,
-   "min": 0.00013014592170715333,
-   "max": 0.00017820863723754882,
+   "seconds": 0.00012330880165100099,
+   "min": 0.00010391872406005859,
+   "max": 0.0001890559959411621,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.46736499997769e-06,
+   "host_canary_seconds": 7.116207500104111e-06,
    "pass_seconds": [
-    0.00014230463981628418,
-    0.00013284223556518554,
-    0.0001314489555358887
+    0.0001084275245666504,
+    0.00017473920822143555,
+    0.00012330880165100099
    ],
    "pass_host_canary_seconds": [
-    9.46736499997769e-06,
-    6.862614999931793e-06,
-    7.627129999718818e-06
+    7.116207500104111e-06,
+    9.342144999777701e-06,
+    7.165975000020808e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0001893382453918457,
-   "min": 0.0001685286331176758,
-   "max": 0.00022206079483032224,
+   "seconds": 0.0001618976020812988,
+   "min": 0.0001361075210571289,
+   "max": 0.0002326393508911133,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.753032500123936e-06,
+   "host_canary_seconds": 6.629645000089113e-06,
    "pass_seconds": [
-    0.00019276224136352538,
-    0.0001893382453918457,
-    0.00018382272720336913
+    0.0001531711959838867,
+    0.00021781631469726563,
+    0.0001618976020812988
    ],
    "pass_host_canary_seconds": [
-    8.753032500123936e-06,
-    7.239470000115489e-06,
-    7.48385749972158e-06
+    6.629645000089113e-06,
+    9.432134999940445e-06,
+    6.7296950001605185e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00021362432479858396,
-   "min": 0.0001846054458618164,
-   "max": 0.0002376902389526367,
+   "seconds": 0.00018625856399536134,
+   "min": 0.00015616448402404784,
+   "max": 0.0002614451217651367,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.05265249994136e-06,
+   "host_canary_seconds": 6.564972500058275e-06,
    "pass_seconds": [
-    0.00019172927856445313,
-    0.00021362432479858396,
-    0.00021807424545288085
+    0.00016092927932739257,
+    0.00021758720397949217,
+    0.00018625856399536134
    ],
    "pass_host_canary_seconds": [
-    8.05265249994136e-06,
-    7.558290000133638e-06,
-    6.907979999937197e-06
+    6.564972500058275e-06,
+    9.23799499986444e-06,
+    6.8866924999611e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 8.261440277099609e-05,
-   "min": 7.63974380493164e-05,
-   "max": 9.121472358703614e-05,
+   "seconds": 7.693376064300537e-05,
+   "min": 6.480703830718994e-05,
+   "max": 0.00012175359725952149,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.165322499815829e-06,
+   "host_canary_seconds": 6.5698200000952055e-06,
    "pass_seconds": [
-    7.939775943756104e-05,
-    8.468864440917969e-05,
-    8.261440277099609e-05
+    6.591360092163086e-05,
+    8.6430082321167e-05,
+    7.693376064300537e-05
    ],
    "pass_host_canary_seconds": [
-    7.165322499815829e-06,
-    6.912384999964161e-06,
-    7.413489999805733e-06
+    6.5698200000952055e-06,
+    9.298257499921191e-06,
+    6.7882399999064095e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00010164992332458496,
-   "min": 8.955072402954101e-05,
-   "max": 0.0001205286407470703,
+   "seconds": 0.00010510208129882813,
+   "min": 8.406463623046875e-05,
+   "max": 0.00013017536163330079,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.019685000102527e-06,
+   "host_canary_seconds": 7.032387500061077e-06,
    "pass_seconds": [
-    9.675904273986816e-05,
-    0.00010171839714050293,
-    0.00010164992332458496
+    9.009344100952148e-05,
+    0.00011551039695739746,
+    0.00010510208129882813
    ],
    "pass_host_canary_seconds": [
-    7.019685000102527e-06,
-    7.029825000017809e-06,
-    7.3244949999207164e-06
+    7.032387500061077e-06,
+    8.979795000101376e-06,
+    6.713687499910747e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 7.863679885864258e-05,
-   "min": 7.407680034637452e-05,
-   "max": 9.302783966064452e-05,
+   "seconds": 8.929216384887694e-05,
+   "min": 8.00819206237793e-05,
+   "max": 0.00010422847747802734,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9357450001916735e-06,
+   "host_canary_seconds": 9.53978000012512e-06,
    "pass_seconds": [
-    7.696832180023193e-05,
-    8.127231597900391e-05,
-    7.863679885864258e-05
+    9.223039627075196e-05,
+    8.929216384887694e-05,
+    8.374208450317384e-05
    ],
    "pass_host_canary_seconds": [
-    6.9357450001916735e-06,
-    7.120827500273208e-06,
-    7.098914999801309e-06
+    9.53978000012512e-06,
+    9.539802500029283e-06,
+    6.886915000023919e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 9.943424224853515e-05,
-   "min": 9.00556755065918e-05,
-   "max": 0.0001354425621032715,
+   "seconds": 0.00010828672409057617,
+   "min": 9.891391754150391e-05,
+   "max": 0.00012644031524658203,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.376512500059107e-06,
+   "host_canary_seconds": 9.522624999931395e-06,
    "pass_seconds": [
-    9.179391860961915e-05,
-    0.00012667327880859375,
-    9.943424224853515e-05
+    0.000120513277053833,
+    0.00010828672409057617,
+    0.00010293567657470703
    ],
    "pass_host_canary_seconds": [
-    7.376512500059107e-06,
-    8.788650000042253e-06,
-    7.191437499898257e-06
+    9.522624999931395e-06,
+    9.31063249993258e-06,
+    7.050527500211956e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 8.088319778442384e-05,
-   "min": 7.101759910583496e-05,
-   "max": 0.00010324480056762695,
+   "seconds": 8.578816413879393e-05,
+   "min": 8.169024467468263e-05,
+   "max": 0.00010423744201660156,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.47151999973994e-06,
+   "host_canary_seconds": 9.326747500040256e-06,
    "pass_seconds": [
-    7.714240074157714e-05,
-    9.185024261474609e-05,
-    8.088319778442384e-05
+    9.859199523925782e-05,
+    8.578816413879393e-05,
+    8.492735862731934e-05
    ],
    "pass_host_canary_seconds": [
-    7.47151999973994e-06,
-    8.345935000022563e-06,
-    6.866405000209852e-06
+    9.326747500040256e-06,
+    9.190220000050431e-06,
+    7.134640000003856e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 9.408255577087404e-05,
-   "min": 8.64345645904541e-05,
-   "max": 0.00010043840408325194,
+   "seconds": 9.108736038208007e-05,
+   "min": 8.074048042297364e-05,
+   "max": 0.00012889280319213867,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4811049998402265e-06,
+   "host_canary_seconds": 6.465329999940649e-06,
    "pass_seconds": [
-    9.408255577087404e-05,
-    9.022720336914062e-05,
-    9.784192085266112e-05
+    8.364352226257323e-05,
+    0.00011430720329284667,
+    9.108736038208007e-05
    ],
    "pass_host_canary_seconds": [
-    7.4811049998402265e-06,
-    6.898649999982353e-06,
-    6.954852499916342e-06
+    6.465329999940649e-06,
+    9.390890000133822e-06,
+    7.031647499928795e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 8.362496376037597e-05,
-   "min": 7.521535873413087e-05,
-   "max": 9.351807594299317e-05,
+   "seconds": 7.542719841003418e-05,
+   "min": 6.45798397064209e-05,
+   "max": 9.934720039367675e-05,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.490689999940514e-06,
+   "host_canary_seconds": 6.425785000203632e-06,
    "pass_seconds": [
-    7.572735786437988e-05,
-    8.362496376037597e-05,
-    8.852416038513185e-05
+    6.689663887023925e-05,
+    8.304960250854492e-05,
+    7.542719841003418e-05
    ],
    "pass_host_canary_seconds": [
-    7.490689999940514e-06,
-    6.969707499990818e-06,
-    6.908817499891029e-06
+    6.425785000203632e-06,
+    9.144170000041641e-06,
+    8.234404999996059e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 9.697664260864257e-05,
-   "min": 9.238975524902344e-05,
-   "max": 0.00013375743865966797,
+   "seconds": 0.00010659456253051757,
+   "min": 7.867136001586915e-05,
+   "max": 0.00014417216300964357,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.431677499880607e-06,
+   "host_canary_seconds": 6.370370000041703e-06,
    "pass_seconds": [
-    9.586303710937501e-05,
-    0.00012826111793518068,
-    9.697664260864257e-05
+    8.117568016052246e-05,
+    0.00010659456253051757,
+    0.00011545087814331055
    ],
    "pass_host_canary_seconds": [
-    7.431677499880607e-06,
-    9.347664999950211e-06,
-    6.975630000169985e-06
+    6.370370000041703e-06,
+    7.05822499995179e-06,
+    1.006200749998243e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 8.465215682983399e-05,
-   "min": 7.74348783493042e-05,
-   "max": 0.00011375359535217285,
+   "seconds": 7.765567779541016e-05,
+   "min": 6.371456146240235e-05,
+   "max": 0.00010810815811157226,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2513149999053895e-06,
+   "host_canary_seconds": 6.3714350000054765e-06,
    "pass_seconds": [
-    7.883584022521972e-05,
-    0.00010216511726379395,
-    8.465215682983399e-05
+    6.633664131164551e-05,
+    8.417344093322755e-05,
+    7.765567779541016e-05
    ],
    "pass_host_canary_seconds": [
-    7.2513149999053895e-06,
-    8.911044999990737e-06,
-    6.7912425001281915e-06
+    6.3714350000054765e-06,
+    6.841390000005277e-06,
+    7.17136999980994e-06
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 9.75385570526123e-05,
-   "min": 9.40595245361328e-05,
-   "max": 0.0001339072036743164,
+   "seconds": 0.00010331583976745605,
+   "min": 7.854144096374511e-05,
+   "max": 0.00013973695755004883,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.525322500043785e-06,
+   "host_canary_seconds": 6.583727499958059e-06,
    "pass_seconds": [
-    9.670528411865234e-05,
-    0.0001270412826538086,
-    9.75385570526123e-05
+    8.446399688720703e-05,
+    0.00010585791587829589,
+    0.00010331583976745605
    ],
    "pass_host_canary_seconds": [
-    7.525322500043785e-06,
-    9.344464999969659e-06,
-    6.9074149999437396e-06
+    6.583727499958059e-06,
+    7.048510000089436e-06,
+    7.986347499979729e-06
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 9.148223876953125e-05,
-   "min": 8.4203519821167e-05,
-   "max": 0.00011991871833801269,
+   "seconds": 8.597311973571777e-05,
+   "min": 7.775872230529785e-05,
+   "max": 0.00013064895629882813,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.721797499902095e-06,
+   "host_canary_seconds": 9.430387499946846e-06,
    "pass_seconds": [
-    9.148223876953125e-05,
-    0.00011145536422729491,
-    8.911871910095215e-05
+    0.00011059776306152343,
+    8.18828773498535e-05,
+    8.597311973571777e-05
    ],
    "pass_host_canary_seconds": [
-    8.721797499902095e-06,
-    9.499035000146705e-06,
-    7.004009999889149e-06
+    9.430387499946846e-06,
+    7.20337499998891e-06,
+    7.338592499905872e-06
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00011676992416381835,
-   "min": 0.00011218624114990235,
-   "max": 0.00015980607986450197,
+   "seconds": 0.00011225983619689941,
+   "min": 9.600064277648926e-05,
+   "max": 0.00014711039543151855,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.518142499871374e-06,
+   "host_canary_seconds": 9.109220000027563e-06,
    "pass_seconds": [
-    0.00011676992416381835,
-    0.00014756223678588867,
-    0.00011533696174621582
+    0.00012372608184814453,
+    0.00011225983619689941,
+    9.850496292114258e-05
    ],
    "pass_host_canary_seconds": [
-    9.518142499871374e-06,
-    1.0320354999748815e-05,
-    9.350644999983615e-06
+    9.109220000027563e-06,
+    7.126022500045792e-06,
+    7.184344999870973e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 9.95967960357666e-05,
-   "min": 8.888704299926758e-05,
-   "max": 0.00012603391647338867,
+   "seconds": 8.484607696533202e-05,
+   "min": 7.879615783691407e-05,
+   "max": 0.00011839232444763183,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.183879999990039e-06,
+   "host_canary_seconds": 6.9322399998839045e-06,
    "pass_seconds": [
-    9.261119842529296e-05,
-    0.0001208249568939209,
-    9.95967960357666e-05
+    8.484607696533202e-05,
+    0.00010086784362792969,
+    8.484543800354005e-05
    ],
    "pass_host_canary_seconds": [
-    8.183879999990039e-06,
-    9.896777499989183e-06,
-    9.40732999993088e-06
+    6.9322399998839045e-06,
+    7.030532500067466e-06,
+    7.123139999976047e-06
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00010812031745910644,
-   "min": 0.0001008569622039795,
-   "max": 0.0001589247989654541,
+   "seconds": 0.00011030847549438477,
+   "min": 9.365056037902832e-05,
+   "max": 0.0001878790473937988,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4070299999107185e-06,
+   "host_canary_seconds": 1.0723340000140525e-05,
    "pass_seconds": [
-    0.00010671232223510742,
-    0.00014799039840698242,
-    0.00010812031745910644
+    0.00017239679336547852,
+    0.00011030847549438477,
+    0.0001005996799468994
    ],
    "pass_host_canary_seconds": [
-    7.4070299999107185e-06,
-    9.989980000000288e-06,
-    9.34777999987091e-06
+    1.0723340000140525e-05,
+    7.0023025000409685e-06,
+    7.125199999933329e-06
    ]
   },
   "layer_steady_mul": {
-   "seconds": 9.089856147766114e-05,
-   "min": 8.533568382263183e-05,
-   "max": 0.00012693951606750488,
+   "seconds": 8.54310417175293e-05,
+   "min": 7.609280109405518e-05,
+   "max": 0.0001581107234954834,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.111062499802756e-06,
+   "host_canary_seconds": 1.0656114999818554e-05,
    "pass_seconds": [
-    9.089856147766114e-05,
-    0.0001210860824584961,
-    8.670975685119628e-05
+    0.00012063488006591798,
+    8.54310417175293e-05,
+    8.437376022338866e-05
    ],
    "pass_host_canary_seconds": [
-    7.111062499802756e-06,
-    9.990930000185471e-06,
-    9.14804000018421e-06
+    1.0656114999818554e-05,
+    6.8504675000724545e-06,
+    7.032675000004929e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00011066623687744141,
-   "min": 0.00010171903610229492,
-   "max": 0.0001603455924987793,
+   "seconds": 0.00013042816162109374,
+   "min": 9.038016319274903e-05,
+   "max": 0.0002272287940979004,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.798379999996996e-06,
+   "host_canary_seconds": 1.0148545000134845e-05,
    "pass_seconds": [
-    0.00011066623687744141,
-    0.00014491456031799318,
-    0.00010471424102783204
+    0.00018128831863403318,
+    0.00012125056266784667,
+    0.00013042816162109374
    ],
    "pass_host_canary_seconds": [
-    7.798379999996996e-06,
-    9.904794999897604e-06,
-    9.173827500035259e-06
+    1.0148545000134845e-05,
+    8.410705000159169e-06,
+    9.855549999997492e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 8.385791778564453e-05,
-   "min": 7.662847995758057e-05,
-   "max": 0.00011604736328125001,
+   "seconds": 9.838399887084961e-05,
+   "min": 8.547840118408203e-05,
+   "max": 0.00013446080207824706,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.581232499660473e-06,
+   "host_canary_seconds": 1.0365680000035126e-05,
    "pass_seconds": [
-    8.385791778564453e-05,
-    0.00011033920288085939,
-    7.78323221206665e-05
+    0.00012087231636047363,
+    9.190208435058594e-05,
+    9.838399887084961e-05
    ],
    "pass_host_canary_seconds": [
-    7.581232499660473e-06,
-    9.842609999850538e-06,
-    9.169232500028102e-06
+    1.0365680000035126e-05,
+    9.514142500250956e-06,
+    1.030622249999169e-05
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 9.895168304443359e-05,
-   "min": 9.350015640258788e-05,
-   "max": 0.00013558591842651368,
+   "seconds": 0.00013356096267700196,
+   "min": 0.00010952896118164063,
+   "max": 0.00017964607238769533,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.534312499899443e-06,
+   "host_canary_seconds": 1.0080849999951624e-05,
    "pass_seconds": [
-    9.895168304443359e-05,
-    0.0001167404842376709,
-    9.702912330627442e-05
+    0.00015651071548461915,
+    0.00013356096267700196,
+    0.0001298099231719971
    ],
    "pass_host_canary_seconds": [
-    7.534312499899443e-06,
-    8.704999999622486e-06,
-    9.119862500313048e-06
+    1.0080849999951624e-05,
+    8.928094999873792e-06,
+    1.0277984999902401e-05
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 7.629631996154785e-05,
-   "min": 6.898943901062012e-05,
-   "max": 9.2042875289917e-05,
+   "seconds": 8.57203197479248e-05,
+   "min": 7.833663940429686e-05,
+   "max": 0.00011439743995666505,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.460649999870839e-06,
+   "host_canary_seconds": 1.01451674998998e-05,
    "pass_seconds": [
-    7.629631996154785e-05,
-    8.060607910156249e-05,
-    7.08012819290161e-05
+    8.57203197479248e-05,
+    9.577919960021973e-05,
+    8.143168449401855e-05
    ],
    "pass_host_canary_seconds": [
-    7.460649999870839e-06,
-    7.709905000012896e-06,
-    8.761385000184419e-06
+    1.01451674998998e-05,
+    9.097424999993109e-06,
+    9.201589999889848e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 9.449728012084961e-05,
-   "min": 8.402496337890625e-05,
-   "max": 0.00010609919548034669,
+   "seconds": 0.00011764351844787596,
+   "min": 0.00010258560180664062,
+   "max": 0.0001476473617553711,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.728920000147354e-06,
+   "host_canary_seconds": 9.817855000022746e-06,
    "pass_seconds": [
-    8.852671623229981e-05,
-    9.80185604095459e-05,
-    9.449728012084961e-05
+    0.00011154623985290527,
+    0.00011764351844787596,
+    0.00011919103622436523
    ],
    "pass_host_canary_seconds": [
-    7.728920000147354e-06,
-    7.502349999981561e-06,
-    9.245472500083453e-06
+    9.817855000022746e-06,
+    9.239999999977045e-06,
+    9.252702499935596e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.00013699584007263185,
-   "min": 0.00011909055709838866,
-   "max": 0.00015403776168823244,
+   "seconds": 0.0001539660835266113,
+   "min": 0.00013811648368835448,
+   "max": 0.00022909311294555662,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.2921849999829645e-06,
+   "host_canary_seconds": 1.005848999994896e-05,
    "pass_seconds": [
-    0.00012460991859436035,
-    0.00013699584007263185,
-    0.0001436729621887207
+    0.00014547712326049803,
+    0.0001610374450683594,
+    0.0001539660835266113
    ],
    "pass_host_canary_seconds": [
-    7.2921849999829645e-06,
-    7.248290000347879e-06,
-    8.898844999976063e-06
+    1.005848999994896e-05,
+    9.316445000138174e-06,
+    1.0175964999916687e-05
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.0001475315189361572,
-   "min": 0.00013290240287780762,
-   "max": 0.00018884992599487303,
+   "seconds": 0.00017779327392578124,
+   "min": 0.00015571904182434083,
+   "max": 0.0002203705596923828,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.150454999873545e-06,
+   "host_canary_seconds": 9.7151524998651e-06,
    "pass_seconds": [
-    0.0001475315189361572,
-    0.00013988479614257814,
-    0.00016944128036499022
+    0.00017514495849609374,
+    0.00017779327392578124,
+    0.00018110784530639648
    ],
    "pass_host_canary_seconds": [
-    7.150454999873545e-06,
-    7.345395000015742e-06,
-    8.922220000044944e-06
+    9.7151524998651e-06,
+    9.057519999942087e-06,
+    9.569974999976693e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0002871795272827148,
-   "min": 0.0002123494338989258,
-   "max": 0.00037923328399658204,
+   "seconds": 0.0002480544090270996,
+   "min": 0.00023502336502075196,
+   "max": 0.0004108051300048828,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.686069999977007e-06,
+   "host_canary_seconds": 1.0643047500025204e-05,
    "pass_seconds": [
-    0.0002871795272827148,
-    0.0002302783966064453,
-    0.0003114912033081055
+    0.0003171667289733886,
+    0.00024717504501342775,
+    0.0002480544090270996
    ],
    "pass_host_canary_seconds": [
-    7.686069999977007e-06,
-    7.301945000222077e-06,
-    1.0084340000275915e-05
+    1.0643047500025204e-05,
+    9.45820499993033e-06,
+    9.873344999959955e-06
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.0003363033676147461,
-   "min": 0.00022894271850585935,
-   "max": 0.0004364614486694336,
+   "seconds": 0.00029607040405273436,
+   "min": 0.0002482988739013672,
+   "max": 0.0005031577682495117,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0024929999872255e-05,
+   "host_canary_seconds": 1.0358485000097061e-05,
    "pass_seconds": [
-    0.0003363033676147461,
-    0.0002447622489929199,
-    0.0003536556625366211
+    0.00038773502349853515,
+    0.00029607040405273436,
+    0.000280948486328125
    ],
    "pass_host_canary_seconds": [
-    1.0024929999872255e-05,
-    9.272424999835494e-06,
-    7.330269999954453e-06
+    1.0358485000097061e-05,
+    9.658470000033504e-06,
+    9.214224999993802e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 9.94758415222168e-05,
-   "min": 8.688511848449708e-05,
-   "max": 0.0001296352005004883,
+   "seconds": 0.00012990655899047852,
+   "min": 9.705920219421387e-05,
+   "max": 0.00016870080947875977,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.020527250005898e-05,
+   "host_canary_seconds": 1.0271170000066831e-05,
    "pass_seconds": [
-    0.00011716992378234862,
-    8.839872360229492e-05,
-    9.94758415222168e-05
+    0.00012990655899047852,
+    0.00010707519531249999,
+    0.0001505023956298828
    ],
    "pass_host_canary_seconds": [
-    1.020527250005898e-05,
-    9.306342500110532e-06,
-    7.131622500082812e-06
+    1.0271170000066831e-05,
+    9.867865000074971e-06,
+    1.0008354999797575e-05
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00011487551689147949,
-   "min": 0.00010024448394775391,
-   "max": 0.0001949625587463379,
+   "seconds": 0.00016315711975097656,
+   "min": 0.00012862336158752443,
+   "max": 0.00024646463394165037,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0327564999670359e-05,
+   "host_canary_seconds": 9.775695000087126e-06,
    "pass_seconds": [
-    0.00015483584403991698,
-    0.00010852352142333984,
-    0.00011487551689147949
+    0.00018077695846557617,
+    0.0001330451202392578,
+    0.00016315711975097656
    ],
    "pass_host_canary_seconds": [
-    1.0327564999670359e-05,
-    9.1287575000365e-06,
-    7.461237500194784e-06
+    9.775695000087126e-06,
+    9.633884999971087e-06,
+    1.0208859999920605e-05
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 9.81049633026123e-05,
-   "min": 7.77561616897583e-05,
-   "max": 0.00014891263961791992,
+   "seconds": 0.00012750783920288086,
+   "min": 9.579392433166504e-05,
+   "max": 0.00013928576469421388,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.406737499910832e-06,
+   "host_canary_seconds": 1.0138990000143621e-05,
    "pass_seconds": [
-    9.858112335205078e-05,
-    9.81049633026123e-05,
-    9.781951904296875e-05
+    0.00012750783920288086,
+    0.00010121983528137207,
+    0.00013079487800598145
    ],
    "pass_host_canary_seconds": [
-    8.406737499910832e-06,
-    9.818194999979824e-06,
-    8.099102500125354e-06
+    1.0138990000143621e-05,
+    9.578384999997525e-06,
+    1.0035990000005768e-05
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00011228992462158203,
-   "min": 9.656767845153809e-05,
-   "max": 0.00020530303955078124,
+   "seconds": 0.00015547391891479492,
+   "min": 0.0001254297637939453,
+   "max": 0.00019910272598266604,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.633815000076539e-06,
+   "host_canary_seconds": 9.780990000081147e-06,
    "pass_seconds": [
-    0.00011228992462158203,
-    0.00014830016136169432,
-    0.00010063167572021484
+    0.00017006912231445312,
+    0.00015547391891479492,
+    0.0001550111961364746
    ],
    "pass_host_canary_seconds": [
-    7.633815000076539e-06,
-    1.0182600000234743e-05,
-    6.8573149997064325e-06
+    9.780990000081147e-06,
+    9.930859999940366e-06,
+    9.830754999882174e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 8.013631820678711e-05,
-   "min": 6.69049596786499e-05,
-   "max": 0.00015546239852905273,
+   "seconds": 0.00010820863723754883,
+   "min": 9.60217571258545e-05,
+   "max": 0.00011969280242919922,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.546667499980231e-06,
+   "host_canary_seconds": 8.644382500051507e-06,
    "pass_seconds": [
-    8.013631820678711e-05,
-    0.00011712512016296388,
-    7.576255798339843e-05
+    0.00010820863723754883,
+    0.00010054143905639648,
+    0.0001106873607635498
    ],
    "pass_host_canary_seconds": [
-    7.546667499980231e-06,
-    9.759074999919904e-06,
-    7.422257500024898e-06
+    8.644382500051507e-06,
+    9.64128250004137e-06,
+    9.872697499986316e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 9.743743896484376e-05,
-   "min": 8.324352264404297e-05,
-   "max": 0.00018412607192993163,
+   "seconds": 0.00012807744026184083,
+   "min": 0.00011944448471069337,
+   "max": 0.00017064128875732423,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.912885000109781e-06,
+   "host_canary_seconds": 8.781060000160323e-06,
    "pass_seconds": [
-    9.743743896484376e-05,
-    0.00013787967681884764,
-    8.720959663391114e-05
+    0.00012807744026184083,
+    0.00012295871734619142,
+    0.0001489139175415039
    ],
    "pass_host_canary_seconds": [
-    7.912885000109781e-06,
-    9.926645000177813e-06,
-    7.407085000181724e-06
+    8.781060000160323e-06,
+    9.516384999983528e-06,
+    1.0104435000073409e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 8.670463562011718e-05,
-   "min": 7.204864025115966e-05,
-   "max": 0.0001798944091796875,
+   "seconds": 0.00011131648063659669,
+   "min": 8.895872116088867e-05,
+   "max": 0.00012974335670471192,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.141090000004624e-06,
+   "host_canary_seconds": 9.050070000142796e-06,
    "pass_seconds": [
-    8.670463562011718e-05,
-    0.00012331839561462401,
-    7.350719928741455e-05
+    9.890239715576171e-05,
+    0.00011131648063659669,
+    0.00012278016090393068
    ],
    "pass_host_canary_seconds": [
-    7.141090000004624e-06,
-    1.0174485000220557e-05,
-    6.559440000160066e-06
+    9.050070000142796e-06,
+    9.632025000030355e-06,
+    1.0518272499950854e-05
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00010625151634216309,
-   "min": 8.629631996154786e-05,
-   "max": 0.00019840320587158203,
+   "seconds": 0.00013437312126159668,
+   "min": 0.0001240447998046875,
+   "max": 0.00016858943939208982,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.4907974999405274e-06,
+   "host_canary_seconds": 9.084179999945264e-06,
    "pass_seconds": [
-    0.00010625151634216309,
-    0.0001437235164642334,
-    9.085247993469239e-05
+    0.00012890239715576172,
+    0.00013437312126159668,
+    0.00015875455856323241
    ],
    "pass_host_canary_seconds": [
-    7.4907974999405274e-06,
-    1.0171834999823658e-05,
-    6.6057450001721915e-06
+    9.084179999945264e-06,
+    9.416960000123708e-06,
+    1.0623844999884114e-05
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.124735832214355e-05,
-   "min": 4.599167823791504e-05,
-   "max": 9.739711761474608e-05,
+   "seconds": 6.803264141082764e-05,
+   "min": 4.48960018157959e-05,
+   "max": 9.150079727172851e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.020864499992058e-05,
+   "host_canary_seconds": 6.3409099999489624e-06,
    "pass_seconds": [
-    6.397247791290283e-05,
-    6.124735832214355e-05,
-    4.71673583984375e-05
+    4.589183807373047e-05,
+    6.803264141082764e-05,
+    8.094655990600586e-05
    ],
    "pass_host_canary_seconds": [
-    1.020864499992058e-05,
-    9.4980049999549e-06,
-    6.680149999738205e-06
+    6.3409099999489624e-06,
+    9.33505999995532e-06,
+    1.069293499995183e-05
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 6.396224021911621e-05,
-   "min": 5.965951919555664e-05,
-   "max": 0.00010928511619567871,
+   "seconds": 9.121408462524413e-05,
+   "min": 5.852416038513184e-05,
+   "max": 0.0001186905574798584,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0412832500037437e-05,
+   "host_canary_seconds": 6.177135000200451e-06,
    "pass_seconds": [
-    9.923968315124512e-05,
-    6.396224021911621e-05,
-    6.255360126495362e-05
+    5.923327922821045e-05,
+    9.121408462524413e-05,
+    0.00010927680015563965
    ],
    "pass_host_canary_seconds": [
-    1.0412832500037437e-05,
-    7.112214999551724e-06,
-    7.05949000007422e-06
+    6.177135000200451e-06,
+    9.400944999953254e-06,
+    1.0769475000103058e-05
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 5.2620158195495604e-05,
-   "min": 4.3614721298217775e-05,
-   "max": 7.03116798400879e-05,
+   "seconds": 6.537024021148682e-05,
+   "min": 4.233535766601563e-05,
+   "max": 8.456255912780762e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0271284999703311e-05,
+   "host_canary_seconds": 6.175940000048286e-06,
    "pass_seconds": [
-    6.50764799118042e-05,
-    5.2620158195495604e-05,
-    4.425856113433838e-05
+    4.3580799102783205e-05,
+    6.537024021148682e-05,
+    7.807424068450928e-05
    ],
    "pass_host_canary_seconds": [
-    1.0271284999703311e-05,
-    7.112214999551724e-06,
-    6.799720000003618e-06
+    6.175940000048286e-06,
+    9.372810000058962e-06,
+    1.043919750003397e-05
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 7.460480213165284e-05,
-   "min": 5.6808958053588864e-05,
-   "max": 9.626111984252928e-05,
+   "seconds": 8.526975631713868e-05,
+   "min": 5.497791767120361e-05,
+   "max": 0.00010845184326171875,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0310145000005378e-05,
+   "host_canary_seconds": 6.175940000048286e-06,
    "pass_seconds": [
-    9.232192039489746e-05,
-    7.460480213165284e-05,
-    6.588223934173583e-05
+    5.556928157806396e-05,
+    8.526975631713868e-05,
+    0.00010479167938232422
    ],
    "pass_host_canary_seconds": [
-    1.0310145000005378e-05,
-    7.5112799999033085e-06,
-    7.0092000004251535e-06
+    6.175940000048286e-06,
+    9.328522500027246e-06,
+    1.042824750001614e-05
    ]
   },
   "layer_steady_slice": {
-   "seconds": 8.451007843017578e-05,
-   "min": 6.567232131958008e-05,
-   "max": 0.00010193216323852538,
+   "seconds": 9.67737579345703e-05,
+   "min": 6.143231868743896e-05,
+   "max": 0.00011580927848815918,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0496192500113466e-05,
+   "host_canary_seconds": 6.3203850001514185e-06,
    "pass_seconds": [
-    9.72332763671875e-05,
-    8.451007843017578e-05,
-    6.923200130462647e-05
+    6.218495845794677e-05,
+    9.67737579345703e-05,
+    0.00010115648269653321
    ],
    "pass_host_canary_seconds": [
-    1.0496192500113466e-05,
-    7.79669749988443e-06,
-    9.348012499970083e-06
+    6.3203850001514185e-06,
+    9.18431249999685e-06,
+    9.945524999892542e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010012224197387694,
-   "min": 8.61030387878418e-05,
-   "max": 0.00013273856163024904,
+   "seconds": 0.00010510848045349121,
+   "min": 7.444992065429688e-05,
+   "max": 0.0001488742446899414,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.941627500040795e-06,
+   "host_canary_seconds": 6.524169999977403e-06,
    "pass_seconds": [
-    0.00012119487762451171,
-    0.00010012224197387694,
-    9.969663619995118e-05
+    7.67526388168335e-05,
+    0.0001166489601135254,
+    0.00010510848045349121
    ],
    "pass_host_canary_seconds": [
-    9.941627500040795e-06,
-    8.424067499959165e-06,
-    9.388339999816254e-06
+    6.524169999977403e-06,
+    9.242122499983907e-06,
+    9.253720000117482e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011910655975341795,
-   "min": 7.453375816345214e-05,
-   "max": 0.00013732159614562989,
+   "seconds": 0.00011096768379211426,
+   "min": 7.295231819152832e-05,
+   "max": 0.00015706175804138181,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0112020000008215e-05,
+   "host_canary_seconds": 6.422155000223028e-06,
    "pass_seconds": [
-    0.00011910655975341795,
-    0.000127575044631958,
-    7.949823856353761e-05
+    7.510528087615966e-05,
+    0.00011096768379211426,
+    0.0001342854404449463
    ],
    "pass_host_canary_seconds": [
-    1.0112020000008215e-05,
-    1.1680399999818292e-05,
-    6.87852749990725e-06
+    6.422155000223028e-06,
+    9.407762500046603e-06,
+    9.714440000152536e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00011208127975463867,
-   "min": 9.168448448181153e-05,
-   "max": 0.0001366156768798828,
+   "seconds": 0.00013365695953369142,
+   "min": 9.166720390319824e-05,
+   "max": 0.0001619430351257324,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.867170000144143e-06,
+   "host_canary_seconds": 6.392900000093959e-06,
    "pass_seconds": [
-    0.00012923775672912599,
-    0.00011208127975463867,
-    9.430015563964843e-05
+    9.474495887756346e-05,
+    0.00013365695953369142,
+    0.0001472544002532959
    ],
    "pass_host_canary_seconds": [
-    8.867170000144143e-06,
-    6.98247499997251e-06,
-    6.9715399999381585e-06
+    6.392900000093959e-06,
+    9.283069999810323e-06,
+    1.0018225000010261e-05
    ]
   },
   "layer_steady_cat": {
-   "seconds": 7.48415994644165e-05,
-   "min": 6.177984237670899e-05,
-   "max": 0.00010128447532653809,
+   "seconds": 7.79641580581665e-05,
+   "min": 6.180031776428222e-05,
+   "max": 0.0001234009647369385,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.906635000016649e-06,
+   "host_canary_seconds": 6.4904550001188e-06,
    "pass_seconds": [
-    8.451264381408692e-05,
-    7.48415994644165e-05,
-    6.316800117492676e-05
+    6.241727828979493e-05,
+    7.79641580581665e-05,
+    9.380479812622071e-05
    ],
    "pass_host_canary_seconds": [
-    8.906635000016649e-06,
-    6.8770400002904355e-06,
-    6.852015000049505e-06
+    6.4904550001188e-06,
+    7.390809999918701e-06,
+    1.0066540000082113e-05
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 8.953920364379883e-05,
-   "min": 7.767104148864746e-05,
-   "max": 0.00011768447875976562,
+   "seconds": 9.467647552490235e-05,
+   "min": 7.799232006072998e-05,
+   "max": 0.00013510784149169922,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.197582499713917e-06,
+   "host_canary_seconds": 6.428915000071811e-06,
    "pass_seconds": [
-    8.953920364379883e-05,
-    9.294719696044921e-05,
-    8.128959655761719e-05
+    7.98086404800415e-05,
+    9.467647552490235e-05,
+    0.0001259552001953125
    ],
    "pass_host_canary_seconds": [
-    7.197582499713917e-06,
-    7.17355250003493e-06,
-    8.055527499948312e-06
+    6.428915000071811e-06,
+    7.118842499949097e-06,
+    9.798794999937855e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.00046154945373535155,
-   "min": 0.0002579430389404297,
-   "max": 0.0005486873626708985,
+   "seconds": 0.0004331679916381836,
+   "min": 0.00025102720260620115,
+   "max": 0.0005132179260253906,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0533267499965859e-05,
+   "host_canary_seconds": 6.41589999986536e-06,
    "pass_seconds": [
-    0.0004884947204589844,
-    0.00046154945373535155,
-    0.00026879487991333007
+    0.0002600908851623535,
+    0.00044425216674804686,
+    0.0004331679916381836
    ],
    "pass_host_canary_seconds": [
-    1.0533267499965859e-05,
-    9.789000000068881e-06,
-    6.8065600004274526e-06
+    6.41589999986536e-06,
+    9.192654999878869e-06,
+    9.60265999992771e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.0004989996719360352,
-   "min": 0.0004016870498657227,
-   "max": 0.0005902195358276367,
+   "seconds": 0.00039709377288818363,
+   "min": 0.00026423807144165037,
+   "max": 0.0004900998306274414,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.070883500005948e-05,
+   "host_canary_seconds": 6.6231899998570044e-06,
    "pass_seconds": [
-    0.000548078727722168,
-    0.0004868281555175781,
-    0.0004989996719360352
+    0.0002767500877380371,
+    0.00044937854766845703,
+    0.00039709377288818363
    ],
    "pass_host_canary_seconds": [
-    1.070883500005948e-05,
-    9.717629999954625e-06,
-    9.58607000001166e-06
+    6.6231899998570044e-06,
+    9.381590000145935e-06,
+    9.507642500068413e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0013366578674316406,
-   "min": 0.001141770248413086,
-   "max": 0.0016711570739746094,
+   "seconds": 0.0011902700805664062,
+   "min": 0.0009668486022949219,
+   "max": 0.0015449964904785157,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.732245000009242e-06,
+   "host_canary_seconds": 6.658499999900869e-06,
    "pass_seconds": [
-    0.001236887664794922,
-    0.0013366578674316406,
-    0.0013863200378417969
+    0.0011902700805664062,
+    0.0014560205078124999,
+    0.0011857587432861328
    ],
    "pass_host_canary_seconds": [
-    9.732245000009242e-06,
-    1.0350949999633485e-05,
-    9.836935000180347e-06
+    6.658499999900869e-06,
+    9.586290000243025e-06,
+    9.636769999872286e-06
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0016540179443359376,
-   "min": 0.00129863037109375,
-   "max": 0.0018335597229003906,
+   "seconds": 0.0015489535522460937,
+   "min": 0.001304602813720703,
+   "max": 0.0018270841979980469,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.034185000018624e-06,
+   "host_canary_seconds": 6.949465000047894e-06,
    "pass_seconds": [
-    0.0015627679443359374,
-    0.0017485317993164062,
-    0.0016540179443359376
+    0.0016520774841308594,
+    0.0015209869384765625,
+    0.0015489535522460937
    ],
    "pass_host_canary_seconds": [
-    9.034185000018624e-06,
-    1.0728014999585866e-05,
-    9.497209999835832e-06
+    6.949465000047894e-06,
+    9.24636500002407e-06,
+    6.978749999859702e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.000115862398147583,
-   "min": 8.824447631835937e-05,
-   "max": 0.00021149887084960937,
+   "seconds": 0.00010269632339477539,
+   "min": 8.897855758666991e-05,
+   "max": 0.0001372697639465332,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.331327500206044e-06,
+   "host_canary_seconds": 8.650955000177873e-06,
    "pass_seconds": [
-    0.000115862398147583,
-    0.00018016960144042967,
-    9.409279823303222e-05
+    9.813440322875977e-05,
+    0.0001238080024719238,
+    0.00010269632339477539
    ],
    "pass_host_canary_seconds": [
-    9.331327500206044e-06,
-    1.0270744999729686e-05,
-    7.986684999821135e-06
+    8.650955000177873e-06,
+    9.21134999998685e-06,
+    6.714579999993475e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.00014496319770812988,
-   "min": 0.00010492223739624023,
-   "max": 0.000278092155456543,
+   "seconds": 0.0001095206356048584,
+   "min": 0.00010277759552001954,
+   "max": 0.0001562604808807373,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.497129999544996e-06,
+   "host_canary_seconds": 6.694124999881979e-06,
    "pass_seconds": [
-    0.00014496319770812988,
-    0.00021712127685546875,
-    0.0001112326431274414
+    0.00010785216331481935,
+    0.00015064895629882813,
+    0.0001095206356048584
    ],
    "pass_host_canary_seconds": [
-    9.497129999544996e-06,
-    1.1054125000100612e-05,
-    6.890372499981368e-06
+    6.694124999881979e-06,
+    9.602709999967373e-06,
+    6.820310000108521e-06
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.0002174118423461914,
-   "min": 0.0001665376091003418,
-   "max": 0.0002754924774169922,
+   "seconds": 0.00020969215393066404,
+   "min": 0.0001496224021911621,
+   "max": 0.0002613248062133789,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.562054999605608e-06,
+   "host_canary_seconds": 6.741899999838097e-06,
    "pass_seconds": [
-    0.00020974592208862307,
-    0.00027252544403076173,
-    0.0002174118423461914
+    0.00015424832344055177,
+    0.0002268281555175781,
+    0.00020969215393066404
    ],
    "pass_host_canary_seconds": [
-    9.562054999605608e-06,
-    1.0282959999585728e-05,
-    6.815720000190595e-06
+    6.741899999838097e-06,
+    9.602709999967373e-06,
+    6.682700000055775e-06
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00043793792724609377,
-   "min": 0.0002451091194152832,
-   "max": 0.0006808646392822265,
+   "seconds": 0.00027648000717163087,
+   "min": 0.00021368448257446288,
+   "max": 0.0003388595199584961,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.693150000202877e-06,
+   "host_canary_seconds": 6.8263149998415425e-06,
    "pass_seconds": [
-    0.0002964991950988769,
-    0.0005090777587890625,
-    0.00043793792724609377
+    0.00022333120346069334,
+    0.0003289894485473633,
+    0.00027648000717163087
    ],
    "pass_host_canary_seconds": [
-    9.693150000202877e-06,
-    1.1023964999594682e-05,
-    7.333035000272048e-06
+    6.8263149998415425e-06,
+    9.921930000018619e-06,
+    6.6258050000556065e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.0250099996464996e-05,
-   "min": 2.8198899997278204e-05,
-   "max": 5.635279999296472e-05,
+   "seconds": 2.449120000278526e-05,
+   "min": 2.049480000323456e-05,
+   "max": 3.163939999808463e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.45575999992343e-06,
+   "host_canary_seconds": 6.806424999865612e-06,
    "pass_seconds": [
-    2.8982900005303236e-05,
-    4.63692000039373e-05,
-    3.0250099996464996e-05
+    2.1206900004244745e-05,
+    3.0160899996189983e-05,
+    2.449120000278526e-05
    ],
    "pass_host_canary_seconds": [
-    9.45575999992343e-06,
-    1.0631400000136182e-05,
-    7.379860000469307e-06
+    6.806424999865612e-06,
+    9.236760000135291e-06,
+    6.974285000183045e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019430369999327013,
-   "min": 0.00017145809999874473,
-   "max": 0.0003611047000049439,
+   "seconds": 0.00017063390000089386,
+   "min": 0.00013036080000006223,
+   "max": 0.0003956039000001965,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.16832000029899e-06,
+   "host_canary_seconds": 6.605089999993652e-06,
    "pass_seconds": [
-    0.00017796380000163482,
-    0.00035281899999972666,
-    0.00019430369999327013
+    0.00014299399999799788,
+    0.00017657739999776823,
+    0.00017063390000089386
    ],
    "pass_host_canary_seconds": [
-    9.16832000029899e-06,
-    1.0165984999730426e-05,
-    7.788825000147881e-06
+    6.605089999993652e-06,
+    9.200310000210265e-06,
+    6.974285000183045e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 3.289939999149283e-05,
-   "min": 2.311249999138454e-05,
-   "max": 5.0012500003049355e-05,
+   "seconds": 2.240869999923234e-05,
+   "min": 1.9027800004778327e-05,
+   "max": 3.103459999920233e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0006469999552791e-05,
+   "host_canary_seconds": 6.473260000063874e-06,
    "pass_seconds": [
-    3.289939999149283e-05,
-    4.558059999908437e-05,
-    2.4285799997869618e-05
+    1.971500000195192e-05,
+    2.8312199998481446e-05,
+    2.240869999923234e-05
    ],
    "pass_host_canary_seconds": [
-    1.0006469999552791e-05,
-    9.997194999868953e-06,
-    7.909610000069733e-06
+    6.473260000063874e-06,
+    9.350384999891048e-06,
+    6.815139999787334e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00033540350000293984,
-   "min": 0.00016159729999571938,
-   "max": 0.0003953992999981892,
+   "seconds": 0.00019346860000268862,
+   "min": 0.00014704330000085973,
+   "max": 0.0003229214999976193,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.642035000183568e-06,
+   "host_canary_seconds": 6.47976500005143e-06,
    "pass_seconds": [
-    0.00020942889999560067,
-    0.0003875378999964596,
-    0.00033540350000293984
+    0.0001702604000001884,
+    0.0001952903000017159,
+    0.00019346860000268862
    ],
    "pass_host_canary_seconds": [
-    9.642035000183568e-06,
-    1.0823499999901287e-05,
-    1.0660160000384167e-05
+    6.47976500005143e-06,
+    9.483280000210925e-06,
+    6.757940000170493e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 4.8571299998911854e-05,
-   "min": 3.5836500001096286e-05,
-   "max": 7.228609999856416e-05,
+   "seconds": 3.277920000073209e-05,
+   "min": 2.7404500002603527e-05,
+   "max": 4.721800000311305e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.550827500106606e-06,
+   "host_canary_seconds": 6.534910000084437e-06,
    "pass_seconds": [
-    4.8571299998911854e-05,
-    6.940510000958966e-05,
-    4.3652399995153246e-05
+    3.0207100002144217e-05,
+    4.410020000022996e-05,
+    3.277920000073209e-05
    ],
    "pass_host_canary_seconds": [
-    9.550827500106606e-06,
-    1.1034829999800876e-05,
-    1.012329500042597e-05
+    6.534910000084437e-06,
+    9.975994999820158e-06,
+    6.566180000220357e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00030079629999590907,
-   "min": 0.0002460527000039292,
-   "max": 0.0004800623000051019,
+   "seconds": 0.00022907829999780916,
+   "min": 0.0001652059999969424,
+   "max": 0.00036096160000056445,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.518164999917644e-06,
+   "host_canary_seconds": 6.507969999915986e-06,
    "pass_seconds": [
-    0.00026873699999896417,
-    0.0003841330999989623,
-    0.00030079629999590907
+    0.00016833529999757957,
+    0.0002529514000002564,
+    0.00022907829999780916
    ],
    "pass_host_canary_seconds": [
-    9.518164999917644e-06,
-    1.0129907499845103e-05,
-    7.517740000366757e-06
+    6.507969999915986e-06,
+    9.570954999844616e-06,
+    6.484959999966122e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 8.368680000785389e-05,
-   "min": 5.4580900007294984e-05,
-   "max": 9.916750000229512e-05,
+   "seconds": 4.156770000349752e-05,
+   "min": 3.787490000490834e-05,
+   "max": 6.325790000119013e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.811120000335904e-06,
+   "host_canary_seconds": 6.438584999841624e-06,
    "pass_seconds": [
-    5.752640000764586e-05,
-    8.663480000450363e-05,
-    8.368680000785389e-05
+    3.963369999837596e-05,
+    5.3150100001175815e-05,
+    4.156770000349752e-05
    ],
    "pass_host_canary_seconds": [
-    9.811120000335904e-06,
-    1.0430732499742135e-05,
-    1.0018822500228453e-05
+    6.438584999841624e-06,
+    9.502670000074431e-06,
+    6.521382499897755e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00046239419999665187,
-   "min": 0.0002609323000001496,
-   "max": 0.0006013071999973363,
+   "seconds": 0.0002689949999989949,
+   "min": 0.0002026069999999436,
+   "max": 0.0005551827000033427,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.822590000112541e-06,
+   "host_canary_seconds": 6.552265000010494e-06,
    "pass_seconds": [
-    0.00028233250000084806,
-    0.00046239419999665187,
-    0.0005777854000029947
+    0.0002689949999989949,
+    0.00026468160000376885,
+    0.00030174400000078095
    ],
    "pass_host_canary_seconds": [
-    9.822590000112541e-06,
-    1.1323452499993892e-05,
-    1.0326592500291554e-05
+    6.552265000010494e-06,
+    9.491425000049958e-06,
+    6.734977500144623e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 3.944779999756065e-05,
-   "min": 2.732919999743899e-05,
-   "max": 5.9047399997780306e-05,
+   "seconds": 2.9479699998091745e-05,
+   "min": 1.8531000000621135e-05,
+   "max": 4.5030600000472985e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.511774999850786e-06,
+   "host_canary_seconds": 6.80996499994535e-06,
    "pass_seconds": [
-    2.985459999536033e-05,
-    3.944779999756065e-05,
-    4.577580000386661e-05
+    1.968949999877623e-05,
+    3.2044099998529416e-05,
+    2.9479699998091745e-05
    ],
    "pass_host_canary_seconds": [
-    9.511774999850786e-06,
-    1.1180860000195025e-05,
-    1.0980405000395877e-05
+    6.80996499994535e-06,
+    9.88990499990905e-06,
+    6.828740000059952e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0002279724000004535,
-   "min": 0.00015421059999880525,
-   "max": 0.00036494619999984936,
+   "seconds": 0.00018367289999901004,
+   "min": 0.00012962060000063503,
+   "max": 0.00023528419999934157,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.511774999850786e-06,
+   "host_canary_seconds": 6.80996499994535e-06,
    "pass_seconds": [
-    0.00018818759999703616,
-    0.0002279724000004535,
-    0.00030723170000328536
+    0.00018367289999901004,
+    0.00017611540000075365,
+    0.000184930099999292
    ],
    "pass_host_canary_seconds": [
-    9.511774999850786e-06,
-    9.761634999563284e-06,
-    1.0980405000395877e-05
+    6.80996499994535e-06,
+    9.316240000032394e-06,
+    8.491879999894535e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 4.47459000042727e-05,
-   "min": 2.9779599992707516e-05,
-   "max": 4.9182899999777874e-05,
+   "seconds": 2.1742799998492045e-05,
+   "min": 1.9311500000185334e-05,
+   "max": 4.7413700002607584e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.505319999902894e-06,
+   "host_canary_seconds": 6.588235000037912e-06,
    "pass_seconds": [
-    3.0471499997020146e-05,
-    4.5442700002240596e-05,
-    4.47459000042727e-05
+    2.048430000058943e-05,
+    3.190789999507615e-05,
+    2.1742799998492045e-05
    ],
    "pass_host_canary_seconds": [
-    9.505319999902894e-06,
-    9.929384999622925e-06,
-    1.0557964999975411e-05
+    6.588235000037912e-06,
+    9.327434999875095e-06,
+    9.313829999939572e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002511203000040041,
-   "min": 0.00017156600000589606,
-   "max": 0.0005116052000062154,
+   "seconds": 0.0001794294000035279,
+   "min": 0.00013252100000045176,
+   "max": 0.00030784369999992123,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.524260000262076e-06,
+   "host_canary_seconds": 6.676964999883239e-06,
    "pass_seconds": [
-    0.00020243829999344598,
-    0.0002511203000040041,
-    0.00043152920000011363
+    0.00016864149999946677,
+    0.00025071969999999053,
+    0.0001794294000035279
    ],
    "pass_host_canary_seconds": [
-    9.524260000262076e-06,
-    9.850385000049755e-06,
-    1.1224805000438209e-05
+    6.676964999883239e-06,
+    9.51191000012841e-06,
+    7.20170499988626e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 4.606989999729194e-05,
-   "min": 2.8928699998687078e-05,
-   "max": 5.409640000380023e-05,
+   "seconds": 2.4387499996691987e-05,
+   "min": 2.1569500000850893e-05,
+   "max": 4.2241700003842195e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.7906650000823e-06,
+   "host_canary_seconds": 6.568959999952995e-06,
    "pass_seconds": [
-    3.3177500006331685e-05,
-    4.606989999729194e-05,
-    4.9085000000559376e-05
+    2.3461099999622093e-05,
+    2.91757999946185e-05,
+    2.4387499996691987e-05
    ],
    "pass_host_canary_seconds": [
-    9.7906650000823e-06,
-    1.007413999985829e-05,
-    1.0944337499836366e-05
+    6.568959999952995e-06,
+    9.086430000024847e-06,
+    7.0508150000137e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004263860000037312,
-   "min": 0.00037890080000124726,
-   "max": 0.0007943506999936289,
+   "seconds": 0.000326883299999281,
+   "min": 0.00023759160000054181,
+   "max": 0.0005544190000023264,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0241220000182238e-05,
+   "host_canary_seconds": 6.357200000053354e-06,
    "pass_seconds": [
-    0.0004016385999989325,
-    0.0004263860000037312,
-    0.0006298313000002054
+    0.00029018680000376663,
+    0.000326883299999281,
+    0.00034048620000248775
    ],
    "pass_host_canary_seconds": [
-    1.0241220000182238e-05,
-    1.0464867500274977e-05,
-    1.3544717500053594e-05
+    6.357200000053354e-06,
+    9.095017500158065e-06,
+    6.88425250004343e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 5.9203499995419405e-05,
-   "min": 3.31272000039462e-05,
-   "max": 7.414660000222284e-05,
+   "seconds": 2.9992800000400167e-05,
+   "min": 2.230019999842625e-05,
+   "max": 5.498499999703199e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.887272500179734e-06,
+   "host_canary_seconds": 6.766717499999685e-06,
    "pass_seconds": [
-    4.512389999717925e-05,
-    7.228599999962171e-05,
-    5.9203499995419405e-05
+    2.5832999995145656e-05,
+    2.9992800000400167e-05,
+    3.588659999991251e-05
    ],
    "pass_host_canary_seconds": [
-    9.887272500179734e-06,
-    1.1326647500311536e-05,
-    1.1420624999800567e-05
+    6.766717499999685e-06,
+    8.986509999999726e-06,
+    8.031535000014855e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005427311999937956,
-   "min": 0.00035633359999565073,
-   "max": 0.000622870100005457,
+   "seconds": 0.000387772499999528,
+   "min": 0.00033142959999850065,
+   "max": 0.0005730583000001843,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.840122500008874e-06,
+   "host_canary_seconds": 6.787190000068222e-06,
    "pass_seconds": [
-    0.0004440133999992213,
-    0.0005427311999937956,
-    0.0005772729999989678
+    0.0004299503000027016,
+    0.0003821487000038815,
+    0.000387772499999528
    ],
    "pass_host_canary_seconds": [
-    9.840122500008874e-06,
-    1.1124099999904047e-05,
-    7.2636875000853254e-06
+    6.787190000068222e-06,
+    7.634254999828726e-06,
+    7.2061224999231405e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.1038500003433e-05,
-   "min": 2.1960100002615946e-05,
-   "max": 4.218809999656514e-05,
+   "seconds": 2.1940199997061426e-05,
+   "min": 1.9459999998616694e-05,
+   "max": 3.942029999848273e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.874345000184803e-06,
+   "host_canary_seconds": 6.606050000073083e-06,
    "pass_seconds": [
-    3.1038500003433e-05,
-    4.074340000670418e-05,
-    2.4906700002702564e-05
+    1.980200000275545e-05,
+    2.9830700003685707e-05,
+    2.1940199997061426e-05
    ],
    "pass_host_canary_seconds": [
-    9.874345000184803e-06,
-    9.844365000049038e-06,
-    7.221330000106718e-06
+    6.606050000073083e-06,
+    7.20658999995294e-06,
+    6.713475000026392e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00022106579999672248,
-   "min": 0.00016420349999179962,
-   "max": 0.00040129489999571886,
+   "seconds": 0.00017333270000108314,
+   "min": 0.0001598681000018587,
+   "max": 0.0002982680000002347,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 9.48815500009914e-06,
+   "host_canary_seconds": 6.8090150000443826e-06,
    "pass_seconds": [
-    0.00019943510000075548,
-    0.0003257468000015251,
-    0.00022106579999672248
+    0.00017333270000108314,
+    0.00021251599999914106,
+    0.000172340599999643
    ],
    "pass_host_canary_seconds": [
-    9.48815500009914e-06,
-    9.844365000049038e-06,
-    7.191665000334524e-06
+    6.8090150000443826e-06,
+    7.254865000163591e-06,
+    6.444210000040585e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 5.265500000177781e-05,
-   "min": 3.8814000004094853e-05,
-   "max": 7.063150000021778e-05,
+   "seconds": 3.65869000006569e-05,
+   "min": 3.250579999871661e-05,
+   "max": 5.731669999704536e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.546329999921e-06,
+   "host_canary_seconds": 6.808910000017932e-06,
    "pass_seconds": [
-    5.265500000177781e-05,
-    6.674369999473128e-05,
-    4.279639999822393e-05
+    3.449220000106834e-05,
+    4.2059200001176575e-05,
+    3.65869000006569e-05
    ],
    "pass_host_canary_seconds": [
-    9.546329999921e-06,
-    1.0045395000020107e-05,
-    7.331990000238875e-06
+    6.808910000017932e-06,
+    7.602414999894336e-06,
+    6.5658849999294946e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0002355380000039986,
-   "min": 0.0001852406000011797,
-   "max": 0.0005053963000023031,
+   "seconds": 0.00020696910000310708,
+   "min": 0.00020078999999668669,
+   "max": 0.00031263900000340074,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.489130000019942e-06,
+   "host_canary_seconds": 6.55010000002676e-06,
    "pass_seconds": [
-    0.0002355380000039986,
-    0.0004228262000083305,
-    0.0002114746999950512
+    0.00020696910000310708,
+    0.0002039658999990479,
+    0.0002350970000009056
    ],
    "pass_host_canary_seconds": [
-    9.489130000019942e-06,
-    1.0256995000190728e-05,
-    7.001895000087188e-06
+    6.55010000002676e-06,
+    7.880455000019992e-06,
+    7.073484999864376e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 5.435079999642767e-05,
-   "min": 3.7490099998649384e-05,
-   "max": 6.607459999941057e-05,
+   "seconds": 4.336090000265358e-05,
+   "min": 3.737320000141153e-05,
+   "max": 8.659029999762425e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.343420000220704e-06,
+   "host_canary_seconds": 6.720847500076843e-06,
    "pass_seconds": [
-    5.456970000068395e-05,
-    5.435079999642767e-05,
-    4.262699999344477e-05
+    4.052529999967192e-05,
+    4.8198100000718116e-05,
+    4.336090000265358e-05
    ],
    "pass_host_canary_seconds": [
-    9.343420000220704e-06,
-    1.0232115000121667e-05,
-    7.069215000115037e-06
+    6.720847500076843e-06,
+    7.668872499948521e-06,
+    7.073484999864376e-06
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00023565310000321914,
-   "min": 0.00019763149999789674,
-   "max": 0.00030350320000707145,
+   "seconds": 0.0002566919000003054,
+   "min": 0.00021590120000496426,
+   "max": 0.0004885462999993706,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.202829999708229e-06,
+   "host_canary_seconds": 6.56441500012761e-06,
    "pass_seconds": [
-    0.00023565310000321914,
-    0.00024171809999415928,
-    0.00023431060000120852
+    0.00023815200000285586,
+    0.00042107919999807565,
+    0.0002566919000003054
    ],
    "pass_host_canary_seconds": [
-    9.202829999708229e-06,
-    7.107195000344291e-06,
-    6.985389999840663e-06
+    6.56441500012761e-06,
+    1.009026750011799e-05,
+    6.858054999838714e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 4.735130000881327e-05,
-   "min": 4.010830000424903e-05,
-   "max": 0.000122205100001338,
+   "seconds": 4.7804499996573216e-05,
+   "min": 3.933190000111608e-05,
+   "max": 7.5478599995904e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.0991537500046889e-05,
+   "host_canary_seconds": 6.753655000011349e-06,
    "pass_seconds": [
-    9.210179999854517e-05,
-    4.2529500001364794e-05,
-    4.735130000881327e-05
+    3.960519999850476e-05,
+    6.948599999532235e-05,
+    4.7804499996573216e-05
    ],
    "pass_host_canary_seconds": [
-    1.0991537500046889e-05,
-    6.878917500330317e-06,
-    6.967420000023594e-06
+    6.753655000011349e-06,
+    9.745984999938174e-06,
+    7.494050000218522e-06
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00030636029999868696,
-   "min": 0.00022728479999614137,
-   "max": 0.0005055753000078767,
+   "seconds": 0.000314462800002957,
+   "min": 0.00020641980000277727,
+   "max": 0.0004941601999973955,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1228815000094984e-05,
+   "host_canary_seconds": 6.753655000011349e-06,
    "pass_seconds": [
-    0.0004105046000063339,
-    0.00024819239999942513,
-    0.00030636029999868696
+    0.00023765770000068188,
+    0.0004291533000014169,
+    0.000314462800002957
    ],
    "pass_host_canary_seconds": [
-    1.1228815000094984e-05,
-    7.037720000084846e-06,
-    6.967420000023594e-06
+    6.753655000011349e-06,
+    9.641922500094324e-06,
+    1.036432000006471e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 7.699699999648146e-05,
-   "min": 5.348390000108339e-05,
-   "max": 0.0001266831999942042,
+   "seconds": 6.523979999997209e-05,
+   "min": 5.151690000388953e-05,
+   "max": 0.00011203209999735008,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.2177617499844473e-05,
+   "host_canary_seconds": 8.677559999910045e-06,
    "pass_seconds": [
-    0.00011912630000097125,
-    7.699699999648146e-05,
-    5.7890699997642515e-05
+    6.523979999997209e-05,
+    0.00010610840000140343,
+    5.365629999687371e-05
    ],
    "pass_host_canary_seconds": [
-    1.2177617499844473e-05,
-    7.09331999985352e-06,
-    6.781695000199761e-06
+    8.677559999910045e-06,
+    9.556742499938764e-06,
+    6.8293949999542745e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00029257379999307885,
-   "min": 0.0002259447999904296,
-   "max": 0.0006613872999992054,
+   "seconds": 0.00030559070000322206,
+   "min": 0.00025645009999948344,
+   "max": 0.0006301416000042082,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 1.1593220000065685e-05,
+   "host_canary_seconds": 8.674130000088099e-06,
    "pass_seconds": [
-    0.0005842750000056185,
-    0.00029257379999307885,
-    0.00026219159999527617
+    0.00030559070000322206,
+    0.0004740428999980395,
+    0.00029835779999984877
    ],
    "pass_host_canary_seconds": [
-    1.1593220000065685e-05,
-    9.157310000205143e-06,
-    6.827249999901142e-06
+    8.674130000088099e-06,
+    9.957274999976563e-06,
+    6.8525750000958394e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 8.958329999586567e-05,
-   "min": 6.940780000377344e-05,
-   "max": 0.00019049469999572467,
+   "seconds": 9.237030000122103e-05,
+   "min": 6.566879999923004e-05,
+   "max": 0.0001221880000002784,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0423917499906565e-05,
+   "host_canary_seconds": 9.180724999993117e-06,
    "pass_seconds": [
-    0.0001828069999987747,
-    8.958329999586567e-05,
-    7.496680000258493e-05
+    0.00010718440000232477,
+    9.237030000122103e-05,
+    7.357719999845358e-05
    ],
    "pass_host_canary_seconds": [
-    1.0423917499906565e-05,
-    9.157310000205143e-06,
-    7.246440000017174e-06
+    9.180724999993117e-06,
+    8.537774999979319e-06,
+    6.883000000073025e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00038185949999842707,
-   "min": 0.0002676669000038601,
-   "max": 0.0006626426000025277,
+   "seconds": 0.00043996249999622705,
+   "min": 0.00026912200000310803,
+   "max": 0.0005556370999954651,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 1.0181414999976823e-05,
+   "host_canary_seconds": 8.880089999934171e-06,
    "pass_seconds": [
-    0.0005907779000040136,
-    0.0003335176000064166,
-    0.00038185949999842707
+    0.00043996249999622705,
+    0.0004977773000007346,
+    0.000274756799996112
    ],
    "pass_host_canary_seconds": [
-    1.0181414999976823e-05,
-    9.229859999777546e-06,
-    7.1136100001467635e-06
+    8.880089999934171e-06,
+    8.664072500010888e-06,
+    7.294579999950201e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 9.684400000651295e-05,
-   "min": 7.445000001098379e-05,
-   "max": 0.0002448587000003499,
+   "seconds": 9.020809999924496e-05,
+   "min": 7.239649999633003e-05,
+   "max": 0.00015975449999814373,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 1.0558762500068043e-05,
+   "host_canary_seconds": 9.238195000023097e-06,
    "pass_seconds": [
-    0.00018588170000839456,
-    9.684400000651295e-05,
-    7.781499999737207e-05
+    9.020809999924496e-05,
+    0.0001459751000027154,
+    7.709029999887207e-05
    ],
    "pass_host_canary_seconds": [
-    1.0558762500068043e-05,
-    7.250547500063931e-06,
-    6.873940000104995e-06
+    9.238195000023097e-06,
+    8.441480000129786e-06,
+    7.036119999952461e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0004139189000056831,
-   "min": 0.00031291090000422627,
-   "max": 0.0005826006999996025,
+   "seconds": 0.00034848960000317676,
+   "min": 0.000287469800002782,
+   "max": 0.0005971732999967116,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.969762500077195e-06,
+   "host_canary_seconds": 9.13209499998402e-06,
    "pass_seconds": [
-    0.000523512600000231,
-    0.0003292654999995648,
-    0.0004139189000056831
+    0.0004386089000036009,
+    0.00034848960000317676,
+    0.00033883090000017544
    ],
    "pass_host_canary_seconds": [
-    9.969762500077195e-06,
-    7.432752500164952e-06,
-    6.755830000315655e-06
+    9.13209499998402e-06,
+    7.488549999976613e-06,
+    9.602614999835169e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 0.00012769600000410718,
-   "min": 7.301209999468483e-05,
-   "max": 0.00015779710000742852,
+   "seconds": 9.138949999965007e-05,
+   "min": 7.63274000007641e-05,
+   "max": 0.00016740489999733654,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.780069999862917e-06,
+   "host_canary_seconds": 9.160875000020497e-06,
    "pass_seconds": [
-    0.00012769600000410718,
-    0.0001288796000039838,
-    8.839879999413824e-05
+    9.138949999965007e-05,
+    8.806919999528872e-05,
+    0.00016629729999522168
    ],
    "pass_host_canary_seconds": [
-    9.780069999862917e-06,
-    8.865385000262904e-06,
-    7.99900749967719e-06
+    9.160875000020497e-06,
+    7.573489999970206e-06,
+    9.481330000085109e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0005568105000065771,
-   "min": 0.00034676960000297187,
-   "max": 0.0006685078000032263,
+   "seconds": 0.00043686360000378955,
+   "min": 0.00032978309999975863,
+   "max": 0.0006682859000022745,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 1.1382234999928187e-05,
+   "host_canary_seconds": 8.560457499982022e-06,
    "pass_seconds": [
-    0.0005568105000065771,
-    0.0005721491000031165,
-    0.00047922740000103656
+    0.0003819238999994923,
+    0.00043686360000378955,
+    0.0005802651000010428
    ],
    "pass_host_canary_seconds": [
-    1.1382234999928187e-05,
-    1.0467724999898564e-05,
-    7.277292500305066e-06
+    8.560457499982022e-06,
+    7.649809999890067e-06,
+    8.049844999931111e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 3.6252200004582846e-05,
-   "min": 2.221559999497913e-05,
-   "max": 4.268669999873964e-05,
+   "seconds": 2.4530400003186516e-05,
+   "min": 1.819919999661579e-05,
+   "max": 3.9562999995723656e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.944359999849438e-06,
+   "host_canary_seconds": 7.531692500037934e-06,
    "pass_seconds": [
-    3.9210900001762636e-05,
-    3.6252200004582846e-05,
-    2.7034300001105293e-05
+    2.4530400003186516e-05,
+    2.282370000443734e-05,
+    2.5516199997355216e-05
    ],
    "pass_host_canary_seconds": [
-    9.944359999849438e-06,
-    9.763534999933653e-06,
-    7.349850000082369e-06
+    7.531692500037934e-06,
+    7.74624999991147e-06,
+    7.060944999750518e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00019582349999609506,
-   "min": 0.0001356356000087544,
-   "max": 0.00030547989999831773,
+   "seconds": 0.00018974709999497463,
+   "min": 0.00012871040000277388,
+   "max": 0.0003416190999985247,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1222344999737288e-05,
+   "host_canary_seconds": 6.440340000040123e-06,
    "pass_seconds": [
-    0.00020240030000877595,
-    0.00018355700000256548,
-    0.00019582349999609506
+    0.00018974709999497463,
+    0.0001509026000007907,
+    0.0002399022000020068
    ],
    "pass_host_canary_seconds": [
-    1.1222344999737288e-05,
-    7.106150000026901e-06,
-    7.4369250000927424e-06
+    6.440340000040123e-06,
+    7.258585000045059e-06,
+    9.44180000004735e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 3.332059999365811e-05,
-   "min": 2.0677700001670017e-05,
-   "max": 5.8974799992483894e-05,
+   "seconds": 2.8426100004708133e-05,
+   "min": 1.874499999985346e-05,
+   "max": 4.921049999779825e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1222344999737288e-05,
+   "host_canary_seconds": 6.395545000259517e-06,
    "pass_seconds": [
-    5.43057000072622e-05,
-    2.8915300003973243e-05,
-    3.332059999365811e-05
+    1.9067800002403602e-05,
+    2.8426100004708133e-05,
+    4.4339799995896104e-05
    ],
    "pass_host_canary_seconds": [
-    1.1222344999737288e-05,
-    8.873615000197788e-06,
-    9.472575000017969e-06
+    6.395545000259517e-06,
+    7.1669350001002386e-06,
+    9.326329999908012e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00021288039999944885,
-   "min": 0.0001516143000003467,
-   "max": 0.00036420929999394505,
+   "seconds": 0.00018629209999971864,
+   "min": 0.000127524499998799,
+   "max": 0.00031032280000431456,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1626005000380245e-05,
+   "host_canary_seconds": 6.696490000024369e-06,
    "pass_seconds": [
-    0.00031369910000194067,
-    0.00021288039999944885,
-    0.00017234309999594188
+    0.00017384170000127596,
+    0.00018629209999971864,
+    0.0002481357000021944
    ],
    "pass_host_canary_seconds": [
-    1.1626005000380245e-05,
-    8.664949999683814e-06,
-    6.970164999984263e-06
+    6.696490000024369e-06,
+    7.1669350001002386e-06,
+    9.784720000141078e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 2.4292099999456697e-05,
-   "min": 2.0685700008016283e-05,
-   "max": 5.189009999639893e-05,
+   "seconds": 2.3395499999878667e-05,
+   "min": 1.9102000004522778e-05,
+   "max": 4.326719999880879e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1313914999959706e-05,
+   "host_canary_seconds": 6.753179999918757e-06,
    "pass_seconds": [
-    4.994930000066233e-05,
-    2.4292099999456697e-05,
-    2.2290600009000626e-05
+    1.9982700001719424e-05,
+    2.3395499999878667e-05,
+    3.6409699998785075e-05
    ],
    "pass_host_canary_seconds": [
-    1.1313914999959706e-05,
-    7.467099999871607e-06,
-    7.102294999867809e-06
+    6.753179999918757e-06,
+    6.924250000110987e-06,
+    9.532710000144107e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002743152999983067,
-   "min": 0.00017059529999414736,
-   "max": 0.0005000332999998136,
+   "seconds": 0.00019659820000015316,
+   "min": 0.0001498497000000043,
+   "max": 0.0003734929000017928,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0567765000359942e-05,
+   "host_canary_seconds": 6.6275049999831025e-06,
    "pass_seconds": [
-    0.0004035477999991599,
-    0.00017690490000177306,
-    0.0002743152999983067
+    0.0001582668000025933,
+    0.00019659820000015316,
+    0.0002798178000034568
    ],
    "pass_host_canary_seconds": [
-    1.0567765000359942e-05,
-    9.318255000039243e-06,
-    6.974264999826119e-06
+    6.6275049999831025e-06,
+    6.853674999831583e-06,
+    9.363405000044623e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 5.6732399991688e-05,
-   "min": 3.580359999659777e-05,
-   "max": 7.521230000975265e-05,
+   "seconds": 3.602859999887187e-05,
+   "min": 2.7685800000654125e-05,
+   "max": 8.11064999993505e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.1332035000464203e-05,
+   "host_canary_seconds": 6.873035000012351e-06,
    "pass_seconds": [
-    6.908050000902222e-05,
-    5.6732399991688e-05,
-    3.8773500000388596e-05
+    2.974500000050284e-05,
+    3.602859999887187e-05,
+    5.9127200000830274e-05
    ],
    "pass_host_canary_seconds": [
-    1.1332035000464203e-05,
-    8.48782500042944e-06,
-    7.246259999647009e-06
+    6.873035000012351e-06,
+    6.853674999831583e-06,
+    9.495384999809175e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002386278000017228,
-   "min": 0.00019555549999950017,
-   "max": 0.00045929779998914454,
+   "seconds": 0.00022181059999866194,
+   "min": 0.00018368519999967248,
+   "max": 0.0004403168999999707,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0490829999980633e-05,
+   "host_canary_seconds": 6.716059999973822e-06,
    "pass_seconds": [
-    0.0003177711000034833,
-    0.0002386278000017228,
-    0.0002309319999994841
+    0.00019360200000164695,
+    0.00022181059999866194,
+    0.0002900818999989951
    ],
    "pass_host_canary_seconds": [
-    1.0490829999980633e-05,
-    7.790395000029093e-06,
-    8.022305000849884e-06
+    6.716059999973822e-06,
+    7.67622500006837e-06,
+    9.86946499978103e-06
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.0609199998489204e-05,
-   "min": 1.8710400001964445e-05,
-   "max": 4.335739999987709e-05,
+   "seconds": 2.5223800003004725e-05,
+   "min": 1.7047000000047774e-05,
+   "max": 4.3642200000704176e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.819714999821372e-06,
+   "host_canary_seconds": 6.716059999973822e-06,
    "pass_seconds": [
-    4.053950000297846e-05,
-    2.0609199998489204e-05,
-    2.0595199998751923e-05
+    2.0770600002606443e-05,
+    2.5223800003004725e-05,
+    3.5231300000759805e-05
    ],
    "pass_host_canary_seconds": [
-    9.819714999821372e-06,
-    7.531439999866052e-06,
-    7.005710000385079e-06
+    6.716059999973822e-06,
+    7.67622500006837e-06,
+    1.0453195000081904e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0001691577999963556,
-   "min": 0.00013100859998758097,
-   "max": 0.0002916035999987798,
+   "seconds": 0.00015468800000348893,
+   "min": 0.00012276460000180123,
+   "max": 0.0002545162999979311,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 9.606284999676973e-06,
+   "host_canary_seconds": 6.387850000066919e-06,
    "pass_seconds": [
-    0.00019986159999234586,
-    0.0001649573000008786,
-    0.0001691577999963556
+    0.00014971539999919514,
+    0.00015468800000348893,
+    0.00019346569999925122
    ],
    "pass_host_canary_seconds": [
-    9.606284999676973e-06,
-    7.422744999985298e-06,
-    6.938404999345948e-06
+    6.387850000066919e-06,
+    7.149580000032074e-06,
+    1.013953500006437e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.121490001627535e-05,
-   "min": 1.8685700001697115e-05,
-   "max": 3.769830000237562e-05,
+   "seconds": 2.4778499999911217e-05,
+   "min": 1.7829899996968378e-05,
+   "max": 3.882010000211267e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.669140000028165e-06,
+   "host_canary_seconds": 6.9739299999582724e-06,
    "pass_seconds": [
-    3.400499999770545e-05,
-    2.1122999999079185e-05,
-    2.121490001627535e-05
+    2.3888300000862726e-05,
+    2.4778499999911217e-05,
+    3.5799799996993896e-05
    ],
    "pass_host_canary_seconds": [
-    9.669140000028165e-06,
-    7.422744999985298e-06,
-    7.03576499972769e-06
+    6.9739299999582724e-06,
+    7.245915000169134e-06,
+    1.0042075000171736e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00019473170000310346,
-   "min": 0.00015762489999815443,
-   "max": 0.00025672170000916593,
+   "seconds": 0.00016934029999902123,
+   "min": 0.00014032150000389265,
+   "max": 0.0002468759000009868,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 9.55572000009397e-06,
+   "host_canary_seconds": 6.9739299999582724e-06,
    "pass_seconds": [
-    0.00020487920000960002,
-    0.0001813246999972762,
-    0.00019473170000310346
+    0.00014538180000158717,
+    0.00016934029999902123,
+    0.00020561190000307762
    ],
    "pass_host_canary_seconds": [
-    9.55572000009397e-06,
-    6.833840000126657e-06,
-    7.336109999869222e-06
+    6.9739299999582724e-06,
+    7.471495000004324e-06,
+    1.0042075000171736e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.598789999159635e-05,
-   "min": 2.373899999383866e-05,
-   "max": 5.16806999939945e-05,
+   "seconds": 3.198720000341382e-05,
+   "min": 2.168670000060047e-05,
+   "max": 4.311120000011215e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.77353500047684e-06,
+   "host_canary_seconds": 6.648609999899691e-06,
    "pass_seconds": [
-    4.216190000079223e-05,
-    2.7901499993276958e-05,
-    3.598789999159635e-05
+    3.198720000341382e-05,
+    2.917219999858389e-05,
+    4.098169999906531e-05
    ],
    "pass_host_canary_seconds": [
-    9.77353500047684e-06,
-    9.484600000178033e-06,
-    6.8889249996573196e-06
+    6.648609999899691e-06,
+    7.340850000048249e-06,
+    1.0188359999858675e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00022178579999945213,
-   "min": 0.0001933541999960653,
-   "max": 0.00032201039999790737,
+   "seconds": 0.0002133256000035999,
+   "min": 0.0001822621999963303,
+   "max": 0.00028882670000029975,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.959239999943747e-06,
+   "host_canary_seconds": 8.789767500019251e-06,
    "pass_seconds": [
-    0.00027953069999284705,
-    0.00021064960000103384,
-    0.00022178579999945213
+    0.0002133256000035999,
+    0.00023567170000546867,
+    0.00020858160000329916
    ],
    "pass_host_canary_seconds": [
-    9.959239999943747e-06,
-    9.393632500120929e-06,
-    7.059299999809809e-06
+    8.789767500019251e-06,
+    1.0152354999917179e-05,
+    1.020925749998014e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 4.927329999873109e-05,
-   "min": 3.218680000145468e-05,
-   "max": 7.072700000207988e-05,
+   "seconds": 5.410079999705886e-05,
+   "min": 3.425440000341951e-05,
+   "max": 6.208350000065365e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0089794999998957e-05,
+   "host_canary_seconds": 7.066670000028808e-06,
    "pass_seconds": [
-    6.936800000403309e-05,
-    4.927329999873109e-05,
-    4.531680001491622e-05
+    3.6074199999802656e-05,
+    6.006340000226373e-05,
+    5.410079999705886e-05
    ],
    "pass_host_canary_seconds": [
-    1.0089794999998957e-05,
-    9.487329999728899e-06,
-    8.711174999689319e-06
+    7.066670000028808e-06,
+    1.0361724999938815e-05,
+    9.931849999986753e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003384609000022465,
-   "min": 0.00026081920000251555,
-   "max": 0.0004726832000073955,
+   "seconds": 0.00023834930000248277,
+   "min": 0.0001870105000023159,
+   "max": 0.00037833690000184107,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0486287499986702e-05,
+   "host_canary_seconds": 8.80254750001086e-06,
    "pass_seconds": [
-    0.000438265799994042,
-    0.00027623290000065024,
-    0.0003384609000022465
+    0.00023834930000248277,
+    0.00034290300000066053,
+    0.00021581249999940154
    ],
    "pass_host_canary_seconds": [
-    1.0486287499986702e-05,
-    9.511614999837547e-06,
-    7.812019999846598e-06
+    8.80254750001086e-06,
+    1.0188604999967765e-05,
+    7.591629999978977e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 3.0227499996726694e-05,
-   "min": 2.2780099993724433e-05,
-   "max": 4.842309999730787e-05,
+   "seconds": 2.6624899999205808e-05,
+   "min": 1.861829999825204e-05,
+   "max": 5.2503400002024134e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0191265000116802e-05,
+   "host_canary_seconds": 8.153290000052494e-06,
    "pass_seconds": [
-    4.183549999652314e-05,
-    3.0227499996726694e-05,
-    2.518920000511571e-05
+    2.6624899999205808e-05,
+    4.51559999987694e-05,
+    2.0618000002059488e-05
    ],
    "pass_host_canary_seconds": [
-    1.0191265000116802e-05,
-    9.296129999825097e-06,
-    6.869750000078056e-06
+    8.153290000052494e-06,
+    9.60620499995457e-06,
+    6.777785000053882e-06
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00023492430000260356,
-   "min": 0.00021800089999715055,
-   "max": 0.0004004023999982564,
+   "seconds": 0.00017370000000482833,
+   "min": 0.00014622450000274513,
+   "max": 0.000368873400003622,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.0909060000017235e-05,
+   "host_canary_seconds": 8.111890000179756e-06,
    "pass_seconds": [
-    0.00035650739999937286,
-    0.00022494070000220746,
-    0.00023492430000260356
+    0.00017370000000482833,
+    0.0003113169000016569,
+    0.00015698340000085408
    ],
    "pass_host_canary_seconds": [
-    1.0909060000017235e-05,
-    9.368579999886607e-06,
-    6.785305000676089e-06
+    8.111890000179756e-06,
+    9.680354999943574e-06,
+    6.382790000145633e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 3.478109999832668e-05,
-   "min": 2.3465599997507525e-05,
-   "max": 8.924320000005536e-05,
+   "seconds": 2.203639999720508e-05,
+   "min": 2.095650000342175e-05,
+   "max": 5.1943699997991646e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1556019999829915e-05,
+   "host_canary_seconds": 6.378597500003025e-06,
    "pass_seconds": [
-    5.9551100002863676e-05,
-    3.478109999832668e-05,
-    2.8085000008104543e-05
+    2.203639999720508e-05,
+    4.9110300000165805e-05,
+    2.2028399996543158e-05
    ],
    "pass_host_canary_seconds": [
-    1.1556019999829915e-05,
-    9.55666999971072e-06,
-    7.1690499999021995e-06
+    6.378597500003025e-06,
+    9.680354999943574e-06,
+    6.529350000050727e-06
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.000220309500014082,
-   "min": 0.00019675600000255145,
-   "max": 0.00038366989999758514,
+   "seconds": 0.00016377809999994496,
+   "min": 0.00015156540000020867,
+   "max": 0.00032701319999546287,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1354425000149604e-05,
+   "host_canary_seconds": 6.337350000080733e-06,
    "pass_seconds": [
-    0.00026043990000061966,
-    0.00019734819999257526,
-    0.000220309500014082
+    0.00015517269999918427,
+    0.0003103739999971822,
+    0.00016377809999994496
    ],
    "pass_host_canary_seconds": [
-    1.1354425000149604e-05,
-    9.049844999822198e-06,
-    6.627850000313629e-06
+    6.337350000080733e-06,
+    9.741410000003726e-06,
+    6.552125000212072e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 3.121180000107415e-05,
-   "min": 2.144939999197959e-05,
-   "max": 6.470060000083322e-05,
+   "seconds": 2.1566600003097848e-05,
+   "min": 1.8985200000543045e-05,
+   "max": 5.384090000006836e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.1242087500136221e-05,
+   "host_canary_seconds": 5.997529999888229e-06,
    "pass_seconds": [
-    4.769199999827833e-05,
-    3.004689999670518e-05,
-    3.121180000107415e-05
+    1.9404599999006678e-05,
+    4.8311000000467175e-05,
+    2.1566600003097848e-05
    ],
    "pass_host_canary_seconds": [
-    1.1242087500136221e-05,
-    8.899585000108345e-06,
-    8.917124999925363e-06
+    5.997529999888229e-06,
+    9.89603499988334e-06,
+    6.605955000225094e-06
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002497793999964415,
-   "min": 0.00018984189999855517,
-   "max": 0.0003754453000055946,
+   "seconds": 0.00016359900000111337,
+   "min": 0.00012592109999900458,
+   "max": 0.00034945689999972275,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0250455000004877e-05,
+   "host_canary_seconds": 6.098665000138226e-06,
    "pass_seconds": [
-    0.00029017509999675897,
-    0.00020267520000061268,
-    0.0002497793999964415
+    0.00015434289999802787,
+    0.00033521970000265354,
+    0.00016359900000111337
    ],
    "pass_host_canary_seconds": [
-    1.0250455000004877e-05,
-    9.072850000393373e-06,
-    8.917124999925363e-06
+    6.098665000138226e-06,
+    9.851650000030077e-06,
+    6.4133050000236835e-06
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 4.514009999638802e-05,
-   "min": 2.2212600015336648e-05,
-   "max": 6.358040000122855e-05,
+   "seconds": 2.2804200000337005e-05,
+   "min": 2.0086600000013276e-05,
+   "max": 5.8618499997464825e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0735130000227856e-05,
+   "host_canary_seconds": 6.098665000138226e-06,
    "pass_seconds": [
-    4.514009999638802e-05,
-    5.574799999976676e-05,
-    2.819809999436984e-05
+    2.0989699999063304e-05,
+    5.1066599996829606e-05,
+    2.2804200000337005e-05
    ],
    "pass_host_canary_seconds": [
-    1.0735130000227856e-05,
-    9.579119999898467e-06,
-    7.51839500026108e-06
+    6.098665000138226e-06,
+    1.017912499975182e-05,
+    6.4133050000236835e-06
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0003244146000042747,
-   "min": 0.00020122040000387643,
-   "max": 0.00042976879999514497,
+   "seconds": 0.0002226575000008779,
+   "min": 0.0001405992000002243,
+   "max": 0.0005260635000013281,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0746070000209329e-05,
+   "host_canary_seconds": 6.280914999763354e-06,
    "pass_seconds": [
-    0.0003244146000042747,
-    0.00038234190000139277,
-    0.000225310099995113
+    0.0001545196999984455,
+    0.0004119793000029404,
+    0.0002226575000008779
    ],
    "pass_host_canary_seconds": [
-    1.0746070000209329e-05,
-    1.0092767500111677e-05,
-    6.584525000334906e-06
+    6.280914999763354e-06,
+    9.779324999783512e-06,
+    6.759165000005396e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 8.985279999933482e-05,
-   "min": 5.5386300005011435e-05,
-   "max": 0.0001238577000094665,
+   "seconds": 5.462930000135202e-05,
+   "min": 4.66310000035719e-05,
+   "max": 0.00012044789999663408,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1873042500099017e-05,
+   "host_canary_seconds": 6.11340999995491e-06,
    "pass_seconds": [
-    8.985279999933482e-05,
-    0.0001108572000021013,
-    5.65139999935127e-05
+    4.8064000003478215e-05,
+    0.00011378479999848423,
+    5.462930000135202e-05
    ],
    "pass_host_canary_seconds": [
-    1.1873042500099017e-05,
-    1.036763999991308e-05,
-    6.5630150004381e-06
+    6.11340999995491e-06,
+    9.722454999803176e-06,
+    6.810684999720707e-06
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.0004982918999985487,
-   "min": 0.00025034450000021024,
-   "max": 0.000596273399992242,
+   "seconds": 0.00028712859999586727,
+   "min": 0.00022462029999701372,
+   "max": 0.0007333085999960076,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 1.1704977499960022e-05,
+   "host_canary_seconds": 6.028394999759712e-06,
    "pass_seconds": [
-    0.0004982918999985487,
-    0.0005041735999952834,
-    0.00029038190000392207
+    0.00023366830000099982,
+    0.0005113302999973258,
+    0.00028712859999586727
    ],
    "pass_host_canary_seconds": [
-    1.1704977499960022e-05,
-    9.761750000052416e-06,
-    6.5483550008593735e-06
+    6.028394999759712e-06,
+    8.544595000046228e-06,
+    6.935600000019804e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 7.804900000110137e-05,
-   "min": 5.580399999871588e-05,
-   "max": 0.0001547482999967542,
+   "seconds": 5.69159999997737e-05,
+   "min": 4.9850100003823174e-05,
+   "max": 7.295909999811556e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.1010334999923543e-05,
+   "host_canary_seconds": 6.193835000090076e-06,
    "pass_seconds": [
-    0.00010018390000823273,
-    7.804900000110137e-05,
-    5.696200000784302e-05
+    5.118240000001606e-05,
+    5.774210000026869e-05,
+    5.69159999997737e-05
    ],
    "pass_host_canary_seconds": [
-    1.1010334999923543e-05,
-    8.919864999938909e-06,
-    6.704744999979084e-06
+    6.193835000090076e-06,
+    7.196844999839414e-06,
+    6.812229999866304e-06
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0004123786000036489,
-   "min": 0.0002387836000025345,
-   "max": 0.0005218540000100802,
+   "seconds": 0.0002515920999996979,
+   "min": 0.00019519359999549125,
+   "max": 0.0006458839999993416,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 1.0732140000300205e-05,
+   "host_canary_seconds": 6.2071700000387866e-06,
    "pass_seconds": [
-    0.000450686500005304,
-    0.0004123786000036489,
-    0.00028600349999123863
+    0.00023031919999993988,
+    0.0005818363999992471,
+    0.0002515920999996979
    ],
    "pass_host_canary_seconds": [
-    1.0732140000300205e-05,
-    8.919864999938909e-06,
-    6.882380000661215e-06
+    6.2071700000387866e-06,
+    9.55624499994201e-06,
+    6.719699999848672e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 7.581590000427241e-05,
-   "min": 5.3554200007965846e-05,
-   "max": 0.00015351170000030834,
+   "seconds": 8.772900000053596e-05,
+   "min": 5.0353599999652945e-05,
+   "max": 0.0001299324000001434,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0154290000059519e-05,
+   "host_canary_seconds": 9.179015000029267e-06,
    "pass_seconds": [
-    9.49054999978216e-05,
-    7.581590000427241e-05,
-    5.912799999805429e-05
+    8.772900000053596e-05,
+    0.00011909960000480168,
+    5.810609999912231e-05
    ],
    "pass_host_canary_seconds": [
-    1.0154290000059519e-05,
-    8.979780000117899e-06,
-    6.71570999998039e-06
+    9.179015000029267e-06,
+    9.732369999824186e-06,
+    6.474209999964842e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0004011203999993995,
-   "min": 0.00024319020001257742,
-   "max": 0.0005834024000023419,
+   "seconds": 0.0003362566000021161,
+   "min": 0.0002532727000016166,
+   "max": 0.0006782358000009481,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 1.0267805000125919e-05,
+   "host_canary_seconds": 9.425719999853755e-06,
    "pass_seconds": [
-    0.0004924722999930964,
-    0.0004011203999993995,
-    0.00032069589999537127
+    0.0003362566000021161,
+    0.00048225059999822405,
+    0.0002743553000016163
    ],
    "pass_host_canary_seconds": [
-    1.0267805000125919e-05,
-    9.142385000018294e-06,
-    6.78512999911618e-06
+    9.425719999853755e-06,
+    9.71947249993832e-06,
+    6.424734999939119e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 7.111510000186172e-05,
-   "min": 5.269069999940257e-05,
-   "max": 0.00016872649999868372,
+   "seconds": 9.76305000051525e-05,
+   "min": 5.183160000115095e-05,
+   "max": 0.00014769090000186225,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 1.0117159999936121e-05,
+   "host_canary_seconds": 9.159324999927776e-06,
    "pass_seconds": [
-    0.00015460289999964517,
-    7.111510000186172e-05,
-    5.8306599999013994e-05
+    9.76305000051525e-05,
+    0.00011508669999784615,
+    5.780829999935122e-05
    ],
    "pass_host_canary_seconds": [
-    1.0117159999936121e-05,
-    9.205860000065513e-06,
-    6.78512999911618e-06
+    9.159324999927776e-06,
+    1.0140647499952138e-05,
+    6.5297149998855274e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0004303031999938867,
-   "min": 0.0003170531000023402,
-   "max": 0.0007280875999981617,
+   "seconds": 0.00032766250000122455,
+   "min": 0.0002621347000001606,
+   "max": 0.0006677733999993051,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.768822500006992e-06,
+   "host_canary_seconds": 7.19291250007359e-06,
    "pass_seconds": [
-    0.0005483033000018622,
-    0.0004303031999938867,
-    0.0003384035000181029
+    0.00032766250000122455,
+    0.0006148515999996107,
+    0.0003273449999994682
    ],
    "pass_host_canary_seconds": [
-    9.768822500006992e-06,
-    9.364609999806816e-06,
-    6.834789999743407e-06
+    7.19291250007359e-06,
+    1.0365537500121036e-05,
+    6.48892750007235e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 2.495566964252508e-06,
-   "min": 1.801515625438859e-06,
-   "max": 3.6012031249096514e-06,
+   "seconds": 1.900642857195172e-06,
+   "min": 1.7304776784854425e-06,
+   "max": 3.5110580356751645e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1220157499849393e-05,
+   "host_canary_seconds": 6.732285000055071e-06,
    "pass_seconds": [
-    3.09983705371053e-06,
-    2.495566964252508e-06,
-    1.8774642853713885e-06
+    1.79210044632632e-06,
+    3.309247767876603e-06,
+    1.900642857195172e-06
    ],
    "pass_host_canary_seconds": [
-    1.1220157499849393e-05,
-    9.067869999626055e-06,
-    7.408560001067599e-06
+    6.732285000055071e-06,
+    9.77313249990175e-06,
+    6.445485000199369e-06
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 8.816400008981873e-05,
-   "min": 6.741128585677611e-05,
-   "max": 0.00032301014286011717,
+   "seconds": 7.314471425193656e-05,
+   "min": 5.568699995300059e-05,
+   "max": 0.00021773614279904256,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1220157499849393e-05,
+   "host_canary_seconds": 6.732285000055071e-06,
    "pass_seconds": [
-    0.00011716428580906983,
-    8.816400008981873e-05,
-    8.11417142553442e-05
+    7.314471425193656e-05,
+    0.00016465071424168594,
+    7.295542856614443e-05
    ],
    "pass_host_canary_seconds": [
-    1.1220157499849393e-05,
-    9.067869999626055e-06,
-    7.408560001067599e-06
+    6.732285000055071e-06,
+    9.77313249990175e-06,
+    6.445485000199369e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 3.364834821186134e-06,
-   "min": 2.56078571427208e-06,
-   "max": 4.687296875210174e-06,
+   "seconds": 2.8794933036075624e-06,
+   "min": 2.1325312500002676e-06,
+   "max": 4.988799107152886e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0470615000031103e-05,
+   "host_canary_seconds": 6.606599999940954e-06,
    "pass_seconds": [
-    3.9263459820558315e-06,
-    3.364834821186134e-06,
-    2.708234375299006e-06
+    2.3358660714884697e-06,
+    4.484249999896812e-06,
+    2.8794933036075624e-06
    ],
    "pass_host_canary_seconds": [
-    1.0470615000031103e-05,
-    9.10434499985513e-06,
-    6.846294999149905e-06
+    6.606599999940954e-06,
+    9.725250000087727e-06,
+    6.5856250000706495e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0006315152858178408,
-   "min": 0.0005359780000487392,
-   "max": 0.0011033264285223205,
+   "seconds": 0.0005093108571908747,
+   "min": 0.00041189728574408946,
+   "max": 0.0006925710000505855,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0470615000031103e-05,
+   "host_canary_seconds": 6.606599999940954e-06,
    "pass_seconds": [
-    0.0007311538571944506,
-    0.0006315152858178408,
-    0.0006093794285594153
+    0.00044676399996238355,
+    0.0006599141428702232,
+    0.0005093108571908747
    ],
    "pass_host_canary_seconds": [
-    1.0470615000031103e-05,
-    9.10434499985513e-06,
-    6.846294999149905e-06
+    6.606599999940954e-06,
+    9.725250000087727e-06,
+    6.5856250000706495e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.0001858339999216696,
-   "min": 0.0001779319998149731,
-   "max": 0.00025388799997472233,
+   "seconds": 0.00018127500004538888,
+   "min": 0.00017579100000375547,
+   "max": 0.00020782700005383958,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00022646799993708555,
-    0.0001858339999216696,
-    0.00018022900007963472
+    0.00017874399998163426,
+    0.00019776100003809916,
+    0.00018127500004538888
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.6761850446429696e-05,
-   "min": 1.930844419665131e-05,
-   "max": 3.145133705371807e-05,
+   "seconds": 2.0704598214190844e-05,
+   "min": 1.8606080357181603e-05,
+   "max": 3.0127542410670776e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.459665000122186e-06,
+   "host_canary_seconds": 6.4580475000752815e-06,
    "pass_seconds": [
-    2.9016734375021868e-05,
-    2.6761850446429696e-05,
-    2.0292738839141782e-05
+    1.8995272321298273e-05,
+    2.896810714287617e-05,
+    2.0704598214190844e-05
    ],
    "pass_host_canary_seconds": [
-    9.459665000122186e-06,
-    9.564727500048776e-06,
-    6.633474999944155e-06
+    6.4580475000752815e-06,
+    9.787040000048819e-06,
+    6.863545000044269e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 0.00012324899997955582,
-   "min": -0.0004092194284502121,
-   "max": 0.0005973649999922209,
+   "seconds": 8.786471428428341e-05,
+   "min": -0.00017798742854730734,
+   "max": 0.000532720999956382,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.459665000122186e-06,
+   "host_canary_seconds": 6.4580475000752815e-06,
    "pass_seconds": [
-    0.00024351928578068643,
-    0.00012324899997955582,
-    5.5253857226489345e-05
+    7.877785717320365e-05,
+    0.00023521757144148335,
+    8.786471428428341e-05
    ],
    "pass_host_canary_seconds": [
-    9.459665000122186e-06,
-    9.564727500048776e-06,
-    6.633474999944155e-06
+    6.4580475000752815e-06,
+    9.787040000048819e-06,
+    6.863545000044269e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.7406046875201794e-05,
-   "min": 2.0487243303993603e-05,
-   "max": 3.361241964304286e-05,
+   "seconds": 2.319783258921047e-05,
+   "min": 1.9726803571476887e-05,
+   "max": 3.125263616077234e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0264019999794982e-05,
+   "host_canary_seconds": 6.714605000013307e-06,
    "pass_seconds": [
-    3.0700955356875526e-05,
-    2.7406046875201794e-05,
-    2.1043180803457873e-05
+    2.041813839286683e-05,
+    3.014553348203362e-05,
+    2.319783258921047e-05
    ],
    "pass_host_canary_seconds": [
-    1.0264019999794982e-05,
-    9.255560000269725e-06,
-    6.783999999697699e-06
+    6.714605000013307e-06,
+    9.85468999999739e-06,
+    7.166004999987763e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0005563161429011285,
-   "min": 0.0002490281428403512,
-   "max": 0.001044010571441894,
+   "seconds": 0.0004934008571402565,
+   "min": 0.00015504528573728749,
+   "max": 0.0017826205713942858,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0264019999794982e-05,
+   "host_canary_seconds": 6.714605000013307e-06,
    "pass_seconds": [
-    0.0007235715715328947,
-    0.0005563161429011285,
-    0.0005479054285452939
+    0.00045677385715440057,
+    0.000665705857102239,
+    0.0004934008571402565
    ],
    "pass_host_canary_seconds": [
-    1.0264019999794982e-05,
-    9.255560000269725e-06,
-    6.783999999697699e-06
+    6.714605000013307e-06,
+    9.85468999999739e-06,
+    7.166004999987763e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016495099998792284,
-   "min": 0.00016029900007197284,
-   "max": 0.0001990549999391078,
+   "seconds": 0.00016129799996633665,
+   "min": 0.00015754099996456716,
+   "max": 0.000180688000000373,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001787979999789968,
-    0.00016495099998792284,
-    0.00016189500001928536
+    0.00016129799996633665,
+    0.0001614110000218716,
+    0.00016122700003506907
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.8221049106362637e-06,
-   "min": 1.30643750040349e-06,
-   "max": 2.4357165178758222e-06,
+   "seconds": 1.407687500026051e-06,
+   "min": 1.3283526786470442e-06,
+   "max": 3.053383928554508e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0891760000504291e-05,
+   "host_canary_seconds": 6.687240000076144e-06,
    "pass_seconds": [
-    2.3760133926385507e-06,
-    1.8221049106362637e-06,
-    1.4099486606815908e-06
+    1.4006406249425903e-06,
+    1.4623258927569185e-06,
+    1.407687500026051e-06
    ],
    "pass_host_canary_seconds": [
-    1.0891760000504291e-05,
-    9.035465000124532e-06,
-    6.782699999803299e-06
+    6.687240000076144e-06,
+    6.747540000162644e-06,
+    7.100404999960119e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 6.425699997894949e-05,
-   "min": 4.4159999853426204e-05,
-   "max": 0.00017839128575555411,
+   "seconds": 5.527800003944452e-05,
+   "min": 4.689028570023115e-05,
+   "max": 0.0001527865714073024,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0891760000504291e-05,
+   "host_canary_seconds": 6.687240000076144e-06,
    "pass_seconds": [
-    0.00011076000009779818,
-    6.425699997894949e-05,
-    5.8660285633647754e-05
+    5.527800003944452e-05,
+    5.0300714292461635e-05,
+    7.341628574002763e-05
    ],
    "pass_host_canary_seconds": [
-    1.0891760000504291e-05,
-    9.035465000124532e-06,
-    6.782699999803299e-06
+    6.687240000076144e-06,
+    6.747540000162644e-06,
+    7.100404999960119e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.628107142957755e-06,
-   "min": 1.3857991072135128e-06,
-   "max": 3.621917410815253e-06,
+   "seconds": 2.073843750061144e-06,
+   "min": 1.8611406251066244e-06,
+   "max": 3.2224174106230763e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0510664999969776e-05,
+   "host_canary_seconds": 7.045629999993253e-06,
    "pass_seconds": [
-    3.2324821430356517e-06,
-    2.628107142957755e-06,
-    2.15987499986779e-06
+    1.973537946398096e-06,
+    2.073843750061144e-06,
+    2.3148549108041394e-06
    ],
    "pass_host_canary_seconds": [
-    1.0510664999969776e-05,
-    9.392480000087745e-06,
-    7.251490000044214e-06
+    7.045629999993253e-06,
+    6.8794649999404104e-06,
+    7.253404999971736e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.0006111749999685603,
-   "min": 0.00048443100006677147,
-   "max": 0.0012785098571319914,
+   "seconds": 0.00045381057138424045,
+   "min": 0.00036910785712507277,
+   "max": 0.0006991688571166119,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0510664999969776e-05,
+   "host_canary_seconds": 7.045629999993253e-06,
    "pass_seconds": [
-    0.0007096425713208582,
-    0.0006111749999685603,
-    0.0005176034285016483
+    0.00045381057138424045,
+    0.00039696628568565624,
+    0.00047097128569768235
    ],
    "pass_host_canary_seconds": [
-    1.0510664999969776e-05,
-    9.392480000087745e-06,
-    7.251490000044214e-06
+    7.045629999993253e-06,
+    6.8794649999404104e-06,
+    7.253404999971736e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012978500001281645,
-   "min": 0.00011923100009880727,
-   "max": 0.000159877999976743,
+   "seconds": 0.00012219499996035665,
+   "min": 0.0001191090000247641,
+   "max": 0.00015036799999279538,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0001475990000017191,
-    0.00012978500001281645,
-    0.00012219499990351324
+    0.00012192399998411929,
+    0.00012219499996035665,
+    0.0001267380000058438
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 5.162495535821725e-06,
-   "min": 3.7529263389655753e-06,
-   "max": 6.719314732046249e-06,
+   "seconds": 3.921116071456002e-06,
+   "min": 3.490430803562309e-06,
+   "max": 6.951495535645336e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.964495000076567e-06,
+   "host_canary_seconds": 6.94734000006747e-06,
    "pass_seconds": [
-    6.372997767860917e-06,
-    5.162495535821725e-06,
-    3.8107678572073056e-06
+    3.8397790177922635e-06,
+    3.921116071456002e-06,
+    4.9424084822240796e-06
    ],
    "pass_host_canary_seconds": [
-    9.964495000076567e-06,
-    9.52835749984615e-06,
-    7.28222500015363e-06
+    6.94734000006747e-06,
+    7.021587500020132e-06,
+    7.769907499977081e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00013422528565700177,
-   "min": 9.529485721161891e-05,
-   "max": 0.00028888885713383516,
+   "seconds": 0.00012137942859778505,
+   "min": 3.876857146321654e-05,
+   "max": 0.0004660524285457411,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.964495000076567e-06,
+   "host_canary_seconds": 6.94734000006747e-06,
    "pass_seconds": [
-    0.0002206298572186175,
-    0.00013422528565700177,
-    0.00010842471410147221
+    0.00011444914286227816,
+    0.00012137942859778505,
+    0.00016262085712729198
    ],
    "pass_host_canary_seconds": [
-    9.964495000076567e-06,
-    9.52835749984615e-06,
-    7.28222500015363e-06
+    6.94734000006747e-06,
+    7.021587500020132e-06,
+    7.769907499977081e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.3313102679197755e-06,
-   "min": 4.576455357150978e-06,
-   "max": 9.766928571305503e-06,
+   "seconds": 5.2344977679348e-06,
+   "min": 4.502622767965647e-06,
+   "max": 8.115879464222684e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0341075000042111e-05,
+   "host_canary_seconds": 7.0616549999158455e-06,
    "pass_seconds": [
-    8.399573660611281e-06,
-    5.3313102679197755e-06,
-    5.196381695985305e-06
+    5.2344977679348e-06,
+    5.007671874882444e-06,
+    5.278977678610122e-06
    ],
    "pass_host_canary_seconds": [
-    1.0341075000042111e-05,
-    7.439020000106211e-06,
-    7.189299999481591e-06
+    7.0616549999158455e-06,
+    6.925190000117709e-06,
+    7.123924999916653e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0006869191427085752,
-   "min": 0.00040948257148037167,
-   "max": 0.001162860857091021,
+   "seconds": 0.0005821784285688279,
+   "min": 0.0004124317142830998,
+   "max": 0.0011894241428080932,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0341075000042111e-05,
+   "host_canary_seconds": 7.0616549999158455e-06,
    "pass_seconds": [
-    0.0008284288570946176,
-    0.0006716141429511221,
-    0.0006869191427085752
+    0.0006137762856610607,
+    0.0005246291428306904,
+    0.0005821784285688279
    ],
    "pass_host_canary_seconds": [
-    1.0341075000042111e-05,
-    7.439020000106211e-06,
-    7.189299999481591e-06
+    7.0616549999158455e-06,
+    6.925190000117709e-06,
+    7.123924999916653e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 3.010884375014606e-05,
-   "min": 2.822274553590124e-05,
-   "max": 4.214679017877643e-05,
+   "seconds": 2.7870747767952002e-05,
+   "min": 2.6163825892869647e-05,
+   "max": 3.9484504464353574e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0159009999597401e-05,
+   "host_canary_seconds": 6.964667500000132e-06,
    "pass_seconds": [
-    4.086240178554793e-05,
-    3.010884375014606e-05,
-    2.885019642866788e-05
+    2.826250223212209e-05,
+    2.7293988839335475e-05,
+    2.7870747767952002e-05
    ],
    "pass_host_canary_seconds": [
-    1.0159009999597401e-05,
-    8.841062500266615e-06,
-    6.972985000288645e-06
+    6.964667500000132e-06,
+    6.5720224999665784e-06,
+    6.83759250009075e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00022123357147003334,
-   "min": -0.00046762199990878,
-   "max": 0.0011922627142959235,
+   "seconds": 0.00014463857147412854,
+   "min": 1.266999975411704e-06,
+   "max": 0.0008410600000031212,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0159009999597401e-05,
+   "host_canary_seconds": 6.964667500000132e-06,
    "pass_seconds": [
-    0.0005066512857346034,
-    0.00022123357147003334,
-    0.00017727542867110703
+    0.00017711828566494394,
+    0.00014463857147412854,
+    0.00013143385708807328
    ],
    "pass_host_canary_seconds": [
-    1.0159009999597401e-05,
-    8.841062500266615e-06,
-    6.972985000288645e-06
+    6.964667500000132e-06,
+    6.5720224999665784e-06,
+    6.83759250009075e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 2.894569196446436e-05,
-   "min": 2.6785379463894238e-05,
-   "max": 4.584379241074592e-05,
+   "seconds": 2.8627546874889936e-05,
+   "min": 2.606763169638831e-05,
+   "max": 4.4732187500023155e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0208900000066024e-05,
+   "host_canary_seconds": 6.882005000079516e-06,
    "pass_seconds": [
-    4.114994866049366e-05,
-    2.894569196446436e-05,
-    2.88641852677074e-05
+    2.8627546874889936e-05,
+    2.6950388392827612e-05,
+    2.966687723215955e-05
    ],
    "pass_host_canary_seconds": [
-    1.0208900000066024e-05,
-    7.025549999752911e-06,
-    6.854854999573945e-06
+    6.882005000079516e-06,
+    6.3501299999302316e-06,
+    7.102065000026414e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0006972577142343134,
-   "min": -0.00013427257150462005,
-   "max": 0.0021559207144069403,
+   "seconds": 0.0006074409999915328,
+   "min": -0.0002596440000469818,
+   "max": 0.0018587897142846746,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0208900000066024e-05,
+   "host_canary_seconds": 6.882005000079516e-06,
    "pass_seconds": [
-    0.0008719308571991341,
-    0.0006972577142343134,
-    0.0006280461429923889
+    0.0006074409999915328,
+    0.000480358142859976,
+    0.0006784398571539896
    ],
    "pass_host_canary_seconds": [
-    1.0208900000066024e-05,
-    7.025549999752911e-06,
-    6.854854999573945e-06
+    6.882005000079516e-06,
+    6.3501299999302316e-06,
+    7.102065000026414e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.4345133931519577e-06,
-   "min": 1.2887433038193713e-06,
-   "max": 2.8527187497319673e-06,
+   "seconds": 1.7049241071630052e-06,
+   "min": 1.3857276785092916e-06,
+   "max": 2.7910245535675164e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1020475000123042e-05,
+   "host_canary_seconds": 7.967655000129525e-06,
    "pass_seconds": [
-    2.381069196541067e-06,
-    1.4345133931519577e-06,
-    1.397948661211298e-06
+    1.9378504464587617e-06,
+    1.4100044642972875e-06,
+    1.7049241071630052e-06
    ],
    "pass_host_canary_seconds": [
-    1.1020475000123042e-05,
-    7.1364500001891425e-06,
-    6.811824999886085e-06
+    7.967655000129525e-06,
+    6.389895000040724e-06,
+    7.14498999997204e-06
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 5.892942863283679e-05,
-   "min": 4.208957151214625e-05,
-   "max": 0.0003029904285735288,
+   "seconds": 7.901114288090736e-05,
+   "min": 2.540428576074707e-06,
+   "max": 0.00014658042861778346,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.1020475000123042e-05,
+   "host_canary_seconds": 7.967655000129525e-06,
    "pass_seconds": [
-    0.00010014071418546728,
-    5.420099996302139e-05,
-    5.892942863283679e-05
+    7.901114288090736e-05,
+    5.1438142853450184e-05,
+    8.457228575155438e-05
    ],
    "pass_host_canary_seconds": [
-    1.1020475000123042e-05,
-    7.1364500001891425e-06,
-    6.811824999886085e-06
+    7.967655000129525e-06,
+    6.389895000040724e-06,
+    7.14498999997204e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.174361607083191e-06,
-   "min": 1.8274531249521227e-06,
-   "max": 3.823249999764958e-06,
+   "seconds": 2.230095982039667e-06,
+   "min": 1.9322276785566876e-06,
+   "max": 3.820624999991854e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.407899999838264e-06,
+   "host_canary_seconds": 8.729019999975662e-06,
    "pass_seconds": [
-    2.5257879465406015e-06,
-    2.142665178490282e-06,
-    2.174361607083191e-06
+    2.2893035713471884e-06,
+    2.112712053557532e-06,
+    2.230095982039667e-06
    ],
    "pass_host_canary_seconds": [
-    8.407899999838264e-06,
-    7.1364500001891425e-06,
-    7.040790000019115e-06
+    8.729019999975662e-06,
+    6.599964999907116e-06,
+    7.0628800000349656e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.0005010054286295989,
-   "min": 0.0004352165713693726,
-   "max": 0.0006883795714916882,
+   "seconds": 0.00045507099996809435,
+   "min": 0.0003366710000380278,
+   "max": 0.0006122834285763799,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.407899999838264e-06,
+   "host_canary_seconds": 8.729019999975662e-06,
    "pass_seconds": [
-    0.0006149912857478869,
-    0.0005006174286076462,
-    0.0005010054286295989
+    0.00045507099996809435,
+    0.0003641424285254808,
+    0.0004767945713979316
    ],
    "pass_host_canary_seconds": [
-    8.407899999838264e-06,
-    7.1364500001891425e-06,
-    7.040790000019115e-06
+    8.729019999975662e-06,
+    6.599964999907116e-06,
+    7.0628800000349656e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.433087053548044e-06,
-   "min": 7.076276785866753e-06,
-   "max": 9.22391294671294e-06,
+   "seconds": 7.328622767945246e-06,
+   "min": 6.9647209821610545e-06,
+   "max": 1.0714220982168041e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.497320000311447e-06,
+   "host_canary_seconds": 7.041364999906818e-06,
    "pass_seconds": [
-    7.4287232142264e-06,
-    7.433087053548044e-06,
-    7.810671875623549e-06
+    7.328622767945246e-06,
+    6.999330357209439e-06,
+    7.440875000089672e-06
    ],
    "pass_host_canary_seconds": [
-    7.497320000311447e-06,
-    7.141180000189706e-06,
-    7.094275000554262e-06
+    7.041364999906818e-06,
+    6.6215800001145906e-06,
+    7.0211249999374556e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00024894257129355016,
-   "min": 0.0001442495713815463,
-   "max": 0.00035306999978144764,
+   "seconds": 0.00024610414284812317,
+   "min": 2.192585709995655e-05,
+   "max": 0.0006469027143144299,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.497320000311447e-06,
+   "host_canary_seconds": 7.041364999906818e-06,
    "pass_seconds": [
-    0.0002825118572055934,
-    0.0002236381428377042,
-    0.00024894257129355016
+    0.0002839132857437627,
+    0.0002023635714343592,
+    0.00024610414284812317
    ],
    "pass_host_canary_seconds": [
-    7.497320000311447e-06,
-    7.141180000189706e-06,
-    7.094275000554262e-06
+    7.041364999906818e-06,
+    6.6215800001145906e-06,
+    7.0211249999374556e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 9.17942633955298e-06,
-   "min": 8.524209821305004e-06,
-   "max": 1.6012404017828885e-05,
+   "seconds": 8.76451785725152e-06,
+   "min": 7.55864062502403e-06,
+   "max": 1.596982812504929e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.091854999998759e-06,
+   "host_canary_seconds": 7.105875000092965e-06,
    "pass_seconds": [
-    8.816841517957283e-06,
-    1.4224506696588638e-05,
-    9.17942633955298e-06
+    8.76451785725152e-06,
+    8.654000000036482e-06,
+    8.803770089319382e-06
    ],
    "pass_host_canary_seconds": [
-    7.091854999998759e-06,
-    9.990160000370452e-06,
-    7.20629499937786e-06
+    7.105875000092965e-06,
+    6.660770000053163e-06,
+    6.861239999977897e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0009291818571455224,
-   "min": 0.000434135571465179,
-   "max": 0.0012489931428945056,
+   "seconds": 0.0007768528570945169,
+   "min": 0.0003401050000044442,
+   "max": 0.0014972509999568373,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.091854999998759e-06,
+   "host_canary_seconds": 7.105875000092965e-06,
    "pass_seconds": [
-    0.0009291818571455224,
-    0.0011315922857063144,
-    0.0009249997142108311
+    0.0008351718571556635,
+    0.0007014665714401806,
+    0.0007768528570945169
    ],
    "pass_host_canary_seconds": [
-    7.091854999998759e-06,
-    9.990160000370452e-06,
-    7.20629499937786e-06
+    7.105875000092965e-06,
+    6.660770000053163e-06,
+    6.861239999977897e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004504290000113542,
-   "min": 0.0004423730000553405,
-   "max": 0.0005344510000213631,
+   "seconds": 0.0004526630000327714,
+   "min": 0.0004392820000020947,
+   "max": 0.0005432860000382789,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0004489929999635933,
-    0.000506808000068304,
-    0.0004504290000113542
+    0.0005300340000076176,
+    0.00044520799997371796,
+    0.0004526630000327714
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.684002901786406e-05,
-   "min": 6.446644419634749e-05,
-   "max": 0.00012640473437487896,
+   "seconds": 6.431423660721183e-05,
+   "min": 6.096126562495284e-05,
+   "max": 6.707092633931719e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.091854999998759e-06,
+   "host_canary_seconds": 6.961509999996451e-06,
    "pass_seconds": [
-    6.546844642864511e-05,
-    9.908313616056676e-05,
-    6.684002901786406e-05
+    6.546015848206212e-05,
+    6.431423660721183e-05,
+    6.211477232133587e-05
    ],
    "pass_host_canary_seconds": [
-    7.091854999998759e-06,
-    9.321595000528759e-06,
-    6.976869999562041e-06
+    6.961509999996451e-06,
+    6.767194999781623e-06,
+    6.5798650001624994e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.0003904754285518463,
-   "min": -0.0007661945714484576,
-   "max": 0.0019854358571365083,
+   "seconds": 0.00030302128570675827,
+   "min": 7.962128572509223e-05,
+   "max": 0.00095513971427863,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.091854999998759e-06,
+   "host_canary_seconds": 6.961509999996451e-06,
    "pass_seconds": [
-    0.0003904754285518463,
-    0.0007364722857313866,
-    0.0003094394283899805
+    0.0003892092856777451,
+    0.00030302128570675827,
+    0.0002839708571725297
    ],
    "pass_host_canary_seconds": [
-    7.091854999998759e-06,
-    9.321595000528759e-06,
-    6.976869999562041e-06
+    6.961509999996451e-06,
+    6.767194999781623e-06,
+    6.5798650001624994e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 6.699606473249884e-05,
-   "min": 6.215454241039911e-05,
-   "max": 0.00011499337723235621,
+   "seconds": 6.311063616072841e-05,
+   "min": 6.026885267841818e-05,
+   "max": 0.00011038651339299679,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.276955000179442e-06,
+   "host_canary_seconds": 9.596609999960037e-06,
    "pass_seconds": [
-    6.724504687508468e-05,
-    6.604745089282866e-05,
-    6.699606473249884e-05
+    9.167080133920535e-05,
+    6.311063616072841e-05,
+    6.140558705361851e-05
    ],
    "pass_host_canary_seconds": [
-    7.276955000179442e-06,
-    7.872770000290075e-06,
-    6.99406999956409e-06
+    9.596609999960037e-06,
+    6.604714999980388e-06,
+    6.444574999875385e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.0009994880000314356,
-   "min": -0.0003054308570621545,
-   "max": 0.003253407428603948,
+   "seconds": 0.000662844571414618,
+   "min": -0.0014730994285676912,
+   "max": 0.0025929458570967,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.276955000179442e-06,
+   "host_canary_seconds": 9.596609999960037e-06,
    "pass_seconds": [
-    0.0009994880000314356,
-    0.0010466548572237245,
-    0.0007720077143338654
+    0.0006110767142461426,
+    0.000662844571414618,
+    0.0006816672856919991
    ],
    "pass_host_canary_seconds": [
-    7.276955000179442e-06,
-    7.872770000290075e-06,
-    6.99406999956409e-06
+    9.596609999960037e-06,
+    6.604714999980388e-06,
+    6.444574999875385e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.0003942019999385593,
-   "min": 0.00038742399999591726,
-   "max": 0.0004152149999754329,
+   "seconds": 0.000393248999955631,
+   "min": 0.00038587200003803446,
+   "max": 0.000977996000017356,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00039396199997554504,
-    0.0003942019999385593,
-    0.0003954709998197359
+    0.000546022999969864,
+    0.0003922539999621222,
+    0.000393248999955631
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.3229598214515235e-06,
-   "min": 2.1854129464823506e-06,
-   "max": 2.4098749999978963e-06,
+   "seconds": 2.485852678622637e-06,
+   "min": 2.272872767962651e-06,
+   "max": 8.35633705368163e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.9961200000534515e-06,
+   "host_canary_seconds": 1.0890497500071205e-05,
    "pass_seconds": [
-    2.2614397321112686e-06,
-    2.3229598214515235e-06,
-    2.3388816968252158e-06
+    4.371529017888065e-06,
+    2.330214285528598e-06,
+    2.485852678622637e-06
    ],
    "pass_host_canary_seconds": [
-    6.9961200000534515e-06,
-    6.961000000273998e-06,
-    7.063345000233312e-06
+    1.0890497500071205e-05,
+    6.655720000026122e-06,
+    7.035499999972217e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 8.836414277928789e-05,
-   "min": 7.340599995586672e-05,
-   "max": 0.00015028999983509754,
+   "seconds": 9.55328571714225e-05,
+   "min": 6.987542855897897e-05,
+   "max": 0.0003595912857252058,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.9961200000534515e-06,
+   "host_canary_seconds": 1.0890497500071205e-05,
    "pass_seconds": [
-    8.227885713755053e-05,
-    8.836414277928789e-05,
-    9.765242858910433e-05
+    0.00019938499998163806,
+    8.154171431280183e-05,
+    9.55328571714225e-05
    ],
    "pass_host_canary_seconds": [
-    6.9961200000534515e-06,
-    6.961000000273998e-06,
-    7.063345000233312e-06
+    1.0890497500071205e-05,
+    6.655720000026122e-06,
+    7.035499999972217e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.4750647324800965e-06,
-   "min": 3.0165111607313326e-06,
-   "max": 7.2310959823137666e-06,
+   "seconds": 3.341433035533977e-06,
+   "min": 3.208578124969108e-06,
+   "max": 1.0067310267837723e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.223884999802976e-06,
+   "host_canary_seconds": 9.901325000214456e-06,
    "pass_seconds": [
-    3.166116071286394e-06,
-    3.4750647324800965e-06,
-    3.5236808031413602e-06
+    4.891051339304754e-06,
+    3.341433035533977e-06,
+    3.3281249999715456e-06
    ],
    "pass_host_canary_seconds": [
-    7.223884999802976e-06,
-    7.178960000260304e-06,
-    7.42736999995941e-06
+    9.901325000214456e-06,
+    6.791539999824181e-06,
+    6.806209999865587e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.0005855821426783742,
-   "min": 0.0003018378570881656,
-   "max": 0.0008515050000629085,
+   "seconds": 0.00042783642858726774,
+   "min": 0.000387286571416163,
+   "max": 0.0014341141428693455,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.223884999802976e-06,
+   "host_canary_seconds": 9.901325000214456e-06,
    "pass_seconds": [
-    0.0005944921428441116,
-    0.0005227252857074355,
-    0.0005855821426783742
+    0.0006265421428841883,
+    0.0004238192857753477,
+    0.00042783642858726774
    ],
    "pass_host_canary_seconds": [
-    7.223884999802976e-06,
-    7.178960000260304e-06,
-    7.42736999995941e-06
+    9.901325000214456e-06,
+    6.791539999824181e-06,
+    6.806209999865587e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.0001841099999637663,
-   "min": 0.00017508600001292507,
-   "max": 0.00021934799997325172,
+   "seconds": 0.00018112800000835705,
+   "min": 0.00017511100003275715,
+   "max": 0.00022179299998015267,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00019184699999641452,
-    0.00018201599993972195,
-    0.0001841099999637663
+    0.00020113499999752094,
+    0.00017966299998306567,
+    0.00018112800000835705
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.6263389999694485e-06,
-   "min": 4.507006999915575e-06,
-   "max": 5.837900999949852e-06,
+   "seconds": 4.7935740000184525e-06,
+   "min": 4.4932150000249746e-06,
+   "max": 8.20176799999217e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0970650000390375e-06,
+   "host_canary_seconds": 9.474819999866214e-06,
    "pass_seconds": [
-    4.6263389999694485e-06,
-    4.560823000019809e-06,
-    4.711031000169896e-06
+    5.0658119999980046e-06,
+    4.618149999998878e-06,
+    4.7935740000184525e-06
    ],
    "pass_host_canary_seconds": [
-    7.0970650000390375e-06,
-    7.296900000142159e-06,
-    7.751312500090535e-06
+    9.474819999866214e-06,
+    7.223620000047504e-06,
+    7.213810000052945e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.098491999978251e-06,
-   "min": 5.7544679999637085e-06,
-   "max": 7.356947000062064e-06,
+   "seconds": 6.2465549999615175e-06,
+   "min": 5.953797000017858e-06,
+   "max": 6.533906999948158e-06,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.840079999823502e-06,
+   "host_canary_seconds": 7.164945000113221e-06,
    "pass_seconds": [
-    6.098491999978251e-06,
-    5.868931999998495e-06,
-    6.5664809999361755e-06
+    6.2465549999615175e-06,
+    6.0837509999487336e-06,
+    6.390357999976004e-06
    ],
    "pass_host_canary_seconds": [
-    7.840079999823502e-06,
-    7.693594999977904e-06,
-    9.643939999932627e-06
+    7.164945000113221e-06,
+    6.943274999855476e-06,
+    7.164805000172691e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.084579999376729e-07,
-   "min": 7.62399999985064e-07,
-   "max": 8.97845000054076e-07,
+   "seconds": 8.1883600000765e-07,
+   "min": 7.776539999895249e-07,
+   "max": 8.489340000323864e-07,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.462657499957004e-06,
+   "host_canary_seconds": 6.813347499985412e-06,
    "pass_seconds": [
-    8.084579999376729e-07,
-    7.752860000209694e-07,
-    8.104060000277968e-07
+    8.1883600000765e-07,
+    7.916320000163069e-07,
+    8.233249999989311e-07
    ],
    "pass_host_canary_seconds": [
-    7.462657499957004e-06,
-    7.2363425002208715e-06,
-    7.691957500242096e-06
+    6.813347499985412e-06,
+    6.746412500007182e-06,
+    7.111512500017625e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.427520300001106e-05,
-   "min": 1.3537272999997186e-05,
-   "max": 2.0030829000006635e-05,
+   "seconds": 1.341000900004019e-05,
+   "min": 1.2759383000002345e-05,
+   "max": 1.3810478000038983e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.3332324998887084e-06,
+   "host_canary_seconds": 6.966775000023518e-06,
    "pass_seconds": [
-    1.427520300001106e-05,
-    1.707002399996327e-05,
-    1.4013830999829224e-05
+    1.374902300000258e-05,
+    1.341000900004019e-05,
+    1.283648800000492e-05
    ],
    "pass_host_canary_seconds": [
-    7.3332324998887084e-06,
-    6.957407499896817e-06,
-    7.23007749968474e-06
+    6.966775000023518e-06,
+    6.894777500008331e-06,
+    6.559317500034467e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 2.19127440000193e-05,
-   "min": 1.6945206000173128e-05,
-   "max": 2.333583400002226e-05,
+   "seconds": 1.6928822000011225e-05,
+   "min": 1.589797899998757e-05,
+   "max": 1.765281299998378e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.630889999812098e-06,
+   "host_canary_seconds": 7.076654999877974e-06,
    "pass_seconds": [
-    2.19127440000193e-05,
-    2.300227000000632e-05,
-    1.83204879999721e-05
+    1.7407303999959823e-05,
+    1.6928822000011225e-05,
+    1.6147885999998835e-05
    ],
    "pass_host_canary_seconds": [
-    9.630889999812098e-06,
-    9.957904999851053e-06,
-    7.590414999754102e-06
+    7.076654999877974e-06,
+    6.8429300000616425e-06,
+    6.338519999928849e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.0537143789672724e-06,
-   "min": 2.005800672607471e-06,
-   "max": 2.0968297093200464e-06,
+   "seconds": 2.0260805023193396e-06,
+   "min": 1.984750105285631e-06,
+   "max": 2.0874889122009115e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.559620000000003e-05,
-    "min": 7.548409999999986e-05,
-    "max": 7.586919999999999e-05,
+    "seconds": 7.569809999999995e-05,
+    "min": 7.55011e-05,
+    "max": 7.59934999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010471960000000003,
-    "min": 0.00010461610000000004,
-    "max": 0.00010487589999999992,
+    "seconds": 0.00010485410000000002,
+    "min": 0.00010458529999999987,
+    "max": 0.00010500610000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.082264999999985e-05,
-    "min": 9.058180000000002e-05,
-    "max": 9.096970000000001e-05,
+    "seconds": 9.084750000000004e-05,
+    "min": 9.064050000000002e-05,
+    "max": 9.104879999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.574370000000004e-05,
-    "min": 9.567010000000004e-05,
-    "max": 9.615939999999996e-05,
+    "seconds": 9.607169999999999e-05,
+    "min": 9.580060000000001e-05,
+    "max": 9.633869999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017654375,
-    "min": 0.00017598100000000002,
-    "max": 0.00017667899999999987,
+    "seconds": 0.00017632850000000002,
+    "min": 0.0001760613,
+    "max": 0.0001764687000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00044105835000000004,
-    "min": 0.0004409558000000001,
-    "max": 0.0004414689,
+    "seconds": 0.0004424277000000001,
+    "min": 0.0004419821000000002,
+    "max": 0.00044254840000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002827992500000001,
-    "min": 0.0002826282,
-    "max": 0.00028436890000000005,
+    "seconds": 0.00028335789999999996,
+    "min": 0.00028324499999999973,
+    "max": 0.00028452089999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005401757500000001,
-    "min": 0.0005396625000000001,
-    "max": 0.0005402929,
+    "seconds": 0.0005407729000000001,
+    "min": 0.0005399723999999999,
+    "max": 0.0005417327999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0006885599999999997,
-    "min": 0.0006875355,
-    "max": 0.0006895020999999997,
+    "seconds": 0.00068903395,
+    "min": 0.0006877635999999995,
+    "max": 0.0006893362999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017389924999999997,
-    "min": 0.0017384372000000003,
-    "max": 0.0017400375999999996,
+    "seconds": 0.0017443786,
+    "min": 0.0017434747,
+    "max": 0.0017449705000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011388154000000002,
-    "min": 0.0011378225999999997,
-    "max": 0.0011406290999999998,
+    "seconds": 0.0011409336499999998,
+    "min": 0.001139691599999999,
+    "max": 0.0011419369999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00209734175,
-    "min": 0.002096224,
-    "max": 0.0020983894999999997,
+    "seconds": 0.0020978436499999994,
+    "min": 0.0020965948,
+    "max": 0.0020989747000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4788399999999994e-05,
-    "min": 3.472889999999998e-05,
-    "max": 3.531500000000005e-05,
+    "seconds": 3.449604999999999e-05,
+    "min": 3.446690000000002e-05,
+    "max": 3.519680000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.760079999999999e-05,
-    "min": 9.699839999999994e-05,
-    "max": 9.803399999999996e-05,
+    "seconds": 9.917920000000003e-05,
+    "min": 9.888980000000004e-05,
+    "max": 0.00010006740000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8161699999999915e-05,
-    "min": 4.81368999999999e-05,
-    "max": 4.978289999999999e-05,
+    "seconds": 4.830345000000005e-05,
+    "min": 4.824350000000002e-05,
+    "max": 5.002139999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.154954999999999e-05,
-    "min": 7.143710000000001e-05,
-    "max": 7.271340000000001e-05,
+    "seconds": 7.151835000000003e-05,
+    "min": 7.145259999999998e-05,
+    "max": 7.270739999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017558384999999995,
-    "min": 0.00017519680000000008,
-    "max": 0.00017576860000000007,
+    "seconds": 0.0001753323,
+    "min": 0.00017514730000000008,
+    "max": 0.00017588499999999992,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00043725894999999994,
-    "min": 0.00043703180000000005,
-    "max": 0.0004375370000000001,
+    "seconds": 0.0004379847000000001,
+    "min": 0.0004374352,
+    "max": 0.00043867009999999987,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00031865019999999987,
-    "min": 0.0003179733,
-    "max": 0.00032065089999999983,
+    "seconds": 0.0003193629500000001,
+    "min": 0.00031882419999999974,
+    "max": 0.0003204596999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006016105,
-    "min": 0.0006011989000000001,
-    "max": 0.0006020355999999998,
+    "seconds": 0.00060378835,
+    "min": 0.0006035374,
+    "max": 0.0006047718000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.1209499999999985e-05,
-    "min": 5.1068199999999926e-05,
-    "max": 5.139500000000011e-05,
+    "seconds": 5.101455000000005e-05,
+    "min": 5.0850299999999976e-05,
+    "max": 5.123479999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012085645000000003,
-    "min": 0.00012067480000000006,
-    "max": 0.00012115789999999997,
+    "seconds": 0.00012081115000000003,
+    "min": 0.00012073020000000009,
+    "max": 0.00012101710000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.710840000000002e-05,
-    "min": 6.652800000000005e-05,
-    "max": 6.917739999999998e-05,
+    "seconds": 6.713384999999999e-05,
+    "min": 6.63292e-05,
+    "max": 6.909700000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00013028789999999994,
-    "min": 0.00012999819999999994,
-    "max": 0.00013054630000000001,
+    "seconds": 0.00012977300000000002,
+    "min": 0.00012912470000000004,
+    "max": 0.00013025870000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019890999999999992,
-    "min": 0.00019844080000000003,
-    "max": 0.000199686,
+    "seconds": 0.00019913019999999996,
+    "min": 0.00019840570000000004,
+    "max": 0.00019938429999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046622159999999994,
-    "min": 0.0004657446000000001,
-    "max": 0.0004670274000000001,
+    "seconds": 0.0004664908,
+    "min": 0.00046593800000000005,
+    "max": 0.0004667225,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00037717444999999997,
-    "min": 0.00037635900000000005,
-    "max": 0.00037776489999999987,
+    "seconds": 0.0003775477499999999,
+    "min": 0.0003771118,
+    "max": 0.0003781548000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00061497865,
-    "min": 0.0006140713000000001,
-    "max": 0.0006152714,
+    "seconds": 0.0006158596000000001,
+    "min": 0.0006154315999999999,
+    "max": 0.0006164391,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.938370000000002e-05,
-    "min": 7.921769999999996e-05,
-    "max": 7.975279999999991e-05,
+    "seconds": 8.024145000000002e-05,
+    "min": 7.992899999999996e-05,
+    "max": 8.043799999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001421512,
-    "min": 0.000141846,
-    "max": 0.00014277689999999998,
+    "seconds": 0.00014234995,
+    "min": 0.00014200560000000005,
+    "max": 0.00014272259999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012189169999999986,
-    "min": 0.00012171789999999998,
-    "max": 0.00012248860000000012,
+    "seconds": 0.00012204680000000003,
+    "min": 0.00012194129999999993,
+    "max": 0.0001222325,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016807745000000003,
-    "min": 0.0001677638,
-    "max": 0.0001688759,
+    "seconds": 0.00016868905,
+    "min": 0.00016808309999999995,
+    "max": 0.00016909120000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00030654805,
-    "min": 0.0003061020999999999,
-    "max": 0.00030722169999999996,
+    "seconds": 0.0003065502500000001,
+    "min": 0.0003060538000000001,
+    "max": 0.0003072573,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005515454999999998,
-    "min": 0.0005515011999999999,
-    "max": 0.0005518685,
+    "seconds": 0.0005526333000000001,
+    "min": 0.0005510554000000001,
+    "max": 0.0005529879,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00046858370000000003,
-    "min": 0.0004679175999999999,
-    "max": 0.00046966709999999987,
+    "seconds": 0.00046921059999999995,
+    "min": 0.0004687415000000001,
+    "max": 0.0004693560999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006518176500000001,
-    "min": 0.0006503434999999999,
-    "max": 0.0006522252,
+    "seconds": 0.0006515405,
+    "min": 0.0006506225999999998,
+    "max": 0.0006524826999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.406250000000056e-06,
-    "min": 9.359999999999968e-06,
-    "max": 9.52949999999995e-06,
+    "seconds": 9.62569999999999e-06,
+    "min": 9.609500000000025e-06,
+    "max": 9.724700000000007e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.483504999999999e-05,
-    "min": 1.477419999999995e-05,
-    "max": 1.5043200000000002e-05,
+    "seconds": 1.5004800000000016e-05,
+    "min": 1.4921400000000052e-05,
+    "max": 1.5138999999999943e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.127684999999994e-05,
-    "min": 2.124529999999986e-05,
-    "max": 2.1414600000000044e-05,
+    "seconds": 2.136019999999997e-05,
+    "min": 2.1311999999999978e-05,
+    "max": 2.1458900000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0735850000000016e-05,
-    "min": 2.065599999999995e-05,
-    "max": 2.0838200000000054e-05,
+    "seconds": 2.0745449999999993e-05,
+    "min": 2.0662399999999912e-05,
+    "max": 2.0927999999999987e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.115289999999998e-05,
-    "min": 5.080619999999999e-05,
-    "max": 5.124149999999993e-05,
+    "seconds": 5.101815000000003e-05,
+    "min": 5.094049999999999e-05,
+    "max": 5.12939e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012315740000000007,
-    "min": 0.00012283129999999994,
-    "max": 0.00012354259999999996,
+    "seconds": 0.00012334804999999998,
+    "min": 0.000123008,
+    "max": 0.0001234693,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.798985000000001e-05,
-    "min": 7.694299999999993e-05,
-    "max": 8.011469999999998e-05,
+    "seconds": 7.825765000000007e-05,
+    "min": 7.790280000000002e-05,
+    "max": 8.09560999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015606215000000005,
-    "min": 0.00015576889999999993,
-    "max": 0.00015664009999999997,
+    "seconds": 0.00015637780000000003,
+    "min": 0.00015603189999999998,
+    "max": 0.0001571026,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3514850000000086e-05,
-    "min": 1.3401299999999902e-05,
-    "max": 1.42111e-05,
+    "seconds": 1.359350000000004e-05,
+    "min": 1.3526599999999985e-05,
+    "max": 1.4195200000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4076549999999974e-05,
-    "min": 3.3948500000000056e-05,
-    "max": 3.424270000000004e-05,
+    "seconds": 3.4262549999999996e-05,
+    "min": 3.38942e-05,
+    "max": 3.450289999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7014550000000055e-05,
-    "min": 2.7001599999999938e-05,
-    "max": 2.746559999999995e-05,
+    "seconds": 2.7054599999999943e-05,
+    "min": 2.7046299999999985e-05,
+    "max": 2.7368600000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7542100000000056e-05,
-    "min": 2.7491000000000032e-05,
-    "max": 2.7692499999999996e-05,
+    "seconds": 2.7390199999999987e-05,
+    "min": 2.733119999999999e-05,
+    "max": 2.757450000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.95129e-05,
-    "min": 7.93016e-05,
-    "max": 7.977499999999996e-05,
+    "seconds": 7.990675e-05,
+    "min": 7.967269999999993e-05,
+    "max": 8.011750000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014762825000000005,
-    "min": 0.0001473045,
-    "max": 0.00014782950000000005,
+    "seconds": 0.00014736884999999998,
+    "min": 0.00014722869999999997,
+    "max": 0.00014749969999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013778480000000006,
-    "min": 0.0001374495,
-    "max": 0.0001382485999999999,
+    "seconds": 0.0001380023,
+    "min": 0.00013763169999999998,
+    "max": 0.0001385651,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001967853,
-    "min": 0.00019619119999999998,
-    "max": 0.00019695630000000002,
+    "seconds": 0.0001972132500000001,
+    "min": 0.00019707009999999996,
+    "max": 0.00019760520000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4644649999999906e-05,
-    "min": 3.446670000000006e-05,
-    "max": 3.478989999999996e-05,
+    "seconds": 3.455039999999995e-05,
+    "min": 3.436210000000002e-05,
+    "max": 3.4800099999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.891809999999996e-05,
-    "min": 5.879989999999997e-05,
-    "max": 5.9228700000000004e-05,
+    "seconds": 5.898364999999998e-05,
+    "min": 5.863720000000011e-05,
+    "max": 5.943990000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.497240000000002e-05,
-    "min": 4.48349000000001e-05,
-    "max": 4.563190000000002e-05,
+    "seconds": 4.479349999999999e-05,
+    "min": 4.465899999999998e-05,
+    "max": 4.52153999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.073069999999998e-05,
-    "min": 5.0505999999999946e-05,
-    "max": 5.130879999999998e-05,
+    "seconds": 5.118559999999999e-05,
+    "min": 5.091529999999998e-05,
+    "max": 5.175920000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015255164999999996,
-    "min": 0.0001523673000000001,
-    "max": 0.00015265230000000002,
+    "seconds": 0.00015259790000000007,
+    "min": 0.00015246009999999997,
+    "max": 0.00015278370000000008,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021603045000000002,
-    "min": 0.00021579709999999995,
-    "max": 0.00021620320000000003,
+    "seconds": 0.00021585419999999998,
+    "min": 0.00021551260000000002,
+    "max": 0.00021592900000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019644040000000004,
-    "min": 0.0001959668999999997,
-    "max": 0.00019675150000000017,
+    "seconds": 0.00019682774999999994,
+    "min": 0.00019651829999999988,
+    "max": 0.0001969065999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022612025000000004,
-    "min": 0.000225496,
-    "max": 0.00022638360000000007,
+    "seconds": 0.00022572724999999998,
+    "min": 0.0002253469,
+    "max": 0.00022623440000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.420649999999972e-06,
-    "min": 6.399799999999937e-06,
-    "max": 6.444399999999883e-06,
+    "seconds": 6.5022500000000325e-06,
+    "min": 6.444800000000032e-06,
+    "max": 6.518499999999983e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.1871000000000665e-06,
-    "min": 6.17910000000004e-06,
-    "max": 6.236799999999994e-06,
+    "seconds": 6.187199999999979e-06,
+    "min": 6.166099999999972e-06,
+    "max": 6.243100000000015e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3691200000000014e-05,
-    "min": 1.3686299999999913e-05,
-    "max": 1.3750500000000057e-05,
+    "seconds": 1.3689700000000016e-05,
+    "min": 1.3676799999999992e-05,
+    "max": 1.3721500000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.659200000000021e-06,
-    "min": 9.635100000000034e-06,
-    "max": 9.699200000000019e-06,
+    "seconds": 9.710199999999987e-06,
+    "min": 9.676900000000024e-06,
+    "max": 9.737499999999966e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4972600000000006e-05,
-    "min": 1.492799999999994e-05,
-    "max": 1.5488299999999958e-05,
+    "seconds": 1.4863649999999996e-05,
+    "min": 1.4828699999999992e-05,
+    "max": 1.5481799999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.0566350000000036e-05,
-    "min": 3.034870000000003e-05,
-    "max": 3.0985399999999935e-05,
+    "seconds": 3.089904999999998e-05,
+    "min": 3.0713499999999976e-05,
+    "max": 3.112959999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.443774999999995e-05,
-    "min": 3.4377500000000035e-05,
-    "max": 3.4761700000000084e-05,
+    "seconds": 3.4388749999999975e-05,
+    "min": 3.436839999999994e-05,
+    "max": 3.477319999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.395325000000007e-05,
-    "min": 3.386849999999991e-05,
-    "max": 3.416299999999992e-05,
+    "seconds": 3.376159999999999e-05,
+    "min": 3.370280000000001e-05,
+    "max": 3.390999999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.113110000000002e-05,
-    "min": 1.0985699999999951e-05,
-    "max": 1.1206300000000022e-05,
+    "seconds": 1.1046549999999968e-05,
+    "min": 1.0953600000000006e-05,
+    "max": 1.1132600000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1433500000000025e-05,
-    "min": 1.137609999999995e-05,
-    "max": 1.1638500000000067e-05,
+    "seconds": 1.1396750000000026e-05,
+    "min": 1.1353599999999938e-05,
+    "max": 1.1532899999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1106999999999993e-05,
-    "min": 2.1093900000000052e-05,
-    "max": 2.1135400000000015e-05,
+    "seconds": 2.1123049999999998e-05,
+    "min": 2.1081800000000056e-05,
+    "max": 2.1142199999999948e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6292750000000035e-05,
-    "min": 1.6236900000000058e-05,
-    "max": 1.6326500000000126e-05,
+    "seconds": 1.6306950000000008e-05,
+    "min": 1.6284600000000044e-05,
+    "max": 1.635210000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.679354999999997e-05,
-    "min": 3.6636199999999966e-05,
-    "max": 3.69373e-05,
+    "seconds": 3.6771200000000005e-05,
+    "min": 3.660540000000006e-05,
+    "max": 3.6841399999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.671674999999996e-05,
-    "min": 5.635800000000006e-05,
-    "max": 5.7049299999999996e-05,
+    "seconds": 5.6525549999999976e-05,
+    "min": 5.607940000000002e-05,
+    "max": 5.68804e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.029734999999994e-05,
-    "min": 6.012419999999986e-05,
-    "max": 6.039309999999994e-05,
+    "seconds": 6.021209999999999e-05,
+    "min": 6.00602e-05,
+    "max": 6.046799999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.543135000000004e-05,
-    "min": 6.471349999999997e-05,
-    "max": 6.559289999999993e-05,
+    "seconds": 6.532615000000001e-05,
+    "min": 6.479270000000003e-05,
+    "max": 6.590690000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.198059999999997e-05,
-    "min": 2.1913500000000047e-05,
-    "max": 2.256640000000002e-05,
+    "seconds": 2.2049499999999972e-05,
+    "min": 2.1981199999999958e-05,
+    "max": 2.249870000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.517584999999999e-05,
-    "min": 3.481550000000011e-05,
-    "max": 3.526420000000001e-05,
+    "seconds": 3.520960000000002e-05,
+    "min": 3.4921500000000035e-05,
+    "max": 3.526449999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.588604999999997e-05,
-    "min": 3.585269999999998e-05,
-    "max": 3.6006099999999926e-05,
+    "seconds": 3.579045000000005e-05,
+    "min": 3.574329999999998e-05,
+    "max": 3.5933599999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9389949999999957e-05,
-    "min": 2.9359800000000064e-05,
-    "max": 2.9462199999999936e-05,
+    "seconds": 2.922879999999999e-05,
+    "min": 2.9152000000000008e-05,
+    "max": 2.926019999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.031494999999999e-05,
-    "min": 7.008629999999993e-05,
-    "max": 7.05602e-05,
+    "seconds": 7.043685e-05,
+    "min": 7.03037e-05,
+    "max": 7.06427e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001124579,
-    "min": 0.00011228750000000001,
-    "max": 0.00011269939999999999,
+    "seconds": 0.0001122873,
+    "min": 0.00011217519999999999,
+    "max": 0.00011258810000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011827510000000002,
-    "min": 0.0001180706000000001,
-    "max": 0.00011863079999999994,
+    "seconds": 0.00011845475,
+    "min": 0.000118352,
+    "max": 0.00011866729999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012960595,
-    "min": 0.00012925010000000003,
-    "max": 0.00012991280000000001,
+    "seconds": 0.00012964810000000004,
+    "min": 0.00012944530000000005,
+    "max": 0.00012988529999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.2895000000000324e-06,
-    "min": 7.1932999999999545e-06,
-    "max": 7.314900000000034e-06,
+    "seconds": 7.299149999999998e-06,
+    "min": 7.229000000000008e-06,
+    "max": 7.330899999999985e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.422400000000027e-06,
-    "min": 6.415899999999942e-06,
-    "max": 6.479899999999976e-06,
+    "seconds": 6.4175999999999705e-06,
+    "min": 6.409699999999998e-06,
+    "max": 6.509099999999966e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.667985000000006e-05,
-    "min": 1.6665500000000032e-05,
-    "max": 1.6700799999999994e-05,
+    "seconds": 1.6683250000000047e-05,
+    "min": 1.6671800000000066e-05,
+    "max": 1.6706599999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.801599999999996e-06,
-    "min": 6.748799999999983e-06,
-    "max": 6.876900000000024e-06,
+    "seconds": 6.5744999999999495e-06,
+    "min": 6.563199999999973e-06,
+    "max": 6.614300000000025e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1764700000000011e-05,
-    "min": 1.1731300000000021e-05,
-    "max": 1.2035199999999896e-05,
+    "seconds": 1.1755100000000022e-05,
+    "min": 1.1714800000000025e-05,
+    "max": 1.1983799999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2868850000000022e-05,
-    "min": 1.2771200000000009e-05,
-    "max": 1.2982300000000032e-05,
+    "seconds": 1.2910400000000004e-05,
+    "min": 1.2835399999999992e-05,
+    "max": 1.3033499999999913e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.324294999999996e-05,
-    "min": 4.3193000000000005e-05,
-    "max": 4.3253499999999975e-05,
+    "seconds": 4.3223499999999984e-05,
+    "min": 4.3209499999999993e-05,
+    "max": 4.324590000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.786700000000001e-05,
-    "min": 1.780790000000004e-05,
-    "max": 1.7929900000000043e-05,
+    "seconds": 1.773785000000001e-05,
+    "min": 1.769949999999997e-05,
+    "max": 1.7776199999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2388850000000025e-05,
-    "min": 2.236830000000001e-05,
-    "max": 2.287369999999995e-05,
+    "seconds": 2.2379349999999947e-05,
+    "min": 2.2313199999999995e-05,
+    "max": 2.280699999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.304784999999997e-05,
-    "min": 2.300110000000002e-05,
-    "max": 2.3234899999999993e-05,
+    "seconds": 2.3070499999999968e-05,
+    "min": 2.29313e-05,
+    "max": 2.3078700000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.110559999999999e-05,
-    "min": 5.1097200000000016e-05,
-    "max": 5.1135299999999964e-05,
+    "seconds": 5.105214999999994e-05,
+    "min": 5.102560000000001e-05,
+    "max": 5.1069799999999956e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.152959999999997e-05,
-    "min": 2.1513599999999997e-05,
-    "max": 2.1587000000000056e-05,
+    "seconds": 2.1542500000000006e-05,
+    "min": 2.1469200000000015e-05,
+    "max": 2.1610000000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.3679499999999966e-05,
-    "min": 5.3600000000000076e-05,
-    "max": 5.379499999999994e-05,
+    "seconds": 5.377545e-05,
+    "min": 5.342219999999999e-05,
+    "max": 5.386869999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.249765e-05,
-    "min": 7.21405e-05,
-    "max": 7.273559999999997e-05,
+    "seconds": 7.243544999999994e-05,
+    "min": 7.216369999999997e-05,
+    "max": 7.266310000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015534334999999996,
-    "min": 0.00015518639999999995,
-    "max": 0.00015562570000000005,
+    "seconds": 0.0001552526,
+    "min": 0.00015515500000000006,
+    "max": 0.00015553069999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.562570000000003e-05,
-    "min": 6.544209999999995e-05,
-    "max": 6.584970000000001e-05,
+    "seconds": 6.564864999999996e-05,
+    "min": 6.546300000000005e-05,
+    "max": 6.589070000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.611349999999982e-06,
-    "min": 6.598400000000015e-06,
-    "max": 6.6590000000000255e-06,
+    "seconds": 6.6414999999999855e-06,
+    "min": 6.614500000000009e-06,
+    "max": 6.6661000000000165e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1003050000000003e-05,
-    "min": 1.0963299999999994e-05,
-    "max": 1.1059300000000054e-05,
+    "seconds": 1.0926350000000031e-05,
+    "min": 1.0915200000000037e-05,
+    "max": 1.0979200000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0332950000000011e-05,
-    "min": 1.032669999999996e-05,
-    "max": 1.0419399999999928e-05,
+    "seconds": 1.0342499999999995e-05,
+    "min": 1.0313700000000006e-05,
+    "max": 1.0365600000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3222299999999995e-05,
-    "min": 1.3190600000000065e-05,
-    "max": 1.3264300000000026e-05,
+    "seconds": 1.2835149999999805e-05,
+    "min": 1.2758100000000082e-05,
+    "max": 1.2870799999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.512e-06,
-    "min": 8.46729999999999e-06,
-    "max": 8.585599999999988e-06,
+    "seconds": 8.460750000000002e-06,
+    "min": 8.412699999999995e-06,
+    "max": 8.575699999999995e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.3068650000000046e-05,
-    "min": 1.3043100000000038e-05,
-    "max": 1.3094100000000117e-05,
+    "seconds": 1.2971449999999945e-05,
+    "min": 1.2947199999999997e-05,
+    "max": 1.2985699999999975e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4420849999999991e-05,
-    "min": 1.4412599999999998e-05,
-    "max": 1.4863800000000003e-05,
+    "seconds": 1.4422399999999986e-05,
+    "min": 1.4367999999999985e-05,
+    "max": 1.4803699999999982e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.566214999999995e-05,
-    "min": 1.5628599999999985e-05,
-    "max": 1.581110000000008e-05,
+    "seconds": 1.557599999999996e-05,
+    "min": 1.553919999999989e-05,
+    "max": 1.5756799999999964e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.53185e-05,
-    "min": 1.5298900000000017e-05,
-    "max": 1.537579999999998e-05,
+    "seconds": 1.5307700000000006e-05,
+    "min": 1.5276800000000026e-05,
+    "max": 1.5357200000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.9862300000000027e-05,
-    "min": 2.962200000000007e-05,
-    "max": 3.0063999999999806e-05,
+    "seconds": 2.985164999999989e-05,
+    "min": 2.9424200000000043e-05,
+    "max": 2.999109999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3788849999999975e-05,
-    "min": 2.3717699999999944e-05,
-    "max": 2.4040700000000005e-05,
+    "seconds": 2.3802300000000014e-05,
+    "min": 2.3744099999999992e-05,
+    "max": 2.409659999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.66123e-05,
-    "min": 3.6425199999999924e-05,
-    "max": 3.687030000000005e-05,
+    "seconds": 3.667095000000012e-05,
+    "min": 3.6496599999999985e-05,
+    "max": 3.6943899999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2306899999999988e-05,
-    "min": 2.218170000000001e-05,
-    "max": 2.239029999999998e-05,
+    "seconds": 2.2281699999999987e-05,
+    "min": 2.2198700000000022e-05,
+    "max": 2.2464800000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.218369999999998e-05,
-    "min": 5.2018600000000193e-05,
-    "max": 5.2476199999999936e-05,
+    "seconds": 5.22739e-05,
+    "min": 5.219180000000006e-05,
+    "max": 5.256979999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0451299999999976e-05,
-    "min": 4.039639999999989e-05,
-    "max": 4.0528e-05,
+    "seconds": 4.0447949999999986e-05,
+    "min": 4.040619999999998e-05,
+    "max": 4.05872e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.251300000000002e-05,
-    "min": 6.245690000000005e-05,
-    "max": 6.289230000000014e-05,
+    "seconds": 6.247605000000002e-05,
+    "min": 6.222789999999998e-05,
+    "max": 6.287530000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0017450000000046e-05,
-    "min": 2.9971299999999985e-05,
-    "max": 3.0111299999999994e-05,
+    "seconds": 3.0048900000000003e-05,
+    "min": 2.9941999999999972e-05,
+    "max": 3.0182399999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.650500000000001e-05,
-    "min": 7.615949999999994e-05,
-    "max": 7.687269999999995e-05,
+    "seconds": 7.655174999999994e-05,
+    "min": 7.643079999999996e-05,
+    "max": 7.669170000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.915455000000001e-05,
-    "min": 4.906090000000002e-05,
-    "max": 4.9410600000000045e-05,
+    "seconds": 4.913515000000001e-05,
+    "min": 4.8849000000000006e-05,
+    "max": 4.9336200000000044e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.737205000000007e-05,
-    "min": 8.719329999999993e-05,
-    "max": 8.778489999999997e-05,
+    "seconds": 8.731954999999998e-05,
+    "min": 8.710939999999998e-05,
+    "max": 8.765540000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.161970000000002e-05,
-    "min": 4.151339999999998e-05,
-    "max": 4.174320000000001e-05,
+    "seconds": 4.140575e-05,
+    "min": 4.1347500000000003e-05,
+    "max": 4.154290000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.682964999999997e-05,
-    "min": 9.653559999999998e-05,
-    "max": 9.7114e-05,
+    "seconds": 9.684585000000002e-05,
+    "min": 9.665999999999999e-05,
+    "max": 9.70103000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.992924999999999e-05,
-    "min": 7.98146e-05,
-    "max": 8.016349999999998e-05,
+    "seconds": 8.005064999999999e-05,
+    "min": 7.972599999999999e-05,
+    "max": 8.016570000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011578184999999989,
-    "min": 0.00011544609999999974,
-    "max": 0.00011589419999999992,
+    "seconds": 0.00011585915000000012,
+    "min": 0.00011559559999999987,
+    "max": 0.00011605149999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.563579999999996e-05,
-    "min": 7.554819999999999e-05,
-    "max": 7.59644e-05,
+    "seconds": 7.602274999999998e-05,
+    "min": 7.594140000000001e-05,
+    "max": 7.62923e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018963754999999996,
-    "min": 0.00018937169999999978,
-    "max": 0.00018974519999999997,
+    "seconds": 0.00018957350000000002,
+    "min": 0.00018943610000000005,
+    "max": 0.00019021939999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012552229999999992,
-    "min": 0.0001252657,
-    "max": 0.0001258227,
+    "seconds": 0.00012542345000000004,
+    "min": 0.0001252997,
+    "max": 0.00012575399999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021512455,
-    "min": 0.00021474190000000015,
-    "max": 0.00021535049999999996,
+    "seconds": 0.00021481065000000007,
+    "min": 0.00021460180000000003,
+    "max": 0.00021554370000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010263590000000002,
-    "min": 0.00010229049999999999,
-    "max": 0.00010300100000000003,
+    "seconds": 0.00010249555,
+    "min": 0.0001024243,
+    "max": 0.00010267849999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024168505000000007,
-    "min": 0.00024140990000000003,
-    "max": 0.0002421618,
+    "seconds": 0.00024176214999999996,
+    "min": 0.00024165669999999997,
+    "max": 0.00024204310000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020038594999999992,
-    "min": 0.00019996290000000007,
-    "max": 0.00020069329999999994,
+    "seconds": 0.00020031840000000003,
+    "min": 0.0002000272,
+    "max": 0.00020046679999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028960570000000004,
-    "min": 0.00028935750000000013,
-    "max": 0.0002899089,
+    "seconds": 0.0002894649499999999,
+    "min": 0.0002890312999999999,
+    "max": 0.00028980370000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.9667499999999905e-06,
-    "min": 6.934399999999983e-06,
-    "max": 7.059699999999976e-06,
+    "seconds": 6.956899999999996e-06,
+    "min": 6.9339999999999805e-06,
+    "max": 7.065499999999997e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,15 +10693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.84459999999998e-06,
-    "min": 6.8287999999999896e-06,
-    "max": 6.9373000000000166e-06,
+    "seconds": 6.857650000000007e-06,
+    "min": 6.82560000000002e-06,
+    "max": 6.9598000000000295e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.1968500000000175e-06,
-    "min": 3.1904999999999405e-06,
-    "max": 3.2160000000000307e-06,
+    "seconds": 3.217650000000009e-06,
+    "min": 3.2127999999999703e-06,
+    "max": 3.231999999999971e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10721,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.70885e-06,
-    "min": 7.70200000000001e-06,
-    "max": 7.74409999999999e-06,
+    "seconds": 7.596999999999974e-06,
+    "min": 7.5777999999999785e-06,
+    "max": 7.667799999999988e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,15 +10749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.371049999999998e-06,
-    "min": 7.360100000000045e-06,
-    "max": 7.379200000000049e-06,
+    "seconds": 7.238350000000025e-06,
+    "min": 7.219399999999974e-06,
+    "max": 7.312299999999915e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.660799999999989e-06,
-    "min": 4.6496000000000435e-06,
-    "max": 4.70400000000002e-06,
+    "seconds": 4.660799999999972e-06,
+    "min": 4.65279999999999e-06,
+    "max": 4.66869999999999e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10777,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1057500000000016e-05,
-    "min": 1.1011000000000036e-05,
-    "max": 1.116479999999999e-05,
+    "seconds": 1.0985499999999985e-05,
+    "min": 1.094349999999997e-05,
+    "max": 1.1036600000000055e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,15 +10805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.444699999999994e-06,
-    "min": 9.433899999999949e-06,
-    "max": 9.487899999999979e-06,
+    "seconds": 9.483149999999977e-06,
+    "min": 9.456199999999979e-06,
+    "max": 9.520099999999968e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.51103e-05,
-    "min": 1.5097700000000033e-05,
-    "max": 1.5148400000000016e-05,
+    "seconds": 1.5158349999999985e-05,
+    "min": 1.5152099999999973e-05,
+    "max": 1.5187000000000128e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10833,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3737449999999992e-05,
-    "min": 1.3651100000000033e-05,
-    "max": 1.3791799999999968e-05,
+    "seconds": 1.379219999999995e-05,
+    "min": 1.3683399999999995e-05,
+    "max": 1.3894700000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,15 +10861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2910450000000015e-05,
-    "min": 1.2863800000000026e-05,
-    "max": 1.293770000000004e-05,
+    "seconds": 1.2889649999999994e-05,
+    "min": 1.2838900000000024e-05,
+    "max": 1.3056200000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.080050000000028e-06,
-    "min": 8.070500000000015e-06,
-    "max": 8.10229999999999e-06,
+    "seconds": 8.140750000000008e-06,
+    "min": 8.096000000000003e-06,
+    "max": 8.169599999999968e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10889,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6259150000000063e-05,
-    "min": 1.6230099999999992e-05,
-    "max": 1.630380000000001e-05,
+    "seconds": 1.619550000000001e-05,
+    "min": 1.6115399999999944e-05,
+    "max": 1.6281999999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,15 +10917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4769599999999992e-05,
-    "min": 1.4723100000000032e-05,
-    "max": 1.49375e-05,
+    "seconds": 1.4595649999999995e-05,
+    "min": 1.4515200000000142e-05,
+    "max": 1.4694799999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.504620000000001e-05,
-    "min": 1.5030399999999987e-05,
-    "max": 1.5058900000000018e-05,
+    "seconds": 1.498234999999998e-05,
+    "min": 1.4973200000000008e-05,
+    "max": 1.5017999999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10945,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.358265000000002e-05,
-    "min": 4.3379099999999986e-05,
-    "max": 4.367310000000006e-05,
+    "seconds": 4.354975e-05,
+    "min": 4.337740000000003e-05,
+    "max": 4.3638900000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,15 +10973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8900900000000006e-05,
-    "min": 2.8601299999999946e-05,
-    "max": 2.9225599999999997e-05,
+    "seconds": 2.8996600000000027e-05,
+    "min": 2.8771000000000016e-05,
+    "max": 2.913360000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6180399999999975e-05,
-    "min": 5.610879999999995e-05,
-    "max": 5.648609999999994e-05,
+    "seconds": 5.6255900000000005e-05,
+    "min": 5.61597e-05,
+    "max": 5.630479999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11001,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.073295000000001e-05,
-    "min": 6.034800000000001e-05,
-    "max": 6.100819999999996e-05,
+    "seconds": 6.039380000000003e-05,
+    "min": 5.9926999999999963e-05,
+    "max": 6.070779999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,15 +11029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.911519999999997e-05,
-    "min": 3.875479999999998e-05,
-    "max": 3.920010000000005e-05,
+    "seconds": 3.911579999999998e-05,
+    "min": 3.898879999999998e-05,
+    "max": 3.9207500000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8906750000000002e-05,
-    "min": 2.8870000000000013e-05,
-    "max": 2.8931099999999968e-05,
+    "seconds": 2.8949099999999953e-05,
+    "min": 2.8934699999999965e-05,
+    "max": 2.8998900000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11057,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9454649999999954e-05,
-    "min": 5.932419999999999e-05,
-    "max": 5.982060000000002e-05,
+    "seconds": 5.955784999999999e-05,
+    "min": 5.931929999999998e-05,
+    "max": 5.9638500000000015e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,15 +11085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1260350000000006e-05,
-    "min": 4.114580000000004e-05,
-    "max": 4.136589999999999e-05,
+    "seconds": 4.1255500000000005e-05,
+    "min": 4.1024799999999974e-05,
+    "max": 4.152020000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6499099999999996e-05,
-    "min": 5.6224199999999955e-05,
-    "max": 5.6588600000000016e-05,
+    "seconds": 5.623630000000003e-05,
+    "min": 5.62028e-05,
+    "max": 5.6413100000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11113,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00013156695,
-    "min": 0.0001311412000000001,
-    "max": 0.00013209140000000003,
+    "seconds": 0.0001312736,
+    "min": 0.0001308382,
+    "max": 0.00013208709999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,15 +11141,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.44261e-05,
-    "min": 7.422010000000007e-05,
-    "max": 7.451860000000001e-05,
+    "seconds": 7.448019999999999e-05,
+    "min": 7.43312e-05,
+    "max": 7.457790000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002206138999999999,
-    "min": 0.0002204608,
-    "max": 0.00022068109999999987,
+    "seconds": 0.00022060355,
+    "min": 0.0002204305,
+    "max": 0.00022155239999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.472470000000003e-05,
-    "min": 2.452170000000001e-05,
-    "max": 2.4809699999999953e-05,
+    "seconds": 2.4682350000000023e-05,
+    "min": 2.4445399999999995e-05,
+    "max": 2.4768199999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.0107049999999976e-05,
-    "min": 4.9839599999999956e-05,
-    "max": 5.022050000000006e-05,
+    "seconds": 4.995950000000001e-05,
+    "min": 4.986970000000001e-05,
+    "max": 5.014570000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0063599999999986e-05,
-    "min": 4.9941099999999975e-05,
-    "max": 5.027820000000002e-05,
+    "seconds": 5.0145050000000005e-05,
+    "min": 5.010920000000002e-05,
+    "max": 5.0199399999999965e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.44382e-05,
-    "min": 2.4166200000000026e-05,
-    "max": 2.4598099999999957e-05,
+    "seconds": 2.446579999999997e-05,
+    "min": 2.4233600000000025e-05,
+    "max": 2.4652800000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010127569999999995,
-    "min": 0.00010083049999999995,
-    "max": 0.0001017558,
+    "seconds": 0.00010120124999999999,
+    "min": 0.000100993,
+    "max": 0.00010146129999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014452715000000009,
-    "min": 0.0001444145,
-    "max": 0.0001447935,
+    "seconds": 0.00014442010000000012,
+    "min": 0.000144325,
+    "max": 0.00014471140000000014,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015809040000000003,
-    "min": 0.0001577816,
-    "max": 0.00015825459999999994,
+    "seconds": 0.00015795974999999998,
+    "min": 0.0001574929,
+    "max": 0.00015809360000000006,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017149630000000003,
-    "min": 0.00017112729999999986,
-    "max": 0.00017182219999999993,
+    "seconds": 0.00017164014999999997,
+    "min": 0.0001714256000000002,
+    "max": 0.00017189280000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.7816549999999976e-05,
-    "min": 3.762520000000002e-05,
-    "max": 3.798699999999995e-05,
+    "seconds": 3.773004999999998e-05,
+    "min": 3.760370000000002e-05,
+    "max": 3.78535e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010601449999999999,
-    "min": 0.00010558290000000002,
-    "max": 0.00010623330000000006,
+    "seconds": 0.000105802,
+    "min": 0.0001054835,
+    "max": 0.00010597370000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023590729999999996,
-    "min": 0.0002358527,
-    "max": 0.00023619829999999993,
+    "seconds": 0.00023592885000000001,
+    "min": 0.0002356816999999997,
+    "max": 0.00023619789999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005556330500000001,
-    "min": 0.0005550574000000003,
-    "max": 0.0005558871000000004,
+    "seconds": 0.0005552282499999999,
+    "min": 0.0005548247999999998,
+    "max": 0.0005557060000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.72136e-05,
-    "min": 3.676699999999998e-05,
-    "max": 3.72923e-05,
+    "seconds": 3.712165000000002e-05,
+    "min": 3.698380000000001e-05,
+    "max": 3.7311299999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.3460450000000024e-05,
-    "min": 5.336020000000001e-05,
-    "max": 5.3829799999999936e-05,
+    "seconds": 5.331384999999999e-05,
+    "min": 5.306130000000002e-05,
+    "max": 5.360299999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.91631e-05,
-    "min": 1.8995100000000024e-05,
-    "max": 1.9260300000000006e-05,
+    "seconds": 1.9175650000000007e-05,
+    "min": 1.897819999999999e-05,
+    "max": 1.9283499999999992e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7319800000000023e-05,
-    "min": 2.7276300000000036e-05,
-    "max": 2.761260000000011e-05,
+    "seconds": 2.738725e-05,
+    "min": 2.7251399999999876e-05,
+    "max": 2.755190000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.351440000000002e-05,
-    "min": 3.330870000000001e-05,
-    "max": 3.358040000000001e-05,
+    "seconds": 3.334939999999998e-05,
+    "min": 3.333189999999999e-05,
+    "max": 3.358769999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.736614999999999e-05,
-    "min": 4.719289999999999e-05,
-    "max": 4.7513400000000046e-05,
+    "seconds": 4.759614999999996e-05,
+    "min": 4.737020000000002e-05,
+    "max": 4.793330000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4104250000000006e-05,
-    "min": 2.3941800000000002e-05,
-    "max": 2.4214400000000003e-05,
+    "seconds": 2.4014649999999995e-05,
+    "min": 2.390759999999999e-05,
+    "max": 2.4144700000000023e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.177579999999999e-05,
-    "min": 3.1667200000000014e-05,
-    "max": 3.1920300000000034e-05,
+    "seconds": 3.183885000000001e-05,
+    "min": 3.169610000000006e-05,
+    "max": 3.194860000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.334429999999999e-05,
-    "min": 3.32873e-05,
-    "max": 3.36864e-05,
+    "seconds": 3.333389999999998e-05,
+    "min": 3.32262e-05,
+    "max": 3.3510500000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.78236e-05,
-    "min": 4.758009999999998e-05,
-    "max": 4.8025400000000084e-05,
+    "seconds": 4.7934100000000046e-05,
+    "min": 4.7779100000000066e-05,
+    "max": 4.806100000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.89294e-05,
-    "min": 1.8652700000000005e-05,
-    "max": 1.9062699999999996e-05,
+    "seconds": 1.89814e-05,
+    "min": 1.87399e-05,
+    "max": 1.909190000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6136249999999962e-05,
-    "min": 2.5964899999999965e-05,
-    "max": 2.6272000000000026e-05,
+    "seconds": 2.6024099999999973e-05,
+    "min": 2.585280000000001e-05,
+    "max": 2.61856e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3187150000000016e-05,
-    "min": 3.3065700000000025e-05,
-    "max": 3.341140000000004e-05,
+    "seconds": 3.318005e-05,
+    "min": 3.313020000000001e-05,
+    "max": 3.3202899999999966e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.759019999999998e-05,
-    "min": 4.743620000000002e-05,
-    "max": 4.787149999999997e-05,
+    "seconds": 4.7741349999999986e-05,
+    "min": 4.746650000000001e-05,
+    "max": 4.79816e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.8300850000000016e-05,
-    "min": 1.8127799999999993e-05,
-    "max": 1.8457399999999997e-05,
+    "seconds": 1.832209999999998e-05,
+    "min": 1.8242899999999984e-05,
+    "max": 1.8558299999999985e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4627149999999983e-05,
-    "min": 2.4483100000000016e-05,
-    "max": 2.4806399999999983e-05,
+    "seconds": 2.462585000000003e-05,
+    "min": 2.448080000000001e-05,
+    "max": 2.4669200000000025e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3513799999999984e-05,
-    "min": 3.3395000000000015e-05,
-    "max": 3.3686600000000004e-05,
+    "seconds": 3.346375e-05,
+    "min": 3.3305599999999995e-05,
+    "max": 3.36097e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7574200000000016e-05,
-    "min": 4.751389999999998e-05,
-    "max": 4.772170000000001e-05,
+    "seconds": 4.754165000000006e-05,
+    "min": 4.732570000000001e-05,
+    "max": 4.7716399999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9319500000000004e-05,
-    "min": 1.9101000000000043e-05,
-    "max": 1.9478299999999955e-05,
+    "seconds": 1.938624999999999e-05,
+    "min": 1.9228300000000014e-05,
+    "max": 1.9456799999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.458240000000003e-05,
-    "min": 2.4393200000000026e-05,
-    "max": 2.4671899999999983e-05,
+    "seconds": 2.4593900000000002e-05,
+    "min": 2.441639999999998e-05,
+    "max": 2.477770000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7548350000000024e-05,
-    "min": 4.746269999999996e-05,
-    "max": 4.764790000000004e-05,
+    "seconds": 4.7583200000000016e-05,
+    "min": 4.751020000000002e-05,
+    "max": 4.7699899999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6537750000000004e-05,
-    "min": 3.6121400000000016e-05,
-    "max": 3.6736e-05,
+    "seconds": 3.6603600000000023e-05,
+    "min": 3.656019999999999e-05,
+    "max": 3.675280000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9833600000000002e-05,
-    "min": 2.9618199999999994e-05,
-    "max": 2.999050000000001e-05,
+    "seconds": 2.9885699999999997e-05,
+    "min": 2.9827200000000015e-05,
+    "max": 3.01475e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0873549999999966e-05,
-    "min": 2.070699999999997e-05,
-    "max": 2.1113800000000035e-05,
+    "seconds": 2.0921749999999946e-05,
+    "min": 2.0772100000000045e-05,
+    "max": 2.0995300000000033e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,9 +11715,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.78159e-05,
-    "min": 4.7606400000000006e-05,
-    "max": 4.794479999999999e-05,
+    "seconds": 4.7829149999999996e-05,
+    "min": 4.771599999999999e-05,
+    "max": 4.810699999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11751,9 +11751,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4345300000000033e-05,
-    "min": 2.4154000000000006e-05,
-    "max": 2.4626999999999956e-05,
+    "seconds": 2.4371049999999984e-05,
+    "min": 2.4250299999999994e-05,
+    "max": 2.4605200000000013e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7889349999999986e-05,
-    "min": 4.771789999999996e-05,
-    "max": 4.8313399999999984e-05,
+    "seconds": 4.78505e-05,
+    "min": 4.748330000000002e-05,
+    "max": 4.80682e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.548149999999996e-05,
-    "min": 9.503300000000004e-05,
-    "max": 9.565540000000002e-05,
+    "seconds": 9.562405000000004e-05,
+    "min": 9.533800000000003e-05,
+    "max": 9.57905e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4439749999999965e-05,
-    "min": 2.4070500000000016e-05,
-    "max": 2.4617699999999993e-05,
+    "seconds": 2.441034999999999e-05,
+    "min": 2.4322800000000017e-05,
+    "max": 2.46886e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.860135000000001e-05,
-    "min": 4.8236700000000066e-05,
-    "max": 4.907459999999998e-05,
+    "seconds": 4.8854600000000005e-05,
+    "min": 4.869829999999997e-05,
+    "max": 4.920989999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.387489999999998e-05,
-    "min": 3.369930000000004e-05,
-    "max": 3.395200000000002e-05,
+    "seconds": 3.38022e-05,
+    "min": 3.37606e-05,
+    "max": 3.3936000000000076e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.560539999999996e-05,
-    "min": 9.525330000000003e-05,
-    "max": 9.601570000000006e-05,
+    "seconds": 9.605550000000002e-05,
+    "min": 9.584190000000001e-05,
+    "max": 9.622440000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.427464999999999e-05,
-    "min": 8.405029999999998e-05,
-    "max": 8.454820000000003e-05,
+    "seconds": 8.422250000000002e-05,
+    "min": 8.416769999999996e-05,
+    "max": 8.4319e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012064454999999996,
-    "min": 0.00012015320000000005,
-    "max": 0.00012090260000000008,
+    "seconds": 0.00012065780000000006,
+    "min": 0.00012028030000000012,
+    "max": 0.00012079429999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.346720000000002e-05,
-    "min": 6.305969999999996e-05,
-    "max": 6.407629999999995e-05,
+    "seconds": 6.352375000000002e-05,
+    "min": 6.319030000000002e-05,
+    "max": 6.41184e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.971965000000002e-05,
-    "min": 4.961590000000005e-05,
-    "max": 4.9843200000000045e-05,
+    "seconds": 4.976400000000001e-05,
+    "min": 4.954909999999996e-05,
+    "max": 5.001930000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011360059999999998,
-    "min": 0.00011326969999999998,
-    "max": 0.00011364009999999998,
+    "seconds": 0.00011370449999999996,
+    "min": 0.00011357819999999995,
+    "max": 0.00011398650000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.419830000000002e-05,
-    "min": 7.409260000000004e-05,
-    "max": 7.468139999999995e-05,
+    "seconds": 7.431985000000001e-05,
+    "min": 7.42358e-05,
+    "max": 7.44518e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.012345000000002e-05,
-    "min": 7.996439999999996e-05,
-    "max": 8.019870000000002e-05,
+    "seconds": 7.999065000000003e-05,
+    "min": 7.960849999999998e-05,
+    "max": 8.037990000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.606534999999994e-05,
-    "min": 7.558069999999986e-05,
-    "max": 7.628080000000013e-05,
+    "seconds": 7.612324999999999e-05,
+    "min": 7.588160000000004e-05,
+    "max": 7.64088e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012461604999999996,
-    "min": 0.00012432270000000014,
-    "max": 0.00012482520000000005,
+    "seconds": 0.0001244469,
+    "min": 0.00012426229999999992,
+    "max": 0.00012451009999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.826849999999996e-05,
-    "min": 7.794810000000005e-05,
-    "max": 7.876169999999995e-05,
+    "seconds": 7.827959999999996e-05,
+    "min": 7.805139999999999e-05,
+    "max": 7.851880000000005e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5695699999999984e-05,
-    "min": 3.55936e-05,
-    "max": 3.612820000000002e-05,
+    "seconds": 3.5894500000000034e-05,
+    "min": 3.576980000000001e-05,
+    "max": 3.606090000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003399648499999997,
-    "min": 0.0003396632000000001,
-    "max": 0.0003402430999999999,
+    "seconds": 0.0003405573999999995,
+    "min": 0.0003398513999999998,
+    "max": 0.00034117869999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.567474999999998e-05,
-    "min": 3.55904e-05,
-    "max": 3.578769999999997e-05,
+    "seconds": 3.563955e-05,
+    "min": 3.561299999999997e-05,
+    "max": 3.5914199999999955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003392982999999994,
-    "min": 0.0003383915999999996,
-    "max": 0.0003407905000000002,
+    "seconds": 0.0003396145499999999,
+    "min": 0.00033868340000000046,
+    "max": 0.0003401614000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.9040849999999996e-05,
-    "min": 5.897529999999999e-05,
-    "max": 5.92883e-05,
+    "seconds": 5.904830000000002e-05,
+    "min": 5.889530000000003e-05,
+    "max": 5.92955e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019678879999999993,
-    "min": 0.00019670400000000002,
-    "max": 0.0001970105000000001,
+    "seconds": 0.0001967484,
+    "min": 0.00019671779999999995,
+    "max": 0.0001967957,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.8883e-05,
-    "min": 5.871110000000005e-05,
-    "max": 5.902159999999994e-05,
+    "seconds": 5.877599999999999e-05,
+    "min": 5.862390000000001e-05,
+    "max": 5.883549999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019174850000000003,
-    "min": 0.00019167830000000008,
-    "max": 0.0001918059,
+    "seconds": 0.00019147500000000003,
+    "min": 0.0001913884,
+    "max": 0.00019151980000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.795729999999998e-05,
-    "min": 5.784899999999997e-05,
-    "max": 5.814370000000005e-05,
+    "seconds": 5.792305e-05,
+    "min": 5.779829999999999e-05,
+    "max": 5.8118199999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00034253415,
-    "min": 0.00034238730000000014,
-    "max": 0.00034285019999999997,
+    "seconds": 0.0003426907499999999,
+    "min": 0.00034263999999999996,
+    "max": 0.0003427614,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.544685000000003e-05,
-    "min": 5.531490000000004e-05,
-    "max": 5.5574e-05,
+    "seconds": 5.549900000000001e-05,
+    "min": 5.541750000000001e-05,
+    "max": 5.569880000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003366352000000001,
-    "min": 0.00033652139999999997,
-    "max": 0.0003367889,
+    "seconds": 0.00033693184999999997,
+    "min": 0.00033677270000000007,
+    "max": 0.00033703049999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012625544999999997,
-    "min": 0.00012620899999999996,
-    "max": 0.00012636939999999998,
+    "seconds": 0.00012622880000000004,
+    "min": 0.00012614640000000002,
+    "max": 0.0001263015,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004254345500000001,
-    "min": 0.00042526099999999997,
-    "max": 0.0004268274000000001,
+    "seconds": 0.00042597714999999996,
+    "min": 0.0004257092000000002,
+    "max": 0.00042626200000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012647794999999997,
-    "min": 0.0001264153000000001,
-    "max": 0.00012655989999999997,
+    "seconds": 0.00012657260000000002,
+    "min": 0.00012649739999999997,
+    "max": 0.0001266524,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042318235000000015,
-    "min": 0.0004229119000000001,
-    "max": 0.00042387230000000015,
+    "seconds": 0.0004229363499999999,
+    "min": 0.0004229003999999999,
+    "max": 0.0004231960000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.864349999999997e-05,
-    "min": 8.841280000000001e-05,
-    "max": 8.906990000000006e-05,
+    "seconds": 8.872365e-05,
+    "min": 8.856360000000004e-05,
+    "max": 8.894310000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012273189999999998,
-    "min": 0.0001226614,
-    "max": 0.0001227938000000001,
+    "seconds": 0.00012279469999999998,
+    "min": 0.00012275370000000002,
+    "max": 0.00012281810000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.524315000000001e-05,
-    "min": 5.508449999999998e-05,
-    "max": 5.532769999999998e-05,
+    "seconds": 5.513459999999999e-05,
+    "min": 5.486689999999998e-05,
+    "max": 5.521190000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.002515e-05,
-    "min": 8.993909999999996e-05,
-    "max": 9.018840000000011e-05,
+    "seconds": 8.995185e-05,
+    "min": 8.990730000000001e-05,
+    "max": 9.002510000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,9 +12448,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.575675000000001e-05,
-    "min": 5.57051e-05,
-    "max": 5.593489999999999e-05,
+    "seconds": 5.573039999999998e-05,
+    "min": 5.561070000000003e-05,
+    "max": 5.584019999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12481,9 +12481,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8331149999999965e-05,
-    "min": 4.821420000000001e-05,
-    "max": 4.8511899999999965e-05,
+    "seconds": 4.8274700000000014e-05,
+    "min": 4.8038800000000005e-05,
+    "max": 4.836849999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12521,9 +12521,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4740949999999995e-05,
-    "min": 3.4579199999999996e-05,
-    "max": 3.489960000000001e-05,
+    "seconds": 3.4645049999999995e-05,
+    "min": 3.4512600000000006e-05,
+    "max": 3.493440000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12561,9 +12561,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7040000000000003e-05,
-    "min": 1.6854400000000033e-05,
-    "max": 1.7174700000000007e-05,
+    "seconds": 1.7193400000000004e-05,
+    "min": 1.6998300000000016e-05,
+    "max": 1.724789999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029586300000000016,
-    "min": 0.0002951989000000001,
-    "max": 0.00029636490000000006,
+    "seconds": 0.00029590469999999996,
+    "min": 0.00029538170000000007,
+    "max": 0.0002962128,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045416369999999975,
-    "min": 0.00045368230000000017,
-    "max": 0.00045449439999999976,
+    "seconds": 0.00045401229999999994,
+    "min": 0.0004534052000000001,
+    "max": 0.00045431290000000015,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003671137999999999,
-    "min": 0.00036690319999999955,
-    "max": 0.00036754949999999995,
+    "seconds": 0.00036729229999999996,
+    "min": 0.00036690700000000003,
+    "max": 0.00036778849999999976,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004777504000000003,
-    "min": 0.00047720540000000076,
-    "max": 0.0004781875,
+    "seconds": 0.00047811455000000005,
+    "min": 0.0004776104000000001,
+    "max": 0.0004786195000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002407072,
-    "min": 0.0002402515000000001,
-    "max": 0.00024123960000000001,
+    "seconds": 0.00024256764999999996,
+    "min": 0.00024184550000000003,
+    "max": 0.0002430956999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007745893000000005,
-    "min": 0.0007740033000000001,
-    "max": 0.0007749126999999998,
+    "seconds": 0.0007790754499999999,
+    "min": 0.0007788106000000006,
+    "max": 0.0007792287999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0020104943,
-    "min": 0.0020093754,
-    "max": 0.0020242129,
+    "seconds": 0.00202711405,
+    "min": 0.002025193799999999,
+    "max": 0.0020309374999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0048959545500000005,
-    "min": 0.0048876175,
-    "max": 0.0049072188999999995,
+    "seconds": 0.00486162685,
+    "min": 0.004855404599999999,
+    "max": 0.004886140399999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00055217065,
-    "min": 0.000551872,
-    "max": 0.0005532883,
+    "seconds": 0.00054868365,
+    "min": 0.0005484292,
+    "max": 0.0005493869,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017604960499999996,
-    "min": 0.0017597940000000003,
-    "max": 0.0017621765000000009,
+    "seconds": 0.0017513962500000002,
+    "min": 0.0017489123999999997,
+    "max": 0.0017551481,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011755469999999999,
-    "min": 0.0011683791,
-    "max": 0.0011792164999999998,
+    "seconds": 0.001166833,
+    "min": 0.0011581498,
+    "max": 0.0011738801999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028266796500000008,
-    "min": 0.0028166636000000003,
-    "max": 0.0028392256999999993,
+    "seconds": 0.0028045328500000003,
+    "min": 0.0027997281000000014,
+    "max": 0.002813334300000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00033991999999999996,
-    "min": 0.00033728339999999994,
-    "max": 0.0003423495,
+    "seconds": 0.0003397084,
+    "min": 0.0003379895,
+    "max": 0.00034241299999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010959725499999997,
-    "min": 0.0010926225999999992,
-    "max": 0.001099913,
+    "seconds": 0.00109173895,
+    "min": 0.0010890078999999998,
+    "max": 0.0010955914,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.806554999999994e-05,
-    "min": 6.80026e-05,
-    "max": 6.870649999999997e-05,
+    "seconds": 6.820450000000002e-05,
+    "min": 6.801549999999999e-05,
+    "max": 6.852740000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00039789004999999983,
-    "min": 0.0003976237000000003,
-    "max": 0.00039809549999999996,
+    "seconds": 0.0003976444000000001,
+    "min": 0.00039719110000000006,
+    "max": 0.00039913489999999954,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001576182000000001,
-    "min": 0.00015728299999999998,
-    "max": 0.00015832120000000005,
+    "seconds": 0.00015761005,
+    "min": 0.0001566399,
+    "max": 0.00015774210000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004932051500000001,
-    "min": 0.0004924764,
-    "max": 0.0004941411000000005,
+    "seconds": 0.0004940522499999997,
+    "min": 0.0004918591999999998,
+    "max": 0.0004943359999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010296069999999997,
-    "min": 0.00010251740000000005,
-    "max": 0.0001034362,
+    "seconds": 0.00010319314999999998,
+    "min": 0.00010257839999999997,
+    "max": 0.00010349940000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003646092499999997,
-    "min": 0.0003641714000000001,
-    "max": 0.00036616429999998654,
+    "seconds": 0.00036473685000000056,
+    "min": 0.0003640339999999998,
+    "max": 0.00036563120000000034,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7632999999999996e-05,
-    "min": 4.754220000000008e-05,
-    "max": 4.799320000000003e-05,
+    "seconds": 4.7638549999999985e-05,
+    "min": 4.751639999999996e-05,
+    "max": 4.778929999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00028637385,
-    "min": 0.0002858231000000029,
-    "max": 0.0002869356999999999,
+    "seconds": 0.0002861941500000012,
+    "min": 0.00028574510000000004,
+    "max": 0.0002870957,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13147,15 +13147,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7346550000000013e-05,
-    "min": 2.7247899999999956e-05,
-    "max": 2.7535599999999977e-05,
+    "seconds": 2.7398599999999938e-05,
+    "min": 2.7344100000000015e-05,
+    "max": 2.7654399999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015477824999999995,
-    "min": 0.0001543163000000015,
-    "max": 0.00015518269999999982,
+    "seconds": 0.00015467790000000018,
+    "min": 0.0001543869999999988,
+    "max": 0.00015487019999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13200,15 +13200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.384969999999999e-05,
-    "min": 3.3596400000000016e-05,
-    "max": 3.411170000000002e-05,
+    "seconds": 3.3956800000000034e-05,
+    "min": 3.370249999999998e-05,
+    "max": 3.418529999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016357295000000023,
-    "min": 0.0001634395000000003,
-    "max": 0.00016374890000001033,
+    "seconds": 0.00016261830000000006,
+    "min": 0.00016243490000000018,
+    "max": 0.00016334040000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.2316449999999955e-05,
-    "min": 5.2089400000000023e-05,
-    "max": 5.267839999999999e-05,
+    "seconds": 5.217895000000001e-05,
+    "min": 5.195870000000006e-05,
+    "max": 5.2369199999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022366244999999995,
-    "min": 0.00022308000000000012,
-    "max": 0.00022414940000000023,
+    "seconds": 0.00022435229999999987,
+    "min": 0.00022339190000000034,
+    "max": 0.00022517400000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13306,15 +13306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016105540000000004,
-    "min": 0.00016015250000000003,
-    "max": 0.00016239259999999996,
+    "seconds": 0.00016113760000000001,
+    "min": 0.0001591121,
+    "max": 0.0001620759,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005490761500000002,
-    "min": 0.0005489285000000001,
-    "max": 0.0005496906999999998,
+    "seconds": 0.0005494931500000001,
+    "min": 0.0005490278000000001,
+    "max": 0.0005501097000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13359,15 +13359,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026709255,
-    "min": 0.0002624643,
-    "max": 0.00027115220000000005,
+    "seconds": 0.00026782955,
+    "min": 0.0002671279,
+    "max": 0.00026965609999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006561,
-    "min": 0.0006554267999999998,
-    "max": 0.0006602619999999997,
+    "seconds": 0.0006580405999999999,
+    "min": 0.0006550092999999999,
+    "max": 0.0006591929000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13412,15 +13412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.32447e-05,
-    "min": 8.249530000000001e-05,
-    "max": 8.372809999999995e-05,
+    "seconds": 8.384275000000003e-05,
+    "min": 8.314739999999996e-05,
+    "max": 8.468819999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029545740000000003,
-    "min": 0.0002936267999999999,
-    "max": 0.00029587259999999996,
+    "seconds": 0.00029557614999999987,
+    "min": 0.0002949843000000001,
+    "max": 0.0002965647999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13465,15 +13465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004108359000000001,
-    "min": 0.00041046880000000004,
-    "max": 0.0004119633,
+    "seconds": 0.0004117028500000001,
+    "min": 0.0004110670999999998,
+    "max": 0.00041320130000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010278900500000007,
-    "min": 0.0010273862999999998,
-    "max": 0.0010287045999999998,
+    "seconds": 0.00102944575,
+    "min": 0.0010279913,
+    "max": 0.0010305565999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13518,15 +13518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001231168,
-    "min": 0.00012289210000000002,
-    "max": 0.00012386189999999994,
+    "seconds": 0.00012309170000000005,
+    "min": 0.0001228114,
+    "max": 0.00012365380000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046272754999999993,
-    "min": 0.0004624350000000002,
-    "max": 0.00046372530000000017,
+    "seconds": 0.00046399140000000016,
+    "min": 0.00046269239999999993,
+    "max": 0.00046452759999999983,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13572,15 +13572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3832699999999944e-05,
-    "min": 4.375050000000001e-05,
-    "max": 4.4245499999999826e-05,
+    "seconds": 4.414385000000006e-05,
+    "min": 4.408619999999994e-05,
+    "max": 4.439659999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016424374999999994,
-    "min": 0.0001640765999999996,
-    "max": 0.00016464159999999995,
+    "seconds": 0.00016431200000000023,
+    "min": 0.00016416699999999998,
+    "max": 0.00016469360000000307,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13626,15 +13626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.245565000000004e-05,
-    "min": 9.22144000000001e-05,
-    "max": 9.266159999999999e-05,
+    "seconds": 9.261584999999999e-05,
+    "min": 9.24132e-05,
+    "max": 9.295600000000008e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003084101000000001,
-    "min": 0.00030801679999999966,
-    "max": 0.00030965530000000145,
+    "seconds": 0.00030916169999999966,
+    "min": 0.0003086356000000008,
+    "max": 0.0003099603000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13680,15 +13680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00040113500000000016,
-    "min": 0.00040090019999999984,
-    "max": 0.0004016686000000003,
+    "seconds": 0.0004011980999999999,
+    "min": 0.0004009857999999999,
+    "max": 0.0004014972999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00063815235,
-    "min": 0.0006372888999999999,
-    "max": 0.0006387343,
+    "seconds": 0.0006376377000000001,
+    "min": 0.0006368408999999997,
+    "max": 0.0006396917,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.450684999999999e-05,
-    "min": 6.427310000000006e-05,
-    "max": 6.482050000000003e-05,
+    "seconds": 6.482345000000003e-05,
+    "min": 6.468450000000012e-05,
+    "max": 6.533739999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017794590000000106,
-    "min": 0.00017719540000000022,
-    "max": 0.0001781406000000001,
+    "seconds": 0.00017830684999999995,
+    "min": 0.00017710360000000364,
+    "max": 0.00017889069999999988,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13788,15 +13788,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.128155000000005e-05,
-    "min": 6.06874e-05,
-    "max": 6.202209999999998e-05,
+    "seconds": 6.157055000000002e-05,
+    "min": 6.13345e-05,
+    "max": 6.204459999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024208294999999985,
-    "min": 0.00024174569999999988,
-    "max": 0.00024248500000000032,
+    "seconds": 0.0002411211,
+    "min": 0.00024096469999999962,
+    "max": 0.00024192959999999958,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13842,15 +13842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024167170000000002,
-    "min": 0.0002416137,
-    "max": 0.00024205750000000004,
+    "seconds": 0.00024257064999999995,
+    "min": 0.0002424094999999999,
+    "max": 0.00024277439999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004499326499999998,
-    "min": 0.00044930990000000167,
-    "max": 0.00045255139999999985,
+    "seconds": 0.00045017580000000025,
+    "min": 0.0004497255999999998,
+    "max": 0.0004505996999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13896,15 +13896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002053006,
-    "min": 0.00020359300000000001,
-    "max": 0.00020642979999999995,
+    "seconds": 0.00020589315000000004,
+    "min": 0.00020381020000000003,
+    "max": 0.00020739500000000014,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006192044000000001,
-    "min": 0.0006189752999999998,
-    "max": 0.0006199031,
+    "seconds": 0.0006190866500000003,
+    "min": 0.0006187770000000003,
+    "max": 0.0006204042000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13932,9 +13932,709 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.681244999999996e-05,
-    "min": 6.671040000000002e-05,
-    "max": 6.712069999999998e-05,
+    "seconds": 6.699064999999999e-05,
+    "min": 6.687369999999995e-05,
+    "max": 6.717020000000001e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "relu",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      48,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00010768295,
+    "min": 0.00010743620000000002,
+    "max": 0.0001079164,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0001565674,
+    "min": 0.00015627790000000006,
+    "max": 0.00015686029999999995,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "relu",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      48,
+      512,
+      48,
+      48
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 5.438849999999999e-05,
+    "min": 5.433339999999999e-05,
+    "max": 5.443860000000005e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 7.891694999999997e-05,
+    "min": 7.857689999999996e-05,
+    "max": 7.907780000000002e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu",
+   "params": {
+    "approximate": "none"
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012703729999999998,
+    "min": 0.00012687050000000007,
+    "max": 0.00012725110000000003,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00018483380000000003,
+    "min": 0.00018438610000000004,
+    "max": 0.00018498520000000002,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "gelu",
+   "params": {
+    "approximate": "none"
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 8.955505e-05,
+    "min": 8.94372e-05,
+    "max": 8.96107e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00011985549999999996,
+    "min": 0.000119686,
+    "max": 0.0001200401999999999,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "silu",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012722215000000002,
+    "min": 0.0001270396,
+    "max": 0.000127477,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00018540599999999994,
+    "min": 0.00018509960000000003,
+    "max": 0.00018567899999999995,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "silu",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.989514999999999e-05,
+    "min": 6.98533e-05,
+    "max": 6.999710000000002e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.853549999999997e-05,
+    "min": 9.836459999999997e-05,
+    "max": 9.868110000000005e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "tanh",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012702695,
+    "min": 0.00012677729999999995,
+    "max": 0.00012732250000000003,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00018518039999999996,
+    "min": 0.00018492559999999997,
+    "max": 0.00018539079999999993,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "tanh",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 6.871784999999999e-05,
+    "min": 6.857329999999996e-05,
+    "max": 6.887220000000001e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.292885000000003e-05,
+    "min": 9.282199999999999e-05,
+    "max": 9.317370000000003e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sigmoid",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00012746399999999998,
+    "min": 0.0001270611,
+    "max": 0.00012759299999999998,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00018524555000000006,
+    "min": 0.0001850812,
+    "max": 0.0001855802,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "sigmoid",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 7.106320000000002e-05,
+    "min": 7.08498e-05,
+    "max": 7.117139999999999e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 9.303664999999996e-05,
+    "min": 9.287079999999999e-05,
+    "max": 9.320639999999999e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "dropout",
+   "params": {
+    "p": 0.1
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00018460820000000002,
+    "min": 0.0001842787,
+    "max": 0.00018473279999999995,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00014155235,
+    "min": 0.00014134829999999996,
+    "max": 0.00014179849999999995,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "dropout",
+   "params": {
+    "p": 0.1
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00011170875000000001,
+    "min": 0.0001114821,
+    "max": 0.0001119336,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 7.824935000000003e-05,
+    "min": 7.817270000000005e-05,
+    "max": 7.833200000000001e-05,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "add",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0001852367,
+    "min": 0.0001849563,
+    "max": 0.00018560199999999994,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "add",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.247630000000002e-05,
+    "min": 9.234840000000002e-05,
+    "max": 9.270029999999998e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0,
+    "min": 0.0,
+    "max": 0.0,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "mul",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0001854176,
+    "min": 0.0001852742,
+    "max": 0.00018559430000000002,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00037048070000000004,
+    "min": 0.0003703251,
+    "max": 0.0003706387999999999,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "mul",
+   "params": {},
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    },
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 9.25559e-05,
+    "min": 9.248320000000002e-05,
+    "max": 9.271230000000001e-05,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.00018493599999999997,
+    "min": 0.00018472370000000005,
+    "max": 0.0001850638,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "maxpool2d",
+   "params": {
+    "kernel_size": [
+     2,
+     2
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     0,
+     0
+    ]
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      48,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00017170110000000005,
+    "min": 0.0001714996,
+    "max": 0.0001720804,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0005839101999999998,
+    "min": 0.0005837540000000001,
+    "max": 0.0005840424999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "maxpool2d",
+   "params": {
+    "kernel_size": [
+     2,
+     2
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     0,
+     0
+    ]
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      48,
+      512,
+      48,
+      48
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.00017129880000000001,
+    "min": 0.0001711897,
+    "max": 0.0001713826,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0005681340500000003,
+    "min": 0.000567941,
+    "max": 0.0005682461999999996,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "avgpool2d",
+   "params": {
+    "kernel_size": [
+     2,
+     2
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     0,
+     0
+    ]
+   },
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      48,
+      512,
+      48,
+      48
+     ],
+     "dtype": "float32",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.000168281,
+    "min": 0.00016817400000000007,
+    "max": 0.0001684273,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0010230095499999998,
+    "min": 0.0010228036999999997,
+    "max": 0.0010230978999999998,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "avgpool2d",
+   "params": {
+    "kernel_size": [
+     2,
+     2
+    ],
+    "stride": [
+     2,
+     2
+    ],
+    "padding": [
+     0,
+     0
+    ]
+   },
+   "precision": "amp-bf16",
+   "inputs": [
+    {
+     "shape": [
+      48,
+      512,
+      48,
+      48
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": true
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0001641099,
+    "min": 0.00016399070000000003,
+    "max": 0.0001641243,
+    "samples": 6
+   },
+   "backward_gpu_seconds": {
+    "seconds": 0.0010144350499999997,
+    "min": 0.0010125419000000001,
+    "max": 0.0010146714,
+    "samples": 6
+   },
+   "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
+  },
+  {
+   "op": "add",
+   "params": {},
+   "precision": "fp32",
+   "inputs": [
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "bfloat16",
+     "requires_grad": false
+    },
+    {
+     "shape": [
+      65536,
+      1024
+     ],
+     "dtype": "float32",
+     "requires_grad": false
+    }
+   ],
+   "forward_gpu_seconds": {
+    "seconds": 0.0002593791,
+    "min": 0.0002589523,
+    "max": 0.00025947719999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
