@@ -157,6 +157,13 @@ enum class HostSpeed {
     return reference ? *c.host_canary_seconds / reference->value() : 1.0;
 }
 
+/// How much slower than the profiled one a validation host runs for minutes at a time: the canary
+/// (measure_pytorch.py, per tiny add) read 6.3-7.2 us in the forty-sixth run's first round of model
+/// steps and 10.0-10.5 us in its second (docs/NOTES.md, 2026-12-01). A model step is checked as
+/// host-paced when its prediction on a host this much slower is longer by a twentieth or more
+/// (CaseError::host_swing_effect): the swing alone can then move it by half the issue's bound.
+inline constexpr double validation_host_swing = 1.5;
+
 /// One case's prediction against its measurement.
 struct CaseError {
     const ValidationCase* c = nullptr;
@@ -165,6 +172,9 @@ struct CaseError {
     double predicted_host_seconds = 0;  ///< the prediction's host issue time
     double predicted_gpu_seconds = 0;   ///< its GPU time: kernels and the gaps between them
     double error = 0;  ///< (predicted - measured) / measured
+    /// A model step predicted on a host validation_host_swing times slower, over its prediction, minus 1
+    /// (0 for layer cases, whose steady state takes the longer of the host's and the GPU's time).
+    double host_swing_effect = 0;
     std::optional<double> predicted_peak_bytes;
     std::optional<double> memory_error;
     /// The prediction's host issue time exceeds its GPU time (kernels and the gaps between them): the
@@ -201,6 +211,10 @@ struct CaseError {
         o.host_time_scale = host_time_scale(c, framework, speed);
         out.push_back(case_error(c, predict(c.graph, ctx, o), c.model));
         out.back().host_time_scale = o.host_time_scale;
+        if (c.model) {
+            o.host_time_scale *= validation_host_swing;
+            out.back().host_swing_effect = predict(c.graph, ctx, o).step_time.value() / out.back().predicted_seconds - 1.0;
+        }
     }
     return out;
 }
@@ -231,6 +245,8 @@ struct CaseError {
         const double scale = host_time_scale(c, framework, speed);
         out.push_back(case_error(c, predict(ir, ctx, framework, scale), ir.memory.has_value()));
         out.back().host_time_scale = scale;
+        out.back().host_swing_effect =
+            predict(ir, ctx, framework, scale * validation_host_swing).step_time.value() / out.back().predicted_seconds - 1.0;
     };
     for (const auto& c : set.cases) one(c);
     for (const auto& c : set.exported_only) one(c);
@@ -311,6 +327,7 @@ struct CaseOverRuns {
     std::vector<double> errors;         ///< (predicted - measured) / measured, one per run
     std::vector<double> memory_errors;  ///< peak memory, where compared
     std::vector<double> host_over_gpu;  ///< the prediction's host issue time over its GPU time, one per run
+    std::vector<double> host_swing_effect;  ///< CaseError::host_swing_effect, one per run
 
     [[nodiscard]] double median_error() const { return detail::quantile(errors, 0.5); }
     /// The median peak-memory error, where any run compared it.
@@ -326,6 +343,12 @@ struct CaseOverRuns {
     /// The median over the runs of the prediction's host issue time over its GPU time: near or above 1,
     /// the step's time moves with the host's speed while it runs.
     [[nodiscard]] double median_host_over_gpu() const { return host_over_gpu.empty() ? 0.0 : detail::quantile(host_over_gpu, 0.5); }
+    /// The median over the runs of CaseError::host_swing_effect: how far the host's swing moves the step.
+    [[nodiscard]] double median_host_swing_effect() const {
+        return host_swing_effect.empty() ? 0.0 : detail::quantile(host_swing_effect, 0.5);
+    }
+    /// Checked as host-paced: the host's swing moves the predicted step by a twentieth or more.
+    [[nodiscard]] bool host_sensitive() const { return median_host_swing_effect() >= 0.05; }
 };
 
 /// The cases of several runs, each case's errors gathered by its id.
@@ -344,13 +367,14 @@ inline void gather(std::vector<CaseOverRuns>& out, const std::vector<CaseError>&
     for (const auto& e : errors) {
         auto it = std::find_if(out.begin(), out.end(), [&](const CaseOverRuns& c) { return c.id == e.c->id; });
         if (it == out.end()) {
-            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}});
+            out.push_back(CaseOverRuns{e.c->id, e.c->family, e.c->precision, e.c->model, {}, {}, {}, {}});
             it = std::prev(out.end());
         }
         it->errors.push_back(e.error);
         if (e.memory_error) it->memory_errors.push_back(*e.memory_error);
         it->host_over_gpu.push_back(e.predicted_gpu_seconds > 0 ? e.predicted_host_seconds / e.predicted_gpu_seconds
                                                                 : std::numeric_limits<double>::infinity());
+        it->host_swing_effect.push_back(e.host_swing_effect);
     }
 }
 }  // namespace detail

@@ -308,12 +308,14 @@ void print_validation_runs(const roofsim::RunsEvaluation& v, const std::string& 
     };
     const auto table = [&](const std::vector<roofsim::CaseOverRuns>& cases, bool models_only) {
         TextTable t({"case", "runs", "median error %", "errors % by run, newest first", "paced by", "host / GPU",
+                     "step on a host " + format_number("%.1f", roofsim::validation_host_swing) + "x slower %",
                      "median memory error %"});
         for (const auto& c : cases) {
             if (models_only && !c.model) continue;
             t.add_row({c.id, std::to_string(c.errors.size()), format_number("%+.1f", 100 * c.median_error()), by_run(c),
                        c.host_bound() ? "host" : "GPU",
                        std::isfinite(c.median_host_over_gpu()) ? format_number("%.2f", c.median_host_over_gpu()) : "no GPU work",
+                       c.model ? format_number("%+.1f", 100 * c.median_host_swing_effect()) : "-",
                        c.median_memory_error() ? format_number("%+.1f", 100 * *c.median_memory_error()) : "-"});
         }
         t.print(out);
