@@ -400,3 +400,30 @@ TEST_CASE("a layer norm's weight gradients carry its row shape", "[lower]") {
         CHECK(backward == 2);  // dX, then the weight (and bias) gradients
     }
 }
+
+TEST_CASE("a cat's leaf inputs get their gradients as contiguous copies where their slices are strided", "[lower]") {
+    // AccumulateGrad stores a gradient that is strided unlike its tensor as a contiguous copy
+    // (clone_obey_contract): a slice of dY along the last dim is; along the first it is not.
+    const auto clones = [](std::int64_t dim, bool requires_grad) {
+        std::vector<GraphInput> inputs(2, GraphInput{"", {Dim(8), Dim(1024), Dim(768)}, DType::f32, requires_grad});
+        Graph g = one_layer_graph("cat", {{"dim", AttrValue(std::int64_t{dim})}}, inputs);
+        LoweringOptions o;
+        o.precision = PrecisionMode::fp32;
+        o.optimizer.kind = OptimizerKind::none;
+        int copies = 0, dispatches = 0;
+        for (const Kernel& k : lower(g, o).kernels.kernels) {
+            if (k.phase != Phase::backward) continue;
+            if (k.op.str() == "aten::clone") {
+                CHECK(k.bytes_read.value() == 8.0 * 1024 * 768 * 4);
+                ++copies;
+            }
+            if (k.kind == KernelKind::host_only && k.host_op == accumulate_grad_clone_host_op) ++dispatches;
+        }
+        CHECK(dispatches == copies);
+        return copies;
+    };
+    CHECK(clones(-1, true) == 2);
+    CHECK(clones(1, true) == 2);
+    CHECK(clones(0, true) == 0);   // contiguous slices: AccumulateGrad keeps them
+    CHECK(clones(-1, false) == 0);  // no gradient wanted
+}

@@ -470,6 +470,12 @@ TEST_CASE("a view's backward node costs the chain-measured view node, not a one-
     CHECK(fp32.backward.at("flatten").value() == Catch::Approx(5e-6));
     CHECK(amp.backward.at("reshape").value() == Catch::Approx(5e-6));  // views ignore autocast
     CHECK(fp32.backward.at("add").value() == Catch::Approx(30e-6));
+    CHECK(fp32.backward.count(std::string(accumulate_grad_clone_host_op)) == 0);  // no eager op figure
+    figure("eager_op_add", 9e-6);  // a gradient's copy by AccumulateGrad: one eager op, in either mode
+    CHECK(host_costs_from_framework(f, PrecisionMode::fp32, OptimizerOptions{}, 0)
+              .backward.at(std::string(accumulate_grad_clone_host_op)).value() == Catch::Approx(9e-6));
+    CHECK(host_costs_from_framework(f, PrecisionMode::amp_bf16, OptimizerOptions{}, 0)
+              .backward.at(std::string(accumulate_grad_clone_host_op)).value() == Catch::Approx(9e-6));
 }
 
 TEST_CASE("a synchronizing host op waits for the GPU, and back-to-back kernels leave a gap", "[predict][sim]") {

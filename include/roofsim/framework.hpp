@@ -408,6 +408,10 @@ namespace detail {
             if (wanted(op)) h.backward[std::string(op)] = *view;
         }
     }
+    // A copy AccumulateGrad dispatches and launches on its own: one eager op (a tiny add, back to back).
+    if (const auto eager = f.seconds("eager_op_add"); eager && wanted(accumulate_grad_clone_host_op)) {
+        h.backward[std::string(accumulate_grad_clone_host_op)] = *eager;
+    }
     h.default_forward = h.forward.count("add") ? h.forward["add"] : Seconds(0);
     h.default_backward = h.backward.count("add") ? h.backward["add"] : Seconds(0);
     h.backward_call = f.seconds("backward_call").value_or(Seconds(0));

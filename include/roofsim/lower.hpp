@@ -47,6 +47,10 @@ enum class OptimizerKind { none, sgd, adam, adamw };
     return std::nullopt;
 }
 
+/// The host op of a gradient's contiguous copy that autograd's AccumulateGrad dispatches and
+/// launches on its own (Lowerer::cat): costed as the framework profile's tiny eager op.
+inline constexpr std::string_view accumulate_grad_clone_host_op = "accumulate_grad_clone";
+
 struct OptimizerOptions {
     OptimizerKind kind = OptimizerKind::sgd;
     bool momentum = true;      ///< SGD with a momentum buffer
@@ -533,6 +537,11 @@ private:
     void cost_markers_as(std::string_view host_op, bool forward, bool backward) {
         if (forward) step_.kernels.kernels[forward_marker_].host_op = host_op;
         if (backward) backward_[backward_begin_.back()].host_op = host_op;  // the backward marker (lower_layer put it first)
+        note_host_op(host_op);
+    }
+
+    /// `host_op` (a string with static storage) joins the ops whose figures the step looks up.
+    void note_host_op(std::string_view host_op) {
         if (std::find(op_names_.begin(), op_names_.end(), host_op) == op_names_.end()) op_names_.push_back(host_op);
     }
 
@@ -1371,7 +1380,11 @@ private:
         return y;
     }
 
-    // cat of two tensors: one copy forward; backward slices dY (views, no kernel).
+    // cat of two tensors: one copy forward; backward slices dY (views, no kernel). A graph input
+    // that requires grad (a leaf) takes its slice as its .grad, and where the slice is strided
+    // unlike the input (cat along a dim after a non-unit one), AccumulateGrad stores a contiguous
+    // copy (clone_obey_contract, torch/csrc/autograd/functions/accumulate_grad.h): one op
+    // dispatched and launched on its own (host: accumulate_grad_clone_host_op) and one copy.
     Value cat(const Layer& l, LayerSummary&) {
         const Value& a = input(l, 0);
         const Value& b = input(l, 1);
@@ -1384,6 +1397,16 @@ private:
         const double n = numel(y.shape);
         kernel(l, Phase::forward, "aten::cat", KernelKind::copy, a.dtype, n, n);
         y.needs_grad = a.needs_grad || b.needs_grad;
+        double leading = 1;  // the elements of the dims before `dim`: above 1, each input's slice of dY is strided
+        for (std::int64_t d = 0; d < dim; ++d) leading *= static_cast<double>(a.shape[static_cast<std::size_t>(d)]);
+        for (std::size_t i = 0; i < 2 && leading > 1; ++i) {
+            const Value& x = input(l, i);
+            if (!x.needs_grad || input_id(i) >= graph_.inputs.size()) continue;
+            const double elements = numel(x.shape);
+            marker(backward_.emplace_back(blank_), l.name, accumulate_grad_clone_host_op, Phase::backward);
+            note_host_op(accumulate_grad_clone_host_op);
+            kernel(l, Phase::backward, "aten::clone", KernelKind::copy, x.dtype, elements, elements);
+        }
         return y;
     }
 
