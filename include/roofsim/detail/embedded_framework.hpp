@@ -18,7 +18,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "compute_capability": "9.0",
   "host_cpu": "Intel(R) Xeon(R) Processor",
   "host_logical_cpus": 16,
-  "platform": "Linux-6.18.44-fc-v657-gpu-x86_64-with-glibc2.39"
+  "platform": "Linux-6.18.44-fc-v973-gpu-x86_64-with-glibc2.39"
  },
  "software": {
   "torch": "2.11.0+cu130",
@@ -26,7 +26,7 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "cudnn": 91900,
   "python": "3.12.3"
  },
- "date_utc": "2026-12-01T02:53:20+00:00",
+ "date_utc": "2026-12-01T03:18:08+00:00",
  "command": "/opt/torch/.venv/bin/python3 calibrate/torch_framework_probe.py --gpu-key h200-sxm --out /root/out/h200-sxm-torch-2.11.json",
  "settings": {
   "repeats": 11,
@@ -54,433 +54,433 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
   "conv_host_calls": 10
  },
  "host_speed": {
-  "reference_seconds_per_op": 8.309574999998403e-06,
+  "reference_seconds_per_op": 7.470195000003344e-06,
   "canary": "200 x torch.add of two 1-element tensors between two synchronizes, wall / 200; before each timed repetition (at most one per 20 ms) and after each measurement",
-  "canaries": 4149,
-  "canary_p10_seconds": 6.5347899999324e-06,
-  "canary_p90_seconds": 1.0217964999981178e-05,
+  "canaries": 4100,
+  "canary_p10_seconds": 6.764065000055552e-06,
+  "canary_p90_seconds": 1.0433794999968881e-05,
   "use": "the figures are as measured; roofsim reads each at this host speed: the median over passes of pass_seconds x reference_seconds_per_op / pass_host_canary_seconds"
  },
  "figures": {
   "eager_op_add": {
-   "seconds": 6.773276499984604e-06,
-   "min": 6.288572500011469e-06,
-   "max": 9.735353499991106e-06,
+   "seconds": 6.964242499996942e-06,
+   "min": 6.6302104999991225e-06,
+   "max": 1.1082268999999201e-05,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.450321000002759e-06,
-   "host_canary_seconds": 7.588764999866271e-06,
+   "issue_only_seconds": 7.399772499997681e-06,
+   "host_canary_seconds": 6.751825000002043e-06,
    "pass_seconds": [
-    9.458560499979285e-06,
-    6.773276499984604e-06,
-    6.440532499993879e-06
+    7.410498999998793e-06,
+    6.964242499996942e-06,
+    6.9214939999966415e-06
    ],
    "pass_host_canary_seconds": [
-    7.588764999866271e-06,
-    6.899464999889915e-06,
-    6.437764999986939e-06
+    6.751825000002043e-06,
+    7.203239999995503e-06,
+    7.092029999995475e-06
    ]
   },
   "eager_op_linear": {
-   "seconds": 1.2637542999982542e-05,
-   "min": 1.1371701499996335e-05,
-   "max": 1.851483799998732e-05,
+   "seconds": 1.2198287499998628e-05,
+   "min": 1.17607640000017e-05,
+   "max": 1.7656555000002073e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.2910648499996569e-05,
-   "host_canary_seconds": 7.400954999923215e-06,
+   "issue_only_seconds": 1.2105036500003053e-05,
+   "host_canary_seconds": 7.395979999991198e-06,
    "pass_seconds": [
-    1.291890799998896e-05,
-    1.2637542999982542e-05,
-    1.1537965999991684e-05
+    1.2143264000002318e-05,
+    1.2890842499999166e-05,
+    1.2198287499998628e-05
    ],
    "pass_host_canary_seconds": [
-    7.400954999923215e-06,
-    7.193389999997635e-06,
-    6.5082849999953394e-06
+    7.395979999991198e-06,
+    7.283659999970382e-06,
+    7.275410000033844e-06
    ]
   },
   "eager_op_conv2d": {
-   "seconds": 1.1628549500017016e-05,
-   "min": 1.0397707999999284e-05,
-   "max": 1.2998262999985854e-05,
+   "seconds": 1.1915512500003445e-05,
+   "min": 1.1524016499990353e-05,
+   "max": 1.6193184500000512e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0526388499982886e-05,
-   "host_canary_seconds": 6.809584999984963e-06,
+   "issue_only_seconds": 1.5314201500000736e-05,
+   "host_canary_seconds": 9.524990000002731e-06,
    "pass_seconds": [
-    1.0536169499999914e-05,
-    1.216079499999978e-05,
-    1.1628549500017016e-05
+    1.5356079000000023e-05,
+    1.1915512500003445e-05,
+    1.1706351999990261e-05
    ],
    "pass_host_canary_seconds": [
-    6.809584999984963e-06,
-    7.173230000034892e-06,
-    6.828269999914483e-06
+    9.524990000002731e-06,
+    7.190035000022022e-06,
+    7.071910000036041e-06
    ]
   },
   "eager_op_layernorm": {
-   "seconds": 1.0333590499982393e-05,
-   "min": 9.639094000021942e-06,
-   "max": 1.3488633999998e-05,
+   "seconds": 1.106470100000223e-05,
+   "min": 1.0304662999999436e-05,
+   "max": 1.5276642500001713e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.838277499994774e-06,
-   "host_canary_seconds": 6.556599999782975e-06,
+   "issue_only_seconds": 1.4743978000002044e-05,
+   "host_canary_seconds": 9.383515000003229e-06,
    "pass_seconds": [
-    9.847171499984597e-06,
-    1.1052371499999935e-05,
-    1.0333590499982393e-05
+    1.4790435000001878e-05,
+    1.106470100000223e-05,
+    1.0603879999990795e-05
    ],
    "pass_host_canary_seconds": [
-    6.556599999782975e-06,
-    7.114029999968352e-06,
-    6.734410000035496e-06
+    9.383515000003229e-06,
+    7.190035000022022e-06,
+    7.0102499999791235e-06
    ]
   },
   "eager_op_add_autocast": {
-   "seconds": 7.022465000005696e-06,
-   "min": 6.453480499999387e-06,
-   "max": 1.0665336999977625e-05,
+   "seconds": 6.979641999997455e-06,
+   "min": 6.301572499999963e-06,
+   "max": 8.937647999999853e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 9.667081000003463e-06,
-   "host_canary_seconds": 9.935194999997065e-06,
+   "issue_only_seconds": 8.40421950000092e-06,
+   "host_canary_seconds": 7.823707500005384e-06,
    "pass_seconds": [
-    9.710874000006698e-06,
-    7.022465000005696e-06,
-    6.5761209999948276e-06
+    8.435967000000488e-06,
+    6.979641999997455e-06,
+    6.90429349999988e-06
    ],
    "pass_host_canary_seconds": [
-    9.935194999997065e-06,
-    7.09415749994946e-06,
-    6.702862499992079e-06
+    7.823707500005384e-06,
+    7.155427499974109e-06,
+    7.1119124999796675e-06
    ]
   },
   "eager_op_linear_autocast": {
-   "seconds": 3.9081622999987076e-05,
-   "min": 3.461462200002075e-05,
-   "max": 5.5388095000012074e-05,
+   "seconds": 3.705422799999525e-05,
+   "min": 3.348276650000059e-05,
+   "max": 3.97654034999988e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 4.959402500000465e-05,
-   "host_canary_seconds": 9.698414999945725e-06,
+   "issue_only_seconds": 3.4389878999999014e-05,
+   "host_canary_seconds": 6.673855000016715e-06,
    "pass_seconds": [
-    4.964406849998682e-05,
-    3.9081622999987076e-05,
-    3.489362100000903e-05
+    3.443267100000114e-05,
+    3.705422799999525e-05,
+    3.7093201000004684e-05
    ],
    "pass_host_canary_seconds": [
-    9.698414999945725e-06,
-    7.227019999902496e-06,
-    6.745024999759153e-06
+    6.673855000016715e-06,
+    7.190694999934522e-06,
+    7.218739999927947e-06
    ]
   },
   "eager_op_conv2d_autocast": {
-   "seconds": 2.790876149998667e-05,
-   "min": 2.5314786999985016e-05,
-   "max": 3.1907918499996416e-05,
+   "seconds": 2.6406920500008368e-05,
+   "min": 2.355745250000041e-05,
+   "max": 2.8984865500000013e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 2.807395249999445e-05,
-   "host_canary_seconds": 7.67463500011445e-06,
+   "issue_only_seconds": 2.4163548499998912e-05,
+   "host_canary_seconds": 6.666614999986109e-06,
    "pass_seconds": [
-    2.8116263500010063e-05,
-    2.790876149998667e-05,
-    2.5506639500008533e-05
+    2.4206039499997445e-05,
+    2.709677149999834e-05,
+    2.6406920500008368e-05
    ],
    "pass_host_canary_seconds": [
-    7.67463500011445e-06,
-    7.108015000198975e-06,
-    6.7616249998536656e-06
+    6.666614999986109e-06,
+    7.211370000064221e-06,
+    7.088664999912453e-06
    ]
   },
   "eager_op_layernorm_autocast": {
-   "seconds": 1.0513258499997846e-05,
-   "min": 1.0143157500010602e-05,
-   "max": 1.7501404499995488e-05,
+   "seconds": 1.0445606000004659e-05,
+   "min": 1.0042121499999723e-05,
+   "max": 1.208866399999664e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=False; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.0403347499988058e-05,
-   "host_canary_seconds": 6.797000000062781e-06,
+   "issue_only_seconds": 1.041218000000299e-05,
+   "host_canary_seconds": 6.6603349999994066e-06,
    "pass_seconds": [
-    1.0416505999984337e-05,
-    1.4429903000007016e-05,
-    1.0513258499997846e-05
+    1.0437304500001687e-05,
+    1.1245138500001417e-05,
+    1.0445606000004659e-05
    ],
    "pass_host_canary_seconds": [
-    6.797000000062781e-06,
-    9.73159000011492e-06,
-    6.7878950000022086e-06
+    6.6603349999994066e-06,
+    7.406710000026351e-06,
+    6.78809999996588e-06
    ]
   },
   "eager_op_add_autograd": {
-   "seconds": 8.74311949999651e-06,
-   "min": 8.060843000009755e-06,
-   "max": 1.2295103000013797e-05,
+   "seconds": 7.970204000002924e-06,
+   "min": 7.693848500000656e-06,
+   "max": 9.43427299999655e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.730325499982427e-06,
-   "host_canary_seconds": 7.758957500101361e-06,
+   "issue_only_seconds": 7.796461499999907e-06,
+   "host_canary_seconds": 6.602017499997004e-06,
    "pass_seconds": [
-    8.74311949999651e-06,
-    9.218760999999631e-06,
-    8.085028500005364e-06
+    7.803598500000674e-06,
+    8.398958500002607e-06,
+    7.970204000002924e-06
    ],
    "pass_host_canary_seconds": [
-    7.758957500101361e-06,
-    7.310584999800085e-06,
-    6.876147500065599e-06
+    6.602017499997004e-06,
+    7.111417499992001e-06,
+    6.940984999985744e-06
    ]
   },
   "eager_op_linear_autograd": {
-   "seconds": 1.67106204999925e-05,
-   "min": 1.4547302000011087e-05,
-   "max": 2.0238227000021426e-05,
+   "seconds": 1.4650140499995246e-05,
+   "min": 1.4172069999997205e-05,
+   "max": 1.7052034000002438e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.669516799998405e-05,
-   "host_canary_seconds": 7.677165000075092e-06,
+   "issue_only_seconds": 1.433693350000098e-05,
+   "host_canary_seconds": 6.790165000012394e-06,
    "pass_seconds": [
-    1.67106204999925e-05,
-    1.6774860499992884e-05,
-    1.4813845499986656e-05
+    1.4363019499999297e-05,
+    1.5636718499997926e-05,
+    1.4650140499995246e-05
    ],
    "pass_host_canary_seconds": [
-    7.677165000075092e-06,
-    7.648119999998926e-06,
-    6.754645000057735e-06
+    6.790165000012394e-06,
+    7.204294999993976e-06,
+    6.955144999949426e-06
    ]
   },
   "eager_op_conv2d_autograd": {
-   "seconds": 1.566379199999801e-05,
-   "min": 1.4022886499986953e-05,
-   "max": 2.199382099999525e-05,
+   "seconds": 1.3942919000001552e-05,
+   "min": 1.2940328999999195e-05,
+   "max": 1.5865192500001512e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.5629190499993227e-05,
-   "host_canary_seconds": 7.570525000062389e-06,
+   "issue_only_seconds": 1.3361772999999743e-05,
+   "host_canary_seconds": 6.832390000006683e-06,
    "pass_seconds": [
-    1.566379199999801e-05,
-    1.645970100000227e-05,
-    1.4121307000010575e-05
+    1.3390181500000153e-05,
+    1.4787099500004785e-05,
+    1.3942919000001552e-05
    ],
    "pass_host_canary_seconds": [
-    7.570525000062389e-06,
-    7.35620000000381e-06,
-    6.866449999733959e-06
+    6.832390000006683e-06,
+    7.24744999999416e-06,
+    7.067850000055387e-06
    ]
   },
   "eager_op_layernorm_autograd": {
-   "seconds": 1.3373346999998148e-05,
-   "min": 1.285798799997906e-05,
-   "max": 1.9017646999998307e-05,
+   "seconds": 1.3885717000000852e-05,
+   "min": 1.2520736499993746e-05,
+   "max": 1.9889824000003388e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; no autocast; median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.301101949999861e-05,
-   "host_canary_seconds": 6.867339999985233e-06,
+   "issue_only_seconds": 1.3907408000001454e-05,
+   "host_canary_seconds": 7.069435000026658e-06,
    "pass_seconds": [
-    1.3032404499995209e-05,
-    1.5019501000011815e-05,
-    1.3373346999998148e-05
+    1.393520100000245e-05,
+    1.3885717000000852e-05,
+    1.2905682999999613e-05
    ],
    "pass_host_canary_seconds": [
-    6.867339999985233e-06,
-    7.367884999780472e-06,
-    6.8817300001455805e-06
+    7.069435000026658e-06,
+    7.1906899999873984e-06,
+    6.762510000015709e-06
    ]
   },
   "eager_op_add_autograd_autocast": {
-   "seconds": 8.867174000016576e-06,
-   "min": 8.087420500004328e-06,
-   "max": 9.50339450000115e-06,
+   "seconds": 8.360066499999874e-06,
+   "min": 7.585352999996076e-06,
+   "max": 8.76915049999738e-06,
    "samples": 33,
    "method": "2000 x add on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 8.972631999995428e-06,
-   "host_canary_seconds": 7.422000000048002e-06,
+   "issue_only_seconds": 8.343525500002613e-06,
+   "host_canary_seconds": 6.921542500002431e-06,
    "pass_seconds": [
-    8.985362499998927e-06,
-    8.442129000002297e-06,
-    8.867174000016576e-06
+    8.360066499999874e-06,
+    8.549924500002248e-06,
+    7.658879000004504e-06
    ],
    "pass_host_canary_seconds": [
-    7.422000000048002e-06,
-    7.258844999995518e-06,
-    7.131837499940729e-06
+    6.921542500002431e-06,
+    7.2349450000075426e-06,
+    6.508419999988746e-06
    ]
   },
   "eager_op_linear_autograd_autocast": {
-   "seconds": 1.8048516999982668e-05,
-   "min": 1.6117154499994512e-05,
-   "max": 2.0710703499986493e-05,
+   "seconds": 1.692335199999917e-05,
+   "min": 1.5889254500009998e-05,
+   "max": 1.895729550000169e-05,
    "samples": 33,
    "method": "2000 x linear on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.9098993000000063e-05,
-   "host_canary_seconds": 7.759229999919626e-06,
+   "issue_only_seconds": 1.6883459999998962e-05,
+   "host_canary_seconds": 7.026099999976054e-06,
    "pass_seconds": [
-    1.9148362999999336e-05,
-    1.7394326999976782e-05,
-    1.8048516999982668e-05
+    1.692335199999917e-05,
+    1.8091610500000854e-05,
+    1.6267682500000548e-05
    ],
    "pass_host_canary_seconds": [
-    7.759229999919626e-06,
-    7.285464999995384e-06,
-    6.989884999768492e-06
+    7.026099999976054e-06,
+    7.467220000023644e-06,
+    7.01374499996632e-06
    ]
   },
   "eager_op_conv2d_autograd_autocast": {
-   "seconds": 1.4347481500010417e-05,
-   "min": 1.2615381499983868e-05,
-   "max": 2.1123908999982176e-05,
+   "seconds": 1.3782436999996151e-05,
+   "min": 1.2693134500000979e-05,
+   "max": 2.151067699999487e-05,
    "samples": 33,
    "method": "2000 x conv2d on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3752177500009565e-05,
-   "host_canary_seconds": 7.459349999976439e-06,
+   "issue_only_seconds": 1.3191310999999927e-05,
+   "host_canary_seconds": 7.001955000021098e-06,
    "pass_seconds": [
-    1.3782461000005242e-05,
-    1.4347481500010417e-05,
-    1.5430030000004535e-05
+    1.3221658000002634e-05,
+    1.3782436999996151e-05,
+    1.9373641000001385e-05
    ],
    "pass_host_canary_seconds": [
-    7.459349999976439e-06,
-    7.389364999994541e-06,
-    6.993175000218343e-06
+    7.001955000021098e-06,
+    7.415954999956398e-06,
+    9.826765000013893e-06
    ]
   },
   "eager_op_layernorm_autograd_autocast": {
-   "seconds": 1.317215700001384e-05,
-   "min": 1.250840000000153e-05,
-   "max": 1.6552455000010013e-05,
+   "seconds": 1.409249950000202e-05,
+   "min": 1.293643649999865e-05,
+   "max": 1.5078209000009225e-05,
    "samples": 33,
    "method": "2000 x layernorm on tiny tensors, one synchronize, wall / 2000; inputs requires_grad=True; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "issue_only_seconds": 1.3155140000009168e-05,
-   "host_canary_seconds": 6.99739499992802e-06,
+   "issue_only_seconds": 1.4071451500001331e-05,
+   "host_canary_seconds": 7.15976500000437e-06,
    "pass_seconds": [
-    1.317215700001384e-05,
-    1.3991876000005731e-05,
-    1.3132441999999856e-05
+    1.409249950000202e-05,
+    1.4100727500000687e-05,
+    1.3158436500006587e-05
    ],
    "pass_host_canary_seconds": [
-    6.99739499992802e-06,
-    7.208000000105131e-06,
-    6.7228250000539444e-06
+    7.15976500000437e-06,
+    7.260320000028742e-06,
+    6.878675000052681e-06
    ]
   },
   "eager_op_add_out": {
-   "seconds": 6.046021499997778e-06,
-   "min": 5.590417500002331e-06,
-   "max": 7.0610985000030266e-06,
+   "seconds": 5.909277499998921e-06,
+   "min": 5.6142509999972386e-06,
+   "max": 6.439724999999896e-06,
    "samples": 33,
    "method": "2000 x torch.add(x, y, out=z) on 1-element tensors, one synchronize, wall / 2000; median of 3 passes over the probe's run",
-   "issue_only_seconds": 6.6763849999915694e-06,
-   "host_canary_seconds": 7.982874999896694e-06,
+   "issue_only_seconds": 5.888563500000999e-06,
+   "host_canary_seconds": 7.261882500007033e-06,
    "pass_seconds": [
-    6.689848500002427e-06,
-    6.046021499997778e-06,
-    5.808153499998525e-06
+    5.909277499998921e-06,
+    6.048126999999681e-06,
+    5.720101500003239e-06
    ],
    "pass_host_canary_seconds": [
-    7.982874999896694e-06,
-    7.238072499973213e-06,
-    6.860539999991033e-06
+    7.261882500007033e-06,
+    7.156592499981684e-06,
+    6.739154999948482e-06
    ]
   },
   "backward_node_mul": {
-   "seconds": 1.4756844444466171e-05,
-   "min": 1.0231052222214506e-05,
-   "max": 1.6310094444394154e-05,
+   "seconds": 1.368684666666632e-05,
+   "min": 9.155916666638101e-06,
+   "max": 2.2962722222214577e-05,
    "samples": 33,
    "method": "backward() of a chain of y = y * c (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.00696999988304e-06,
+   "host_canary_seconds": 9.99736000000695e-06,
    "pass_seconds": [
-    1.573205555562001e-05,
-    1.4756844444466171e-05,
-    1.4285037777691894e-05
+    1.2902867777779331e-05,
+    1.368684666666632e-05,
+    1.3765998888888792e-05
    ],
    "pass_host_canary_seconds": [
-    8.00696999988304e-06,
-    7.646690000058242e-06,
-    7.282800000041334e-06
+    9.99736000000695e-06,
+    7.64265000000819e-06,
+    6.686849999937294e-06
    ]
   },
   "backward_fixed": {
-   "seconds": 0.0006987031110586232,
-   "min": 0.00011782111111971168,
-   "max": 0.0011186133333214658,
+   "seconds": 0.000636124333332254,
+   "min": -0.00029256322221411,
+   "max": 0.0014796817777869996,
    "samples": 33,
    "method": "intercept of the y = y * c chain fit: T(100) - slope * 100; one backward() call; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.00696999988304e-06,
+   "host_canary_seconds": 9.99736000000695e-06,
    "pass_seconds": [
-    0.0008151572222282587,
-    0.0006987031110586232,
-    0.0006495762222774222
+    0.0006606424444449822,
+    0.000636124333332254,
+    0.0006215650000045672
    ],
    "pass_host_canary_seconds": [
-    8.00696999988304e-06,
-    7.646690000058242e-06,
-    7.282800000041334e-06
+    9.99736000000695e-06,
+    7.64265000000819e-06,
+    6.686849999937294e-06
    ]
   },
   "backward_node_view": {
-   "seconds": 6.466631111139678e-06,
-   "min": 5.933806666639107e-06,
-   "max": 8.334974444450281e-06,
+   "seconds": 4.098012222226228e-06,
+   "min": 3.3318222222157426e-06,
+   "max": 6.528994444442068e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.view(...) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0823722499964105e-05,
+   "host_canary_seconds": 1.0392245000012678e-05,
    "pass_seconds": [
-    7.017667777770637e-06,
-    6.466631111139678e-06,
-    6.198497777821407e-06
+    4.098012222226228e-06,
+    5.449995555564e-06,
+    3.708966666648747e-06
    ],
    "pass_host_canary_seconds": [
-    1.0823722499964105e-05,
-    1.016833499988934e-05,
-    8.981552499989221e-06
+    1.0392245000012678e-05,
+    7.52230000003351e-06,
+    6.741217500021435e-06
    ]
   },
   "backward_node_transpose": {
-   "seconds": 6.163636666719362e-06,
-   "min": 3.6489788889563593e-06,
-   "max": 7.108376666704114e-06,
+   "seconds": 5.1576344444489075e-06,
+   "min": 3.2839966666781746e-06,
+   "max": 6.383338888890459e-06,
    "samples": 33,
    "method": "backward() of a chain of y = y.transpose(0, 1) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0616115000061655e-05,
+   "host_canary_seconds": 9.787020000011638e-06,
    "pass_seconds": [
-    6.246927777813956e-06,
-    6.163636666719362e-06,
-    5.826516666742363e-06
+    5.395406666666405e-06,
+    5.1576344444489075e-06,
+    3.4461511111140275e-06
    ],
    "pass_host_canary_seconds": [
-    1.0616115000061655e-05,
-    1.0309445000018512e-05,
-    9.46890999983907e-06
+    9.787020000011638e-06,
+    7.483854999996708e-06,
+    6.776575000060347e-06
    ]
   },
   "backward_layer_linear": {
-   "seconds": 3.8888803333255356e-05,
-   "min": 3.422121888895112e-05,
-   "max": 5.8000535555543645e-05,
+   "seconds": 3.7274068888880016e-05,
+   "min": 3.24173633333026e-05,
+   "max": 5.4258876666663825e-05,
    "samples": 33,
    "method": "backward() of a chain of F.linear(y, w_i) (100 and 1000 long), tiny tensors; (T(1000) - T(100)) / 900; synchronize around backward; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.733115000121415e-06,
+   "host_canary_seconds": 9.011424999982864e-06,
    "pass_seconds": [
-    3.8888803333255356e-05,
-    5.607079333338384e-05,
-    3.5879663333339015e-05
+    5.1419462222218234e-05,
+    3.7274068888880016e-05,
+    3.413446222222344e-05
    ],
    "pass_host_canary_seconds": [
-    7.733115000121415e-06,
-    1.0242435000122895e-05,
-    7.984244999761359e-06
+    9.011424999982864e-06,
+    7.788130000037086e-06,
+    7.0931199999790804e-06
    ]
   },
   "backward_call": {
-   "seconds": 8.891333515445388e-05,
-   "min": 8.434399745116633e-05,
-   "max": 0.00014534267286459606,
+   "seconds": 6.717733324815827e-05,
+   "min": 4.914666805416347e-05,
+   "max": 8.73146681115031e-05,
    "samples": 3,
-   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 18.67 us; median of 3 passes over the probe's run",
+   "method": "intercept of median backward() time (CUDA events) over chains of 1, 2, 4, 8, 16 tiny multiplications, least squares; one backward() call with its AccumulateGrad; per-multiplication slope 18.15 us; median of 3 passes over the probe's run",
    "chain_lengths": [
     1,
     2,
@@ -489,28 +489,28 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_median_seconds": [
-    0.00011168000102043152,
-    0.00011523199826478958,
-    0.000155583992600441,
-    0.00023391999304294586,
-    0.00038409599661827086
+    8.83840024471283e-05,
+    0.0001064319983124733,
+    0.00013977600634098054,
+    0.0002014719992876053,
+    0.0003624640107154846
    ],
-   "host_canary_seconds": 7.378309999950261e-06,
+   "host_canary_seconds": 7.100580000010126e-06,
    "pass_seconds": [
-    8.434399745116633e-05,
-    0.00014534267286459606,
-    8.891333515445388e-05
+    6.717733324815827e-05,
+    8.73146681115031e-05,
+    4.914666805416347e-05
    ],
    "pass_host_canary_seconds": [
-    7.378309999950261e-06,
-    1.0041495000052692e-05,
-    9.244622499835487e-06
+    7.100580000010126e-06,
+    9.047234999997045e-06,
+    6.931949999966491e-06
    ]
   },
   "layer_forward_linear": {
-   "seconds": 1.6392380708739868e-05,
-   "min": 1.588038195456777e-05,
-   "max": 2.388571486586616e-05,
+   "seconds": 1.7225143366626332e-05,
+   "min": 1.7068191209719292e-05,
+   "max": 2.1750857964867635e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -519,26 +519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.79519984126091e-05,
-    0.00010768000036478043,
-    0.00028352001309394834
+    2.9632000252604483e-05,
+    8.816000074148178e-05,
+    0.000288096010684967
    ],
-   "host_canary_seconds": 8.931802500171671e-06,
+   "host_canary_seconds": 7.063830000006988e-06,
    "pass_seconds": [
-    1.588038195456777e-05,
-    1.6392380708739868e-05,
-    2.388571486586616e-05
+    1.7068191209719292e-05,
+    2.1750857964867635e-05,
+    1.7225143366626332e-05
    ],
    "pass_host_canary_seconds": [
-    8.931802500171671e-06,
-    1.002499999998463e-05,
-    8.748605000050702e-06
+    7.063830000006988e-06,
+    9.002270000024738e-06,
+    6.94827499998496e-06
    ]
   },
   "layer_backward_linear": {
-   "seconds": 0.0001012464774151643,
-   "min": 8.528761920474825e-05,
-   "max": 0.00010732647705645788,
+   "seconds": 8.693713987512248e-05,
+   "min": 6.695085994544485e-05,
+   "max": 9.540266233185926e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -547,26 +547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019865599274635314,
-    0.0005358080267906189,
-    0.0019508160352706908
+    0.00025055998563766477,
+    0.000538815975189209,
+    0.0018027199506759643
    ],
-   "host_canary_seconds": 8.931802500171671e-06,
+   "host_canary_seconds": 7.063830000006988e-06,
    "pass_seconds": [
-    0.0001012464774151643,
-    0.00010732647705645788,
-    8.528761920474825e-05
+    8.693713987512248e-05,
+    6.695085994544485e-05,
+    9.540266233185926e-05
    ],
    "pass_host_canary_seconds": [
-    8.931802500171671e-06,
-    1.002499999998463e-05,
-    8.748605000050702e-06
+    7.063830000006988e-06,
+    9.002270000024738e-06,
+    6.94827499998496e-06
    ]
   },
   "layer_forward_linear_autocast": {
-   "seconds": 5.743923818781263e-05,
-   "min": 3.8934095274834405e-05,
-   "max": 6.404724007561094e-05,
+   "seconds": 3.85843806323551e-05,
+   "min": 3.608228337197077e-05,
+   "max": 4.186514090924036e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -575,26 +575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00011654400080442429,
-    0.0004437440037727356,
-    0.0010297600030899049
+    7.919999957084656e-05,
+    0.00021503999829292298,
+    0.000710591971874237
    ],
-   "host_canary_seconds": 9.303354999872227e-06,
+   "host_canary_seconds": 7.329907499986632e-06,
    "pass_seconds": [
-    5.743923818781263e-05,
-    6.404724007561094e-05,
-    3.8934095274834405e-05
+    4.186514090924036e-05,
+    3.608228337197077e-05,
+    3.85843806323551e-05
    ],
    "pass_host_canary_seconds": [
-    9.303354999872227e-06,
-    9.973374999958651e-06,
-    6.8980300000021085e-06
+    7.329907499986632e-06,
+    7.107899999994061e-06,
+    6.675004999934231e-06
    ]
   },
   "layer_backward_linear_autocast": {
-   "seconds": 0.0001371969495500837,
-   "min": 0.00013020114494221552,
-   "max": 0.00015263313693659648,
+   "seconds": 0.00013083123805977047,
+   "min": 0.00011972571980385554,
+   "max": 0.00015696305675165994,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -603,26 +603,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0004040319919586182,
-    0.0010689599514007568,
-    0.0032526400089263915
+    0.0003682880103588104,
+    0.001178655982017517,
+    0.0030561599731445312
    ],
-   "host_canary_seconds": 9.303354999872227e-06,
+   "host_canary_seconds": 7.329907499986632e-06,
    "pass_seconds": [
-    0.00013020114494221552,
-    0.0001371969495500837,
-    0.00015263313693659648
+    0.00013083123805977047,
+    0.00011972571980385554,
+    0.00015696305675165994
    ],
    "pass_host_canary_seconds": [
-    9.303354999872227e-06,
-    9.973374999958651e-06,
-    6.8980300000021085e-06
+    7.329907499986632e-06,
+    7.107899999994061e-06,
+    6.675004999934231e-06
    ]
   },
   "layer_forward_linear_nobias": {
-   "seconds": 2.492495244812398e-05,
-   "min": 2.4908190504426046e-05,
-   "max": 2.70430479376089e-05,
+   "seconds": 1.4671999872440382e-05,
+   "min": 1.4415999874472618e-05,
+   "max": 1.6959237821754953e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -631,26 +631,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.307200014591217e-05,
-    0.00011264000087976456,
-    0.0004149760007858276
+    2.953599952161312e-05,
+    8.419200032949447e-05,
+    0.00028518399596214294
    ],
-   "host_canary_seconds": 9.166564999816274e-06,
+   "host_canary_seconds": 7.0603250000012e-06,
    "pass_seconds": [
-    2.4908190504426046e-05,
-    2.70430479376089e-05,
-    2.492495244812398e-05
+    1.6959237821754953e-05,
+    1.4671999872440382e-05,
+    1.4415999874472618e-05
    ],
    "pass_host_canary_seconds": [
-    9.166564999816274e-06,
-    9.834180000041215e-06,
-    9.505729999972344e-06
+    7.0603250000012e-06,
+    7.065934999985757e-06,
+    6.381630000049654e-06
    ]
   },
   "layer_backward_linear_nobias": {
-   "seconds": 7.76236212501923e-05,
-   "min": 6.605181044765882e-05,
-   "max": 7.76548536405677e-05,
+   "seconds": 6.61561894452288e-05,
+   "min": 5.270323432272388e-05,
+   "max": 7.208305109469665e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -659,26 +659,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022179199755191804,
-    0.0005804479718208313,
-    0.0016147840023040773
+    0.0001974080055952072,
+    0.0003697279989719391,
+    0.0015014400482177735
    ],
-   "host_canary_seconds": 9.166564999816274e-06,
+   "host_canary_seconds": 7.0603250000012e-06,
    "pass_seconds": [
-    6.605181044765882e-05,
-    7.76548536405677e-05,
-    7.76236212501923e-05
+    7.208305109469665e-05,
+    5.270323432272388e-05,
+    6.61561894452288e-05
    ],
    "pass_host_canary_seconds": [
-    9.166564999816274e-06,
-    9.834180000041215e-06,
-    9.505729999972344e-06
+    7.0603250000012e-06,
+    7.065934999985757e-06,
+    6.381630000049654e-06
    ]
   },
   "layer_forward_linear_nobias_autocast": {
-   "seconds": 4.691047540732793e-05,
-   "min": 4.0554667157786235e-05,
-   "max": 4.716266762642634e-05,
+   "seconds": 2.5753143287840342e-05,
+   "min": 2.30605715797061e-05,
+   "max": 2.680533326097897e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -687,26 +687,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.996800124645233e-05,
-    0.0002622720003128052,
-    0.0008108159899711609
+    0.00011513599753379821,
+    0.0002483839988708496,
+    0.0004824000000953674
    ],
-   "host_canary_seconds": 9.096789999887279e-06,
+   "host_canary_seconds": 9.02994499998755e-06,
    "pass_seconds": [
-    4.691047540732793e-05,
-    4.716266762642634e-05,
-    4.0554667157786235e-05
+    2.30605715797061e-05,
+    2.5753143287840342e-05,
+    2.680533326097897e-05
    ],
    "pass_host_canary_seconds": [
-    9.096789999887279e-06,
-    9.98611750006262e-06,
-    9.428104999926746e-06
+    9.02994499998755e-06,
+    7.697472499970103e-06,
+    6.36378750002109e-06
    ]
   },
   "layer_backward_linear_nobias_autocast": {
-   "seconds": 8.400762719767434e-05,
-   "min": 8.242286245028178e-05,
-   "max": 9.702629241205396e-05,
+   "seconds": 8.931352552913485e-05,
+   "min": 8.370895275757427e-05,
+   "max": 9.095162295159839e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny linear_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -715,26 +715,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00041251200437545776,
-    0.0008966720104217529,
-    0.002406752109527588
+    0.0004079999923706055,
+    0.0008460800051689148,
+    0.0021272640228271484
    ],
-   "host_canary_seconds": 9.096789999887279e-06,
+   "host_canary_seconds": 9.02994499998755e-06,
    "pass_seconds": [
-    8.400762719767434e-05,
-    8.242286245028178e-05,
-    9.702629241205396e-05
+    8.931352552913485e-05,
+    9.095162295159839e-05,
+    8.370895275757427e-05
    ],
    "pass_host_canary_seconds": [
-    9.096789999887279e-06,
-    9.98611750006262e-06,
-    9.428104999926746e-06
+    9.02994499998755e-06,
+    7.697472499970103e-06,
+    6.36378750002109e-06
    ]
   },
   "layer_forward_matmul": {
-   "seconds": 1.751618992005076e-05,
-   "min": 1.6731429579002513e-05,
-   "max": 1.80434285707417e-05,
+   "seconds": 1.1684571259788106e-05,
+   "min": 1.107733306430635e-05,
+   "max": 1.8600381822103548e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -743,26 +743,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3312000334262846e-05,
-    8.742400258779526e-05,
-    0.00029657599329948426
+    2.2784000262618063e-05,
+    8.175999671220779e-05,
+    0.0003028480112552643
    ],
-   "host_canary_seconds": 9.248789999958263e-06,
+   "host_canary_seconds": 9.497685000017242e-06,
    "pass_seconds": [
-    1.751618992005076e-05,
-    1.80434285707417e-05,
-    1.6731429579002513e-05
+    1.8600381822103548e-05,
+    1.1684571259788106e-05,
+    1.107733306430635e-05
    ],
    "pass_host_canary_seconds": [
-    9.248789999958263e-06,
-    9.919965000051434e-06,
-    9.1690624998364e-06
+    9.497685000017242e-06,
+    6.760825000000637e-06,
+    6.5501499999243145e-06
    ]
   },
   "layer_backward_matmul": {
-   "seconds": 6.55085714977412e-05,
-   "min": 5.4397717295658025e-05,
-   "max": 8.419047730664412e-05,
+   "seconds": 6.870400169420811e-05,
+   "min": 6.080457355294908e-05,
+   "max": 7.376837916672229e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -771,26 +771,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00020294399559497834,
-    0.0004806399941444397,
-    0.0013023040294647217
+    0.00018681600689888,
+    0.0004505920112133026,
+    0.001567903995513916
    ],
-   "host_canary_seconds": 9.248789999958263e-06,
+   "host_canary_seconds": 9.497685000017242e-06,
    "pass_seconds": [
-    5.4397717295658025e-05,
-    8.419047730664412e-05,
-    6.55085714977412e-05
+    7.376837916672229e-05,
+    6.870400169420811e-05,
+    6.080457355294908e-05
    ],
    "pass_host_canary_seconds": [
-    9.248789999958263e-06,
-    9.919965000051434e-06,
-    9.1690624998364e-06
+    9.497685000017242e-06,
+    6.760825000000637e-06,
+    6.5501499999243145e-06
    ]
   },
   "layer_forward_matmul_autocast": {
-   "seconds": 3.8694096463067195e-05,
-   "min": 3.571733317914464e-05,
-   "max": 4.5714286111650014e-05,
+   "seconds": 2.4335238195600966e-05,
+   "min": 1.8223237068880174e-05,
+   "max": 2.6024379900523593e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -799,26 +799,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.241600051522255e-05,
-    0.0001783359944820404,
-    0.0005944319963455201
+    0.00016467200219631194,
+    0.0001396480053663254,
+    0.0004114559888839722
    ],
-   "host_canary_seconds": 9.024600000202554e-06,
+   "host_canary_seconds": 7.022212499983027e-06,
    "pass_seconds": [
-    3.571733317914464e-05,
-    4.5714286111650014e-05,
-    3.8694096463067195e-05
+    1.8223237068880174e-05,
+    2.4335238195600966e-05,
+    2.6024379900523593e-05
    ],
    "pass_host_canary_seconds": [
-    9.024600000202554e-06,
-    1.0190739999984543e-05,
-    9.101489999920887e-06
+    7.022212499983027e-06,
+    7.741514999963784e-06,
+    6.799854999997024e-06
    ]
   },
   "layer_backward_matmul_autocast": {
-   "seconds": 9.064151559557231e-05,
-   "min": 6.997181067154522e-05,
-   "max": 9.285865936960493e-05,
+   "seconds": 8.110781368755159e-05,
+   "min": 7.882133019821985e-05,
+   "max": 9.653637664658682e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny matmul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -827,26 +827,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00030857598781585695,
-    0.0007952960133552551,
-    0.0019504640102386474
+    0.0002449280023574829,
+    0.0007227200269699096,
+    0.0017628159523010254
    ],
-   "host_canary_seconds": 9.024600000202554e-06,
+   "host_canary_seconds": 7.022212499983027e-06,
    "pass_seconds": [
-    6.997181067154522e-05,
-    9.285865936960493e-05,
-    9.064151559557231e-05
+    7.882133019821985e-05,
+    9.653637664658682e-05,
+    8.110781368755159e-05
    ],
    "pass_host_canary_seconds": [
-    9.024600000202554e-06,
-    1.0190739999984543e-05,
-    9.101489999920887e-06
+    7.022212499983027e-06,
+    7.741514999963784e-06,
+    6.799854999997024e-06
    ]
   },
   "layer_forward_bmm": {
-   "seconds": 1.8179047320570263e-05,
-   "min": 1.3971809297800064e-05,
-   "max": 2.2098285456498463e-05,
+   "seconds": 1.6300190151447346e-05,
+   "min": 1.44556187802837e-05,
+   "max": 1.8395427614450453e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -855,26 +855,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.407999873161316e-05,
-    8.819200098514557e-05,
-    0.00030662399530410764
+    2.5216000154614447e-05,
+    6.732799857854844e-05,
+    0.00026745599508285525
    ],
-   "host_canary_seconds": 8.537225000111448e-06,
+   "host_canary_seconds": 7.181144999997003e-06,
    "pass_seconds": [
-    1.8179047320570263e-05,
-    2.2098285456498463e-05,
-    1.3971809297800064e-05
+    1.6300190151447346e-05,
+    1.44556187802837e-05,
+    1.8395427614450453e-05
    ],
    "pass_host_canary_seconds": [
-    8.537225000111448e-06,
-    9.842322500048795e-06,
-    6.6409125001598566e-06
+    7.181144999997003e-06,
+    1.2366902499962861e-05,
+    7.299920000036764e-06
    ]
   },
   "layer_backward_bmm": {
-   "seconds": 6.904685958510354e-05,
-   "min": 5.0407619348594106e-05,
-   "max": 8.942856941194762e-05,
+   "seconds": 6.599619115392366e-05,
+   "min": 5.5865902897147904e-05,
+   "max": 9.970209623376529e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -883,26 +883,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016432000696659088,
-    0.0003841919898986816,
-    0.0011978240013122558
+    0.0001476159989833832,
+    0.0003546240031719208,
+    0.0012269439697265626
    ],
-   "host_canary_seconds": 8.537225000111448e-06,
+   "host_canary_seconds": 7.181144999997003e-06,
    "pass_seconds": [
-    5.0407619348594106e-05,
-    6.904685958510354e-05,
-    8.942856941194762e-05
+    5.5865902897147904e-05,
+    9.970209623376529e-05,
+    6.599619115392366e-05
    ],
    "pass_host_canary_seconds": [
-    8.537225000111448e-06,
-    9.842322500048795e-06,
-    6.6409125001598566e-06
+    7.181144999997003e-06,
+    1.2366902499962861e-05,
+    7.299920000036764e-06
    ]
   },
   "layer_forward_bmm_autocast": {
-   "seconds": 3.208685559885843e-05,
-   "min": 2.3999999676431927e-05,
-   "max": 3.852647649390356e-05,
+   "seconds": 2.269028535201436e-05,
+   "min": 8.771048415274846e-06,
+   "max": 2.3936761809246883e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -911,26 +911,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.825599819421769e-05,
-    0.00016579200327396392,
-    0.0005499839782714844
+    5.238400027155876e-05,
+    0.00013542400300502777,
+    0.00039772799611091615
    ],
-   "host_canary_seconds": 8.816482499867107e-06,
+   "host_canary_seconds": 6.912790000015434e-06,
    "pass_seconds": [
-    3.208685559885843e-05,
-    3.852647649390356e-05,
-    2.3999999676431927e-05
+    2.269028535201436e-05,
+    8.771048415274846e-06,
+    2.3936761809246883e-05
    ],
    "pass_host_canary_seconds": [
-    8.816482499867107e-06,
-    9.656884999742488e-06,
-    6.749747499981141e-06
+    6.912790000015434e-06,
+    1.2254065000050218e-05,
+    7.336119999976631e-06
    ]
   },
   "layer_backward_bmm_autocast": {
-   "seconds": 9.188114071176164e-05,
-   "min": 7.876419382435936e-05,
-   "max": 0.00011044114615236011,
+   "seconds": 0.0001050902840991815,
+   "min": 9.569827804253214e-05,
+   "max": 0.00011489599304539818,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny bmm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -939,26 +939,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00027270400524139404,
-    0.0005783360004425049,
-    0.0019264960289001466
+    0.00019782400131225587,
+    0.0006388480067253113,
+    0.00213375997543335
    ],
-   "host_canary_seconds": 8.816482499867107e-06,
+   "host_canary_seconds": 6.912790000015434e-06,
    "pass_seconds": [
-    7.876419382435936e-05,
-    9.188114071176164e-05,
-    0.00011044114615236011
+    0.0001050902840991815,
+    0.00011489599304539818,
+    9.569827804253214e-05
    ],
    "pass_host_canary_seconds": [
-    8.816482499867107e-06,
-    9.656884999742488e-06,
-    6.749747499981141e-06
+    6.912790000015434e-06,
+    1.2254065000050218e-05,
+    7.336119999976631e-06
    ]
   },
   "layer_forward_conv2d": {
-   "seconds": 3.823390496628625e-05,
-   "min": 2.818742873413222e-05,
-   "max": 4.096838015885581e-05,
+   "seconds": 2.6555427483149935e-05,
+   "min": 2.4526476860046386e-05,
+   "max": 3.06224776875405e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -967,26 +967,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.5904000997543335e-05,
-    0.00016463999450206756,
-    0.0006274240016937256
+    4.4128000736236574e-05,
+    0.00012886400520801543,
+    0.0005010880231857299
    ],
-   "host_canary_seconds": 8.813522500048521e-06,
+   "host_canary_seconds": 7.395759999990759e-06,
    "pass_seconds": [
-    3.823390496628625e-05,
-    4.096838015885581e-05,
-    2.818742873413222e-05
+    3.06224776875405e-05,
+    2.4526476860046386e-05,
+    2.6555427483149935e-05
    ],
    "pass_host_canary_seconds": [
-    8.813522500048521e-06,
-    9.8160699999994e-06,
-    6.864424999974972e-06
+    7.395759999990759e-06,
+    6.9647950000018e-06,
+    7.156777500014754e-06
    ]
   },
   "layer_backward_conv2d": {
-   "seconds": 6.902627966233658e-05,
-   "min": 6.709409221297217e-05,
-   "max": 8.682286047509736e-05,
+   "seconds": 8.030933319103151e-05,
+   "min": 6.010285871369498e-05,
+   "max": 9.985599702312836e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -995,26 +995,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022032000124454497,
-    0.0006546239852905273,
-    0.0018396799564361572
+    0.0002037760019302368,
+    0.0006323519945144653,
+    0.0018996800184249878
    ],
-   "host_canary_seconds": 8.813522500048521e-06,
+   "host_canary_seconds": 7.395759999990759e-06,
    "pass_seconds": [
-    6.709409221297217e-05,
-    6.902627966233658e-05,
-    8.682286047509736e-05
+    8.030933319103151e-05,
+    6.010285871369498e-05,
+    9.985599702312836e-05
    ],
    "pass_host_canary_seconds": [
-    8.813522500048521e-06,
-    9.8160699999994e-06,
-    6.864424999974972e-06
+    7.395759999990759e-06,
+    6.9647950000018e-06,
+    7.156777500014754e-06
    ]
   },
   "layer_forward_conv2d_autocast": {
-   "seconds": 6.436343207245782e-05,
-   "min": 4.479237965175084e-05,
-   "max": 7.759390416599456e-05,
+   "seconds": 4.5824760127635234e-05,
+   "min": 4.512609328542437e-05,
+   "max": 4.9158857691855654e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1023,26 +1023,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010143999755382538,
-    0.00029151999950408937,
-    0.0010658880472183226
+    8.207999914884568e-05,
+    0.00022243200242519378,
+    0.0008170880079269409
    ],
-   "host_canary_seconds": 9.138350000057472e-06,
+   "host_canary_seconds": 7.241149999970275e-06,
    "pass_seconds": [
-    6.436343207245782e-05,
-    7.759390416599456e-05,
-    4.479237965175084e-05
+    4.9158857691855654e-05,
+    4.512609328542437e-05,
+    4.5824760127635234e-05
    ],
    "pass_host_canary_seconds": [
-    9.138350000057472e-06,
-    9.758167499995807e-06,
-    7.058239999935267e-06
+    7.241149999970275e-06,
+    6.6651325000322005e-06,
+    7.0533724999677355e-06
    ]
   },
   "layer_backward_conv2d_autocast": {
-   "seconds": 0.0001527908572128841,
-   "min": 9.682438203266689e-05,
-   "max": 0.00018125410377979278,
+   "seconds": 0.00012847162996019635,
+   "min": 0.00012410743534564973,
+   "max": 0.00015046248017322448,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1051,26 +1051,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00043840000033378604,
-    0.0013254719972610473,
-    0.0041727361679077144
+    0.00033427199721336367,
+    0.00104966402053833,
+    0.0029984641075134276
    ],
-   "host_canary_seconds": 9.138350000057472e-06,
+   "host_canary_seconds": 7.241149999970275e-06,
    "pass_seconds": [
-    0.00018125410377979278,
-    0.0001527908572128841,
-    9.682438203266689e-05
+    0.00012410743534564973,
+    0.00012847162996019635,
+    0.00015046248017322448
    ],
    "pass_host_canary_seconds": [
-    9.138350000057472e-06,
-    9.758167499995807e-06,
-    7.058239999935267e-06
+    7.241149999970275e-06,
+    6.6651325000322005e-06,
+    7.0533724999677355e-06
    ]
   },
   "layer_forward_conv2d_nobias": {
-   "seconds": 2.492419080365272e-05,
-   "min": 2.0793143659830094e-05,
-   "max": 3.2567620632194334e-05,
+   "seconds": 1.867276234995751e-05,
+   "min": 1.7780571111610958e-05,
+   "max": 1.8818285404926253e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1079,26 +1079,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.3935999274253844e-05,
-    0.0001229119971394539,
-    0.00041920000314712525
+    3.107200004160404e-05,
+    8.521600067615509e-05,
+    0.0003125759959220886
    ],
-   "host_canary_seconds": 8.736329999976534e-06,
+   "host_canary_seconds": 7.029124999995418e-06,
    "pass_seconds": [
-    2.492419080365272e-05,
-    3.2567620632194334e-05,
-    2.0793143659830094e-05
+    1.8818285404926253e-05,
+    1.867276234995751e-05,
+    1.7780571111610958e-05
    ],
    "pass_host_canary_seconds": [
-    8.736329999976534e-06,
-    1.014885499984075e-05,
-    7.047750000026553e-06
+    7.029124999995418e-06,
+    6.85319500000503e-06,
+    6.991282499981822e-06
    ]
   },
   "layer_backward_conv2d_nobias": {
-   "seconds": 5.420876223416555e-05,
-   "min": 3.211199864745139e-05,
-   "max": 7.282133418179693e-05,
+   "seconds": 6.237714595737912e-05,
+   "min": 5.463237856470404e-05,
+   "max": 7.052419068557877e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1107,26 +1107,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00019977599382400512,
-    0.0005299519896507264,
-    0.001678272008895874
+    0.00013324800133705138,
+    0.0004312640130519867,
+    0.0012608959674835205
    ],
-   "host_canary_seconds": 8.736329999976534e-06,
+   "host_canary_seconds": 7.029124999995418e-06,
    "pass_seconds": [
-    7.282133418179693e-05,
-    5.420876223416555e-05,
-    3.211199864745139e-05
+    5.463237856470404e-05,
+    7.052419068557877e-05,
+    6.237714595737912e-05
    ],
    "pass_host_canary_seconds": [
-    8.736329999976534e-06,
-    1.014885499984075e-05,
-    7.047750000026553e-06
+    7.029124999995418e-06,
+    6.85319500000503e-06,
+    6.991282499981822e-06
    ]
   },
   "layer_forward_conv2d_nobias_autocast": {
-   "seconds": 2.9603048449470883e-05,
-   "min": 2.8440380025477635e-05,
-   "max": 4.521295357318152e-05,
+   "seconds": 2.5183238976058505e-05,
+   "min": 2.5101714900561742e-05,
+   "max": 5.7169521848360695e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1135,26 +1135,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00010182400047779083,
-    0.00025727999210357666,
-    0.000786624014377594
+    6.355199962854386e-05,
+    0.00015612800419330597,
+    0.0008947839736938477
    ],
-   "host_canary_seconds": 9.638859999938632e-06,
+   "host_canary_seconds": 7.2420799999761695e-06,
    "pass_seconds": [
-    4.521295357318152e-05,
-    2.8440380025477635e-05,
-    2.9603048449470883e-05
+    5.7169521848360695e-05,
+    2.5101714900561742e-05,
+    2.5183238976058505e-05
    ],
    "pass_host_canary_seconds": [
-    9.638859999938632e-06,
-    7.5322750001305394e-06,
-    6.980630000015253e-06
+    7.2420799999761695e-06,
+    7.063537499973904e-06,
+    6.7048249999857036e-06
    ]
   },
   "layer_backward_conv2d_nobias_autocast": {
-   "seconds": 0.0001149470540029662,
-   "min": 0.00010210056461039043,
-   "max": 0.0001305241896992638,
+   "seconds": 8.987961372449287e-05,
+   "min": 7.86918153365453e-05,
+   "max": 0.0001360167534578414,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv2d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1163,26 +1163,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005057280063629151,
-    0.0010806080102920533,
-    0.0027597439289093017
+    0.00026287999749183657,
+    0.0006290879845619201,
+    0.0022870080471038817
    ],
-   "host_canary_seconds": 9.638859999938632e-06,
+   "host_canary_seconds": 7.2420799999761695e-06,
    "pass_seconds": [
-    0.00010210056461039043,
-    0.0001149470540029662,
-    0.0001305241896992638
+    7.86918153365453e-05,
+    0.0001360167534578414,
+    8.987961372449287e-05
    ],
    "pass_host_canary_seconds": [
-    9.638859999938632e-06,
-    7.5322750001305394e-06,
-    6.980630000015253e-06
+    7.2420799999761695e-06,
+    7.063537499973904e-06,
+    6.7048249999857036e-06
    ]
   },
   "layer_forward_conv1d": {
-   "seconds": 4.340723937466031e-05,
-   "min": 2.867504741464342e-05,
-   "max": 4.472914338111877e-05,
+   "seconds": 3.2804572866076516e-05,
+   "min": 2.448152342722529e-05,
+   "max": 3.5171809650602794e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1191,26 +1191,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.259200021624565e-05,
-    0.00012006399780511856,
-    0.0006946240067481995
+    5.798399820923805e-05,
+    0.00014825600385665893,
+    0.00043081599473953247
    ],
-   "host_canary_seconds": 9.38216499989153e-06,
+   "host_canary_seconds": 6.911889999976495e-06,
    "pass_seconds": [
-    4.472914338111877e-05,
-    4.340723937466031e-05,
-    2.867504741464342e-05
+    2.448152342722529e-05,
+    3.5171809650602794e-05,
+    3.2804572866076516e-05
    ],
    "pass_host_canary_seconds": [
-    9.38216499989153e-06,
-    9.677525000029163e-06,
-    7.324995000033141e-06
+    6.911889999976495e-06,
+    9.273905000029004e-06,
+    6.773234999997158e-06
    ]
   },
   "layer_backward_conv1d": {
-   "seconds": 9.294170779841287e-05,
-   "min": 9.199161330858868e-05,
-   "max": 9.658742660567874e-05,
+   "seconds": 7.482362077349707e-05,
+   "min": 6.934399973778496e-05,
+   "max": 8.064762272295498e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1219,26 +1219,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002423039972782135,
-    0.0008296959996223449,
-    0.0023521919250488283
+    0.0001769600063562393,
+    0.0005991680026054382,
+    0.0017895040512084961
    ],
-   "host_canary_seconds": 9.38216499989153e-06,
+   "host_canary_seconds": 6.911889999976495e-06,
    "pass_seconds": [
-    9.199161330858868e-05,
-    9.294170779841287e-05,
-    9.658742660567874e-05
+    8.064762272295498e-05,
+    7.482362077349707e-05,
+    6.934399973778496e-05
    ],
    "pass_host_canary_seconds": [
-    9.38216499989153e-06,
-    9.677525000029163e-06,
-    7.324995000033141e-06
+    6.911889999976495e-06,
+    9.273905000029004e-06,
+    6.773234999997158e-06
    ]
   },
   "layer_forward_conv1d_autocast": {
-   "seconds": 4.4890664872669045e-05,
-   "min": 3.929523697921208e-05,
-   "max": 7.452190560953958e-05,
+   "seconds": 4.365790493431545e-05,
+   "min": 3.878933297736304e-05,
+   "max": 6.376990321136657e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1247,26 +1247,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00013436800241470336,
-    0.00036307200789451597,
-    0.0007607359886169433
+    0.00010012800246477127,
+    0.00041948801279067995,
+    0.0007496320009231567
    ],
-   "host_canary_seconds": 6.830905000185794e-06,
+   "host_canary_seconds": 6.968960000008906e-06,
    "pass_seconds": [
-    3.929523697921208e-05,
-    7.452190560953958e-05,
-    4.4890664872669045e-05
+    3.878933297736304e-05,
+    6.376990321136657e-05,
+    4.365790493431545e-05
    ],
    "pass_host_canary_seconds": [
-    6.830905000185794e-06,
-    9.831700000120236e-06,
-    6.7812700001468325e-06
+    6.968960000008906e-06,
+    8.929675000004522e-06,
+    7.058604999983231e-06
    ]
   },
   "layer_backward_conv1d_autocast": {
-   "seconds": 0.00016353904207547503,
-   "min": 0.00015987504025300343,
-   "max": 0.00017457903495856692,
+   "seconds": 0.00013406704082375478,
+   "min": 8.326856756494158e-05,
+   "max": 0.00014663542700665337,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1275,26 +1275,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005092800259590149,
-    0.0012914880514144898,
-    0.0035583999156951905
+    0.0006704000234603882,
+    0.0012792960405349732,
+    0.0025821759700775148
    ],
-   "host_canary_seconds": 6.830905000185794e-06,
+   "host_canary_seconds": 6.968960000008906e-06,
    "pass_seconds": [
-    0.00015987504025300343,
-    0.00017457903495856692,
-    0.00016353904207547503
+    8.326856756494158e-05,
+    0.00013406704082375478,
+    0.00014663542700665337
    ],
    "pass_host_canary_seconds": [
-    6.830905000185794e-06,
-    9.831700000120236e-06,
-    6.7812700001468325e-06
+    6.968960000008906e-06,
+    8.929675000004522e-06,
+    7.058604999983231e-06
    ]
   },
   "layer_forward_conv1d_nobias": {
-   "seconds": 1.9322667182201432e-05,
-   "min": 1.8251429444977214e-05,
-   "max": 2.7734096028975078e-05,
+   "seconds": 1.8003810019720166e-05,
+   "min": 1.7635048322734374e-05,
+   "max": 2.2777142978849862e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1303,26 +1303,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0079999938607215e-05,
-    8.473599702119828e-05,
-    0.0003188160061836243
+    2.9343999922275544e-05,
+    8.240000158548355e-05,
+    0.00029392001032829283
    ],
-   "host_canary_seconds": 6.739364999930331e-06,
+   "host_canary_seconds": 6.556872500009803e-06,
    "pass_seconds": [
-    1.9322667182201432e-05,
-    2.7734096028975078e-05,
-    1.8251429444977214e-05
+    1.7635048322734374e-05,
+    1.8003810019720166e-05,
+    2.2777142978849862e-05
    ],
    "pass_host_canary_seconds": [
-    6.739364999930331e-06,
-    9.872795000092082e-06,
-    7.822587499930478e-06
+    6.556872500009803e-06,
+    6.772164999944153e-06,
+    9.880752499995537e-06
    ]
   },
   "layer_backward_conv1d_nobias": {
-   "seconds": 6.686628778420744e-05,
-   "min": 6.559695569532259e-05,
-   "max": 6.858895107039384e-05,
+   "seconds": 6.442209794407799e-05,
+   "min": 3.240000119521505e-05,
+   "max": 6.65653298298518e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1331,26 +1331,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00016044799983501435,
-    0.0004257279932498932,
-    0.0014555200338363648
+    0.00017615999281406404,
+    0.00037167999148368837,
+    0.0009418240189552307
    ],
-   "host_canary_seconds": 6.739364999930331e-06,
+   "host_canary_seconds": 6.556872500009803e-06,
    "pass_seconds": [
-    6.686628778420744e-05,
-    6.559695569532259e-05,
-    6.858895107039384e-05
+    3.240000119521505e-05,
+    6.442209794407799e-05,
+    6.65653298298518e-05
    ],
    "pass_host_canary_seconds": [
-    6.739364999930331e-06,
-    9.872795000092082e-06,
-    7.822587499930478e-06
+    6.556872500009803e-06,
+    6.772164999944153e-06,
+    9.880752499995537e-06
    ]
   },
   "layer_forward_conv1d_nobias_autocast": {
-   "seconds": 3.701028724511464e-05,
-   "min": 3.130895396073659e-05,
-   "max": 6.008457215059371e-05,
+   "seconds": 2.825676170842988e-05,
+   "min": 2.8147809030044645e-05,
+   "max": 4.366171537410645e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1359,26 +1359,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.159999966621399e-05,
-    0.00015062400698661804,
-    0.0005296000242233276
+    6.224000081419944e-05,
+    0.00014668799936771394,
+    0.00048598399758338927
    ],
-   "host_canary_seconds": 6.750014999994392e-06,
+   "host_canary_seconds": 6.827007500014304e-06,
    "pass_seconds": [
-    3.130895396073659e-05,
-    6.008457215059371e-05,
-    3.701028724511464e-05
+    2.825676170842988e-05,
+    2.8147809030044645e-05,
+    4.366171537410645e-05
    ],
    "pass_host_canary_seconds": [
-    6.750014999994392e-06,
-    1.0615469999919469e-05,
-    9.00282499998184e-06
+    6.827007500014304e-06,
+    6.709174999990352e-06,
+    9.57911000000422e-06
    ]
   },
   "layer_backward_conv1d_nobias_autocast": {
-   "seconds": 0.00012234742513724737,
-   "min": 8.47550453174682e-05,
-   "max": 0.00012532648373217808,
+   "seconds": 7.582780701063928e-05,
+   "min": 7.097676343151502e-05,
+   "max": 8.973257279112223e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny conv1d_nobias layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1387,26 +1387,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00028198400139808655,
-    0.0009097599983215332,
-    0.002642431974411011
+    0.00034227201342582704,
+    0.0006720640063285827,
+    0.0018414720296859742
    ],
-   "host_canary_seconds": 6.750014999994392e-06,
+   "host_canary_seconds": 6.827007500014304e-06,
    "pass_seconds": [
-    0.00012234742513724737,
-    0.00012532648373217808,
-    8.47550453174682e-05
+    7.097676343151502e-05,
+    7.582780701063928e-05,
+    8.973257279112223e-05
    ],
    "pass_host_canary_seconds": [
-    6.750014999994392e-06,
-    1.0615469999919469e-05,
-    9.00282499998184e-06
+    6.827007500014304e-06,
+    6.709174999990352e-06,
+    9.57911000000422e-06
    ]
   },
   "layer_forward_batchnorm2d": {
-   "seconds": 3.5328760033562065e-05,
-   "min": 3.132342901967821e-05,
-   "max": 6.83542848342941e-05,
+   "seconds": 3.611123615077564e-05,
+   "min": 3.3493333629199435e-05,
+   "max": 5.532190345582508e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1415,26 +1415,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.998400062322616e-05,
-    0.00016351999342441558,
-    0.0005824319720268249
+    4.9375999718904496e-05,
+    0.0001578879952430725,
+    0.0005911039710044861
    ],
-   "host_canary_seconds": 6.890960000021096e-06,
+   "host_canary_seconds": 7.2364500000077215e-06,
    "pass_seconds": [
-    3.5328760033562065e-05,
-    6.83542848342941e-05,
-    3.132342901967821e-05
+    3.611123615077564e-05,
+    3.3493333629199435e-05,
+    5.532190345582508e-05
    ],
    "pass_host_canary_seconds": [
-    6.890960000021096e-06,
-    1.0655999999897859e-05,
-    6.764804999903618e-06
+    7.2364500000077215e-06,
+    6.715935000016771e-06,
+    9.573554999917632e-06
    ]
   },
   "layer_backward_batchnorm2d": {
-   "seconds": 6.124114670923777e-05,
-   "min": 4.9448389027799874e-05,
-   "max": 7.258209373269762e-05,
+   "seconds": 5.619199928783235e-05,
+   "min": 3.712457702273415e-05,
+   "max": 7.663848020491147e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1443,26 +1443,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001894399970769882,
-    0.0006198080182075501,
-    0.0018436479568481445
+    0.00016495999693870545,
+    0.0004493120014667511,
+    0.0018382400274276733
    ],
-   "host_canary_seconds": 6.890960000021096e-06,
+   "host_canary_seconds": 7.2364500000077215e-06,
    "pass_seconds": [
-    7.258209373269762e-05,
-    4.9448389027799874e-05,
-    6.124114670923777e-05
+    7.663848020491147e-05,
+    5.619199928783235e-05,
+    3.712457702273415e-05
    ],
    "pass_host_canary_seconds": [
-    6.890960000021096e-06,
-    1.0655999999897859e-05,
-    6.764804999903618e-06
+    7.2364500000077215e-06,
+    6.715935000016771e-06,
+    9.573554999917632e-06
    ]
   },
   "layer_forward_batchnorm2d_autocast": {
-   "seconds": 7.056380595479693e-05,
-   "min": 3.306971419425238e-05,
-   "max": 7.397028413556871e-05,
+   "seconds": 5.580647609063558e-05,
+   "min": 3.4757334561575024e-05,
+   "max": 6.65211443390165e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1471,26 +1471,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.76800012588501e-05,
-    0.00018451200425624847,
-    0.0011422079801559448
+    8.188799768686294e-05,
+    0.0002135999947786331,
+    0.001057088017463684
    ],
-   "host_canary_seconds": 9.31164999997236e-06,
+   "host_canary_seconds": 1.080084000001591e-05,
    "pass_seconds": [
-    7.397028413556871e-05,
-    7.056380595479693e-05,
-    3.306971419425238e-05
+    6.65211443390165e-05,
+    5.580647609063558e-05,
+    3.4757334561575024e-05
    ],
    "pass_host_canary_seconds": [
-    9.31164999997236e-06,
-    1.0306605000067747e-05,
-    6.677419999903123e-06
+    1.080084000001591e-05,
+    9.554660000006265e-06,
+    6.896984999968936e-06
    ]
   },
   "layer_backward_batchnorm2d_autocast": {
-   "seconds": 5.337904748462495e-05,
-   "min": 2.159542874211356e-05,
-   "max": 7.148342544124238e-05,
+   "seconds": 5.477790605454218e-05,
+   "min": 4.7462856130940576e-05,
+   "max": 0.00011313370650722867,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny batchnorm2d layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1499,26 +1499,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0002062080055475235,
-    0.000693120002746582,
-    0.0017064319849014282
+    0.0002746880054473877,
+    0.0006654080152511596,
+    0.0029200959205627442
    ],
-   "host_canary_seconds": 9.31164999997236e-06,
+   "host_canary_seconds": 1.080084000001591e-05,
    "pass_seconds": [
-    2.159542874211356e-05,
-    5.337904748462495e-05,
-    7.148342544124238e-05
+    0.00011313370650722867,
+    4.7462856130940576e-05,
+    5.477790605454218e-05
    ],
    "pass_host_canary_seconds": [
-    9.31164999997236e-06,
-    1.0306605000067747e-05,
-    6.677419999903123e-06
+    1.080084000001591e-05,
+    9.554660000006265e-06,
+    6.896984999968936e-06
    ]
   },
   "layer_forward_layernorm": {
-   "seconds": 2.216076247748874e-05,
-   "min": 1.4899047889879775e-05,
-   "max": 2.7082667286906922e-05,
+   "seconds": 2.523961964817274e-05,
+   "min": 1.5014858029427979e-05,
+   "max": 3.648914361283893e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1527,26 +1527,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.5936001688241956e-05,
-    9.888000041246415e-05,
-    0.00036716800928115843
+    9.654399752616882e-05,
+    0.0002303680032491684,
+    0.0006520000100135804
    ],
-   "host_canary_seconds": 8.949600000107693e-06,
+   "host_canary_seconds": 1.0597097499989162e-05,
    "pass_seconds": [
-    2.216076247748874e-05,
-    2.7082667286906922e-05,
-    1.4899047889879775e-05
+    3.648914361283893e-05,
+    2.523961964817274e-05,
+    1.5014858029427979e-05
    ],
    "pass_host_canary_seconds": [
-    8.949600000107693e-06,
-    1.002136000010978e-05,
-    6.668992499925252e-06
+    1.0597097499989162e-05,
+    9.18865000002711e-06,
+    6.78143500003614e-06
    ]
   },
   "layer_backward_layernorm": {
-   "seconds": 4.970743134617806e-05,
-   "min": 3.8046473903315415e-05,
-   "max": 5.649523738594282e-05,
+   "seconds": 4.688076568501336e-05,
+   "min": 4.206399743755658e-05,
+   "max": 4.794437908345745e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1555,26 +1555,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013891200721263887,
-    0.00032864001393318175,
-    0.0010450559854507447
+    0.0003446719944477081,
+    0.0005953919887542725,
+    0.0015954240560531617
    ],
-   "host_canary_seconds": 8.949600000107693e-06,
+   "host_canary_seconds": 1.0597097499989162e-05,
    "pass_seconds": [
-    3.8046473903315415e-05,
-    4.970743134617806e-05,
-    5.649523738594282e-05
+    4.688076568501336e-05,
+    4.206399743755658e-05,
+    4.794437908345745e-05
    ],
    "pass_host_canary_seconds": [
-    8.949600000107693e-06,
-    1.002136000010978e-05,
-    6.668992499925252e-06
+    1.0597097499989162e-05,
+    9.18865000002711e-06,
+    6.78143500003614e-06
    ]
   },
   "layer_forward_layernorm_autocast": {
-   "seconds": 2.256076215278535e-05,
-   "min": 1.7107810292925152e-05,
-   "max": 2.7963427915459584e-05,
+   "seconds": 1.721828661504246e-05,
+   "min": 1.582018960089911e-05,
+   "max": 4.0014477357977914e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1583,26 +1583,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.164799839258194e-05,
-    0.0001186240017414093,
-    0.0003898240029811859
+    0.0001395519971847534,
+    0.0001502719968557358,
+    0.000703328013420105
    ],
-   "host_canary_seconds": 8.82286500001328e-06,
+   "host_canary_seconds": 1.0445515000014894e-05,
    "pass_seconds": [
-    2.256076215278535e-05,
-    2.7963427915459584e-05,
-    1.7107810292925152e-05
+    4.0014477357977914e-05,
+    1.582018960089911e-05,
+    1.721828661504246e-05
    ],
    "pass_host_canary_seconds": [
-    8.82286500001328e-06,
-    1.0081724999935204e-05,
-    6.921599999998307e-06
+    1.0445515000014894e-05,
+    6.822147500002984e-06,
+    6.9472350000410185e-06
    ]
   },
   "layer_backward_layernorm_autocast": {
-   "seconds": 5.4286481014319835e-05,
-   "min": 4.2119621875740235e-05,
-   "max": 5.694323636236646e-05,
+   "seconds": 4.962895047806558e-05,
+   "min": 4.523961707240058e-05,
+   "max": 5.0337528189023344e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny layernorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1611,26 +1611,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001637440025806427,
-    0.00034915199875831603,
-    0.0011310720443725587
+    0.0004017600119113922,
+    0.0006892160177230835,
+    0.0016911360025405884
    ],
-   "host_canary_seconds": 8.82286500001328e-06,
+   "host_canary_seconds": 1.0445515000014894e-05,
    "pass_seconds": [
-    4.2119621875740235e-05,
-    5.4286481014319835e-05,
-    5.694323636236646e-05
+    4.523961707240058e-05,
+    5.0337528189023344e-05,
+    4.962895047806558e-05
    ],
    "pass_host_canary_seconds": [
-    8.82286500001328e-06,
-    1.0081724999935204e-05,
-    6.921599999998307e-06
+    1.0445515000014894e-05,
+    6.822147500002984e-06,
+    6.9472350000410185e-06
    ]
   },
   "layer_forward_groupnorm": {
-   "seconds": 4.2175998822564177e-05,
-   "min": 3.115657220284145e-05,
-   "max": 6.047237912813823e-05,
+   "seconds": 3.3672379241103214e-05,
+   "min": 3.071161767556554e-05,
+   "max": 5.059352304254259e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1639,26 +1639,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    5.9007998555898666e-05,
-    0.0001844799965620041,
-    0.0006912959814071656
+    8.259200304746628e-05,
+    0.00023977600038051604,
+    0.0008432959914207458
    ],
-   "host_canary_seconds": 8.826650000059998e-06,
+   "host_canary_seconds": 1.031096500000217e-05,
    "pass_seconds": [
-    4.2175998822564177e-05,
-    6.047237912813823e-05,
-    3.115657220284145e-05
+    5.059352304254259e-05,
+    3.071161767556554e-05,
+    3.3672379241103214e-05
    ],
    "pass_host_canary_seconds": [
-    8.826650000059998e-06,
-    1.0246829999971396e-05,
-    6.612592499948278e-06
+    1.031096500000217e-05,
+    6.847215000007623e-06,
+    9.676817499979507e-06
    ]
   },
   "layer_backward_groupnorm": {
-   "seconds": 9.321752367984683e-05,
-   "min": 7.479162390033403e-05,
-   "max": 9.653867568288531e-05,
+   "seconds": 9.805943071842195e-05,
+   "min": 8.132419114311536e-05,
+   "max": 0.000129201526088374,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1667,26 +1667,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00022483199834823607,
-    0.000553600013256073,
-    0.0019719680547714232
+    0.00033257600665092467,
+    0.0007924479842185974,
+    0.0025670080184936523
    ],
-   "host_canary_seconds": 8.826650000059998e-06,
+   "host_canary_seconds": 1.031096500000217e-05,
    "pass_seconds": [
-    7.479162390033403e-05,
-    9.653867568288531e-05,
-    9.321752367984683e-05
+    9.805943071842195e-05,
+    8.132419114311536e-05,
+    0.000129201526088374
    ],
    "pass_host_canary_seconds": [
-    8.826650000059998e-06,
-    1.0246829999971396e-05,
-    6.612592499948278e-06
+    1.031096500000217e-05,
+    6.847215000007623e-06,
+    9.676817499979507e-06
    ]
   },
   "layer_forward_groupnorm_autocast": {
-   "seconds": 4.158857251916613e-05,
-   "min": 3.237257347930046e-05,
-   "max": 5.829409474418277e-05,
+   "seconds": 4.820876249245235e-05,
+   "min": 3.09089519793079e-05,
+   "max": 5.37036174819583e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1695,26 +1695,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    7.478400319814682e-05,
-    0.00020035199820995331,
-    0.0006988800168037415
+    0.0002035199999809265,
+    0.0002775039970874786,
+    0.0009031040072441101
    ],
-   "host_canary_seconds": 8.67939999992018e-06,
+   "host_canary_seconds": 9.624412499995571e-06,
    "pass_seconds": [
-    4.158857251916613e-05,
-    5.829409474418277e-05,
-    3.237257347930046e-05
+    4.820876249245235e-05,
+    3.09089519793079e-05,
+    5.37036174819583e-05
    ],
    "pass_host_canary_seconds": [
-    8.67939999992018e-06,
-    1.03175799999633e-05,
-    6.840835000048173e-06
+    9.624412499995571e-06,
+    6.889650000019287e-06,
+    9.787177500015787e-06
    ]
   },
   "layer_backward_groupnorm_autocast": {
-   "seconds": 8.789790811992827e-05,
-   "min": 7.14400013287862e-05,
-   "max": 0.00011406018318874498,
+   "seconds": 8.804038237957727e-05,
+   "min": 8.69485702188242e-05,
+   "max": 9.77120002110799e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny groupnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1723,26 +1723,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023718400299549102,
-    0.0005892159938812256,
-    0.0019369280338287353
+    0.00046988800168037417,
+    0.0008998720049858093,
+    0.0025207040309906006
    ],
-   "host_canary_seconds": 8.67939999992018e-06,
+   "host_canary_seconds": 9.624412499995571e-06,
    "pass_seconds": [
-    7.14400013287862e-05,
-    8.789790811992827e-05,
-    0.00011406018318874498
+    8.804038237957727e-05,
+    8.69485702188242e-05,
+    9.77120002110799e-05
    ],
    "pass_host_canary_seconds": [
-    8.67939999992018e-06,
-    1.03175799999633e-05,
-    6.840835000048173e-06
+    9.624412499995571e-06,
+    6.889650000019287e-06,
+    9.787177500015787e-06
    ]
   },
   "layer_forward_relu": {
-   "seconds": 1.501104785572915e-05,
-   "min": 1.3062094826073873e-05,
-   "max": 1.565333367103622e-05,
+   "seconds": 1.4801523515156336e-05,
+   "min": 9.890285187533923e-06,
+   "max": 1.635276135944185e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1751,26 +1751,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.550400048494339e-05,
-    6.182400137186051e-05,
-    0.00022047999501228333
+    3.0912000685930254e-05,
+    7.043199986219406e-05,
+    0.00027302399277687075
    ],
-   "host_canary_seconds": 8.634622500096611e-06,
+   "host_canary_seconds": 9.416079999997606e-06,
    "pass_seconds": [
-    1.3062094826073873e-05,
-    1.565333367103622e-05,
-    1.501104785572915e-05
+    1.635276135944185e-05,
+    9.890285187533923e-06,
+    1.4801523515156336e-05
    ],
    "pass_host_canary_seconds": [
-    8.634622500096611e-06,
-    9.940064999938159e-06,
-    9.725985000130777e-06
+    9.416079999997606e-06,
+    9.181710000021326e-06,
+    9.920714999935853e-06
    ]
   },
   "layer_backward_relu": {
-   "seconds": 2.5030858282532013e-05,
-   "min": 1.3927617420752842e-05,
-   "max": 2.9046857818251564e-05,
+   "seconds": 2.2211048929464248e-05,
+   "min": 2.118323743343352e-05,
+   "max": 4.155961787771611e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1779,26 +1779,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010278400033712387,
-    0.0001798720061779022,
-    0.000506335973739624
+    0.00019177600741386415,
+    0.0003354879915714264,
+    0.0007651839852333068
    ],
-   "host_canary_seconds": 8.634622500096611e-06,
+   "host_canary_seconds": 9.416079999997606e-06,
    "pass_seconds": [
-    1.3927617420752842e-05,
-    2.5030858282532013e-05,
-    2.9046857818251564e-05
+    2.118323743343352e-05,
+    4.155961787771611e-05,
+    2.2211048929464248e-05
    ],
    "pass_host_canary_seconds": [
-    8.634622500096611e-06,
-    9.940064999938159e-06,
-    9.725985000130777e-06
+    9.416079999997606e-06,
+    9.181710000021326e-06,
+    9.920714999935853e-06
    ]
   },
   "layer_forward_relu_autocast": {
-   "seconds": 1.4350475654715585e-05,
-   "min": 1.3249523228123075e-05,
-   "max": 1.5819429286888666e-05,
+   "seconds": 1.5998476672740208e-05,
+   "min": 7.5718098807902575e-06,
+   "max": 1.736076105208624e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1807,26 +1807,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.8816001266241075e-05,
-    7.638400048017501e-05,
-    0.00023683199286460876
+    4.9375999718904496e-05,
+    0.0001037760004401207,
+    0.0003105599880218506
    ],
-   "host_canary_seconds": 8.70125000005828e-06,
+   "host_canary_seconds": 9.656494999994436e-06,
    "pass_seconds": [
-    1.3249523228123075e-05,
-    1.5819429286888666e-05,
-    1.4350475654715585e-05
+    1.736076105208624e-05,
+    7.5718098807902575e-06,
+    1.5998476672740208e-05
    ],
    "pass_host_canary_seconds": [
-    8.70125000005828e-06,
-    9.883365000007415e-06,
-    9.387792499921942e-06
+    9.656494999994436e-06,
+    7.290859999997679e-06,
+    9.953492499974459e-06
    ]
   },
   "layer_backward_relu_autocast": {
-   "seconds": 1.9043811375186555e-05,
-   "min": 1.3905524852729976e-05,
-   "max": 2.465295330399559e-05,
+   "seconds": 1.5435430265608292e-05,
+   "min": 1.2553903141192024e-05,
+   "max": 1.9373714569069093e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny relu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1835,26 +1835,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013020800054073335,
-    0.0001958400011062622,
-    0.000532256007194519
+    0.0002566719949245453,
+    0.00042665600776672365,
+    0.0007724800109863281
    ],
-   "host_canary_seconds": 8.70125000005828e-06,
+   "host_canary_seconds": 9.656494999994436e-06,
    "pass_seconds": [
-    1.3905524852729976e-05,
-    2.465295330399559e-05,
-    1.9043811375186555e-05
+    1.5435430265608292e-05,
+    1.2553903141192024e-05,
+    1.9373714569069093e-05
    ],
    "pass_host_canary_seconds": [
-    8.70125000005828e-06,
-    9.883365000007415e-06,
-    9.387792499921942e-06
+    9.656494999994436e-06,
+    7.290859999997679e-06,
+    9.953492499974459e-06
    ]
   },
   "layer_forward_gelu": {
-   "seconds": 1.3609905150674637e-05,
-   "min": 1.264000009922754e-05,
-   "max": 1.51108568977742e-05,
+   "seconds": 1.3980952845442864e-05,
+   "min": 9.603047122557959e-06,
+   "max": 1.4683428087404795e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1863,26 +1863,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.364799939095974e-05,
-    5.916799977421761e-05,
-    0.00021244800090789795
+    2.953599952161312e-05,
+    6.921599805355071e-05,
+    0.00023849600553512573
    ],
-   "host_canary_seconds": 8.70125000005828e-06,
+   "host_canary_seconds": 1.0444570000025522e-05,
    "pass_seconds": [
-    1.264000009922754e-05,
-    1.51108568977742e-05,
-    1.3609905150674637e-05
+    1.3980952845442864e-05,
+    9.603047122557959e-06,
+    1.4683428087404795e-05
    ],
    "pass_host_canary_seconds": [
-    8.70125000005828e-06,
-    1.0148199999946427e-05,
-    9.305355000037707e-06
+    1.0444570000025522e-05,
+    7.088922500031458e-06,
+    1.035510000008344e-05
    ]
   },
   "layer_backward_gelu": {
-   "seconds": 2.1187807655050632e-05,
-   "min": 1.5595426871663047e-05,
-   "max": 2.4671237915754316e-05,
+   "seconds": 2.3694475669236408e-05,
+   "min": 1.6636190137692864e-05,
+   "max": 3.830018843568507e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1891,26 +1891,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    9.993600100278855e-05,
-    0.00017049600183963775,
-    0.0005187519788742065
+    0.00012777599692344666,
+    0.0002359679937362671,
+    0.0008957759737968445
    ],
-   "host_canary_seconds": 8.70125000005828e-06,
+   "host_canary_seconds": 1.0444570000025522e-05,
    "pass_seconds": [
-    1.5595426871663047e-05,
-    2.4671237915754316e-05,
-    2.1187807655050632e-05
+    3.830018843568507e-05,
+    1.6636190137692864e-05,
+    2.3694475669236408e-05
    ],
    "pass_host_canary_seconds": [
-    8.70125000005828e-06,
-    1.0148199999946427e-05,
-    9.305355000037707e-06
+    1.0444570000025522e-05,
+    7.088922500031458e-06,
+    1.035510000008344e-05
    ]
   },
   "layer_forward_gelu_autocast": {
-   "seconds": 1.5316570975950785e-05,
-   "min": 1.4743618755823093e-05,
-   "max": 1.5403428070601964e-05,
+   "seconds": 1.1571047561509269e-05,
+   "min": 1.0076952211204029e-05,
+   "max": 1.4775619442973816e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1919,26 +1919,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.953599952161312e-05,
-    5.955199897289276e-05,
-    0.00024595199525356294
+    8.070400357246399e-05,
+    8.460800349712372e-05,
+    0.00024400000274181366
    ],
-   "host_canary_seconds": 9.33940000010125e-06,
+   "host_canary_seconds": 9.621224999989409e-06,
    "pass_seconds": [
-    1.4743618755823093e-05,
-    1.5316570975950785e-05,
-    1.5403428070601964e-05
+    1.1571047561509269e-05,
+    1.0076952211204029e-05,
+    1.4775619442973816e-05
    ],
    "pass_host_canary_seconds": [
-    9.33940000010125e-06,
-    1.0043577499914136e-05,
-    9.813544999985878e-06
+    9.621224999989409e-06,
+    7.72902000001352e-06,
+    9.620647499986035e-06
    ]
   },
   "layer_backward_gelu_autocast": {
-   "seconds": 1.4615619643813092e-05,
-   "min": 1.395504877326034e-05,
-   "max": 2.4889905360482993e-05,
+   "seconds": 2.112685658392452e-05,
+   "min": 1.8483809417202357e-05,
+   "max": 3.187962080396357e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1947,26 +1947,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010851199924945832,
-    0.00022355200350284576,
-    0.0005486400127410889
+    0.000146016001701355,
+    0.0002483520060777664,
+    0.0006008960008621215
    ],
-   "host_canary_seconds": 9.33940000010125e-06,
+   "host_canary_seconds": 9.621224999989409e-06,
    "pass_seconds": [
-    1.395504877326034e-05,
-    2.4889905360482993e-05,
-    1.4615619643813092e-05
+    1.8483809417202357e-05,
+    3.187962080396357e-05,
+    2.112685658392452e-05
    ],
    "pass_host_canary_seconds": [
-    9.33940000010125e-06,
-    1.0043577499914136e-05,
-    9.813544999985878e-06
+    9.621224999989409e-06,
+    7.72902000001352e-06,
+    9.620647499986035e-06
    ]
   },
   "layer_forward_silu": {
-   "seconds": 1.3771428770962216e-05,
-   "min": 9.214476017015322e-06,
-   "max": 1.592685619280452e-05,
+   "seconds": 1.389104766505105e-05,
+   "min": 1.2048000381106424e-05,
+   "max": 1.4163047430061158e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -1975,26 +1975,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5728000327944755e-05,
-    6.515199691057205e-05,
-    0.00016787199676036835
+    2.7936000376939773e-05,
+    6.726399809122086e-05,
+    0.00023932799696922303
    ],
-   "host_canary_seconds": 8.581535000189434e-06,
+   "host_canary_seconds": 9.793904999995106e-06,
    "pass_seconds": [
-    9.214476017015322e-06,
-    1.592685619280452e-05,
-    1.3771428770962216e-05
+    1.4163047430061158e-05,
+    1.389104766505105e-05,
+    1.2048000381106424e-05
    ],
    "pass_host_canary_seconds": [
-    8.581535000189434e-06,
-    1.0262222500045936e-05,
-    9.76908500007312e-06
+    9.793904999995106e-06,
+    1.049960000003125e-05,
+    6.875619999959781e-06
    ]
   },
   "layer_backward_silu": {
-   "seconds": 2.3645716497585883e-05,
-   "min": 2.2728380170606438e-05,
-   "max": 2.4796952981324422e-05,
+   "seconds": 2.046476056178411e-05,
+   "min": 1.4700952385153085e-05,
+   "max": 2.3302096696127025e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2003,26 +2003,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010825599730014801,
-    0.00018780800700187684,
-    0.0005948160290718079
+    0.00011939200013875961,
+    0.00021145600080490112,
+    0.0006745920181274414
    ],
-   "host_canary_seconds": 8.581535000189434e-06,
+   "host_canary_seconds": 9.793904999995106e-06,
    "pass_seconds": [
-    2.3645716497585883e-05,
-    2.4796952981324422e-05,
-    2.2728380170606438e-05
+    2.3302096696127025e-05,
+    2.046476056178411e-05,
+    1.4700952385153085e-05
    ],
    "pass_host_canary_seconds": [
-    8.581535000189434e-06,
-    1.0262222500045936e-05,
-    9.76908500007312e-06
+    9.793904999995106e-06,
+    1.049960000003125e-05,
+    6.875619999959781e-06
    ]
   },
   "layer_forward_silu_autocast": {
-   "seconds": 1.4042667512382778e-05,
-   "min": 8.748190654885202e-06,
-   "max": 1.6580571908326378e-05,
+   "seconds": 1.388571322673843e-05,
+   "min": 9.437714481637592e-06,
+   "max": 1.7785905106436638e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2031,26 +2031,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.0688000842928885e-05,
-    9.161599725484848e-05,
-    0.00017347200214862824
+    4.518400132656097e-05,
+    8.70399996638298e-05,
+    0.00025353598594665526
    ],
-   "host_canary_seconds": 6.904370000029303e-06,
+   "host_canary_seconds": 9.789050000001964e-06,
    "pass_seconds": [
-    8.748190654885202e-06,
-    1.6580571908326378e-05,
-    1.4042667512382778e-05
+    1.388571322673843e-05,
+    1.7785905106436638e-05,
+    9.437714481637592e-06
    ],
    "pass_host_canary_seconds": [
-    6.904370000029303e-06,
-    1.0100254999940717e-05,
-    9.307855000173504e-06
+    9.789050000001964e-06,
+    9.744717500019817e-06,
+    6.757439999915959e-06
    ]
   },
   "layer_backward_silu_autocast": {
-   "seconds": 2.4258285938274296e-05,
-   "min": 2.3947428202345255e-05,
-   "max": 2.775161899626255e-05,
+   "seconds": 1.924800189832847e-05,
+   "min": 1.6390858129376454e-05,
+   "max": 2.544762069980303e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny silu layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2059,26 +2059,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010943999886512757,
-    0.0002605760097503662,
-    0.0006708160042762756
+    0.00014271999895572662,
+    0.0002448640018701553,
+    0.0006006399989128112
    ],
-   "host_canary_seconds": 6.904370000029303e-06,
+   "host_canary_seconds": 9.789050000001964e-06,
    "pass_seconds": [
-    2.775161899626255e-05,
-    2.3947428202345255e-05,
-    2.4258285938274296e-05
+    1.6390858129376454e-05,
+    1.924800189832847e-05,
+    2.544762069980303e-05
    ],
    "pass_host_canary_seconds": [
-    6.904370000029303e-06,
-    1.0100254999940717e-05,
-    9.307855000173504e-06
+    9.789050000001964e-06,
+    9.744717500019817e-06,
+    6.757439999915959e-06
    ]
   },
   "layer_forward_tanh": {
-   "seconds": 1.3798856930363746e-05,
-   "min": 1.0004571505955286e-05,
-   "max": 1.4332189889890807e-05,
+   "seconds": 1.0237714187020347e-05,
+   "min": 8.66361946931907e-06,
+   "max": 1.3999999988646734e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2087,26 +2087,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.8944000825285912e-05,
-    4.764800146222115e-05,
-    0.00016857600212097167
+    2.796800062060356e-05,
+    6.627199798822403e-05,
+    0.000236735999584198
    ],
-   "host_canary_seconds": 6.950875000200085e-06,
+   "host_canary_seconds": 9.711654999993157e-06,
    "pass_seconds": [
-    1.0004571505955286e-05,
-    1.4332189889890807e-05,
-    1.3798856930363746e-05
+    1.3999999988646734e-05,
+    8.66361946931907e-06,
+    1.0237714187020347e-05
    ],
    "pass_host_canary_seconds": [
-    6.950875000200085e-06,
-    9.856717500014157e-06,
-    9.194909999905576e-06
+    9.711654999993157e-06,
+    7.709694999959993e-06,
+    7.193857500027434e-06
    ]
   },
   "layer_backward_tanh": {
-   "seconds": 2.5603047084240687e-05,
-   "min": 2.2394665383866856e-05,
-   "max": 2.5741712234559517e-05,
+   "seconds": 1.938895286903495e-05,
+   "min": 1.6608761889593947e-05,
+   "max": 2.029181076657205e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2115,26 +2115,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010953599959611893,
-    0.00018764799833297728,
-    0.0006340799927711487
+    0.0001271679997444153,
+    0.00020105600357055663,
+    0.0005803200006484986
    ],
-   "host_canary_seconds": 6.950875000200085e-06,
+   "host_canary_seconds": 9.711654999993157e-06,
    "pass_seconds": [
-    2.5603047084240687e-05,
-    2.5741712234559517e-05,
-    2.2394665383866856e-05
+    1.6608761889593947e-05,
+    1.938895286903495e-05,
+    2.029181076657205e-05
    ],
    "pass_host_canary_seconds": [
-    6.950875000200085e-06,
-    9.856717500014157e-06,
-    9.194909999905576e-06
+    9.711654999993157e-06,
+    7.709694999959993e-06,
+    7.193857500027434e-06
    ]
   },
   "layer_forward_tanh_autocast": {
-   "seconds": 1.341638146411805e-05,
-   "min": 1.0093713977507182e-05,
-   "max": 1.3977905646676108e-05,
+   "seconds": 1.042057139178117e-05,
+   "min": 9.964190068699064e-06,
+   "max": 1.3987047509068535e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2143,26 +2143,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.9376000165939333e-05,
-    5.846399813890457e-05,
-    0.00018038399517536163
+    4.371200129389763e-05,
+    8.515200018882751e-05,
+    0.00025334399938583375
    ],
-   "host_canary_seconds": 7.073564999870996e-06,
+   "host_canary_seconds": 9.614420000012558e-06,
    "pass_seconds": [
-    1.0093713977507182e-05,
-    1.3977905646676108e-05,
-    1.341638146411805e-05
+    1.3987047509068535e-05,
+    1.042057139178117e-05,
+    9.964190068699064e-06
    ],
    "pass_host_canary_seconds": [
-    7.073564999870996e-06,
-    9.894924999969135e-06,
-    8.868392500005485e-06
+    9.614420000012558e-06,
+    7.222524999974667e-06,
+    7.106314999987262e-06
    ]
   },
   "layer_backward_tanh_autocast": {
-   "seconds": 2.0101334012690044e-05,
-   "min": 1.8485333060934433e-05,
-   "max": 2.6367998726311186e-05,
+   "seconds": 2.2639238763423195e-05,
+   "min": 1.8249903229020898e-05,
+   "max": 2.7058287124548635e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny tanh layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2171,26 +2171,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017548799514770507,
-    0.0002535040080547333,
-    0.0006015999913215638
+    0.00014127999544143676,
+    0.0002409600019454956,
+    0.000625823974609375
    ],
-   "host_canary_seconds": 7.073564999870996e-06,
+   "host_canary_seconds": 9.614420000012558e-06,
    "pass_seconds": [
-    1.8485333060934433e-05,
-    2.6367998726311186e-05,
-    2.0101334012690044e-05
+    1.8249903229020898e-05,
+    2.7058287124548635e-05,
+    2.2639238763423195e-05
    ],
    "pass_host_canary_seconds": [
-    7.073564999870996e-06,
-    9.894924999969135e-06,
-    8.868392500005485e-06
+    9.614420000012558e-06,
+    7.222524999974667e-06,
+    7.106314999987262e-06
    ]
   },
   "layer_forward_sigmoid": {
-   "seconds": 8.90590525453999e-06,
-   "min": 8.738285551468532e-06,
-   "max": 1.476647545184408e-05,
+   "seconds": 1.0369524271005678e-05,
+   "min": 1.0352761529031255e-05,
+   "max": 1.3804951860081581e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2199,26 +2199,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.9519999623298644e-05,
-    4.473600164055824e-05,
-    0.0001526080071926117
+    2.7712000533938408e-05,
+    6.672000139951706e-05,
+    0.00023398399353027343
    ],
-   "host_canary_seconds": 6.595009999728063e-06,
+   "host_canary_seconds": 9.878819999986633e-06,
    "pass_seconds": [
-    8.90590525453999e-06,
-    1.476647545184408e-05,
-    8.738285551468532e-06
+    1.3804951860081581e-05,
+    1.0352761529031255e-05,
+    1.0369524271005678e-05
    ],
    "pass_host_canary_seconds": [
-    6.595009999728063e-06,
-    9.720087499971443e-06,
-    6.442625000175895e-06
+    9.878819999986633e-06,
+    7.260700000024656e-06,
+    7.893575000110787e-06
    ]
   },
   "layer_backward_sigmoid": {
-   "seconds": 2.2984381765127183e-05,
-   "min": 1.904456964915707e-05,
-   "max": 3.063847603542465e-05,
+   "seconds": 1.8585144143019405e-05,
+   "min": 1.749333322402977e-05,
+   "max": 2.365028654180821e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2227,26 +2227,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010175999999046325,
-    0.0001863040030002594,
-    0.0005212479829788208
+    0.00011872000247240066,
+    0.00020003199577331543,
+    0.0005839999914169312
    ],
-   "host_canary_seconds": 6.595009999728063e-06,
+   "host_canary_seconds": 9.878819999986633e-06,
    "pass_seconds": [
-    1.904456964915707e-05,
-    2.2984381765127183e-05,
-    3.063847603542465e-05
+    1.749333322402977e-05,
+    1.8585144143019405e-05,
+    2.365028654180821e-05
    ],
    "pass_host_canary_seconds": [
-    6.595009999728063e-06,
-    9.720087499971443e-06,
-    6.442625000175895e-06
+    9.878819999986633e-06,
+    7.260700000024656e-06,
+    7.893575000110787e-06
    ]
   },
   "layer_forward_sigmoid_autocast": {
-   "seconds": 8.552380615756623e-06,
-   "min": 8.243047233138765e-06,
-   "max": 8.90590481105305e-06,
+   "seconds": 1.3540571821587425e-05,
+   "min": 9.843809352744193e-06,
+   "max": 1.3980952224561147e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2255,26 +2255,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.7295999228954315e-05,
-    5.689600110054016e-05,
-    0.00015689599514007567
+    4.476799815893173e-05,
+    8.771199733018875e-05,
+    0.0002548159956932068
    ],
-   "host_canary_seconds": 6.575522500043007e-06,
+   "host_canary_seconds": 1.0047335000002989e-05,
    "pass_seconds": [
-    8.552380615756623e-06,
-    8.243047233138765e-06,
-    8.90590481105305e-06
+    1.3980952224561147e-05,
+    9.843809352744193e-06,
+    1.3540571821587425e-05
    ],
    "pass_host_canary_seconds": [
-    6.575522500043007e-06,
-    9.989539999821773e-06,
-    6.587425000077474e-06
+    1.0047335000002989e-05,
+    7.221010000009187e-06,
+    7.82383499995376e-06
    ]
   },
   "layer_backward_sigmoid_autocast": {
-   "seconds": 2.7192383117619023e-05,
-   "min": 2.3008762370972413e-05,
-   "max": 3.690590549792562e-05,
+   "seconds": 1.61866650340103e-05,
+   "min": 1.4026665527905737e-05,
+   "max": 1.9910092687322983e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sigmoid layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2283,26 +2283,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011711999773979187,
-    0.00020198400318622588,
-    0.0005872640013694764
+    0.00015542399883270263,
+    0.00026464000344276426,
+    0.0006141759753227234
    ],
-   "host_canary_seconds": 6.575522500043007e-06,
+   "host_canary_seconds": 1.0047335000002989e-05,
    "pass_seconds": [
-    2.3008762370972413e-05,
-    3.690590549792562e-05,
-    2.7192383117619023e-05
+    1.61866650340103e-05,
+    1.4026665527905737e-05,
+    1.9910092687322983e-05
    ],
    "pass_host_canary_seconds": [
-    6.575522500043007e-06,
-    9.989539999821773e-06,
-    6.587425000077474e-06
+    1.0047335000002989e-05,
+    7.221010000009187e-06,
+    7.82383499995376e-06
    ]
   },
   "layer_forward_dropout": {
-   "seconds": 1.3859048042268979e-05,
-   "min": 1.3773714059165544e-05,
-   "max": 2.472533250138873e-05,
+   "seconds": 1.564647638726802e-05,
+   "min": 1.4099809474178723e-05,
+   "max": 2.1394286659501846e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2311,26 +2311,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.284800074994564e-05,
-    6.480000168085098e-05,
-    0.00022966399788856506
+    3.536000102758408e-05,
+    9.583999961614609e-05,
+    0.0003550400137901306
    ],
-   "host_canary_seconds": 6.806654999991224e-06,
+   "host_canary_seconds": 9.724215000019853e-06,
    "pass_seconds": [
-    1.3773714059165544e-05,
-    2.472533250138873e-05,
-    1.3859048042268979e-05
+    2.1394286659501846e-05,
+    1.564647638726802e-05,
+    1.4099809474178723e-05
    ],
    "pass_host_canary_seconds": [
-    6.806654999991224e-06,
-    1.0270244999901478e-05,
-    6.745154999805436e-06
+    9.724215000019853e-06,
+    7.098234999958208e-06,
+    7.4052600000129586e-06
    ]
   },
   "layer_backward_dropout": {
-   "seconds": 2.2153905814602263e-05,
-   "min": 2.1392760266150746e-05,
-   "max": 2.569371435259069e-05,
+   "seconds": 2.1766857909304755e-05,
+   "min": 1.4783239524279321e-05,
+   "max": 2.6926476951865927e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2339,26 +2339,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011052799969911575,
-    0.00020841600000858306,
-    0.0006354879736900329
+    0.00015184000134468078,
+    0.0003030399978160858,
+    0.0008064960241317749
    ],
-   "host_canary_seconds": 6.806654999991224e-06,
+   "host_canary_seconds": 9.724215000019853e-06,
    "pass_seconds": [
-    2.1392760266150746e-05,
-    2.2153905814602263e-05,
-    2.569371435259069e-05
+    2.1766857909304755e-05,
+    1.4783239524279321e-05,
+    2.6926476951865927e-05
    ],
    "pass_host_canary_seconds": [
-    6.806654999991224e-06,
-    1.0270244999901478e-05,
-    6.745154999805436e-06
+    9.724215000019853e-06,
+    7.098234999958208e-06,
+    7.4052600000129586e-06
    ]
   },
   "layer_forward_dropout_autocast": {
-   "seconds": 2.486933359787578e-05,
-   "min": 1.3632761403208687e-05,
-   "max": 2.5212190513099944e-05,
+   "seconds": 1.614933389992941e-05,
+   "min": 1.5107047167562304e-05,
+   "max": 2.1366857524429048e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2367,26 +2367,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.3824000507593154e-05,
-    7.257600128650666e-05,
-    0.0003949120044708252
+    5.430399999022484e-05,
+    0.00015270400047302245,
+    0.00038624000549316407
    ],
-   "host_canary_seconds": 9.107967499915049e-06,
+   "host_canary_seconds": 1.0127074999992658e-05,
    "pass_seconds": [
-    2.486933359787578e-05,
-    2.5212190513099944e-05,
-    1.3632761403208687e-05
+    2.1366857524429048e-05,
+    1.5107047167562304e-05,
+    1.614933389992941e-05
    ],
    "pass_host_canary_seconds": [
-    9.107967499915049e-06,
-    1.018965500009017e-05,
-    6.951775000061389e-06
+    1.0127074999992658e-05,
+    6.945589999958202e-06,
+    7.855319999947596e-06
    ]
   },
   "layer_backward_dropout_autocast": {
-   "seconds": 2.7986287538494387e-05,
-   "min": 2.689066724408241e-05,
-   "max": 3.0294855613084064e-05,
+   "seconds": 1.7909332932460878e-05,
+   "min": 1.2968382487694417e-05,
+   "max": 2.1971045505432847e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny dropout layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2395,26 +2395,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012460800260305404,
-    0.00024774399399757384,
-    0.0009379519820213318
+    0.00017740799486637115,
+    0.0003091840147972107,
+    0.0007712000012397766
    ],
-   "host_canary_seconds": 9.107967499915049e-06,
+   "host_canary_seconds": 1.0127074999992658e-05,
    "pass_seconds": [
-    3.0294855613084064e-05,
-    2.7986287538494387e-05,
-    2.689066724408241e-05
+    1.7909332932460878e-05,
+    1.2968382487694417e-05,
+    2.1971045505432847e-05
    ],
    "pass_host_canary_seconds": [
-    9.107967499915049e-06,
-    1.018965500009017e-05,
-    6.951775000061389e-06
+    1.0127074999992658e-05,
+    6.945589999958202e-06,
+    7.855319999947596e-06
    ]
   },
   "layer_forward_add": {
-   "seconds": 7.545142390188716e-06,
-   "min": 6.065523606680688e-06,
-   "max": 1.1767619156411714e-05,
+   "seconds": 8.421333240611214e-06,
+   "min": 7.862857055096398e-06,
+   "max": 1.1070476135327704e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2423,26 +2423,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.8672000393271447e-05,
-    5.65439984202385e-05,
-    0.0001228799968957901
+    2.7744000777602196e-05,
+    8.694399893283844e-05,
+    0.00020246399939060212
    ],
-   "host_canary_seconds": 6.5684200001214774e-06,
+   "host_canary_seconds": 1.0202315000000794e-05,
    "pass_seconds": [
-    6.065523606680688e-06,
-    1.1767619156411714e-05,
-    7.545142390188716e-06
+    1.1070476135327704e-05,
+    7.862857055096398e-06,
+    8.421333240611214e-06
    ],
    "pass_host_canary_seconds": [
-    6.5684200001214774e-06,
-    1.0147490000065318e-05,
-    6.786264999902869e-06
+    1.0202315000000794e-05,
+    6.899892499987459e-06,
+    7.13476999990803e-06
    ]
   },
   "layer_backward_add": {
-   "seconds": 2.5066664797209565e-05,
-   "min": 2.3417904706937925e-05,
-   "max": 3.606628475799448e-05,
+   "seconds": 2.1992383169985943e-05,
+   "min": 1.3858284978639511e-05,
+   "max": 2.798628470017797e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2451,26 +2451,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001703680008649826,
-    0.0002919999957084656,
-    0.0006236799955368042
+    0.00015174399316310883,
+    0.0002380480021238327,
+    0.0006433920264244079
    ],
-   "host_canary_seconds": 6.5684200001214774e-06,
+   "host_canary_seconds": 1.0202315000000794e-05,
    "pass_seconds": [
-    2.3417904706937925e-05,
-    2.5066664797209565e-05,
-    3.606628475799448e-05
+    2.1992383169985943e-05,
+    1.3858284978639511e-05,
+    2.798628470017797e-05
    ],
    "pass_host_canary_seconds": [
-    6.5684200001214774e-06,
-    1.0147490000065318e-05,
-    6.786264999902869e-06
+    1.0202315000000794e-05,
+    6.899892499987459e-06,
+    7.13476999990803e-06
    ]
   },
   "layer_forward_add_autocast": {
-   "seconds": 7.413333104479882e-06,
-   "min": 7.129143036547162e-06,
-   "max": 1.2675047807750248e-05,
+   "seconds": 7.843047557842165e-06,
+   "min": 7.318095171025821e-06,
+   "max": 1.1536761586155208e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2479,26 +2479,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.534399926662445e-05,
-    4.7488000243902205e-05,
-    0.00013651199638843538
+    4.121600091457367e-05,
+    7.420799881219864e-05,
+    0.00021372799575328826
    ],
-   "host_canary_seconds": 6.518564999851151e-06,
+   "host_canary_seconds": 9.59824000002385e-06,
    "pass_seconds": [
-    7.413333104479882e-06,
-    1.2675047807750248e-05,
-    7.129143036547162e-06
+    1.1536761586155208e-05,
+    7.843047557842165e-06,
+    7.318095171025821e-06
    ],
    "pass_host_canary_seconds": [
-    6.518564999851151e-06,
-    1.007730000011975e-05,
-    6.52869999981931e-06
+    9.59824000002385e-06,
+    6.996524999998144e-06,
+    7.490634999953727e-06
    ]
   },
   "layer_backward_add_autocast": {
-   "seconds": 2.6457144213574277e-05,
-   "min": 2.2952382763226825e-05,
-   "max": 3.5010287360776035e-05,
+   "seconds": 2.005790511057491e-05,
+   "min": 1.296304751719747e-05,
+   "max": 2.5225142903980756e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny add layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2507,26 +2507,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012438400089740754,
-    0.00021113599836826324,
-    0.0007472320199012756
+    0.0001523520052433014,
+    0.00026921600103378294,
+    0.0006336320042610169
    ],
-   "host_canary_seconds": 6.518564999851151e-06,
+   "host_canary_seconds": 9.59824000002385e-06,
    "pass_seconds": [
-    3.5010287360776035e-05,
-    2.6457144213574277e-05,
-    2.2952382763226825e-05
+    2.005790511057491e-05,
+    1.296304751719747e-05,
+    2.5225142903980756e-05
    ],
    "pass_host_canary_seconds": [
-    6.518564999851151e-06,
-    1.007730000011975e-05,
-    6.52869999981931e-06
+    9.59824000002385e-06,
+    6.996524999998144e-06,
+    7.490634999953727e-06
    ]
   },
   "layer_forward_mul": {
-   "seconds": 1.1055238190151395e-05,
-   "min": 7.800381453264329e-06,
-   "max": 1.330514234446344e-05,
+   "seconds": 9.7668572728123e-06,
+   "min": 8.623238120760237e-06,
+   "max": 1.2121904552692457e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2535,26 +2535,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.6287999227643013e-05,
-    3.868800029158592e-05,
-    0.0001329600065946579
+    2.550400048494339e-05,
+    6.099199876189232e-05,
+    0.00020703999698162078
    ],
-   "host_canary_seconds": 6.3211224998838136e-06,
+   "host_canary_seconds": 9.52578749998878e-06,
    "pass_seconds": [
-    7.800381453264329e-06,
-    1.330514234446344e-05,
-    1.1055238190151395e-05
+    1.2121904552692457e-05,
+    9.7668572728123e-06,
+    8.623238120760237e-06
    ],
    "pass_host_canary_seconds": [
-    6.3211224998838136e-06,
-    9.946489999776986e-06,
-    8.434555000178533e-06
+    9.52578749998878e-06,
+    6.730815000040025e-06,
+    7.2348449999992685e-06
    ]
   },
   "layer_backward_mul": {
-   "seconds": 5.253409239507857e-05,
-   "min": 4.124876076266879e-05,
-   "max": 5.305523975264459e-05,
+   "seconds": 3.4473905872021404e-05,
+   "min": 2.4669714183324856e-05,
+   "max": 5.214781030302958e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2563,26 +2563,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011961600184440613,
-    0.00026579201221466064,
-    0.0010130239725112916
+    0.00013718399405479432,
+    0.0002845759987831116,
+    0.0008386560082435608
    ],
-   "host_canary_seconds": 6.3211224998838136e-06,
+   "host_canary_seconds": 9.52578749998878e-06,
    "pass_seconds": [
-    5.253409239507857e-05,
-    5.305523975264459e-05,
-    4.124876076266879e-05
+    3.4473905872021404e-05,
+    2.4669714183324856e-05,
+    5.214781030302958e-05
    ],
    "pass_host_canary_seconds": [
-    6.3211224998838136e-06,
-    9.946489999776986e-06,
-    8.434555000178533e-06
+    9.52578749998878e-06,
+    6.730815000040025e-06,
+    7.2348449999992685e-06
    ]
   },
   "layer_forward_mul_autocast": {
-   "seconds": 8.188190648243539e-06,
-   "min": 7.856761681891622e-06,
-   "max": 1.3427047502426875e-05,
+   "seconds": 8.798475776399885e-06,
+   "min": 8.268952014900389e-06,
+   "max": 1.2726095815499623e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2591,26 +2591,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5183999910950662e-05,
-    5.0112001597881316e-05,
-    0.00014812800288200377
+    4.2879998683929446e-05,
+    7.814399898052215e-05,
+    0.00023280000686645507
    ],
-   "host_canary_seconds": 6.459602499973016e-06,
+   "host_canary_seconds": 9.537404999999666e-06,
    "pass_seconds": [
-    8.188190648243539e-06,
-    1.3427047502426875e-05,
-    7.856761681891622e-06
+    1.2726095815499623e-05,
+    8.268952014900389e-06,
+    8.798475776399885e-06
    ],
    "pass_host_canary_seconds": [
-    6.459602499973016e-06,
-    9.97033999993846e-06,
-    6.338735000213091e-06
+    9.537404999999666e-06,
+    6.673410000033186e-06,
+    6.896605000079603e-06
    ]
   },
   "layer_backward_mul_autocast": {
-   "seconds": 5.144228821709043e-05,
-   "min": 4.686704819046317e-05,
-   "max": 5.2631616148920294e-05,
+   "seconds": 3.5833904076190214e-05,
+   "min": 2.698742740211033e-05,
+   "max": 4.571657095636641e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mul layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2619,26 +2619,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00013334399461746216,
-    0.0002653760015964508,
-    0.001028831958770752
+    0.0001618880033493042,
+    0.00031990399956703186,
+    0.0008944000005722046
    ],
-   "host_canary_seconds": 6.459602499973016e-06,
+   "host_canary_seconds": 9.537404999999666e-06,
    "pass_seconds": [
-    5.2631616148920294e-05,
-    5.144228821709043e-05,
-    4.686704819046317e-05
+    3.5833904076190214e-05,
+    2.698742740211033e-05,
+    4.571657095636641e-05
    ],
    "pass_host_canary_seconds": [
-    6.459602499973016e-06,
-    9.97033999993846e-06,
-    6.338735000213091e-06
+    9.537404999999666e-06,
+    6.673410000033186e-06,
+    6.896605000079603e-06
    ]
   },
   "layer_forward_softmax": {
-   "seconds": 7.642667119701704e-06,
-   "min": 7.58780911564827e-06,
-   "max": 1.210285678860687e-05,
+   "seconds": 8.288762133036342e-06,
+   "min": 7.882667084534962e-06,
+   "max": 1.1474285895625752e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2647,26 +2647,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.6863999888300894e-05,
-    4.118400067090988e-05,
-    0.00013196800649166107
+    2.499200031161308e-05,
+    5.916799977421761e-05,
+    0.00019702400267124177
    ],
-   "host_canary_seconds": 6.6779650001080885e-06,
+   "host_canary_seconds": 9.699359999988388e-06,
    "pass_seconds": [
-    7.642667119701704e-06,
-    1.210285678860687e-05,
-    7.58780911564827e-06
+    1.1474285895625752e-05,
+    7.882667084534962e-06,
+    8.288762133036342e-06
    ],
    "pass_host_canary_seconds": [
-    6.6779650001080885e-06,
-    9.905717499947286e-06,
-    6.399735000002238e-06
+    9.699359999988388e-06,
+    6.695762499973056e-06,
+    6.909180000036485e-06
    ]
   },
   "layer_backward_softmax": {
-   "seconds": 2.5928381475664323e-05,
-   "min": 2.2009903565049166e-05,
-   "max": 3.261485669229711e-05,
+   "seconds": 1.6249142853277072e-05,
+   "min": 1.597866522414344e-05,
+   "max": 2.395733224139327e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2675,26 +2675,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001064319983124733,
-    0.00020070399343967437,
-    0.0005529919862747192
+    0.00012691199779510498,
+    0.0002226880043745041,
+    0.0006548799872398377
    ],
-   "host_canary_seconds": 6.6779650001080885e-06,
+   "host_canary_seconds": 9.699359999988388e-06,
    "pass_seconds": [
-    2.2009903565049166e-05,
-    3.261485669229711e-05,
-    2.5928381475664323e-05
+    2.395733224139327e-05,
+    1.597866522414344e-05,
+    1.6249142853277072e-05
    ],
    "pass_host_canary_seconds": [
-    6.6779650001080885e-06,
-    9.905717499947286e-06,
-    6.399735000002238e-06
+    9.699359999988388e-06,
+    6.695762499973056e-06,
+    6.909180000036485e-06
    ]
   },
   "layer_forward_softmax_autocast": {
-   "seconds": 8.171428172361282e-06,
-   "min": 7.762285836395764e-06,
-   "max": 1.3199238372700554e-05,
+   "seconds": 8.56380962899753e-06,
+   "min": 8.49600038712933e-06,
+   "max": 1.1548190244606562e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2703,26 +2703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5919999927282332e-05,
-    4.848000034689903e-05,
-    0.00014211200177669526
+    4.252799972891807e-05,
+    7.744000107049942e-05,
+    0.00021583999693393707
    ],
-   "host_canary_seconds": 6.616215000150305e-06,
+   "host_canary_seconds": 9.57089499998176e-06,
    "pass_seconds": [
-    7.762285836395764e-06,
-    1.3199238372700554e-05,
-    8.171428172361282e-06
+    1.1548190244606562e-05,
+    8.49600038712933e-06,
+    8.56380962899753e-06
    ],
    "pass_host_canary_seconds": [
-    6.616215000150305e-06,
-    9.75209000003474e-06,
-    6.634210000129315e-06
+    9.57089499998176e-06,
+    6.744862499985515e-06,
+    7.193705000076988e-06
    ]
   },
   "layer_backward_softmax_autocast": {
-   "seconds": 2.360685950233823e-05,
-   "min": 1.447390525468758e-05,
-   "max": 3.257219014423234e-05,
+   "seconds": 2.20784754270599e-05,
+   "min": 1.5979426868614692e-05,
+   "max": 2.9984761384271443e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2731,26 +2731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014166399836540222,
-    0.0002423360049724579,
-    0.0004865280091762543
+    0.000150176003575325,
+    0.0002638719975948334,
+    0.000658847987651825
    ],
-   "host_canary_seconds": 6.616215000150305e-06,
+   "host_canary_seconds": 9.57089499998176e-06,
    "pass_seconds": [
-    1.447390525468758e-05,
-    3.257219014423234e-05,
-    2.360685950233823e-05
+    2.20784754270599e-05,
+    1.5979426868614692e-05,
+    2.9984761384271443e-05
    ],
    "pass_host_canary_seconds": [
-    6.616215000150305e-06,
-    9.75209000003474e-06,
-    6.634210000129315e-06
+    9.57089499998176e-06,
+    6.744862499985515e-06,
+    7.193705000076988e-06
    ]
   },
   "layer_forward_log_softmax": {
-   "seconds": 8.241524210288412e-06,
-   "min": 7.555047493605386e-06,
-   "max": 1.2989714564312071e-05,
+   "seconds": 7.900952139780636e-06,
+   "min": 7.849142664954778e-06,
+   "max": 1.1517714265556564e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2759,26 +2759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    1.5680000185966492e-05,
-    3.82080003619194e-05,
-    0.00012895999848842621
+    2.4607999250292777e-05,
+    5.696000158786774e-05,
+    0.0001966399997472763
    ],
-   "host_canary_seconds": 6.418087499895364e-06,
+   "host_canary_seconds": 9.64540500000055e-06,
    "pass_seconds": [
-    7.555047493605386e-06,
-    1.2989714564312071e-05,
-    8.241524210288412e-06
+    1.1517714265556564e-05,
+    7.900952139780636e-06,
+    7.849142664954778e-06
    ],
    "pass_host_canary_seconds": [
-    6.418087499895364e-06,
-    9.822280000264528e-06,
-    7.0194699999603935e-06
+    9.64540500000055e-06,
+    6.7018025000109565e-06,
+    6.909805000034908e-06
    ]
   },
   "layer_backward_log_softmax": {
-   "seconds": 1.662933232174033e-05,
-   "min": 1.1634285428694315e-05,
-   "max": 2.1636569961195903e-05,
+   "seconds": 1.4954666562733197e-05,
+   "min": 1.0898285767152193e-05,
+   "max": 2.239009525094713e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2787,26 +2787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00010284800082445144,
-    0.00017520000040531158,
-    0.00039561599493026734
+    0.00010982400178909301,
+    0.0001945279985666275,
+    0.0005086719989776612
    ],
-   "host_canary_seconds": 6.418087499895364e-06,
+   "host_canary_seconds": 9.64540500000055e-06,
    "pass_seconds": [
-    1.1634285428694315e-05,
-    2.1636569961195903e-05,
-    1.662933232174033e-05
+    1.4954666562733197e-05,
+    1.0898285767152193e-05,
+    2.239009525094713e-05
    ],
    "pass_host_canary_seconds": [
-    6.418087499895364e-06,
-    9.822280000264528e-06,
-    7.0194699999603935e-06
+    9.64540500000055e-06,
+    6.7018025000109565e-06,
+    6.909805000034908e-06
    ]
   },
   "layer_forward_log_softmax_autocast": {
-   "seconds": 8.611809551006271e-06,
-   "min": 7.862856877701622e-06,
-   "max": 1.3798857019061136e-05,
+   "seconds": 8.705523485938708e-06,
+   "min": 8.432761987759953e-06,
+   "max": 1.2369523268370402e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2815,26 +2815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.5407999753952028e-05,
-    4.912000149488449e-05,
-    0.00014339199662208557
+    4.163200035691261e-05,
+    7.555200159549713e-05,
+    0.0002261119931936264
    ],
-   "host_canary_seconds": 6.475122499836062e-06,
+   "host_canary_seconds": 9.695144999994909e-06,
    "pass_seconds": [
-    7.862856877701622e-06,
-    1.3798857019061136e-05,
-    8.611809551006271e-06
+    1.2369523268370402e-05,
+    8.432761987759953e-06,
+    8.705523485938708e-06
    ],
    "pass_host_canary_seconds": [
-    6.475122499836062e-06,
-    1.0085560000021587e-05,
-    6.90474999998969e-06
+    9.695144999994909e-06,
+    6.733197499997345e-06,
+    7.3873824999992625e-06
    ]
   },
   "layer_backward_log_softmax_autocast": {
-   "seconds": 1.7867429004538623e-05,
-   "min": 1.1026286830504736e-05,
-   "max": 2.429942715735663e-05,
+   "seconds": 1.5875808717239466e-05,
+   "min": 1.0544000903055785e-05,
+   "max": 1.882590415577094e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny log_softmax layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -2843,674 +2843,674 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00012652799487113952,
-    0.00020083199441432953,
-    0.00041574400663375855
+    0.00013926400244235993,
+    0.00023129600286483766,
+    0.0005653759837150573
    ],
-   "host_canary_seconds": 6.475122499836062e-06,
+   "host_canary_seconds": 9.695144999994909e-06,
    "pass_seconds": [
-    1.1026286830504736e-05,
-    2.429942715735663e-05,
-    1.7867429004538623e-05
+    1.5875808717239466e-05,
+    1.0544000903055785e-05,
+    1.882590415577094e-05
    ],
    "pass_host_canary_seconds": [
-    6.475122499836062e-06,
-    1.0085560000021587e-05,
-    6.90474999998969e-06
+    9.695144999994909e-06,
+    6.733197499997345e-06,
+    7.3873824999992625e-06
    ]
   },
   "layer_forward_cross_entropy": {
-   "seconds": 3.676800057291984e-05,
-   "min": 3.062400035560131e-05,
-   "max": 0.0002083840072154999,
+   "seconds": 3.7151999771595004e-05,
+   "min": 3.1808000057935716e-05,
+   "max": 0.00010134399682283402,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.310594999945352e-06,
+   "host_canary_seconds": 9.5555549999915e-06,
    "pass_seconds": [
-    3.388800099492073e-05,
-    6.355199962854386e-05,
-    3.676800057291984e-05
+    5.056000128388405e-05,
+    3.516799956560135e-05,
+    3.7151999771595004e-05
    ],
    "pass_host_canary_seconds": [
-    6.310594999945352e-06,
-    9.86018499986585e-06,
-    6.796807499966917e-06
+    9.5555549999915e-06,
+    6.7369900000002755e-06,
+    7.366082499942194e-06
    ]
   },
   "layer_backward_cross_entropy": {
-   "seconds": 4.535866280396782e-05,
-   "min": 0.0,
-   "max": 0.00017971333612998327,
+   "seconds": 4.8197335563600045e-05,
+   "min": 4.03426621730129e-05,
+   "max": 0.0003958626572663586,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.310594999945352e-06,
+   "host_canary_seconds": 9.5555549999915e-06,
    "pass_seconds": [
-    4.547999644031125e-05,
-    2.9249322911103554e-05,
-    4.535866280396782e-05
+    6.571866913388174e-05,
+    4.5293335802853136e-05,
+    4.8197335563600045e-05
    ],
    "pass_host_canary_seconds": [
-    6.310594999945352e-06,
-    9.86018499986585e-06,
-    6.796807499966917e-06
+    9.5555549999915e-06,
+    6.7369900000002755e-06,
+    7.366082499942194e-06
    ]
   },
   "layer_forward_cross_entropy_autocast": {
-   "seconds": 5.2512001246213915e-05,
-   "min": 4.14079986512661e-05,
-   "max": 0.00012080000340938568,
+   "seconds": 4.992000013589859e-05,
+   "min": 4.24639992415905e-05,
+   "max": 9.932799637317657e-05,
    "samples": 123,
    "method": "one tiny cross_entropy layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3160850000087975e-06,
+   "host_canary_seconds": 9.607815000016728e-06,
    "pass_seconds": [
-    4.53759990632534e-05,
-    8.841600269079209e-05,
-    5.2512001246213915e-05
+    7.068800181150437e-05,
+    4.7200001776218416e-05,
+    4.992000013589859e-05
    ],
    "pass_host_canary_seconds": [
-    6.3160850000087975e-06,
-    1.0112385000127233e-05,
-    6.959842500009472e-06
+    9.607815000016728e-06,
+    6.732772500015471e-06,
+    7.064727499965784e-06
    ]
   },
   "layer_backward_cross_entropy_autocast": {
-   "seconds": 6.26706679662069e-05,
-   "min": 3.3537310858567526e-05,
-   "max": 0.00019465733816226318,
+   "seconds": 5.934133101254703e-05,
+   "min": 4.448533710092303e-05,
+   "max": 0.00019291865794608996,
    "samples": 123,
    "method": "one tiny cross_entropy layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3160850000087975e-06,
+   "host_canary_seconds": 9.607815000016728e-06,
    "pass_seconds": [
-    5.920799666394788e-05,
-    6.924931456645328e-05,
-    6.26706679662069e-05
+    8.523866503189007e-05,
+    5.934133101254703e-05,
+    5.267732497304676e-05
    ],
    "pass_host_canary_seconds": [
-    6.3160850000087975e-06,
-    1.0112385000127233e-05,
-    6.959842500009472e-06
+    9.607815000016728e-06,
+    6.732772500015471e-06,
+    7.064727499965784e-06
    ]
   },
   "layer_forward_embedding": {
-   "seconds": 2.5216000154614447e-05,
-   "min": 2.1727999672293662e-05,
-   "max": 6.835199892520904e-05,
+   "seconds": 2.582399919629097e-05,
+   "min": 2.1439999341964723e-05,
+   "max": 7.497599720954895e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4192299998921954e-06,
+   "host_canary_seconds": 9.50761500002173e-06,
    "pass_seconds": [
-    2.345599979162216e-05,
-    4.473600164055824e-05,
-    2.5216000154614447e-05
+    3.526400029659271e-05,
+    2.348800003528595e-05,
+    2.582399919629097e-05
    ],
    "pass_host_canary_seconds": [
-    6.4192299998921954e-06,
-    9.84450999993669e-06,
-    6.679997500071977e-06
+    9.50761500002173e-06,
+    6.818667499999265e-06,
+    7.044010000001322e-06
    ]
   },
   "layer_backward_embedding": {
-   "seconds": 0.0001921359992896517,
-   "min": 0.00016749600538363055,
-   "max": 0.0003413133037587007,
+   "seconds": 0.00017346266626069943,
+   "min": 0.0001351413382217288,
+   "max": 0.00046024665950487057,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4192299998921954e-06,
+   "host_canary_seconds": 9.50761500002173e-06,
    "pass_seconds": [
-    0.0001921359992896517,
-    0.0002626253378887971,
-    0.0001894546740998825
+    0.00017346266626069943,
+    0.00019185332674533133,
+    0.00015168533753603697
    ],
    "pass_host_canary_seconds": [
-    6.4192299998921954e-06,
-    9.84450999993669e-06,
-    6.679997500071977e-06
+    9.50761500002173e-06,
+    6.818667499999265e-06,
+    7.044010000001322e-06
    ]
   },
   "layer_forward_embedding_autocast": {
-   "seconds": 3.443200141191483e-05,
-   "min": 3.139200061559677e-05,
-   "max": 0.00010019200295209884,
+   "seconds": 3.8143999874591825e-05,
+   "min": 3.222399950027466e-05,
+   "max": 8.78399983048439e-05,
    "samples": 123,
    "method": "one tiny embedding layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.456475000220507e-06,
+   "host_canary_seconds": 9.707455000018684e-06,
    "pass_seconds": [
-    3.337600082159042e-05,
-    6.518399715423584e-05,
-    3.443200141191483e-05
+    5.4687999188899995e-05,
+    3.564799949526787e-05,
+    3.8143999874591825e-05
    ],
    "pass_host_canary_seconds": [
-    6.456475000220507e-06,
-    9.871940000039103e-06,
-    6.483467499975859e-06
+    9.707455000018684e-06,
+    6.73135500001365e-06,
+    7.471285000022477e-06
    ]
   },
   "layer_backward_embedding_autocast": {
-   "seconds": 0.00021651999124636253,
-   "min": 0.00010814266776045167,
-   "max": 0.0003760013331969579,
+   "seconds": 0.00021246133837848902,
+   "min": 0.00014563732501119374,
+   "max": 0.00039355868070075907,
    "samples": 123,
    "method": "one tiny embedding layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.456475000220507e-06,
+   "host_canary_seconds": 9.707455000018684e-06,
    "pass_seconds": [
-    0.00021651999124636253,
-    0.0003046093334754308,
-    0.0001200466689964136
+    0.00024431067674110334,
+    0.00021246133837848902,
+    0.00016096532996743917
    ],
    "pass_host_canary_seconds": [
-    6.456475000220507e-06,
-    9.871940000039103e-06,
-    6.483467499975859e-06
+    9.707455000018684e-06,
+    6.73135500001365e-06,
+    7.471285000022477e-06
    ]
   },
   "layer_forward_embedding_atomic": {
-   "seconds": 2.1856000646948815e-05,
-   "min": 1.913600042462349e-05,
-   "max": 6.460800021886826e-05,
+   "seconds": 2.316799946129322e-05,
+   "min": 1.9360000267624855e-05,
+   "max": 7.539200037717819e-05,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.483024999965892e-06,
+   "host_canary_seconds": 1.0122615000014435e-05,
    "pass_seconds": [
-    2.08320003002882e-05,
-    4.067200049757958e-05,
-    2.1856000646948815e-05
+    3.139200061559677e-05,
+    2.0511999726295472e-05,
+    2.316799946129322e-05
    ],
    "pass_host_canary_seconds": [
-    6.483024999965892e-06,
-    1.0361007499994913e-05,
-    6.767474999946899e-06
+    1.0122615000014435e-05,
+    6.704589999984023e-06,
+    7.645582500046543e-06
    ]
   },
   "layer_backward_embedding_atomic": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 4.4167999488612004e-05,
+   "seconds": 3.110933024436235e-05,
+   "min": 1.7709326930344114e-05,
+   "max": 0.00014379866390178603,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.483024999965892e-06,
+   "host_canary_seconds": 1.0122615000014435e-05,
    "pass_seconds": [
-    2.3624006969233326e-05,
-    0.0,
-    0.0
+    4.0278672861556236e-05,
+    2.321333903819324e-05,
+    3.110933024436235e-05
    ],
    "pass_host_canary_seconds": [
-    6.483024999965892e-06,
-    1.0361007499994913e-05,
-    6.767474999946899e-06
+    1.0122615000014435e-05,
+    6.704589999984023e-06,
+    7.645582500046543e-06
    ]
   },
   "layer_forward_embedding_atomic_autocast": {
-   "seconds": 3.030399978160858e-05,
-   "min": 2.7583999559283257e-05,
-   "max": 9.731200337409973e-05,
+   "seconds": 3.507199883460998e-05,
+   "min": 2.921600081026554e-05,
+   "max": 0.00017497600615024568,
    "samples": 123,
    "method": "one tiny embedding_atomic layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.75669250014721e-06,
+   "host_canary_seconds": 1.0032919999982681e-05,
    "pass_seconds": [
-    3.030399978160858e-05,
-    6.700800359249115e-05,
-    3.0239999294281007e-05
+    5.104000121355057e-05,
+    3.084800019860268e-05,
+    3.507199883460998e-05
    ],
    "pass_host_canary_seconds": [
-    6.75669250014721e-06,
-    9.926040000038939e-06,
-    6.559442499991519e-06
+    1.0032919999982681e-05,
+    6.871205000003044e-06,
+    7.620560000063392e-06
    ]
   },
   "layer_backward_embedding_atomic_autocast": {
-   "seconds": 1.6168000486989814e-05,
-   "min": 0.0,
-   "max": 0.00043053601899494724,
+   "seconds": 3.9813331328332425e-05,
+   "min": 3.066932503134014e-05,
+   "max": 0.0002442613383755088,
    "samples": 123,
    "method": "one tiny embedding_atomic layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.75669250014721e-06,
+   "host_canary_seconds": 1.0032919999982681e-05,
    "pass_seconds": [
-    1.6168000486989814e-05,
-    1.6865318020184807e-05,
-    0.0
+    4.495066373298568e-05,
+    3.5053336061537286e-05,
+    3.9813331328332425e-05
    ],
    "pass_host_canary_seconds": [
-    6.75669250014721e-06,
-    9.926040000038939e-06,
-    6.559442499991519e-06
+    1.0032919999982681e-05,
+    6.871205000003044e-06,
+    7.620560000063392e-06
    ]
   },
   "layer_forward_maxpool2d": {
-   "seconds": 2.0447999238967895e-05,
-   "min": 1.8559999763965608e-05,
-   "max": 4.61760014295578e-05,
+   "seconds": 2.220799960196018e-05,
+   "min": 1.9807999953627586e-05,
+   "max": 9.279999881982804e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.772882500030164e-06,
+   "host_canary_seconds": 9.847269999987417e-06,
    "pass_seconds": [
-    2.0447999238967895e-05,
-    3.702399879693985e-05,
-    1.945599913597107e-05
+    3.1615998595952986e-05,
+    2.0896000787615776e-05,
+    2.220799960196018e-05
    ],
    "pass_host_canary_seconds": [
-    6.772882500030164e-06,
-    9.740852499930952e-06,
-    6.450915000044688e-06
+    9.847269999987417e-06,
+    6.757747500003575e-06,
+    7.488317500019548e-06
    ]
   },
   "layer_backward_maxpool2d": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.9889327784379322e-05,
+   "seconds": 2.7653333730995653e-05,
+   "min": 1.5469334088265906e-05,
+   "max": 6.200666322062416e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.772882500030164e-06,
+   "host_canary_seconds": 9.847269999987417e-06,
    "pass_seconds": [
-    0.0,
-    0.0,
-    0.0
+    2.7926664489010992e-05,
+    1.8701328895986098e-05,
+    2.7653333730995653e-05
    ],
    "pass_host_canary_seconds": [
-    6.772882500030164e-06,
-    9.740852499930952e-06,
-    6.450915000044688e-06
+    9.847269999987417e-06,
+    6.757747500003575e-06,
+    7.488317500019548e-06
    ]
   },
   "layer_forward_maxpool2d_autocast": {
-   "seconds": 3.0400000512599945e-05,
-   "min": 2.8384000062942505e-05,
-   "max": 9.561599791049957e-05,
+   "seconds": 3.273599967360497e-05,
+   "min": 2.860799990594387e-05,
+   "max": 6.940799951553344e-05,
    "samples": 123,
    "method": "one tiny maxpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.541969999886987e-06,
+   "host_canary_seconds": 9.57579499999639e-06,
    "pass_seconds": [
-    3.0400000512599945e-05,
-    5.692800134420395e-05,
-    3.0208000913262368e-05
+    4.8000000417232514e-05,
+    3.0271999537944795e-05,
+    3.273599967360497e-05
    ],
    "pass_host_canary_seconds": [
-    6.541969999886987e-06,
-    9.816322499887064e-06,
-    6.602557500059447e-06
+    9.57579499999639e-06,
+    6.761470000000713e-06,
+    7.094517499979247e-06
    ]
   },
   "layer_backward_maxpool2d_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 7.715333749850592e-05,
+   "seconds": 3.494933526962994e-05,
+   "min": 2.543066410968702e-05,
+   "max": 0.0003449826535458366,
    "samples": 123,
    "method": "one tiny maxpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.541969999886987e-06,
+   "host_canary_seconds": 9.57579499999639e-06,
    "pass_seconds": [
-    0.0,
-    2.6945320268472015e-05,
-    0.0
+    3.9126664089659855e-05,
+    3.118132520467044e-05,
+    3.494933526962994e-05
    ],
    "pass_host_canary_seconds": [
-    6.541969999886987e-06,
-    9.816322499887064e-06,
-    6.602557500059447e-06
+    9.57579499999639e-06,
+    6.761470000000713e-06,
+    7.094517499979247e-06
    ]
   },
   "layer_forward_avgpool2d": {
-   "seconds": 1.8719999119639397e-05,
-   "min": 1.6095999628305435e-05,
-   "max": 4.464000090956688e-05,
+   "seconds": 1.945599913597107e-05,
+   "min": 1.740800030529499e-05,
+   "max": 8.588799834251403e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.400262499965947e-06,
+   "host_canary_seconds": 9.514149999994004e-06,
    "pass_seconds": [
-    1.7376000061631202e-05,
-    3.171199932694435e-05,
-    1.8719999119639397e-05
+    2.7936000376939773e-05,
+    1.849599927663803e-05,
+    1.945599913597107e-05
    ],
    "pass_host_canary_seconds": [
-    6.400262499965947e-06,
-    9.913402499961422e-06,
-    6.397974999998723e-06
+    9.514149999994004e-06,
+    6.842650000002947e-06,
+    7.125959999996212e-06
    ]
   },
   "layer_backward_avgpool2d": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 3.5649330665667845e-05,
+   "seconds": 2.3350666897992313e-05,
+   "min": 3.1173350289464164e-06,
+   "max": 5.8533339761197546e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.400262499965947e-06,
+   "host_canary_seconds": 9.514149999994004e-06,
    "pass_seconds": [
-    0.0,
-    0.0,
-    0.0
+    2.3350666897992313e-05,
+    5.389329977333569e-06,
+    3.3125332556664924e-05
    ],
    "pass_host_canary_seconds": [
-    6.400262499965947e-06,
-    9.913402499961422e-06,
-    6.397974999998723e-06
+    9.514149999994004e-06,
+    6.842650000002947e-06,
+    7.125959999996212e-06
    ]
   },
   "layer_forward_avgpool2d_autocast": {
-   "seconds": 2.7264000847935676e-05,
-   "min": 2.5439999997615813e-05,
-   "max": 7.011199742555618e-05,
+   "seconds": 3.0912000685930254e-05,
+   "min": 2.582399919629097e-05,
+   "max": 6.035200133919716e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.388917500004254e-06,
+   "host_canary_seconds": 9.64599500001384e-06,
    "pass_seconds": [
-    2.7264000847935676e-05,
-    4.9632001668214796e-05,
-    2.7232000604271888e-05
+    4.3935999274253844e-05,
+    2.8192000463604927e-05,
+    3.0912000685930254e-05
    ],
    "pass_host_canary_seconds": [
-    6.388917500004254e-06,
-    9.80110749992491e-06,
-    6.399625000028664e-06
+    9.64599500001384e-06,
+    6.8798524999991174e-06,
+    7.231072499962465e-06
    ]
   },
   "layer_backward_avgpool2d_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 6.224133198459939e-05,
+   "seconds": 3.407066284368438e-05,
+   "min": 1.428533624857666e-05,
+   "max": 6.765333842486142e-05,
    "samples": 123,
    "method": "one tiny avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.388917500004254e-06,
+   "host_canary_seconds": 9.64599500001384e-06,
    "pass_seconds": [
-    0.0,
-    0.0,
-    0.0
+    3.407066284368438e-05,
+    1.7965327017009292e-05,
+    4.1221330873668176e-05
    ],
    "pass_host_canary_seconds": [
-    6.388917500004254e-06,
-    9.80110749992491e-06,
-    6.399625000028664e-06
+    9.64599500001384e-06,
+    6.8798524999991174e-06,
+    7.231072499962465e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d": {
-   "seconds": 2.0352000370621683e-05,
-   "min": 1.8464000895619392e-05,
-   "max": 5.430399999022484e-05,
+   "seconds": 2.220799960196018e-05,
+   "min": 1.596800051629543e-05,
+   "max": 5.200000107288361e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.406484999956774e-06,
+   "host_canary_seconds": 9.563097500002727e-06,
    "pass_seconds": [
-    2.0352000370621683e-05,
-    3.251200169324875e-05,
-    2.0160000771284102e-05
+    3.0208000913262368e-05,
+    2.009600028395653e-05,
+    2.220799960196018e-05
    ],
    "pass_host_canary_seconds": [
-    6.406484999956774e-06,
-    9.64426999985335e-06,
-    6.817737500028897e-06
+    9.563097500002727e-06,
+    6.676627500006305e-06,
+    7.2159499999457915e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.1025327344735475e-05,
+   "seconds": 3.4134668918947396e-05,
+   "min": 1.4381335116922883e-05,
+   "max": 0.00011538266918311519,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.406484999956774e-06,
+   "host_canary_seconds": 9.563097500002727e-06,
    "pass_seconds": [
-    0.0,
-    0.0,
-    0.0
+    3.4134668918947396e-05,
+    1.710133347660306e-05,
+    4.938133526593446e-05
    ],
    "pass_host_canary_seconds": [
-    6.406484999956774e-06,
-    9.64426999985335e-06,
-    6.817737500028897e-06
+    9.563097500002727e-06,
+    6.676627500006305e-06,
+    7.2159499999457915e-06
    ]
   },
   "layer_forward_adaptive_avgpool2d_autocast": {
-   "seconds": 3.0079999938607215e-05,
-   "min": 2.7583999559283257e-05,
-   "max": 8.790399879217148e-05,
+   "seconds": 3.337600082159042e-05,
+   "min": 2.873600088059902e-05,
+   "max": 7.142399996519089e-05,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4765775000807935e-06,
+   "host_canary_seconds": 9.721677499996416e-06,
    "pass_seconds": [
-    2.9152000322937967e-05,
-    5.331199988722801e-05,
-    3.0079999938607215e-05
+    4.793599992990494e-05,
+    3.071999922394752e-05,
+    3.337600082159042e-05
    ],
    "pass_host_canary_seconds": [
-    6.4765775000807935e-06,
-    9.677047499963009e-06,
-    6.795422499976667e-06
+    9.721677499996416e-06,
+    6.568117500016512e-06,
+    7.958264999956555e-06
    ]
   },
   "layer_backward_adaptive_avgpool2d_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.00025065732871492696,
+   "seconds": 4.303066401431959e-05,
+   "min": 2.5101327337324634e-05,
+   "max": 0.00011717466978977127,
    "samples": 123,
    "method": "one tiny adaptive_avgpool2d layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4765775000807935e-06,
+   "host_canary_seconds": 9.721677499996416e-06,
    "pass_seconds": [
-    0.0,
-    3.4893242021401705e-06,
-    0.0
+    4.303066401431959e-05,
+    2.8429337777197375e-05,
+    5.26133244857192e-05
    ],
    "pass_host_canary_seconds": [
-    6.4765775000807935e-06,
-    9.677047499963009e-06,
-    6.795422499976667e-06
+    9.721677499996416e-06,
+    6.568117500016512e-06,
+    7.958264999956555e-06
    ]
   },
   "layer_forward_flatten": {
-   "seconds": 1.244799979031086e-05,
-   "min": 1.1071999557316302e-05,
-   "max": 3.702399879693985e-05,
+   "seconds": 1.900799944996834e-05,
+   "min": 1.0304000228643417e-05,
+   "max": 3.536000102758408e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.574007500006474e-06,
+   "host_canary_seconds": 9.964800000012987e-06,
    "pass_seconds": [
-    1.1935999616980553e-05,
-    2.1376000717282296e-05,
-    1.244799979031086e-05
+    1.900799944996834e-05,
+    1.2319999746978283e-05,
+    2.006400004029274e-05
    ],
    "pass_host_canary_seconds": [
-    6.574007500006474e-06,
-    9.842405000028975e-06,
-    6.546535000069297e-06
+    9.964800000012987e-06,
+    6.771112500025822e-06,
+    8.013349999984598e-06
    ]
   },
   "layer_backward_flatten": {
-   "seconds": 0.0,
+   "seconds": 3.990668493012608e-06,
    "min": 0.0,
-   "max": 0.0,
+   "max": 0.00017875733505934473,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.574007500006474e-06,
+   "host_canary_seconds": 9.964800000012987e-06,
    "pass_seconds": [
+    3.990668493012608e-06,
     0.0,
-    0.0,
-    0.0
+    1.3285334222018705e-05
    ],
    "pass_host_canary_seconds": [
-    6.574007500006474e-06,
-    9.842405000028975e-06,
-    6.546535000069297e-06
+    9.964800000012987e-06,
+    6.771112500025822e-06,
+    8.013349999984598e-06
    ]
   },
   "layer_forward_flatten_autocast": {
-   "seconds": 2.1983999758958816e-05,
-   "min": 1.913600042462349e-05,
-   "max": 6.0224000364542006e-05,
+   "seconds": 2.364799939095974e-05,
+   "min": 1.9648000597953797e-05,
+   "max": 6.764800101518631e-05,
    "samples": 123,
    "method": "one tiny flatten layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.485985000068695e-06,
+   "host_canary_seconds": 9.689359999995873e-06,
    "pass_seconds": [
-    2.0511999726295472e-05,
-    4.009599983692169e-05,
-    2.1983999758958816e-05
+    3.347200155258179e-05,
+    2.1088000386953353e-05,
+    2.364799939095974e-05
    ],
    "pass_host_canary_seconds": [
-    6.485985000068695e-06,
-    9.922352499955878e-06,
-    6.4697874999808395e-06
+    9.689359999995873e-06,
+    6.808692500044345e-06,
+    7.186077499952148e-06
    ]
   },
   "layer_backward_flatten_autocast": {
-   "seconds": 0.0,
+   "seconds": 1.1478662180403894e-05,
    "min": 0.0,
-   "max": 1.1393328507741278e-05,
+   "max": 4.589333478361366e-05,
    "samples": 123,
    "method": "one tiny flatten layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.485985000068695e-06,
+   "host_canary_seconds": 9.689359999995873e-06,
    "pass_seconds": [
+    1.1478662180403894e-05,
     0.0,
-    0.0,
-    0.0
+    2.042133454233406e-05
    ],
    "pass_host_canary_seconds": [
-    6.485985000068695e-06,
-    9.922352499955878e-06,
-    6.4697874999808395e-06
+    9.689359999995873e-06,
+    6.808692500044345e-06,
+    7.186077499952148e-06
    ]
   },
   "layer_forward_reshape": {
-   "seconds": 1.0208000428974628e-05,
-   "min": 9.600000455975533e-06,
-   "max": 4.112000018358231e-05,
+   "seconds": 1.1359999887645245e-05,
+   "min": 1.0015999898314476e-05,
+   "max": 3.60959991812706e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.379782499976727e-06,
+   "host_canary_seconds": 9.667889999995794e-06,
    "pass_seconds": [
-    1.0208000428974628e-05,
-    1.8815999850630762e-05,
-    1.0111999697983265e-05
+    1.6383999958634378e-05,
+    1.0463999584317207e-05,
+    1.1359999887645245e-05
    ],
    "pass_host_canary_seconds": [
-    6.379782499976727e-06,
-    9.996069999971269e-06,
-    6.429044999833877e-06
+    9.667889999995794e-06,
+    6.879085000051077e-06,
+    7.1033749999571685e-06
    ]
   },
   "layer_backward_reshape": {
    "seconds": 0.0,
    "min": 0.0,
-   "max": 0.0,
+   "max": 5.122266492495935e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.379782499976727e-06,
+   "host_canary_seconds": 9.667889999995794e-06,
    "pass_seconds": [
     0.0,
     0.0,
-    0.0
+    1.4181334525346746e-05
    ],
    "pass_host_canary_seconds": [
-    6.379782499976727e-06,
-    9.996069999971269e-06,
-    6.429044999833877e-06
+    9.667889999995794e-06,
+    6.879085000051077e-06,
+    7.1033749999571685e-06
    ]
   },
   "layer_forward_reshape_autocast": {
-   "seconds": 1.8848000094294547e-05,
-   "min": 1.7791999503970145e-05,
-   "max": 4.5823998749256134e-05,
+   "seconds": 2.1247999742627146e-05,
+   "min": 1.817600056529045e-05,
+   "max": 6.060799956321716e-05,
    "samples": 123,
    "method": "one tiny reshape layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.435572500009812e-06,
+   "host_canary_seconds": 9.70938249999165e-06,
    "pass_seconds": [
-    1.865600049495697e-05,
-    3.702399879693985e-05,
-    1.8848000094294547e-05
+    2.9503999277949333e-05,
+    1.9039999693632127e-05,
+    2.1247999742627146e-05
    ],
    "pass_host_canary_seconds": [
-    6.435572500009812e-06,
-    9.6431899999061e-06,
-    6.456442499853665e-06
+    9.70938249999165e-06,
+    6.896622500001115e-06,
+    7.2506824999862835e-06
    ]
   },
   "layer_backward_reshape_autocast": {
-   "seconds": 0.0,
+   "seconds": 3.734664681057158e-06,
    "min": 0.0,
-   "max": 1.45106644680103e-05,
+   "max": 4.7670671405891613e-05,
    "samples": 123,
    "method": "one tiny reshape layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.435572500009812e-06,
+   "host_canary_seconds": 9.70938249999165e-06,
    "pass_seconds": [
+    3.734664681057158e-06,
     0.0,
-    0.0,
-    0.0
+    2.1061335690319516e-05
    ],
    "pass_host_canary_seconds": [
-    6.435572500009812e-06,
-    9.6431899999061e-06,
-    6.456442499853665e-06
+    9.70938249999165e-06,
+    6.896622500001115e-06,
+    7.2506824999862835e-06
    ]
   },
   "layer_forward_slice": {
-   "seconds": 1.158399973064661e-05,
-   "min": 1.0975999757647514e-05,
-   "max": 2.7488000690937042e-05,
+   "seconds": 1.2768000364303589e-05,
+   "min": 1.1071999557316302e-05,
+   "max": 3.0463999137282373e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.470427500066989e-06,
+   "host_canary_seconds": 9.577384999985839e-06,
    "pass_seconds": [
-    1.1455999687314034e-05,
-    1.6704000532627105e-05,
-    1.158399973064661e-05
+    1.7791999503970145e-05,
+    1.1487999930977822e-05,
+    1.2768000364303589e-05
    ],
    "pass_host_canary_seconds": [
-    7.470427500066989e-06,
-    9.901075000016135e-06,
-    6.523937499878229e-06
+    9.577384999985839e-06,
+    6.759102499955816e-06,
+    7.37230249995946e-06
    ]
   },
   "layer_backward_slice": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 3.3320010018845385e-05,
+   "seconds": 2.1014669599632454e-05,
+   "min": 1.2525330297648938e-05,
+   "max": 6.02933308109641e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.470427500066989e-06,
+   "host_canary_seconds": 9.577384999985839e-06,
    "pass_seconds": [
-    0.0,
-    0.0,
-    0.0
+    2.1014669599632454e-05,
+    1.492533367127183e-05,
+    4.259733017534015e-05
    ],
    "pass_host_canary_seconds": [
-    7.470427500066989e-06,
-    9.901075000016135e-06,
-    6.523937499878229e-06
+    9.577384999985839e-06,
+    6.759102499955816e-06,
+    7.37230249995946e-06
    ]
   },
   "layer_forward_slice_autocast": {
-   "seconds": 3.3695999532938e-05,
-   "min": 2.0031999796628952e-05,
-   "max": 6.259199976921082e-05,
+   "seconds": 2.300800010561943e-05,
+   "min": 1.9200000911951066e-05,
+   "max": 6.060799956321716e-05,
    "samples": 123,
    "method": "one tiny slice layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.640392500041117e-06,
+   "host_canary_seconds": 9.447257499992645e-06,
    "pass_seconds": [
-    3.3695999532938e-05,
-    3.731200098991394e-05,
-    2.0735999569296837e-05
+    3.1647998839616774e-05,
+    2.054399996995926e-05,
+    2.300800010561943e-05
    ],
    "pass_host_canary_seconds": [
-    8.640392500041117e-06,
-    1.0306920000147102e-05,
-    6.72252749993163e-06
+    9.447257499992645e-06,
+    6.710604999966563e-06,
+    7.528417499997886e-06
    ]
   },
   "layer_backward_slice_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 0.00031220000827064117,
+   "seconds": 2.7629335410892978e-05,
+   "min": 1.979866965363425e-05,
+   "max": 7.024532835930584e-05,
    "samples": 123,
    "method": "one tiny slice layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.640392500041117e-06,
+   "host_canary_seconds": 9.447257499992645e-06,
    "pass_seconds": [
-    8.456005093952009e-06,
-    0.0,
-    0.0
+    2.6934671836594776e-05,
+    2.7629335410892978e-05,
+    5.0469334237277484e-05
    ],
    "pass_host_canary_seconds": [
-    8.640392500041117e-06,
-    1.0306920000147102e-05,
-    6.72252749993163e-06
+    9.447257499992645e-06,
+    6.710604999966563e-06,
+    7.528417499997886e-06
    ]
   },
   "layer_forward_transpose_contiguous": {
-   "seconds": 1.6860191488549824e-05,
-   "min": 1.0921142640567961e-05,
-   "max": 1.7786666750907895e-05,
+   "seconds": 1.2058666596810023e-05,
+   "min": 1.0796952549190747e-05,
+   "max": 1.6589714835087458e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3519,26 +3519,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    3.1615998595952986e-05,
-    7.958400249481202e-05,
-    0.0002836480140686035
+    2.9759999364614487e-05,
+    7.747200131416321e-05,
+    0.0002779200077056885
    ],
-   "host_canary_seconds": 9.42281999982697e-06,
+   "host_canary_seconds": 9.846459999991452e-06,
    "pass_seconds": [
-    1.6860191488549824e-05,
-    1.7786666750907895e-05,
-    1.0921142640567961e-05
+    1.6589714835087458e-05,
+    1.0796952549190747e-05,
+    1.2058666596810023e-05
    ],
    "pass_host_canary_seconds": [
-    9.42281999982697e-06,
-    1.0028060000024652e-05,
-    6.7622024999991475e-06
+    9.846459999991452e-06,
+    6.7144649999661965e-06,
+    7.400979999943047e-06
    ]
   },
   "layer_backward_transpose_contiguous": {
-   "seconds": 1.5052951340164456e-05,
-   "min": 1.0092189978985559e-05,
-   "max": 1.6102094380628495e-05,
+   "seconds": 9.700571319886618e-06,
+   "min": 9.059048390814235e-06,
+   "max": 1.692266638080279e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3547,26 +3547,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00011999999731779099,
-    0.0002207999974489212,
-    0.000600383996963501
+    0.00012342400103807448,
+    0.0001936960071325302,
+    0.0005149120092391968
    ],
-   "host_canary_seconds": 9.42281999982697e-06,
+   "host_canary_seconds": 9.846459999991452e-06,
    "pass_seconds": [
-    1.5052951340164456e-05,
-    1.6102094380628495e-05,
-    1.0092189978985559e-05
+    9.700571319886618e-06,
+    9.059048390814235e-06,
+    1.692266638080279e-05
    ],
    "pass_host_canary_seconds": [
-    9.42281999982697e-06,
-    1.0028060000024652e-05,
-    6.7622024999991475e-06
+    9.846459999991452e-06,
+    6.7144649999661965e-06,
+    7.400979999943047e-06
    ]
   },
   "layer_forward_transpose_contiguous_autocast": {
-   "seconds": 1.7239618514265333e-05,
-   "min": 1.0854095131868408e-05,
-   "max": 1.785447537189438e-05,
+   "seconds": 1.1207619061072669e-05,
+   "min": 1.095238123976049e-05,
+   "max": 1.678552478551865e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3575,26 +3575,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.745600000023842e-05,
-    0.00010012800246477127,
-    0.0003063679933547974
+    4.595199972391129e-05,
+    9.830400347709655e-05,
+    0.00029840001463890076
    ],
-   "host_canary_seconds": 9.399795000035737e-06,
+   "host_canary_seconds": 9.828984999984414e-06,
    "pass_seconds": [
-    1.7239618514265333e-05,
-    1.785447537189438e-05,
-    1.0854095131868408e-05
+    1.678552478551865e-05,
+    1.095238123976049e-05,
+    1.1207619061072669e-05
    ],
    "pass_host_canary_seconds": [
-    9.399795000035737e-06,
-    1.0098074999831395e-05,
-    6.925529999932678e-06
+    9.828984999984414e-06,
+    6.715477499987798e-06,
+    7.204959999995708e-06
    ]
   },
   "layer_backward_transpose_contiguous_autocast": {
-   "seconds": 1.6876953698339918e-05,
-   "min": 9.8407617104905e-06,
-   "max": 1.845333494600796e-05,
+   "seconds": 1.3598474718275524e-05,
+   "min": 9.844571263307616e-06,
+   "max": 1.6187426057599838e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny transpose_contiguous layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3603,98 +3603,98 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0001464959979057312,
-    0.00023606400191783904,
-    0.000653984010219574
+    0.00015107199549674988,
+    0.00023987199366092682,
+    0.0006060479879379273
    ],
-   "host_canary_seconds": 9.399795000035737e-06,
+   "host_canary_seconds": 9.828984999984414e-06,
    "pass_seconds": [
-    1.6876953698339918e-05,
-    1.845333494600796e-05,
-    9.8407617104905e-06
+    1.3598474718275524e-05,
+    9.844571263307616e-06,
+    1.6187426057599838e-05
    ],
    "pass_host_canary_seconds": [
-    9.399795000035737e-06,
-    1.0098074999831395e-05,
-    6.925529999932678e-06
+    9.828984999984414e-06,
+    6.715477499987798e-06,
+    7.204959999995708e-06
    ]
   },
   "layer_forward_cat": {
-   "seconds": 1.9263999536633493e-05,
-   "min": 1.7664000391960145e-05,
-   "max": 5.3727999329566956e-05,
+   "seconds": 2.019199915230274e-05,
+   "min": 1.7023999243974687e-05,
+   "max": 6.015999987721443e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.935932500056197e-06,
+   "host_canary_seconds": 1.0707330000023773e-05,
    "pass_seconds": [
-    1.9263999536633493e-05,
-    2.9952000826597214e-05,
-    1.900799944996834e-05
+    3.299200162291527e-05,
+    1.8303999677300454e-05,
+    2.019199915230274e-05
    ],
    "pass_host_canary_seconds": [
-    6.935932500056197e-06,
-    1.0028099999885854e-05,
-    6.775872499957813e-06
+    1.0707330000023773e-05,
+    6.642955000017992e-06,
+    7.297527500043088e-06
    ]
   },
   "layer_backward_cat": {
-   "seconds": 0.0,
+   "seconds": 3.008532989770172e-05,
    "min": 0.0,
-   "max": 2.5288001013298812e-05,
+   "max": 0.0002485026676828663,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.935932500056197e-06,
+   "host_canary_seconds": 1.0707330000023773e-05,
    "pass_seconds": [
-    0.0,
-    0.0,
-    0.0
+    3.954267098257943e-05,
+    7.733236998321306e-08,
+    3.008532989770172e-05
    ],
    "pass_host_canary_seconds": [
-    6.935932500056197e-06,
-    1.0028099999885854e-05,
-    6.775872499957813e-06
+    1.0707330000023773e-05,
+    6.642955000017992e-06,
+    7.297527500043088e-06
    ]
   },
   "layer_forward_cat_autocast": {
-   "seconds": 2.908799983561039e-05,
-   "min": 2.6048000901937486e-05,
-   "max": 8.256000280380249e-05,
+   "seconds": 3.0656000599265096e-05,
+   "min": 2.5792000815272332e-05,
+   "max": 8.243200182914733e-05,
    "samples": 123,
    "method": "one tiny cat layer forward with autograd recording, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.969327500030431e-06,
+   "host_canary_seconds": 1.0042477500000758e-05,
    "pass_seconds": [
-    2.908799983561039e-05,
-    4.953600093722343e-05,
-    2.7871999889612196e-05
+    5.4944001138210295e-05,
+    2.8095999732613562e-05,
+    3.0656000599265096e-05
    ],
    "pass_host_canary_seconds": [
-    6.969327500030431e-06,
-    1.0088247499879799e-05,
-    6.5372349999393005e-06
+    1.0042477500000758e-05,
+    6.6548750000094965e-06,
+    7.1213575000683705e-06
    ]
   },
   "layer_backward_cat_autocast": {
-   "seconds": 0.0,
-   "min": 0.0,
-   "max": 2.9793330778678256e-05,
+   "seconds": 2.443866400669022e-05,
+   "min": 6.870671796302026e-06,
+   "max": 0.000301974653887252,
    "samples": 123,
    "method": "one tiny cat layer: (forward + out.backward(grad)) - median forward - backward_call, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.969327500030431e-06,
+   "host_canary_seconds": 1.0042477500000758e-05,
    "pass_seconds": [
-    0.0,
-    2.6573327680428694e-06,
-    0.0
+    2.443866400669022e-05,
+    1.0925325565040118e-05,
+    3.571733180433512e-05
    ],
    "pass_host_canary_seconds": [
-    6.969327500030431e-06,
-    1.0088247499879799e-05,
-    6.5372349999393005e-06
+    1.0042477500000758e-05,
+    6.6548750000094965e-06,
+    7.1213575000683705e-06
    ]
   },
   "layer_forward_gelu_tanh_composite": {
-   "seconds": 0.00011103771449554533,
-   "min": 7.564342483168557e-05,
-   "max": 0.00012169599816912698,
+   "seconds": 7.025447842620667e-05,
+   "min": 6.950095295906068e-05,
+   "max": 0.00010892419446082342,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3703,26 +3703,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    8.20159986615181e-05,
-    0.00029417601227760314,
-    0.001211743950843811
+    0.00013590399920940398,
+    0.0004676479995250702,
+    0.0017714240550994872
    ],
-   "host_canary_seconds": 7.0770050001556225e-06,
+   "host_canary_seconds": 9.92718500000933e-06,
    "pass_seconds": [
-    7.564342483168557e-05,
-    0.00012169599816912698,
-    0.00011103771449554533
+    0.00010892419446082342,
+    6.950095295906068e-05,
+    7.025447842620667e-05
    ],
    "pass_host_canary_seconds": [
-    7.0770050001556225e-06,
-    1.0631830000136233e-05,
-    9.678775000026008e-06
+    9.92718500000933e-06,
+    7.886915000021588e-06,
+    7.09425000003705e-06
    ]
   },
   "layer_backward_gelu_tanh_composite": {
-   "seconds": 0.0001681920119694301,
-   "min": 0.0001268647692742802,
-   "max": 0.00019984457996629533,
+   "seconds": 0.0001742659097626095,
+   "min": 0.0001280114139829363,
+   "max": 0.00018757485137099319,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3731,26 +3731,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0003797439932823181,
-    0.001276576042175293,
-    0.004535520076751709
+    0.00043564799427986146,
+    0.001420192003250122,
+    0.0040809278488159175
    ],
-   "host_canary_seconds": 7.0770050001556225e-06,
+   "host_canary_seconds": 9.92718500000933e-06,
    "pass_seconds": [
-    0.00019984457996629533,
-    0.0001681920119694301,
-    0.0001268647692742802
+    0.0001280114139829363,
+    0.0001742659097626095,
+    0.00018757485137099319
    ],
    "pass_host_canary_seconds": [
-    7.0770050001556225e-06,
-    1.0631830000136233e-05,
-    9.678775000026008e-06
+    9.92718500000933e-06,
+    7.886915000021588e-06,
+    7.09425000003705e-06
    ]
   },
   "layer_forward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00010589485863844554,
-   "min": 6.825142814999536e-05,
-   "max": 0.0001225935227814175,
+   "seconds": 8.592000390802111e-05,
+   "min": 6.717333197593688e-05,
+   "max": 0.00010232000265802657,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3759,26 +3759,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    9.513600170612335e-05,
-    0.00032169601321220396,
-    0.0011261759996414186
+    0.00017468799650669097,
+    0.0004671039879322052,
+    0.001704640030860901
    ],
-   "host_canary_seconds": 6.994510000026822e-06,
+   "host_canary_seconds": 1.0101464999969779e-05,
    "pass_seconds": [
-    6.825142814999536e-05,
-    0.0001225935227814175,
-    0.00010589485863844554
+    0.00010232000265802657,
+    6.717333197593688e-05,
+    8.592000390802111e-05
    ],
    "pass_host_canary_seconds": [
-    6.994510000026822e-06,
-    1.041854999982661e-05,
-    9.668427500031385e-06
+    1.0101464999969779e-05,
+    9.354409999993151e-06,
+    9.389939999948638e-06
    ]
   },
   "layer_backward_gelu_tanh_composite_autocast": {
-   "seconds": 0.00017416532053833914,
-   "min": 0.0001662468647673017,
-   "max": 0.00018487161114102323,
+   "seconds": 0.00016219124268917806,
+   "min": 0.0001559123851004101,
+   "max": 0.0001846018987042563,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny gelu_tanh_composite layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3787,26 +3787,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00046028798818588255,
-    0.0012923840284347534,
-    0.004281375885009766
+    0.0005314559936523438,
+    0.001516095995903015,
+    0.0048765759468078615
    ],
-   "host_canary_seconds": 6.994510000026822e-06,
+   "host_canary_seconds": 1.0101464999969779e-05,
    "pass_seconds": [
-    0.00018487161114102323,
-    0.0001662468647673017,
-    0.00017416532053833914
+    0.0001846018987042563,
+    0.0001559123851004101,
+    0.00016219124268917806
    ],
    "pass_host_canary_seconds": [
-    6.994510000026822e-06,
-    1.041854999982661e-05,
-    9.668427500031385e-06
+    1.0101464999969779e-05,
+    9.354409999993151e-06,
+    9.389939999948638e-06
    ]
   },
   "layer_forward_mha": {
-   "seconds": 0.00021495466076192402,
-   "min": 0.00017708267200560796,
-   "max": 0.000367490271727244,
+   "seconds": 0.00037883961484545754,
+   "min": 0.0001901615262031555,
+   "max": 0.00045743542483874726,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3815,26 +3815,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00023641599714756013,
-    0.0009317759871482849,
-    0.0034775679111480715
+    0.0004685760140419006,
+    0.0014744319915771485,
+    0.006107615947723389
    ],
-   "host_canary_seconds": 7.0633299999656166e-06,
+   "host_canary_seconds": 9.959432500004083e-06,
    "pass_seconds": [
-    0.00021495466076192402,
-    0.000367490271727244,
-    0.00017708267200560796
+    0.00037883961484545754,
+    0.00045743542483874726,
+    0.0001901615262031555
    ],
    "pass_host_canary_seconds": [
-    7.0633299999656166e-06,
-    1.0157019999894601e-05,
-    9.50424999984989e-06
+    9.959432500004083e-06,
+    9.518164999988698e-06,
+    7.074155000026395e-06
    ]
   },
   "layer_backward_mha": {
-   "seconds": 0.000595610689549219,
-   "min": 0.0005704426758346103,
-   "max": 0.0006969790997959316,
+   "seconds": 0.00023992534620421275,
+   "min": 0.00023306131646746666,
+   "max": 0.0005839276001566933,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3843,26 +3843,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0015634880065917968,
-    0.004420608043670654,
-    0.01351142406463623
+    0.001793503999710083,
+    0.0052576961517333985,
+    0.011514847755432128
    ],
-   "host_canary_seconds": 7.0633299999656166e-06,
+   "host_canary_seconds": 9.959432500004083e-06,
    "pass_seconds": [
-    0.0005704426758346103,
-    0.0006969790997959316,
-    0.000595610689549219
+    0.00023306131646746666,
+    0.00023992534620421275,
+    0.0005839276001566933
    ],
    "pass_host_canary_seconds": [
-    7.0633299999656166e-06,
-    1.0157019999894601e-05,
-    9.50424999984989e-06
+    9.959432500004083e-06,
+    9.518164999988698e-06,
+    7.074155000026395e-06
    ]
   },
   "layer_forward_mha_autocast": {
-   "seconds": 0.0002593424788543156,
-   "min": 0.00025432685443333217,
-   "max": 0.00047224000238236933,
+   "seconds": 0.00046248762664340793,
+   "min": 0.00027494322402136666,
+   "max": 0.0005488083603836242,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3871,26 +3871,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.00031619200110435486,
-    0.001124191999435425,
-    0.0042163200378417965
+    0.0003787199854850769,
+    0.0012252800464630127,
+    0.004510111808776855
    ],
-   "host_canary_seconds": 6.430574999995998e-06,
+   "host_canary_seconds": 7.2974149999893714e-06,
    "pass_seconds": [
-    0.0002593424788543156,
-    0.00025432685443333217,
-    0.00047224000238236933
+    0.00027494322402136666,
+    0.00046248762664340793,
+    0.0005488083603836242
    ],
    "pass_host_canary_seconds": [
-    6.430574999995998e-06,
-    7.876784999893971e-06,
-    9.291640000128609e-06
+    7.2974149999893714e-06,
+    9.78459999998904e-06,
+    1.000459250001029e-05
    ]
   },
   "layer_backward_mha_autocast": {
-   "seconds": 0.00047938514039629954,
-   "min": 0.0004464350243409475,
-   "max": 0.000747635040964399,
+   "seconds": 0.000585698323590415,
+   "min": 0.00046181949973106364,
+   "max": 0.0008753142782620021,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny mha layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3899,26 +3899,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00155241596698761,
-    0.004841407775878906,
-    0.01252963161468506
+    0.0017725759744644165,
+    0.005513247966766358,
+    0.019123071670532225
    ],
-   "host_canary_seconds": 6.430574999995998e-06,
+   "host_canary_seconds": 7.2974149999893714e-06,
    "pass_seconds": [
-    0.0004464350243409475,
-    0.000747635040964399,
-    0.00047938514039629954
+    0.0008753142782620021,
+    0.000585698323590415,
+    0.00046181949973106364
    ],
    "pass_host_canary_seconds": [
-    6.430574999995998e-06,
-    7.876784999893971e-06,
-    9.291640000128609e-06
+    7.2974149999893714e-06,
+    9.78459999998904e-06,
+    1.000459250001029e-05
    ]
   },
   "layer_forward_rmsnorm": {
-   "seconds": 2.0065524393603914e-05,
-   "min": 1.2985904656705404e-05,
-   "max": 2.343161812140828e-05,
+   "seconds": 2.257981009426571e-05,
+   "min": 1.2367237891469683e-05,
+   "max": 2.3923047419105258e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3927,26 +3927,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    2.4447999894618988e-05,
-    6.29120022058487e-05,
-    0.00021907199919223786
+    4.7008000314235686e-05,
+    0.00011820799857378006,
+    0.00040566399693489077
    ],
-   "host_canary_seconds": 8.353820000053247e-06,
+   "host_canary_seconds": 1.0120132499977784e-05,
    "pass_seconds": [
-    1.2985904656705404e-05,
-    2.343161812140828e-05,
-    2.0065524393603914e-05
+    2.3923047419105258e-05,
+    2.257981009426571e-05,
+    1.2367237891469683e-05
    ],
    "pass_host_canary_seconds": [
-    8.353820000053247e-06,
-    1.0113405000140574e-05,
-    9.133494999957748e-06
+    1.0120132499977784e-05,
+    9.545939999995311e-06,
+    1.0374029999979939e-05
    ]
   },
   "layer_backward_rmsnorm": {
-   "seconds": 5.048610074889091e-05,
-   "min": 3.387809544801713e-05,
-   "max": 6.585524160237538e-05,
+   "seconds": 4.820723813914117e-05,
+   "min": 3.5111619957855766e-05,
+   "max": 6.337752370607288e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3955,26 +3955,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00014284799993038178,
-    0.00027964800596237183,
-    0.0012922240495681762
+    0.00021606400609016418,
+    0.0005461120009422302,
+    0.0013359040021896362
    ],
-   "host_canary_seconds": 8.353820000053247e-06,
+   "host_canary_seconds": 1.0120132499977784e-05,
    "pass_seconds": [
-    6.585524160237538e-05,
-    5.048610074889091e-05,
-    3.387809544801713e-05
+    4.820723813914117e-05,
+    3.5111619957855766e-05,
+    6.337752370607288e-05
    ],
    "pass_host_canary_seconds": [
-    8.353820000053247e-06,
-    1.0113405000140574e-05,
-    9.133494999957748e-06
+    1.0120132499977784e-05,
+    9.545939999995311e-06,
+    1.0374029999979939e-05
    ]
   },
   "layer_forward_rmsnorm_autocast": {
-   "seconds": 2.0174475475436164e-05,
-   "min": 1.0902857851414453e-05,
-   "max": 2.4532572499343323e-05,
+   "seconds": 2.286628491821743e-05,
+   "min": 2.1997713794310886e-05,
+   "max": 2.5023238999503003e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -3983,26 +3983,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    6.576000154018402e-05,
-    0.00013823999464511873,
-    0.0004333760142326355
+    6.691200286149979e-05,
+    0.00014470399916172028,
+    0.0004431680142879486
    ],
-   "host_canary_seconds": 9.714377499960847e-06,
+   "host_canary_seconds": 1.0171804999998813e-05,
    "pass_seconds": [
-    2.4532572499343323e-05,
-    1.0902857851414453e-05,
-    2.0174475475436164e-05
+    2.5023238999503003e-05,
+    2.1997713794310886e-05,
+    2.286628491821743e-05
    ],
    "pass_host_canary_seconds": [
-    9.714377499960847e-06,
-    9.950820000028671e-06,
-    9.249224999905437e-06
+    1.0171804999998813e-05,
+    9.531935000026692e-06,
+    9.932937499996797e-06
    ]
   },
   "layer_backward_rmsnorm_autocast": {
-   "seconds": 4.7095621980371926e-05,
-   "min": 3.701714053750039e-05,
-   "max": 4.8971426983674366e-05,
+   "seconds": 4.5591619752702247e-05,
+   "min": 3.840837929220427e-05,
+   "max": 4.990628397180921e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny rmsnorm layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4011,26 +4011,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00023375999927520753,
-    0.0005392000079154968,
-    0.0013383680582046509
+    0.0003359679877758026,
+    0.0005224959850311279,
+    0.0013867520093917847
    ],
-   "host_canary_seconds": 9.714377499960847e-06,
+   "host_canary_seconds": 1.0171804999998813e-05,
    "pass_seconds": [
-    4.7095621980371926e-05,
-    4.8971426983674366e-05,
-    3.701714053750039e-05
+    4.5591619752702247e-05,
+    3.840837929220427e-05,
+    4.990628397180921e-05
    ],
    "pass_host_canary_seconds": [
-    9.714377499960847e-06,
-    9.950820000028671e-06,
-    9.249224999905437e-06
+    1.0171804999998813e-05,
+    9.531935000026692e-06,
+    9.932937499996797e-06
    ]
   },
   "layer_forward_sdpa": {
-   "seconds": 2.7100189455917908e-05,
-   "min": 2.4652191038642608e-05,
-   "max": 3.000761834638459e-05,
+   "seconds": 2.386514328065373e-05,
+   "min": 2.3280001112392975e-05,
+   "max": 2.5433904535713653e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4039,26 +4039,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    4.521600157022476e-05,
-    6.956800073385239e-05,
-    0.0004734399914741516
+    4.499199986457825e-05,
+    0.00012051200121641159,
+    0.0004262399971485138
    ],
-   "host_canary_seconds": 9.75505999988968e-06,
+   "host_canary_seconds": 1.0009977500011756e-05,
    "pass_seconds": [
-    3.000761834638459e-05,
-    2.7100189455917908e-05,
-    2.4652191038642608e-05
+    2.5433904535713653e-05,
+    2.3280001112392975e-05,
+    2.386514328065373e-05
    ],
    "pass_host_canary_seconds": [
-    9.75505999988968e-06,
-    1.0002767499912579e-05,
-    9.671204999790461e-06
+    1.0009977500011756e-05,
+    9.562672499967563e-06,
+    9.490630000072996e-06
    ]
   },
   "layer_backward_sdpa": {
-   "seconds": 9.277028750096049e-05,
-   "min": 9.115657671576452e-05,
-   "max": 9.820419851513135e-05,
+   "seconds": 0.00010748114951309705,
+   "min": 9.566704875656537e-05,
+   "max": 0.00011865143194085076,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, no autocast; median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4067,26 +4067,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.00017843200266361237,
-    0.0008083199858665467,
-    0.0021833600997924803
+    0.00041436800360679626,
+    0.0008840640187263489,
+    0.00243174409866333
    ],
-   "host_canary_seconds": 9.75505999988968e-06,
+   "host_canary_seconds": 1.0009977500011756e-05,
    "pass_seconds": [
-    9.820419851513135e-05,
-    9.115657671576452e-05,
-    9.277028750096049e-05
+    0.00010748114951309705,
+    0.00011865143194085076,
+    9.566704875656537e-05
    ],
    "pass_host_canary_seconds": [
-    9.75505999988968e-06,
-    1.0002767499912579e-05,
-    9.671204999790461e-06
+    1.0009977500011756e-05,
+    9.562672499967563e-06,
+    9.490630000072996e-06
    ]
   },
   "layer_forward_sdpa_autocast": {
-   "seconds": 4.309714443626858e-05,
-   "min": 3.8269712456635065e-05,
-   "max": 4.428419186955406e-05,
+   "seconds": 3.709714292060761e-05,
+   "min": 2.5356190013034003e-05,
+   "max": 4.0727617485182626e-05,
    "samples": 3,
    "method": "per-layer slope of median forward time over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4095,26 +4095,26 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_seconds": [
-    0.0001231679990887642,
-    0.00023212799429893493,
-    0.0007628480195999146
+    5.9007998555898666e-05,
+    0.00013289600610733032,
+    0.00043862399458885194
    ],
-   "host_canary_seconds": 9.906487499904414e-06,
+   "host_canary_seconds": 7.074305000003278e-06,
    "pass_seconds": [
-    4.309714443626858e-05,
-    4.428419186955406e-05,
-    3.8269712456635065e-05
+    2.5356190013034003e-05,
+    3.709714292060761e-05,
+    4.0727617485182626e-05
    ],
    "pass_host_canary_seconds": [
-    9.906487499904414e-06,
-    9.86996000008844e-06,
-    9.445244999994884e-06
+    7.074305000003278e-06,
+    9.527887500020427e-06,
+    9.91093999999748e-06
    ]
   },
   "layer_backward_sdpa_autocast": {
-   "seconds": 7.241371380431311e-05,
-   "min": 6.005562380665823e-05,
-   "max": 8.566019222849892e-05,
+   "seconds": 7.441371590608643e-05,
+   "min": 6.0361907950469414e-05,
+   "max": 9.319010164056507e-05,
    "samples": 3,
    "method": "per-layer slope of median (forward + backward) minus that of forward over chains of [1, 4, 16] tiny sdpa layers, CUDA events, inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
    "chain_lengths": [
@@ -4123,1394 +4123,1394 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     16
    ],
    "chain_forward_backward_seconds": [
-    0.0005700479745864868,
-    0.0010035840272903443,
-    0.002331712007522583
+    0.0003112640082836151,
+    0.0007821120023727417,
+    0.0018649920225143432
    ],
-   "host_canary_seconds": 9.906487499904414e-06,
+   "host_canary_seconds": 7.074305000003278e-06,
    "pass_seconds": [
-    7.241371380431311e-05,
-    8.566019222849892e-05,
-    6.005562380665823e-05
+    7.441371590608643e-05,
+    6.0361907950469414e-05,
+    9.319010164056507e-05
    ],
    "pass_host_canary_seconds": [
-    9.906487499904414e-06,
-    9.86996000008844e-06,
-    9.445244999994884e-06
+    7.074305000003278e-06,
+    9.527887500020427e-06,
+    9.91093999999748e-06
    ]
   },
   "backward_call_before_first_kernel": {
-   "seconds": 0.0001321280002593994,
-   "min": 8.448000252246857e-05,
-   "max": 0.0004344959855079651,
+   "seconds": 0.00011872000247240066,
+   "min": 7.065600156784058e-05,
+   "max": 0.0009161279797554016,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.346919999870807e-06,
+   "host_canary_seconds": 7.047715000041421e-06,
    "pass_seconds": [
-    0.000151296004652977,
-    0.0001321280002593994,
-    0.00012185599654912949
+    9.721600264310837e-05,
+    0.00011872000247240066,
+    0.0001918720006942749
    ],
    "pass_host_canary_seconds": [
-    9.346919999870807e-06,
-    9.077140000215422e-06,
-    9.088599999813597e-06
+    7.047715000041421e-06,
+    9.623730000001273e-06,
+    1.0226189999968937e-05
    ]
   },
   "backward_call_after_last_kernel": {
-   "seconds": 9.79520007967949e-05,
-   "min": 7.097599655389785e-05,
-   "max": 0.0001502079963684082,
+   "seconds": 8.185599744319916e-05,
+   "min": 5.651199817657471e-05,
+   "max": 0.0002627519965171814,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.346919999870807e-06,
+   "host_canary_seconds": 7.047715000041421e-06,
    "pass_seconds": [
-    0.00012492799758911133,
-    7.983999699354171e-05,
-    9.79520007967949e-05
+    7.155200093984604e-05,
+    8.185599744319916e-05,
+    0.0001231679990887642
    ],
    "pass_host_canary_seconds": [
-    9.346919999870807e-06,
-    9.077140000215422e-06,
-    9.088599999813597e-06
+    7.047715000041421e-06,
+    9.623730000001273e-06,
+    1.0226189999968937e-05
    ]
   },
   "backward_call_before_first_kernel_autocast": {
-   "seconds": 0.00015184000134468078,
-   "min": 8.271999657154083e-05,
-   "max": 0.00041519999504089353,
+   "seconds": 0.0001316799968481064,
+   "min": 7.609599828720093e-05,
+   "max": 0.0002677440047264099,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: CUDA event before the call to an event recorded by the first autograd node's pre-hook (before its first kernel); inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4850849997810655e-06,
+   "host_canary_seconds": 7.047715000041421e-06,
    "pass_seconds": [
-    0.0002837119996547699,
-    0.00015184000134468078,
-    0.00013081599771976472
+    8.924800157546998e-05,
+    0.0001316799968481064,
+    0.0002072640061378479
    ],
    "pass_host_canary_seconds": [
-    6.4850849997810655e-06,
-    9.060050000186948e-06,
-    9.088599999813597e-06
+    7.047715000041421e-06,
+    9.623730000001273e-06,
+    1.0061427500005492e-05
    ]
   },
   "backward_call_after_last_kernel_autocast": {
-   "seconds": 0.0001268479973077774,
-   "min": 8.191999793052673e-05,
-   "max": 0.00034390398859977724,
+   "seconds": 0.00015350399911403655,
+   "min": 8.460800349712372e-05,
+   "max": 0.00029862400889396666,
    "samples": 63,
    "method": "backward() of 4 tiny Linear layers on an idle GPU: event recorded by the input's gradient hook (after the last node's kernels) to an event after backward() returned; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4850849997810655e-06,
+   "host_canary_seconds": 7.047715000041421e-06,
    "pass_seconds": [
-    9.718400239944459e-05,
-    0.0001268479973077774,
-    0.00012848000228405
+    9.632000327110291e-05,
+    0.00015350399911403655,
+    0.00017071999609470369
    ],
    "pass_host_canary_seconds": [
-    6.4850849997810655e-06,
-    9.060050000186948e-06,
-    9.088599999813597e-06
+    7.047715000041421e-06,
+    9.623730000001273e-06,
+    1.0061427500005492e-05
    ]
   },
   "layer_steady_linear": {
-   "seconds": 0.00016846591949462892,
-   "min": 0.000155480318069458,
-   "max": 0.00023970111846923829,
+   "seconds": 0.00017707199096679687,
+   "min": 0.00013228863716125487,
+   "max": 0.00029503040313720705,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.559649999928752e-06,
+   "host_canary_seconds": 7.1707100000395485e-06,
    "pass_seconds": [
-    0.00016846591949462892,
-    0.00020815935134887696,
-    0.00016232255935668945
+    0.00014022208213806153,
+    0.00021162431716918948,
+    0.00017707199096679687
    ],
    "pass_host_canary_seconds": [
-    6.559649999928752e-06,
-    9.200369999859959e-06,
-    9.058804999995118e-06
+    7.1707100000395485e-06,
+    9.591400000061867e-06,
+    7.17959749991337e-06
    ]
   },
   "layer_steady_linear_autocast": {
-   "seconds": 0.00035590721130371094,
-   "min": 0.00028201215744018556,
-   "max": 0.00046481086730957026,
+   "seconds": 0.00039101696014404294,
+   "min": 0.00024566015243530275,
+   "max": 0.0005599552154541015,
    "samples": 33,
    "method": "one tiny linear layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.541129999959594e-06,
+   "host_canary_seconds": 7.465384999960634e-06,
    "pass_seconds": [
-    0.0002937139129638672,
-    0.00041957374572753904,
-    0.00035590721130371094
+    0.0002840876770019531,
+    0.0004988102340698242,
+    0.00039101696014404294
    ],
    "pass_host_canary_seconds": [
-    6.541129999959594e-06,
-    9.540432499903774e-06,
-    9.266234999927293e-06
+    7.465384999960634e-06,
+    9.324834999944187e-06,
+    7.090967500005263e-06
    ]
   },
   "layer_steady_linear_nobias": {
-   "seconds": 0.00013894016265869142,
-   "min": 0.00010501312255859376,
-   "max": 0.00018143167495727542,
+   "seconds": 0.00017027967453002929,
+   "min": 0.00011790271759033203,
+   "max": 0.00024360191345214842,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.476400000110516e-06,
+   "host_canary_seconds": 7.549480000008657e-06,
    "pass_seconds": [
-    0.00011300543785095214,
-    0.00016243200302124022,
-    0.00013894016265869142
+    0.00014309568405151366,
+    0.00017792448043823242,
+    0.00017027967453002929
    ],
    "pass_host_canary_seconds": [
-    6.476400000110516e-06,
-    9.190144999990935e-06,
-    9.351674999891203e-06
+    7.549480000008657e-06,
+    1.018600999998398e-05,
+    9.252139999915698e-06
    ]
   },
   "layer_steady_linear_nobias_autocast": {
-   "seconds": 0.00020269887924194335,
-   "min": 0.0001836947250366211,
-   "max": 0.00039973121643066404,
+   "seconds": 0.00026719680786132816,
+   "min": 0.0002448185539245605,
+   "max": 0.0004535238265991211,
    "samples": 33,
    "method": "one tiny linear_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.499737500007541e-06,
+   "host_canary_seconds": 7.3958699999820965e-06,
    "pass_seconds": [
-    0.00020269887924194335,
-    0.0002905824089050293,
-    0.00019348287582397463
+    0.00025795135498046876,
+    0.00033469055175781246,
+    0.00026719680786132816
    ],
    "pass_host_canary_seconds": [
-    6.499737500007541e-06,
-    9.340637500088179e-06,
-    6.686624999900914e-06
+    7.3958699999820965e-06,
+    1.0228905000033705e-05,
+    7.332930000032434e-06
    ]
   },
   "layer_steady_matmul": {
-   "seconds": 0.00012468031883239747,
-   "min": 9.286656379699706e-05,
-   "max": 0.0002321004867553711,
+   "seconds": 0.00013992575645446778,
+   "min": 0.00012677568435668946,
+   "max": 0.0002324358367919922,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.527619999872059e-06,
+   "host_canary_seconds": 7.425725000018702e-06,
    "pass_seconds": [
-    0.00012468031883239747,
-    0.00014210304260253907,
-    9.532223701477051e-05
+    0.00013992575645446778,
+    0.00015950976371765138,
+    0.00012986816406250002
    ],
    "pass_host_canary_seconds": [
-    6.527619999872059e-06,
-    9.49028999997381e-06,
-    6.5649799998368506e-06
+    7.425725000018702e-06,
+    1.0015569999950458e-05,
+    7.114499999971713e-06
    ]
   },
   "layer_steady_matmul_autocast": {
-   "seconds": 0.00021306623458862306,
-   "min": 0.00016885248184204103,
-   "max": 0.00028317695617675783,
+   "seconds": 0.0002779251289367676,
+   "min": 0.00021113407135009765,
+   "max": 0.00040689281463623044,
    "samples": 33,
    "method": "one tiny matmul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.398124999975607e-06,
+   "host_canary_seconds": 7.450660000003495e-06,
    "pass_seconds": [
-    0.00021306623458862306,
-    0.00025477312088012695,
-    0.0001745555114746094
+    0.0002779251289367676,
+    0.0002806752014160156,
+    0.0002301433563232422
    ],
    "pass_host_canary_seconds": [
-    6.398124999975607e-06,
-    9.440750000067056e-06,
-    6.585644999859142e-06
+    7.450660000003495e-06,
+    9.943680000006339e-06,
+    9.741630000092983e-06
    ]
   },
   "layer_steady_bmm": {
-   "seconds": 0.0001281766414642334,
-   "min": 0.00010142271995544433,
-   "max": 0.00015433728218078614,
+   "seconds": 0.00014631232261657715,
+   "min": 0.00012979647636413575,
+   "max": 0.0002252672004699707,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.330615000109674e-06,
+   "host_canary_seconds": 7.019264999996722e-06,
    "pass_seconds": [
-    0.0001281766414642334,
-    0.0001433676815032959,
-    0.00012596287727355957
+    0.00014631232261657715,
+    0.00016057727813720702,
+    0.00013468607902526855
    ],
    "pass_host_canary_seconds": [
-    6.330615000109674e-06,
-    8.901454999943326e-06,
-    6.5708400001085465e-06
+    7.019264999996722e-06,
+    9.719852500005287e-06,
+    9.834410000024717e-06
    ]
   },
   "layer_steady_bmm_autocast": {
-   "seconds": 0.00021856447219848634,
-   "min": 0.00019847616195678712,
-   "max": 0.0002750252723693848,
+   "seconds": 0.0002654969596862793,
+   "min": 0.00022217088699340822,
+   "max": 0.00037176895141601565,
    "samples": 33,
    "method": "one tiny bmm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.377294999992955e-06,
+   "host_canary_seconds": 9.660780000046998e-06,
    "pass_seconds": [
-    0.00020270784378051757,
-    0.000253809928894043,
-    0.00021856447219848634
+    0.0002654969596862793,
+    0.00028798976898193363,
+    0.0002601401519775391
    ],
    "pass_host_canary_seconds": [
-    6.377294999992955e-06,
-    9.218410000073618e-06,
-    7.041254999933244e-06
+    9.660780000046998e-06,
+    1.0140239999998358e-05,
+    9.880494999947587e-06
    ]
   },
   "layer_steady_conv2d": {
-   "seconds": 0.0002123289680480957,
-   "min": 0.00012996864318847657,
-   "max": 0.00024450431823730466,
+   "seconds": 0.00021411775588989259,
+   "min": 0.0001391097640991211,
+   "max": 0.000308540153503418,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.331554999974287e-06,
+   "host_canary_seconds": 9.310304999985419e-06,
    "pass_seconds": [
-    0.00015806783676147463,
-    0.00022511808395385744,
-    0.0002123289680480957
+    0.00021411775588989259,
+    0.00022677183151245117,
+    0.0001996601676940918
    ],
    "pass_host_canary_seconds": [
-    6.331554999974287e-06,
-    9.309954999991988e-06,
-    8.484217499926671e-06
+    9.310304999985419e-06,
+    1.0192924999969932e-05,
+    9.786910000002536e-06
    ]
   },
   "layer_steady_conv2d_autocast": {
-   "seconds": 0.00037109886169433594,
-   "min": 0.0002386515235900879,
-   "max": 0.0005973580932617188,
+   "seconds": 0.00045677310943603516,
+   "min": 0.00024665855407714844,
+   "max": 0.0006032287979125977,
    "samples": 33,
    "method": "one tiny conv2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.758030000071358e-06,
+   "host_canary_seconds": 9.470547500001203e-06,
    "pass_seconds": [
-    0.00037109886169433594,
-    0.00033670143127441404,
-    0.00038645824432373047
+    0.00045677310943603516,
+    0.0005336064147949219,
+    0.00030838144302368164
    ],
    "pass_host_canary_seconds": [
-    6.758030000071358e-06,
-    9.448320000018384e-06,
-    9.113320000011527e-06
+    9.470547500001203e-06,
+    9.965794999970967e-06,
+    9.545014999901014e-06
    ]
   },
   "layer_steady_conv2d_nobias": {
-   "seconds": 0.00012924415588378907,
-   "min": 0.00012132927894592286,
-   "max": 0.00024028032302856445,
+   "seconds": 0.00017436031341552734,
+   "min": 0.0001041977596282959,
+   "max": 0.0002426393508911133,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5953300000387574e-06,
+   "host_canary_seconds": 6.804740000028176e-06,
    "pass_seconds": [
-    0.00012461119651794434,
-    0.00020069440841674803,
-    0.00012924415588378907
+    0.00010697216033935546,
+    0.00017436031341552734,
+    0.00018401920318603516
    ],
    "pass_host_canary_seconds": [
-    6.5953300000387574e-06,
-    9.79309000001649e-06,
-    6.698205000077451e-06
+    6.804740000028176e-06,
+    9.784900000013863e-06,
+    9.783664999929442e-06
    ]
   },
   "layer_steady_conv2d_nobias_autocast": {
-   "seconds": 0.00024420095443725587,
-   "min": 0.00019041343688964844,
-   "max": 0.0005154931259155274,
+   "seconds": 0.0003326176071166992,
+   "min": 0.0001918713569641113,
+   "max": 0.0005178681564331054,
    "samples": 33,
    "method": "one tiny conv2d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.28156250002121e-06,
+   "host_canary_seconds": 6.7722400000036486e-06,
    "pass_seconds": [
-    0.00019635391235351562,
-    0.0003740787124633789,
-    0.00024420095443725587
+    0.0002081932830810547,
+    0.0003546419143676758,
+    0.0003326176071166992
    ],
    "pass_host_canary_seconds": [
-    6.28156250002121e-06,
-    9.752420000097573e-06,
-    6.6689200002656434e-06
+    6.7722400000036486e-06,
+    9.554394999966575e-06,
+    9.756655000074943e-06
    ]
   },
   "layer_steady_conv1d": {
-   "seconds": 0.0001715974426269531,
-   "min": 0.0001501644802093506,
-   "max": 0.00024271039962768553,
+   "seconds": 0.0001876121520996094,
+   "min": 0.0001389958381652832,
+   "max": 0.00028803199768066406,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.297799999970266e-06,
+   "host_canary_seconds": 6.90212500003895e-06,
    "pass_seconds": [
-    0.00015984767913818359,
-    0.00020556224822998047,
-    0.0001715974426269531
+    0.0001692095947265625,
+    0.00021571264266967774,
+    0.0001876121520996094
    ],
    "pass_host_canary_seconds": [
-    6.297799999970266e-06,
-    9.870064999972783e-06,
-    6.975315000090632e-06
+    6.90212500003895e-06,
+    9.739310000043133e-06,
+    9.80557750004607e-06
    ]
   },
   "layer_steady_conv1d_autocast": {
-   "seconds": 0.00032402240753173826,
-   "min": 0.00024428287506103515,
-   "max": 0.0007308576202392578,
+   "seconds": 0.00046024383544921875,
+   "min": 0.0002593017578125,
+   "max": 0.0006060985565185547,
    "samples": 33,
    "method": "one tiny conv1d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.720935000146256e-06,
+   "host_canary_seconds": 6.893575000006535e-06,
    "pass_seconds": [
-    0.00032402240753173826,
-    0.0006322937774658204,
-    0.0002775603294372559
+    0.0003296403121948242,
+    0.00047281665802001953,
+    0.00046024383544921875
    ],
    "pass_host_canary_seconds": [
-    6.720935000146256e-06,
-    9.731340000200817e-06,
-    7.419869999978346e-06
+    6.893575000006535e-06,
+    7.117405000016674e-06,
+    1.014020499994217e-05
    ]
   },
   "layer_steady_conv1d_nobias": {
-   "seconds": 0.00011304191589355469,
-   "min": 0.00010375359535217284,
-   "max": 0.0001918028831481934,
+   "seconds": 0.0001518489646911621,
+   "min": 0.00010589695930480957,
+   "max": 0.0002267865562438965,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.0385550000651166e-06,
+   "host_canary_seconds": 6.795462500015503e-06,
    "pass_seconds": [
-    0.00011267775535583496,
-    0.00018391359329223634,
-    0.00011304191589355469
+    0.00010948736190795898,
+    0.0001518489646911621,
+    0.00015878080368041992
    ],
    "pass_host_canary_seconds": [
-    7.0385550000651166e-06,
-    1.0218164999855617e-05,
-    7.511722500055384e-06
+    6.795462500015503e-06,
+    7.129624999961947e-06,
+    1.0044819999990295e-05
    ]
   },
   "layer_steady_conv1d_nobias_autocast": {
-   "seconds": 0.00026726528167724607,
-   "min": 0.00021450176239013672,
-   "max": 0.00048574783325195314,
+   "seconds": 0.0002961657524108887,
+   "min": 0.00019934719085693358,
+   "max": 0.0006004774475097657,
    "samples": 33,
    "method": "one tiny conv1d_nobias layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.184634999996887e-06,
+   "host_canary_seconds": 6.827659999970592e-06,
    "pass_seconds": [
-    0.00026726528167724607,
-    0.0003807315063476562,
-    0.00022447679519653322
+    0.0002057574462890625,
+    0.0003407583999633789,
+    0.0002961657524108887
    ],
    "pass_host_canary_seconds": [
-    9.184634999996887e-06,
-    9.63276999996765e-06,
-    7.2681899999338385e-06
+    6.827659999970592e-06,
+    9.224127500004896e-06,
+    9.736300000042775e-06
    ]
   },
   "layer_steady_batchnorm2d": {
-   "seconds": 0.0001428428840637207,
-   "min": 0.00011685567855834961,
-   "max": 0.00021445760726928709,
+   "seconds": 0.0001633196830749512,
+   "min": 0.00013461376190185547,
+   "max": 0.00022769792556762695,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.549225000185288e-06,
+   "host_canary_seconds": 9.147022500002321e-06,
    "pass_seconds": [
-    0.00012528767585754394,
-    0.00020191167831420896,
-    0.0001428428840637207
+    0.0001633196830749512,
+    0.0002187161636352539,
+    0.0001630175971984863
    ],
    "pass_host_canary_seconds": [
-    6.549225000185288e-06,
-    9.272695000106523e-06,
-    6.979455000077905e-06
+    9.147022500002321e-06,
+    1.0383924999999294e-05,
+    9.286320000114757e-06
    ]
   },
   "layer_steady_batchnorm2d_autocast": {
-   "seconds": 0.00016560064315795898,
-   "min": 0.00013766400337219238,
-   "max": 0.00023889728546142578,
+   "seconds": 0.0002369036865234375,
+   "min": 0.0001582271957397461,
+   "max": 0.0004027398300170899,
    "samples": 33,
    "method": "one tiny batchnorm2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5770175000068324e-06,
+   "host_canary_seconds": 9.388680000057548e-06,
    "pass_seconds": [
-    0.0001573151969909668,
-    0.00022917055130004883,
-    0.00016560064315795898
+    0.00031857599258422855,
+    0.0002369036865234375,
+    0.0001648147201538086
    ],
    "pass_host_canary_seconds": [
-    6.5770175000068324e-06,
-    9.445995000021412e-06,
-    7.0695899998440834e-06
+    9.388680000057548e-06,
+    1.0637964999986593e-05,
+    7.347420000058947e-06
    ]
   },
   "layer_steady_layernorm": {
-   "seconds": 0.00010105216026306152,
-   "min": 8.671104431152343e-05,
-   "max": 0.00016893951416015627,
+   "seconds": 0.0001413049602508545,
+   "min": 9.964863777160645e-05,
+   "max": 0.0001685273551940918,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.442332500000703e-06,
+   "host_canary_seconds": 9.582694999963337e-06,
    "pass_seconds": [
-    0.00010086720466613768,
-    0.00014824895858764648,
-    0.00010105216026306152
+    0.00014431615829467773,
+    0.0001413049602508545,
+    0.00011337087631225587
    ],
    "pass_host_canary_seconds": [
-    6.442332500000703e-06,
-    9.481184999913239e-06,
-    6.981167500015317e-06
+    9.582694999963337e-06,
+    1.0297250000022018e-05,
+    7.377905000041096e-06
    ]
   },
   "layer_steady_layernorm_autocast": {
-   "seconds": 0.00012330880165100099,
-   "min": 0.00010391872406005859,
-   "max": 0.0001890559959411621,
+   "seconds": 0.00018372095108032228,
+   "min": 0.0001168620777130127,
+   "max": 0.0002011039924621582,
    "samples": 33,
    "method": "one tiny layernorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.116207500104111e-06,
+   "host_canary_seconds": 9.983180000006087e-06,
    "pass_seconds": [
-    0.0001084275245666504,
-    0.00017473920822143555,
-    0.00012330880165100099
+    0.00018372095108032228,
+    0.00018775039672851564,
+    0.00012034624099731446
    ],
    "pass_host_canary_seconds": [
-    7.116207500104111e-06,
-    9.342144999777701e-06,
-    7.165975000020808e-06
+    9.983180000006087e-06,
+    1.0451650000007363e-05,
+    7.423160000001871e-06
    ]
   },
   "layer_steady_groupnorm": {
-   "seconds": 0.0001618976020812988,
-   "min": 0.0001361075210571289,
-   "max": 0.0002326393508911133,
+   "seconds": 0.00020661056518554686,
+   "min": 0.00015393600463867188,
+   "max": 0.00027221439361572265,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.629645000089113e-06,
+   "host_canary_seconds": 9.91055000000074e-06,
    "pass_seconds": [
-    0.0001531711959838867,
-    0.00021781631469726563,
-    0.0001618976020812988
+    0.00023113855361938475,
+    0.00020661056518554686,
+    0.00016265792846679685
    ],
    "pass_host_canary_seconds": [
-    6.629645000089113e-06,
-    9.432134999940445e-06,
-    6.7296950001605185e-06
+    9.91055000000074e-06,
+    9.97150000003444e-06,
+    7.191499999947837e-06
    ]
   },
   "layer_steady_groupnorm_autocast": {
-   "seconds": 0.00018625856399536134,
-   "min": 0.00015616448402404784,
-   "max": 0.0002614451217651367,
+   "seconds": 0.0002460531234741211,
+   "min": 0.00017275968551635744,
+   "max": 0.0003291500854492187,
    "samples": 33,
    "method": "one tiny groupnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.564972500058275e-06,
+   "host_canary_seconds": 9.954495000030761e-06,
    "pass_seconds": [
-    0.00016092927932739257,
-    0.00021758720397949217,
-    0.00018625856399536134
+    0.0003012953567504883,
+    0.0002460531234741211,
+    0.00018412607192993163
    ],
    "pass_host_canary_seconds": [
-    6.564972500058275e-06,
-    9.23799499986444e-06,
-    6.8866924999611e-06
+    9.954495000030761e-06,
+    1.0198534999972253e-05,
+    7.180114999982834e-06
    ]
   },
   "layer_steady_relu": {
-   "seconds": 7.693376064300537e-05,
-   "min": 6.480703830718994e-05,
-   "max": 0.00012175359725952149,
+   "seconds": 0.00010244416236877443,
+   "min": 7.011136054992675e-05,
+   "max": 0.00015487232208251953,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.5698200000952055e-06,
+   "host_canary_seconds": 1.0484060000024443e-05,
    "pass_seconds": [
-    6.591360092163086e-05,
-    8.6430082321167e-05,
-    7.693376064300537e-05
+    0.00015082112312316895,
+    0.00010244416236877443,
+    7.077760219573974e-05
    ],
    "pass_host_canary_seconds": [
-    6.5698200000952055e-06,
-    9.298257499921191e-06,
-    6.7882399999064095e-06
+    1.0484060000024443e-05,
+    1.0161849999974492e-05,
+    6.959319999992886e-06
    ]
   },
   "layer_steady_relu_autocast": {
-   "seconds": 0.00010510208129882813,
-   "min": 8.406463623046875e-05,
-   "max": 0.00013017536163330079,
+   "seconds": 0.00013123647689819337,
+   "min": 8.75648021697998e-05,
+   "max": 0.00021498687744140625,
    "samples": 33,
    "method": "one tiny relu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.032387500061077e-06,
+   "host_canary_seconds": 1.0333950000003256e-05,
    "pass_seconds": [
-    9.009344100952148e-05,
-    0.00011551039695739746,
-    0.00010510208129882813
+    0.0002061996841430664,
+    0.00013123647689819337,
+    9.020095825195313e-05
    ],
    "pass_host_canary_seconds": [
-    7.032387500061077e-06,
-    8.979795000101376e-06,
-    6.713687499910747e-06
+    1.0333950000003256e-05,
+    1.0237460000013243e-05,
+    6.9533125000020846e-06
    ]
   },
   "layer_steady_gelu": {
-   "seconds": 8.929216384887694e-05,
-   "min": 8.00819206237793e-05,
-   "max": 0.00010422847747802734,
+   "seconds": 8.46662425994873e-05,
+   "min": 6.655424118041991e-05,
+   "max": 0.000119868803024292,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.53978000012512e-06,
+   "host_canary_seconds": 7.192129999999963e-06,
    "pass_seconds": [
-    9.223039627075196e-05,
-    8.929216384887694e-05,
-    8.374208450317384e-05
+    8.46662425994873e-05,
+    0.00010277055740356445,
+    6.9552001953125e-05
    ],
    "pass_host_canary_seconds": [
-    9.53978000012512e-06,
-    9.539802500029283e-06,
-    6.886915000023919e-06
+    7.192129999999963e-06,
+    1.0148552499984475e-05,
+    6.915875000004234e-06
    ]
   },
   "layer_steady_gelu_autocast": {
-   "seconds": 0.00010828672409057617,
-   "min": 9.891391754150391e-05,
-   "max": 0.00012644031524658203,
+   "seconds": 0.00010635711669921875,
+   "min": 8.509440422058106e-05,
+   "max": 0.0001470355224609375,
    "samples": 33,
    "method": "one tiny gelu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.522624999931395e-06,
+   "host_canary_seconds": 7.95268500002777e-06,
    "pass_seconds": [
-    0.000120513277053833,
-    0.00010828672409057617,
-    0.00010293567657470703
+    0.00010635711669921875,
+    0.0001276416015625,
+    8.867263793945313e-05
    ],
    "pass_host_canary_seconds": [
-    9.522624999931395e-06,
-    9.31063249993258e-06,
-    7.050527500211956e-06
+    7.95268500002777e-06,
+    1.0310035000031803e-05,
+    7.040555000017434e-06
    ]
   },
   "layer_steady_silu": {
-   "seconds": 8.578816413879393e-05,
-   "min": 8.169024467468263e-05,
-   "max": 0.00010423744201660156,
+   "seconds": 8.673088073730468e-05,
+   "min": 7.459455966949462e-05,
+   "max": 0.0001005408000946045,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.326747500040256e-06,
+   "host_canary_seconds": 8.030239999996523e-06,
    "pass_seconds": [
-    9.859199523925782e-05,
-    8.578816413879393e-05,
-    8.492735862731934e-05
+    8.673088073730468e-05,
+    9.377216339111328e-05,
+    7.787072181701661e-05
    ],
    "pass_host_canary_seconds": [
-    9.326747500040256e-06,
-    9.190220000050431e-06,
-    7.134640000003856e-06
+    8.030239999996523e-06,
+    9.819107499993152e-06,
+    6.80418249999093e-06
    ]
   },
   "layer_steady_silu_autocast": {
-   "seconds": 9.108736038208007e-05,
-   "min": 8.074048042297364e-05,
-   "max": 0.00012889280319213867,
+   "seconds": 0.000109684476852417,
+   "min": 9.12396812438965e-05,
+   "max": 0.00017398719787597658,
    "samples": 33,
    "method": "one tiny silu layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.465329999940649e-06,
+   "host_canary_seconds": 8.024944999966976e-06,
    "pass_seconds": [
-    8.364352226257323e-05,
-    0.00011430720329284667,
-    9.108736038208007e-05
+    0.000109684476852417,
+    0.00012118271827697753,
+    9.58016014099121e-05
    ],
    "pass_host_canary_seconds": [
-    6.465329999940649e-06,
-    9.390890000133822e-06,
-    7.031647499928795e-06
+    8.024944999966976e-06,
+    1.0061234999980685e-05,
+    6.8629599999781024e-06
    ]
   },
   "layer_steady_tanh": {
-   "seconds": 7.542719841003418e-05,
-   "min": 6.45798397064209e-05,
-   "max": 9.934720039367675e-05,
+   "seconds": 8.148991584777832e-05,
+   "min": 7.028351783752441e-05,
+   "max": 0.00012735360145568847,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.425785000203632e-06,
+   "host_canary_seconds": 7.018129999991629e-06,
    "pass_seconds": [
-    6.689663887023925e-05,
-    8.304960250854492e-05,
-    7.542719841003418e-05
+    8.148991584777832e-05,
+    0.00011767935752868653,
+    7.55398416519165e-05
    ],
    "pass_host_canary_seconds": [
-    6.425785000203632e-06,
-    9.144170000041641e-06,
-    8.234404999996059e-06
+    7.018129999991629e-06,
+    1.0441397500002835e-05,
+    6.826385000024971e-06
    ]
   },
   "layer_steady_tanh_autocast": {
-   "seconds": 0.00010659456253051757,
-   "min": 7.867136001586915e-05,
-   "max": 0.00014417216300964357,
+   "seconds": 0.00012535679817199705,
+   "min": 8.835519790649413e-05,
+   "max": 0.00014786368370056153,
    "samples": 33,
    "method": "one tiny tanh layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.370370000041703e-06,
+   "host_canary_seconds": 6.913780000026293e-06,
    "pass_seconds": [
-    8.117568016052246e-05,
-    0.00010659456253051757,
-    0.00011545087814331055
+    9.391615867614746e-05,
+    0.00012535679817199705,
+    0.00012790719985961914
    ],
    "pass_host_canary_seconds": [
-    6.370370000041703e-06,
-    7.05822499995179e-06,
-    1.006200749998243e-05
+    6.913780000026293e-06,
+    1.0547142499994778e-05,
+    1.0614659999959032e-05
    ]
   },
   "layer_steady_sigmoid": {
-   "seconds": 7.765567779541016e-05,
-   "min": 6.371456146240235e-05,
-   "max": 0.00010810815811157226,
+   "seconds": 9.604607582092286e-05,
+   "min": 7.103936195373534e-05,
+   "max": 0.00011897472381591797,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3714350000054765e-06,
+   "host_canary_seconds": 7.055190000002654e-06,
    "pass_seconds": [
-    6.633664131164551e-05,
-    8.417344093322755e-05,
-    7.765567779541016e-05
+    7.189248085021973e-05,
+    9.604607582092286e-05,
+    0.0001082259178161621
    ],
    "pass_host_canary_seconds": [
-    6.3714350000054765e-06,
-    6.841390000005277e-06,
-    7.17136999980994e-06
+    7.055190000002654e-06,
+    1.0362367500000858e-05,
+    1.0459837499965374e-05
    ]
   },
   "layer_steady_sigmoid_autocast": {
-   "seconds": 0.00010331583976745605,
-   "min": 7.854144096374511e-05,
-   "max": 0.00013973695755004883,
+   "seconds": 0.00012280063629150392,
+   "min": 8.864447593688966e-05,
+   "max": 0.00015878399848937987,
    "samples": 33,
    "method": "one tiny sigmoid layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.583727499958059e-06,
+   "host_canary_seconds": 7.349420000011264e-06,
    "pass_seconds": [
-    8.446399688720703e-05,
-    0.00010585791587829589,
-    0.00010331583976745605
+    9.017919540405274e-05,
+    0.00012280063629150392,
+    0.00014362239837646483
    ],
    "pass_host_canary_seconds": [
-    6.583727499958059e-06,
-    7.048510000089436e-06,
-    7.986347499979729e-06
+    7.349420000011264e-06,
+    1.0409214999995697e-05,
+    1.0002610000015012e-05
    ]
   },
   "layer_steady_dropout": {
-   "seconds": 8.597311973571777e-05,
-   "min": 7.775872230529785e-05,
-   "max": 0.00013064895629882813,
+   "seconds": 0.00012053824424743653,
+   "min": 8.212800025939942e-05,
+   "max": 0.0001369983959197998,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.430387499946846e-06,
+   "host_canary_seconds": 7.490425000007405e-06,
    "pass_seconds": [
-    0.00011059776306152343,
-    8.18828773498535e-05,
-    8.597311973571777e-05
+    8.676480293273926e-05,
+    0.00012053824424743653,
+    0.00012536064147949217
    ],
    "pass_host_canary_seconds": [
-    9.430387499946846e-06,
-    7.20337499998891e-06,
-    7.338592499905872e-06
+    7.490425000007405e-06,
+    1.0311045000044317e-05,
+    1.04726200000016e-05
    ]
   },
   "layer_steady_dropout_autocast": {
-   "seconds": 0.00011225983619689941,
-   "min": 9.600064277648926e-05,
-   "max": 0.00014711039543151855,
+   "seconds": 0.00013797632217407227,
+   "min": 9.204031944274903e-05,
+   "max": 0.0001578604793548584,
    "samples": 33,
    "method": "one tiny dropout layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.109220000027563e-06,
+   "host_canary_seconds": 7.181230000021799e-06,
    "pass_seconds": [
-    0.00012372608184814453,
-    0.00011225983619689941,
-    9.850496292114258e-05
+    0.00010048895835876465,
+    0.00013818304061889649,
+    0.00013797632217407227
    ],
    "pass_host_canary_seconds": [
-    9.109220000027563e-06,
-    7.126022500045792e-06,
-    7.184344999870973e-06
+    7.181230000021799e-06,
+    1.0364460000005237e-05,
+    9.826729999957707e-06
    ]
   },
   "layer_steady_add": {
-   "seconds": 8.484607696533202e-05,
-   "min": 7.879615783691407e-05,
-   "max": 0.00011839232444763183,
+   "seconds": 0.00010087039947509766,
+   "min": 8.068608283996582e-05,
+   "max": 0.00015396672248840332,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.9322399998839045e-06,
+   "host_canary_seconds": 7.190819999962628e-06,
    "pass_seconds": [
-    8.484607696533202e-05,
-    0.00010086784362792969,
-    8.484543800354005e-05
+    8.229567527770995e-05,
+    0.00010087039947509766,
+    0.00014395968437194825
    ],
    "pass_host_canary_seconds": [
-    6.9322399998839045e-06,
-    7.030532500067466e-06,
-    7.123139999976047e-06
+    7.190819999962628e-06,
+    1.0188762500007443e-05,
+    1.0588474999906339e-05
    ]
   },
   "layer_steady_add_autocast": {
-   "seconds": 0.00011030847549438477,
-   "min": 9.365056037902832e-05,
-   "max": 0.0001878790473937988,
+   "seconds": 0.00014180928230285645,
+   "min": 9.523008346557617e-05,
+   "max": 0.0001922105598449707,
    "samples": 33,
    "method": "one tiny add layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0723340000140525e-05,
+   "host_canary_seconds": 6.610022500019852e-06,
    "pass_seconds": [
-    0.00017239679336547852,
-    0.00011030847549438477,
-    0.0001005996799468994
+    9.799872398376465e-05,
+    0.00014517248153686523,
+    0.00014180928230285645
    ],
    "pass_host_canary_seconds": [
-    1.0723340000140525e-05,
-    7.0023025000409685e-06,
-    7.125199999933329e-06
+    6.610022500019852e-06,
+    1.0072824999980413e-05,
+    1.0492259999921316e-05
    ]
   },
   "layer_steady_mul": {
-   "seconds": 8.54310417175293e-05,
-   "min": 7.609280109405518e-05,
-   "max": 0.0001581107234954834,
+   "seconds": 0.00010410112380981445,
+   "min": 7.75935983657837e-05,
+   "max": 0.00013370047569274902,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0656114999818554e-05,
+   "host_canary_seconds": 6.7074000000033605e-06,
    "pass_seconds": [
-    0.00012063488006591798,
-    8.54310417175293e-05,
-    8.437376022338866e-05
+    8.110464096069336e-05,
+    0.00011339072227478028,
+    0.00010410112380981445
    ],
    "pass_host_canary_seconds": [
-    1.0656114999818554e-05,
-    6.8504675000724545e-06,
-    7.032675000004929e-06
+    6.7074000000033605e-06,
+    1.0228075000000559e-05,
+    9.747900000007803e-06
    ]
   },
   "layer_steady_mul_autocast": {
-   "seconds": 0.00013042816162109374,
-   "min": 9.038016319274903e-05,
-   "max": 0.0002272287940979004,
+   "seconds": 0.0001344870376586914,
+   "min": 9.08505630493164e-05,
+   "max": 0.00022280832290649414,
    "samples": 33,
    "method": "one tiny mul layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0148545000134845e-05,
+   "host_canary_seconds": 6.6712599999974036e-06,
    "pass_seconds": [
-    0.00018128831863403318,
-    0.00012125056266784667,
-    0.00013042816162109374
+    9.402175903320313e-05,
+    0.00013900351524353028,
+    0.0001344870376586914
    ],
    "pass_host_canary_seconds": [
-    1.0148545000134845e-05,
-    8.410705000159169e-06,
-    9.855549999997492e-06
+    6.6712599999974036e-06,
+    1.0267514999995342e-05,
+    9.758610000005774e-06
    ]
   },
   "layer_steady_softmax": {
-   "seconds": 9.838399887084961e-05,
-   "min": 8.547840118408203e-05,
-   "max": 0.00013446080207824706,
+   "seconds": 0.00010054719924926758,
+   "min": 7.215231895446777e-05,
+   "max": 0.00013513855934143065,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0365680000035126e-05,
+   "host_canary_seconds": 6.6400349999895526e-06,
    "pass_seconds": [
-    0.00012087231636047363,
-    9.190208435058594e-05,
-    9.838399887084961e-05
+    7.358911991119385e-05,
+    0.00011794816017150879,
+    0.00010054719924926758
    ],
    "pass_host_canary_seconds": [
-    1.0365680000035126e-05,
-    9.514142500250956e-06,
-    1.030622249999169e-05
+    6.6400349999895526e-06,
+    1.0529597500017474e-05,
+    8.718102500040458e-06
    ]
   },
   "layer_steady_softmax_autocast": {
-   "seconds": 0.00013356096267700196,
-   "min": 0.00010952896118164063,
-   "max": 0.00017964607238769533,
+   "seconds": 0.0001323583984375,
+   "min": 8.736319541931152e-05,
+   "max": 0.0001541983985900879,
    "samples": 33,
    "method": "one tiny softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0080849999951624e-05,
+   "host_canary_seconds": 6.857772500019621e-06,
    "pass_seconds": [
-    0.00015651071548461915,
-    0.00013356096267700196,
-    0.0001298099231719971
+    0.00010153599739074707,
+    0.0001462623977661133,
+    0.0001323583984375
    ],
    "pass_host_canary_seconds": [
-    1.0080849999951624e-05,
-    8.928094999873792e-06,
-    1.0277984999902401e-05
+    6.857772500019621e-06,
+    1.0502069999986929e-05,
+    9.622875000019349e-06
    ]
   },
   "layer_steady_log_softmax": {
-   "seconds": 8.57203197479248e-05,
-   "min": 7.833663940429686e-05,
-   "max": 0.00011439743995666505,
+   "seconds": 9.780159950256347e-05,
+   "min": 7.707712173461914e-05,
+   "max": 0.00011801216125488281,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.01451674998998e-05,
+   "host_canary_seconds": 8.181212500026901e-06,
    "pass_seconds": [
-    8.57203197479248e-05,
-    9.577919960021973e-05,
-    8.143168449401855e-05
+    8.028287887573243e-05,
+    9.780159950256347e-05,
+    9.929920196533203e-05
    ],
    "pass_host_canary_seconds": [
-    1.01451674998998e-05,
-    9.097424999993109e-06,
-    9.201589999889848e-06
+    8.181212500026901e-06,
+    1.0123937499990632e-05,
+    9.917179999945347e-06
    ]
   },
   "layer_steady_log_softmax_autocast": {
-   "seconds": 0.00011764351844787596,
-   "min": 0.00010258560180664062,
-   "max": 0.0001476473617553711,
+   "seconds": 0.0001232083225250244,
+   "min": 8.705344200134277e-05,
+   "max": 0.0001541747188568115,
    "samples": 33,
    "method": "one tiny log_softmax layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.817855000022746e-06,
+   "host_canary_seconds": 7.1452650000125565e-06,
    "pass_seconds": [
-    0.00011154623985290527,
-    0.00011764351844787596,
-    0.00011919103622436523
+    9.50233554840088e-05,
+    0.0001232083225250244,
+    0.00013189311981201172
    ],
    "pass_host_canary_seconds": [
-    9.817855000022746e-06,
-    9.239999999977045e-06,
-    9.252702499935596e-06
+    7.1452650000125565e-06,
+    1.0553870000045152e-05,
+    9.989444999973784e-06
    ]
   },
   "layer_steady_cross_entropy": {
-   "seconds": 0.0001539660835266113,
-   "min": 0.00013811648368835448,
-   "max": 0.00022909311294555662,
+   "seconds": 0.0001486899185180664,
+   "min": 0.00012886207580566406,
+   "max": 0.0002218899154663086,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.005848999994896e-05,
+   "host_canary_seconds": 7.295514999938746e-06,
    "pass_seconds": [
-    0.00014547712326049803,
-    0.0001610374450683594,
-    0.0001539660835266113
+    0.0001373043155670166,
+    0.0001486899185180664,
+    0.00018017280578613281
    ],
    "pass_host_canary_seconds": [
-    1.005848999994896e-05,
-    9.316445000138174e-06,
-    1.0175964999916687e-05
+    7.295514999938746e-06,
+    1.0357669999976338e-05,
+    9.930679999996529e-06
    ]
   },
   "layer_steady_cross_entropy_autocast": {
-   "seconds": 0.00017779327392578124,
-   "min": 0.00015571904182434083,
-   "max": 0.0002203705596923828,
+   "seconds": 0.00017815040588378906,
+   "min": 0.0001492307186126709,
+   "max": 0.00024302848815917967,
    "samples": 33,
    "method": "one tiny cross_entropy layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.7151524998651e-06,
+   "host_canary_seconds": 7.342559999941045e-06,
    "pass_seconds": [
-    0.00017514495849609374,
-    0.00017779327392578124,
-    0.00018110784530639648
+    0.0001825472068786621,
+    0.00017815040588378906,
+    0.0001563929557800293
    ],
    "pass_host_canary_seconds": [
-    9.7151524998651e-06,
-    9.057519999942087e-06,
-    9.569974999976693e-06
+    7.342559999941045e-06,
+    1.0067234999979746e-05,
+    7.060997499976907e-06
    ]
   },
   "layer_steady_embedding": {
-   "seconds": 0.0002480544090270996,
-   "min": 0.00023502336502075196,
-   "max": 0.0004108051300048828,
+   "seconds": 0.00034267520904541013,
+   "min": 0.00023113344192504884,
+   "max": 0.00046388416290283203,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0643047500025204e-05,
+   "host_canary_seconds": 7.3715774999882914e-06,
    "pass_seconds": [
-    0.0003171667289733886,
-    0.00024717504501342775,
-    0.0002480544090270996
+    0.00036830528259277343,
+    0.0002456928062438965,
+    0.00034267520904541013
    ],
    "pass_host_canary_seconds": [
-    1.0643047500025204e-05,
-    9.45820499993033e-06,
-    9.873344999959955e-06
+    7.3715774999882914e-06,
+    1.012326000001451e-05,
+    1.0118040000008931e-05
    ]
   },
   "layer_steady_embedding_autocast": {
-   "seconds": 0.00029607040405273436,
-   "min": 0.0002482988739013672,
-   "max": 0.0005031577682495117,
+   "seconds": 0.0003451443099975586,
+   "min": 0.00032009857177734373,
+   "max": 0.00043165313720703127,
    "samples": 33,
    "method": "one tiny embedding layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0358485000097061e-05,
+   "host_canary_seconds": 7.13946500006557e-06,
    "pass_seconds": [
-    0.00038773502349853515,
-    0.00029607040405273436,
-    0.000280948486328125
+    0.0003694835281372071,
+    0.00033303489685058594,
+    0.0003451443099975586
    ],
    "pass_host_canary_seconds": [
-    1.0358485000097061e-05,
-    9.658470000033504e-06,
-    9.214224999993802e-06
+    7.13946500006557e-06,
+    9.942820000006236e-06,
+    9.31777749997309e-06
    ]
   },
   "layer_steady_embedding_atomic": {
-   "seconds": 0.00012990655899047852,
-   "min": 9.705920219421387e-05,
-   "max": 0.00016870080947875977,
+   "seconds": 0.0001037395191192627,
+   "min": 8.587136268615722e-05,
+   "max": 0.0001536857604980469,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0271170000066831e-05,
+   "host_canary_seconds": 7.344692500019789e-06,
    "pass_seconds": [
-    0.00012990655899047852,
-    0.00010707519531249999,
-    0.0001505023956298828
+    0.0001037395191192627,
+    0.00011875071525573731,
+    9.495424270629884e-05
    ],
    "pass_host_canary_seconds": [
-    1.0271170000066831e-05,
-    9.867865000074971e-06,
-    1.0008354999797575e-05
+    7.344692500019789e-06,
+    1.0026412500003802e-05,
+    7.350502500003131e-06
    ]
   },
   "layer_steady_embedding_atomic_autocast": {
-   "seconds": 0.00016315711975097656,
-   "min": 0.00012862336158752443,
-   "max": 0.00024646463394165037,
+   "seconds": 0.00012492992401123048,
+   "min": 0.00010337599754333496,
+   "max": 0.0001559507179260254,
    "samples": 33,
    "method": "one tiny embedding_atomic layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.775695000087126e-06,
+   "host_canary_seconds": 7.291054999996049e-06,
    "pass_seconds": [
-    0.00018077695846557617,
-    0.0001330451202392578,
-    0.00016315711975097656
+    0.00012492992401123048,
+    0.0001464089584350586,
+    0.00010737600326538087
    ],
    "pass_host_canary_seconds": [
-    9.775695000087126e-06,
-    9.633884999971087e-06,
-    1.0208859999920605e-05
+    7.291054999996049e-06,
+    1.0015140000021462e-05,
+    7.416662500006055e-06
    ]
   },
   "layer_steady_maxpool2d": {
-   "seconds": 0.00012750783920288086,
-   "min": 9.579392433166504e-05,
-   "max": 0.00013928576469421388,
+   "seconds": 8.661439895629883e-05,
+   "min": 8.14579200744629e-05,
+   "max": 0.00011350144386291503,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 1.0138990000143621e-05,
+   "host_canary_seconds": 7.5162625000047005e-06,
    "pass_seconds": [
-    0.00012750783920288086,
-    0.00010121983528137207,
-    0.00013079487800598145
+    0.00010141375541687013,
+    8.359295845031738e-05,
+    8.661439895629883e-05
    ],
    "pass_host_canary_seconds": [
-    1.0138990000143621e-05,
-    9.578384999997525e-06,
-    1.0035990000005768e-05
+    7.5162625000047005e-06,
+    7.5069199999688866e-06,
+    7.202250000020172e-06
    ]
   },
   "layer_steady_maxpool2d_autocast": {
-   "seconds": 0.00015547391891479492,
-   "min": 0.0001254297637939453,
-   "max": 0.00019910272598266604,
+   "seconds": 0.0001101318359375,
+   "min": 9.705920219421387e-05,
+   "max": 0.00017904640197753907,
    "samples": 33,
    "method": "one tiny maxpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.780990000081147e-06,
+   "host_canary_seconds": 1.06130399999671e-05,
    "pass_seconds": [
-    0.00017006912231445312,
-    0.00015547391891479492,
-    0.0001550111961364746
+    0.0001609164810180664,
+    0.00010342399597167968,
+    0.0001101318359375
    ],
    "pass_host_canary_seconds": [
-    9.780990000081147e-06,
-    9.930859999940366e-06,
-    9.830754999882174e-06
+    1.06130399999671e-05,
+    7.136832499980982e-06,
+    7.37438000001589e-06
    ]
   },
   "layer_steady_avgpool2d": {
-   "seconds": 0.00010820863723754883,
-   "min": 9.60217571258545e-05,
-   "max": 0.00011969280242919922,
+   "seconds": 8.357824325561524e-05,
+   "min": 6.988096237182618e-05,
+   "max": 0.00012285183906555176,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.644382500051507e-06,
+   "host_canary_seconds": 1.0092417500011663e-05,
    "pass_seconds": [
-    0.00010820863723754883,
-    0.00010054143905639648,
-    0.0001106873607635498
+    0.00011278847694396972,
+    7.371583938598633e-05,
+    8.357824325561524e-05
    ],
    "pass_host_canary_seconds": [
-    8.644382500051507e-06,
-    9.64128250004137e-06,
-    9.872697499986316e-06
+    1.0092417500011663e-05,
+    6.738435000031018e-06,
+    7.113597499923685e-06
    ]
   },
   "layer_steady_avgpool2d_autocast": {
-   "seconds": 0.00012807744026184083,
-   "min": 0.00011944448471069337,
-   "max": 0.00017064128875732423,
+   "seconds": 0.00011501184463500976,
+   "min": 8.974528312683106e-05,
+   "max": 0.00015776127815246582,
    "samples": 33,
    "method": "one tiny avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.781060000160323e-06,
+   "host_canary_seconds": 8.686335000049895e-06,
    "pass_seconds": [
-    0.00012807744026184083,
-    0.00012295871734619142,
-    0.0001489139175415039
+    0.00013536255836486816,
+    0.00011501184463500976,
+    9.401151657104492e-05
    ],
    "pass_host_canary_seconds": [
-    8.781060000160323e-06,
-    9.516384999983528e-06,
-    1.0104435000073409e-05
+    8.686335000049895e-06,
+    9.658277500008694e-06,
+    7.042217500057291e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d": {
-   "seconds": 0.00011131648063659669,
-   "min": 8.895872116088867e-05,
-   "max": 0.00012974335670471192,
+   "seconds": 9.409728050231935e-05,
+   "min": 8.118975639343261e-05,
+   "max": 0.00011742912292480468,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.050070000142796e-06,
+   "host_canary_seconds": 7.1432075000288366e-06,
    "pass_seconds": [
-    9.890239715576171e-05,
-    0.00011131648063659669,
-    0.00012278016090393068
+    9.409728050231935e-05,
+    0.00010676095962524414,
+    9.394687652587891e-05
    ],
    "pass_host_canary_seconds": [
-    9.050070000142796e-06,
-    9.632025000030355e-06,
-    1.0518272499950854e-05
+    7.1432075000288366e-06,
+    9.735009999971567e-06,
+    7.272942499909618e-06
    ]
   },
   "layer_steady_adaptive_avgpool2d_autocast": {
-   "seconds": 0.00013437312126159668,
-   "min": 0.0001240447998046875,
-   "max": 0.00016858943939208982,
+   "seconds": 0.0001112819194793701,
+   "min": 9.475775718688965e-05,
+   "max": 0.00013966591835021973,
    "samples": 33,
    "method": "one tiny adaptive_avgpool2d layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.084179999945264e-06,
+   "host_canary_seconds": 7.089082499973642e-06,
    "pass_seconds": [
-    0.00012890239715576172,
-    0.00013437312126159668,
-    0.00015875455856323241
+    0.00011052415847778321,
+    0.00013240768432617187,
+    0.0001112819194793701
    ],
    "pass_host_canary_seconds": [
-    9.084179999945264e-06,
-    9.416960000123708e-06,
-    1.0623844999884114e-05
+    7.089082499973642e-06,
+    9.94273499998144e-06,
+    7.206132500030548e-06
    ]
   },
   "layer_steady_flatten": {
-   "seconds": 6.803264141082764e-05,
-   "min": 4.48960018157959e-05,
-   "max": 9.150079727172851e-05,
+   "seconds": 6.081535816192627e-05,
+   "min": 4.9374079704284675e-05,
+   "max": 8.022720336914064e-05,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3409099999489624e-06,
+   "host_canary_seconds": 7.3091300000527325e-06,
    "pass_seconds": [
-    4.589183807373047e-05,
-    6.803264141082764e-05,
-    8.094655990600586e-05
+    6.081535816192627e-05,
+    6.715136051177978e-05,
+    5.214719772338867e-05
    ],
    "pass_host_canary_seconds": [
-    6.3409099999489624e-06,
-    9.33505999995532e-06,
-    1.069293499995183e-05
+    7.3091300000527325e-06,
+    1.004269500000987e-05,
+    7.277464999901894e-06
    ]
   },
   "layer_steady_flatten_autocast": {
-   "seconds": 9.121408462524413e-05,
-   "min": 5.852416038513184e-05,
-   "max": 0.0001186905574798584,
+   "seconds": 7.727039813995362e-05,
+   "min": 6.448703765869141e-05,
+   "max": 0.00010269120216369629,
    "samples": 33,
    "method": "one tiny flatten layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.177135000200451e-06,
+   "host_canary_seconds": 7.3511949999982565e-06,
    "pass_seconds": [
-    5.923327922821045e-05,
-    9.121408462524413e-05,
-    0.00010927680015563965
+    7.727039813995362e-05,
+    9.187840461730956e-05,
+    7.109888076782226e-05
    ],
    "pass_host_canary_seconds": [
-    6.177135000200451e-06,
-    9.400944999953254e-06,
-    1.0769475000103058e-05
+    7.3511949999982565e-06,
+    1.0449354999977346e-05,
+    7.411465000046746e-06
    ]
   },
   "layer_steady_reshape": {
-   "seconds": 6.537024021148682e-05,
-   "min": 4.233535766601563e-05,
-   "max": 8.456255912780762e-05,
+   "seconds": 5.8916478157043456e-05,
+   "min": 4.601664066314697e-05,
+   "max": 8.439231872558594e-05,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.175940000048286e-06,
+   "host_canary_seconds": 7.729334999950765e-06,
    "pass_seconds": [
-    4.3580799102783205e-05,
-    6.537024021148682e-05,
-    7.807424068450928e-05
+    5.8916478157043456e-05,
+    6.345727920532227e-05,
+    4.974527835845948e-05
    ],
    "pass_host_canary_seconds": [
-    6.175940000048286e-06,
-    9.372810000058962e-06,
-    1.043919750003397e-05
+    7.729334999950765e-06,
+    1.07466400000078e-05,
+    6.8535849999307175e-06
    ]
   },
   "layer_steady_reshape_autocast": {
-   "seconds": 8.526975631713868e-05,
-   "min": 5.497791767120361e-05,
-   "max": 0.00010845184326171875,
+   "seconds": 7.286784172058106e-05,
+   "min": 5.908415794372558e-05,
+   "max": 0.00014065600395202639,
    "samples": 33,
    "method": "one tiny reshape layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.175940000048286e-06,
+   "host_canary_seconds": 7.527064999948152e-06,
    "pass_seconds": [
-    5.556928157806396e-05,
-    8.526975631713868e-05,
-    0.00010479167938232422
+    7.286784172058106e-05,
+    8.807744026184082e-05,
+    6.238527774810791e-05
    ],
    "pass_host_canary_seconds": [
-    6.175940000048286e-06,
-    9.328522500027246e-06,
-    1.042824750001614e-05
+    7.527064999948152e-06,
+    1.0807395000007604e-05,
+    7.02383999993117e-06
    ]
   },
   "layer_steady_slice": {
-   "seconds": 9.67737579345703e-05,
-   "min": 6.143231868743896e-05,
-   "max": 0.00011580927848815918,
+   "seconds": 8.758912086486817e-05,
+   "min": 6.612800121307374e-05,
+   "max": 9.35807991027832e-05,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.3203850001514185e-06,
+   "host_canary_seconds": 7.44557750000041e-06,
    "pass_seconds": [
-    6.218495845794677e-05,
-    9.67737579345703e-05,
-    0.00010115648269653321
+    8.912704467773437e-05,
+    8.758912086486817e-05,
+    7.609407901763916e-05
    ],
    "pass_host_canary_seconds": [
-    6.3203850001514185e-06,
-    9.18431249999685e-06,
-    9.945524999892542e-06
+    7.44557750000041e-06,
+    1.0215419999966002e-05,
+    6.887539999951286e-06
    ]
   },
   "layer_steady_slice_autocast": {
-   "seconds": 0.00010510848045349121,
-   "min": 7.444992065429688e-05,
-   "max": 0.0001488742446899414,
+   "seconds": 9.954303741455078e-05,
+   "min": 8.036607742309571e-05,
+   "max": 0.00012546112060546875,
    "samples": 33,
    "method": "one tiny slice layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.524169999977403e-06,
+   "host_canary_seconds": 6.948827500004029e-06,
    "pass_seconds": [
-    7.67526388168335e-05,
-    0.0001166489601135254,
-    0.00010510848045349121
+    0.00010672767639160157,
+    9.954303741455078e-05,
+    8.500415802001953e-05
    ],
    "pass_host_canary_seconds": [
-    6.524169999977403e-06,
-    9.242122499983907e-06,
-    9.253720000117482e-06
+    6.948827500004029e-06,
+    1.014593249998086e-05,
+    6.87114000001543e-06
    ]
   },
   "layer_steady_transpose_contiguous": {
-   "seconds": 0.00011096768379211426,
-   "min": 7.295231819152832e-05,
-   "max": 0.00015706175804138181,
+   "seconds": 9.834560394287109e-05,
+   "min": 7.687104225158692e-05,
+   "max": 0.00010857343673706054,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.422155000223028e-06,
+   "host_canary_seconds": 6.949759999983484e-06,
    "pass_seconds": [
-    7.510528087615966e-05,
-    0.00011096768379211426,
-    0.0001342854404449463
+    0.00010028991699218749,
+    9.834560394287109e-05,
+    8.25318431854248e-05
    ],
    "pass_host_canary_seconds": [
-    6.422155000223028e-06,
-    9.407762500046603e-06,
-    9.714440000152536e-06
+    6.949759999983484e-06,
+    1.006148999998402e-05,
+    6.875042499956407e-06
    ]
   },
   "layer_steady_transpose_contiguous_autocast": {
-   "seconds": 0.00013365695953369142,
-   "min": 9.166720390319824e-05,
-   "max": 0.0001619430351257324,
+   "seconds": 0.0001040998363494873,
+   "min": 9.38924789428711e-05,
+   "max": 0.000163110408782959,
    "samples": 33,
    "method": "one tiny transpose_contiguous layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.392900000093959e-06,
+   "host_canary_seconds": 7.033934999967073e-06,
    "pass_seconds": [
-    9.474495887756346e-05,
-    0.00013365695953369142,
-    0.0001472544002532959
+    0.00011713088035583496,
+    0.0001040998363494873,
+    9.728575706481934e-05
    ],
    "pass_host_canary_seconds": [
-    6.392900000093959e-06,
-    9.283069999810323e-06,
-    1.0018225000010261e-05
+    7.033934999967073e-06,
+    6.9222024999859856e-06,
+    6.869245000018509e-06
    ]
   },
   "layer_steady_cat": {
-   "seconds": 7.79641580581665e-05,
-   "min": 6.180031776428222e-05,
-   "max": 0.0001234009647369385,
+   "seconds": 6.530943870544434e-05,
+   "min": 6.180416107177734e-05,
+   "max": 0.00010129023551940918,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.4904550001188e-06,
+   "host_canary_seconds": 7.1675175000152076e-06,
    "pass_seconds": [
-    6.241727828979493e-05,
-    7.79641580581665e-05,
-    9.380479812622071e-05
+    7.787263870239257e-05,
+    6.31769609451294e-05,
+    6.530943870544434e-05
    ],
    "pass_host_canary_seconds": [
-    6.4904550001188e-06,
-    7.390809999918701e-06,
-    1.0066540000082113e-05
+    7.1675175000152076e-06,
+    6.773284999965767e-06,
+    6.9826900001146444e-06
    ]
   },
   "layer_steady_cat_autocast": {
-   "seconds": 9.467647552490235e-05,
-   "min": 7.799232006072998e-05,
-   "max": 0.00013510784149169922,
+   "seconds": 9.702207565307618e-05,
+   "min": 7.99244785308838e-05,
+   "max": 0.0001261638355255127,
    "samples": 33,
    "method": "one tiny cat layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.428915000071811e-06,
+   "host_canary_seconds": 7.09018250002913e-06,
    "pass_seconds": [
-    7.98086404800415e-05,
-    9.467647552490235e-05,
-    0.0001259552001953125
+    9.702207565307618e-05,
+    8.84671974182129e-05,
+    9.81760025024414e-05
    ],
    "pass_host_canary_seconds": [
-    6.428915000071811e-06,
-    7.118842499949097e-06,
-    9.798794999937855e-06
+    7.09018250002913e-06,
+    6.706287499973484e-06,
+    9.20811500009222e-06
    ]
   },
   "layer_steady_gelu_tanh_composite": {
-   "seconds": 0.0004331679916381836,
-   "min": 0.00025102720260620115,
-   "max": 0.0005132179260253906,
+   "seconds": 0.000308407039642334,
+   "min": 0.00024342079162597657,
+   "max": 0.0004330668640136719,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.41589999986536e-06,
+   "host_canary_seconds": 6.84488000004535e-06,
    "pass_seconds": [
-    0.0002600908851623535,
-    0.00044425216674804686,
-    0.0004331679916381836
+    0.000308407039642334,
+    0.0002491769599914551,
+    0.00038385471343994144
    ],
    "pass_host_canary_seconds": [
-    6.41589999986536e-06,
-    9.192654999878869e-06,
-    9.60265999992771e-06
+    6.84488000004535e-06,
+    6.769374999961997e-06,
+    8.339454999983787e-06
    ]
   },
   "layer_steady_gelu_tanh_composite_autocast": {
-   "seconds": 0.00039709377288818363,
-   "min": 0.00026423807144165037,
-   "max": 0.0004900998306274414,
+   "seconds": 0.00030328063964843747,
+   "min": 0.0002786521530151367,
+   "max": 0.0004539788818359375,
    "samples": 33,
    "method": "one tiny gelu_tanh_composite layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.6231899998570044e-06,
+   "host_canary_seconds": 7.0642149999855516e-06,
    "pass_seconds": [
-    0.0002767500877380371,
-    0.00044937854766845703,
-    0.00039709377288818363
+    0.00030328063964843747,
+    0.0003765523147583008,
+    0.00028727231979370116
    ],
    "pass_host_canary_seconds": [
-    6.6231899998570044e-06,
-    9.381590000145935e-06,
-    9.507642500068413e-06
+    7.0642149999855516e-06,
+    6.982739999976672e-06,
+    6.704134999893086e-06
    ]
   },
   "layer_steady_mha": {
-   "seconds": 0.0011902700805664062,
-   "min": 0.0009668486022949219,
-   "max": 0.0015449964904785157,
+   "seconds": 0.001268031997680664,
+   "min": 0.0010302630615234374,
+   "max": 0.001645496368408203,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.658499999900869e-06,
+   "host_canary_seconds": 7.215004999991947e-06,
    "pass_seconds": [
-    0.0011902700805664062,
-    0.0014560205078124999,
-    0.0011857587432861328
+    0.0012301484680175782,
+    0.0013353004455566406,
+    0.001268031997680664
    ],
    "pass_host_canary_seconds": [
-    6.658499999900869e-06,
-    9.586290000243025e-06,
-    9.636769999872286e-06
+    7.215004999991947e-06,
+    7.374549999994429e-06,
+    7.135454999911417e-06
    ]
   },
   "layer_steady_mha_autocast": {
-   "seconds": 0.0015489535522460937,
-   "min": 0.001304602813720703,
-   "max": 0.0018270841979980469,
+   "seconds": 0.0016542579650878906,
+   "min": 0.0012649375915527344,
+   "max": 0.0019126092529296876,
    "samples": 33,
    "method": "one tiny mha layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.949465000047894e-06,
+   "host_canary_seconds": 1.0139104999993264e-05,
    "pass_seconds": [
-    0.0016520774841308594,
-    0.0015209869384765625,
-    0.0015489535522460937
+    0.0016729350280761718,
+    0.0014932409667968748,
+    0.0016542579650878906
    ],
    "pass_host_canary_seconds": [
-    6.949465000047894e-06,
-    9.24636500002407e-06,
-    6.978749999859702e-06
+    1.0139104999993264e-05,
+    7.1885700000251515e-06,
+    7.4994349999713e-06
    ]
   },
   "layer_steady_rmsnorm": {
-   "seconds": 0.00010269632339477539,
-   "min": 8.897855758666991e-05,
-   "max": 0.0001372697639465332,
+   "seconds": 0.00010747200012207031,
+   "min": 8.916352272033692e-05,
+   "max": 0.0001263270378112793,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 8.650955000177873e-06,
+   "host_canary_seconds": 7.4032875000185076e-06,
    "pass_seconds": [
-    9.813440322875977e-05,
-    0.0001238080024719238,
-    0.00010269632339477539
+    0.00010747200012207031,
+    0.00011917951583862306,
+    0.00010512319564819337
    ],
    "pass_host_canary_seconds": [
-    8.650955000177873e-06,
-    9.21134999998685e-06,
-    6.714579999993475e-06
+    7.4032875000185076e-06,
+    7.0630949999994645e-06,
+    7.1063824999839656e-06
    ]
   },
   "layer_steady_rmsnorm_autocast": {
-   "seconds": 0.0001095206356048584,
-   "min": 0.00010277759552001954,
-   "max": 0.0001562604808807373,
+   "seconds": 0.00011567359924316406,
+   "min": 0.00010738816261291505,
+   "max": 0.00016394432067871095,
    "samples": 33,
    "method": "one tiny rmsnorm layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.694124999881979e-06,
+   "host_canary_seconds": 7.20680250001493e-06,
    "pass_seconds": [
-    0.00010785216331481935,
-    0.00015064895629882813,
-    0.0001095206356048584
+    0.00011567359924316406,
+    0.00011241215705871583,
+    0.0001509836769104004
    ],
    "pass_host_canary_seconds": [
-    6.694124999881979e-06,
-    9.602709999967373e-06,
-    6.820310000108521e-06
+    7.20680250001493e-06,
+    7.278200000016e-06,
+    9.849359999947182e-06
    ]
   },
   "layer_steady_sdpa": {
-   "seconds": 0.00020969215393066404,
-   "min": 0.0001496224021911621,
-   "max": 0.0002613248062133789,
+   "seconds": 0.0001759641647338867,
+   "min": 0.0001508415985107422,
+   "max": 0.0002648736000061035,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; no autocast; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.741899999838097e-06,
+   "host_canary_seconds": 7.033744999986879e-06,
    "pass_seconds": [
-    0.00015424832344055177,
-    0.0002268281555175781,
-    0.00020969215393066404
+    0.0001759641647338867,
+    0.00015931136131286622,
+    0.00024136959075927737
    ],
    "pass_host_canary_seconds": [
-    6.741899999838097e-06,
-    9.602709999967373e-06,
-    6.682700000055775e-06
+    7.033744999986879e-06,
+    7.264695000017696e-06,
+    9.76460499998666e-06
    ]
   },
   "layer_steady_sdpa_autocast": {
-   "seconds": 0.00027648000717163087,
-   "min": 0.00021368448257446288,
-   "max": 0.0003388595199584961,
+   "seconds": 0.0002470560073852539,
+   "min": 0.00022021696090698242,
+   "max": 0.00029524223327636717,
    "samples": 33,
    "method": "one tiny sdpa layer: grads set to None, forward, backward(grad), 50 times back to back with no synchronize between, CUDA events around them; per repetition; inside torch.autocast(bfloat16); median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.8263149998415425e-06,
+   "host_canary_seconds": 7.033744999986879e-06,
    "pass_seconds": [
-    0.00022333120346069334,
-    0.0003289894485473633,
-    0.00027648000717163087
+    0.0002845631980895996,
+    0.00022864959716796876,
+    0.0002470560073852539
    ],
    "pass_host_canary_seconds": [
-    6.8263149998415425e-06,
-    9.921930000018619e-06,
-    6.6258050000556065e-06
+    7.033744999986879e-06,
+    7.176694999984079e-06,
+    6.963080000019772e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.449120000278526e-05,
-   "min": 2.049480000323456e-05,
-   "max": 3.163939999808463e-05,
+   "seconds": 2.3965200000475306e-05,
+   "min": 2.075080000025764e-05,
+   "max": 3.398489999995036e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5525,22 +5525,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.806424999865612e-06,
+   "host_canary_seconds": 7.202867500026855e-06,
    "pass_seconds": [
-    2.1206900004244745e-05,
-    3.0160899996189983e-05,
-    2.449120000278526e-05
+    2.970870000069681e-05,
+    2.3965200000475306e-05,
+    2.2947099998305022e-05
    ],
    "pass_host_canary_seconds": [
-    6.806424999865612e-06,
-    9.236760000135291e-06,
-    6.974285000183045e-06
+    7.202867500026855e-06,
+    7.48542000003738e-06,
+    6.630495000052861e-06
    ]
   },
   "conv_host_k3_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017063390000089386,
-   "min": 0.00013036080000006223,
-   "max": 0.0003956039000001965,
+   "seconds": 0.00016742020000037883,
+   "min": 0.00013843270000108988,
+   "max": 0.00023397989999978107,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5555,22 +5555,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.605089999993652e-06,
+   "host_canary_seconds": 7.202959999972336e-06,
    "pass_seconds": [
-    0.00014299399999799788,
-    0.00017657739999776823,
-    0.00017063390000089386
+    0.00016742020000037883,
+    0.00014963379999954896,
+    0.0001710076999984267
    ],
    "pass_host_canary_seconds": [
-    6.605089999993652e-06,
-    9.200310000210265e-06,
-    6.974285000183045e-06
+    7.202959999972336e-06,
+    6.987484999996241e-06,
+    6.439855000053285e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward": {
-   "seconds": 2.240869999923234e-05,
-   "min": 1.9027800004778327e-05,
-   "max": 3.103459999920233e-05,
+   "seconds": 2.3283900000592438e-05,
+   "min": 1.9095199999696887e-05,
+   "max": 3.0488899997749287e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5585,22 +5585,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.473260000063874e-06,
+   "host_canary_seconds": 7.350047500018774e-06,
    "pass_seconds": [
-    1.971500000195192e-05,
-    2.8312199998481446e-05,
-    2.240869999923234e-05
+    2.5251499999967562e-05,
+    2.3283900000592438e-05,
+    1.98066999985258e-05
    ],
    "pass_host_canary_seconds": [
-    6.473260000063874e-06,
-    9.350384999891048e-06,
-    6.815139999787334e-06
+    7.350047500018774e-06,
+    7.104015000010122e-06,
+    6.404630000105271e-06
    ]
   },
   "conv_host_k3_fp32_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00019346860000268862,
-   "min": 0.00014704330000085973,
-   "max": 0.0003229214999976193,
+   "seconds": 0.0001865451000000462,
+   "min": 0.00013809019999939666,
+   "max": 0.0003102719000011689,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5615,22 +5615,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.47976500005143e-06,
+   "host_canary_seconds": 7.026339999995912e-06,
    "pass_seconds": [
-    0.0001702604000001884,
-    0.0001952903000017159,
-    0.00019346860000268862
+    0.0001865451000000462,
+    0.00018853450000051454,
+    0.00016304210000157583
    ],
    "pass_host_canary_seconds": [
-    6.47976500005143e-06,
-    9.483280000210925e-06,
-    6.757940000170493e-06
+    7.026339999995912e-06,
+    7.104015000010122e-06,
+    6.540110000088362e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward": {
-   "seconds": 3.277920000073209e-05,
-   "min": 2.7404500002603527e-05,
-   "max": 4.721800000311305e-05,
+   "seconds": 3.7427600000228266e-05,
+   "min": 3.1719999999779705e-05,
+   "max": 6.508190000005243e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5645,22 +5645,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.534910000084437e-06,
+   "host_canary_seconds": 6.677760000002309e-06,
    "pass_seconds": [
-    3.0207100002144217e-05,
-    4.410020000022996e-05,
-    3.277920000073209e-05
+    4.265199999906599e-05,
+    3.429460000035078e-05,
+    3.7427600000228266e-05
    ],
    "pass_host_canary_seconds": [
-    6.534910000084437e-06,
-    9.975994999820158e-06,
-    6.566180000220357e-06
+    6.677760000002309e-06,
+    7.198565000052781e-06,
+    6.978325000019936e-06
    ]
   },
   "conv_host_k3_fp32_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00022907829999780916,
-   "min": 0.0001652059999969424,
-   "max": 0.00036096160000056445,
+   "seconds": 0.00022480909999984534,
+   "min": 0.0001940876999981356,
+   "max": 0.00033032709999929465,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5675,22 +5675,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.507969999915986e-06,
+   "host_canary_seconds": 1.0026595000027782e-05,
    "pass_seconds": [
-    0.00016833529999757957,
-    0.0002529514000002564,
-    0.00022907829999780916
+    0.00029138160000030666,
+    0.00022480909999984534,
+    0.00022108629999877393
    ],
    "pass_host_canary_seconds": [
-    6.507969999915986e-06,
-    9.570954999844616e-06,
-    6.484959999966122e-06
+    1.0026595000027782e-05,
+    7.200474999962126e-06,
+    7.149079999990704e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward": {
-   "seconds": 4.156770000349752e-05,
-   "min": 3.787490000490834e-05,
-   "max": 6.325790000119013e-05,
+   "seconds": 4.757439999991675e-05,
+   "min": 3.751590000149463e-05,
+   "max": 7.634849999931248e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5705,22 +5705,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.438584999841624e-06,
+   "host_canary_seconds": 8.433109999970157e-06,
    "pass_seconds": [
-    3.963369999837596e-05,
-    5.3150100001175815e-05,
-    4.156770000349752e-05
+    6.401760000045442e-05,
+    4.757439999991675e-05,
+    4.0564300002188246e-05
    ],
    "pass_host_canary_seconds": [
-    6.438584999841624e-06,
-    9.502670000074431e-06,
-    6.521382499897755e-06
+    8.433109999970157e-06,
+    7.242117500005918e-06,
+    6.913692499921354e-06
    ]
   },
   "conv_host_k3_fp32_32x128x56x56_128_forward_backward": {
-   "seconds": 0.0002689949999989949,
-   "min": 0.0002026069999999436,
-   "max": 0.0005551827000033427,
+   "seconds": 0.00029564179999965747,
+   "min": 0.00021343189999925016,
+   "max": 0.0003927646000008167,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5735,22 +5735,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.552265000010494e-06,
+   "host_canary_seconds": 8.722592499985637e-06,
    "pass_seconds": [
-    0.0002689949999989949,
-    0.00026468160000376885,
-    0.00030174400000078095
+    0.00035394109999913325,
+    0.00026660590000062714,
+    0.00029564179999965747
    ],
    "pass_host_canary_seconds": [
-    6.552265000010494e-06,
-    9.491425000049958e-06,
-    6.734977500144623e-06
+    8.722592499985637e-06,
+    7.718025000009732e-06,
+    7.071350000060761e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.9479699998091745e-05,
-   "min": 1.8531000000621135e-05,
-   "max": 4.5030600000472985e-05,
+   "seconds": 3.0593799999678593e-05,
+   "min": 2.0683299999291195e-05,
+   "max": 4.500290000066798e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5765,22 +5765,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.80996499994535e-06,
+   "host_canary_seconds": 8.120299999987424e-06,
    "pass_seconds": [
-    1.968949999877623e-05,
-    3.2044099998529416e-05,
-    2.9479699998091745e-05
+    3.0593799999678593e-05,
+    2.3347799999839935e-05,
+    4.427110000051471e-05
    ],
    "pass_host_canary_seconds": [
-    6.80996499994535e-06,
-    9.88990499990905e-06,
-    6.828740000059952e-06
+    8.120299999987424e-06,
+    6.994820000016943e-06,
+    9.428234999973028e-06
    ]
   },
   "conv_host_k3_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018367289999901004,
-   "min": 0.00012962060000063503,
-   "max": 0.00023528419999934157,
+   "seconds": 0.00020401259999971443,
+   "min": 0.00015612889999943035,
+   "max": 0.00037144340000168087,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5795,22 +5795,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.80996499994535e-06,
+   "host_canary_seconds": 7.39397500005623e-06,
    "pass_seconds": [
-    0.00018367289999901004,
-    0.00017611540000075365,
-    0.000184930099999292
+    0.00020401259999971443,
+    0.00016864669999989702,
+    0.0003023936999994703
    ],
    "pass_host_canary_seconds": [
-    6.80996499994535e-06,
-    9.316240000032394e-06,
-    8.491879999894535e-06
+    7.39397500005623e-06,
+    7.160299999995345e-06,
+    9.516820000072812e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward": {
-   "seconds": 2.1742799998492045e-05,
-   "min": 1.9311500000185334e-05,
-   "max": 4.7413700002607584e-05,
+   "seconds": 3.9407200000596275e-05,
+   "min": 2.1530099999722552e-05,
+   "max": 4.706260000091334e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5825,22 +5825,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.588235000037912e-06,
+   "host_canary_seconds": 9.638105000036035e-06,
    "pass_seconds": [
-    2.048430000058943e-05,
-    3.190789999507615e-05,
-    2.1742799998492045e-05
+    3.9407200000596275e-05,
+    2.4439300000267393e-05,
+    4.4486199999482776e-05
    ],
    "pass_host_canary_seconds": [
-    6.588235000037912e-06,
-    9.327434999875095e-06,
-    9.313829999939572e-06
+    9.638105000036035e-06,
+    7.160299999995345e-06,
+    9.91564000003109e-06
    ]
   },
   "conv_host_k3_fp32_strict_8x32x28x28_32_forward_backward": {
-   "seconds": 0.0001794294000035279,
-   "min": 0.00013252100000045176,
-   "max": 0.00030784369999992123,
+   "seconds": 0.0002296753000010199,
+   "min": 0.00018583169999999427,
+   "max": 0.0005369005999995124,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5855,22 +5855,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.676964999883239e-06,
+   "host_canary_seconds": 9.890464999955384e-06,
    "pass_seconds": [
-    0.00016864149999946677,
-    0.00025071969999999053,
-    0.0001794294000035279
+    0.0002296753000010199,
+    0.0001953417999999374,
+    0.0004771390999991354
    ],
    "pass_host_canary_seconds": [
-    6.676964999883239e-06,
-    9.51191000012841e-06,
-    7.20170499988626e-06
+    9.890464999955384e-06,
+    7.926940000047012e-06,
+    1.0225709999929222e-05
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward": {
-   "seconds": 2.4387499996691987e-05,
-   "min": 2.1569500000850893e-05,
-   "max": 4.2241700003842195e-05,
+   "seconds": 3.284870000044293e-05,
+   "min": 2.235500000011825e-05,
+   "max": 4.597610000018903e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5885,22 +5885,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.568959999952995e-06,
+   "host_canary_seconds": 7.88090000003905e-06,
    "pass_seconds": [
-    2.3461099999622093e-05,
-    2.91757999946185e-05,
-    2.4387499996691987e-05
+    3.284870000044293e-05,
+    2.5154300000451713e-05,
+    4.391359999829092e-05
    ],
    "pass_host_canary_seconds": [
-    6.568959999952995e-06,
-    9.086430000024847e-06,
-    7.0508150000137e-06
+    7.88090000003905e-06,
+    8.452225000041835e-06,
+    9.671467499998699e-06
    ]
   },
   "conv_host_k3_fp32_strict_16x64x56x56_64_forward_backward": {
-   "seconds": 0.000326883299999281,
-   "min": 0.00023759160000054181,
-   "max": 0.0005544190000023264,
+   "seconds": 0.00045303200000006426,
+   "min": 0.000354583399999342,
+   "max": 0.0006629376999995884,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5915,22 +5915,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.357200000053354e-06,
+   "host_canary_seconds": 7.208035000019209e-06,
    "pass_seconds": [
-    0.00029018680000376663,
-    0.000326883299999281,
-    0.00034048620000248775
+    0.000410038800001189,
+    0.00045303200000006426,
+    0.0005874811000012414
    ],
    "pass_host_canary_seconds": [
-    6.357200000053354e-06,
-    9.095017500158065e-06,
-    6.88425250004343e-06
+    7.208035000019209e-06,
+    1.0085540000019932e-05,
+    9.962059999963913e-06
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward": {
-   "seconds": 2.9992800000400167e-05,
-   "min": 2.230019999842625e-05,
-   "max": 5.498499999703199e-05,
+   "seconds": 5.5695399998967333e-05,
+   "min": 2.140649999944344e-05,
+   "max": 6.267939999986538e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5945,22 +5945,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.766717499999685e-06,
+   "host_canary_seconds": 7.385735000013937e-06,
    "pass_seconds": [
-    2.5832999995145656e-05,
-    2.9992800000400167e-05,
-    3.588659999991251e-05
+    3.469260000059649e-05,
+    5.6571099999302985e-05,
+    5.5695399998967333e-05
    ],
    "pass_host_canary_seconds": [
-    6.766717499999685e-06,
-    8.986509999999726e-06,
-    8.031535000014855e-06
+    7.385735000013937e-06,
+    1.0148365000013371e-05,
+    1.0317927499912115e-05
    ]
   },
   "conv_host_k3_fp32_strict_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000387772499999528,
-   "min": 0.00033142959999850065,
-   "max": 0.0005730583000001843,
+   "seconds": 0.0005710547999996151,
+   "min": 0.00032362879999965345,
+   "max": 0.0007388137999981836,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -5975,22 +5975,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.787190000068222e-06,
+   "host_canary_seconds": 7.246237500027064e-06,
    "pass_seconds": [
-    0.0004299503000027016,
-    0.0003821487000038815,
-    0.000387772499999528
+    0.0003341590999994537,
+    0.0005710547999996151,
+    0.0005850733000016817
    ],
    "pass_host_canary_seconds": [
-    6.787190000068222e-06,
-    7.634254999828726e-06,
-    7.2061224999231405e-06
+    7.246237500027064e-06,
+    1.0246590000022592e-05,
+    6.957227500024032e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.1940199997061426e-05,
-   "min": 1.9459999998616694e-05,
-   "max": 3.942029999848273e-05,
+   "seconds": 4.1333900000495305e-05,
+   "min": 1.9042599998897457e-05,
+   "max": 4.9918999999931656e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6005,22 +6005,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.606050000073083e-06,
+   "host_canary_seconds": 6.806624999953214e-06,
    "pass_seconds": [
-    1.980200000275545e-05,
-    2.9830700003685707e-05,
-    2.1940199997061426e-05
+    2.642190000017308e-05,
+    4.270950000062612e-05,
+    4.1333900000495305e-05
    ],
    "pass_host_canary_seconds": [
-    6.606050000073083e-06,
-    7.20658999995294e-06,
-    6.713475000026392e-06
+    6.806624999953214e-06,
+    1.0224355000048035e-05,
+    9.786785000045484e-06
    ]
   },
   "conv_host_k3_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017333270000108314,
-   "min": 0.0001598681000018587,
-   "max": 0.0002982680000002347,
+   "seconds": 0.00026420700000073793,
+   "min": 0.00017466089999942369,
+   "max": 0.000387422000000015,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6035,22 +6035,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 6.8090150000443826e-06,
+   "host_canary_seconds": 6.787634999980696e-06,
    "pass_seconds": [
-    0.00017333270000108314,
-    0.00021251599999914106,
-    0.000172340599999643
+    0.00021035980000050358,
+    0.0002693620999991708,
+    0.00026420700000073793
    ],
    "pass_host_canary_seconds": [
-    6.8090150000443826e-06,
-    7.254865000163591e-06,
-    6.444210000040585e-06
+    6.787634999980696e-06,
+    9.76708000003157e-06,
+    9.62196000003246e-06
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward": {
-   "seconds": 3.65869000006569e-05,
-   "min": 3.250579999871661e-05,
-   "max": 5.731669999704536e-05,
+   "seconds": 6.40579000020125e-05,
+   "min": 3.7224000000435356e-05,
+   "max": 8.46459000001687e-05,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6065,22 +6065,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.808910000017932e-06,
+   "host_canary_seconds": 6.842044999970653e-06,
    "pass_seconds": [
-    3.449220000106834e-05,
-    4.2059200001176575e-05,
-    3.65869000006569e-05
+    4.562550000031251e-05,
+    6.41684000001419e-05,
+    6.40579000020125e-05
    ],
    "pass_host_canary_seconds": [
-    6.808910000017932e-06,
-    7.602414999894336e-06,
-    6.5658849999294946e-06
+    6.842044999970653e-06,
+    1.0272135000022331e-05,
+    1.0571779999963838e-05
    ]
   },
   "conv_host_k3_bf16_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00020696910000310708,
-   "min": 0.00020078999999668669,
-   "max": 0.00031263900000340074,
+   "seconds": 0.0003025300000004449,
+   "min": 0.0001916707000006568,
+   "max": 0.00047997570000006816,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6095,22 +6095,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 6.55010000002676e-06,
+   "host_canary_seconds": 6.978119999985211e-06,
    "pass_seconds": [
-    0.00020696910000310708,
-    0.0002039658999990479,
-    0.0002350970000009056
+    0.0002763259999994716,
+    0.0003025300000004449,
+    0.00045712060000084874
    ],
    "pass_host_canary_seconds": [
-    6.55010000002676e-06,
-    7.880455000019992e-06,
-    7.073484999864376e-06
+    6.978119999985211e-06,
+    1.0334719999960385e-05,
+    1.103083000003835e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward": {
-   "seconds": 4.336090000265358e-05,
-   "min": 3.737320000141153e-05,
-   "max": 8.659029999762425e-05,
+   "seconds": 6.471599999997579e-05,
+   "min": 3.645729999988134e-05,
+   "max": 8.081080000010843e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6125,22 +6125,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.720847500076843e-06,
+   "host_canary_seconds": 6.985320000012508e-06,
    "pass_seconds": [
-    4.052529999967192e-05,
-    4.8198100000718116e-05,
-    4.336090000265358e-05
+    3.859600000026831e-05,
+    6.870060000068179e-05,
+    6.471599999997579e-05
    ],
    "pass_host_canary_seconds": [
-    6.720847500076843e-06,
-    7.668872499948521e-06,
-    7.073484999864376e-06
+    6.985320000012508e-06,
+    1.0261715000012827e-05,
+    1.07844799998702e-05
    ]
   },
   "conv_host_k3_bf16_16x64x56x56_64_forward_backward": {
-   "seconds": 0.0002566919000003054,
-   "min": 0.00021590120000496426,
-   "max": 0.0004885462999993706,
+   "seconds": 0.00032759300000009264,
+   "min": 0.0002094993000000045,
+   "max": 0.00045215720000157944,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6155,22 +6155,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 6.56441500012761e-06,
+   "host_canary_seconds": 7.115790000042921e-06,
    "pass_seconds": [
-    0.00023815200000285586,
-    0.00042107919999807565,
-    0.0002566919000003054
+    0.00024222530000059806,
+    0.00032759300000009264,
+    0.00039752920000069025
    ],
    "pass_host_canary_seconds": [
-    6.56441500012761e-06,
-    1.009026750011799e-05,
-    6.858054999838714e-06
+    7.115790000042921e-06,
+    1.0102689999982317e-05,
+    1.0024864999991223e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward": {
-   "seconds": 4.7804499996573216e-05,
-   "min": 3.933190000111608e-05,
-   "max": 7.5478599995904e-05,
+   "seconds": 7.100370000046041e-05,
+   "min": 4.2038099999786026e-05,
+   "max": 8.722250000090526e-05,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6185,22 +6185,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.753655000011349e-06,
+   "host_canary_seconds": 7.115790000042921e-06,
    "pass_seconds": [
-    3.960519999850476e-05,
-    6.948599999532235e-05,
-    4.7804499996573216e-05
+    4.278999999911548e-05,
+    7.253250000047729e-05,
+    7.100370000046041e-05
    ],
    "pass_host_canary_seconds": [
-    6.753655000011349e-06,
-    9.745984999938174e-06,
-    7.494050000218522e-06
+    7.115790000042921e-06,
+    1.0102689999982317e-05,
+    1.001219749994675e-05
    ]
   },
   "conv_host_k3_bf16_32x128x56x56_128_forward_backward": {
-   "seconds": 0.000314462800002957,
-   "min": 0.00020641980000277727,
-   "max": 0.0004941601999973955,
+   "seconds": 0.0003198001999990652,
+   "min": 0.00018821470000034423,
+   "max": 0.0004361676000002035,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6215,22 +6215,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 6.753655000011349e-06,
+   "host_canary_seconds": 6.810209999983386e-06,
    "pass_seconds": [
-    0.00023765770000068188,
-    0.0004291533000014169,
-    0.000314462800002957
+    0.00028678649999989145,
+    0.0003198001999990652,
+    0.00041607009999893306
    ],
    "pass_host_canary_seconds": [
-    6.753655000011349e-06,
-    9.641922500094324e-06,
-    1.036432000006471e-05
+    6.810209999983386e-06,
+    9.868345000008106e-06,
+    9.681612500003212e-06
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward": {
-   "seconds": 6.523979999997209e-05,
-   "min": 5.151690000388953e-05,
-   "max": 0.00011203209999735008,
+   "seconds": 8.832569999981388e-05,
+   "min": 5.1405499999646056e-05,
+   "max": 0.00010319680000066,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6245,22 +6245,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.677559999910045e-06,
+   "host_canary_seconds": 6.5304550000178095e-06,
    "pass_seconds": [
-    6.523979999997209e-05,
-    0.00010610840000140343,
-    5.365629999687371e-05
+    5.383210000076133e-05,
+    8.832569999981388e-05,
+    0.00010041759999808164
    ],
    "pass_host_canary_seconds": [
-    8.677559999910045e-06,
-    9.556742499938764e-06,
-    6.8293949999542745e-06
+    6.5304550000178095e-06,
+    9.335800000016547e-06,
+    1.0000845000064373e-05
    ]
   },
   "conv_host_k3_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00030559070000322206,
-   "min": 0.00025645009999948344,
-   "max": 0.0006301416000042082,
+   "seconds": 0.0003100494999998205,
+   "min": 0.00022042330000004995,
+   "max": 0.0005325204999991229,
    "samples": 15,
    "method": "10 calls of a 4->4 3x3 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6275,22 +6275,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 36864.0
    },
-   "host_canary_seconds": 8.674130000088099e-06,
+   "host_canary_seconds": 6.6182850000018334e-06,
    "pass_seconds": [
-    0.00030559070000322206,
-    0.0004740428999980395,
-    0.00029835779999984877
+    0.0002763354999999024,
+    0.0003100494999998205,
+    0.0005085062000006246
    ],
    "pass_host_canary_seconds": [
-    8.674130000088099e-06,
-    9.957274999976563e-06,
-    6.8525750000958394e-06
+    6.6182850000018334e-06,
+    6.7303400000184865e-06,
+    1.0046124999973927e-05
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward": {
-   "seconds": 9.237030000122103e-05,
-   "min": 6.566879999923004e-05,
-   "max": 0.0001221880000002784,
+   "seconds": 7.087660000024699e-05,
+   "min": 6.454680000018697e-05,
+   "max": 0.00015754879999860805,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6305,22 +6305,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 9.180724999993117e-06,
+   "host_canary_seconds": 7.702345000026867e-06,
    "pass_seconds": [
-    0.00010718440000232477,
-    9.237030000122103e-05,
-    7.357719999845358e-05
+    6.826080000053026e-05,
+    7.087660000024699e-05,
+    0.0001347764999991341
    ],
    "pass_host_canary_seconds": [
-    9.180724999993117e-06,
-    8.537774999979319e-06,
-    6.883000000073025e-06
+    7.702345000026867e-06,
+    6.7618475000230665e-06,
+    9.82671499997423e-06
    ]
   },
   "conv_host_k3_autocast_8x32x28x28_32_forward_backward": {
-   "seconds": 0.00043996249999622705,
-   "min": 0.00026912200000310803,
-   "max": 0.0005556370999954651,
+   "seconds": 0.0003708295999999223,
+   "min": 0.0002944362999997452,
+   "max": 0.0006371739999991632,
    "samples": 15,
    "method": "10 calls of a 32->32 3x3 Conv2d without bias on 8x32x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6335,22 +6335,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 115605504.0
    },
-   "host_canary_seconds": 8.880089999934171e-06,
+   "host_canary_seconds": 7.1771750000237945e-06,
    "pass_seconds": [
-    0.00043996249999622705,
-    0.0004977773000007346,
-    0.000274756799996112
+    0.0003475444000002881,
+    0.0003708295999999223,
+    0.0005724224000005051
    ],
    "pass_host_canary_seconds": [
-    8.880089999934171e-06,
-    8.664072500010888e-06,
-    7.294579999950201e-06
+    7.1771750000237945e-06,
+    7.086162500016257e-06,
+    9.623454999996284e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward": {
-   "seconds": 9.020809999924496e-05,
-   "min": 7.239649999633003e-05,
-   "max": 0.00015975449999814373,
+   "seconds": 7.327900000007049e-05,
+   "min": 6.820300000072166e-05,
+   "max": 0.00015407579999759946,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6365,22 +6365,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.238195000023097e-06,
+   "host_canary_seconds": 6.939989999992235e-06,
    "pass_seconds": [
-    9.020809999924496e-05,
-    0.0001459751000027154,
-    7.709029999887207e-05
+    7.245919999974149e-05,
+    7.327900000007049e-05,
+    0.00013610960000107753
    ],
    "pass_host_canary_seconds": [
-    9.238195000023097e-06,
-    8.441480000129786e-06,
-    7.036119999952461e-06
+    6.939989999992235e-06,
+    7.2088499999978236e-06,
+    9.427937499921769e-06
    ]
   },
   "conv_host_k3_autocast_16x64x56x56_64_forward_backward": {
-   "seconds": 0.00034848960000317676,
-   "min": 0.000287469800002782,
-   "max": 0.0005971732999967116,
+   "seconds": 0.0006085662000003822,
+   "min": 0.00030289660000022424,
+   "max": 0.0007327756999998769,
    "samples": 15,
    "method": "10 calls of a 64->64 3x3 Conv2d without bias on 16x64x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6395,22 +6395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 3699376128.0
    },
-   "host_canary_seconds": 9.13209499998402e-06,
+   "host_canary_seconds": 7.482189999947764e-06,
    "pass_seconds": [
-    0.0004386089000036009,
-    0.00034848960000317676,
-    0.00033883090000017544
+    0.0003679920999999808,
+    0.000680397800000776,
+    0.0006085662000003822
    ],
    "pass_host_canary_seconds": [
-    9.13209499998402e-06,
-    7.488549999976613e-06,
-    9.602614999835169e-06
+    7.482189999947764e-06,
+    7.2743749999659714e-06,
+    9.526410000049167e-06
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward": {
-   "seconds": 9.138949999965007e-05,
-   "min": 7.63274000007641e-05,
-   "max": 0.00016740489999733654,
+   "seconds": 8.09046000000535e-05,
+   "min": 6.996500000013838e-05,
+   "max": 0.00016172720000042772,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6425,22 +6425,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 9.160875000020497e-06,
+   "host_canary_seconds": 7.352134999933924e-06,
    "pass_seconds": [
-    9.138949999965007e-05,
-    8.806919999528872e-05,
-    0.00016629729999522168
+    8.09046000000535e-05,
+    7.91504000005716e-05,
+    0.00014659080000001268
    ],
    "pass_host_canary_seconds": [
-    9.160875000020497e-06,
-    7.573489999970206e-06,
-    9.481330000085109e-06
+    7.352134999933924e-06,
+    7.447385000034501e-06,
+    1.018123499996193e-05
    ]
   },
   "conv_host_k3_autocast_32x128x56x56_128_forward_backward": {
-   "seconds": 0.00043686360000378955,
-   "min": 0.00032978309999975863,
-   "max": 0.0006682859000022745,
+   "seconds": 0.0005630440000004456,
+   "min": 0.0003067969999989373,
+   "max": 0.0006830135999990716,
    "samples": 15,
    "method": "10 calls of a 128->128 3x3 Conv2d without bias on 32x128x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6455,22 +6455,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 3,
     "flops": 29595009024.0
    },
-   "host_canary_seconds": 8.560457499982022e-06,
+   "host_canary_seconds": 7.736087499985444e-06,
    "pass_seconds": [
-    0.0003819238999994923,
-    0.00043686360000378955,
-    0.0005802651000010428
+    0.0005630440000004456,
+    0.0003448693000009939,
+    0.0006248217999996087
    ],
    "pass_host_canary_seconds": [
-    8.560457499982022e-06,
-    7.649809999890067e-06,
-    8.049844999931111e-06
+    7.736087499985444e-06,
+    7.761297500010755e-06,
+    9.966042499982563e-06
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward": {
-   "seconds": 2.4530400003186516e-05,
-   "min": 1.819919999661579e-05,
-   "max": 3.9562999995723656e-05,
+   "seconds": 2.3803599999894233e-05,
+   "min": 1.8457200000909778e-05,
+   "max": 5.335170000080325e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6485,22 +6485,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 7.531692500037934e-06,
+   "host_canary_seconds": 7.55290749999915e-06,
    "pass_seconds": [
-    2.4530400003186516e-05,
-    2.282370000443734e-05,
-    2.5516199997355216e-05
+    2.3803599999894233e-05,
+    1.9482300000106535e-05,
+    3.9230600000905726e-05
    ],
    "pass_host_canary_seconds": [
-    7.531692500037934e-06,
-    7.74624999991147e-06,
-    7.060944999750518e-06
+    7.55290749999915e-06,
+    7.160930000011945e-06,
+    1.0090950000005704e-05
    ]
   },
   "conv_host_k1_fp32_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00018974709999497463,
-   "min": 0.00012871040000277388,
-   "max": 0.0003416190999985247,
+   "seconds": 0.00015240280000057284,
+   "min": 0.00012341199999923446,
+   "max": 0.0002846241999989729,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6515,22 +6515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.440340000040123e-06,
+   "host_canary_seconds": 7.336684999970089e-06,
    "pass_seconds": [
-    0.00018974709999497463,
-    0.0001509026000007907,
-    0.0002399022000020068
+    0.00015240280000057284,
+    0.00012512459999953763,
+    0.00022501910000016778
    ],
    "pass_host_canary_seconds": [
-    6.440340000040123e-06,
-    7.258585000045059e-06,
-    9.44180000004735e-06
+    7.336684999970089e-06,
+    6.83142999996278e-06,
+    9.964980000063406e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward": {
-   "seconds": 2.8426100004708133e-05,
-   "min": 1.874499999985346e-05,
-   "max": 4.921049999779825e-05,
+   "seconds": 2.321730000005573e-05,
+   "min": 2.007349999928465e-05,
+   "max": 4.711009999880389e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6545,22 +6545,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.395545000259517e-06,
+   "host_canary_seconds": 7.336684999970089e-06,
    "pass_seconds": [
-    1.9067800002403602e-05,
-    2.8426100004708133e-05,
-    4.4339799995896104e-05
+    2.321730000005573e-05,
+    2.0940499999255736e-05,
+    4.409009999903901e-05
    ],
    "pass_host_canary_seconds": [
-    6.395545000259517e-06,
-    7.1669350001002386e-06,
-    9.326329999908012e-06
+    7.336684999970089e-06,
+    6.99955499996463e-06,
+    9.852780000016992e-06
    ]
   },
   "conv_host_k1_fp32_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00018629209999971864,
-   "min": 0.000127524499998799,
-   "max": 0.00031032280000431456,
+   "seconds": 0.00017511239999947747,
+   "min": 0.00015580560000074683,
+   "max": 0.00036385159999952066,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6575,22 +6575,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.696490000024369e-06,
+   "host_canary_seconds": 7.053229999982591e-06,
    "pass_seconds": [
-    0.00017384170000127596,
-    0.00018629209999971864,
-    0.0002481357000021944
+    0.00016780759999903693,
+    0.00017511239999947747,
+    0.0002979497000012543
    ],
    "pass_host_canary_seconds": [
-    6.696490000024369e-06,
-    7.1669350001002386e-06,
-    9.784720000141078e-06
+    7.053229999982591e-06,
+    7.053579999976023e-06,
+    9.679829999953427e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward": {
-   "seconds": 2.3395499999878667e-05,
-   "min": 1.9102000004522778e-05,
-   "max": 4.326719999880879e-05,
+   "seconds": 2.464610000032508e-05,
+   "min": 2.0674499999984164e-05,
+   "max": 4.77399999994077e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6605,22 +6605,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.753179999918757e-06,
+   "host_canary_seconds": 7.08112000005201e-06,
    "pass_seconds": [
-    1.9982700001719424e-05,
-    2.3395499999878667e-05,
-    3.6409699998785075e-05
+    2.464610000032508e-05,
+    2.386999999970385e-05,
+    4.624910000075033e-05
    ],
    "pass_host_canary_seconds": [
-    6.753179999918757e-06,
-    6.924250000110987e-06,
-    9.532710000144107e-06
+    7.08112000005201e-06,
+    7.139640000062286e-06,
+    9.68340000000012e-06
    ]
   },
   "conv_host_k1_fp32_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00019659820000015316,
-   "min": 0.0001498497000000043,
-   "max": 0.0003734929000017928,
+   "seconds": 0.0002037646000005111,
+   "min": 0.0001301358000006303,
+   "max": 0.00041998279999972966,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6635,22 +6635,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.6275049999831025e-06,
+   "host_canary_seconds": 7.328780000008805e-06,
    "pass_seconds": [
-    0.0001582668000025933,
-    0.00019659820000015316,
-    0.0002798178000034568
+    0.0002037646000005111,
+    0.00018528979999956618,
+    0.00031615089999945665
    ],
    "pass_host_canary_seconds": [
-    6.6275049999831025e-06,
-    6.853674999831583e-06,
-    9.363405000044623e-06
+    7.328780000008805e-06,
+    7.386169999961112e-06,
+    9.68340000000012e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward": {
-   "seconds": 3.602859999887187e-05,
-   "min": 2.7685800000654125e-05,
-   "max": 8.11064999993505e-05,
+   "seconds": 3.380249999906937e-05,
+   "min": 2.9545299999256257e-05,
+   "max": 6.54149000013149e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6665,22 +6665,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.873035000012351e-06,
+   "host_canary_seconds": 7.3736000000224066e-06,
    "pass_seconds": [
-    2.974500000050284e-05,
-    3.602859999887187e-05,
-    5.9127200000830274e-05
+    3.342090000018061e-05,
+    3.380249999906937e-05,
+    6.236700000101791e-05
    ],
    "pass_host_canary_seconds": [
-    6.873035000012351e-06,
-    6.853674999831583e-06,
-    9.495384999809175e-06
+    7.3736000000224066e-06,
+    7.386169999961112e-06,
+    9.649120000005951e-06
    ]
   },
   "conv_host_k1_fp32_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00022181059999866194,
-   "min": 0.00018368519999967248,
-   "max": 0.0004403168999999707,
+   "seconds": 0.00026229260000008023,
+   "min": 0.00019032819999864614,
+   "max": 0.0005341291000007687,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6695,22 +6695,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.716059999973822e-06,
+   "host_canary_seconds": 8.879829999983713e-06,
    "pass_seconds": [
-    0.00019360200000164695,
-    0.00022181059999866194,
-    0.0002900818999989951
+    0.00026229260000008023,
+    0.00021715069999999058,
+    0.00038650059999838503
    ],
    "pass_host_canary_seconds": [
-    6.716059999973822e-06,
-    7.67622500006837e-06,
-    9.86946499978103e-06
+    8.879829999983713e-06,
+    7.160140000053161e-06,
+    1.0099189999976943e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward": {
-   "seconds": 2.5223800003004725e-05,
-   "min": 1.7047000000047774e-05,
-   "max": 4.3642200000704176e-05,
+   "seconds": 2.095689999919159e-05,
+   "min": 1.9736500000533397e-05,
+   "max": 5.687240000042948e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6725,22 +6725,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.716059999973822e-06,
+   "host_canary_seconds": 7.688835000010385e-06,
    "pass_seconds": [
-    2.0770600002606443e-05,
-    2.5223800003004725e-05,
-    3.5231300000759805e-05
+    2.095689999919159e-05,
+    2.0380200000147396e-05,
+    4.0654299999687284e-05
    ],
    "pass_host_canary_seconds": [
-    6.716059999973822e-06,
-    7.67622500006837e-06,
-    1.0453195000081904e-05
+    7.688835000010385e-06,
+    7.11224500001606e-06,
+    1.0099189999976943e-05
    ]
   },
   "conv_host_k1_fp32_strict_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00015468800000348893,
-   "min": 0.00012276460000180123,
-   "max": 0.0002545162999979311,
+   "seconds": 0.0001552595000006818,
+   "min": 0.0001324576000001798,
+   "max": 0.0002511316000010311,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6755,22 +6755,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.387850000066919e-06,
+   "host_canary_seconds": 8.279575000003093e-06,
    "pass_seconds": [
-    0.00014971539999919514,
-    0.00015468800000348893,
-    0.00019346569999925122
+    0.00015127829999954655,
+    0.0001552595000006818,
+    0.00023303619999808233
    ],
    "pass_host_canary_seconds": [
-    6.387850000066919e-06,
-    7.149580000032074e-06,
-    1.013953500006437e-05
+    8.279575000003093e-06,
+    7.212404999989986e-06,
+    1.0058295000021645e-05
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward": {
-   "seconds": 2.4778499999911217e-05,
-   "min": 1.7829899996968378e-05,
-   "max": 3.882010000211267e-05,
+   "seconds": 2.3869499999307207e-05,
+   "min": 1.859349999904225e-05,
+   "max": 4.868869999938852e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6785,22 +6785,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.9739299999582724e-06,
+   "host_canary_seconds": 6.79405500001451e-06,
    "pass_seconds": [
-    2.3888300000862726e-05,
-    2.4778499999911217e-05,
-    3.5799799996993896e-05
+    1.963130000035562e-05,
+    2.3869499999307207e-05,
+    3.8913999998158036e-05
    ],
    "pass_host_canary_seconds": [
-    6.9739299999582724e-06,
-    7.245915000169134e-06,
-    1.0042075000171736e-05
+    6.79405500001451e-06,
+    7.2913500000026945e-06,
+    9.908899999970799e-06
    ]
   },
   "conv_host_k1_fp32_strict_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00016934029999902123,
-   "min": 0.00014032150000389265,
-   "max": 0.0002468759000009868,
+   "seconds": 0.00016086790000002793,
+   "min": 0.00012307869999972354,
+   "max": 0.00027019239999930277,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6815,22 +6815,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.9739299999582724e-06,
+   "host_canary_seconds": 6.5496999999936635e-06,
    "pass_seconds": [
-    0.00014538180000158717,
-    0.00016934029999902123,
-    0.00020561190000307762
+    0.00015364650000009305,
+    0.00016086790000002793,
+    0.00024732159999985015
    ],
    "pass_host_canary_seconds": [
-    6.9739299999582724e-06,
-    7.471495000004324e-06,
-    1.0042075000171736e-05
+    6.5496999999936635e-06,
+    6.938155000000279e-06,
+    1.0030955000104313e-05
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward": {
-   "seconds": 3.198720000341382e-05,
-   "min": 2.168670000060047e-05,
-   "max": 4.311120000011215e-05,
+   "seconds": 2.42057999997769e-05,
+   "min": 2.1566300000586124e-05,
+   "max": 4.711980000138283e-05,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6845,22 +6845,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.648609999899691e-06,
+   "host_canary_seconds": 6.845914999971115e-06,
    "pass_seconds": [
-    3.198720000341382e-05,
-    2.917219999858389e-05,
-    4.098169999906531e-05
+    2.42057999997769e-05,
+    2.253349999961074e-05,
+    4.499039999927845e-05
    ],
    "pass_host_canary_seconds": [
-    6.648609999899691e-06,
-    7.340850000048249e-06,
-    1.0188359999858675e-05
+    6.845914999971115e-06,
+    6.879690000047844e-06,
+    9.859845000050883e-06
    ]
   },
   "conv_host_k1_fp32_strict_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0002133256000035999,
-   "min": 0.0001822621999963303,
-   "max": 0.00028882670000029975,
+   "seconds": 0.00022083779999917396,
+   "min": 0.00017675870000033456,
+   "max": 0.0002980321999984881,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6875,22 +6875,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 8.789767500019251e-06,
+   "host_canary_seconds": 1.0302912500037564e-05,
    "pass_seconds": [
-    0.0002133256000035999,
-    0.00023567170000546867,
-    0.00020858160000329916
+    0.00022083779999917396,
+    0.00018339949999983672,
+    0.00027942689999918004
    ],
    "pass_host_canary_seconds": [
-    8.789767500019251e-06,
-    1.0152354999917179e-05,
-    1.020925749998014e-05
+    1.0302912500037564e-05,
+    6.94142500002215e-06,
+    9.87498499995354e-06
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward": {
-   "seconds": 5.410079999705886e-05,
-   "min": 3.425440000341951e-05,
-   "max": 6.208350000065365e-05,
+   "seconds": 3.933719999906771e-05,
+   "min": 2.4817800000676015e-05,
+   "max": 5.868949999978668e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6905,22 +6905,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.066670000028808e-06,
+   "host_canary_seconds": 9.088735000020165e-06,
    "pass_seconds": [
-    3.6074199999802656e-05,
-    6.006340000226373e-05,
-    5.410079999705886e-05
+    3.933719999906771e-05,
+    2.7909000000647665e-05,
+    4.6019100000194155e-05
    ],
    "pass_host_canary_seconds": [
-    7.066670000028808e-06,
-    1.0361724999938815e-05,
-    9.931849999986753e-06
+    9.088735000020165e-06,
+    7.1064750000005e-06,
+    1.0128840000049876e-05
    ]
   },
   "conv_host_k1_fp32_strict_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00023834930000248277,
-   "min": 0.0001870105000023159,
-   "max": 0.00037833690000184107,
+   "seconds": 0.00032235240000062505,
+   "min": 0.00021370860000047287,
+   "max": 0.0003798449999976583,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (fp32_strict): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6935,22 +6935,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 8.80254750001086e-06,
+   "host_canary_seconds": 7.003384999961781e-06,
    "pass_seconds": [
-    0.00023834930000248277,
-    0.00034290300000066053,
-    0.00021581249999940154
+    0.00032235240000062505,
+    0.0002285733999997319,
+    0.000360426500000699
    ],
    "pass_host_canary_seconds": [
-    8.80254750001086e-06,
-    1.0188604999967765e-05,
-    7.591629999978977e-06
+    7.003384999961781e-06,
+    7.484899999994354e-06,
+    1.0985667500023056e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward": {
-   "seconds": 2.6624899999205808e-05,
-   "min": 1.861829999825204e-05,
-   "max": 5.2503400002024134e-05,
+   "seconds": 2.6878700001020662e-05,
+   "min": 2.2017500000970358e-05,
+   "max": 6.079359999944245e-05,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6965,22 +6965,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.153290000052494e-06,
+   "host_canary_seconds": 7.139089999981252e-06,
    "pass_seconds": [
-    2.6624899999205808e-05,
-    4.51559999987694e-05,
-    2.0618000002059488e-05
+    2.6878700001020662e-05,
+    2.6145600000404556e-05,
+    5.010369999922659e-05
    ],
    "pass_host_canary_seconds": [
-    8.153290000052494e-06,
-    9.60620499995457e-06,
-    6.777785000053882e-06
+    7.139089999981252e-06,
+    7.509410000068329e-06,
+    1.078454500003545e-05
    ]
   },
   "conv_host_k1_bf16_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00017370000000482833,
-   "min": 0.00014622450000274513,
-   "max": 0.000368873400003622,
+   "seconds": 0.0002227420999986407,
+   "min": 0.00015131190000090556,
+   "max": 0.0003901100000007318,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -6995,22 +6995,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 8.111890000179756e-06,
+   "host_canary_seconds": 6.877189999983102e-06,
    "pass_seconds": [
-    0.00017370000000482833,
-    0.0003113169000016569,
-    0.00015698340000085408
+    0.00021606450000035692,
+    0.0002227420999986407,
+    0.00033949139999833733
    ],
    "pass_host_canary_seconds": [
-    8.111890000179756e-06,
-    9.680354999943574e-06,
-    6.382790000145633e-06
+    6.877189999983102e-06,
+    7.509410000068329e-06,
+    1.078454500003545e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward": {
-   "seconds": 2.203639999720508e-05,
-   "min": 2.095650000342175e-05,
-   "max": 5.1943699997991646e-05,
+   "seconds": 3.2969999999465927e-05,
+   "min": 2.463129999910052e-05,
+   "max": 6.317980000005718e-05,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7025,22 +7025,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.378597500003025e-06,
+   "host_canary_seconds": 7.094434999999067e-06,
    "pass_seconds": [
-    2.203639999720508e-05,
-    4.9110300000165805e-05,
-    2.2028399996543158e-05
+    3.2969999999465927e-05,
+    3.0097999999156855e-05,
+    5.189089999930729e-05
    ],
    "pass_host_canary_seconds": [
-    6.378597500003025e-06,
-    9.680354999943574e-06,
-    6.529350000050727e-06
+    7.094434999999067e-06,
+    7.312219999988656e-06,
+    1.0503059999962261e-05
    ]
   },
   "conv_host_k1_bf16_8x64x28x28_64_forward_backward": {
-   "seconds": 0.00016377809999994496,
-   "min": 0.00015156540000020867,
-   "max": 0.00032701319999546287,
+   "seconds": 0.00021156549999830078,
+   "min": 0.0001820989999998801,
+   "max": 0.00035472800000206916,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7055,22 +7055,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.337350000080733e-06,
+   "host_canary_seconds": 7.3944349999877085e-06,
    "pass_seconds": [
-    0.00015517269999918427,
-    0.0003103739999971822,
-    0.00016377809999994496
+    0.00020424840000003995,
+    0.00021156549999830078,
+    0.000312173400001825
    ],
    "pass_host_canary_seconds": [
-    6.337350000080733e-06,
-    9.741410000003726e-06,
-    6.552125000212072e-06
+    7.3944349999877085e-06,
+    7.312219999988656e-06,
+    1.0945869999972047e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward": {
-   "seconds": 2.1566600003097848e-05,
-   "min": 1.8985200000543045e-05,
-   "max": 5.384090000006836e-05,
+   "seconds": 2.8108300000440067e-05,
+   "min": 2.268279999952938e-05,
+   "max": 0.00011347280000109094,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7085,22 +7085,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 5.997529999888229e-06,
+   "host_canary_seconds": 7.416695000017626e-06,
    "pass_seconds": [
-    1.9404599999006678e-05,
-    4.8311000000467175e-05,
-    2.1566600003097848e-05
+    2.5488299999665288e-05,
+    2.8108300000440067e-05,
+    4.937630000085846e-05
    ],
    "pass_host_canary_seconds": [
-    5.997529999888229e-06,
-    9.89603499988334e-06,
-    6.605955000225094e-06
+    7.416695000017626e-06,
+    1.0390369999981886e-05,
+    1.1128415000030145e-05
    ]
   },
   "conv_host_k1_bf16_16x256x56x56_64_forward_backward": {
-   "seconds": 0.00016359900000111337,
-   "min": 0.00012592109999900458,
-   "max": 0.00034945689999972275,
+   "seconds": 0.0002978626000015083,
+   "min": 0.00016072259999901916,
+   "max": 0.0004756872000001522,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7115,22 +7115,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 6.098665000138226e-06,
+   "host_canary_seconds": 6.875489999984552e-06,
    "pass_seconds": [
-    0.00015434289999802787,
-    0.00033521970000265354,
-    0.00016359900000111337
+    0.00017118600000003424,
+    0.000391216199997757,
+    0.0002978626000015083
    ],
    "pass_host_canary_seconds": [
-    6.098665000138226e-06,
-    9.851650000030077e-06,
-    6.4133050000236835e-06
+    6.875489999984552e-06,
+    1.4281634999946391e-05,
+    1.1128415000030145e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward": {
-   "seconds": 2.2804200000337005e-05,
-   "min": 2.0086600000013276e-05,
-   "max": 5.8618499997464825e-05,
+   "seconds": 5.2908700001808026e-05,
+   "min": 2.41193000007911e-05,
+   "max": 8.453670000108104e-05,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7145,22 +7145,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.098665000138226e-06,
+   "host_canary_seconds": 6.848390000016025e-06,
    "pass_seconds": [
-    2.0989699999063304e-05,
-    5.1066599996829606e-05,
-    2.2804200000337005e-05
+    2.8363100000206032e-05,
+    6.71861999990142e-05,
+    5.2908700001808026e-05
    ],
    "pass_host_canary_seconds": [
-    6.098665000138226e-06,
-    1.017912499975182e-05,
-    6.4133050000236835e-06
+    6.848390000016025e-06,
+    1.4281634999946391e-05,
+    1.1122715000055905e-05
    ]
   },
   "conv_host_k1_bf16_32x256x56x56_256_forward_backward": {
-   "seconds": 0.0002226575000008779,
-   "min": 0.0001405992000002243,
-   "max": 0.0005260635000013281,
+   "seconds": 0.00031461099999887667,
+   "min": 0.00016688209999955462,
+   "max": 0.00047898100000054455,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (bf16): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7175,22 +7175,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 6.280914999763354e-06,
+   "host_canary_seconds": 7.014964999996209e-06,
    "pass_seconds": [
-    0.0001545196999984455,
-    0.0004119793000029404,
-    0.0002226575000008779
+    0.00021822760000134167,
+    0.0004418754999989005,
+    0.00031461099999887667
    ],
    "pass_host_canary_seconds": [
-    6.280914999763354e-06,
-    9.779324999783512e-06,
-    6.759165000005396e-06
+    7.014964999996209e-06,
+    1.3981619999938744e-05,
+    1.1124520000009852e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward": {
-   "seconds": 5.462930000135202e-05,
-   "min": 4.66310000035719e-05,
-   "max": 0.00012044789999663408,
+   "seconds": 0.00012052239999889025,
+   "min": 5.5772499999307e-05,
+   "max": 0.00018337879999990036,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7205,22 +7205,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.11340999995491e-06,
+   "host_canary_seconds": 6.874460000005911e-06,
    "pass_seconds": [
-    4.8064000003478215e-05,
-    0.00011378479999848423,
-    5.462930000135202e-05
+    5.7757999999807905e-05,
+    0.00017811769999980241,
+    0.00012052239999889025
    ],
    "pass_host_canary_seconds": [
-    6.11340999995491e-06,
-    9.722454999803176e-06,
-    6.810684999720707e-06
+    6.874460000005911e-06,
+    1.3764652499972386e-05,
+    1.0930285000014806e-05
    ]
   },
   "conv_host_k1_autocast_2x4x8x8_4_forward_backward": {
-   "seconds": 0.00028712859999586727,
-   "min": 0.00022462029999701372,
-   "max": 0.0007333085999960076,
+   "seconds": 0.0005708580000003849,
+   "min": 0.000262809999999547,
+   "max": 0.0007558369000008724,
    "samples": 15,
    "method": "10 calls of a 4->4 1x1 Conv2d without bias on 2x4x8x8 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7235,22 +7235,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 4096.0
    },
-   "host_canary_seconds": 6.028394999759712e-06,
+   "host_canary_seconds": 6.939569999957484e-06,
    "pass_seconds": [
-    0.00023366830000099982,
-    0.0005113302999973258,
-    0.00028712859999586727
+    0.0002833656000007068,
+    0.0006345252999977902,
+    0.0005708580000003849
    ],
    "pass_host_canary_seconds": [
-    6.028394999759712e-06,
-    8.544595000046228e-06,
-    6.935600000019804e-06
+    6.939569999957484e-06,
+    1.2575950000055514e-05,
+    1.0654625000015016e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward": {
-   "seconds": 5.69159999997737e-05,
-   "min": 4.9850100003823174e-05,
-   "max": 7.295909999811556e-05,
+   "seconds": 0.00012938810000093782,
+   "min": 5.785010000067814e-05,
+   "max": 0.00020741929999985588,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7265,22 +7265,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.193835000090076e-06,
+   "host_canary_seconds": 6.971099999972808e-06,
    "pass_seconds": [
-    5.118240000001606e-05,
-    5.774210000026869e-05,
-    5.69159999997737e-05
+    6.085809999945013e-05,
+    0.00019558049999943706,
+    0.00012938810000093782
    ],
    "pass_host_canary_seconds": [
-    6.193835000090076e-06,
-    7.196844999839414e-06,
-    6.812229999866304e-06
+    6.971099999972808e-06,
+    1.2574162499987552e-05,
+    1.0941335000040907e-05
    ]
   },
   "conv_host_k1_autocast_8x64x28x28_64_forward_backward": {
-   "seconds": 0.0002515920999996979,
-   "min": 0.00019519359999549125,
-   "max": 0.0006458839999993416,
+   "seconds": 0.0005307969000000412,
+   "min": 0.00023746249999874182,
+   "max": 0.0006831575999996176,
    "samples": 15,
    "method": "10 calls of a 64->64 1x1 Conv2d without bias on 8x64x28x28 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7295,22 +7295,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 51380224.0
    },
-   "host_canary_seconds": 6.2071700000387866e-06,
+   "host_canary_seconds": 6.747054999962643e-06,
    "pass_seconds": [
-    0.00023031919999993988,
-    0.0005818363999992471,
-    0.0002515920999996979
+    0.0003566539000004809,
+    0.0005947966000007909,
+    0.0005307969000000412
    ],
    "pass_host_canary_seconds": [
-    6.2071700000387866e-06,
-    9.55624499994201e-06,
-    6.719699999848672e-06
+    6.747054999962643e-06,
+    1.4694565000041848e-05,
+    9.904957499955458e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward": {
-   "seconds": 8.772900000053596e-05,
-   "min": 5.0353599999652945e-05,
-   "max": 0.0001299324000001434,
+   "seconds": 7.864400000130445e-05,
+   "min": 5.755659999948648e-05,
+   "max": 0.00021981769999968037,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7325,22 +7325,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.179015000029267e-06,
+   "host_canary_seconds": 6.933244999984823e-06,
    "pass_seconds": [
-    8.772900000053596e-05,
-    0.00011909960000480168,
-    5.810609999912231e-05
+    5.936440000056109e-05,
+    0.00018365070000072591,
+    7.864400000130445e-05
    ],
    "pass_host_canary_seconds": [
-    9.179015000029267e-06,
-    9.732369999824186e-06,
-    6.474209999964842e-06
+    6.933244999984823e-06,
+    1.4767165000009186e-05,
+    7.853550000049836e-06
    ]
   },
   "conv_host_k1_autocast_16x256x56x56_64_forward_backward": {
-   "seconds": 0.0003362566000021161,
-   "min": 0.0002532727000016166,
-   "max": 0.0006782358000009481,
+   "seconds": 0.0003311820000007515,
+   "min": 0.0002365612999994937,
+   "max": 0.0006920803000014075,
    "samples": 15,
    "method": "10 calls of a 256->64 1x1 Conv2d without bias on 16x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7355,22 +7355,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 1644167168.0
    },
-   "host_canary_seconds": 9.425719999853755e-06,
+   "host_canary_seconds": 6.985340000014162e-06,
    "pass_seconds": [
-    0.0003362566000021161,
-    0.00048225059999822405,
-    0.0002743553000016163
+    0.0003311820000007515,
+    0.0006392051999995374,
+    0.00031542509999837876
    ],
    "pass_host_canary_seconds": [
-    9.425719999853755e-06,
-    9.71947249993832e-06,
-    6.424734999939119e-06
+    6.985340000014162e-06,
+    1.3718739999930563e-05,
+    7.85199000006287e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward": {
-   "seconds": 9.76305000051525e-05,
-   "min": 5.183160000115095e-05,
-   "max": 0.00014769090000186225,
+   "seconds": 7.282030000226314e-05,
+   "min": 5.6922199999576153e-05,
+   "max": 0.00019550560000141103,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7385,22 +7385,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 9.159324999927776e-06,
+   "host_canary_seconds": 6.944544999996083e-06,
    "pass_seconds": [
-    9.76305000051525e-05,
-    0.00011508669999784615,
-    5.780829999935122e-05
+    6.165430000066862e-05,
+    0.00016931719999888629,
+    7.282030000226314e-05
    ],
    "pass_host_canary_seconds": [
-    9.159324999927776e-06,
-    1.0140647499952138e-05,
-    6.5297149998855274e-06
+    6.944544999996083e-06,
+    1.3660824999988109e-05,
+    7.460825000009663e-06
    ]
   },
   "conv_host_k1_autocast_32x256x56x56_256_forward_backward": {
-   "seconds": 0.00032766250000122455,
-   "min": 0.0002621347000001606,
-   "max": 0.0006677733999993051,
+   "seconds": 0.0003556462999995347,
+   "min": 0.0002809146000004148,
+   "max": 0.0007267488999985972,
    "samples": 15,
    "method": "10 calls of a 256->256 1x1 Conv2d without bias on 32x256x56x56 (autocast): forward + backward, issued while the GPU sleeps (torch.cuda._sleep), host seconds per call; median of 3 passes over the probe's run",
    "conv_host": {
@@ -7415,22 +7415,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "kernel_size": 1,
     "flops": 13153337344.0
    },
-   "host_canary_seconds": 7.19291250007359e-06,
+   "host_canary_seconds": 6.688887500025942e-06,
    "pass_seconds": [
-    0.00032766250000122455,
-    0.0006148515999996107,
-    0.0003273449999994682
+    0.0003556462999995347,
+    0.0006919995000004064,
+    0.0003028099000005113
    ],
    "pass_host_canary_seconds": [
-    7.19291250007359e-06,
-    1.0365537500121036e-05,
-    6.48892750007235e-06
+    6.688887500025942e-06,
+    1.384893250005348e-05,
+    7.61723499998368e-06
    ]
   },
   "optimizer_sgd_foreach_per_param": {
-   "seconds": 1.900642857195172e-06,
-   "min": 1.7304776784854425e-06,
-   "max": 3.5110580356751645e-06,
+   "seconds": 2.0307924107422693e-06,
+   "min": 1.7762343750124136e-06,
+   "max": 4.8695982143140015e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7440,22 +7440,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.732285000055071e-06,
+   "host_canary_seconds": 7.012450000019044e-06,
    "pass_seconds": [
-    1.79210044632632e-06,
-    3.309247767876603e-06,
-    1.900642857195172e-06
+    1.8401875000303595e-06,
+    4.4510379464084745e-06,
+    2.0307924107422693e-06
    ],
    "pass_host_canary_seconds": [
-    6.732285000055071e-06,
-    9.77313249990175e-06,
-    6.445485000199369e-06
+    7.012450000019044e-06,
+    1.3862207499997227e-05,
+    7.3439450000023495e-06
    ]
   },
   "optimizer_sgd_foreach_per_step": {
-   "seconds": 7.314471425193656e-05,
-   "min": 5.568699995300059e-05,
-   "max": 0.00021773614279904256,
+   "seconds": 7.500542858451809e-05,
+   "min": 1.1773571425724823e-05,
+   "max": 0.00045015714287290266,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7465,22 +7465,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.732285000055071e-06,
+   "host_canary_seconds": 7.012450000019044e-06,
    "pass_seconds": [
-    7.314471425193656e-05,
-    0.00016465071424168594,
-    7.295542856614443e-05
+    7.262671427099576e-05,
+    0.0002490585714432265,
+    7.500542858451809e-05
    ],
    "pass_host_canary_seconds": [
-    6.732285000055071e-06,
-    9.77313249990175e-06,
-    6.445485000199369e-06
+    7.012450000019044e-06,
+    1.3862207499997227e-05,
+    7.3439450000023495e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_param": {
-   "seconds": 2.8794933036075624e-06,
-   "min": 2.1325312500002676e-06,
-   "max": 4.988799107152886e-06,
+   "seconds": 2.8948058035739777e-06,
+   "min": 2.215386160710407e-06,
+   "max": 6.632350446432257e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7490,22 +7490,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.606599999940954e-06,
+   "host_canary_seconds": 7.288805000058574e-06,
    "pass_seconds": [
-    2.3358660714884697e-06,
-    4.484249999896812e-06,
-    2.8794933036075624e-06
+    2.423767857116589e-06,
+    3.092910714335468e-06,
+    2.8948058035739777e-06
    ],
    "pass_host_canary_seconds": [
-    6.606599999940954e-06,
-    9.725250000087727e-06,
-    6.5856250000706495e-06
+    7.288805000058574e-06,
+    8.697884999975259e-06,
+    7.313495000005332e-06
    ]
   },
   "optimizer_sgd_foreach_cold_per_step": {
-   "seconds": 0.0005093108571908747,
-   "min": 0.00041189728574408946,
-   "max": 0.0006925710000505855,
+   "seconds": 0.000530174571415338,
+   "min": 0.0004075947142772358,
+   "max": 0.0007731125714331354,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7515,22 +7515,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.606599999940954e-06,
+   "host_canary_seconds": 7.288805000058574e-06,
    "pass_seconds": [
-    0.00044676399996238355,
-    0.0006599141428702232,
-    0.0005093108571908747
+    0.0005207354285780802,
+    0.000530174571415338,
+    0.0005883184285794739
    ],
    "pass_host_canary_seconds": [
-    6.606599999940954e-06,
-    9.725250000087727e-06,
-    6.5856250000706495e-06
+    7.288805000058574e-06,
+    8.697884999975259e-06,
+    7.313495000005332e-06
    ]
   },
   "optimizer_sgd_foreach_large": {
-   "seconds": 0.00018127500004538888,
-   "min": 0.00017579100000375547,
-   "max": 0.00020782700005383958,
+   "seconds": 0.00018289599999832262,
+   "min": 0.00017687499999397005,
+   "max": 0.000341972999990503,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7538,15 +7538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00017874399998163426,
-    0.00019776100003809916,
-    0.00018127500004538888
+    0.00018289599999832262,
+    0.00028549900000029993,
+    0.00018087600000171733
    ]
   },
   "optimizer_sgd_for_loop_per_param": {
-   "seconds": 2.0704598214190844e-05,
-   "min": 1.8606080357181603e-05,
-   "max": 3.0127542410670776e-05,
+   "seconds": 2.1481439732034297e-05,
+   "min": 2.0559647321314956e-05,
+   "max": 2.4098386160734515e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7556,22 +7556,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.4580475000752815e-06,
+   "host_canary_seconds": 7.209275000015225e-06,
    "pass_seconds": [
-    1.8995272321298273e-05,
-    2.896810714287617e-05,
-    2.0704598214190844e-05
+    2.173035044642343e-05,
+    2.1481439732034297e-05,
+    2.134056026787639e-05
    ],
    "pass_host_canary_seconds": [
-    6.4580475000752815e-06,
-    9.787040000048819e-06,
-    6.863545000044269e-06
+    7.209275000015225e-06,
+    7.148732499970834e-06,
+    7.130407500071101e-06
    ]
   },
   "optimizer_sgd_for_loop_per_step": {
-   "seconds": 8.786471428428341e-05,
-   "min": -0.00017798742854730734,
-   "max": 0.000532720999956382,
+   "seconds": 9.98012857097916e-05,
+   "min": -3.416742859079533e-05,
+   "max": 0.0004991365714610246,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7581,22 +7581,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.4580475000752815e-06,
+   "host_canary_seconds": 7.209275000015225e-06,
    "pass_seconds": [
-    7.877785717320365e-05,
-    0.00023521757144148335,
-    8.786471428428341e-05
+    9.98012857097916e-05,
+    8.253842857389561e-05,
+    0.00014858100001496097
    ],
    "pass_host_canary_seconds": [
-    6.4580475000752815e-06,
-    9.787040000048819e-06,
-    6.863545000044269e-06
+    7.209275000015225e-06,
+    7.148732499970834e-06,
+    7.130407500071101e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_param": {
-   "seconds": 2.319783258921047e-05,
-   "min": 1.9726803571476887e-05,
-   "max": 3.125263616077234e-05,
+   "seconds": 2.237239955363687e-05,
+   "min": 2.0502587053566096e-05,
+   "max": 3.2563401785701274e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7606,22 +7606,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.714605000013307e-06,
+   "host_canary_seconds": 7.291774999984568e-06,
    "pass_seconds": [
-    2.041813839286683e-05,
-    3.014553348203362e-05,
-    2.319783258921047e-05
+    2.2887729910722348e-05,
+    2.237239955363687e-05,
+    2.2264857142850758e-05
    ],
    "pass_host_canary_seconds": [
-    6.714605000013307e-06,
-    9.85468999999739e-06,
-    7.166004999987763e-06
+    7.291774999984568e-06,
+    7.1549499999434826e-06,
+    7.207525000012538e-06
    ]
   },
   "optimizer_sgd_for_loop_cold_per_step": {
-   "seconds": 0.0004934008571402565,
-   "min": 0.00015504528573728749,
-   "max": 0.0017826205713942858,
+   "seconds": 0.0005282108571427508,
+   "min": -0.0001890617142805695,
+   "max": 0.0011624284285777062,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7631,22 +7631,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.714605000013307e-06,
+   "host_canary_seconds": 7.291774999984568e-06,
    "pass_seconds": [
-    0.00045677385715440057,
-    0.000665705857102239,
-    0.0004934008571402565
+    0.0005282108571427508,
+    0.0005795091428605506,
+    0.0004461738571381244
    ],
    "pass_host_canary_seconds": [
-    6.714605000013307e-06,
-    9.85468999999739e-06,
-    7.166004999987763e-06
+    7.291774999984568e-06,
+    7.1549499999434826e-06,
+    7.207525000012538e-06
    ]
   },
   "optimizer_sgd_for_loop_large": {
-   "seconds": 0.00016129799996633665,
-   "min": 0.00015754099996456716,
-   "max": 0.000180688000000373,
+   "seconds": 0.00016196300001070085,
+   "min": 0.00015773500000193508,
+   "max": 0.00020884699998191536,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7654,15 +7654,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00016129799996633665,
-    0.0001614110000218716,
-    0.00016122700003506907
+    0.00016086199998710526,
+    0.00016212899998890862,
+    0.00016196300001070085
    ]
   },
   "optimizer_sgd_fused_per_param": {
-   "seconds": 1.407687500026051e-06,
-   "min": 1.3283526786470442e-06,
-   "max": 3.053383928554508e-06,
+   "seconds": 1.4652254464017237e-06,
+   "min": 1.3921852678614296e-06,
+   "max": 3.761638392837544e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7672,22 +7672,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.687240000076144e-06,
+   "host_canary_seconds": 7.165270000015767e-06,
    "pass_seconds": [
-    1.4006406249425903e-06,
-    1.4623258927569185e-06,
-    1.407687500026051e-06
+    1.4652254464017237e-06,
+    1.5533794642966621e-06,
+    1.4425959820992977e-06
    ],
    "pass_host_canary_seconds": [
-    6.687240000076144e-06,
-    6.747540000162644e-06,
-    7.100404999960119e-06
+    7.165270000015767e-06,
+    7.208334999972976e-06,
+    7.094264999949474e-06
    ]
   },
   "optimizer_sgd_fused_per_step": {
-   "seconds": 5.527800003944452e-05,
-   "min": 4.689028570023115e-05,
-   "max": 0.0001527865714073024,
+   "seconds": 5.9231428565453825e-05,
+   "min": -8.633185715163045e-05,
+   "max": 0.0001450222857134317,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7697,22 +7697,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.687240000076144e-06,
+   "host_canary_seconds": 7.165270000015767e-06,
    "pass_seconds": [
-    5.527800003944452e-05,
-    5.0300714292461635e-05,
-    7.341628574002763e-05
+    6.511857143769768e-05,
+    5.9231428565453825e-05,
+    4.976271428550458e-05
    ],
    "pass_host_canary_seconds": [
-    6.687240000076144e-06,
-    6.747540000162644e-06,
-    7.100404999960119e-06
+    7.165270000015767e-06,
+    7.208334999972976e-06,
+    7.094264999949474e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_param": {
-   "seconds": 2.073843750061144e-06,
-   "min": 1.8611406251066244e-06,
-   "max": 3.2224174106230763e-06,
+   "seconds": 2.1826160714967713e-06,
+   "min": 1.8378660714254584e-06,
+   "max": 2.450866071423974e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7722,22 +7722,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.045629999993253e-06,
+   "host_canary_seconds": 7.376949999979843e-06,
    "pass_seconds": [
-    1.973537946398096e-06,
-    2.073843750061144e-06,
-    2.3148549108041394e-06
+    2.0066696428320896e-06,
+    2.2733080357844367e-06,
+    2.1826160714967713e-06
    ],
    "pass_host_canary_seconds": [
-    7.045629999993253e-06,
-    6.8794649999404104e-06,
-    7.253404999971736e-06
+    7.376949999979843e-06,
+    7.395565000081206e-06,
+    7.385355000053551e-06
    ]
   },
   "optimizer_sgd_fused_cold_per_step": {
-   "seconds": 0.00045381057138424045,
-   "min": 0.00036910785712507277,
-   "max": 0.0006991688571166119,
+   "seconds": 0.000490148571429927,
+   "min": 0.00042189228570269473,
+   "max": 0.0006208414285952456,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7747,22 +7747,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.045629999993253e-06,
+   "host_canary_seconds": 7.376949999979843e-06,
    "pass_seconds": [
-    0.00045381057138424045,
-    0.00039696628568565624,
-    0.00047097128569768235
+    0.0005053797142977601,
+    0.0004669438571543846,
+    0.000490148571429927
    ],
    "pass_host_canary_seconds": [
-    7.045629999993253e-06,
-    6.8794649999404104e-06,
-    7.253404999971736e-06
+    7.376949999979843e-06,
+    7.395565000081206e-06,
+    7.385355000053551e-06
    ]
   },
   "optimizer_sgd_fused_large": {
-   "seconds": 0.00012219499996035665,
-   "min": 0.0001191090000247641,
-   "max": 0.00015036799999279538,
+   "seconds": 0.00012223400000266338,
+   "min": 0.00011884200000622513,
+   "max": 0.0001447520000112945,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -7770,15 +7770,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00012192399998411929,
-    0.00012219499996035665,
-    0.0001267380000058438
+    0.00012223400000266338,
+    0.00012406599998371348,
+    0.00012114500000848238
    ]
   },
   "optimizer_sgd_wd_foreach_per_param": {
-   "seconds": 3.921116071456002e-06,
-   "min": 3.490430803562309e-06,
-   "max": 6.951495535645336e-06,
+   "seconds": 3.937772321422577e-06,
+   "min": 3.835732142861861e-06,
+   "max": 4.283573660731779e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7788,22 +7788,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.94734000006747e-06,
+   "host_canary_seconds": 7.348720000024401e-06,
    "pass_seconds": [
-    3.8397790177922635e-06,
-    3.921116071456002e-06,
-    4.9424084822240796e-06
+    3.937772321422577e-06,
+    4.095687500006916e-06,
+    3.8847187499817844e-06
    ],
    "pass_host_canary_seconds": [
-    6.94734000006747e-06,
-    7.021587500020132e-06,
-    7.769907499977081e-06
+    7.348720000024401e-06,
+    7.607802500047001e-06,
+    7.1708899999833875e-06
    ]
   },
   "optimizer_sgd_wd_foreach_per_step": {
-   "seconds": 0.00012137942859778505,
-   "min": 3.876857146321654e-05,
-   "max": 0.0004660524285457411,
+   "seconds": 0.00011814442857322708,
+   "min": 8.445928571632066e-05,
+   "max": 0.00024523342855786723,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7813,22 +7813,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.94734000006747e-06,
+   "host_canary_seconds": 7.348720000024401e-06,
    "pass_seconds": [
-    0.00011444914286227816,
-    0.00012137942859778505,
-    0.00016262085712729198
+    0.0001222721428563643,
+    0.0001133592856937022,
+    0.00011814442857322708
    ],
    "pass_host_canary_seconds": [
-    6.94734000006747e-06,
-    7.021587500020132e-06,
-    7.769907499977081e-06
+    7.348720000024401e-06,
+    7.607802500047001e-06,
+    7.1708899999833875e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_param": {
-   "seconds": 5.2344977679348e-06,
-   "min": 4.502622767965647e-06,
-   "max": 8.115879464222684e-06,
+   "seconds": 5.32149553571821e-06,
+   "min": 4.641859375035093e-06,
+   "max": 7.466540178643502e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7838,22 +7838,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.0616549999158455e-06,
+   "host_canary_seconds": 7.542004999976371e-06,
    "pass_seconds": [
-    5.2344977679348e-06,
-    5.007671874882444e-06,
-    5.278977678610122e-06
+    5.10450669640886e-06,
+    5.335381696383987e-06,
+    5.32149553571821e-06
    ],
    "pass_host_canary_seconds": [
-    7.0616549999158455e-06,
-    6.925190000117709e-06,
-    7.123924999916653e-06
+    7.542004999976371e-06,
+    7.480609999959142e-06,
+    7.243579999993699e-06
    ]
   },
   "optimizer_sgd_wd_foreach_cold_per_step": {
-   "seconds": 0.0005821784285688279,
-   "min": 0.0004124317142830998,
-   "max": 0.0011894241428080932,
+   "seconds": 0.0006416357143003942,
+   "min": 0.000526602571414157,
+   "max": 0.0009966380000077735,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7863,22 +7863,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.0616549999158455e-06,
+   "host_canary_seconds": 7.542004999976371e-06,
    "pass_seconds": [
-    0.0006137762856610607,
-    0.0005246291428306904,
-    0.0005821784285688279
+    0.0006516584285723834,
+    0.0006416357143003942,
+    0.0005874155714268779
    ],
    "pass_host_canary_seconds": [
-    7.0616549999158455e-06,
-    6.925190000117709e-06,
-    7.123924999916653e-06
+    7.542004999976371e-06,
+    7.480609999959142e-06,
+    7.243579999993699e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_param": {
-   "seconds": 2.7870747767952002e-05,
-   "min": 2.6163825892869647e-05,
-   "max": 3.9484504464353574e-05,
+   "seconds": 3.0900345982155996e-05,
+   "min": 2.706124999996007e-05,
+   "max": 3.631468080353021e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7888,22 +7888,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.964667500000132e-06,
+   "host_canary_seconds": 7.426985000016372e-06,
    "pass_seconds": [
-    2.826250223212209e-05,
-    2.7293988839335475e-05,
-    2.7870747767952002e-05
+    3.161230580360298e-05,
+    2.9360424107061078e-05,
+    3.0900345982155996e-05
    ],
    "pass_host_canary_seconds": [
-    6.964667500000132e-06,
-    6.5720224999665784e-06,
-    6.83759250009075e-06
+    7.426985000016372e-06,
+    7.104057500058048e-06,
+    7.592274999979054e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_per_step": {
-   "seconds": 0.00014463857147412854,
-   "min": 1.266999975411704e-06,
-   "max": 0.0008410600000031212,
+   "seconds": 0.0001613967142718917,
+   "min": -0.00018748771429345995,
+   "max": 0.0007498590000238892,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7913,22 +7913,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.964667500000132e-06,
+   "host_canary_seconds": 7.426985000016372e-06,
    "pass_seconds": [
-    0.00017711828566494394,
-    0.00014463857147412854,
-    0.00013143385708807328
+    0.00021574771427270074,
+    0.0001613967142718917,
+    0.0001472274285926492
    ],
    "pass_host_canary_seconds": [
-    6.964667500000132e-06,
-    6.5720224999665784e-06,
-    6.83759250009075e-06
+    7.426985000016372e-06,
+    7.104057500058048e-06,
+    7.592274999979054e-06
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_param": {
-   "seconds": 2.8627546874889936e-05,
-   "min": 2.606763169638831e-05,
-   "max": 4.4732187500023155e-05,
+   "seconds": 3.096126785706588e-05,
+   "min": 2.9220957589297975e-05,
+   "max": 5.5190046874946983e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7938,22 +7938,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.882005000079516e-06,
+   "host_canary_seconds": 7.389135000011038e-06,
    "pass_seconds": [
-    2.8627546874889936e-05,
-    2.6950388392827612e-05,
-    2.966687723215955e-05
+    3.0126029017831157e-05,
+    3.096126785706588e-05,
+    4.6351316964304044e-05
    ],
    "pass_host_canary_seconds": [
-    6.882005000079516e-06,
-    6.3501299999302316e-06,
-    7.102065000026414e-06
+    7.389135000011038e-06,
+    7.050825000050054e-06,
+    1.0997324999948432e-05
    ]
   },
   "optimizer_sgd_wd_for_loop_cold_per_step": {
-   "seconds": 0.0006074409999915328,
-   "min": -0.0002596440000469818,
-   "max": 0.0018587897142846746,
+   "seconds": 0.0006905527142789328,
+   "min": -0.0005339555714515753,
+   "max": 0.002220023714292958,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -7963,22 +7963,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.882005000079516e-06,
+   "host_canary_seconds": 7.389135000011038e-06,
    "pass_seconds": [
-    0.0006074409999915328,
-    0.000480358142859976,
-    0.0006784398571539896
+    0.0006905527142789328,
+    0.0006457359999915624,
+    0.0008156855714186611
    ],
    "pass_host_canary_seconds": [
-    6.882005000079516e-06,
-    6.3501299999302316e-06,
-    7.102065000026414e-06
+    7.389135000011038e-06,
+    7.050825000050054e-06,
+    1.0997324999948432e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_param": {
-   "seconds": 1.7049241071630052e-06,
-   "min": 1.3857276785092916e-06,
-   "max": 2.7910245535675164e-06,
+   "seconds": 1.5207544642617928e-06,
+   "min": 1.44297544646399e-06,
+   "max": 3.544154017820489e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -7988,22 +7988,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.967655000129525e-06,
+   "host_canary_seconds": 7.585930000004737e-06,
    "pass_seconds": [
-    1.9378504464587617e-06,
-    1.4100044642972875e-06,
-    1.7049241071630052e-06
+    1.4826250000091586e-06,
+    1.5207544642617928e-06,
+    3.450272321435323e-06
    ],
    "pass_host_canary_seconds": [
-    7.967655000129525e-06,
-    6.389895000040724e-06,
-    7.14498999997204e-06
+    7.585930000004737e-06,
+    7.716359999960788e-06,
+    1.1753012499937653e-05
    ]
   },
   "optimizer_sgd_wd_fused_per_step": {
-   "seconds": 7.901114288090736e-05,
-   "min": 2.540428576074707e-06,
-   "max": 0.00014658042861778346,
+   "seconds": 5.512128568950305e-05,
+   "min": 4.194385714738149e-05,
+   "max": 0.00022480057142664528,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8013,22 +8013,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.967655000129525e-06,
+   "host_canary_seconds": 7.585930000004737e-06,
    "pass_seconds": [
-    7.901114288090736e-05,
-    5.1438142853450184e-05,
-    8.457228575155438e-05
+    5.236857142319553e-05,
+    5.512128568950305e-05,
+    0.00012429057142071542
    ],
    "pass_host_canary_seconds": [
-    7.967655000129525e-06,
-    6.389895000040724e-06,
-    7.14498999997204e-06
+    7.585930000004737e-06,
+    7.716359999960788e-06,
+    1.1753012499937653e-05
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_param": {
-   "seconds": 2.230095982039667e-06,
-   "min": 1.9322276785566876e-06,
-   "max": 3.820624999991854e-06,
+   "seconds": 2.193252232147407e-06,
+   "min": 1.9310625000633152e-06,
+   "max": 2.4365446428095287e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8038,22 +8038,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.729019999975662e-06,
+   "host_canary_seconds": 7.5359099999872115e-06,
    "pass_seconds": [
-    2.2893035713471884e-06,
-    2.112712053557532e-06,
-    2.230095982039667e-06
+    2.1412321428636105e-06,
+    2.193252232147407e-06,
+    2.2359575893027284e-06
    ],
    "pass_host_canary_seconds": [
-    8.729019999975662e-06,
-    6.599964999907116e-06,
-    7.0628800000349656e-06
+    7.5359099999872115e-06,
+    7.371909999989157e-06,
+    7.216544999977259e-06
    ]
   },
   "optimizer_sgd_wd_fused_cold_per_step": {
-   "seconds": 0.00045507099996809435,
-   "min": 0.0003366710000380278,
-   "max": 0.0006122834285763799,
+   "seconds": 0.00047556014285581635,
+   "min": 0.00043262114284305293,
+   "max": 0.0006025738571671419,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8063,22 +8063,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 8.729019999975662e-06,
+   "host_canary_seconds": 7.5359099999872115e-06,
    "pass_seconds": [
-    0.00045507099996809435,
-    0.0003641424285254808,
-    0.0004767945713979316
+    0.0004750268571476519,
+    0.00047556014285581635,
+    0.00048144342857524085
    ],
    "pass_host_canary_seconds": [
-    8.729019999975662e-06,
-    6.599964999907116e-06,
-    7.0628800000349656e-06
+    7.5359099999872115e-06,
+    7.371909999989157e-06,
+    7.216544999977259e-06
    ]
   },
   "optimizer_adamw_foreach_per_param": {
-   "seconds": 7.328622767945246e-06,
-   "min": 6.9647209821610545e-06,
-   "max": 1.0714220982168041e-05,
+   "seconds": 7.780308035736689e-06,
+   "min": 7.548734375044981e-06,
+   "max": 1.786304241067706e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8088,22 +8088,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.041364999906818e-06,
+   "host_canary_seconds": 1.0550747499991076e-05,
    "pass_seconds": [
-    7.328622767945246e-06,
-    6.999330357209439e-06,
-    7.440875000089672e-06
+    1.3658082589288309e-05,
+    7.780308035736689e-06,
+    7.769238839256637e-06
    ],
    "pass_host_canary_seconds": [
-    7.041364999906818e-06,
-    6.6215800001145906e-06,
-    7.0211249999374556e-06
+    1.0550747499991076e-05,
+    7.393434999869442e-06,
+    7.53902999989009e-06
    ]
   },
   "optimizer_adamw_foreach_per_step": {
-   "seconds": 0.00024610414284812317,
-   "min": 2.192585709995655e-05,
-   "max": 0.0006469027143144299,
+   "seconds": 0.000270594571410194,
+   "min": 0.00010274228572728001,
+   "max": 0.0006846097142739284,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8113,22 +8113,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.041364999906818e-06,
+   "host_canary_seconds": 1.0550747499991076e-05,
    "pass_seconds": [
-    0.0002839132857437627,
-    0.0002023635714343592,
-    0.00024610414284812317
+    0.00038148171428328424,
+    0.000270594571410194,
+    0.00024649342857076457
    ],
    "pass_host_canary_seconds": [
-    7.041364999906818e-06,
-    6.6215800001145906e-06,
-    7.0211249999374556e-06
+    1.0550747499991076e-05,
+    7.393434999869442e-06,
+    7.53902999989009e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_param": {
-   "seconds": 8.76451785725152e-06,
-   "min": 7.55864062502403e-06,
-   "max": 1.596982812504929e-05,
+   "seconds": 9.372122767890647e-06,
+   "min": 6.923553571442602e-06,
+   "max": 1.796827232143044e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8138,22 +8138,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.105875000092965e-06,
+   "host_canary_seconds": 1.059450499994341e-05,
    "pass_seconds": [
-    8.76451785725152e-06,
-    8.654000000036482e-06,
-    8.803770089319382e-06
+    9.858687500014745e-06,
+    9.057640625024074e-06,
+    9.372122767890647e-06
    ],
    "pass_host_canary_seconds": [
-    7.105875000092965e-06,
-    6.660770000053163e-06,
-    6.861239999977897e-06
+    1.059450499994341e-05,
+    7.233675000009044e-06,
+    7.292924999973138e-06
    ]
   },
   "optimizer_adamw_foreach_cold_per_step": {
-   "seconds": 0.0007768528570945169,
-   "min": 0.0003401050000044442,
-   "max": 0.0014972509999568373,
+   "seconds": 0.0008457021428560958,
+   "min": 0.0002856455714338932,
+   "max": 0.0020404445714287283,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8163,22 +8163,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 7.105875000092965e-06,
+   "host_canary_seconds": 1.059450499994341e-05,
    "pass_seconds": [
-    0.0008351718571556635,
-    0.0007014665714401806,
-    0.0007768528570945169
+    0.0009181241428462629,
+    0.0008457021428560958,
+    0.0008251271428321161
    ],
    "pass_host_canary_seconds": [
-    7.105875000092965e-06,
-    6.660770000053163e-06,
-    6.861239999977897e-06
+    1.059450499994341e-05,
+    7.233675000009044e-06,
+    7.292924999973138e-06
    ]
   },
   "optimizer_adamw_foreach_large": {
-   "seconds": 0.0004526630000327714,
-   "min": 0.0004392820000020947,
-   "max": 0.0005432860000382789,
+   "seconds": 0.0004512329999784015,
+   "min": 0.0004409280000174931,
+   "max": 0.0006755640000051244,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8186,15 +8186,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.0005300340000076176,
-    0.00044520799997371796,
-    0.0004526630000327714
+    0.0005506310000100711,
+    0.0004512329999784015,
+    0.00044534099998827514
    ]
   },
   "optimizer_adamw_for_loop_per_param": {
-   "seconds": 6.431423660721183e-05,
-   "min": 6.096126562495284e-05,
-   "max": 6.707092633931719e-05,
+   "seconds": 6.832481249999642e-05,
+   "min": 6.498273660707607e-05,
+   "max": 0.00010716589508926891,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8204,22 +8204,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.961509999996451e-06,
+   "host_canary_seconds": 1.0618654999987598e-05,
    "pass_seconds": [
-    6.546015848206212e-05,
-    6.431423660721183e-05,
-    6.211477232133587e-05
+    9.239799776786637e-05,
+    6.653083258927646e-05,
+    6.832481249999642e-05
    ],
    "pass_host_canary_seconds": [
-    6.961509999996451e-06,
-    6.767194999781623e-06,
-    6.5798650001624994e-06
+    1.0618654999987598e-05,
+    7.2485749998918435e-06,
+    7.319449999982908e-06
    ]
   },
   "optimizer_adamw_for_loop_per_step": {
-   "seconds": 0.00030302128570675827,
-   "min": 7.962128572509223e-05,
-   "max": 0.00095513971427863,
+   "seconds": 0.0003744802857324559,
+   "min": 3.840342858195227e-05,
+   "max": 0.002694199428572931,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8229,22 +8229,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 6.961509999996451e-06,
+   "host_canary_seconds": 1.0618654999987598e-05,
    "pass_seconds": [
-    0.0003892092856777451,
-    0.00030302128570675827,
-    0.0002839708571725297
+    0.0004177329999959867,
+    0.0003744802857324559,
+    0.00027007285714424675
    ],
    "pass_host_canary_seconds": [
-    6.961509999996451e-06,
-    6.767194999781623e-06,
-    6.5798650001624994e-06
+    1.0618654999987598e-05,
+    7.2485749998918435e-06,
+    7.319449999982908e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_param": {
-   "seconds": 6.311063616072841e-05,
-   "min": 6.026885267841818e-05,
-   "max": 0.00011038651339299679,
+   "seconds": 6.754682366067704e-05,
+   "min": 6.415821205355396e-05,
+   "max": 0.00011118081026784132,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8254,22 +8254,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.596609999960037e-06,
+   "host_canary_seconds": 1.0266110000003436e-05,
    "pass_seconds": [
-    9.167080133920535e-05,
-    6.311063616072841e-05,
-    6.140558705361851e-05
+    9.988854241070402e-05,
+    6.609422991075777e-05,
+    6.754682366067704e-05
    ],
    "pass_host_canary_seconds": [
-    9.596609999960037e-06,
-    6.604714999980388e-06,
-    6.444574999875385e-06
+    1.0266110000003436e-05,
+    7.040029999956232e-06,
+    7.0800349999444735e-06
    ]
   },
   "optimizer_adamw_for_loop_cold_per_step": {
-   "seconds": 0.000662844571414618,
-   "min": -0.0014730994285676912,
-   "max": 0.0025929458570967,
+   "seconds": 0.0009030875714099041,
+   "min": -0.0019105978571474225,
+   "max": 0.003936240571428178,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8279,22 +8279,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.596609999960037e-06,
+   "host_canary_seconds": 1.0266110000003436e-05,
    "pass_seconds": [
-    0.0006110767142461426,
-    0.000662844571414618,
-    0.0006816672856919991
+    0.0009118691428458957,
+    0.0009030875714099041,
+    0.0007853598571411369
    ],
    "pass_host_canary_seconds": [
-    9.596609999960037e-06,
-    6.604714999980388e-06,
-    6.444574999875385e-06
+    1.0266110000003436e-05,
+    7.040029999956232e-06,
+    7.0800349999444735e-06
    ]
   },
   "optimizer_adamw_for_loop_large": {
-   "seconds": 0.000393248999955631,
-   "min": 0.00038587200003803446,
-   "max": 0.000977996000017356,
+   "seconds": 0.00046285500002340996,
+   "min": 0.000385574999995697,
+   "max": 0.0006189380000023448,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8302,15 +8302,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.000546022999969864,
-    0.0003922539999621222,
-    0.000393248999955631
+    0.0004967389999990246,
+    0.0003924319999839554,
+    0.00046285500002340996
    ]
   },
   "optimizer_adamw_fused_per_param": {
-   "seconds": 2.485852678622637e-06,
-   "min": 2.272872767962651e-06,
-   "max": 8.35633705368163e-06,
+   "seconds": 2.3950424108092657e-06,
+   "min": 2.2735825893072104e-06,
+   "max": 3.5232165178961897e-06,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, steps back to back; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8320,22 +8320,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0890497500071205e-05,
+   "host_canary_seconds": 7.3816849999985835e-06,
    "pass_seconds": [
-    4.371529017888065e-06,
-    2.330214285528598e-06,
-    2.485852678622637e-06
+    2.345674107141958e-06,
+    2.3950424108092657e-06,
+    2.526249999983727e-06
    ],
    "pass_host_canary_seconds": [
-    1.0890497500071205e-05,
-    6.655720000026122e-06,
-    7.035499999972217e-06
+    7.3816849999985835e-06,
+    7.05330000002391e-06,
+    7.2709050000696605e-06
    ]
   },
   "optimizer_adamw_fused_per_step": {
-   "seconds": 9.55328571714225e-05,
-   "min": 6.987542855897897e-05,
-   "max": 0.0003595912857252058,
+   "seconds": 8.935399997816212e-05,
+   "min": 4.5858142852596635e-05,
+   "max": 0.0001604078571395868,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8345,22 +8345,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 1.0890497500071205e-05,
+   "host_canary_seconds": 7.3816849999985835e-06,
    "pass_seconds": [
-    0.00019938499998163806,
-    8.154171431280183e-05,
-    9.55328571714225e-05
+    9.80187142910641e-05,
+    8.689971427397074e-05,
+    8.935399997816212e-05
    ],
    "pass_host_canary_seconds": [
-    1.0890497500071205e-05,
-    6.655720000026122e-06,
-    7.035499999972217e-06
+    7.3816849999985835e-06,
+    7.05330000002391e-06,
+    7.2709050000696605e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_param": {
-   "seconds": 3.341433035533977e-06,
-   "min": 3.208578124969108e-06,
-   "max": 1.0067310267837723e-05,
+   "seconds": 3.6006316964812664e-06,
+   "min": 2.4295982142660425e-06,
+   "max": 1.1329279017844942e-05,
    "samples": 33,
    "method": "optimizer.step() on 64 and 512 fp32 parameters of 256 elements, the CPU's caches flushed (a 64 MiB copy) before each step; (T(512) - T(64)) / 448; synchronize around step; median of 3 passes over the probe's run",
    "params": {
@@ -8370,22 +8370,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.901325000214456e-06,
+   "host_canary_seconds": 1.0664169999969886e-05,
    "pass_seconds": [
-    4.891051339304754e-06,
-    3.341433035533977e-06,
-    3.3281249999715456e-06
+    6.0306897321663456e-06,
+    3.448203125002079e-06,
+    3.6006316964812664e-06
    ],
    "pass_host_canary_seconds": [
-    9.901325000214456e-06,
-    6.791539999824181e-06,
-    6.806209999865587e-06
+    1.0664169999969886e-05,
+    7.361629999991237e-06,
+    7.2709050000696605e-06
    ]
   },
   "optimizer_adamw_fused_cold_per_step": {
-   "seconds": 0.00042783642858726774,
-   "min": 0.000387286571416163,
-   "max": 0.0014341141428693455,
+   "seconds": 0.0005421300000015045,
+   "min": 0.0003046261428616097,
+   "max": 0.00111618371429805,
    "samples": 33,
    "method": "intercept of the same fit: T(64) - slope * 64; median of 3 passes over the probe's run",
    "params": {
@@ -8395,22 +8395,22 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
      512
     ]
    },
-   "host_canary_seconds": 9.901325000214456e-06,
+   "host_canary_seconds": 1.0664169999969886e-05,
    "pass_seconds": [
-    0.0006265421428841883,
-    0.0004238192857753477,
-    0.00042783642858726774
+    0.0006051378571275531,
+    0.0005421300000015045,
+    0.0004826155714161879
    ],
    "pass_host_canary_seconds": [
-    9.901325000214456e-06,
-    6.791539999824181e-06,
-    6.806209999865587e-06
+    1.0664169999969886e-05,
+    7.361629999991237e-06,
+    7.2709050000696605e-06
    ]
   },
   "optimizer_adamw_fused_large": {
-   "seconds": 0.00018112800000835705,
-   "min": 0.00017511100003275715,
-   "max": 0.00022179299998015267,
+   "seconds": 0.00018405299999812996,
+   "min": 0.00017605499999717722,
+   "max": 0.00024071899999000834,
    "samples": 33,
    "method": "optimizer.step() on 4 fp32 parameters of 4194304 elements; median of 3 passes over the probe's run",
    "params": {
@@ -8418,105 +8418,105 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     "param_numel": 4194304
    },
    "pass_seconds": [
-    0.00020113499999752094,
-    0.00017966299998306567,
-    0.00018112800000835705
+    0.0002190609999956905,
+    0.00017990799997846807,
+    0.00018405299999812996
    ]
   },
   "cuda_synchronize_idle": {
-   "seconds": 4.7935740000184525e-06,
-   "min": 4.4932150000249746e-06,
-   "max": 8.20176799999217e-06,
+   "seconds": 4.811395000018592e-06,
+   "min": 4.48962900000538e-06,
+   "max": 8.995158000004721e-06,
    "samples": 33,
    "method": "1000 x torch.cuda.synchronize() with no work queued; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 9.474819999866214e-06,
+   "host_canary_seconds": 1.0276925000027859e-05,
    "pass_seconds": [
-    5.0658119999980046e-06,
-    4.618149999998878e-06,
-    4.7935740000184525e-06
+    6.745356999999785e-06,
+    4.571050999999215e-06,
+    4.811395000018592e-06
    ],
    "pass_host_canary_seconds": [
-    9.474819999866214e-06,
-    7.223620000047504e-06,
-    7.213810000052945e-06
+    1.0276925000027859e-05,
+    7.364502500024628e-06,
+    7.3408750000680805e-06
    ]
   },
   "cuda_event_record": {
-   "seconds": 6.2465549999615175e-06,
-   "min": 5.953797000017858e-06,
-   "max": 6.533906999948158e-06,
+   "seconds": 6.388712000017449e-06,
+   "min": 5.906916000014917e-06,
+   "max": 1.1402025999998954e-05,
    "samples": 33,
    "method": "1000 x Event(enable_timing=True).record(); host wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.164945000113221e-06,
+   "host_canary_seconds": 1.0410974999999211e-05,
    "pass_seconds": [
-    6.2465549999615175e-06,
-    6.0837509999487336e-06,
-    6.390357999976004e-06
+    9.57526300000211e-06,
+    5.958020999997871e-06,
+    6.388712000017449e-06
    ],
    "pass_host_canary_seconds": [
-    7.164945000113221e-06,
-    6.943274999855476e-06,
-    7.164805000172691e-06
+    1.0410974999999211e-05,
+    7.073155000085763e-06,
+    7.179285000091795e-06
    ]
   },
   "cuda_event_elapsed_time": {
-   "seconds": 8.1883600000765e-07,
-   "min": 7.776539999895249e-07,
-   "max": 8.489340000323864e-07,
+   "seconds": 8.169990000226335e-07,
+   "min": 7.469880000030571e-07,
+   "max": 2.5734299999982113e-06,
    "samples": 33,
    "method": "1000 x elapsed_time() of two finished events; wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.813347499985412e-06,
+   "host_canary_seconds": 1.0404794999985257e-05,
    "pass_seconds": [
-    8.1883600000765e-07,
-    7.916320000163069e-07,
-    8.233249999989311e-07
+    1.7138159999916525e-06,
+    7.615439999995033e-07,
+    8.169990000226335e-07
    ],
    "pass_host_canary_seconds": [
-    6.813347499985412e-06,
-    6.746412500007182e-06,
-    7.111512500017625e-06
+    1.0404794999985257e-05,
+    6.933234999948467e-06,
+    7.145014999991872e-06
    ]
   },
   "launch_sync_roundtrip": {
-   "seconds": 1.341000900004019e-05,
-   "min": 1.2759383000002345e-05,
-   "max": 1.3810478000038983e-05,
+   "seconds": 1.3757682999994358e-05,
+   "min": 1.2937665000009701e-05,
+   "max": 2.3454310000005307e-05,
    "samples": 33,
    "method": "1000 x (one tiny in-place add + torch.cuda.synchronize()); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 6.966775000023518e-06,
+   "host_canary_seconds": 1.0700865000004e-05,
    "pass_seconds": [
-    1.374902300000258e-05,
-    1.341000900004019e-05,
-    1.283648800000492e-05
+    2.0087926000002198e-05,
+    1.3273872000013399e-05,
+    1.3757682999994358e-05
    ],
    "pass_host_canary_seconds": [
-    6.966775000023518e-06,
-    6.894777500008331e-06,
-    6.559317500034467e-06
+    1.0700865000004e-05,
+    6.9521125000449045e-06,
+    7.050147499967352e-06
    ]
   },
   "item_roundtrip": {
-   "seconds": 1.6928822000011225e-05,
-   "min": 1.589797899998757e-05,
-   "max": 1.765281299998378e-05,
+   "seconds": 1.726899999999887e-05,
+   "min": 1.6684531000009884e-05,
+   "max": 2.10441809999935e-05,
    "samples": 33,
    "method": "1000 x x.sum().item() on 16 elements (kernel + copy to host); wall / 1000; median of 3 passes over the probe's run",
-   "host_canary_seconds": 7.076654999877974e-06,
+   "host_canary_seconds": 7.418005000019434e-06,
    "pass_seconds": [
-    1.7407303999959823e-05,
-    1.6928822000011225e-05,
-    1.6147885999998835e-05
+    1.7380442999993307e-05,
+    1.68469479999942e-05,
+    1.726899999999887e-05
    ],
    "pass_host_canary_seconds": [
-    7.076654999877974e-06,
-    6.8429300000616425e-06,
-    6.338519999928849e-06
+    7.418005000019434e-06,
+    6.973329999979683e-06,
+    7.204957499951092e-06
    ]
   },
   "gpu_kernel_gap": {
-   "seconds": 2.0260805023193396e-06,
-   "min": 1.984750105285631e-06,
-   "max": 2.0874889122009115e-06,
+   "seconds": 2.066819245605508e-06,
+   "min": 1.9936209916687243e-06,
+   "max": 2.082310276641834e-06,
    "samples": 11,
    "method": "200 back-to-back adds of 16777216 bfloat16 elements: CUDA-event interval per kernel minus the kernel's CUPTI duration (torch.profiler) of the same loop; GPU-bound (host far ahead)"
   }
@@ -8541,15 +8541,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.569809999999995e-05,
-    "min": 7.55011e-05,
-    "max": 7.59934999999999e-05,
+    "seconds": 7.570214999999994e-05,
+    "min": 7.551069999999997e-05,
+    "max": 7.583000000000012e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00010485410000000002,
-    "min": 0.00010458529999999987,
-    "max": 0.00010500610000000001,
+    "seconds": 0.00010487239999999994,
+    "min": 0.00010461230000000001,
+    "max": 0.0001049597999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8573,15 +8573,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.084750000000004e-05,
-    "min": 9.064050000000002e-05,
-    "max": 9.104879999999999e-05,
+    "seconds": 9.083004999999999e-05,
+    "min": 9.051759999999991e-05,
+    "max": 9.1056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.607169999999999e-05,
-    "min": 9.580060000000001e-05,
-    "max": 9.633869999999998e-05,
+    "seconds": 9.60647e-05,
+    "min": 9.586830000000003e-05,
+    "max": 9.634219999999991e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8605,15 +8605,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017632850000000002,
-    "min": 0.0001760613,
-    "max": 0.0001764687000000001,
+    "seconds": 0.00017635730000000014,
+    "min": 0.00017619470000000004,
+    "max": 0.0001766081,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004424277000000001,
-    "min": 0.0004419821000000002,
-    "max": 0.00044254840000000005,
+    "seconds": 0.0004419284,
+    "min": 0.00044146159999999997,
+    "max": 0.0004420352,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8637,15 +8637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00028335789999999996,
-    "min": 0.00028324499999999973,
-    "max": 0.00028452089999999995,
+    "seconds": 0.00028376309999999995,
+    "min": 0.0002831669999999999,
+    "max": 0.00028415000000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005407729000000001,
-    "min": 0.0005399723999999999,
-    "max": 0.0005417327999999999,
+    "seconds": 0.0005406047999999999,
+    "min": 0.0005397810999999998,
+    "max": 0.0005412453,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8669,15 +8669,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00068903395,
-    "min": 0.0006877635999999995,
-    "max": 0.0006893362999999999,
+    "seconds": 0.0006881381000000001,
+    "min": 0.0006876918000000001,
+    "max": 0.0006895818000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017443786,
-    "min": 0.0017434747,
-    "max": 0.0017449705000000004,
+    "seconds": 0.0017433671999999999,
+    "min": 0.0017413936000000001,
+    "max": 0.0017437966000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8701,15 +8701,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0011409336499999998,
-    "min": 0.001139691599999999,
-    "max": 0.0011419369999999998,
+    "seconds": 0.0011398505000000001,
+    "min": 0.0011387149000000002,
+    "max": 0.0011404243,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0020978436499999994,
-    "min": 0.0020965948,
-    "max": 0.0020989747000000007,
+    "seconds": 0.00210091645,
+    "min": 0.0020999561,
+    "max": 0.0021015200999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8733,15 +8733,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.449604999999999e-05,
-    "min": 3.446690000000002e-05,
-    "max": 3.519680000000001e-05,
+    "seconds": 3.4624000000000026e-05,
+    "min": 3.453759999999997e-05,
+    "max": 3.5106800000000055e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.917920000000003e-05,
-    "min": 9.888980000000004e-05,
-    "max": 0.00010006740000000002,
+    "seconds": 9.735845000000002e-05,
+    "min": 9.705219999999995e-05,
+    "max": 9.831010000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8765,15 +8765,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.830345000000005e-05,
-    "min": 4.824350000000002e-05,
-    "max": 5.002139999999998e-05,
+    "seconds": 4.8241299999999954e-05,
+    "min": 4.822389999999989e-05,
+    "max": 4.990039999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.151835000000003e-05,
-    "min": 7.145259999999998e-05,
-    "max": 7.270739999999998e-05,
+    "seconds": 7.174460000000001e-05,
+    "min": 7.170149999999998e-05,
+    "max": 7.318890000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8797,15 +8797,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001753323,
-    "min": 0.00017514730000000008,
-    "max": 0.00017588499999999992,
+    "seconds": 0.00017552590000000003,
+    "min": 0.0001749829,
+    "max": 0.00017613969999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004379847000000001,
-    "min": 0.0004374352,
-    "max": 0.00043867009999999987,
+    "seconds": 0.00043832735000000003,
+    "min": 0.0004378315000000001,
+    "max": 0.00043870229999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8829,15 +8829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003193629500000001,
-    "min": 0.00031882419999999974,
-    "max": 0.0003204596999999999,
+    "seconds": 0.0003194044500000001,
+    "min": 0.0003190178999999998,
+    "max": 0.0003211215,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00060378835,
-    "min": 0.0006035374,
-    "max": 0.0006047718000000001,
+    "seconds": 0.0006025719000000001,
+    "min": 0.0006021643000000001,
+    "max": 0.0006031968,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8861,15 +8861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.101455000000005e-05,
-    "min": 5.0850299999999976e-05,
-    "max": 5.123479999999999e-05,
+    "seconds": 5.131669999999998e-05,
+    "min": 5.1049000000000005e-05,
+    "max": 5.154410000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012081115000000003,
-    "min": 0.00012073020000000009,
-    "max": 0.00012101710000000003,
+    "seconds": 0.00012120149999999996,
+    "min": 0.0001209049,
+    "max": 0.00012139829999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8893,15 +8893,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.713384999999999e-05,
-    "min": 6.63292e-05,
-    "max": 6.909700000000005e-05,
+    "seconds": 6.770569999999996e-05,
+    "min": 6.720840000000005e-05,
+    "max": 6.925350000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012977300000000002,
-    "min": 0.00012912470000000004,
-    "max": 0.00013025870000000003,
+    "seconds": 0.0001299321,
+    "min": 0.00012981830000000002,
+    "max": 0.00013032030000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8925,15 +8925,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019913019999999996,
-    "min": 0.00019840570000000004,
-    "max": 0.00019938429999999998,
+    "seconds": 0.00019904885000000003,
+    "min": 0.0001988571999999999,
+    "max": 0.00019963879999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004664908,
-    "min": 0.00046593800000000005,
-    "max": 0.0004667225,
+    "seconds": 0.00046656575,
+    "min": 0.00046584819999999995,
+    "max": 0.00046709299999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8957,15 +8957,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003775477499999999,
-    "min": 0.0003771118,
-    "max": 0.0003781548000000003,
+    "seconds": 0.00037725339999999995,
+    "min": 0.0003765822999999998,
+    "max": 0.0003777815,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006158596000000001,
-    "min": 0.0006154315999999999,
-    "max": 0.0006164391,
+    "seconds": 0.0006153962000000001,
+    "min": 0.0006145181,
+    "max": 0.0006156762999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -8989,15 +8989,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.024145000000002e-05,
-    "min": 7.992899999999996e-05,
-    "max": 8.043799999999998e-05,
+    "seconds": 7.919065000000004e-05,
+    "min": 7.877440000000002e-05,
+    "max": 7.945580000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014234995,
-    "min": 0.00014200560000000005,
-    "max": 0.00014272259999999998,
+    "seconds": 0.000142242,
+    "min": 0.00014179090000000005,
+    "max": 0.0001425756,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9021,15 +9021,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012204680000000003,
-    "min": 0.00012194129999999993,
-    "max": 0.0001222325,
+    "seconds": 0.00012234240000000003,
+    "min": 0.0001219685,
+    "max": 0.0001226242,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016868905,
-    "min": 0.00016808309999999995,
-    "max": 0.00016909120000000005,
+    "seconds": 0.00016730129999999996,
+    "min": 0.00016705189999999997,
+    "max": 0.0001676022,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9053,15 +9053,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003065502500000001,
-    "min": 0.0003060538000000001,
-    "max": 0.0003072573,
+    "seconds": 0.00030694774999999994,
+    "min": 0.0003063632,
+    "max": 0.0003071714,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005526333000000001,
-    "min": 0.0005510554000000001,
-    "max": 0.0005529879,
+    "seconds": 0.0005527786999999999,
+    "min": 0.0005516856000000001,
+    "max": 0.0005528758,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9085,15 +9085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00046921059999999995,
-    "min": 0.0004687415000000001,
-    "max": 0.0004693560999999999,
+    "seconds": 0.0004689134500000003,
+    "min": 0.0004683868,
+    "max": 0.00046914890000000027,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006515405,
-    "min": 0.0006506225999999998,
-    "max": 0.0006524826999999999,
+    "seconds": 0.00065170495,
+    "min": 0.0006499399999999999,
+    "max": 0.0006527519999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9117,15 +9117,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.62569999999999e-06,
-    "min": 9.609500000000025e-06,
-    "max": 9.724700000000007e-06,
+    "seconds": 9.526249999999977e-06,
+    "min": 9.500700000000053e-06,
+    "max": 9.635099999999966e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5004800000000016e-05,
-    "min": 1.4921400000000052e-05,
-    "max": 1.5138999999999943e-05,
+    "seconds": 1.4668750000000028e-05,
+    "min": 1.4636800000000005e-05,
+    "max": 1.487029999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9149,15 +9149,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.136019999999997e-05,
-    "min": 2.1311999999999978e-05,
-    "max": 2.1458900000000016e-05,
+    "seconds": 2.1275350000000115e-05,
+    "min": 2.1222299999999995e-05,
+    "max": 2.1412099999999977e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0745449999999993e-05,
-    "min": 2.0662399999999912e-05,
-    "max": 2.0927999999999987e-05,
+    "seconds": 2.0686400000000006e-05,
+    "min": 2.0671899999999994e-05,
+    "max": 2.0876800000000027e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9181,15 +9181,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.101815000000003e-05,
-    "min": 5.094049999999999e-05,
-    "max": 5.12939e-05,
+    "seconds": 5.1171099999999995e-05,
+    "min": 5.1075099999999975e-05,
+    "max": 5.1481399999999964e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012334804999999998,
-    "min": 0.000123008,
-    "max": 0.0001234693,
+    "seconds": 0.00012306005000000002,
+    "min": 0.00012283420000000006,
+    "max": 0.0001231520000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9213,15 +9213,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.825765000000007e-05,
-    "min": 7.790280000000002e-05,
-    "max": 8.09560999999999e-05,
+    "seconds": 7.822080000000001e-05,
+    "min": 7.797160000000003e-05,
+    "max": 8.007589999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015637780000000003,
-    "min": 0.00015603189999999998,
-    "max": 0.0001571026,
+    "seconds": 0.0001558685999999999,
+    "min": 0.00015565119999999994,
+    "max": 0.00015642829999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9245,15 +9245,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.359350000000004e-05,
-    "min": 1.3526599999999985e-05,
-    "max": 1.4195200000000023e-05,
+    "seconds": 1.3599949999999978e-05,
+    "min": 1.3481499999999688e-05,
+    "max": 1.4262199999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.4262549999999996e-05,
-    "min": 3.38942e-05,
-    "max": 3.450289999999998e-05,
+    "seconds": 3.436779999999997e-05,
+    "min": 3.406690000000001e-05,
+    "max": 3.453400000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9277,15 +9277,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7054599999999943e-05,
-    "min": 2.7046299999999985e-05,
-    "max": 2.7368600000000014e-05,
+    "seconds": 2.709739999999996e-05,
+    "min": 2.703680000000004e-05,
+    "max": 2.7446000000000072e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.7390199999999987e-05,
-    "min": 2.733119999999999e-05,
-    "max": 2.757450000000001e-05,
+    "seconds": 2.744635000000006e-05,
+    "min": 2.7324800000000003e-05,
+    "max": 2.7644699999999942e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9309,15 +9309,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.990675e-05,
-    "min": 7.967269999999993e-05,
-    "max": 8.011750000000007e-05,
+    "seconds": 8.023985000000003e-05,
+    "min": 7.967879999999998e-05,
+    "max": 8.089900000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014736884999999998,
-    "min": 0.00014722869999999997,
-    "max": 0.00014749969999999999,
+    "seconds": 0.00014742515000000002,
+    "min": 0.00014710999999999994,
+    "max": 0.00014772039999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9341,15 +9341,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001380023,
-    "min": 0.00013763169999999998,
-    "max": 0.0001385651,
+    "seconds": 0.00013786874999999988,
+    "min": 0.00013768260000000002,
+    "max": 0.0001383735,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001972132500000001,
-    "min": 0.00019707009999999996,
-    "max": 0.00019760520000000002,
+    "seconds": 0.00019748005000000006,
+    "min": 0.0001972827999999999,
+    "max": 0.0001978789,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9373,15 +9373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.455039999999995e-05,
-    "min": 3.436210000000002e-05,
-    "max": 3.4800099999999965e-05,
+    "seconds": 3.46398e-05,
+    "min": 3.440939999999999e-05,
+    "max": 3.479979999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.898364999999998e-05,
-    "min": 5.863720000000011e-05,
-    "max": 5.943990000000002e-05,
+    "seconds": 5.8866849999999994e-05,
+    "min": 5.85977e-05,
+    "max": 5.948789999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9405,15 +9405,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.479349999999999e-05,
-    "min": 4.465899999999998e-05,
-    "max": 4.52153999999999e-05,
+    "seconds": 4.501774999999995e-05,
+    "min": 4.491800000000006e-05,
+    "max": 4.545940000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.118559999999999e-05,
-    "min": 5.091529999999998e-05,
-    "max": 5.175920000000002e-05,
+    "seconds": 5.147965e-05,
+    "min": 5.14073e-05,
+    "max": 5.251180000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9437,15 +9437,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015259790000000007,
-    "min": 0.00015246009999999997,
-    "max": 0.00015278370000000008,
+    "seconds": 0.0001524795500000001,
+    "min": 0.00015221329999999994,
+    "max": 0.00015291830000000012,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021585419999999998,
-    "min": 0.00021551260000000002,
-    "max": 0.00021592900000000007,
+    "seconds": 0.0002158520999999999,
+    "min": 0.00021565439999999988,
+    "max": 0.00021640419999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9469,15 +9469,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00019682774999999994,
-    "min": 0.00019651829999999988,
-    "max": 0.0001969065999999998,
+    "seconds": 0.0001965511,
+    "min": 0.00019617790000000016,
+    "max": 0.0001969977,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022572724999999998,
-    "min": 0.0002253469,
-    "max": 0.00022623440000000004,
+    "seconds": 0.00022585415,
+    "min": 0.00022546229999999994,
+    "max": 0.00022636500000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9501,15 +9501,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.5022500000000325e-06,
-    "min": 6.444800000000032e-06,
-    "max": 6.518499999999983e-06,
+    "seconds": 6.516650000000056e-06,
+    "min": 6.4997000000000066e-06,
+    "max": 6.534100000000012e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.187199999999979e-06,
-    "min": 6.166099999999972e-06,
-    "max": 6.243100000000015e-06,
+    "seconds": 6.220950000000005e-06,
+    "min": 6.217700000000036e-06,
+    "max": 6.313499999999977e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9533,15 +9533,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.3689700000000016e-05,
-    "min": 1.3676799999999992e-05,
-    "max": 1.3721500000000016e-05,
+    "seconds": 1.3719999999999999e-05,
+    "min": 1.3702400000000045e-05,
+    "max": 1.3763000000000034e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.710199999999987e-06,
-    "min": 9.676900000000024e-06,
-    "max": 9.737499999999966e-06,
+    "seconds": 9.631899999999985e-06,
+    "min": 9.612900000000014e-06,
+    "max": 9.635199999999987e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9565,15 +9565,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4863649999999996e-05,
-    "min": 1.4828699999999992e-05,
-    "max": 1.5481799999999988e-05,
+    "seconds": 1.4926399999999997e-05,
+    "min": 1.4860399999999994e-05,
+    "max": 1.5459699999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.089904999999998e-05,
-    "min": 3.0713499999999976e-05,
-    "max": 3.112959999999995e-05,
+    "seconds": 3.082089999999998e-05,
+    "min": 3.0582400000000075e-05,
+    "max": 3.128960000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9597,15 +9597,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4388749999999975e-05,
-    "min": 3.436839999999994e-05,
-    "max": 3.477319999999999e-05,
+    "seconds": 3.4516400000000034e-05,
+    "min": 3.446029999999996e-05,
+    "max": 3.4796900000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.376159999999999e-05,
-    "min": 3.370280000000001e-05,
-    "max": 3.390999999999998e-05,
+    "seconds": 3.385114999999999e-05,
+    "min": 3.3718100000000005e-05,
+    "max": 3.4255499999999984e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9629,15 +9629,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1046549999999968e-05,
-    "min": 1.0953600000000006e-05,
-    "max": 1.1132600000000026e-05,
+    "seconds": 1.1100599999999997e-05,
+    "min": 1.094430000000002e-05,
+    "max": 1.1177599999999949e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.1396750000000026e-05,
-    "min": 1.1353599999999938e-05,
-    "max": 1.1532899999999996e-05,
+    "seconds": 1.1417500000000017e-05,
+    "min": 1.1401599999999986e-05,
+    "max": 1.1551900000000024e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9661,15 +9661,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.1123049999999998e-05,
-    "min": 2.1081800000000056e-05,
-    "max": 2.1142199999999948e-05,
+    "seconds": 2.1132500000000103e-05,
+    "min": 2.110699999999994e-05,
+    "max": 2.1142699999999946e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.6306950000000008e-05,
-    "min": 1.6284600000000044e-05,
-    "max": 1.635210000000004e-05,
+    "seconds": 1.6252799999999913e-05,
+    "min": 1.6214400000000046e-05,
+    "max": 1.628159999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9693,15 +9693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.6771200000000005e-05,
-    "min": 3.660540000000006e-05,
-    "max": 3.6841399999999976e-05,
+    "seconds": 3.686649999999995e-05,
+    "min": 3.657919999999999e-05,
+    "max": 3.696679999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6525549999999976e-05,
-    "min": 5.607940000000002e-05,
-    "max": 5.68804e-05,
+    "seconds": 5.666704999999997e-05,
+    "min": 5.625239999999999e-05,
+    "max": 5.688939999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9725,15 +9725,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.021209999999999e-05,
-    "min": 6.00602e-05,
-    "max": 6.046799999999997e-05,
+    "seconds": 6.032785e-05,
+    "min": 6.0250099999999954e-05,
+    "max": 6.040650000000011e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.532615000000001e-05,
-    "min": 6.479270000000003e-05,
-    "max": 6.590690000000002e-05,
+    "seconds": 6.502259999999999e-05,
+    "min": 6.452789999999998e-05,
+    "max": 6.5174e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9757,15 +9757,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2049499999999972e-05,
-    "min": 2.1981199999999958e-05,
-    "max": 2.249870000000003e-05,
+    "seconds": 2.199684999999998e-05,
+    "min": 2.1952199999999983e-05,
+    "max": 2.2480300000000056e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.520960000000002e-05,
-    "min": 3.4921500000000035e-05,
-    "max": 3.526449999999999e-05,
+    "seconds": 3.515979999999997e-05,
+    "min": 3.4815599999999945e-05,
+    "max": 3.533449999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9789,15 +9789,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.579045000000005e-05,
-    "min": 3.574329999999998e-05,
-    "max": 3.5933599999999964e-05,
+    "seconds": 3.5994899999999997e-05,
+    "min": 3.5984599999999974e-05,
+    "max": 3.6006699999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.922879999999999e-05,
-    "min": 2.9152000000000008e-05,
-    "max": 2.926019999999996e-05,
+    "seconds": 2.9344050000000026e-05,
+    "min": 2.9250699999999893e-05,
+    "max": 2.9439800000000084e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9821,15 +9821,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.043685e-05,
-    "min": 7.03037e-05,
-    "max": 7.06427e-05,
+    "seconds": 7.056474999999994e-05,
+    "min": 7.025259999999999e-05,
+    "max": 7.070080000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001122873,
-    "min": 0.00011217519999999999,
-    "max": 0.00011258810000000002,
+    "seconds": 0.0001124301,
+    "min": 0.00011232320000000004,
+    "max": 0.00011277350000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9853,15 +9853,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011845475,
-    "min": 0.000118352,
-    "max": 0.00011866729999999995,
+    "seconds": 0.00011836849999999994,
+    "min": 0.00011818539999999998,
+    "max": 0.00011861090000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012964810000000004,
-    "min": 0.00012944530000000005,
-    "max": 0.00012988529999999993,
+    "seconds": 0.00012970544999999997,
+    "min": 0.00012950609999999994,
+    "max": 0.00012994210000000006,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9885,15 +9885,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.299149999999998e-06,
-    "min": 7.229000000000008e-06,
-    "max": 7.330899999999985e-06,
+    "seconds": 7.31669999999994e-06,
+    "min": 7.257400000000041e-06,
+    "max": 7.4307000000000015e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.4175999999999705e-06,
-    "min": 6.409699999999998e-06,
-    "max": 6.509099999999966e-06,
+    "seconds": 6.430449999999984e-06,
+    "min": 6.425600000000008e-06,
+    "max": 6.4993999999999915e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9917,15 +9917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.6683250000000047e-05,
-    "min": 1.6671800000000066e-05,
-    "max": 1.6706599999999993e-05,
+    "seconds": 1.672634999999996e-05,
+    "min": 1.668470000000001e-05,
+    "max": 1.6732999999999957e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.5744999999999495e-06,
-    "min": 6.563199999999973e-06,
-    "max": 6.614300000000025e-06,
+    "seconds": 6.753749999999986e-06,
+    "min": 6.729599999999982e-06,
+    "max": 6.79359999999998e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9949,15 +9949,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.1755100000000022e-05,
-    "min": 1.1714800000000025e-05,
-    "max": 1.1983799999999985e-05,
+    "seconds": 1.1846350000000007e-05,
+    "min": 1.1779300000000001e-05,
+    "max": 1.2019000000000017e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2910400000000004e-05,
-    "min": 1.2835399999999992e-05,
-    "max": 1.3033499999999913e-05,
+    "seconds": 1.3020750000000026e-05,
+    "min": 1.2790399999999955e-05,
+    "max": 1.3100999999999977e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -9981,15 +9981,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.3223499999999984e-05,
-    "min": 4.3209499999999993e-05,
-    "max": 4.324590000000002e-05,
+    "seconds": 4.322515000000003e-05,
+    "min": 4.3205799999999985e-05,
+    "max": 4.3276999999999884e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.773785000000001e-05,
-    "min": 1.769949999999997e-05,
-    "max": 1.7776199999999994e-05,
+    "seconds": 1.774700000000004e-05,
+    "min": 1.7721500000000037e-05,
+    "max": 1.7776200000000018e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10013,15 +10013,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2379349999999947e-05,
-    "min": 2.2313199999999995e-05,
-    "max": 2.280699999999998e-05,
+    "seconds": 2.2429000000000035e-05,
+    "min": 2.236809999999996e-05,
+    "max": 2.283830000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.3070499999999968e-05,
-    "min": 2.29313e-05,
-    "max": 2.3078700000000027e-05,
+    "seconds": 2.3004699999999973e-05,
+    "min": 2.288989999999994e-05,
+    "max": 2.313620000000008e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10045,15 +10045,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.105214999999994e-05,
-    "min": 5.102560000000001e-05,
-    "max": 5.1069799999999956e-05,
+    "seconds": 5.1161799999999995e-05,
+    "min": 5.11555e-05,
+    "max": 5.116770000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.1542500000000006e-05,
-    "min": 2.1469200000000015e-05,
-    "max": 2.1610000000000025e-05,
+    "seconds": 2.1577649999999978e-05,
+    "min": 2.1500700000000006e-05,
+    "max": 2.161899999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10077,15 +10077,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.377545e-05,
-    "min": 5.342219999999999e-05,
-    "max": 5.386869999999996e-05,
+    "seconds": 5.373604999999999e-05,
+    "min": 5.3366100000000004e-05,
+    "max": 5.378819999999994e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.243544999999994e-05,
-    "min": 7.216369999999997e-05,
-    "max": 7.266310000000005e-05,
+    "seconds": 7.227909999999994e-05,
+    "min": 7.218579999999998e-05,
+    "max": 7.267469999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10109,15 +10109,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001552526,
-    "min": 0.00015515500000000006,
-    "max": 0.00015553069999999994,
+    "seconds": 0.00015520435000000005,
+    "min": 0.00015509769999999995,
+    "max": 0.00015558129999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.564864999999996e-05,
-    "min": 6.546300000000005e-05,
-    "max": 6.589070000000002e-05,
+    "seconds": 6.563499999999999e-05,
+    "min": 6.550010000000003e-05,
+    "max": 6.572729999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10142,15 +10142,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.6414999999999855e-06,
-    "min": 6.614500000000009e-06,
-    "max": 6.6661000000000165e-06,
+    "seconds": 6.6176500000000035e-06,
+    "min": 6.595099999999979e-06,
+    "max": 6.671900000000005e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.0926350000000031e-05,
-    "min": 1.0915200000000037e-05,
-    "max": 1.0979200000000025e-05,
+    "seconds": 1.0966499999999997e-05,
+    "min": 1.0956799999999998e-05,
+    "max": 1.1046400000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10175,15 +10175,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0342499999999995e-05,
-    "min": 1.0313700000000006e-05,
-    "max": 1.0365600000000006e-05,
+    "seconds": 1.0350399999999995e-05,
+    "min": 1.0339299999999957e-05,
+    "max": 1.0412699999999972e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2835149999999805e-05,
-    "min": 1.2758100000000082e-05,
-    "max": 1.2870799999999997e-05,
+    "seconds": 1.2896099999999987e-05,
+    "min": 1.285430000000016e-05,
+    "max": 1.2905600000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10208,15 +10208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.460750000000002e-06,
-    "min": 8.412699999999995e-06,
-    "max": 8.575699999999995e-06,
+    "seconds": 8.537700000000018e-06,
+    "min": 8.496099999999978e-06,
+    "max": 8.595100000000026e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.2971449999999945e-05,
-    "min": 1.2947199999999997e-05,
-    "max": 1.2985699999999975e-05,
+    "seconds": 1.3059050000000025e-05,
+    "min": 1.303630000000021e-05,
+    "max": 1.3085000000000082e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10241,15 +10241,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4422399999999986e-05,
-    "min": 1.4367999999999985e-05,
-    "max": 1.4803699999999982e-05,
+    "seconds": 1.44608e-05,
+    "min": 1.4422099999999955e-05,
+    "max": 1.4896099999999978e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.557599999999996e-05,
-    "min": 1.553919999999989e-05,
-    "max": 1.5756799999999964e-05,
+    "seconds": 1.562725000000001e-05,
+    "min": 1.5558200000000044e-05,
+    "max": 1.575050000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10274,15 +10274,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.5307700000000006e-05,
-    "min": 1.5276800000000026e-05,
-    "max": 1.5357200000000013e-05,
+    "seconds": 1.5326300000000003e-05,
+    "min": 1.5277099999999983e-05,
+    "max": 1.5420800000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.985164999999989e-05,
-    "min": 2.9424200000000043e-05,
-    "max": 2.999109999999995e-05,
+    "seconds": 2.9684699999999896e-05,
+    "min": 2.9625399999999982e-05,
+    "max": 2.9769699999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10307,15 +10307,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.3802300000000014e-05,
-    "min": 2.3744099999999992e-05,
-    "max": 2.409659999999999e-05,
+    "seconds": 2.38034e-05,
+    "min": 2.3727699999999983e-05,
+    "max": 2.3987500000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.667095000000012e-05,
-    "min": 3.6496599999999985e-05,
-    "max": 3.6943899999999984e-05,
+    "seconds": 3.656315000000003e-05,
+    "min": 3.6368199999999704e-05,
+    "max": 3.686999999999998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10340,15 +10340,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.2281699999999987e-05,
-    "min": 2.2198700000000022e-05,
-    "max": 2.2464800000000016e-05,
+    "seconds": 2.2292749999999984e-05,
+    "min": 2.2176300000000003e-05,
+    "max": 2.24192e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.22739e-05,
-    "min": 5.219180000000006e-05,
-    "max": 5.256979999999985e-05,
+    "seconds": 5.240134999999998e-05,
+    "min": 5.20858000000001e-05,
+    "max": 5.25986e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10373,15 +10373,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.0447949999999986e-05,
-    "min": 4.040619999999998e-05,
-    "max": 4.05872e-05,
+    "seconds": 4.0433549999999995e-05,
+    "min": 4.034199999999996e-05,
+    "max": 4.0566199999999923e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 6.247605000000002e-05,
-    "min": 6.222789999999998e-05,
-    "max": 6.287530000000003e-05,
+    "seconds": 6.248765e-05,
+    "min": 6.232299999999998e-05,
+    "max": 6.281510000000009e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10406,15 +10406,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.0048900000000003e-05,
-    "min": 2.9941999999999972e-05,
-    "max": 3.0182399999999998e-05,
+    "seconds": 2.995560000000001e-05,
+    "min": 2.9900400000000013e-05,
+    "max": 3.0204899999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.655174999999994e-05,
-    "min": 7.643079999999996e-05,
-    "max": 7.669170000000005e-05,
+    "seconds": 7.656649999999992e-05,
+    "min": 7.641490000000008e-05,
+    "max": 7.679290000000006e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10439,15 +10439,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.913515000000001e-05,
-    "min": 4.8849000000000006e-05,
-    "max": 4.9336200000000044e-05,
+    "seconds": 4.917135e-05,
+    "min": 4.8969099999999944e-05,
+    "max": 4.936549999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.731954999999998e-05,
-    "min": 8.710939999999998e-05,
-    "max": 8.765540000000001e-05,
+    "seconds": 8.750354999999996e-05,
+    "min": 8.732440000000009e-05,
+    "max": 8.789739999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10472,15 +10472,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.140575e-05,
-    "min": 4.1347500000000003e-05,
-    "max": 4.154290000000001e-05,
+    "seconds": 4.141135000000002e-05,
+    "min": 4.134689999999999e-05,
+    "max": 4.1532000000000035e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.684585000000002e-05,
-    "min": 9.665999999999999e-05,
-    "max": 9.70103000000001e-05,
+    "seconds": 9.676795000000004e-05,
+    "min": 9.668509999999995e-05,
+    "max": 9.727529999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10505,15 +10505,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.005064999999999e-05,
-    "min": 7.972599999999999e-05,
-    "max": 8.016570000000001e-05,
+    "seconds": 7.992220000000001e-05,
+    "min": 7.978130000000004e-05,
+    "max": 8.023940000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011585915000000012,
-    "min": 0.00011559559999999987,
-    "max": 0.00011605149999999997,
+    "seconds": 0.00011560855,
+    "min": 0.00011548029999999994,
+    "max": 0.0001160512,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10538,15 +10538,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.602274999999998e-05,
-    "min": 7.594140000000001e-05,
-    "max": 7.62923e-05,
+    "seconds": 7.566965e-05,
+    "min": 7.555819999999997e-05,
+    "max": 7.581369999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018957350000000002,
-    "min": 0.00018943610000000005,
-    "max": 0.00019021939999999994,
+    "seconds": 0.00018992019999999998,
+    "min": 0.000189587,
+    "max": 0.00018995829999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10571,15 +10571,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012542345000000004,
-    "min": 0.0001252997,
-    "max": 0.00012575399999999995,
+    "seconds": 0.00012550645,
+    "min": 0.00012546809999999998,
+    "max": 0.000125616,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00021481065000000007,
-    "min": 0.00021460180000000003,
-    "max": 0.00021554370000000008,
+    "seconds": 0.00021521975000000004,
+    "min": 0.00021493980000000007,
+    "max": 0.00021540359999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10604,15 +10604,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010249555,
-    "min": 0.0001024243,
-    "max": 0.00010267849999999999,
+    "seconds": 0.00010282220000000001,
+    "min": 0.00010266419999999999,
+    "max": 0.00010320219999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00024176214999999996,
-    "min": 0.00024165669999999997,
-    "max": 0.00024204310000000006,
+    "seconds": 0.00024216180000000007,
+    "min": 0.00024160469999999989,
+    "max": 0.00024239519999999997,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10637,15 +10637,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020031840000000003,
-    "min": 0.0002000272,
-    "max": 0.00020046679999999998,
+    "seconds": 0.00020039064999999995,
+    "min": 0.00020031299999999998,
+    "max": 0.00020058249999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002894649499999999,
-    "min": 0.0002890312999999999,
-    "max": 0.00028980370000000007,
+    "seconds": 0.0002895300000000001,
+    "min": 0.0002890780999999999,
+    "max": 0.00028980110000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10665,9 +10665,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.956899999999996e-06,
-    "min": 6.9339999999999805e-06,
-    "max": 7.065499999999997e-06,
+    "seconds": 6.92159999999999e-06,
+    "min": 6.915199999999982e-06,
+    "max": 7.065700000000004e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10693,15 +10693,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.857650000000007e-06,
-    "min": 6.82560000000002e-06,
-    "max": 6.9598000000000295e-06,
+    "seconds": 6.8480499999999776e-06,
+    "min": 6.819399999999973e-06,
+    "max": 6.895999999999992e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.217650000000009e-06,
-    "min": 3.2127999999999703e-06,
-    "max": 3.231999999999971e-06,
+    "seconds": 3.2159499999999865e-06,
+    "min": 3.2064000000000194e-06,
+    "max": 3.2222999999999276e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10721,9 +10721,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.596999999999974e-06,
-    "min": 7.5777999999999785e-06,
-    "max": 7.667799999999988e-06,
+    "seconds": 7.607950000000006e-06,
+    "min": 7.5967999999999854e-06,
+    "max": 7.6256999999999726e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10749,15 +10749,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.238350000000025e-06,
-    "min": 7.219399999999974e-06,
-    "max": 7.312299999999915e-06,
+    "seconds": 7.307050000000004e-06,
+    "min": 7.280400000000031e-06,
+    "max": 7.417600000000129e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.660799999999972e-06,
-    "min": 4.65279999999999e-06,
-    "max": 4.66869999999999e-06,
+    "seconds": 4.671949999999981e-06,
+    "min": 4.646399999999982e-06,
+    "max": 4.688000000000034e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10777,9 +10777,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.0985499999999985e-05,
-    "min": 1.094349999999997e-05,
-    "max": 1.1036600000000055e-05,
+    "seconds": 1.1022199999999998e-05,
+    "min": 1.0969499999999972e-05,
+    "max": 1.1068600000000038e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10805,15 +10805,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.483149999999977e-06,
-    "min": 9.456199999999979e-06,
-    "max": 9.520099999999968e-06,
+    "seconds": 9.467349999999998e-06,
+    "min": 9.446500000000015e-06,
+    "max": 9.491300000000012e-06,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.5158349999999985e-05,
-    "min": 1.5152099999999973e-05,
-    "max": 1.5187000000000128e-05,
+    "seconds": 1.5095900000000012e-05,
+    "min": 1.5081500000000027e-05,
+    "max": 1.5110300000000017e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10833,9 +10833,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.379219999999995e-05,
-    "min": 1.3683399999999995e-05,
-    "max": 1.3894700000000011e-05,
+    "seconds": 1.3951950000000005e-05,
+    "min": 1.3840299999999992e-05,
+    "max": 1.4166399999999987e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10861,15 +10861,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.2889649999999994e-05,
-    "min": 1.2838900000000024e-05,
-    "max": 1.3056200000000014e-05,
+    "seconds": 1.2868649999999997e-05,
+    "min": 1.282850000000001e-05,
+    "max": 1.300749999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.140750000000008e-06,
-    "min": 8.096000000000003e-06,
-    "max": 8.169599999999968e-06,
+    "seconds": 8.10410000000004e-06,
+    "min": 8.09960000000001e-06,
+    "max": 8.115200000000027e-06,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10889,9 +10889,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.619550000000001e-05,
-    "min": 1.6115399999999944e-05,
-    "max": 1.6281999999999994e-05,
+    "seconds": 1.617730000000001e-05,
+    "min": 1.6163899999999976e-05,
+    "max": 1.632290000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10917,15 +10917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.4595649999999995e-05,
-    "min": 1.4515200000000142e-05,
-    "max": 1.4694799999999975e-05,
+    "seconds": 1.4627399999999971e-05,
+    "min": 1.4521600000000012e-05,
+    "max": 1.4684300000000018e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 1.498234999999998e-05,
-    "min": 1.4973200000000008e-05,
-    "max": 1.5017999999999984e-05,
+    "seconds": 1.505915000000001e-05,
+    "min": 1.5049599999999999e-05,
+    "max": 1.5087800000000039e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -10945,9 +10945,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.354975e-05,
-    "min": 4.337740000000003e-05,
-    "max": 4.3638900000000034e-05,
+    "seconds": 4.358049999999999e-05,
+    "min": 4.337300000000002e-05,
+    "max": 4.378250000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -10973,15 +10973,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.8996600000000027e-05,
-    "min": 2.8771000000000016e-05,
-    "max": 2.913360000000006e-05,
+    "seconds": 2.902035000000002e-05,
+    "min": 2.8889999999999955e-05,
+    "max": 2.9235300000000028e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.6255900000000005e-05,
-    "min": 5.61597e-05,
-    "max": 5.630479999999999e-05,
+    "seconds": 5.638564999999999e-05,
+    "min": 5.631339999999999e-05,
+    "max": 5.6495600000000015e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11001,9 +11001,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.039380000000003e-05,
-    "min": 5.9926999999999963e-05,
-    "max": 6.070779999999994e-05,
+    "seconds": 6.043785000000001e-05,
+    "min": 6.025539999999999e-05,
+    "max": 6.064570000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11029,15 +11029,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.911579999999998e-05,
-    "min": 3.898879999999998e-05,
-    "max": 3.9207500000000014e-05,
+    "seconds": 3.904e-05,
+    "min": 3.8867199999999966e-05,
+    "max": 3.9439e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.8949099999999953e-05,
-    "min": 2.8934699999999965e-05,
-    "max": 2.8998900000000025e-05,
+    "seconds": 2.8814250000000003e-05,
+    "min": 2.8806099999999954e-05,
+    "max": 2.8892499999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11057,9 +11057,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.955784999999999e-05,
-    "min": 5.931929999999998e-05,
-    "max": 5.9638500000000015e-05,
+    "seconds": 5.961585000000001e-05,
+    "min": 5.949440000000004e-05,
+    "max": 5.968739999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11085,15 +11085,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.1255500000000005e-05,
-    "min": 4.1024799999999974e-05,
-    "max": 4.152020000000002e-05,
+    "seconds": 4.1197999999999994e-05,
+    "min": 4.088400000000002e-05,
+    "max": 4.147820000000007e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.623630000000003e-05,
-    "min": 5.62028e-05,
-    "max": 5.6413100000000024e-05,
+    "seconds": 5.654595000000001e-05,
+    "min": 5.64732e-05,
+    "max": 5.661090000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11113,9 +11113,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001312736,
-    "min": 0.0001308382,
-    "max": 0.00013208709999999998,
+    "seconds": 0.00013196065,
+    "min": 0.00013097389999999998,
+    "max": 0.00013261660000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11141,15 +11141,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.448019999999999e-05,
-    "min": 7.43312e-05,
-    "max": 7.457790000000004e-05,
+    "seconds": 7.46838e-05,
+    "min": 7.448249999999998e-05,
+    "max": 7.481630000000009e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022060355,
-    "min": 0.0002204305,
-    "max": 0.00022155239999999994,
+    "seconds": 0.00022042830000000002,
+    "min": 0.00022031949999999997,
+    "max": 0.0002205767,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11171,15 +11171,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4682350000000023e-05,
-    "min": 2.4445399999999995e-05,
-    "max": 2.4768199999999998e-05,
+    "seconds": 2.4658550000000005e-05,
+    "min": 2.4441300000000003e-05,
+    "max": 2.4851099999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.995950000000001e-05,
-    "min": 4.986970000000001e-05,
-    "max": 5.014570000000004e-05,
+    "seconds": 5.0038250000000015e-05,
+    "min": 4.983009999999994e-05,
+    "max": 5.0153800000000014e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11201,15 +11201,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.0145050000000005e-05,
-    "min": 5.010920000000002e-05,
-    "max": 5.0199399999999965e-05,
+    "seconds": 5.003760000000001e-05,
+    "min": 4.996190000000002e-05,
+    "max": 5.012440000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.446579999999997e-05,
-    "min": 2.4233600000000025e-05,
-    "max": 2.4652800000000002e-05,
+    "seconds": 2.4442899999999993e-05,
+    "min": 2.4211100000000033e-05,
+    "max": 2.4819500000000026e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11234,15 +11234,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010120124999999999,
-    "min": 0.000100993,
-    "max": 0.00010146129999999999,
+    "seconds": 0.00010131049999999992,
+    "min": 0.0001011920000000001,
+    "max": 0.00010166170000000005,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014442010000000012,
-    "min": 0.000144325,
-    "max": 0.00014471140000000014,
+    "seconds": 0.00014505965,
+    "min": 0.00014480279999999984,
+    "max": 0.0001453821,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11267,15 +11267,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015795974999999998,
-    "min": 0.0001574929,
-    "max": 0.00015809360000000006,
+    "seconds": 0.00015802930000000006,
+    "min": 0.00015784539999999996,
+    "max": 0.00015816639999999998,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017164014999999997,
-    "min": 0.0001714256000000002,
-    "max": 0.00017189280000000007,
+    "seconds": 0.0001714596999999999,
+    "min": 0.00017125379999999998,
+    "max": 0.00017183439999999991,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11299,15 +11299,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.773004999999998e-05,
-    "min": 3.760370000000002e-05,
-    "max": 3.78535e-05,
+    "seconds": 3.771770000000001e-05,
+    "min": 3.7546800000000045e-05,
+    "max": 3.778210000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.000105802,
-    "min": 0.0001054835,
-    "max": 0.00010597370000000005,
+    "seconds": 0.00010570535000000022,
+    "min": 0.00010556640000000007,
+    "max": 0.00010607810000000013,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11331,15 +11331,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00023592885000000001,
-    "min": 0.0002356816999999997,
-    "max": 0.00023619789999999998,
+    "seconds": 0.00023563605000000008,
+    "min": 0.00023516729999999993,
+    "max": 0.00023619450000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005552282499999999,
-    "min": 0.0005548247999999998,
-    "max": 0.0005557060000000002,
+    "seconds": 0.0005554134,
+    "min": 0.0005542930000000001,
+    "max": 0.0005557229999999993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11361,15 +11361,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.712165000000002e-05,
-    "min": 3.698380000000001e-05,
-    "max": 3.7311299999999976e-05,
+    "seconds": 3.71361e-05,
+    "min": 3.68989e-05,
+    "max": 3.740669999999998e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 5.331384999999999e-05,
-    "min": 5.306130000000002e-05,
-    "max": 5.360299999999996e-05,
+    "seconds": 5.343239999999999e-05,
+    "min": 5.3120000000000054e-05,
+    "max": 5.355140000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11391,15 +11391,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.9175650000000007e-05,
-    "min": 1.897819999999999e-05,
-    "max": 1.9283499999999992e-05,
+    "seconds": 1.91634e-05,
+    "min": 1.9123599999999977e-05,
+    "max": 1.9312199999999984e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.738725e-05,
-    "min": 2.7251399999999876e-05,
-    "max": 2.755190000000007e-05,
+    "seconds": 2.7379350000000007e-05,
+    "min": 2.7295800000000045e-05,
+    "max": 2.7539099999999917e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11421,15 +11421,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.334939999999998e-05,
-    "min": 3.333189999999999e-05,
-    "max": 3.358769999999998e-05,
+    "seconds": 3.339994999999999e-05,
+    "min": 3.3309299999999956e-05,
+    "max": 3.3504200000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.759614999999996e-05,
-    "min": 4.737020000000002e-05,
-    "max": 4.793330000000001e-05,
+    "seconds": 4.7421e-05,
+    "min": 4.7275799999999985e-05,
+    "max": 4.770920000000003e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11451,15 +11451,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4014649999999995e-05,
-    "min": 2.390759999999999e-05,
-    "max": 2.4144700000000023e-05,
+    "seconds": 2.4012849999999998e-05,
+    "min": 2.3974299999999995e-05,
+    "max": 2.4149999999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.183885000000001e-05,
-    "min": 3.169610000000006e-05,
-    "max": 3.194860000000002e-05,
+    "seconds": 3.178734999999998e-05,
+    "min": 3.174699999999997e-05,
+    "max": 3.197749999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11479,15 +11479,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.333389999999998e-05,
-    "min": 3.32262e-05,
-    "max": 3.3510500000000004e-05,
+    "seconds": 3.3299050000000004e-05,
+    "min": 3.312000000000003e-05,
+    "max": 3.345770000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7934100000000046e-05,
-    "min": 4.7779100000000066e-05,
-    "max": 4.806100000000001e-05,
+    "seconds": 4.774815000000001e-05,
+    "min": 4.761190000000002e-05,
+    "max": 4.786530000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11507,15 +11507,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.89814e-05,
-    "min": 1.87399e-05,
-    "max": 1.909190000000001e-05,
+    "seconds": 1.8871749999999994e-05,
+    "min": 1.8838199999999995e-05,
+    "max": 1.907500000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.6024099999999973e-05,
-    "min": 2.585280000000001e-05,
-    "max": 2.61856e-05,
+    "seconds": 2.6151150000000005e-05,
+    "min": 2.6073600000000024e-05,
+    "max": 2.629740000000004e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11535,15 +11535,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.318005e-05,
-    "min": 3.313020000000001e-05,
-    "max": 3.3202899999999966e-05,
+    "seconds": 3.312205e-05,
+    "min": 3.303989999999999e-05,
+    "max": 3.314190000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.7741349999999986e-05,
-    "min": 4.746650000000001e-05,
-    "max": 4.79816e-05,
+    "seconds": 4.7583449999999986e-05,
+    "min": 4.7477599999999994e-05,
+    "max": 4.7679499999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11563,15 +11563,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.832209999999998e-05,
-    "min": 1.8242899999999984e-05,
-    "max": 1.8558299999999985e-05,
+    "seconds": 1.8332599999999995e-05,
+    "min": 1.8208000000000026e-05,
+    "max": 1.8552899999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.462585000000003e-05,
-    "min": 2.448080000000001e-05,
-    "max": 2.4669200000000025e-05,
+    "seconds": 2.468609999999998e-05,
+    "min": 2.4470399999999995e-05,
+    "max": 2.475200000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11591,15 +11591,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.346375e-05,
-    "min": 3.3305599999999995e-05,
-    "max": 3.36097e-05,
+    "seconds": 3.3542249999999996e-05,
+    "min": 3.34429e-05,
+    "max": 3.3700400000000014e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.754165000000006e-05,
-    "min": 4.732570000000001e-05,
-    "max": 4.7716399999999996e-05,
+    "seconds": 4.7673449999999966e-05,
+    "min": 4.7459499999999934e-05,
+    "max": 4.797719999999996e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11619,15 +11619,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.938624999999999e-05,
-    "min": 1.9228300000000014e-05,
-    "max": 1.9456799999999996e-05,
+    "seconds": 1.943390000000001e-05,
+    "min": 1.9386099999999997e-05,
+    "max": 1.9535800000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.4593900000000002e-05,
-    "min": 2.441639999999998e-05,
-    "max": 2.477770000000003e-05,
+    "seconds": 2.4579350000000034e-05,
+    "min": 2.4518200000000005e-05,
+    "max": 2.4803500000000028e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11649,15 +11649,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7583200000000016e-05,
-    "min": 4.751020000000002e-05,
-    "max": 4.7699899999999994e-05,
+    "seconds": 4.7595049999999984e-05,
+    "min": 4.748850000000001e-05,
+    "max": 4.7696000000000026e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 3.6603600000000023e-05,
-    "min": 3.656019999999999e-05,
-    "max": 3.675280000000002e-05,
+    "seconds": 3.667069999999997e-05,
+    "min": 3.6466899999999995e-05,
+    "max": 3.6995200000000055e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11679,15 +11679,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.9885699999999997e-05,
-    "min": 2.9827200000000015e-05,
-    "max": 3.01475e-05,
+    "seconds": 2.997639999999999e-05,
+    "min": 2.9800099999999962e-05,
+    "max": 3.0118400000000077e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 2.0921749999999946e-05,
-    "min": 2.0772100000000045e-05,
-    "max": 2.0995300000000033e-05,
+    "seconds": 2.095345e-05,
+    "min": 2.0768100000000016e-05,
+    "max": 2.114259999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11715,9 +11715,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7829149999999996e-05,
-    "min": 4.771599999999999e-05,
-    "max": 4.810699999999999e-05,
+    "seconds": 4.786230000000002e-05,
+    "min": 4.7701900000000005e-05,
+    "max": 4.7969299999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11751,9 +11751,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.4371049999999984e-05,
-    "min": 2.4250299999999994e-05,
-    "max": 2.4605200000000013e-05,
+    "seconds": 2.442884999999999e-05,
+    "min": 2.4345499999999992e-05,
+    "max": 2.4461100000000022e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -11787,15 +11787,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.78505e-05,
-    "min": 4.748330000000002e-05,
-    "max": 4.80682e-05,
+    "seconds": 4.780975e-05,
+    "min": 4.762529999999999e-05,
+    "max": 4.7909699999999986e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.562405000000004e-05,
-    "min": 9.533800000000003e-05,
-    "max": 9.57905e-05,
+    "seconds": 9.525254999999999e-05,
+    "min": 9.510730000000002e-05,
+    "max": 9.549009999999999e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11823,15 +11823,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.441034999999999e-05,
-    "min": 2.4322800000000017e-05,
-    "max": 2.46886e-05,
+    "seconds": 2.447795e-05,
+    "min": 2.4310100000000013e-05,
+    "max": 2.4576199999999946e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.8854600000000005e-05,
-    "min": 4.869829999999997e-05,
-    "max": 4.920989999999993e-05,
+    "seconds": 4.8708700000000024e-05,
+    "min": 4.8502000000000086e-05,
+    "max": 4.886680000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11855,15 +11855,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.38022e-05,
-    "min": 3.37606e-05,
-    "max": 3.3936000000000076e-05,
+    "seconds": 3.374570000000001e-05,
+    "min": 3.361330000000005e-05,
+    "max": 3.397809999999993e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.605550000000002e-05,
-    "min": 9.584190000000001e-05,
-    "max": 9.622440000000005e-05,
+    "seconds": 9.586345000000003e-05,
+    "min": 9.569279999999993e-05,
+    "max": 9.601570000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11887,15 +11887,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.422250000000002e-05,
-    "min": 8.416769999999996e-05,
-    "max": 8.4319e-05,
+    "seconds": 8.427359999999994e-05,
+    "min": 8.393239999999994e-05,
+    "max": 8.455949999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012065780000000006,
-    "min": 0.00012028030000000012,
-    "max": 0.00012079429999999988,
+    "seconds": 0.00012048285000000024,
+    "min": 0.00012020769999999998,
+    "max": 0.00012078690000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11917,15 +11917,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.352375000000002e-05,
-    "min": 6.319030000000002e-05,
-    "max": 6.41184e-05,
+    "seconds": 6.36609e-05,
+    "min": 6.354670000000003e-05,
+    "max": 6.399420000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 4.976400000000001e-05,
-    "min": 4.954909999999996e-05,
-    "max": 5.001930000000001e-05,
+    "seconds": 4.969085e-05,
+    "min": 4.938929999999996e-05,
+    "max": 4.992960000000007e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11947,15 +11947,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011370449999999996,
-    "min": 0.00011357819999999995,
-    "max": 0.00011398650000000005,
+    "seconds": 0.00011324814999999997,
+    "min": 0.00011261619999999998,
+    "max": 0.00011370580000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.431985000000001e-05,
-    "min": 7.42358e-05,
-    "max": 7.44518e-05,
+    "seconds": 7.422555000000003e-05,
+    "min": 7.390989999999995e-05,
+    "max": 7.426919999999994e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -11982,15 +11982,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.999065000000003e-05,
-    "min": 7.960849999999998e-05,
-    "max": 8.037990000000003e-05,
+    "seconds": 8.016895e-05,
+    "min": 7.979120000000001e-05,
+    "max": 8.064569999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.612324999999999e-05,
-    "min": 7.588160000000004e-05,
-    "max": 7.64088e-05,
+    "seconds": 7.591875000000001e-05,
+    "min": 7.557819999999999e-05,
+    "max": 7.607689999999985e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12017,15 +12017,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001244469,
-    "min": 0.00012426229999999992,
-    "max": 0.00012451009999999997,
+    "seconds": 0.00012475070000000005,
+    "min": 0.00012451070000000003,
+    "max": 0.00012494530000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.827959999999996e-05,
-    "min": 7.805139999999999e-05,
-    "max": 7.851880000000005e-05,
+    "seconds": 7.827980000000012e-05,
+    "min": 7.816250000000006e-05,
+    "max": 7.860099999999995e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12048,15 +12048,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.5894500000000034e-05,
-    "min": 3.576980000000001e-05,
-    "max": 3.606090000000001e-05,
+    "seconds": 3.588974999999998e-05,
+    "min": 3.563150000000002e-05,
+    "max": 3.614060000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003405573999999995,
-    "min": 0.0003398513999999998,
-    "max": 0.00034117869999999984,
+    "seconds": 0.00034008379999999954,
+    "min": 0.00033965360000000057,
+    "max": 0.00034025470000000025,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12079,15 +12079,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.563955e-05,
-    "min": 3.561299999999997e-05,
-    "max": 3.5914199999999955e-05,
+    "seconds": 3.572435000000001e-05,
+    "min": 3.5529600000000074e-05,
+    "max": 3.576950000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003396145499999999,
-    "min": 0.00033868340000000046,
-    "max": 0.0003401614000000003,
+    "seconds": 0.0003387975499999996,
+    "min": 0.00033866110000000006,
+    "max": 0.0003391468999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12122,15 +12122,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.904830000000002e-05,
-    "min": 5.889530000000003e-05,
-    "max": 5.92955e-05,
+    "seconds": 5.9066750000000005e-05,
+    "min": 5.898209999999997e-05,
+    "max": 5.9123400000000004e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001967484,
-    "min": 0.00019671779999999995,
-    "max": 0.0001967957,
+    "seconds": 0.00019678864999999994,
+    "min": 0.00019671520000000007,
+    "max": 0.00019692459999999992,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12165,15 +12165,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.877599999999999e-05,
-    "min": 5.862390000000001e-05,
-    "max": 5.883549999999998e-05,
+    "seconds": 5.880249999999999e-05,
+    "min": 5.8738400000000034e-05,
+    "max": 5.896380000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00019147500000000003,
-    "min": 0.0001913884,
-    "max": 0.00019151980000000002,
+    "seconds": 0.00019160095000000002,
+    "min": 0.00019156350000000002,
+    "max": 0.0001917456,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12208,15 +12208,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.792305e-05,
-    "min": 5.779829999999999e-05,
-    "max": 5.8118199999999975e-05,
+    "seconds": 5.791679999999999e-05,
+    "min": 5.780059999999997e-05,
+    "max": 5.794880000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003426907499999999,
-    "min": 0.00034263999999999996,
-    "max": 0.0003427614,
+    "seconds": 0.0003427183,
+    "min": 0.00034261549999999995,
+    "max": 0.0003427952,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12251,15 +12251,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.549900000000001e-05,
-    "min": 5.541750000000001e-05,
-    "max": 5.569880000000001e-05,
+    "seconds": 5.540289999999999e-05,
+    "min": 5.528670000000003e-05,
+    "max": 5.5605399999999995e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00033693184999999997,
-    "min": 0.00033677270000000007,
-    "max": 0.00033703049999999994,
+    "seconds": 0.00033673265,
+    "min": 0.00033671739999999997,
+    "max": 0.00033682700000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12298,15 +12298,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012622880000000004,
-    "min": 0.00012614640000000002,
-    "max": 0.0001263015,
+    "seconds": 0.00012610180000000005,
+    "min": 0.00012607279999999992,
+    "max": 0.0001261916,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00042597714999999996,
-    "min": 0.0004257092000000002,
-    "max": 0.00042626200000000006,
+    "seconds": 0.00042539595000000007,
+    "min": 0.00042520940000000004,
+    "max": 0.00042592199999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12345,15 +12345,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012657260000000002,
-    "min": 0.00012649739999999997,
-    "max": 0.0001266524,
+    "seconds": 0.0001265638,
+    "min": 0.00012653620000000002,
+    "max": 0.0001266772,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004229363499999999,
-    "min": 0.0004229003999999999,
-    "max": 0.0004231960000000001,
+    "seconds": 0.0004231027,
+    "min": 0.0004227453000000001,
+    "max": 0.00042372089999999986,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12380,15 +12380,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.872365e-05,
-    "min": 8.856360000000004e-05,
-    "max": 8.894310000000003e-05,
+    "seconds": 8.89198e-05,
+    "min": 8.843579999999996e-05,
+    "max": 8.905130000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00012279469999999998,
-    "min": 0.00012275370000000002,
-    "max": 0.00012281810000000002,
+    "seconds": 0.00012277499999999993,
+    "min": 0.0001227371,
+    "max": 0.00012284250000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12415,15 +12415,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.513459999999999e-05,
-    "min": 5.486689999999998e-05,
-    "max": 5.521190000000001e-05,
+    "seconds": 5.4962000000000014e-05,
+    "min": 5.4883199999999976e-05,
+    "max": 5.532790000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 8.995185e-05,
-    "min": 8.990730000000001e-05,
-    "max": 9.002510000000004e-05,
+    "seconds": 9.005029999999997e-05,
+    "min": 8.992620000000005e-05,
+    "max": 9.006619999999993e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12448,9 +12448,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.573039999999998e-05,
-    "min": 5.561070000000003e-05,
-    "max": 5.584019999999998e-05,
+    "seconds": 5.589369999999998e-05,
+    "min": 5.573800000000004e-05,
+    "max": 5.603110000000003e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12481,9 +12481,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.8274700000000014e-05,
-    "min": 4.8038800000000005e-05,
-    "max": 4.836849999999998e-05,
+    "seconds": 4.82979e-05,
+    "min": 4.811389999999998e-05,
+    "max": 4.854660000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12521,9 +12521,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.4645049999999995e-05,
-    "min": 3.4512600000000006e-05,
-    "max": 3.493440000000001e-05,
+    "seconds": 3.477775000000001e-05,
+    "min": 3.4652400000000014e-05,
+    "max": 3.4940999999999976e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12561,9 +12561,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 1.7193400000000004e-05,
-    "min": 1.6998300000000016e-05,
-    "max": 1.724789999999998e-05,
+    "seconds": 1.714534999999999e-05,
+    "min": 1.692760000000003e-05,
+    "max": 1.7359299999999975e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -12589,15 +12589,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00029590469999999996,
-    "min": 0.00029538170000000007,
-    "max": 0.0002962128,
+    "seconds": 0.00029595994999999993,
+    "min": 0.0002955443,
+    "max": 0.00029632989999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045401229999999994,
-    "min": 0.0004534052000000001,
-    "max": 0.00045431290000000015,
+    "seconds": 0.00045357195000000027,
+    "min": 0.0004533512,
+    "max": 0.0004540272,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12617,15 +12617,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00036729229999999996,
-    "min": 0.00036690700000000003,
-    "max": 0.00036778849999999976,
+    "seconds": 0.00036745674999999993,
+    "min": 0.00036729069999999985,
+    "max": 0.0003676262999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00047811455000000005,
-    "min": 0.0004776104000000001,
-    "max": 0.0004786195000000002,
+    "seconds": 0.0004784316000000002,
+    "min": 0.00047778329999999936,
+    "max": 0.0004786301000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12670,15 +12670,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024256764999999996,
-    "min": 0.00024184550000000003,
-    "max": 0.0002430956999999999,
+    "seconds": 0.00024142734999999996,
+    "min": 0.00024097620000000002,
+    "max": 0.00024195779999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0007790754499999999,
-    "min": 0.0007788106000000006,
-    "max": 0.0007792287999999997,
+    "seconds": 0.0007800667999999999,
+    "min": 0.0007799937000000002,
+    "max": 0.0007809701,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12723,15 +12723,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00202711405,
-    "min": 0.002025193799999999,
-    "max": 0.0020309374999999998,
+    "seconds": 0.00200851555,
+    "min": 0.0020065941,
+    "max": 0.0020217229,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00486162685,
-    "min": 0.004855404599999999,
-    "max": 0.004886140399999996,
+    "seconds": 0.0048933063499999995,
+    "min": 0.004890076199999999,
+    "max": 0.0048939207,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12776,15 +12776,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00054868365,
-    "min": 0.0005484292,
-    "max": 0.0005493869,
+    "seconds": 0.0005507157,
+    "min": 0.0005506457000000001,
+    "max": 0.0005516372,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0017513962500000002,
-    "min": 0.0017489123999999997,
-    "max": 0.0017551481,
+    "seconds": 0.0017596052499999995,
+    "min": 0.0017580503999999994,
+    "max": 0.0017614501000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12829,15 +12829,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.001166833,
-    "min": 0.0011581498,
-    "max": 0.0011738801999999998,
+    "seconds": 0.0011740862000000003,
+    "min": 0.0011686653999999999,
+    "max": 0.0011781061,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0028045328500000003,
-    "min": 0.0027997281000000014,
-    "max": 0.002813334300000001,
+    "seconds": 0.00282160495,
+    "min": 0.0028182668,
+    "max": 0.002826459000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12882,15 +12882,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0003397084,
-    "min": 0.0003379895,
-    "max": 0.00034241299999999996,
+    "seconds": 0.0003372039,
+    "min": 0.0003358805,
+    "max": 0.0003401101000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00109173895,
-    "min": 0.0010890078999999998,
-    "max": 0.0010955914,
+    "seconds": 0.0010935951500000004,
+    "min": 0.0010908973999999997,
+    "max": 0.0010986282000000004,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12935,15 +12935,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.820450000000002e-05,
-    "min": 6.801549999999999e-05,
-    "max": 6.852740000000003e-05,
+    "seconds": 6.819399999999999e-05,
+    "min": 6.788419999999996e-05,
+    "max": 6.843720000000001e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0003976444000000001,
-    "min": 0.00039719110000000006,
-    "max": 0.00039913489999999954,
+    "seconds": 0.0003977282,
+    "min": 0.00039752599999999993,
+    "max": 0.0003980282000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -12988,15 +12988,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00015761005,
-    "min": 0.0001566399,
-    "max": 0.00015774210000000003,
+    "seconds": 0.00015625095000000008,
+    "min": 0.00015556690000000008,
+    "max": 0.00015678649999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0004940522499999997,
-    "min": 0.0004918591999999998,
-    "max": 0.0004943359999999997,
+    "seconds": 0.0004902480999999998,
+    "min": 0.0004890349999999977,
+    "max": 0.0004905684999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13041,15 +13041,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010319314999999998,
-    "min": 0.00010257839999999997,
-    "max": 0.00010349940000000001,
+    "seconds": 0.00010373959999999999,
+    "min": 0.00010328290000000003,
+    "max": 0.00010446929999999993,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00036473685000000056,
-    "min": 0.0003640339999999998,
-    "max": 0.00036563120000000034,
+    "seconds": 0.00036495539999996905,
+    "min": 0.0003646399000000003,
+    "max": 0.00036601310000000024,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13094,15 +13094,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.7638549999999985e-05,
-    "min": 4.751639999999996e-05,
-    "max": 4.778929999999999e-05,
+    "seconds": 4.770344999999999e-05,
+    "min": 4.7458900000000055e-05,
+    "max": 4.817279999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002861941500000012,
-    "min": 0.00028574510000000004,
-    "max": 0.0002870957,
+    "seconds": 0.00028615530000000006,
+    "min": 0.00028590269999999074,
+    "max": 0.0002869676000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13147,15 +13147,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 2.7398599999999938e-05,
-    "min": 2.7344100000000015e-05,
-    "max": 2.7654399999999997e-05,
+    "seconds": 2.748909999999996e-05,
+    "min": 2.7446699999999894e-05,
+    "max": 2.799350000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00015467790000000018,
-    "min": 0.0001543869999999988,
-    "max": 0.00015487019999999984,
+    "seconds": 0.0001548616,
+    "min": 0.00015477040000003763,
+    "max": 0.0001555373999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13200,15 +13200,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 3.3956800000000034e-05,
-    "min": 3.370249999999998e-05,
-    "max": 3.418529999999999e-05,
+    "seconds": 3.3889300000000014e-05,
+    "min": 3.368270000000007e-05,
+    "max": 3.422959999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016261830000000006,
-    "min": 0.00016243490000000018,
-    "max": 0.00016334040000000024,
+    "seconds": 0.00016392540000000015,
+    "min": 0.00016337770000000016,
+    "max": 0.00016410739999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13253,15 +13253,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.217895000000001e-05,
-    "min": 5.195870000000006e-05,
-    "max": 5.2369199999999986e-05,
+    "seconds": 5.235284999999998e-05,
+    "min": 5.168309999999995e-05,
+    "max": 5.289549999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00022435229999999987,
-    "min": 0.00022339190000000034,
-    "max": 0.00022517400000000024,
+    "seconds": 0.00022335085000000005,
+    "min": 0.00022303399999999983,
+    "max": 0.00022460809999999995,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13306,15 +13306,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00016113760000000001,
-    "min": 0.0001591121,
-    "max": 0.0001620759,
+    "seconds": 0.0001614372,
+    "min": 0.00015938430000000004,
+    "max": 0.00016245229999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005494931500000001,
-    "min": 0.0005490278000000001,
-    "max": 0.0005501097000000005,
+    "seconds": 0.0005500981,
+    "min": 0.0005492947000000001,
+    "max": 0.0005504357,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13359,15 +13359,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00026782955,
-    "min": 0.0002671279,
-    "max": 0.00026965609999999993,
+    "seconds": 0.00026782079999999994,
+    "min": 0.00026674010000000005,
+    "max": 0.00027017379999999996,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006580405999999999,
-    "min": 0.0006550092999999999,
-    "max": 0.0006591929000000003,
+    "seconds": 0.0006578458500000001,
+    "min": 0.0006561818999999997,
+    "max": 0.0006596798999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13412,15 +13412,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.384275000000003e-05,
-    "min": 8.314739999999996e-05,
-    "max": 8.468819999999997e-05,
+    "seconds": 8.385814999999997e-05,
+    "min": 8.353370000000001e-05,
+    "max": 8.440209999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00029557614999999987,
-    "min": 0.0002949843000000001,
-    "max": 0.0002965647999999998,
+    "seconds": 0.00029596314999999983,
+    "min": 0.00029491960000000003,
+    "max": 0.00029685199999999985,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13465,15 +13465,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004117028500000001,
-    "min": 0.0004110670999999998,
-    "max": 0.00041320130000000013,
+    "seconds": 0.0004113247,
+    "min": 0.00041099840000000007,
+    "max": 0.00041258450000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00102944575,
-    "min": 0.0010279913,
-    "max": 0.0010305565999999995,
+    "seconds": 0.0010276891999999999,
+    "min": 0.0010213133,
+    "max": 0.0010285935000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13518,15 +13518,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012309170000000005,
-    "min": 0.0001228114,
-    "max": 0.00012365380000000002,
+    "seconds": 0.00012251890000000002,
+    "min": 0.0001221285,
+    "max": 0.00012337559999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00046399140000000016,
-    "min": 0.00046269239999999993,
-    "max": 0.00046452759999999983,
+    "seconds": 0.0004611063000000003,
+    "min": 0.0004608006999999994,
+    "max": 0.00046140880000000007,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13572,15 +13572,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 4.414385000000006e-05,
-    "min": 4.408619999999994e-05,
-    "max": 4.439659999999994e-05,
+    "seconds": 4.4017950000000035e-05,
+    "min": 4.383639999999996e-05,
+    "max": 4.420750000000016e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00016431200000000023,
-    "min": 0.00016416699999999998,
-    "max": 0.00016469360000000307,
+    "seconds": 0.00016436545000001753,
+    "min": 0.0001642704000000002,
+    "max": 0.00016471989999999984,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13626,15 +13626,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.261584999999999e-05,
-    "min": 9.24132e-05,
-    "max": 9.295600000000008e-05,
+    "seconds": 9.270460000000001e-05,
+    "min": 9.237710000000003e-05,
+    "max": 9.329839999999996e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00030916169999999966,
-    "min": 0.0003086356000000008,
-    "max": 0.0003099603000000002,
+    "seconds": 0.0003092048500000003,
+    "min": 0.0003082999000000302,
+    "max": 0.00030972020000000005,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13680,15 +13680,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0004011980999999999,
-    "min": 0.0004009857999999999,
-    "max": 0.0004014972999999999,
+    "seconds": 0.0004003148499999999,
+    "min": 0.0004000059999999999,
+    "max": 0.00040130930000000013,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006376377000000001,
-    "min": 0.0006368408999999997,
-    "max": 0.0006396917,
+    "seconds": 0.0006382773999999995,
+    "min": 0.0006375659000000005,
+    "max": 0.0006388373,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13734,15 +13734,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.482345000000003e-05,
-    "min": 6.468450000000012e-05,
-    "max": 6.533739999999995e-05,
+    "seconds": 6.455084999999999e-05,
+    "min": 6.431330000000001e-05,
+    "max": 6.510339999999988e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00017830684999999995,
-    "min": 0.00017710360000000364,
-    "max": 0.00017889069999999988,
+    "seconds": 0.0001779000000000001,
+    "min": 0.00017772109999993118,
+    "max": 0.0001780687000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13788,15 +13788,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.157055000000002e-05,
-    "min": 6.13345e-05,
-    "max": 6.204459999999999e-05,
+    "seconds": 6.135325e-05,
+    "min": 6.072620000000004e-05,
+    "max": 6.189760000000006e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0002411211,
-    "min": 0.00024096469999999962,
-    "max": 0.00024192959999999958,
+    "seconds": 0.00024227230000000024,
+    "min": 0.00024178359999999966,
+    "max": 0.00024262610000000008,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13842,15 +13842,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00024257064999999995,
-    "min": 0.0002424094999999999,
-    "max": 0.00024277439999999986,
+    "seconds": 0.00024185340000000004,
+    "min": 0.0002415735999999999,
+    "max": 0.0002426647000000001,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00045017580000000025,
-    "min": 0.0004497255999999998,
-    "max": 0.0004505996999999998,
+    "seconds": 0.0004498728999999998,
+    "min": 0.00044971280000000006,
+    "max": 0.00045055890000000214,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13896,15 +13896,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00020589315000000004,
-    "min": 0.00020381020000000003,
-    "max": 0.00020739500000000014,
+    "seconds": 0.00020568230000000005,
+    "min": 0.00020411489999999999,
+    "max": 0.0002072865,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0006190866500000003,
-    "min": 0.0006187770000000003,
-    "max": 0.0006204042000000001,
+    "seconds": 0.0006197697000000004,
+    "min": 0.0006192103000000005,
+    "max": 0.0006206210999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13932,9 +13932,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.699064999999999e-05,
-    "min": 6.687369999999995e-05,
-    "max": 6.717020000000001e-05,
+    "seconds": 6.687115e-05,
+    "min": 6.673880000000001e-05,
+    "max": 6.693689999999999e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -13962,15 +13962,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00010768295,
-    "min": 0.00010743620000000002,
-    "max": 0.0001079164,
+    "seconds": 0.0001077355,
+    "min": 0.00010752580000000001,
+    "max": 0.00010783330000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0001565674,
-    "min": 0.00015627790000000006,
-    "max": 0.00015686029999999995,
+    "seconds": 0.00015639995000000004,
+    "min": 0.00015624269999999995,
+    "max": 0.000156725,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -13992,15 +13992,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 5.438849999999999e-05,
-    "min": 5.433339999999999e-05,
-    "max": 5.443860000000005e-05,
+    "seconds": 5.4264799999999996e-05,
+    "min": 5.417149999999998e-05,
+    "max": 5.430750000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.891694999999997e-05,
-    "min": 7.857689999999996e-05,
-    "max": 7.907780000000002e-05,
+    "seconds": 7.88661500000001e-05,
+    "min": 7.842599999999989e-05,
+    "max": 7.903029999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14022,15 +14022,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012703729999999998,
-    "min": 0.00012687050000000007,
-    "max": 0.00012725110000000003,
+    "seconds": 0.00012701639999999995,
+    "min": 0.0001266998,
+    "max": 0.0001272027,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018483380000000003,
-    "min": 0.00018438610000000004,
-    "max": 0.00018498520000000002,
+    "seconds": 0.00018483124999999992,
+    "min": 0.0001845786,
+    "max": 0.0001850456,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14052,15 +14052,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 8.955505e-05,
-    "min": 8.94372e-05,
-    "max": 8.96107e-05,
+    "seconds": 8.95246e-05,
+    "min": 8.935389999999995e-05,
+    "max": 8.99703e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00011985549999999996,
-    "min": 0.000119686,
-    "max": 0.0001200401999999999,
+    "seconds": 0.00012026695000000003,
+    "min": 0.00011983919999999999,
+    "max": 0.00012084419999999994,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14080,15 +14080,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012722215000000002,
-    "min": 0.0001270396,
-    "max": 0.000127477,
+    "seconds": 0.00012718495,
+    "min": 0.0001269855,
+    "max": 0.0001272756,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018540599999999994,
-    "min": 0.00018509960000000003,
-    "max": 0.00018567899999999995,
+    "seconds": 0.00018544514999999995,
+    "min": 0.00018495600000000004,
+    "max": 0.00018569689999999996,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14108,15 +14108,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.989514999999999e-05,
-    "min": 6.98533e-05,
-    "max": 6.999710000000002e-05,
+    "seconds": 6.979964999999995e-05,
+    "min": 6.954499999999999e-05,
+    "max": 6.994249999999997e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.853549999999997e-05,
-    "min": 9.836459999999997e-05,
-    "max": 9.868110000000005e-05,
+    "seconds": 9.852664999999998e-05,
+    "min": 9.833590000000001e-05,
+    "max": 9.859850000000001e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14136,15 +14136,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012702695,
-    "min": 0.00012677729999999995,
-    "max": 0.00012732250000000003,
+    "seconds": 0.00012709735000000002,
+    "min": 0.00012693080000000004,
+    "max": 0.0001274635,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018518039999999996,
-    "min": 0.00018492559999999997,
-    "max": 0.00018539079999999993,
+    "seconds": 0.00018511210000000003,
+    "min": 0.00018498560000000005,
+    "max": 0.0001851993,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14164,15 +14164,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 6.871784999999999e-05,
-    "min": 6.857329999999996e-05,
-    "max": 6.887220000000001e-05,
+    "seconds": 6.861535000000004e-05,
+    "min": 6.831739999999995e-05,
+    "max": 6.882550000000005e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.292885000000003e-05,
-    "min": 9.282199999999999e-05,
-    "max": 9.317370000000003e-05,
+    "seconds": 9.290944999999998e-05,
+    "min": 9.27844e-05,
+    "max": 9.318010000000002e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14192,15 +14192,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00012746399999999998,
-    "min": 0.0001270611,
-    "max": 0.00012759299999999998,
+    "seconds": 0.0001272402,
+    "min": 0.00012718560000000002,
+    "max": 0.00012762809999999986,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018524555000000006,
-    "min": 0.0001850812,
-    "max": 0.0001855802,
+    "seconds": 0.00018529710000000002,
+    "min": 0.00018474750000000006,
+    "max": 0.00018539440000000002,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14220,15 +14220,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 7.106320000000002e-05,
-    "min": 7.08498e-05,
-    "max": 7.117139999999999e-05,
+    "seconds": 7.090825e-05,
+    "min": 7.077060000000006e-05,
+    "max": 7.1231e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 9.303664999999996e-05,
-    "min": 9.287079999999999e-05,
-    "max": 9.320639999999999e-05,
+    "seconds": 9.300730000000003e-05,
+    "min": 9.286330000000002e-05,
+    "max": 9.30998e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14250,15 +14250,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00018460820000000002,
-    "min": 0.0001842787,
-    "max": 0.00018473279999999995,
+    "seconds": 0.00018436629999999998,
+    "min": 0.00018391819999999994,
+    "max": 0.00018478899999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00014155235,
-    "min": 0.00014134829999999996,
-    "max": 0.00014179849999999995,
+    "seconds": 0.00014145980000000003,
+    "min": 0.0001413832,
+    "max": 0.00014166329999999998,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14280,15 +14280,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00011170875000000001,
-    "min": 0.0001114821,
-    "max": 0.0001119336,
+    "seconds": 0.00011208644999999999,
+    "min": 0.00011169319999999998,
+    "max": 0.00011217249999999994,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 7.824935000000003e-05,
-    "min": 7.817270000000005e-05,
-    "max": 7.833200000000001e-05,
+    "seconds": 7.842835000000004e-05,
+    "min": 7.805990000000004e-05,
+    "max": 7.848549999999997e-05,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14316,9 +14316,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001852367,
-    "min": 0.0001849563,
-    "max": 0.00018560199999999994,
+    "seconds": 0.00018528050000000002,
+    "min": 0.00018503610000000008,
+    "max": 0.00018549160000000002,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14352,9 +14352,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.247630000000002e-05,
-    "min": 9.234840000000002e-05,
-    "max": 9.270029999999998e-05,
+    "seconds": 9.25469e-05,
+    "min": 9.237069999999998e-05,
+    "max": 9.276400000000002e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
@@ -14388,15 +14388,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001854176,
-    "min": 0.0001852742,
-    "max": 0.00018559430000000002,
+    "seconds": 0.00018542355000000007,
+    "min": 0.00018529510000000004,
+    "max": 0.0001855630999999999,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00037048070000000004,
-    "min": 0.0003703251,
-    "max": 0.0003706387999999999,
+    "seconds": 0.00037057864999999994,
+    "min": 0.0003703103000000001,
+    "max": 0.00037076810000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14424,15 +14424,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 9.25559e-05,
-    "min": 9.248320000000002e-05,
-    "max": 9.271230000000001e-05,
+    "seconds": 9.245204999999998e-05,
+    "min": 9.229740000000003e-05,
+    "max": 9.27119e-05,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.00018493599999999997,
-    "min": 0.00018472370000000005,
-    "max": 0.0001850638,
+    "seconds": 0.00018497465000000003,
+    "min": 0.00018483090000000007,
+    "max": 0.000185161,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14467,15 +14467,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017170110000000005,
-    "min": 0.0001714996,
-    "max": 0.0001720804,
+    "seconds": 0.0001715687,
+    "min": 0.00017152939999999996,
+    "max": 0.00017162089999999997,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005839101999999998,
-    "min": 0.0005837540000000001,
-    "max": 0.0005840424999999998,
+    "seconds": 0.0005842966,
+    "min": 0.0005840519999999998,
+    "max": 0.0005843666999999999,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14510,15 +14510,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.00017129880000000001,
-    "min": 0.0001711897,
-    "max": 0.0001713826,
+    "seconds": 0.00017150934999999998,
+    "min": 0.00017147719999999997,
+    "max": 0.0001715676,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0005681340500000003,
-    "min": 0.000567941,
-    "max": 0.0005682461999999996,
+    "seconds": 0.00056816115,
+    "min": 0.0005679576,
+    "max": 0.0005682848000000001,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14553,15 +14553,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.000168281,
-    "min": 0.00016817400000000007,
-    "max": 0.0001684273,
+    "seconds": 0.00016818339999999995,
+    "min": 0.00016806990000000003,
+    "max": 0.00016842290000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010230095499999998,
-    "min": 0.0010228036999999997,
-    "max": 0.0010230978999999998,
+    "seconds": 0.0010225270999999997,
+    "min": 0.0010223555000000001,
+    "max": 0.0010228424000000003,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14596,15 +14596,15 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0001641099,
-    "min": 0.00016399070000000003,
-    "max": 0.0001641243,
+    "seconds": 0.00016417100000000004,
+    "min": 0.0001641137,
+    "max": 0.00016431690000000003,
     "samples": 6
    },
    "backward_gpu_seconds": {
-    "seconds": 0.0010144350499999997,
-    "min": 0.0010125419000000001,
-    "max": 0.0010146714,
+    "seconds": 0.0010123369999999999,
+    "min": 0.0010120719000000001,
+    "max": 0.0010125084,
     "samples": 6
    },
    "method": "sum of the durations of the GPU kernels torch.profiler (CUPTI) records for 10 forward calls, and for 10 torch.autograd.grad(out, inputs + parameters, grad, retain_graph=True) calls (backward); seconds per call; median of the repetitions"
@@ -14632,9 +14632,9 @@ inline constexpr char embedded_framework_h200_sxm_torch_2_11_json[] = R"roofsim_
     }
    ],
    "forward_gpu_seconds": {
-    "seconds": 0.0002593791,
-    "min": 0.0002589523,
-    "max": 0.00025947719999999994,
+    "seconds": 0.0002588805500000001,
+    "min": 0.0002586725,
+    "max": 0.00025899139999999995,
     "samples": 6
    },
    "backward_gpu_seconds": {
