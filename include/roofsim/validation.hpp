@@ -163,6 +163,9 @@ enum class HostSpeed {
 /// host-paced when its prediction on a host this much slower is longer by a twentieth or more
 /// (CaseError::host_swing_effect): the swing alone can then move it by half the issue's bound.
 inline constexpr double validation_host_swing = 1.5;
+/// The lengthening on a host validation_host_swing times slower from which a model step is checked as
+/// host-paced: half the issue's 10 % bound.
+inline constexpr double validation_host_swing_bound = 0.05;
 
 /// One case's prediction against its measurement.
 struct CaseError {
@@ -181,6 +184,12 @@ struct CaseError {
     /// host sets the pace, and the measurement moves with the host's speed at the time.
     [[nodiscard]] bool host_bound() const { return predicted_host_seconds > predicted_gpu_seconds; }
 };
+
+/// The fraction by which a step predicted on a host validation_host_swing times slower (`slower`)
+/// is longer than its prediction `e`.
+[[nodiscard]] inline double host_swing_effect(const CaseError& e, const Prediction& slower) {
+    return slower.step_time.value() / e.predicted_seconds - 1.0;
+}
 
 /// A case's prediction against its measurement; the peak memory too when `with_memory`. Repeated
 /// back to back, a step takes its host issue time or its GPU time, whichever is longer (the host
@@ -213,7 +222,7 @@ struct CaseError {
         out.back().host_time_scale = o.host_time_scale;
         if (c.model) {
             o.host_time_scale *= validation_host_swing;
-            out.back().host_swing_effect = predict(c.graph, ctx, o).step_time.value() / out.back().predicted_seconds - 1.0;
+            out.back().host_swing_effect = host_swing_effect(out.back(), predict(c.graph, ctx, o));
         }
     }
     return out;
@@ -245,8 +254,7 @@ struct CaseError {
         const double scale = host_time_scale(c, framework, speed);
         out.push_back(case_error(c, predict(ir, ctx, framework, scale), ir.memory.has_value()));
         out.back().host_time_scale = scale;
-        out.back().host_swing_effect =
-            predict(ir, ctx, framework, scale * validation_host_swing).step_time.value() / out.back().predicted_seconds - 1.0;
+        out.back().host_swing_effect = host_swing_effect(out.back(), predict(ir, ctx, framework, scale * validation_host_swing));
     };
     for (const auto& c : set.cases) one(c);
     for (const auto& c : set.exported_only) one(c);
@@ -348,7 +356,7 @@ struct CaseOverRuns {
         return host_swing_effect.empty() ? 0.0 : detail::quantile(host_swing_effect, 0.5);
     }
     /// Checked as host-paced: the host's swing moves the predicted step by a twentieth or more.
-    [[nodiscard]] bool host_sensitive() const { return median_host_swing_effect() >= 0.05; }
+    [[nodiscard]] bool host_sensitive() const { return median_host_swing_effect() >= validation_host_swing_bound; }
 };
 
 /// The cases of several runs, each case's errors gathered by its id.
