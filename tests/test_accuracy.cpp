@@ -52,8 +52,7 @@ TEST_CASE("over the validation runs, each case's median error stays within the i
     // Models whose predicted step moves with the host's speed (by a twentieth or more on a host
     // validation_host_swing times slower, as the validation host runs for minutes at a time) are
     // under-predicted on these runs: the issue's bound is missed for some of them, and a wider one
-    // keeps them from getting worse (docs/NOTES.md). The others, GPU-paced, keep the issue's bound,
-    // or where they miss it a bound at their measured accuracy (the zoo's BERT-base b128).
+    // keeps them from getting worse (docs/NOTES.md). The others, GPU-paced, keep the issue's bound.
     const auto host_sensitive = [](const CaseOverRuns& c) { return c.host_sensitive(); };
     const auto model_bounds = [&host_sensitive](const std::vector<CaseOverRuns>& cases, double bound, double host_bound,
                                                 double memory_bound, const char* path) {

@@ -230,7 +230,7 @@ inline const std::map<std::string, KnownOp, std::less<>>& known_ops() {
         {"sdpa", {3, R::sdpa, low}},           {"mha", {1, R::mha, low}},              {"embedding", {1, R::embedding}},
         {"maxpool2d", {1, R::pool}},           {"avgpool2d", {1, R::pool}},            {"adaptive_avgpool2d", {1, R::adaptive_pool}},
         {"flatten", {1, R::reshape}},          {"reshape", {1, R::reshape}},           {"slice", {1, R::slice}},
-        {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
+        {"transpose", {1, R::transpose}},      {"transpose_contiguous", {1, R::transpose}}, {"cat", {2, R::cat}},
         {"gelu_tanh_composite", {1, R::gelu_tanh_composite}}, {"cast", {1, R::cast}},
         {"sum", {1, R::sum}},
     };
@@ -534,9 +534,14 @@ private:
     /// The layer being lowered costs the figures of `host_op` (a string with static storage), not its
     /// graph op's, at its forward and/or backward dispatch marker; `host_op` joins the ops whose
     /// figures the step looks up.
+    /// The markers keep the layer's graph op as their source op (an IR read back names the layer by it).
     void cost_markers_as(std::string_view host_op, bool forward, bool backward) {
-        if (forward) step_.kernels.kernels[forward_marker_].host_op = host_op;
-        if (backward) backward_[backward_begin_.back()].host_op = host_op;  // the backward marker (lower_layer put it first)
+        const auto mark = [&](Kernel& marker) {
+            marker.host_op = host_op;
+            marker.source_op = layer_kernel_.source_op;
+        };
+        if (forward) mark(step_.kernels.kernels[forward_marker_]);
+        if (backward) mark(backward_[backward_begin_.back()]);  // the backward marker (lower_layer put it first)
         note_host_op(host_op);
     }
 
@@ -1366,7 +1371,8 @@ private:
         return Value{x.shape, dt, true};
     }
 
-    // x.transpose(d0, d1).contiguous(): one copy each way.
+    // x.transpose(d0, d1): a view, costing the host what a view does (as the exporter costs
+    // aten::transpose); transpose_contiguous, x.transpose(d0, d1).contiguous(): one copy each way.
     Value transpose(const Layer& l, LayerSummary&) {
         const Value& x = input(l, 0);
         auto d0 = int_attr(l, "dim0"), d1 = int_attr(l, "dim1");
@@ -1376,7 +1382,11 @@ private:
         if (d0 < 0 || d1 < 0 || d0 >= rank || d1 >= rank) throw layer_error(l, "dim0/dim1: out of range");
         Value y = x;
         std::swap(y.shape[static_cast<std::size_t>(d0)], y.shape[static_cast<std::size_t>(d1)]);
-        copy_both_ways(l, x);
+        if (l.op == "transpose") {
+            cost_markers_as("reshape", true, x.needs_grad);
+        } else {
+            copy_both_ways(l, x);
+        }
         return y;
     }
 

@@ -9,20 +9,23 @@
 namespace roofsim::zoo {
 
 namespace detail {
-/// q, k or v: a linear projection viewed as B x H x L x D (a free view: SDPA takes strided inputs).
+/// q, k or v: a linear projection viewed as B x L x H x D, then transposed to B x H x L x D (two
+/// views: SDPA takes strided inputs), as the exported IRs of both models show.
 inline std::string heads_view(GraphBuilder& b, const std::string& name, const std::string& in, std::int64_t heads,
                               std::int64_t seq, std::int64_t head_dim) {
-    return b.layer(name, "reshape", {in}, {{"shape", std::vector<std::int64_t>{-1, heads, seq, head_dim}}});
+    const std::string viewed = b.layer(name + "_view", "reshape", {in}, {{"shape", std::vector<std::int64_t>{-1, seq, heads, head_dim}}});
+    return b.layer(name, "transpose", {viewed}, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}});
 }
 
 /// The attention core shared by both models: SDPA over q, k, v with the configs' attention dropout
-/// (0.1, passed as dropout_p in training), then heads merged back (a copy).
+/// (0.1, passed as dropout_p in training), then heads merged back: a transpose and a reshape, both
+/// views (the fused attention kernels write their output as B x L x H x D; the exported IRs copy nothing).
 inline std::string attention_core(GraphBuilder& b, const std::string& name, const std::string& q, const std::string& k,
                                   const std::string& v, bool causal, std::int64_t seq, std::int64_t hidden) {
     std::string a = b.layer(name + ".sdpa", "sdpa", {q, k, v},
                             {{"is_causal", causal}, {"backend", std::string("flash")}, {"dropout_p", 0.1}});
-    return b.layer(name + ".merge_heads", "reshape", {a},
-                   {{"shape", std::vector<std::int64_t>{-1, seq, hidden}}, {"copy", true}});
+    a = b.layer(name + ".heads_back", "transpose", {a}, {{"dim0", std::int64_t{1}}, {"dim1", std::int64_t{2}}});
+    return b.layer(name + ".merge_heads", "reshape", {a}, {{"shape", std::vector<std::int64_t>{-1, seq, hidden}}});
 }
 
 inline std::int64_t i64(std::int64_t v) { return v; }
